@@ -1,0 +1,126 @@
+/*
+ * profile.h - the analyzer's model of one recorded run: nodes (every span id
+ * seen: functions, points, locks, devices), caller->callee edges, threads and
+ * the run's metadata.  Built by replay (replay.c) from a trace, or loaded from
+ * a direct-mode file, then named (symbols.c), ranked (rank.c), flagged
+ * (flags.c) and printed (src/report/).
+ *
+ * Invariants, once rp_profile_finish() has run:
+ *   - nodes[0] is ROOT; nodes[i] for i >= 1 is trace id i (ids are dense);
+ *   - for every node: incl counts only the outermost activation on a stack,
+ *     dur_sum counts every activation, excl = dur_sum - time spent in callees;
+ *     so excl <= dur_sum and, without recursion, incl == dur_sum;
+ *   - edges[] is unique per (caller, callee); caller 0 is "<root>";
+ *   - all times are ticks; multiply by ns_per_tick for nanoseconds.
+ */
+#ifndef RP_ANALYZE_PROFILE_H
+#define RP_ANALYZE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+
+/* Flags of DESIGN §7, a bit each in rp_node.flags. */
+enum {
+    RP_FLAG_DISPATCH = 1u << 0,
+    RP_FLAG_HOT = 1u << 1,
+    RP_FLAG_JITTER = 1u << 2,
+    RP_FLAG_RATE = 1u << 3,
+    RP_FLAG_CONTENDED = 1u << 4,
+    RP_FLAG_BUDGET = 1u << 5,
+};
+
+struct rp_node {
+    uint32_t id;     /* trace id; 0 is ROOT */
+    uint8_t kind;    /* enum rp_kind */
+    uint8_t cls;     /* enum rp_class */
+    uint64_t key;    /* code address for functions, lock address for locks */
+    char *name;      /* owned; set by the DEFS chunk or by symbolization */
+    char *file;      /* owned, may be NULL */
+    uint32_t line;   /* 0 if unknown */
+    char *module;    /* owned, may be NULL: the binary the address is in */
+
+    uint64_t calls;   /* completed activations */
+    uint64_t incl;    /* outermost activations only (no double count) */
+    uint64_t dur_sum; /* every activation */
+    uint64_t excl;    /* dur_sum minus time in callees */
+    uint64_t min, max;
+    double mean, m2; /* Welford over activation durations */
+    struct rp_hist hist;
+    uint64_t first_start, last_start; /* ticks, for the mean period (RATE) */
+    uint64_t budget;   /* ticks; 0 = none (direct-mode points) */
+    uint64_t overruns; /* activations longer than budget */
+
+    /* Filled by rank.c and flags.c. */
+    double standing;    /* pi_i with ROOT removed, renormalised */
+    double involvement; /* pi_i / pi_ROOT */
+    uint32_t rank;      /* 1 = most standing */
+    uint32_t flags;     /* RP_FLAG_* */
+    double fanout;      /* exp(entropy of callee time shares) */
+};
+
+struct rp_edge {
+    uint32_t caller, callee; /* node indices; caller 0 = ROOT */
+    uint64_t calls;
+    uint64_t incl; /* summed durations of these calls (every activation) */
+    uint64_t min, max;
+};
+
+struct rp_thread {
+    uint32_t tid;
+    char *name;           /* owned, may be NULL */
+    uint64_t first, last; /* ticks of the first and last event */
+    uint64_t events;
+    uint64_t lost;            /* events the recorder dropped (LOST chunks) */
+    uint64_t unmatched_exits; /* exits with no open span to match */
+    uint64_t unclosed;        /* spans still open at the end of the trace */
+};
+
+struct rp_rank_info {
+    int weight_calls; /* 0: time weights, 1: call weights */
+    double alpha;
+    uint32_t iterations;
+    double residual;
+};
+
+struct rp_profile {
+    /* run metadata, from INFO and CLOCK chunks */
+    char *program;
+    char *argv; /* NUL-separated, argv_len bytes */
+    size_t argv_len;
+    uint32_t pid;
+    char *clock_name;
+    char *mode;
+    double ns_per_tick;
+    uint64_t first_tick, last_tick;
+    int ended;          /* an END chunk was read */
+    uint32_t end_flags; /* RP_END_* */
+    int32_t end_status;
+
+    struct rp_node *nodes; /* nodes[0] = ROOT */
+    uint32_t n_nodes, cap_nodes;
+    struct rp_edge *edges;
+    uint32_t n_edges, cap_edges;
+    struct rp_thread *threads;
+    uint32_t n_threads, cap_threads;
+
+    uint64_t events; /* events replayed */
+    uint64_t lost;   /* sum of threads' lost */
+    uint64_t total;  /* ticks: sum over threads of (last - first) */
+    char *maps;      /* text of the last MAPS chunk, owned */
+    size_t maps_len;
+
+    struct rp_rank_info rank;
+
+    void *priv; /* replay.c's hash tables */
+};
+
+/* Returns a node's name, never NULL ("<root>", the name, or "0x<addr>"). */
+const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, char *buf,
+                         size_t bufsz);
+
+/* Frees everything a profile owns; the struct itself is the caller's. */
+void rp_profile_free(struct rp_profile *p);
+
+#endif /* RP_ANALYZE_PROFILE_H */

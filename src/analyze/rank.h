@@ -1,0 +1,50 @@
+/*
+ * rank.h - standing probability of DESIGN §6: the call-or-finish Markov
+ * chain over the caller->callee graph, with restart at ROOT and an
+ * alpha/N teleport, solved by sparse power iteration.
+ */
+#ifndef RP_ANALYZE_RANK_H
+#define RP_ANALYZE_RANK_H
+
+#include <stdint.h>
+
+struct rp_profile;
+
+/*
+ * A graph in edge-list form.  Node 0 is ROOT.  stop[i] is x_i,stop (ROOT's is
+ * ignored); edge e goes src[e] -> dst[e] with weight w[e] >= 0.  Edges into
+ * ROOT are allowed but unusual; duplicate (src, dst) pairs add up.
+ */
+struct rp_graph {
+    uint32_t n, m;
+    const double *stop;
+    const uint32_t *src, *dst;
+    const double *w;
+};
+
+struct rp_rank_opts {
+    double alpha;      /* teleport mass, default 0.01; 0 <= alpha < 1 */
+    double tol;        /* L1 change to stop at, default 1e-12 */
+    uint32_t max_iter; /* default 10000 */
+};
+
+/*
+ * Computes pi (n entries, sums to 1, pi = pi P) into the caller's array.
+ * Returns 0, RP_EINVAL for a malformed graph (n == 0, an index >= n, a
+ * negative or non-finite weight, alpha outside [0, 1)), or RP_ENOMEM.
+ * *iterations and *residual (last L1 change) are always set on success; if
+ * the cap was hit, the result is the last iterate and *residual says how far
+ * it is from converged.
+ */
+int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double *pi,
+                  uint32_t *iterations, double *residual);
+
+/*
+ * Ranks a profile: builds the graph from its nodes and edges with the weight
+ * kind p->rank.weight_calls, solves it, and fills each node's standing,
+ * involvement and rank (1 = highest standing) and p->rank.  Returns 0 or a
+ * negative RP_E* code.
+ */
+int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o);
+
+#endif /* RP_ANALYZE_RANK_H */

@@ -1,0 +1,128 @@
+/*
+ * format.h - the rankprof trace file format (version 1), shared by the
+ * recorder's writer and the analyzer's reader.  docs/trace-format.md is the
+ * prose version of this file; change both together.
+ *
+ * A trace is a 32-byte file header followed by self-delimiting chunks:
+ *
+ *   +----------------------+  offset 0
+ *   | magic "RANKPROF"     |  8 bytes
+ *   | u16 major, u16 minor |
+ *   | u32 header size (32) |
+ *   | u32 flags, u32 0     |
+ *   | u64 0                |
+ *   +----------------------+  offset 32
+ *   | chunk header (16)    |  u32 type | u32 payload length | u32 payload crc32
+ *   |                      |  | u32 header crc32 (of the 12 bytes before it)
+ *   | payload              |
+ *   +----------------------+
+ *   | chunk ...            |
+ *   +----------------------+
+ *   | END chunk            |  present only when the process ended normally
+ *   +----------------------+
+ *
+ * All integers are little-endian.  The header crc protects the length before
+ * the reader trusts it; the payload crc protects everything else.  A chunk is
+ * never longer than RP_CHUNK_MAX, so no allocation is sized by an unchecked
+ * field.
+ *
+ * Events are delta- and varint-encoded inside EVENTS chunks (see "event
+ * stream" below); each EVENTS chunk restarts its deltas from a base stored in
+ * its own header, so one damaged chunk never shifts the time of another.
+ */
+#ifndef RP_TRACE_FORMAT_H
+#define RP_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define RP_MAGIC         "RANKPROF"
+#define RP_MAGIC_LEN     8
+#define RP_VERSION_MAJOR 1
+#define RP_VERSION_MINOR 0
+#define RP_FILE_HDR_SIZE 32
+#define RP_CHUNK_HDR_SIZE 16
+#define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
+
+/* Chunk types.  Readers skip (and count) types they do not know. */
+enum rp_chunk_type {
+    RP_CH_INFO = 1,   /* key/value strings: program, argv, pid, clock, mode ... */
+    RP_CH_CLOCK = 2,  /* u64 ticks, u64 monotonic ns, u64 realtime ns: calibration */
+    RP_CH_MAPS = 3,   /* text of /proc/self/maps, executable mappings only */
+    RP_CH_THREAD = 4, /* u32 tid, u32 flags, then the thread name (rest of payload) */
+    RP_CH_DEFS = 5,   /* id definitions, see struct layout below */
+    RP_CH_EVENTS = 6, /* u32 tid, u32 nevents, u64 base ticks, event stream */
+    RP_CH_LOST = 7,   /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
+    RP_CH_END = 8,    /* u64 ticks, u64 events, u64 lost, i32 status, u32 flags */
+    RP_CH_STATS = 9,  /* direct mode: per-id statistics (see direct mode docs) */
+};
+
+/*
+ * INFO payload: repeated { u16 key length, key, u32 value length, value }.
+ * Keys written by the recorder: "program", "argv" (NUL-separated), "pid",
+ * "ppid", "clock" ("tsc", "cntvct" or "monotonic"), "freq_hz" (start-up
+ * estimate), "mode" ("trace" or "direct"), "recorder" (version), "policy"
+ * ("wait" or "drop"), "overhead_ticks" (recorder cost per event pair).
+ */
+
+/* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */
+enum rp_kind {
+    RP_KIND_FUNC = 0,      /* key is a code address */
+    RP_KIND_POINT = 1,     /* named region, key is the site struct address */
+    RP_KIND_LOCK_WAIT = 2, /* key is the lock address */
+    RP_KIND_LOCK_HOLD = 3, /* key is the lock address */
+    RP_KIND_IO = 4,        /* device transaction */
+    RP_KIND_INSTANT = 5,   /* a point in time: timer, IRQ, user mark */
+    RP_KIND_COUNTER = 6,   /* a sampled value */
+    RP_KIND_MAX
+};
+
+/*
+ * DEFS payload: repeated records, each
+ *   u32 id | u8 kind | u8 class | u16 name length | u64 key | u32 line |
+ *   u16 file length | name bytes | file bytes
+ * Ids are dense, start at 1 and are defined before the first EVENTS chunk
+ * that uses them.  Functions have an empty name: the analyzer names them from
+ * the MAPS chunk and the binaries' symbol tables.
+ */
+#define RP_DEF_FIXED 24
+
+/*
+ * Event stream (payload of EVENTS after its 16-byte header).  Each event is
+ *
+ *   varint h = (delta << 3) | op      delta: ticks since the previous event
+ *   [operands, by op]                 (the first is relative to base ticks)
+ *
+ * ops:
+ */
+enum rp_op {
+    RP_OP_ENTER = 0,   /* + varint id: a span begins (function, point, lock, io) */
+    RP_OP_EXIT = 1,    /* the innermost open span ends */
+    RP_OP_EXIT_ID = 2, /* + varint id: span id ends, when it is not the innermost */
+    RP_OP_INSTANT = 3, /* + varint id, varint argument */
+    RP_OP_COUNTER = 4, /* + varint id, zigzag varint value */
+    RP_OP_ARG = 5,     /* + varint argument of the innermost open span (io bytes) */
+    RP_OP_RESERVED6 = 6,
+    RP_OP_RESERVED7 = 7,
+};
+#define RP_OP_BITS 3
+#define RP_OP_MASK 7u
+
+#define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
+
+/* Event classes; a bit each in the run-time mask. */
+enum rp_class {
+    RP_CLASS_FUNC = 0,
+    RP_CLASS_POINT = 1,
+    RP_CLASS_LOCK = 2,
+    RP_CLASS_IO = 3,
+    RP_CLASS_TIMER = 4,
+    RP_CLASS_USER = 5,
+    RP_CLASS_MAX
+};
+
+/* END flags */
+#define RP_END_EXIT     1u /* exit() or return from main */
+#define RP_END_SIGNAL   2u /* a fatal signal; status holds the signal number */
+#define RP_END_TIMEOUT  4u /* the final flush gave up waiting for some buffers */
+
+#endif /* RP_TRACE_FORMAT_H */
