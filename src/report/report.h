@@ -1,0 +1,39 @@
+/*
+ * report.h - printing an analysed profile: the terminal table, JSON (the
+ * stable interface of DESIGN §9) and CSV.  Exports (chrome, folded, ...) live
+ * beside these in src/report/ with one ops table per format.
+ */
+#ifndef RP_REPORT_REPORT_H
+#define RP_REPORT_REPORT_H
+
+#include <stdio.h>
+
+#include "analyze/flags.h"
+#include "analyze/profile.h"
+
+enum rp_sort { RP_SORT_RANK, RP_SORT_SELF, RP_SORT_TOTAL, RP_SORT_CALLS, RP_SORT_MAX };
+
+struct rp_report_opts {
+    enum rp_sort sort;
+    uint32_t limit;                  /* rows to print, 0 = all */
+    int ranked;                      /* rank/standing/involvement are filled */
+    int flagged;                     /* flags are filled */
+    const struct rp_flag_opts *flag; /* thresholds, for the "why" lines */
+    int color;                       /* the table may use ANSI colours */
+};
+
+/*
+ * Each returns 0, or RP_EIO when writing to out fails (checked with ferror at
+ * the end), or RP_ENOMEM.
+ */
+int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o);
+int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o);
+int rp_report_csv(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o);
+
+/*
+ * Fills order[] (p->n_nodes - 1 entries: node indices >= 1) sorted by o->sort,
+ * descending, ties by name.  Nodes with no calls are left out; returns the count.
+ */
+uint32_t rp_report_order(const struct rp_profile *p, enum rp_sort sort, uint32_t *order);
+
+#endif /* RP_REPORT_REPORT_H */
