@@ -1,0 +1,380 @@
+/*
+ * firmware.c - an example program shaped like microcontroller firmware, to be
+ * profiled with `rankprof record -- ./firmware [TICKS]`.
+ *
+ * What it does
+ *   main() brings up the "board" (board_init), starts a monitor thread and
+ *   runs the cooperative scheduler sched_run() for TICKS timer ticks (default
+ *   2000).  Each loop iteration calls timer_tick() (the timer interrupt, kept
+ *   in the loop so the counts stay deterministic) and then dispatches, through
+ *   a function-pointer task table, every task whose period divides the tick
+ *   number (ticks are numbered 1..TICKS):
+ *
+ *     task_sensor        every  1 tick: reads 6 data bytes from the sensor
+ *     task_control       every  2 ticks: 16-tap FIR + PI law (filter_update),
+ *                        writes the actuator register
+ *     task_telemetry     every 10 ticks: reads the 2-byte temperature; every
+ *                        100th run does a long flush (telemetry_flush): a
+ *                        128-byte block write plus a simulated flash erase -
+ *                        the worst case far from the typical case
+ *     task_housekeeping  every 50 ticks: reads the status register, kicks the
+ *                        watchdog register
+ *
+ *   The I2C driver (i2c_read_reg, i2c_write_reg -> i2c_xfer) talks to a fake
+ *   sensor with 256 registers under one pthread mutex (the bus lock).  Every
+ *   byte on the wire burns a fixed number of loop iterations (BYTE_SPIN), so
+ *   bus time is deterministic work, not sleeping.  A second thread,
+ *   monitor_main, polls the status register TICKS/20 times with a 2 ms sleep
+ *   between polls, so it contends with the scheduler for the bus lock.
+ *
+ *   The run takes about 0.3-0.6 s and prints one summary line.  Everything is
+ *   deterministic: the sensor's samples come from a fixed-seed LCG, and the
+ *   printed checksum depends only on TICKS (the monitor reads a register whose
+ *   value never changes, so the interleaving cannot change the output).
+ *
+ * Exact call counts (instrumented functions only; spin() and dev_prepare()
+ * are marked no_instrument_function, libc is not instrumented), for T = TICKS:
+ *
+ *   function            formula                          T = 2000 (default)
+ *   main                1                                    1
+ *   board_init          1                                    1
+ *   sched_run           1                                    1
+ *   timer_tick          T                                 2000
+ *   task_sensor         T                                 2000
+ *   task_control        T/2                               1000
+ *   filter_update       T/2                               1000
+ *   task_telemetry      T/10                               200
+ *   telemetry_flush     (T/10)/100                           2
+ *   task_housekeeping   T/50                                40
+ *   monitor_main        1 (thread entry, caller <root>)      1
+ *   monitor_poll        T/20                               100
+ *   i2c_read_reg        1 + T + T/10 + T/50 + T/20        2341
+ *   i2c_write_reg       1 + T/2 + T/50                    1041
+ *   i2c_xfer            reads + writes + flushes          3384
+ *   (all divisions round down)
+ *
+ * Edges (caller -> callee: calls) for T = 2000:
+ *   <root> -> main 1, <root> -> monitor_main 1,
+ *   main -> board_init 1, main -> sched_run 1,
+ *   board_init -> i2c_read_reg 1, board_init -> i2c_write_reg 1,
+ *   sched_run -> timer_tick 2000, sched_run -> task_sensor 2000,
+ *   sched_run -> task_control 1000, sched_run -> task_telemetry 200,
+ *   sched_run -> task_housekeeping 40,
+ *   task_sensor -> i2c_read_reg 2000,
+ *   task_control -> filter_update 1000, task_control -> i2c_write_reg 1000,
+ *   task_telemetry -> i2c_read_reg 200, task_telemetry -> telemetry_flush 2,
+ *   telemetry_flush -> i2c_xfer 2,
+ *   task_housekeeping -> i2c_read_reg 40, task_housekeeping -> i2c_write_reg 40,
+ *   monitor_main -> monitor_poll 100, monitor_poll -> i2c_read_reg 100,
+ *   i2c_read_reg -> i2c_xfer 2341, i2c_write_reg -> i2c_xfer 1041.
+ *
+ * tests/e2e_basic.sh checks these numbers; change both together.
+ *
+ * Built with -O1 -g -fno-inline -finstrument-functions and NOT linked with
+ * rankprof: `rankprof record` preloads the recorder.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define NOINSTR __attribute__((no_instrument_function))
+
+/* ---- tuning: the "hardware" speed ---------------------------------------- */
+
+#define BYTE_SPIN    4000u    /* loop iterations per byte on the bus */
+#define ERASE_SPIN   8000000u /* loop iterations of one flash-page erase */
+#define FLUSH_BYTES  128      /* payload of the telemetry block write */
+#define FLUSH_EVERY  100      /* telemetry runs per flush */
+#define MON_DIVISOR  20       /* the monitor polls TICKS/MON_DIVISOR times */
+#define MON_SLEEP_NS 2000000L /* between monitor polls */
+#define FIR_TAPS     16
+
+/* Burns n loop iterations: deterministic CPU work standing in for bus or
+ * flash time.  Not instrumented, so it is part of its caller's own time. */
+static NOINSTR void spin(uint32_t n)
+{
+    volatile uint32_t sink = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sink += i;
+}
+
+/* ---- the fake I2C device --------------------------------------------------- */
+
+enum {
+    REG_WHO_AM_I = 0x0f, /* reads 0x6b */
+    REG_CTRL = 0x10,     /* actuator / control output */
+    REG_STATUS = 0x1e,   /* constant 0x07: data ready, temp ready, ok */
+    REG_TEMP = 0x20,     /* 2 bytes, little-endian */
+    REG_DATA = 0x28,     /* 6 bytes: x, y, z, each little-endian int16 */
+    REG_WDOG = 0x40,     /* watchdog kick */
+    REG_FIFO = 0x80,     /* block-write sink for the telemetry flush */
+};
+
+static struct {
+    pthread_mutex_t lock; /* the bus lock */
+    uint8_t regs[256];
+    uint32_t lcg;   /* sample generator state, fixed seed */
+    uint64_t bytes; /* bytes moved on the bus */
+    uint32_t wdog_kicks;
+    uint32_t fifo_sum; /* checksum of everything block-written */
+} bus = {.lock = PTHREAD_MUTEX_INITIALIZER, .lcg = 12345u};
+
+/* Device side of a read of `reg`: new samples appear when DATA is read. */
+static NOINSTR void dev_prepare(uint8_t reg)
+{
+    if (reg == REG_DATA) {
+        for (int i = 0; i < 6; i++) {
+            bus.lcg = bus.lcg * 1103515245u + 12345u;
+            bus.regs[REG_DATA + i] = (uint8_t)(bus.lcg >> 16);
+        }
+    } else if (reg == REG_TEMP) {
+        bus.lcg = bus.lcg * 1103515245u + 12345u;
+        uint16_t t = (uint16_t)(2500 + ((bus.lcg >> 16) & 0x3f)); /* 25.00 C + noise */
+        bus.regs[REG_TEMP] = (uint8_t)t;
+        bus.regs[REG_TEMP + 1] = (uint8_t)(t >> 8);
+    }
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+/*
+ * One bus transaction: address byte, the tx bytes (tx[0] is the register),
+ * then, if nrx > 0, a repeated start, the address again and nrx bytes read
+ * from consecutive registers.  Holds the bus lock for the whole transfer.
+ */
+int i2c_xfer(const uint8_t *tx, size_t ntx, uint8_t *rx, size_t nrx)
+{
+    size_t nbytes = 1 + ntx + (nrx ? 1 + nrx : 0);
+
+    pthread_mutex_lock(&bus.lock);
+    spin((uint32_t)nbytes * BYTE_SPIN);
+    uint8_t reg = ntx ? tx[0] : 0;
+    if (nrx) {
+        dev_prepare(reg);
+        for (size_t i = 0; i < nrx; i++)
+            rx[i] = bus.regs[(uint8_t)(reg + i)];
+    } else if (reg == REG_FIFO) {
+        for (size_t i = 1; i < ntx; i++)
+            bus.fifo_sum = bus.fifo_sum * 31u + tx[i];
+    } else {
+        for (size_t i = 1; i < ntx; i++)
+            bus.regs[(uint8_t)(reg + i - 1)] = tx[i];
+        if (reg == REG_WDOG)
+            bus.wdog_kicks++;
+    }
+    bus.bytes += nbytes;
+    pthread_mutex_unlock(&bus.lock);
+    return 0;
+}
+
+int i2c_read_reg(uint8_t reg, uint8_t *buf, size_t n)
+{
+    return i2c_xfer(&reg, 1, buf, n);
+}
+
+int i2c_write_reg(uint8_t reg, uint8_t val)
+{
+    uint8_t tx[2] = {reg, val};
+    return i2c_xfer(tx, 2, NULL, 0);
+}
+
+/* ---- the timer ------------------------------------------------------------- */
+
+static volatile uint32_t g_ticks; /* incremented by the "timer interrupt" */
+
+void timer_tick(void)
+{
+    g_ticks++;
+}
+
+/* ---- tasks ----------------------------------------------------------------- */
+
+static struct {
+    int16_t hist[FIR_TAPS]; /* last x samples, ring */
+    unsigned pos;
+    int32_t integ; /* PI integrator */
+    int16_t last_x;
+    uint8_t out;
+    uint32_t out_sum;
+} ctl;
+
+static struct {
+    uint32_t runs, flushes;
+    uint8_t buf[FLUSH_BYTES];
+    unsigned fill;
+    uint32_t temp_sum;
+} tlm;
+
+static uint32_t g_status_sum;
+static uint32_t g_monitor_polls, g_monitor_status_sum;
+
+void task_sensor(void)
+{
+    uint8_t d[6];
+    i2c_read_reg(REG_DATA, d, sizeof d);
+    ctl.last_x = (int16_t)(d[0] | (d[1] << 8));
+}
+
+/* 16-tap moving-average FIR in fixed point, then a PI law toward 0. */
+uint8_t filter_update(int16_t x)
+{
+    static const int16_t coef[FIR_TAPS] = {1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1};
+    ctl.hist[ctl.pos] = x;
+    ctl.pos = (ctl.pos + 1) % FIR_TAPS;
+    int32_t acc = 0;
+    for (unsigned i = 0; i < FIR_TAPS; i++)
+        acc += coef[i] * ctl.hist[(ctl.pos + i) % FIR_TAPS];
+    int32_t y = acc / 72; /* sum of coef */
+    int32_t err = -y;
+    ctl.integ += err / 16;
+    if (ctl.integ > 1 << 20)
+        ctl.integ = 1 << 20;
+    if (ctl.integ < -(1 << 20))
+        ctl.integ = -(1 << 20);
+    int32_t u = (err / 4 + ctl.integ / 64) / 256 + 128;
+    return (uint8_t)(u < 0 ? 0 : u > 255 ? 255 : u);
+}
+
+void task_control(void)
+{
+    ctl.out = filter_update(ctl.last_x);
+    ctl.out_sum += ctl.out;
+    i2c_write_reg(REG_CTRL, ctl.out);
+}
+
+/* The rare slow path: write the telemetry buffer out, then erase a page. */
+void telemetry_flush(void)
+{
+    uint8_t tx[1 + FLUSH_BYTES];
+    tx[0] = REG_FIFO;
+    for (unsigned i = 0; i < FLUSH_BYTES; i++)
+        tx[1 + i] = tlm.buf[i];
+    i2c_xfer(tx, sizeof tx, NULL, 0);
+    spin(ERASE_SPIN);
+    tlm.fill = 0;
+    tlm.flushes++;
+}
+
+void task_telemetry(void)
+{
+    uint8_t t[2];
+    i2c_read_reg(REG_TEMP, t, sizeof t);
+    tlm.temp_sum += (uint32_t)(t[0] | (t[1] << 8));
+    tlm.buf[tlm.fill++ % FLUSH_BYTES] = t[0];
+    tlm.buf[tlm.fill++ % FLUSH_BYTES] = ctl.out;
+    if (++tlm.runs % FLUSH_EVERY == 0)
+        telemetry_flush();
+}
+
+void task_housekeeping(void)
+{
+    uint8_t st;
+    i2c_read_reg(REG_STATUS, &st, 1);
+    g_status_sum += st;
+    i2c_write_reg(REG_WDOG, 0xa5);
+}
+
+/* ---- the scheduler --------------------------------------------------------- */
+
+struct task {
+    const char *name;
+    uint32_t period; /* ticks */
+    void (*fn)(void);
+    uint32_t runs;
+};
+
+static struct task task_table[] = {
+    {"sensor", 1, task_sensor, 0},
+    {"control", 2, task_control, 0},
+    {"telemetry", 10, task_telemetry, 0},
+    {"housekeeping", 50, task_housekeeping, 0},
+};
+#define N_TASKS (sizeof task_table / sizeof task_table[0])
+
+void sched_run(uint32_t ticks)
+{
+    for (uint32_t i = 0; i < ticks; i++) {
+        timer_tick();
+        uint32_t now = g_ticks;
+        for (unsigned k = 0; k < N_TASKS; k++) {
+            if (now % task_table[k].period == 0) {
+                task_table[k].fn();
+                task_table[k].runs++;
+            }
+        }
+    }
+}
+
+/* ---- the monitor thread ---------------------------------------------------- */
+
+void monitor_poll(void)
+{
+    uint8_t st;
+    i2c_read_reg(REG_STATUS, &st, 1);
+    g_monitor_status_sum += st; /* this thread's own; main reads it after join */
+    g_monitor_polls++;
+}
+
+void *monitor_main(void *arg)
+{
+    uint32_t polls = *(const uint32_t *)arg;
+    struct timespec ts = {0, MON_SLEEP_NS};
+    for (uint32_t i = 0; i < polls; i++) {
+        monitor_poll();
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* ---- bring-up and main ----------------------------------------------------- */
+
+int board_init(void)
+{
+    uint8_t who = 0;
+    bus.regs[REG_WHO_AM_I] = 0x6b;
+    bus.regs[REG_STATUS] = 0x07;
+    i2c_read_reg(REG_WHO_AM_I, &who, 1);
+    if (who != 0x6b)
+        return -1;
+    i2c_write_reg(REG_CTRL, 128);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t ticks = 2000;
+    if (argc > 1) {
+        char *end;
+        unsigned long v = strtoul(argv[1], &end, 10);
+        if (*end || v == 0 || v > 10000000ul) {
+            fprintf(stderr, "usage: %s [TICKS]   (1..10000000, default 2000)\n", argv[0]);
+            return 2;
+        }
+        ticks = (uint32_t)v;
+    }
+    if (board_init() != 0) {
+        fprintf(stderr, "firmware: sensor not found\n");
+        return 1;
+    }
+
+    uint32_t polls = ticks / MON_DIVISOR;
+    pthread_t mon;
+    if (pthread_create(&mon, NULL, monitor_main, &polls) != 0) {
+        fprintf(stderr, "firmware: cannot start the monitor thread\n");
+        return 1;
+    }
+    sched_run(ticks);
+    pthread_join(mon, NULL);
+
+    uint32_t check = ctl.out_sum * 2654435761u ^ tlm.temp_sum ^ bus.fifo_sum ^ g_status_sum ^
+                     g_monitor_status_sum;
+    printf("firmware: ticks=%" PRIu32 " sensor=%" PRIu32 " control=%" PRIu32 " telemetry=%" PRIu32
+           " flushes=%" PRIu32 " housekeeping=%" PRIu32 " monitor=%" PRIu32 " wdog=%" PRIu32
+           " bus_bytes=%" PRIu64 " check=%08" PRIx32 "\n",
+           ticks, task_table[0].runs, task_table[1].runs, task_table[2].runs, tlm.flushes,
+           task_table[3].runs, g_monitor_polls, bus.wdog_kicks, bus.bytes, check);
+    return 0;
+}
