@@ -20,6 +20,7 @@
 #include "common/error.h"
 
 #include <dlfcn.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,11 +48,20 @@ struct sym_map {
     uint32_t module; /* index into modules, SYM_NO_MODULE if none */
 };
 
+/* The address range of one DWARF compile unit (run-time addresses). */
+struct sym_cu {
+    uint64_t lo, hi;
+    Dwarf_Off die; /* offset of the CU DIE */
+};
+
 /* One mapped file at one load bias. */
 struct sym_module {
     char *path;
     Dwfl_Module *mod; /* NULL: the file is missing or not a usable ELF */
     uint64_t bias;
+    struct sym_cu *cus; /* CU ranges, sorted; built on first need */
+    size_t ncus;
+    bool cus_done;
 };
 
 /* A cached answer for one address. */
@@ -501,7 +511,8 @@ static int prune_modules(struct rp_symbolizer *s)
         return RP_ENOMEM;
     if (dwfl_getmodules(s->dwfl, collect_module, &ls, 0) != 0)
         ls.n = 0; /* more modules than reported: trust none */
-    qsort(ls.v, ls.n, sizeof *ls.v, cmp_ptr);
+    if (ls.n > 1)
+        qsort(ls.v, ls.n, sizeof *ls.v, cmp_ptr);
     for (size_t k = 0; k < s->nmodules; k++) {
         Dwfl_Module *m = s->modules[k].mod;
         if (m != NULL && bsearch(&m, ls.v, ls.n, sizeof *ls.v, cmp_ptr) == NULL)
@@ -532,7 +543,8 @@ struct rp_symbolizer *rp_sym_open(const char *maps, size_t maps_len)
     if (s->modules == NULL)
         goto out;
     dwfl_report_begin(s->dwfl);
-    qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_path);
+    if (s->nmaps > 1)
+        qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_path);
     for (size_t i = 0, j; i < s->nmaps; i = j) {
         for (j = i + 1; j < s->nmaps && same_path(&s->maps[i], &s->maps[j]); j++)
             ;
@@ -541,7 +553,8 @@ struct rp_symbolizer *rp_sym_open(const char *maps, size_t maps_len)
     }
     if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
         goto out;
-    qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_start);
+    if (s->nmaps > 1)
+        qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_start);
 
     /* Keep only the modules dwfl still has (it drops overlapping reports). */
     if (prune_modules(s) < 0)
@@ -565,8 +578,10 @@ void rp_sym_close(struct rp_symbolizer *s)
         free(s->cache[i].file);
     }
     free(s->cache);
-    for (size_t k = 0; k < s->nmodules; k++)
+    for (size_t k = 0; k < s->nmodules; k++) {
         free(s->modules[k].path);
+        free(s->modules[k].cus);
+    }
     free(s->modules);
     free(s->maps);
     if (s->dwfl != NULL)
@@ -644,6 +659,95 @@ static char *name_dup(struct rp_symbolizer *s, const char *name)
     return strdup(name);
 }
 
+static int cmp_cu(const void *a, const void *b)
+{
+    const struct sym_cu *x = a, *y = b;
+
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/*
+ * Builds the sorted CU range table of sm from the CU DIEs (DW_AT_low_pc,
+ * high_pc, ranges).  Fails with RP_ENOMEM; a module without DWARF gets an
+ * empty table.
+ */
+static int build_cus(struct sym_module *sm)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(sm->mod, &bias);
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    Dwarf_Half version;
+    uint8_t unit_type;
+    size_t cap = 0;
+
+    sm->cus_done = true;
+    if (dw == NULL)
+        return 0;
+    while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, NULL) == 0) {
+        Dwarf_Addr base, lo, hi;
+        ptrdiff_t off = 0;
+        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+            if (lo >= hi)
+                continue;
+            if (sm->ncus == cap) {
+                size_t ncap = cap ? 2 * cap : 64;
+                struct sym_cu *v = realloc(sm->cus, ncap * sizeof *v);
+                if (v == NULL)
+                    return RP_ENOMEM;
+                sm->cus = v;
+                cap = ncap;
+            }
+            sm->cus[sm->ncus].lo = lo + bias;
+            sm->cus[sm->ncus].hi = hi + bias;
+            sm->cus[sm->ncus].die = dwarf_dieoffset(&cudie);
+            sm->ncus++;
+        }
+    }
+    if (sm->ncus > 1)
+        qsort(sm->cus, sm->ncus, sizeof *sm->cus, cmp_cu);
+    return 0;
+}
+
+/*
+ * Finds the line row for addr from the CU ranges, for files without
+ * .debug_aranges (clang does not emit them; libdwfl needs them).  Returns
+ * NULL when nothing covers addr, or RP_ENOMEM through *rc.
+ */
+static Dwarf_Line *line_by_cu(struct sym_module *sm, uint64_t addr, int *rc)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw;
+    size_t lo = 0, hi;
+
+    *rc = 0;
+    if (!sm->cus_done && (*rc = build_cus(sm)) < 0)
+        return NULL;
+    hi = sm->ncus;
+    while (lo < hi) { /* first range starting above addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (sm->cus[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    dw = dwfl_module_getdwarf(sm->mod, &bias);
+    /* ranges may nest or overlap: look back over the few that could hold addr */
+    for (size_t i = lo, tries = 0; i > 0 && dw != NULL && tries < 16; i--, tries++) {
+        const struct sym_cu *c = &sm->cus[i - 1];
+        Dwarf_Die die;
+        Dwarf_Line *line;
+        if (addr >= c->hi || dwarf_offdie(dw, c->die, &die) == NULL)
+            continue;
+        line = dwarf_getsrc_die(&die, addr - bias);
+        if (line != NULL)
+            return line;
+    }
+    return NULL;
+}
+
 /* Computes the answer for addr into *e; fails with RP_ENOMEM only. */
 static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
 {
@@ -670,6 +774,18 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
     }
     line = dwfl_module_getsrc(mod, addr);
     src = line ? dwfl_lineinfo(line, &laddr, &lineno, &col, NULL, NULL) : NULL;
+    if (src == NULL) {
+        int rc;
+        Dwarf_Line *dl = line_by_cu(&s->modules[e->module], addr, &rc);
+        if (rc < 0) {
+            free(e->name);
+            e->name = NULL;
+            return rc;
+        }
+        if (dl != NULL && (src = dwarf_linesrc(dl, NULL, NULL)) != NULL &&
+            dwarf_lineno(dl, &lineno) != 0)
+            lineno = 0;
+    }
     if (src != NULL && src[0] != '\0') {
         e->file = strdup(src);
         if (e->file == NULL) {
