@@ -1,0 +1,652 @@
+/*
+ * test_rank.c - checks the ranking (rank.c) against numbers computed by hand
+ * and against an independent dense solve, and the flags (flags.c) on
+ * hand-built profiles, each with a near miss that must not be flagged.
+ *
+ *   (a) tree-shaped graphs: as alpha -> 0, involvement = inclusive / total;
+ *   (b) >= 200 random sparse graphs vs Gaussian elimination on pi = pi P;
+ *   (c) direct recursion (fib-like) vs its closed form;
+ *   (d) rp_rank_profile: ranks, standing, ROOT excluded, time vs calls;
+ *   (e) rp_flags_apply / rp_flags_explain / rp_flags_str.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/flags.h"
+#include "analyze/profile.h"
+#include "analyze/rank.h"
+#include "common/error.h"
+#include "trace/format.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!(fabs(a_ - b_) <= (tol))) {                                                           \
+            fprintf(stderr, "%s:%d: %s = %.15g, expected %s = %.15g (tol %g)\n", __FILE__,         \
+                    __LINE__, #a, a_, #b, b_, (double)(tol));                                      \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(hay, needle)                                                                     \
+    do {                                                                                           \
+        if (!strstr((hay), (needle))) {                                                            \
+            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, (hay),  \
+                    (needle));                                                                     \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- an independent dense solve ---------------------------------------- */
+
+/*
+ * pi of P = (1-alpha) Q + alpha/N 11^T with Q built straight from DESIGN §6,
+ * by Gaussian elimination with partial pivoting on (P^T - I) pi = 0 with the
+ * last equation replaced by sum pi = 1.  Returns 0, or -1 if singular.
+ */
+static int dense_pi(uint32_t n, const double *stop, uint32_t m, const uint32_t *src,
+                    const uint32_t *dst, const double *w, double alpha, double *pi)
+{
+    double *q = calloc((size_t)n * n, sizeof *q), *a = calloc((size_t)n * (n + 1), sizeof *a);
+    double *tot = calloc(n, sizeof *tot);
+    int rc = -1;
+    if (!q || !a || !tot)
+        goto out;
+    for (uint32_t i = 1; i < n; i++)
+        tot[i] = stop[i];
+    for (uint32_t e = 0; e < m; e++)
+        tot[src[e]] += w[e];
+    for (uint32_t e = 0; e < m; e++)
+        if (tot[src[e]] > 0)
+            q[src[e] * n + dst[e]] += w[e] / tot[src[e]];
+    for (uint32_t i = 0; i < n; i++) {
+        if (tot[i] == 0)
+            q[i * n + 0] = 1.0;
+        else if (i != 0)
+            q[i * n + 0] += stop[i] / tot[i];
+    }
+    /* row j of the system: sum_i pi_i P_ij - pi_j = 0 */
+    for (uint32_t j = 0; j < n; j++) {
+        for (uint32_t i = 0; i < n; i++)
+            a[j * (n + 1) + i] = (1 - alpha) * q[i * n + j] + alpha / n - (i == j);
+        a[j * (n + 1) + n] = 0;
+    }
+    for (uint32_t i = 0; i <= n; i++)
+        a[(n - 1) * (n + 1) + i] = 1.0;
+    for (uint32_t c = 0; c < n; c++) {
+        uint32_t piv = c;
+        for (uint32_t r = c + 1; r < n; r++)
+            if (fabs(a[r * (n + 1) + c]) > fabs(a[piv * (n + 1) + c]))
+                piv = r;
+        if (fabs(a[piv * (n + 1) + c]) < 1e-300)
+            goto out;
+        for (uint32_t k = 0; k <= n; k++) {
+            double t = a[c * (n + 1) + k];
+            a[c * (n + 1) + k] = a[piv * (n + 1) + k];
+            a[piv * (n + 1) + k] = t;
+        }
+        for (uint32_t r = c + 1; r < n; r++) {
+            double f = a[r * (n + 1) + c] / a[c * (n + 1) + c];
+            for (uint32_t k = c; k <= n; k++)
+                a[r * (n + 1) + k] -= f * a[c * (n + 1) + k];
+        }
+    }
+    for (uint32_t c = n; c-- > 0;) {
+        double s = a[c * (n + 1) + n];
+        for (uint32_t k = c + 1; k < n; k++)
+            s -= a[c * (n + 1) + k] * pi[k];
+        pi[c] = s / a[c * (n + 1) + c];
+    }
+    rc = 0;
+out:
+    free(q);
+    free(a);
+    free(tot);
+    return rc;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_u64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static double next_unit(void)
+{
+    return (double)(next_u64() >> 11) / 9007199254740992.0;
+}
+
+/* ---- (a) trees ---------------------------------------------------------- */
+
+/*
+ * The example of docs/ranking.md, one thread, times in ticks, total 1000:
+ *
+ *   <root> -> main      1000   main: self 20, calls init (80), dispatch (900)
+ *   main -> init          80   init: self 80 (leaf)
+ *   main -> dispatch     900   dispatch: self 9, calls a (450), b (300), c (141)
+ *   dispatch -> a/b/c  450/300/141, all leaves
+ *
+ * Node indices: 0 ROOT, 1 main, 2 dispatch, 3 a, 4 b, 5 c, 6 init.
+ * As alpha -> 0 a descent from ROOT visits main once (Q_root,main = 1), goes
+ * on to dispatch with probability 900/1000 and from there to a with
+ * 450/900, so involvement(a) = 0.9 * 0.5 = 0.45 = incl(a) / total; likewise
+ * main 1000/1000 = 1, dispatch 0.9, b 0.3, c 0.141, init 0.08.
+ */
+static const double ex_stop[7] = {0, 20, 9, 450, 300, 141, 80};
+static const uint32_t ex_src[6] = {0, 1, 1, 2, 2, 2};
+static const uint32_t ex_dst[6] = {1, 6, 2, 3, 4, 5};
+static const double ex_w[6] = {1000, 80, 900, 450, 300, 141};
+static const double ex_inv[7] = {1, 1.0, 0.9, 0.45, 0.3, 0.141, 0.08};
+
+static void test_trees(void)
+{
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    double pi[7], dense[7];
+    uint32_t it;
+    double res;
+    struct rp_graph g = {7, 6, ex_stop, ex_src, ex_dst, ex_w};
+
+    CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+    CHECK(res < 1e-14 && it < 10000);
+    for (int i = 1; i < 7; i++)
+        CHECK_NEAR(pi[i] / pi[0], ex_inv[i], 1e-7);
+
+    /* the same example at the default alpha against the dense solve */
+    CHECK(rp_rank_solve(&g, NULL, pi, &it, &res) == 0);
+    CHECK(dense_pi(7, ex_stop, 6, ex_src, ex_dst, ex_w, 0.01, dense) == 0);
+    for (int i = 0; i < 7; i++)
+        CHECK_NEAR(pi[i], dense[i], 1e-9);
+
+    /*
+     * Two threads, total 1000 = 600 + 400:
+     *   <root> -> t1 600: t1 self 100, calls x 500; x self 200, calls y 300;
+     *                     y self 300
+     *   <root> -> t2 400: t2 self 150, calls z 250; z self 250
+     * involvement = incl / total: t1 0.6, x 0.5, y 0.3, t2 0.4, z 0.25
+     * (e.g. y: 600/1000 * 500/600 * 300/500 = 0.3).
+     * Indices: 0 ROOT, 1 y, 2 z, 3 x, 4 t2, 5 t1 (callees before callers, so
+     * the solver's ordering, not the numbering, has to get it right).
+     */
+    static const double st[6] = {0, 300, 250, 200, 150, 100};
+    static const uint32_t s2[5] = {0, 0, 5, 3, 4};
+    static const uint32_t d2[5] = {5, 4, 3, 1, 2};
+    static const double w2[5] = {600, 400, 500, 300, 250};
+    static const double inv2[6] = {1, 0.3, 0.25, 0.5, 0.4, 0.6};
+    struct rp_graph g2 = {6, 5, st, s2, d2, w2};
+    CHECK(rp_rank_solve(&g2, &o, pi, &it, &res) == 0);
+    for (int i = 1; i < 6; i++)
+        CHECK_NEAR(pi[i] / pi[0], inv2[i], 1e-7);
+    /* a tree needs only a handful of sweeps, whatever the numbering */
+    CHECK(it <= 5);
+}
+
+/* ---- (b) random graphs vs dense ------------------------------------------ */
+
+static void test_random(void)
+{
+    enum { NG = 400 };
+    double worst = 0;
+    uint32_t most_it = 0;
+    for (int gi = 0; gi < NG; gi++) {
+        uint32_t n = 2 + (uint32_t)(next_u64() % 49); /* 2..50 */
+        uint32_t m = (uint32_t)(next_u64() % (3 * n + 1));
+        double *stop = calloc(n, sizeof *stop), *w = calloc(m + 1, sizeof *w);
+        uint32_t *src = calloc(m + 1, sizeof *src), *dst = calloc(m + 1, sizeof *dst);
+        double *pi = calloc(n, sizeof *pi), *dense = calloc(n, sizeof *dense);
+        /* nodes >= reach can only be reached from each other: unless an
+         * edge from below leads there, they are unreachable from ROOT */
+        uint32_t reach = 1 + (uint32_t)(next_u64() % n);
+        for (uint32_t i = 1; i < n; i++) {
+            uint64_t r = next_u64() % 10;
+            stop[i] = r < 3 ? 0.0 : r < 8 ? next_unit() * 100 : next_unit() * 1e6;
+        }
+        for (uint32_t e = 0; e < m; e++) {
+            uint64_t kind = next_u64() % 20;
+            src[e] = (uint32_t)(next_u64() % n);
+            if (kind == 0)
+                dst[e] = src[e]; /* self loop */
+            else if (kind == 1)
+                dst[e] = 0; /* into ROOT */
+            else if (src[e] < reach)
+                dst[e] = (uint32_t)(next_u64() % reach);
+            else
+                dst[e] = reach + (uint32_t)(next_u64() % (n - reach));
+            uint64_t r = next_u64() % 10;
+            w[e] = r == 0 ? 0.0 : r < 8 ? next_unit() * 100 : next_unit() * 1e5;
+        }
+        static const double alphas[] = {0.5, 0.15, 0.05, 0.01};
+        double alpha = alphas[gi % 4];
+        struct rp_rank_opts o = {alpha, 1e-13, 1000000};
+        struct rp_graph g = {n, m, stop, src, dst, w};
+        uint32_t it;
+        double res, sum = 0;
+        CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+        CHECK(dense_pi(n, stop, m, src, dst, w, alpha, dense) == 0);
+        CHECK(res < 1e-13);
+        if (it > most_it)
+            most_it = it;
+        for (uint32_t i = 0; i < n; i++) {
+            sum += pi[i];
+            double d = fabs(pi[i] - dense[i]);
+            if (d > worst)
+                worst = d;
+            if (d > 1e-9)
+                fprintf(stderr, "graph %d (n %u m %u alpha %g) node %u: %.15g vs dense %.15g\n", gi,
+                        n, m, alpha, i, pi[i], dense[i]);
+            CHECK(d <= 1e-9);
+        }
+        CHECK_NEAR(sum, 1.0, 1e-12);
+        free(stop);
+        free(w);
+        free(src);
+        free(dst);
+        free(pi);
+        free(dense);
+    }
+    printf("random graphs: %d, worst |pi - dense| = %.3g, most sweeps %u\n", NG, worst, most_it);
+}
+
+/* ---- (c) direct recursion ------------------------------------------------- */
+
+/*
+ * ROOT -> f (ROOT's only callee), f: stop weight s, self-call weight w.
+ * Q: ROOT -> f with 1; f -> f with w/(s+w), f -> ROOT with p = s/(s+w).
+ * With N = 2, P = (1-alpha) Q + alpha/2, so
+ *   P_root,f = (1-alpha) * 1 + alpha/2 = 1 - alpha/2
+ *   P_f,root = (1-alpha) * p + alpha/2.
+ * A two-state chain balances the flow across the cut:
+ *   pi_root P_root,f = pi_f P_f,root, hence
+ *   involvement(f) = pi_f / pi_root = (1 - alpha/2) / ((1-alpha) p + alpha/2),
+ * which tends to 1/p = (s+w)/s as alpha -> 0: the expected number of frames
+ * of f per descent (a geometric number of self calls with continuation
+ * probability w/(s+w)).  With time weights s = excl and s + w = dur_sum, so
+ * that is dur_sum/excl: fib's mean recursion depth.  With plain callee shares
+ * f would call itself with probability 1 forever.
+ */
+static void test_recursion(void)
+{
+    static const struct {
+        double s, w, alpha;
+    } cases[] = {{1, 99, 0.01}, {1, 99, 1e-9}, {3, 7, 0.2}, {1, 1e6, 0.01}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        double s = cases[k].s, w = cases[k].w, alpha = cases[k].alpha;
+        double stop[2] = {0, s}, wt[2] = {5, w};
+        uint32_t src[2] = {0, 1}, dst[2] = {1, 1};
+        struct rp_graph g = {2, 2, stop, src, dst, wt};
+        struct rp_rank_opts o = {alpha, 1e-14, 10000};
+        double pi[2], p = s / (s + w);
+        uint32_t it;
+        double res;
+        CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+        CHECK(it < 100); /* the self loop must not slow it down */
+        double want = (1 - alpha / 2) / ((1 - alpha) * p + alpha / 2);
+        CHECK_NEAR(pi[1] / pi[0], want, 1e-9 * want);
+    }
+
+    /*
+     * Through rp_rank_profile: fib with all work in fib, excl = 1000 ticks,
+     * its outermost call from ROOT lasts 1000, recursive activations sum to
+     * 4000 (so dur_sum = 5000, mean depth 5).  Time weights: stop = 1000,
+     * self edge 4000, so involvement -> (1000 + 4000) / 1000 = 5 > 1.
+     */
+    struct rp_node nodes[2];
+    struct rp_edge edges[2];
+    memset(nodes, 0, sizeof nodes);
+    memset(edges, 0, sizeof edges);
+    nodes[1].excl = 1000;
+    nodes[1].incl = 1000;
+    nodes[1].dur_sum = 5000;
+    nodes[1].calls = 40;
+    edges[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 1000};
+    edges[1] = (struct rp_edge){.caller = 1, .callee = 1, .calls = 39, .incl = 4000};
+    struct rp_profile prof = {0};
+    prof.nodes = nodes;
+    prof.n_nodes = 2;
+    prof.edges = edges;
+    prof.n_edges = 2;
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    CHECK(rp_rank_profile(&prof, &o) == 0);
+    CHECK_NEAR(nodes[1].involvement, 5.0, 1e-7);
+    CHECK_NEAR(nodes[1].standing, 1.0, 1e-15);
+    CHECK(nodes[1].rank == 1);
+}
+
+/* ---- (d) rp_rank_profile ---------------------------------------------------- */
+
+/* Builds the docs/ranking.md example as a profile into nodes[7], edges[6]. */
+static void example_profile(struct rp_profile *p, struct rp_node *nodes, struct rp_edge *edges)
+{
+    static const uint64_t calls[7] = {0, 1, 1, 10, 5, 2, 1};
+    static const uint64_t ecalls[6] = {1, 1, 1, 10, 5, 2};
+    memset(p, 0, sizeof *p);
+    memset(nodes, 0, 7 * sizeof *nodes);
+    memset(edges, 0, 6 * sizeof *edges);
+    for (int i = 0; i < 7; i++) {
+        nodes[i].id = (uint32_t)i;
+        nodes[i].excl = (uint64_t)ex_stop[i];
+        nodes[i].calls = calls[i];
+        nodes[i].incl = nodes[i].dur_sum = (uint64_t)(ex_inv[i] * 1000 + 0.5);
+    }
+    nodes[0].excl = nodes[0].incl = nodes[0].dur_sum = 0;
+    for (int e = 0; e < 6; e++) {
+        edges[e].caller = ex_src[e];
+        edges[e].callee = ex_dst[e];
+        edges[e].incl = (uint64_t)ex_w[e];
+        edges[e].calls = ecalls[e];
+    }
+    p->nodes = nodes;
+    p->n_nodes = 7;
+    p->edges = edges;
+    p->n_edges = 6;
+    p->total = 1000;
+    p->ns_per_tick = 1.0;
+}
+
+static void test_profile(void)
+{
+    struct rp_profile p;
+    struct rp_node nodes[7];
+    struct rp_edge edges[6];
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    double sum;
+
+    /* time weights: involvement = incl/total; standing = involvement over
+     * the sum of all non-ROOT involvements, 1 + .9 + .45 + .3 + .141 + .08
+     * = 2.871 */
+    example_profile(&p, nodes, edges);
+    CHECK(rp_rank_profile(&p, &o) == 0);
+    sum = 0;
+    for (int i = 1; i < 7; i++) {
+        CHECK_NEAR(nodes[i].involvement, ex_inv[i], 1e-7);
+        CHECK_NEAR(nodes[i].standing, ex_inv[i] / 2.871, 1e-7);
+        sum += nodes[i].standing;
+    }
+    CHECK_NEAR(sum, 1.0, 1e-12);
+    CHECK(nodes[0].rank == 0 && nodes[0].standing == 0.0);
+    /* main 1, dispatch .9, a .45, b .3, c .141, init .08 */
+    CHECK(nodes[1].rank == 1 && nodes[2].rank == 2 && nodes[3].rank == 3);
+    CHECK(nodes[4].rank == 4 && nodes[5].rank == 5 && nodes[6].rank == 6);
+    CHECK(p.rank.alpha == 1e-9 && p.rank.iterations >= 1 && p.rank.residual < 1e-14);
+
+    /*
+     * call weights: T_main = 1 (own calls) + 1 (init) + 1 (dispatch) = 3, so
+     * main -> init 1/3, main -> dispatch 1/3; T_dispatch = 1 + 10 + 5 + 2 =
+     * 18.  Involvement: main 1, init 1/3, dispatch 1/3, a 1/3 * 10/18 = 5/27,
+     * b 1/3 * 5/18 = 5/54, c 1/3 * 2/18 = 1/27.  init and dispatch tie: the
+     * lower index (dispatch, 2) ranks first.
+     */
+    static const double cinv[7] = {1, 1, 1.0 / 3, 5.0 / 27, 5.0 / 54, 1.0 / 27, 1.0 / 3};
+    example_profile(&p, nodes, edges);
+    p.rank.weight_calls = 1;
+    CHECK(rp_rank_profile(&p, &o) == 0);
+    sum = 0;
+    for (int i = 1; i < 7; i++) {
+        CHECK_NEAR(nodes[i].involvement, cinv[i], 1e-7);
+        sum += nodes[i].standing;
+    }
+    CHECK_NEAR(sum, 1.0, 1e-12);
+    CHECK(nodes[1].rank == 1 && nodes[2].rank == 2 && nodes[6].rank == 3);
+    CHECK(nodes[3].rank == 4 && nodes[4].rank == 5 && nodes[5].rank == 6);
+
+    /* default options: alpha 0.01, against the dense solve */
+    double dense[7];
+    example_profile(&p, nodes, edges);
+    CHECK(rp_rank_profile(&p, NULL) == 0);
+    CHECK(p.rank.alpha == 0.01 && p.rank.residual < 1e-12);
+    CHECK(dense_pi(7, ex_stop, 6, ex_src, ex_dst, ex_w, 0.01, dense) == 0);
+    for (int i = 1; i < 7; i++) {
+        CHECK_NEAR(nodes[i].involvement, dense[i] / dense[0], 1e-9);
+        CHECK_NEAR(nodes[i].standing, dense[i] / (1 - dense[0]), 1e-9);
+    }
+    printf("example at alpha 0.01:");
+    for (int i = 1; i < 7; i++)
+        printf(" %.4f/%.4f", nodes[i].involvement, nodes[i].standing);
+    printf(" (%u sweeps)\n", p.rank.iterations);
+
+    /* malformed input */
+    example_profile(&p, nodes, edges);
+    edges[3].callee = 7;
+    CHECK(rp_rank_profile(&p, NULL) == RP_EINVAL);
+    CHECK(rp_rank_profile(NULL, NULL) == RP_EINVAL);
+    double pi[7];
+    struct rp_graph g = {7, 6, ex_stop, ex_src, ex_dst, ex_w};
+    struct rp_rank_opts bad = {1.0, 1e-12, 100};
+    CHECK(rp_rank_solve(&g, &bad, pi, NULL, NULL) == RP_EINVAL);
+    double negw[6] = {1000, 80, -1, 450, 300, 141};
+    struct rp_graph gn = {7, 6, ex_stop, ex_src, ex_dst, negw};
+    CHECK(rp_rank_solve(&gn, NULL, pi, NULL, NULL) == RP_EINVAL);
+    negw[2] = NAN;
+    CHECK(rp_rank_solve(&gn, NULL, pi, NULL, NULL) == RP_EINVAL);
+    struct rp_graph g0 = {0, 0, ex_stop, ex_src, ex_dst, ex_w};
+    CHECK(rp_rank_solve(&g0, NULL, pi, NULL, NULL) == RP_EINVAL);
+    struct rp_graph g1 = {1, 0, ex_stop, NULL, NULL, NULL};
+    CHECK(rp_rank_solve(&g1, NULL, pi, NULL, NULL) == 0 && pi[0] == 1.0);
+}
+
+/* ---- (e) flags ------------------------------------------------------------ */
+
+#define NN 16
+static struct rp_node fn[NN];
+static struct rp_edge fe[NN];
+
+static void set_node(uint32_t i, uint8_t kind, uint64_t calls, uint64_t excl, uint64_t dur)
+{
+    fn[i].id = i;
+    fn[i].kind = kind;
+    fn[i].calls = calls;
+    fn[i].excl = excl;
+    fn[i].incl = fn[i].dur_sum = dur;
+}
+
+static void test_flags(void)
+{
+    struct rp_profile p;
+    struct rp_flag_opts fo;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000};
+    char buf[512];
+
+    rp_flag_opts_default(&fo);
+    CHECK(fo.dispatch_involvement == 0.10 && fo.hot_self == 0.05 && fo.jitter_calls == 10);
+
+    /*
+     * Dispatch profile, total 10000 ticks:
+     *   <root> -> main 10000: self 10, calls d 9500, e 490
+     *   d 9500: self 40 (0.42 %), calls w1 3160, w2 3160, w3 3140
+     *   e 490 (4.9 % of all: near miss for HOT), w1..w3 leaves (31.6 % ...)
+     *   d2: a second dispatcher-like node under ROOT with 11 % self: near
+     *   miss for DISPATCH (d2 -> v1, v2 equally, 2 callees).
+     * main: involvement 1, self 0.1 %, but fanout exp(H(9500/9990,
+     * 490/9990)) = 1.22 < 2: near miss for DISPATCH.
+     * d: involvement 0.95 (alpha -> 0), fanout exp(H(.334, .334, .332))
+     * = 3.0, so DISPATCH "95% involved, 0.4% self, spreads over 3.0 callees".
+     * Indices: 0 ROOT, 1 main, 2 d, 3 e, 4 w1, 5 w2, 6 w3.
+     */
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+    set_node(1, RP_KIND_FUNC, 1, 10, 10000);
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+    set_node(3, RP_KIND_FUNC, 1, 490, 490);
+    set_node(4, RP_KIND_FUNC, 1, 3160, 3160);
+    set_node(5, RP_KIND_FUNC, 1, 3160, 3160);
+    set_node(6, RP_KIND_FUNC, 1, 3140, 3140);
+    fn[0].excl = 10000; /* ROOT must never be flagged, whatever it holds */
+    static const uint32_t es[6] = {0, 1, 1, 2, 2, 2}, ed[6] = {1, 2, 3, 4, 5, 6};
+    static const uint64_t ew[6] = {10000, 9500, 490, 3160, 3160, 3140};
+    for (int e = 0; e < 6; e++)
+        fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 7;
+    p.edges = fe;
+    p.n_edges = 6;
+    p.total = 10000;
+    p.ns_per_tick = 1.0;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[0].flags == 0);
+    CHECK(fn[2].flags == RP_FLAG_DISPATCH);
+    CHECK(fn[1].flags == 0); /* fanout near miss */
+    CHECK_NEAR(fn[1].fanout,
+               exp(-(9500.0 / 9990 * log(9500.0 / 9990) + 490.0 / 9990 * log(490.0 / 9990))),
+               1e-12);
+    CHECK(fn[3].flags == 0); /* 4.9 % self: not HOT */
+    CHECK(fn[4].flags == RP_FLAG_HOT && fn[5].flags == RP_FLAG_HOT && fn[6].flags == RP_FLAG_HOT);
+    double h = -(2 * (3160.0 / 9460) * log(3160.0 / 9460) + 3140.0 / 9460 * log(3140.0 / 9460));
+    CHECK_NEAR(fn[2].fanout, exp(h), 1e-12);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    CHECK(strcmp(buf, "DISPATCH 95% involved, 0.4% self, spreads over 3.0 callees") == 0);
+    CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "HOT 31.6% of all time self");
+    CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) == 0 && buf[0] == 0);
+
+    /* self-share near miss: d with 11 % self (1045 of 9500) is not DISPATCH
+     * (but then 10.45 % of all time: HOT) */
+    set_node(2, RP_KIND_FUNC, 1, 1045, 9500);
+    fe[3].incl = 2820;
+    fe[4].incl = 2820;
+    fe[5].incl = 2815;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[2].flags == RP_FLAG_HOT);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    CHECK(strcmp(buf, "HOT 10.4% of all time self") == 0 ||
+          strcmp(buf, "HOT 10.5% of all time self") == 0);
+
+    /* involvement near miss: d is involved in 95 % of the time; with the
+     * threshold raised to 96 % it is no longer DISPATCH */
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+    fe[3].incl = 3160;
+    fe[4].incl = 3160;
+    fe[5].incl = 3140;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    fo.dispatch_involvement = 0.96; /* d's is 0.95 */
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    rp_flag_opts_default(&fo);
+
+    /*
+     * JITTER, RATE, CONTENDED, BUDGET on a profile with a long total, so that
+     * nothing is HOT; ns_per_tick 2 to see the conversion.
+     *   1 j:  20 calls, 19 x 1000 ticks and one 100000: median 1000, max is
+     *         100x -> JITTER, "max 200 us is 100x the median 2.00 us"
+     *   2 j2: 20 calls, 19 x 1000 and one 9000: 9x -> not
+     *   3 j3: 9 calls, 8 x 1000 and one 100000: too few calls -> not
+     *   4 r:  10 calls starting 0, 1000, ..., 9000: period 1000, max 600
+     *         (60 %) -> RATE, "1.20 us is 60.0% of the mean period 2.00 us"
+     *   5 r2: the same with max 400 (40 %) -> not
+     *   6 wait / 7 hold of lock 0x1000: 150 / 1000 = 15 % -> CONTENDED both
+     *   8 wait / 9 hold of lock 0x2000: 90 / 1000 = 9 % -> neither
+     *   10 b: budget 500, 3 overruns -> BUDGET; 11 b2: no overruns -> not
+     */
+    memset(fn, 0, sizeof fn);
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 12;
+    p.total = 100000000;
+    p.ns_per_tick = 2.0;
+    struct {
+        uint32_t i, calls;
+        uint64_t outlier;
+    } jit[] = {{1, 20, 100000}, {2, 20, 9000}, {3, 9, 100000}};
+    for (size_t k = 0; k < 3; k++) {
+        uint32_t i = jit[k].i;
+        set_node(i, RP_KIND_FUNC, jit[k].calls, 0, 0);
+        for (uint32_t c = 0; c + 1 < jit[k].calls; c++)
+            CHECK(rp_hist_add(&fn[i].hist, 1000) == 0);
+        CHECK(rp_hist_add(&fn[i].hist, jit[k].outlier) == 0);
+        fn[i].max = jit[k].outlier;
+        fn[i].min = 1000;
+        fn[i].excl = fn[i].dur_sum = (jit[k].calls - 1) * 1000 + jit[k].outlier;
+        fn[i].first_start = 0;
+        fn[i].last_start = 10000000; /* rare: no RATE */
+    }
+    set_node(4, RP_KIND_POINT, 10, 5000, 5000);
+    fn[4].max = 600;
+    fn[4].first_start = 0;
+    fn[4].last_start = 9000;
+    set_node(5, RP_KIND_POINT, 10, 3500, 3500);
+    fn[5].max = 400;
+    fn[5].first_start = 0;
+    fn[5].last_start = 9000;
+    for (uint32_t i = 4; i <= 5; i++)
+        for (int c = 0; c < 10; c++)
+            CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
+    set_node(6, RP_KIND_LOCK_WAIT, 10, 150, 150);
+    set_node(7, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
+    set_node(8, RP_KIND_LOCK_WAIT, 10, 90, 90);
+    set_node(9, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
+    fn[6].key = fn[7].key = 0x1000;
+    fn[8].key = fn[9].key = 0x2000;
+    set_node(10, RP_KIND_POINT, 5, 100, 100);
+    fn[10].budget = 500;
+    fn[10].overruns = 3;
+    set_node(11, RP_KIND_POINT, 5, 100, 100);
+    fn[11].budget = 500;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER);
+    CHECK(fn[2].flags == 0);
+    CHECK(fn[3].flags == 0);
+    CHECK(fn[4].flags == RP_FLAG_RATE);
+    CHECK(fn[5].flags == 0);
+    CHECK(fn[6].flags == RP_FLAG_CONTENDED && fn[7].flags == RP_FLAG_CONTENDED);
+    CHECK(fn[8].flags == 0 && fn[9].flags == 0);
+    CHECK(fn[10].flags == RP_FLAG_BUDGET && fn[11].flags == 0);
+
+    CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "JITTER max 200 us is 100x the median 2.00 us");
+    CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "RATE max 1.20 us is 60.0% of the mean period 2.00 us");
+    CHECK(rp_flags_explain(&p, &fn[6], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "CONTENDED waited 300 ns = 15.0% of 2.00 us held");
+    CHECK(rp_flags_explain(&p, &fn[7], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "15.0%");
+    CHECK(rp_flags_explain(&p, &fn[10], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "BUDGET 3 of 5 runs over 1.00 us");
+    /* truncation keeps the buffer terminated and reports what is in it */
+    size_t k = rp_flags_explain(&p, &fn[1], NULL, buf, 8);
+    CHECK(k == 7 && strlen(buf) == 7);
+
+    /* a stricter option turns a flag off: JITTER needs 200x now */
+    fo.jitter_ratio = 200;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0);
+
+    CHECK(strcmp(rp_flags_str(RP_FLAG_DISPATCH | RP_FLAG_HOT, buf, sizeof buf), "DISPATCH,HOT") ==
+          0);
+    CHECK(strcmp(rp_flags_str(0, buf, sizeof buf), "") == 0);
+    CHECK(strcmp(rp_flags_str(RP_FLAG_CONTENDED | RP_FLAG_BUDGET, buf, sizeof buf),
+                 "CONTENDED,BUDGET") == 0);
+    for (int i = 0; i < NN; i++)
+        rp_hist_free(&fn[i].hist);
+}
+
+int main(void)
+{
+    test_trees();
+    test_random();
+    test_recursion();
+    test_profile();
+    test_flags();
+    if (failures) {
+        fprintf(stderr, "test_rank: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_rank: all checks passed\n");
+    return 0;
+}
