@@ -278,6 +278,15 @@ static void test_self(const char *maps, size_t len, const char *self_path, int w
               sym.module ? sym.module : "(null)");
         rp_sym_clear(&sym);
     }
+    /* malloc and __libc_malloc share an address: the public spelling wins */
+    qs = libc ? dlsym(libc, "malloc") : NULL;
+    CHECK(qs != NULL, "dlsym malloc");
+    if (qs != NULL) {
+        lookup(s, fn_addr(qs), &sym);
+        CHECK(sym.name && strcmp(sym.name, "malloc") == 0, "libc malloc named %s",
+              sym.name ? sym.name : "(null)");
+        rp_sym_clear(&sym);
+    }
     if (libc)
         dlclose(libc);
 

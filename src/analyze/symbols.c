@@ -54,6 +54,13 @@ struct sym_cu {
     Dwarf_Off die; /* offset of the CU DIE */
 };
 
+/* One symbol that can name code (run-time address). */
+struct sym_fn {
+    uint64_t addr, size;
+    const char *name; /* in the ELF string table, lives as long as the dwfl */
+    unsigned rank;    /* higher wins among symbols at one address */
+};
+
 /* One mapped file at one load bias. */
 struct sym_module {
     char *path;
@@ -62,6 +69,9 @@ struct sym_module {
     struct sym_cu *cus; /* CU ranges, sorted; built on first need */
     size_t ncus;
     bool cus_done;
+    struct sym_fn *fns; /* one best symbol per address, sorted; built on first need */
+    size_t nfns;
+    bool fns_done;
 };
 
 /* A cached answer for one address. */
@@ -484,6 +494,9 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
 {
     struct live_set *ls = arg;
 
+    (void)userdata;
+    (void)name;
+    (void)start;
     if (ls->n == ls->cap)
         return DWARF_CB_ABORT;
     ls->v[ls->n++] = mod;
@@ -581,6 +594,7 @@ void rp_sym_close(struct rp_symbolizer *s)
     for (size_t k = 0; k < s->nmodules; k++) {
         free(s->modules[k].path);
         free(s->modules[k].cus);
+        free(s->modules[k].fns);
     }
     free(s->modules);
     free(s->maps);
@@ -645,9 +659,16 @@ static sym_demangle_fn get_demangler(struct rp_symbolizer *s)
     return s->demangle;
 }
 
-/* Copies a symbol name, demangling C++ names when possible; NULL on ENOMEM. */
+/*
+ * Copies a symbol name without its symbol version (fopen@@GLIBC_2.2.5 in a
+ * debug file's symtab), demangling C++ names when possible; NULL on ENOMEM.
+ */
 static char *name_dup(struct rp_symbolizer *s, const char *name)
 {
+    const char *at = strchr(name, '@');
+
+    if (at != NULL && at != name)
+        return strndup(name, (size_t)(at - name));
     if (name[0] == '_' && name[1] == 'Z') {
         sym_demangle_fn dm = get_demangler(s);
         int status = -1;
@@ -657,6 +678,98 @@ static char *name_dup(struct rp_symbolizer *s, const char *name)
         free(d);
     }
     return strdup(name);
+}
+
+static int cmp_fn(const void *a, const void *b)
+{
+    const struct sym_fn *x = a, *y = b;
+
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->rank > y->rank ? -1 : x->rank < y->rank; /* best first */
+}
+
+/*
+ * Builds the sorted symbol table of sm from its symtab (or dynsym, or that
+ * of its debug file), keeping per address the symbol dwfl would prefer:
+ * global over weak over local, functions over untyped labels, sized over
+ * sizeless; then names without leading underscores.  dwfl_module_addrinfo searches linearly; this
+ * makes lookups O(log n).  Fails with RP_ENOMEM; a module without symbols gets an empty table.
+ */
+static int build_fns(struct sym_module *sm)
+{
+    int n = dwfl_module_getsymtab(sm->mod);
+    size_t k = 0;
+
+    sm->fns_done = true;
+    if (n <= 1)
+        return 0;
+    sm->fns = calloc((size_t)n, sizeof *sm->fns);
+    if (sm->fns == NULL)
+        return RP_ENOMEM;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        Elf *elf;
+        Dwarf_Addr bias;
+        const char *name = dwfl_module_getsym_info(sm->mod, i, &sym, &addr, &shndx, &elf, &bias);
+        unsigned type, bind, rank;
+
+        if (name == NULL || name[0] == '\0' || sym.st_shndx == SHN_UNDEF || addr == 0)
+            continue;
+        type = GELF_ST_TYPE(sym.st_info);
+        bind = GELF_ST_BIND(sym.st_info);
+        if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+            continue;
+        rank = bind == STB_GLOBAL || bind == STB_GNU_UNIQUE ? 3 : bind == STB_WEAK ? 2 : 1;
+        rank = rank * 4 + (type != STT_NOTYPE ? 2 : 0) + (sym.st_size != 0 ? 1 : 0);
+        /* then the public spelling: malloc before __libc_malloc */
+        rank = rank * 4 + (name[0] != '_') + (name[0] != '_' || name[1] != '_') * 2;
+        sm->fns[k].addr = addr;
+        sm->fns[k].size = sym.st_size;
+        sm->fns[k].name = name;
+        sm->fns[k].rank = rank;
+        k++;
+    }
+    if (k > 1)
+        qsort(sm->fns, k, sizeof *sm->fns, cmp_fn);
+    sm->nfns = 0;
+    for (size_t i = 0; i < k; i++) /* keep the first (best) per address */
+        if (sm->nfns == 0 || sm->fns[sm->nfns - 1].addr != sm->fns[i].addr)
+            sm->fns[sm->nfns++] = sm->fns[i];
+    return 0;
+}
+
+/*
+ * Returns the name of the symbol containing addr: the nearest sized symbol
+ * below it that covers it, else a sizeless label right below it; NULL when
+ * none (or RP_ENOMEM through *rc).
+ */
+static const char *name_by_fn(struct sym_module *sm, uint64_t addr, int *rc)
+{
+    size_t lo = 0, hi;
+
+    *rc = 0;
+    if (!sm->fns_done && (*rc = build_fns(sm)) < 0)
+        return NULL;
+    hi = sm->nfns;
+    while (lo < hi) { /* first symbol above addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (sm->fns[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    /* a short look back finds a function around nested labels */
+    for (size_t i = lo, tries = 0; i > 0 && tries < 64; i--, tries++) {
+        const struct sym_fn *f = &sm->fns[i - 1];
+        if (f->size != 0 && addr - f->addr < f->size)
+            return f->name;
+    }
+    return sm->fns[lo - 1].size == 0 ? sm->fns[lo - 1].name : NULL;
 }
 
 static int cmp_cu(const void *a, const void *b)
@@ -753,21 +866,19 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
 {
     Dwfl_Module *mod;
     const char *name, *src;
-    GElf_Off off;
-    GElf_Sym sym;
-    GElf_Word shndx;
-    Elf *elf;
-    Dwarf_Addr bias, laddr;
+    Dwarf_Addr laddr;
     Dwfl_Line *line;
-    int lineno = 0, col;
+    int lineno = 0, col, rc;
 
     memset(e, 0, sizeof *e);
     e->addr = addr;
     e->module = find_module(s, addr);
     if (e->module == SYM_NO_MODULE || (mod = s->modules[e->module].mod) == NULL)
         return 0;
-    name = dwfl_module_addrinfo(mod, addr, &off, &sym, &shndx, &elf, &bias);
-    if (name != NULL && name[0] != '\0') {
+    name = name_by_fn(&s->modules[e->module], addr, &rc);
+    if (rc < 0)
+        return rc;
+    if (name != NULL) {
         e->name = name_dup(s, name);
         if (e->name == NULL)
             return RP_ENOMEM;
@@ -775,7 +886,6 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
     line = dwfl_module_getsrc(mod, addr);
     src = line ? dwfl_lineinfo(line, &laddr, &lineno, &col, NULL, NULL) : NULL;
     if (src == NULL) {
-        int rc;
         Dwarf_Line *dl = line_by_cu(&s->modules[e->module], addr, &rc);
         if (rc < 0) {
             free(e->name);
