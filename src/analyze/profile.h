@@ -113,6 +113,10 @@ struct rp_profile {
 
     struct rp_rank_info rank;
 
+    char warn[1024];         /* problems that did not stop the analysis, one per line */
+    uint64_t skipped_chunks; /* damaged chunks skipped under --force */
+    uint64_t unmatched_exits, unclosed; /* sums over threads */
+
     void *priv; /* replay.c's hash tables */
 };
 

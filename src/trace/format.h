@@ -101,7 +101,8 @@ enum rp_op {
     RP_OP_INSTANT = 3, /* + varint id, varint argument */
     RP_OP_COUNTER = 4, /* + varint id, zigzag varint value */
     RP_OP_ARG = 5,     /* + varint argument of the innermost open span (io bytes) */
-    RP_OP_RESERVED6 = 6,
+    RP_OP_LOST = 6,    /* + varint count: events the recorder dropped here; the
+                          spans open before it are closed by the reader as lost */
     RP_OP_RESERVED7 = 7,
 };
 #define RP_OP_BITS 3

@@ -1,0 +1,60 @@
+/*
+ * cli.h - what the `rankprof` subcommands share: one signature per command
+ * (cmd_*.c), the messages, and loading a trace into an analysed profile.
+ */
+#ifndef RP_CLI_H
+#define RP_CLI_H
+
+#include <stdint.h>
+
+#include "analyze/flags.h"
+#include "analyze/profile.h"
+#include "analyze/rank.h"
+#include "analyze/replay.h"
+
+#define RP_DEFAULT_DATA "rankprof.data"
+
+struct rp_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+};
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* Prints "rankprof: <message>" on stderr and exits with status 1 (2 for usage). */
+__attribute__((noreturn, format(printf, 1, 2))) void rp_die(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 2, 3))) void rp_usage_die(const char *cmd,
+                                                                   const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void rp_warn(const char *fmt, ...);
+
+/* What loading does beyond the replay. */
+struct rp_load_opts {
+    const char *input;
+    struct rp_replay_opts replay;
+    int rank;                    /* compute the ranking */
+    struct rp_rank_opts rank_opt;
+    int weight_calls;
+    struct rp_flag_opts flag;    /* thresholds; flags computed when rank is */
+};
+
+void rp_load_opts_default(struct rp_load_opts *o);
+
+/*
+ * Replays, names and (if asked) ranks and flags the trace; dies with a
+ * message naming the file on any error.  Warnings go to stderr.
+ */
+void rp_load(const struct rp_load_opts *o, struct rp_profile *p);
+
+/* Parses a double / unsigned option value or dies naming the option. */
+double rp_opt_double(const char *opt, const char *val, double lo, double hi);
+uint64_t rp_opt_u64(const char *opt, const char *val);
+
+/* Human duration: "812ns", "3.41us", "12.0ms", "1.52s". */
+const char *rp_fmt_ns(double ns, char *buf, unsigned bufsz);
+
+#endif /* RP_CLI_H */

@@ -1,0 +1,139 @@
+/*
+ * cmd_dump.c - `rankprof dump`: every chunk and every event, one per line,
+ * in file order:  time since the first event (ns), thread, event, name.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/symbols.h"
+#include "cli.h"
+#include "common/error.h"
+#include "trace/reader.h"
+
+struct dump {
+    struct rp_symbolizer *sym;
+    char **names; /* per id, lazily */
+    uint32_t nnames;
+    uint64_t t0;
+    int have_t0;
+    double ns_per_tick;
+};
+
+static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t id)
+{
+    if (id >= d->nnames) {
+        uint32_t n = p->n_nodes > id ? p->n_nodes : id + 1;
+        char **nn = realloc(d->names, n * sizeof(*nn));
+        if (!nn)
+            return "?";
+        memset(nn + d->nnames, 0, (n - d->nnames) * sizeof(*nn));
+        d->names = nn;
+        d->nnames = n;
+    }
+    if (d->names[id])
+        return d->names[id];
+    const struct rp_node *n = id < p->n_nodes ? &p->nodes[id] : NULL;
+    char buf[160];
+    const char *s = n ? rp_node_name(p, n, buf, sizeof(buf)) : "?";
+    if (n && !n->name && n->kind == RP_KIND_FUNC) {
+        if (!d->sym && p->maps)
+            d->sym = rp_sym_open(p->maps, p->maps_len);
+        struct rp_symbol sym = {0};
+        if (d->sym && rp_sym_lookup(d->sym, n->key, &sym) == 0 && sym.name)
+            snprintf(buf, sizeof(buf), "%s", sym.name), s = buf;
+        rp_sym_clear(&sym);
+    }
+    d->names[id] = strdup(s);
+    return d->names[id] ? d->names[id] : "?";
+}
+
+static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
+{
+    struct dump *d = ctx;
+    static const char *const cn[] = {"?", "INFO", "CLOCK", "MAPS", "THREAD",
+                                      "DEFS", "EVENTS", "LOST", "END", "STATS"};
+    static const char *const on[] = {"enter", "exit", "exit", "instant",
+                                     "counter", "arg", "LOST", "?"};
+    printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
+           c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
+    if (c->type == RP_CH_INFO)
+        printf("# program %s, pid %u, clock %s\n", p->program ? p->program : "?", p->pid,
+               p->clock_name ? p->clock_name : "?");
+    if (c->type != RP_CH_EVENTS)
+        return 0;
+    struct rp_evdec dec;
+    struct rp_event ev;
+    int rc;
+    if (rp_evdec_init(&dec, c->data, c->len) < 0)
+        return 0; /* the replay has already reported it */
+    uint32_t depth = 0;
+    while ((rc = rp_evdec_next(&dec, &ev)) > 0) {
+        if (!d->have_t0) {
+            d->t0 = ev.ticks;
+            d->have_t0 = 1;
+        }
+        double ns = ev.ticks >= d->t0 ? (double)(ev.ticks - d->t0) : 0;
+        double k = d->ns_per_tick > 0 ? d->ns_per_tick : 1;
+        if (ev.op == RP_OP_EXIT || ev.op == RP_OP_EXIT_ID)
+            depth = depth ? depth - 1 : 0;
+        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op], (int)(2 * (depth < 40 ? depth : 40)), "");
+        if (ev.id)
+            printf("%s", id_name(d, p, ev.id));
+        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)
+            printf(" %" PRIu64, ev.arg);
+        else if (ev.op == RP_OP_COUNTER)
+            printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
+        putchar('\n');
+        if (ev.op == RP_OP_ENTER)
+            depth++;
+    }
+    return 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    struct rp_replay_opts ro = {0};
+    const char *in = RP_DEFAULT_DATA;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
+        if (c == 'i')
+            in = optarg;
+        else if (c == 'F')
+            ro.force = 1;
+        else if (c == 'h')
+            rp_usage_die("dump", "dump prints every event");
+        else
+            rp_usage_die("dump", "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        rp_usage_die("dump", "unexpected argument '%s'", argv[optind]);
+
+    /* Times need the clock rate, which the whole file gives: a first pass. */
+    struct rp_profile p = {0};
+    struct dump d = {0};
+    char err[768];
+    if (rp_replay_file(in, &ro, &p, NULL, NULL, err, sizeof(err)) < 0)
+        rp_die("%s", err);
+    d.ns_per_tick = p.ns_per_tick;
+    rp_profile_free(&p);
+    memset(&p, 0, sizeof(p));
+    int rc = rp_replay_file(in, &ro, &p, dump_chunk, &d, err, sizeof(err));
+    for (uint32_t i = 0; i < d.nnames; i++)
+        free(d.names[i]);
+    free(d.names);
+    if (d.sym)
+        rp_sym_close(d.sym);
+    rp_profile_free(&p);
+    if (rc < 0)
+        rp_die("%s", err);
+    return 0;
+}

@@ -1,0 +1,105 @@
+/*
+ * cmd_info.c - `rankprof info`: what a trace holds: the program, the clock,
+ * threads, events, losses, and how the run ended.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "common/error.h"
+#include "trace/reader.h"
+
+struct counts {
+    uint64_t n[16], bytes[16];
+};
+
+static int count_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
+{
+    (void)p;
+    struct counts *k = ctx;
+    unsigned t = c->type < 16 ? c->type : 0;
+    k->n[t]++;
+    k->bytes[t] += c->len + RP_CHUNK_HDR_SIZE;
+    return 0;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    struct rp_replay_opts ro = {0};
+    const char *in = RP_DEFAULT_DATA;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
+        if (c == 'i')
+            in = optarg;
+        else if (c == 'F')
+            ro.force = 1;
+        else if (c == 'h')
+            rp_usage_die("info", "info says what a trace file holds");
+        else
+            rp_usage_die("info", "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        rp_usage_die("info", "unexpected argument '%s'", argv[optind]);
+
+    struct rp_profile p = {0};
+    struct counts k = {0};
+    char err[768], b[32];
+    if (rp_replay_file(in, &ro, &p, count_chunk, &k, err, sizeof(err)) < 0)
+        rp_die("%s", err);
+    struct stat st;
+    printf("file:        %s (%lld bytes)\n", in, stat(in, &st) == 0 ? (long long)st.st_size : -1LL);
+    printf("program:     %s\n", p.program ? p.program : "?");
+    printf("arguments:  ");
+    for (size_t i = 0; i < p.argv_len;) {
+        printf(" %s", p.argv + i);
+        i += strlen(p.argv + i) + 1;
+    }
+    printf("\npid:         %u\n", p.pid);
+    printf("mode:        %s\n", p.mode ? p.mode : "?");
+    printf("clock:       %s, %.6f ns per tick (%.1f MHz)\n", p.clock_name ? p.clock_name : "?",
+           p.ns_per_tick, 1e3 / p.ns_per_tick);
+    printf("duration:    %s (first to last event)\n",
+           rp_fmt_ns((double)(p.last_tick - p.first_tick) * p.ns_per_tick, b, sizeof(b)));
+    printf("events:      %llu\n", (unsigned long long)p.events);
+    uint64_t defined = 0;
+    for (uint32_t i = 1; i < p.n_nodes; i++)
+        defined += p.nodes[i].kind != 0xff;
+    printf("ids:         %llu defined, %u edges\n", (unsigned long long)defined, p.n_edges);
+    printf("lost events: %llu%s\n", (unsigned long long)p.lost,
+           p.lost ? "  (the recorder dropped these: --drop under load)" : "");
+    printf("unmatched:   %llu exits without an entry, %llu spans never closed\n",
+           (unsigned long long)p.unmatched_exits, (unsigned long long)p.unclosed);
+    printf("ended:       %s\n", p.ended ? "normally (END record present)"
+                                        : "ABNORMALLY: no END record (crash, signal or _exit)");
+    printf("threads:     %u\n", p.n_threads);
+    for (uint32_t i = 0; i < p.n_threads; i++) {
+        const struct rp_thread *t = &p.threads[i];
+        printf("  tid %-8u %-16s %10llu events  %s active  lost %llu\n", t->tid,
+               t->name ? t->name : "", (unsigned long long)t->events,
+               rp_fmt_ns((double)(t->last - t->first) * p.ns_per_tick, b, sizeof(b)),
+               (unsigned long long)t->lost);
+    }
+    static const char *const names[16] = {"unknown", "INFO", "CLOCK", "MAPS", "THREAD",
+                                          "DEFS", "EVENTS", "LOST", "END", "STATS"};
+    printf("chunks:\n");
+    for (unsigned t = 0; t < 16; t++)
+        if (k.n[t])
+            printf("  %-8s %8llu chunks %12llu bytes\n", names[t] ? names[t] : "?",
+                   (unsigned long long)k.n[t], (unsigned long long)k.bytes[t]);
+    if (p.events && k.bytes[RP_CH_EVENTS])
+        printf("density:     %.2f bytes per event\n",
+               (double)k.bytes[RP_CH_EVENTS] / (double)p.events);
+    if (p.warn[0])
+        printf("warnings:\n%s", p.warn);
+    rp_profile_free(&p);
+    return 0;
+}

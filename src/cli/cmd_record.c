@@ -1,0 +1,183 @@
+/*
+ * cmd_record.c - `rankprof record`: runs a program with the recorder
+ * preloaded.  Everything is passed through environment variables, so the
+ * same variables work without this command (docs/recording.md):
+ *
+ *   LD_PRELOAD          librankprof.so, in front of what was there
+ *   RANKPROF_OUTPUT     the trace file (absolute path)
+ *   RANKPROF_MODE       trace
+ *   RANKPROF_POLICY     wait (lossless, default) or drop
+ *   RANKPROF_CLASSES    event classes to record, e.g. func,lock
+ *
+ * Exits with the program's exit status (128 + N when signal N killed it).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef RP_LIBDIR_BUILD
+#define RP_LIBDIR_BUILD ""
+#endif
+#ifndef RP_LIBDIR_INSTALL
+#define RP_LIBDIR_INSTALL "/usr/local/lib"
+#endif
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Finds librankprof.so: $RANKPROF_LIB, beside this executable (a build
+ * tree), the build directory, ../lib and the install directory. */
+static void find_lib(char *out, size_t outsz)
+{
+    const char *env = getenv("RANKPROF_LIB");
+    if (env && *env) {
+        if (!is_file(env))
+            rp_die("RANKPROF_LIB=%s: no such file", env);
+        snprintf(out, outsz, "%s", env);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *dir = dirname(exe);
+        const char *cands[] = {"%s/librankprof.so", "%s/../lib/librankprof.so",
+                               "%s/../lib/x86_64-linux-gnu/librankprof.so",
+                               "%s/../lib/aarch64-linux-gnu/librankprof.so"};
+        for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+            snprintf(out, outsz, cands[i], dir);
+            if (is_file(out))
+                return;
+        }
+    }
+    const char *dirs[] = {RP_LIBDIR_BUILD, RP_LIBDIR_INSTALL};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(out, outsz, "%s/librankprof.so", dirs[i]);
+        if (dirs[i][0] && is_file(out))
+            return;
+    }
+    rp_die("cannot find librankprof.so (set RANKPROF_LIB to its path)");
+}
+
+static const char *check_classes(const char *list)
+{
+    static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user"};
+    const char *s = list;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int found = 0;
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+            if (strlen(ok[i]) == n && !strncmp(s, ok[i], n))
+                found = 1;
+        if (!found)
+            rp_usage_die("record", "--classes: unknown class '%.*s' (known: all, func, point, "
+                                   "lock, io, timer, user)",
+                         (int)n, s);
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    return list;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
+        {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL;
+    int drop = 0, c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            out = optarg;
+            break;
+        case 'm':
+            mode = optarg;
+            if (strcmp(mode, "trace") != 0)
+                rp_usage_die("record", "--mode %s: only 'trace' is available in this version",
+                             mode);
+            break;
+        case 'c':
+            classes = check_classes(optarg);
+            break;
+        case 'd':
+            drop = 1;
+            break;
+        case 'h':
+            rp_usage_die("record", "record runs PROGRAM with the recorder preloaded");
+        default:
+            rp_usage_die("record", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        rp_usage_die("record", "no program given");
+
+    char lib[PATH_MAX], abs_out[PATH_MAX];
+    find_lib(lib, sizeof(lib));
+    if (out[0] == '/') {
+        snprintf(abs_out, sizeof(abs_out), "%s", out);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)))
+            rp_die("cannot get the current directory: %s", strerror(errno));
+        snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, out);
+    }
+    const char *pre = getenv("LD_PRELOAD");
+    char *preload;
+    if (asprintf(&preload, "%s%s%s", lib, pre && *pre ? ":" : "", pre ? pre : "") < 0)
+        rp_die("out of memory");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("RANKPROF_OUTPUT", abs_out, 1);
+    setenv("RANKPROF_MODE", mode, 1);
+    setenv("RANKPROF_POLICY", drop ? "drop" : "wait", 1);
+    if (classes)
+        setenv("RANKPROF_CLASSES", classes, 1);
+    unsetenv("RANKPROF_CLAIMED");
+    free(preload);
+
+    pid_t pid = fork();
+    if (pid < 0)
+        rp_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[optind], strerror(errno));
+        _exit(127);
+    }
+    /* The program owns the terminal's signals; record just waits for it. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            rp_die("waitpid: %s", strerror(errno));
+    struct stat sb;
+    if (stat(abs_out, &sb) == 0)
+        fprintf(stderr, "rankprof: wrote %s (%lld bytes)\n", out, (long long)sb.st_size);
+    else
+        fprintf(stderr, "rankprof: %s was not written (is the program dynamically linked?)\n",
+                out);
+    if (WIFSIGNALED(st)) {
+        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[optind],
+                WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}

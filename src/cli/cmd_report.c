@@ -1,0 +1,148 @@
+/*
+ * cmd_report.c - `rankprof report`: the flat profile ranked by standing
+ * probability, as a table, JSON (the stable interface, docs/report-json.md)
+ * or CSV.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/error.h"
+#include "report/report.h"
+
+/* --threshold KEY=VALUE: every flag threshold of DESIGN §7. */
+static void set_threshold(struct rp_flag_opts *f, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq)
+        rp_usage_die("report", "--threshold %s: expected KEY=VALUE", kv);
+    size_t n = (size_t)(eq - kv);
+    const char *v = eq + 1;
+#define K(s) (n == strlen(s) && !strncmp(kv, s, n))
+    if (K("dispatch-involvement"))
+        f->dispatch_involvement = rp_opt_double("--threshold dispatch-involvement", v, 0, 1e9);
+    else if (K("dispatch-self"))
+        f->dispatch_self = rp_opt_double("--threshold dispatch-self", v, 0, 1);
+    else if (K("dispatch-fanout"))
+        f->dispatch_fanout = rp_opt_double("--threshold dispatch-fanout", v, 0, 1e9);
+    else if (K("hot-self"))
+        f->hot_self = rp_opt_double("--threshold hot-self", v, 0, 1);
+    else if (K("jitter-calls"))
+        f->jitter_calls = rp_opt_u64("--threshold jitter-calls", v);
+    else if (K("jitter-ratio"))
+        f->jitter_ratio = rp_opt_double("--threshold jitter-ratio", v, 0, 1e12);
+    else if (K("rate-calls"))
+        f->rate_calls = rp_opt_u64("--threshold rate-calls", v);
+    else if (K("rate-period"))
+        f->rate_period = rp_opt_double("--threshold rate-period", v, 0, 1e12);
+    else if (K("contended-ratio"))
+        f->contended_ratio = rp_opt_double("--threshold contended-ratio", v, 0, 1e12);
+    else
+        rp_usage_die("report",
+                     "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
+                     "dispatch-fanout, hot-self, jitter-calls, jitter-ratio, rate-calls, "
+                     "rate-period, contended-ratio)",
+                     (int)n, kv);
+#undef K
+}
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"input", required_argument, NULL, 'i'},  {"sort", required_argument, NULL, 's'},
+        {"weight", required_argument, NULL, 'w'}, {"alpha", required_argument, NULL, 'a'},
+        {"limit", required_argument, NULL, 'n'},  {"format", required_argument, NULL, 'f'},
+        {"thread", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'F'},
+        {"threshold", required_argument, NULL, 'T'}, {"color", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    struct rp_load_opts lo_opts;
+    struct rp_report_opts ro = {0};
+    const char *format = "table";
+    int c;
+
+    rp_load_opts_default(&lo_opts);
+    ro.sort = RP_SORT_RANK;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            lo_opts.input = optarg;
+            break;
+        case 's':
+            if (!strcmp(optarg, "rank"))
+                ro.sort = RP_SORT_RANK;
+            else if (!strcmp(optarg, "self"))
+                ro.sort = RP_SORT_SELF;
+            else if (!strcmp(optarg, "total"))
+                ro.sort = RP_SORT_TOTAL;
+            else if (!strcmp(optarg, "calls"))
+                ro.sort = RP_SORT_CALLS;
+            else if (!strcmp(optarg, "max"))
+                ro.sort = RP_SORT_MAX;
+            else
+                rp_usage_die("report", "--sort %s: expected rank, self, total, calls or max",
+                             optarg);
+            break;
+        case 'w':
+            if (!strcmp(optarg, "time"))
+                lo_opts.weight_calls = 0;
+            else if (!strcmp(optarg, "calls"))
+                lo_opts.weight_calls = 1;
+            else
+                rp_usage_die("report", "--weight %s: expected time or calls", optarg);
+            break;
+        case 'a':
+            lo_opts.rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);
+            break;
+        case 'n':
+            ro.limit = (uint32_t)rp_opt_u64("--limit", optarg);
+            break;
+        case 'f':
+            format = optarg;
+            if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
+                rp_usage_die("report", "--format %s: expected table, json or csv", format);
+            break;
+        case 't':
+            lo_opts.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            break;
+        case 'F':
+            lo_opts.replay.force = 1;
+            break;
+        case 'T':
+            set_threshold(&lo_opts.flag, optarg);
+            break;
+        case 'C':
+            ro.color = 1;
+            break;
+        case 'h':
+            rp_usage_die("report", "report prints the ranked profile");
+        default:
+            rp_usage_die("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        rp_usage_die("report", "unexpected argument '%s'", argv[optind]);
+
+    struct rp_profile p = {0};
+    rp_load(&lo_opts, &p);
+    ro.ranked = ro.flagged = lo_opts.rank;
+    ro.flag = &lo_opts.flag;
+    if (!ro.color && !strcmp(format, "table") && isatty(1) && !getenv("NO_COLOR"))
+        ro.color = 1;
+    int rc;
+    if (!strcmp(format, "json"))
+        rc = rp_report_json(stdout, &p, &ro);
+    else if (!strcmp(format, "csv"))
+        rc = rp_report_csv(stdout, &p, &ro);
+    else
+        rc = rp_report_table(stdout, &p, &ro);
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = RP_EIO;
+    rp_profile_free(&p);
+    if (rc < 0)
+        rp_die("writing the report: %s", rp_strerror(rc));
+    return 0;
+}

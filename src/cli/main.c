@@ -1,0 +1,169 @@
+/*
+ * main.c - the `rankprof` command: picks the subcommand and holds what the
+ * subcommands share (messages, option parsing helpers, loading a trace).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/error.h"
+
+static const struct rp_cmd commands[] = {
+    {"record", cmd_record,
+     "record [-o FILE] [--mode trace] [--classes LIST] [--drop] -- PROGRAM [ARGS...]"},
+    {"report", cmd_report,
+     "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
+     "                [--limit N] [--format table|json|csv] [--thread TID] [--force]"},
+    {"graph", cmd_graph, "graph [-i FILE] NAME"},
+    {"info", cmd_info, "info [-i FILE] [--force]"},
+    {"dump", cmd_dump, "dump [-i FILE] [--force]"},
+};
+
+#define NCMDS (sizeof(commands) / sizeof(commands[0]))
+
+void rp_die(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("rankprof: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+void rp_usage_die(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rankprof: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    for (size_t i = 0; i < NCMDS; i++)
+        if (cmd && !strcmp(cmd, commands[i].name))
+            fprintf(stderr, "usage: rankprof %s\n", commands[i].usage);
+    exit(2);
+}
+
+void rp_warn(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rankprof: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+double rp_opt_double(const char *opt, const char *val, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !isfinite(v) || v < lo || v > hi)
+        rp_die("option %s: '%s' is not a number in [%g, %g]", opt, val, lo, hi);
+    return v;
+}
+
+uint64_t rp_opt_u64(const char *opt, const char *val)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || end == val || *end || val[0] == '-')
+        rp_die("option %s: '%s' is not a non-negative integer", opt, val);
+    return v;
+}
+
+const char *rp_fmt_ns(double ns, char *buf, unsigned bufsz)
+{
+    if (ns < 1e3)
+        snprintf(buf, bufsz, "%.0fns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, bufsz, "%.2fus", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, bufsz, "%.2fms", ns / 1e6);
+    else
+        snprintf(buf, bufsz, "%.3fs", ns / 1e9);
+    return buf;
+}
+
+void rp_load_opts_default(struct rp_load_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->input = RP_DEFAULT_DATA;
+    o->rank = 1;
+    o->rank_opt.alpha = 0.01;
+    o->rank_opt.tol = 1e-12;
+    o->rank_opt.max_iter = 10000;
+    rp_flag_opts_default(&o->flag);
+}
+
+void rp_load(const struct rp_load_opts *o, struct rp_profile *p)
+{
+    char err[768];
+    int rc = rp_replay_file(o->input, &o->replay, p, NULL, NULL, err, sizeof(err));
+    if (rc < 0)
+        rp_die("%s", err);
+    if (p->warn[0]) {
+        char *s = p->warn, *nl;
+        while ((nl = strchr(s, '\n'))) {
+            *nl = 0;
+            rp_warn("%s", s);
+            *nl = '\n';
+            s = nl + 1;
+        }
+    }
+    if (!p->events)
+        rp_warn("%s holds no events: was the program built with -finstrument-functions "
+                "(or did it use the rankprof macros)?",
+                o->input);
+    if ((rc = rp_profile_symbolize(p)) < 0)
+        rp_die("%s: naming functions: %s", o->input, rp_strerror(rc));
+    if (o->rank) {
+        p->rank.weight_calls = o->weight_calls;
+        if ((rc = rp_rank_profile(p, &o->rank_opt)) < 0)
+            rp_die("%s: ranking: %s", o->input, rp_strerror(rc));
+        if ((rc = rp_flags_apply(p, &o->flag)) < 0)
+            rp_die("%s: flags: %s", o->input, rp_strerror(rc));
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rankprof COMMAND [OPTIONS]\n\n"
+               "rankprof records C programs and ranks their procedures, locks and devices\n"
+               "by standing probability.  Commands:\n\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        fprintf(f, "  rankprof %s\n", commands[i].usage);
+    fprintf(f, "\nThe trace file is %s unless -i/-o says otherwise.  See docs/.\n",
+            RP_DEFAULT_DATA);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        puts("rankprof 0.1.0");
+        return 0;
+    }
+    for (size_t i = 0; i < NCMDS; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rankprof: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

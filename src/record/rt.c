@@ -1,0 +1,764 @@
+/*
+ * rt.c - the recorder runtime: start-up from the environment, per-thread
+ * buffers, the writer thread that encodes full buffers into trace chunks,
+ * fork handling and the bounded final flush.
+ *
+ * Life of the recorder:
+ *
+ *   start (constructor, or the first event)      read RANKPROF_*, open the file,
+ *                                                 start the writer, set the mask
+ *   thread's first event  -> thread_init()       mmap a tbuf, link it, first buffer
+ *   buffer full           -> buf_publish()        hand it to the writer
+ *                            buf_next()           take a free one, or wait / drop
+ *   thread exit           -> thread_exit()        publish the partial buffer
+ *   fork (child)          -> atfork_child()       new file, forget other threads
+ *   exit()                -> rp_rt_shutdown()     mask = 0, publish, drain with a
+ *                                                 deadline, END chunk, close
+ *
+ * Locking: rp_rt.lock guards the thread list, the two condition variables
+ * and writer_running.  It is taken once per buffer hand-off, never per event.
+ * The writer holds it only to look for work and to unlink retired threads;
+ * it encodes and writes without it.  New tbufs are pushed at the list head
+ * under the lock; only the writer unlinks, so the writer may walk the list
+ * from a head it read under the lock.
+ */
+#define _GNU_SOURCE
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "rankprof.h"
+
+RP_HIDDEN struct rp_rt rp_rt = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .space = PTHREAD_COND_INITIALIZER,
+    .fd = -1,
+};
+RP_HIDDEN __thread struct rp_tbuf *rp_self;
+static __thread int rp_initing; /* inside thread_init or start-up */
+static __thread int rp_gone;    /* this thread's tbuf was handed back */
+
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static void rt_start_once(void);
+static int rt_start_err;
+
+#define RP_VERSION_STR "rankprof 0.1.0"
+
+static void rt_warn(const char *fmt, const char *arg, int err)
+{
+    if (rp_rt.quiet)
+        return;
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "rankprof: ");
+    n += snprintf(msg + n, sizeof(msg) - (size_t)n, fmt, arg);
+    if (err)
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", strerror(err));
+    if (n > (int)sizeof(msg) - 2)
+        n = (int)sizeof(msg) - 2;
+    msg[n++] = '\n';
+    ssize_t w = write(2, msg, (size_t)n);
+    (void)w;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+/* Writes all of iov to the trace file.  On the first failure the recorder
+ * stops writing (rp_rt.failed) and says so once; data is then lost, never
+ * the program. */
+static void out_writev(struct iovec *iov, int n)
+{
+    if (atomic_load(&rp_rt.failed) || rp_rt.fd < 0)
+        return;
+    while (n > 0) {
+        ssize_t w = writev(rp_rt.fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            atomic_store(&rp_rt.failed, errno);
+            rt_warn("writing %s failed, recording stops", rp_rt.path, errno);
+            return;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+}
+
+static void out_chunk(uint32_t type, const void *payload, size_t len)
+{
+    uint8_t hdr[RP_CHUNK_HDR_SIZE];
+    rp_chunk_header(hdr, type, payload, (uint32_t)len);
+    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
+    out_writev(iov, 2);
+}
+
+static void out_clock(void)
+{
+    uint8_t p[24];
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    rp_put64(p, rp_ticks());
+    rp_put64(p + 8, rp_mono_ns());
+    rp_put64(p + 16, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    out_chunk(RP_CH_CLOCK, p, sizeof(p));
+}
+
+/* Reads a whole small file (procfs) into a malloc'd buffer; NULL on error. */
+static char *read_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *nb = cap < RP_CHUNK_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return buf;
+}
+
+/* MAPS: the executable, file-backed mappings, which is all the analyzer
+ * needs to name code addresses. */
+static void out_maps(void)
+{
+    size_t len, o = 0;
+    char *m = read_file("/proc/self/maps", &len);
+    if (!m)
+        return;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && m[j] != '\n')
+            j++;
+        /* "start-end perms offset dev inode path": keep x with a '/' path */
+        char *perm = memchr(m + i, ' ', j - i);
+        char *path = memchr(m + i, '/', j - i);
+        if (perm && perm + 4 < m + j && perm[3] == 'x' && path) {
+            memmove(m + o, m + i, j - i);
+            o += j - i;
+            m[o++] = '\n';
+        }
+        i = j + 1;
+    }
+    out_chunk(RP_CH_MAPS, m, o);
+    free(m);
+}
+
+static void out_info(void)
+{
+    size_t cap = 65536, len = 0, n;
+    uint8_t *buf = malloc(cap);
+    char tmp[64];
+    if (!buf)
+        return;
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe));
+    if (el > 0)
+        rp_info_put(buf, cap, &len, "program", exe, (size_t)el);
+    char *argv = read_file("/proc/self/cmdline", &n);
+    if (argv) {
+        rp_info_put(buf, cap, &len, "argv", argv, n < 32768 ? n : 32768);
+        free(argv);
+    }
+    snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
+    rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));
+    snprintf(tmp, sizeof(tmp), "%d", (int)getppid());
+    rp_info_put(buf, cap, &len, "ppid", tmp, strlen(tmp));
+    rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
+    snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
+    rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
+    rp_info_put(buf, cap, &len, "mode", "trace", 5);
+    rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
+    rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
+    out_chunk(RP_CH_INFO, buf, len);
+    free(buf);
+}
+
+static void out_thread(struct rp_tbuf *t)
+{
+    char path[64], name[64];
+    uint8_t p[8 + sizeof(name)];
+    size_t n = 0;
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", t->tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, name, sizeof(name));
+        n = r > 0 ? (size_t)r : 0;
+        if (n && name[n - 1] == '\n')
+            n--;
+        close(fd);
+    }
+    rp_put32(p, t->tid);
+    rp_put32(p + 4, 0);
+    memcpy(p + 8, name, n);
+    out_chunk(RP_CH_THREAD, p, 8 + n);
+}
+
+/* ---- the writer --------------------------------------------------------- */
+
+/* Describes a site pointer for DEFS.  Sites arrive with the profile-point
+ * API; until then there are none to describe. */
+static int describe_site(void *ctx, uint64_t site, struct rp_def *out)
+{
+    (void)ctx;
+    (void)site;
+    (void)out;
+    return -1;
+}
+
+/* Encodes and writes one buffer of thread t (writer thread only). */
+static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
+{
+    if (!t->announced) {
+        out_thread(t);
+        t->announced = 1;
+    }
+    uint64_t lost0 = t->enc.lost;
+    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, recs, n, rp_rt.out);
+    size_t dlen;
+    const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
+    if (dlen)
+        out_chunk(RP_CH_DEFS, defs, dlen);
+    if (len)
+        out_chunk(RP_CH_EVENTS, rp_rt.out, len);
+    rp_rt.events_written += n;
+    rp_rt.lost_total += t->enc.lost - lost0;
+}
+
+/* Writes every published buffer of every thread; retires exited threads
+ * whose buffers are all written.  Returns the number of buffers written. */
+static unsigned drain_once(void)
+{
+    unsigned done = 0;
+    pthread_mutex_lock(&rp_rt.lock);
+    struct rp_tbuf *t = rp_rt.threads;
+    pthread_mutex_unlock(&rp_rt.lock);
+
+    for (; t; t = t->next) {
+        uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+        uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
+        for (; c < p; c++) {
+            uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
+            write_buffer(t, t->bufs[idx], t->lens[idx]);
+            atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+            done++;
+            pthread_mutex_lock(&rp_rt.lock);
+            if (rp_rt.waiters)
+                pthread_cond_broadcast(&rp_rt.space);
+            pthread_mutex_unlock(&rp_rt.lock);
+        }
+    }
+    /* retire threads that have ended and been written out */
+    pthread_mutex_lock(&rp_rt.lock);
+    for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
+        struct rp_tbuf *x = *pp;
+        if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
+            *pp = x->next;
+            for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
+                if (x->bufs[i])
+                    munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
+            rp_enc_thread_free(&x->enc);
+            munmap(x, sizeof(*x));
+        } else {
+            pp = &x->next;
+        }
+    }
+    pthread_mutex_unlock(&rp_rt.lock);
+    return done;
+}
+
+static int work_pending_locked(void)
+{
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+        if (atomic_load(&t->produced) != atomic_load(&t->consumed) || atomic_load(&t->exited))
+            return 1;
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+    uint64_t last_clock = rp_mono_ns();
+    for (;;) {
+        pthread_mutex_lock(&rp_rt.lock);
+        while (!work_pending_locked() && !atomic_load(&rp_rt.stopped)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
+        }
+        int stopping = atomic_load(&rp_rt.stopped);
+        pthread_mutex_unlock(&rp_rt.lock);
+
+        unsigned n = drain_once();
+        if (n && rp_mono_ns() - last_clock > 500000000u) {
+            out_clock(); /* calibration points for runs that never end cleanly */
+            last_clock = rp_mono_ns();
+        }
+        if (stopping && !n)
+            return NULL;
+    }
+}
+
+/* Starts the writer thread if it is not running.  Called with the lock. */
+static void writer_ensure_locked(void)
+{
+    if (rp_rt.writer_running || atomic_load(&rp_rt.stopped))
+        return;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    if (pthread_create(&rp_rt.writer, &a, writer_main, NULL) == 0)
+        rp_rt.writer_running = 1;
+    pthread_attr_destroy(&a);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static struct rp_raw *buf_alloc(void)
+{
+    void *p = mmap(NULL, rp_rt.bufrecs * sizeof(struct rp_raw), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void thread_exit(void *arg)
+{
+    struct rp_tbuf *t = arg;
+    if (!t)
+        return;
+    t->guard = 1;
+    if (t->base && t->pos > t->base) {
+        t->lens[atomic_load(&t->produced) % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
+        atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
+    }
+    atomic_store_explicit(&t->exited, 1, memory_order_release);
+    rp_self = NULL;
+    rp_gone = 1;
+    pthread_mutex_lock(&rp_rt.lock);
+    pthread_cond_signal(&rp_rt.wake);
+    pthread_mutex_unlock(&rp_rt.lock);
+}
+
+/* Creates the calling thread's tbuf.  Returns it, or NULL (the thread's
+ * events are then not recorded; a warning says so once). */
+static struct rp_tbuf *thread_init(void)
+{
+    void *m = mmap(NULL, sizeof(struct rp_tbuf), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct rp_tbuf *t = m;
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->guard = 1;
+    pthread_mutex_lock(&rp_rt.lock);
+    t->next = rp_rt.threads;
+    rp_rt.threads = t;
+    writer_ensure_locked();
+    pthread_mutex_unlock(&rp_rt.lock);
+    pthread_setspecific(rp_rt.key, t);
+    rp_self = t;
+    return t;
+}
+
+/* Publishes the current buffer of t (with its record count). */
+static void buf_publish(struct rp_tbuf *t)
+{
+    uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
+    t->lens[p % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
+    atomic_store_explicit(&t->produced, p + 1, memory_order_release);
+    t->base = t->pos = t->end = NULL;
+    pthread_mutex_lock(&rp_rt.lock);
+    writer_ensure_locked();
+    pthread_cond_signal(&rp_rt.wake);
+    pthread_mutex_unlock(&rp_rt.lock);
+}
+
+/*
+ * Makes a free buffer current.  Returns 0, or -1 when there is none (drop
+ * policy, a failed writer, or shutdown): the caller then counts a loss.
+ */
+static int buf_next(struct rp_tbuf *t)
+{
+    uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
+    while (p - atomic_load_explicit(&t->consumed, memory_order_acquire) >= rp_rt.nbuf) {
+        if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
+            return -1;
+        pthread_mutex_lock(&rp_rt.lock);
+        writer_ensure_locked();
+        if (!rp_rt.writer_running) {
+            pthread_mutex_unlock(&rp_rt.lock);
+            return -1;
+        }
+        rp_rt.waiters++;
+        while (p - atomic_load(&t->consumed) >= rp_rt.nbuf && !atomic_load(&rp_rt.stopped))
+            pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+        rp_rt.waiters--;
+        pthread_mutex_unlock(&rp_rt.lock);
+    }
+    uint32_t idx = (uint32_t)(p % rp_rt.nbuf);
+    if (!t->bufs[idx] && !(t->bufs[idx] = buf_alloc()))
+        return -1;
+    t->base = t->pos = t->bufs[idx];
+    t->end = t->base + rp_rt.bufrecs;
+    return 0;
+}
+
+/* Records word into t's next buffer (t->guard is set by the caller). */
+static void append_locked(struct rp_tbuf *t, uint64_t word)
+{
+    uint64_t now = rp_ticks();
+    if (t->base)
+        buf_publish(t);
+    if (buf_next(t) < 0) {
+        if (!t->lost++)
+            t->lost_first = now;
+        return;
+    }
+    if (t->lost) { /* a buffer has room for the LOST record and the event */
+        t->pos->ticks = t->lost_first;
+        t->pos->word = rp_raw_word(RP_RAW_LOST, t->lost);
+        t->pos++;
+        t->lost = 0;
+    }
+    t->pos->ticks = rp_ticks();
+    t->pos->word = word;
+    t->pos++;
+}
+
+RP_HIDDEN RP_NOINLINE void rp_append_slow(struct rp_tbuf *t, uint64_t word)
+{
+    if (t) {
+        append_locked(t, word);
+        return;
+    }
+    /* the thread's first event */
+    if (rp_initing || rp_gone)
+        return;
+    rp_initing = 1;
+    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err &&
+        atomic_load(&rp_rt.mask) && (t = thread_init())) {
+        append_locked(t, word); /* thread_init returns with t->guard set */
+        atomic_signal_fence(memory_order_seq_cst);
+        t->guard = 0;
+    }
+    rp_initing = 0;
+}
+
+/* ---- start, fork, shutdown ---------------------------------------------- */
+
+static void rt_start_once(void)
+{
+    (void)rp_rt_start();
+}
+
+static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *e;
+    errno = 0;
+    unsigned long long v = strtoull(s, &e, 0);
+    if (errno || *e || v < lo || v > hi) {
+        rt_warn("ignoring %s: not a number in range", name, 0);
+        return def;
+    }
+    return v;
+}
+
+/* Parses a class list like "func,lock" ("all" for every class). */
+static uint32_t parse_classes(const char *s)
+{
+    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user"};
+    uint32_t mask = 0;
+    while (s && *s) {
+        size_t n = strcspn(s, ",");
+        int ok = 0;
+        if (n == 3 && !strncmp(s, "all", 3)) {
+            mask |= RP_CLASS_BIT_ALL;
+            ok = 1;
+        }
+        for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strlen(names[i]) == n && !strncmp(s, names[i], n)) {
+                mask |= 1u << i;
+                ok = 1;
+            }
+        if (!ok)
+            rt_warn("RANKPROF_CLASSES: unknown class in '%s'", s, 0);
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    return mask;
+}
+
+/*
+ * Opens the trace file.  The first recorded process of a run takes the name
+ * as given and marks the environment; its children (fork or exec) write
+ * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
+ * another's trace.
+ */
+static int open_output(int child)
+{
+    const char *base = getenv("RANKPROF_OUTPUT");
+    if (!base || !*base)
+        base = "rankprof.data";
+    int first = !child && !getenv("RANKPROF_CLAIMED");
+    if (first) {
+        snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
+        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        setenv("RANKPROF_CLAIMED", "1", 1);
+    } else {
+        for (int i = 0; i < 1000; i++) {
+            if (i == 0)
+                snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d", base, (int)getpid());
+            else
+                snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d.%d", base, (int)getpid(), i);
+            rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (rp_rt.fd >= 0 || errno != EEXIST)
+                break;
+        }
+    }
+    if (rp_rt.fd < 0) {
+        rt_warn("cannot open %s, nothing will be recorded", rp_rt.path, errno);
+        return RP_EIO;
+    }
+    uint8_t hdr[RP_FILE_HDR_SIZE];
+    rp_file_header(hdr);
+    struct iovec iov = {hdr, sizeof(hdr)};
+    out_writev(&iov, 1);
+    return 0;
+}
+
+/* Writes the chunks every trace starts with. */
+static void out_prologue(void)
+{
+    out_info();
+    out_maps();
+    out_clock();
+}
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&rp_rt.lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&rp_rt.lock);
+}
+
+/*
+ * In the child only the forking thread exists.  The parent's buffers are the
+ * parent's to write, so the child forgets them (their memory stays mapped:
+ * a bounded, one-time leak per fork) and starts its own trace.
+ */
+static void atfork_child(void)
+{
+    pthread_mutex_init(&rp_rt.lock, NULL);
+    pthread_cond_init(&rp_rt.wake, NULL);
+    pthread_cond_init(&rp_rt.space, NULL);
+    rp_rt.writer_running = 0;
+    rp_rt.waiters = 0;
+    rp_rt.threads = NULL;
+    rp_rt.fd = -1;
+    atomic_store(&rp_rt.failed, 0);
+    rp_rt.events_written = rp_rt.lost_total = 0;
+    rp_enc_free(&rp_rt.enc);
+    if (rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 || open_output(1) < 0) {
+        atomic_store(&rp_rt.mask, 0);
+        return;
+    }
+    out_prologue();
+    if (rp_self) {
+        /* A fresh tbuf: the old one's ring is shared state with a writer
+         * that does not exist here. */
+        rp_self = NULL;
+        pthread_setspecific(rp_rt.key, NULL);
+    }
+}
+
+/* The once-only start.  Sets rt_start_err on failure (nothing recorded). */
+RP_HIDDEN int rp_rt_start(void)
+{
+    rp_rt.quiet = getenv("RANKPROF_QUIET") != NULL;
+    const char *mode = getenv("RANKPROF_MODE");
+    if (mode && strcmp(mode, "trace") != 0) {
+        rt_warn("RANKPROF_MODE=%s is not supported by this recorder; using trace", mode, 0);
+    }
+    rp_rt.clock_name = rp_clock_init();
+    rp_rt.freq = rp_clock_calibrate(2);
+    rp_rt.start_ticks = rp_ticks();
+    rp_rt.start_mono = rp_mono_ns();
+    uint64_t bufsize = env_u64("RANKPROF_BUFSIZE", 256 * 1024, 4096, 1u << 30);
+    rp_rt.bufrecs = (uint32_t)(bufsize / sizeof(struct rp_raw));
+    rp_rt.nbuf = (uint32_t)env_u64("RANKPROF_NBUF", 4, 2, RP_NBUF_MAX);
+    rp_rt.exit_timeout_ms = (unsigned)env_u64("RANKPROF_EXIT_TIMEOUT_MS", 10000, 0, 3600000);
+    const char *pol = getenv("RANKPROF_POLICY");
+    rp_rt.drop = pol && !strcmp(pol, "drop");
+    const char *cls = getenv("RANKPROF_CLASSES");
+    uint32_t mask = cls ? parse_classes(cls) : RP_CLASS_BIT_ALL;
+
+    rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
+    if (!rp_rt.out || rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 ||
+        pthread_key_create(&rp_rt.key, thread_exit) != 0) {
+        rt_start_err = RP_ENOMEM;
+        return RP_ENOMEM;
+    }
+    if ((rt_start_err = open_output(0)) < 0)
+        return rt_start_err;
+    out_prologue();
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atomic_store(&rp_rt.mask, mask);
+    return 0;
+}
+
+/*
+ * The final flush.  Recording stops (mask = 0), the calling thread publishes
+ * its partial buffer, and the writer gets until the deadline to write what
+ * is published.  Other threads still running keep their partial buffers:
+ * taking them would race with their appends.  If the writer finishes in time
+ * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
+ * ends without END and the analyzer says the run ended abnormally.
+ */
+RP_HIDDEN void rp_rt_shutdown(void)
+{
+    static atomic_int once;
+    if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0)
+        return;
+    atomic_store(&rp_rt.mask, 0);
+    struct rp_tbuf *t = rp_self;
+    if (t && !t->guard && t->base && t->pos > t->base) {
+        t->guard = 1;
+        buf_publish(t);
+    }
+    pthread_mutex_lock(&rp_rt.lock);
+    atomic_store(&rp_rt.stopped, 1);
+    int running = rp_rt.writer_running;
+    pthread_cond_broadcast(&rp_rt.wake);
+    pthread_cond_broadcast(&rp_rt.space);
+    pthread_mutex_unlock(&rp_rt.lock);
+
+    int done = 1;
+    if (running) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += rp_rt.exit_timeout_ms / 1000;
+        ts.tv_nsec += (long)(rp_rt.exit_timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
+    } else {
+        while (drain_once())
+            ;
+    }
+    if (!done) {
+        rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
+        return;
+    }
+    out_maps();
+    out_clock();
+    uint8_t end[32];
+    rp_put64(end, rp_ticks());
+    rp_put64(end + 8, rp_rt.events_written);
+    rp_put64(end + 16, rp_rt.lost_total);
+    rp_put32(end + 24, 0);
+    rp_put32(end + 28, RP_END_EXIT);
+    out_chunk(RP_CH_END, end, sizeof(end));
+    close(rp_rt.fd);
+    rp_rt.fd = -1;
+}
+
+__attribute__((constructor)) static void rt_ctor(void)
+{
+    rp_initing = 1;
+    pthread_once(&rt_once, rt_start_once);
+    rp_initing = 0;
+}
+
+__attribute__((destructor)) static void rt_dtor(void)
+{
+    rp_rt_shutdown();
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+RP_API uint32_t rp_classes_set(uint32_t on, uint32_t off)
+{
+    uint32_t old = atomic_load(&rp_rt.mask), nw;
+    do {
+        if (atomic_load(&rp_rt.stopped) || rt_start_err)
+            return old;
+        nw = (old | on) & ~off & RP_CLASS_BIT_ALL;
+    } while (!atomic_compare_exchange_weak(&rp_rt.mask, &old, nw));
+    return old;
+}
+
+RP_API int rp_flush(void)
+{
+    struct rp_tbuf *t = rp_self;
+    if (rt_start_err || atomic_load(&rp_rt.stopped))
+        return RP_EBUSY;
+    if (t && !t->guard && t->base) {
+        t->guard = 1;
+        if (t->pos > t->base) {
+            uint64_t want = atomic_load(&t->produced) + 1;
+            buf_publish(t);
+            pthread_mutex_lock(&rp_rt.lock);
+            rp_rt.waiters++;
+            while (atomic_load(&t->consumed) < want && !atomic_load(&rp_rt.stopped) &&
+                   rp_rt.writer_running && !atomic_load(&rp_rt.failed))
+                pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+            rp_rt.waiters--;
+            pthread_mutex_unlock(&rp_rt.lock);
+            if (buf_next(t) < 0)
+                t->base = t->pos = t->end = NULL;
+        }
+        t->guard = 0;
+    }
+    return atomic_load(&rp_rt.failed) ? RP_EIO : 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * rt.h - the recorder runtime shared by its files: per-thread buffers, the
+ * hot-path append, and the state of the writer.
+ *
+ * Each recorded thread owns a small ring of fixed-size buffers of raw
+ * records (see src/trace/writer.h).  The thread is the only producer, the
+ * writer thread the only consumer:
+ *
+ *     thread:  fills bufs[produced % nbuf]          writer: encodes bufs[consumed % nbuf]
+ *              when full: lens[] = count,                   writes it to the file,
+ *                         produced++ (release),             consumed++ (release),
+ *                         wake the writer                   wake waiting threads
+ *              next buffer must satisfy
+ *                  produced - consumed < nbuf
+ *
+ * so a buffer is never written and read at the same time, and a thread's
+ * memory is bounded by nbuf * bufsize.  When no buffer is free the thread
+ * either waits for the writer (policy "wait", lossless, the default) or
+ * drops events (policy "drop"), counting them and recording the count as a
+ * LOST event in its next buffer.
+ *
+ * The hot path (rp_append) takes no lock, makes no call and no allocation:
+ * a mask test, a TLS load, a recursion-guard store, a bounds test, the clock
+ * and a 16-byte store.
+ */
+#ifndef RP_RECORD_RT_H
+#define RP_RECORD_RT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "rankprof.h"
+#include "trace/writer.h"
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define RP_NOINLINE __attribute__((noinline))
+
+#define RP_NBUF_MAX 16
+
+struct rp_tbuf {
+    /* hot: touched by every event */
+    struct rp_raw *pos, *end;
+    uint32_t guard; /* non-zero while the thread is inside the recorder */
+
+    /* the ring (thread side) */
+    struct rp_raw *base;
+    uint64_t lost;       /* events dropped since the last LOST record */
+    uint64_t lost_first; /* ticks of the first of them */
+    uint64_t reentered;  /* events dropped by the recursion guard */
+    uint32_t tid;
+
+    /* shared with the writer */
+    struct rp_raw *bufs[RP_NBUF_MAX];
+    uint32_t lens[RP_NBUF_MAX];
+    _Atomic uint64_t produced, consumed;
+    _Atomic int exited;
+
+    /* writer side only */
+    struct rp_enc_thread enc;
+    int announced;
+    struct rp_tbuf *next;
+};
+
+struct rp_rt {
+    _Atomic uint32_t mask; /* enabled classes, RP_CLASS_BIT_*; 0 when not recording */
+    uint32_t nbuf;
+    uint32_t bufrecs; /* records per buffer */
+    int drop;         /* policy: 1 = drop, 0 = wait */
+    int quiet;
+    int fd;
+    _Atomic int failed;  /* errno of the first failed write, 0 if none */
+    _Atomic int stopped; /* shutdown has begun */
+    unsigned exit_timeout_ms;
+
+    pthread_mutex_t lock; /* guards the list, the conds and writer_running */
+    pthread_cond_t wake;  /* writer: there is work */
+    pthread_cond_t space; /* threads: a buffer was freed */
+    struct rp_tbuf *threads;
+    int waiters;
+    int writer_running;
+    pthread_t writer;
+    pthread_key_t key;
+
+    const char *clock_name;
+    double freq;
+    uint64_t start_ticks, start_mono;
+    uint64_t events_written, lost_total;
+    struct rp_enc enc;
+    uint8_t *out;     /* encoder output, rp_enc_bound(bufrecs) bytes */
+    char path[4096];
+};
+
+RP_HIDDEN extern struct rp_rt rp_rt;
+RP_HIDDEN extern __thread struct rp_tbuf *rp_self;
+
+/*
+ * The rare path of rp_append, entered with t->guard set (or t == NULL for a
+ * thread's first event): the buffer is full, the thread is dropping, or the
+ * thread has no buffer yet.  Never fails visibly: an event that cannot be
+ * recorded is counted as lost.
+ */
+RP_HIDDEN RP_NOINLINE void rp_append_slow(struct rp_tbuf *t, uint64_t word);
+
+/* Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*. */
+static inline void rp_append(uint32_t cls, uint64_t word)
+{
+    if (unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
+        return;
+    struct rp_tbuf *t = rp_self;
+    if (unlikely(!t)) {
+        rp_append_slow(t, word);
+        return;
+    }
+    if (unlikely(t->guard)) { /* a signal handler interrupted an append */
+        t->reentered++;
+        return;
+    }
+    /* The guard keeps a signal handler that runs instrumented code from
+     * interleaving with this append; the signal fences keep the compiler
+     * from moving the stores across it (a handler runs on this CPU, so no
+     * hardware barrier is needed). */
+    t->guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct rp_raw *p = t->pos;
+    if (likely(p < t->end)) {
+        p->ticks = rp_ticks();
+        p->word = word;
+        t->pos = p + 1;
+    } else {
+        rp_append_slow(t, word);
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    t->guard = 0;
+}
+
+/* Starts the recorder once (environment, file, writer).  Returns 0 or < 0. */
+RP_HIDDEN int rp_rt_start(void);
+/* Final flush: bounded by RANKPROF_EXIT_TIMEOUT_MS; safe to call twice. */
+RP_HIDDEN void rp_rt_shutdown(void);
+
+#endif /* RP_RECORD_RT_H */

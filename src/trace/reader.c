@@ -1,0 +1,213 @@
+/*
+ * reader.c - chunk-by-chunk reading of a trace with every length and
+ * checksum verified before use.
+ *
+ * Invariant: a chunk handed out has a header whose own crc matched (so its
+ * type and length are what the writer wrote), a length <= RP_CHUNK_MAX (so
+ * the buffer it is read into is bounded), and a payload whose crc matched.
+ * Nothing is allocated from a length that has not passed the header crc.
+ */
+#include "reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/bytes.h"
+#include "common/error.h"
+
+static int rd_fail(struct rp_reader *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(r->err, sizeof(r->err), "%s: ", r->path);
+    if (n < 0 || n >= (int)sizeof(r->err))
+        n = 0;
+    va_start(ap, fmt);
+    vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rp_reader_open(struct rp_reader *r, const char *path)
+{
+    uint8_t h[RP_FILE_HDR_SIZE];
+    struct stat st;
+
+    memset(r, 0, sizeof(*r));
+    r->path = path;
+    r->f = fopen(path, "rb");
+    if (!r->f)
+        return rd_fail(r, errno == ENOENT ? RP_ENOENT : RP_EIO, "cannot open: %s",
+                       strerror(errno));
+    if (fstat(fileno(r->f), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            fclose(r->f);
+            r->f = NULL;
+            return rd_fail(r, RP_EIO, "is a directory");
+        }
+        r->size = (uint64_t)st.st_size;
+    }
+    size_t got = fread(h, 1, sizeof(h), r->f);
+    int rc = 0;
+    if (got == 0)
+        rc = rd_fail(r, RP_ETRUNC, "empty file (offset 0): not a rankprof trace");
+    else if (memcmp(h, RP_MAGIC, got < RP_MAGIC_LEN ? got : RP_MAGIC_LEN) != 0)
+        rc = rd_fail(r, RP_EFORMAT, "not a rankprof trace (bad magic at offset 0)");
+    else if (got < sizeof(h))
+        rc = rd_fail(r, RP_ETRUNC, "truncated file header: %zu of %d bytes at offset 0", got,
+                     RP_FILE_HDR_SIZE);
+    if (rc)
+        goto fail;
+    r->major = rp_get16(h + 8);
+    r->minor = rp_get16(h + 10);
+    uint32_t hsz = rp_get32(h + 12);
+    if (r->major != RP_VERSION_MAJOR) {
+        rc = rd_fail(r, RP_EVERSION, "trace format version %u.%u, this rankprof reads %d.x",
+                     r->major, r->minor, RP_VERSION_MAJOR);
+        goto fail;
+    }
+    if (hsz < RP_FILE_HDR_SIZE || hsz > 4096) {
+        rc = rd_fail(r, RP_EFORMAT, "bad file header size %u at offset 12", hsz);
+        goto fail;
+    }
+    if (hsz > RP_FILE_HDR_SIZE && fseek(r->f, hsz, SEEK_SET) != 0) {
+        rc = rd_fail(r, RP_ETRUNC, "truncated file header at offset %d", RP_FILE_HDR_SIZE);
+        goto fail;
+    }
+    r->off = hsz;
+    return 0;
+fail:
+    fclose(r->f);
+    r->f = NULL;
+    return rc;
+}
+
+int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE];
+
+    if (!r->f)
+        return r->err[0] ? RP_EIO : 0;
+    for (;;) {
+        size_t got = fread(h, 1, sizeof(h), r->f);
+        if (got == 0 && feof(r->f))
+            return 0;
+        if (got < sizeof(h)) {
+            if (ferror(r->f))
+                return rd_fail(r, RP_EIO, "read error at offset %llu",
+                               (unsigned long long)r->off);
+            return rd_fail(r, RP_ETRUNC,
+                           "truncated: the file ends inside a chunk header at offset %llu "
+                           "(%zu of %d bytes)",
+                           (unsigned long long)r->off, got, RP_CHUNK_HDR_SIZE);
+        }
+        if (rp_crc32(0, h, 12) != rp_get32(h + 12))
+            return rd_fail(r, RP_ECRC, "corrupted chunk header at offset %llu (checksum mismatch)",
+                           (unsigned long long)r->off);
+        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
+        if (len > RP_CHUNK_MAX)
+            return rd_fail(r, RP_EFORMAT, "chunk at offset %llu claims %u bytes (limit %u)",
+                           (unsigned long long)r->off, len, RP_CHUNK_MAX);
+        if (len > r->cap) {
+            size_t ncap = r->cap ? r->cap : 65536;
+            while (ncap < len)
+                ncap *= 2;
+            uint8_t *nb = realloc(r->buf, ncap);
+            if (!nb)
+                return rd_fail(r, RP_ENOMEM, "out of memory reading chunk at offset %llu",
+                               (unsigned long long)r->off);
+            r->buf = nb;
+            r->cap = ncap;
+        }
+        got = len ? fread(r->buf, 1, len, r->f) : 0;
+        if (got < len) {
+            if (ferror(r->f))
+                return rd_fail(r, RP_EIO, "read error in chunk at offset %llu",
+                               (unsigned long long)r->off);
+            return rd_fail(r, RP_ETRUNC,
+                           "truncated: chunk at offset %llu needs %u bytes, the file has %zu",
+                           (unsigned long long)r->off, len, got);
+        }
+        uint64_t at = r->off;
+        r->off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
+        if (rp_crc32(0, r->buf, len) != rp_get32(h + 8)) {
+            if (r->force) {
+                if (!r->skipped++)
+                    r->skipped_off = at;
+                continue;
+            }
+            return rd_fail(r, RP_ECRC,
+                           "corrupted chunk at offset %llu (type %u, %u bytes): checksum mismatch",
+                           (unsigned long long)at, type, len);
+        }
+        c->type = type;
+        c->len = len;
+        c->data = r->buf;
+        c->offset = at;
+        return 1;
+    }
+}
+
+void rp_reader_close(struct rp_reader *r)
+{
+    if (r->f)
+        fclose(r->f);
+    free(r->buf);
+    r->f = NULL;
+    r->buf = NULL;
+}
+
+int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
+{
+    if (len < 16)
+        return RP_EFORMAT;
+    d->start = payload;
+    d->tid = rp_get32(payload);
+    d->count = rp_get32(payload + 4);
+    d->now = rp_get64(payload + 8);
+    d->p = payload + 16;
+    d->end = payload + len;
+    return 0;
+}
+
+int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
+{
+    uint64_t h, v;
+    const uint8_t *p = d->p;
+
+    if (p == d->end)
+        return 0;
+    if (!(p = rp_get_varint(p, d->end, &h)))
+        return RP_EFORMAT;
+    ev->op = (uint8_t)(h & RP_OP_MASK);
+    d->now += h >> RP_OP_BITS;
+    ev->ticks = d->now;
+    ev->id = 0;
+    ev->arg = 0;
+    switch (ev->op) {
+    case RP_OP_ENTER:
+    case RP_OP_EXIT_ID:
+    case RP_OP_INSTANT:
+    case RP_OP_COUNTER:
+        if (!(p = rp_get_varint(p, d->end, &v)) || v == 0 || v > UINT32_MAX)
+            return RP_EFORMAT;
+        ev->id = (uint32_t)v;
+        if (ev->op == RP_OP_INSTANT || ev->op == RP_OP_COUNTER)
+            if (!(p = rp_get_varint(p, d->end, &ev->arg)))
+                return RP_EFORMAT;
+        break;
+    case RP_OP_ARG:
+    case RP_OP_LOST:
+        if (!(p = rp_get_varint(p, d->end, &ev->arg)))
+            return RP_EFORMAT;
+        break;
+    case RP_OP_EXIT:
+        break;
+    default:
+        return RP_EFORMAT;
+    }
+    d->p = p;
+    return 1;
+}

@@ -1,0 +1,344 @@
+/*
+ * writer.c - the trace encoder: raw records in, chunk payloads out.
+ *
+ * The id table is open addressing with linear probing over a power-of-two
+ * array, keyed by (kind + 1) << 60 | key, so a zero key marks an empty slot
+ * and no valid entry is ever zero.  It grows at 50 % load.  Invariant: ids
+ * are handed out densely from 1 in first-seen order, and an id's DEFS entry
+ * is queued before the EVENTS payload that first uses it is returned.
+ *
+ * This file runs in the recorder's writer thread: it may allocate, but never
+ * blocks, never does I/O and never calls back into instrumented code other
+ * than the describe callback.
+ */
+#include "writer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/error.h"
+
+#define ENC_INIT_CAP 1024
+
+static inline uint64_t enc_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+/* Grows the id table to twice its size.  Returns 0 or RP_ENOMEM (the old
+ * table stays intact). */
+static int enc_grow(struct rp_enc *e)
+{
+    uint32_t ncap = e->cap ? e->cap * 2 : ENC_INIT_CAP;
+    uint64_t *nk = calloc(ncap, sizeof(*nk));
+    uint32_t *ni = calloc(ncap, sizeof(*ni));
+    if (!nk || !ni) {
+        free(nk);
+        free(ni);
+        return RP_ENOMEM;
+    }
+    for (uint32_t i = 0; i < e->cap; i++) {
+        if (!e->keys[i])
+            continue;
+        uint32_t j = (uint32_t)enc_hash(e->keys[i]) & (ncap - 1);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = e->keys[i];
+        ni[j] = e->ids[i];
+    }
+    free(e->keys);
+    free(e->ids);
+    e->keys = nk;
+    e->ids = ni;
+    e->cap = ncap;
+    return 0;
+}
+
+int rp_enc_init(struct rp_enc *e, rp_describe_fn describe, void *ctx)
+{
+    memset(e, 0, sizeof(*e));
+    e->describe = describe;
+    e->describe_ctx = ctx;
+    return enc_grow(e);
+}
+
+void rp_enc_free(struct rp_enc *e)
+{
+    free(e->keys);
+    free(e->ids);
+    free(e->defs);
+    memset(e, 0, sizeof(*e));
+}
+
+void rp_enc_thread_free(struct rp_enc_thread *t)
+{
+    free(t->stack);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Appends one DEFS record.  Returns 0 or RP_ENOMEM. */
+static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
+{
+    size_t nlen = d->name ? strnlen(d->name, 65535) : 0;
+    size_t flen = d->file ? strnlen(d->file, 65535) : 0;
+    size_t need = RP_DEF_FIXED + nlen + flen;
+
+    if (e->defs_len + need > e->defs_cap) {
+        size_t ncap = e->defs_cap ? e->defs_cap * 2 : 4096;
+        while (ncap < e->defs_len + need)
+            ncap *= 2;
+        uint8_t *nd = realloc(e->defs, ncap);
+        if (!nd)
+            return RP_ENOMEM;
+        e->defs = nd;
+        e->defs_cap = ncap;
+    }
+    uint8_t *p = e->defs + e->defs_len;
+    rp_put32(p, id);
+    p[4] = d->kind;
+    p[5] = d->cls;
+    rp_put16(p + 6, (uint16_t)nlen);
+    rp_put64(p + 8, d->key);
+    rp_put32(p + 16, d->line);
+    rp_put16(p + 20, (uint16_t)flen);
+    rp_put16(p + 22, 0);
+    memcpy(p + RP_DEF_FIXED, d->name ? d->name : "", nlen);
+    memcpy(p + RP_DEF_FIXED + nlen, d->file ? d->file : "", flen);
+    e->defs_len += need;
+    return 0;
+}
+
+uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
+{
+    uint64_t k = ((uint64_t)(def->kind + 1) << RP_RAW_SHIFT) | (def->key & RP_RAW_PAYLOAD);
+    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
+
+    while (e->keys[i]) {
+        if (e->keys[i] == k)
+            return e->ids[i];
+        i = (i + 1) & mask;
+    }
+    if ((e->count + 1) * 2 > e->cap) {
+        if (enc_grow(e) < 0)
+            return 0;
+        return rp_enc_id(e, def);
+    }
+    uint32_t id = e->count + 1;
+    if (enc_queue_def(e, id, def) < 0)
+        return 0;
+    e->keys[i] = k;
+    e->ids[i] = id;
+    e->count++;
+    return id;
+}
+
+/* Looks up (kind, key) without a describe call: functions and locks. */
+static uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
+{
+    struct rp_def d = {.kind = kind, .cls = cls, .key = key};
+    return rp_enc_id(e, &d);
+}
+
+/* A site's id: kind and names come from the describe callback. */
+static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
+{
+    /* Fast path: a site seen before is found under any kind we try first;
+     * sites are keyed as RP_KIND_POINT so the lookup needs no describe. */
+    uint64_t k = ((uint64_t)(RP_KIND_POINT + 1) << RP_RAW_SHIFT) | (site & RP_RAW_PAYLOAD);
+    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
+    while (e->keys[i]) {
+        if (e->keys[i] == k)
+            return e->ids[i];
+        i = (i + 1) & mask;
+    }
+    struct rp_def d = {0};
+    if (!e->describe || e->describe(e->describe_ctx, site, &d) < 0)
+        return 0;
+    /* Store under the POINT key whatever the kind; DEFS carries the real one. */
+    uint8_t real_kind = d.kind;
+    d.kind = RP_KIND_POINT;
+    size_t before = e->defs_len;
+    uint32_t id = rp_enc_id(e, &d);
+    if (id && e->defs_len > before)
+        e->defs[before + 4] = real_kind; /* patch the queued record's kind */
+    return id;
+}
+
+static inline int enc_push(struct rp_enc_thread *t, uint32_t id)
+{
+    if (t->depth == t->cap) {
+        uint32_t ncap = t->cap ? t->cap * 2 : 256;
+        if (ncap > (1u << 20)) /* beyond this depth exits are written with ids */
+            return 0;
+        uint32_t *ns = realloc(t->stack, ncap * sizeof(*ns));
+        if (!ns)
+            return 0;
+        t->stack = ns;
+        t->cap = ncap;
+    }
+    t->stack[t->depth++] = id;
+    return 0;
+}
+
+/*
+ * Writes the end of span `id` as EXIT (it is innermost) or EXIT_ID, and
+ * mirrors on the shadow stack what the reader will do: an exit of a span
+ * that is open deeper closes everything above it.
+ */
+static inline uint8_t *enc_exit(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint32_t id)
+{
+    if (t->depth && t->stack[t->depth - 1] == id) {
+        t->depth--;
+        return rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT);
+    }
+    o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT_ID);
+    o = rp_put_varint(o, id);
+    for (uint32_t d = t->depth; d-- > 0;) {
+        if (t->stack[d] == id) {
+            t->depth = d;
+            break;
+        }
+    }
+    return o;
+}
+
+size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                     const struct rp_raw *recs, size_t n, uint8_t *out)
+{
+    uint8_t *o = out + 16;
+    uint64_t prev = n ? recs[0].ticks : 0;
+    uint32_t nev = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct rp_raw *r = &recs[i];
+        unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);
+        uint64_t pl = r->word & RP_RAW_PAYLOAD;
+        uint64_t delta = r->ticks >= prev ? r->ticks - prev : 0;
+        uint32_t id, id2;
+
+        switch (op) {
+        case RP_RAW_FUNC_ENTER:
+        case RP_RAW_SITE_BEGIN:
+        case RP_RAW_LOCK_WAIT:
+            if (op == RP_RAW_FUNC_ENTER)
+                id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
+            else if (op == RP_RAW_SITE_BEGIN)
+                id = enc_site_id(e, pl);
+            else
+                id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
+            if (!id)
+                goto skip;
+            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
+            o = rp_put_varint(o, id);
+            enc_push(t, id);
+            break;
+        case RP_RAW_FUNC_EXIT:
+        case RP_RAW_SITE_END:
+        case RP_RAW_LOCK_REL:
+        case RP_RAW_LOCK_FAIL:
+            if (op == RP_RAW_FUNC_EXIT)
+                id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
+            else if (op == RP_RAW_SITE_END)
+                id = enc_site_id(e, pl);
+            else if (op == RP_RAW_LOCK_REL)
+                id = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
+            else
+                id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
+            if (!id)
+                goto skip;
+            o = enc_exit(t, o, delta, id);
+            break;
+        case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
+            id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
+            id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
+            if (!id || !id2)
+                goto skip;
+            o = enc_exit(t, o, delta, id);
+            o = rp_put_varint(o, 0 << RP_OP_BITS | RP_OP_ENTER);
+            o = rp_put_varint(o, id2);
+            enc_push(t, id2);
+            nev++;
+            break;
+        case RP_RAW_INSTANT:
+        case RP_RAW_COUNTER:
+            if (i + 1 >= n || recs[i + 1].word >> RP_RAW_SHIFT != RP_RAW_DATA)
+                goto skip;
+            id = enc_site_id(e, pl);
+            if (!id)
+                goto skip;
+            o = rp_put_varint(o, delta << RP_OP_BITS |
+                                     (op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER));
+            o = rp_put_varint(o, id);
+            o = rp_put_varint(o, op == RP_RAW_INSTANT ? recs[i + 1].ticks
+                                                      : rp_zigzag((int64_t)recs[i + 1].ticks));
+            i++; /* the DATA record is consumed */
+            break;
+        case RP_RAW_ARG:
+            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ARG);
+            o = rp_put_varint(o, pl);
+            break;
+        case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
+            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_LOST);
+            o = rp_put_varint(o, pl);
+            t->depth = 0;
+            t->lost += pl;
+            break;
+        default:
+        skip:
+            t->skipped++;
+            continue;
+        }
+        prev = r->ticks >= prev ? r->ticks : prev;
+        nev++;
+    }
+    if (e->defs_len && !e->defs)
+        return 0;
+    rp_put32(out, tid);
+    rp_put32(out + 4, nev);
+    rp_put64(out + 8, n ? recs[0].ticks : 0);
+    return (size_t)(o - out);
+}
+
+const uint8_t *rp_enc_take_defs(struct rp_enc *e, size_t *len)
+{
+    *len = e->defs_len;
+    e->defs_len = 0;
+    return e->defs;
+}
+
+void rp_file_header(uint8_t out[RP_FILE_HDR_SIZE])
+{
+    memset(out, 0, RP_FILE_HDR_SIZE);
+    memcpy(out, RP_MAGIC, RP_MAGIC_LEN);
+    rp_put16(out + 8, RP_VERSION_MAJOR);
+    rp_put16(out + 10, RP_VERSION_MINOR);
+    rp_put32(out + 12, RP_FILE_HDR_SIZE);
+}
+
+void rp_chunk_header(uint8_t out[RP_CHUNK_HDR_SIZE], uint32_t type, const void *payload,
+                     uint32_t len)
+{
+    rp_put32(out, type);
+    rp_put32(out + 4, len);
+    rp_put32(out + 8, rp_crc32(0, payload, len));
+    rp_put32(out + 12, rp_crc32(0, out, 12));
+}
+
+int rp_info_put(uint8_t *buf, size_t cap, size_t *len, const char *key, const void *val,
+                size_t vlen)
+{
+    size_t klen = strlen(key);
+    if (klen > 65535 || vlen > UINT32_MAX || *len + 6 + klen + vlen > cap)
+        return RP_EINVAL;
+    uint8_t *p = buf + *len;
+    rp_put16(p, (uint16_t)klen);
+    memcpy(p + 2, key, klen);
+    rp_put32(p + 2 + klen, (uint32_t)vlen);
+    memcpy(p + 6 + klen, val, vlen);
+    *len += 6 + klen + vlen;
+    return 0;
+}

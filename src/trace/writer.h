@@ -1,0 +1,141 @@
+/*
+ * writer.h - turning raw hot-path records into trace chunks.  Used by the
+ * recorder's writer thread, and by tests and tools that synthesise traces.
+ * Pure computation on caller memory: no I/O, no threads.
+ *
+ * Raw records are what the instrumented thread stores: 16 bytes, the tick
+ * count and one word packing a 4-bit raw op with a 60-bit payload (a code
+ * address, a site pointer, a lock address or a value):
+ *
+ *     word = op << 60 | payload
+ *
+ * The encoder maps every (kind, key) pair to a dense id (1, 2, ...), queues a
+ * DEFS entry the first time it sees one, keeps a shadow stack per thread so
+ * that an exit matching the innermost open span costs one byte of op, and
+ * writes the delta/varint event stream of format.h.
+ */
+#ifndef RP_TRACE_WRITER_H
+#define RP_TRACE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct rp_raw {
+    uint64_t ticks;
+    uint64_t word;
+};
+
+#define RP_RAW_SHIFT   60
+#define RP_RAW_PAYLOAD ((1ull << RP_RAW_SHIFT) - 1)
+
+/* Raw ops (the top 4 bits of rp_raw.word). */
+enum rp_raw_op {
+    RP_RAW_FUNC_ENTER = 0, /* payload: code address */
+    RP_RAW_FUNC_EXIT = 1,  /* payload: code address */
+    RP_RAW_SITE_BEGIN = 2, /* payload: struct rp_site pointer (point or io span) */
+    RP_RAW_SITE_END = 3,   /* payload: struct rp_site pointer */
+    RP_RAW_LOCK_WAIT = 4,  /* payload: lock address; lock-wait begins */
+    RP_RAW_LOCK_ACQ = 5,   /* payload: lock address; wait ends, hold begins */
+    RP_RAW_LOCK_REL = 6,   /* payload: lock address; hold ends */
+    RP_RAW_LOCK_FAIL = 7,  /* payload: lock address; wait ends, not acquired */
+    RP_RAW_INSTANT = 8,    /* payload: struct rp_site pointer; next record: argument */
+    RP_RAW_COUNTER = 9,    /* payload: struct rp_site pointer; next record: value */
+    RP_RAW_ARG = 10,       /* payload: argument of the innermost open span */
+    RP_RAW_LOST = 11,      /* payload: events dropped before this point (drop mode) */
+    RP_RAW_DATA = 15,      /* payload of the previous INSTANT/COUNTER (ticks field) */
+};
+
+static inline uint64_t rp_raw_word(unsigned op, uint64_t payload)
+{
+    return (uint64_t)op << RP_RAW_SHIFT | (payload & RP_RAW_PAYLOAD);
+}
+
+/* What the encoder needs to know about an id when it first defines it. */
+struct rp_def {
+    uint8_t kind; /* enum rp_kind */
+    uint8_t cls;  /* enum rp_class */
+    uint64_t key;
+    const char *name; /* may be NULL (functions: named by the analyzer) */
+    const char *file; /* may be NULL */
+    uint32_t line;
+};
+
+/*
+ * Describes a site (a struct rp_site pointer in a raw payload) for its DEFS
+ * entry; called once per new site.  Returns 0, or < 0 to make the encoder
+ * treat the record as unknown and skip it.
+ */
+typedef int (*rp_describe_fn)(void *ctx, uint64_t site, struct rp_def *out);
+
+/* Writer-side state of one recorded thread. */
+struct rp_enc_thread {
+    uint32_t *stack; /* ids of open spans, innermost last */
+    uint32_t depth, cap;
+    uint64_t skipped; /* records the encoder could not encode */
+    uint64_t lost;    /* events reported lost by LOST records */
+};
+
+struct rp_enc {
+    uint64_t *keys; /* open addressing: (kind, key) -> id; 0 = empty slot */
+    uint32_t *ids;
+    uint32_t cap, count;
+    uint8_t *defs; /* DEFS payload pending since the last take */
+    size_t defs_len, defs_cap;
+    rp_describe_fn describe;
+    void *describe_ctx;
+};
+
+/* Initialises e.  Returns 0 or RP_ENOMEM. */
+int rp_enc_init(struct rp_enc *e, rp_describe_fn describe, void *ctx);
+void rp_enc_free(struct rp_enc *e);
+void rp_enc_thread_free(struct rp_enc_thread *t);
+
+/*
+ * Defines (kind, key) if new and returns its id, or 0 when out of memory.
+ * def->name/file are copied into the pending DEFS payload.
+ */
+uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
+
+/*
+ * Upper bound on the EVENTS payload for n raw records (header included).
+ */
+static inline size_t rp_enc_bound(size_t n)
+{
+    return 16 + n * (2 * RP_VARINT_MAX + 1);
+}
+
+/*
+ * Encodes n raw records of thread tid into an EVENTS payload at out (which
+ * must hold rp_enc_bound(n) bytes).  New ids are queued as DEFS, which the
+ * caller must write (rp_enc_take_defs) before this EVENTS chunk.  Returns
+ * the payload length, or 0 when out of memory (nothing usable written).
+ * Records that are malformed (unknown op, DATA without INSTANT) are counted
+ * in t->skipped and left out.
+ */
+size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                     const struct rp_raw *recs, size_t n, uint8_t *out);
+
+/*
+ * Hands over the pending DEFS payload: *len is its length (0 if none).  The
+ * pointer stays valid until the next encoder call; the pending list is empty
+ * afterwards.
+ */
+const uint8_t *rp_enc_take_defs(struct rp_enc *e, size_t *len);
+
+/* Fills a 32-byte file header. */
+void rp_file_header(uint8_t out[RP_FILE_HDR_SIZE]);
+
+/* Fills a 16-byte chunk header for payload[0..len). */
+void rp_chunk_header(uint8_t out[RP_CHUNK_HDR_SIZE], uint32_t type, const void *payload,
+                     uint32_t len);
+
+/*
+ * Appends an INFO key/value pair to buf (which has cap bytes, *len used).
+ * Returns 0, or RP_EINVAL when it would not fit (nothing appended).
+ */
+int rp_info_put(uint8_t *buf, size_t cap, size_t *len, const char *key, const void *val,
+                size_t vlen);
+
+#endif /* RP_TRACE_WRITER_H */
