@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# deps.sh - installs the Debian packages rankprof needs to build and test,
+# when they are missing.  Usage: scripts/deps.sh [build|test|ci]
+#   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
+#   test:  + python3 (the tests check JSON/CSV with python's parsers)
+#   ci:    + clang (sanitizer builds)
+# Installs with apt-get as root, or through sudo -n; otherwise prints the
+# command to run and fails.
+set -euo pipefail
+level=${1:-build}
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+have_cmd cc || need+=(gcc)
+have_cmd make || need+=(make)
+have_cmd cmake || need+=(cmake)
+have_cmd ninja || need+=(ninja-build)
+have_cmd pkg-config || need+=(pkg-config)
+have_pkg libdw-dev || need+=(libdw-dev)
+have_pkg libelf-dev || need+=(libelf-dev)
+if [ "$level" != build ]; then
+  have_cmd python3 || need+=(python3)
+fi
+if [ "$level" = ci ]; then
+  have_cmd clang || need+=(clang)
+fi
+
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "rankprof: installing missing packages: ${need[*]}" >&2
+if [ "$(id -u)" = 0 ]; then
+  sudo=()
+elif have_cmd sudo && sudo -n true 2>/dev/null; then
+  sudo=(sudo -n)
+else
+  echo "rankprof: please install: apt-get install ${need[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq || true
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
