@@ -87,7 +87,8 @@ static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t
  *
  *   ROOT -> main (1 call, 2000) -> dispatch (3 calls: 400, 500, 1000)
  *             dispatch -> worker_a (100 calls: 95 x 8, 5 x 30 = 910)
- *             dispatch -> worker_b (7 calls, 600), dispatch -> WEIRD (2, 301)
+ *             dispatch -> worker_b (7 calls: 50 60 70 80 90 102 148 = 600)
+ *             dispatch -> WEIRD (2, 301)
  *   ROOT -> pool_worker (30 calls, 2100) -> mtx (lock-hold, 50, 1990)
  *   idle: never completed; tick: an instant.  Neither is a row.
  */
@@ -100,12 +101,12 @@ static void build(struct rp_profile *p)
              RP_FLAG_DISPATCH);
     set_node(WORKER_A, "worker_a", RP_KIND_FUNC, 100, 910, 910, 8, 30, 5, 0.10, 0.45,
              RP_FLAG_JITTER);
-    set_node(WORKER_B, "worker_b", RP_KIND_FUNC, 7, 600, 600, 50, 150, 6, 0.07, 0.30, 0);
+    set_node(WORKER_B, "worker_b", RP_KIND_FUNC, 7, 600, 600, 50, 148, 6, 0.07, 0.30, 0);
     set_node(WEIRDN, WEIRD, RP_KIND_POINT, 2, 301, 301, 100, 201, 7, 0.05, 0.15, 0);
     set_node(IDLE, "idle", RP_KIND_FUNC, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     set_node(MTX, "mtx", RP_KIND_LOCK_HOLD, 50, 1990, 1990, 1, 200, 4, 0.15, 0.45, RP_FLAG_HOT);
     set_node(TICK, "tick", RP_KIND_INSTANT, 5, 0, 0, 0, 0, 0, 0, 0, 0);
-    set_node(POOL, "pool_worker", RP_KIND_FUNC, 30, 2100, 110, 50, 150, 3, 0.18, 0.50, 0);
+    set_node(POOL, "pool_worker", RP_KIND_FUNC, 30, 2100, 110, 50, 148, 3, 0.18, 0.50, 0);
 
     nodes[MAIN].file = "/src/demo.c";
     nodes[MAIN].line = 10;
@@ -123,11 +124,19 @@ static void build(struct rp_profile *p)
     CHECK(rp_hist_add(&nodes[DISPATCH].hist, 1000) == 0);
     for (int i = 0; i < 100; i++)
         CHECK(rp_hist_add(&nodes[WORKER_A].hist, i < 95 ? 8 : 30) == 0);
+    /* worker_b: 148 falls in bucket [148, 152), shown by its midpoint 150,
+     * above the true max: percentiles must be clamped to 148 */
+    static const uint64_t wb[7] = {50, 60, 70, 80, 90, 102, 148};
+    for (int i = 0; i < 7; i++) {
+        double d = (double)wb[i] - 600.0 / 7;
+        nodes[WORKER_B].m2 += d * d;
+        CHECK(rp_hist_add(&nodes[WORKER_B].hist, wb[i]) == 0);
+    }
 
     struct rp_edge e[7] = {
-        {ROOT, MAIN, 1, 2000, 2000, 2000},     {ROOT, POOL, 30, 2100, 50, 150},
+        {ROOT, MAIN, 1, 2000, 2000, 2000},     {ROOT, POOL, 30, 2100, 50, 148},
         {MAIN, DISPATCH, 3, 1900, 400, 1000},  {DISPATCH, WORKER_A, 100, 910, 8, 30},
-        {DISPATCH, WORKER_B, 7, 600, 50, 150}, {DISPATCH, WEIRDN, 2, 301, 100, 201},
+        {DISPATCH, WORKER_B, 7, 600, 50, 148}, {DISPATCH, WEIRDN, 2, 301, 100, 201},
         {POOL, MTX, 50, 1990, 1, 200},
     };
     memcpy(edges, e, sizeof e);
@@ -252,6 +261,12 @@ static const char check_py[] =
     "check(abs(wa['stddev_ns'] - sd) < 1e-9 * sd, 'worker_a stddev %r %r' % (wa['stddev_ns'], "
     "sd))\n"
     "check(wa['flags'] == ['JITTER'], 'worker_a flags')\n"
+    "wb = N['worker_b']\n"
+    "check((wb['p50_ns'], wb['p95_ns'], wb['p99_ns'], wb['max_ns']) == (41, 74, 74, 74),\n"
+    "      'worker_b pct (clamped to max) %r' % wb)\n"
+    "sd = statistics.stdev([50, 60, 70, 80, 90, 102, 148]) / 2\n"
+    "check(abs(wb['stddev_ns'] - sd) < 1e-9 * sd, 'worker_b stddev %r %r' % (wb['stddev_ns'], "
+    "sd))\n"
     "m = N['main']\n"
     "check(m['stddev_ns'] == 0 and 'p50_ns' not in m and m['flags'] == [], 'main %r' % m)\n"
     "check((m['inclusive_ns'], m['exclusive_ns'], m['line']) == (1000, 50, 10), 'main times')\n"
@@ -429,8 +444,9 @@ static void test_table(struct rp_profile *p)
         CHECK(same_words(rows[0], "1 25.0% 95.0% 3 950ns 45ns 317ns 500ns 500ns DISPATCH "
                                   "dispatch (demo.c:20)"));
         CHECK(same_words(rows[1], "2 20.0% 100.0% 1 1.00us 50ns 1.00us 1.00us - main (demo.c:10)"));
-        CHECK(same_words(rows[2], "3 18.0% 50.0% 30 1.05us 55ns 35ns 75ns - pool_worker"));
+        CHECK(same_words(rows[2], "3 18.0% 50.0% 30 1.05us 55ns 35ns 74ns - pool_worker"));
         CHECK(same_words(rows[4], "5 10.0% 45.0% 100 455ns 455ns 5ns 15ns 4ns JITTER worker_a"));
+        CHECK(same_words(rows[5], "6 7.00% 30.0% 7 300ns 300ns 43ns 74ns 74ns worker_b"));
     }
     free(copy);
     free(t);
@@ -460,7 +476,7 @@ static void test_table(struct rp_profile *p)
     n = copy ? table_rows(copy, rows, 16) : 0;
     CHECK(n == 7);
     if (n == 7)
-        CHECK(same_words(rows[0], "30 1.05us 55ns 35ns 75ns - pool_worker"));
+        CHECK(same_words(rows[0], "30 1.05us 55ns 35ns 74ns - pool_worker"));
     free(copy);
     free(t);
 
@@ -503,7 +519,7 @@ static void test_order(const struct rp_profile *p)
     CHECK(rp_report_order(p, RP_SORT_TOTAL, ord) == 7 && ord[0] == POOL && ord[1] == MAIN);
     CHECK(rp_report_order(p, RP_SORT_CALLS, ord) == 7 && ord[0] == WORKER_A && ord[1] == MTX);
     CHECK(rp_report_order(p, RP_SORT_MAX, ord) == 7 && ord[0] == MAIN && ord[1] == DISPATCH);
-    /* pool_worker and worker_b share max = 150: ties go by name */
+    /* pool_worker and worker_b share max = 148: ties go by name */
     CHECK(ord[4] == POOL && ord[5] == WORKER_B);
 }
 
@@ -558,6 +574,7 @@ int main(void)
     rmdir(dir);
     rp_hist_free(&nodes[DISPATCH].hist);
     rp_hist_free(&nodes[WORKER_A].hist);
+    rp_hist_free(&nodes[WORKER_B].hist);
 
     if (failures)
         fprintf(stderr, "test_report: %d check(s) failed\n", failures);

@@ -120,6 +120,18 @@ static uint64_t to_ns(const struct rp_profile *p, uint64_t ticks)
     return (uint64_t)llround(ns);
 }
 
+/* The q-quantile of n's durations in ticks from its histogram, clamped to
+ * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
+static uint64_t node_q(const struct rp_node *n, double q)
+{
+    uint64_t v = rp_hist_q(&n->hist, q);
+    if (v > n->max)
+        v = n->max;
+    if (v < n->min)
+        v = n->min;
+    return v;
+}
+
 static void put_u64(FILE *out, uint64_t v)
 {
     fprintf(out, ",%" PRIu64, v);
@@ -149,9 +161,9 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64(out, to_ns(p, n->max));
     put_num(out, n->calls >= 2 && n->m2 > 0 ? sqrt(n->m2 / (double)(n->calls - 1)) * npt : 0);
     if (n->hist.counts && n->hist.n) {
-        put_u64(out, to_ns(p, rp_hist_q(&n->hist, 0.50)));
-        put_u64(out, to_ns(p, rp_hist_q(&n->hist, 0.95)));
-        put_u64(out, to_ns(p, rp_hist_q(&n->hist, 0.99)));
+        put_u64(out, to_ns(p, node_q(n, 0.50)));
+        put_u64(out, to_ns(p, node_q(n, 0.95)));
+        put_u64(out, to_ns(p, node_q(n, 0.99)));
     } else {
         fputs(",,,", out);
     }

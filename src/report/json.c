@@ -124,6 +124,18 @@ static uint64_t to_ns(const struct rp_profile *p, uint64_t ticks)
     return (uint64_t)llround(ns);
 }
 
+/* The q-quantile of n's durations in ticks from its histogram, clamped to
+ * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
+static uint64_t node_q(const struct rp_node *n, double q)
+{
+    uint64_t v = rp_hist_q(&n->hist, q);
+    if (v > n->max)
+        v = n->max;
+    if (v < n->min)
+        v = n->min;
+    return v;
+}
+
 static const char *kind_str(uint8_t kind)
 {
     switch (kind) {
@@ -180,9 +192,9 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64_field(out, "max_ns", to_ns(p, n->max));
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     if (n->hist.counts && n->hist.n) {
-        put_u64_field(out, "p50_ns", to_ns(p, rp_hist_q(&n->hist, 0.50)));
-        put_u64_field(out, "p95_ns", to_ns(p, rp_hist_q(&n->hist, 0.95)));
-        put_u64_field(out, "p99_ns", to_ns(p, rp_hist_q(&n->hist, 0.99)));
+        put_u64_field(out, "p50_ns", to_ns(p, node_q(n, 0.50)));
+        put_u64_field(out, "p95_ns", to_ns(p, node_q(n, 0.95)));
+        put_u64_field(out, "p99_ns", to_ns(p, node_q(n, 0.99)));
     }
     if (o->ranked) {
         put_num_field(out, "standing", n->standing);
