@@ -378,38 +378,59 @@ static void expect_garbage(const char *text, size_t len, const char *what)
     free(buf);
 }
 
-static void test_garbage(void)
+/*
+ * Garbage maps texts; "%s" in them stands for this executable's path, so
+ * that a line that gets past the parser would name real code.
+ */
+static void test_garbage(const char *self_path)
 {
     static const char *const texts[] = {
         "",
         "\n\n\n",
-        "ffffffffffffffffffffffff-1 r-xp 00000000 00:00 0 /proc/self/exe\n",
-        "1000-2000 r-xp 1000000000000000000000000 08:01 1 /proc/self/exe\n",
-        "2000-1000 r-xp 00000000 08:01 1 /proc/self/exe\n",
+        "ffffffffffffffffffffffff-1 r-xp 00000000 00:00 0 %s\n",
+        "1000-2000 r-xp 1000000000000000000000000 08:01 1 %s\n",
+        "2000-1000 r-xp 00000000 08:01 1 %s\n",
         "1000-2000 r-xp 00000000 08:01 1\n",
         "1000-2000 r-xp 00000000 08:01 1 \n",
         "1000-2000 r-xp\n",
         "1000-\n",
-        "-2000 r-xp 00000000 08:01 1 /proc/self/exe\n",
+        "-2000 r-xp 00000000 08:01 1 %s\n",
         "1000-2000 r-xp 00000000 08:01 1 [vdso]\n",
-        "1000-2000 r-xp 00000000 08:01 1 /proc/self/exe (deleted)\n",
+        "1000-2000 r-xp 00000000 08:01 1 %s (deleted)\n",
         "1000-2000 r-xp 00000000 00:05 5 /dev/zero\n",
         "1000-2000 r-xp 00000000 00:05 5 /dev/null\n",
         "1000-2000 r-xp 00000000 08:01 2 /\n",
         "1000-2000 r-xp 00000000 08:01 2 /usr/lib\n",
         "1000-2000 r-xp 00000000 08:01 2 /etc/hostname\n",
         "1000-2000 r-xp 00000000 08:01 2 /nonexistent/libgone.so\n",
-        "400000-401000 r-xp 7fffffffffff0000 08:01 2 /proc/self/exe\n",
+        "400000-401000 r-xp 7fffffffffff0000 08:01 2 %s\n",
         "400000-401000 r-xp 000",
         "7f0000000000-7f0000002000 r-xp 00001000 08:01 2 /proc/self/ex",
     };
-    static const char with_nul[] = "1000-2000 r-xp 00000000 08:01 2 /proc/self/exe\0 hidden\n";
+    static const char with_nul[] = "1000-2000 r-xp 00000000 08:01 2 %s\0 hidden\n";
     char big[20000];
     unsigned seed = 12345;
 
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        expect_garbage(texts[i], strlen(texts[i]), texts[i]);
-    expect_garbage(with_nul, sizeof with_nul - 1, "embedded NUL");
+    struct rp_symbolizer *empty = rp_sym_open(NULL, 0);
+
+    CHECK(empty != NULL, "rp_sym_open(NULL, 0)");
+    if (empty != NULL) {
+        expect_unnamed(empty, fn_addr((void *)alpha_ptr), "empty maps");
+        rp_sym_close(empty);
+    }
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int len = snprintf(big, sizeof big, texts[i], self_path);
+        expect_garbage(big, (size_t)len, big);
+    }
+    {
+        /* the line holds a NUL inside the path: snprintf cannot build it */
+        size_t pre = strlen(with_nul), plen = strlen(self_path);
+        size_t tail = sizeof with_nul - 1 - pre - 1; /* after the NUL */
+        memcpy(big, with_nul, pre - 2);              /* up to "%s" */
+        memcpy(big + pre - 2, self_path, plen);
+        memcpy(big + pre - 2 + plen, with_nul + pre, tail + 1);
+        expect_garbage(big, pre - 2 + plen + tail + 1, "embedded NUL");
+    }
     /* a very long line */
     memset(big, 'a', sizeof big);
     memcpy(big, "1000-2000 r-xp 00000000 08:01 2 /", 34);
@@ -423,6 +444,37 @@ static void test_garbage(void)
                 round & 1 ? (char)rand_r(&seed) : alpha[(size_t)rand_r(&seed) % (sizeof alpha - 1)];
         expect_garbage(big, len, round & 1 ? "random bytes" : "random maps alphabet");
     }
+}
+
+/*
+ * The executable's real code line, spoiled: marked deleted, cut by a NUL,
+ * without the execute bit, with a wrong offset.  None may name the code.
+ */
+static void test_spoiled(const char *maps, size_t len)
+{
+    uint64_t a = fn_addr((void *)alpha_ptr);
+    char *line = line_of(maps, len, a);
+    size_t n = strcspn(line, "\n");
+    char buf[8192];
+    unsigned long long lo, hi, off;
+    int pos = 0, m;
+
+    line[n] = '\0';
+    m = snprintf(buf, sizeof buf, "%s (deleted)\n", line);
+    expect_garbage(buf, (size_t)m, "deleted");
+    m = snprintf(buf, sizeof buf, "%s\n", line);
+    buf[n] = '\0'; /* the NUL where the newline was, then the next line */
+    m += snprintf(buf + m, sizeof buf - (size_t)m, "00-10 r-xp 0 0:0 0 /x\n");
+    expect_garbage(buf, (size_t)m, "NUL-ended line");
+    m = snprintf(buf, sizeof buf, "%s", line);
+    buf[strcspn(buf, " ") + 3] = '-'; /* r-xp -> r--p */
+    expect_garbage(buf, (size_t)m, "not executable");
+    if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &off, &pos) == 3 && pos > 0) {
+        m = snprintf(buf, sizeof buf, "%llx-%llx r-xp %llx 00:00 0 %s", lo, hi,
+                     off + 0x100000000000ull, line + pos);
+        expect_garbage(buf, (size_t)m, "offset beyond the file");
+    }
+    free(line);
 }
 
 /* Garbage lines around the real ones do not disturb the real names. */
@@ -473,7 +525,8 @@ int main(void)
     test_self(maps, len, self_path, with_lines);
     test_moved(maps, len, self_path, with_lines, is_pie);
     test_mixed(maps, len, self_path, with_lines);
-    test_garbage();
+    test_spoiled(maps, len);
+    test_garbage(self_path);
     rp_sym_clear(NULL);
     rp_sym_close(NULL);
     free(maps);

@@ -253,12 +253,19 @@ static int cmp_start(const void *a, const void *b)
 
 /* --- opening files ---------------------------------------------------------- */
 
-/* Opens path read-only if it is a regular file; returns the fd or -1. */
+/*
+ * Opens path read-only if it is a regular file outside /proc, /sys and /dev
+ * (pseudo-files there can block or have side effects on read); returns the
+ * fd or -1.
+ */
 static int open_regular(const char *path)
 {
     struct stat st;
     int fd;
 
+    if (strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/sys/", 5) == 0 ||
+        strncmp(path, "/dev/", 5) == 0)
+        return -1;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
