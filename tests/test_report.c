@@ -25,29 +25,6 @@ static int failures;
         }                                                                                          \
     } while (0)
 
-/*
- * TEMPORARY: only for building this file by hand before src/analyze/profile.c
- * defines rp_node_name (compile with -DRP_TEST_NODE_NAME_STUB).  Delete once
- * profile.c has landed.
- */
-#ifdef RP_TEST_NODE_NAME_STUB
-const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, char *buf,
-                         size_t bufsz)
-{
-    (void)p;
-    if (n->id == 0)
-        return "<root>";
-    if (n->name && n->kind == RP_KIND_LOCK_HOLD) { /* as replay.c names locks */
-        snprintf(buf, bufsz, "%s [hold]", n->name);
-        return buf;
-    }
-    if (n->name)
-        return n->name;
-    snprintf(buf, bufsz, "0x%llx", (unsigned long long)n->key);
-    return buf;
-}
-#endif
-
 /* The weird name: a quote, a backslash, a control character, invalid UTF-8
  * (a stray 0xff, a truncated sequence, an encoded surrogate), then a valid
  * 4-byte and a valid 2-byte character. */
@@ -166,6 +143,10 @@ static void build(struct rp_profile *p)
     p->events = 80;
     p->lost = 3;
     p->total = 4000;
+    snprintf(p->warn, sizeof p->warn, "demo.data: skipped 1 damaged chunk(s)\nno \"END\"\n");
+    p->skipped_chunks = 1;
+    p->unmatched_exits = 1;
+    p->unclosed = 2;
     p->rank = (struct rp_rank_info){
         .weight_calls = 0, .alpha = 0.01, .iterations = 42, .residual = 1e-13};
 }
@@ -234,6 +215,8 @@ static const char check_py[] =
     "check(j['threads'] == 2, 'threads')\n"
     "check(j['lost_events'] == 3, 'lost_events')\n"
     "check(j['ended_normally'] is True, 'ended_normally')\n"
+    "check(j['warnings'] == ['demo.data: skipped 1 damaged chunk(s)', 'no \"END\"'], 'warnings')\n"
+    "check(j['skipped_chunks'] == 1 and j['unmatched_exits'] == 1 and j['unclosed'] == 2, 'sums')\n"
     "check(j['rank'] == {'weight': 'time', 'alpha': 0.01, 'iterations': 42, 'residual': 1e-13},\n"
     "      'rank %r' % j.get('rank'))\n"
     "names = [n['name'] for n in j['nodes']]\n"
@@ -292,6 +275,7 @@ static const char check_py[] =
     "check('name' not in tl[1] and (tl[1]['lost'], tl[1]['unmatched_exits'], tl[1]['unclosed'],\n"
     "      tl[1]['total_ns']) == (3, 1, 2, 1000), 'thread 1 %r' % tl[1])\n"
     "u = load('unranked.json')\n"
+    "check(u['warnings'] == [], 'no warnings %r' % u['warnings'])\n"
     "check('rank' not in u, 'unranked has rank')\n"
     "for n in u['nodes']:\n"
     "    for k in ('standing', 'involvement', 'rank', 'flags'):\n"
@@ -539,7 +523,11 @@ int main(void)
     struct rp_report_opts u = {.sort = RP_SORT_TOTAL};
     struct rp_report_opts l = {.sort = RP_SORT_RANK, .ranked = 1, .flagged = 1, .limit = 2};
     char *j = render_to(dir, "ranked.json", rp_report_json, &p, &r);
+    char warn[sizeof p.warn];
+    memcpy(warn, p.warn, sizeof warn);
+    p.warn[0] = '\0';
     free(render_to(dir, "unranked.json", rp_report_json, &p, &u));
+    memcpy(p.warn, warn, sizeof warn);
     free(render_to(dir, "limit.json", rp_report_json, &p, &l));
     free(render_to(dir, "ranked.csv", rp_report_csv, &p, &r));
     free(render_to(dir, "unranked.csv", rp_report_csv, &p, &u));

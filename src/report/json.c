@@ -263,6 +263,29 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
     fputs(" }", out);
 }
 
+/* The analysis warnings (p->warn, one per line) as JSON strings, comma
+ * separated.  Write errors are left for ferror(). */
+static void put_warnings(FILE *out, const char *warn)
+{
+    char line[sizeof((struct rp_profile *)0)->warn];
+    int first = 1;
+
+    for (const char *s = warn; *s;) {
+        size_t n = strcspn(s, "\n");
+        if (n) {
+            memcpy(line, s, n);
+            line[n] = '\0';
+            if (!first)
+                fputs(", ", out);
+            put_str(out, line);
+            first = 0;
+        }
+        s += n;
+        if (*s)
+            s++;
+    }
+}
+
 /*
  * See report.h.  Fails with RP_EINVAL for a NULL argument, RP_ENOMEM when
  * the row order cannot be allocated, RP_EIO when writing fails.  o->limit,
@@ -288,6 +311,10 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         unmatched += p->threads[i].unmatched_exits;
         unclosed += p->threads[i].unclosed;
     }
+    if (p->unmatched_exits > unmatched) /* the replay's sums, when threads say less */
+        unmatched = p->unmatched_exits;
+    if (p->unclosed > unclosed)
+        unclosed = p->unclosed;
 
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");
@@ -299,7 +326,9 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
             unclosed);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
-    fputs(",\n  \"ns_per_tick\": ", out);
+    fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64 ",\n  \"warnings\": [", p->skipped_chunks);
+    put_warnings(out, p->warn);
+    fputs("],\n  \"ns_per_tick\": ", out);
     put_num(out, p->ns_per_tick);
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",

@@ -315,6 +315,10 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         unmatched += p->threads[i].unmatched_exits;
         unclosed += p->threads[i].unclosed;
     }
+    if (p->unmatched_exits > unmatched) /* the replay's sums, when threads say less */
+        unmatched = p->unmatched_exits;
+    if (p->unclosed > unclosed)
+        unclosed = p->unclosed;
     disp_cat(prog, sizeof prog, p->program && *p->program ? p->program : "(unknown program)",
              SIZE_MAX);
     fmt_dur(total, sizeof total, ns_of(p, (double)p->total));
