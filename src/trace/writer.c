@@ -136,11 +136,24 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
     return id;
 }
 
-/* Looks up (kind, key) without a describe call: functions and locks. */
-static uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
+/*
+ * Looks up (kind, key) without a describe call: functions and locks.  A
+ * direct-mapped cache in front of the table makes the common case (a hot
+ * function seen again) one compare.
+ */
+static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
 {
+    uint64_t k = ((uint64_t)(kind + 1) << RP_RAW_SHIFT) | (key & RP_RAW_PAYLOAD);
+    uint32_t slot = (uint32_t)((key >> 4) ^ (key >> 16) ^ kind) & (RP_ENC_CACHE - 1);
+    if (e->ckeys[slot] == k)
+        return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
-    return rp_enc_id(e, &d);
+    uint32_t id = rp_enc_id(e, &d);
+    if (id) {
+        e->ckeys[slot] = k;
+        e->cids[slot] = id;
+    }
+    return id;
 }
 
 /* A site's id: kind and names come from the describe callback. */

@@ -77,7 +77,11 @@ struct rp_enc_thread {
     uint64_t lost;    /* events reported lost by LOST records */
 };
 
+#define RP_ENC_CACHE 4096 /* direct-mapped front of the id table */
+
 struct rp_enc {
+    uint64_t ckeys[RP_ENC_CACHE]; /* (kind, key) of the cached id; 0 = empty */
+    uint32_t cids[RP_ENC_CACHE];
     uint64_t *keys; /* open addressing: (kind, key) -> id; 0 = empty slot */
     uint32_t *ids;
     uint32_t cap, count;
