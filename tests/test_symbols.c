@@ -477,14 +477,14 @@ static void test_spoiled(const char *maps, size_t len)
     free(line);
 }
 
-/* Garbage lines around the real ones do not disturb the real names. */
+/* Garbage lines around the real ones, and repeated ones, do not disturb the real names. */
 static void test_mixed(const char *maps, size_t len, const char *self_path, int with_lines)
 {
     static const char junk[] = "zzzz\n1000-2000 r-xp 0 08:01 2 /dev/zero\n"
                                "1000-2000 r-xp 00000000 08:01 2 /usr/lib\n"
                                "ffffffffffffffffff-0 r-xp\n";
     size_t n = sizeof junk - 1;
-    char *buf = malloc(2 * n + len);
+    char *buf = malloc(2 * n + 2 * len);
     struct rp_symbolizer *s;
 
     if (buf == NULL)
@@ -492,7 +492,8 @@ static void test_mixed(const char *maps, size_t len, const char *self_path, int 
     memcpy(buf, junk, n);
     memcpy(buf + n, maps, len);
     memcpy(buf + n + len, junk, n);
-    s = rp_sym_open(buf, 2 * n + len);
+    memcpy(buf + 2 * n + len, maps, len); /* every mapping twice */
+    s = rp_sym_open(buf, 2 * n + 2 * len);
     CHECK(s != NULL, "rp_sym_open mixed");
     if (s != NULL) {
         expect_own(s, fn_addr((void *)alpha_ptr), "rp_test_alpha", ALPHA_FIRST, ALPHA_LAST,

@@ -482,8 +482,24 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
     return -1;
 }
 
+/*
+ * find_elf callback: never needed, every module is reported with its open
+ * file; refuses (-1) so that no other lookup (such as debuginfod) happens.
+ */
+static int sym_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                        char **file_name, Elf **elfp)
+{
+    (void)mod;
+    (void)userdata;
+    (void)modname;
+    (void)base;
+    (void)file_name;
+    *elfp = NULL;
+    return -1;
+}
+
 static const Dwfl_Callbacks sym_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
+    .find_elf = sym_find_elf,
     .find_debuginfo = sym_find_debuginfo,
     .section_address = dwfl_offline_section_address,
 };
