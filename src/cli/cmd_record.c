@@ -130,7 +130,7 @@ int cmd_record(int argc, char **argv)
     if (optind >= argc)
         rp_usage_die("record", "no program given");
 
-    char lib[PATH_MAX], abs_out[PATH_MAX];
+    char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
     find_lib(lib, sizeof(lib));
     if (out[0] == '/') {
         snprintf(abs_out, sizeof(abs_out), "%s", out);

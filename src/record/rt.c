@@ -467,10 +467,25 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
     t->pos++;
 }
 
-RP_HIDDEN RP_NOINLINE void rp_append_slow(struct rp_tbuf *t, uint64_t word)
+RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 {
+    struct rp_tbuf *t = rp_self;
     if (t) {
-        append_locked(t, word);
+        if (t->guard) { /* a signal handler interrupted an append */
+            t->reentered++;
+            return;
+        }
+        t->guard = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (t->pos < t->end) { /* the clock is not the cycle counter */
+            t->pos->ticks = rp_ticks();
+            t->pos->word = word;
+            t->pos++;
+        } else {
+            append_locked(t, word);
+        }
+        atomic_signal_fence(memory_order_seq_cst);
+        t->guard = 0;
         return;
     }
     /* the thread's first event */

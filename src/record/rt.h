@@ -97,43 +97,59 @@ RP_HIDDEN extern struct rp_rt rp_rt;
 RP_HIDDEN extern __thread struct rp_tbuf *rp_self;
 
 /*
- * The rare path of rp_append, entered with t->guard set (or t == NULL for a
- * thread's first event): the buffer is full, the thread is dropping, or the
- * thread has no buffer yet.  Never fails visibly: an event that cannot be
- * recorded is counted as lost.
+ * The rare path of rp_append: the thread's first event, a full buffer, drop
+ * mode, a signal handler interrupting an append, or a clock that is not the
+ * cycle counter.  Never fails visibly: an event that cannot be recorded is
+ * counted as lost.
  */
-RP_HIDDEN RP_NOINLINE void rp_append_slow(struct rp_tbuf *t, uint64_t word);
+RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word);
 
-/* Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*. */
+/* The cycle counter, for the fast path only (rp_clock_tsc is checked). */
+static inline uint64_t rp_counter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return rp_ticks();
+#endif
+}
+
+/*
+ * Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*.
+ *
+ * The fast path is a leaf: everything unusual leaves through one tail call,
+ * so the compiler saves no registers.  The guard keeps a signal handler that
+ * runs instrumented code from interleaving with this append (its events are
+ * counted as re-entered and dropped); the signal fences keep the compiler
+ * from moving the stores across the guard (a handler runs on this CPU, so no
+ * hardware barrier is needed).  pos is re-read after the guard is set: a
+ * handler that ran before may have moved the thread to another buffer.
+ */
 static inline void rp_append(uint32_t cls, uint64_t word)
 {
     if (unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
         return;
     struct rp_tbuf *t = rp_self;
-    if (unlikely(!t)) {
-        rp_append_slow(t, word);
-        return;
+    if (likely(t != NULL && !t->guard && rp_clock_tsc)) {
+        t->guard = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        struct rp_raw *p = t->pos;
+        if (likely(p < t->end)) {
+            p->ticks = rp_counter();
+            p->word = word;
+            t->pos = p + 1;
+            atomic_signal_fence(memory_order_seq_cst);
+            t->guard = 0;
+            return;
+        }
+        atomic_signal_fence(memory_order_seq_cst);
+        t->guard = 0;
     }
-    if (unlikely(t->guard)) { /* a signal handler interrupted an append */
-        t->reentered++;
-        return;
-    }
-    /* The guard keeps a signal handler that runs instrumented code from
-     * interleaving with this append; the signal fences keep the compiler
-     * from moving the stores across it (a handler runs on this CPU, so no
-     * hardware barrier is needed). */
-    t->guard = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    struct rp_raw *p = t->pos;
-    if (likely(p < t->end)) {
-        p->ticks = rp_ticks();
-        p->word = word;
-        t->pos = p + 1;
-    } else {
-        rp_append_slow(t, word);
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    t->guard = 0;
+    rp_append_slow(word);
 }
 
 /* Starts the recorder once (environment, file, writer).  Returns 0 or < 0. */
