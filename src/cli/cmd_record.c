@@ -142,7 +142,12 @@ int cmd_record(int argc, char **argv)
     }
     const char *pre = getenv("LD_PRELOAD");
     char *preload;
-    if (asprintf(&preload, "%s%s%s", lib, pre && *pre ? ":" : "", pre ? pre : "") < 0)
+#ifdef RP_PRELOAD_FIRST /* a sanitizer build: its runtime must come first */
+    const char *first = RP_PRELOAD_FIRST ":";
+#else
+    const char *first = "";
+#endif
+    if (asprintf(&preload, "%s%s%s%s", first, lib, pre && *pre ? ":" : "", pre ? pre : "") < 0)
         rp_die("out of memory");
     setenv("LD_PRELOAD", preload, 1);
     setenv("RANKPROF_OUTPUT", abs_out, 1);

@@ -726,6 +726,15 @@ RP_HIDDEN void rp_rt_shutdown(void)
     out_chunk(RP_CH_END, end, sizeof(end));
     close(rp_rt.fd);
     rp_rt.fd = -1;
+    /* The writer is gone: its state can go too (the threads' buffers stay
+     * mapped, since threads still running may touch them). */
+    pthread_mutex_lock(&rp_rt.lock);
+    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
+        rp_enc_thread_free(&x->enc);
+    pthread_mutex_unlock(&rp_rt.lock);
+    rp_enc_free(&rp_rt.enc);
+    free(rp_rt.out);
+    rp_rt.out = NULL;
 }
 
 __attribute__((constructor)) static void rt_ctor(void)
