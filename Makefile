@@ -32,6 +32,7 @@ test: test-deps all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: all
+	@scripts/deps.sh bench
 	@scripts/bench.sh $(BUILD)
 
 asan:

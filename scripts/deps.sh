@@ -4,6 +4,7 @@
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
 #   ci:    + clang (sanitizer builds)
+#   bench: + bc, uftrace and binutils (gprof), the peers of `make bench`
 # Installs with apt-get as root, or through sudo -n; otherwise prints the
 # command to run and fails.
 set -euo pipefail
@@ -25,6 +26,11 @@ if [ "$level" != build ]; then
 fi
 if [ "$level" = ci ]; then
   have_cmd clang || need+=(clang)
+fi
+if [ "$level" = bench ]; then
+  have_cmd bc || need+=(bc)
+  have_cmd uftrace || need+=(uftrace)
+  have_cmd gprof || need+=(binutils)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -79,7 +79,7 @@ enum rp_kind {
 /*
  * DEFS payload: repeated records, each
  *   u32 id | u8 kind | u8 class | u16 name length | u64 key | u32 line |
- *   u16 file length | name bytes | file bytes
+ *   u16 file length | u16 reserved (0) | name bytes | file bytes
  * Ids are dense, start at 1 and are defined before the first EVENTS chunk
  * that uses them.  Functions have an empty name: the analyzer names them from
  * the MAPS chunk and the binaries' symbol tables.
