@@ -467,9 +467,9 @@ static void read_clock(struct rp_profile *p, const struct rp_chunk *c)
     v->clk_last_ns = ns;
 }
 
-static void read_thread(struct rp_profile *p, const struct rp_chunk *c)
+static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
 {
-    if (c->len < 8)
+    if (c->len < 8 || (only_tid && rp_get32(c->data) != only_tid))
         return;
     struct tstate *t = tstate_get(p, rp_get32(c->data));
     if (!t)
@@ -563,7 +563,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             p->maps_len = p->maps ? c.len : 0;
             break;
         case RP_CH_THREAD:
-            read_thread(p, &c);
+            read_thread(p, &c, o->tid);
             break;
         case RP_CH_DEFS:
             rc = read_defs(p, &c, sub, sizeof(sub));

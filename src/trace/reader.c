@@ -110,6 +110,19 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
         if (len > RP_CHUNK_MAX)
             return rd_fail(r, RP_EFORMAT, "chunk at offset %llu claims %u bytes (limit %u)",
                            (unsigned long long)r->off, len, RP_CHUNK_MAX);
+        /* A claim past the end of the file is a truncation: say so before
+         * allocating for it (the file may have grown since open: look again). */
+        if (r->size && r->off + RP_CHUNK_HDR_SIZE + len > r->size) {
+            struct stat st;
+            if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
+                r->size = (uint64_t)st.st_size;
+            uint64_t have =
+                r->size > r->off + RP_CHUNK_HDR_SIZE ? r->size - r->off - RP_CHUNK_HDR_SIZE : 0;
+            if (len > have)
+                return rd_fail(r, RP_ETRUNC,
+                               "truncated: chunk at offset %llu needs %u bytes, the file has %llu",
+                               (unsigned long long)r->off, len, (unsigned long long)have);
+        }
         if (len > r->cap) {
             size_t ncap = r->cap ? r->cap : 65536;
             while (ncap < len)

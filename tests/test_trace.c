@@ -1,0 +1,1016 @@
+/*
+ * test_trace.c - unit tests of the trace format: the CRC, varints and
+ * zigzag (common/bytes.h, crc32.c), the encoder (trace/writer.c), the reader
+ * (trace/reader.c) and the replay (analyze/replay.c) on a synthetic trace
+ * whose every number is derived by hand below, and the reader's behaviour on
+ * damaged files (truncated at every offset, bit flips, absurd lengths, wrong
+ * magic or version, a missing END chunk).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/profile.h"
+#include "analyze/replay.h"
+#include "common/bytes.h"
+#include "common/error.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+
+static int failures;
+
+/* Prints file:line and both values; the test then exits non-zero. */
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu vs %llu, 0x%llx vs 0x%llx)\n",    \
+                    __FILE__, __LINE__, #a, #b, a_, b_, a_, b_);                                   \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(hay, needle)                                                                     \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_)) {                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: \"%s\" does not contain \"%s\"\n", __FILE__,     \
+                    __LINE__, h_ ? h_ : "(null)", n_);                                             \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static char tmpdir[] = "/tmp/rp_test_trace.XXXXXX";
+
+/* ---- CRC ----------------------------------------------------------------- */
+
+/* The textbook bit-at-a-time CRC-32 (reflected polynomial 0xEDB88320). */
+static uint32_t crc_bitwise(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    while (n--) {
+        c ^= *p++;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return ~c;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void)
+{
+    /* xorshift64*: reproducible, no libc rand */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static void test_crc(void)
+{
+    /* zlib's crc32, looked up at run time: the glob-built test cannot add
+     * -lz to its link line.  libz.so.1 is on every system with libdw. */
+    typedef unsigned long (*zcrc_fn)(unsigned long, const unsigned char *, unsigned);
+    zcrc_fn zcrc = NULL;
+    void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (z)
+        zcrc = (zcrc_fn)(uintptr_t)dlsym(z, "crc32");
+    if (!zcrc)
+        printf("note: libz.so.1 not loadable, CRC checked against the bitwise reference only\n");
+
+    /* the standard check value of CRC-32/ISO-HDLC */
+    CHECK_EQ(rp_crc32(0, "123456789", 9), 0xCBF43926u);
+    CHECK_EQ(rp_crc32(0, "", 0), 0u);
+
+    static uint8_t buf[8192 + 16];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)rng();
+    /* every length 0..600 and some long ones, at every alignment 0..7 */
+    size_t lens[700], nl = 0;
+    for (size_t n = 0; n <= 600; n++)
+        lens[nl++] = n;
+    for (size_t n = 1000; n <= 8192; n += 719)
+        lens[nl++] = n;
+    lens[nl++] = 8192;
+    for (size_t i = 0; i < nl; i++) {
+        for (size_t al = 0; al < 8; al++) {
+            const uint8_t *p = buf + al;
+            uint32_t got = rp_crc32(0, p, lens[i]);
+            uint32_t want = crc_bitwise(p, lens[i]);
+            if (got != want) {
+                CHECK_EQ(got, want);
+                fprintf(stderr, "  (length %zu, alignment %zu)\n", lens[i], al);
+            }
+            if (zcrc && got != (uint32_t)zcrc(0, p, (unsigned)lens[i])) {
+                CHECK_EQ(got, zcrc(0, p, (unsigned)lens[i]));
+                fprintf(stderr, "  (zlib, length %zu, alignment %zu)\n", lens[i], al);
+            }
+            /* chaining: crc(a||b) == crc(crc(a), b) for every split point class */
+            size_t split = lens[i] / 3;
+            if (rp_crc32(rp_crc32(0, p, split), p + split, lens[i] - split) != got) {
+                CHECK(!"chained CRC differs");
+                fprintf(stderr, "  (length %zu split %zu)\n", lens[i], split);
+            }
+        }
+    }
+    if (z)
+        dlclose(z);
+}
+
+/* ---- varints and zigzag ---------------------------------------------------- */
+
+static void test_varint(void)
+{
+    /* value -> LEB128 length: 7 bits per byte, so 2^7 needs 2, 2^63 needs
+     * ceil(64/7) = 10 */
+    static const struct {
+        uint64_t v;
+        size_t len;
+    } cases[] = {
+        {0, 1},
+        {1, 1},
+        {127, 1},
+        {128, 2},
+        {16383, 2},
+        {16384, 3},
+        {(1ull << 35) - 1, 5},
+        {1ull << 35, 6},
+        {(1ull << 63) - 1, 9},
+        {1ull << 63, 10},
+        {UINT64_MAX, 10},
+    };
+    uint8_t b[16];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memset(b, 0xee, sizeof(b));
+        uint8_t *e = rp_put_varint(b, cases[i].v);
+        CHECK_EQ(e - b, cases[i].len);
+        CHECK_EQ(b[cases[i].len], 0xee); /* nothing written past the end */
+        uint64_t v = 12345;
+        const uint8_t *q = rp_get_varint(b, e, &v);
+        CHECK(q == e);
+        CHECK_EQ(v, cases[i].v);
+        /* every truncation of it is rejected, never read past end */
+        for (size_t cut = 0; cut < cases[i].len; cut++)
+            CHECK(rp_get_varint(b, b + cut, &v) == NULL);
+    }
+    /* the one-byte fast path must respect end too */
+    b[0] = 5;
+    uint64_t v;
+    CHECK(rp_get_varint(b, b, &v) == NULL);
+
+    /* 11 bytes: 0x80 x10 then 0x00 (an over-long zero); the 10th byte may
+     * carry only bit 63, so 0x80 there is rejected */
+    uint8_t eleven[11];
+    memset(eleven, 0x80, 10);
+    eleven[10] = 0;
+    CHECK(rp_get_varint(eleven, eleven + 11, &v) == NULL);
+    memset(eleven, 0xff, 10);
+    eleven[10] = 0x01;
+    CHECK(rp_get_varint(eleven, eleven + 11, &v) == NULL);
+    /* 10 bytes whose last is 0x02 would need bit 64: rejected */
+    uint8_t ten[10];
+    memset(ten, 0xff, 9);
+    ten[9] = 0x02;
+    CHECK(rp_get_varint(ten, ten + 10, &v) == NULL);
+    ten[9] = 0x01; /* = UINT64_MAX */
+    CHECK(rp_get_varint(ten, ten + 10, &v) == ten + 10);
+    CHECK_EQ(v, UINT64_MAX);
+
+    /* zigzag: 0,-1,1,-2,2 -> 0,1,2,3,4; the extremes map to the top */
+    static const struct {
+        int64_t s;
+        uint64_t z;
+    } zz[] = {
+        {0, 0},
+        {-1, 1},
+        {1, 2},
+        {-2, 3},
+        {2, 4},
+        {-64, 127},
+        {64, 128},
+        {INT64_MAX, UINT64_MAX - 1},
+        {INT64_MIN, UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof(zz) / sizeof(zz[0]); i++) {
+        CHECK_EQ(rp_zigzag(zz[i].s), zz[i].z);
+        CHECK_EQ(rp_unzigzag(zz[i].z), zz[i].s);
+    }
+    for (int i = 0; i < 100000; i++) {
+        uint64_t r = rng() >> (rng() & 63);
+        int64_t s = (int64_t)r * ((r & 1) ? -1 : 1);
+        uint8_t *e = rp_put_varint(b, rp_zigzag(s));
+        uint64_t u;
+        if (rp_get_varint(b, e, &u) != e || rp_unzigzag(u) != s) {
+            CHECK(!"zigzag varint round trip");
+            fprintf(stderr, "  (value %lld)\n", (long long)s);
+            break;
+        }
+    }
+}
+
+/* ---- building a synthetic trace ------------------------------------------ */
+
+struct fbuf {
+    uint8_t *p;
+    size_t len, cap;
+    uint64_t chunk_off[32]; /* offsets of the chunk headers */
+    uint32_t chunk_type[32];
+    int nchunks;
+};
+
+static void fb_put(struct fbuf *f, const void *d, size_t n)
+{
+    if (f->len + n > f->cap) {
+        f->cap = (f->len + n) * 2 + 256;
+        f->p = realloc(f->p, f->cap);
+        if (!f->p)
+            abort();
+    }
+    memcpy(f->p + f->len, d, n);
+    f->len += n;
+}
+
+static void fb_chunk(struct fbuf *f, uint32_t type, const void *payload, size_t len)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE];
+    rp_chunk_header(h, type, payload, (uint32_t)len);
+    if (f->nchunks < 32) {
+        f->chunk_off[f->nchunks] = f->len;
+        f->chunk_type[f->nchunks++] = type;
+    }
+    fb_put(f, h, sizeof(h));
+    fb_put(f, payload, len);
+}
+
+static void write_file(const char *path, const void *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+/* Function addresses, a lock and an instant site. */
+enum {
+    FA = 0x401000,
+    FB = 0x402000,
+    FC = 0x403000,
+    LK = 0x7f0000009000ull,
+    SITE = 0x7000,
+};
+
+static int describe(void *ctx, uint64_t site, struct rp_def *out)
+{
+    (void)ctx;
+    if (site != SITE)
+        return -1;
+    out->kind = RP_KIND_INSTANT;
+    out->cls = RP_CLASS_USER;
+    out->key = site;
+    out->name = "tick";
+    out->file = "t.c";
+    out->line = 42;
+    return 0;
+}
+
+/* A raw record before packing: rp_raw_word() is applied in build_trace()
+ * (a function call cannot appear in a static initializer). */
+struct rrec {
+    uint64_t ticks;
+    unsigned op;
+    uint64_t pl;
+};
+#define R(t, op, pl)                                                                               \
+    {                                                                                              \
+        (t), (op), (pl)                                                                            \
+    }
+
+/*
+ * Thread 101, part 1 (EVENTS chunk 1):
+ *   A[1000..1100] calls B[1010..1040] and B[1050..1060]
+ *   A[1200..1250] (outer) calls A[1210..1230] (inner, recursion)
+ *     -- the chunk ends inside both A's
+ */
+static const struct rrec t101a[] = {
+    R(1000, RP_RAW_FUNC_ENTER, FA), R(1010, RP_RAW_FUNC_ENTER, FB), R(1040, RP_RAW_FUNC_EXIT, FB),
+    R(1050, RP_RAW_FUNC_ENTER, FB), R(1060, RP_RAW_FUNC_EXIT, FB),  R(1100, RP_RAW_FUNC_EXIT, FA),
+    R(1200, RP_RAW_FUNC_ENTER, FA), R(1210, RP_RAW_FUNC_ENTER, FA),
+};
+/*
+ * Thread 202 (EVENTS chunk 2): B[2000..2005]; C[2010..2100] calls
+ * B[2020..2030], and an instant at 2040 (argument 99) inside C.
+ */
+static const struct rrec t202[] = {
+    R(2000, RP_RAW_FUNC_ENTER, FB), R(2005, RP_RAW_FUNC_EXIT, FB), R(2010, RP_RAW_FUNC_ENTER, FC),
+    R(2020, RP_RAW_FUNC_ENTER, FB), R(2030, RP_RAW_FUNC_EXIT, FB), R(2040, RP_RAW_INSTANT, SITE),
+    R(99, RP_RAW_DATA, 0),          R(2100, RP_RAW_FUNC_EXIT, FC),
+};
+/*
+ * Thread 101, part 2 (EVENTS chunk 3):
+ *   inner A exits 1230, outer A exits 1250
+ *   C[1290..1360]: waits for L [1300..1320], holds it [1320..1350]
+ *   A[1400..1420] enters B at 1410; A exits while B is open (non-innermost:
+ *     B is dropped as unclosed)
+ *   exit of C at 1500 with nothing open: an unmatched exit
+ *   B entered at 1600, then 5 events lost at 1610 (B dropped as unclosed)
+ *   C[1620..1630]
+ *   A entered at 1700 and never closed
+ */
+static const struct rrec t101b[] = {
+    R(1230, RP_RAW_FUNC_EXIT, FA),  R(1250, RP_RAW_FUNC_EXIT, FA),  R(1290, RP_RAW_FUNC_ENTER, FC),
+    R(1300, RP_RAW_LOCK_WAIT, LK),  R(1320, RP_RAW_LOCK_ACQ, LK),   R(1350, RP_RAW_LOCK_REL, LK),
+    R(1360, RP_RAW_FUNC_EXIT, FC),  R(1400, RP_RAW_FUNC_ENTER, FA), R(1410, RP_RAW_FUNC_ENTER, FB),
+    R(1420, RP_RAW_FUNC_EXIT, FA),  R(1500, RP_RAW_FUNC_EXIT, FC),  R(1600, RP_RAW_FUNC_ENTER, FB),
+    R(1610, RP_RAW_LOST, 5),        R(1620, RP_RAW_FUNC_ENTER, FC), R(1630, RP_RAW_FUNC_EXIT, FC),
+    R(1700, RP_RAW_FUNC_ENTER, FA),
+};
+
+/* Ids in first-seen order: A=1, B=2 (chunk 1); C=3, the site=4 (chunk 2);
+ * L wait=5, L hold=6 (chunk 3). */
+enum { IA = 1, IB = 2, IC = 3, IS = 4, IW = 5, IH = 6 };
+
+struct xev {
+    uint8_t op;
+    uint32_t id;
+    uint64_t ticks, arg;
+};
+
+static const struct xev x1[] = {
+    {RP_OP_ENTER, IA, 1000, 0}, {RP_OP_ENTER, IB, 1010, 0}, {RP_OP_EXIT, 0, 1040, 0},
+    {RP_OP_ENTER, IB, 1050, 0}, {RP_OP_EXIT, 0, 1060, 0},   {RP_OP_EXIT, 0, 1100, 0},
+    {RP_OP_ENTER, IA, 1200, 0}, {RP_OP_ENTER, IA, 1210, 0},
+};
+static const struct xev x2[] = {
+    {RP_OP_ENTER, IB, 2000, 0}, {RP_OP_EXIT, 0, 2005, 0}, {RP_OP_ENTER, IC, 2010, 0},
+    {RP_OP_ENTER, IB, 2020, 0}, {RP_OP_EXIT, 0, 2030, 0}, {RP_OP_INSTANT, IS, 2040, 99},
+    {RP_OP_EXIT, 0, 2100, 0},
+};
+/* LOCK_ACQ becomes two events: the exit of the wait and the entry of the
+ * hold at the same tick.  The exit of A at 1420 is not innermost (B is open)
+ * so it is EXIT_ID; the exit of C at 1500 finds the shadow stack empty, so it
+ * is EXIT_ID too (the reader cannot match it either). */
+static const struct xev x3[] = {
+    {RP_OP_EXIT, 0, 1230, 0},   {RP_OP_EXIT, 0, 1250, 0},     {RP_OP_ENTER, IC, 1290, 0},
+    {RP_OP_ENTER, IW, 1300, 0}, {RP_OP_EXIT, 0, 1320, 0},     {RP_OP_ENTER, IH, 1320, 0},
+    {RP_OP_EXIT, 0, 1350, 0},   {RP_OP_EXIT, 0, 1360, 0},     {RP_OP_ENTER, IA, 1400, 0},
+    {RP_OP_ENTER, IB, 1410, 0}, {RP_OP_EXIT_ID, IA, 1420, 0}, {RP_OP_EXIT_ID, IC, 1500, 0},
+    {RP_OP_ENTER, IB, 1600, 0}, {RP_OP_LOST, 0, 1610, 5},     {RP_OP_ENTER, IC, 1620, 0},
+    {RP_OP_EXIT, 0, 1630, 0},   {RP_OP_ENTER, IA, 1700, 0},
+};
+
+struct xdef {
+    uint32_t id;
+    uint8_t kind, cls;
+    uint64_t key;
+    uint32_t line;
+    const char *name, *file;
+};
+
+static const struct xdef xdefs[] = {
+    {IA, RP_KIND_FUNC, RP_CLASS_FUNC, FA, 0, "", ""},
+    {IB, RP_KIND_FUNC, RP_CLASS_FUNC, FB, 0, "", ""},
+    {IC, RP_KIND_FUNC, RP_CLASS_FUNC, FC, 0, "", ""},
+    {IS, RP_KIND_INSTANT, RP_CLASS_USER, SITE, 42, "tick", "t.c"},
+    {IW, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, LK, 0, "", ""},
+    {IH, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, LK, 0, "", ""},
+};
+#define NDEFS (sizeof(xdefs) / sizeof(xdefs[0]))
+
+/* DEFS chunks expected after each EVENTS encoding: ids [lo, hi]. */
+static const int defs_after[3][2] = {{IA, IB}, {IC, IS}, {IW, IH}};
+
+/* Builds the whole synthetic trace.  with_end: append the END chunk. */
+static void build_trace(struct fbuf *f, int with_end)
+{
+    uint8_t hdr[RP_FILE_HDR_SIZE];
+    rp_file_header(hdr);
+    fb_put(f, hdr, sizeof(hdr));
+
+    uint8_t info[512];
+    size_t il = 0;
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "program", "synthetic", 9), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "pid", "4242", 4), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "clock", "tsc", 3), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "freq_hz", "1000000000", 10), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "mode", "trace", 5), 0);
+    /* a pair that does not fit is refused and appends nothing */
+    size_t il0 = il;
+    CHECK_EQ(rp_info_put(info, il + 8, &il, "toolong", "0123456789", 10), RP_EINVAL);
+    CHECK_EQ(il, il0);
+    fb_chunk(f, RP_CH_INFO, info, il);
+
+    /* clock pairs: 20e6 ticks over 10 ms -> 0.5 ns per tick */
+    uint8_t clk[24] = {0};
+    rp_put64(clk, 1000);
+    rp_put64(clk + 8, 5000000000ull);
+    fb_chunk(f, RP_CH_CLOCK, clk, sizeof(clk));
+
+    uint8_t th[8 + 4];
+    rp_put32(th, 101);
+    rp_put32(th + 4, 0);
+    memcpy(th + 8, "main", 4);
+    fb_chunk(f, RP_CH_THREAD, th, sizeof(th));
+
+    struct rp_enc e;
+    struct rp_enc_thread ta = {0}, tb = {0};
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    const struct {
+        struct rp_enc_thread *t;
+        uint32_t tid;
+        const struct rrec *r;
+        size_t n;
+    } parts[3] = {
+        {&ta, 101, t101a, sizeof(t101a) / sizeof(t101a[0])},
+        {&tb, 202, t202, sizeof(t202) / sizeof(t202[0])},
+        {&ta, 101, t101b, sizeof(t101b) / sizeof(t101b[0])},
+    };
+    for (int i = 0; i < 3; i++) {
+        struct rp_raw raw[32];
+        for (size_t k = 0; k < parts[i].n; k++) {
+            raw[k].ticks = parts[i].r[k].ticks;
+            raw[k].word = rp_raw_word(parts[i].r[k].op, parts[i].r[k].pl);
+        }
+        uint8_t *out = malloc(rp_enc_bound(parts[i].n));
+        size_t len = rp_enc_events(&e, parts[i].t, parts[i].tid, raw, parts[i].n, out);
+        CHECK(len > 16 && len <= rp_enc_bound(parts[i].n));
+        size_t dl;
+        const uint8_t *defs = rp_enc_take_defs(&e, &dl);
+        /* each of these parts defines exactly two new ids; a DEFS record of
+         * an unnamed id is RP_DEF_FIXED bytes, the site's adds "tick" "t.c" */
+        CHECK_EQ(dl, 2 * RP_DEF_FIXED + (i == 1 ? 7 : 0));
+        if (dl)
+            fb_chunk(f, RP_CH_DEFS, defs, dl);
+        fb_chunk(f, RP_CH_EVENTS, out, len);
+        free(out);
+    }
+    /* nothing skipped; the LOST record was counted */
+    CHECK_EQ(ta.skipped, 0);
+    CHECK_EQ(tb.skipped, 0);
+    CHECK_EQ(ta.lost, 5);
+    /* what is still open on the encoder's shadow stack of 101: A (1700) */
+    CHECK_EQ(ta.depth, 1);
+    rp_enc_thread_free(&ta);
+    rp_enc_thread_free(&tb);
+    rp_enc_free(&e);
+
+    rp_put64(clk, 1000 + 20000000ull);
+    rp_put64(clk + 8, 5000000000ull + 10000000ull);
+    fb_chunk(f, RP_CH_CLOCK, clk, sizeof(clk));
+
+    if (with_end) {
+        uint8_t end[32];
+        rp_put64(end, 3000);
+        rp_put64(end + 8, 32);
+        rp_put64(end + 16, 5);
+        rp_put32(end + 24, 0);
+        rp_put32(end + 28, RP_END_EXIT);
+        fb_chunk(f, RP_CH_END, end, sizeof(end));
+    }
+}
+
+/* ---- reading it back ------------------------------------------------------ */
+
+static void check_events(const struct rp_chunk *c, const struct xev *x, size_t nx, uint32_t tid,
+                         uint64_t base)
+{
+    struct rp_evdec d;
+    struct rp_event ev;
+    CHECK_EQ(rp_evdec_init(&d, c->data, c->len), 0);
+    CHECK_EQ(d.tid, tid);
+    CHECK_EQ(d.count, nx);
+    CHECK_EQ(d.now, base);
+    size_t i = 0;
+    int rc;
+    while ((rc = rp_evdec_next(&d, &ev)) > 0) {
+        if (i >= nx) {
+            CHECK(!"more events than expected");
+            return;
+        }
+        if (ev.op != x[i].op || ev.id != x[i].id || ev.ticks != x[i].ticks || ev.arg != x[i].arg) {
+            fprintf(stderr, "  event %zu of tid %u: got op %u id %u ticks %llu arg %llu\n", i, tid,
+                    ev.op, ev.id, (unsigned long long)ev.ticks, (unsigned long long)ev.arg);
+            CHECK_EQ(ev.op, x[i].op);
+            CHECK_EQ(ev.id, x[i].id);
+            CHECK_EQ(ev.ticks, x[i].ticks);
+            CHECK_EQ(ev.arg, x[i].arg);
+        }
+        i++;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(i, nx);
+    /* a payload shorter than its header is refused */
+    CHECK_EQ(rp_evdec_init(&d, c->data, 15), RP_EFORMAT);
+    /* a stream cut anywhere decodes a prefix of the events and then ends or
+     * reports a malformed event; it never reads past the cut */
+    for (uint32_t cut = 16; cut < c->len; cut++) {
+        CHECK_EQ(rp_evdec_init(&d, c->data, cut), 0);
+        size_t k = 0;
+        while ((rc = rp_evdec_next(&d, &ev)) > 0)
+            k++;
+        CHECK(rc == 0 || rc == RP_EFORMAT);
+        CHECK(k < nx);
+        CHECK(d.p <= c->data + cut);
+    }
+}
+
+static void test_read_back(const char *path, const struct fbuf *f)
+{
+    struct rp_reader r;
+    struct rp_chunk c;
+    CHECK_EQ(rp_reader_open(&r, path), 0);
+    CHECK_EQ(r.major, RP_VERSION_MAJOR);
+    int n = 0, nev = 0, ndefs = 0, rc;
+    uint32_t next_id = 1;
+    while ((rc = rp_reader_next(&r, &c)) > 0) {
+        CHECK(n < f->nchunks);
+        if (n < f->nchunks) {
+            CHECK_EQ(c.offset, f->chunk_off[n]);
+            CHECK_EQ(c.type, f->chunk_type[n]);
+        }
+        n++;
+        if (c.type == RP_CH_EVENTS) {
+            static const struct xev *xs[3] = {x1, x2, x3};
+            static const size_t nxs[3] = {sizeof(x1) / sizeof(x1[0]), sizeof(x2) / sizeof(x2[0]),
+                                          sizeof(x3) / sizeof(x3[0])};
+            static const uint32_t tids[3] = {101, 202, 101};
+            static const uint64_t bases[3] = {1000, 2000, 1230};
+            if (nev < 3)
+                check_events(&c, xs[nev], nxs[nev], tids[nev], bases[nev]);
+            nev++;
+        } else if (c.type == RP_CH_DEFS) {
+            const uint8_t *q = c.data, *end = c.data + c.len;
+            uint32_t want_lo = ndefs < 3 ? (uint32_t)defs_after[ndefs][0] : 0;
+            CHECK_EQ(next_id, want_lo);
+            while (q < end) {
+                CHECK(end - q >= RP_DEF_FIXED);
+                uint32_t id = rp_get32(q);
+                uint16_t nlen = rp_get16(q + 6), flen = rp_get16(q + 20);
+                CHECK_EQ(id, next_id); /* dense, in first-seen order */
+                if (id >= 1 && id <= NDEFS) {
+                    const struct xdef *x = &xdefs[id - 1];
+                    CHECK_EQ(q[4], x->kind);
+                    CHECK_EQ(q[5], x->cls);
+                    CHECK_EQ(rp_get64(q + 8), x->key);
+                    CHECK_EQ(rp_get32(q + 16), x->line);
+                    CHECK_EQ(nlen, strlen(x->name));
+                    CHECK_EQ(flen, strlen(x->file));
+                    CHECK(!memcmp(q + RP_DEF_FIXED, x->name, nlen));
+                    CHECK(!memcmp(q + RP_DEF_FIXED + nlen, x->file, flen));
+                }
+                q += RP_DEF_FIXED + nlen + flen;
+                next_id++;
+            }
+            CHECK(q == end);
+            if (ndefs < 3)
+                CHECK_EQ(next_id - 1, defs_after[ndefs][1]);
+            ndefs++;
+        }
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(n, f->nchunks);
+    CHECK_EQ(nev, 3);
+    CHECK_EQ(ndefs, 3);
+    CHECK_EQ(next_id, NDEFS + 1);
+    /* at the end it stays at the end */
+    CHECK_EQ(rp_reader_next(&r, &c), 0);
+    rp_reader_close(&r);
+}
+
+static const struct rp_edge *find_edge(const struct rp_profile *p, uint32_t a, uint32_t b)
+{
+    for (uint32_t i = 0; i < p->n_edges; i++)
+        if (p->edges[i].caller == a && p->edges[i].callee == b)
+            return &p->edges[i];
+    return NULL;
+}
+
+#define CHECK_EDGE(p, a, b, ncalls, nincl, nmin, nmax)                                             \
+    do {                                                                                           \
+        const struct rp_edge *e_ = find_edge((p), (a), (b));                                       \
+        CHECK(e_ != NULL);                                                                         \
+        if (e_) {                                                                                  \
+            CHECK_EQ(e_->calls, ncalls);                                                           \
+            CHECK_EQ(e_->incl, nincl);                                                             \
+            CHECK_EQ(e_->min, nmin);                                                               \
+            CHECK_EQ(e_->max, nmax);                                                               \
+        }                                                                                          \
+    } while (0)
+
+/*
+ * The numbers of the synthetic timeline, worked by hand.
+ *
+ * A: activations 100 (1000..1100), 50 (outer 1200..1250), 20 (inner
+ *    1210..1230), 20 (1400..1420; B inside never ended) -> calls 4,
+ *    dur_sum 190, min 20, max 100;
+ *    incl counts the outer recursion only: 100 + 50 + 20 = 170;
+ *    excl: 100-30-10 = 60, inner 20, outer 50-20 = 30, last 20 -> 130.
+ * B: 30 (1010..1040), 10 (1050..1060), 5 (2000..2005), 10 (2020..2030)
+ *    -> calls 4, dur_sum = incl = excl = 55, min 5, max 30.
+ *    (B at 1410 and at 1600 never end: unclosed, no time.)
+ * C: 70 (1290..1360, of which wait 20 and hold 30), 10 (1620..1630),
+ *    90 (2010..2100, of which B 10) -> calls 3, dur_sum = incl = 170,
+ *    excl 20 + 10 + 80 = 110, min 10, max 90.
+ * wait L: 20 (1300..1320); hold L: 30 (1320..1350).
+ * tick: one instant -> calls 1.
+ * Edges: root->A 3 calls (100, 50, 20) incl 170; A->B 2 (30, 10) 40;
+ *    A->A 1 (20); root->C 2 (70, 10) + thread 202's C (90) = 3, 170;
+ *    C->wait 1 (20); C->hold 1 (30); root->B 1 (5); C->B 1 (10).  8 edges.
+ * Thread 101: events 8 + 17 = 25, first 1000, last 1700, lost 5,
+ *    unmatched exits 1 (C at 1500), unclosed 3 (B at 1420, B at 1610, A at
+ *    the end).  Thread 202: 7 events, 2000..2100, nothing unmatched.
+ * Total: 32 events, total time (1700-1000) + (2100-2000) = 800 ticks.
+ * Clock: (20e6 ticks, 10e6 ns) between the two CLOCK chunks -> 0.5 ns/tick.
+ */
+static void check_profile(const struct rp_profile *p, int ended)
+{
+    CHECK_EQ(p->n_nodes, NDEFS + 1);
+    if (p->n_nodes != NDEFS + 1)
+        return;
+    const struct rp_node *a = &p->nodes[IA], *b = &p->nodes[IB], *c = &p->nodes[IC];
+    CHECK_EQ(a->calls, 4);
+    CHECK_EQ(a->dur_sum, 190);
+    CHECK_EQ(a->incl, 170);
+    CHECK_EQ(a->excl, 130);
+    CHECK_EQ(a->min, 20);
+    CHECK_EQ(a->max, 100);
+    CHECK_EQ(b->calls, 4);
+    CHECK_EQ(b->dur_sum, 55);
+    CHECK_EQ(b->incl, 55);
+    CHECK_EQ(b->excl, 55);
+    CHECK_EQ(b->min, 5);
+    CHECK_EQ(b->max, 30);
+    CHECK_EQ(c->calls, 3);
+    CHECK_EQ(c->dur_sum, 170);
+    CHECK_EQ(c->incl, 170);
+    CHECK_EQ(c->excl, 110);
+    CHECK_EQ(c->min, 10);
+    CHECK_EQ(c->max, 90);
+    CHECK_EQ(p->nodes[IW].calls, 1);
+    CHECK_EQ(p->nodes[IW].incl, 20);
+    CHECK_EQ(p->nodes[IW].kind, RP_KIND_LOCK_WAIT);
+    CHECK_EQ(p->nodes[IW].key, LK);
+    CHECK_EQ(p->nodes[IH].calls, 1);
+    CHECK_EQ(p->nodes[IH].incl, 30);
+    CHECK_EQ(p->nodes[IH].kind, RP_KIND_LOCK_HOLD);
+    CHECK_EQ(p->nodes[IS].calls, 1);
+    CHECK_EQ(p->nodes[IS].kind, RP_KIND_INSTANT);
+    CHECK_STR(p->nodes[IS].name, "tick");
+    CHECK_STR(p->nodes[IS].file, "t.c");
+    CHECK_EQ(p->nodes[IS].line, 42);
+
+    CHECK_EQ(p->n_edges, 8);
+    CHECK_EDGE(p, 0, IA, 3, 170, 20, 100);
+    CHECK_EDGE(p, IA, IB, 2, 40, 10, 30);
+    CHECK_EDGE(p, IA, IA, 1, 20, 20, 20);
+    CHECK_EDGE(p, 0, IC, 3, 170, 10, 90);
+    CHECK_EDGE(p, IC, IW, 1, 20, 20, 20);
+    CHECK_EDGE(p, IC, IH, 1, 30, 30, 30);
+    CHECK_EDGE(p, 0, IB, 1, 5, 5, 5);
+    CHECK_EDGE(p, IC, IB, 1, 10, 10, 10);
+
+    CHECK_EQ(p->n_threads, 2);
+    for (uint32_t i = 0; i < p->n_threads; i++) {
+        const struct rp_thread *t = &p->threads[i];
+        if (t->tid == 101) {
+            CHECK_EQ(t->events, 25);
+            CHECK_EQ(t->first, 1000);
+            CHECK_EQ(t->last, 1700);
+            CHECK_EQ(t->lost, 5);
+            CHECK_EQ(t->unmatched_exits, 1);
+            CHECK_EQ(t->unclosed, 3);
+            CHECK_STR(t->name, "main");
+        } else {
+            CHECK_EQ(t->tid, 202);
+            CHECK_EQ(t->events, 7);
+            CHECK_EQ(t->first, 2000);
+            CHECK_EQ(t->last, 2100);
+            CHECK_EQ(t->lost, 0);
+            CHECK_EQ(t->unmatched_exits, 0);
+            CHECK_EQ(t->unclosed, 0);
+        }
+    }
+    CHECK_EQ(p->events, 32);
+    CHECK_EQ(p->lost, 5);
+    CHECK_EQ(p->unmatched_exits, 1);
+    CHECK_EQ(p->unclosed, 3);
+    CHECK_EQ(p->total, 800);
+    CHECK_EQ(p->first_tick, 1000);
+    CHECK_EQ(p->last_tick, 2100);
+    CHECK(p->ns_per_tick == 0.5);
+    CHECK_EQ(p->pid, 4242);
+    CHECK_STR(p->program, "synthetic");
+    CHECK_STR(p->clock_name, "tsc");
+    CHECK_STR(p->mode, "trace");
+    CHECK_EQ(p->ended, ended);
+    if (ended) {
+        CHECK_EQ(p->end_flags, RP_END_EXIT);
+        CHECK_EQ(p->end_status, 0);
+    }
+}
+
+static void test_replay(const char *path)
+{
+    struct rp_profile p = {0};
+    char err[512];
+    int rc = rp_replay_file(path, NULL, &p, NULL, NULL, err, sizeof(err));
+    CHECK_EQ(rc, 0);
+    if (rc)
+        fprintf(stderr, "  replay: %s\n", err);
+    CHECK_EQ(p.warn[0], 0); /* a complete file: no warnings */
+    if (p.warn[0])
+        fprintf(stderr, "  warnings: %s\n", p.warn);
+    check_profile(&p, 1);
+    rp_profile_free(&p);
+
+    /* only thread 202: B 5 + 10, C 90 */
+    struct rp_replay_opts o = {.tid = 202};
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK_EQ(p.n_threads, 1);
+    if (p.n_nodes > IC) {
+        CHECK_EQ(p.nodes[IB].calls, 2);
+        CHECK_EQ(p.nodes[IB].incl, 15);
+        CHECK_EQ(p.nodes[IC].excl, 80);
+    }
+    CHECK_EQ(p.events, 7);
+    rp_profile_free(&p);
+}
+
+/* ---- damaged files --------------------------------------------------------- */
+
+static int replay_rc(const char *path, int force, struct rp_profile *p, char *err, size_t errsz)
+{
+    struct rp_replay_opts o = {.force = force};
+    memset(p, 0, sizeof(*p));
+    return rp_replay_file(path, &o, p, NULL, NULL, err, errsz);
+}
+
+static void test_truncation(const struct fbuf *f)
+{
+    char path[256], err[512];
+    struct rp_profile p;
+    snprintf(path, sizeof(path), "%s/cut.rpt", tmpdir);
+    uint64_t last = f->chunk_off[f->nchunks - 1]; /* the END chunk */
+    int bad = 0;
+
+    for (size_t cut = 0; cut < f->len && bad < 10; cut++) {
+        write_file(path, f->p, cut);
+        int boundary = cut == RP_FILE_HDR_SIZE;
+        for (int i = 0; i < f->nchunks; i++)
+            boundary |= cut == f->chunk_off[i];
+        int fails0 = failures;
+
+        int rc = replay_rc(path, 0, &p, err, sizeof(err));
+        if (boundary) {
+            /* A cut between two chunks leaves a well-formed trace of a run
+             * that stopped there (a crash looks exactly like this): it is
+             * read, with the warning that it ended abnormally.  Its numbers
+             * are those of the complete chunks. */
+            CHECK_EQ(rc, 0);
+            CHECK_STR(p.warn, "abnormally");
+            CHECK_STR(p.warn, path);
+        } else {
+            CHECK_EQ(rc, RP_ETRUNC);
+            CHECK_STR(err, path);
+            CHECK_STR(err, "offset");
+            /* names the offset of the chunk the file ends in */
+            if (cut > RP_FILE_HDR_SIZE) {
+                uint64_t at = RP_FILE_HDR_SIZE;
+                for (int i = 0; i < f->nchunks; i++)
+                    if (f->chunk_off[i] < cut)
+                        at = f->chunk_off[i];
+                char want[64];
+                snprintf(want, sizeof(want), "offset %llu", (unsigned long long)at);
+                CHECK_STR(err, want);
+            }
+        }
+        rp_profile_free(&p);
+
+        /* force: anything past the file header is analysed up to the cut */
+        rc = replay_rc(path, 1, &p, err, sizeof(err));
+        if (cut < RP_FILE_HDR_SIZE) {
+            CHECK_EQ(rc, RP_ETRUNC);
+            CHECK_STR(err, "offset");
+        } else {
+            CHECK_EQ(rc, 0);
+            CHECK_STR(p.warn, "abnormally");
+            if (!boundary)
+                CHECK_STR(p.warn, "offset");
+            if (cut > last) /* inside END: every event chunk is intact */
+                check_profile(&p, 0);
+        }
+        rp_profile_free(&p);
+        if (failures != fails0) {
+            fprintf(stderr, "  (file cut at %zu of %zu bytes: rc %d, err \"%s\")\n", cut, f->len,
+                    rc, err);
+            bad++;
+        }
+    }
+}
+
+static void test_bitflips(const struct fbuf *f)
+{
+    char path[256], err[512], want[64];
+    struct rp_profile p;
+    snprintf(path, sizeof(path), "%s/flip.rpt", tmpdir);
+    uint8_t *d = malloc(f->len);
+
+    for (int ci = 0; ci < f->nchunks; ci++) {
+        uint64_t off = f->chunk_off[ci];
+        uint64_t end = ci + 1 < f->nchunks ? f->chunk_off[ci + 1] : f->len;
+        /* one byte in each header field (type, length, payload crc, header
+         * crc), the first and the last byte of the payload */
+        uint64_t at[6] = {off + 0, off + 5, off + 9, off + 15, off + 16, end - 1};
+        for (int k = 0; k < 6; k++) {
+            if (at[k] >= end)
+                continue;
+            for (int bit = 0; bit < 8; bit++) {
+                memcpy(d, f->p, f->len);
+                d[at[k]] ^= (uint8_t)(1u << bit);
+                write_file(path, d, f->len);
+                int fails0 = failures;
+                int rc = replay_rc(path, 0, &p, err, sizeof(err));
+                CHECK_EQ(rc, RP_ECRC);
+                CHECK_STR(err, path);
+                snprintf(want, sizeof(want), "offset %llu ", (unsigned long long)off);
+                CHECK_STR(err, want);
+                rp_profile_free(&p);
+                /* force skips a chunk whose payload is damaged; a damaged
+                 * header still stops the reading (its length is unknown).
+                 * Skipping THREAD or a CLOCK chunk leaves every event. */
+                uint32_t ty = f->chunk_type[ci];
+                if (at[k] - off >= RP_CHUNK_HDR_SIZE &&
+                    (ty == RP_CH_THREAD || ty == RP_CH_INFO || ty == RP_CH_END)) {
+                    rc = replay_rc(path, 1, &p, err, sizeof(err));
+                    CHECK_EQ(rc, 0);
+                    CHECK_EQ(p.skipped_chunks, 1);
+                    snprintf(want, sizeof(want), "the first at offset %llu",
+                             (unsigned long long)off);
+                    CHECK_STR(p.warn, want);
+                    CHECK_EQ(p.events, 32);
+                    CHECK_EQ(p.nodes[IA].incl, 170);
+                    rp_profile_free(&p);
+                }
+                if (failures != fails0)
+                    fprintf(stderr, "  (chunk %d at %llu, byte %llu bit %d: rc %d \"%s\")\n", ci,
+                            (unsigned long long)off, (unsigned long long)at[k], bit, rc, err);
+            }
+        }
+    }
+    free(d);
+}
+
+static void test_bad_headers(const struct fbuf *f)
+{
+    char path[256], err[512];
+    struct rp_profile p;
+    snprintf(path, sizeof(path), "%s/bad.rpt", tmpdir);
+    uint8_t *d = malloc(f->len + 64);
+
+    /* wrong magic */
+    memcpy(d, f->p, f->len);
+    d[3] ^= 0x20;
+    write_file(path, d, f->len);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), RP_EFORMAT);
+    CHECK_STR(err, path);
+    CHECK_STR(err, "offset 0");
+    rp_profile_free(&p);
+    /* wrong magic, even in a file shorter than the magic */
+    write_file(path, "RANX", 4);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), RP_EFORMAT);
+    rp_profile_free(&p);
+
+    /* version 2.0 */
+    memcpy(d, f->p, f->len);
+    rp_put16(d + 8, 2);
+    write_file(path, d, f->len);
+    CHECK_EQ(replay_rc(path, 1, &p, err, sizeof(err)), RP_EVERSION);
+    CHECK_STR(err, path);
+    CHECK_STR(err, "2.0");
+    rp_profile_free(&p);
+    /* a newer minor version is read */
+    memcpy(d, f->p, f->len);
+    rp_put16(d + 10, 7);
+    write_file(path, d, f->len);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+    rp_profile_free(&p);
+
+    /* a missing file */
+    snprintf(path, sizeof(path), "%s/does-not-exist.rpt", tmpdir);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), RP_ENOENT);
+    CHECK_STR(err, path);
+    rp_profile_free(&p);
+    snprintf(path, sizeof(path), "%s/bad.rpt", tmpdir);
+
+    /*
+     * Chunk headers with a sound header crc claiming absurd lengths, placed
+     * after the INFO chunk: over RP_CHUNK_MAX is a format error; under it but
+     * past the end of the file is a truncation.  Neither may size the
+     * reader's buffer by the claim (r.cap is what it allocated).
+     */
+    static const uint32_t claims[] = {0xffffffffu, RP_CHUNK_MAX + 1, RP_CHUNK_MAX, RP_CHUNK_MAX - 1,
+                                      1u << 25};
+    uint64_t at = f->chunk_off[1];
+    for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+        memcpy(d, f->p, at);
+        uint8_t *h = d + at;
+        rp_put32(h, RP_CH_EVENTS);
+        rp_put32(h + 4, claims[i]);
+        rp_put32(h + 8, 0);
+        rp_put32(h + 12, rp_crc32(0, h, 12));
+        memset(h + 16, 0x55, 48);
+        write_file(path, d, at + 64);
+
+        struct rp_reader r;
+        struct rp_chunk c;
+        CHECK_EQ(rp_reader_open(&r, path), 0);
+        CHECK_EQ(rp_reader_next(&r, &c), 1); /* INFO */
+        int rc = rp_reader_next(&r, &c);
+        CHECK_EQ(rc, claims[i] > RP_CHUNK_MAX ? RP_EFORMAT : RP_ETRUNC);
+        char want[64];
+        snprintf(want, sizeof(want), "offset %llu", (unsigned long long)at);
+        CHECK_STR(r.err, want);
+        CHECK_STR(r.err, path);
+        /* the buffer holds at most what the file could supply (INFO needed
+         * 64 KiB, the reader's first size), not the claim */
+        CHECK(r.cap <= 65536);
+        if (r.cap > 65536)
+            fprintf(stderr, "  (claim %u: reader allocated %zu bytes for a %llu-byte file)\n",
+                    claims[i], r.cap, (unsigned long long)(at + 64));
+        rp_reader_close(&r);
+
+        CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)),
+                 claims[i] > RP_CHUNK_MAX ? RP_EFORMAT : RP_ETRUNC);
+        CHECK_STR(err, want);
+        rp_profile_free(&p);
+    }
+    free(d);
+}
+
+static void test_no_end(void)
+{
+    struct fbuf f = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+    build_trace(&f, 0);
+    snprintf(path, sizeof(path), "%s/noend.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+    CHECK_STR(p.warn, "abnormally");
+    CHECK_STR(p.warn, path);
+    check_profile(&p, 0); /* same numbers, only the END is missing */
+    rp_profile_free(&p);
+    unlink(path);
+    free(f.p);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_crc();
+    test_varint();
+
+    struct fbuf f = {0};
+    build_trace(&f, 1);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/good.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+    test_read_back(path, &f);
+    test_replay(path);
+    test_no_end();
+    test_truncation(&f);
+    test_bitflips(&f);
+    test_bad_headers(&f);
+    free(f.p);
+
+    /* clean up the temporary directory */
+    static const char *const files[] = {"good.rpt", "cut.rpt", "flip.rpt", "bad.rpt"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
+        unlink(path);
+    }
+    rmdir(tmpdir);
+
+    if (failures) {
+        fprintf(stderr, "test_trace: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_trace: all checks passed\n");
+    return 0;
+}
