@@ -258,6 +258,23 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
     rp_rt.lost_total += t->enc.lost - lost0;
 }
 
+/*
+ * Writes the losses a thread has counted but not yet put in a buffer: events
+ * dropped while it had no free buffer, and events of signal handlers that
+ * interrupted an append.  Called for a thread that has ended (its counters
+ * are final: `exited` was stored with release after them) or for the
+ * calling thread at shutdown.
+ */
+static void write_pending_loss(struct rp_tbuf *x)
+{
+    uint64_t n = x->lost + x->reentered;
+    if (!n)
+        return;
+    struct rp_raw rec = {x->lost ? x->lost_first : rp_ticks(), rp_raw_word(RP_RAW_LOST, n)};
+    x->lost = x->reentered = 0;
+    write_buffer(x, &rec, 1);
+}
+
 /* Writes every published buffer of every thread; retires exited threads
  * whose buffers are all written.  Returns the number of buffers written. */
 static unsigned drain_once(void)
@@ -286,6 +303,7 @@ static unsigned drain_once(void)
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
+            write_pending_loss(x);
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
@@ -715,6 +733,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
         return;
     }
+    if (t && !t->guard)
+        write_pending_loss(t); /* the writer is gone: this thread writes */
     out_maps();
     out_clock();
     uint8_t end[32];
