@@ -521,9 +521,18 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 
 /* ---- start, fork, shutdown ---------------------------------------------- */
 
+static int rt_start(void);
+
 static void rt_start_once(void)
 {
-    (void)rp_rt_start();
+    (void)rt_start();
+}
+
+/* Starts the recorder if it has not started; returns 0 or the start error. */
+RP_HIDDEN int rp_rt_start(void)
+{
+    pthread_once(&rt_once, rt_start_once);
+    return rt_start_err;
 }
 
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
@@ -654,7 +663,7 @@ static void atfork_child(void)
 }
 
 /* The once-only start.  Sets rt_start_err on failure (nothing recorded). */
-RP_HIDDEN int rp_rt_start(void)
+static int rt_start(void)
 {
     rp_rt.quiet = getenv("RANKPROF_QUIET") != NULL;
     const char *mode = getenv("RANKPROF_MODE");
