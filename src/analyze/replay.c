@@ -31,6 +31,9 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "symbols.h"
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
 #include "trace/reader.h"
 
 struct frame {
@@ -48,8 +51,17 @@ struct tstate {
     uint32_t nactive;
 };
 
-struct acc {
+/*
+ * What replay touches for every span of a node, packed in one place (the
+ * full struct rp_node is filled from it at the end): the statistics, the
+ * exact sum of squares, and a one-entry cache of the edge from the node's
+ * last caller, which hits for every callee that has one usual caller.
+ */
+struct hot {
+    uint64_t calls, dur_sum, excl, incl, min, max, first, last;
     unsigned __int128 sq; /* sum of squared durations, exact */
+    uint32_t *hist;       /* RP_HIST_BUCKETS counts, NULL until the first span */
+    uint32_t last_caller, last_edge;
 };
 
 struct priv {
@@ -58,7 +70,7 @@ struct priv {
     uint64_t *ekeys; /* edge hash: (caller << 32 | callee) + 1, 0 = empty */
     uint32_t *evals;
     uint32_t ecap;
-    struct acc *acc; /* per node */
+    struct hot *hot; /* per node */
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
     double freq_hz;
@@ -92,15 +104,17 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
         if (!nn)
             return RP_ENOMEM;
         p->nodes = nn;
-        struct acc *na = realloc(v->acc, ncap * sizeof(*na));
-        if (!na)
+        struct hot *nh = realloc(v->hot, ncap * sizeof(*nh));
+        if (!nh)
             return RP_ENOMEM;
-        v->acc = na;
+        v->hot = nh;
         p->cap_nodes = ncap;
     }
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
-        memset(&v->acc[i], 0, sizeof(v->acc[i]));
+        memset(&v->hot[i], 0, sizeof(v->hot[i]));
+        v->hot[i].min = UINT64_MAX;
+        v->hot[i].last_caller = UINT32_MAX;
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
@@ -211,32 +225,43 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
     return t;
 }
 
-/* Ends the innermost span of t at `now`. */
-static int span_end(struct rp_profile *p, struct tstate *t, uint64_t now)
+/* The edge caller -> callee through the callee's one-entry cache. */
+static inline struct rp_edge *edge_of(struct rp_profile *p, struct hot *h, uint32_t caller,
+                                      uint32_t callee)
 {
-    struct frame *f = &t->stack[--t->depth];
-    struct rp_node *n = &p->nodes[f->id];
+    if (h->last_caller == caller)
+        return &p->edges[h->last_edge];
+    struct rp_edge *e = edge_get(p, caller, callee);
+    if (e) {
+        h->last_caller = caller;
+        h->last_edge = (uint32_t)(e - p->edges);
+    }
+    return e;
+}
+
+/* Ends the innermost span of t at `now`.  Returns 0 or RP_ENOMEM. */
+static inline int span_end(struct rp_profile *p, struct tstate *t, uint64_t now)
+{
     struct priv *v = p->priv;
+    struct frame *f = &t->stack[--t->depth];
+    struct hot *h = &v->hot[f->id];
     uint64_t dur = now >= f->start ? now - f->start : 0;
     uint64_t self = dur >= f->child ? dur - f->child : 0;
 
-    n->calls++;
-    n->dur_sum += dur;
-    n->excl += self;
-    if (dur < n->min)
-        n->min = dur;
-    if (dur > n->max)
-        n->max = dur;
-    v->acc[f->id].sq += (unsigned __int128)dur * dur;
-    rp_hist_add(&n->hist, dur);
-    if (n->calls == 1 || f->start < n->first_start)
-        n->first_start = f->start;
-    if (f->start > n->last_start)
-        n->last_start = f->start;
-    if (n->budget && dur > n->budget)
-        n->overruns++;
+    h->calls++;
+    h->dur_sum += dur;
+    h->excl += self;
+    h->min = dur < h->min ? dur : h->min;
+    h->max = dur > h->max ? dur : h->max;
+    h->sq += (unsigned __int128)dur * dur;
+    if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
+        return RP_ENOMEM;
+    rp_hist_count(h->hist, dur);
+    if (h->calls == 1 || f->start < h->first)
+        h->first = f->start;
+    h->last = f->start > h->last ? f->start : h->last;
     if (--t->active[f->id] == 0)
-        n->incl += dur;
+        h->incl += dur;
 
     uint32_t parent = 0;
     if (t->depth) {
@@ -244,15 +269,13 @@ static int span_end(struct rp_profile *p, struct tstate *t, uint64_t now)
         pf->child += dur;
         parent = pf->id;
     }
-    struct rp_edge *e = edge_get(p, parent, f->id);
-    if (!e)
+    struct rp_edge *e = edge_of(p, h, parent, f->id);
+    if (unlikely(!e))
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (dur < e->min)
-        e->min = dur;
-    if (dur > e->max)
-        e->max = dur;
+    e->min = dur < e->min ? dur : e->min;
+    e->max = dur > e->max ? dur : e->max;
     return 0;
 }
 
@@ -287,16 +310,31 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         t->active = na;
         t->nactive = p->cap_nodes;
     }
-    uint64_t n = 0;
-    while ((rc = rp_evdec_next(&d, &ev)) > 0) {
-        n++;
-        if (!th->events && n == 1)
-            th->first = ev.ticks;
-        switch (ev.op) {
+    /* The decoding of rp_evdec_next, inlined: this loop runs per event. */
+    struct priv *v = p->priv;
+    uint64_t n = 0, now = d.now, h, x;
+    const uint8_t *q = d.p, *end = d.end, *ev0 = q;
+    rc = 0;
+    ev.id = 0;
+    while (q < end) {
+        ev0 = q;
+        if (likely(*q < 0x80))
+            h = *q++;
+        else if (!(q = rp_get_varint(q, end, &h)))
+            goto bad_at;
+        now += h >> RP_OP_BITS;
+        if (unlikely(!n++) && !th->events)
+            th->first = now;
+        switch (h & RP_OP_MASK) {
         case RP_OP_ENTER:
-            if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff)
+            if (likely(q < end && *q < 0x80))
+                x = *q++;
+            else if (!(q = rp_get_varint(q, end, &x)))
+                goto bad_at;
+            ev.id = (uint32_t)x;
+            if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
                 goto undefined;
-            if (t->depth == t->cap) {
+            if (unlikely(t->depth == t->cap)) {
                 uint32_t ncap = t->cap ? t->cap * 2 : 64;
                 struct frame *ns = realloc(t->stack, ncap * sizeof(*ns));
                 if (!ns)
@@ -304,22 +342,25 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
                 t->stack = ns;
                 t->cap = ncap;
             }
-            t->stack[t->depth++] = (struct frame){ev.id, ev.ticks, 0};
-            t->active[ev.id]++;
+            t->stack[t->depth++] = (struct frame){(uint32_t)x, now, 0};
+            t->active[x]++;
             break;
         case RP_OP_EXIT:
-            if (!t->depth) {
+            if (unlikely(!t->depth)) {
                 th->unmatched_exits++;
                 break;
             }
-            if ((rc = span_end(p, t, ev.ticks)) < 0)
+            if (unlikely((rc = span_end(p, t, now)) < 0))
                 return rc;
             break;
         case RP_OP_EXIT_ID: {
-            if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff)
+            if (!(q = rp_get_varint(q, end, &x)))
+                goto bad_at;
+            ev.id = (uint32_t)x;
+            if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
                 goto undefined;
             uint32_t at = t->depth;
-            while (at > 0 && t->stack[at - 1].id != ev.id)
+            while (at > 0 && t->stack[at - 1].id != x)
                 at--;
             if (!at) {
                 th->unmatched_exits++;
@@ -329,36 +370,49 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
             th->unclosed += t->depth - at;
             while (t->depth > at)
                 t->active[t->stack[--t->depth].id]--;
-            if ((rc = span_end(p, t, ev.ticks)) < 0)
+            if ((rc = span_end(p, t, now)) < 0)
                 return rc;
             break;
         }
         case RP_OP_INSTANT:
         case RP_OP_COUNTER:
-            if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff)
+            if (!(q = rp_get_varint(q, end, &x)))
+                goto bad_at;
+            ev.id = (uint32_t)x;
+            if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
                 goto undefined;
-            p->nodes[ev.id].calls++;
+            if (!(q = rp_get_varint(q, end, &ev.arg)))
+                goto bad_at;
+            v->hot[x].calls++;
             break;
         case RP_OP_ARG:
+            if (!(q = rp_get_varint(q, end, &ev.arg)))
+                goto bad_at;
             break;
         case RP_OP_LOST:
+            if (!(q = rp_get_varint(q, end, &ev.arg)))
+                goto bad_at;
             th->lost += ev.arg;
             stack_abandon(p, t);
             break;
+        default:
+            goto bad_at;
         }
-        th->last = ev.ticks;
     }
-    if (rc < 0)
-        goto bad;
+    d.p = q;
+    th->last = now;
     th->events += n;
     p->events += n;
     return 0;
+bad_at:
+    d.p = ev0;
 bad:
     snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
              (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
              (unsigned long long)c->offset);
     return RP_EFORMAT;
 undefined:
+    d.p = ev0;
     snprintf(err, errsz, "event at offset %llu uses id %u, which no DEFS chunk defined",
              (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
              ev.id);
@@ -509,17 +563,26 @@ static void finish(struct rp_profile *p)
     }
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
+        struct hot *h = &v->hot[i];
         if (n->kind == 0xff)
             n->kind = RP_KIND_FUNC;
-        if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER) {
-            if (n->min == UINT64_MAX)
-                n->min = 0;
+        n->calls = h->calls;
+        n->dur_sum = h->dur_sum;
+        n->excl = h->excl;
+        n->incl = h->incl;
+        n->min = h->calls && h->min != UINT64_MAX ? h->min : 0;
+        n->max = h->max;
+        n->first_start = h->first;
+        n->last_start = h->last;
+        n->hist.counts = h->hist; /* the node owns it now */
+        n->hist.n = h->hist ? h->calls : 0;
+        h->hist = NULL;
+        if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER)
             continue;
-        }
         double cnt = (double)n->calls;
         n->mean = (double)n->dur_sum / cnt;
         /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-        long double m2 = (long double)v->acc[i].sq -
+        long double m2 = (long double)h->sq -
                          (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
@@ -658,7 +721,9 @@ static void priv_free(struct rp_profile *p)
     free(v->ts);
     free(v->ekeys);
     free(v->evals);
-    free(v->acc);
+    for (uint32_t i = 0; i < p->n_nodes && v->hot; i++)
+        free(v->hot[i].hist);
+    free(v->hot);
     free(v);
     p->priv = NULL;
 }
