@@ -9,30 +9,38 @@
  *
  *     P = (1 - alpha) Q + (alpha / N) 1 1^T,     pi = pi P,  sum pi = 1.
  *
- * Solver: Gauss-Seidel sweeps on the stationary equations, in an order that
- * follows the calls, renormalised after each sweep.  For node j,
+ * Solver.  Plain power iteration converges like ((1-alpha) |lambda_2(Q)|)^k,
+ * and a call graph is nearly periodic (ROOT -> main -> ... -> leaf -> ROOT),
+ * so |lambda_2| is close to 1: thousands of steps at alpha = 0.01, and no
+ * convergence at all as alpha -> 0.  The chain is regenerative instead: all
+ * finished mass goes to ROOT.  With sum pi = 1 the stationary equations are
+ * pi_j = (1-alpha) sum_i pi_i Q_ij + alpha/N; write y for pi without ROOT, M
+ * for (1-alpha) Q among non-ROOT nodes and q for (1-alpha) Q_ROOT,j.  Then
  *
- *     pi_j (1 - (1-alpha) Q_jj) = (1-alpha) sum_{i != j} pi_i Q_ij + alpha/N
+ *     y = pi_ROOT q + (alpha/N) 1 + y M,   so   y = pi_ROOT u + v  with
+ *     u = q (I - M)^-1  (expected visits per visit of ROOT: involvement),
+ *     v = (alpha/N) 1 (I - M)^-1  (the visits the teleport brings), and
+ *     pi_ROOT = (1 - sum v) / (1 + sum u)  from sum pi = 1.
  *
- * which is pi = pi P with sum pi = 1 substituted in the teleport term.  Plain
- * power iteration converges like ((1-alpha) |lambda_2(Q)|)^k, and a call
- * graph is nearly periodic (ROOT -> main -> ... -> leaf -> ROOT), so
- * |lambda_2| is close to 1 and it needs thousands of steps at alpha = 0.01
- * (and never converges as alpha -> 0).  The chain is regenerative instead:
- * all finished mass goes to ROOT, and with the nodes swept in reverse
- * postorder of a depth-first search from ROOT (a topological order when the
- * call graph has no cycles) every node sees its callers' values of the same
- * sweep, so an acyclic graph is solved in one sweep up to the lagging
- * teleport term; self loops (direct recursion) are solved exactly by the
- * division above; only cycles of two or more nodes (mutual recursion) and the
- * alpha-weak teleport coupling need further sweeps.  The fixed point is the
- * same pi; the tests compare with a dense direct solve.
+ * (ROOT's own equation then holds by itself: the rows of P sum to 1.)  u and
+ * v are found together by Gauss-Seidel sweeps over the non-ROOT nodes, in
+ * reverse postorder of a depth-first search from ROOT (a topological order
+ * when the call graph has no cycles), so every node sees its callers' values
+ * of the same sweep: an acyclic call graph is solved exactly by one sweep
+ * (the second confirms it); self loops (direct recursion) are solved exactly
+ * by dividing by 1 - M_jj; only cycles of two or more nodes (mutual
+ * recursion, callbacks) need more sweeps, at the rate their flow decays.
+ * Solving for pi_ROOT in closed form after each sweep, rather than iterating
+ * it, removes the slow mode between the ROOT-driven and the teleport-driven
+ * mass.  Start: u = v = 0 (the iterates then increase monotonically to the
+ * solution); stop when the L1 change of pi is below tol.  The tests compare
+ * with a dense direct solve of pi = pi P.
  *
- * Cost: building is O(N + M) (two counting sorts and one iterative DFS);
- * each sweep is one pass over the in-edges, stored by node position in
+ * Cost: building is O(N + M) (three passes over the edges and one iterative
+ * DFS); each sweep is one pass over the in-edges, stored by node position in
  * sweep order (CSC: source position + precomputed coefficient
- * (1-alpha) w_ij / T_i), plus O(N) for renormalising.  The dense matrix is
- * never formed.
+ * (1-alpha) w_ij / T_i), with u and v side by side so that each random read
+ * fetches both, plus O(N).  The dense matrix is never formed.
  */
 #include "rank.h"
 
@@ -47,6 +55,10 @@
 #define DEFAULT_TOL      1e-12
 #define DEFAULT_MAX_ITER 10000u
 
+struct uv {
+    double u, v;
+};
+
 /* The solver's working set, all indexed by sweep position unless noted. */
 struct solver {
     uint32_t n;
@@ -55,9 +67,9 @@ struct solver {
     uint32_t *off;  /* n + 1 offsets into esrc/ecoef */
     uint32_t *esrc; /* source position of each in-edge */
     double *ecoef;  /* (1 - alpha) * w / T_src */
-    double *s;      /* Q_i,ROOT of the node at this position */
     double *invden; /* 1 / (1 - (1-alpha) Q_jj), or 0 when that is 0 */
-    double *x, *prev;
+    struct uv *x;   /* u and v; x[root] = {1, 0} throughout */
+    double *prev;   /* pi of the last sweep */
 };
 
 static void solver_free(struct solver *sv)
@@ -66,13 +78,13 @@ static void solver_free(struct solver *sv)
     free(sv->off);
     free(sv->esrc);
     free(sv->ecoef);
-    free(sv->s);
     free(sv->invden);
     free(sv->x);
     free(sv->prev);
 }
 
-/* Checks the graph and options.  Returns 0 or RP_EINVAL. */
+/* Checks the options, pointers and stop weights (edges are checked while
+ * building).  Returns 0 or RP_EINVAL. */
 static int validate(const struct rp_graph *g, double alpha, double tol, uint32_t max_iter)
 {
     if (!g || g->n == 0 || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
@@ -82,30 +94,22 @@ static int validate(const struct rp_graph *g, double alpha, double tol, uint32_t
     for (uint32_t i = 0; i < g->n; i++)
         if (!isfinite(g->stop[i]) || g->stop[i] < 0.0)
             return RP_EINVAL;
-    for (uint32_t e = 0; e < g->m; e++)
-        if (g->src[e] >= g->n || g->dst[e] >= g->n || !isfinite(g->w[e]) || g->w[e] < 0.0)
-            return RP_EINVAL;
     return 0;
 }
 
 /*
  * Sweep order: reverse postorder of an iterative depth-first search over the
  * call edges (edges into ROOT and self loops do not order anything), from
- * ROOT first, then from every node not reached yet, in index order.  Fills
- * sv->pos.  Returns 0 or RP_ENOMEM.
+ * ROOT first, then from every node not reached yet, in index order.  ooff is
+ * the out-degree count shifted by one (ooff[i + 1] = out-degree of i), and
+ * is turned into CSR offsets here.  Fills sv->pos.  Returns 0 or RP_ENOMEM.
  */
-static int order_nodes(const struct rp_graph *g, struct solver *sv)
+static int order_nodes(const struct rp_graph *g, uint32_t *ooff, struct solver *sv)
 {
     uint32_t n = g->n, m = g->m;
     int rc = RP_ENOMEM;
-    uint32_t *ooff = calloc((size_t)n + 1, sizeof *ooff);
     uint32_t *odst = NULL, *stk = NULL, *cur = NULL;
-    if (!ooff)
-        goto out;
-    /* out-adjacency (CSR), destinations only */
-    for (uint32_t e = 0; e < m; e++)
-        if (g->dst[e] != 0 && g->dst[e] != g->src[e])
-            ooff[g->src[e] + 1]++;
+
     for (uint32_t i = 0; i < n; i++)
         ooff[i + 1] += ooff[i];
     odst = malloc((size_t)(ooff[n] ? ooff[n] : 1) * sizeof *odst);
@@ -148,7 +152,6 @@ static int order_nodes(const struct rp_graph *g, struct solver *sv)
         sv->pos[i] = n - 1 - sv->pos[i];
     rc = 0;
 out:
-    free(ooff);
     free(odst);
     free(cur);
     free(stk);
@@ -156,36 +159,55 @@ out:
 }
 
 /*
- * Builds the sweep structures from the graph.  Invariant afterwards: for the
- * node v at position p, pi_v's equation is
- *   x[p] = ((sum over in-edges e of p: ecoef[e] * x[esrc[e]]) + alpha/N)
+ * Builds the sweep structures from the graph in three passes over the edges
+ * (check and count; out-adjacency for the order; in-edges by position).
+ * Invariant afterwards: for the non-ROOT node at position p,
+ *   u[p] = (sum over in-edges e of p: ecoef[e] * u[esrc[e]]) * invden[p]
+ *   v[p] = (sum over in-edges e of p: ecoef[e] * v[esrc[e]] + alpha/N)
  *          * invden[p]
- * and for ROOT the in-edge sum is (1-alpha) * sum_{q != root} s[q] x[q].
- * Returns 0 or RP_ENOMEM (RP_EINVAL if a row total overflows to infinity).
+ * with u[root] = 1, v[root] = 0; edges into ROOT are not stored (they only
+ * end a descent) and self loops are in invden.
+ * Returns 0, RP_EINVAL (an index >= n, a negative or non-finite weight, a
+ * row total that overflows), or RP_ENOMEM.
  */
 static int build(const struct rp_graph *g, double alpha, struct solver *sv)
 {
     uint32_t n = g->n, m = g->m;
+    const uint32_t *src = g->src, *dst = g->dst;
+    const double *w = g->w;
     int rc = RP_ENOMEM;
-    double *tot = calloc(n, sizeof *tot); /* by node index */
-    double *diag = NULL;                  /* Q_jj by position */
-    uint32_t *fill = NULL;
+    double *tot = calloc(n, sizeof *tot);                 /* by node index */
+    double *diag = NULL;                                  /* Q_jj by position */
+    uint32_t *ooff = calloc((size_t)n + 1, sizeof *ooff); /* out-degrees, CSR */
+    uint32_t *fill = calloc(n, sizeof *fill);             /* in-degrees, then cursor */
 
     sv->n = n;
     sv->pos = malloc((size_t)n * sizeof *sv->pos);
     sv->off = calloc((size_t)n + 1, sizeof *sv->off);
-    sv->s = calloc(n, sizeof *sv->s);
     sv->invden = malloc((size_t)n * sizeof *sv->invden);
     sv->x = malloc((size_t)n * sizeof *sv->x);
+
     sv->prev = malloc((size_t)n * sizeof *sv->prev);
     diag = calloc(n, sizeof *diag);
-    if (!tot || !sv->pos || !sv->off || !sv->s || !sv->invden || !sv->x || !sv->prev || !diag)
+    if (!tot || !ooff || !fill || !sv->pos || !sv->off || !sv->invden || !sv->x || !sv->prev ||
+        !diag)
         goto out;
 
+    /* pass 1: check, row totals, degrees */
     for (uint32_t i = 1; i < n; i++)
         tot[i] = g->stop[i];
-    for (uint32_t e = 0; e < m; e++)
-        tot[g->src[e]] += g->w[e];
+    for (uint32_t e = 0; e < m; e++) {
+        uint32_t a = src[e], b = dst[e];
+        if (a >= n || b >= n || !(w[e] >= 0.0) || !isfinite(w[e])) {
+            rc = RP_EINVAL;
+            goto out;
+        }
+        tot[a] += w[e];
+        if (b != 0 && b != a) {
+            ooff[a + 1]++;
+            fill[b]++;
+        }
+    }
     for (uint32_t i = 0; i < n; i++) {
         if (!isfinite(tot[i])) {
             rc = RP_EINVAL;
@@ -195,46 +217,39 @@ static int build(const struct rp_graph *g, double alpha, struct solver *sv)
         tot[i] = tot[i] > 0.0 ? 1.0 / tot[i] : 0.0;
     }
 
-    rc = order_nodes(g, sv);
+    /* pass 2 */
+    rc = order_nodes(g, ooff, sv);
     if (rc)
         goto out;
     rc = RP_ENOMEM;
+    free(ooff);
+    ooff = NULL;
     sv->root = sv->pos[0];
 
-    /* restart shares and self loops */
-    for (uint32_t i = 0; i < n; i++) {
-        if (tot[i] == 0.0)
-            sv->s[sv->pos[i]] = 1.0; /* all-zero row: restart at ROOT */
-        else if (i != 0)
-            sv->s[sv->pos[i]] = g->stop[i] * tot[i];
-    }
-    for (uint32_t e = 0; e < m; e++) {
-        uint32_t a = g->src[e], b = g->dst[e];
-        if (b == 0)
-            sv->s[sv->pos[a]] += g->w[e] * tot[a];
-        else if (a == b)
-            diag[sv->pos[a]] += g->w[e] * tot[a];
-        else
-            sv->off[sv->pos[b] + 1]++;
-    }
-    diag[sv->root] = sv->s[sv->root]; /* ROOT -> ROOT is its self loop */
-
+    for (uint32_t i = 0; i < n; i++)
+        sv->off[sv->pos[i] + 1] = fill[i];
     for (uint32_t p = 0; p < n; p++)
         sv->off[p + 1] += sv->off[p];
+    memcpy(fill, sv->off, (size_t)n * sizeof *fill);
     size_t ne = sv->off[n] ? sv->off[n] : 1;
     sv->esrc = malloc(ne * sizeof *sv->esrc);
     sv->ecoef = malloc(ne * sizeof *sv->ecoef);
-    fill = malloc((size_t)n * sizeof *fill);
-    if (!sv->esrc || !sv->ecoef || !fill)
+    if (!sv->esrc || !sv->ecoef)
         goto out;
-    memcpy(fill, sv->off, (size_t)n * sizeof *fill);
+
+    /* pass 3: in-edges by position, self loops */
     for (uint32_t e = 0; e < m; e++) {
-        uint32_t a = g->src[e], b = g->dst[e];
-        if (b == 0 || a == b)
+        uint32_t a = src[e], b = dst[e];
+        if (b == 0)
             continue;
-        uint32_t k = fill[sv->pos[b]]++;
-        sv->esrc[k] = sv->pos[a];
-        sv->ecoef[k] = (1.0 - alpha) * g->w[e] * tot[a];
+        double q = w[e] * tot[a];
+        if (a == b) {
+            diag[sv->pos[a]] += q;
+        } else {
+            uint32_t k = fill[sv->pos[b]]++;
+            sv->esrc[k] = sv->pos[a];
+            sv->ecoef[k] = (1.0 - alpha) * q;
+        }
     }
     for (uint32_t p = 0; p < n; p++) {
         double den = 1.0 - (1.0 - alpha) * diag[p];
@@ -244,55 +259,82 @@ static int build(const struct rp_graph *g, double alpha, struct solver *sv)
 out:
     free(tot);
     free(diag);
+    free(ooff);
     free(fill);
     return rc;
 }
 
 /*
- * Runs sweeps until the L1 change of the normalised iterate is below tol or
- * max_iter sweeps were made.  Cannot fail.
+ * One Gauss-Seidel sweep over the non-ROOT positions: new u and v in place.
+ * Returns their sums over non-ROOT positions in *su, *sv_.  Two partial sums
+ * per value, so that the additions do not wait for each other; the loads of
+ * x[esrc[e]] are the real cost.  Cannot fail.
+ */
+static void sweep(const struct solver *sv, double tele, double *su, double *svs)
+{
+    const uint32_t *off = sv->off, *esrc = sv->esrc;
+    const double *ecoef = sv->ecoef, *invden = sv->invden;
+    struct uv *x = sv->x;
+    double tu = 0.0, tv = 0.0;
+
+    for (uint32_t p = 0; p < sv->n; p++) {
+        if (p == sv->root)
+            continue;
+        double u0 = 0.0, v0 = 0.0, u1 = 0.0, v1 = 0.0;
+        uint32_t e = off[p], end = off[p + 1];
+        for (; e + 2 <= end; e += 2) {
+            const struct uv *a = &x[esrc[e]], *b = &x[esrc[e + 1]];
+            u0 += ecoef[e] * a->u;
+            v0 += ecoef[e] * a->v;
+            u1 += ecoef[e + 1] * b->u;
+            v1 += ecoef[e + 1] * b->v;
+        }
+        if (e < end) {
+            const struct uv *a = &x[esrc[e]];
+            u0 += ecoef[e] * a->u;
+            v0 += ecoef[e] * a->v;
+        }
+        double nu = u0 + u1, nv = v0 + v1 + tele;
+        if (invden[p] > 0.0) {
+            nu *= invden[p];
+            nv *= invden[p];
+        } else { /* alpha == 0 and p only ever calls itself: it keeps all */
+            nu += x[p].u;
+            nv += x[p].v;
+        }
+        x[p].u = nu;
+        x[p].v = nv;
+        tu += nu;
+        tv += nv;
+    }
+    *su = tu;
+    *svs = tv;
+}
+
+/*
+ * Runs sweeps until the L1 change of pi is below tol or max_iter sweeps were
+ * made; leaves pi by position in sv->prev.  Cannot fail.
  */
 static void iterate(struct solver *sv, double alpha, double tol, uint32_t max_iter, uint32_t *iters,
                     double *resid)
 {
-    uint32_t n = sv->n, root = sv->root;
-    const uint32_t *off = sv->off, *esrc = sv->esrc;
-    const double *ecoef = sv->ecoef, *s = sv->s, *invden = sv->invden;
-    double *x = sv->x;
-    double tele = alpha / (double)n;
-    double r = 0.0; /* sum over positions of s[q] * x[q], kept current */
-    uint32_t it = 0;
-    double change = INFINITY;
+    uint32_t n = sv->n, root = sv->root, it = 0;
+    double tele = alpha / (double)n, change = INFINITY;
 
     for (uint32_t p = 0; p < n; p++) {
-        x[p] = 1.0 / (double)n;
-        r += s[p] * x[p];
+        sv->x[p].u = sv->x[p].v = 0.0;
+        sv->prev[p] = 1.0 / (double)n;
     }
+    sv->x[root].u = 1.0;
     while (it < max_iter) {
-        memcpy(sv->prev, x, (size_t)n * sizeof *x);
-        for (uint32_t p = 0; p < n; p++) {
-            double acc = 0.0, old = x[p], nw;
-            for (uint32_t e = off[p]; e < off[p + 1]; e++)
-                acc += ecoef[e] * x[esrc[e]];
-            if (p == root)
-                acc = (1.0 - alpha) * (r - s[p] * old);
-            if (invden[p] > 0.0)
-                nw = (acc + tele) * invden[p];
-            else /* alpha == 0 and p only ever stays: plain power step */
-                nw = acc + tele + old;
-            x[p] = nw;
-            r += s[p] * (nw - old);
-        }
-        double sum = 0.0;
-        for (uint32_t p = 0; p < n; p++)
-            sum += x[p];
-        double inv = 1.0 / sum;
+        double su, svs;
+        sweep(sv, tele, &su, &svs);
+        double r = (1.0 - svs) / (1.0 + su);
         change = 0.0;
-        r = 0.0;
         for (uint32_t p = 0; p < n; p++) {
-            x[p] *= inv;
-            change += fabs(x[p] - sv->prev[p]);
-            r += s[p] * x[p];
+            double y = p == root ? r : r * sv->x[p].u + sv->x[p].v;
+            change += fabs(y - sv->prev[p]);
+            sv->prev[p] = y;
         }
         it++;
         if (change < tol)
@@ -327,7 +369,7 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
         goto out;
     iterate(&sv, alpha, tol, max_iter, &it, &res);
     for (uint32_t i = 0; i < g->n; i++)
-        pi[i] = sv.x[sv.pos[i]];
+        pi[i] = sv.prev[sv.pos[i]];
 done:
     if (iterations)
         *iterations = it;
