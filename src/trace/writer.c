@@ -19,6 +19,9 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
 #define ENC_INIT_CAP 1024
 
 static inline uint64_t enc_hash(uint64_t k)
@@ -181,37 +184,48 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
     return id;
 }
 
-static inline int enc_push(struct rp_enc_thread *t, uint32_t id)
+static inline uint64_t enc_key(uint8_t kind, uint64_t key)
+{
+    return ((uint64_t)(kind + 1) << RP_RAW_SHIFT) | (key & RP_RAW_PAYLOAD);
+}
+
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id)
 {
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 256;
         if (ncap > (1u << 20)) /* beyond this depth exits are written with ids */
-            return 0;
-        uint32_t *ns = realloc(t->stack, ncap * sizeof(*ns));
+            return;
+        struct rp_enc_frame *ns = realloc(t->stack, ncap * sizeof(*ns));
         if (!ns)
-            return 0;
+            return;
         t->stack = ns;
         t->cap = ncap;
     }
-    t->stack[t->depth++] = id;
-    return 0;
+    t->stack[t->depth++] = (struct rp_enc_frame){key, id};
 }
 
 /*
- * Writes the end of span `id` as EXIT (it is innermost) or EXIT_ID, and
- * mirrors on the shadow stack what the reader will do: an exit of a span
- * that is open deeper closes everything above it.
+ * Writes the end of the span with key k as EXIT when it is the innermost
+ * open span (found by key: no id lookup), or as EXIT_ID, and mirrors on the
+ * shadow stack what the reader will do: an exit of a span that is open
+ * deeper closes everything above it.  Returns the output position, or NULL
+ * when the id cannot be had (out of memory).
  */
-static inline uint8_t *enc_exit(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint32_t id)
+static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8_t *o,
+                                uint64_t delta, uint8_t kind, uint8_t cls, uint64_t key)
 {
-    if (t->depth && t->stack[t->depth - 1] == id) {
+    uint64_t k = enc_key(kind, key);
+    if (likely(t->depth && t->stack[t->depth - 1].key == k)) {
         t->depth--;
         return rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT);
     }
+    uint32_t id = enc_plain_id(e, kind, cls, key);
+    if (!id)
+        return NULL;
     o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT_ID);
     o = rp_put_varint(o, id);
     for (uint32_t d = t->depth; d-- > 0;) {
-        if (t->stack[d] == id) {
+        if (t->stack[d].key == k) {
             t->depth = d;
             break;
         }
@@ -233,47 +247,57 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         uint64_t delta = r->ticks >= prev ? r->ticks - prev : 0;
         uint32_t id, id2;
 
+        uint8_t *no;
         switch (op) {
         case RP_RAW_FUNC_ENTER:
-        case RP_RAW_SITE_BEGIN:
-        case RP_RAW_LOCK_WAIT:
-            if (op == RP_RAW_FUNC_ENTER)
-                id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
-            else if (op == RP_RAW_SITE_BEGIN)
-                id = enc_site_id(e, pl);
-            else
-                id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
-            if (!id)
+            id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
+            if (unlikely(!id))
                 goto skip;
             o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
             o = rp_put_varint(o, id);
-            enc_push(t, id);
+            enc_push(t, enc_key(RP_KIND_FUNC, pl), id);
             break;
         case RP_RAW_FUNC_EXIT:
-        case RP_RAW_SITE_END:
-        case RP_RAW_LOCK_REL:
-        case RP_RAW_LOCK_FAIL:
-            if (op == RP_RAW_FUNC_EXIT)
-                id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
-            else if (op == RP_RAW_SITE_END)
-                id = enc_site_id(e, pl);
-            else if (op == RP_RAW_LOCK_REL)
-                id = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
-            else
-                id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
-            if (!id)
+            if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
                 goto skip;
-            o = enc_exit(t, o, delta, id);
+            o = no;
             break;
-        case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
-            id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl);
-            id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
-            if (!id || !id2)
+        case RP_RAW_SITE_BEGIN:
+            if (!(id = enc_site_id(e, pl)))
                 goto skip;
-            o = enc_exit(t, o, delta, id);
-            o = rp_put_varint(o, 0 << RP_OP_BITS | RP_OP_ENTER);
+            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
+            o = rp_put_varint(o, id);
+            enc_push(t, enc_key(RP_KIND_POINT, pl), id);
+            break;
+        case RP_RAW_SITE_END:
+            if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
+                goto skip;
+            if (!(no = enc_exit(e, t, o, delta, RP_KIND_POINT, RP_CLASS_POINT, pl)))
+                goto skip;
+            o = no;
+            break;
+        case RP_RAW_LOCK_WAIT:
+            if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
+                goto skip;
+            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
+            o = rp_put_varint(o, id);
+            enc_push(t, enc_key(RP_KIND_LOCK_WAIT, pl), id);
+            break;
+        case RP_RAW_LOCK_REL:
+        case RP_RAW_LOCK_FAIL: {
+            uint8_t kind = op == RP_RAW_LOCK_REL ? RP_KIND_LOCK_HOLD : RP_KIND_LOCK_WAIT;
+            if (!(no = enc_exit(e, t, o, delta, kind, RP_CLASS_LOCK, pl)))
+                goto skip;
+            o = no;
+            break;
+        }
+        case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
+            id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
+            if (!id2 || !(no = enc_exit(e, t, o, delta, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
+                goto skip;
+            o = rp_put_varint(no, 0 << RP_OP_BITS | RP_OP_ENTER);
             o = rp_put_varint(o, id2);
-            enc_push(t, id2);
+            enc_push(t, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
             nev++;
             break;
         case RP_RAW_INSTANT:

@@ -69,9 +69,15 @@ struct rp_def {
  */
 typedef int (*rp_describe_fn)(void *ctx, uint64_t site, struct rp_def *out);
 
+/* An open span on the writer's shadow stack. */
+struct rp_enc_frame {
+    uint64_t key; /* (kind + 1) << 60 | key: an exit with the same key is innermost */
+    uint32_t id;
+};
+
 /* Writer-side state of one recorded thread. */
 struct rp_enc_thread {
-    uint32_t *stack; /* ids of open spans, innermost last */
+    struct rp_enc_frame *stack; /* open spans, innermost last */
     uint32_t depth, cap;
     uint64_t skipped; /* records the encoder could not encode */
     uint64_t lost;    /* events reported lost by LOST records */
