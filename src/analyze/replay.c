@@ -113,7 +113,7 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
         memset(&v->hot[i], 0, sizeof(v->hot[i]));
-        v->hot[i].min = UINT64_MAX;
+        v->hot[i].min = v->hot[i].first = UINT64_MAX;
         v->hot[i].last_caller = UINT32_MAX;
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
@@ -240,7 +240,8 @@ static inline struct rp_edge *edge_of(struct rp_profile *p, struct hot *h, uint3
 }
 
 /* Ends the innermost span of t at `now`.  Returns 0 or RP_ENOMEM. */
-static inline int span_end(struct rp_profile *p, struct tstate *t, uint64_t now)
+static inline __attribute__((always_inline)) int span_end(struct rp_profile *p, struct tstate *t,
+                                                        uint64_t now)
 {
     struct priv *v = p->priv;
     struct frame *f = &t->stack[--t->depth];
@@ -257,8 +258,7 @@ static inline int span_end(struct rp_profile *p, struct tstate *t, uint64_t now)
     if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
         return RP_ENOMEM;
     rp_hist_count(h->hist, dur);
-    if (h->calls == 1 || f->start < h->first)
-        h->first = f->start;
+    h->first = f->start < h->first ? f->start : h->first;
     h->last = f->start > h->last ? f->start : h->last;
     if (--t->active[f->id] == 0)
         h->incl += dur;
@@ -572,7 +572,7 @@ static void finish(struct rp_profile *p)
         n->incl = h->incl;
         n->min = h->calls && h->min != UINT64_MAX ? h->min : 0;
         n->max = h->max;
-        n->first_start = h->first;
+        n->first_start = h->calls ? h->first : 0;
         n->last_start = h->last;
         n->hist.counts = h->hist; /* the node owns it now */
         n->hist.n = h->hist ? h->calls : 0;
