@@ -15,50 +15,12 @@
 
 #include "common/error.h"
 #include "report/report.h"
+#include "report/util.h"
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
 #define RP_NAME_BUF 512
 
-/*
- * Length of the valid UTF-8 sequence at s[0..len) (len >= 1), or minus the
- * length of the maximal invalid subpart there, which one U+FFFD replaces.
- * (The same rule as json.c, so both outputs give the same names.)
- */
-static int utf8_seq(const unsigned char *s, size_t len)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2)
-        return -1;
-    if (c < 0xE0) {
-        need = 1;
-    } else if (c < 0xF0) {
-        need = 2;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        need = 3;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return -1;
-    }
-    for (int k = 1; k <= need; k++) {
-        if ((size_t)k >= len || s[k] < lo || s[k] > hi)
-            return -k;
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    return need + 1;
-}
 
 /* Writes one text field, quoted when needed.  Errors are left for ferror(). */
 static void put_field(FILE *out, const char *str)
@@ -73,7 +35,7 @@ static void put_field(FILE *out, const char *str)
     if (quote)
         fputc('"', out);
     for (size_t i = 0; i < len;) {
-        int k = utf8_seq(s + i, len - i);
+        int k = rp_utf8_seq(s + i, len - i);
         if (k < 0) {
             fputs("\xef\xbf\xbd", out); /* U+FFFD */
             i += (size_t)-k;
@@ -88,60 +50,21 @@ static void put_field(FILE *out, const char *str)
         fputc('"', out);
 }
 
-/* A double as a CSV number: %.15g or %.17g, whichever reads back; 0 if not
- * finite; always a '.' decimal point. */
+/* Writes ",<number>" (rp_num_str). */
 static void put_num(FILE *out, double v)
 {
     char buf[40];
-
-    if (!isfinite(v)) {
-        fputs(",0", out);
-        return;
-    }
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
-    for (char *c = buf; *c; c++)
-        if (*c == ',')
-            *c = '.';
     fputc(',', out);
-    fputs(buf, out);
+    fputs(rp_num_str(buf, v), out);
 }
 
-/* Ticks to whole nanoseconds, rounded; 0 when the product is not finite. */
-static uint64_t to_ns(const struct rp_profile *p, uint64_t ticks)
-{
-    double ns = (double)ticks * p->ns_per_tick;
 
-    if (!isfinite(ns) || ns <= 0)
-        return 0;
-    if (ns >= 18446744073709551615.0)
-        return UINT64_MAX;
-    return (uint64_t)llround(ns);
-}
-
-/* The q-quantile of n's durations in ticks from its histogram, clamped to
- * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
-static uint64_t node_q(const struct rp_node *n, double q)
-{
-    uint64_t v = rp_hist_q(&n->hist, q);
-    if (v > n->max)
-        v = n->max;
-    if (v < n->min)
-        v = n->min;
-    return v;
-}
 
 static void put_u64(FILE *out, uint64_t v)
 {
     fprintf(out, ",%" PRIu64, v);
 }
 
-static const char *kind_str(uint8_t kind)
-{
-    static const char *const names[] = {"func", "point", "lock-wait", "lock-hold", "io"};
-    return kind <= RP_KIND_IO ? names[kind] : "unknown";
-}
 
 /* One data row.  Errors are left for ferror(). */
 static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
@@ -152,18 +75,18 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
     char nb[RP_NAME_BUF];
 
     put_field(out, rp_node_name(p, n, nb, sizeof nb));
-    fprintf(out, ",%s", kind_str(n->kind));
+    fprintf(out, ",%s", rp_kind_str(n->kind));
     put_u64(out, n->calls);
-    put_u64(out, to_ns(p, n->incl));
-    put_u64(out, to_ns(p, n->excl));
+    put_u64(out, rp_ticks_ns(p, n->incl));
+    put_u64(out, rp_ticks_ns(p, n->excl));
     put_num(out, n->mean * npt);
-    put_u64(out, to_ns(p, n->min));
-    put_u64(out, to_ns(p, n->max));
+    put_u64(out, rp_ticks_ns(p, n->min));
+    put_u64(out, rp_ticks_ns(p, n->max));
     put_num(out, n->calls >= 2 && n->m2 > 0 ? sqrt(n->m2 / (double)(n->calls - 1)) * npt : 0);
     if (n->hist.counts && n->hist.n) {
-        put_u64(out, to_ns(p, node_q(n, 0.50)));
-        put_u64(out, to_ns(p, node_q(n, 0.95)));
-        put_u64(out, to_ns(p, node_q(n, 0.99)));
+        put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.50)));
+        put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.95)));
+        put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.99)));
     } else {
         fputs(",,,", out);
     }

@@ -15,50 +15,12 @@
 
 #include "common/error.h"
 #include "report/report.h"
+#include "report/util.h"
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
 #define RP_NAME_BUF 512
 
-/*
- * Length of the valid UTF-8 sequence at s[0..len) (len >= 1), or minus the
- * length of the maximal invalid subpart there, which one U+FFFD replaces.
- * Rejects overlong forms, surrogates and code points above U+10FFFF.
- */
-static int utf8_seq(const unsigned char *s, size_t len)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2)
-        return -1;
-    if (c < 0xE0) {
-        need = 1;
-    } else if (c < 0xF0) {
-        need = 2;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        need = 3;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return -1;
-    }
-    for (int k = 1; k <= need; k++) {
-        if ((size_t)k >= len || s[k] < lo || s[k] > hi)
-            return -k;
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    return need + 1;
-}
 
 /* Writes s as a JSON string literal.  Write errors are left for ferror(). */
 static void put_str(FILE *out, const char *str)
@@ -77,7 +39,7 @@ static void put_str(FILE *out, const char *str)
             fprintf(out, "\\u%04x", c);
             i++;
         } else {
-            int k = utf8_seq(s + i, len - i);
+            int k = rp_utf8_seq(s + i, len - i);
             if (k < 0) {
                 fputs("\\ufffd", out);
                 i += (size_t)-k;
@@ -90,69 +52,15 @@ static void put_str(FILE *out, const char *str)
     fputc('"', out);
 }
 
-/*
- * Writes a double as a JSON number: the shortest of %.15g/%.17g that reads
- * back exactly, 0 for NaN and infinities, and a '.' decimal point whatever
- * the locale says.
- */
+/* Writes a double as a JSON number (rp_num_str). */
 static void put_num(FILE *out, double v)
 {
     char buf[40];
-
-    if (!isfinite(v)) {
-        fputc('0', out);
-        return;
-    }
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
-    for (char *c = buf; *c; c++)
-        if (*c == ',')
-            *c = '.';
-    fputs(buf, out);
+    fputs(rp_num_str(buf, v), out);
 }
 
-/* Ticks to whole nanoseconds, rounded; 0 when the product is not finite. */
-static uint64_t to_ns(const struct rp_profile *p, uint64_t ticks)
-{
-    double ns = (double)ticks * p->ns_per_tick;
 
-    if (!isfinite(ns) || ns <= 0)
-        return 0;
-    if (ns >= 18446744073709551615.0)
-        return UINT64_MAX;
-    return (uint64_t)llround(ns);
-}
 
-/* The q-quantile of n's durations in ticks from its histogram, clamped to
- * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
-static uint64_t node_q(const struct rp_node *n, double q)
-{
-    uint64_t v = rp_hist_q(&n->hist, q);
-    if (v > n->max)
-        v = n->max;
-    if (v < n->min)
-        v = n->min;
-    return v;
-}
-
-static const char *kind_str(uint8_t kind)
-{
-    switch (kind) {
-    case RP_KIND_FUNC:
-        return "func";
-    case RP_KIND_POINT:
-        return "point";
-    case RP_KIND_LOCK_WAIT:
-        return "lock-wait";
-    case RP_KIND_LOCK_HOLD:
-        return "lock-hold";
-    case RP_KIND_IO:
-        return "io";
-    default:
-        return "unknown"; /* rp_report_order never yields these */
-    }
-}
 
 /* Sample standard deviation in ticks from Welford's m2; 0 for fewer than 2. */
 static double node_stddev(const struct rp_node *n)
@@ -183,18 +91,18 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
 
     fputs("    { \"name\": ", out);
     put_str(out, rp_node_name(p, n, nb, sizeof nb));
-    fprintf(out, ", \"kind\": \"%s\"", kind_str(n->kind));
+    fprintf(out, ", \"kind\": \"%s\"", rp_kind_str(n->kind));
     put_u64_field(out, "calls", n->calls);
-    put_u64_field(out, "inclusive_ns", to_ns(p, n->incl));
-    put_u64_field(out, "exclusive_ns", to_ns(p, n->excl));
+    put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
+    put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
     put_num_field(out, "mean_ns", n->mean * npt);
-    put_u64_field(out, "min_ns", to_ns(p, n->min));
-    put_u64_field(out, "max_ns", to_ns(p, n->max));
+    put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
+    put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     if (n->hist.counts && n->hist.n) {
-        put_u64_field(out, "p50_ns", to_ns(p, node_q(n, 0.50)));
-        put_u64_field(out, "p95_ns", to_ns(p, node_q(n, 0.95)));
-        put_u64_field(out, "p99_ns", to_ns(p, node_q(n, 0.99)));
+        put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
+        put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
+        put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
     if (o->ranked) {
         put_num_field(out, "standing", n->standing);
@@ -238,9 +146,9 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
     fputs(", \"callee\": ", out);
     put_str(out, e->callee ? rp_node_name(p, &p->nodes[e->callee], nb, sizeof nb) : "<root>");
     put_u64_field(out, "calls", e->calls);
-    put_u64_field(out, "inclusive_ns", to_ns(p, e->incl));
-    put_u64_field(out, "min_ns", to_ns(p, e->min));
-    put_u64_field(out, "max_ns", to_ns(p, e->max));
+    put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, e->incl));
+    put_u64_field(out, "min_ns", rp_ticks_ns(p, e->min));
+    put_u64_field(out, "max_ns", rp_ticks_ns(p, e->max));
     put_num_field(out, "mean_ns",
                   e->calls ? (double)e->incl / (double)e->calls * p->ns_per_tick : 0);
     fprintf(out, ", \"caller_id\": %" PRIu32 ", \"callee_id\": %" PRIu32 " }", e->caller,
@@ -259,7 +167,7 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
     put_u64_field(out, "lost", t->lost);
     put_u64_field(out, "unmatched_exits", t->unmatched_exits);
     put_u64_field(out, "unclosed", t->unclosed);
-    put_u64_field(out, "total_ns", to_ns(p, t->last > t->first ? t->last - t->first : 0));
+    put_u64_field(out, "total_ns", rp_ticks_ns(p, t->last > t->first ? t->last - t->first : 0));
     fputs(" }", out);
 }
 
@@ -318,7 +226,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");
-    fprintf(out, ",\n  \"total_ns\": %" PRIu64, to_ns(p, p->total));
+    fprintf(out, ",\n  \"total_ns\": %" PRIu64, rp_ticks_ns(p, p->total));
     fprintf(out, ",\n  \"threads\": %" PRIu32, p->n_threads);
     fprintf(out, ",\n  \"lost_events\": %" PRIu64, p->lost);
     fprintf(out, ",\n  \"events\": %" PRIu64, p->events);

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "report/report.h"
+#include "report/util.h"
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
@@ -180,17 +181,6 @@ static void fmt_pct(char *b, size_t n, double frac)
     snprintf(b, n, fabs(v) < 9.995 ? "%.2f%%" : "%.1f%%", v);
 }
 
-/* The q-quantile of n's durations in ticks from its histogram, clamped to
- * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
-static uint64_t node_q(const struct rp_node *n, double q)
-{
-    uint64_t v = rp_hist_q(&n->hist, q);
-    if (v > n->max)
-        v = n->max;
-    if (v < n->min)
-        v = n->min;
-    return v;
-}
 
 /* Ticks to ns as a double; 0 when not finite. */
 static double ns_of(const struct rp_profile *p, double ticks)
@@ -410,7 +400,7 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
         fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
         if (n->hist.counts && n->hist.n) {
-            fmt_dur(row[C_P95], CELL, ns_of(p, (double)node_q(n, 0.95)));
+            fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
             on[C_P95] = 1;
         } else {
             strcpy(row[C_P95], "-");

@@ -1,0 +1,101 @@
+/*
+ * util.c - what the report formats share: the UTF-8 rule for names, number
+ * formatting, tick conversion, quantiles and kind names.
+ */
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "trace/format.h"
+
+int rp_utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    int need;
+
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2)
+        return -1;
+    if (c < 0xE0) {
+        need = 1;
+    } else if (c < 0xF0) {
+        need = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c < 0xF5) {
+        need = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        return -1;
+    }
+    for (int k = 1; k <= need; k++) {
+        if ((size_t)k >= len || s[k] < lo || s[k] > hi)
+            return -k;
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    return need + 1;
+}
+
+const char *rp_num_str(char *buf, double v)
+{
+    if (!isfinite(v)) {
+        buf[0] = '0';
+        buf[1] = 0;
+        return buf;
+    }
+    snprintf(buf, 40, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, 40, "%.17g", v);
+    for (char *c = buf; *c; c++)
+        if (*c == ',')
+            *c = '.';
+    return buf;
+}
+
+uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks)
+{
+    double ns = (double)ticks * p->ns_per_tick;
+
+    if (!isfinite(ns) || ns <= 0)
+        return 0;
+    if (ns >= 18446744073709551615.0)
+        return UINT64_MAX;
+    return (uint64_t)llround(ns);
+}
+
+uint64_t rp_node_q(const struct rp_node *n, double q)
+{
+    uint64_t v = rp_hist_q(&n->hist, q);
+    if (v > n->max)
+        v = n->max;
+    if (v < n->min)
+        v = n->min;
+    return v;
+}
+
+const char *rp_kind_str(uint8_t kind)
+{
+    switch (kind) {
+    case RP_KIND_FUNC:
+        return "func";
+    case RP_KIND_POINT:
+        return "point";
+    case RP_KIND_LOCK_WAIT:
+        return "lock-wait";
+    case RP_KIND_LOCK_HOLD:
+        return "lock-hold";
+    case RP_KIND_IO:
+        return "io";
+    default:
+        return "unknown"; /* rp_report_order never yields these */
+    }
+}

@@ -1,0 +1,37 @@
+/*
+ * util.h - small pieces every report format shares, so that the table, JSON
+ * and CSV give the same numbers and the same names for the same profile.
+ */
+#ifndef RP_REPORT_UTIL_H
+#define RP_REPORT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/profile.h"
+
+/*
+ * Length of the valid UTF-8 sequence at s[0..len) (len >= 1), or minus the
+ * length of the maximal invalid subpart there, which one U+FFFD replaces
+ * (the Unicode "substitution of maximal subparts" rule).  Cannot fail.
+ */
+int rp_utf8_seq(const unsigned char *s, size_t len);
+
+/*
+ * Formats v as the shortest of %.15g/%.17g that reads back exactly, "0" for
+ * NaN and infinities, with a '.' decimal point whatever the locale says.
+ * buf must hold 40 bytes.  Returns buf.
+ */
+const char *rp_num_str(char *buf, double v);
+
+/* Ticks to whole nanoseconds, rounded; 0 when not finite, saturating. */
+uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks);
+
+/* The q-quantile of n's durations in ticks from its histogram, clamped to
+ * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
+uint64_t rp_node_q(const struct rp_node *n, double q);
+
+/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
+const char *rp_kind_str(uint8_t kind);
+
+#endif /* RP_REPORT_UTIL_H */
