@@ -50,6 +50,14 @@ void rp_load_opts_default(struct rp_load_opts *o);
  */
 void rp_load(const struct rp_load_opts *o, struct rp_profile *p);
 
+/*
+ * Parses the options of the commands that only read a trace (info, dump,
+ * graph): -i FILE and --force.  Sets *input and o->force; returns optind
+ * (the first operand).  Dies on anything else, naming the option.
+ */
+int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
+                        const char **input, struct rp_replay_opts *o);
+
 /* Parses a double / unsigned option value or dies naming the option. */
 double rp_opt_double(const char *opt, const char *val, double lo, double hi);
 uint64_t rp_opt_u64(const char *opt, const char *val);

@@ -2,7 +2,6 @@
  * cmd_dump.c - `rankprof dump`: every chunk and every event, one per line,
  * in file order:  time since the first event (ns), thread, event, name.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,27 +94,12 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
 
 int cmd_dump(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
     struct rp_replay_opts ro = {0};
     const char *in = RP_DEFAULT_DATA;
-    int c;
+    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &in, &ro);
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
-        if (c == 'i')
-            in = optarg;
-        else if (c == 'F')
-            ro.force = 1;
-        else if (c == 'h')
-            rp_usage_die("dump", "dump prints every event");
-        else
-            rp_usage_die("dump", "unknown or incomplete option '%s'", argv[optind - 1]);
-    }
-    if (optind < argc)
-        rp_usage_die("dump", "unexpected argument '%s'", argv[optind]);
+    if (optind_ < argc)
+        rp_usage_die("dump", "unexpected argument '%s'", argv[optind_]);
 
     /* Times need the clock rate, which the whole file gives: a first pass. */
     struct rp_profile p = {0};

@@ -2,7 +2,6 @@
  * cmd_graph.c - `rankprof graph NAME`: who calls NAME and whom NAME calls,
  * with the statistics of each edge ("how A calls B and how long that takes").
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +24,14 @@ static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint3
 
 int cmd_graph(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
     struct rp_load_opts o;
-    int c;
 
     rp_load_opts_default(&o);
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
-        if (c == 'i')
-            o.input = optarg;
-        else if (c == 'F')
-            o.replay.force = 1;
-        else if (c == 'h')
-            rp_usage_die("graph", "graph shows the callers and callees of NAME");
-        else
-            rp_usage_die("graph", "unknown or incomplete option '%s'", argv[optind - 1]);
-    }
-    if (optind != argc - 1)
-        rp_usage_die("graph", optind >= argc ? "no NAME given" : "one NAME expected");
-    const char *name = argv[optind];
+    int first = rp_parse_input_opts("graph", "graph shows the callers and callees of NAME", argc,
+                                    argv, &o.input, &o.replay);
+    if (first != argc - 1)
+        rp_usage_die("graph", first >= argc ? "no NAME given" : "one NAME expected");
+    const char *name = argv[first];
 
     struct rp_profile p = {0};
     rp_load(&o, &p);

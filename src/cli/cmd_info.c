@@ -2,7 +2,6 @@
  * cmd_info.c - `rankprof info`: what a trace holds: the program, the clock,
  * threads, events, losses, and how the run ended.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,27 +27,12 @@ static int count_chunk(void *ctx, const struct rp_profile *p, const struct rp_ch
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
     struct rp_replay_opts ro = {0};
     const char *in = RP_DEFAULT_DATA;
-    int c;
+    int optind_ = rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
-        if (c == 'i')
-            in = optarg;
-        else if (c == 'F')
-            ro.force = 1;
-        else if (c == 'h')
-            rp_usage_die("info", "info says what a trace file holds");
-        else
-            rp_usage_die("info", "unknown or incomplete option '%s'", argv[optind - 1]);
-    }
-    if (optind < argc)
-        rp_usage_die("info", "unexpected argument '%s'", argv[optind]);
+    if (optind_ < argc)
+        rp_usage_die("info", "unexpected argument '%s'", argv[optind_]);
 
     struct rp_profile p = {0};
     struct counts k = {0};

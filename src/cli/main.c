@@ -3,6 +3,7 @@
  * subcommands share (messages, option parsing helpers, loading a trace).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,6 +93,29 @@ const char *rp_fmt_ns(double ns, char *buf, unsigned bufsz)
     else
         snprintf(buf, bufsz, "%.3fs", ns / 1e9);
     return buf;
+}
+
+int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
+                        const char **input, struct rp_replay_opts *o)
+{
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
+        if (c == 'i')
+            *input = optarg;
+        else if (c == 'F')
+            o->force = 1;
+        else if (c == 'h')
+            rp_usage_die(cmd, "%s", help);
+        else
+            rp_usage_die(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+    return optind;
 }
 
 void rp_load_opts_default(struct rp_load_opts *o)
