@@ -11,7 +11,11 @@
  *   buffer full           -> buf_publish()        hand it to the writer
  *                            buf_next()           take a free one, or wait / drop
  *   thread exit           -> thread_exit()        publish the partial buffer
- *   fork (child)          -> atfork_child()       new file, forget other threads
+ *   fork (child)          -> atfork_child()       new file, forget other threads;
+ *                                                 no writer thread: a child of a
+ *                                                 threaded process may not start
+ *                                                 one, so its threads write their
+ *                                                 own full buffers (sync_write)
  *   exit()                -> rp_rt_shutdown()     mask = 0, publish, drain with a
  *                                                 deadline, END chunk, close
  *
@@ -43,6 +47,7 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .space = PTHREAD_COND_INITIALIZER,
+    .drain_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -362,7 +367,7 @@ static void *writer_main(void *arg)
 /* Starts the writer thread if it is not running.  Called with the lock. */
 static void writer_ensure_locked(void)
 {
-    if (rp_rt.writer_running || atomic_load(&rp_rt.stopped))
+    if (rp_rt.writer_running || rp_rt.sync_write || atomic_load(&rp_rt.stopped))
         return;
     pthread_attr_t a;
     pthread_attr_init(&a);
@@ -394,6 +399,12 @@ static void thread_exit(void *arg)
     atomic_store_explicit(&t->exited, 1, memory_order_release);
     rp_self = NULL;
     rp_gone = 1;
+    if (rp_rt.sync_write) {
+        pthread_mutex_lock(&rp_rt.drain_lock);
+        drain_once();
+        pthread_mutex_unlock(&rp_rt.drain_lock);
+        return;
+    }
     pthread_mutex_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
     pthread_mutex_unlock(&rp_rt.lock);
@@ -427,6 +438,12 @@ static void buf_publish(struct rp_tbuf *t)
     t->lens[p % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
     atomic_store_explicit(&t->produced, p + 1, memory_order_release);
     t->base = t->pos = t->end = NULL;
+    if (rp_rt.sync_write) { /* no writer thread: write it now */
+        pthread_mutex_lock(&rp_rt.drain_lock);
+        drain_once();
+        pthread_mutex_unlock(&rp_rt.drain_lock);
+        return;
+    }
     pthread_mutex_lock(&rp_rt.lock);
     writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);
@@ -443,6 +460,14 @@ static int buf_next(struct rp_tbuf *t)
     while (p - atomic_load_explicit(&t->consumed, memory_order_acquire) >= rp_rt.nbuf) {
         if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
             return -1;
+        if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
+            pthread_mutex_lock(&rp_rt.drain_lock);
+            unsigned n = drain_once();
+            pthread_mutex_unlock(&rp_rt.drain_lock);
+            if (!n)
+                return -1;
+            continue;
+        }
         pthread_mutex_lock(&rp_rt.lock);
         writer_ensure_locked();
         if (!rp_rt.writer_running) {
@@ -642,7 +667,9 @@ static void atfork_child(void)
     pthread_mutex_init(&rp_rt.lock, NULL);
     pthread_cond_init(&rp_rt.wake, NULL);
     pthread_cond_init(&rp_rt.space, NULL);
+    pthread_mutex_init(&rp_rt.drain_lock, NULL);
     rp_rt.writer_running = 0;
+    rp_rt.sync_write = 1;
     rp_rt.waiters = 0;
     rp_rt.threads = NULL;
     rp_rt.fd = -1;
@@ -735,8 +762,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
         }
         done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
     } else {
+        pthread_mutex_lock(&rp_rt.drain_lock);
         while (drain_once())
             ;
+        pthread_mutex_unlock(&rp_rt.drain_lock);
     }
     if (!done) {
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);

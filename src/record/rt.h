@@ -81,6 +81,9 @@ struct rp_rt {
     struct rp_tbuf *threads;
     int waiters;
     int writer_running;
+    int sync_write; /* no writer thread (a forked child): threads write their own
+                       buffers under drain_lock */
+    pthread_mutex_t drain_lock;
     pthread_t writer;
     pthread_key_t key;
 
