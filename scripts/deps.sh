@@ -3,7 +3,7 @@
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
-#   ci:    + clang (sanitizer builds)
+#   ci:    what CI needs beyond test (nothing yet: gcc's sanitizers serve)
 #   bench: + bc, uftrace and binutils (gprof), the peers of `make bench`
 # Installs with apt-get as root, or through sudo -n; otherwise prints the
 # command to run and fails.
@@ -23,9 +23,6 @@ have_pkg libdw-dev || need+=(libdw-dev)
 have_pkg libelf-dev || need+=(libelf-dev)
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
-fi
-if [ "$level" = ci ]; then
-  have_cmd clang || need+=(clang)
 fi
 if [ "$level" = bench ]; then
   have_cmd bc || need+=(bc)
