@@ -134,14 +134,10 @@ int rp_report_csv(FILE *out, const struct rp_profile *p, const struct rp_report_
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
         return RP_EINVAL;
-    order = malloc(sizeof *order * (p->n_nodes ? p->n_nodes : 1));
-    if (!order) {
+    if (!(order = rp_report_rows(p, o, &n_rows, NULL))) {
         rc = RP_ENOMEM;
         goto out;
     }
-    n_rows = rp_report_order(p, o->sort, order);
-    if (o->limit && n_rows > o->limit)
-        n_rows = o->limit;
 
     fputs("name,kind,calls,inclusive_ns,exclusive_ns,mean_ns,min_ns,max_ns,stddev_ns,"
           "p50_ns,p95_ns,p99_ns",

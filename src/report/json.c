@@ -207,14 +207,10 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
         return RP_EINVAL;
-    order = malloc(sizeof *order * (p->n_nodes ? p->n_nodes : 1));
-    if (!order) {
+    if (!(order = rp_report_rows(p, o, &n_rows, NULL))) {
         rc = RP_ENOMEM;
         goto out;
     }
-    n_rows = rp_report_order(p, o->sort, order);
-    if (o->limit && n_rows > o->limit)
-        n_rows = o->limit;
     for (uint32_t i = 0; i < p->n_threads; i++) {
         unmatched += p->threads[i].unmatched_exits;
         unclosed += p->threads[i].unclosed;

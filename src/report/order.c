@@ -105,3 +105,16 @@ uint32_t rp_report_order(const struct rp_profile *p, enum rp_sort sort, uint32_t
         qsort_r(order, n, sizeof *order, order_cmp, &c);
     return n;
 }
+
+uint32_t *rp_report_rows(const struct rp_profile *p, const struct rp_report_opts *o,
+                         uint32_t *n_rows, uint32_t *n_all)
+{
+    uint32_t *order = malloc(sizeof *order * (p->n_nodes ? p->n_nodes : 1));
+    if (!order)
+        return NULL;
+    uint32_t n = rp_report_order(p, o->sort, order);
+    if (n_all)
+        *n_all = n;
+    *n_rows = o->limit && n > o->limit ? o->limit : n;
+    return order;
+}

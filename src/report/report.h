@@ -36,4 +36,12 @@ int rp_report_csv(FILE *out, const struct rp_profile *p, const struct rp_report_
  */
 uint32_t rp_report_order(const struct rp_profile *p, enum rp_sort sort, uint32_t *order);
 
+/*
+ * The rows every format prints: a malloc'd array of node indices in o->sort
+ * order, *n_rows of them after o->limit (and *n_all before it, if not NULL).
+ * Returns NULL when out of memory.
+ */
+uint32_t *rp_report_rows(const struct rp_profile *p, const struct rp_report_opts *o,
+                         uint32_t *n_rows, uint32_t *n_all);
+
 #endif /* RP_REPORT_REPORT_H */

@@ -363,14 +363,10 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
         return RP_EINVAL;
-    order = malloc(sizeof *order * (p->n_nodes ? p->n_nodes : 1));
-    if (!order) {
+    if (!(order = rp_report_rows(p, o, &n_rows, &n_all))) {
         rc = RP_ENOMEM;
         goto out;
     }
-    n_all = n_rows = rp_report_order(p, o->sort, order);
-    if (o->limit && n_rows > o->limit)
-        n_rows = o->limit;
     cells = calloc(n_rows ? n_rows : 1, sizeof *cells);
     if (!cells) {
         rc = RP_ENOMEM;
