@@ -332,8 +332,6 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         prev = r->ticks >= prev ? r->ticks : prev;
         nev++;
     }
-    if (e->defs_len && !e->defs)
-        return 0;
     rp_put32(out, tid);
     rp_put32(out + 4, nev);
     rp_put64(out + 8, n ? recs[0].ticks : 0);

@@ -120,9 +120,9 @@ static inline size_t rp_enc_bound(size_t n)
  * Encodes n raw records of thread tid into an EVENTS payload at out (which
  * must hold rp_enc_bound(n) bytes).  New ids are queued as DEFS, which the
  * caller must write (rp_enc_take_defs) before this EVENTS chunk.  Returns
- * the payload length, or 0 when out of memory (nothing usable written).
- * Records that are malformed (unknown op, DATA without INSTANT) are counted
- * in t->skipped and left out.
+ * the payload length (16 or more).  Cannot fail: records that are malformed
+ * (unknown op, DATA without INSTANT) or whose id cannot be allocated (out of
+ * memory) are counted in t->skipped and left out.
  */
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out);
