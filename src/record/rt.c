@@ -251,7 +251,7 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
         out_thread(t);
         t->announced = 1;
     }
-    uint64_t lost0 = t->enc.lost;
+    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped;
     size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, recs, n, rp_rt.out);
     size_t dlen;
     const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
@@ -261,6 +261,11 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
         out_chunk(RP_CH_EVENTS, rp_rt.out, len);
     rp_rt.events_written += n;
     rp_rt.lost_total += t->enc.lost - lost0;
+    if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
+        struct rp_raw rec = {recs[n - 1].ticks,
+                             rp_raw_word(RP_RAW_LOST, t->enc.skipped - skipped0)};
+        write_buffer(t, &rec, 1);
+    }
 }
 
 /*
