@@ -303,15 +303,20 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
 
 /* Comma-separated flag names into buf (always NUL-terminated when bufsz >
  * 0); "" for none.  Returns buf.  Cannot fail (output is truncated). */
-const char *rp_flags_str(uint32_t flags, char *buf, size_t bufsz)
+const char *rp_flag_name(unsigned b)
 {
     static const char *const names[] = {"DISPATCH", "HOT", "JITTER", "RATE", "CONTENDED", "BUDGET"};
+    return b < sizeof names / sizeof names[0] ? names[b] : NULL;
+}
+
+const char *rp_flags_str(uint32_t flags, char *buf, size_t bufsz)
+{
     size_t len = 0;
     if (!buf || bufsz == 0)
         return buf;
     buf[0] = '\0';
-    for (unsigned b = 0; b < sizeof names / sizeof names[0]; b++)
+    for (unsigned b = 0; rp_flag_name(b); b++)
         if (flags & (1u << b))
-            put(buf, bufsz, &len, "%s%s", len ? "," : "", names[b]);
+            put(buf, bufsz, &len, "%s%s", len ? "," : "", rp_flag_name(b));
     return buf;
 }

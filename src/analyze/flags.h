@@ -38,6 +38,9 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o);
 size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
                         const struct rp_flag_opts *o, char *buf, size_t bufsz);
 
+/* The name of flag bit b (0 = DISPATCH, ...), or NULL for an unknown bit. */
+const char *rp_flag_name(unsigned b);
+
 /* "DISPATCH,HOT" etc. into buf; returns buf. */
 const char *rp_flags_str(uint32_t flags, char *buf, size_t bufsz);
 

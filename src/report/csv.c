@@ -99,11 +99,8 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
         char flags[256] = "";
         size_t len = 0;
         for (unsigned b = 0; b < 32; b++) {
-            char fb[64];
-            if (!(n->flags & (1u << b)))
-                continue;
-            const char *s = rp_flags_str(1u << b, fb, sizeof fb);
-            if (!s || !*s)
+            const char *s = rp_flag_name(b);
+            if (!(n->flags & (1u << b)) || !s)
                 continue;
             int w = snprintf(flags + len, sizeof flags - len, "%s%s", len ? "|" : "", s);
             if (w < 0 || (size_t)w >= sizeof flags - len)

@@ -113,11 +113,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         int first = 1;
         fputs(", \"flags\": [", out);
         for (unsigned b = 0; b < 32; b++) {
-            char fb[64];
-            if (!(n->flags & (1u << b)))
-                continue;
-            const char *s = rp_flags_str(1u << b, fb, sizeof fb);
-            if (!s || !*s)
+            const char *s = rp_flag_name(b);
+            if (!(n->flags & (1u << b)) || !s)
                 continue;
             if (!first)
                 fputs(", ", out);
@@ -202,7 +199,7 @@ static void put_warnings(FILE *out, const char *warn)
 int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
     uint32_t *order = NULL, n_rows;
-    uint64_t unmatched = 0, unclosed = 0;
+    uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     int rc = 0;
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
@@ -211,14 +208,6 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         rc = RP_ENOMEM;
         goto out;
     }
-    for (uint32_t i = 0; i < p->n_threads; i++) {
-        unmatched += p->threads[i].unmatched_exits;
-        unclosed += p->threads[i].unclosed;
-    }
-    if (p->unmatched_exits > unmatched) /* the replay's sums, when threads say less */
-        unmatched = p->unmatched_exits;
-    if (p->unclosed > unclosed)
-        unclosed = p->unclosed;
 
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");

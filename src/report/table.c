@@ -298,17 +298,9 @@ static void fmt_name(char *b, size_t n, const struct rp_profile *p, const struct
 static void put_header(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
     const char *warn = o->color ? "\033[1;31m" : "", *reset = o->color ? ANSI_RESET : "";
-    uint64_t unmatched = 0, unclosed = 0;
+    uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     char total[CELL], prog[1024] = "";
 
-    for (uint32_t i = 0; i < p->n_threads; i++) {
-        unmatched += p->threads[i].unmatched_exits;
-        unclosed += p->threads[i].unclosed;
-    }
-    if (p->unmatched_exits > unmatched) /* the replay's sums, when threads say less */
-        unmatched = p->unmatched_exits;
-    if (p->unclosed > unclosed)
-        unclosed = p->unclosed;
     disp_cat(prog, sizeof prog, p->program && *p->program ? p->program : "(unknown program)",
              SIZE_MAX);
     fmt_dur(total, sizeof total, ns_of(p, (double)p->total));
