@@ -32,6 +32,21 @@ static inline uint64_t enc_hash(uint64_t k)
     return k;
 }
 
+/* The table key of (kind, key): never 0, so 0 marks an empty slot. */
+static inline uint64_t enc_key(uint8_t kind, uint64_t key)
+{
+    return ((uint64_t)(kind + 1) << RP_RAW_SHIFT) | (key & RP_RAW_PAYLOAD);
+}
+
+/* The slot holding table key k, or the empty slot where it would go. */
+static inline uint32_t enc_slot(const struct rp_enc *e, uint64_t k)
+{
+    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
+    while (e->keys[i] && e->keys[i] != k)
+        i = (i + 1) & mask;
+    return i;
+}
+
 /* Grows the id table to twice its size.  Returns 0 or RP_ENOMEM (the old
  * table stays intact). */
 static int enc_grow(struct rp_enc *e)
@@ -117,14 +132,11 @@ static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
 
 uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
 {
-    uint64_t k = ((uint64_t)(def->kind + 1) << RP_RAW_SHIFT) | (def->key & RP_RAW_PAYLOAD);
-    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
+    uint64_t k = enc_key(def->kind, def->key);
+    uint32_t i = enc_slot(e, k);
 
-    while (e->keys[i]) {
-        if (e->keys[i] == k)
-            return e->ids[i];
-        i = (i + 1) & mask;
-    }
+    if (e->keys[i])
+        return e->ids[i];
     if ((e->count + 1) * 2 > e->cap) {
         if (enc_grow(e) < 0)
             return 0;
@@ -146,7 +158,7 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
  */
 static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
 {
-    uint64_t k = ((uint64_t)(kind + 1) << RP_RAW_SHIFT) | (key & RP_RAW_PAYLOAD);
+    uint64_t k = enc_key(kind, key);
     uint32_t slot = (uint32_t)((key >> 4) ^ (key >> 16) ^ kind) & (RP_ENC_CACHE - 1);
     if (e->ckeys[slot] == k)
         return e->cids[slot];
@@ -162,21 +174,18 @@ static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls,
 /* A site's id: kind and names come from the describe callback. */
 static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
 {
-    /* Fast path: a site seen before is found under any kind we try first;
-     * sites are keyed as RP_KIND_POINT so the lookup needs no describe. */
-    uint64_t k = ((uint64_t)(RP_KIND_POINT + 1) << RP_RAW_SHIFT) | (site & RP_RAW_PAYLOAD);
-    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
-    while (e->keys[i]) {
-        if (e->keys[i] == k)
-            return e->ids[i];
-        i = (i + 1) & mask;
-    }
+    /* Sites are keyed as RP_KIND_POINT whatever their kind, so a site seen
+     * before is found without a describe call. */
+    uint32_t i = enc_slot(e, enc_key(RP_KIND_POINT, site));
+    if (e->keys[i])
+        return e->ids[i];
     struct rp_def d = {0};
     if (!e->describe || e->describe(e->describe_ctx, site, &d) < 0)
         return 0;
     /* Store under the POINT key whatever the kind; DEFS carries the real one. */
     uint8_t real_kind = d.kind;
     d.kind = RP_KIND_POINT;
+    d.key = site;
     size_t before = e->defs_len;
     uint32_t id = rp_enc_id(e, &d);
     if (id && e->defs_len > before)
@@ -184,9 +193,16 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
     return id;
 }
 
-static inline uint64_t enc_key(uint8_t kind, uint64_t key)
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id);
+
+/* Writes the start of span id (table key k) and opens it on the shadow stack. */
+static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
+                                 uint64_t k, uint32_t id)
 {
-    return ((uint64_t)(kind + 1) << RP_RAW_SHIFT) | (key & RP_RAW_PAYLOAD);
+    o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
+    o = rp_put_varint(o, id);
+    enc_push(t, k, id);
+    return o;
 }
 
 static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id)
@@ -253,9 +269,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
             if (unlikely(!id))
                 goto skip;
-            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
-            o = rp_put_varint(o, id);
-            enc_push(t, enc_key(RP_KIND_FUNC, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id);
             break;
         case RP_RAW_FUNC_EXIT:
             if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
@@ -265,9 +279,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_SITE_BEGIN:
             if (!(id = enc_site_id(e, pl)))
                 goto skip;
-            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
-            o = rp_put_varint(o, id);
-            enc_push(t, enc_key(RP_KIND_POINT, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id);
             break;
         case RP_RAW_SITE_END:
             if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
@@ -279,9 +291,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_LOCK_WAIT:
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
-            o = rp_put_varint(o, id);
-            enc_push(t, enc_key(RP_KIND_LOCK_WAIT, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id);
             break;
         case RP_RAW_LOCK_REL:
         case RP_RAW_LOCK_FAIL: {
@@ -295,9 +305,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
             if (!id2 || !(no = enc_exit(e, t, o, delta, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = rp_put_varint(no, 0 << RP_OP_BITS | RP_OP_ENTER);
-            o = rp_put_varint(o, id2);
-            enc_push(t, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
+            o = enc_enter(t, no, 0, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
             nev++;
             break;
         case RP_RAW_INSTANT:
