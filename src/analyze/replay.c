@@ -90,6 +90,26 @@ static void warnf(struct rp_profile *p, const char *fmt, ...)
     p->warn[n + 1] = 0;
 }
 
+/*
+ * Makes the array *arr (of elements of size elem, *cap allocated) hold at
+ * least need elements, doubling from `first`.  Returns 0, or RP_ENOMEM with
+ * the array unchanged.
+ */
+static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t ncap = *cap ? *cap : first;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*(void **)arr, (size_t)ncap * elem);
+    if (!n)
+        return RP_ENOMEM;
+    *(void **)arr = n;
+    *cap = ncap;
+    return 0;
+}
+
 /* Makes nodes[0..id] exist.  Returns 0 or RP_ENOMEM. */
 static int nodes_reserve(struct rp_profile *p, uint32_t id)
 {
@@ -97,18 +117,11 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
     if (id < p->n_nodes)
         return 0;
     if (id >= p->cap_nodes) {
-        uint32_t ncap = p->cap_nodes ? p->cap_nodes : 256;
-        while (ncap <= id)
-            ncap *= 2;
-        struct rp_node *nn = realloc(p->nodes, ncap * sizeof(*nn));
-        if (!nn)
+        /* hot[] has (at least) the nodes' capacity: both grow the same way */
+        uint32_t hcap = p->cap_nodes;
+        if (grow(&v->hot, &hcap, id + 1, sizeof(*v->hot), 256) < 0 ||
+            grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
             return RP_ENOMEM;
-        p->nodes = nn;
-        struct hot *nh = realloc(v->hot, ncap * sizeof(*nh));
-        if (!nh)
-            return RP_ENOMEM;
-        v->hot = nh;
-        p->cap_nodes = ncap;
     }
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
@@ -175,14 +188,8 @@ static struct rp_edge *edge_get(struct rp_profile *p, uint32_t caller, uint32_t 
             return NULL;
         return edge_get(p, caller, callee);
     }
-    if (p->n_edges == p->cap_edges) {
-        uint32_t ncap = p->cap_edges ? p->cap_edges * 2 : 256;
-        struct rp_edge *ne = realloc(p->edges, ncap * sizeof(*ne));
-        if (!ne)
-            return NULL;
-        p->edges = ne;
-        p->cap_edges = ncap;
-    }
+    if (grow(&p->edges, &p->cap_edges, p->n_edges + 1, sizeof(*p->edges), 256) < 0)
+        return NULL;
     struct rp_edge *e = &p->edges[p->n_edges];
     memset(e, 0, sizeof(*e));
     e->caller = caller;
@@ -199,22 +206,9 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
     for (uint32_t i = 0; i < v->nts; i++)
         if (v->ts[i].tid == tid)
             return &v->ts[i];
-    if (v->nts == v->capts) {
-        uint32_t ncap = v->capts ? v->capts * 2 : 16;
-        struct tstate *n = realloc(v->ts, ncap * sizeof(*n));
-        if (!n)
-            return NULL;
-        v->ts = n;
-        v->capts = ncap;
-    }
-    if (p->n_threads == p->cap_threads) {
-        uint32_t ncap = p->cap_threads ? p->cap_threads * 2 : 16;
-        struct rp_thread *n = realloc(p->threads, ncap * sizeof(*n));
-        if (!n)
-            return NULL;
-        p->threads = n;
-        p->cap_threads = ncap;
-    }
+    if (grow(&v->ts, &v->capts, v->nts + 1, sizeof(*v->ts), 16) < 0 ||
+        grow(&p->threads, &p->cap_threads, p->n_threads + 1, sizeof(*p->threads), 16) < 0)
+        return NULL;
     struct rp_thread *th = &p->threads[p->n_threads];
     memset(th, 0, sizeof(*th));
     th->tid = tid;
@@ -334,14 +328,9 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
             ev.id = (uint32_t)x;
             if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
                 goto undefined;
-            if (unlikely(t->depth == t->cap)) {
-                uint32_t ncap = t->cap ? t->cap * 2 : 64;
-                struct frame *ns = realloc(t->stack, ncap * sizeof(*ns));
-                if (!ns)
-                    return RP_ENOMEM;
-                t->stack = ns;
-                t->cap = ncap;
-            }
+            if (unlikely(t->depth == t->cap) &&
+                grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
+                return RP_ENOMEM;
             t->stack[t->depth++] = (struct frame){(uint32_t)x, now, 0};
             t->active[x]++;
             break;
