@@ -19,35 +19,7 @@
 #include "analyze/rank.h"
 #include "common/error.h"
 #include "trace/format.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_NEAR(a, b, tol)                                                                      \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (tol))) {                                                           \
-            fprintf(stderr, "%s:%d: %s = %.15g, expected %s = %.15g (tol %g)\n", __FILE__,         \
-                    __LINE__, #a, a_, #b, b_, (double)(tol));                                      \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(hay, needle)                                                                     \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) {                                                            \
-            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, (hay),  \
-                    (needle));                                                                     \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* ---- an independent dense solve ---------------------------------------- */
 

@@ -46,32 +46,12 @@
 
 #include "record/clock.h"
 #include "record/rt.h"
+#include "check.h"
 
 
 extern char **environ;
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);
-
-static _Atomic int failures; /* workers of the child may fail checks too */
-
-/* Prints file:line and both values; the test then exits non-zero. */
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
-        if (a_ != b_) {                                                                            \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu vs %llu)\n", __FILE__, __LINE__,  \
-                    #a, #b, a_, b_);                                                               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define NT    4     /* recorded threads */
 #define NITER 20000 /* pattern repetitions per thread */

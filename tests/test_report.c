@@ -14,16 +14,7 @@
 #include "common/error.h"
 #include "report/report.h"
 #include "trace/format.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* The weird name: a quote, a backslash, a control character, invalid UTF-8
  * (a stray 0xff, a truncated sequence, an encoded surrogate), then a valid

@@ -20,37 +20,7 @@
 #include "trace/format.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
-
-static int failures;
-
-/* Prints file:line and both values; the test then exits non-zero. */
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
-        if (a_ != b_) {                                                                            \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu vs %llu, 0x%llx vs 0x%llx)\n",    \
-                    __FILE__, __LINE__, #a, #b, a_, b_, a_, b_);                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(hay, needle)                                                                     \
-    do {                                                                                           \
-        const char *h_ = (hay), *n_ = (needle);                                                    \
-        if (!h_ || !strstr(h_, n_)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: \"%s\" does not contain \"%s\"\n", __FILE__,     \
-                    __LINE__, h_ ? h_ : "(null)", n_);                                             \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static char tmpdir[] = "/tmp/rp_test_trace.XXXXXX";
 
