@@ -20,6 +20,10 @@ static const struct rp_cmd commands[] = {
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]"},
     {"graph", cmd_graph, "graph [-i FILE] NAME"},
+    {"export", cmd_export,
+     "export --format FORMAT [-o OUT] [-i FILE] [--force] [--thread TID] [--limit N]\n"
+     "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
+     "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE] [--force]"},
     {"dump", cmd_dump, "dump [-i FILE] [--force]"},
 };

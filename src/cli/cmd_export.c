@@ -1,0 +1,190 @@
+/*
+ * cmd_export.c - `rankprof export --format F [-o OUT]`: writes the trace in a
+ * format another tool reads (src/report/export.h has the table).
+ *
+ * The output is written to OUT.tmp.PID and renamed to OUT only when the
+ * format succeeded and every byte reached the file, so a failed export never
+ * leaves a half-written file under the name a viewer would open.  Without
+ * -o the output goes to stdout, except binary formats to a terminal.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/error.h"
+#include "report/export.h"
+
+#define MAX_PARAMS 32
+
+static void formats_help(FILE *f)
+{
+    fprintf(f, "formats:\n");
+    for (const struct rp_export_format *e = rp_export_formats; e->name; e++)
+        fprintf(f, "  %-11s .%-8s %s\n", e->name, e->ext, e->help);
+}
+
+static void die_format(const char *name)
+{
+    fprintf(stderr, "rankprof: export --format %s: unknown format\n", name);
+    formats_help(stderr);
+    exit(2);
+}
+
+struct export_args {
+    struct rp_load_opts load;
+    struct rp_report_opts report;
+    const struct rp_export_format *fmt;
+    const char *output;
+    const char *title;
+    const char *params[MAX_PARAMS];
+    unsigned n_params;
+};
+
+static void parse(int argc, char **argv, struct export_args *a)
+{
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"thread", required_argument, NULL, 't'},
+                                       {"limit", required_argument, NULL, 'n'},
+                                       {"title", required_argument, NULL, 'T'},
+                                       {"weight", required_argument, NULL, 'w'},
+                                       {"alpha", required_argument, NULL, 'a'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:o:f:n:O:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            a->load.input = optarg;
+            break;
+        case 'o':
+            a->output = optarg;
+            break;
+        case 'f':
+            if (!(a->fmt = rp_export_find(optarg)))
+                die_format(optarg);
+            break;
+        case 'F':
+            a->load.replay.force = 1;
+            break;
+        case 't':
+            a->load.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            break;
+        case 'n':
+            a->report.limit = (uint32_t)rp_opt_u64("--limit", optarg);
+            break;
+        case 'T':
+            a->title = optarg;
+            break;
+        case 'w':
+            if (strcmp(optarg, "time") && strcmp(optarg, "calls"))
+                rp_usage_die("export", "--weight %s: expected time or calls", optarg);
+            a->load.weight_calls = !strcmp(optarg, "calls");
+            break;
+        case 'a':
+            a->load.rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);
+            break;
+        case 'O':
+            if (!strchr(optarg, '='))
+                rp_usage_die("export", "-O %s: expected KEY=VALUE", optarg);
+            if (a->n_params == MAX_PARAMS)
+                rp_usage_die("export", "-O: at most %d of them", MAX_PARAMS);
+            a->params[a->n_params++] = optarg;
+            break;
+        case 'h':
+            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE] [--force]\n"
+                   "       [--thread TID] [--limit N] [--title T] [--weight time|calls]\n"
+                   "       [--alpha A] [-O KEY=VALUE]...\n"
+                   "writes the trace in a format another tool reads (docs/exports.md)\n");
+            formats_help(stdout);
+            exit(0);
+        default:
+            rp_usage_die("export", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        rp_usage_die("export", "unexpected argument '%s'", argv[optind]);
+    if (!a->fmt) {
+        fprintf(stderr, "rankprof: export needs --format\n");
+        formats_help(stderr);
+        exit(2);
+    }
+}
+
+/* Opens the temporary file beside output, or stdout.  Dies on failure. */
+static FILE *open_out(const struct export_args *a, char *tmp, size_t tmpsz)
+{
+    if (!a->output) {
+        if ((a->fmt->needs & RP_EXPORT_BINARY) && isatty(1))
+            rp_die("export --format %s writes binary data: give -o FILE or redirect stdout",
+                   a->fmt->name);
+        return stdout;
+    }
+    snprintf(tmp, tmpsz, "%s.tmp.%ld", a->output, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        rp_die("%s: cannot create: %s", tmp, strerror(errno));
+    return f;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    struct export_args a = {0};
+    char tmp[4096], err[1024] = "";
+
+    rp_load_opts_default(&a.load);
+    a.report.sort = RP_SORT_RANK;
+    parse(argc, argv, &a);
+
+    struct rp_profile p = {0};
+    unsigned needs = a.fmt->needs;
+    if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
+        a.load.rank = !!(needs & RP_EXPORT_RANK);
+        rp_load(&a.load, &p);
+    }
+    a.report.ranked = a.report.flagged = !!(needs & RP_EXPORT_RANK);
+    a.report.flag = &a.load.flag;
+
+    struct rp_export_ctx ctx = {
+        .input = a.load.input,
+        .replay = &a.load.replay,
+        .p = needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK) ? &p : NULL,
+        .report = &a.report,
+        .title = a.title,
+        .progress = isatty(2),
+        .params = a.params,
+        .n_params = a.n_params,
+        .err = err,
+        .errsz = sizeof(err),
+    };
+    FILE *out = open_out(&a, tmp, sizeof(tmp));
+    int rc = a.fmt->run(out, &ctx);
+    int werr = ferror(out) || fflush(out) != 0;
+    if (out != stdout)
+        werr |= fclose(out) != 0;
+    rp_profile_free(&p);
+    if (rc == 0 && werr)
+        rc = RP_EIO;
+    if (rc < 0) {
+        if (out != stdout)
+            unlink(tmp);
+        if (err[0])
+            rp_die("export --format %s: %s", a.fmt->name, err);
+        rp_die("export --format %s: writing %s: %s", a.fmt->name, a.output ? a.output : "stdout",
+               rp_strerror(rc));
+    }
+    if (out != stdout && rename(tmp, a.output) != 0) {
+        int e = errno;
+        unlink(tmp);
+        rp_die("%s: cannot rename %s to it: %s", a.output, tmp, strerror(e));
+    }
+    return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * export.h - `rankprof export`: one entry per output format, like the ops
+ * tables of uftrace's cmds/dump.c.  A format says what it needs (a loaded
+ * profile, a ranked one) and gets one call that writes the whole output.
+ *
+ * Adding a format: write `int rp_export_NAME(FILE *, const struct
+ * rp_export_ctx *)` in src/report/export_NAME.c (or beside your generator),
+ * declare it below, and add one line to the table in export.c.  The CLI
+ * (src/cli/cmd_export.c) and the docs' list of formats come from the table.
+ *
+ * How a format streams: the profile (flat + edges, memory by distinct
+ * functions) is built first when the format asks for it; formats that need
+ * every event (chrome, perfetto) or every call path (folded, flamegraph,
+ * pprof) read the trace again with rp_walk_file (src/analyze/walk.h), whose
+ * memory is one chunk plus the open spans.
+ */
+#ifndef RP_REPORT_EXPORT_H
+#define RP_REPORT_EXPORT_H
+
+#include <stdio.h>
+
+#include "analyze/profile.h"
+#include "analyze/replay.h"
+#include "report/report.h"
+
+/* What a format needs before it runs (rp_export_format.needs). */
+enum {
+    RP_EXPORT_PROFILE = 1u << 0, /* replayed and named: ctx->p is set */
+    RP_EXPORT_RANK = 1u << 1,    /* also ranked and flagged (implies PROFILE) */
+    RP_EXPORT_BINARY = 1u << 2,  /* output is not text: never to a terminal */
+};
+
+/* Everything a format may use; read-only for the format. */
+struct rp_export_ctx {
+    const char *input;                   /* the trace file */
+    const struct rp_replay_opts *replay; /* force, tid: the same for every pass */
+    const struct rp_profile *p;          /* per needs, else NULL */
+    const struct rp_report_opts *report; /* sort, limit, ranked/flagged, thresholds */
+    const char *title;                   /* from --title, or NULL: the program name */
+    int progress;                        /* long passes may report progress on stderr */
+    const char *const *params;           /* -O KEY=VALUE strings, n_params of them */
+    unsigned n_params;
+    char *err; /* a format's message on failure, errsz bytes */
+    size_t errsz;
+};
+
+struct rp_export_format {
+    const char *name;
+    unsigned needs;  /* RP_EXPORT_* */
+    const char *ext; /* usual file suffix, for the docs and the help */
+    const char *help;
+    /*
+     * Writes the whole export to out.  Returns 0, or a negative RP_E* code
+     * with a message in ctx->err (which may stay empty for RP_EIO/RP_ENOMEM:
+     * the CLI then prints the code's meaning).  Write errors may be left for
+     * the caller's ferror()/fclose() check.
+     */
+    int (*run)(FILE *out, const struct rp_export_ctx *ctx);
+};
+
+/* The table, ending with an entry whose name is NULL. */
+extern const struct rp_export_format rp_export_formats[];
+
+/* The format called name, or NULL. */
+const struct rp_export_format *rp_export_find(const char *name);
+
+/*
+ * The value of -O key=VALUE (the last one given), or NULL when absent.
+ * Cannot fail.
+ */
+const char *rp_export_param(const struct rp_export_ctx *ctx, const char *key);
+
+/*
+ * The title of an export: ctx->title, else the program's base name, else
+ * "rankprof".  Cannot fail.
+ */
+const char *rp_export_title(const struct rp_export_ctx *ctx);
+
+/* The formats.  Each follows rp_export_format.run. */
+int rp_export_json(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_csv(FILE *out, const struct rp_export_ctx *ctx);
+
+#endif /* RP_REPORT_EXPORT_H */

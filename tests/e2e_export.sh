@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# e2e_export.sh - end-to-end test of `rankprof export`: records
+# tests/progs/calltree (exact call tree documented in its header) and checks
+# every format's output, with numbers compared against `report --format
+# json` and, where installed, read back by the real consumer of the format.
+#
+# Consumers (installed in CI by scripts/deps.sh ci): when one is missing the
+# test skips that part with a message, and at the end exits 77 (ctest SKIP)
+# if anything was skipped, unless RP_REQUIRE_CONSUMERS=1, which makes a
+# missing consumer a failure.
+#
+# Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+fail() {
+    echo "e2e_export: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_export: $*"; }
+skipped=()
+missing() { # missing TOOL WHY: a consumer is absent
+    if [[ "${RP_REQUIRE_CONSUMERS:-0}" == 1 ]]; then
+        fail "consumer $1 is missing ($2) and RP_REQUIRE_CONSUMERS=1"
+    fi
+    note "SKIP $1 checks: $2"
+    skipped+=("$1")
+}
+
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_export.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+"$RANKPROF" record -o ct.data -- "$PROGS/prog_calltree" >/dev/null 2>&1 ||
+    fail "recording prog_calltree"
+"$RANKPROF" report -i ct.data --format json >report.json || fail "report --format json"
+
+# --- the skeleton: unknown format, json and csv are the report's bytes ------
+if "$RANKPROF" export -i ct.data --format nosuch >/dev/null 2>err.txt; then
+    fail "an unknown format was accepted"
+fi
+grep -q "nosuch" err.txt || fail "the error does not name the unknown format"
+"$RANKPROF" export -i ct.data --format json -o ct.json || fail "export json"
+cmp -s ct.json report.json || fail "export json differs from report --format json"
+"$RANKPROF" report -i ct.data --format csv >report.csv
+"$RANKPROF" export -i ct.data --format csv >ct.csv || fail "export csv"
+cmp -s ct.csv report.csv || fail "export csv differs from report --format csv"
+if "$RANKPROF" export -i nonexistent.data --format json -o x.json 2>err.txt; then
+    fail "a missing input was accepted"
+fi
+[[ ! -e x.json ]] || fail "a failed export left its output file"
+ls ./*.tmp.* >/dev/null 2>&1 && fail "a failed export left a temporary file"
+
+if ((${#skipped[@]})); then
+    note "passed, but skipped: ${skipped[*]}"
+    exit 77
+fi
+note "passed"
