@@ -5,6 +5,7 @@
  *   bench_rank --uniform    the same size with uniformly random callees
  *                           (no call order at all: the solver's worst case)
  *   bench_rank --scale      1K, 10K, 100K, 1M nodes with 10 edges per node
+ *   bench_rank --max N      with --scale: stop at N nodes (quick runs)
  *   bench_rank --back F     F of the edges go back up (default 0.01)
  *
  * The call-graph shape (fixed seed): ROOT calls 8 thread entries; 30 % of
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
 {
     int scale = 0, uniform = 0;
     double back = 0.01;
+    uint32_t max = 1000000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--scale")) {
             scale = 1;
@@ -207,8 +209,11 @@ int main(int argc, char **argv)
             uniform = 1;
         } else if (!strcmp(argv[i], "--back") && i + 1 < argc) {
             back = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
+            max = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: bench_rank [--scale] [--uniform] [--back FRACTION]\n");
+            fprintf(stderr, "usage: bench_rank [--scale [--max NODES]] [--uniform] [--back "
+                            "FRACTION]\n");
             return 2;
         }
     }
@@ -216,7 +221,7 @@ int main(int argc, char **argv)
     if (!uniform)
         printf("call graph: 1%% self calls, %.1f%% back edges\n", back * 100);
     if (scale) {
-        for (uint32_t n = 1000; n <= 1000000; n *= 10)
+        for (uint32_t n = 1000; n <= max && n <= 1000000; n *= 10)
             if (run(n, 10 * n, uniform, back))
                 return 1;
         return 0;

@@ -1,104 +1,421 @@
 #!/usr/bin/env bash
-# bench.sh - what `make bench` runs: the 48M-call workload (bench/workload.c)
-# uninstrumented, under rankprof (trace mode; function class switched off),
-# under uftrace when it is installed, and with gprof; then the analysis time
-# of `rankprof report` against `uftrace report`, and the ranking benchmark.
+# bench.sh - what `make bench` runs: one workload (bench/workload.c: a
+# dispatcher, 8 leaves and fib(5), 24 calls per iteration, 48M calls at the
+# default 2M iterations) measured side by side under every profiler at hand,
+# then the analysis time, then how rankprof scales.
 #
-# Every timing is the whole process (start-up, recording, final flush), the
-# median of RUNS runs (default 5) with min and max.  Results: a table on
-# stdout and $build/bench/results.json.
+#   scripts/bench.sh [BUILD]            BUILD defaults to build
 #
-#   RUNS=5 ITERS=2000000 scripts/bench.sh build
+# Rows (one function each, row_*; a row that cannot run here says why and is
+# marked skipped, it never fails the run):
+#   baseline        workload_plain, -O2, no instrumentation
+#   instr_noop      workload_instr: -finstrument-functions, glibc's empty hooks
+#   rankprof        `rankprof record` in trace mode (lossless)
+#   rankprof_nofunc the same with the function class switched off
+#   rankprof_direct RANKPROF_MODE=direct, when this build supports it
+#   uftrace         `uftrace record` of workload_instr
+#   gprof           workload_pg (-pg): call counts and samples, gmon.out
+#   callgrind       valgrind --tool=callgrind on workload_plain, with
+#                   ITERS/CG_DIV iterations (scaled per call)
+#   tracy           Tracy's C API, explicit zones (workload.c, TRACY_ENABLE)
+#                   and its capture tool, built in TRACY_DIR from TRACY_SRC
+# Analysis: `rankprof report` against `uftrace report` on those traces.
+# Scaling: ranking 1K..1M nodes (bench_rank --scale), report time at three
+# trace lengths, recorder RSS per thread (bench_threads).
+#
+# Every time is the whole process (start-up, recording, final flush to disk;
+# for Tracy until the capture tool has written its file), the median of RUNS
+# runs with min and max.  Output: a table on stdout and OUT/results.json.
+#
+# Environment:
+#   RUNS (5), ITERS (2000000), CG_DIV (20)
+#   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes,
+#                   Tracy only if already built
+#   BENCH_SKIP      rows/sections to leave out, e.g. "tracy callgrind memory"
+#   BENCH_OUT       where results.json goes (BUILD/bench)
+#   TRACY_SRC       a checkout of Tracy (wolfpld/tracy, tag v0.10)
+#                   (TRACY_DIR/src);  TRACY_DIR  Tracy's build place
+#                   (/tmp/rankprof-tracy)
+# Exits 0 when every row that ran succeeded; 1 (naming the row) otherwise.
 set -euo pipefail
-build=${1:-build}
-runs=${RUNS:-5}
-iters=${ITERS:-2000000}
+
+build=$(realpath "${1:-build}")
+quick=${BENCH_QUICK:-0}
+if [ "$quick" = 1 ]; then
+  runs=${RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000}
+else
+  runs=${RUNS:-5} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000}
+fi
+cg_div=${CG_DIV:-20}
+out=${BENCH_OUT:-$build/bench}
+skips=" ${BENCH_SKIP:-} "
+tracy_dir=${TRACY_DIR:-/tmp/rankprof-tracy}
+tracy_src=${TRACY_SRC:-$tracy_dir/src}
+src=$(realpath "$(dirname "$0")/..")
+rp=$build/rankprof
+bin=$build/bench
 calls=$((iters * 24 + 1))
 work=$(mktemp -d /tmp/rankprof-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-rp=$(realpath "$build/rankprof")
-wl=$(realpath "$build/bench")
 
-if [ "$(cat /proc/loadavg | cut -d' ' -f1 | cut -d. -f1)" -ge 1 ]; then
-  echo "warning: load average $(cut -d' ' -f1 /proc/loadavg): numbers will be noisy" >&2
-fi
+die() { echo "bench: $*" >&2; exit 1; }
+skipped() { case $skips in *" $1 "*) return 0 ;; esac; return 1; }
 
-# time_runs NAME CMD...: runs CMD $runs times, records median/min/max seconds.
-declare -A med mn mx
-time_runs() {
-  local name=$1; shift
-  local ts=()
-  for _ in $(seq "$runs"); do
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$@" >/dev/null 2>&1
-    t1=$(date +%s.%N)
-    ts+=("$(echo "$t1 - $t0" | bc -l)")
+for f in "$rp" "$bin/workload_plain" "$bin/workload_instr" "$bin/workload_pg"; do
+  [ -x "$f" ] || die "$f is missing: build first (make, or cmake --build $build)"
+done
+command -v bc >/dev/null || die "bc is missing (scripts/deps.sh bench installs it)"
+mkdir -p "$out"
+
+# ---- measuring ---------------------------------------------------------------
+
+# Per row: label, status (ok | skipped), note, calls, median/min/max seconds,
+# bytes on disk.  rows keeps the order of the table.
+rows=()
+declare -A label status note ncalls med mn mx bytes
+
+# measure NAME CALLS CMD...: runs CMD RUNS times (stdout and stderr to
+# $work/NAME.log); fails the bench, naming the row, if a run fails.
+measure() {
+  local name=$1 n=$2; shift 2
+  local ts=() t0 t1 i
+  for ((i = 0; i < runs; i++)); do
+    t0=$EPOCHREALTIME
+    if ! "$@" >"$work/$name.log" 2>&1; then
+      tail -5 "$work/$name.log" >&2
+      die "$name: '$*' failed"
+    fi
+    t1=$EPOCHREALTIME
+    ts+=("$(printf '%.6f' "$(echo "$t1 - $t0" | bc -l)")")
   done
   local sorted
   sorted=$(printf '%s\n' "${ts[@]}" | sort -g)
   med[$name]=$(echo "$sorted" | sed -n "$(((runs + 1) / 2))p")
   mn[$name]=$(echo "$sorted" | head -1)
   mx[$name]=$(echo "$sorted" | tail -1)
+  ncalls[$name]=$n
+  status[$name]=ok
 }
 
-ns_per_call() { echo "scale=2; $1 * 1000000000 / $calls" | bc -l; }
+# add NAME LABEL: appends a row to the table.
+add() { rows+=("$1"); label[$1]=$2; note[$1]=${note[$1]:-}; status[$1]=${status[$1]:-}; }
 
-echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; $runs runs each"
-time_runs baseline "$wl/workload_plain" "$iters"
-time_runs instr_noop "$wl/workload_instr" "$iters"
-time_runs rankprof "$rp" record -o "$work/rp.data" -- "$wl/workload_instr" "$iters"
-rp_bytes=$(stat -c %s "$work/rp.data")
-time_runs rankprof_off env RANKPROF_CLASSES=point "$rp" record -o "$work/off.data" -- "$wl/workload_instr" "$iters"
-time_runs report "$rp" report -i "$work/rp.data" --limit 5
-have_uftrace=0
-if command -v uftrace >/dev/null; then
-  have_uftrace=1
-  time_runs uftrace uftrace record -d "$work/uftrace.data" "$wl/workload_instr" "$iters"
-  uf_bytes=$(du -sb "$work/uftrace.data" | cut -f1)
-  time_runs uftrace_report uftrace report -d "$work/uftrace.data"
-fi
-time_runs gprof bash -c "cd '$work' && exec '$wl/workload_pg' $iters"  # gmon.out lands in $work
-
-base=${med[baseline]}
-row() { # name label
-  local n=$1 label=$2 t=${med[$1]}
-  local over
-  over=$(echo "$t - $base" | bc -l)
-  printf '%-34s %8.3f s  [%6.3f .. %6.3f]  %7.2f ns/call  overhead %7.2f ns/call\n' \
-    "$label" "$t" "${mn[$n]}" "${mx[$n]}" "$(ns_per_call "$t")" "$(ns_per_call "$over")"
+# skip NAME LABEL REASON: a row that cannot run here.
+skip() {
+  add "$1" "$2"
+  status[$1]=skipped
+  note[$1]=$3
+  echo "  $2: skipped: $3" >&2
 }
-echo
-row baseline "uninstrumented (-O2)"
-row instr_noop "-finstrument-functions, no recorder"
-row rankprof "rankprof record (trace mode)"
-row rankprof_off "rankprof, function class off"
-[ $have_uftrace = 1 ] && row uftrace "uftrace record"
-row gprof "gprof (-pg)"
-echo
-printf 'bytes on disk per call: rankprof %.2f' "$(echo "$rp_bytes / $calls" | bc -l)"
-[ $have_uftrace = 1 ] && printf ', uftrace %.2f' "$(echo "$uf_bytes / $calls" | bc -l)"
-echo
-printf 'analysis: rankprof report %.3f s = %.2f ns/call' "${med[report]}" "$(ns_per_call "${med[report]}")"
-[ $have_uftrace = 1 ] && printf ', uftrace report %.3f s = %.2f ns/call' "${med[uftrace_report]}" "$(ns_per_call "${med[uftrace_report]}")"
-echo
-if [ $have_uftrace = 1 ]; then
-  printf 'ratios: rankprof/uftrace recording overhead %.2f, report %.3f\n' \
-    "$(echo "(${med[rankprof]} - $base) / (${med[uftrace]} - $base)" | bc -l)" \
-    "$(echo "${med[report]} / ${med[uftrace_report]}" | bc -l)"
-fi
-if [ -x "$wl/bench_rank" ]; then
+
+# ---- rows --------------------------------------------------------------------
+
+row_baseline() {
+  add baseline "uninstrumented (-O2)"
+  measure baseline "$calls" "$bin/workload_plain" "$iters"
+  grep -q "calls $calls " "$work/baseline.log" || die "baseline: workload printed $(cat "$work/baseline.log")"
+}
+
+row_instr_noop() {
+  add instr_noop "-finstrument-functions, empty hooks"
+  measure instr_noop "$calls" "$bin/workload_instr" "$iters"
+}
+
+row_rankprof() {
+  add rankprof "rankprof record (trace mode)"
+  measure rankprof "$calls" "$rp" record -o "$work/rp.data" -- "$bin/workload_instr" "$iters"
+  bytes[rankprof]=$(stat -c %s "$work/rp.data")
+}
+
+row_rankprof_nofunc() {
+  add rankprof_nofunc "rankprof, function class off"
+  measure rankprof_nofunc "$calls" "$rp" record --classes point -o "$work/nofunc.data" \
+    -- "$bin/workload_instr" "$iters"
+  bytes[rankprof_nofunc]=$(stat -c %s "$work/nofunc.data")
+}
+
+# Direct mode is detected with a one-iteration run: a build without it
+# refuses --mode direct or warns that the mode is not supported.
+row_rankprof_direct() {
+  local l="rankprof direct mode"
+  if ! "$rp" record --mode direct -o "$work/probe.data" -- "$bin/workload_instr" 1 \
+      >/dev/null 2>"$work/probe.err" || grep -qi "not supported\|only 'trace'" "$work/probe.err"; then
+    skip rankprof_direct "$l" "not supported by this build"
+    return
+  fi
+  add rankprof_direct "$l"
+  rm -f "$work/direct.data"
+  measure rankprof_direct "$calls" "$rp" record --mode direct -o "$work/direct.data" \
+    -- "$bin/workload_instr" "$iters"
+  bytes[rankprof_direct]=$(stat -c %s "$work/direct.data" 2>/dev/null || echo 0)
+}
+
+row_uftrace() {
+  local l="uftrace $(uftrace --version 2>/dev/null | awk '{print $2}') record"
+  command -v uftrace >/dev/null || { skip uftrace "uftrace record" "uftrace is not installed"; return; }
+  add uftrace "$l"
+  measure uftrace "$calls" uftrace record -d "$work/uftrace.data" "$bin/workload_instr" "$iters"
+  bytes[uftrace]=$(du -sb "$work/uftrace.data" | cut -f1)
+}
+
+row_gprof() {
+  add gprof "gprof (-pg; counts and samples)"
+  measure gprof "$calls" bash -c "cd '$work' && exec '$bin/workload_pg' $iters"
+  bytes[gprof]=$(stat -c %s "$work/gmon.out")
+}
+
+row_callgrind() {
+  local it=$((iters / cg_div > 0 ? iters / cg_div : 1))
+  local l="valgrind --tool=callgrind"
+  command -v valgrind >/dev/null || { skip callgrind "$l" "valgrind is not installed"; return; }
+  add callgrind "$l"
+  note[callgrind]="$it iterations (1/$cg_div), scaled per call"
+  measure callgrind $((it * 24 + 1)) valgrind --tool=callgrind \
+    --callgrind-out-file="$work/callgrind.out" "$bin/workload_plain" "$it"
+  bytes[callgrind]=$(stat -c %s "$work/callgrind.out")
+}
+
+# tracy_build: the capture tool and the workload with Tracy's client, in
+# $tracy_dir; prints why not on stdout and returns 1 when that cannot be done.
+tracy_build() {
+  local cap=$tracy_src/capture/build/unix/capture-release
+  [ -f "$tracy_src/public/TracyClient.cpp" ] || {
+    echo "no Tracy source in $tracy_src (set TRACY_SRC to a checkout of wolfpld/tracy, tag v0.10)"
+    return 1
+  }
+  if [ ! -x "$cap" ]; then
+    [ "$quick" = 1 ] && { echo "capture tool not built, and quick mode does not build it"; return 1; }
+    echo "  building Tracy's capture tool (minutes; log: $tracy_dir/capture.log)" >&2
+    make -C "$tracy_src/capture/build/unix" release TRACY_NO_LTO=1 >"$tracy_dir/capture.log" 2>&1 || {
+      echo "the capture tool did not build (libcapstone-dev missing?), see $tracy_dir/capture.log"
+      return 1
+    }
+  fi
+  local defs=(-DTRACY_ENABLE -DTRACY_NO_SAMPLING -DTRACY_NO_SYSTEM_TRACING
+    -DTRACY_NO_CONTEXT_SWITCH -DTRACY_NO_BROADCAST -DTRACY_ONLY_LOCALHOST
+    -DTRACY_NO_VSYNC_CAPTURE -DTRACY_NO_FRAME_IMAGE -DTRACY_NO_CODE_TRANSFER)
+  local cli=$tracy_dir/TracyClient.o wl=$tracy_dir/workload_tracy
+  if [ ! -f "$cli" ]; then
+    g++ -O2 -g "${defs[@]}" -c "$tracy_src/public/TracyClient.cpp" -o "$cli" 2>"$tracy_dir/client.log" || {
+      echo "TracyClient.cpp did not compile, see $tracy_dir/client.log"
+      return 1
+    }
+  fi
+  if [ ! -x "$wl" ] || [ "$src/bench/workload.c" -nt "$wl" ]; then
+    gcc -O2 -g "${defs[@]}" -I"$tracy_src/public" -c "$src/bench/workload.c" -o "$tracy_dir/workload.o" &&
+      g++ -o "$wl" "$tracy_dir/workload.o" "$cli" -pthread -ldl 2>"$tracy_dir/link.log" || {
+      echo "the workload did not link with Tracy's client, see $tracy_dir/link.log"
+      return 1
+    }
+  fi
+}
+
+# One Tracy run: the capture tool waits for the client, the client
+# (TRACY_NO_EXIT=1) waits at exit until the capture has everything, and the
+# capture writes its file.  Timed from both starting to both done.
+tracy_once() {
+  local port=$1 file=$2 it=$3
+  "$tracy_src/capture/build/unix/capture-release" -a 127.0.0.1 -p "$port" -o "$file" -f >"$work/capture.log" 2>&1 &
+  local cap=$!
+  TRACY_NO_EXIT=1 TRACY_PORT=$port "$tracy_dir/workload_tracy" "$it" || { kill "$cap" 2>/dev/null; return 1; }
+  wait "$cap"
+}
+
+row_tracy() {
+  local l="Tracy C API zones + capture" why
+  mkdir -p "$tracy_dir"
+  if ! why=$(tracy_build); then
+    skip tracy "$l" "$why"
+    return
+  fi
+  add tracy "$l"
+  note[tracy]="explicit zones; client and capture on one machine"
+  measure tracy "$calls" tracy_once $((20000 + RANDOM % 20000)) "$work/trace.tracy" "$iters"
+  bytes[tracy]=$(stat -c %s "$work/trace.tracy")
+}
+
+# ---- analysis ----------------------------------------------------------------
+
+ana=()
+ana_rankprof() {
+  [ "${status[rankprof]:-}" = ok ] || return 0
+  add report_rankprof "rankprof report"
+  ana+=(report_rankprof)
+  measure report_rankprof "$calls" "$rp" report -i "$work/rp.data" --limit 5
+}
+
+ana_uftrace() {
+  [ "${status[uftrace]:-}" = ok ] || return 0
+  add report_uftrace "uftrace report"
+  ana+=(report_uftrace)
+  measure report_uftrace "$calls" uftrace report -d "$work/uftrace.data"
+}
+
+# ---- scaling -----------------------------------------------------------------
+
+# rank_scale: bench_rank --scale, one JSON object per graph size.
+rank_json=()
+scale_rank() {
+  [ -x "$bin/bench_rank" ] || { echo "  ranking: skipped: bench_rank is not built" >&2; return; }
   echo
-  "$wl/bench_rank"
-fi
+  echo "ranking (bench_rank --scale --max $rank_max): call-graph shaped, 10 edges per node"
+  "$bin/bench_rank" --scale --max "$rank_max" | tee "$work/rank.txt"
+  while read -r _ n _ m _ sw _ _ res t _; do
+    rank_json+=("{\"nodes\": $n, \"edges\": $m, \"sweeps\": $sw, \"residual\": $res, \"seconds\": $t}")
+  done < <(grep '^callgraph' "$work/rank.txt")
+}
 
-{
-  printf '{"calls": %s, "runs": %s' "$calls" "$runs"
-  for k in "${!med[@]}"; do
-    printf ', "%s": {"median_s": %s, "min_s": %s, "max_s": %s}' "$k" "${med[$k]}" "${mn[$k]}" "${mx[$k]}"
+# report_scale: report time at a quarter, half and all of ITERS.
+report_json=()
+scale_report() {
+  echo
+  echo "report time against trace length"
+  local q
+  for q in 4 2 1; do
+    local it=$((iters / q)) f=$work/len$q.data
+    local n=$((it * 24 + 1))
+    "$rp" record -o "$f" -- "$bin/workload_instr" "$it" >/dev/null 2>&1 || die "record of $it iterations failed"
+    measure "len$q" "$n" "$rp" report -i "$f" --limit 5
+    local ns
+    ns=$(printf '%.2f' "$(echo "${med[len$q]} * 1000000000 / $n" | bc -l)")
+    printf '  %10d calls  %9d bytes  report %8.3f s  %6.2f ns per call\n' "$n" "$(stat -c %s "$f")" "${med[len$q]}" "$ns"
+    report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns}")
   done
-  printf ', "rankprof_bytes": %s' "$rp_bytes"
-  [ $have_uftrace = 1 ] && printf ', "uftrace_bytes": %s' "$uf_bytes"
-  printf '}\n'
-} > "$build/bench/results.json"
-echo "machine-readable: $build/bench/results.json"
+}
+
+# memory_scale: VmRSS of bench_threads with N threads, without the recorder,
+# under rankprof with idle threads and with recording threads.
+mem_json=()
+# rss CMD...: the rss_kb that bench_threads printed; fails the bench if none.
+rss() {
+  local line
+  line=$("$@" 2>"$work/rss.err") || { cat "$work/rss.err" >&2; die "memory: '$*' failed"; }
+  [[ $line =~ rss_kb\ ([0-9]+) ]] || die "memory: '$*' printed '$line'"
+  echo "${BASH_REMATCH[1]}"
+}
+scale_memory() {
+  [ -x "$bin/bench_threads" ] || { echo "  memory: skipped: bench_threads is not built" >&2; return; }
+  local k=100000 n first=1 last
+  echo
+  echo "recorder memory: VmRSS (KiB) with N threads alive, $k calls each when recording"
+  printf '  %8s %12s %14s %14s\n' threads "no recorder" "rankprof idle" "rankprof busy"
+  local ns=(1 4 16)
+  [ "$quick" = 1 ] && ns=(1 4)
+  declare -A r0 r1 r2
+  for n in "${ns[@]}"; do
+    r0[$n]=$(rss "$bin/bench_threads" "$n" "$k")
+    r1[$n]=$(rss "$rp" record -o "$work/mem.data" -- "$bin/bench_threads" "$n" 0)
+    r2[$n]=$(rss "$rp" record -o "$work/mem.data" -- "$bin/bench_threads" "$n" "$k")
+    printf '  %8d %12d %14d %14d\n' "$n" "${r0[$n]}" "${r1[$n]}" "${r2[$n]}"
+    mem_json+=("{\"threads\": $n, \"rss_kb_none\": ${r0[$n]}, \"rss_kb_idle\": ${r1[$n]}, \"rss_kb_recording\": ${r2[$n]}}")
+    last=$n
+  done
+  first=${ns[0]}
+  # per thread: the growth from the first to the last N, less the program's own
+  mem_per_thread=$(echo "scale=1; ((${r2[$last]} - ${r2[$first]}) - (${r0[$last]} - ${r0[$first]})) / ($last - $first)" | bc -l)
+  mem_idle=$(echo "${r1[$first]} - ${r0[$first]}" | bc -l)
+  echo "  recorder: $mem_per_thread KiB per recording thread; $mem_idle KiB loaded with ${first} idle thread"
+}
+
+# ---- output ------------------------------------------------------------------
+
+ns() { printf '%.4f' "$(echo "$1 * 1000000000 / $2" | bc -l)"; }
+
+print_table() {
+  local base_ns uf_over=
+  base_ns=$(ns "${med[baseline]}" "${ncalls[baseline]}")
+  [ "${status[uftrace]:-}" = ok ] && uf_over=$(echo "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns" | bc -l)
+  echo
+  printf '%-36s %9s %21s %9s %9s %8s %8s %9s\n' what median "[min .. max] s" "ns/call" overhead "x base" "x uftr" "B/call"
+  local r
+  for r in "${rows[@]}"; do
+    case " ${ana[*]} " in *" $r "*) continue ;; esac
+    if [ "${status[$r]}" != ok ]; then
+      printf '%-36s skipped: %s\n' "${label[$r]}" "${note[$r]}"
+      continue
+    fi
+    local c=${ncalls[$r]} per over xb xu="" bpc=""
+    per=$(ns "${med[$r]}" "$c")
+    over=$(echo "$per - $base_ns" | bc -l)
+    xb=$(echo "$per / $base_ns" | bc -l)
+    [ -n "$uf_over" ] && [ "$r" != baseline ] && xu=$(printf '%.2f' "$(echo "$over / $uf_over" | bc -l)")
+    [ -n "${bytes[$r]:-}" ] && bpc=$(printf '%.2f' "$(echo "${bytes[$r]} / $c" | bc -l)")
+    printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s%s\n' "${label[$r]}" "${med[$r]}" \
+      "${mn[$r]}" "${mx[$r]}" "$per" "$over" "$xb" "$xu" "$bpc" "${note[$r]:+  (${note[$r]})}"
+  done
+  echo
+  echo "analysis of the trace above (per recorded call):"
+  local rp_ns=""
+  for r in "${ana[@]}"; do
+    local per
+    per=$(ns "${med[$r]}" "${ncalls[$r]}")
+    [ "$r" = report_rankprof ] && rp_ns=$per
+    printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
+      "${mx[$r]}" "$per" "$([ "$r" != report_rankprof ] && [ -n "$rp_ns" ] &&
+        printf '  (rankprof takes %.3f x this)' "$(echo "$rp_ns / $per" | bc -l)")"
+  done
+}
+
+# json_row NAME: one row as a JSON object (numbers bare, text quoted).
+json_row() {
+  local r=$1
+  printf '{"name": "%s", "label": "%s", "status": "%s"' "$r" "${label[$r]}" "${status[$r]}"
+  [ -n "${note[$r]}" ] && printf ', "note": "%s"' "${note[$r]//\"/\'}"
+  if [ "${status[$r]}" = ok ]; then
+    printf ', "calls": %s, "median_s": %s, "min_s": %s, "max_s": %s, "ns_per_call": %s' \
+      "${ncalls[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "$(ns "${med[$r]}" "${ncalls[$r]}")"
+    [ -n "${bytes[$r]:-}" ] && printf ', "bytes": %s' "${bytes[$r]}"
+  fi
+  printf '}'
+}
+
+# join SEP ITEMS...
+join() {
+  local s=$1
+  shift
+  [ $# -gt 0 ] || return 0
+  local first=$1
+  shift
+  printf '%s' "$first" "${@/#/$s}"
+}
+
+write_json() {
+  local r list=() alist=()
+  for r in "${rows[@]}"; do
+    case " ${ana[*]} " in *" $r "*) alist+=("$(json_row "$r")") ;; *) list+=("$(json_row "$r")") ;; esac
+  done
+  {
+    printf '{\n"machine": {"cpu": "%s", "cpus": %s, "load_average": %s, "kernel": "%s", "cc": "%s"},\n' \
+      "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/"/'"'"'/g')" "$(nproc)" \
+      "$(cut -d' ' -f1 /proc/loadavg)" "$(uname -r)" "$(cc --version | head -1 | sed 's/"/'"'"'/g')"
+    printf '"workload": {"iterations": %s, "calls": %s, "runs": %s, "quick": %s},\n' "$iters" "$calls" "$runs" \
+      "$([ "$quick" = 1 ] && echo true || echo false)"
+    printf '"rows": [\n  %s\n],\n' "$(join $',\n  ' "${list[@]}")"
+    printf '"analysis": [\n  %s\n],\n' "$(join $',\n  ' "${alist[@]}")"
+    printf '"scaling": {\n'
+    printf '  "rank": [%s],\n' "$(join ', ' "${rank_json[@]}")"
+    printf '  "report": [%s],\n' "$(join ', ' "${report_json[@]}")"
+    printf '  "memory": [%s]' "$(join ', ' "${mem_json[@]}")"
+    [ -n "${mem_per_thread:-}" ] && printf ',\n  "memory_kb_per_recording_thread": %s' "$mem_per_thread"
+    printf '\n}\n}\n'
+  } >"$out/results.json"
+}
+
+# ---- main --------------------------------------------------------------------
+
+load=$(cut -d' ' -f1 /proc/loadavg)
+[ "${load%%.*}" -ge 1 ] && echo "warning: load average $load: numbers will be noisy" >&2
+echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
+row_baseline
+for r in instr_noop rankprof rankprof_nofunc rankprof_direct uftrace gprof callgrind tracy; do
+  skipped "$r" || "row_$r"
+done
+ana_rankprof
+ana_uftrace
+print_table
+skipped rank || scale_rank
+skipped report || scale_report
+skipped memory || scale_memory
+write_json
+echo
+echo "machine-readable: $out/results.json"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# smoke.sh - ctest's bench_quick: runs scripts/bench.sh in quick mode with a
+# tiny workload (Tracy left out: building it takes minutes) and checks that
+# the table and results.json have every row, that each row that ran has
+# sane numbers for the right number of calls, and that the rows measured
+# what they claim (the function class switched off writes far less).
+#
+#   bench/smoke.sh BUILD
+set -euo pipefail
+build=$(realpath "$1")
+here=$(dirname "$0")
+out=$build/bench/quick
+iters=2000
+mkdir -p "$out"
+rm -f "$out/results.json"
+BENCH_QUICK=1 ITERS=$iters RANK_MAX=10000 BENCH_SKIP="tracy" BENCH_OUT="$out" \
+  bash "$here/../scripts/bench.sh" "$build" >"$out/stdout.txt"
+cat "$out/stdout.txt"
+for want in "uninstrumented" "rankprof record (trace mode)" "rankprof, function class off" \
+  "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory"; do
+  grep -qF "$want" "$out/stdout.txt" || { echo "smoke: no '$want' in the table" >&2; exit 1; }
+done
+python3 - "$out/results.json" "$iters" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+calls = int(sys.argv[2]) * 24 + 1
+assert r["workload"]["calls"] == calls, r["workload"]
+rows = {x["name"]: x for x in r["rows"]}
+for name in ("baseline", "instr_noop", "rankprof", "rankprof_nofunc", "gprof"):
+    x = rows[name]
+    assert x["status"] == "ok", x
+    assert x["calls"] == calls, x
+    assert 0 < x["min_s"] <= x["median_s"] <= x["max_s"] < 120, x
+for name in ("rankprof_direct", "uftrace", "callgrind", "tracy"):
+    if name == "tracy":
+        assert name not in rows, "BENCH_SKIP=tracy was not honoured"
+        continue
+    x = rows[name]
+    assert x["status"] in ("ok", "skipped"), x
+    if x["status"] == "skipped":
+        assert x.get("note"), x
+    else:
+        assert x["median_s"] > 0 and x["calls"] > 0, x
+if rows["callgrind"]["status"] == "ok":
+    assert rows["callgrind"]["calls"] < calls, "callgrind should run fewer iterations"
+# every call is two events of at least a byte; switched off, almost nothing
+assert rows["rankprof"]["bytes"] > calls, rows["rankprof"]
+assert rows["rankprof_nofunc"]["bytes"] * 10 < rows["rankprof"]["bytes"], rows
+ana = {x["name"]: x for x in r["analysis"]}
+assert ana["report_rankprof"]["status"] == "ok" and ana["report_rankprof"]["calls"] == calls, ana
+s = r["scaling"]
+assert [x["nodes"] for x in s["rank"]] == [1000, 10000], s["rank"]
+assert all(x["residual"] < 1e-9 and x["seconds"] > 0 for x in s["rank"]), s["rank"]
+lens = [x["calls"] for x in s["report"]]
+assert len(lens) == 3 and lens == sorted(lens) and lens[-1] == calls, lens
+assert [x["bytes"] for x in s["report"]] == sorted(x["bytes"] for x in s["report"]), s["report"]
+assert len(s["memory"]) >= 2 and all(x["rss_kb_recording"] > 0 for x in s["memory"]), s["memory"]
+print("smoke: results.json has", len(rows), "rows,", len(ana), "analyses, scaling ok")
+PY
