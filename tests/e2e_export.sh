@@ -58,6 +58,24 @@ fi
 [[ ! -e x.json ]] || fail "a failed export left its output file"
 ls ./*.tmp.* >/dev/null 2>&1 && fail "a failed export left a temporary file"
 
+# --- folded stacks and flame graphs -----------------------------------------
+check="python3 $here/consumers/check_export.py"
+"$RANKPROF" export -i ct.data --format folded -o ct.folded || fail "export folded"
+$check folded report.json ct.folded
+"$RANKPROF" export -i ct.data --format flamegraph -o ct.svg || fail "export flamegraph"
+$check svg report.json ct.svg
+flamegraph_pl=""
+for f in "$(command -v flamegraph.pl || true)" /usr/share/perl5/Devel/NYTProf/flamegraph.pl; do
+    [[ -n "$f" && -f "$f" ]] && flamegraph_pl=$f && break
+done
+if [[ -n "$flamegraph_pl" ]]; then
+    perl "$flamegraph_pl" ct.folded >ct_pl.svg 2>fg_err.txt || fail "flamegraph.pl failed on our folded output"
+    [[ ! -s fg_err.txt ]] || fail "flamegraph.pl complained: $(cat fg_err.txt)"
+    $check flamegraph-pl report.json ct_pl.svg
+else
+    missing flamegraph.pl "Debian package libdevel-nytprof-perl"
+fi
+
 if ((${#skipped[@]})); then
     note "passed, but skipped: ${skipped[*]}"
     exit 77

@@ -13,6 +13,10 @@ const struct rp_export_format rp_export_formats[] = {
     {"json", RP_EXPORT_RANK, "json", "the report of DESIGN §9 (docs/report-json.md)",
      rp_export_json},
     {"csv", RP_EXPORT_RANK, "csv", "the report's rows, one per node", rp_export_csv},
+    {"folded", RP_EXPORT_PROFILE, "folded",
+     "call paths with their exclusive ns, for flamegraph.pl and speedscope", rp_export_folded},
+    {"flamegraph", RP_EXPORT_PROFILE, "svg", "an interactive SVG flame graph",
+     rp_export_flamegraph},
     {NULL, 0, NULL, NULL, NULL},
 };
 

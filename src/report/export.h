@@ -79,5 +79,13 @@ const char *rp_export_title(const struct rp_export_ctx *ctx);
 /* The formats.  Each follows rp_export_format.run. */
 int rp_export_json(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_csv(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
+
+/*
+ * The flame graph's <svg> element; embedded leaves out the XML declaration
+ * (for the HTML report).  Fails like a format's run.
+ */
+int rp_export_flame_svg(FILE *out, const struct rp_export_ctx *ctx, int embedded);
 
 #endif /* RP_REPORT_EXPORT_H */

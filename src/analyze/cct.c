@@ -1,0 +1,221 @@
+/*
+ * cct.c - building the calling-context tree (cct.h) from the event stream.
+ *
+ * Each thread keeps a stack of open frames {path node, start, time in
+ * callees}.  ENTER looks up the child of the top frame's path with that id
+ * (created on first use) and pushes it; when a span ends:
+ *
+ *     dur         = end - start
+ *     path.calls += 1,  path.incl += dur,  path.excl += dur - callees
+ *     the frame below (if any) adds dur to its callees
+ *
+ * exactly as replay.c does per node, and what replay.c drops we drop: an
+ * exit with no open span (unmatched), the spans above an EXIT_ID that names
+ * a deeper one, and every open span at a LOST event and at the end.
+ *
+ * Paths are found by an open-addressing hash on (parent path, id) whose
+ * slots hold node indices; it stays at most half full.
+ */
+#include "cct.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "walk.h"
+
+struct frame {
+    uint32_t node;
+    uint64_t start, callees;
+};
+
+struct thread {
+    uint32_t tid;
+    struct frame *stack;
+    uint32_t depth, cap;
+};
+
+struct priv {
+    uint32_t *slots; /* node index, 0 = empty (the root is never looked up) */
+    uint32_t nslots; /* a power of two */
+    struct thread *threads;
+    uint32_t nthreads, capthreads, last; /* last: the thread of the previous event */
+    uint32_t n_ids;
+};
+
+static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*(void **)arr, (size_t)ncap * elem);
+    if (!n)
+        return RP_ENOMEM;
+    *(void **)arr = n;
+    *cap = ncap;
+    return 0;
+}
+
+static uint32_t slot_of(uint32_t parent, uint32_t id, uint32_t mask)
+{
+    uint64_t k = ((uint64_t)parent << 32 | id) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(k >> 32) & mask;
+}
+
+/* Doubles the hash and re-inserts every node but the root.  RP_ENOMEM. */
+static int rehash(struct rp_cct *t, struct priv *v)
+{
+    uint32_t n = v->nslots ? v->nslots * 2 : 1024;
+    uint32_t *s = calloc(n, sizeof(*s));
+    if (!s)
+        return RP_ENOMEM;
+    for (uint32_t i = 1; i < t->n; i++) {
+        uint32_t h = slot_of(t->nodes[i].parent, t->nodes[i].id, n - 1);
+        while (s[h])
+            h = (h + 1) & (n - 1);
+        s[h] = i;
+    }
+    free(v->slots);
+    v->slots = s;
+    v->nslots = n;
+    return 0;
+}
+
+/* The path parent;id, created when new.  Returns its index, 0 if out of memory. */
+static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint32_t id)
+{
+    uint32_t h = slot_of(parent, id, v->nslots - 1);
+    for (uint32_t i; (i = v->slots[h]); h = (h + 1) & (v->nslots - 1))
+        if (t->nodes[i].parent == parent && t->nodes[i].id == id)
+            return i;
+    if (grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes)) < 0)
+        return 0;
+    uint32_t i = t->n++;
+    struct rp_cct_node *pn = &t->nodes[parent];
+    t->nodes[i] = (struct rp_cct_node){
+        .id = id, .parent = parent, .sibling = pn->child, .depth = pn->depth + 1};
+    pn->child = i;
+    v->slots[h] = i;
+    if (2 * t->n > v->nslots && rehash(t, v) < 0)
+        return 0;
+    return i;
+}
+
+static struct thread *thread_of(struct priv *v, uint32_t tid)
+{
+    if (v->last < v->nthreads && v->threads[v->last].tid == tid)
+        return &v->threads[v->last];
+    for (uint32_t i = 0; i < v->nthreads; i++)
+        if (v->threads[i].tid == tid)
+            return &v->threads[v->last = i];
+    if (grow(&v->threads, &v->capthreads, v->nthreads + 1, sizeof(*v->threads)) < 0)
+        return NULL;
+    v->last = v->nthreads++;
+    v->threads[v->last] = (struct thread){.tid = tid};
+    return &v->threads[v->last];
+}
+
+/* Ends the top frame of th at now. */
+static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
+{
+    assert(th->depth > 0);
+    struct frame *f = &th->stack[--th->depth];
+    uint64_t dur = now >= f->start ? now - f->start : 0;
+    struct rp_cct_node *n = &t->nodes[f->node];
+    n->calls++;
+    n->incl += dur;
+    n->excl += dur >= f->callees ? dur - f->callees : 0;
+    if (th->depth)
+        th->stack[th->depth - 1].callees += dur;
+}
+
+static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
+{
+    struct rp_cct *t = ctx;
+    struct priv *v = t->priv;
+    struct thread *th = thread_of(v, tid);
+    uint32_t at;
+
+    if (!th)
+        return RP_ENOMEM;
+    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID) && ev->id >= v->n_ids)
+        return RP_EFORMAT;
+    switch (ev->op) {
+    case RP_OP_ENTER: {
+        uint32_t parent = th->depth ? th->stack[th->depth - 1].node : 0;
+        uint32_t node = child_of(t, v, parent, ev->id);
+        if (!node || grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack)) < 0)
+            return RP_ENOMEM;
+        th->stack[th->depth++] = (struct frame){node, ev->ticks, 0};
+        break;
+    }
+    case RP_OP_EXIT:
+        if (!th->depth)
+            t->unmatched++;
+        else
+            span_end(t, th, ev->ticks);
+        break;
+    case RP_OP_EXIT_ID:
+        for (at = th->depth; at > 0 && t->nodes[th->stack[at - 1].node].id != ev->id; at--)
+            ;
+        if (!at) {
+            t->unmatched++;
+            break;
+        }
+        t->unclosed += th->depth - at;
+        th->depth = at;
+        span_end(t, th, ev->ticks);
+        break;
+    case RP_OP_LOST:
+        t->unclosed += th->depth;
+        th->depth = 0;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
+                 int progress, char *err, size_t errsz)
+{
+    static const struct rp_walk_ops ops = {.event = on_event};
+    struct priv *v = calloc(1, sizeof(*v));
+    int rc;
+
+    err[0] = 0;
+    if (!v || !(t->nodes = calloc(16, sizeof(*t->nodes)))) {
+        free(v);
+        return RP_ENOMEM;
+    }
+    t->priv = v;
+    t->cap = 16;
+    t->n = 1; /* the root */
+    v->n_ids = n_ids;
+    if ((rc = rehash(t, v)) < 0)
+        return rc;
+    rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
+    if (rc == RP_EFORMAT && !err[0])
+        snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", path);
+    for (uint32_t i = 0; i < v->nthreads; i++)
+        t->unclosed += v->threads[i].depth;
+    return rc;
+}
+
+void rp_cct_free(struct rp_cct *t)
+{
+    struct priv *v = t->priv;
+    if (v) {
+        for (uint32_t i = 0; i < v->nthreads; i++)
+            free(v->threads[i].stack);
+        free(v->threads);
+        free(v->slots);
+        free(v);
+    }
+    free(t->nodes);
+    memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,52 @@
+/*
+ * cct.h - the calling-context tree (call-path profile of DESIGN §5): one
+ * node per distinct path of spans from a thread's empty stack, e.g.
+ * main;a;b;leaf, with the calls, inclusive and exclusive time of the
+ * activations that ran on exactly that path.  It feeds the folded stacks,
+ * the flame graph and pprof's samples.
+ *
+ * Built by streaming over the events (walk.h) with the matching rules of
+ * replay.c, so that for every span id the sums over its paths equal the
+ * flat profile: Σ calls = node.calls and Σ excl = node.excl.
+ *
+ * Memory grows with the number of distinct paths (and the deepest stack),
+ * never with the length of the trace.  Threads share one tree.
+ */
+#ifndef RP_ANALYZE_CCT_H
+#define RP_ANALYZE_CCT_H
+
+#include <stdint.h>
+
+#include "replay.h"
+
+struct rp_cct_node {
+    uint32_t id;             /* span id (index in rp_profile.nodes); 0 = the root */
+    uint32_t parent;         /* the calling path; the root's own is 0 */
+    uint32_t child, sibling; /* first callee path, next path of the same caller; 0 = none */
+    uint32_t depth;          /* 0 for the root, 1 for a thread's outermost span */
+    uint64_t calls;          /* completed activations on this path */
+    uint64_t incl;           /* ticks: their summed durations */
+    uint64_t excl;           /* ticks: incl minus the time of their callees */
+};
+
+struct rp_cct {
+    struct rp_cct_node *nodes; /* nodes[0] is the root */
+    uint32_t n, cap;
+    uint64_t unclosed;  /* spans dropped without time (lost events, end of trace) */
+    uint64_t unmatched; /* exits with no open span */
+    void *priv;         /* the path hash and the threads' stacks */
+};
+
+/*
+ * Builds *t (zeroed by the caller) from the trace at path; ids must be
+ * below n_ids (the profile's node count from the first pass).  Returns 0,
+ * RP_ENOMEM, RP_EFORMAT for an id the profile does not know, or a reader
+ * error; err names the file and offset.  *t must be freed in all cases.
+ */
+int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
+                 int progress, char *err, size_t errsz);
+
+/* Frees what *t owns and zeroes it. */
+void rp_cct_free(struct rp_cct *t);
+
+#endif /* RP_ANALYZE_CCT_H */

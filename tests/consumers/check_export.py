@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""check_export.py - checks rankprof's exports against `report --format json`
+(DESIGN §9) and against the exact call tree of tests/progs/calltree.c.
+
+    check_export.py folded REPORT.json FOLDED          paths and exclusive ns
+    check_export.py svg REPORT.json SVG               our flame graph
+    check_export.py flamegraph-pl REPORT.json SVG     flamegraph.pl's rendering of FOLDED
+
+Exits 1 with a "FAIL:" line on the first mismatch.
+"""
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+# tests/progs/calltree.c: every call path and its activation count
+CALLTREE_PATHS = {
+    "main": 1, "main;a": 3, "main;a;b": 6, "main;a;b;leaf": 30, "main;a;c": 3,
+    "main;a;c;leaf": 6, "main;c": 1, "main;c;leaf": 2,
+}
+
+
+def die(msg):
+    print("check_export: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def load_report(path):
+    with open(path) as f:
+        r = json.load(f)
+    return r, {n["name"]: n for n in r["nodes"]}
+
+
+def check_folded(report, folded):
+    _, nodes = load_report(report)
+    paths = {}
+    with open(folded) as f:
+        for ln, line in enumerate(f, 1):
+            m = re.fullmatch(r"(.+) (\d+)\n", line)
+            if not m:
+                die(f"{folded}:{ln}: not 'frame;frame value': {line!r}")
+            if m.group(1) in paths:
+                die(f"{folded}:{ln}: path {m.group(1)} appears twice")
+            paths[m.group(1)] = int(m.group(2))
+    # every path of the call tree that has exclusive time, and no other
+    want = set(CALLTREE_PATHS)
+    if set(paths) != want:
+        die(f"folded paths {sorted(paths)} != calltree's {sorted(want)}")
+    # per function, the paths' exclusive ns add up to the report's exclusive_ns
+    # (each line is rounded to whole ns on its own: allow 1 ns per line)
+    per = {}
+    for p, v in paths.items():
+        leaf = p.split(";")[-1]
+        per.setdefault(leaf, []).append(v)
+    for name, vs in per.items():
+        want_ns = nodes[name]["exclusive_ns"]
+        if abs(sum(vs) - want_ns) > len(vs):
+            die(f"folded: {name} exclusive {sum(vs)} ns != report's {want_ns}")
+    return paths
+
+
+def svg_frames(path):
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        die(f"{path} is not well-formed XML: {e}")
+    return root, ns
+
+
+def check_svg(report, svg):
+    r, nodes = load_report(report)
+    root, ns = svg_frames(svg)
+    if root.find(".//s:script", ns) is None:
+        die("the flame graph has no script (zoom/search)")
+    frames = root.findall(".//s:g[@class='f']", ns)
+    total = int(root.get("data-total"))
+    width = float(root.get("data-w"))
+    seen = {}
+    for g in frames:
+        name, d = g.get("data-n"), int(g.get("data-d"))
+        v, x, w = int(g.get("data-v")), float(g.get("data-x")), float(g.get("data-w"))
+        rect = g.find("s:rect", ns)
+        if abs(float(rect.get("width")) - w) > 1e-3 or abs(float(rect.get("x")) - x) > 1e-3:
+            die(f"svg: frame {name} rect disagrees with its data attributes")
+        if abs(w - v * width / total) > 0.01:
+            die(f"svg: frame {name} is {w} px wide, its time says {v * width / total}")
+        if g.find("s:title", ns) is None or name not in g.find("s:title", ns).text:
+            die(f"svg: frame {name} has no title naming it")
+        seen.setdefault(name, []).append((d, x, w, v))
+    for name in ("all", "main", "a", "b", "c", "leaf"):
+        if name not in seen:
+            die(f"svg: no frame for {name}")
+    # frames per function: one per distinct path (all wide enough to draw here)
+    for name, count in (("main", 1), ("a", 1), ("b", 1), ("c", 2), ("leaf", 3)):
+        if len(seen[name]) != count:
+            die(f"svg: {len(seen[name])} frames for {name}, the call tree has {count} paths")
+    # a function's outermost frames add up to its inclusive time in the report
+    k = width / total
+    for name in ("main", "a", "b", "c", "leaf"):
+        got = sum(v for _, _, _, v in seen[name])
+        want = nodes[name]["inclusive_ns"]
+        # data-v is in ticks: compare the drawn widths with the report's share
+        share = got / total
+        want_share = want / r["total_ns"] if r["total_ns"] else 0
+        if abs(share - want_share) > 1e-6:
+            die(f"svg: {name} covers {share:.4f} of the width, report says {want_share:.4f}")
+    # children sit inside their parent
+    main = seen["main"][0]
+    for d, x, w, _ in seen["a"] + seen["b"]:
+        if x < main[1] - 1e-3 or x + w > main[1] + main[2] + 1e-3:
+            die("svg: a callee's frame sticks out of main's")
+    print(f"check_export: svg ok ({len(frames)} frames)")
+
+
+def check_flamegraph_pl(report, svg):
+    _, nodes = load_report(report)
+    root, ns = svg_frames(svg)
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    got = {}
+    for t in titles:
+        m = re.fullmatch(r"(.+) \(([\d,]+) samples?, [\d.]+%\)", t or "")
+        if m:
+            got.setdefault(m.group(1), []).append(int(m.group(2).replace(",", "")))
+    if "all" not in got or "main" not in got:
+        die(f"flamegraph.pl output has no 'all'/'main' frame: {titles[:5]}")
+    main = got["main"][0]
+    want = nodes["main"]["inclusive_ns"]
+    # main's frame = the sum of every exclusive time under it
+    if abs(main - want) > len(CALLTREE_PATHS):  # one rounding per folded line
+        die(f"flamegraph.pl: main {main} ns, report's inclusive {want}")
+    if len(got.get("leaf", [])) != 3 or len(got.get("c", [])) != 2:
+        die(f"flamegraph.pl: expected 3 leaf and 2 c frames: {got}")
+    print(f"check_export: flamegraph.pl ok (main {main} ns)")
+
+
+def main():
+    if len(sys.argv) < 2:
+        die(__doc__)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "folded":
+        check_folded(*args)
+        print("check_export: folded ok")
+    elif cmd == "svg":
+        check_svg(*args)
+    elif cmd == "flamegraph-pl":
+        check_flamegraph_pl(*args)
+    else:
+        die(f"unknown check {cmd}")
+
+
+if __name__ == "__main__":
+    main()
