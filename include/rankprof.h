@@ -4,13 +4,22 @@
  * A program built with -finstrument-functions needs none of this: running it
  * under `rankprof record` (or with librankprof.so preloaded) records every
  * function.  This header is for controlling the recorder from the program
- * and, as the API grows, for naming regions, locks and devices.
+ * and for naming regions ("profile points"), locks, devices, instants and
+ * counters.  docs/api.md is the user's guide to it.
  *
- * Every function returns 0 or a negative RP_E* code; rp_strerror() says what
- * the code means.  None of them ever terminates the program.
+ * Sections of this file, one per area:
+ *   1. result codes and event classes
+ *   2. control: classes, flush
+ *   3. profile points: the site struct, spans, instants, counters, hooks
+ *   (other areas add their own section below these)
+ *
+ * Every function returns 0 (or a count) or a negative RP_E* code;
+ * rp_strerror() says what the code means.  None of them ever terminates the
+ * program.
  *
  * Define RANKPROF_DISABLE before including this header to compile every
- * rankprof call away.
+ * rankprof call away: the macros expand to nothing, their arguments are not
+ * evaluated, and the program references no rankprof symbol.
  */
 #ifndef RANKPROF_H
 #define RANKPROF_H
@@ -72,6 +81,328 @@ RP_API int rp_flush(void);
 #define rp_strerror(code)       ((void)(code), "rankprof disabled")
 #define rp_classes_set(on, off) ((void)(on), (void)(off), 0u)
 #define rp_flush()              (0)
+
+#endif /* RANKPROF_DISABLE */
+
+/* ==== 3. profile points ===================================================
+ *
+ * A profile point is a static struct rp_site, one per call site of a macro,
+ * placed in the linker section "rp_sites".  Events carry one pointer to it
+ * (as Tracy's source locations do), so the hot path never formats or looks
+ * up a name.  There is no registration call to write: every translation unit
+ * that includes this header gets a tiny constructor that hands its module's
+ * section bounds (__start_rp_sites / __stop_rp_sites, one pair per executable
+ * or shared library) to the recorder, which is how rp_site_enable() and the
+ * RANKPROF_FILTER environment variable reach every site of every module,
+ * including sites that have not run yet.
+ *
+ * Kinds of site and the class each macro records under:
+ *
+ *   RP_POINT / RP_POINT_BEGIN / RP_POINT_BUDGET   span "point"      class point
+ *   RP_LOCK_WAIT / RP_LOCK_WAIT_BEGIN             span "lock-wait"  class lock
+ *   RP_LOCK_HOLD / RP_LOCK_HOLD_BEGIN             span "lock-hold"  class lock
+ *   RP_IO / RP_IO_BEGIN                           span "io"         class io
+ *   RP_TIMER                                      instant           class timer
+ *   RP_MARK                                       instant           class user
+ *   RP_COUNTER                                    counter           class user
+ *
+ * Spans nest with functions and with each other on the calling thread.  A
+ * span that began while recording always records its end, even if its class
+ * or site was switched off in between, so stacks stay balanced.
+ */
+
+/* Kinds of site (the values of the trace format's enum rp_kind). */
+#define RP_SITE_POINT     1
+#define RP_SITE_LOCK_WAIT 2
+#define RP_SITE_LOCK_HOLD 3
+#define RP_SITE_IO        4
+#define RP_SITE_INSTANT   5
+#define RP_SITE_COUNTER   6
+
+/* Class indexes: site->cls = n means class bit (1u << n), RP_CLASS_BIT_*. */
+#define RP_CLASS_IDX_FUNC  0
+#define RP_CLASS_IDX_POINT 1
+#define RP_CLASS_IDX_LOCK  2
+#define RP_CLASS_IDX_IO    3
+#define RP_CLASS_IDX_TIMER 4
+#define RP_CLASS_IDX_USER  5
+
+struct rp_site;
+
+/*
+ * A per-point hook: called on the thread that ends the span, right after the
+ * end is recorded, with the span's duration in nanoseconds.  It runs inside
+ * the profiled program's code path: keep it short; it must not end the same
+ * point again.  Events it records are recorded normally.
+ */
+typedef void (*rp_hook_fn)(const struct rp_site *site, uint64_t ns, void *arg);
+
+/*
+ * One call site.  Written by the macros as a static initializer; the fields
+ * marked "atomic" are read and written by the recorder with __atomic builtins
+ * (the struct stays plain C and C++ compatible).  Layout is part of the ABI:
+ * 64 bytes, no padding, so a section of them is an array.
+ */
+struct rp_site {
+    const char *name;   /* the name given to the macro */
+    const char *file;   /* __FILE__ */
+    uint32_t line;      /* __LINE__ */
+    uint8_t kind;       /* RP_SITE_* */
+    uint8_t cls;        /* RP_CLASS_IDX_* */
+    uint8_t off;        /* atomic: non-zero = switched off (rp_site_enable, filter) */
+    uint8_t spare;      /* 0 */
+    uint64_t budget_ns; /* 0 = no budget; else activations longer are overruns */
+    uint64_t overruns;  /* atomic: activations longer than budget_ns so far */
+    rp_hook_fn hook;    /* atomic: called when a span of this site ends, or NULL */
+    void *hook_arg;     /* passed to hook */
+    void *direct;       /* reserved for direct mode's per-site statistics */
+};
+
+/* A begun span: the site, and the clock ticks of its begin (0 = not begun). */
+struct rp_span {
+    struct rp_site *site;
+    uint64_t t0;
+};
+
+/* The ARG of an io span: device address (28 bits) and byte count (32 bits). */
+#define RP_IO_ARG(addr, nbytes)                                                                    \
+    ((((uint64_t)(addr)&0xfffffffu) << 32) | ((uint64_t)(nbytes)&0xffffffffu))
+
+#ifndef RANKPROF_DISABLE
+
+/*
+ * Records the begin of a span of site s on the calling thread.  Returns the
+ * begin's clock ticks (never 0), or 0 when nothing was recorded (the
+ * recorder is not recording, the site's class is off, or the event was
+ * lost); pass the result to rp_site_end().  Callers normally use the macros,
+ * which test s->off first.
+ */
+RP_API uint64_t rp_site_begin(struct rp_site *s);
+
+/* Like rp_site_begin, and attaches arg (e.g. RP_IO_ARG) to the span. */
+RP_API uint64_t rp_site_begin_arg(struct rp_site *s, uint64_t arg);
+
+/*
+ * Records the end of a span begun at ticks t0 (a non-zero rp_site_begin()
+ * result; 0 makes this a no-op).  Counts a budget overrun and calls the
+ * site's hook with the duration.  Records nothing once recording has stopped.
+ */
+RP_API void rp_site_end(struct rp_site *s, uint64_t t0);
+
+/* Records an instant of site s with an argument (RP_TIMER, RP_MARK). */
+RP_API void rp_site_instant(struct rp_site *s, uint64_t arg);
+
+/* Records a counter sample of site s (RP_COUNTER). */
+RP_API void rp_site_counter(struct rp_site *s, int64_t value);
+
+/*
+ * Switches every site whose name matches the glob pattern (fnmatch(3)
+ * syntax: *, ?, [...]) on (on != 0) or off, in every module loaded now.
+ * With RANKPROF_FILTER set, functions are matched by name too (see
+ * docs/api.md).  Returns the number of sites and functions matched, or
+ * RP_EINVAL for a NULL pattern.
+ */
+RP_API int rp_site_enable(const char *pattern, int on);
+
+/*
+ * Sets the hook (fn, arg) of every span site whose name matches the glob
+ * pattern; fn NULL removes it.  Set hooks before the points run: a span
+ * ending while its hook changes may see the new function with the old arg.
+ * Returns the number of sites matched, or RP_EINVAL for a NULL pattern.
+ */
+RP_API int rp_site_hook(const char *pattern, rp_hook_fn fn, void *arg);
+
+/* Overruns counted so far for the sites named name (summed).  Returns the
+ * sum, or 0 when no site has that name. */
+RP_API uint64_t rp_site_overruns(const char *name);
+
+/*
+ * Called by the constructor below (once per translation unit that includes
+ * this header) with the bounds of the calling module's "rp_sites" section,
+ * and by its destructor when the module is unloaded.  NULL bounds (a module
+ * without sites) are ignored.  Not for direct use.
+ *
+ * Outside the recorder they are weak references, so a file that includes
+ * this header but is linked without the recorder (a tool, a library that
+ * uses no macro) still links; the constructor then does nothing.
+ */
+#if defined(RP_BUILDING_RUNTIME)
+RP_API void rp_sites_register(struct rp_site *start, struct rp_site *stop);
+RP_API void rp_sites_unregister(struct rp_site *start, struct rp_site *stop);
+#else
+__attribute__((weak)) void rp_sites_register(struct rp_site *start, struct rp_site *stop);
+__attribute__((weak)) void rp_sites_unregister(struct rp_site *start, struct rp_site *stop);
+
+extern struct rp_site __start_rp_sites[] __attribute__((weak, visibility("hidden")));
+extern struct rp_site __stop_rp_sites[] __attribute__((weak, visibility("hidden")));
+
+__attribute__((constructor, no_instrument_function, unused)) static void rp__sites_ctor(void)
+{
+    if (rp_sites_register)
+        rp_sites_register(__start_rp_sites, __stop_rp_sites);
+}
+
+__attribute__((destructor, no_instrument_function, unused)) static void rp__sites_dtor(void)
+{
+    if (rp_sites_unregister)
+        rp_sites_unregister(__start_rp_sites, __stop_rp_sites);
+}
+#endif
+
+#define RP__CAT2(a, b) a##b
+#define RP__CAT(a, b)  RP__CAT2(a, b)
+#define RP__ATTR       __attribute__((no_instrument_function, unused))
+
+/* The static site of one macro call. */
+#define RP__SITE(var, nm, kind, cls, budget)                                                       \
+    static struct rp_site var __attribute__((section("rp_sites"), used, aligned(8))) = {           \
+        (nm), __FILE__, __LINE__, (kind), (cls), 0, 0, (uint64_t)(budget), 0, 0, 0, 0}
+
+static inline RP__ATTR struct rp_span rp__begin(struct rp_site *s)
+{
+    struct rp_span h = {0, 0};
+    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1)) {
+        h.t0 = rp_site_begin(s);
+        h.site = s;
+    }
+    return h;
+}
+
+static inline RP__ATTR struct rp_span rp__begin_arg(struct rp_site *s, uint64_t arg)
+{
+    struct rp_span h = {0, 0};
+    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1)) {
+        h.t0 = rp_site_begin_arg(s, arg);
+        h.site = s;
+    }
+    return h;
+}
+
+static inline RP__ATTR void rp__end(struct rp_span *h)
+{
+    if (h->t0)
+        rp_site_end(h->site, h->t0);
+    h->t0 = 0;
+}
+
+/* A span handle h, begun now, that ends at the end of the enclosing scope. */
+#define RP__SCOPED(nm, kind, cls, budget)                                                          \
+    RP__SITE(RP__CAT(rp__site_, __LINE__), nm, kind, cls, budget);                                 \
+    struct rp_span RP__CAT(rp__span_, __LINE__) __attribute__((cleanup(rp__end), unused)) =        \
+        rp__begin(&RP__CAT(rp__site_, __LINE__))
+
+/* A span handle h begun now, ended by the matching *_END(h). */
+#define RP__BEGIN(h, nm, kind, cls, budget)                                                        \
+    RP__SITE(RP__CAT(rp__site_, h), nm, kind, cls, budget);                                        \
+    struct rp_span h = rp__begin(&RP__CAT(rp__site_, h))
+
+#define RP__INSTANT(nm, kind, cls, call, val)                                                      \
+    do {                                                                                           \
+        RP__SITE(rp__site, nm, kind, cls, 0);                                                      \
+        if (__builtin_expect(!__atomic_load_n(&rp__site.off, __ATOMIC_RELAXED), 1))                \
+            call(&rp__site, (val));                                                                \
+    } while (0)
+
+/* Profile points: a named region of code. */
+#define RP_POINT(name)                     RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
+#define RP_POINT_BUDGET(name, ns)          RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
+#define RP_POINT_BEGIN(h, name)            RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
+#define RP_POINT_BEGIN_BUDGET(h, name, ns) RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
+#define RP_POINT_END(h)                    rp__end(&(h))
+
+/* Waiting for and holding a named lock (a lock the recorder cannot see). */
+#define RP_LOCK_WAIT(name)          RP__SCOPED(name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_WAIT_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_WAIT_END(h)         rp__end(&(h))
+#define RP_LOCK_HOLD(name)          RP__SCOPED(name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_HOLD_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_HOLD_END(h)         rp__end(&(h))
+
+/* A device transaction of nbytes with the device at addr, e.g. an I2C read. */
+#define RP_IO(name, addr, nbytes)                                                                  \
+    RP__SITE(RP__CAT(rp__site_, __LINE__), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                  \
+    struct rp_span RP__CAT(rp__span_, __LINE__) __attribute__((cleanup(rp__end), unused)) =        \
+        rp__begin_arg(&RP__CAT(rp__site_, __LINE__), RP_IO_ARG(addr, nbytes))
+#define RP_IO_BEGIN(h, name, addr, nbytes)                                                         \
+    RP__SITE(RP__CAT(rp__site_, h), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                         \
+    struct rp_span h = rp__begin_arg(&RP__CAT(rp__site_, h), RP_IO_ARG(addr, nbytes))
+#define RP_IO_END(h) rp__end(&(h))
+
+/* Instants and counters. */
+#define RP_TIMER(name) RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_TIMER, rp_site_instant, 0)
+#define RP_MARK(name, arg)                                                                         \
+    RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_USER, rp_site_instant, (uint64_t)(arg))
+#define RP_COUNTER(name, value)                                                                    \
+    RP__INSTANT(name, RP_SITE_COUNTER, RP_CLASS_IDX_USER, rp_site_counter, (int64_t)(value))
+
+#else /* RANKPROF_DISABLE: no code, no symbol, arguments not evaluated */
+
+#define rp_site_enable(pattern, on)        ((void)sizeof(pattern), (void)sizeof(on), 0)
+#define rp_site_hook(pattern, fn, arg)     ((void)sizeof(pattern), (void)sizeof(arg), 0)
+#define rp_site_overruns(name)             ((void)sizeof(name), (uint64_t)0)
+#define RP_POINT(name)                     /* nothing */
+#define RP_POINT_BUDGET(name, ns)          /* nothing */
+#define RP_POINT_BEGIN(h, name)            /* nothing */
+#define RP_POINT_BEGIN_BUDGET(h, name, ns) /* nothing */
+#define RP_POINT_END(h)                    ((void)0)
+#define RP_LOCK_WAIT(name)                 /* nothing */
+#define RP_LOCK_WAIT_BEGIN(h, name)        /* nothing */
+#define RP_LOCK_WAIT_END(h)                ((void)0)
+#define RP_LOCK_HOLD(name)                 /* nothing */
+#define RP_LOCK_HOLD_BEGIN(h, name)        /* nothing */
+#define RP_LOCK_HOLD_END(h)                ((void)0)
+#define RP_IO(name, addr, nbytes)          /* nothing */
+#define RP_IO_BEGIN(h, name, addr, nbytes) /* nothing */
+#define RP_IO_END(h)                       ((void)0)
+#define RP_TIMER(name)                     ((void)0)
+#define RP_MARK(name, arg)                 ((void)sizeof(arg))
+#define RP_COUNTER(name, value)            ((void)sizeof(value))
+
+#endif /* RANKPROF_DISABLE */
+
+/* ==== 4. locks by address ================================================
+ *
+ * pthread mutexes, rwlocks and spinlocks are recorded with no source change
+ * (librankprof interposes them, docs/locks.md).  For any other lock - an
+ * RTOS mutex, a firmware spinlock, a lock-free retry loop - report its
+ * life by address; the recorder treats the calls exactly like a pthread
+ * lock's:
+ *
+ *     rp_lock_wait(l);        about to block on l          (lock-wait begins)
+ *     rp_lock_acquired(l);    got it (after a wait, or     (wait ends, hold
+ *                             directly when uncontended)    begins)
+ *     rp_lock_failed(l);      gave up waiting              (wait ends)
+ *     rp_lock_released(l);    let it go                    (hold ends)
+ *
+ * A lock is shown by rp_lock_name()'s name, else by its variable's name from
+ * the symbol table, else by its address.  Names are kept in a fixed table of
+ * 256 locks, RP_LOCK_NAME_MAX - 1 bytes each; name a lock before its first
+ * event (the name goes into the trace when the lock is first seen).
+ */
+#define RP_LOCK_NAME_MAX 64
+
+#ifndef RANKPROF_DISABLE
+
+RP_API void rp_lock_wait(const volatile void *lock);
+RP_API void rp_lock_acquired(const volatile void *lock);
+RP_API void rp_lock_failed(const volatile void *lock);
+RP_API void rp_lock_released(const volatile void *lock);
+
+/*
+ * Names the lock at address lock (the name is copied, truncated to
+ * RP_LOCK_NAME_MAX - 1 bytes).  Returns 0, RP_EINVAL for a NULL lock or an
+ * empty name, RP_EBUSY when the lock already has a name (the first stays),
+ * or RP_ENOMEM when the table of names is full.
+ */
+RP_API int rp_lock_name(const volatile void *lock, const char *name);
+
+#else
+
+#define rp_lock_wait(lock)       ((void)sizeof(lock))
+#define rp_lock_acquired(lock)   ((void)sizeof(lock))
+#define rp_lock_failed(lock)     ((void)sizeof(lock))
+#define rp_lock_released(lock)   ((void)sizeof(lock))
+#define rp_lock_name(lock, name) ((void)sizeof(lock), (void)sizeof(name), 0)
 
 #endif /* RANKPROF_DISABLE */
 

@@ -42,6 +42,7 @@
 
 #include "common/bytes.h"
 #include "rankprof.h"
+#include "sites.h"
 
 RP_HIDDEN struct rp_rt rp_rt = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -234,14 +235,12 @@ static void out_thread(struct rp_tbuf *t)
 
 /* ---- the writer --------------------------------------------------------- */
 
-/* Describes a site pointer for DEFS.  Sites arrive with the profile-point
- * API; until then there are none to describe. */
+/* Describes a site pointer for DEFS (sites.c): -1 for an address that is
+ * no registered site, so the encoder skips the record. */
 static int describe_site(void *ctx, uint64_t site, struct rp_def *out)
 {
     (void)ctx;
-    (void)site;
-    (void)out;
-    return -1;
+    return rp_sites_describe(site, out);
 }
 
 /* Encodes and writes one buffer of thread t (writer thread only). */

@@ -38,7 +38,7 @@
 #define RP_MAGIC         "RANKPROF"
 #define RP_MAGIC_LEN     8
 #define RP_VERSION_MAJOR 1
-#define RP_VERSION_MINOR 0
+#define RP_VERSION_MINOR 1
 #define RP_FILE_HDR_SIZE 32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
@@ -79,12 +79,19 @@ enum rp_kind {
 /*
  * DEFS payload: repeated records, each
  *   u32 id | u8 kind | u8 class | u16 name length | u64 key | u32 line |
- *   u16 file length | u16 reserved (0) | name bytes | file bytes
+ *   u16 file length | u16 extension length | name bytes | file bytes |
+ *   extension bytes
  * Ids are dense, start at 1 and are defined before the first EVENTS chunk
  * that uses them.  Functions have an empty name: the analyzer names them from
  * the MAPS chunk and the binaries' symbol tables.
+ *
+ * The extension (format 1.1; always 0 bytes in 1.0 files, where the field
+ * was "reserved") holds optional fields in this order, each present only if
+ * the extension is long enough; readers skip bytes they do not know:
+ *   u64 budget   a point's time budget in ticks (0 = none)
  */
-#define RP_DEF_FIXED 24
+#define RP_DEF_FIXED      24
+#define RP_DEF_EXT_BUDGET 8 /* extension bytes up to and including the budget */
 
 /*
  * Event stream (payload of EVENTS after its 16-byte header).  Each event is

@@ -103,7 +103,8 @@ static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
 {
     size_t nlen = d->name ? strnlen(d->name, 65535) : 0;
     size_t flen = d->file ? strnlen(d->file, 65535) : 0;
-    size_t need = RP_DEF_FIXED + nlen + flen;
+    size_t ext = d->budget ? RP_DEF_EXT_BUDGET : 0;
+    size_t need = RP_DEF_FIXED + nlen + flen + ext;
 
     if (e->defs_len + need > e->defs_cap) {
         size_t ncap = e->defs_cap ? e->defs_cap * 2 : 4096;
@@ -123,9 +124,11 @@ static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
     rp_put64(p + 8, d->key);
     rp_put32(p + 16, d->line);
     rp_put16(p + 20, (uint16_t)flen);
-    rp_put16(p + 22, 0);
+    rp_put16(p + 22, (uint16_t)ext);
     memcpy(p + RP_DEF_FIXED, d->name ? d->name : "", nlen);
     memcpy(p + RP_DEF_FIXED + nlen, d->file ? d->file : "", flen);
+    if (ext)
+        rp_put64(p + RP_DEF_FIXED + nlen + flen, d->budget);
     e->defs_len += need;
     return 0;
 }

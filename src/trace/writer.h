@@ -60,6 +60,7 @@ struct rp_def {
     const char *name; /* may be NULL (functions: named by the analyzer) */
     const char *file; /* may be NULL */
     uint32_t line;
+    uint64_t budget; /* ticks; 0 = none (a DEFS extension, format 1.1) */
 };
 
 /*

@@ -1,0 +1,30 @@
+/*
+ * sites.h - the recorder's side of profile points (sites.c): describing a
+ * site for the trace's DEFS, and what direct mode needs to know about the
+ * two-record events (instants and counters).
+ */
+#ifndef RP_RECORD_SITES_H
+#define RP_RECORD_SITES_H
+
+#include <stdint.h>
+
+#include "clock.h"
+#include "trace/writer.h"
+
+/*
+ * Fills out (kind, class, name, file, line, budget in ticks) for the site
+ * whose address is `site`.  Returns 0, or -1 when the address is not a site
+ * of any registered module (a corrupt record, or a module unloaded since),
+ * so the encoder skips the record.  Takes the registry lock: writer thread,
+ * once per site.
+ */
+RP_HIDDEN int rp_sites_describe(uint64_t site, struct rp_def *out);
+
+/*
+ * The value of the INSTANT or COUNTER raw word being passed to
+ * rp_append_slow() by sites.c (in trace mode the value travels in the DATA
+ * record that follows; direct mode, which never buffers, reads it here).
+ */
+RP_HIDDEN extern __thread uint64_t rp_site_data;
+
+#endif /* RP_RECORD_SITES_H */
