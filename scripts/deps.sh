@@ -4,7 +4,9 @@
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
 #   ci:    what CI needs beyond test (nothing yet: gcc's sanitizers serve)
-#   bench: + bc, uftrace and binutils (gprof), the peers of `make bench`
+#   bench: + the peers of `make bench`: uftrace, binutils (gprof), valgrind
+#          (callgrind), and g++ with libcapstone-dev to build Tracy's capture
+#          tool (scripts/bench.sh builds it in /tmp from a Tracy checkout)
 # Installs with apt-get as root, or through sudo -n; otherwise prints the
 # command to run and fails.
 set -euo pipefail
@@ -25,9 +27,11 @@ if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
 fi
 if [ "$level" = bench ]; then
-  have_cmd bc || need+=(bc)
   have_cmd uftrace || need+=(uftrace)
   have_cmd gprof || need+=(binutils)
+  have_cmd valgrind || need+=(valgrind)
+  have_cmd g++ || need+=(g++)
+  have_pkg libcapstone-dev || need+=(libcapstone-dev)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
