@@ -59,12 +59,13 @@ work=$(mktemp -d /tmp/rankprof-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 die() { echo "bench: $*" >&2; exit 1; }
+# calc EXPR [FORMAT]: floating-point arithmetic (awk: always there, unlike bc)
+calc() { awk "BEGIN { printf \"${2:-%.6f}\", $1 }"; }
 skipped() { case $skips in *" $1 "*) return 0 ;; esac; return 1; }
 
 for f in "$rp" "$bin/workload_plain" "$bin/workload_instr" "$bin/workload_pg"; do
   [ -x "$f" ] || die "$f is missing: build first (make, or cmake --build $build)"
 done
-command -v bc >/dev/null || die "bc is missing (scripts/deps.sh bench installs it)"
 mkdir -p "$out"
 
 # ---- measuring ---------------------------------------------------------------
@@ -86,7 +87,7 @@ measure() {
       die "$name: '$*' failed"
     fi
     t1=$EPOCHREALTIME
-    ts+=("$(printf '%.6f' "$(echo "$t1 - $t0" | bc -l)")")
+    ts+=("$(calc "$t1 - $t0")")
   done
   local sorted
   sorted=$(printf '%s\n' "${ts[@]}" | sort -g)
@@ -277,7 +278,7 @@ scale_report() {
     "$rp" record -o "$f" -- "$bin/workload_instr" "$it" >/dev/null 2>&1 || die "record of $it iterations failed"
     measure "len$q" "$n" "$rp" report -i "$f" --limit 5
     local ns
-    ns=$(printf '%.2f' "$(echo "${med[len$q]} * 1000000000 / $n" | bc -l)")
+    ns=$(calc "${med[len$q]} * 1000000000 / $n" %.2f)
     printf '  %10d calls  %9d bytes  report %8.3f s  %6.2f ns per call\n' "$n" "$(stat -c %s "$f")" "${med[len$q]}" "$ns"
     report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns}")
   done
@@ -312,19 +313,19 @@ scale_memory() {
   done
   first=${ns[0]}
   # per thread: the growth from the first to the last N, less the program's own
-  mem_per_thread=$(echo "scale=1; ((${r2[$last]} - ${r2[$first]}) - (${r0[$last]} - ${r0[$first]})) / ($last - $first)" | bc -l)
-  mem_idle=$(echo "${r1[$first]} - ${r0[$first]}" | bc -l)
+  mem_per_thread=$(calc "((${r2[$last]} - ${r2[$first]}) - (${r0[$last]} - ${r0[$first]})) / ($last - $first)" %.1f)
+  mem_idle=$((r1[$first] - r0[$first]))
   echo "  recorder: $mem_per_thread KiB per recording thread; $mem_idle KiB loaded with ${first} idle thread"
 }
 
 # ---- output ------------------------------------------------------------------
 
-ns() { printf '%.4f' "$(echo "$1 * 1000000000 / $2" | bc -l)"; }
+ns() { calc "$1 * 1000000000 / $2" %.4f; }
 
 print_table() {
   local base_ns uf_over=
   base_ns=$(ns "${med[baseline]}" "${ncalls[baseline]}")
-  [ "${status[uftrace]:-}" = ok ] && uf_over=$(echo "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns" | bc -l)
+  [ "${status[uftrace]:-}" = ok ] && uf_over=$(calc "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns")
   echo
   printf '%-36s %9s %21s %9s %9s %8s %8s %9s\n' what median "[min .. max] s" "ns/call" overhead "x base" "x uftr" "B/call"
   local r
@@ -336,10 +337,10 @@ print_table() {
     fi
     local c=${ncalls[$r]} per over xb xu="" bpc=""
     per=$(ns "${med[$r]}" "$c")
-    over=$(echo "$per - $base_ns" | bc -l)
-    xb=$(echo "$per / $base_ns" | bc -l)
-    [ -n "$uf_over" ] && [ "$r" != baseline ] && xu=$(printf '%.2f' "$(echo "$over / $uf_over" | bc -l)")
-    [ -n "${bytes[$r]:-}" ] && bpc=$(printf '%.2f' "$(echo "${bytes[$r]} / $c" | bc -l)")
+    over=$(calc "$per - $base_ns")
+    xb=$(calc "$per / $base_ns")
+    [ -n "$uf_over" ] && [ "$r" != baseline ] && xu=$(calc "$over / $uf_over" %.2f)
+    [ -n "${bytes[$r]:-}" ] && bpc=$(calc "${bytes[$r]} / $c" %.2f)
     printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s%s\n' "${label[$r]}" "${med[$r]}" \
       "${mn[$r]}" "${mx[$r]}" "$per" "$over" "$xb" "$xu" "$bpc" "${note[$r]:+  (${note[$r]})}"
   done
@@ -352,7 +353,7 @@ print_table() {
     [ "$r" = report_rankprof ] && rp_ns=$per
     printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
       "${mx[$r]}" "$per" "$([ "$r" != report_rankprof ] && [ -n "$rp_ns" ] &&
-        printf '  (rankprof takes %.3f x this)' "$(echo "$rp_ns / $per" | bc -l)")"
+        printf '  (rankprof takes %.3f x this)' "$(calc "$rp_ns / $per")")"
   done
 }
 
