@@ -5,7 +5,9 @@
  *
  *   LD_PRELOAD          librankprof.so, in front of what was there
  *   RANKPROF_OUTPUT     the trace file (absolute path)
- *   RANKPROF_MODE       trace
+ *   RANKPROF_MODE       trace, or direct (statistics in the process, no trace:
+ *                       docs/direct-mode.md)
+ *   RANKPROF_PRINT      1: print the direct-mode table at exit (--print)
  *   RANKPROF_POLICY     wait (lossless, default) or drop
  *   RANKPROF_CLASSES    event classes to record, e.g. func,lock
  *
@@ -99,9 +101,10 @@ int cmd_record(int argc, char **argv)
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
         {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"print", no_argument, NULL, 'p'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL;
-    int drop = 0, c;
+    int drop = 0, print = 0, c;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -111,9 +114,11 @@ int cmd_record(int argc, char **argv)
             break;
         case 'm':
             mode = optarg;
-            if (strcmp(mode, "trace") != 0)
-                rp_usage_die("record", "--mode %s: only 'trace' is available in this version",
-                             mode);
+            if (strcmp(mode, "trace") != 0 && strcmp(mode, "direct") != 0)
+                rp_usage_die("record", "--mode %s: the modes are 'trace' and 'direct'", mode);
+            break;
+        case 'p':
+            print = 1;
             break;
         case 'c':
             classes = check_classes(optarg);
@@ -129,6 +134,8 @@ int cmd_record(int argc, char **argv)
     }
     if (optind >= argc)
         rp_usage_die("record", "no program given");
+    if (print && strcmp(mode, "direct") != 0)
+        rp_usage_die("record", "--print needs --mode direct (a trace is printed by report)");
 
     char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
     find_lib(lib, sizeof(lib));
@@ -152,6 +159,8 @@ int cmd_record(int argc, char **argv)
     setenv("LD_PRELOAD", preload, 1);
     setenv("RANKPROF_OUTPUT", abs_out, 1);
     setenv("RANKPROF_MODE", mode, 1);
+    if (print)
+        setenv("RANKPROF_PRINT", "1", 1);
     setenv("RANKPROF_POLICY", drop ? "drop" : "wait", 1);
     if (classes)
         setenv("RANKPROF_CLASSES", classes, 1);

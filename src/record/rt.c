@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "direct.h"
 #include "rankprof.h"
 #include "sites.h"
 
@@ -206,7 +207,8 @@ static void out_info(void)
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
-    rp_info_put(buf, cap, &len, "mode", "trace", 5);
+    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace",
+                rp_rt.direct ? 6 : 5);
     rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
     rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
     out_chunk(RP_CH_INFO, buf, len);
@@ -516,6 +518,10 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 {
+    if (rp_rt.direct) { /* no thread has a buffer: every event comes here */
+        rp_direct_event(word);
+        return;
+    }
     struct rp_tbuf *t = rp_self;
     if (t) {
         if (t->guard) { /* a signal handler interrupted an append */
@@ -680,6 +686,8 @@ static void atfork_child(void)
     atomic_store(&rp_rt.failed, 0);
     rp_rt.events_written = rp_rt.lost_total = 0;
     rp_enc_free(&rp_rt.enc);
+    if (rp_rt.direct)
+        rp_direct_atfork_child();
     if (rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 || open_output(1) < 0) {
         atomic_store(&rp_rt.mask, 0);
         return;
@@ -698,8 +706,12 @@ static int rt_start(void)
 {
     rp_rt.quiet = getenv("RANKPROF_QUIET") != NULL;
     const char *mode = getenv("RANKPROF_MODE");
-    if (mode && strcmp(mode, "trace") != 0) {
-        rt_warn("RANKPROF_MODE=%s is not supported by this recorder; using trace", mode, 0);
+    rp_rt.direct = mode && !strcmp(mode, "direct");
+    if (mode && !rp_rt.direct && strcmp(mode, "trace") != 0)
+        rt_warn("RANKPROF_MODE=%s is not 'trace' or 'direct'; using trace", mode, 0);
+    if (rp_rt.direct && rp_direct_init() < 0) {
+        rt_start_err = RP_ENOMEM;
+        return RP_ENOMEM;
     }
     rp_rt.clock_name = rp_clock_init();
     rp_rt.freq = rp_clock_calibrate(2);
@@ -726,6 +738,20 @@ static int rt_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     atomic_store(&rp_rt.mask, mask);
     return 0;
+}
+
+/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
+ * table when RANKPROF_PRINT is set. */
+static void direct_finish(void)
+{
+    int64_t n = rp_direct_write(out_chunk);
+    if (n < 0)
+        rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
+    else
+        rp_rt.events_written = (uint64_t)n;
+    const char *pr = getenv("RANKPROF_PRINT");
+    if (pr && *pr && strcmp(pr, "0") != 0)
+        rp_direct_print(stderr, 1e9 / rp_rt.freq);
 }
 
 /*
@@ -777,6 +803,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
     }
     if (t && !t->guard)
         write_pending_loss(t); /* the writer is gone: this thread writes */
+    if (rp_rt.direct)
+        direct_finish();
     out_maps();
     out_clock();
     uint8_t end[32];

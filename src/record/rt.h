@@ -70,6 +70,7 @@ struct rp_rt {
     uint32_t bufrecs; /* records per buffer */
     int drop;         /* policy: 1 = drop, 0 = wait */
     int quiet;
+    int direct; /* RANKPROF_MODE=direct: events go to direct.c, no buffers */
     int fd;
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */

@@ -133,4 +133,27 @@ enum rp_class {
 #define RP_END_SIGNAL   2u /* a fatal signal; status holds the signal number */
 #define RP_END_TIMEOUT  4u /* the final flush gave up waiting for some buffers */
 
+/*
+ * STATS payload (direct mode; docs/direct-mode.md): repeated records, each
+ *   u32 tag | u32 body length | body
+ * so a reader skips tags it does not know.  Bodies:
+ *   THREAD  u32 tid, u32 0, u64 first ticks, u64 last ticks, u64 events,
+ *           u64 unmatched exits, u64 unclosed spans, u64 events not recorded
+ *   NODE    u32 id, u32 nbuckets, u64 calls, incl, dur_sum, excl, min, max,
+ *           first start, last start, overruns, f64 mean, f64 m2 (Welford,
+ *           ticks), then nbuckets x { u16 bucket, u16 0, u32 count } in
+ *           increasing bucket order (src/common/hist.h buckets)
+ *   EDGE    u32 caller id (0 = root), u32 callee id, u64 calls, incl, min, max
+ * Ids are those of the DEFS chunks before it; a file may hold several
+ * STATS chunks, whose records add up.
+ */
+enum rp_stats_tag {
+    RP_STATS_THREAD = 1,
+    RP_STATS_NODE = 2,
+    RP_STATS_EDGE = 3,
+};
+#define RP_STATS_THREAD_LEN 56
+#define RP_STATS_NODE_LEN   96 /* without the buckets */
+#define RP_STATS_EDGE_LEN   40
+
 #endif /* RP_TRACE_FORMAT_H */

@@ -1,0 +1,202 @@
+/*
+ * stats.c - the analyzer's side of direct mode: STATS chunks (layout in
+ * src/trace/format.h) added to a profile's nodes, edges and threads.
+ *
+ * A STATS chunk is untrusted input like any other: every record is checked
+ * against the chunk's bounds before it is read, every id must have been
+ * defined by a DEFS chunk, every field must be consistent with the others
+ * (min <= max, inclusive and exclusive within the duration sum, histogram
+ * buckets in range, increasing, and not counting more values than calls),
+ * and nothing is allocated with a size taken from the file.  The first bad
+ * record stops the analysis with its file offset.
+ *
+ * Records add up (several STATS chunks, or several records for one id, are
+ * merged): sums are added, min/max combined, and the Welford mean and M2 of
+ * two parts are merged by Chan's formula:
+ *
+ *     n = na + nb   d = mb - ma   mean = ma + d nb / n
+ *     M2 = M2a + M2b + d^2 na nb / n
+ */
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+
+static int bad(const struct rp_chunk *c, const uint8_t *rec, char *err, size_t errsz,
+               const char *what)
+{
+    snprintf(err, errsz, "malformed STATS record at offset %llu (%s)",
+             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(rec - c->data)), what);
+    return RP_EFORMAT;
+}
+
+/* Is id a node that a DEFS chunk defined? */
+static int defined(const struct rp_profile *p, uint32_t id)
+{
+    return id > 0 && id < p->n_nodes && p->nodes[id].kind != 0xff;
+}
+
+static double getd(const uint8_t *q)
+{
+    uint64_t u = rp_get64(q);
+    double d;
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
+
+static int read_thread_rec(struct rp_profile *p, const uint8_t *q, uint32_t only_tid,
+                           const char **why)
+{
+    uint32_t tid = rp_get32(q);
+    uint64_t first = rp_get64(q + 8), last = rp_get64(q + 16), events = rp_get64(q + 24);
+    if (events && first > last) {
+        *why = "first event after the last";
+        return RP_EFORMAT;
+    }
+    if (only_tid && tid != only_tid)
+        return 0;
+    struct rp_thread *th = NULL;
+    for (uint32_t i = 0; i < p->n_threads && !th; i++)
+        if (p->threads[i].tid == tid)
+            th = &p->threads[i];
+    if (!th) {
+        *why = "a thread no THREAD chunk announced";
+        return RP_EFORMAT;
+    }
+    if (events) {
+        if (!th->events || first < th->first)
+            th->first = first;
+        if (last > th->last)
+            th->last = last;
+    }
+    th->events += events;
+    th->unmatched_exits += rp_get64(q + 32);
+    th->unclosed += rp_get64(q + 40);
+    th->lost += rp_get64(q + 48);
+    p->events += events;
+    return 0;
+}
+
+/* Checks and adds a NODE record (body q of len bytes). */
+static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, const char **why)
+{
+    uint32_t id = rp_get32(q), nb = rp_get32(q + 4);
+    uint64_t f[9];
+    for (unsigned i = 0; i < 9; i++)
+        f[i] = rp_get64(q + 8 + 8 * i);
+    uint64_t calls = f[0], incl = f[1], dur = f[2], excl = f[3], mn = f[4], mx = f[5];
+    double mean = getd(q + 80), m2 = getd(q + 88);
+
+    if (!defined(p, id))
+        return *why = "id not defined by a DEFS chunk", RP_EFORMAT;
+    if (nb > RP_HIST_BUCKETS || len != RP_STATS_NODE_LEN + 8u * nb)
+        return *why = "length does not match its bucket count", RP_EFORMAT;
+    if (calls && (mn > mx || incl > dur || excl > dur || (mx > dur)))
+        return *why = "inconsistent times (min > max, or a part larger than the sum)", RP_EFORMAT;
+    if (!(mean >= 0 && m2 >= 0)) /* also rejects NaN */
+        return *why = "negative or NaN mean or variance", RP_EFORMAT;
+    const uint8_t *b = q + RP_STATS_NODE_LEN;
+    uint64_t sum = 0;
+    int prev = -1;
+    for (uint32_t i = 0; i < nb; i++, b += 8) {
+        uint16_t bucket = rp_get16(b);
+        uint32_t cnt = rp_get32(b + 4);
+        if (bucket >= RP_HIST_BUCKETS || (int)bucket <= prev || !cnt)
+            return *why = "histogram bucket out of range, out of order or empty", RP_EFORMAT;
+        prev = bucket;
+        sum += cnt;
+    }
+    if (sum > calls)
+        return *why = "histogram counts more values than calls", RP_EFORMAT;
+
+    struct rp_node *n = &p->nodes[id];
+    if (nb && !n->hist.counts && !(n->hist.counts = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
+        return RP_ENOMEM;
+    for (b = q + RP_STATS_NODE_LEN; nb--; b += 8) {
+        uint32_t *c = &n->hist.counts[rp_get16(b)];
+        uint64_t v = (uint64_t)*c + rp_get32(b + 4);
+        *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    }
+    n->hist.n += sum;
+    if (!calls)
+        return 0;
+    uint64_t na = n->calls, nt = na + calls;
+    double d = mean - n->mean;
+    n->m2 += m2 + d * d * (double)na * (double)calls / (double)nt;
+    n->mean += d * (double)calls / (double)nt;
+    n->calls = nt;
+    n->incl += incl;
+    n->dur_sum += dur;
+    n->excl += excl;
+    n->min = !na || mn < n->min ? mn : n->min;
+    n->max = mx > n->max ? mx : n->max;
+    n->first_start = !na || f[6] < n->first_start ? f[6] : n->first_start;
+    n->last_start = f[7] > n->last_start ? f[7] : n->last_start;
+    n->overruns += f[8];
+    return 0;
+}
+
+static int read_edge_rec(struct rp_profile *p, const uint8_t *q, const char **why)
+{
+    uint32_t caller = rp_get32(q), callee = rp_get32(q + 4);
+    uint64_t calls = rp_get64(q + 8), incl = rp_get64(q + 16);
+    uint64_t mn = rp_get64(q + 24), mx = rp_get64(q + 32);
+    if ((caller && !defined(p, caller)) || !defined(p, callee))
+        return *why = "caller or callee not defined by a DEFS chunk", RP_EFORMAT;
+    if (calls && (mn > mx || mx > incl))
+        return *why = "inconsistent times (min > max, or max over the total)", RP_EFORMAT;
+    if (!calls)
+        return 0;
+    struct rp_edge *e = rp_profile_edge(p, caller, callee);
+    if (!e)
+        return RP_ENOMEM;
+    e->min = !e->calls || mn < e->min ? mn : e->min;
+    e->max = mx > e->max ? mx : e->max;
+    e->calls += calls;
+    e->incl += incl;
+    return 0;
+}
+
+int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
+                  size_t errsz)
+{
+    const uint8_t *q = c->data, *end = c->data + c->len;
+    while (q < end) {
+        const char *why = NULL;
+        int rc = 0;
+        if ((size_t)(end - q) < 8)
+            return bad(c, q, err, errsz, "record header cut short");
+        uint32_t tag = rp_get32(q), len = rp_get32(q + 4);
+        if ((size_t)(end - q) - 8 < len)
+            return bad(c, q, err, errsz, "record longer than its chunk");
+        const uint8_t *body = q + 8;
+        switch (tag) {
+        case RP_STATS_THREAD:
+            rc = len == RP_STATS_THREAD_LEN ? read_thread_rec(p, body, only_tid, &why)
+                                            : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_NODE:
+            rc = len >= RP_STATS_NODE_LEN ? read_node_rec(p, body, len, &why)
+                                          : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_EDGE:
+            rc = len == RP_STATS_EDGE_LEN ? read_edge_rec(p, body, &why)
+                                          : (why = "wrong length", RP_EFORMAT);
+            break;
+        default:
+            break; /* a newer record type: skipped */
+        }
+        if (rc == RP_EFORMAT)
+            return bad(c, q, err, errsz, why);
+        if (rc < 0)
+            return rc;
+        q = body + len;
+    }
+    return 0;
+}

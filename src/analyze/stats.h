@@ -1,0 +1,32 @@
+/*
+ * stats.h - loading direct-mode STATS chunks (src/trace/format.h) into a
+ * profile, so that every analysis works on a direct-mode run as on a trace.
+ */
+#ifndef RP_ANALYZE_STATS_H
+#define RP_ANALYZE_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+struct rp_chunk;
+
+/*
+ * Adds the records of one STATS chunk to p: node statistics to the nodes
+ * the DEFS chunks defined, edges, and thread totals to the threads the
+ * THREAD chunks announced.  With only_tid non-zero, thread records of other
+ * threads are skipped (node statistics are per process: they stay).
+ * Returns 0, RP_ENOMEM, or RP_EFORMAT with a message naming the offset of
+ * the bad record in err.
+ */
+int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
+                  size_t errsz);
+
+/*
+ * The edge caller -> callee of p, created if new (replay.c keeps the edge
+ * index).  Returns NULL when out of memory.
+ */
+struct rp_edge *rp_profile_edge(struct rp_profile *p, uint32_t caller, uint32_t callee);
+
+#endif /* RP_ANALYZE_STATS_H */

@@ -1,0 +1,1186 @@
+/*
+ * direct.c - direct mode: span statistics computed in the process.
+ *
+ * Per thread (struct rp_dthread), only that thread writes:
+ *
+ *   stack   open spans: table key, start ticks, ticks spent in callees, id
+ *   tab     per id (struct dstat): calls, inclusive (outermost activation
+ *           only), duration sum, exclusive, min, max, first/last start,
+ *           Welford mean/M2, budget overruns, and a log-linear histogram
+ *           (src/common/hist.h) stored sparsely: 60 rows of 32 buckets, a
+ *           row allocated on its first value; per caller->callee edge
+ *           (struct dedge): calls, total, min, max.
+ *
+ * When a span ends (the same rule as the analyzer's replay, DESIGN §2):
+ *
+ *     dur = end - start            self = dur - child
+ *     id.calls++, dur, excl += self, min, max, Welford, histogram(dur)
+ *     id.incl += dur               only if no other activation of id is open
+ *                                  below it on this stack (recursion)
+ *     parent.child += dur          edge(parent or ROOT, id) += dur
+ *
+ * An exit that matches no open span is counted as unmatched; an exit of a
+ * span open deeper closes the spans above it without time (unclosed).
+ *
+ * Tables.  Entries live in chunks that never move, found through an
+ * open-addressing index that only the owner reads.  A new entry is fully
+ * written before the count that publishes it is stored with release, so a
+ * reader (rp_report from another thread, the exit snapshot) that loads the
+ * count with acquire sees only whole entries.  Counters are updated with
+ * relaxed atomic stores (plain moves on x86-64 and aarch64) and read with
+ * relaxed loads: a snapshot of a running thread may be off by the events in
+ * flight, never torn or out of bounds.  Nothing on the hot path locks or
+ * calls malloc; chunks come from mmap on first use, within fixed bounds
+ * (docs/direct-mode.md states them); what does not fit is counted as dropped.
+ *
+ * Threads.  dg.lock guards the list of live threads, the table of ended
+ * threads and their summaries.  A thread's table is merged into dg.done
+ * when it ends (key destructor) and freed; a snapshot merges dg.done and
+ * every live table into a fresh table under the lock.
+ */
+#define _GNU_SOURCE
+#include "direct.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "common/hist.h"
+#include "rankprof.h"
+#include "rt.h"
+#include "trace/format.h"
+#include "trace/writer.h"
+
+/* Bounds per table (docs/direct-mode.md). */
+#define ID_CHUNK   256u
+#define ID_MAX     16384u /* ids per thread, index 0 unused */
+#define EDGE_CHUNK 1024u
+#define EDGE_MAX   65536u
+#define ROW_CHUNK  512u
+#define ROW_MAX    65536u /* histogram rows; index 0 = none */
+#define HROWS      (RP_HIST_BUCKETS / RP_HIST_SUB)
+#define STACK_MAX  8192u
+#define TSUM_MAX   65536u /* summaries of ended threads */
+#define IDX_INIT   512u
+
+#define LD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define LDA(x)    __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STR(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+/* The table key of (kind, payload): never 0. */
+#define TKEY(kind, pl) ((uint64_t)((kind) + 1) << RP_RAW_SHIFT | ((pl)&RP_RAW_PAYLOAD))
+#define TKIND(k)       ((uint8_t)(((k) >> RP_RAW_SHIFT) - 1))
+#define TPAYLOAD(k)    ((k)&RP_RAW_PAYLOAD)
+
+struct dstat {
+    uint64_t key;    /* immutable once published */
+    uint64_t budget; /* ticks; 0 = none */
+    uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
+    double mean, m2;
+    uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
+    /* owner only */
+    uint32_t active; /* open activations on this thread's stack */
+    uint32_t last_caller, last_edge;
+};
+
+struct dedge {
+    uint64_t key; /* caller index << 32 | callee index */
+    uint64_t calls, incl, min, max;
+};
+
+struct slot {
+    uint64_t key; /* 0 = empty */
+    uint32_t val;
+};
+
+struct dtable {
+    uint32_t n;       /* entries 1..n-1 published (release) */
+    uint32_t nedges;  /* edges 0..nedges-1 published (release) */
+    uint32_t nrows;   /* rows 1..nrows-1 in use */
+    uint64_t dropped; /* events not recorded: a bound was hit */
+    struct dstat *ids[ID_MAX / ID_CHUNK];
+    struct dedge *edges[EDGE_MAX / EDGE_CHUNK];
+    uint32_t (*rows[ROW_MAX / ROW_CHUNK])[RP_HIST_SUB];
+    struct slot *idx, *eidx; /* owner-only indexes */
+    uint32_t icap, ecap;
+};
+
+struct dframe {
+    uint64_t key, start, child;
+    uint32_t idx; /* 0: the span's id could not be recorded */
+};
+
+struct rp_dthread {
+    uint32_t guard; /* non-zero while inside the engine (signal re-entry) */
+    uint32_t tid;
+    uint32_t depth, over; /* open frames; frames beyond STACK_MAX */
+    struct dframe *stack;
+    uint64_t events, first, last, unmatched, unclosed, reentered;
+    struct dtable tab;
+    struct rp_rt_dlink {
+        struct rp_dthread *next;
+    } link;
+};
+
+/* What is kept of an ended thread. */
+struct tsum {
+    uint32_t tid;
+    char name[16];
+    uint64_t first, last, events, unmatched, unclosed, dropped;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_key_t key;
+    int key_ok;
+    struct rp_dthread *live;
+    struct dtable done;
+    struct tsum *ended;
+    uint32_t nended;
+    uint64_t ended_dropped; /* summaries beyond TSUM_MAX: their events */
+} dg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread struct rp_dthread *dself;
+static __thread int dgone, dinit;
+
+/* ---- memory ------------------------------------------------------------- */
+
+/* Zeroed pages, off the hot path; NULL when the system says no. */
+static void *zalloc(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void zfree(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
+}
+
+static inline double ldd(double *p)
+{
+    double v;
+    __atomic_load(p, &v, __ATOMIC_RELAXED);
+    return v;
+}
+
+static inline void std_(double *p, double v)
+{
+    __atomic_store(p, &v, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+static inline struct dstat *stat_at(const struct dtable *t, uint32_t i)
+{
+    return &t->ids[i / ID_CHUNK][i % ID_CHUNK];
+}
+
+static inline struct dedge *edge_at(const struct dtable *t, uint32_t i)
+{
+    return &t->edges[i / EDGE_CHUNK][i % EDGE_CHUNK];
+}
+
+static inline uint32_t *row_at(const struct dtable *t, uint32_t r)
+{
+    return t->rows[r / ROW_CHUNK][r % ROW_CHUNK];
+}
+
+/* The value of key in an index of cap slots, or 0. */
+static inline uint32_t idx_find(const struct slot *s, uint32_t cap, uint64_t key)
+{
+    uint32_t m = cap - 1, i = (uint32_t)mix(key) & m;
+    for (;;) {
+        if (s[i].key == key)
+            return s[i].val;
+        if (!s[i].key)
+            return 0;
+        i = (i + 1) & m;
+    }
+}
+
+/*
+ * Adds key -> val to the index *s of *cap slots holding `count` keys,
+ * doubling it at half load.  Returns 0, or -1 when the larger index cannot
+ * be had (the index is unchanged).
+ */
+static int idx_put(struct slot **s, uint32_t *cap, uint32_t count, uint64_t key, uint32_t val)
+{
+    if ((count + 1) * 2 > *cap) {
+        uint32_t ncap = *cap ? *cap * 2 : IDX_INIT;
+        struct slot *ns = zalloc(ncap * sizeof(*ns));
+        if (!ns)
+            return -1;
+        for (uint32_t i = 0; i < *cap; i++) {
+            if (!(*s)[i].key)
+                continue;
+            uint32_t j = (uint32_t)mix((*s)[i].key) & (ncap - 1);
+            while (ns[j].key)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = (*s)[i];
+        }
+        zfree(*s, *cap * sizeof(**s));
+        *s = ns;
+        *cap = ncap;
+    }
+    uint32_t m = *cap - 1, i = (uint32_t)mix(key) & m;
+    while ((*s)[i].key)
+        i = (i + 1) & m;
+    (*s)[i].key = key;
+    (*s)[i].val = val;
+    return 0;
+}
+
+static void table_init(struct dtable *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->n = 1;
+    t->nrows = 1;
+}
+
+static void table_free(struct dtable *t)
+{
+    for (uint32_t i = 0; i < ID_MAX / ID_CHUNK; i++)
+        zfree(t->ids[i], ID_CHUNK * sizeof(struct dstat));
+    for (uint32_t i = 0; i < EDGE_MAX / EDGE_CHUNK; i++)
+        zfree(t->edges[i], EDGE_CHUNK * sizeof(struct dedge));
+    for (uint32_t i = 0; i < ROW_MAX / ROW_CHUNK; i++)
+        zfree(t->rows[i], ROW_CHUNK * sizeof(*t->rows[0]));
+    zfree(t->idx, t->icap * sizeof(struct slot));
+    zfree(t->eidx, t->ecap * sizeof(struct slot));
+    table_init(t);
+}
+
+/* Adds entry `key`.  Returns its index, or 0 when a bound is hit. */
+static RP_NOINLINE uint32_t stat_new(struct dtable *t, uint64_t key, uint64_t budget)
+{
+    uint32_t i = t->n;
+    if (i >= ID_MAX)
+        return 0;
+    if (!t->ids[i / ID_CHUNK] && !(t->ids[i / ID_CHUNK] = zalloc(ID_CHUNK * sizeof(struct dstat))))
+        return 0;
+    if (idx_put(&t->idx, &t->icap, i - 1, key, i) < 0)
+        return 0;
+    struct dstat *s = stat_at(t, i);
+    s->key = key;
+    s->budget = budget;
+    s->min = UINT64_MAX;
+    s->last_caller = UINT32_MAX;
+    STR(t->n, i + 1);
+    return i;
+}
+
+/* Adds edge `key`.  Returns its index + 1, or 0 when a bound is hit. */
+static RP_NOINLINE uint32_t edge_new(struct dtable *t, uint64_t key)
+{
+    uint32_t i = t->nedges;
+    if (i >= EDGE_MAX)
+        return 0;
+    if (!t->edges[i / EDGE_CHUNK] &&
+        !(t->edges[i / EDGE_CHUNK] = zalloc(EDGE_CHUNK * sizeof(struct dedge))))
+        return 0;
+    if (idx_put(&t->eidx, &t->ecap, i, key, i + 1) < 0)
+        return 0;
+    struct dedge *e = edge_at(t, i);
+    e->key = key;
+    e->min = UINT64_MAX;
+    STR(t->nedges, i + 1);
+    return i + 1;
+}
+
+/* A zeroed histogram row.  Returns its index, or 0 when a bound is hit. */
+static RP_NOINLINE uint32_t row_new(struct dtable *t)
+{
+    uint32_t r = t->nrows;
+    if (r >= ROW_MAX)
+        return 0;
+    if (!t->rows[r / ROW_CHUNK] &&
+        !(t->rows[r / ROW_CHUNK] = zalloc(ROW_CHUNK * sizeof(*t->rows[0]))))
+        return 0;
+    t->nrows = r + 1;
+    return r;
+}
+
+/* The index of key, added if new; 0 when it cannot be recorded. */
+static inline uint32_t id_of(struct dtable *t, uint64_t key)
+{
+    uint32_t i = t->icap ? idx_find(t->idx, t->icap, key) : 0;
+    return i ? i : stat_new(t, key, 0);
+}
+
+/* ---- the engine --------------------------------------------------------- */
+
+static inline void hist_add(struct dtable *t, struct dstat *s, uint64_t v)
+{
+    unsigned b = rp_hist_index(v), r = b / RP_HIST_SUB;
+    uint32_t row = s->row[r];
+    if (__builtin_expect(!row, 0)) {
+        if (!(row = row_new(t))) {
+            ST(t->dropped, t->dropped + 1);
+            return;
+        }
+        STR(s->row[r], (uint16_t)row);
+    }
+    uint32_t *c = &row_at(t, row)[b % RP_HIST_SUB];
+    if (*c != UINT32_MAX)
+        ST(*c, *c + 1);
+}
+
+/* One finished activation of s. */
+static inline void stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self,
+                            uint64_t start)
+{
+    uint64_t n = s->calls + 1;
+    ST(s->calls, n);
+    ST(s->dur, s->dur + dur);
+    ST(s->excl, s->excl + self);
+    if (dur < s->min)
+        ST(s->min, dur);
+    if (dur > s->max)
+        ST(s->max, dur);
+    if (n == 1)
+        ST(s->first, start);
+    if (start > s->last)
+        ST(s->last, start);
+    double x = (double)dur, d = x - s->mean, mean = s->mean + d / (double)n;
+    std_(&s->mean, mean);
+    std_(&s->m2, s->m2 + d * (x - mean));
+    if (s->budget && dur > s->budget)
+        ST(s->overruns, s->overruns + 1);
+    hist_add(t, s, dur);
+}
+
+static inline void edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee,
+                            uint64_t dur)
+{
+    uint32_t ei;
+    if (__builtin_expect(s->last_caller == caller, 1)) {
+        ei = s->last_edge;
+    } else {
+        uint64_t k = (uint64_t)caller << 32 | callee;
+        uint32_t e1 = t->ecap ? idx_find(t->eidx, t->ecap, k) : 0;
+        if (!e1 && !(e1 = edge_new(t, k))) {
+            ST(t->dropped, t->dropped + 1);
+            return;
+        }
+        ei = e1 - 1;
+        s->last_caller = caller;
+        s->last_edge = ei;
+    }
+    struct dedge *e = edge_at(t, ei);
+    ST(e->calls, e->calls + 1);
+    ST(e->incl, e->incl + dur);
+    if (dur < e->min)
+        ST(e->min, dur);
+    if (dur > e->max)
+        ST(e->max, dur);
+}
+
+static inline void span_begin(struct rp_dthread *d, uint64_t key, uint64_t now)
+{
+    if (__builtin_expect(d->depth == STACK_MAX, 0)) {
+        ST(d->over, d->over + 1);
+        ST(d->tab.dropped, d->tab.dropped + 1);
+        return;
+    }
+    uint32_t idx = id_of(&d->tab, key);
+    struct dframe *f = &d->stack[d->depth];
+    ST(d->depth, d->depth + 1);
+    f->key = key;
+    f->start = now;
+    f->child = 0;
+    f->idx = idx;
+    if (idx)
+        stat_at(&d->tab, idx)->active++;
+    else
+        ST(d->tab.dropped, d->tab.dropped + 1);
+}
+
+/* Ends the innermost open span at now. */
+static inline void frame_end(struct rp_dthread *d, uint64_t now)
+{
+    struct dframe *f = &d->stack[d->depth - 1];
+    ST(d->depth, d->depth - 1);
+    uint64_t dur = now > f->start ? now - f->start : 0;
+    uint64_t self = dur > f->child ? dur - f->child : 0;
+    uint32_t parent = 0;
+    if (d->depth) {
+        f[-1].child += dur;
+        parent = f[-1].idx;
+    }
+    if (!f->idx)
+        return; /* counted as dropped when it began */
+    struct dstat *s = stat_at(&d->tab, f->idx);
+    stat_add(&d->tab, s, dur, self, f->start);
+    if (--s->active == 0)
+        ST(s->incl, s->incl + dur);
+    if (d->depth && !parent)
+        return; /* the caller's id was not recorded: no edge to name */
+    edge_add(&d->tab, s, parent, f->idx, dur);
+}
+
+/* An exit that is not of the innermost span: close the spans above the one
+ * it ends (unclosed, no time), or count it unmatched. */
+static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64_t now)
+{
+    uint32_t j = d->depth;
+    while (j > 0 && d->stack[j - 1].key != key)
+        j--;
+    if (!j) {
+        ST(d->unmatched, d->unmatched + 1);
+        return;
+    }
+    ST(d->unclosed, d->unclosed + (d->depth - j));
+    for (uint32_t i = j; i < d->depth; i++)
+        if (d->stack[i].idx)
+            stat_at(&d->tab, d->stack[i].idx)->active--;
+    ST(d->depth, j);
+    frame_end(d, now);
+}
+
+static inline void span_end(struct rp_dthread *d, uint64_t key, uint64_t now)
+{
+    if (__builtin_expect(d->over != 0, 0)) {
+        ST(d->over, d->over - 1);
+        return;
+    }
+    if (__builtin_expect(d->depth && d->stack[d->depth - 1].key == key, 1))
+        frame_end(d, now);
+    else
+        span_end_slow(d, key, now);
+}
+
+static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
+                                                       uint64_t word)
+{
+    unsigned op = (unsigned)(word >> RP_RAW_SHIFT);
+    uint64_t pl = word & RP_RAW_PAYLOAD;
+
+    if (__builtin_expect(!d->events, 0))
+        ST(d->first, now);
+    ST(d->events, d->events + 1);
+    ST(d->last, now);
+    switch (op) {
+    case RP_RAW_FUNC_ENTER:
+        span_begin(d, TKEY(RP_KIND_FUNC, pl), now);
+        break;
+    case RP_RAW_FUNC_EXIT:
+        span_end(d, TKEY(RP_KIND_FUNC, pl), now);
+        break;
+    case RP_RAW_SITE_BEGIN:
+        span_begin(d, TKEY(RP_KIND_POINT, pl), now);
+        break;
+    case RP_RAW_SITE_END:
+        span_end(d, TKEY(RP_KIND_POINT, pl), now);
+        break;
+    case RP_RAW_LOCK_WAIT:
+        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        break;
+    case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
+        span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
+        break;
+    case RP_RAW_LOCK_REL:
+        span_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
+        break;
+    case RP_RAW_LOCK_FAIL:
+        span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        break;
+    case RP_RAW_INSTANT:
+    case RP_RAW_COUNTER: {
+        uint32_t i = id_of(&d->tab, TKEY(RP_KIND_POINT, pl));
+        if (i) {
+            struct dstat *s = stat_at(&d->tab, i);
+            ST(s->calls, s->calls + 1);
+            if (!s->first)
+                ST(s->first, now);
+            ST(s->last, now);
+        } else {
+            ST(d->tab.dropped, d->tab.dropped + 1);
+        }
+        break;
+    }
+    default: /* ARG, DATA: nothing to count in direct mode */
+        break;
+    }
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
+{
+    struct rp_dthread *d = zalloc(sizeof(*d));
+    if (!d)
+        return NULL;
+    if (!(d->stack = zalloc(STACK_MAX * sizeof(struct dframe)))) {
+        zfree(d, sizeof(*d));
+        return NULL;
+    }
+    d->tid = tid;
+    table_init(&d->tab);
+    pthread_mutex_lock(&dg.lock);
+    d->link.next = dg.live;
+    dg.live = d;
+    pthread_mutex_unlock(&dg.lock);
+    return d;
+}
+
+RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word)
+{
+    feed(d, ticks, word);
+}
+
+/* The name of thread tid (its comm), or "" if it cannot be read. */
+static void thread_name(uint32_t tid, char name[16])
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+    memset(name, 0, 16);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t r = read(fd, name, 15);
+    close(fd);
+    if (r > 0 && name[r - 1] == '\n')
+        name[r - 1] = 0;
+}
+
+static void tsum_of(const struct rp_dthread *d, struct tsum *s)
+{
+    s->tid = d->tid;
+    thread_name(d->tid, s->name);
+    s->first = LD(d->first);
+    s->last = LD(d->last);
+    s->events = LD(d->events);
+    s->unmatched = LD(d->unmatched);
+    s->unclosed = LD(d->unclosed) + LD(d->depth) + LD(d->over);
+    s->dropped = LD(d->tab.dropped) + LD(d->reentered);
+}
+
+static uint64_t table_merge(struct dtable *dst, struct dtable *src);
+
+RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
+{
+    struct tsum s;
+    tsum_of(d, &s);
+    pthread_mutex_lock(&dg.lock);
+    for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->link.next)
+        if (*pp == d) {
+            *pp = d->link.next;
+            break;
+        }
+    s.dropped += table_merge(&dg.done, &d->tab);
+    if (dg.nended < TSUM_MAX && !dg.ended)
+        dg.ended = zalloc(TSUM_MAX * sizeof(struct tsum));
+    if (dg.ended && dg.nended < TSUM_MAX)
+        dg.ended[dg.nended++] = s;
+    else
+        dg.ended_dropped += s.events;
+    pthread_mutex_unlock(&dg.lock);
+    table_free(&d->tab);
+    zfree(d->stack, STACK_MAX * sizeof(struct dframe));
+    zfree(d, sizeof(*d));
+}
+
+static void dthread_exit(void *arg)
+{
+    dself = NULL;
+    dgone = 1;
+    if (arg)
+        rp_direct_thread_end(arg);
+}
+
+/* The calling thread's first event: its table.  NULL if it cannot have one. */
+static RP_NOINLINE struct rp_dthread *dthread_first(void)
+{
+    if (dgone || dinit || !dg.key_ok)
+        return NULL;
+    dinit = 1;
+    struct rp_dthread *d = rp_direct_thread_new((uint32_t)syscall(SYS_gettid));
+    if (d) {
+        pthread_setspecific(dg.key, d);
+        dself = d;
+    }
+    dinit = 0;
+    return d;
+}
+
+RP_HIDDEN void rp_direct_event(uint64_t word)
+{
+    struct rp_dthread *d = dself;
+    if (__builtin_expect(!d, 0) && !(d = dthread_first()))
+        return;
+    if (__builtin_expect(d->guard != 0, 0)) { /* a signal handler interrupted us */
+        ST(d->reentered, d->reentered + 1);
+        return;
+    }
+    d->guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    feed(d, rp_ticks(), word);
+    atomic_signal_fence(memory_order_seq_cst);
+    d->guard = 0;
+}
+
+RP_HIDDEN int rp_direct_init(void)
+{
+    if (dg.key_ok)
+        return 0;
+    if (pthread_key_create(&dg.key, dthread_exit) != 0)
+        return RP_ENOMEM;
+    table_init(&dg.done);
+    dg.key_ok = 1;
+    return 0;
+}
+
+RP_HIDDEN void rp_direct_atfork_child(void)
+{
+    pthread_mutex_init(&dg.lock, NULL);
+    dg.live = NULL; /* the parent's threads: their memory stays, unused */
+    table_free(&dg.done);
+    dg.nended = 0;
+    dg.ended_dropped = 0;
+    if (dself) {
+        dself = NULL;
+        pthread_setspecific(dg.key, NULL);
+    }
+}
+
+/* ---- merging and snapshots ---------------------------------------------- */
+
+/* Adds src's statistics of one id to dst's (dst is the merger's own). */
+static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *st, struct dstat *b)
+{
+    uint64_t na = a->calls, nb = LD(b->calls);
+    int lost = 0;
+    if (!nb)
+        return 0;
+    uint64_t n = na + nb;
+    double ma = a->mean, mb = ldd(&b->mean), delta = mb - ma;
+    std_(&a->mean, ma + delta * (double)nb / (double)n);
+    std_(&a->m2, a->m2 + ldd(&b->m2) + delta * delta * (double)na * (double)nb / (double)n);
+    ST(a->calls, n);
+    ST(a->incl, a->incl + LD(b->incl));
+    ST(a->dur, a->dur + LD(b->dur));
+    ST(a->excl, a->excl + LD(b->excl));
+    ST(a->overruns, a->overruns + LD(b->overruns));
+    uint64_t bmin = LD(b->min), bmax = LD(b->max), bf = LD(b->first), bl = LD(b->last);
+    if (bmin < a->min)
+        ST(a->min, bmin);
+    if (bmax > a->max)
+        ST(a->max, bmax);
+    if (!na || bf < a->first)
+        ST(a->first, bf);
+    if (bl > a->last)
+        ST(a->last, bl);
+    for (unsigned r = 0; r < HROWS; r++) {
+        uint32_t rb = LDA(b->row[r]);
+        if (!rb)
+            continue;
+        uint32_t ra = a->row[r];
+        if (!ra && (ra = row_new(dt)))
+            STR(a->row[r], (uint16_t)ra);
+        if (!ra) {
+            lost = 1;
+            continue;
+        }
+        uint32_t *ca = row_at(dt, ra), *cb = row_at(st, rb);
+        for (unsigned i = 0; i < RP_HIST_SUB; i++) {
+            uint64_t v = (uint64_t)ca[i] + LD(cb[i]);
+            ST(ca[i], v > UINT32_MAX ? UINT32_MAX : (uint32_t)v);
+        }
+    }
+    return lost;
+}
+
+/* Merges src (possibly a running thread's) into dst (owned by the caller).
+ * Returns the number of activations that could not be merged. */
+static uint64_t table_merge(struct dtable *dst, struct dtable *src)
+{
+    uint32_t n = LDA(src->n), ne = LDA(src->nedges);
+    uint64_t lost = 0;
+    uint32_t *map = calloc(n, sizeof(*map));
+    if (!map)
+        return 1;
+    for (uint32_t i = 1; i < n; i++) {
+        struct dstat *b = stat_at(src, i);
+        uint32_t j = dst->icap ? idx_find(dst->idx, dst->icap, b->key) : 0;
+        if (!j && !(j = stat_new(dst, b->key, b->budget))) {
+            lost += LD(b->calls);
+            continue;
+        }
+        map[i] = j;
+        lost += (uint64_t)stat_merge(dst, stat_at(dst, j), src, b);
+    }
+    for (uint32_t i = 0; i < ne; i++) {
+        struct dedge *b = edge_at(src, i);
+        uint32_t caller = (uint32_t)(b->key >> 32), callee = (uint32_t)b->key;
+        uint64_t calls = LD(b->calls);
+        if (callee >= n || caller >= n || !map[callee] || (caller && !map[caller])) {
+            lost += calls;
+            continue;
+        }
+        uint64_t k = (uint64_t)map[caller] << 32 | map[callee];
+        uint32_t e1 = dst->ecap ? idx_find(dst->eidx, dst->ecap, k) : 0;
+        if (!e1 && !(e1 = edge_new(dst, k))) {
+            lost += calls;
+            continue;
+        }
+        struct dedge *a = edge_at(dst, e1 - 1);
+        uint64_t bmin = LD(b->min), bmax = LD(b->max);
+        ST(a->calls, a->calls + calls);
+        ST(a->incl, a->incl + LD(b->incl));
+        if (bmin < a->min)
+            ST(a->min, bmin);
+        if (bmax > a->max)
+            ST(a->max, bmax);
+    }
+    free(map);
+    ST(dst->dropped, dst->dropped + LD(src->dropped));
+    return lost;
+}
+
+struct snap {
+    struct dtable tab;
+    struct tsum *th;
+    uint32_t nth;
+};
+
+/* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
+static int snap_take(struct snap *s)
+{
+    table_init(&s->tab);
+    s->nth = 0;
+    pthread_mutex_lock(&dg.lock);
+    uint32_t nlive = 0;
+    for (struct rp_dthread *d = dg.live; d; d = d->link.next)
+        nlive++;
+    s->th = malloc((dg.nended + nlive + 1) * sizeof(*s->th));
+    if (!s->th) {
+        pthread_mutex_unlock(&dg.lock);
+        return RP_ENOMEM;
+    }
+    table_merge(&s->tab, &dg.done);
+    if (dg.nended)
+        memcpy(s->th, dg.ended, dg.nended * sizeof(*s->th));
+    s->nth = dg.nended;
+    for (struct rp_dthread *d = dg.live; d; d = d->link.next) {
+        struct tsum *t = &s->th[s->nth++];
+        tsum_of(d, t);
+        t->dropped += table_merge(&s->tab, &d->tab);
+    }
+    pthread_mutex_unlock(&dg.lock);
+    return 0;
+}
+
+static void snap_free(struct snap *s)
+{
+    table_free(&s->tab);
+    free(s->th);
+    s->th = NULL;
+}
+
+/* Expands s's sparse histogram into counts[RP_HIST_BUCKETS]; returns the
+ * number of values in it. */
+static uint64_t hist_expand(const struct dtable *t, const struct dstat *s, uint32_t *counts)
+{
+    uint64_t n = 0;
+    memset(counts, 0, RP_HIST_BUCKETS * sizeof(*counts));
+    for (unsigned r = 0; r < HROWS; r++) {
+        if (!s->row[r])
+            continue;
+        const uint32_t *c = row_at(t, s->row[r]);
+        for (unsigned i = 0; i < RP_HIST_SUB; i++) {
+            counts[r * RP_HIST_SUB + i] = c[i];
+            n += c[i];
+        }
+    }
+    return n;
+}
+
+static void view_of(const struct dtable *t, const struct dstat *s, uint32_t *counts,
+                    struct rp_dview *v)
+{
+    v->calls = s->calls;
+    v->incl = s->incl;
+    v->dur = s->dur;
+    v->excl = s->excl;
+    v->min = s->calls ? s->min : 0;
+    v->max = s->max;
+    v->first = s->first;
+    v->last = s->last;
+    v->overruns = s->overruns;
+    v->mean = s->mean;
+    v->m2 = s->m2;
+    uint64_t n = hist_expand(t, s, counts);
+    v->p50 = rp_hist_quantile(counts, n, 0.50);
+    v->p95 = rp_hist_quantile(counts, n, 0.95);
+    v->p99 = rp_hist_quantile(counts, n, 0.99);
+}
+
+RP_HIDDEN int rp_direct_lookup(uint8_t kind, uint64_t key, struct rp_dview *out)
+{
+    struct snap s;
+    uint32_t *counts = malloc(RP_HIST_BUCKETS * sizeof(*counts));
+    int rc = counts ? snap_take(&s) : RP_ENOMEM;
+    if (rc < 0)
+        goto out;
+    uint32_t i = s.tab.icap ? idx_find(s.tab.idx, s.tab.icap, TKEY(kind, key)) : 0;
+    if (i)
+        view_of(&s.tab, stat_at(&s.tab, i), counts, out);
+    rc = i ? 0 : RP_ENOENT;
+    snap_free(&s);
+out:
+    free(counts);
+    return rc;
+}
+
+RP_HIDDEN int rp_direct_lookup_edge(uint8_t ckind, uint64_t ckey, uint8_t kind, uint64_t key,
+                                    struct rp_dedge_view *out)
+{
+    struct snap s;
+    int rc = snap_take(&s);
+    if (rc < 0)
+        return rc;
+    rc = RP_ENOENT;
+    const struct dtable *t = &s.tab;
+    uint32_t caller = ckind == 0xff ? 0
+                      : t->icap     ? idx_find(t->idx, t->icap, TKEY(ckind, ckey))
+                                    : 0;
+    uint32_t callee = t->icap ? idx_find(t->idx, t->icap, TKEY(kind, key)) : 0;
+    uint32_t e1 = 0;
+    if (callee && (caller || ckind == 0xff) && t->ecap)
+        e1 = idx_find(t->eidx, t->ecap, (uint64_t)caller << 32 | callee);
+    if (e1) {
+        struct dedge *e = edge_at(t, e1 - 1);
+        *out = (struct rp_dedge_view){e->calls, e->incl, e->calls ? e->min : 0, e->max};
+        rc = 0;
+    }
+    snap_free(&s);
+    return rc;
+}
+
+RP_HIDDEN int rp_direct_totals(struct rp_dtotals *out)
+{
+    struct snap s;
+    int rc = snap_take(&s);
+    if (rc < 0)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->threads = s.nth;
+    for (uint32_t i = 0; i < s.nth; i++) {
+        out->events += s.th[i].events;
+        out->dropped += s.th[i].dropped;
+        out->unmatched += s.th[i].unmatched;
+        out->unclosed += s.th[i].unclosed;
+    }
+    snap_free(&s);
+    return 0;
+}
+
+/* ---- output: DEFS, STATS and the printed table -------------------------- */
+
+/*
+ * The definition of table key k for DEFS: kind, class and, for sites, the
+ * names the site carries.  Functions and locks are named by the analyzer
+ * (from MAPS and the binaries).  Returns 0, or -1 to leave the id out.
+ */
+static int key_def(uint64_t k, struct rp_def *d)
+{
+    static const uint8_t cls[RP_KIND_MAX] = {
+        [RP_KIND_FUNC] = RP_CLASS_FUNC,      [RP_KIND_POINT] = RP_CLASS_POINT,
+        [RP_KIND_LOCK_WAIT] = RP_CLASS_LOCK, [RP_KIND_LOCK_HOLD] = RP_CLASS_LOCK,
+        [RP_KIND_IO] = RP_CLASS_IO,          [RP_KIND_INSTANT] = RP_CLASS_USER,
+        [RP_KIND_COUNTER] = RP_CLASS_USER,
+    };
+    uint8_t kind = TKIND(k);
+    if (kind >= RP_KIND_MAX)
+        return -1;
+    memset(d, 0, sizeof(*d));
+    d->kind = kind;
+    d->cls = cls[kind];
+    d->key = TPAYLOAD(k);
+    return 0;
+}
+
+/* A STATS payload under construction; flushed as a chunk when full. */
+struct sbuf {
+    uint8_t *p;
+    size_t len, cap;
+    rp_direct_out_fn out;
+};
+
+/* Room for n more bytes, flushing the chunk so far if needed. */
+static uint8_t *sb_room(struct sbuf *b, size_t n)
+{
+    if (b->len + n > b->cap && b->len) {
+        b->out(RP_CH_STATS, b->p, b->len);
+        b->len = 0;
+    }
+    if (n > b->cap)
+        return NULL;
+    uint8_t *q = b->p + b->len;
+    b->len += n;
+    return q;
+}
+
+static void put_thread(struct sbuf *b, const struct tsum *t)
+{
+    uint8_t *q = sb_room(b, 8 + RP_STATS_THREAD_LEN);
+    rp_put32(q, RP_STATS_THREAD);
+    rp_put32(q + 4, RP_STATS_THREAD_LEN);
+    q += 8;
+    rp_put32(q, t->tid);
+    rp_put32(q + 4, 0);
+    rp_put64(q + 8, t->first);
+    rp_put64(q + 16, t->last);
+    rp_put64(q + 24, t->events);
+    rp_put64(q + 32, t->unmatched);
+    rp_put64(q + 40, t->unclosed);
+    rp_put64(q + 48, t->dropped);
+}
+
+static uint64_t dbits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const struct dstat *s,
+                     const uint32_t *counts)
+{
+    uint32_t nb = 0;
+    for (unsigned i = 0; i < RP_HIST_BUCKETS; i++)
+        nb += counts[i] != 0;
+    uint32_t len = RP_STATS_NODE_LEN + nb * 8;
+    uint8_t *q = sb_room(b, 8 + len);
+    rp_put32(q, RP_STATS_NODE);
+    rp_put32(q + 4, len);
+    q += 8;
+    rp_put32(q, id);
+    rp_put32(q + 4, nb);
+    const uint64_t f[] = {s->calls,    s->incl,  s->dur,  s->excl,     s->calls ? s->min : 0,
+                          s->max,      s->first, s->last, s->overruns, dbits(s->mean),
+                          dbits(s->m2)};
+    for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        rp_put64(q + 8 + 8 * i, f[i]);
+    q += RP_STATS_NODE_LEN;
+    for (unsigned i = 0; i < RP_HIST_BUCKETS; i++) {
+        if (!counts[i])
+            continue;
+        rp_put16(q, (uint16_t)i);
+        rp_put16(q + 2, 0);
+        rp_put32(q + 4, counts[i]);
+        q += 8;
+    }
+    (void)t;
+}
+
+static void put_edge(struct sbuf *b, uint32_t caller, uint32_t callee, const struct dedge *e)
+{
+    uint8_t *q = sb_room(b, 8 + RP_STATS_EDGE_LEN);
+    rp_put32(q, RP_STATS_EDGE);
+    rp_put32(q + 4, RP_STATS_EDGE_LEN);
+    q += 8;
+    rp_put32(q, caller);
+    rp_put32(q + 4, callee);
+    rp_put64(q + 8, e->calls);
+    rp_put64(q + 16, e->incl);
+    rp_put64(q + 24, e->calls ? e->min : 0);
+    rp_put64(q + 32, e->max);
+}
+
+static void out_threads(const struct snap *s, rp_direct_out_fn out)
+{
+    for (uint32_t i = 0; i < s->nth; i++) {
+        uint8_t p[8 + 16];
+        size_t n = strnlen(s->th[i].name, 16);
+        rp_put32(p, s->th[i].tid);
+        rp_put32(p + 4, 0);
+        memcpy(p + 8, s->th[i].name, n);
+        out(RP_CH_THREAD, p, 8 + n);
+    }
+}
+
+/* STATS records need at most this much room (a node with every bucket). */
+#define SB_CAP (8 + RP_STATS_NODE_LEN + 8 * RP_HIST_BUCKETS + (1u << 20))
+
+RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
+{
+    struct snap s;
+    struct rp_enc e;
+    struct sbuf b = {.cap = SB_CAP, .out = out};
+    uint32_t *ids = NULL, *counts = NULL;
+    int64_t rc = snap_take(&s);
+    if (rc < 0)
+        return rc;
+    rc = RP_ENOMEM;
+    if (rp_enc_init(&e, NULL, NULL) < 0)
+        goto out_snap;
+    ids = calloc(s.tab.n, sizeof(*ids));
+    counts = malloc(RP_HIST_BUCKETS * sizeof(*counts));
+    b.p = malloc(b.cap);
+    if (!ids || !counts || !b.p)
+        goto out;
+    for (uint32_t i = 1; i < s.tab.n; i++) {
+        struct rp_def d;
+        if (key_def(stat_at(&s.tab, i)->key, &d) == 0)
+            ids[i] = rp_enc_id(&e, &d);
+    }
+    out_threads(&s, out);
+    size_t dlen;
+    const uint8_t *defs = rp_enc_take_defs(&e, &dlen);
+    if (dlen)
+        out(RP_CH_DEFS, defs, dlen);
+    int64_t events = 0;
+    for (uint32_t i = 0; i < s.nth; i++) {
+        put_thread(&b, &s.th[i]);
+        events += (int64_t)s.th[i].events;
+    }
+    for (uint32_t i = 1; i < s.tab.n; i++) {
+        if (!ids[i])
+            continue;
+        struct dstat *st = stat_at(&s.tab, i);
+        hist_expand(&s.tab, st, counts);
+        put_node(&b, ids[i], &s.tab, st, counts);
+    }
+    for (uint32_t i = 0; i < s.tab.nedges; i++) {
+        struct dedge *ed = edge_at(&s.tab, i);
+        uint32_t caller = (uint32_t)(ed->key >> 32), callee = (uint32_t)ed->key;
+        if (ids[callee] && (!caller || ids[caller]))
+            put_edge(&b, caller ? ids[caller] : 0, ids[callee], ed);
+    }
+    if (b.len)
+        out(RP_CH_STATS, b.p, b.len);
+    rc = events;
+out:
+    free(b.p);
+    free(ids);
+    free(counts);
+    rp_enc_free(&e);
+out_snap:
+    snap_free(&s);
+    return rc;
+}
+
+/* The printed name of table key k, in buf. */
+static const char *key_name(uint64_t k, char *buf, size_t bufsz)
+{
+    uint8_t kind = TKIND(k);
+    uint64_t a = TPAYLOAD(k);
+    Dl_info di;
+    switch (kind) {
+    case RP_KIND_FUNC:
+        /* dladdr sees dynamic symbols only; otherwise module+offset, which
+         * `rankprof report` turns into the full name */
+        if (!dladdr((void *)(uintptr_t)a, &di) || !di.dli_fname) {
+            snprintf(buf, bufsz, "0x%llx", (unsigned long long)a);
+        } else if (di.dli_sname && (uintptr_t)di.dli_saddr == (uintptr_t)a) {
+            snprintf(buf, bufsz, "%s", di.dli_sname);
+        } else {
+            const char *m = strrchr(di.dli_fname, '/');
+            snprintf(buf, bufsz, "%s+0x%llx", m ? m + 1 : di.dli_fname,
+                     (unsigned long long)(a - (uintptr_t)di.dli_fbase));
+        }
+        return buf;
+    case RP_KIND_LOCK_WAIT:
+    case RP_KIND_LOCK_HOLD:
+        snprintf(buf, bufsz, "lock@0x%llx [%s]", (unsigned long long)a,
+                 kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
+        return buf;
+    default:
+        snprintf(buf, bufsz, "site@0x%llx", (unsigned long long)a);
+        return buf;
+    }
+}
+
+/* Prints a duration in ticks with a unit that keeps it short. */
+static void fmt_time(char *buf, size_t n, double ns)
+{
+    if (ns < 1e3)
+        snprintf(buf, n, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, n, "%.2f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, n, "%.2f ms", ns / 1e6);
+    else
+        snprintf(buf, n, "%.3f s", ns / 1e9);
+}
+
+static const struct dtable *sort_tab;
+
+static int by_incl(const void *a, const void *b)
+{
+    const struct dstat *x = stat_at(sort_tab, *(const uint32_t *)a);
+    const struct dstat *y = stat_at(sort_tab, *(const uint32_t *)b);
+    if (x->incl != y->incl)
+        return x->incl < y->incl ? 1 : -1;
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
+{
+    static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+    struct snap s;
+    int rc = snap_take(&s);
+    if (rc < 0)
+        return rc;
+    uint32_t *order = malloc(s.tab.n * sizeof(*order)), n = 0;
+    if (!order) {
+        snap_free(&s);
+        return RP_ENOMEM;
+    }
+    for (uint32_t i = 1; i < s.tab.n; i++)
+        if (stat_at(&s.tab, i)->calls)
+            order[n++] = i;
+    pthread_mutex_lock(&print_lock); /* qsort's comparator reads sort_tab */
+    sort_tab = &s.tab;
+    qsort(order, n, sizeof(*order), by_incl);
+    pthread_mutex_unlock(&print_lock);
+
+    uint64_t events = 0, dropped = 0;
+    for (uint32_t i = 0; i < s.nth; i++) {
+        events += s.th[i].events;
+        dropped += s.th[i].dropped;
+    }
+    fprintf(f, "rankprof direct profile: %u threads, %llu events, %u ids", s.nth,
+            (unsigned long long)events, n);
+    if (dropped)
+        fprintf(f, ", %llu events NOT RECORDED (a table bound was hit)",
+                (unsigned long long)dropped);
+    fprintf(f, "\n%-40s %12s %12s %12s %12s  %s\n", "name", "calls", "total", "avg", "max",
+            "status");
+    for (uint32_t i = 0; i < n; i++) {
+        const struct dstat *st = stat_at(&s.tab, order[i]);
+        char name[256], tot[32], avg[32], mx[32];
+        uint8_t kind = TKIND(st->key);
+        key_name(st->key, name, sizeof(name));
+        int span = kind != RP_KIND_INSTANT && kind != RP_KIND_COUNTER && st->dur;
+        fmt_time(tot, sizeof(tot), (double)st->incl * ns_per_tick);
+        fmt_time(avg, sizeof(avg), (double)st->dur / (double)st->calls * ns_per_tick);
+        fmt_time(mx, sizeof(mx), (double)st->max * ns_per_tick);
+        fprintf(f, "%-40.40s %12llu %12s %12s %12s  %s\n", name, (unsigned long long)st->calls,
+                span ? tot : "-", span ? avg : "-", span ? mx : "-",
+                st->overruns ? "OVER BUDGET" : "ok");
+    }
+    fflush(f);
+    free(order);
+    snap_free(&s);
+    return 0;
+}

@@ -1,0 +1,88 @@
+/*
+ * direct.h - direct mode: the statistics of DESIGN §2 kept in the process
+ * instead of a trace (docs/direct-mode.md).
+ *
+ * In direct mode no thread gets a trace buffer, so every event leaves
+ * rp_append's fast path through rp_append_slow(), which hands the raw word
+ * to rp_direct_event().  The engine keeps, per thread, a shadow stack of
+ * open spans and a table of statistics per span id and per caller->callee
+ * edge; the tables are merged into the process table when a thread ends,
+ * and a merged snapshot is printed (rp_report) or saved as THREAD, DEFS and
+ * STATS chunks at exit.
+ *
+ * The engine can be driven with given timestamps (rp_direct_feed), which is
+ * how the unit tests check its numbers against known durations.
+ */
+#ifndef RP_RECORD_DIRECT_H
+#define RP_RECORD_DIRECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clock.h"
+
+struct rp_dthread;
+
+/* Sets up direct mode (the thread-exit key).  Returns 0 or RP_ENOMEM. */
+RP_HIDDEN int rp_direct_init(void);
+
+/* One raw event of the calling thread, timed now (the recorder's hot path).
+ * Never fails visibly: what cannot be recorded is counted as dropped. */
+RP_HIDDEN void rp_direct_event(uint64_t word);
+
+/*
+ * The engine with explicit time.  rp_direct_thread_new() makes a thread
+ * table for tid and links it into the process (NULL when out of memory);
+ * rp_direct_feed() applies one raw word at `ticks` (the caller guarantees
+ * that only one thread feeds a given table); rp_direct_thread_end() merges
+ * the table into the process table and frees it.
+ */
+RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid);
+RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word);
+RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d);
+
+/* What a merged snapshot says about one id (tests, and the printed table). */
+struct rp_dview {
+    uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
+    double mean, m2;
+    uint64_t p50, p95, p99; /* from the histogram, in ticks */
+};
+
+struct rp_dedge_view {
+    uint64_t calls, incl, min, max;
+};
+
+/*
+ * Looks up (kind, key) in a merged snapshot of every thread; for an edge,
+ * the caller is (ckind, ckey), or ROOT when ckind is 0xff.  Returns 0, or
+ * RP_ENOENT (never seen) or RP_ENOMEM.  Keys of sites are their pointers,
+ * with kind RP_KIND_POINT whatever the site's own kind.
+ */
+RP_HIDDEN int rp_direct_lookup(uint8_t kind, uint64_t key, struct rp_dview *out);
+RP_HIDDEN int rp_direct_lookup_edge(uint8_t ckind, uint64_t ckey, uint8_t kind, uint64_t key,
+                                    struct rp_dedge_view *out);
+
+/* Totals of a snapshot: events fed, and what could not be recorded. */
+struct rp_dtotals {
+    uint64_t events, dropped, unmatched, unclosed;
+    uint32_t threads;
+};
+RP_HIDDEN int rp_direct_totals(struct rp_dtotals *out);
+
+/*
+ * Writes the merged result as chunks through out(): a THREAD chunk per
+ * thread, DEFS, then STATS chunks (docs/trace-format.md).  Returns the number
+ * of events counted, or a negative RP_E* code (nothing, or part, written).
+ */
+typedef void (*rp_direct_out_fn)(uint32_t type, const void *payload, size_t len);
+RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out);
+
+/* Prints the profile-point table of a merged snapshot to f; ns_per_tick
+ * converts ticks.  Returns 0 or a negative RP_E* code. */
+RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick);
+
+/* In a forked child: forget the parent's tables (the child starts afresh). */
+RP_HIDDEN void rp_direct_atfork_child(void);
+
+#endif /* RP_RECORD_DIRECT_H */
