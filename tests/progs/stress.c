@@ -1,0 +1,81 @@
+/*
+ * stress.c - many threads recording at once, for tests/e2e_stress.sh.
+ *
+ *   prog_stress threads T N     T threads run body(N) at the same time
+ *   prog_stress churn R K N     R rounds, each starting K threads that run
+ *                               body(N) and exit (threads come and go all
+ *                               the time: R * K threads in all)
+ *   prog_stress serial N        body(N) on the main thread only
+ *
+ * body(N) calls outer() N times; outer() calls inner() twice.  Expected
+ * calls: outer = threads * N, inner = 2 * threads * N, body = threads,
+ * main 1; edges <root>->body (threads; <root>->main 1 more), body->outer,
+ * outer->inner.  Raw records: 2 per call.  Prints "calls C" with C the
+ * number of function calls made, main included.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile unsigned long sink;
+
+void inner(unsigned long x)
+{
+    sink += x;
+}
+
+void outer(unsigned long x)
+{
+    inner(x);
+    inner(x >> 1);
+}
+
+void *body(void *arg)
+{
+    long n = (long)arg;
+    for (long i = 0; i < n; i++)
+        outer((unsigned long)i);
+    return NULL;
+}
+
+/* Runs k threads of body(n) and joins them.  Exits 1 if one cannot start. */
+static void run_threads(long k, long n)
+{
+    pthread_t *th = calloc((size_t)k, sizeof(*th));
+    if (!th)
+        exit(1);
+    for (long i = 0; i < k; i++)
+        if (pthread_create(&th[i], NULL, body, (void *)n) != 0) {
+            perror("pthread_create");
+            exit(1);
+        }
+    for (long i = 0; i < k; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+}
+
+int main(int argc, char **argv)
+{
+    long threads = 0, n = 0;
+    if (argc == 4 && !strcmp(argv[1], "threads")) {
+        threads = atol(argv[2]);
+        n = atol(argv[3]);
+        run_threads(threads, n);
+    } else if (argc == 5 && !strcmp(argv[1], "churn")) {
+        long rounds = atol(argv[2]), k = atol(argv[3]);
+        n = atol(argv[4]);
+        for (long r = 0; r < rounds; r++)
+            run_threads(k, n);
+        threads = rounds * k;
+    } else if (argc == 3 && !strcmp(argv[1], "serial")) {
+        threads = 1;
+        n = atol(argv[2]);
+        body((void *)n);
+    } else {
+        fprintf(stderr, "usage: prog_stress threads T N | churn R K N | serial N\n");
+        return 2;
+    }
+    printf("calls %ld\n", 1 + threads * (1 + 3 * n));
+    return 0;
+}
