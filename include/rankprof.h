@@ -78,9 +78,19 @@ RP_API int rp_flush(void);
 
 #else /* RANKPROF_DISABLE: everything compiles to nothing */
 
-#define rp_strerror(code)       ((void)(code), "rankprof disabled")
-#define rp_classes_set(on, off) ((void)(on), (void)(off), 0u)
-#define rp_flush()              (0)
+/* statement expressions: usable as values, and as statements without a
+ * "statement with no effect" warning; the arguments are not evaluated */
+#define rp_strerror(code)                                                                          \
+    __extension__({                                                                                \
+        (void)sizeof(code);                                                                        \
+        "rankprof disabled";                                                                       \
+    })
+#define rp_classes_set(on, off)                                                                    \
+    __extension__({                                                                                \
+        (void)sizeof(on), (void)sizeof(off);                                                       \
+        0u;                                                                                        \
+    })
+#define rp_flush() __extension__({ 0; })
 
 #endif /* RANKPROF_DISABLE */
 
@@ -251,7 +261,7 @@ __attribute__((destructor, no_instrument_function, unused)) static void rp__site
 
 #define RP__CAT2(a, b) a##b
 #define RP__CAT(a, b)  RP__CAT2(a, b)
-#define RP__ATTR       __attribute__((no_instrument_function, unused))
+#define RP__ATTR       __attribute__((always_inline, no_instrument_function, unused))
 
 /* The static site of one macro call. */
 #define RP__SITE(var, nm, kind, cls, budget)                                                       \
@@ -337,9 +347,21 @@ static inline RP__ATTR void rp__end(struct rp_span *h)
 
 #else /* RANKPROF_DISABLE: no code, no symbol, arguments not evaluated */
 
-#define rp_site_enable(pattern, on)        ((void)sizeof(pattern), (void)sizeof(on), 0)
-#define rp_site_hook(pattern, fn, arg)     ((void)sizeof(pattern), (void)sizeof(arg), 0)
-#define rp_site_overruns(name)             ((void)sizeof(name), (uint64_t)0)
+#define rp_site_enable(pattern, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof(on);                                                   \
+        0;                                                                                         \
+    })
+#define rp_site_hook(pattern, fn, arg)                                                             \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof((rp_hook_fn)(fn)), (void)sizeof(arg);                  \
+        0;                                                                                         \
+    })
+#define rp_site_overruns(name)                                                                     \
+    __extension__({                                                                                \
+        (void)sizeof(name);                                                                        \
+        (uint64_t)0;                                                                               \
+    })
 #define RP_POINT(name)                     /* nothing */
 #define RP_POINT_BUDGET(name, ns)          /* nothing */
 #define RP_POINT_BEGIN(h, name)            /* nothing */

@@ -426,8 +426,8 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             goto bad;
         uint32_t id = rp_get32(q);
         uint8_t kind = q[4], cls = q[5];
-        uint16_t nlen = rp_get16(q + 6), flen = rp_get16(q + 20);
-        if ((size_t)(end - q) < RP_DEF_FIXED + (size_t)nlen + flen || id == 0 ||
+        uint16_t nlen = rp_get16(q + 6), flen = rp_get16(q + 20), xlen = rp_get16(q + 22);
+        if ((size_t)(end - q) < RP_DEF_FIXED + (size_t)nlen + flen + xlen || id == 0 ||
             kind >= RP_KIND_MAX || id > p->n_nodes + (1u << 24))
             goto bad;
         if (nodes_reserve(p, id) < 0)
@@ -443,7 +443,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             return RP_ENOMEM;
         if (flen && !(n->file = dupn(q + RP_DEF_FIXED + nlen, flen)))
             return RP_ENOMEM;
-        q += RP_DEF_FIXED + nlen + flen;
+        if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
+            n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
+        q += RP_DEF_FIXED + nlen + flen + xlen;
     }
     return 0;
 bad:

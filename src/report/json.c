@@ -104,6 +104,10 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
+    if (n->budget) { /* points with a budget (DEFS, or direct mode's stats) */
+        put_u64_field(out, "budget_ns", rp_ticks_ns(p, n->budget));
+        put_u64_field(out, "overruns", n->overruns);
+    }
     if (o->ranked) {
         put_num_field(out, "standing", n->standing);
         put_num_field(out, "involvement", n->involvement);

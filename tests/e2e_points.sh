@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# e2e_points.sh - end-to-end test of profile points (include/rankprof.h):
+# records tests/progs/points.c with the real recorder and checks, against
+# the exact counts in its header comment, the spans in `report --format json`
+# (points nested in functions and in each other, scoped ends on return and
+# break, lock and io spans, 4 threads), the instants and counters in `dump`,
+# the io span's ARG packing, budgets (the recorder's overrun count, the
+# analyzer's recount from the budget in DEFS, the BUDGET flag) and hooks;
+# then the run-time switches: a site switched off by rp_site_enable, a class
+# switched off around an instant, RANKPROF_CLASSES and RANKPROF_FILTER.
+# Finally, that the same program built with -DRANKPROF_DISABLE references no
+# rankprof symbol and has no rp_sites section.
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+set -euo pipefail
+
+fail() {
+    echo "e2e_points: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_points: $*"; }
+
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+prog="$PROGS/prog_points"
+off="$PROGS/prog_points_off"
+[[ -x "$prog" && -x "$off" ]] || fail "$prog or $off is missing"
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_points.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+N=36
+
+# check.py JSON DUMP MODE: MODE is "all", "classes" (func,point only) or
+# "filter" (RANKPROF_FILTER=-inner,-i2c*)
+cat >"$tmp/check.py" <<'PYEOF'
+import json, re, sys
+js, dump, mode, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def die(m):
+    print("e2e_points: FAIL: " + mode + ": " + m, file=sys.stderr); sys.exit(1)
+d = json.load(open(js))
+nodes = {}
+for x in d["nodes"]:
+    if x["kind"] != "func":
+        if (x["name"], x["kind"]) in nodes:
+            die("two nodes named %s (%s)" % (x["name"], x["kind"]))
+        nodes[(x["name"], x["kind"])] = x
+want = {("outer", "point"): n // 3, ("inner", "point"): n, ("early", "point"): n,
+        ("manual", "point"): n // 2, ("budgeted", "point"): n // 3,
+        ("bus [wait]", "lock-wait"): n // 2, ("bus [hold]", "lock-hold"): n // 2,
+        ("i2c0", "io"): n, ("worker", "point"): 4 * n}
+if mode == "classes":
+    want = {k: v for k, v in want.items() if k[1] == "point"}
+if mode == "filter":
+    del want[("inner", "point")], want[("i2c0", "io")]
+if set(nodes) != set(want):
+    die("span nodes %s, want %s" % (sorted(nodes), sorted(want)))
+for k, v in want.items():
+    if nodes[k]["calls"] != v:
+        die("%s: %d calls, want %d" % (k, nodes[k]["calls"], v))
+if d["unmatched_exits"] if "unmatched_exits" in d else 0:
+    die("unmatched exits")
+if d["lost_events"]:
+    die("lost events")
+b = nodes[("budgeted", "point")]
+if b.get("overruns") != n // 9 or not (2.9e6 < b.get("budget_ns", 0) < 3.1e6):
+    die("budgeted: overruns %s budget_ns %s, want %d and ~3e6" % (b.get("overruns"), b.get("budget_ns"), n // 9))
+if "BUDGET" not in b["flags"] or b["max_ns"] < 7.5e6:
+    die("budgeted: flags %s max_ns %s" % (b["flags"], b["max_ns"]))
+if any("budget_ns" in x for k, x in nodes.items() if k[0] != "budgeted"):
+    die("budget_ns on a point without a budget")
+# edges: inner under outer, outer under nested(), early under early_exit()
+edges = {(e["caller"], e["callee"]): e["calls"] for e in d["edges"]}
+chk = [("nested", "outer", n // 3), ("early_exit", "early", n)]
+if mode != "filter":
+    chk.append(("outer", "inner", n))
+for c, e, v in chk:
+    if edges.get((c, e)) != v:
+        die("edge %s -> %s: %s calls, want %d" % (c, e, edges.get((c, e)), v))
+# instants, counters and the io ARG in the dump
+ticks = marks = levels = args = 0
+muted = hidden = 0
+vals = []
+for line in open(dump):
+    f = line.split()
+    if len(f) < 3 or line.startswith("#"):
+        continue
+    if f[2] == "instant" and f[3] == "tick": ticks += 1
+    if f[2] == "instant" and f[3] == "mark": marks += 1; vals.append(int(f[4]))
+    if f[2] == "instant" and f[3] == "muted": muted += 1
+    if f[2] == "counter" and f[3] == "level":
+        levels += 1
+        if int(f[4]) > 0: die("counter level %s > 0" % f[4])
+    if f[2] == "arg":
+        args += 1
+        if int(f[3]) != (0x48 << 32 | 6): die("io ARG %s, want 0x48 << 32 | 6" % f[3])
+    if "hidden" in line: hidden += 1
+wt = {"all": (n, n // 2, n, n), "classes": (0, 0, 0, 0), "filter": (n, n // 2, n, 0)}[mode]
+if (ticks, marks, levels, args) != wt:
+    die("dump: tick %d mark %d level %d arg %d, want %s" % (ticks, marks, levels, args, wt))
+if mode != "classes" and vals != list(range(0, n, 2)):
+    die("mark arguments %s" % vals)
+if muted or hidden:
+    die("switched-off sites recorded: muted %d hidden %d" % (muted, hidden))
+print("e2e_points: %s ok" % mode)
+PYEOF
+
+run() { # run MODE [env...]
+    local mode=$1
+    shift
+    env "$@" "$RANKPROF" record -o "$tmp/$mode.data" -- "$prog" $N >"$tmp/$mode.out" 2>"$tmp/$mode.err" ||
+        fail "$mode: record failed: $(cat "$tmp/$mode.err")"
+    "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" ||
+        fail "$mode: report failed"
+    "$RANKPROF" dump -i "$tmp/$mode.data" >"$tmp/$mode.dump" || fail "$mode: dump failed"
+    python3 "$tmp/check.py" "$tmp/$mode.json" "$tmp/$mode.dump" "$mode" $N
+}
+
+run all
+grep -qx "points $N hooked 1 hidden 1 hooks $((N / 3)) overruns $((N / 9)) slow_ge_8ms 1" \
+    "$tmp/all.out" || fail "program summary: $(cat "$tmp/all.out")"
+"$RANKPROF" report -i "$tmp/all.data" | grep -q "BUDGET $((N / 9)) of $((N / 3)) runs over" ||
+    fail "the table does not explain the BUDGET flag"
+
+run classes RANKPROF_CLASSES=func,point
+run filter RANKPROF_FILTER=-inner,-i2c*
+# record --classes sets the same variable
+"$RANKPROF" record --classes func,point -o "$tmp/c2.data" -- "$prog" $N >/dev/null 2>&1 ||
+    fail "record --classes failed"
+"$RANKPROF" report -i "$tmp/c2.data" --format json >"$tmp/c2.json"
+"$RANKPROF" dump -i "$tmp/c2.data" >"$tmp/c2.dump"
+python3 "$tmp/check.py" "$tmp/c2.json" "$tmp/c2.dump" classes $N
+
+# include rules: only names matching one are recorded
+RANKPROF_FILTER='w*,b*' "$RANKPROF" record -o "$tmp/inc.data" -- "$prog" $N >/dev/null 2>&1
+"$RANKPROF" report -i "$tmp/inc.data" --format json | python3 -c '
+import json, sys
+names = sorted({x["name"] for x in json.load(sys.stdin)["nodes"] if x["kind"] != "func"})
+want = ["budgeted", "bus [hold]", "bus [wait]", "worker"]
+sys.exit(0 if names == want else "e2e_points: FAIL: include filter gave %s, want %s" % (names, want))'
+
+# RANKPROF_DISABLE: no rankprof symbol, no section, same output
+if command -v nm >/dev/null && command -v readelf >/dev/null; then
+    if nm -D --undefined-only "$off" | grep -E ' (rp_|__cyg_)'; then
+        fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+    fi
+    if nm "$off" | grep -E ' (rp_|rp__|__start_rp_sites)'; then
+        fail "the RANKPROF_DISABLE build has rankprof symbols (above)"
+    fi
+    readelf -S "$off" | grep -q rp_sites && fail "the RANKPROF_DISABLE build has an rp_sites section"
+    readelf -S "$prog" | grep -q rp_sites || fail "the normal build has no rp_sites section (test broken?)"
+    nm "$prog" | grep -q ' U rp_site_begin' || fail "the normal build does not call rp_site_begin (test broken?)"
+else
+    note "nm/readelf missing: symbol check skipped"
+fi
+"$off" $N | grep -qx "points $N hooked 0 hidden 0 hooks 0 overruns 0 slow_ge_8ms 0" ||
+    fail "the RANKPROF_DISABLE build printed: $("$off" $N)"
+note "ok"
