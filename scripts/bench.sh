@@ -109,6 +109,15 @@ skip() {
   echo "  $2: skipped: $3" >&2
 }
 
+# verify NAME FUNC GOT: fails the bench unless the row's profiler counted
+# every call of FUNC: dispatch once per iteration, fib 15 times (a
+# profiler that loses events would look fast).
+verify() {
+  local it=$(((${ncalls[$1]} - 1) / 24)) want
+  [ "$2" = fib ] && want=$((it * 15)) || want=$it
+  [ "$3" = "$want" ] || die "$1: counted ${3:-no} calls of $2, not $want"
+}
+
 # ---- rows --------------------------------------------------------------------
 
 row_baseline() {
@@ -126,6 +135,7 @@ row_rankprof() {
   add rankprof "rankprof record (trace mode)"
   measure rankprof "$calls" "$rp" record -o "$work/rp.data" -- "$bin/workload_instr" "$iters"
   bytes[rankprof]=$(stat -c %s "$work/rp.data")
+  verify rankprof fib "$("$rp" report -i "$work/rp.data" --format csv | awk -F, '$1 == "fib" { print $3 }')"
 }
 
 row_rankprof_nofunc() {
@@ -163,6 +173,8 @@ row_gprof() {
   add gprof "gprof (-pg; counts and samples)"
   measure gprof "$calls" bash -c "cd '$work' && exec '$bin/workload_pg' $iters"
   bytes[gprof]=$(stat -c %s "$work/gmon.out")
+  # the flat profile counts only fib's calls from outside fib
+  verify gprof dispatch "$(cd "$work" && gprof -b -p "$bin/workload_pg" gmon.out | awk '$NF == "dispatch" { print $(NF - 3) }')"
 }
 
 row_callgrind() {
@@ -191,6 +203,11 @@ tracy_build() {
       echo "the capture tool did not build (libcapstone-dev missing?), see $tracy_dir/capture.log"
       return 1
     }
+  fi
+  local csv=$tracy_src/csvexport/build/unix/csvexport-release
+  if [ ! -x "$csv" ] && [ "$quick" != 1 ]; then # only the analysis row needs it
+    echo "  building Tracy's csvexport (minutes; log: $tracy_dir/csvexport.log)" >&2
+    make -C "$tracy_src/csvexport/build/unix" release TRACY_NO_LTO=1 >"$tracy_dir/csvexport.log" 2>&1 || true
   fi
   local defs=(-DTRACY_ENABLE -DTRACY_NO_SAMPLING -DTRACY_NO_SYSTEM_TRACING
     -DTRACY_NO_CONTEXT_SWITCH -DTRACY_NO_BROADCAST -DTRACY_ONLY_LOCALHOST
@@ -233,6 +250,9 @@ row_tracy() {
   note[tracy]="explicit zones; client and capture on one machine"
   measure tracy "$calls" tracy_once $((20000 + RANDOM % 20000)) "$work/trace.tracy" "$iters"
   bytes[tracy]=$(stat -c %s "$work/trace.tracy")
+  local zones
+  zones=$(tr '\r' '\n' <"$work/capture.log" | awk '/^Zones:/ { gsub(",", "", $2); print $2 }' | tail -1)
+  [ "$zones" = "$calls" ] || die "tracy: the capture has ${zones:-no} zones, not $calls"
 }
 
 # ---- analysis ----------------------------------------------------------------
@@ -250,6 +270,18 @@ ana_uftrace() {
   add report_uftrace "uftrace report"
   ana+=(report_uftrace)
   measure report_uftrace "$calls" uftrace report -d "$work/uftrace.data"
+  verify uftrace fib "$(awk '$NF == "fib" { print $(NF - 1) }' "$work/report_uftrace.log")"
+}
+
+# Tracy's nearest to a report: csvexport's per-zone statistics.
+ana_tracy() {
+  local csv=$tracy_src/csvexport/build/unix/csvexport-release
+  [ "${status[tracy]:-}" = ok ] || return 0
+  [ -x "$csv" ] || { echo "  Tracy csvexport: skipped: not built" >&2; return 0; }
+  add report_tracy "Tracy csvexport"
+  ana+=(report_tracy)
+  measure report_tracy "$calls" "$csv" "$work/trace.tracy"
+  verify tracy fib "$(awk -F, '$1 == "fib" { print $6 }' "$work/report_tracy.log")"
 }
 
 # ---- scaling -----------------------------------------------------------------
@@ -261,9 +293,22 @@ scale_rank() {
   echo
   echo "ranking (bench_rank --scale --max $rank_max): call-graph shaped, 10 edges per node"
   "$bin/bench_rank" --scale --max "$rank_max" | tee "$work/rank.txt"
-  while read -r _ n _ m _ sw _ _ res t _; do
-    rank_json+=("{\"nodes\": $n, \"edges\": $m, \"sweeps\": $sw, \"residual\": $res, \"seconds\": $t}")
-  done < <(grep '^callgraph' "$work/rank.txt")
+  # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] (...)"
+  while read -r line; do
+    rank_json+=("$line")
+  done < <(awk '/^callgraph/ {
+      t = ""; c = ""
+      for (i = 2; i < NF; i++) {
+        if ($(i + 1) == "nodes") n = $i
+        if ($(i + 1) == "edges") m = $i
+        if ($(i + 1) == "sweeps") sw = $i
+        if ($i == "residual") r = $(i + 1)
+        if ($(i + 1) == "s" && t == "") t = $i
+        if ($i == "cpu") c = $(i + 1)
+      }
+      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s}\n",
+             n, m, sw, r, t, c == "" ? "" : ", \"cpu_seconds\": " c
+    }' "$work/rank.txt")
 }
 
 # report_scale: report time at a quarter, half and all of ITERS.
@@ -327,7 +372,8 @@ print_table() {
   base_ns=$(ns "${med[baseline]}" "${ncalls[baseline]}")
   [ "${status[uftrace]:-}" = ok ] && uf_over=$(calc "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns")
   echo
-  printf '%-36s %9s %21s %9s %9s %8s %8s %9s\n' what median "[min .. max] s" "ns/call" overhead "x base" "x uftr" "B/call"
+  printf '%-36s %9s %20s %9s %9s %8s %8s %9s\n' what "median" "[min .. max]" "ns/call" "overhead" \
+    "x base" "x uftr" "B/call"
   local r
   for r in "${rows[@]}"; do
     case " ${ana[*]} " in *" $r "*) continue ;; esac
@@ -413,6 +459,7 @@ for r in instr_noop rankprof rankprof_nofunc rankprof_direct uftrace gprof callg
 done
 ana_rankprof
 ana_uftrace
+ana_tracy
 print_table
 skipped rank || scale_rank
 skipped report || scale_report
