@@ -28,7 +28,7 @@ missing() { # missing TOOL WHY: a consumer is absent
     skipped+=("$1")
 }
 
-for v in RANKPROF PROGS RP_LIB; do
+for v in RANKPROF PROGS RP_LIB EXAMPLES; do
     [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
 done
 command -v python3 >/dev/null || fail "python3 is needed"
@@ -74,6 +74,49 @@ if [[ -n "$flamegraph_pl" ]]; then
     $check flamegraph-pl report.json ct_pl.svg
 else
     missing flamegraph.pl "Debian package libdevel-nytprof-perl"
+fi
+
+# --- timelines: chrome JSON and perfetto protobuf, read by trace_processor --
+"$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
+"$RANKPROF" report -i fw.data --format json >fw_report.json || fail "report firmware"
+for t in ct fw; do
+    "$RANKPROF" export -i $t.data --format chrome -o $t.chrome.json || fail "export chrome ($t)"
+    python3 -c "import json,sys; json.load(open(sys.argv[1]))" $t.chrome.json ||
+        fail "$t.chrome.json is not valid JSON"
+    "$RANKPROF" export -i $t.data --format perfetto -o $t.pftrace || fail "export perfetto ($t)"
+done
+tp_lib=/usr/lib/chromium/libtest_trace_processor.so
+libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
+if [[ -f "$tp_lib" ]] && command -v clang++ >/dev/null && [[ -n "$libcxx" ]]; then
+    # the library carries its own libc++ (std::__1): see tp_query.cc
+    clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o tp_query \
+        -L"$(dirname "$tp_lib")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$tp_lib")" ||
+        fail "building tests/consumers/tp_query.cc"
+    q="select name, count(*), sum(dur) from slice group by name order by name"
+    for t in ct fw; do
+        r=report.json
+        [[ $t == fw ]] && r=fw_report.json
+        for f in $t.chrome.json $t.pftrace; do
+            ./tp_query $f "$q" >slices.tsv || fail "trace_processor rejected $f"
+            $check slices $r slices.tsv || fail "trace_processor's slices of $f"
+        done
+    done
+    # thread and process names, and the nesting (depth) of the call tree
+    for f in ct.chrome.json ct.pftrace; do
+        got=$(./tp_query $f "select name from process where name is not null")
+        [[ "$got" == *prog_calltree* ]] || fail "$f: process name '$got'"
+        got=$(./tp_query $f "select group_concat(name || '@' || depth, ' ') from
+              (select distinct name, depth from slice order by name, depth)")
+        [[ "$got" == "a@1 b@2 c@1 c@2 leaf@2 leaf@3 main@0" ]] ||
+            fail "$f: slice depths '$got' are not calltree's"
+    done
+    got=$(./tp_query fw.pftrace "select count(distinct utid) from thread_track
+          join slice on slice.track_id = thread_track.id")
+    [[ "$got" == 2 ]] || fail "fw.pftrace: slices on $got threads, firmware has 2"
+    note "trace_processor agrees with the report (chrome and perfetto, calltree and firmware)"
+    note "sizes: firmware chrome $(stat -c %s fw.chrome.json) B, perfetto $(stat -c %s fw.pftrace) B"
+else
+    missing trace_processor "Debian packages chromium-shell (its $tp_lib), clang, libc++-dev"
 fi
 
 if ((${#skipped[@]})); then

@@ -5,14 +5,21 @@
  * --help` should list it: the report's own formats first, then timelines,
  * then aggregated views, then the page that holds them all.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "report/export.h"
+#include "report/util.h"
 
 const struct rp_export_format rp_export_formats[] = {
     {"json", RP_EXPORT_RANK, "json", "the report of DESIGN §9 (docs/report-json.md)",
      rp_export_json},
     {"csv", RP_EXPORT_RANK, "csv", "the report's rows, one per node", rp_export_csv},
+    {"chrome", RP_EXPORT_PROFILE, "json",
+     "Chrome trace event JSON: chrome://tracing, ui.perfetto.dev, speedscope", rp_export_chrome},
+    {"perfetto", RP_EXPORT_PROFILE | RP_EXPORT_BINARY, "pftrace",
+     "Perfetto's protobuf TrackEvent trace: ui.perfetto.dev, trace_processor", rp_export_perfetto},
     {"folded", RP_EXPORT_PROFILE, "folded",
      "call paths with their exclusive ns, for flamegraph.pl and speedscope", rp_export_folded},
     {"flamegraph", RP_EXPORT_PROFILE, "svg", "an interactive SVG flame graph",
@@ -47,4 +54,57 @@ const char *rp_export_title(const struct rp_export_ctx *ctx)
         return s && s[1] ? s + 1 : ctx->p->program;
     }
     return "rankprof";
+}
+
+void rp_export_put_json(FILE *out, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    size_t len = strlen((const char *)s);
+
+    fputc('"', out);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else if (k < 0)
+            fputs("\\ufffd", out);
+        else
+            fwrite(s + i, 1, (size_t)k, out);
+        i += k < 0 ? (size_t)-k : (size_t)k;
+    }
+    fputc('"', out);
+}
+
+char **rp_export_names(const struct rp_profile *p)
+{
+    char **names = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*names));
+    char buf[512];
+
+    if (!names)
+        return NULL;
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        const char *s = rp_node_name(p, &p->nodes[i], buf, sizeof(buf));
+        if (!(names[i] = strdup(s))) {
+            rp_export_names_free(p, names);
+            return NULL;
+        }
+    }
+    return names;
+}
+
+void rp_export_names_free(const struct rp_profile *p, char **names)
+{
+    if (!names)
+        return;
+    for (uint32_t i = 0; i < p->n_nodes; i++)
+        free(names[i]);
+    free(names);
+}
+
+double rp_export_us(const struct rp_profile *p, uint64_t ticks)
+{
+    return ticks > p->first_tick ? (double)(ticks - p->first_tick) * p->ns_per_tick / 1e3 : 0;
 }

@@ -76,9 +76,50 @@ const char *rp_export_param(const struct rp_export_ctx *ctx, const char *key);
  */
 const char *rp_export_title(const struct rp_export_ctx *ctx);
 
+/* Writes str as a JSON string literal (strictly escaped, invalid UTF-8 as
+ * U+FFFD).  Write errors are left for ferror(). */
+void rp_export_put_json(FILE *out, const char *str);
+
+/*
+ * Every node's display name (rp_node_name), strdup'd, indexed by id: one
+ * array so that per-event formats do not format names per event.  NULL when
+ * out of memory.  Free with rp_export_names_free.
+ */
+char **rp_export_names(const struct rp_profile *p);
+void rp_export_names_free(const struct rp_profile *p, char **names);
+
+/* Microseconds from the run's first event to ticks (0 before it). */
+double rp_export_us(const struct rp_profile *p, uint64_t ticks);
+
+/*
+ * Timelines (chrome, perfetto): the events of ctx's trace as matched spans,
+ * streamed in file order.  Spans are matched per thread with the rules of
+ * replay.c; a span that replay drops without time (lost events, an EXIT_ID
+ * naming a deeper span, still open at the end) is ended where it was
+ * dropped with why = "unclosed", so a viewer still nests it.  end's arg is
+ * the span's last ARG value (io bytes) or 0.  Any callback may be NULL; a
+ * negative return stops with it.
+ */
+struct rp_timeline_ops {
+    int (*thread)(void *cookie, uint32_t tid, const char *name);
+    int (*begin)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks);
+    int (*end)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
+               const char *why);
+    int (*instant)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg);
+    int (*counter)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, int64_t value);
+    int (*lost)(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count);
+};
+
+/* Runs ops over ctx's trace (ctx->p must be set).  Returns 0, RP_ENOMEM, a
+ * reader's code with ctx->err set, or a callback's code. */
+int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline_ops *ops,
+                       void *cookie);
+
 /* The formats.  Each follows rp_export_format.run. */
 int rp_export_json(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_csv(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 

@@ -5,6 +5,8 @@
     check_export.py folded REPORT.json FOLDED          paths and exclusive ns
     check_export.py svg REPORT.json SVG               our flame graph
     check_export.py flamegraph-pl REPORT.json SVG     flamegraph.pl's rendering of FOLDED
+    check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
+                                                      sum(dur)" over the slice table
 
 Exits 1 with a "FAIL:" line on the first mismatch.
 """
@@ -134,6 +136,33 @@ def check_flamegraph_pl(report, svg):
     print(f"check_export: flamegraph.pl ok (main {main} ns)")
 
 
+def check_slices(report, tsv):
+    """Every span of the report is a slice in trace_processor, as many times
+    as it was called, and the slices' durations add up to its time."""
+    _, nodes = load_report(report)
+    got = {}
+    with open(tsv) as f:
+        for line in f:
+            name, count, dur = line.rstrip("\n").split("\t")
+            got[name] = (int(count), int(dur))
+    for name, n in nodes.items():
+        if name not in got:
+            die(f"slices: no slice named {name} (report: {n['calls']} calls)")
+        count, dur = got[name]
+        if count != n["calls"]:
+            die(f"slices: {name} has {count} slices, report says {n['calls']} calls")
+        # sum(dur) counts every activation, as mean_ns * calls does (the
+        # report's inclusive_ns counts only the outermost of a recursion);
+        # each slice end is rounded to 1 ns on its own.
+        want = n["mean_ns"] * n["calls"]
+        if abs(dur - want) > 2 * count + 1 + 1e-9 * want:
+            die(f"slices: {name} slices last {dur} ns, report's calls * mean = {want:.0f}")
+    extra = set(got) - set(nodes)
+    if extra:
+        die(f"slices: names the report does not have: {sorted(extra)}")
+    print(f"check_export: slices ok ({len(got)} names, {sum(c for c, _ in got.values())} slices)")
+
+
 def main():
     if len(sys.argv) < 2:
         die(__doc__)
@@ -143,6 +172,8 @@ def main():
         print("check_export: folded ok")
     elif cmd == "svg":
         check_svg(*args)
+    elif cmd == "slices":
+        check_slices(*args)
     elif cmd == "flamegraph-pl":
         check_flamegraph_pl(*args)
     else:
