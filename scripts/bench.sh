@@ -156,9 +156,11 @@ row_rankprof_direct() {
   fi
   add rankprof_direct "$l"
   rm -f "$work/direct.data"
-  measure rankprof_direct "$calls" "$rp" record --mode direct -o "$work/direct.data" \
+  # --print: the in-process table at exit, where fib's count is checked
+  measure rankprof_direct "$calls" "$rp" record --mode direct --print -o "$work/direct.data" \
     -- "$bin/workload_instr" "$iters"
   bytes[rankprof_direct]=$(stat -c %s "$work/direct.data" 2>/dev/null || echo 0)
+  verify rankprof_direct fib "$(awk -v w=$((iters * 15)) '$2 == w { print $2 }' "$work/rankprof_direct.log" | head -1)"
 }
 
 row_uftrace() {
