@@ -81,9 +81,18 @@ def check_trace(path):
         pl = b[off + 16:off + 16 + ln]
         if zlib.crc32(pl) != pcrc:
             die(f"{path}: payload crc of chunk at {off} (type {typ}) does not match")
-        if typ == 6:  # EVENTS: u32 tid, u32 nevents, u64 base, stream
+        if typ == 6:  # EVENTS: u32 tid, u32 nevents|flags, u64 base, [snapshot], stream
             tid, nev, base = struct.unpack_from("<IIQ", pl, 0)
             i, n = 16, 0
+            if nev >> 31:  # the stack snapshot: depth, then (id, start) per span
+                nev &= 0x7fffffff
+                depth, i = varint(pl, i, ln)
+                if depth is None or depth > 1024:
+                    die(f"{path}: EVENTS chunk at {off}: bad stack snapshot")
+                for _ in range(2 * depth):
+                    v, i = varint(pl, i, ln)
+                    if v is None:
+                        die(f"{path}: EVENTS chunk at {off}: snapshot runs past the payload")
             while i < ln:
                 h, i = varint(pl, i, ln)
                 if h is None:

@@ -260,8 +260,15 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             }
         } else if (type == 6) { /* EVENTS: u32 tid, u32 n, u64 base, stream */
             CHECK(len >= 16);
-            uint32_t tid = le32(pl), nev = le32(pl + 4);
+            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x7fffffffu;
             uint64_t now = le64(pl + 8);
+            const uint8_t *ev0 = pl + 16;
+            if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start) each */
+                uint64_t depth = 0, x;
+                CHECK(varint(&ev0, pe, &depth) && depth <= 1024);
+                for (uint64_t i = 0; i < 2 * depth; i++)
+                    CHECK(varint(&ev0, pe, &x));
+            }
             int k = -1;
             for (int i = 0; i < NT; i++)
                 if (fx->tid[i] == tid)
@@ -276,7 +283,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             /* the clock never runs backwards for one thread */
             CHECK(now >= t->last_ticks);
             uint64_t got = 0, hv, v;
-            for (const uint8_t *q = pl + 16; q < pe; got++) {
+            for (const uint8_t *q = ev0; q < pe; got++) {
                 if (!varint(&q, pe, &hv)) {
                     CHECK(!"bad event varint");
                     break;

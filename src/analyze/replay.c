@@ -17,19 +17,31 @@
  * end of the trace, or when the recorder lost events (a LOST op), are
  * counted as unclosed and add no time.
  *
- * Memory: one frame per open span per thread and one counter per (thread,
- * node) for the recursion test; nothing grows with the length of the trace.
+ * Chunks are replayed in parallel.  Each EVENTS chunk carries the stack of
+ * spans open when it begins (its snapshot), so a chunk needs nothing from
+ * the ones before it: workers replay chunks with their own accumulators, and
+ * the main thread joins them to their threads in file order (see join() and
+ * "the workers" below).  The result is the same as a replay in order: what a
+ * span needs from earlier chunks (its start, its callee time so far) is on
+ * its thread's stack, and the join adds it.
+ *
+ * Memory: per replayer one frame per open span, per node its statistics and
+ * a histogram, per edge one record; nothing grows with the length of the
+ * trace.
  */
 #include "replay.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "stats.h"
 #include "symbols.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -39,16 +51,7 @@
 struct frame {
     uint32_t id;
     uint64_t start;
-    uint64_t child; /* ticks spent in spans called from this one */
-};
-
-struct tstate {
-    uint32_t tid;
-    uint32_t ti; /* index in p->threads */
-    struct frame *stack;
-    uint32_t depth, cap;
-    uint32_t *active; /* per node id: open activations on this stack */
-    uint32_t nactive;
+    uint64_t child; /* ticks spent in spans called from this one (in this chunk) */
 };
 
 /*
@@ -56,24 +59,108 @@ struct tstate {
  * full struct rp_node is filled from it at the end): the statistics, the
  * exact sum of squares, and a one-entry cache of the edge from the node's
  * last caller, which hits for every callee that has one usual caller.
+ * excl is signed: a span that began in an earlier chunk ends with only this
+ * chunk's callee time subtracted, and the join subtracts the rest.
  */
 struct hot {
-    uint64_t calls, dur_sum, excl, incl, min, max, first, last;
+    uint64_t calls, dur_sum, incl, min, max, first, last;
+    int64_t excl;
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint32_t *hist;       /* RP_HIST_BUCKETS counts, NULL until the first span */
     uint32_t last_caller, last_edge;
+    uint64_t budget, overruns; /* ticks (UINT64_MAX = none); spans longer than it */
 };
+
+/* Edges keyed by (caller, callee): an open-addressing index over an array. */
+struct emap {
+    uint64_t *keys; /* (caller << 32 | callee) + 1, 0 = empty */
+    uint32_t *vals; /* index in edges */
+    uint32_t cap;   /* a power of two, at least twice n */
+    struct rp_edge *edges;
+    uint32_t n, capn;
+};
+
+/*
+ * One replayer's accumulators: a worker thread's or the main thread's.  The
+ * statistics of every span a replayer ends go here; they are summed into
+ * the profile at the end, so replayers never share a counter.
+ */
+struct acc {
+    struct hot *hot; /* per node */
+    uint32_t *active; /* per node: open activations on the current stack */
+    uint32_t nhot;
+    struct emap em;
+    struct frame *stack;
+    uint32_t depth, cap;
+};
+
+/*
+ * One EVENTS chunk to replay.  Its stack at the start (U: from the chunk's
+ * snapshot, or handed over from the thread's previous chunk) is put under
+ * the chunk's own spans; what the chunk does to U and the stack it leaves
+ * are reported back and joined to the thread in file order (join()).
+ */
+struct job {
+    uint8_t *data;
+    uint32_t len, cap;
+    uint64_t offset; /* of the chunk in the file */
+    uint32_t ti;     /* the thread, index in p->threads */
+    int done;
+    int from_snap; /* U is the chunk's snapshot, not j->in */
+    /* in: U when the chunk has no snapshot */
+    struct frame *in;
+    uint32_t nin, capin;
+    /* out */
+    int rc;
+    char err[200];
+    uint64_t events, first, last, unmatched, unclosed, lost;
+    uint32_t u;       /* depth of U */
+    uint32_t low;     /* the lowest depth the stack reached */
+    uint8_t *closed;  /* per U frame that was popped: 1 if it ended with time */
+    uint32_t capclosed;
+    struct frame *out; /* the stack at the end of the chunk */
+    uint32_t nout, capout;
+    struct frame *snap; /* U as the snapshot gave it (to check the join) */
+    uint32_t nsnap, capsnap;
+};
+
+/* A thread's state between its chunks: the spans open after the last one. */
+struct tstate {
+    uint32_t tid;
+    uint32_t ti; /* index in p->threads */
+    struct frame *stack; /* child = callee time summed over all chunks so far */
+    uint32_t depth, cap;
+};
+
+#define RP_JOBS_MAX    16
+#define RP_WORKERS_MAX 8
 
 struct priv {
     struct tstate *ts;
     uint32_t nts, capts;
-    uint64_t *ekeys; /* edge hash: (caller << 32 | callee) + 1, 0 = empty */
-    uint32_t *evals;
-    uint32_t ecap;
-    struct hot *hot; /* per node */
+    struct emap em; /* the profile's edges, when the accumulators are summed */
+    struct acc main; /* the main thread's replayer */
+    int64_t *excl_adj; /* per node: the join's corrections to exclusive time */
+    uint32_t nadj;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
     double freq_hz;
+    int snap_warned;
+
+    /* the workers */
+    struct rp_profile *p;
+    pthread_t tids[RP_WORKERS_MAX];
+    struct acc wacc[RP_WORKERS_MAX];
+    struct wctx {
+        struct priv *v;
+        struct acc *a;
+    } wctx[RP_WORKERS_MAX];
+    int nworkers, started;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    struct job jobs[RP_JOBS_MAX];
+    uint64_t submitted, taken, joined; /* job sequence numbers */
+    int quit;
 };
 
 static void warnf(struct rp_profile *p, const char *fmt, ...)
@@ -113,27 +200,55 @@ static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t f
 /* Makes nodes[0..id] exist.  Returns 0 or RP_ENOMEM. */
 static int nodes_reserve(struct rp_profile *p, uint32_t id)
 {
-    struct priv *v = p->priv;
     if (id < p->n_nodes)
         return 0;
-    if (id >= p->cap_nodes) {
-        /* hot[] has (at least) the nodes' capacity: both grow the same way */
-        uint32_t hcap = p->cap_nodes;
-        if (grow(&v->hot, &hcap, id + 1, sizeof(*v->hot), 256) < 0 ||
-            grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
-            return RP_ENOMEM;
-    }
+    if (grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
+        return RP_ENOMEM;
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
-        memset(&v->hot[i], 0, sizeof(v->hot[i]));
-        v->hot[i].min = v->hot[i].first = UINT64_MAX;
-        v->hot[i].last_caller = UINT32_MAX;
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
     }
     p->n_nodes = id + 1;
     return 0;
+}
+
+/*
+ * Makes a's per-node arrays cover the profile's n nodes (new entries take
+ * their budget from the node).  Returns 0 or RP_ENOMEM.
+ */
+static int acc_reserve(struct acc *a, const struct rp_profile *p)
+{
+    uint32_t n = p->n_nodes, cap = a->nhot, cap2 = a->nhot;
+    if (n <= a->nhot)
+        return 0;
+    if (grow(&a->hot, &cap, n, sizeof(*a->hot), 256) < 0 ||
+        grow(&a->active, &cap2, n, sizeof(*a->active), 256) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = a->nhot; i < n; i++) {
+        struct hot *h = &a->hot[i];
+        memset(h, 0, sizeof(*h));
+        h->min = h->first = UINT64_MAX;
+        h->last_caller = UINT32_MAX;
+        h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
+        a->active[i] = 0;
+    }
+    a->nhot = n;
+    return 0;
+}
+
+static void acc_free(struct acc *a)
+{
+    for (uint32_t i = 0; i < a->nhot; i++)
+        free(a->hot[i].hist);
+    free(a->hot);
+    free(a->active);
+    free(a->em.keys);
+    free(a->em.vals);
+    free(a->em.edges);
+    free(a->stack);
+    memset(a, 0, sizeof(*a));
 }
 
 static inline uint64_t ehash(uint64_t k)
@@ -144,10 +259,9 @@ static inline uint64_t ehash(uint64_t k)
     return k;
 }
 
-static int edges_grow(struct rp_profile *p)
+static int emap_grow(struct emap *m)
 {
-    struct priv *v = p->priv;
-    uint32_t ncap = v->ecap ? v->ecap * 2 : 1024;
+    uint32_t ncap = m->cap ? m->cap * 2 : 1024;
     uint64_t *nk = calloc(ncap, sizeof(*nk));
     uint32_t *nv = malloc(ncap * sizeof(*nv));
     if (!nk || !nv) {
@@ -155,49 +269,50 @@ static int edges_grow(struct rp_profile *p)
         free(nv);
         return RP_ENOMEM;
     }
-    for (uint32_t i = 0; i < v->ecap; i++) {
-        if (!v->ekeys[i])
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
             continue;
-        uint32_t j = (uint32_t)ehash(v->ekeys[i]) & (ncap - 1);
+        uint32_t j = (uint32_t)ehash(m->keys[i]) & (ncap - 1);
         while (nk[j])
             j = (j + 1) & (ncap - 1);
-        nk[j] = v->ekeys[i];
-        nv[j] = v->evals[i];
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
     }
-    free(v->ekeys);
-    free(v->evals);
-    v->ekeys = nk;
-    v->evals = nv;
-    v->ecap = ncap;
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
     return 0;
 }
 
-/* The edge caller -> callee, created if new; NULL when out of memory. */
-static struct rp_edge *edge_get(struct rp_profile *p, uint32_t caller, uint32_t callee)
+/* The edge caller -> callee in m, created if new; NULL when out of memory. */
+static struct rp_edge *edge_get(struct emap *m, uint32_t caller, uint32_t callee)
 {
-    struct priv *v = p->priv;
     uint64_t k = ((uint64_t)caller << 32 | callee) + 1;
-    uint32_t mask = v->ecap - 1, i = (uint32_t)ehash(k) & mask;
-    while (v->ekeys[i]) {
-        if (v->ekeys[i] == k)
-            return &p->edges[v->evals[i]];
+    if ((m->n + 1) * 2 > m->cap && emap_grow(m) < 0)
+        return NULL;
+    uint32_t mask = m->cap - 1, i = (uint32_t)ehash(k) & mask;
+    while (m->keys[i]) {
+        if (m->keys[i] == k)
+            return &m->edges[m->vals[i]];
         i = (i + 1) & mask;
     }
-    if ((p->n_edges + 1) * 2 > v->ecap) {
-        if (edges_grow(p) < 0)
-            return NULL;
-        return edge_get(p, caller, callee);
-    }
-    if (grow(&p->edges, &p->cap_edges, p->n_edges + 1, sizeof(*p->edges), 256) < 0)
+    if (grow(&m->edges, &m->capn, m->n + 1, sizeof(*m->edges), 256) < 0)
         return NULL;
-    struct rp_edge *e = &p->edges[p->n_edges];
+    struct rp_edge *e = &m->edges[m->n];
     memset(e, 0, sizeof(*e));
     e->caller = caller;
     e->callee = callee;
     e->min = UINT64_MAX;
-    v->ekeys[i] = k;
-    v->evals[i] = p->n_edges++;
+    m->keys[i] = k;
+    m->vals[i] = m->n++;
     return e;
+}
+
+struct rp_edge *rp_profile_edge(struct rp_profile *p, uint32_t caller, uint32_t callee)
+{
+    return edge_get(&((struct priv *)p->priv)->em, caller, callee);
 }
 
 static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
@@ -220,32 +335,33 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
 }
 
 /* The edge caller -> callee through the callee's one-entry cache. */
-static inline struct rp_edge *edge_of(struct rp_profile *p, struct hot *h, uint32_t caller,
+static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t caller,
                                       uint32_t callee)
 {
     if (h->last_caller == caller)
-        return &p->edges[h->last_edge];
-    struct rp_edge *e = edge_get(p, caller, callee);
+        return &a->em.edges[h->last_edge];
+    struct rp_edge *e = edge_get(&a->em, caller, callee);
     if (e) {
         h->last_caller = caller;
-        h->last_edge = (uint32_t)(e - p->edges);
+        h->last_edge = (uint32_t)(e - a->em.edges);
     }
     return e;
 }
 
-/* Ends the innermost span of t at `now`.  Returns 0 or RP_ENOMEM. */
-static inline __attribute__((always_inline)) int span_end(struct rp_profile *p, struct tstate *t,
+/*
+ * Ends the innermost span of a's stack at `now`; j records it when it is a
+ * span of U.  Returns 0 or RP_ENOMEM.
+ */
+static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                         uint64_t now)
 {
-    struct priv *v = p->priv;
-    struct frame *f = &t->stack[--t->depth];
-    struct hot *h = &v->hot[f->id];
+    struct frame *f = &a->stack[--a->depth];
+    struct hot *h = &a->hot[f->id];
     uint64_t dur = now >= f->start ? now - f->start : 0;
-    uint64_t self = dur >= f->child ? dur - f->child : 0;
 
     h->calls++;
     h->dur_sum += dur;
-    h->excl += self;
+    h->excl += (int64_t)(dur - f->child);
     h->min = dur < h->min ? dur : h->min;
     h->max = dur > h->max ? dur : h->max;
     h->sq += (unsigned __int128)dur * dur;
@@ -254,16 +370,22 @@ static inline __attribute__((always_inline)) int span_end(struct rp_profile *p, 
     rp_hist_count(h->hist, dur);
     h->first = f->start < h->first ? f->start : h->first;
     h->last = f->start > h->last ? f->start : h->last;
-    if (--t->active[f->id] == 0)
+    h->overruns += dur > h->budget;
+    if (--a->active[f->id] == 0)
         h->incl += dur;
 
     uint32_t parent = 0;
-    if (t->depth) {
-        struct frame *pf = &t->stack[t->depth - 1];
+    if (a->depth) {
+        struct frame *pf = &a->stack[a->depth - 1];
         pf->child += dur;
         parent = pf->id;
     }
-    struct rp_edge *e = edge_of(p, h, parent, f->id);
+    if (unlikely(a->depth < j->low)) {
+        j->low = a->depth;
+        if (a->depth < j->u)
+            j->closed[a->depth] = 1;
+    }
+    struct rp_edge *e = edge_of(a, h, parent, f->id);
     if (unlikely(!e))
         return RP_ENOMEM;
     e->calls++;
@@ -273,139 +395,424 @@ static inline __attribute__((always_inline)) int span_end(struct rp_profile *p, 
     return 0;
 }
 
-/* Drops every open span of t without time (lost events, end of trace). */
-static void stack_abandon(struct rp_profile *p, struct tstate *t)
+/* Drops the spans of a's stack above depth `to` without time. */
+static void stack_drop(struct acc *a, struct job *j, uint32_t to)
 {
-    p->threads[t->ti].unclosed += t->depth;
-    while (t->depth)
-        t->active[t->stack[--t->depth].id]--;
+    j->unclosed += a->depth - to;
+    while (a->depth > to)
+        a->active[a->stack[--a->depth].id]--;
+    if (a->depth < j->low)
+        j->low = a->depth;
 }
 
-static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid,
-                         char *err, size_t errsz)
+/* Two-byte varints are the usual time delta: decode them without a call. */
+static inline const uint8_t *get_varint(const uint8_t *q, const uint8_t *end, uint64_t *v)
+{
+    if (likely(end - q >= 2 && q[1] < 0x80)) {
+        if (q[0] < 0x80) {
+            *v = q[0];
+            return q + 1;
+        }
+        *v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+        return q + 2;
+    }
+    return rp_get_varint(q, end, v);
+}
+
+/* Makes excl_adj[0..n) exist, new entries zero.  Returns 0 or RP_ENOMEM. */
+static int adj_reserve(struct priv *v, uint32_t n)
+{
+    uint32_t old = v->nadj;
+    if (n <= old)
+        return 0;
+    if (grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
+        return RP_ENOMEM;
+    memset(v->excl_adj + old, 0, (v->nadj - old) * sizeof(*v->excl_adj));
+    return 0;
+}
+
+/*
+ * Puts U under a's stack: the thread's stack as the chunks before left it
+ * (j->from_snap == 0, replay in order), or the chunk's snapshot.  A snapshot
+ * is kept in j->snap either way, for join() to check.  Returns 0 or RP_ENOMEM.
+ */
+static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
+{
+    uint32_t ns = d->snap ? d->snap_depth : 0, u = j->from_snap ? ns : j->nin;
+    if (grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
+        grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
+        grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
+        return RP_ENOMEM;
+    const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
+    for (uint32_t i = 0; i < ns; i++) {
+        struct frame f = {0};
+        q = rp_evdec_frame(d, q, &f.id, &f.start);
+        j->snap[i] = f;
+    }
+    j->nsnap = ns;
+    for (uint32_t i = 0; i < u; i++)
+        a->stack[i] = (struct frame){j->from_snap ? j->snap[i].id : j->in[i].id,
+                                     j->from_snap ? j->snap[i].start : j->in[i].start, 0};
+    a->depth = j->u = j->low = u;
+    memset(j->closed, 0, u);
+    return 0;
+}
+
+/*
+ * Replays the EVENTS chunk of j with the accumulators a, ids checked against
+ * the profile's definitions (which do not change while jobs run).  Sets
+ * j->rc to 0, RP_ENOMEM, or RP_EFORMAT with j->err naming the offset.
+ */
+static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
 {
     struct rp_evdec d;
-    struct rp_event ev;
+    uint64_t n = 0, now, h, x, arg;
+    const uint8_t *q, *end, *ev0;
+    uint32_t id = 0;
     int rc;
 
-    if (rp_evdec_init(&d, c->data, c->len) < 0)
-        goto bad;
-    if (only_tid && d.tid != only_tid)
-        return 0;
-    struct tstate *t = tstate_get(p, d.tid);
-    if (!t)
-        return RP_ENOMEM;
-    struct rp_thread *th = &p->threads[t->ti];
-    if (t->nactive < p->n_nodes) {
-        uint32_t *na = realloc(t->active, p->cap_nodes * sizeof(*na));
-        if (!na)
-            return RP_ENOMEM;
-        memset(na + t->nactive, 0, (p->cap_nodes - t->nactive) * sizeof(*na));
-        t->active = na;
-        t->nactive = p->cap_nodes;
+    j->events = j->unmatched = j->unclosed = j->lost = 0;
+    j->nout = 0;
+    if (rp_evdec_init(&d, j->data, j->len) < 0) {
+        ev0 = d.p ? d.p : j->data;
+        goto bad_at;
+    }
+    if ((rc = acc_reserve(a, p)) < 0 || (rc = stack_start(a, j, &d)) < 0)
+        goto fail;
+    for (uint32_t i = 0; i < a->depth; i++) {
+        id = a->stack[i].id;
+        if (id >= p->n_nodes || p->nodes[id].kind == 0xff) {
+            a->depth = i;
+            ev0 = d.snap;
+            goto undefined;
+        }
+        a->active[id]++;
     }
     /* The decoding of rp_evdec_next, inlined: this loop runs per event. */
-    struct priv *v = p->priv;
-    uint64_t n = 0, now = d.now, h, x;
-    const uint8_t *q = d.p, *end = d.end, *ev0 = q;
-    rc = 0;
-    ev.id = 0;
+    now = d.now;
+    q = ev0 = d.p;
+    end = d.end;
+    j->first = now;
     while (q < end) {
         ev0 = q;
-        if (likely(*q < 0x80))
-            h = *q++;
-        else if (!(q = rp_get_varint(q, end, &h)))
+        if (!(q = get_varint(q, end, &h)))
             goto bad_at;
         now += h >> RP_OP_BITS;
-        if (unlikely(!n++) && !th->events)
-            th->first = now;
+        if (unlikely(!n++))
+            j->first = now;
         switch (h & RP_OP_MASK) {
         case RP_OP_ENTER:
             if (likely(q < end && *q < 0x80))
                 x = *q++;
             else if (!(q = rp_get_varint(q, end, &x)))
                 goto bad_at;
-            ev.id = (uint32_t)x;
+            id = (uint32_t)x;
             if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
                 goto undefined;
-            if (unlikely(t->depth == t->cap) &&
-                grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
-                return RP_ENOMEM;
-            t->stack[t->depth++] = (struct frame){(uint32_t)x, now, 0};
-            t->active[x]++;
+            if (unlikely(a->depth == a->cap) &&
+                grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
+                rc = RP_ENOMEM;
+                goto fail;
+            }
+            a->stack[a->depth++] = (struct frame){(uint32_t)x, now, 0};
+            a->active[x]++;
             break;
         case RP_OP_EXIT:
-            if (unlikely(!t->depth)) {
-                th->unmatched_exits++;
+            if (unlikely(!a->depth)) {
+                j->unmatched++;
                 break;
             }
-            if (unlikely((rc = span_end(p, t, now)) < 0))
-                return rc;
+            if (unlikely((rc = span_end(a, j, now)) < 0))
+                goto fail;
             break;
         case RP_OP_EXIT_ID: {
             if (!(q = rp_get_varint(q, end, &x)))
                 goto bad_at;
-            ev.id = (uint32_t)x;
+            id = (uint32_t)x;
             if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
                 goto undefined;
-            uint32_t at = t->depth;
-            while (at > 0 && t->stack[at - 1].id != x)
+            uint32_t at = a->depth;
+            while (at > 0 && a->stack[at - 1].id != x)
                 at--;
             if (!at) {
-                th->unmatched_exits++;
+                j->unmatched++;
                 break;
             }
             /* spans opened above it were never closed: drop them */
-            th->unclosed += t->depth - at;
-            while (t->depth > at)
-                t->active[t->stack[--t->depth].id]--;
-            if ((rc = span_end(p, t, now)) < 0)
-                return rc;
+            stack_drop(a, j, at);
+            if ((rc = span_end(a, j, now)) < 0)
+                goto fail;
             break;
         }
         case RP_OP_INSTANT:
         case RP_OP_COUNTER:
             if (!(q = rp_get_varint(q, end, &x)))
                 goto bad_at;
-            ev.id = (uint32_t)x;
+            id = (uint32_t)x;
             if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
                 goto undefined;
-            if (!(q = rp_get_varint(q, end, &ev.arg)))
+            if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad_at;
-            v->hot[x].calls++;
+            a->hot[x].calls++;
             break;
         case RP_OP_ARG:
-            if (!(q = rp_get_varint(q, end, &ev.arg)))
+            if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad_at;
             break;
         case RP_OP_LOST:
-            if (!(q = rp_get_varint(q, end, &ev.arg)))
+            if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad_at;
-            th->lost += ev.arg;
-            stack_abandon(p, t);
+            j->lost += arg;
+            stack_drop(a, j, 0);
             break;
         default:
             goto bad_at;
         }
     }
-    d.p = q;
-    th->last = now;
-    th->events += n;
-    p->events += n;
-    return 0;
+    j->last = now;
+    j->events = n;
+    rc = 0;
+out:
+    /* hand the stack over and leave a clean replayer for the next chunk */
+    if (rc == 0 && grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
+        rc = RP_ENOMEM;
+    if (rc == 0) {
+        memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
+        j->nout = a->depth;
+    }
+    while (a->depth)
+        a->active[a->stack[--a->depth].id]--;
+    j->rc = rc;
+    return;
+fail:
+    snprintf(j->err, sizeof(j->err), "out of memory");
+    goto out;
 bad_at:
-    d.p = ev0;
-bad:
-    snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
-             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
-             (unsigned long long)c->offset);
-    return RP_EFORMAT;
+    rc = RP_EFORMAT;
+    snprintf(j->err, sizeof(j->err),
+             "malformed event at offset %llu (in the chunk at offset %llu)",
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)),
+             (unsigned long long)j->offset);
+    goto out;
 undefined:
-    d.p = ev0;
-    snprintf(err, errsz, "event at offset %llu uses id %u, which no DEFS chunk defined",
-             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
-             ev.id);
-    return RP_EFORMAT;
+    rc = RP_EFORMAT;
+    snprintf(j->err, sizeof(j->err), "event at offset %llu uses id %u, which no DEFS chunk defined",
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)), id);
+    goto out;
+}
+
+/*
+ * Joins job j (replayed) to its thread, in file order: the thread's counts,
+ * and its open spans.  U frames that ended in the chunk had only the chunk's
+ * callee time subtracted; the rest of it, carried on the thread's stack, is
+ * subtracted here.  Returns 0, or j->rc with the error in err.
+ */
+static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    struct rp_thread *th = &p->threads[j->ti];
+    struct tstate *t = &v->ts[j->ti];
+
+    if (j->rc < 0) {
+        snprintf(err, errsz, "%s", j->err);
+        return j->rc;
+    }
+    if (j->events) {
+        if (!th->events)
+            th->first = j->first;
+        th->last = j->last;
+        th->events += j->events;
+        p->events += j->events;
+    }
+    th->unmatched_exits += j->unmatched;
+    th->unclosed += j->unclosed;
+    th->lost += j->lost;
+
+    /* Does the snapshot continue the thread's stack?  (Always, from our
+     * recorder; a file that says otherwise gets what it says, and a warning.) */
+    int same = !j->nsnap || j->nsnap == t->depth;
+    for (uint32_t i = 0; same && i < j->nsnap; i++)
+        same = j->snap[i].id == t->stack[i].id && j->snap[i].start == t->stack[i].start;
+    if (!same && !v->snap_warned++)
+        warnf(p, "the stack snapshot of the chunk at offset %llu does not continue its "
+                 "thread's previous chunk%s",
+              (unsigned long long)j->offset,
+              j->from_snap ? "; spans across that boundary were dropped" : "");
+    if (!same && j->from_snap) {
+        th->unclosed += t->depth;
+        t->depth = 0;
+        if (grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
+            return RP_ENOMEM;
+        for (uint32_t i = 0; i < j->u; i++)
+            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0};
+        t->depth = j->u;
+    }
+    for (uint32_t i = j->low; i < j->u; i++)
+        if (j->closed[i])
+            v->excl_adj[t->stack[i].id] -= (int64_t)t->stack[i].child;
+    uint32_t keep = j->low < j->u ? j->low : j->u;
+    if (grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < keep; i++)
+        t->stack[i].child += j->out[i].child;
+    memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
+    t->depth = j->nout;
+    return 0;
+}
+
+/* --- the workers ------------------------------------------------------------
+ *
+ * The main thread reads chunks in order.  An EVENTS chunk with a stack
+ * snapshot becomes a job in a ring of RP_JOBS_MAX; workers take jobs in
+ * order and replay them, each with its own accumulators; the main thread
+ * joins finished jobs in file order.  Jobs only read the node table, so
+ * before a chunk that changes it (DEFS) every job in flight is joined
+ * (drain).  A chunk without a snapshot needs the end state of its thread's
+ * previous chunk: the jobs are drained and it is replayed by the main
+ * thread, in order, like everything when there is one CPU or a per-chunk
+ * callback.
+ *
+ *   submitted >= taken >= joined;  jobs[seq % RP_JOBS_MAX] is free iff
+ *   seq >= submitted or seq < joined, so the ring holds at most RP_JOBS_MAX.
+ */
+static void *worker(void *arg)
+{
+    struct wctx *w = arg;
+    struct priv *v = w->v;
+    struct acc *a = w->a;
+
+    pthread_mutex_lock(&v->mu);
+    for (;;) {
+        while (!v->quit && v->taken == v->submitted)
+            pthread_cond_wait(&v->work, &v->mu);
+        if (v->quit)
+            break;
+        struct job *j = &v->jobs[v->taken++ % RP_JOBS_MAX];
+        pthread_mutex_unlock(&v->mu);
+        replay_chunk(v->p, a, j);
+        pthread_mutex_lock(&v->mu);
+        j->done = 1;
+        pthread_cond_broadcast(&v->done);
+    }
+    pthread_mutex_unlock(&v->mu);
+    return NULL;
+}
+
+/* Waits for the oldest job in flight and joins it.  Returns 0 or < 0. */
+static int join_oldest(struct rp_profile *p, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    struct job *j = &v->jobs[v->joined % RP_JOBS_MAX];
+    pthread_mutex_lock(&v->mu);
+    while (!j->done)
+        pthread_cond_wait(&v->done, &v->mu);
+    pthread_mutex_unlock(&v->mu);
+    v->joined++;
+    return join(p, j, err, errsz);
+}
+
+/* Joins every job in flight.  Returns 0 or the first error (in file order). */
+static int drain(struct rp_profile *p, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    char other[256];
+    int rc = 0;
+    while (v->joined < v->submitted) {
+        /* after an error, the rest is joined only to be released */
+        int r = rc < 0 ? join_oldest(p, other, sizeof(other)) : join_oldest(p, err, errsz);
+        if (rc == 0)
+            rc = r;
+    }
+    return rc;
+}
+
+static void workers_start(struct priv *v, int want)
+{
+    if (want > RP_WORKERS_MAX)
+        want = RP_WORKERS_MAX;
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->work, NULL);
+    pthread_cond_init(&v->done, NULL);
+    v->started = 1;
+    for (v->nworkers = 0; v->nworkers < want; v->nworkers++) {
+        struct wctx *w = &v->wctx[v->nworkers];
+        w->v = v;
+        w->a = &v->wacc[v->nworkers];
+        if (pthread_create(&v->tids[v->nworkers], NULL, worker, w) != 0)
+            break;
+    }
+}
+
+static void workers_stop(struct priv *v)
+{
+    if (!v->started)
+        return;
+    pthread_mutex_lock(&v->mu);
+    v->quit = 1;
+    pthread_cond_broadcast(&v->work);
+    pthread_mutex_unlock(&v->mu);
+    for (int i = 0; i < v->nworkers; i++)
+        pthread_join(v->tids[i], NULL);
+    v->started = 0; /* nworkers stays: their accumulators are summed by finish() */
+    pthread_cond_destroy(&v->work);
+    pthread_cond_destroy(&v->done);
+    pthread_mutex_destroy(&v->mu);
+}
+
+/*
+ * Replays an EVENTS chunk: as a job for the workers when it carries a
+ * snapshot and there are workers, else here after the jobs before it.
+ * Returns 0, or < 0 with the message in err.
+ */
+static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid,
+                         char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    int rc;
+
+    if (c->len < 16) {
+        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
+                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE),
+                 (unsigned long long)c->offset);
+        return RP_EFORMAT;
+    }
+    uint32_t tid = rp_get32(c->data);
+    if (only_tid && tid != only_tid)
+        return 0;
+    struct tstate *t = tstate_get(p, tid);
+    if (!t)
+        return RP_ENOMEM;
+    if (adj_reserve(v, p->n_nodes) < 0)
+        return RP_ENOMEM;
+    int parallel = v->started && v->nworkers && (rp_get32(c->data + 4) & RP_EV_SNAPSHOT);
+    if (!parallel && (rc = drain(p, err, errsz)) < 0)
+        return rc;
+    if (parallel && v->submitted - v->joined == RP_JOBS_MAX &&
+        (rc = join_oldest(p, err, errsz)) < 0)
+        return rc;
+    struct job *j = &v->jobs[v->submitted % RP_JOBS_MAX];
+    if (grow(&j->data, &j->cap, c->len, 1, 65536) < 0)
+        return RP_ENOMEM;
+    memcpy(j->data, c->data, c->len);
+    j->len = c->len;
+    j->offset = c->offset;
+    j->ti = t->ti;
+    j->done = 0;
+    j->from_snap = parallel;
+    if (!parallel) {
+        /* U is the thread's stack as the chunks before left it */
+        if (grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
+            return RP_ENOMEM;
+        memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
+        j->nin = t->depth;
+        replay_chunk(p, &v->main, j);
+        return join(p, j, err, errsz);
+    }
+    pthread_mutex_lock(&v->mu);
+    v->submitted++;
+    pthread_cond_signal(&v->work);
+    pthread_mutex_unlock(&v->mu);
+    return 0;
 }
 
 static char *dupn(const void *s, size_t n)
@@ -524,13 +931,65 @@ static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t
     th->name = dupn(c->data + 8, c->len - 8);
 }
 
-/* Converts accumulators to the profile's final fields. */
-static void finish(struct rp_profile *p)
+static int edge_cmp(const void *a, const void *b)
+{
+    const struct rp_edge *x = a, *y = b;
+    uint64_t kx = (uint64_t)x->caller << 32 | x->callee, ky = (uint64_t)y->caller << 32 | y->callee;
+    return kx < ky ? -1 : kx > ky;
+}
+
+/* Adds the accumulators of a into the nodes, and its edges into v->em. */
+static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
+{
+    struct priv *v = p->priv;
+    for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
+        struct hot *h = &a->hot[i];
+        struct rp_node *n = &p->nodes[i];
+        if (!h->calls)
+            continue;
+        n->calls += h->calls;
+        n->dur_sum += h->dur_sum;
+        v->excl_adj[i] += h->excl;
+        n->incl += h->incl;
+        n->min = h->min < n->min ? h->min : n->min;
+        n->max = h->max > n->max ? h->max : n->max;
+        n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
+        n->last_start = h->last > n->last_start ? h->last : n->last_start;
+        n->overruns += h->overruns;
+        sq[i] += h->sq;
+        if (h->hist) {
+            if (!n->hist.counts) {
+                n->hist.counts = h->hist; /* the node owns it now */
+                h->hist = NULL;
+            } else {
+                for (uint32_t b = 0; b < RP_HIST_BUCKETS; b++)
+                    n->hist.counts[b] += h->hist[b];
+            }
+            n->hist.n += h->calls;
+        }
+    }
+    for (uint32_t k = 0; k < a->em.n; k++) {
+        const struct rp_edge *s = &a->em.edges[k];
+        struct rp_edge *e = edge_get(&v->em, s->caller, s->callee);
+        if (!e)
+            return RP_ENOMEM;
+        e->calls += s->calls;
+        e->incl += s->incl;
+        e->min = s->min < e->min ? s->min : e->min;
+        e->max = s->max > e->max ? s->max : e->max;
+    }
+    return 0;
+}
+
+/* Converts accumulators to the profile's final fields.  Returns 0 or RP_ENOMEM. */
+static int finish(struct rp_profile *p)
 {
     struct priv *v = p->priv;
 
-    for (uint32_t i = 0; i < v->nts; i++)
-        stack_abandon(p, &v->ts[i]);
+    for (uint32_t i = 0; i < v->nts; i++) {
+        p->threads[v->ts[i].ti].unclosed += v->ts[i].depth;
+        v->ts[i].depth = 0;
+    }
     if (v->nclk >= 2 && v->clk_last_ns - v->clk_first_ns >= 10000000u &&
         v->clk_last_ticks > v->clk_first_ticks)
         p->ns_per_tick = (double)(v->clk_last_ns - v->clk_first_ns) /
@@ -552,32 +1011,64 @@ static void finish(struct rp_profile *p)
         if (th->last > p->last_tick)
             p->last_tick = th->last;
     }
+
+    /* the replayers' sums; m2 from the exact sum of squares */
+    int rc = RP_ENOMEM;
+    unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
+    if (!sq || adj_reserve(v, p->n_nodes) < 0)
+        goto out;
+    for (int w = -1; w < v->nworkers; w++)
+        if ((rc = acc_merge(p, w < 0 ? &v->main : &v->wacc[w], sq)) < 0)
+            goto out;
+    free(p->edges);
+    p->edges = v->em.edges;
+    p->n_edges = v->em.n;
+    p->cap_edges = v->em.capn;
+    v->em.edges = NULL;
+    v->em.n = v->em.capn = 0;
+    v->em.cap = 0; /* the index is stale now */
+    free(v->em.keys);
+    free(v->em.vals);
+    v->em.keys = NULL;
+    v->em.vals = NULL;
+    /* one order whatever the number of replayers: the results are identical */
+    if (p->n_edges)
+        qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
-        struct hot *h = &v->hot[i];
         if (n->kind == 0xff)
             n->kind = RP_KIND_FUNC;
-        n->calls = h->calls;
-        n->dur_sum = h->dur_sum;
-        n->excl = h->excl;
-        n->incl = h->incl;
-        n->min = h->calls && h->min != UINT64_MAX ? h->min : 0;
-        n->max = h->max;
-        n->first_start = h->calls ? h->first : 0;
-        n->last_start = h->last;
-        n->hist.counts = h->hist; /* the node owns it now */
-        n->hist.n = h->hist ? h->calls : 0;
-        h->hist = NULL;
-        if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER)
+        int64_t x = (int64_t)n->excl + v->excl_adj[i];
+        n->excl = x > 0 ? (uint64_t)x : 0;
+        if (!n->calls)
+            n->min = 0;
+        if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
         double cnt = (double)n->calls;
         n->mean = (double)n->dur_sum / cnt;
         /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-        long double m2 = (long double)h->sq -
+        long double m2 = (long double)sq[i] -
                          (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
     p->nodes[0].kind = RP_KIND_FUNC;
+    rc = 0;
+out:
+    free(sq);
+    return rc;
+}
+
+/*
+ * How many worker threads replay chunks: RANKPROF_REPLAY_JOBS if set (0 =
+ * none: everything in order on the calling thread), else one per CPU.
+ */
+static int replay_workers(void)
+{
+    const char *e = getenv("RANKPROF_REPLAY_JOBS");
+    if (e && *e)
+        return atoi(e) < 0 ? 0 : atoi(e);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 1 ? (int)n : 0;
 }
 
 int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_profile *p,
@@ -594,7 +1085,9 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     err[0] = 0;
     if (!p->priv && !(p->priv = calloc(1, sizeof(struct priv))))
         return RP_ENOMEM;
-    if ((rc = nodes_reserve(p, 0)) < 0 || (rc = edges_grow(p)) < 0)
+    struct priv *v = p->priv;
+    v->p = p;
+    if ((rc = nodes_reserve(p, 0)) < 0)
         return rc;
     p->nodes[0].kind = RP_KIND_FUNC;
     if ((rc = rp_reader_open(&r, path)) < 0) {
@@ -602,8 +1095,15 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         return rc;
     }
     r.force = o->force;
+    /* A per-chunk callback sees the profile as of its chunk: replay in order. */
+    if (!fn)
+        workers_start(v, replay_workers());
     while ((rc = rp_reader_next(&r, &c)) > 0) {
         sub[0] = 0;
+        /* jobs read the node table: join them before it changes */
+        if (c.type != RP_CH_EVENTS && c.type != RP_CH_CLOCK && c.type != RP_CH_THREAD &&
+            (rc = drain(p, sub, sizeof(sub))) < 0)
+            goto fail;
         switch (c.type) {
         case RP_CH_INFO:
             read_info(p, &c);
@@ -625,6 +1125,9 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         case RP_CH_EVENTS:
             rc = replay_events(p, &c, o->tid, sub, sizeof(sub));
             break;
+        case RP_CH_STATS: /* direct mode: stats.c */
+            rc = rp_stats_read(p, &c, o->tid, sub, sizeof(sub));
+            break;
         case RP_CH_END:
             p->ended = 1;
             if (c.len >= 32) {
@@ -637,13 +1140,13 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         }
         if (rc >= 0 && fn)
             rc = fn(ctx, p, &c);
-        if (rc < 0) {
-            if (rc == RP_ENOMEM)
-                snprintf(sub, sizeof(sub), "out of memory");
-            snprintf(err, errsz, "%s: %s", path, sub);
-            goto out;
-        }
+        if (rc < 0)
+            goto fail;
     }
+    int rd = rc;
+    if ((rc = drain(p, sub, sizeof(sub))) < 0)
+        goto fail;
+    rc = rd;
     if (rc < 0) {
         if (o->force && (rc == RP_ETRUNC || rc == RP_ECRC)) {
             warnf(p, "%s; analysed the %llu bytes before it", r.err,
@@ -662,11 +1165,20 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     if (!p->ended)
         warnf(p, "%s: no END record: the program ended abnormally (crash, signal, _exit) "
                  "or is still running; events not flushed before that are missing", path);
-    finish(p);
+    workers_stop(v);
+    if ((rc = finish(p)) < 0)
+        goto fail;
     rc = 0;
 out:
+    workers_stop(v);
     rp_reader_close(&r);
     return rc;
+fail:
+    drain(p, sub + strlen(sub), 0); /* release the jobs; the first error stands */
+    if (rc == RP_ENOMEM && !sub[0])
+        snprintf(sub, sizeof(sub), "out of memory");
+    snprintf(err, errsz, "%s: %s", path, sub);
+    goto out;
 }
 
 int rp_profile_symbolize(struct rp_profile *p)
@@ -705,16 +1217,25 @@ static void priv_free(struct rp_profile *p)
     struct priv *v = p->priv;
     if (!v)
         return;
-    for (uint32_t i = 0; i < v->nts; i++) {
+    workers_stop(v);
+    for (uint32_t i = 0; i < v->nts; i++)
         free(v->ts[i].stack);
-        free(v->ts[i].active);
-    }
     free(v->ts);
-    free(v->ekeys);
-    free(v->evals);
-    for (uint32_t i = 0; i < p->n_nodes && v->hot; i++)
-        free(v->hot[i].hist);
-    free(v->hot);
+    free(v->em.keys);
+    free(v->em.vals);
+    free(v->em.edges);
+    acc_free(&v->main);
+    for (int i = 0; i < RP_WORKERS_MAX; i++)
+        acc_free(&v->wacc[i]);
+    for (int i = 0; i < RP_JOBS_MAX; i++) {
+        struct job *j = &v->jobs[i];
+        free(j->data);
+        free(j->in);
+        free(j->closed);
+        free(j->out);
+        free(j->snap);
+    }
+    free(v->excl_adj);
     free(v);
     p->priv = NULL;
 }

@@ -737,6 +737,7 @@ static int rt_start(void)
     out_prologue();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     atomic_store(&rp_rt.mask, mask);
+    rp_sites_sync_classes(); /* switched-off classes: the sites' off bytes */
     return 0;
 }
 
@@ -849,6 +850,7 @@ RP_API uint32_t rp_classes_set(uint32_t on, uint32_t off)
             return old;
         nw = (old | on) & ~off & RP_CLASS_BIT_ALL;
     } while (!atomic_compare_exchange_weak(&rp_rt.mask, &old, nw));
+    rp_sites_sync_classes();
     return old;
 }
 

@@ -19,9 +19,14 @@
  * beyond it still records, but is not reached by name rules and its sites cannot be described
  * (their events are skipped and counted as lost) - a warning says so.
  *
- * Switches.  A site is recorded when its class bit is in rp_rt.mask and its
- * `off` byte is 0.  The macros test `off` inline (one load and a predictable
- * branch: the cost of a switched-off site), the class in rp_site_begin().
+ * Switches.  A site is recorded when its `off` byte is 0 and its class bit
+ * is in rp_rt.mask.  `off` has two bits: RP_OFF_NAME, set by the name rules
+ * below, and RP_OFF_CLASS, a copy of the site's class bit in the mask made
+ * whenever the mask changes (rp_sites_sync_classes) or a module registers.
+ * So the macros' inline test of `off` - one load and a predictable branch -
+ * is the whole cost of a site switched off either way; rp_site_begin()
+ * checks the mask again, for the times the copy cannot follow (before
+ * start-up, after shutdown).
  * Name rules - RANKPROF_FILTER, then every rp_site_enable() call, in order -
  * decide `off`; the last rule whose glob matches a name wins; with at least
  * one include rule in RANKPROF_FILTER, a name no rule matches is off.  The
@@ -50,6 +55,9 @@
 #include <unistd.h>
 
 #include "rt.h"
+
+#define RP_OFF_NAME  1u /* off bits of struct rp_site */
+#define RP_OFF_CLASS 2u
 
 #define RP_MODULES_MAX 256
 #define RP_RULES_MAX   64
@@ -86,9 +94,10 @@ static struct {
     unsigned nmods;
     struct rule rules[RP_RULES_MAX];
     unsigned nrules;
-    int default_off; /* RANKPROF_FILTER has an include rule */
+    int default_off;  /* RANKPROF_FILTER has an include rule */
+    uint32_t classes; /* the mask copied into the sites' RP_OFF_CLASS bits */
     int warned;
-} reg = {.lock = ATOMIC_FLAG_INIT};
+} reg = {.lock = ATOMIC_FLAG_INIT, .classes = RP_CLASS_BIT_ALL};
 
 static void reg_lock(void)
 {
@@ -171,6 +180,18 @@ static int rules_decide_locked(const char *name)
 
 /* ---- registry ------------------------------------------------------------- */
 
+/* RP_OFF_CLASS if the site's class is off in reg.classes, else 0. */
+static uint8_t site_class_bit(const struct rp_site *s)
+{
+    return s->cls < 32 && (reg.classes >> s->cls & 1) ? 0 : RP_OFF_CLASS;
+}
+
+/* Stores the off byte of a site not seen by anyone yet, or by the rules. */
+static void site_set_bits(struct rp_site *s, uint8_t off)
+{
+    __atomic_store_n(&s->off, off, __ATOMIC_RELAXED);
+}
+
 RP_API void rp_sites_register(struct rp_site *start, struct rp_site *stop)
 {
     if (!start || stop <= start)
@@ -195,9 +216,9 @@ RP_API void rp_sites_register(struct rp_site *start, struct rp_site *stop)
     }
     reg.mods[reg.nmods++] = (struct module){start, stop, 1, NULL};
 rules:
-    if (reg.nrules)
-        for (struct rp_site *s = start; s < stop; s++)
-            __atomic_store_n(&s->off, !rules_decide_locked(s->name), __ATOMIC_RELAXED);
+    for (struct rp_site *s = start; s < stop; s++)
+        site_set_bits(s, (reg.nrules && !rules_decide_locked(s->name) ? RP_OFF_NAME : 0) |
+                             site_class_bit(s));
 out:
     reg_unlock();
 }
@@ -296,7 +317,25 @@ static int sites_match_locked(const char *pattern, void (*fn)(struct rp_site *, 
 
 static void site_set_off(struct rp_site *s, void *arg)
 {
-    __atomic_store_n(&s->off, (uint8_t)(arg == NULL), __ATOMIC_RELAXED);
+    if (arg)
+        __atomic_fetch_and(&s->off, (uint8_t)~RP_OFF_NAME, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_or(&s->off, (uint8_t)RP_OFF_NAME, __ATOMIC_RELAXED);
+}
+
+RP_HIDDEN void rp_sites_sync_classes(void)
+{
+    reg_lock();
+    reg.classes = atomic_load_explicit(&rp_rt.mask, memory_order_relaxed);
+    for (unsigned i = 0; i < reg.nmods; i++)
+        for (struct rp_site *s = reg.mods[i].start; !reg.mods[i].copy && s < reg.mods[i].stop;
+             s++) {
+            if (site_class_bit(s))
+                __atomic_fetch_or(&s->off, (uint8_t)RP_OFF_CLASS, __ATOMIC_RELAXED);
+            else
+                __atomic_fetch_and(&s->off, (uint8_t)~RP_OFF_CLASS, __ATOMIC_RELAXED);
+        }
+    reg_unlock();
 }
 
 RP_API int rp_site_enable(const char *pattern, int on)
@@ -435,7 +474,7 @@ static RP_NOINLINE void site_emit2_slow(uint64_t word, uint64_t data)
     if (t->pos && t->pos > t->base && t->pos < t->end && t->pos[-1].word == word) {
         t->pos->ticks = data;
         t->pos->word = rp_raw_word(RP_RAW_DATA, 0);
-        t->pos++;
+        rp_pos_set(t, t->pos + 1);
     }
     atomic_signal_fence(memory_order_seq_cst);
     t->guard = 0;
@@ -455,7 +494,7 @@ static inline void site_emit2(uint32_t cls, uint64_t word, uint64_t data)
             p[0].word = word;
             p[1].ticks = data;
             p[1].word = rp_raw_word(RP_RAW_DATA, 0);
-            t->pos = p + 2;
+            rp_pos_set(t, p + 2);
             atomic_signal_fence(memory_order_seq_cst);
             t->guard = 0;
             return;

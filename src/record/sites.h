@@ -27,4 +27,12 @@ RP_HIDDEN int rp_sites_describe(uint64_t site, struct rp_def *out);
  */
 RP_HIDDEN extern __thread uint64_t rp_site_data;
 
+/*
+ * Copies the class mask (rp_rt.mask) into every registered site's `off`
+ * byte (bit RP_OFF_CLASS), so that the macros' one inline test covers a
+ * switched-off class too.  Called after every change of the mask by
+ * rp_classes_set() and at start-up; takes the registry lock.
+ */
+RP_HIDDEN void rp_sites_sync_classes(void);
+
 #endif /* RP_RECORD_SITES_H */

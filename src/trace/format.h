@@ -50,7 +50,7 @@ enum rp_chunk_type {
     RP_CH_MAPS = 3,   /* text of /proc/self/maps, executable mappings only */
     RP_CH_THREAD = 4, /* u32 tid, u32 flags, then the thread name (rest of payload) */
     RP_CH_DEFS = 5,   /* id definitions, see struct layout below */
-    RP_CH_EVENTS = 6, /* u32 tid, u32 nevents, u64 base ticks, event stream */
+    RP_CH_EVENTS = 6, /* u32 tid, u32 nevents | flags, u64 base ticks, [snapshot], events */
     RP_CH_LOST = 7,   /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
     RP_CH_END = 8,    /* u64 ticks, u64 events, u64 lost, i32 status, u32 flags */
     RP_CH_STATS = 9,  /* direct mode: per-id statistics (see direct mode docs) */
@@ -113,9 +113,29 @@ enum rp_op {
     RP_OP_RESERVED7 = 7,
 };
 #define RP_OP_BITS 3
+
+/* The ARG of a lock-wait span that ended without the lock (a failed
+ * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
+#define RP_ARG_LOCK_FAILED 1
 #define RP_OP_MASK 7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
+
+/*
+ * EVENTS header: u32 tid | u32 (event count | flags) | u64 base ticks.  With
+ * RP_EV_SNAPSHOT in the flags, the event stream is preceded by the stack of
+ * spans open on the thread when the chunk begins, outermost first:
+ *
+ *   varint depth (<= RP_SNAP_MAX), then per span: varint id,
+ *   zigzag varint (base ticks - the span's start ticks)
+ *
+ * so that a reader can replay each chunk on its own (in parallel) and check
+ * that the chunks of a thread join up.  Without it (depth over the limit,
+ * or older files) the chunks of a thread replay in order.
+ */
+#define RP_EV_COUNT_MASK 0x7fffffffu
+#define RP_EV_SNAPSHOT   0x80000000u
+#define RP_SNAP_MAX      1024
 
 /* Event classes; a bit each in the run-time mask. */
 enum rp_class {

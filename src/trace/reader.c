@@ -176,12 +176,29 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
 {
     if (len < 16)
         return RP_EFORMAT;
+    uint32_t word = rp_get32(payload + 4);
     d->start = payload;
     d->tid = rp_get32(payload);
-    d->count = rp_get32(payload + 4);
+    d->count = word & RP_EV_COUNT_MASK;
     d->now = rp_get64(payload + 8);
     d->p = payload + 16;
     d->end = payload + len;
+    d->snap = NULL;
+    d->snap_depth = 0;
+    if (word & RP_EV_SNAPSHOT) {
+        uint64_t depth, id, z;
+        const uint8_t *q = d->p;
+        if (!(q = rp_get_varint(q, d->end, &depth)) || depth > RP_SNAP_MAX)
+            return RP_EFORMAT;
+        for (uint64_t i = 0; i < depth; i++) {
+            if (!(q = rp_get_varint(q, d->end, &id)) || id == 0 || id > UINT32_MAX ||
+                !(q = rp_get_varint(q, d->end, &z)))
+                return RP_EFORMAT;
+        }
+        d->snap = d->p;
+        d->snap_depth = (uint32_t)depth;
+        d->p = q;
+    }
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/bytes.h"
 #include "format.h"
 
 struct rp_reader {
@@ -63,13 +64,41 @@ struct rp_evdec {
     const uint8_t *p, *start, *end;
     uint64_t now;
     uint32_t tid, count;
+    const uint8_t *snap; /* the stack snapshot (format.h), or NULL if none */
+    uint32_t snap_depth;
 };
 
 /*
- * Starts decoding an EVENTS payload.  Returns 0, or RP_EFORMAT if the
- * payload is shorter than its header.
+ * Starts decoding an EVENTS payload, after checking its stack snapshot if it
+ * has one (d->snap, d->snap_depth; read it with rp_evdec_frame).  Returns 0,
+ * or RP_EFORMAT if the payload is shorter than its header or the snapshot is
+ * malformed (deeper than RP_SNAP_MAX, an id of 0 or over 32 bits, a varint
+ * past the end); d->p - d->start is then the offset of the fault.
  */
 int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len);
+
+/*
+ * Reads the next frame of a snapshot that rp_evdec_init has checked: *q
+ * starts at d->snap + its depth varint (rp_evdec_frames gives it).  Cannot
+ * fail on a checked snapshot.
+ */
+static inline const uint8_t *rp_evdec_frame(const struct rp_evdec *d, const uint8_t *q,
+                                            uint32_t *id, uint64_t *start)
+{
+    uint64_t v = 0, z = 0;
+    q = rp_get_varint(q, d->end, &v);
+    q = rp_get_varint(q, d->end, &z);
+    *id = (uint32_t)v;
+    *start = rp_get64(d->start + 8) - (uint64_t)rp_unzigzag(z);
+    return q;
+}
+
+/* Where the frames of d's checked snapshot begin (after the depth). */
+static inline const uint8_t *rp_evdec_frames(const struct rp_evdec *d)
+{
+    uint64_t depth;
+    return rp_get_varint(d->snap, d->end, &depth);
+}
 
 /*
  * Decodes the next event.  Returns 1, 0 at the end, or RP_EFORMAT for a

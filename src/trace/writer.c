@@ -196,7 +196,7 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
     return id;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id);
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start);
 
 /* Writes the start of span id (table key k) and opens it on the shadow stack. */
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
@@ -204,23 +204,25 @@ static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t d
 {
     o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
     o = rp_put_varint(o, id);
-    enc_push(t, k, id);
+    enc_push(t, k, id, t->now + delta);
     return o;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id)
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start)
 {
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 256;
-        if (ncap > (1u << 20)) /* beyond this depth exits are written with ids */
+        struct rp_enc_frame *ns = ncap > (1u << 20) ? NULL : realloc(t->stack, ncap * sizeof(*ns));
+        if (!ns) {
+            /* Beyond this depth exits are written with ids, and the shadow
+             * stack no longer mirrors the reader's: no more snapshots. */
+            t->nosnap = 1;
             return;
-        struct rp_enc_frame *ns = realloc(t->stack, ncap * sizeof(*ns));
-        if (!ns)
-            return;
+        }
         t->stack = ns;
         t->cap = ncap;
     }
-    t->stack[t->depth++] = (struct rp_enc_frame){key, id};
+    t->stack[t->depth++] = (struct rp_enc_frame){key, id, start};
 }
 
 /*
@@ -257,10 +259,21 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 {
     uint8_t *o = out + 16;
     uint64_t prev = n ? recs[0].ticks : 0;
-    uint32_t nev = 0;
+    uint32_t nev = 0, flags = 0;
 
+    /* The spans open when this chunk begins, outermost first: the reader
+     * can then replay the chunk without the ones before it (in parallel). */
+    if (!t->nosnap && t->depth <= RP_SNAP_MAX) {
+        flags = RP_EV_SNAPSHOT;
+        o = rp_put_varint(o, t->depth);
+        for (uint32_t d = 0; d < t->depth; d++) {
+            o = rp_put_varint(o, t->stack[d].id);
+            o = rp_put_varint(o, rp_zigzag((int64_t)(prev - t->stack[d].start)));
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         const struct rp_raw *r = &recs[i];
+        t->now = prev;
         unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);
         uint64_t pl = r->word & RP_RAW_PAYLOAD;
         uint64_t delta = r->ticks >= prev ? r->ticks - prev : 0;
@@ -344,7 +357,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         nev++;
     }
     rp_put32(out, tid);
-    rp_put32(out + 4, nev);
+    rp_put32(out + 4, nev | flags);
     rp_put64(out + 8, n ? recs[0].ticks : 0);
     return (size_t)(o - out);
 }

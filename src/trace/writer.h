@@ -74,6 +74,7 @@ typedef int (*rp_describe_fn)(void *ctx, uint64_t site, struct rp_def *out);
 struct rp_enc_frame {
     uint64_t key; /* (kind + 1) << 60 | key: an exit with the same key is innermost */
     uint32_t id;
+    uint64_t start; /* ticks, as the reader will see them */
 };
 
 /* Writer-side state of one recorded thread. */
@@ -82,6 +83,8 @@ struct rp_enc_thread {
     uint32_t depth, cap;
     uint64_t skipped; /* records the encoder could not encode */
     uint64_t lost;    /* events reported lost by LOST records */
+    uint64_t now;     /* ticks of the last event encoded, as the reader sees them */
+    int nosnap;       /* the shadow stack lost a frame: write no stack snapshots */
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table */
@@ -114,7 +117,7 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
  */
 static inline size_t rp_enc_bound(size_t n)
 {
-    return 16 + n * (2 * RP_VARINT_MAX + 1);
+    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 1);
 }
 
 /*
