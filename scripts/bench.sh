@@ -38,6 +38,7 @@
 #                   (/tmp/rankprof-tracy)
 # Exits 0 when every row that ran succeeded; 1 (naming the row) otherwise.
 set -euo pipefail
+export LC_ALL=C # a decimal point in $EPOCHREALTIME and printf
 
 build=$(realpath "${1:-build}")
 quick=${BENCH_QUICK:-0}
@@ -233,11 +234,16 @@ tracy_build() {
 # One Tracy run: the capture tool waits for the client, the client
 # (TRACY_NO_EXIT=1) waits at exit until the capture has everything, and the
 # capture writes its file.  Timed from both starting to both done.
+# Both under a timeout: each waits for the other forever otherwise.
 tracy_once() {
   local port=$1 file=$2 it=$3
-  "$tracy_src/capture/build/unix/capture-release" -a 127.0.0.1 -p "$port" -o "$file" -f >"$work/capture.log" 2>&1 &
+  timeout 600 "$tracy_src/capture/build/unix/capture-release" -a 127.0.0.1 -p "$port" -o "$file" -f \
+    >"$work/capture.log" 2>&1 &
   local cap=$!
-  TRACY_NO_EXIT=1 TRACY_PORT=$port "$tracy_dir/workload_tracy" "$it" || { kill "$cap" 2>/dev/null; return 1; }
+  TRACY_NO_EXIT=1 TRACY_PORT=$port timeout 600 "$tracy_dir/workload_tracy" "$it" || {
+    kill "$cap" 2>/dev/null
+    return 1
+  }
   wait "$cap"
 }
 
@@ -324,10 +330,13 @@ scale_report() {
     local n=$((it * 24 + 1))
     "$rp" record -o "$f" -- "$bin/workload_instr" "$it" >/dev/null 2>&1 || die "record of $it iterations failed"
     measure "len$q" "$n" "$rp" report -i "$f" --limit 5
-    local ns
+    local ns kb=0
     ns=$(calc "${med[len$q]} * 1000000000 / $n" %.2f)
-    printf '  %10d calls  %9d bytes  report %8.3f s  %6.2f ns per call\n' "$n" "$(stat -c %s "$f")" "${med[len$q]}" "$ns"
-    report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns}")
+    # the analyzer's peak RSS, which must not grow with the trace
+    [ -x /usr/bin/time ] && kb=$(/usr/bin/time -f %M "$rp" report -i "$f" --limit 5 2>&1 >/dev/null | tail -1)
+    printf '  %10d calls  %10d bytes  report %8.3f s  %6.2f ns per call  max RSS %6d KiB\n' "$n" \
+      "$(stat -c %s "$f")" "${med[len$q]}" "$ns" "$kb"
+    report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns, \"max_rss_kb\": $kb}")
   done
 }
 
