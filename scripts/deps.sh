@@ -32,6 +32,7 @@ if [ "$level" = bench ]; then
   have_cmd valgrind || need+=(valgrind)
   have_cmd g++ || need+=(g++)
   have_pkg libcapstone-dev || need+=(libcapstone-dev)
+  [ -x /usr/bin/time ] || need+=(time) # the analyzer's peak RSS
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
