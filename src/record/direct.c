@@ -54,6 +54,7 @@
 #include "common/hist.h"
 #include "rankprof.h"
 #include "rt.h"
+#include "sites.h"
 #include "trace/format.h"
 #include "trace/writer.h"
 
@@ -118,7 +119,11 @@ struct dframe {
 };
 
 struct rp_dthread {
-    uint32_t guard; /* non-zero while inside the engine (signal re-entry) */
+    /* The thread's rp_self: a tbuf without buffers (pos == end == NULL), so
+     * rp_append leaves its fast path for rp_append_slow and on to here, and
+     * code that asks rp_self whether the thread records (sites.c) hears yes.
+     * tb.guard is non-zero while the thread is inside the engine. */
+    struct rp_tbuf tb;
     uint32_t tid;
     uint32_t depth, over; /* open frames; frames beyond STACK_MAX */
     struct dframe *stack;
@@ -317,11 +322,21 @@ static RP_NOINLINE uint32_t row_new(struct dtable *t)
     return r;
 }
 
+/* A new id of a thread: sites carry a budget (rp_sites_describe takes the
+ * registry lock, once per site and thread). */
+static RP_NOINLINE uint32_t id_new(struct dtable *t, uint64_t key)
+{
+    struct rp_def d = {0};
+    if (TKIND(key) == RP_KIND_POINT && rp_sites_describe(TPAYLOAD(key), &d) < 0)
+        d.budget = 0;
+    return stat_new(t, key, d.budget);
+}
+
 /* The index of key, added if new; 0 when it cannot be recorded. */
 static inline uint32_t id_of(struct dtable *t, uint64_t key)
 {
     uint32_t i = t->icap ? idx_find(t->idx, t->icap, key) : 0;
-    return i ? i : stat_new(t, key, 0);
+    return i ? i : id_new(t, key);
 }
 
 /* ---- the engine --------------------------------------------------------- */
@@ -601,6 +616,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 static void dthread_exit(void *arg)
 {
     dself = NULL;
+    rp_self = NULL;
     dgone = 1;
     if (arg)
         rp_direct_thread_end(arg);
@@ -616,6 +632,7 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
     if (d) {
         pthread_setspecific(dg.key, d);
         dself = d;
+        rp_self = &d->tb;
     }
     dinit = 0;
     return d;
@@ -626,15 +643,15 @@ RP_HIDDEN void rp_direct_event(uint64_t word)
     struct rp_dthread *d = dself;
     if (__builtin_expect(!d, 0) && !(d = dthread_first()))
         return;
-    if (__builtin_expect(d->guard != 0, 0)) { /* a signal handler interrupted us */
+    if (__builtin_expect(d->tb.guard != 0, 0)) { /* a signal handler interrupted us */
         ST(d->reentered, d->reentered + 1);
         return;
     }
-    d->guard = 1;
+    d->tb.guard = 1;
     atomic_signal_fence(memory_order_seq_cst);
     feed(d, rp_ticks(), word);
     atomic_signal_fence(memory_order_seq_cst);
-    d->guard = 0;
+    d->tb.guard = 0;
 }
 
 RP_HIDDEN int rp_direct_init(void)
@@ -657,6 +674,7 @@ RP_HIDDEN void rp_direct_atfork_child(void)
     dg.ended_dropped = 0;
     if (dself) {
         dself = NULL;
+        rp_self = NULL;
         pthread_setspecific(dg.key, NULL);
     }
 }
@@ -820,7 +838,7 @@ static void view_of(const struct dtable *t, const struct dstat *s, uint32_t *cou
     v->incl = s->incl;
     v->dur = s->dur;
     v->excl = s->excl;
-    v->min = s->calls ? s->min : 0;
+    v->min = s->min != UINT64_MAX ? s->min : 0;
     v->max = s->max;
     v->first = s->first;
     v->last = s->last;
@@ -915,7 +933,8 @@ static int key_def(uint64_t k, struct rp_def *d)
     d->kind = kind;
     d->cls = cls[kind];
     d->key = TPAYLOAD(k);
-    return 0;
+    /* sites are keyed as points whatever their kind; the site says which */
+    return kind == RP_KIND_POINT ? rp_sites_describe(d->key, d) : 0;
 }
 
 /* A STATS payload under construction; flushed as a chunk when full. */
@@ -975,9 +994,10 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     q += 8;
     rp_put32(q, id);
     rp_put32(q + 4, nb);
-    const uint64_t f[] = {s->calls,    s->incl,  s->dur,  s->excl,     s->calls ? s->min : 0,
-                          s->max,      s->first, s->last, s->overruns, dbits(s->mean),
-                          dbits(s->m2)};
+    const uint64_t f[] = {
+        s->calls,    s->incl,  s->dur,  s->excl,     s->min != UINT64_MAX ? s->min : 0,
+        s->max,      s->first, s->last, s->overruns, dbits(s->mean),
+        dbits(s->m2)};
     for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
         rp_put64(q + 8 + 8 * i, f[i]);
     q += RP_STATS_NODE_LEN;
@@ -1104,9 +1124,17 @@ static const char *key_name(uint64_t k, char *buf, size_t bufsz)
         snprintf(buf, bufsz, "lock@0x%llx [%s]", (unsigned long long)a,
                  kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
         return buf;
-    default:
-        snprintf(buf, bufsz, "site@0x%llx", (unsigned long long)a);
+    default: {
+        struct rp_def d = {0};
+        if (rp_sites_describe(a, &d) == 0 && d.name)
+            snprintf(buf, bufsz, "%s%s", d.name,
+                     d.kind == RP_KIND_LOCK_WAIT   ? " [wait]"
+                     : d.kind == RP_KIND_LOCK_HOLD ? " [hold]"
+                                                   : "");
+        else
+            snprintf(buf, bufsz, "site@0x%llx", (unsigned long long)a);
         return buf;
+    }
     }
 }
 
