@@ -119,6 +119,31 @@ else
     missing trace_processor "Debian packages chromium-shell (its $tp_lib), clang, libc++-dev"
 fi
 
+# --- callgrind, read by valgrind's callgrind_annotate ------------------------
+for t in ct fw; do
+    "$RANKPROF" export -i $t.data --format callgrind -o callgrind.out.$t || fail "export callgrind"
+    grep -q "^fn=(1) " callgrind.out.$t || fail "callgrind: no compressed fn=(id) name line"
+done
+grep -q "^fl=(1) .*calltree.c$" callgrind.out.ct || fail "callgrind: no fl= line naming calltree.c"
+if command -v callgrind_annotate >/dev/null; then
+    for t in ct fw; do
+        r=report.json
+        [[ $t == fw ]] && r=fw_report.json
+        callgrind_annotate --threshold=100 --auto=no callgrind.out.$t >cg_self.txt 2>cg_err.txt ||
+            fail "callgrind_annotate failed on callgrind.out.$t"
+        [[ ! -s cg_err.txt ]] || fail "callgrind_annotate complained: $(head -3 cg_err.txt)"
+        callgrind_annotate --threshold=100 --auto=no --inclusive=yes callgrind.out.$t >cg_incl.txt 2>cg_err.txt ||
+            fail "callgrind_annotate --inclusive=yes failed"
+        [[ ! -s cg_err.txt ]] || fail "callgrind_annotate complained: $(head -3 cg_err.txt)"
+        $check callgrind $r cg_self.txt cg_incl.txt
+    done
+    # with sources: the per-line annotation finds calltree.c's lines
+    callgrind_annotate --auto=yes callgrind.out.ct >cg_src.txt 2>cg_err.txt
+    grep -q "=> .*calltree.c:leaf (30x)" cg_src.txt || fail "callgrind_annotate: no 'b => leaf (30x)'"
+else
+    missing callgrind_annotate "Debian package valgrind"
+fi
+
 if ((${#skipped[@]})); then
     note "passed, but skipped: ${skipped[*]}"
     exit 77

@@ -24,6 +24,8 @@ const struct rp_export_format rp_export_formats[] = {
      "call paths with their exclusive ns, for flamegraph.pl and speedscope", rp_export_folded},
     {"flamegraph", RP_EXPORT_PROFILE, "svg", "an interactive SVG flame graph",
      rp_export_flamegraph},
+    {"callgrind", RP_EXPORT_PROFILE, "callgrind",
+     "callgrind profile: KCachegrind, QCachegrind, callgrind_annotate", rp_export_callgrind},
     {NULL, 0, NULL, NULL, NULL},
 };
 

@@ -5,6 +5,8 @@
     check_export.py folded REPORT.json FOLDED          paths and exclusive ns
     check_export.py svg REPORT.json SVG               our flame graph
     check_export.py flamegraph-pl REPORT.json SVG     flamegraph.pl's rendering of FOLDED
+    check_export.py callgrind REPORT.json SELF INCL    callgrind_annotate's outputs
+                                                      (--inclusive=no and =yes)
     check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
                                                       sum(dur)" over the slice table
 
@@ -163,6 +165,44 @@ def check_slices(report, tsv):
     print(f"check_export: slices ok ({len(got)} names, {sum(c for c, _ in got.values())} slices)")
 
 
+def annotate_rows(path):
+    """callgrind_annotate's "cost (pct)  file:function" rows."""
+    rows, total = {}, None
+    with open(path) as f:
+        for line in f:
+            m = re.fullmatch(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.+)\n", line)
+            if not m:
+                continue
+            cost, what = int(m.group(1).replace(",", "")), m.group(2)
+            if what == "PROGRAM TOTALS":
+                total = cost
+            elif ":" in what and not what.startswith("=>"):
+                rows[what.split(":", 1)[1]] = cost
+    if total is None:
+        die(f"{path}: no PROGRAM TOTALS line")
+    return total, rows
+
+
+def check_callgrind(report, self_out, incl_out):
+    r, nodes = load_report(report)
+    total, self_rows = annotate_rows(self_out)
+    _, incl_rows = annotate_rows(incl_out)
+    want_total = sum(n["exclusive_ns"] for n in r["nodes"])
+    if total != want_total:
+        die(f"callgrind_annotate total {total} != sum of the report's exclusive_ns {want_total}")
+    for name, n in nodes.items():
+        if n["exclusive_ns"] and self_rows.get(name) != n["exclusive_ns"]:
+            die(f"callgrind: {name} self {self_rows.get(name)}, report {n['exclusive_ns']}")
+        # inclusive = self + the inclusive time of its calls: one rounding per
+        # edge; under recursion callgrind_annotate adds the calls up again
+        edges = sum(1 for e in r["edges"] if e["caller"] == name)
+        recursive = any(e["caller"] == name == e["callee"] for e in r["edges"])
+        got = incl_rows.get(name)
+        if not recursive and n["inclusive_ns"] and (got is None or abs(got - n["inclusive_ns"]) > edges + 1):
+            die(f"callgrind: {name} inclusive {got}, report {n['inclusive_ns']}")
+    print(f"check_export: callgrind ok (total {total} ns, {len(self_rows)} functions)")
+
+
 def main():
     if len(sys.argv) < 2:
         die(__doc__)
@@ -172,6 +212,8 @@ def main():
         print("check_export: folded ok")
     elif cmd == "svg":
         check_svg(*args)
+    elif cmd == "callgrind":
+        check_callgrind(*args)
     elif cmd == "slices":
         check_slices(*args)
     elif cmd == "flamegraph-pl":
