@@ -20,6 +20,9 @@ static const struct rp_cmd commands[] = {
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]"},
     {"graph", cmd_graph, "graph [-i FILE] NAME"},
+    {"locks", cmd_locks,
+     "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
+     "                [--thread TID] [--contended-ratio R] [--force]"},
     {"export", cmd_export,
      "export --format FORMAT [-o OUT] [-i FILE] [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"

@@ -42,6 +42,7 @@
 
 #include "common/bytes.h"
 #include "direct.h"
+#include "locks.h"
 #include "rankprof.h"
 #include "sites.h"
 
@@ -692,6 +693,7 @@ static void atfork_child(void)
         atomic_store(&rp_rt.mask, 0);
         return;
     }
+    rp_rt.enc.lock_name = rp_lock_name_of;
     out_prologue();
     if (rp_self) {
         /* A fresh tbuf: the old one's ring is shared state with a writer
@@ -732,6 +734,7 @@ static int rt_start(void)
         rt_start_err = RP_ENOMEM;
         return RP_ENOMEM;
     }
+    rp_rt.enc.lock_name = rp_lock_name_of;
     if ((rt_start_err = open_output(0)) < 0)
         return rt_start_err;
     out_prologue();

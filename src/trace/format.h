@@ -117,6 +117,10 @@ enum rp_op {
 /* The ARG of a lock-wait span that ended without the lock (a failed
  * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
 #define RP_ARG_LOCK_FAILED 1
+
+/* The ARG of a lock-wait span that ended without the lock (a failed
+ * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
+#define RP_ARG_LOCK_FAILED 1
 #define RP_OP_MASK 7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */

@@ -155,9 +155,9 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
 }
 
 /*
- * Looks up (kind, key) without a describe call: functions and locks.  A
- * direct-mapped cache in front of the table makes the common case (a hot
- * function seen again) one compare.
+ * Looks up (kind, key) without a describe call: functions and locks (named
+ * by the lock_name hook, if any).  A direct-mapped cache in front of the
+ * table makes the common case (a hot function seen again) one compare.
  */
 static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
 {
@@ -166,6 +166,8 @@ static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls,
     if (e->ckeys[slot] == k)
         return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
+    if (e->lock_name && (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD))
+        d.name = e->lock_name(key);
     uint32_t id = rp_enc_id(e, &d);
     if (id) {
         e->ckeys[slot] = k;
@@ -309,20 +311,37 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 goto skip;
             o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id);
             break;
-        case RP_RAW_LOCK_REL:
-        case RP_RAW_LOCK_FAIL: {
+        case RP_RAW_LOCK_FAIL:
+            /* A wait that ends without the lock says so in an ARG, so that
+             * readers can tell it from a wait that ended in a grant. */
+            if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
+                o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ARG);
+                o = rp_put_varint(o, RP_ARG_LOCK_FAILED);
+                delta = 0;
+                nev++;
+            }
+            /* fall through */
+        case RP_RAW_LOCK_REL: {
             uint8_t kind = op == RP_RAW_LOCK_REL ? RP_KIND_LOCK_HOLD : RP_KIND_LOCK_WAIT;
             if (!(no = enc_exit(e, t, o, delta, kind, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = no;
             break;
         }
-        case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
-            id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl);
-            if (!id2 || !(no = enc_exit(e, t, o, delta, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
+        case RP_RAW_LOCK_ACQ:
+            /* After a LOCK_WAIT of this lock (the innermost open span: the
+             * thread was blocked in between) the wait ends and the hold
+             * begins at the same tick.  Without one the lock was taken
+             * without waiting: the hold begins alone. */
+            if (!(id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = enc_enter(t, no, 0, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
-            nev++;
+            if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
+                t->depth--;
+                o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT);
+                delta = 0;
+                nev++;
+            }
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
             break;
         case RP_RAW_INSTANT:
         case RP_RAW_COUNTER:

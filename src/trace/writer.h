@@ -37,7 +37,7 @@ enum rp_raw_op {
     RP_RAW_SITE_BEGIN = 2, /* payload: struct rp_site pointer (point or io span) */
     RP_RAW_SITE_END = 3,   /* payload: struct rp_site pointer */
     RP_RAW_LOCK_WAIT = 4,  /* payload: lock address; lock-wait begins */
-    RP_RAW_LOCK_ACQ = 5,   /* payload: lock address; wait ends, hold begins */
+    RP_RAW_LOCK_ACQ = 5,   /* payload: lock address; its open wait (if any) ends, hold begins */
     RP_RAW_LOCK_REL = 6,   /* payload: lock address; hold ends */
     RP_RAW_LOCK_FAIL = 7,  /* payload: lock address; wait ends, not acquired */
     RP_RAW_INSTANT = 8,    /* payload: struct rp_site pointer; next record: argument */
@@ -99,6 +99,9 @@ struct rp_enc {
     size_t defs_len, defs_cap;
     rp_describe_fn describe;
     void *describe_ctx;
+    /* The name of the lock at address key for its DEFS entries, or NULL;
+     * the hook may be NULL.  Set by the owner after rp_enc_init. */
+    const char *(*lock_name)(uint64_t key);
 };
 
 /* Initialises e.  Returns 0 or RP_ENOMEM. */

@@ -1,0 +1,83 @@
+/*
+ * cmd_locks.c - `rankprof locks`: wait and hold per lock and per call site
+ * (DESIGN §5), as a table or JSON (docs/locks.md).  Two streamed passes:
+ * the replay (names, the CONTENDED flag), then the spans (src/report/locks.c).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/error.h"
+#include "report/locks.h"
+
+int cmd_locks(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"input", required_argument, NULL, 'i'},  {"sort", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
+        {"force", no_argument, NULL, 'F'},        {"contended-ratio", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const char *const sorts[] = {"wait", "hold", "acquisitions", "contended", "name"};
+    struct rp_load_opts lo_opts;
+    enum rp_locks_sort sort = RP_LOCKS_SORT_WAIT;
+    const char *format = "table";
+    int c;
+
+    rp_load_opts_default(&lo_opts);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            lo_opts.input = optarg;
+            break;
+        case 's': {
+            unsigned k = 0;
+            while (k < sizeof(sorts) / sizeof(sorts[0]) && strcmp(optarg, sorts[k]))
+                k++;
+            if (k == sizeof(sorts) / sizeof(sorts[0]))
+                rp_usage_die("locks",
+                             "--sort %s: expected wait, hold, acquisitions, contended or name",
+                             optarg);
+            sort = (enum rp_locks_sort)k;
+            break;
+        }
+        case 'f':
+            format = optarg;
+            if (strcmp(format, "table") && strcmp(format, "json"))
+                rp_usage_die("locks", "--format %s: expected table or json", format);
+            break;
+        case 't':
+            lo_opts.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            break;
+        case 'F':
+            lo_opts.replay.force = 1;
+            break;
+        case 'r':
+            lo_opts.flag.contended_ratio = rp_opt_double("--contended-ratio", optarg, 0, 1e12);
+            break;
+        case 'h':
+            rp_usage_die("locks", "locks prints wait and hold per lock and per call site");
+        default:
+            rp_usage_die("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        rp_usage_die("locks", "unexpected argument '%s'", argv[optind]);
+
+    struct rp_profile p = {0};
+    struct rp_locks L = {0};
+    char err[768];
+    rp_load(&lo_opts, &p);
+    int rc = rp_locks_build(&L, lo_opts.input, &lo_opts.replay, &p, sort, err, sizeof(err));
+    if (rc < 0)
+        rp_die("%s", err[0] ? err : rp_strerror(rc));
+    rc = !strcmp(format, "json") ? rp_locks_json(stdout, &L, &p) : rp_locks_table(stdout, &L, &p);
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = RP_EIO;
+    rp_locks_free(&L);
+    rp_profile_free(&p);
+    if (rc < 0)
+        rp_die("writing the lock profile: %s", rp_strerror(rc));
+    return 0;
+}

@@ -1,0 +1,413 @@
+/*
+ * locks.c - lock profiling: the pthread lock functions, interposed, and the
+ * address-based API for every other kind of lock (rp_lock_* in rankprof.h).
+ *
+ * Interposition.  When librankprof.so is preloaded (or librankprof.a is
+ * linked before libc), the program's calls to pthread_mutex_*,
+ * pthread_rwlock_*, pthread_spin_* and pthread_cond_*wait land here.  Each
+ * one records raw lock events and calls the real function, found with
+ * dlsym(RTLD_NEXT), so a sanitizer runtime preloaded in front of us
+ * (RP_PRELOAD_FIRST) still sees the call first and reaches us through its
+ * own RTLD_NEXT: the chain is program -> sanitizer -> rankprof -> libc.
+ *
+ * What one acquisition records (raw ops of src/trace/writer.h):
+ *
+ *     try-lock succeeds               ACQ                    uncontended
+ *     try-lock busy, lock succeeds    WAIT ... ACQ           contended
+ *     try-lock busy, lock fails       WAIT ... FAIL          (timeout, EDEADLK)
+ *     the program's try-lock busy     WAIT FAIL              a failed attempt
+ *     unlock                          REL (before unlocking, so a release is
+ *                                     never stamped after the next owner's grant)
+ *     cond wait on mutex m            REL m ... ACQ m        the hold pauses
+ *
+ * so every acquisition is one lock-hold span, and a lock-wait span exists
+ * only for a thread that found the lock taken: contended acquisitions are
+ * exactly the wait spans followed by a grant, failed attempts the wait spans
+ * that end in FAIL, uncontended ones the holds without a wait.  The encoder
+ * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
+ *
+ * Safety.  The recorder's own mutexes (rp_rt.lock, rp_rt.drain_lock) pass
+ * straight through, unrecorded: recording them would recurse into the code
+ * that holds them.  A switched-off lock class costs one load and a branch.
+ * dlsym may itself lock or allocate: while a thread resolves, a nested call
+ * cannot be forwarded (no address yet) and fails with EAGAIN - glibc's dlsym
+ * takes no pthread lock, so this is a guard, not a path.  Everything is
+ * resolved once by a constructor, before the program's threads exist.
+ *
+ * Limits: a statically linked executable cannot interpose libc's functions;
+ * a condition variable wait that a sanitizer intercepts by symbol version
+ * may reach libc without passing here (the hold then includes the wait).
+ */
+#define _GNU_SOURCE
+#include "locks.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt.h"
+
+#define RP_INTERPOSE __attribute__((visibility("default")))
+
+/* ---- the real functions -------------------------------------------------- */
+
+enum real_fn {
+    R_MUTEX_LOCK,
+    R_MUTEX_TRYLOCK,
+    R_MUTEX_TIMEDLOCK,
+    R_MUTEX_CLOCKLOCK,
+    R_MUTEX_UNLOCK,
+    R_RW_RDLOCK,
+    R_RW_WRLOCK,
+    R_RW_TRYRDLOCK,
+    R_RW_TRYWRLOCK,
+    R_RW_TIMEDRDLOCK,
+    R_RW_TIMEDWRLOCK,
+    R_RW_UNLOCK,
+    R_SPIN_LOCK,
+    R_SPIN_TRYLOCK,
+    R_SPIN_UNLOCK,
+    R_COND_WAIT,
+    R_COND_TIMEDWAIT,
+    R_NREAL
+};
+
+static const char *const real_names[R_NREAL] = {
+    "pthread_mutex_lock",         "pthread_mutex_trylock",      "pthread_mutex_timedlock",
+    "pthread_mutex_clocklock",    "pthread_mutex_unlock",       "pthread_rwlock_rdlock",
+    "pthread_rwlock_wrlock",      "pthread_rwlock_tryrdlock",   "pthread_rwlock_trywrlock",
+    "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_unlock",
+    "pthread_spin_lock",          "pthread_spin_trylock",       "pthread_spin_unlock",
+    "pthread_cond_wait",          "pthread_cond_timedwait",
+};
+
+static void *_Atomic reals[R_NREAL];
+static __thread int resolving;
+
+/* Resolves real function i.  Returns it, or NULL when it cannot be had (a
+ * nested call during resolution, or no next definition). */
+static RP_NOINLINE void *real_resolve(enum real_fn i)
+{
+    if (resolving)
+        return NULL;
+    resolving = 1;
+    void *f = dlsym(RTLD_NEXT, real_names[i]);
+    resolving = 0;
+    if (f)
+        atomic_store_explicit(&reals[i], f, memory_order_release);
+    return f;
+}
+
+static inline void *real(enum real_fn i)
+{
+    void *f = atomic_load_explicit(&reals[i], memory_order_acquire);
+    return likely(f != NULL) ? f : real_resolve(i);
+}
+
+__attribute__((constructor)) static void locks_ctor(void)
+{
+    for (int i = 0; i < R_NREAL; i++)
+        (void)real((enum real_fn)i);
+}
+
+/* Calls real function i with the given prototype and arguments; a function
+ * that cannot be resolved makes the call fail with EAGAIN. */
+#define CALL(i, proto, ...)                                                                        \
+    ({                                                                                             \
+        proto f_ = (proto)real(i);                                                                 \
+        f_ ? f_(__VA_ARGS__) : EAGAIN;                                                             \
+    })
+
+typedef int (*lock1_fn)(void *);
+typedef int (*timed_fn)(void *, const struct timespec *);
+typedef int (*clock_fn)(void *, clockid_t, const struct timespec *);
+typedef int (*cwait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*ctimed_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+
+/* ---- recording ----------------------------------------------------------- */
+
+/* Whether lock events of this lock are recorded: the class is on and the
+ * lock is not one of the recorder's own. */
+static inline int rec_on(const void *lock)
+{
+    if (likely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_LOCK)))
+        return 0;
+    return lock != (const void *)&rp_rt.lock && lock != (const void *)&rp_rt.drain_lock;
+}
+
+static inline void rec(unsigned op, const volatile void *lock)
+{
+    rp_append(RP_CLASS_BIT_LOCK, rp_raw_word(op, (uintptr_t)lock));
+}
+
+/* A lock call's result: acquired (EOWNERDEAD hands over a robust mutex). */
+static inline int got(int r)
+{
+    return r == 0 || r == EOWNERDEAD;
+}
+
+/* Records the outcome of a try-lock made before blocking: ACQ when it took
+ * the lock, WAIT when the lock was busy.  Returns 1 when the lock is held. */
+static inline int tried(const void *lock, int r)
+{
+    if (likely(got(r))) {
+        rec(RP_RAW_LOCK_ACQ, lock);
+        return 1;
+    }
+    if (r == EBUSY)
+        rec(RP_RAW_LOCK_WAIT, lock);
+    return 0;
+}
+
+/* Records the end of a blocking call that followed a busy try (r0). */
+static inline int waited(const void *lock, int r0, int r)
+{
+    if (got(r))
+        rec(RP_RAW_LOCK_ACQ, lock);
+    else if (r0 == EBUSY)
+        rec(RP_RAW_LOCK_FAIL, lock);
+    return r;
+}
+
+/* The program's own try-lock: a busy lock is a failed attempt. */
+static inline int attempt(const void *lock, int r)
+{
+    if (got(r)) {
+        rec(RP_RAW_LOCK_ACQ, lock);
+    } else if (r == EBUSY) {
+        rec(RP_RAW_LOCK_WAIT, lock);
+        rec(RP_RAW_LOCK_FAIL, lock);
+    }
+    return r;
+}
+
+/*
+ * The body of every blocking acquisition: try first, block only when busy.
+ * TRY and BLOCK are real-function calls (expressions).
+ */
+#define ACQUIRE(lock, TRY, BLOCK)                                                                  \
+    do {                                                                                           \
+        int r0_ = (TRY);                                                                           \
+        if (tried((lock), r0_))                                                                    \
+            return r0_;                                                                            \
+        return waited((lock), r0_, (BLOCK));                                                       \
+    } while (0)
+
+/* ---- pthread_mutex_* ----------------------------------------------------- */
+
+RP_INTERPOSE int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (!rec_on(m))
+        return CALL(R_MUTEX_LOCK, lock1_fn, m);
+    ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_LOCK, lock1_fn, m));
+}
+
+RP_INTERPOSE int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    int r = CALL(R_MUTEX_TRYLOCK, lock1_fn, m);
+    return rec_on(m) ? attempt(m, r) : r;
+}
+
+RP_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t *restrict m,
+                                         const struct timespec *restrict ts)
+{
+    if (!rec_on(m))
+        return CALL(R_MUTEX_TIMEDLOCK, timed_fn, m, ts);
+    ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_TIMEDLOCK, timed_fn, m, ts));
+}
+
+RP_INTERPOSE int pthread_mutex_clocklock(pthread_mutex_t *restrict m, clockid_t clk,
+                                         const struct timespec *restrict ts)
+{
+    if (!rec_on(m))
+        return CALL(R_MUTEX_CLOCKLOCK, clock_fn, m, clk, ts);
+    ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_CLOCKLOCK, clock_fn, m, clk, ts));
+}
+
+RP_INTERPOSE int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    if (rec_on(m))
+        rec(RP_RAW_LOCK_REL, m);
+    return CALL(R_MUTEX_UNLOCK, lock1_fn, m);
+}
+
+/* ---- pthread_rwlock_* (readers and writers share the lock's spans) ------- */
+
+RP_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    if (!rec_on(l))
+        return CALL(R_RW_RDLOCK, lock1_fn, l);
+    ACQUIRE(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l), CALL(R_RW_RDLOCK, lock1_fn, l));
+}
+
+RP_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    if (!rec_on(l))
+        return CALL(R_RW_WRLOCK, lock1_fn, l);
+    ACQUIRE(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l), CALL(R_RW_WRLOCK, lock1_fn, l));
+}
+
+RP_INTERPOSE int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+    int r = CALL(R_RW_TRYRDLOCK, lock1_fn, l);
+    return rec_on(l) ? attempt(l, r) : r;
+}
+
+RP_INTERPOSE int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+    int r = CALL(R_RW_TRYWRLOCK, lock1_fn, l);
+    return rec_on(l) ? attempt(l, r) : r;
+}
+
+RP_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict l,
+                                            const struct timespec *restrict ts)
+{
+    if (!rec_on(l))
+        return CALL(R_RW_TIMEDRDLOCK, timed_fn, l, ts);
+    ACQUIRE(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l), CALL(R_RW_TIMEDRDLOCK, timed_fn, l, ts));
+}
+
+RP_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict l,
+                                            const struct timespec *restrict ts)
+{
+    if (!rec_on(l))
+        return CALL(R_RW_TIMEDWRLOCK, timed_fn, l, ts);
+    ACQUIRE(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l), CALL(R_RW_TIMEDWRLOCK, timed_fn, l, ts));
+}
+
+RP_INTERPOSE int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+    if (rec_on(l))
+        rec(RP_RAW_LOCK_REL, l);
+    return CALL(R_RW_UNLOCK, lock1_fn, l);
+}
+
+/* ---- pthread_spin_* ------------------------------------------------------ */
+
+RP_INTERPOSE int pthread_spin_lock(pthread_spinlock_t *s)
+{
+    if (!rec_on((const void *)s))
+        return CALL(R_SPIN_LOCK, lock1_fn, (void *)s);
+    ACQUIRE((const void *)s, CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s),
+            CALL(R_SPIN_LOCK, lock1_fn, (void *)s));
+}
+
+RP_INTERPOSE int pthread_spin_trylock(pthread_spinlock_t *s)
+{
+    int r = CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s);
+    return rec_on((const void *)s) ? attempt((const void *)s, r) : r;
+}
+
+RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
+{
+    if (rec_on((const void *)s))
+        rec(RP_RAW_LOCK_REL, (const void *)s);
+    return CALL(R_SPIN_UNLOCK, lock1_fn, (void *)s);
+}
+
+/* ---- condition variables: the mutex is released while waiting ----------- */
+
+RP_INTERPOSE int pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m)
+{
+    if (!rec_on(m))
+        return CALL(R_COND_WAIT, cwait_fn, c, m);
+    rec(RP_RAW_LOCK_REL, m);
+    int r = CALL(R_COND_WAIT, cwait_fn, c, m);
+    rec(RP_RAW_LOCK_ACQ, m); /* re-acquired (or never released: EINVAL) */
+    return r;
+}
+
+RP_INTERPOSE int pthread_cond_timedwait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m,
+                                        const struct timespec *restrict ts)
+{
+    if (!rec_on(m))
+        return CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
+    rec(RP_RAW_LOCK_REL, m);
+    int r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
+    rec(RP_RAW_LOCK_ACQ, m); /* re-acquired on timeout too */
+    return r;
+}
+
+/* ---- the address-based API ----------------------------------------------- */
+
+RP_API void rp_lock_wait(const volatile void *lock)
+{
+    rec(RP_RAW_LOCK_WAIT, lock);
+}
+
+RP_API void rp_lock_acquired(const volatile void *lock)
+{
+    rec(RP_RAW_LOCK_ACQ, lock);
+}
+
+RP_API void rp_lock_failed(const volatile void *lock)
+{
+    rec(RP_RAW_LOCK_FAIL, lock);
+}
+
+RP_API void rp_lock_released(const volatile void *lock)
+{
+    rec(RP_RAW_LOCK_REL, lock);
+}
+
+/*
+ * Lock names: a fixed open-addressing table, filled by rp_lock_name() and
+ * read by the writer thread when it first defines a lock's ids.  A slot is
+ * claimed by a CAS of its key from 0, then its name is written, then
+ * `ready` is published (release); a reader trusts the name only after
+ * seeing ready (acquire).  Slots are never freed or renamed, so a name, once
+ * visible, never changes.
+ */
+#define NAMES_CAP 256 /* power of two */
+
+struct lock_name {
+    _Atomic uintptr_t key;
+    _Atomic int ready;
+    char name[RP_LOCK_NAME_MAX];
+};
+
+static struct lock_name names[NAMES_CAP];
+
+static inline uint32_t name_hash(uintptr_t k)
+{
+    uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 40) & (NAMES_CAP - 1);
+}
+
+RP_API int rp_lock_name(const volatile void *lock, const char *name)
+{
+    uintptr_t k = (uintptr_t)lock;
+    if (!k || !name || !*name)
+        return RP_EINVAL;
+    for (uint32_t n = 0, i = name_hash(k); n < NAMES_CAP; n++, i = (i + 1) & (NAMES_CAP - 1)) {
+        uintptr_t cur = atomic_load(&names[i].key);
+        if (cur == 0 && atomic_compare_exchange_strong(&names[i].key, &cur, k)) {
+            size_t len = strnlen(name, RP_LOCK_NAME_MAX - 1);
+            memcpy(names[i].name, name, len);
+            names[i].name[len] = 0;
+            atomic_store_explicit(&names[i].ready, 1, memory_order_release);
+            return 0;
+        }
+        if (cur == k)
+            return RP_EBUSY; /* named before: the first name stays */
+    }
+    return RP_ENOMEM;
+}
+
+RP_HIDDEN const char *rp_lock_name_of(uint64_t key)
+{
+    uintptr_t k = (uintptr_t)key;
+    if (!k)
+        return NULL;
+    for (uint32_t n = 0, i = name_hash(k); n < NAMES_CAP; n++, i = (i + 1) & (NAMES_CAP - 1)) {
+        uintptr_t cur = atomic_load_explicit(&names[i].key, memory_order_acquire);
+        if (cur == 0)
+            return NULL;
+        if (cur == k)
+            return atomic_load_explicit(&names[i].ready, memory_order_acquire) ? names[i].name
+                                                                               : NULL;
+    }
+    return NULL;
+}

@@ -1,0 +1,374 @@
+/*
+ * locks.c - the lock profile: for every lock and every call site that took
+ * it, acquisitions, contended and failed waits, wait and hold totals, means
+ * and maxima (locks.h).
+ *
+ * How spans become counts (the recorder's rules, docs/locks.md):
+ *   - every lock-hold span is one acquisition;
+ *   - a lock-wait span exists only when the thread found the lock taken; it
+ *     ends in a grant (contended acquisition) unless it carries the ARG
+ *     RP_ARG_LOCK_FAILED (a failed try-lock, a timeout);
+ *   - so uncontended = acquisitions - contended, exactly.
+ * The call site of a span is the span below it on the thread's stack (the
+ * function that asked for the lock), ROOT when there is none.
+ *
+ * Pass two (spanwalk) accumulates per (call site, lock node) in an open
+ * addressing table; rp_locks_build then groups the entries by lock name,
+ * since one lock has a wait node and a hold node (and a named lock macro one
+ * pair per site), and sorts.  The CONTENDED flag is the profile's
+ * (flags.c), never recomputed here.
+ */
+#include "locks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/flags.h"
+#include "analyze/profile.h"
+#include "common/error.h"
+#include "report/export.h"
+#include "report/util.h"
+#include "spanwalk.h"
+#include "trace/format.h"
+
+struct rp_lock_acc {
+    uint64_t key; /* (caller << 32 | node) + 1; 0 = empty */
+    uint32_t caller, node;
+    struct rp_lock_stat s;
+};
+
+static inline uint64_t acc_hash(uint64_t k)
+{
+    k ^= k >> 31;
+    k *= 0x9e3779b97f4a7c15ull;
+    k ^= k >> 29;
+    return k;
+}
+
+static int acc_grow(struct rp_locks *L)
+{
+    uint32_t ncap = L->capacc ? L->capacc * 2 : 256;
+    struct rp_lock_acc *n = calloc(ncap, sizeof(*n));
+    if (!n)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < L->capacc; i++) {
+        if (!L->acc[i].key)
+            continue;
+        uint32_t j = (uint32_t)acc_hash(L->acc[i].key) & (ncap - 1);
+        while (n[j].key)
+            j = (j + 1) & (ncap - 1);
+        n[j] = L->acc[i];
+    }
+    free(L->acc);
+    L->acc = n;
+    L->capacc = ncap;
+    return 0;
+}
+
+/* The entry of (caller, node), created if new; NULL when out of memory. */
+static struct rp_lock_acc *acc_get(struct rp_locks *L, uint32_t caller, uint32_t node)
+{
+    if ((L->nacc + 1) * 2 > L->capacc && acc_grow(L) < 0)
+        return NULL;
+    uint64_t k = ((uint64_t)caller << 32 | node) + 1;
+    uint32_t mask = L->capacc - 1, i = (uint32_t)acc_hash(k) & mask;
+    while (L->acc[i].key && L->acc[i].key != k)
+        i = (i + 1) & mask;
+    if (!L->acc[i].key) {
+        L->acc[i].key = k;
+        L->acc[i].caller = caller;
+        L->acc[i].node = node;
+        L->nacc++;
+    }
+    return &L->acc[i];
+}
+
+struct collect {
+    struct rp_locks *L;
+    const struct rp_profile *p;
+};
+
+static int on_end(void *ctx, const struct rp_sw_span *s)
+{
+    struct collect *c = ctx;
+    uint8_t kind = c->p->nodes[s->id].kind;
+    if (kind != RP_KIND_LOCK_WAIT && kind != RP_KIND_LOCK_HOLD)
+        return 0;
+    struct rp_lock_acc *a = acc_get(c->L, s->parent, s->id);
+    if (!a)
+        return RP_ENOMEM;
+    uint64_t dur = s->end - s->start;
+    if (kind == RP_KIND_LOCK_HOLD) {
+        a->s.acquisitions++;
+        a->s.hold_sum += dur;
+        a->s.hold_max = dur > a->s.hold_max ? dur : a->s.hold_max;
+    } else {
+        a->s.waits++;
+        if (s->has_arg && s->arg == RP_ARG_LOCK_FAILED)
+            a->s.failed++;
+        else
+            a->s.contended++;
+        a->s.wait_sum += dur;
+        a->s.wait_max = dur > a->s.wait_max ? dur : a->s.wait_max;
+    }
+    return 0;
+}
+
+static void stat_add(struct rp_lock_stat *d, const struct rp_lock_stat *s)
+{
+    d->acquisitions += s->acquisitions;
+    d->contended += s->contended;
+    d->failed += s->failed;
+    d->waits += s->waits;
+    d->wait_sum += s->wait_sum;
+    d->hold_sum += s->hold_sum;
+    d->wait_max = s->wait_max > d->wait_max ? s->wait_max : d->wait_max;
+    d->hold_max = s->hold_max > d->hold_max ? s->hold_max : d->hold_max;
+}
+
+const char *rp_lock_display_name(const struct rp_node *n, char *buf, size_t bufsz)
+{
+    if (n->name && n->name[0])
+        return n->name;
+    snprintf(buf, bufsz, "lock@0x%" PRIx64, n->key);
+    return buf;
+}
+
+/* Sorting: entries by (lock name, caller); locks and sites by the key. */
+struct ent {
+    char *name; /* owned */
+    const struct rp_lock_acc *a;
+};
+
+static int cmp_ent(const void *x, const void *y)
+{
+    const struct ent *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    if (c)
+        return c;
+    return a->a->caller < b->a->caller ? -1 : a->a->caller > b->a->caller;
+}
+
+static enum rp_locks_sort sort_key;
+
+static int cmp_stat(const struct rp_lock_stat *a, const struct rp_lock_stat *b)
+{
+    uint64_t x = 0, y = 0;
+    switch (sort_key) {
+    case RP_LOCKS_SORT_WAIT:
+        x = a->wait_sum, y = b->wait_sum;
+        if (x == y)
+            x = a->hold_sum, y = b->hold_sum;
+        break;
+    case RP_LOCKS_SORT_HOLD:
+        x = a->hold_sum, y = b->hold_sum;
+        break;
+    case RP_LOCKS_SORT_ACQ:
+        x = a->acquisitions, y = b->acquisitions;
+        break;
+    case RP_LOCKS_SORT_CONTENDED:
+        x = a->contended, y = b->contended;
+        break;
+    case RP_LOCKS_SORT_NAME:
+        return 0;
+    }
+    return x > y ? -1 : x < y;
+}
+
+static int cmp_lock(const void *x, const void *y)
+{
+    const struct rp_lock *a = x, *b = y;
+    int c = cmp_stat(&a->s, &b->s);
+    return c ? c : strcmp(a->name, b->name);
+}
+
+static int cmp_site(const void *x, const void *y)
+{
+    const struct rp_lock_site *a = x, *b = y;
+    int c = cmp_stat(&a->s, &b->s);
+    return c ? c : (a->caller < b->caller ? -1 : a->caller > b->caller);
+}
+
+/* Groups the entries into locks and sites.  Returns 0 or RP_ENOMEM. */
+static int group(struct rp_locks *L, const struct rp_profile *p)
+{
+    struct ent *e = calloc(L->nacc ? L->nacc : 1, sizeof(*e));
+    if (!e)
+        return RP_ENOMEM;
+    uint32_t n = 0;
+    int rc = RP_ENOMEM;
+    char buf[32];
+    for (uint32_t i = 0; i < L->capacc; i++) {
+        if (!L->acc[i].key)
+            continue;
+        e[n].a = &L->acc[i];
+        if (!(e[n++].name =
+                  strdup(rp_lock_display_name(&p->nodes[L->acc[i].node], buf, sizeof(buf)))))
+            goto out;
+    }
+    qsort(e, n, sizeof(*e), cmp_ent);
+    L->locks = calloc(n ? n : 1, sizeof(*L->locks));
+    if (!L->locks)
+        goto out;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i;
+        while (j < n && !strcmp(e[j].name, e[i].name))
+            j++;
+        struct rp_lock *lk = &L->locks[L->nlocks++];
+        if (!(lk->name = strdup(e[i].name)) || !(lk->sites = calloc(j - i, sizeof(*lk->sites))))
+            goto out;
+        for (uint32_t k = i; k < j; k++) {
+            const struct rp_lock_acc *a = e[k].a;
+            stat_add(&lk->s, &a->s);
+            lk->flags |= p->nodes[a->node].flags & RP_FLAG_CONTENDED;
+            if (!lk->nsites || lk->sites[lk->nsites - 1].caller != a->caller)
+                lk->sites[lk->nsites++].caller = a->caller;
+            stat_add(&lk->sites[lk->nsites - 1].s, &a->s);
+        }
+        i = j;
+    }
+    rc = 0;
+out:
+    for (uint32_t i = 0; i < n; i++)
+        free(e[i].name);
+    free(e);
+    return rc;
+}
+
+int rp_locks_build(struct rp_locks *L, const char *path, const struct rp_replay_opts *o,
+                   const struct rp_profile *p, enum rp_locks_sort sort, char *err, size_t errsz)
+{
+    struct collect c = {L, p};
+    struct rp_sw_ops ops = {.end = on_end};
+    int rc = rp_sw_file(path, o, p, &ops, &c, err, errsz);
+    if (rc < 0)
+        return rc;
+    if ((rc = group(L, p)) < 0)
+        return rc;
+    sort_key = sort;
+    qsort(L->locks, L->nlocks, sizeof(*L->locks), cmp_lock);
+    for (uint32_t i = 0; i < L->nlocks; i++)
+        qsort(L->locks[i].sites, L->locks[i].nsites, sizeof(*L->locks[i].sites), cmp_site);
+    return 0;
+}
+
+void rp_locks_free(struct rp_locks *L)
+{
+    for (uint32_t i = 0; i < L->nlocks; i++) {
+        free(L->locks[i].name);
+        free(L->locks[i].sites);
+    }
+    free(L->locks);
+    free(L->acc);
+    memset(L, 0, sizeof(*L));
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static double mean(uint64_t sum, uint64_t n)
+{
+    return n ? (double)sum / (double)n : 0.0;
+}
+
+/* "812ns", "3.41us", "12.0ms", "1.52s" */
+static const char *dur(const struct rp_profile *p, double ticks, char *buf, size_t bufsz)
+{
+    double ns = ticks * p->ns_per_tick;
+    if (ns < 1e3)
+        snprintf(buf, bufsz, "%.0fns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, bufsz, "%.2fus", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, bufsz, "%.2fms", ns / 1e6);
+    else
+        snprintf(buf, bufsz, "%.3fs", ns / 1e9);
+    return buf;
+}
+
+static void table_row(FILE *f, const struct rp_profile *p, const struct rp_lock_stat *s,
+                      const char *flags, const char *indent, const char *name)
+{
+    char b[6][24];
+    double pct = s->acquisitions ? 100.0 * (double)s->contended / (double)s->acquisitions : 0;
+    fprintf(
+        f, "%10" PRIu64 " %9" PRIu64 " %6.2f%% %7" PRIu64 " %9s %9s %9s %9s %9s %9s  %-10s %s%s\n",
+        s->acquisitions, s->contended, pct, s->failed, dur(p, (double)s->wait_sum, b[0], 24),
+        dur(p, mean(s->wait_sum, s->waits), b[1], 24), dur(p, (double)s->wait_max, b[2], 24),
+        dur(p, (double)s->hold_sum, b[3], 24), dur(p, mean(s->hold_sum, s->acquisitions), b[4], 24),
+        dur(p, (double)s->hold_max, b[5], 24), flags, indent, name);
+}
+
+int rp_locks_table(FILE *f, const struct rp_locks *L, const struct rp_profile *p)
+{
+    char nb[512], fb[64];
+    if (!L->nlocks) {
+        fprintf(f, "no lock events in this trace (record with the lock class on, and "
+                   "librankprof preloaded: `rankprof record` does both)\n");
+        return ferror(f) ? RP_EIO : 0;
+    }
+    fprintf(f, "%10s %9s %7s %7s %9s %9s %9s %9s %9s %9s  %-10s %s\n", "acquired", "contended", "%",
+            "failed", "wait", "wait avg", "wait max", "hold", "hold avg", "hold max", "flags",
+            "lock / <- call site");
+    for (uint32_t i = 0; i < L->nlocks; i++) {
+        const struct rp_lock *lk = &L->locks[i];
+        table_row(f, p, &lk->s, lk->flags ? rp_flags_str(lk->flags, fb, sizeof(fb)) : "", "",
+                  lk->name);
+        for (uint32_t k = 0; k < lk->nsites; k++) {
+            const struct rp_node *c = &p->nodes[lk->sites[k].caller];
+            table_row(f, p, &lk->sites[k].s, "", "  <- ", rp_node_name(p, c, nb, sizeof(nb)));
+        }
+    }
+    fprintf(f, "\ncontended = acquisitions that waited (%% of all); failed = waits that ended "
+               "without the lock (try-lock, timeout); wait avg is over all waits.\n");
+    return ferror(f) ? RP_EIO : 0;
+}
+
+static void json_stat(FILE *f, const struct rp_profile *p, const struct rp_lock_stat *s)
+{
+    char nb[40];
+    fprintf(f,
+            "\"acquisitions\": %" PRIu64 ", \"contended\": %" PRIu64 ", \"uncontended\": %" PRIu64
+            ", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64,
+            s->acquisitions, s->contended,
+            s->acquisitions >= s->contended ? s->acquisitions - s->contended : 0, s->failed,
+            s->waits);
+    fprintf(f, ", \"contended_pct\": %s",
+            rp_num_str(nb, s->acquisitions ? 100.0 * (double)s->contended / (double)s->acquisitions
+                                           : 0.0));
+    fprintf(f, ", \"wait_ns\": %" PRIu64 ", \"wait_mean_ns\": %s, \"wait_max_ns\": %" PRIu64,
+            rp_ticks_ns(p, s->wait_sum),
+            rp_num_str(nb, mean(s->wait_sum, s->waits) * p->ns_per_tick),
+            rp_ticks_ns(p, s->wait_max));
+    fprintf(f, ", \"hold_ns\": %" PRIu64 ", \"hold_mean_ns\": %s, \"hold_max_ns\": %" PRIu64,
+            rp_ticks_ns(p, s->hold_sum),
+            rp_num_str(nb, mean(s->hold_sum, s->acquisitions) * p->ns_per_tick),
+            rp_ticks_ns(p, s->hold_max));
+}
+
+int rp_locks_json(FILE *f, const struct rp_locks *L, const struct rp_profile *p)
+{
+    char nb[512];
+    fprintf(f, "{\"version\": 1, \"program\": ");
+    rp_export_put_json(f, p->program ? p->program : "");
+    fprintf(f, ", \"locks\": [");
+    for (uint32_t i = 0; i < L->nlocks; i++) {
+        const struct rp_lock *lk = &L->locks[i];
+        fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+        rp_export_put_json(f, lk->name);
+        fputs(", ", f);
+        json_stat(f, p, &lk->s);
+        fprintf(f, ", \"flags\": [%s], \"sites\": [",
+                lk->flags & RP_FLAG_CONTENDED ? "\"CONTENDED\"" : "");
+        for (uint32_t k = 0; k < lk->nsites; k++) {
+            fprintf(f, "%s\n    {\"caller\": ", k ? "," : "");
+            rp_export_put_json(f, rp_node_name(p, &p->nodes[lk->sites[k].caller], nb, sizeof(nb)));
+            fputs(", ", f);
+            json_stat(f, p, &lk->sites[k].s);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    }
+    fputs("\n]}\n", f);
+    return ferror(f) ? RP_EIO : 0;
+}

@@ -1,0 +1,145 @@
+/*
+ * spanwalk.c - the spans of a trace one by one (spanwalk.h).
+ *
+ * Per thread, a stack of the spans whose begin was reported and whose end
+ * was not (the invariant).  ENTER pushes, EXIT pops the innermost, EXIT_ID
+ * pops the named span after dropping those above it (as replay.c does: no
+ * time for them), LOST drops every open span, ARG sets the innermost span's
+ * argument (an io span's device and bytes, a lock wait's outcome).  Events
+ * of the threads arrive chunk by chunk, so the last thread looked up is
+ * cached.
+ */
+#include "spanwalk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/walk.h"
+#include "common/bytes.h"
+#include "common/error.h"
+
+struct sw_thread {
+    uint32_t tid;
+    struct rp_sw_span *stack;
+    uint32_t depth, cap;
+};
+
+struct sw {
+    const struct rp_profile *p;
+    const struct rp_sw_ops *ops;
+    void *ctx;
+    struct sw_thread *th;
+    uint32_t nth, capth, last;
+};
+
+/* The state of thread tid, created if new; NULL when out of memory. */
+static struct sw_thread *thread_of(struct sw *w, uint32_t tid)
+{
+    if (w->last < w->nth && w->th[w->last].tid == tid)
+        return &w->th[w->last];
+    for (uint32_t i = 0; i < w->nth; i++)
+        if (w->th[i].tid == tid)
+            return &w->th[w->last = i];
+    if (w->nth == w->capth) {
+        uint32_t ncap = w->capth ? w->capth * 2 : 16;
+        struct sw_thread *n = realloc(w->th, ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        w->th = n;
+        w->capth = ncap;
+    }
+    struct sw_thread *t = &w->th[w->nth];
+    memset(t, 0, sizeof(*t));
+    t->tid = tid;
+    w->last = w->nth++;
+    return t;
+}
+
+static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
+{
+    if (t->depth == t->cap) {
+        uint32_t ncap = t->cap ? t->cap * 2 : 64;
+        struct rp_sw_span *n = realloc(t->stack, ncap * sizeof(*n));
+        if (!n)
+            return RP_ENOMEM;
+        t->stack = n;
+        t->cap = ncap;
+    }
+    struct rp_sw_span *s = &t->stack[t->depth];
+    memset(s, 0, sizeof(*s));
+    s->tid = t->tid;
+    s->id = id;
+    s->parent = t->depth ? t->stack[t->depth - 1].id : 0;
+    s->depth = t->depth;
+    s->start = now;
+    t->depth++;
+    return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
+}
+
+/* Ends the innermost span of t at now. */
+static int pop(struct sw *w, struct sw_thread *t, uint64_t now)
+{
+    struct rp_sw_span *s = &t->stack[--t->depth];
+    s->end = now >= s->start ? now : s->start;
+    return w->ops->end ? w->ops->end(w->ctx, s) : 0;
+}
+
+static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
+{
+    struct sw *w = ctx;
+    struct sw_thread *t = thread_of(w, tid);
+    if (!t)
+        return RP_ENOMEM;
+    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
+         ev->op == RP_OP_COUNTER) &&
+        ev->id >= w->p->n_nodes)
+        return RP_EFORMAT; /* the replay of the same file would have failed */
+    switch (ev->op) {
+    case RP_OP_ENTER:
+        return push(w, t, ev->id, ev->ticks);
+    case RP_OP_EXIT:
+        return t->depth ? pop(w, t, ev->ticks) : 0;
+    case RP_OP_EXIT_ID: {
+        uint32_t at = t->depth;
+        while (at > 0 && t->stack[at - 1].id != ev->id)
+            at--;
+        if (!at)
+            return 0; /* unmatched: the replay counts it */
+        t->depth = at;
+        return pop(w, t, ev->ticks);
+    }
+    case RP_OP_INSTANT:
+    case RP_OP_COUNTER:
+        if (!w->ops->instant)
+            return 0;
+        return w->ops->instant(w->ctx, tid, ev->id, ev->ticks,
+                               ev->op == RP_OP_COUNTER ? rp_unzigzag(ev->arg) : (int64_t)ev->arg,
+                               ev->op == RP_OP_COUNTER, t->depth ? t->stack[t->depth - 1].id : 0);
+    case RP_OP_ARG:
+        if (t->depth) {
+            t->stack[t->depth - 1].arg = ev->arg;
+            t->stack[t->depth - 1].has_arg = 1;
+        }
+        return 0;
+    case RP_OP_LOST:
+        t->depth = 0;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
+               const struct rp_sw_ops *ops, void *ctx, char *err, size_t errsz)
+{
+    struct sw w = {.p = p, .ops = ops, .ctx = ctx};
+    struct rp_walk_ops wo = {.event = on_event};
+    int rc = rp_walk_file(path, o, &wo, &w, 0, err, errsz);
+    if (rc == RP_EFORMAT && !err[0])
+        snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
+    for (uint32_t i = 0; i < w.nth; i++)
+        free(w.th[i].stack);
+    free(w.th);
+    return rc;
+}
