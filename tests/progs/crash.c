@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "abort")) {
         abort();
     } else if (!strcmp(mode, "fpe")) {
-        sink = 1 / zero;
+        sink = (unsigned)(n_calls / zero);
     } else if (!strcmp(mode, "chain")) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
