@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# e2e_replay.sh - the parallel replay gives exactly what the replay in order
+# gives.  Programs are recorded with 4 KiB buffers, so spans (main, the
+# recursion of fib, the threads' loops) cross hundreds of chunk boundaries;
+# `rankprof report --format json` must be byte-identical with no workers
+# (RANKPROF_REPLAY_JOBS=0: in order, stacks handed from chunk to chunk) and
+# with 1, 2 and 5 workers (each chunk from its stack snapshot), and the known
+# call counts must hold.  A file whose snapshots are removed (old recorders)
+# must replay in order to the same result.
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+set -uo pipefail
+fail() { echo "e2e_replay: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d /tmp/rp_e2e_replay.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# program and the least number of chunks its trace must have
+for spec in fib:20 calltree:1 threads:20; do
+    prog=${spec%:*} minchunks=${spec#*:}
+    RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/$prog.data" -- "$PROGS/prog_$prog" \
+        >"$tmp/$prog.out" 2>"$tmp/$prog.err" || fail "$prog: record failed: $(cat "$tmp/$prog.err")"
+    RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/$prog.data" --format json \
+        >"$tmp/$prog.0.json" || fail "$prog: report (in order) failed"
+    for j in 1 2 5; do
+        RANKPROF_REPLAY_JOBS=$j "$RANKPROF" report -i "$tmp/$prog.data" --format json \
+            >"$tmp/$prog.$j.json" || fail "$prog: report with $j workers failed"
+        cmp -s "$tmp/$prog.0.json" "$tmp/$prog.$j.json" ||
+            fail "$prog: $j workers differ from the replay in order: $(diff "$tmp/$prog.0.json" "$tmp/$prog.$j.json" | head -4)"
+    done
+    # the same file without snapshots (flag cleared, snapshot bytes removed)
+    python3 - "$tmp/$prog.data" "$tmp/$prog.nosnap.data" "$minchunks" <<'PY' || fail "$prog: rewriting failed"
+import struct, sys, zlib
+b = open(sys.argv[1], 'rb').read()
+out = bytearray(b[:32]); off = 32; n = 0
+def varint(buf, i):
+    v = s = 0
+    while True:
+        c = buf[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return v, i
+while off + 16 <= len(b):
+    typ, ln = struct.unpack_from('<II', b, off)
+    pl = bytearray(b[off + 16:off + 16 + ln])
+    if typ == 6 and struct.unpack_from('<I', pl, 4)[0] >> 31:
+        depth, i = varint(pl, 16)
+        for _ in range(2 * depth):
+            _, i = varint(pl, i)
+        cnt = struct.unpack_from('<I', pl, 4)[0] & 0x7fffffff
+        pl = pl[:4] + struct.pack('<I', cnt) + pl[8:16] + pl[i:]
+        n += 1
+    hdr = struct.pack('<III', typ, len(pl), zlib.crc32(pl))
+    out += hdr + struct.pack('<I', zlib.crc32(hdr)) + pl
+    off += 16 + ln
+open(sys.argv[2], 'wb').write(out)
+if n < int(sys.argv[3]):
+    sys.exit(f"only {n} EVENTS chunks had snapshots: the test needs spans across many chunks")
+PY
+    RANKPROF_REPLAY_JOBS=2 "$RANKPROF" report -i "$tmp/$prog.nosnap.data" --format json \
+        >"$tmp/$prog.nosnap.json" || fail "$prog: report of the file without snapshots failed"
+    cmp -s "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" ||
+        fail "$prog: without snapshots the result differs: $(diff "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" | head -4)"
+done
+
+# known counts (see the programs' header comments)
+python3 - "$tmp" <<'PY' || exit 1
+import json, sys
+d = sys.argv[1]
+def nodes(p):
+    j = json.load(open(f"{d}/{p}.2.json"))
+    if j["warnings"]:
+        sys.exit(f"e2e_replay: FAIL: {p}: warnings {j['warnings']}")
+    return {n["name"]: n for n in j["nodes"]}
+ct = nodes("calltree")
+want = {"main": 1, "a": 3, "b": 6, "c": 4, "leaf": 38}
+for k, c in want.items():
+    if ct[k]["calls"] != c:
+        sys.exit(f"e2e_replay: FAIL: calltree {k}: {ct[k]['calls']} calls, expected {c}")
+# One thread: the exclusive times add up to main's inclusive time, also when
+# main and the recursion of fib span hundreds of chunks (the callee time a
+# span collected in earlier chunks is subtracted when it ends in a later one).
+for prog in ("calltree", "fib"):
+    ns = nodes(prog)
+    excl = sum(n["exclusive_ns"] for n in ns.values())
+    total = ns["main"]["inclusive_ns"]
+    if abs(excl - total) > 1e-6 * total + 10:
+        sys.exit(f"e2e_replay: FAIL: {prog}: exclusive sum {excl} != main inclusive {total}")
+    if ns["main"]["exclusive_ns"] > 0.5 * total:
+        sys.exit(f"e2e_replay: FAIL: {prog}: main's exclusive {ns['main']['exclusive_ns']} "
+                 f"is most of the run {total}: callee time was lost across chunks")
+print("e2e_replay: ok")
+PY
