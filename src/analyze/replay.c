@@ -1162,6 +1162,10 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         warnf(p, "%s: skipped %llu damaged chunk(s), the first at offset %llu", path,
               (unsigned long long)r.skipped, (unsigned long long)r.skipped_off);
     }
+    if (p->ended && (p->end_flags & RP_END_SIGNAL))
+        warnf(p, "%s: the program was killed by signal %d; events recorded until then are "
+                 "all here (the recorder's signal handler flushed them)",
+              path, p->end_status);
     if (!p->ended)
         warnf(p, "%s: no END record: the program ended abnormally (crash, signal, _exit) "
                  "or is still running; events not flushed before that are missing", path);

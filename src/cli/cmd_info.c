@@ -62,8 +62,13 @@ int cmd_info(int argc, char **argv)
            p.lost ? "  (the recorder dropped these: --drop under load)" : "");
     printf("unmatched:   %llu exits without an entry, %llu spans never closed\n",
            (unsigned long long)p.unmatched_exits, (unsigned long long)p.unclosed);
-    printf("ended:       %s\n", p.ended ? "normally (END record present)"
-                                        : "ABNORMALLY: no END record (crash, signal or _exit)");
+    if (p.ended && (p.end_flags & RP_END_SIGNAL))
+        printf("ended:       ABNORMALLY: killed by signal %d (%s); the recorder flushed what "
+               "it had\n",
+               p.end_status, strsignal(p.end_status));
+    else
+        printf("ended:       %s\n", p.ended ? "normally (END record present)"
+                                            : "ABNORMALLY: no END record (crash, signal or _exit)");
     printf("threads:     %u\n", p.n_threads);
     for (uint32_t i = 0; i < p.n_threads; i++) {
         const struct rp_thread *t = &p.threads[i];

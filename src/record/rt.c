@@ -18,6 +18,13 @@
  *                                                 own full buffers (sync_write)
  *   exit()                -> rp_rt_shutdown()     mask = 0, publish, drain with a
  *                                                 deadline, END chunk, close
+ *   every RANKPROF_FLUSH_MS -> flush_partials()   the writer writes the filled
+ *                                                 part of buffers still being
+ *                                                 filled (rt.h says why it may)
+ *   fatal signal          -> fatal_handler()      mask = 0, the writer writes
+ *                                                 everything and END (signal),
+ *                                                 bounded; the signal goes on
+ *                                                 to the previous handler
  *
  * Locking: rp_rt.lock guards the thread list, the two condition variables
  * and writer_running.  It is taken once per buffer hand-off, never per event.
@@ -56,6 +63,8 @@ RP_HIDDEN struct rp_rt rp_rt = {
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
 static __thread int rp_initing; /* inside thread_init or start-up */
 static __thread int rp_gone;    /* this thread's tbuf was handed back */
+/* set in the writer thread only */
+static __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static void rt_start_once(void);
@@ -301,9 +310,13 @@ static unsigned drain_once(void)
         uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
         for (; c < p; c++) {
             uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
-            write_buffer(t, t->bufs[idx], t->lens[idx]);
+            if (t->lens[idx] > t->part)
+                write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
+            t->part = 0;
             atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
             done++;
+            if (rp_rt.writer_delay_us)
+                usleep(rp_rt.writer_delay_us);
             pthread_mutex_lock(&rp_rt.lock);
             if (rp_rt.waiters)
                 pthread_cond_broadcast(&rp_rt.space);
@@ -330,6 +343,74 @@ static unsigned drain_once(void)
     return done;
 }
 
+/*
+ * Writes the filled, not yet written part of the buffer t is still filling,
+ * if that buffer is the next one to consume (the invariant is in rt.h).
+ * Writer only.  Returns 1 if it wrote something.
+ */
+static int flush_partial(struct rp_tbuf *t)
+{
+    uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+    if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
+        return 0; /* published buffers first: drain_once */
+    struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+    struct rp_raw *b = pos ? t->bufs[c % rp_rt.nbuf] : NULL;
+    if (!b || pos <= b + t->part || pos > b + rp_rt.bufrecs)
+        return 0; /* nothing new, or the thread has moved on to another buffer */
+    uint32_t n = (uint32_t)(pos - b);
+    unsigned op = (unsigned)(pos[-1].word >> RP_RAW_SHIFT);
+    if ((op == RP_RAW_INSTANT || op == RP_RAW_COUNTER) && --n <= t->part)
+        return 0; /* its DATA record may still come */
+    write_buffer(t, b + t->part, n - t->part);
+    t->part = n;
+    return 1;
+}
+
+/* Writes every thread's partial buffer (writer only); returns how many. */
+static unsigned flush_partials(void)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&rp_rt.lock);
+    struct rp_tbuf *t = rp_rt.threads;
+    pthread_mutex_unlock(&rp_rt.lock);
+    for (; t; t = t->next)
+        n += (unsigned)flush_partial(t);
+    return n;
+}
+
+/* The END chunk: flags RP_END_*, status the exit status or signal number. */
+static void out_end(uint32_t flags, int32_t status)
+{
+    uint8_t end[32];
+    rp_put64(end, rp_ticks());
+    rp_put64(end + 8, rp_rt.events_written);
+    rp_put64(end + 16, rp_rt.lost_total);
+    rp_put32(end + 24, (uint32_t)status);
+    rp_put32(end + 28, flags);
+    out_chunk(RP_CH_END, end, sizeof(end));
+}
+
+/*
+ * The writer's part of a fatal signal (fatal_handler waits for it): write
+ * everything recorded so far, published or not, then CLOCK and END with
+ * RP_END_SIGNAL.  No MAPS: reading /proc allocates, and the program may
+ * have died inside malloc; the one written at start-up names the code.
+ * Recording stops for good: threads waiting for a buffer are released.
+ */
+static void fatal_flush(int sig)
+{
+    pthread_mutex_lock(&rp_rt.lock);
+    atomic_store(&rp_rt.stopped, 1);
+    pthread_cond_broadcast(&rp_rt.space);
+    pthread_mutex_unlock(&rp_rt.lock);
+    while (drain_once())
+        ;
+    flush_partials();
+    out_clock();
+    out_end(RP_END_SIGNAL, sig);
+    atomic_store(&rp_rt.fatal_done, 1);
+}
+
 static int work_pending_locked(void)
 {
     for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
@@ -344,14 +425,18 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    rp_is_writer = 1;
 
-    uint64_t last_clock = rp_mono_ns();
+    /* A fatal signal cannot wake the writer (a condition variable is not
+     * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
+    unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
+    uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
     for (;;) {
         pthread_mutex_lock(&rp_rt.lock);
-        while (!work_pending_locked() && !atomic_load(&rp_rt.stopped)) {
+        if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 200 * 1000000;
+            ts.tv_nsec += (long)wait_ms * 1000000;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
@@ -361,13 +446,25 @@ static void *writer_main(void *arg)
         int stopping = atomic_load(&rp_rt.stopped);
         pthread_mutex_unlock(&rp_rt.lock);
 
-        unsigned n = drain_once();
-        if (n && rp_mono_ns() - last_clock > 500000000u) {
-            out_clock(); /* calibration points for runs that never end cleanly */
-            last_clock = rp_mono_ns();
-        }
-        if (stopping && !n)
+        int sig = atomic_load(&rp_rt.fatal);
+        if (sig) {
+            fatal_flush(sig);
             return NULL;
+        }
+        unsigned n = drain_once();
+        uint64_t now = rp_mono_ns();
+        if (rp_rt.flush_ms && now - last_flush >= (uint64_t)rp_rt.flush_ms * 1000000u) {
+            n += flush_partials();
+            last_flush = now;
+        }
+        if (n && now - last_clock > 500000000u) {
+            out_clock(); /* calibration points for runs that never end cleanly */
+            last_clock = now;
+        }
+        if (stopping && !n) {
+            flush_partials(); /* what the threads still running have recorded */
+            return NULL;
+        }
     }
 }
 
@@ -444,7 +541,8 @@ static void buf_publish(struct rp_tbuf *t)
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     t->lens[p % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
     atomic_store_explicit(&t->produced, p + 1, memory_order_release);
-    t->base = t->pos = t->end = NULL;
+    rp_pos_set(t, NULL);
+    t->base = t->end = NULL;
     if (rp_rt.sync_write) { /* no writer thread: write it now */
         pthread_mutex_lock(&rp_rt.drain_lock);
         drain_once();
@@ -490,8 +588,9 @@ static int buf_next(struct rp_tbuf *t)
     uint32_t idx = (uint32_t)(p % rp_rt.nbuf);
     if (!t->bufs[idx] && !(t->bufs[idx] = buf_alloc()))
         return -1;
-    t->base = t->pos = t->bufs[idx];
+    t->base = t->bufs[idx];
     t->end = t->base + rp_rt.bufrecs;
+    rp_pos_set(t, t->base);
     return 0;
 }
 
@@ -506,15 +605,16 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
             t->lost_first = now;
         return;
     }
+    struct rp_raw *p = t->pos;
     if (t->lost) { /* a buffer has room for the LOST record and the event */
-        t->pos->ticks = t->lost_first;
-        t->pos->word = rp_raw_word(RP_RAW_LOST, t->lost);
-        t->pos++;
+        p->ticks = t->lost_first;
+        p->word = rp_raw_word(RP_RAW_LOST, t->lost);
+        p++;
         t->lost = 0;
     }
-    t->pos->ticks = rp_ticks();
-    t->pos->word = word;
-    t->pos++;
+    p->ticks = rp_ticks();
+    p->word = word;
+    rp_pos_set(t, p + 1);
 }
 
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
@@ -534,7 +634,7 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
         if (t->pos < t->end) { /* the clock is not the cycle counter */
             t->pos->ticks = rp_ticks();
             t->pos->word = word;
-            t->pos++;
+            rp_pos_set(t, t->pos + 1);
         } else {
             append_locked(t, word);
         }
@@ -553,6 +653,60 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
         t->guard = 0;
     }
     rp_initing = 0;
+}
+
+/* ---- fatal signals ------------------------------------------------------- */
+
+/*
+ * A fatal signal (a crash, abort()) would lose every event not yet written.
+ * The handler does only async-signal-safe things: it stops recording, asks
+ * the writer thread (through rp_rt.fatal) to write all that the threads
+ * have recorded and an END chunk with RP_END_SIGNAL, and waits for it with
+ * nanosleep, at most RANKPROF_EXIT_TIMEOUT_MS.  Then it puts back the
+ * handler it replaced and lets the signal go on: a fault is raised again by
+ * the faulting instruction when the handler returns, a signal that was sent
+ * (abort, kill) is raised again.  The program's own handlers, and the
+ * default action (core dump), still happen; the signal is never swallowed.
+ * The writer notices the request within one wait (at most 200 ms).
+ */
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+#define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
+static struct sigaction fatal_old[NFATAL];
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    unsigned i = 0;
+    while (i < NFATAL - 1 && fatal_sigs[i] != sig)
+        i++;
+    (void)uc;
+    atomic_store(&rp_rt.mask, 0);
+    int none = 0;
+    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
+        __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
+        (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
+        struct timespec ms = {0, 1000000};
+        for (unsigned w = 0; w < rp_rt.exit_timeout_ms && !atomic_load(&rp_rt.fatal_done); w++)
+            nanosleep(&ms, NULL);
+    }
+    sigaction(sig, &fatal_old[i], NULL);
+    if (si == NULL || si->si_code <= 0) /* sent, not a fault: send it again */
+        raise(sig);
+    errno = saved_errno;
+}
+
+/* Installs fatal_handler for the fatal signals a program does not ignore. */
+static void fatal_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = fatal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (unsigned i = 0; i < NFATAL; i++)
+        if (sigaction(fatal_sigs[i], NULL, &fatal_old[i]) == 0 &&
+            fatal_old[i].sa_handler != SIG_IGN)
+            sigaction(fatal_sigs[i], &sa, NULL);
 }
 
 /* ---- start, fork, shutdown ---------------------------------------------- */
@@ -723,6 +877,8 @@ static int rt_start(void)
     rp_rt.bufrecs = (uint32_t)(bufsize / sizeof(struct rp_raw));
     rp_rt.nbuf = (uint32_t)env_u64("RANKPROF_NBUF", 4, 2, RP_NBUF_MAX);
     rp_rt.exit_timeout_ms = (unsigned)env_u64("RANKPROF_EXIT_TIMEOUT_MS", 10000, 0, 3600000);
+    rp_rt.flush_ms = (unsigned)env_u64("RANKPROF_FLUSH_MS", 200, 0, 3600000);
+    rp_rt.writer_delay_us = (unsigned)env_u64("RANKPROF_TEST_WRITER_DELAY_US", 0, 0, 1000000);
     const char *pol = getenv("RANKPROF_POLICY");
     rp_rt.drop = pol && !strcmp(pol, "drop");
     const char *cls = getenv("RANKPROF_CLASSES");
@@ -739,6 +895,8 @@ static int rt_start(void)
         return rt_start_err;
     out_prologue();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
+        fatal_install();
     atomic_store(&rp_rt.mask, mask);
     rp_sites_sync_classes(); /* switched-off classes: the sites' off bytes */
     return 0;
@@ -769,8 +927,8 @@ static void direct_finish(void)
 RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;
-    if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0)
-        return;
+    if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
+        return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
     struct rp_tbuf *t = rp_self;
     if (t && !t->guard && t->base && t->pos > t->base) {
@@ -811,13 +969,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
         direct_finish();
     out_maps();
     out_clock();
-    uint8_t end[32];
-    rp_put64(end, rp_ticks());
-    rp_put64(end + 8, rp_rt.events_written);
-    rp_put64(end + 16, rp_rt.lost_total);
-    rp_put32(end + 24, 0);
-    rp_put32(end + 28, RP_END_EXIT);
-    out_chunk(RP_CH_END, end, sizeof(end));
+    out_end(RP_END_EXIT, 0);
     close(rp_rt.fd);
     rp_rt.fd = -1;
     /* The writer is gone: its state can go too (the threads' buffers stay
@@ -874,8 +1026,10 @@ RP_API int rp_flush(void)
                 pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
             rp_rt.waiters--;
             pthread_mutex_unlock(&rp_rt.lock);
-            if (buf_next(t) < 0)
-                t->base = t->pos = t->end = NULL;
+            if (buf_next(t) < 0) {
+                rp_pos_set(t, NULL);
+                t->base = t->end = NULL;
+            }
         }
         t->guard = 0;
     }

@@ -22,6 +22,30 @@
  * The hot path (rp_append) takes no lock, makes no call and no allocation:
  * a mask test, a TLS load, a recursion-guard store, a bounds test, the clock
  * and a 16-byte store.
+ *
+ * Periodic flush.  A thread may run for a long time without filling a
+ * buffer; so that a SIGKILL, _exit or crash loses at most RANKPROF_FLUSH_MS
+ * of its events, the writer also writes the filled prefix of the buffer a
+ * thread is still filling.  Every store to t->pos is a release store
+ * (rp_pos_set: a plain mov on x86-64, stlr on arm64), made after the records
+ * below it are complete, and the writer loads pos with acquire, so the
+ * records it then reads are whole.  The writer does this only for the buffer
+ * that is next to consume (consumed == produced), and only if pos points
+ * into that buffer, bufs[consumed % nbuf]; it remembers how far it wrote in
+ * t->part and writes the rest when the buffer is published.  That is safe
+ * because
+ *
+ *     - the thread never writes below pos in its current buffer;
+ *     - after publishing the buffer it cannot come back to it before the
+ *       writer consumes it (produced - consumed < nbuf), and only the writer
+ *       advances consumed;
+ *     - bufs[i] is set before the first pos that points into it is stored,
+ *       so a pos the writer sees in bufs[consumed % nbuf] orders that too.
+ *
+ * A record whose second half (the DATA record of an instant or counter) may
+ * still come is left for the next flush.  The same pass, run once more when
+ * the writer stops, writes what live threads have recorded at exit() and
+ * at a fatal signal.
  */
 #ifndef RP_RECORD_RT_H
 #define RP_RECORD_RT_H
@@ -60,6 +84,7 @@ struct rp_tbuf {
 
     /* writer side only */
     struct rp_enc_thread enc;
+    uint32_t part; /* records of bufs[consumed % nbuf] already written */
     int announced;
     struct rp_tbuf *next;
 };
@@ -75,6 +100,10 @@ struct rp_rt {
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
     unsigned exit_timeout_ms;
+    unsigned flush_ms;        /* periodic flush of partial buffers; 0 = off */
+    unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
+    _Atomic int fatal;        /* the fatal signal being handled, 0 if none */
+    _Atomic int fatal_done;   /* the writer has written the trace's end for it */
 
     pthread_mutex_t lock; /* guards the list, the conds and writer_running */
     pthread_cond_t wake;  /* writer: there is work */
@@ -123,6 +152,16 @@ static inline uint64_t rp_counter(void)
 }
 
 /*
+ * Moves t's append position: a release store, so that the writer, which
+ * loads pos with acquire for the periodic flush, sees the records below it
+ * complete.  Every store to pos goes through here.
+ */
+static inline void rp_pos_set(struct rp_tbuf *t, struct rp_raw *p)
+{
+    __atomic_store_n(&t->pos, p, __ATOMIC_RELEASE);
+}
+
+/*
  * Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*.
  *
  * The fast path is a leaf: everything unusual leaves through one tail call,
@@ -145,7 +184,7 @@ static inline void rp_append(uint32_t cls, uint64_t word)
         if (likely(p < t->end)) {
             p->ticks = rp_counter();
             p->word = word;
-            t->pos = p + 1;
+            rp_pos_set(t, p + 1);
             atomic_signal_fence(memory_order_seq_cst);
             t->guard = 0;
             return;
