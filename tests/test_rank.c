@@ -545,7 +545,7 @@ static void test_flags(void)
         CHECK(rp_hist_add(&fn[i].hist, jit[k].outlier) == 0);
         fn[i].max = jit[k].outlier;
         fn[i].min = 1000;
-        fn[i].excl = fn[i].dur_sum = (jit[k].calls - 1) * 1000 + jit[k].outlier;
+        fn[i].excl = fn[i].incl = fn[i].dur_sum = (jit[k].calls - 1) * 1000 + jit[k].outlier;
         fn[i].first_start = 0;
         fn[i].last_start = 10000000; /* rare: no RATE */
     }
@@ -599,6 +599,28 @@ static void test_flags(void)
     fo.jitter_ratio = 200;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == 0);
+
+    /*
+     * Recursion: JITTER and RATE are not judged on a node that recursed.
+     * Node 1 (the JITTER case) and node 4 (the RATE case) keep their
+     * statistics but now one of their activations ran inside another:
+     * node 1 through dur_sum > incl, node 4 through a self edge (its nested
+     * activation took no time at all).  Then node 1 is made flat again and
+     * node 4's self edge has no calls, which is no recursion: the flags
+     * return.
+     */
+    fn[1].incl = fn[1].dur_sum - 1;
+    fe[0] = (struct rp_edge){.caller = 4, .callee = 4, .calls = 1, .incl = 0};
+    p.edges = fe;
+    p.n_edges = 1;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[1].flags == 0);
+    CHECK(fn[4].flags == 0);
+    CHECK(fn[6].flags == RP_FLAG_CONTENDED); /* the rest is untouched */
+    fn[1].incl = fn[1].dur_sum;
+    fe[0].calls = 0;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER && fn[4].flags == RP_FLAG_RATE);
 
     CHECK(strcmp(rp_flags_str(RP_FLAG_DISPATCH | RP_FLAG_HOT, buf, sizeof buf), "DISPATCH,HOT") ==
           0);

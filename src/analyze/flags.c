@@ -13,6 +13,13 @@
  *             resolution there is no "typical" to be far from);
  *   RATE      calls >= [10], max > 0 and max >= [0.5] * mean period,
  *             period = (last_start - first_start) / (calls - 1);
+ *             JITTER and RATE are not judged on a node that recursed (one
+ *             of its activations ran inside another on the same stack:
+ *             dur_sum > incl, or it has a self edge): its statistics mix
+ *             the outermost activations with the nested ones, so the median
+ *             is that of the innermost frames and the "period" that of
+ *             nested starts, and both rules would fire on every recursion
+ *             (fib(20): max = 21891 x median); see docs/ranking.md;
  *   CONTENDED per lock (nodes of kind lock-wait / lock-hold with the same
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum; flags every wait and hold node of that lock;
@@ -101,6 +108,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 {
     struct rp_flag_opts def;
     double *out = NULL, *h = NULL;
+    unsigned char *self = NULL; /* a self edge with calls: recursion */
     struct lock_ref *locks = NULL;
     uint32_t nl = 0;
     int rc = RP_EINVAL;
@@ -119,12 +127,17 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     out = calloc(n ? n : 1, sizeof *out);
     h = calloc(n ? n : 1, sizeof *h);
     locks = malloc((size_t)(n ? n : 1) * sizeof *locks);
-    if (!out || !h || !locks)
+    self = calloc(n ? n : 1, 1);
+    if (!out || !h || !locks || !self)
         goto out;
 
     /* fanout: out[i] = sum of i's outgoing edge time; h[i] = entropy */
-    for (uint32_t e = 0; e < p->n_edges; e++)
-        out[p->edges[e].caller] += (double)p->edges[e].incl;
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *ed = &p->edges[e];
+        out[ed->caller] += (double)ed->incl;
+        if (ed->caller == ed->callee && ed->calls)
+            self[ed->caller] = 1;
+    }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
         if (ed->incl == 0)
@@ -145,11 +158,12 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             nd->flags |= RP_FLAG_DISPATCH;
         if (p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
             nd->flags |= RP_FLAG_HOT;
-        if (nd->calls >= o->jitter_calls && nd->calls > 0 &&
+        int recursed = self[i] || nd->dur_sum > nd->incl;
+        if (!recursed && nd->calls >= o->jitter_calls && nd->calls > 0 &&
             (double)nd->max >= o->jitter_ratio * median_ticks(nd))
             nd->flags |= RP_FLAG_JITTER;
         double per = mean_period(nd);
-        if (nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
+        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
             (double)nd->max >= o->rate_period * per)
             nd->flags |= RP_FLAG_RATE;
         if (nd->budget > 0 && nd->overruns > 0)
@@ -181,6 +195,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 out:
     free(out);
     free(h);
+    free(self);
     free(locks);
     return rc;
 }

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# e2e_flags.sh - end-to-end test of the ranking and the flags (DESIGN §6-7)
+# on real recorded runs: records tests/progs/{dispatch,periodic,jitter,fib}
+# with the real recorder and checks `report --format json` and the table's
+# "why" lines:
+#   - the flags each program's header comment promises, and the near misses
+#     it promises are not flagged (a one-callee caller is no DISPATCH, a 0.1 %
+#     function is not HOT, a steady function has no JITTER, a short periodic
+#     task has no RATE);
+#   - recursion (fib): no JITTER and no RATE, although fib's statistics over
+#     all activations would meet both rules (docs/ranking.md, "recursion");
+#   - every node's DISPATCH, HOT and JITTER flag against the rules recomputed
+#     here from the JSON numbers (where the value is not within 20 % of a
+#     threshold), and the fan-out in the DISPATCH line against the entropy of
+#     the JSON edges;
+#   - standing and involvement against an independent dense solve of
+#     pi = pi P (DESIGN §6, Gaussian elimination in Python) built from the
+#     JSON nodes and edges, to 1e-6.
+# The programs time their work with the clock, with margins that survive a
+# loaded machine and sanitizers (see each program's header).
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.  Exits 1
+# with a "FAIL:" line on the first mismatch.
+set -euo pipefail
+
+fail() {
+    echo "e2e_flags: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_flags: $*"; }
+
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+for p in dispatch periodic jitter fib; do
+    [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_flags.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# check.py NAME JSON TABLE: the checks above for program NAME.
+cat >"$tmp/check.py" <<'PYEOF'
+import json, math, re, sys
+
+name, js, table = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def die(msg):
+    print(f"e2e_flags: FAIL: {name}: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+r = json.load(open(js))
+nodes = {n["name"]: n for n in r["nodes"]}
+why = {}
+for line in open(table):
+    m = re.match(r"^(\S+)\s+((?:DISPATCH|HOT|JITTER|RATE|CONTENDED|BUDGET) .*)$", line.rstrip("\n"))
+    if m:
+        why[m.group(1)] = m.group(2)
+
+def node(nm):
+    if nm not in nodes:
+        die(f"no node {nm} in the report (nodes: {sorted(nodes)})")
+    return nodes[nm]
+
+def has(nm, flag):
+    n = node(nm)
+    if flag not in n["flags"]:
+        die(f"{nm} lacks {flag}: flags {n['flags']}, node {n}")
+    if flag not in why.get(nm, ""):
+        die(f"{nm} is {flag} but the table has no why line saying so ({why.get(nm)!r})")
+
+def lacks(nm, flag):
+    n = node(nm)
+    if flag in n["flags"]:
+        die(f"{nm} must not be {flag}: flags {n['flags']}, why {why.get(nm)!r}, node {n}")
+
+def calls(expect):
+    got = {nm: nodes[nm]["calls"] for nm in expect if nm in nodes}
+    if got != expect:
+        die(f"call counts {got}, expected {expect}")
+
+# ---- the promises of each program's header --------------------------------
+if name == "dispatch":
+    calls({"main": 1, "dispatch": 1, "worker_a": 20, "worker_b": 20, "worker_c": 20, "note": 20})
+    has("dispatch", "DISPATCH")
+    for w in ("worker_a", "worker_b", "worker_c"):
+        has(w, "HOT")
+    lacks("main", "DISPATCH")
+    lacks("note", "HOT")
+    lacks("dispatch", "HOT")
+    m = re.search(r"DISPATCH (\d+)% involved, ([0-9.e-]+)% self, spreads over ([0-9.]+) callees",
+                  why["dispatch"])
+    if not m:
+        die(f"dispatch's why line is not 'DISPATCH N% involved, S% self, spreads over F callees': "
+            f"{why['dispatch']!r}")
+    if float(m.group(2)) >= 1.0:
+        die(f"dispatch spends {m.group(2)}% itself: the program promises < 1%")
+elif name == "periodic":
+    calls({"main": 1, "sensor": 12, "control": 12})
+    has("control", "RATE")
+    lacks("sensor", "RATE")
+    if not re.search(r"RATE max [0-9.]+ ms is [0-9.]+% of the mean period [0-9.]+ ms",
+                     why["control"]):
+        die(f"control's why line has no RATE explanation: {why['control']!r}")
+elif name == "jitter":
+    calls({"main": 1, "spiky": 12, "steady": 12})
+    has("spiky", "JITTER")
+    lacks("steady", "JITTER")
+    m = re.search(r"JITTER max [0-9.]+ \w+ is (\d+)x the median", why["spiky"])
+    if not m or not 50 <= int(m.group(1)) <= 200:
+        die(f"spiky's why line should say about 100x: {why['spiky']!r}")
+elif name == "fib":
+    calls({"main": 1, "fib": 21891})
+    f = node("fib")
+    # the rules over all activations would fire: JITTER (max >= 10 x median)
+    # and RATE (max >= 50 % of the mean period between starts, which is at
+    # most total / (calls - 1))
+    if not f["max_ns"] >= 10 * f["p50_ns"]:
+        die(f"fib's max {f['max_ns']} is not 10x its median {f['p50_ns']}: test premise")
+    if not f["max_ns"] >= 0.5 * r["total_ns"] / (f["calls"] - 1):
+        die("fib's max is not half its mean period: test premise")
+    lacks("fib", "JITTER")
+    lacks("fib", "RATE")
+    if not f["involvement"] > 2:
+        die(f"fib's involvement {f['involvement']} should be its mean recursion depth (> 2)")
+
+# ---- the rules, recomputed from the JSON numbers ---------------------------
+total = r["total_ns"]
+out = {}
+for e in r["edges"]:
+    out.setdefault(e["caller_id"], []).append(e["inclusive_ns"])
+recursive = {e["callee_id"] for e in r["edges"] if e["caller_id"] == e["callee_id"]}
+
+def near(x, t):  # within 20 % of a threshold: rounding may decide, skip
+    return t > 0 and abs(x - t) <= 0.2 * t
+
+for n in r["nodes"]:
+    nm, fl = n["name"], n["flags"]
+    ws = out.get(n["id"], [])
+    s = sum(ws)
+    fan = math.exp(-sum(w / s * math.log(w / s) for w in ws if w > 0)) if s > 0 else 0.0
+    if n["id"] in recursive:
+        continue
+    incl = n["inclusive_ns"]
+    rules = {
+        "HOT": (n["exclusive_ns"], 0.05 * total),
+        "JITTER": (n["max_ns"], 10 * n.get("p50_ns", 0)) if n["calls"] >= 10 else None,
+    }
+    for flag, rule in rules.items():
+        if rule is None or near(*rule):
+            continue
+        want = rule[0] >= rule[1]
+        if want != (flag in fl):
+            die(f"{nm}: {flag} is {flag in fl} but the rule says {want} ({rule[0]} vs {rule[1]})")
+    parts = [(n["involvement"], 0.10), (0.10 * incl, n["exclusive_ns"]), (fan, 2.0)]
+    if not any(near(*x) for x in parts):
+        want = all(x >= t for x, t in parts)
+        if want != ("DISPATCH" in fl):
+            die(f"{nm}: DISPATCH is {'DISPATCH' in fl} but the rule says {want} ({parts})")
+    if "DISPATCH" in fl:
+        m = re.search(r"spreads over ([0-9.]+) callees", why.get(nm, ""))
+        if not m or abs(float(m.group(1)) - fan) > 0.051:
+            die(f"{nm}: the why line says {why.get(nm)!r}, the edges give fan-out {fan:.3f}")
+
+# ---- the ranking against a dense solve of pi = pi P ------------------------
+ids = [n["id"] for n in r["nodes"]]
+N = max(ids) + 1
+if sorted(ids) != list(range(1, N)):
+    die(f"node ids are not 1..{N - 1}: cannot rebuild the chain")
+alpha = r["rank"]["alpha"]
+if r["rank"]["weight"] != "time":
+    die("the default weight is not time")
+stop = [0.0] * N
+for n in r["nodes"]:
+    stop[n["id"]] = float(n["exclusive_ns"])
+tot = stop[:]
+for e in r["edges"]:
+    tot[e["caller_id"]] += e["inclusive_ns"]
+Q = [[0.0] * N for _ in range(N)]
+for e in r["edges"]:
+    if tot[e["caller_id"]] > 0:
+        Q[e["caller_id"]][e["callee_id"]] += e["inclusive_ns"] / tot[e["caller_id"]]
+for i in range(N):
+    if tot[i] == 0:
+        Q[i][0] = 1.0
+    elif i:
+        Q[i][0] += stop[i] / tot[i]
+# (P^T - I) pi = 0 with the last row replaced by sum pi = 1
+A = [[(1 - alpha) * Q[i][j] + alpha / N - (i == j) for i in range(N)] + [0.0] for j in range(N)]
+A[N - 1] = [1.0] * (N + 1)
+for c in range(N):
+    p = max(range(c, N), key=lambda k: abs(A[k][c]))
+    A[c], A[p] = A[p], A[c]
+    for k in range(N):
+        if k != c and A[k][c]:
+            f = A[k][c] / A[c][c]
+            A[k] = [a - f * b for a, b in zip(A[k], A[c])]
+pi = [A[i][N] / A[i][i] for i in range(N)]
+rest = sum(pi[1:])
+for n in r["nodes"]:
+    i = n["id"]
+    if abs(n["standing"] - pi[i] / rest) > 1e-6 or abs(n["involvement"] - pi[i] / pi[0]) > 1e-6 * max(1, pi[i] / pi[0]):
+        die(f"{n['name']}: standing {n['standing']}, involvement {n['involvement']}; the dense "
+            f"solve gives {pi[i] / rest}, {pi[i] / pi[0]}")
+if not r["rank"]["residual"] <= 1e-12:
+    die(f"residual {r['rank']['residual']} above 1e-12")
+print(f"{name}: ok, flags " + ", ".join(f"{n['name']}={'|'.join(n['flags']) or '-'}" for n in r["nodes"]))
+PYEOF
+
+for p in dispatch periodic jitter fib; do
+    rc=0
+    "$RANKPROF" record -o "$tmp/$p.data" -- "$PROGS/prog_$p" >"$tmp/$p.out" 2>"$tmp/$p.err" || rc=$?
+    ((rc == 0)) || fail "$p: 'rankprof record -- prog_$p' exited $rc: $(head -c 800 "$tmp/$p.err")"
+    "$RANKPROF" report -i "$tmp/$p.data" --format json >"$tmp/$p.json" 2>"$tmp/$p.rerr" ||
+        fail "$p: 'rankprof report --format json' failed: $(head -c 800 "$tmp/$p.rerr")"
+    "$RANKPROF" report -i "$tmp/$p.data" >"$tmp/$p.table" 2>"$tmp/$p.rerr" ||
+        fail "$p: 'rankprof report' failed: $(head -c 800 "$tmp/$p.rerr")"
+    python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
+    note "$(cat "$tmp/$p.ok")"
+done
+
+echo "e2e_flags: all checks passed"

@@ -1,0 +1,77 @@
+/*
+ * dispatch.c - a dispatcher, recorded by tests/e2e_flags.sh (DESIGN §7
+ * DISPATCH and HOT): main calls dispatch() once; dispatch() runs ROUNDS
+ * rounds, each calling worker_a, worker_b and worker_c (each busy for
+ * WORK_MS of wall-clock time) and note() (busy for NOTE_US).  dispatch only
+ * loops: its own time is a few microseconds of the ~180 ms.
+ *
+ * Expected calls: main 1, dispatch 1, worker_a/b/c ROUNDS each, note ROUNDS.
+ * Expected flags:
+ *   dispatch  DISPATCH: involved ~100 %, self far below 1 %, spreads over
+ *             ~3 callees (exp of the entropy of 1/3, 1/3, 1/3 and ~0);
+ *   worker_a/b/c HOT: ~33 % of all time each in themselves;
+ *   main      not DISPATCH: its time goes to one callee (fan-out 1.0);
+ *   note      not HOT: ~0.1 % of all time.
+ * The work is timed by the clock, not by a loop count, so it takes as long
+ * under sanitizers; a flag would only change if the scheduler stopped the
+ * program inside dispatch's own few microseconds for over ~15 ms.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define ROUNDS  20
+#define WORK_MS 3
+#define NOTE_US 10
+
+static __attribute__((no_instrument_function)) uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy (never sleeping) for ns nanoseconds of wall-clock time. */
+static __attribute__((no_instrument_function)) void busy(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end)
+        ;
+}
+
+void worker_a(void)
+{
+    busy(WORK_MS * 1000000u);
+}
+
+void worker_b(void)
+{
+    busy(WORK_MS * 1000000u);
+}
+
+void worker_c(void)
+{
+    busy(WORK_MS * 1000000u);
+}
+
+void note(void)
+{
+    busy(NOTE_US * 1000u);
+}
+
+void dispatch(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        worker_a();
+        worker_b();
+        worker_c();
+        note();
+    }
+}
+
+int main(void)
+{
+    dispatch();
+    printf("dispatched %d rounds\n", ROUNDS);
+    return 0;
+}

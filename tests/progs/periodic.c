@@ -1,0 +1,69 @@
+/*
+ * periodic.c - a periodic loop, recorded by tests/e2e_flags.sh (DESIGN §7
+ * RATE): main wakes up every PERIOD_MS (absolute deadlines, so the mean
+ * period stays PERIOD_MS even when one run is late) and calls sensor() and
+ * control(), RUNS times.  Both are busy for SHORT_US, except that control()
+ * is busy for LATE_MS = 80 % of the period in run LATE_RUN.
+ *
+ * Expected calls: main 1, sensor RUNS, control RUNS.
+ * Expected flags:
+ *   control  RATE: its worst case (40 ms) is 80 % of the mean period
+ *            between its starts (50 ms), over the 50 % threshold; also
+ *            JITTER (200x its median);
+ *   sensor   not RATE: its worst case is ~0.4 % of the period; only a stop
+ *            of over 25 ms by the scheduler inside one run could change that.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define RUNS      12
+#define PERIOD_MS 50
+#define SHORT_US  200
+#define LATE_MS   40
+#define LATE_RUN  6
+
+static __attribute__((no_instrument_function)) uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy (never sleeping) for ns nanoseconds of wall-clock time. */
+static __attribute__((no_instrument_function)) void busy(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end)
+        ;
+}
+
+/* Sleeps until the CLOCK_MONOTONIC time t (ns). */
+static __attribute__((no_instrument_function)) void sleep_until(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
+}
+
+void sensor(void)
+{
+    busy(SHORT_US * 1000u);
+}
+
+void control(int run)
+{
+    busy(run == LATE_RUN ? LATE_MS * 1000000u : SHORT_US * 1000u);
+}
+
+int main(void)
+{
+    uint64_t t0 = now_ns();
+    for (int k = 0; k < RUNS; k++) {
+        sleep_until(t0 + (uint64_t)k * PERIOD_MS * 1000000u);
+        sensor();
+        control(k);
+    }
+    printf("%d runs\n", RUNS);
+    return 0;
+}
