@@ -129,8 +129,9 @@ elif name == "fib":
 # ---- the rules, recomputed from the JSON numbers ---------------------------
 total = r["total_ns"]
 out = {}
-for e in r["edges"]:
-    out.setdefault(e["caller_id"], []).append(e["inclusive_ns"])
+for e in r["edges"]:  # fan-out: callees other than itself
+    if e["caller_id"] != e["callee_id"]:
+        out.setdefault(e["caller_id"], []).append(e["inclusive_ns"])
 recursive = {e["callee_id"] for e in r["edges"] if e["caller_id"] == e["callee_id"]}
 
 def near(x, t):  # within 20 % of a threshold: rounding may decide, skip

@@ -514,6 +514,37 @@ static void test_flags(void)
     rp_flag_opts_default(&fo);
 
     /*
+     * Recursion and DISPATCH.  d now also calls itself: 20 nested
+     * activations adding 6 ticks of self time and 9000 ticks of edge time
+     * (the nested frames' durations, counted again), so that excl = 46,
+     * incl = 9500 (outermost), dur_sum = 18500.  The self edge is not a
+     * callee to spread over: fanout stays 3.0, not the 2.9 the self edge's
+     * 49 % share would make, and the self share is 46 / 9500 = 0.5 %.
+     * Then w2 and w3 are dropped from d's callees: with the self edge
+     * counted d would spread over exp(H(9000/12160, 3160/12160)) = 1.78
+     * callees, without it over 1.0: no DISPATCH either way, and fanout 1.
+     */
+    set_node(2, RP_KIND_FUNC, 21, 46, 9500);
+    fn[2].dur_sum = 18500;
+    fe[6] = (struct rp_edge){.caller = 2, .callee = 2, .calls = 20, .incl = 9000};
+    p.n_edges = 7;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[2].flags == RP_FLAG_DISPATCH);
+    CHECK_NEAR(fn[2].fanout, exp(h), 1e-12);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "0.5% self, spreads over 3.0 callees");
+    p.n_edges = 5;
+    fe[4] = fe[6]; /* edges: root->main, main->d, main->e, d->w1, d->d */
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    CHECK_NEAR(fn[2].fanout, 1.0, 1e-15);
+    fe[4] = (struct rp_edge){.caller = 2, .callee = 5, .calls = 1, .incl = 3160};
+    p.n_edges = 6;
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+
+    /*
      * JITTER, RATE, CONTENDED, BUDGET on a profile with a long total, so that
      * nothing is HOT; ns_per_tick 2 to see the conversion.
      *   1 j:  20 calls, 19 x 1000 ticks and one 100000: median 1000, max is

@@ -4,9 +4,13 @@
  * and one human line per flagged node saying why.
  *
  * Rules (defaults in brackets; all are rp_flag_opts fields):
- *   DISPATCH  involvement >= [0.10], excl/dur_sum <= [0.10] and fanout >=
+ *   DISPATCH  involvement >= [0.10], excl/incl <= [0.10] and fanout >=
  *             [2], fanout = exp(H), H = entropy in nats of the shares of
- *             i's callees in i's outgoing edge time (edge incl);
+ *             i's callees in i's outgoing edge time (edge incl), its self
+ *             edge left out: recursion hands no work to anyone else, and
+ *             its edge time counts nested frames again (for the same
+ *             reason the self share is excl/incl, incl counting outermost
+ *             activations only, not excl/dur_sum);
  *   HOT       excl >= [0.05] * p->total;
  *   JITTER    calls >= [10] and max >= [10] * median, the median from the
  *             histogram and taken as at least one tick (below the clock's
@@ -131,16 +135,18 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     if (!out || !h || !locks || !self)
         goto out;
 
-    /* fanout: out[i] = sum of i's outgoing edge time; h[i] = entropy */
+    /* fanout: out[i] = sum of i's outgoing edge time to others; h[i] =
+     * entropy */
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        out[ed->caller] += (double)ed->incl;
-        if (ed->caller == ed->callee && ed->calls)
-            self[ed->caller] = 1;
+        if (ed->caller == ed->callee)
+            self[ed->caller] |= ed->calls > 0;
+        else
+            out[ed->caller] += (double)ed->incl;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        if (ed->incl == 0)
+        if (ed->incl == 0 || ed->caller == ed->callee)
             continue;
         double q = (double)ed->incl / out[ed->caller];
         h[ed->caller] -= q * log(q);
@@ -152,8 +158,8 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         nd->flags = 0;
         if (i == 0)
             continue;
-        if (nd->involvement >= o->dispatch_involvement && nd->dur_sum > 0 &&
-            (double)nd->excl <= o->dispatch_self * (double)nd->dur_sum &&
+        if (nd->involvement >= o->dispatch_involvement && nd->incl > 0 &&
+            (double)nd->excl <= o->dispatch_self * (double)nd->incl &&
             nd->fanout >= o->dispatch_fanout)
             nd->flags |= RP_FLAG_DISPATCH;
         if (p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
@@ -264,7 +270,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double inv = n->involvement * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
-        put_pct(buf, bufsz, &len, n->dur_sum ? (double)n->excl / (double)n->dur_sum : 0.0);
+        put_pct(buf, bufsz, &len, n->incl ? (double)n->excl / (double)n->incl : 0.0);
         put(buf, bufsz, &len, " self, spreads over %.1f callees", n->fanout);
         sep = "; ";
     }
