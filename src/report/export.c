@@ -26,6 +26,11 @@ const struct rp_export_format rp_export_formats[] = {
      rp_export_flamegraph},
     {"callgrind", RP_EXPORT_PROFILE, "callgrind",
      "callgrind profile: KCachegrind, QCachegrind, callgrind_annotate", rp_export_callgrind},
+    {"plantuml", RP_EXPORT_PROFILE, "puml",
+     "a PlantUML sequence diagram: threads, locks, devices, timers (docs/sequence.md)",
+     rp_export_plantuml},
+    {"mermaid", RP_EXPORT_PROFILE, "mmd", "the same sequence diagram in Mermaid",
+     rp_export_mermaid},
     {NULL, 0, NULL, NULL, NULL},
 };
 

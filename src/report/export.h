@@ -123,6 +123,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_callgrind(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */
+int rp_export_mermaid(FILE *out, const struct rp_export_ctx *ctx);  /* seq.c */
 
 /*
  * The flame graph's <svg> element; embedded leaves out the XML declaration

@@ -133,9 +133,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
                const struct rp_sw_ops *ops, void *ctx, char *err, size_t errsz)
 {
+    static const struct rp_replay_opts none;
     struct sw w = {.p = p, .ops = ops, .ctx = ctx};
     struct rp_walk_ops wo = {.event = on_event};
-    int rc = rp_walk_file(path, o, &wo, &w, 0, err, errsz);
+    int rc = rp_walk_file(path, o ? o : &none, &wo, &w, 0, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
     for (uint32_t i = 0; i < w.nth; i++)

@@ -39,7 +39,7 @@ struct rp_sw_ops {
 
 /*
  * Walks the trace at path (o: force and thread filter, as for the replay
- * that built p, whose nodes give the ids' range).  Spans are matched with the
+ * that built p, whose nodes give the ids' range; NULL for none).  Spans are matched with the
  * rules of replay.c: EXIT ends the innermost span, EXIT_ID the named one
  * (dropping those above it), LOST drops every open span; dropped spans and
  * spans open at the end get no end callback.  Returns 0, RP_ENOMEM, the

@@ -6,16 +6,21 @@
  *
  * Phases, one after the other (each joins its threads before the next):
  *
- *   1. mutex:  4 threads (mutex_worker) each lock and unlock the static
- *              mutex `counter_lock` ITERS times, holding it for a short
- *              spin (crit_work) so that the others find it taken.
+ *   1. mutex:  main takes the static mutex `counter_lock`, starts 4
+ *              threads (mutex_worker), meets them at a barrier and keeps
+ *              the lock 20 ms more, so that their first attempts find it
+ *              taken (contention is certain, not left to the scheduler).
+ *              Each worker then locks and unlocks it ITERS times, holding
+ *              it for a short spin (crit_work).
  *   2. rwlock: 4 threads (rw_worker): each does ITERS/10 rounds of one
  *              write lock (table_lock, wrlock) and 4 read locks (rdlock).
  *   3. spin:   2 threads (spin_worker) each lock and unlock the static
  *              spinlock `spin` ITERS/10 times.
  *   4. try:    main takes `try_lock` and, while holding it, calls
  *              pthread_mutex_trylock on it from a helper thread
- *              (try_worker) exactly TRIES = 5 times: 5 failed attempts.
+ *              (try_worker) exactly TRIES = 5 times: 5 failed attempts,
+ *              then once pthread_mutex_timedlock with a 2 ms timeout, which
+ *              times out: a sixth failed wait, of at least 2 ms.
  *              Then main takes `api_lock` through the rankprof API
  *              (rp_lock_wait / rp_lock_acquired / rp_lock_released) 3 times,
  *              the lock being named "api_lock" with rp_lock_name.
@@ -23,20 +28,25 @@
  * Exact lock counts (acquisitions = hold spans), for I = ITERS:
  *
  *   lock           acquisitions             failed attempts
- *   counter_lock   4 * I                    0
+ *   counter_lock   4 * I + 1 (main's)       0
  *   table_lock     4 * (I/10) * 5           0
  *   spin           2 * (I/10)               0
- *   try_lock       1                        5
+ *   try_lock       1                        6 (5 tries, 1 timeout)
  *   api_lock       3 (all through the API, each with a wait span)
+ *
+ * counter_lock has at least one contended acquisition (a worker that reached
+ * it within the 20 ms); the others depend on the scheduler.
  *
  * Calls of the instrumented functions: mutex_worker 4, rw_worker 4,
  * spin_worker 2, try_worker 1, crit_work 4 * I.  The program prints
- * "counter=<4*I> table=<4*(I/10)> spin=<2*(I/10)> tries=5" and exits 0.
+ * "counter=<4*I> table=<4*(I/10)> spin=<2*(I/10)> tries=5 timeouts=1" and
+ * exits 0.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "rankprof.h"
 
@@ -59,6 +69,8 @@ static pthread_mutex_t try_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_spinlock_t spin;
 static volatile long counter, table, spun, sink;
 static int api_lock; /* stands for an RTOS mutex: only its address matters */
+static pthread_barrier_t start;
+static int timeouts;
 
 /* Work done under counter_lock: long enough for the others to queue. */
 static void crit_work(void)
@@ -71,6 +83,7 @@ static void crit_work(void)
 static void *mutex_worker(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&start);
     for (long i = 0; i < iters; i++) {
         pthread_mutex_lock(&counter_lock);
         crit_work();
@@ -113,17 +126,37 @@ static void *try_worker(void *arg)
     for (int i = 0; i < TRIES; i++)
         if (pthread_mutex_trylock(&try_lock) == EBUSY)
             (*failed)++;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 2 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    if (pthread_mutex_timedlock(&try_lock, &ts) == ETIMEDOUT)
+        timeouts++;
     return NULL;
 }
 
-static void run(void *(*fn)(void *), int n, void *arg)
+/* Runs n threads of fn; with held, meets them at the start barrier while
+ * holding *held, and releases it 20 ms later. */
+static void run(void *(*fn)(void *), int n, void *arg, pthread_mutex_t *held)
 {
     pthread_t t[8];
+    if (held) {
+        pthread_mutex_lock(held);
+        pthread_barrier_init(&start, NULL, (unsigned)n + 1);
+    }
     for (int i = 0; i < n; i++)
         if (pthread_create(&t[i], NULL, fn, arg) != 0) {
             perror("pthread_create");
             exit(1);
         }
+    if (held) {
+        pthread_barrier_wait(&start);
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        pthread_mutex_unlock(held);
+    }
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
 }
@@ -138,13 +171,13 @@ int main(int argc, char **argv)
     }
     pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
 
-    run(mutex_worker, NMUTEX, NULL);
-    run(rw_worker, NRW, NULL);
-    run(spin_worker, NSPIN, NULL);
+    run(mutex_worker, NMUTEX, NULL, &counter_lock);
+    run(rw_worker, NRW, NULL, NULL);
+    run(spin_worker, NSPIN, NULL, NULL);
 
     int failed = 0;
     pthread_mutex_lock(&try_lock);
-    run(try_worker, 1, &failed);
+    run(try_worker, 1, &failed, NULL);
     pthread_mutex_unlock(&try_lock);
 
     if (rp_lock_name)
@@ -155,6 +188,7 @@ int main(int argc, char **argv)
         rp_lock_released(&api_lock);
     }
 
-    printf("counter=%ld table=%ld spin=%ld tries=%d\n", counter, table, spun, failed);
-    return counter == NMUTEX * iters && failed == TRIES ? 0 : 1;
+    printf("counter=%ld table=%ld spin=%ld tries=%d timeouts=%d\n", counter, table, spun, failed,
+           timeouts);
+    return counter == NMUTEX * iters && failed == TRIES && timeouts == 1 ? 0 : 1;
 }

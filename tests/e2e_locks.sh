@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# e2e_locks.sh - end-to-end test of lock profiling: records tests/progs/contend
+# (4 threads x ITERS lock/unlock of one mutex, rwlocks, a spinlock, failed
+# try-locks, a timed-out timedlock and the address API; exact counts at the
+# top of contend.c) and examples/firmware (its bus lock is taken once per
+# i2c_xfer), with the pthread functions interposed by the preloaded recorder,
+# then checks `rankprof locks --format json` and `report --format json`:
+#   - exact acquisitions per lock and per call site, failed waits, the
+#     address API's lock by its given name;
+#   - contended + uncontended = acquisitions; wait > 0 where contention is
+#     forced; the timed-out wait lasted its 2 ms;
+#   - hold totals: the lock's = the sum of its sites' = the sum over threads
+#     (locks --thread) = the report's lock-hold node (inclusive_ns);
+#   - locks are nodes of the report and ranked beside procedures;
+#   - the recorder's own mutexes are not recorded (exactly the program's
+#     five locks), and RANKPROF_CLASSES without lock records none.
+#
+# Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
+set -euo pipefail
+
+fail() {
+    echo "e2e_locks: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_locks: $*"; }
+
+for v in RANKPROF PROGS RP_LIB EXAMPLES; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_locks.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+ITERS=10000
+out=$("$RANKPROF" record -o c.data -- "$PROGS/prog_contend" $ITERS 2>rec.err) ||
+    fail "recording prog_contend: $(cat rec.err)"
+[[ "$out" == "counter=40000 table=4000 spin=2000 tries=5 timeouts=1" ]] ||
+    fail "prog_contend printed '$out'"
+"$RANKPROF" locks -i c.data --format json >locks.json || fail "locks --format json"
+"$RANKPROF" locks -i c.data >locks.txt || fail "locks (table)"
+"$RANKPROF" report -i c.data --format json >report.json || fail "report --format json"
+for tid in $("$RANKPROF" info -i c.data | awk '$1 == "tid" { print $2 }'); do
+    "$RANKPROF" locks -i c.data --thread "$tid" --format json >"thread_$tid.json" ||
+        fail "locks --thread $tid"
+done
+
+python3 - "$ITERS" <<'PYEOF' || exit 1
+import glob, json, sys
+
+I = int(sys.argv[1])
+def die(msg):
+    print("e2e_locks: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+L = json.load(open("locks.json"))["locks"]
+if len(L) != 5:
+    die("expected exactly the program's 5 locks (none of the recorder's), got %s"
+        % [l["name"] for l in L])
+
+def by_caller(caller):
+    hits = [l for l in L if any(s["caller"] == caller for s in l["sites"])]
+    if len(hits) != 1:
+        die("expected one lock taken from %s, got %d" % (caller, len(hits)))
+    return hits[0]
+
+def site(lock, caller):
+    for s in lock["sites"]:
+        if s["caller"] == caller:
+            return s
+    die("lock %s has no site %s" % (lock["name"], caller))
+
+def counts(what, x, acq, failed=None, contended=None):
+    if x["acquisitions"] != acq:
+        die("%s: %d acquisitions, expected %d" % (what, x["acquisitions"], acq))
+    if x["contended"] + x["uncontended"] != x["acquisitions"]:
+        die("%s: contended + uncontended != acquisitions" % what)
+    if x["waits"] != x["contended"] + x["failed"]:
+        die("%s: waits != contended + failed" % what)
+    if failed is not None and x["failed"] != failed:
+        die("%s: %d failed waits, expected %d" % (what, x["failed"], failed))
+    if contended is not None and x["contended"] != contended:
+        die("%s: %d contended, expected %d" % (what, x["contended"], contended))
+
+def sums_match(lock):
+    for k in ("hold_ns", "wait_ns"):
+        s = sum(x[k] for x in lock["sites"])
+        if abs(s - lock[k]) > len(lock["sites"]):
+            die("%s: %s %d != sum over its sites %d" % (lock["name"], k, lock[k], s))
+
+counter = by_caller("mutex_worker")
+counts("counter_lock", counter, 4 * I + 1, failed=0)
+counts("counter_lock <- mutex_worker", site(counter, "mutex_worker"), 4 * I)
+counts("counter_lock <- run", site(counter, "run"), 1)
+if counter["contended"] < 1 or counter["wait_ns"] <= 0:
+    die("counter_lock: the forced contention was not seen (contended %d, wait %d ns)"
+        % (counter["contended"], counter["wait_ns"]))
+table = by_caller("rw_worker")
+counts("table_lock", table, 4 * (I // 10) * 5, failed=0)
+spin = by_caller("spin_worker")
+counts("spin", spin, 2 * (I // 10), failed=0)
+trylk = by_caller("try_worker")
+counts("try_lock", trylk, 1, failed=6, contended=0)
+if trylk["wait_max_ns"] < 1000000:
+    die("try_lock: the timed-out wait lasted %d ns, less than its 2 ms timeout"
+        % trylk["wait_max_ns"])
+api = [l for l in L if l["name"] == "api_lock"]
+if len(api) != 1:
+    die("the lock named with rp_lock_name is missing: %s" % [l["name"] for l in L])
+counts("api_lock", api[0], 3, failed=0, contended=3)
+for l in L:
+    sums_match(l)
+if "CONTENDED" not in counter["flags"] and counter["wait_ns"] >= 0.1 * counter["hold_ns"]:
+    die("counter_lock: wait >= 10% of hold but no CONTENDED flag")
+
+# per-thread sums: every thread's share of each lock adds up to the whole
+threads = glob.glob("thread_*.json")
+if len(threads) < 12:
+    die("expected 12 recorded threads, got %d" % len(threads))
+for name_of, lock in (("mutex_worker", counter), ("rw_worker", table), ("spin_worker", spin)):
+    acq = hold = wait = 0
+    for t in threads:
+        for l in json.load(open(t))["locks"]:
+            if l["name"] == lock["name"]:
+                acq += l["acquisitions"]; hold += l["hold_ns"]; wait += l["wait_ns"]
+    if acq != lock["acquisitions"]:
+        die("%s: acquisitions over threads %d != %d" % (name_of, acq, lock["acquisitions"]))
+    if abs(hold - lock["hold_ns"]) > len(threads) or abs(wait - lock["wait_ns"]) > len(threads):
+        die("%s: hold/wait over threads %d/%d != %d/%d"
+            % (name_of, hold, wait, lock["hold_ns"], lock["wait_ns"]))
+
+# the report has the locks as ranked nodes, with the same numbers
+R = json.load(open("report.json"))
+nodes = {n["name"]: n for n in R["nodes"]}
+for lock in (counter, table, spin, api[0]):
+    h = nodes.get(lock["name"] + " [hold]")
+    if not h or h["kind"] != "lock-hold" or h["rank"] < 1:
+        die("report: no ranked lock-hold node '%s [hold]'" % lock["name"])
+    if h["calls"] != lock["acquisitions"] or abs(h["inclusive_ns"] - lock["hold_ns"]) > 1:
+        die("report: %s [hold] calls/inclusive %d/%d != locks %d/%d" % (lock["name"],
+            h["calls"], h["inclusive_ns"], lock["acquisitions"], lock["hold_ns"]))
+w = nodes.get(counter["name"] + " [wait]")
+if not w or w["kind"] != "lock-wait" or w["calls"] != counter["waits"]:
+    die("report: the counter lock's wait node is missing or has %s calls"
+        % (w and w["calls"]))
+edges = {(e["caller"], e["callee"]): e for e in R["edges"]}
+if edges.get(("mutex_worker", counter["name"] + " [hold]"), {}).get("calls") != 4 * I:
+    die("report: edge mutex_worker -> %s [hold] is not %d calls" % (counter["name"], 4 * I))
+PYEOF
+grep -q "CONTENDED" locks.txt || fail "the table shows no CONTENDED lock"
+grep -q "<- mutex_worker" locks.txt || fail "the table shows no call site"
+
+# the lock class switched off: no lock events at all
+RANKPROF_CLASSES=func "$RANKPROF" record -o nolock.data -- "$PROGS/prog_contend" 100 >/dev/null 2>&1 ||
+    fail "recording with RANKPROF_CLASSES=func"
+"$RANKPROF" locks -i nolock.data | grep -q "no lock events" ||
+    fail "RANKPROF_CLASSES=func still recorded lock events"
+
+# the firmware's bus lock: one acquisition per I2C transaction (i2c_xfer)
+"$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
+"$RANKPROF" locks -i fw.data --format json >fw.json || fail "locks on firmware"
+python3 - <<'PYEOF' || exit 1
+import json, sys
+L = json.load(open("fw.json"))["locks"]
+if len(L) != 1 or L[0]["acquisitions"] != 3384:
+    print("e2e_locks: FAIL: firmware: expected one lock with 3384 acquisitions, got %s"
+          % [(l["name"], l["acquisitions"]) for l in L], file=sys.stderr)
+    sys.exit(1)
+if [s["caller"] for s in L[0]["sites"]] != ["i2c_xfer"]:
+    print("e2e_locks: FAIL: firmware: the bus lock's site is not i2c_xfer", file=sys.stderr)
+    sys.exit(1)
+PYEOF
+
+# errors: a bad option names itself
+if "$RANKPROF" locks -i c.data --sort nosuch >/dev/null 2>err.txt; then
+    fail "--sort nosuch was accepted"
+fi
+grep -q "nosuch" err.txt || fail "the --sort error does not name the value"
+note "ok"
