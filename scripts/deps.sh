@@ -3,7 +3,10 @@
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
-#   ci:    what CI needs beyond test (nothing yet: gcc's sanitizers serve)
+#   ci:    what CI needs beyond test: the third-party consumers the tests
+#          read outputs back with: plantuml, chromium and npm, and
+#          @mermaid-js/mermaid-cli from npm (driven by that chromium, no
+#          browser download) in ~/.cache/rankprof-npm (tests/e2e_seq.sh)
 #   bench: + the peers of `make bench`: uftrace, binutils (gprof), valgrind
 #          (callgrind), and g++ with libcapstone-dev to build Tracy's capture
 #          tool (scripts/bench.sh builds it in /tmp from a Tracy checkout)
@@ -26,6 +29,19 @@ have_pkg libelf-dev || need+=(libelf-dev)
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
 fi
+if [ "$level" = ci ]; then
+  have_cmd plantuml || need+=(plantuml)
+  have_cmd chromium || need+=(chromium)
+  have_cmd npm || need+=(npm)
+fi
+# Mermaid's command line, from npm, outside the repository.
+ci_npm() {
+  local dir="$HOME/.cache/rankprof-npm"
+  [ "$level" = ci ] && [ ! -x "$dir/node_modules/.bin/mmdc" ] || return 0
+  mkdir -p "$dir"
+  (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error \
+    @mermaid-js/mermaid-cli@11 >/dev/null)
+}
 if [ "$level" = bench ]; then
   have_cmd uftrace || need+=(uftrace)
   have_cmd gprof || need+=(binutils)
@@ -35,7 +51,7 @@ if [ "$level" = bench ]; then
   [ -x /usr/bin/time ] || need+=(time) # the analyzer's peak RSS
 fi
 
-[ ${#need[@]} -eq 0 ] && exit 0
+[ ${#need[@]} -eq 0 ] && { ci_npm; exit 0; }
 echo "rankprof: installing missing packages: ${need[*]}" >&2
 if [ "$(id -u)" = 0 ]; then
   sudo=()
@@ -48,3 +64,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq || true
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+ci_npm
