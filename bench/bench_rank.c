@@ -7,6 +7,10 @@
  *   bench_rank --scale      1K, 10K, 100K, 1M nodes with 10 edges per node
  *   bench_rank --max N      with --scale: stop at N nodes (quick runs)
  *   bench_rank --back F     F of the edges go back up (default 0.01)
+ *   bench_rank --span K     back edges go at most K nodes up (default: to
+ *                           any earlier node, which joins most nodes into
+ *                           one cycle; a small K makes many small cycles,
+ *                           like callbacks and mutual recursion in a module)
  *
  * The call-graph shape (fixed seed): ROOT calls 8 thread entries; 30 % of
  * the nodes are leaves, the others' fan-out is Pareto distributed (most call
@@ -69,6 +73,8 @@ static void graph_free(struct graph *g)
 
 /* Fills g with n nodes and exactly m edges.  Returns 0, or -1 if out of
  * memory. */
+static uint32_t back_span; /* 0: back edges go anywhere up */
+
 static int make_graph(struct graph *g, uint32_t n, uint32_t m, int uniform, double back)
 {
     const uint32_t entries = n > 9 ? 8 : 1;
@@ -119,8 +125,9 @@ static int make_graph(struct graph *g, uint32_t n, uint32_t m, int uniform, doub
             else if (r < 0.01)
                 j = i; /* direct recursion */
             else if (r < 0.01 + back || i + 1 >= n)
-                j = 1 + (uint32_t)(rnd() % i); /* back up: a cycle */
-            else if (r < 0.30)                 /* popular utilities: the last 1 %, skewed */
+                j = back_span && i > back_span ? i - (uint32_t)(rnd() % back_span)
+                                               : 1 + (uint32_t)(rnd() % i); /* back up: a cycle */
+            else if (r < 0.30) /* popular utilities: the last 1 %, skewed */
                 j = n - 1 - (uint32_t)((double)(n / 100 + 1) * pow(unit(), 3.0));
             else /* deeper, mostly close by */
                 j = i + 1 + (uint32_t)((double)(n - i - 1) * pow(unit(), 6.0));
@@ -211,19 +218,23 @@ int main(int argc, char **argv)
             scale = 1;
         } else if (!strcmp(argv[i], "--uniform")) {
             uniform = 1;
+        } else if (!strcmp(argv[i], "--span") && i + 1 < argc) {
+            back_span = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--back") && i + 1 < argc) {
             back = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
             max = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: bench_rank [--scale [--max NODES]] [--uniform] [--back "
-                            "FRACTION]\n");
+            fprintf(stderr,
+                    "usage: bench_rank [--scale [--max NODES]] [--uniform] [--span K] [--back "
+                    "FRACTION]\n");
             return 2;
         }
     }
     printf("rp_rank_solve, alpha 0.01, tol 1e-12%s\n", uniform ? ", uniform callees" : "");
     if (!uniform)
-        printf("call graph: 1%% self calls, %.1f%% back edges\n", back * 100);
+        printf("call graph: 1%% self calls, %.1f%% back edges going %s\n", back * 100,
+               back_span ? "at most --span nodes up" : "anywhere up");
     if (scale) {
         for (uint32_t n = 1000; n <= max && n <= 1000000; n *= 10)
             if (run(n, 10 * n, uniform, back))
