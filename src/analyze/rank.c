@@ -115,11 +115,12 @@ static void solver_free(struct solver *sv)
     free(sv->x);
 }
 
-/* Checks the options, pointers and stop weights (edges are checked while
- * building).  Returns 0 or RP_EINVAL. */
+/* Checks the options, pointers, size (node numbers must stay below DONE)
+ * and stop weights (edges are checked while building).  Returns 0 or
+ * RP_EINVAL. */
 static int validate(const struct rp_graph *g, double alpha, double tol, uint32_t max_iter)
 {
-    if (!g || g->n == 0 || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
+    if (!g || g->n == 0 || g->n >= DONE || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
         return RP_EINVAL;
     if (!(alpha >= 0.0 && alpha < 1.0) || !(tol >= 0.0) || !isfinite(tol) || max_iter == 0)
         return RP_EINVAL;

@@ -1,7 +1,8 @@
 /*
  * rank.h - standing probability of DESIGN §6: the call-or-finish Markov
  * chain over the caller->callee graph, with restart at ROOT and an
- * alpha/N teleport, solved by sparse power iteration.
+ * alpha/N teleport, solved in its regenerative form one strongly connected
+ * component at a time (the method is explained at the top of rank.c).
  */
 #ifndef RP_ANALYZE_RANK_H
 #define RP_ANALYZE_RANK_H
@@ -30,8 +31,9 @@ struct rp_rank_opts {
 
 /*
  * Computes pi (n entries, sums to 1, pi = pi P) into the caller's array.
- * Returns 0, RP_EINVAL for a malformed graph (n == 0, an index >= n, a
- * negative or non-finite weight, alpha outside [0, 1)), or RP_ENOMEM.
+ * Returns 0, RP_EINVAL for a malformed graph (n == 0 or n >= 2^32 - 2, an
+ * index >= n, a negative or non-finite weight, alpha outside [0, 1)), or
+ * RP_ENOMEM.
  * *iterations and *residual (last L1 change) are always set on success; if
  * the cap was hit, the result is the last iterate and *residual says how far
  * it is from converged.
