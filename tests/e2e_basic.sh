@@ -84,8 +84,10 @@ def check_trace(path):
         if typ == 6:  # EVENTS: u32 tid, u32 nevents|flags, u64 base, [snapshot], stream
             tid, nev, base = struct.unpack_from("<IIQ", pl, 0)
             i, n = 16, 0
-            if nev >> 31:  # the stack snapshot: depth, then (id, start) per span
-                nev &= 0x7fffffff
+            compact = nev & 0x40000000  # one op bit: EXIT, ENTER id, or 0 + op
+            snap = nev >> 31
+            nev &= 0x3fffffff
+            if snap:  # the stack snapshot: depth, then (id, start) per span
                 depth, i = varint(pl, i, ln)
                 if depth is None or depth > 1024:
                     die(f"{path}: EVENTS chunk at {off}: bad stack snapshot")
@@ -98,7 +100,18 @@ def check_trace(path):
                 if h is None:
                     die(f"{path}: EVENTS chunk at {off}: varint runs past the payload")
                 op = h & 7
-                nops = {0: 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1}.get(op)
+                if compact:
+                    op = 1
+                    if not h & 1:  # ENTER id, or 0 and the op
+                        v, i = varint(pl, i, ln)
+                        if v is None:
+                            die(f"{path}: EVENTS chunk at {off}: id runs past the payload")
+                        op = 0
+                        if v == 0:
+                            op, i = varint(pl, i, ln)
+                            if op is None or not 2 <= op <= 6:
+                                die(f"{path}: EVENTS chunk at {off}: bad extended op {op}")
+                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1}.get(op)
                 if nops is None:
                     die(f"{path}: EVENTS chunk at {off}: reserved op {op}")
                 for _ in range(nops):

@@ -260,7 +260,8 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             }
         } else if (type == 6) { /* EVENTS: u32 tid, u32 n, u64 base, stream */
             CHECK(len >= 16);
-            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x7fffffffu;
+            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x3fffffffu;
+            int compact = (le32(pl + 4) >> 30) & 1; /* EXIT, ENTER id, or 0 + op */
             uint64_t now = le64(pl + 8);
             const uint8_t *ev0 = pl + 16;
             if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start) each */
@@ -290,9 +291,24 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                 }
                 unsigned op = hv & 7;
                 now += hv >> 3;
+                v = 0;
+                if (compact) {
+                    now -= hv >> 3;
+                    now += hv >> 1;
+                    op = hv & 1 ? 1 : 0;
+                    if (op == 0 && !varint(&q, pe, &v)) {
+                        CHECK(!"bad ENTER varint");
+                        break;
+                    }
+                    if (op == 0 && v == 0) { /* an extended op follows */
+                        uint64_t x = 0;
+                        CHECK(varint(&q, pe, &x) && x >= 2 && x <= 6);
+                        op = (unsigned)x;
+                    }
+                }
                 uint64_t key = 0;
                 if (op == 0 || op == 2) { /* ENTER, EXIT_ID: + id */
-                    if (!varint(&q, pe, &v) || v == 0 || v > nids) {
+                    if (!((compact && op == 0) || varint(&q, pe, &v)) || v == 0 || v > nids) {
                         CHECK(!"event id not defined before use");
                         break;
                     }

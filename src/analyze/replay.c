@@ -494,18 +494,32 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     end = d.end;
     j->first = now;
     while (q < end) {
+        unsigned op;
         ev0 = q;
         if (!(q = get_varint(q, end, &h)))
             goto bad_at;
-        now += h >> RP_OP_BITS;
-        if (unlikely(!n++))
-            j->first = now;
-        switch (h & RP_OP_MASK) {
-        case RP_OP_ENTER:
+        if (likely(d.compact)) { /* format.h: EXIT, ENTER id, or 0 and an op */
+            now += h >> 1;
+            op = h & 1 ? RP_OP_EXIT : RP_OP_ENTER;
+        } else {
+            now += h >> RP_OP_BITS;
+            op = h & RP_OP_MASK;
+        }
+        if (op == RP_OP_ENTER) {
             if (likely(q < end && *q < 0x80))
                 x = *q++;
             else if (!(q = rp_get_varint(q, end, &x)))
                 goto bad_at;
+            if (unlikely(!x && d.compact)) {
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
+                    goto bad_at;
+                op = (unsigned)x;
+            }
+        }
+        if (unlikely(!n++))
+            j->first = now;
+        switch (op) {
+        case RP_OP_ENTER:
             id = (uint32_t)x;
             if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
                 goto undefined;

@@ -117,10 +117,6 @@ enum rp_op {
 /* The ARG of a lock-wait span that ended without the lock (a failed
  * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
 #define RP_ARG_LOCK_FAILED 1
-
-/* The ARG of a lock-wait span that ended without the lock (a failed
- * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
-#define RP_ARG_LOCK_FAILED 1
 #define RP_OP_MASK 7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
@@ -137,8 +133,21 @@ enum rp_op {
  * that the chunks of a thread join up.  Without it (depth over the limit,
  * or older files) the chunks of a thread replay in order.
  */
-#define RP_EV_COUNT_MASK 0x7fffffffu
+#define RP_EV_COUNT_MASK 0x3fffffffu
 #define RP_EV_SNAPSHOT   0x80000000u
+#define RP_EV_COMPACT    0x40000000u /* the compact event stream, below */
+
+/*
+ * The compact event stream (RP_EV_COMPACT, what the recorder writes): one
+ * bit of op instead of three, because ENTER and EXIT are nearly all events
+ * and a delta of up to 63 ticks then fits the one byte of the head:
+ *
+ *   varint h = (delta << 1) | 1                  EXIT
+ *   varint h = (delta << 1), varint id (not 0)   ENTER id
+ *   varint h = (delta << 1), byte 0, byte op     any other op (EXIT_ID,
+ *                                                INSTANT, COUNTER, ARG, LOST),
+ *                                                then its operands as above
+ */
 #define RP_SNAP_MAX      1024
 
 /* Event classes; a bit each in the run-time mask. */

@@ -185,6 +185,7 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->end = payload + len;
     d->snap = NULL;
     d->snap_depth = 0;
+    d->compact = (word & RP_EV_COMPACT) != 0;
     if (word & RP_EV_SNAPSHOT) {
         uint64_t depth, id, z;
         const uint8_t *q = d->p;
@@ -211,11 +212,34 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         return 0;
     if (!(p = rp_get_varint(p, d->end, &h)))
         return RP_EFORMAT;
-    ev->op = (uint8_t)(h & RP_OP_MASK);
-    d->now += h >> RP_OP_BITS;
-    ev->ticks = d->now;
     ev->id = 0;
     ev->arg = 0;
+    if (d->compact) {
+        d->now += h >> 1;
+        if (h & 1) {
+            ev->op = RP_OP_EXIT;
+        } else {
+            if (!(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)
+                return RP_EFORMAT;
+            if (v) {
+                ev->op = RP_OP_ENTER;
+                ev->id = (uint32_t)v;
+            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID ||
+                       v > RP_OP_LOST) {
+                return RP_EFORMAT;
+            } else {
+                ev->op = (uint8_t)v;
+            }
+        }
+    } else {
+        ev->op = (uint8_t)(h & RP_OP_MASK);
+        d->now += h >> RP_OP_BITS;
+    }
+    ev->ticks = d->now;
+    if (ev->op == RP_OP_ENTER && ev->id) {
+        d->p = p;
+        return 1;
+    }
     switch (ev->op) {
     case RP_OP_ENTER:
     case RP_OP_EXIT_ID:

@@ -66,6 +66,7 @@ struct rp_evdec {
     uint32_t tid, count;
     const uint8_t *snap; /* the stack snapshot (format.h), or NULL if none */
     uint32_t snap_depth;
+    int compact; /* the compact event stream (format.h) */
 };
 
 /*

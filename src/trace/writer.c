@@ -200,11 +200,29 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
 
 static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start);
 
+/*
+ * Writes the head of an event in the compact stream (format.h): an EXIT is
+ * its delta alone, an ENTER the delta followed (by the caller) by the id,
+ * any other op the delta, a 0 where an id would be, and the op; the caller
+ * writes the operands.
+ */
+static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
+{
+    if (op == RP_OP_EXIT)
+        return rp_put_varint(o, delta << 1 | 1);
+    o = rp_put_varint(o, delta << 1);
+    if (op != RP_OP_ENTER) {
+        *o++ = 0;
+        *o++ = (uint8_t)op;
+    }
+    return o;
+}
+
 /* Writes the start of span id (table key k) and opens it on the shadow stack. */
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
                                  uint64_t k, uint32_t id)
 {
-    o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ENTER);
+    o = put_op(o, delta, RP_OP_ENTER);
     o = rp_put_varint(o, id);
     enc_push(t, k, id, t->now + delta);
     return o;
@@ -240,12 +258,12 @@ static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8
     uint64_t k = enc_key(kind, key);
     if (likely(t->depth && t->stack[t->depth - 1].key == k)) {
         t->depth--;
-        return rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT);
+        return put_op(o, delta, RP_OP_EXIT);
     }
     uint32_t id = enc_plain_id(e, kind, cls, key);
     if (!id)
         return NULL;
-    o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT_ID);
+    o = put_op(o, delta, RP_OP_EXIT_ID);
     o = rp_put_varint(o, id);
     for (uint32_t d = t->depth; d-- > 0;) {
         if (t->stack[d].key == k) {
@@ -261,12 +279,12 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 {
     uint8_t *o = out + 16;
     uint64_t prev = n ? recs[0].ticks : 0;
-    uint32_t nev = 0, flags = 0;
+    uint32_t nev = 0, flags = RP_EV_COMPACT;
 
     /* The spans open when this chunk begins, outermost first: the reader
      * can then replay the chunk without the ones before it (in parallel). */
     if (!t->nosnap && t->depth <= RP_SNAP_MAX) {
-        flags = RP_EV_SNAPSHOT;
+        flags |= RP_EV_SNAPSHOT;
         o = rp_put_varint(o, t->depth);
         for (uint32_t d = 0; d < t->depth; d++) {
             o = rp_put_varint(o, t->stack[d].id);
@@ -315,8 +333,9 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             /* A wait that ends without the lock says so in an ARG, so that
              * readers can tell it from a wait that ended in a grant. */
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
-                o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ARG);
+                o = put_op(o, delta, RP_OP_ARG);
                 o = rp_put_varint(o, RP_ARG_LOCK_FAILED);
+                t->now += delta; /* the EXIT follows at the same tick */
                 delta = 0;
                 nev++;
             }
@@ -337,7 +356,8 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 goto skip;
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
                 t->depth--;
-                o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_EXIT);
+                o = put_op(o, delta, RP_OP_EXIT);
+                t->now += delta; /* the hold begins at the same tick */
                 delta = 0;
                 nev++;
             }
@@ -350,19 +370,18 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_site_id(e, pl);
             if (!id)
                 goto skip;
-            o = rp_put_varint(o, delta << RP_OP_BITS |
-                                     (op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER));
+            o = put_op(o, delta, op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER);
             o = rp_put_varint(o, id);
             o = rp_put_varint(o, op == RP_RAW_INSTANT ? recs[i + 1].ticks
                                                       : rp_zigzag((int64_t)recs[i + 1].ticks));
             i++; /* the DATA record is consumed */
             break;
         case RP_RAW_ARG:
-            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_ARG);
+            o = put_op(o, delta, RP_OP_ARG);
             o = rp_put_varint(o, pl);
             break;
         case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
-            o = rp_put_varint(o, delta << RP_OP_BITS | RP_OP_LOST);
+            o = put_op(o, delta, RP_OP_LOST);
             o = rp_put_varint(o, pl);
             t->depth = 0;
             t->lost += pl;

@@ -120,7 +120,7 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
  */
 static inline size_t rp_enc_bound(size_t n)
 {
-    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 1);
+    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 2);
 }
 
 /*
