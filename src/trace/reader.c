@@ -64,7 +64,7 @@ int rp_reader_open(struct rp_reader *r, const char *path)
     r->minor = rp_get16(h + 10);
     uint32_t hsz = rp_get32(h + 12);
     if (r->major != RP_VERSION_MAJOR) {
-        rc = rd_fail(r, RP_EVERSION, "trace format version %u.%u, this rankprof reads %d.x",
+        rc = rd_fail(r, RP_EVERSION, "trace format version %u.%u (offset 8), this rankprof reads %d.x",
                      r->major, r->minor, RP_VERSION_MAJOR);
         goto fail;
     }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# e2e_abnormal.sh - every way a recorded program can end abnormally leaves a
+# trace that `rankprof report` and `info` read, holding every event recorded
+# before the end, and saying how the run ended (docs/robustness.md).
+#
+# prog_crash MODE 1000 calls work() 1000 times (leaf() 2000 times), then
+# ends by MODE.  With the periodic flush at 50 ms and the fatal-signal
+# flush, every mode must give exactly those counts:
+#
+#   mode    how it ends                 status  END chunk        unclosed
+#   normal  return 0                    0       exit             0
+#   segv    NULL write (SIGSEGV)        139     signal 11        1 (main)
+#   abort   abort() (SIGABRT)           134     signal 6         1
+#   fpe     division by zero (SIGFPE)   136     signal 8         1
+#   chain   its own handler, chained    139     signal 11        1
+#   exit    exit(3) from a thread       3       exit             2 (main, exiter)
+#   _exit   _exit(4) after 1 s          4       none             1
+#   kill    SIGKILL itself after 1 s    137     none             1
+#
+# Then the final flush is bounded: a writer slowed to 1 s per buffer
+# (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
+# RANKPROF_EXIT_TIMEOUT_MS at exit() or at a crash.
+set -euo pipefail
+fail() { echo "e2e_abnormal: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=50
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_abnormal.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+N=1000
+
+# Under ASan/TSan the sanitizer's own SIGSEGV/SIGFPE handling comes first
+# (it reports and exits 1): only the trace is checked then, not the status.
+san=${RP_SANITIZE:-}
+
+check() { # mode want_status want_end(exit|signal N|none) want_unclosed
+    local mode=$1 want=$2 end=$3 unclosed=$4 rc=0
+    "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_crash" "$mode" $N \
+        >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
+    if [[ -z "$san" || "$mode" == normal || "$mode" == exit || "$mode" == _exit ||
+          "$mode" == kill || "$mode" == abort ]]; then
+        [[ $rc -eq $want ]] || fail "$mode: record exited $rc, expected $want: $(cat "$tmp/$mode.err")"
+    fi
+    if [[ $mode == chain && -z "$san" ]]; then
+        grep -q "program handler" "$tmp/$mode.out" || fail "chain: the program's handler did not run"
+    fi
+    "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" 2>"$tmp/$mode.rerr" ||
+        fail "$mode: report failed: $(cat "$tmp/$mode.rerr")"
+    "$RANKPROF" info -i "$tmp/$mode.data" >"$tmp/$mode.info" 2>&1 || fail "$mode: info failed"
+    python3 - "$tmp/$mode.json" "$mode" "$end" "$unclosed" "$N" <<'PY' || fail "$mode: wrong report"
+import json, sys
+path, mode, end, unclosed, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+r = json.load(open(path))
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+mult = 2 if mode == "exit" else 1
+want = {"work": n * mult, "leaf": 2 * n * mult}
+if mode == "normal":
+    want["main"] = 1
+bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
+if "main" not in want and calls.get("main", 0):
+    bad.append(f"main closed {calls['main']} times although the run did not return from it")
+if r["unclosed"] != unclosed:
+    bad.append(f"unclosed {r['unclosed']}, expected {unclosed}")
+if r["lost_events"] != 0:
+    bad.append(f"lost {r['lost_events']}")
+if r["ended_normally"] != (end == "exit"):
+    bad.append(f"ended_normally {r['ended_normally']} for end {end}")
+if end != "exit" and not r["warnings"]:
+    bad.append("no warning for an abnormal end")
+for b in bad:
+    print(f"e2e_abnormal: {mode}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    case $end in
+    exit) grep -q "^ended: *normally" "$tmp/$mode.info" || fail "$mode: info: $(grep ended "$tmp/$mode.info")" ;;
+    none) grep -q "^ended: *ABNORMALLY: no END" "$tmp/$mode.info" || fail "$mode: info: $(grep ended "$tmp/$mode.info")"
+          grep -q "no END record" "$tmp/$mode.rerr" || fail "$mode: report did not warn" ;;
+    *)    grep -q "^ended: *ABNORMALLY: killed by signal ${end#signal }" "$tmp/$mode.info" ||
+              fail "$mode: info: $(grep ended "$tmp/$mode.info")"
+          grep -q "killed by signal ${end#signal }" "$tmp/$mode.rerr" || fail "$mode: report did not warn" ;;
+    esac
+    echo "e2e_abnormal: $mode: exit $rc, $end, all $N calls in the trace: ok"
+}
+
+check normal 0 exit 0
+check segv 139 "signal 11" 1
+check abort 134 "signal 6" 1
+check fpe 136 "signal 8" 1
+check chain 139 "signal 11" 1
+check exit 3 exit 2
+check _exit 4 none 1
+check kill 137 none 1
+
+# RANKPROF_SIGNALS=0: no handler, so a crash leaves only what the periodic
+# flush wrote (nothing here: the crash comes at once), but still a trace.
+rc=0
+RANKPROF_SIGNALS=0 "$RANKPROF" record -o "$tmp/nosig.data" -- "$PROGS/prog_crash" segv 10 \
+    >/dev/null 2>&1 || rc=$?
+[[ -n "$san" || $rc -eq 139 ]] || fail "RANKPROF_SIGNALS=0: exit $rc, expected 139"
+"$RANKPROF" info -i "$tmp/nosig.data" | grep -q "^ended: *ABNORMALLY: no END" ||
+    fail "RANKPROF_SIGNALS=0: the recorder still handled the signal"
+
+# The final flush is bounded.  Buffers of 256 records, a writer that takes
+# 1 s per buffer, drop mode (so the program itself never waits): 30000
+# calls fill ~230 buffers, which the writer could not write in 200 s.  The
+# program must still end within RANKPROF_EXIT_TIMEOUT_MS (500 ms) plus
+# start-up; 20 s is generous for loaded CI machines and sanitizers.
+for mode in normal segv; do
+    start=$(date +%s)
+    rc=0
+    RANKPROF_BUFSIZE=4096 RANKPROF_TEST_WRITER_DELAY_US=1000000 RANKPROF_EXIT_TIMEOUT_MS=500 \
+        RANKPROF_POLICY=drop "$RANKPROF" record --drop -o "$tmp/slow.data" -- \
+        "$PROGS/prog_crash" $mode 10000 >/dev/null 2>"$tmp/slow.err" || rc=$?
+    took=$(( $(date +%s) - start ))
+    (( took < 20 )) || fail "slow writer, $mode: the program took ${took}s to end"
+    # the writer may have been cut off inside a chunk: --force reads the rest
+    "$RANKPROF" report --force -i "$tmp/slow.data" >/dev/null 2>"$tmp/slow.rerr" ||
+        fail "slow writer, $mode: report --force failed: $(cat "$tmp/slow.rerr")"
+    grep -q "no END record\|truncated" "$tmp/slow.rerr" ||
+        fail "slow writer, $mode: the report does not say the trace is incomplete"
+    [[ $mode == segv ]] || grep -q "final flush .* timed out" "$tmp/slow.err" ||
+        fail "slow writer: the recorder did not say the final flush timed out"
+    echo "e2e_abnormal: slow writer, $mode: ended in ${took}s (exit $rc), trace readable: ok"
+done
