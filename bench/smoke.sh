@@ -29,7 +29,7 @@ rows = {x["name"]: x for x in r["rows"]}
 for name in ("baseline", "instr_noop", "rankprof", "rankprof_nofunc", "gprof"):
     x = rows[name]
     assert x["status"] == "ok", x
-    assert x["calls"] == calls, x
+    assert x["calls"] == calls and x["runs"] == 1, x
     assert 0 < x["min_s"] <= x["median_s"] <= x["max_s"] < 120, x
 for name in ("rankprof_direct", "uftrace", "callgrind", "tracy"):
     if name == "tracy":

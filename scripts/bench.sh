@@ -28,7 +28,8 @@
 # runs with min and max.  Output: a table on stdout and OUT/results.json.
 #
 # Environment:
-#   RUNS (5), ITERS (2000000), CG_DIV (20)
+#   RUNS (5), ANA_RUNS (3: the analysis rows, uftrace's report alone takes
+#   20 s), ITERS (2000000), CG_DIV (20)
 #   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes,
 #                   Tracy only if already built
 #   BENCH_SKIP      rows/sections to leave out, e.g. "tracy callgrind memory"
@@ -43,9 +44,9 @@ export LC_ALL=C # a decimal point in $EPOCHREALTIME and printf
 build=$(realpath "${1:-build}")
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then
-  runs=${RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000}
+  runs=${RUNS:-1} ana_runs=${ANA_RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000}
 else
-  runs=${RUNS:-5} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000}
+  runs=${RUNS:-5} ana_runs=${ANA_RUNS:-3} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000}
 fi
 cg_div=${CG_DIV:-20}
 out=${BENCH_OUT:-$build/bench}
@@ -72,16 +73,17 @@ mkdir -p "$out"
 # ---- measuring ---------------------------------------------------------------
 
 # Per row: label, status (ok | skipped), note, calls, median/min/max seconds,
-# bytes on disk.  rows keeps the order of the table.
+# bytes on disk, number of runs.  rows keeps the order of the table.
 rows=()
-declare -A label status note ncalls med mn mx bytes
+declare -A label status note ncalls med mn mx bytes nruns
 
-# measure NAME CALLS CMD...: runs CMD RUNS times (stdout and stderr to
-# $work/NAME.log); fails the bench, naming the row, if a run fails.
+# measure NAME CALLS CMD...: runs CMD $runs times, or $mruns if set
+# (stdout and stderr to $work/NAME.log); fails the bench, naming the row,
+# if a run fails.
 measure() {
   local name=$1 n=$2; shift 2
-  local ts=() t0 t1 i
-  for ((i = 0; i < runs; i++)); do
+  local ts=() t0 t1 i k=${mruns:-$runs}
+  for ((i = 0; i < k; i++)); do
     t0=$EPOCHREALTIME
     if ! "$@" >"$work/$name.log" 2>&1; then
       tail -5 "$work/$name.log" >&2
@@ -92,10 +94,11 @@ measure() {
   done
   local sorted
   sorted=$(printf '%s\n' "${ts[@]}" | sort -g)
-  med[$name]=$(echo "$sorted" | sed -n "$(((runs + 1) / 2))p")
+  med[$name]=$(echo "$sorted" | sed -n "$(((k + 1) / 2))p")
   mn[$name]=$(echo "$sorted" | head -1)
   mx[$name]=$(echo "$sorted" | tail -1)
   ncalls[$name]=$n
+  nruns[$name]=$k
   status[$name]=ok
 }
 
@@ -202,7 +205,7 @@ tracy_build() {
   if [ ! -x "$cap" ]; then
     [ "$quick" = 1 ] && { echo "capture tool not built, and quick mode does not build it"; return 1; }
     echo "  building Tracy's capture tool (minutes; log: $tracy_dir/capture.log)" >&2
-    make -C "$tracy_src/capture/build/unix" release TRACY_NO_LTO=1 >"$tracy_dir/capture.log" 2>&1 || {
+    make -C "$tracy_src/capture/build/unix" -j "$(nproc)" release TRACY_NO_LTO=1 >"$tracy_dir/capture.log" 2>&1 || {
       echo "the capture tool did not build (libcapstone-dev missing?), see $tracy_dir/capture.log"
       return 1
     }
@@ -210,7 +213,7 @@ tracy_build() {
   local csv=$tracy_src/csvexport/build/unix/csvexport-release
   if [ ! -x "$csv" ] && [ "$quick" != 1 ]; then # only the analysis row needs it
     echo "  building Tracy's csvexport (minutes; log: $tracy_dir/csvexport.log)" >&2
-    make -C "$tracy_src/csvexport/build/unix" release TRACY_NO_LTO=1 >"$tracy_dir/csvexport.log" 2>&1 || true
+    make -C "$tracy_src/csvexport/build/unix" -j "$(nproc)" release TRACY_NO_LTO=1 >"$tracy_dir/csvexport.log" 2>&1 || true
   fi
   local defs=(-DTRACY_ENABLE -DTRACY_NO_SAMPLING -DTRACY_NO_SYSTEM_TRACING
     -DTRACY_NO_CONTEXT_SWITCH -DTRACY_NO_BROADCAST -DTRACY_ONLY_LOCALHOST
@@ -270,14 +273,14 @@ ana_rankprof() {
   [ "${status[rankprof]:-}" = ok ] || return 0
   add report_rankprof "rankprof report"
   ana+=(report_rankprof)
-  measure report_rankprof "$calls" "$rp" report -i "$work/rp.data" --limit 5
+  mruns=$ana_runs measure report_rankprof "$calls" "$rp" report -i "$work/rp.data" --limit 5
 }
 
 ana_uftrace() {
   [ "${status[uftrace]:-}" = ok ] || return 0
   add report_uftrace "uftrace report"
   ana+=(report_uftrace)
-  measure report_uftrace "$calls" uftrace report -d "$work/uftrace.data"
+  mruns=$ana_runs measure report_uftrace "$calls" uftrace report -d "$work/uftrace.data"
   verify uftrace fib "$(awk '$NF == "fib" { print $(NF - 1) }' "$work/report_uftrace.log")"
 }
 
@@ -288,7 +291,7 @@ ana_tracy() {
   [ -x "$csv" ] || { echo "  Tracy csvexport: skipped: not built" >&2; return 0; }
   add report_tracy "Tracy csvexport"
   ana+=(report_tracy)
-  measure report_tracy "$calls" "$csv" "$work/trace.tracy"
+  mruns=$ana_runs measure report_tracy "$calls" "$csv" "$work/trace.tracy"
   verify tracy fib "$(awk -F, '$1 == "fib" { print $6 }' "$work/report_tracy.log")"
 }
 
@@ -329,7 +332,7 @@ scale_report() {
     local it=$((iters / q)) f=$work/len$q.data
     local n=$((it * 24 + 1))
     "$rp" record -o "$f" -- "$bin/workload_instr" "$it" >/dev/null 2>&1 || die "record of $it iterations failed"
-    measure "len$q" "$n" "$rp" report -i "$f" --limit 5
+    mruns=$ana_runs measure "len$q" "$n" "$rp" report -i "$f" --limit 5
     local ns kb=0
     ns=$(calc "${med[len$q]} * 1000000000 / $n" %.2f)
     # the analyzer's peak RSS, which must not grow with the trace
@@ -402,7 +405,7 @@ print_table() {
       "${mn[$r]}" "${mx[$r]}" "$per" "$over" "$xb" "$xu" "$bpc" "${note[$r]:+  (${note[$r]})}"
   done
   echo
-  echo "analysis of the trace above (per recorded call):"
+  echo "analysis of the trace above (per recorded call), median of $ana_runs:"
   local rp_ns=""
   for r in "${ana[@]}"; do
     local per
@@ -420,8 +423,8 @@ json_row() {
   printf '{"name": "%s", "label": "%s", "status": "%s"' "$r" "${label[$r]}" "${status[$r]}"
   [ -n "${note[$r]}" ] && printf ', "note": "%s"' "${note[$r]//\"/\'}"
   if [ "${status[$r]}" = ok ]; then
-    printf ', "calls": %s, "median_s": %s, "min_s": %s, "max_s": %s, "ns_per_call": %s' \
-      "${ncalls[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "$(ns "${med[$r]}" "${ncalls[$r]}")"
+    printf ', "calls": %s, "runs": %s, "median_s": %s, "min_s": %s, "max_s": %s, "ns_per_call": %s' \
+      "${ncalls[$r]}" "${nruns[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "$(ns "${med[$r]}" "${ncalls[$r]}")"
     [ -n "${bytes[$r]:-}" ] && printf ', "bytes": %s' "${bytes[$r]}"
   fi
   printf '}'
@@ -446,7 +449,8 @@ write_json() {
     printf '{\n"machine": {"cpu": "%s", "cpus": %s, "load_average": %s, "kernel": "%s", "cc": "%s"},\n' \
       "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/"/'"'"'/g')" "$(nproc)" \
       "$(cut -d' ' -f1 /proc/loadavg)" "$(uname -r)" "$(cc --version | head -1 | sed 's/"/'"'"'/g')"
-    printf '"workload": {"iterations": %s, "calls": %s, "runs": %s, "quick": %s},\n' "$iters" "$calls" "$runs" \
+    printf '"workload": {"iterations": %s, "calls": %s, "runs": %s, "analysis_runs": %s, "quick": %s},\n' \
+      "$iters" "$calls" "$runs" "$ana_runs" \
       "$([ "$quick" = 1 ] && echo true || echo false)"
     printf '"rows": [\n  %s\n],\n' "$(join $',\n  ' "${list[@]}")"
     printf '"analysis": [\n  %s\n],\n' "$(join $',\n  ' "${alist[@]}")"
