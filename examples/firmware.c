@@ -68,10 +68,30 @@
  *   monitor_main -> monitor_poll 100, monitor_poll -> i2c_read_reg 100,
  *   i2c_read_reg -> i2c_xfer 2341, i2c_write_reg -> i2c_xfer 1041.
  *
- * tests/e2e_basic.sh checks these numbers; change both together.
+ * Profile points, io spans, instants and counters (include/rankprof.h),
+ * placed so that they contain no instrumented call and leave the function
+ * edges above as they are:
+ *
+ *   name             kind      where                       T = 2000
+ *   sensor.convert   point     task_sensor, after the read     2000
+ *   telemetry.pack   point     task_telemetry, buffering        200
+ *   flash.erase      point     telemetry_flush, budget 1 ms       2
+ *                              (both erases overrun it: 2 overruns)
+ *   i2c0             io        i2c_xfer, under the bus lock    3384
+ *                              ARG = device 0x6b, bytes on the wire
+ *   tick             instant   timer_tick (class timer)        2000
+ *   monitor.status   counter   monitor_poll (class user)        100
+ *
+ * Each point's caller is the function it is in (sensor.convert under
+ * task_sensor 2000 times, and so on); i2c0 is under i2c_xfer, or under the
+ * bus lock's hold span when locks are recorded.  No function edge changes.
+ *
+ * tests/e2e_basic.sh checks these numbers (tests/e2e_points.sh the points
+ * part); change both together.
  *
  * Built with -O1 -g -fno-inline -finstrument-functions and NOT linked with
- * rankprof: `rankprof record` preloads the recorder.
+ * rankprof: `rankprof record` preloads the recorder, and RANKPROF_WEAK makes
+ * the points do nothing when it is absent.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -79,6 +99,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define RANKPROF_WEAK /* run with or without the recorder */
+#include "rankprof.h"
 
 #define NOINSTR __attribute__((no_instrument_function))
 
@@ -91,6 +114,8 @@
 #define MON_DIVISOR  20       /* the monitor polls TICKS/MON_DIVISOR times */
 #define MON_SLEEP_NS 2000000L /* between monitor polls */
 #define FIR_TAPS     16
+#define DEV_ADDR     0x6b    /* the sensor's I2C address */
+#define ERASE_BUDGET 1000000 /* ns: the page erase should take at most 1 ms */
 
 /* Burns n loop iterations: deterministic CPU work standing in for bus or
  * flash time.  Not instrumented, so it is part of its caller's own time. */
@@ -150,6 +175,7 @@ int i2c_xfer(const uint8_t *tx, size_t ntx, uint8_t *rx, size_t nrx)
     size_t nbytes = 1 + ntx + (nrx ? 1 + nrx : 0);
 
     pthread_mutex_lock(&bus.lock);
+    RP_IO_BEGIN(io, "i2c0", DEV_ADDR, nbytes);
     spin((uint32_t)nbytes * BYTE_SPIN);
     uint8_t reg = ntx ? tx[0] : 0;
     if (nrx) {
@@ -166,6 +192,7 @@ int i2c_xfer(const uint8_t *tx, size_t ntx, uint8_t *rx, size_t nrx)
             bus.wdog_kicks++;
     }
     bus.bytes += nbytes;
+    RP_IO_END(io);
     pthread_mutex_unlock(&bus.lock);
     return 0;
 }
@@ -187,6 +214,7 @@ static volatile uint32_t g_ticks; /* incremented by the "timer interrupt" */
 
 void timer_tick(void)
 {
+    RP_TIMER("tick");
     g_ticks++;
 }
 
@@ -215,6 +243,7 @@ void task_sensor(void)
 {
     uint8_t d[6];
     i2c_read_reg(REG_DATA, d, sizeof d);
+    RP_POINT("sensor.convert");
     ctl.last_x = (int16_t)(d[0] | (d[1] << 8));
 }
 
@@ -253,7 +282,9 @@ void telemetry_flush(void)
     for (unsigned i = 0; i < FLUSH_BYTES; i++)
         tx[1 + i] = tlm.buf[i];
     i2c_xfer(tx, sizeof tx, NULL, 0);
+    RP_POINT_BEGIN_BUDGET(erase, "flash.erase", ERASE_BUDGET);
     spin(ERASE_SPIN);
+    RP_POINT_END(erase);
     tlm.fill = 0;
     tlm.flushes++;
 }
@@ -262,9 +293,11 @@ void task_telemetry(void)
 {
     uint8_t t[2];
     i2c_read_reg(REG_TEMP, t, sizeof t);
+    RP_POINT_BEGIN(pack, "telemetry.pack");
     tlm.temp_sum += (uint32_t)(t[0] | (t[1] << 8));
     tlm.buf[tlm.fill++ % FLUSH_BYTES] = t[0];
     tlm.buf[tlm.fill++ % FLUSH_BYTES] = ctl.out;
+    RP_POINT_END(pack);
     if (++tlm.runs % FLUSH_EVERY == 0)
         telemetry_flush();
 }
@@ -316,6 +349,7 @@ void monitor_poll(void)
     i2c_read_reg(REG_STATUS, &st, 1);
     g_monitor_status_sum += st; /* this thread's own; main reads it after join */
     g_monitor_polls++;
+    RP_COUNTER("monitor.status", g_monitor_status_sum);
 }
 
 void *monitor_main(void *arg)

@@ -181,29 +181,45 @@ struct rp_span {
 #ifndef RANKPROF_DISABLE
 
 /*
+ * RANKPROF_WEAK: the functions the macros call are weak references and the
+ * macros test them first, so a program that is not linked with the recorder
+ * still builds and runs (the points do nothing) and records its points when
+ * the recorder is preloaded (`rankprof record`).  Costs one more test per
+ * macro.  The control functions (rp_site_enable ...) are weak too: test
+ * them against NULL before calling them.
+ */
+#if defined(RANKPROF_WEAK) && !defined(RP_BUILDING_RUNTIME)
+#define RP__FN      __attribute__((weak))
+#define RP__HAVE(f) ((f) != 0)
+#else
+#define RP__FN
+#define RP__HAVE(f) 1
+#endif
+
+/*
  * Records the begin of a span of site s on the calling thread.  Returns the
  * begin's clock ticks (never 0), or 0 when nothing was recorded (the
  * recorder is not recording, the site's class is off, or the event was
  * lost); pass the result to rp_site_end().  Callers normally use the macros,
  * which test s->off first.
  */
-RP_API uint64_t rp_site_begin(struct rp_site *s);
+RP_API RP__FN uint64_t rp_site_begin(struct rp_site *s);
 
 /* Like rp_site_begin, and attaches arg (e.g. RP_IO_ARG) to the span. */
-RP_API uint64_t rp_site_begin_arg(struct rp_site *s, uint64_t arg);
+RP_API RP__FN uint64_t rp_site_begin_arg(struct rp_site *s, uint64_t arg);
 
 /*
  * Records the end of a span begun at ticks t0 (a non-zero rp_site_begin()
  * result; 0 makes this a no-op).  Counts a budget overrun and calls the
  * site's hook with the duration.  Records nothing once recording has stopped.
  */
-RP_API void rp_site_end(struct rp_site *s, uint64_t t0);
+RP_API RP__FN void rp_site_end(struct rp_site *s, uint64_t t0);
 
 /* Records an instant of site s with an argument (RP_TIMER, RP_MARK). */
-RP_API void rp_site_instant(struct rp_site *s, uint64_t arg);
+RP_API RP__FN void rp_site_instant(struct rp_site *s, uint64_t arg);
 
 /* Records a counter sample of site s (RP_COUNTER). */
-RP_API void rp_site_counter(struct rp_site *s, int64_t value);
+RP_API RP__FN void rp_site_counter(struct rp_site *s, int64_t value);
 
 /*
  * Switches every site whose name matches the glob pattern (fnmatch(3)
@@ -212,7 +228,7 @@ RP_API void rp_site_counter(struct rp_site *s, int64_t value);
  * docs/api.md).  Returns the number of sites and functions matched, or
  * RP_EINVAL for a NULL pattern.
  */
-RP_API int rp_site_enable(const char *pattern, int on);
+RP_API RP__FN int rp_site_enable(const char *pattern, int on);
 
 /*
  * Sets the hook (fn, arg) of every span site whose name matches the glob
@@ -220,11 +236,11 @@ RP_API int rp_site_enable(const char *pattern, int on);
  * ending while its hook changes may see the new function with the old arg.
  * Returns the number of sites matched, or RP_EINVAL for a NULL pattern.
  */
-RP_API int rp_site_hook(const char *pattern, rp_hook_fn fn, void *arg);
+RP_API RP__FN int rp_site_hook(const char *pattern, rp_hook_fn fn, void *arg);
 
 /* Overruns counted so far for the sites named name (summed).  Returns the
  * sum, or 0 when no site has that name. */
-RP_API uint64_t rp_site_overruns(const char *name);
+RP_API RP__FN uint64_t rp_site_overruns(const char *name);
 
 /*
  * Called by the constructor below (once per translation unit that includes
@@ -271,7 +287,8 @@ __attribute__((destructor, no_instrument_function, unused)) static void rp__site
 static inline RP__ATTR struct rp_span rp__begin(struct rp_site *s)
 {
     struct rp_span h = {0, 0};
-    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1)) {
+    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1) &&
+        RP__HAVE(rp_site_begin)) {
         h.t0 = rp_site_begin(s);
         h.site = s;
     }
@@ -281,7 +298,8 @@ static inline RP__ATTR struct rp_span rp__begin(struct rp_site *s)
 static inline RP__ATTR struct rp_span rp__begin_arg(struct rp_site *s, uint64_t arg)
 {
     struct rp_span h = {0, 0};
-    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1)) {
+    if (__builtin_expect(!__atomic_load_n(&s->off, __ATOMIC_RELAXED), 1) &&
+        RP__HAVE(rp_site_begin_arg)) {
         h.t0 = rp_site_begin_arg(s, arg);
         h.site = s;
     }
@@ -309,7 +327,8 @@ static inline RP__ATTR void rp__end(struct rp_span *h)
 #define RP__INSTANT(nm, kind, cls, call, val)                                                      \
     do {                                                                                           \
         RP__SITE(rp__site, nm, kind, cls, 0);                                                      \
-        if (__builtin_expect(!__atomic_load_n(&rp__site.off, __ATOMIC_RELAXED), 1))                \
+        if (__builtin_expect(!__atomic_load_n(&rp__site.off, __ATOMIC_RELAXED), 1) &&              \
+            RP__HAVE(call))                                                                        \
             call(&rp__site, (val));                                                                \
     } while (0)
 

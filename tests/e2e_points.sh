@@ -11,7 +11,9 @@
 # Finally, that the same program built with -DRANKPROF_DISABLE references no
 # rankprof symbol and has no rp_sites section.
 #
-# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+# Then examples/firmware's points, io spans and timer ticks (its header).
+#
+# Run by ctest with RANKPROF, PROGS, RP_LIB and EXAMPLES in the environment.
 set -euo pipefail
 
 fail() {
@@ -121,7 +123,8 @@ run() { # run MODE [env...]
 run all
 grep -qx "points $N hooked 1 hidden 1 hooks $((N / 3)) overruns $((N / 9)) slow_ge_8ms 1" \
     "$tmp/all.out" || fail "program summary: $(cat "$tmp/all.out")"
-"$RANKPROF" report -i "$tmp/all.data" | grep -q "BUDGET $((N / 9)) of $((N / 3)) runs over" ||
+"$RANKPROF" report -i "$tmp/all.data" >"$tmp/all.table"
+grep -q "BUDGET $((N / 9)) of $((N / 3)) runs over" "$tmp/all.table" ||
     fail "the table does not explain the BUDGET flag"
 
 run classes RANKPROF_CLASSES=func,point
@@ -142,19 +145,83 @@ want = ["budgeted", "bus [hold]", "bus [wait]", "worker"]
 sys.exit(0 if names == want else "e2e_points: FAIL: include filter gave %s, want %s" % (names, want))'
 
 # RANKPROF_DISABLE: no rankprof symbol, no section, same output
+# (outputs are captured first: `cmd | grep -q` fails under pipefail when
+# grep exits early)
 if command -v nm >/dev/null && command -v readelf >/dev/null; then
-    if nm -D --undefined-only "$off" | grep -E ' (rp_|__cyg_)'; then
+    nm -D --undefined-only "$off" >"$tmp/off.dyn"
+    nm "$off" >"$tmp/off.sym"
+    readelf -S "$off" >"$tmp/off.sec"
+    nm "$prog" >"$tmp/on.sym"
+    readelf -S "$prog" >"$tmp/on.sec"
+    if grep -E ' (rp_|__cyg_)' "$tmp/off.dyn"; then
         fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
     fi
-    if nm "$off" | grep -E ' (rp_|rp__|__start_rp_sites)'; then
+    if grep -E ' (rp_|rp__|__start_rp_sites)' "$tmp/off.sym"; then
         fail "the RANKPROF_DISABLE build has rankprof symbols (above)"
     fi
-    readelf -S "$off" | grep -q rp_sites && fail "the RANKPROF_DISABLE build has an rp_sites section"
-    readelf -S "$prog" | grep -q rp_sites || fail "the normal build has no rp_sites section (test broken?)"
-    nm "$prog" | grep -q ' U rp_site_begin' || fail "the normal build does not call rp_site_begin (test broken?)"
+    grep -q rp_sites "$tmp/off.sec" && fail "the RANKPROF_DISABLE build has an rp_sites section"
+    grep -q rp_sites "$tmp/on.sec" || fail "the normal build has no rp_sites section (test broken?)"
+    grep -q ' U rp_site_begin' "$tmp/on.sym" || fail "the normal build does not call rp_site_begin (test broken?)"
 else
     note "nm/readelf missing: symbol check skipped"
 fi
-"$off" $N | grep -qx "points $N hooked 0 hidden 0 hooks 0 overruns 0 slow_ge_8ms 0" ||
+"$off" $N >"$tmp/off.out"
+grep -qx "points $N hooked 0 hidden 0 hooks 0 overruns 0 slow_ge_8ms 0" "$tmp/off.out" ||
     fail "the RANKPROF_DISABLE build printed: $("$off" $N)"
+# examples/firmware: points, an io span per I2C transfer, a timer instant
+# per tick (its header comment's table), built with RANKPROF_WEAK and not
+# linked with the recorder
+fw="${EXAMPLES:-}/firmware"
+if [[ -x "$fw" ]]; then
+    "$fw" 2000 >"$tmp/fw0.out" || fail "firmware without the recorder failed"
+    "$RANKPROF" record -o "$tmp/fw.data" -- "$fw" 2000 >"$tmp/fw.out" 2>&1 ||
+        fail "firmware: record failed: $(cat "$tmp/fw.out")"
+    cmp -s <(grep '^firmware:' "$tmp/fw0.out") <(grep '^firmware:' "$tmp/fw.out") ||
+        fail "firmware prints differently under the recorder"
+    "$RANKPROF" report -i "$tmp/fw.data" --format json >"$tmp/fw.json"
+    "$RANKPROF" dump -i "$tmp/fw.data" >"$tmp/fw.dump"
+    python3 - "$tmp/fw.json" "$tmp/fw.dump" <<'PYEOF'
+import json, sys
+def die(m):
+    print("e2e_points: FAIL: firmware: " + m, file=sys.stderr); sys.exit(1)
+d = json.load(open(sys.argv[1]))
+got = {(x["name"], x["kind"]): x for x in d["nodes"] if x["kind"] in ("point", "io")}
+want = {("sensor.convert", "point"): 2000, ("telemetry.pack", "point"): 200,
+        ("flash.erase", "point"): 2, ("i2c0", "io"): 3384}
+if {k: x["calls"] for k, x in got.items()} != want:
+    die("points %s, want %s" % ({k: x["calls"] for k, x in got.items()}, want))
+e = got[("flash.erase", "point")]
+if e.get("overruns") != 2 or "BUDGET" not in e["flags"]:
+    die("flash.erase: overruns %s flags %s, want 2 and BUDGET" % (e.get("overruns"), e["flags"]))
+edges = {(x["caller"], x["callee"]): x["calls"] for x in d["edges"]}
+for c, p, n in [("task_sensor", "sensor.convert", 2000), ("task_telemetry", "telemetry.pack", 200),
+                ("telemetry_flush", "flash.erase", 2)]:
+    if edges.get((c, p)) != n:
+        die("edge %s -> %s: %s, want %d" % (c, p, edges.get((c, p)), n))
+ticks = status = 0
+args = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    if line.startswith("#") or len(f) < 4:
+        continue
+    ticks += f[2] == "instant" and f[3] == "tick"
+    status += f[2] == "counter" and f[3] == "monitor.status"
+    if f[2] == "arg":
+        a = int(f[3])
+        args[a] = args.get(a, 0) + 1
+# bytes on the wire: 1 + ntx + (1 + nrx if reading)
+byn = {}
+for a, n in args.items():
+    if a >> 32 != 0x6b:
+        die("io ARG 0x%x: device is not 0x6b" % a)
+    byn[a & 0xffffffff] = n
+# reads: 1 + 1 + 1 + nrx (WHO_AM_I 1, DATA 6, TEMP 2, STATUS 1); writes 3; flush 130
+want_byn = {4: 1 + 40 + 100, 9: 2000, 5: 200, 3: 1041, 130: 2}
+if (ticks, status, byn) != (2000, 100, want_byn):
+    die("tick %d monitor.status %d io bytes %s, want 2000, 100, %s" % (ticks, status, byn, want_byn))
+print("e2e_points: firmware ok")
+PYEOF
+else
+    note "EXAMPLES/firmware not built: firmware checks skipped"
+fi
 note "ok"

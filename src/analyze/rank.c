@@ -65,6 +65,7 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "../trace/format.h"
 #include "profile.h"
 
 #define DEFAULT_ALPHA    0.01
@@ -571,6 +572,12 @@ struct rank_key {
     uint32_t idx;
 };
 
+/* Whether node n is a span (instants and counters are not). */
+static int is_span(const struct rp_node *n)
+{
+    return n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER;
+}
+
 static int cmp_rank(const void *a, const void *b)
 {
     const struct rank_key *x = a, *y = b;
@@ -627,9 +634,11 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     if (rc)
         goto out;
 
+    /* Instants and counters are nodes without spans: the report does not
+     * list them, so they get no standing (and rank after every span). */
     double rest = 0.0;
     for (uint32_t i = 1; i < n; i++)
-        rest += pi[i];
+        rest += is_span(&p->nodes[i]) ? pi[i] : 0.0;
     for (uint32_t i = 0; i < n; i++) {
         struct rp_node *nd = &p->nodes[i];
         if (i == 0) {
@@ -638,9 +647,10 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
             nd->rank = 0;
             continue;
         }
-        nd->standing = rest > 0.0 ? pi[i] / rest : 0.0;
-        nd->involvement = pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
-        keys[i - 1].pi = pi[i];
+        int span = is_span(nd);
+        nd->standing = span && rest > 0.0 ? pi[i] / rest : 0.0;
+        nd->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
+        keys[i - 1].pi = span ? pi[i] : -1.0;
         keys[i - 1].idx = i;
     }
     if (n > 1)
