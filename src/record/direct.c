@@ -6,7 +6,7 @@
  *   stack   open spans: table key, start ticks, ticks spent in callees, id
  *   tab     per id (struct dstat): calls, inclusive (outermost activation
  *           only), duration sum, exclusive, min, max, first/last start,
- *           Welford mean/M2, budget overruns, and a log-linear histogram
+ *           the moments (below), budget overruns, and a log-linear histogram
  *           (src/common/hist.h) stored sparsely: 60 rows of 32 buckets, a
  *           row allocated on its first value; per caller->callee edge
  *           (struct dedge): calls, total, min, max.
@@ -82,13 +82,15 @@
 
 struct dstat {
     uint64_t key;    /* immutable once published */
-    uint64_t budget; /* ticks; 0 = none */
+    uint64_t budget; /* ticks; UINT64_MAX = none */
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
-    double mean, m2;
+    uint64_t shift; /* K: the first duration; sx = sum(x - K), sxx = sum((x - K)^2) */
+    double sx, sxx;
     uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
     /* owner only */
-    uint32_t active; /* open activations on this thread's stack */
-    uint32_t last_caller, last_edge;
+    uint32_t active;         /* open activations on this thread's stack */
+    uint32_t last_caller;    /* the caller of the cached edge */
+    struct dedge *last_edge; /* this id's edge from last_caller */
 };
 
 struct dedge {
@@ -115,7 +117,8 @@ struct dtable {
 
 struct dframe {
     uint64_t key, start, child;
-    uint32_t idx; /* 0: the span's id could not be recorded */
+    struct dstat *s; /* NULL: the span's id could not be recorded */
+    uint32_t idx;    /* s's index (0 with s NULL) */
 };
 
 struct rp_dthread {
@@ -125,7 +128,7 @@ struct rp_dthread {
      * tb.guard is non-zero while the thread is inside the engine. */
     struct rp_tbuf tb;
     uint32_t tid;
-    uint32_t depth, over; /* open frames; frames beyond STACK_MAX */
+    uint32_t depth, over; /* open frames; frames beyond STACK_MAX (owner only) */
     struct dframe *stack;
     uint64_t events, first, last, unmatched, unclosed, reentered;
     struct dtable tab;
@@ -284,7 +287,7 @@ static RP_NOINLINE uint32_t stat_new(struct dtable *t, uint64_t key, uint64_t bu
         return 0;
     struct dstat *s = stat_at(t, i);
     s->key = key;
-    s->budget = budget;
+    s->budget = budget ? budget : UINT64_MAX;
     s->min = UINT64_MAX;
     s->last_caller = UINT32_MAX;
     STR(t->n, i + 1);
@@ -341,7 +344,8 @@ static inline uint32_t id_of(struct dtable *t, uint64_t key)
 
 /* ---- the engine --------------------------------------------------------- */
 
-static inline void hist_add(struct dtable *t, struct dstat *s, uint64_t v)
+static inline __attribute__((always_inline)) void hist_add(struct dtable *t, struct dstat *s,
+                                                           uint64_t v)
 {
     unsigned b = rp_hist_index(v), r = b / RP_HIST_SUB;
     uint32_t row = s->row[r];
@@ -358,8 +362,8 @@ static inline void hist_add(struct dtable *t, struct dstat *s, uint64_t v)
 }
 
 /* One finished activation of s. */
-static inline void stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self,
-                            uint64_t start)
+static inline __attribute__((always_inline)) void
+stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self, uint64_t start)
 {
     uint64_t n = s->calls + 1;
     ST(s->calls, n);
@@ -373,32 +377,31 @@ static inline void stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uin
         ST(s->first, start);
     if (start > s->last)
         ST(s->last, start);
-    double x = (double)dur, d = x - s->mean, mean = s->mean + d / (double)n;
-    std_(&s->mean, mean);
-    std_(&s->m2, s->m2 + d * (x - mean));
-    if (s->budget && dur > s->budget)
+    if (n == 1)
+        ST(s->shift, dur);
+    double y = (double)(int64_t)(dur - s->shift);
+    std_(&s->sx, s->sx + y);
+    std_(&s->sxx, s->sxx + y * y);
+    if (dur > s->budget) /* UINT64_MAX: no budget */
         ST(s->overruns, s->overruns + 1);
     hist_add(t, s, dur);
 }
 
-static inline void edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee,
-                            uint64_t dur)
+static inline __attribute__((always_inline)) void
+edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee, uint64_t dur)
 {
-    uint32_t ei;
-    if (__builtin_expect(s->last_caller == caller, 1)) {
-        ei = s->last_edge;
-    } else {
+    struct dedge *e = s->last_edge;
+    if (__builtin_expect(s->last_caller != caller || !e, 0)) {
         uint64_t k = (uint64_t)caller << 32 | callee;
         uint32_t e1 = t->ecap ? idx_find(t->eidx, t->ecap, k) : 0;
         if (!e1 && !(e1 = edge_new(t, k))) {
             ST(t->dropped, t->dropped + 1);
             return;
         }
-        ei = e1 - 1;
+        e = edge_at(t, e1 - 1);
         s->last_caller = caller;
-        s->last_edge = ei;
+        s->last_edge = e;
     }
-    struct dedge *e = edge_at(t, ei);
     ST(e->calls, e->calls + 1);
     ST(e->incl, e->incl + dur);
     if (dur < e->min)
@@ -407,31 +410,34 @@ static inline void edge_add(struct dtable *t, struct dstat *s, uint32_t caller, 
         ST(e->max, dur);
 }
 
-static inline void span_begin(struct rp_dthread *d, uint64_t key, uint64_t now)
+static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *d, uint64_t key,
+                                                             uint64_t now)
 {
     if (__builtin_expect(d->depth == STACK_MAX, 0)) {
-        ST(d->over, d->over + 1);
+        d->over++;
         ST(d->tab.dropped, d->tab.dropped + 1);
         return;
     }
     uint32_t idx = id_of(&d->tab, key);
-    struct dframe *f = &d->stack[d->depth];
-    ST(d->depth, d->depth + 1);
+    struct dframe *f = &d->stack[d->depth++];
     f->key = key;
     f->start = now;
     f->child = 0;
     f->idx = idx;
-    if (idx)
-        stat_at(&d->tab, idx)->active++;
-    else
+    if (__builtin_expect(idx != 0, 1)) {
+        f->s = stat_at(&d->tab, idx);
+        f->s->active++;
+    } else {
+        f->s = NULL;
         ST(d->tab.dropped, d->tab.dropped + 1);
+    }
 }
 
 /* Ends the innermost open span at now. */
-static inline void frame_end(struct rp_dthread *d, uint64_t now)
+static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d, uint64_t now)
 {
-    struct dframe *f = &d->stack[d->depth - 1];
-    ST(d->depth, d->depth - 1);
+    struct dframe *f = &d->stack[--d->depth];
+    struct dstat *s = f->s;
     uint64_t dur = now > f->start ? now - f->start : 0;
     uint64_t self = dur > f->child ? dur - f->child : 0;
     uint32_t parent = 0;
@@ -439,13 +445,12 @@ static inline void frame_end(struct rp_dthread *d, uint64_t now)
         f[-1].child += dur;
         parent = f[-1].idx;
     }
-    if (!f->idx)
+    if (__builtin_expect(!s, 0))
         return; /* counted as dropped when it began */
-    struct dstat *s = stat_at(&d->tab, f->idx);
     stat_add(&d->tab, s, dur, self, f->start);
     if (--s->active == 0)
         ST(s->incl, s->incl + dur);
-    if (d->depth && !parent)
+    if (__builtin_expect(d->depth && !parent, 0))
         return; /* the caller's id was not recorded: no edge to name */
     edge_add(&d->tab, s, parent, f->idx, dur);
 }
@@ -463,16 +468,17 @@ static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64
     }
     ST(d->unclosed, d->unclosed + (d->depth - j));
     for (uint32_t i = j; i < d->depth; i++)
-        if (d->stack[i].idx)
-            stat_at(&d->tab, d->stack[i].idx)->active--;
-    ST(d->depth, j);
+        if (d->stack[i].s)
+            d->stack[i].s->active--;
+    d->depth = j;
     frame_end(d, now);
 }
 
-static inline void span_end(struct rp_dthread *d, uint64_t key, uint64_t now)
+static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d, uint64_t key,
+                                                           uint64_t now)
 {
     if (__builtin_expect(d->over != 0, 0)) {
-        ST(d->over, d->over - 1);
+        d->over--;
         return;
     }
     if (__builtin_expect(d->depth && d->stack[d->depth - 1].key == key, 1))
@@ -480,6 +486,8 @@ static inline void span_end(struct rp_dthread *d, uint64_t key, uint64_t now)
     else
         span_end_slow(d, key, now);
 }
+
+static void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl);
 
 static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
                                                        uint64_t word)
@@ -491,13 +499,18 @@ static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uin
         ST(d->first, now);
     ST(d->events, d->events + 1);
     ST(d->last, now);
-    switch (op) {
-    case RP_RAW_FUNC_ENTER:
+    if (__builtin_expect(op == RP_RAW_FUNC_ENTER, 1)) /* the common cases first */
         span_begin(d, TKEY(RP_KIND_FUNC, pl), now);
-        break;
-    case RP_RAW_FUNC_EXIT:
+    else if (__builtin_expect(op == RP_RAW_FUNC_EXIT, 1))
         span_end(d, TKEY(RP_KIND_FUNC, pl), now);
-        break;
+    else
+        feed_other(d, now, op, pl);
+}
+
+/* The events other than function entries and exits. */
+static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl)
+{
+    switch (op) {
     case RP_RAW_SITE_BEGIN:
         span_begin(d, TKEY(RP_KIND_POINT, pl), now);
         break;
@@ -576,7 +589,10 @@ static void thread_name(uint32_t tid, char name[16])
         name[r - 1] = 0;
 }
 
-static void tsum_of(const struct rp_dthread *d, struct tsum *s)
+/* A summary of thread d; own: the caller is d's thread, or d is idle (its
+ * stack depth is read only then: spans open in a running thread are not
+ * unclosed, they are in progress). */
+static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
 {
     s->tid = d->tid;
     thread_name(d->tid, s->name);
@@ -584,7 +600,7 @@ static void tsum_of(const struct rp_dthread *d, struct tsum *s)
     s->last = LD(d->last);
     s->events = LD(d->events);
     s->unmatched = LD(d->unmatched);
-    s->unclosed = LD(d->unclosed) + LD(d->depth) + LD(d->over);
+    s->unclosed = LD(d->unclosed) + (own ? d->depth + d->over : 0);
     s->dropped = LD(d->tab.dropped) + LD(d->reentered);
 }
 
@@ -593,7 +609,7 @@ static uint64_t table_merge(struct dtable *dst, struct dtable *src);
 RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 {
     struct tsum s;
-    tsum_of(d, &s);
+    tsum_of(d, &s, 1);
     pthread_mutex_lock(&dg.lock);
     for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->link.next)
         if (*pp == d) {
@@ -681,6 +697,46 @@ RP_HIDDEN void rp_direct_atfork_child(void)
 
 /* ---- merging and snapshots ---------------------------------------------- */
 
+/*
+ * The moments of n durations from the shifted sums: mean = K + sx / n and
+ * M2 = sxx - sx^2 / n.  Shifting by K (the first duration, close to the
+ * mean) keeps the sums small, so the subtraction loses nothing that matters
+ * (the "shifted data" algorithm), and the hot path needs no division.
+ */
+static void moments(const struct dstat *s, uint64_t n, double *mean, double *m2)
+{
+    double sx = ldd((double *)&s->sx), sxx = ldd((double *)&s->sxx);
+    if (!n) {
+        *mean = *m2 = 0;
+        return;
+    }
+    *mean = (double)LD(s->shift) + sx / (double)n;
+    double v = sxx - sx * sx / (double)n;
+    *m2 = v > 0 ? v : 0;
+}
+
+/*
+ * Adds the moments of b (nb values) to a's (na values) by Chan's parallel
+ * form of Welford's update:  d = mean_b - mean_a,  mean = mean_a + d nb / n,
+ * M2 = M2_a + M2_b + d^2 na nb / n,  then stores them back as a's shifted
+ * sums (a's shift kept).
+ */
+static void moments_merge(struct dstat *a, uint64_t na, struct dstat *b, uint64_t nb)
+{
+    double ma, m2a, mb, m2b, n = (double)(na + nb);
+    moments(a, na, &ma, &m2a);
+    moments(b, nb, &mb, &m2b);
+    if (!na) {
+        ST(a->shift, LD(b->shift));
+        ma = mb;
+    }
+    double d = mb - ma, mean = ma + d * (double)nb / n;
+    double m2 = m2a + m2b + d * d * (double)na * (double)nb / n;
+    double sx = n * (mean - (double)a->shift);
+    std_(&a->sx, sx);
+    std_(&a->sxx, m2 + sx * sx / n);
+}
+
 /* Adds src's statistics of one id to dst's (dst is the merger's own). */
 static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *st, struct dstat *b)
 {
@@ -689,9 +745,7 @@ static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *s
     if (!nb)
         return 0;
     uint64_t n = na + nb;
-    double ma = a->mean, mb = ldd(&b->mean), delta = mb - ma;
-    std_(&a->mean, ma + delta * (double)nb / (double)n);
-    std_(&a->m2, a->m2 + ldd(&b->m2) + delta * delta * (double)na * (double)nb / (double)n);
+    moments_merge(a, na, b, nb);
     ST(a->calls, n);
     ST(a->incl, a->incl + LD(b->incl));
     ST(a->dur, a->dur + LD(b->dur));
@@ -799,7 +853,7 @@ static int snap_take(struct snap *s)
     s->nth = dg.nended;
     for (struct rp_dthread *d = dg.live; d; d = d->link.next) {
         struct tsum *t = &s->th[s->nth++];
-        tsum_of(d, t);
+        tsum_of(d, t, d == dself);
         t->dropped += table_merge(&s->tab, &d->tab);
     }
     pthread_mutex_unlock(&dg.lock);
@@ -843,8 +897,7 @@ static void view_of(const struct dtable *t, const struct dstat *s, uint32_t *cou
     v->first = s->first;
     v->last = s->last;
     v->overruns = s->overruns;
-    v->mean = s->mean;
-    v->m2 = s->m2;
+    moments(s, s->calls, &v->mean, &v->m2);
     uint64_t n = hist_expand(t, s, counts);
     v->p50 = rp_hist_quantile(counts, n, 0.50);
     v->p95 = rp_hist_quantile(counts, n, 0.95);
@@ -994,10 +1047,12 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     q += 8;
     rp_put32(q, id);
     rp_put32(q + 4, nb);
+    double mean, m2;
+    moments(s, s->calls, &mean, &m2);
     const uint64_t f[] = {
-        s->calls,    s->incl,  s->dur,  s->excl,     s->min != UINT64_MAX ? s->min : 0,
-        s->max,      s->first, s->last, s->overruns, dbits(s->mean),
-        dbits(s->m2)};
+        s->calls, s->incl,  s->dur,  s->excl,     s->min != UINT64_MAX ? s->min : 0,
+        s->max,   s->first, s->last, s->overruns, dbits(mean),
+        dbits(m2)};
     for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
         rp_put64(q + 8 + 8 * i, f[i]);
     q += RP_STATS_NODE_LEN;
