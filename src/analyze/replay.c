@@ -591,7 +591,8 @@ out:
     if (rc == 0 && grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
         rc = RP_ENOMEM;
     if (rc == 0) {
-        memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
+        if (a->depth) /* a->stack is NULL until the first push */
+            memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
         j->nout = a->depth;
     }
     while (a->depth)
@@ -817,7 +818,8 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         /* U is the thread's stack as the chunks before left it */
         if (grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
             return RP_ENOMEM;
-        memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
+        if (t->depth) /* t->stack is NULL until the first push */
+            memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
         j->nin = t->depth;
         replay_chunk(p, &v->main, j);
         return join(p, j, err, errsz);
