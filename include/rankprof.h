@@ -25,6 +25,7 @@
 #define RANKPROF_H
 
 #include <stdint.h>
+#include <stdio.h> /* FILE, for rp_report */
 
 #ifdef __cplusplus
 extern "C" {
@@ -444,6 +445,33 @@ RP_API int rp_lock_name(const volatile void *lock, const char *name);
 #define rp_lock_failed(lock)     ((void)sizeof(lock))
 #define rp_lock_released(lock)   ((void)sizeof(lock))
 #define rp_lock_name(lock, name) ((void)sizeof(lock), (void)sizeof(name), 0)
+
+#endif /* RANKPROF_DISABLE */
+
+/* ==== 5. direct mode ======================================================
+ *
+ * With RANKPROF_MODE=direct (`rankprof record --mode direct`) the recorder
+ * keeps the statistics in the process instead of writing a trace
+ * (docs/direct-mode.md): per function, point, lock and device calls,
+ * inclusive and exclusive time, min, max, mean, variance, percentiles, and
+ * per caller->callee edge calls and time.  They are saved to the output file
+ * at exit, and printed then when RANKPROF_PRINT=1.
+ */
+
+#ifndef RANKPROF_DISABLE
+
+/*
+ * Prints the direct-mode table (name, calls, total, avg, max, status) of
+ * everything measured so far, all threads merged, to f.  Callable from any
+ * thread at any time; running threads are read as they are (events in
+ * flight may be missing).  Returns 0, RP_EINVAL for a NULL f, RP_EBUSY when
+ * the recorder is not in direct mode, or RP_ENOMEM.
+ */
+RP_API int rp_report(FILE *f);
+
+#else
+
+#define rp_report(f) ((void)sizeof(f), 0)
 
 #endif /* RANKPROF_DISABLE */
 
