@@ -176,6 +176,13 @@ rp record --mode direct --print -o "$tmp/pr.data" -- "$PROGS/prog_twomode" >/dev
     fail "record --print"
 grep -Eq "^name +calls +total +avg +max +status" "$tmp/pr.err" || fail "--print: no table header: $(cat "$tmp/pr.err")"
 grep -Eq " 24000 .* ok$" "$tmp/pr.err" || fail "--print: no row for leaf's 24000 calls: $(cat "$tmp/pr.err")"
+# rp_report(stdout) from a worker thread while the others run
+rp record --mode direct -o "$tmp/rr.data" -- "$PROGS/prog_twomode" report >"$tmp/rr.out" 2>/dev/null ||
+    fail "record twomode report"
+grep -q "^rp_report: 0$" "$tmp/rr.out" || fail "rp_report did not return 0: $(cat "$tmp/rr.out")"
+grep -Eq "^name +calls +total +avg +max +status" "$tmp/rr.out" || fail "rp_report printed no table"
+grep -Eq " (2000|[0-9]{4,}) .* ok$" "$tmp/rr.out" || fail "rp_report: no row for worker 0's steps: $(cat "$tmp/rr.out")"
+
 # instants and counters are in the printed table (the reports list spans)
 rp record --mode direct --print -o "$tmp/pp.data" -- "$PROGS/prog_points" >/dev/null 2>"$tmp/pp.err" ||
     fail "record --print points"

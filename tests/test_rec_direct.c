@@ -19,6 +19,7 @@
  *                 shadow stack: counted as dropped, nothing crashes
  *   STATS         rp_direct_write's chunks parsed here by an independent
  *                 reader: the NODE record of a function equals the snapshot
+ *   rp_report     RP_EBUSY outside direct mode; the table row of a known id
  *
  * The recorder's constructor starts trace mode with the test's environment;
  * the test stops it first and removes its file (the engine does not use it).
@@ -403,6 +404,32 @@ static void test_stats_chunk(void)
     CHECK(threads >= 4);
 }
 
+/* rp_report: RP_EBUSY outside direct mode; in it, the table. */
+static void test_report(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    CHECK_EQ(rp_report(NULL), (unsigned long long)RP_EINVAL);
+    CHECK_EQ(rp_report(f), (unsigned long long)RP_EBUSY);
+    rp_rt.direct = 1; /* as RANKPROF_MODE=direct would have set it */
+    rp_rt.freq = 1e9;
+    CHECK_EQ(rp_report(f), 0);
+    rp_rt.direct = 0;
+    fclose(f);
+    /* test_exclusive's A: 1 call of 100 ticks (= ns at 1 GHz), no budget */
+    CHECK(buf && strstr(buf, "name                                            calls"));
+    char row[128];
+    snprintf(row, sizeof(row), "0x%x ", 0x20000);
+    const char *r = buf ? strstr(buf, row) : NULL;
+    CHECK(r != NULL);
+    if (r)
+        CHECK(strncmp(r + strcspn(r, "1"), "1       100 ns       100 ns       100 ns  ok", 44) ==
+              0);
+    free(buf);
+}
+
 int main(void)
 {
     /* stop the trace recorder the constructor started; the engine is ours */
@@ -418,6 +445,7 @@ int main(void)
     test_threads();
     test_bounds();
     test_stats_chunk();
+    test_report();
     if (failures)
         fprintf(stderr, "test_rec_direct: %d check(s) failed\n", failures);
     else

@@ -1267,3 +1267,12 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
     snap_free(&s);
     return 0;
 }
+
+RP_API int rp_report(FILE *f)
+{
+    if (!f)
+        return RP_EINVAL;
+    if (!rp_rt.direct)
+        return RP_EBUSY;
+    return rp_direct_print(f, rp_rt.freq > 0 ? 1e9 / rp_rt.freq : 1.0);
+}

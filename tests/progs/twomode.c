@@ -11,10 +11,19 @@
  *   step->leaf 24000, step->rec 800, rec->rec 2400.
  * Recursion: inclusive(rec) counts only the outermost activations, so it
  *   equals the inclusive time of the edge step->rec exactly.
+ *
+ * `twomode report`: worker 0 also calls rp_report(stdout) when its loop is
+ * done, while the others may still run (direct mode prints the table so
+ * far; the recorder is preloaded, so rp_report is a weak reference).
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+int rp_report(FILE *f) __attribute__((weak));
+static int do_report;
+static void *report_arg;
 
 #define NTHREADS 4
 #define NITER    2000
@@ -52,15 +61,19 @@ void *worker(void *arg)
     for (int i = 0; i < NITER; i++)
         x = step(x, i);
     *acc = x;
+    if (do_report && arg == report_arg && rp_report)
+        printf("rp_report: %d\n", rp_report(stdout));
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    do_report = argc > 1 && !strcmp(argv[1], "report");
     pthread_t t[NTHREADS];
     uint64_t acc[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {
         acc[i] = (uint64_t)i + 1;
+        report_arg = &acc[0];
         if (pthread_create(&t[i], NULL, worker, &acc[i]) != 0) {
             fprintf(stderr, "twomode: pthread_create failed\n");
             return 1;
