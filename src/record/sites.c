@@ -474,7 +474,7 @@ static RP_NOINLINE void site_emit2_slow(uint64_t word, uint64_t data)
     if (t->pos && t->pos > t->base && t->pos < t->end && t->pos[-1].word == word) {
         t->pos->ticks = data;
         t->pos->word = rp_raw_word(RP_RAW_DATA, 0);
-        t->pos = t->pos + 1;
+        rp_pos_set(t, t->pos + 1);
     }
     atomic_signal_fence(memory_order_seq_cst);
     t->guard = 0;
@@ -494,7 +494,7 @@ static inline void site_emit2(uint32_t cls, uint64_t word, uint64_t data)
             p[0].word = word;
             p[1].ticks = data;
             p[1].word = rp_raw_word(RP_RAW_DATA, 0);
-            t->pos = p + 2;
+            rp_pos_set(t, p + 2);
             atomic_signal_fence(memory_order_seq_cst);
             t->guard = 0;
             return;
