@@ -5,8 +5,9 @@
 # top of contend.c) and examples/firmware (its bus lock is taken once per
 # i2c_xfer), with the pthread functions interposed by the preloaded recorder,
 # then checks `rankprof locks --format json` and `report --format json`:
-#   - exact acquisitions per lock and per call site, failed waits, the
-#     address API's lock by its given name;
+#   - exact acquisitions per lock and per call site, failed waits; locks in
+#     static variables named by the symbol table (counter_lock, table_lock,
+#     spin, try_lock, firmware's bus), the address API's by its given name;
 #   - contended + uncontended = acquisitions; wait > 0 where contention is
 #     forced; the timed-out wait lasted its 2 ms;
 #   - hold totals: the lock's = the sum of its sites' = the sum over threads
@@ -60,10 +61,13 @@ if len(L) != 5:
     die("expected exactly the program's 5 locks (none of the recorder's), got %s"
         % [l["name"] for l in L])
 
-def by_caller(caller):
+def by_caller(caller, name):
     hits = [l for l in L if any(s["caller"] == caller for s in l["sites"])]
     if len(hits) != 1:
         die("expected one lock taken from %s, got %d" % (caller, len(hits)))
+    if hits[0]["name"] != name:
+        die("the lock taken from %s is named %s, not %s (its variable)"
+            % (caller, hits[0]["name"], name))
     return hits[0]
 
 def site(lock, caller):
@@ -90,18 +94,18 @@ def sums_match(lock):
         if abs(s - lock[k]) > len(lock["sites"]):
             die("%s: %s %d != sum over its sites %d" % (lock["name"], k, lock[k], s))
 
-counter = by_caller("mutex_worker")
+counter = by_caller("mutex_worker", "counter_lock")
 counts("counter_lock", counter, 4 * I + 1, failed=0)
 counts("counter_lock <- mutex_worker", site(counter, "mutex_worker"), 4 * I)
 counts("counter_lock <- run", site(counter, "run"), 1)
 if counter["contended"] < 1 or counter["wait_ns"] <= 0:
     die("counter_lock: the forced contention was not seen (contended %d, wait %d ns)"
         % (counter["contended"], counter["wait_ns"]))
-table = by_caller("rw_worker")
+table = by_caller("rw_worker", "table_lock")
 counts("table_lock", table, 4 * (I // 10) * 5, failed=0)
-spin = by_caller("spin_worker")
+spin = by_caller("spin_worker", "spin")
 counts("spin", spin, 2 * (I // 10), failed=0)
-trylk = by_caller("try_worker")
+trylk = by_caller("try_worker", "try_lock")
 counts("try_lock", trylk, 1, failed=6, contended=0)
 if trylk["wait_max_ns"] < 1000000:
     die("try_lock: the timed-out wait lasted %d ns, less than its 2 ms timeout"
@@ -164,8 +168,8 @@ RANKPROF_CLASSES=func "$RANKPROF" record -o nolock.data -- "$PROGS/prog_contend"
 python3 - <<'PYEOF' || exit 1
 import json, sys
 L = json.load(open("fw.json"))["locks"]
-if len(L) != 1 or L[0]["acquisitions"] != 3384:
-    print("e2e_locks: FAIL: firmware: expected one lock with 3384 acquisitions, got %s"
+if len(L) != 1 or L[0]["acquisitions"] != 3384 or L[0]["name"] != "bus":
+    print("e2e_locks: FAIL: firmware: expected one lock 'bus' with 3384 acquisitions, got %s"
           % [(l["name"], l["acquisitions"]) for l in L], file=sys.stderr)
     sys.exit(1)
 if [s["caller"] for s in L[0]["sites"]] != ["i2c_xfer"]:

@@ -28,6 +28,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -884,6 +885,30 @@ static Dwarf_Line *line_by_cu(struct sym_module *sm, uint64_t addr, int *rc)
     return NULL;
 }
 
+/*
+ * Names a data address (a lock in a static variable): outside every
+ * executable mapping, but inside the address range libdwfl gave the module
+ * (all its PT_LOAD segments), whose symbol table has the variable.  Leaves
+ * e unnamed when there is no such object symbol; fails with RP_ENOMEM only.
+ */
+static int resolve_data(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
+{
+    GElf_Sym sym;
+    GElf_Off off = 0;
+    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+    const char *name = mod ? dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL) : NULL;
+    char buf[512];
+
+    if (name == NULL || name[0] == '\0' || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+        return 0;
+    if (off) { /* a member: "bus+0x40" */
+        snprintf(buf, sizeof(buf), "%s+0x%llx", name, (unsigned long long)off);
+        name = buf;
+    }
+    e->name = name_dup(s, name);
+    return e->name ? 0 : RP_ENOMEM;
+}
+
 /* Computes the answer for addr into *e; fails with RP_ENOMEM only. */
 static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
 {
@@ -896,7 +921,9 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
     memset(e, 0, sizeof *e);
     e->addr = addr;
     e->module = find_module(s, addr);
-    if (e->module == SYM_NO_MODULE || (mod = s->modules[e->module].mod) == NULL)
+    if (e->module == SYM_NO_MODULE)
+        return resolve_data(s, addr, e);
+    if ((mod = s->modules[e->module].mod) == NULL)
         return 0;
     name = name_by_fn(&s->modules[e->module], addr, &rc);
     if (rc < 0)
