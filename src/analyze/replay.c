@@ -135,9 +135,15 @@ struct tstate {
 #define RP_JOBS_MAX    16
 #define RP_WORKERS_MAX 8
 
+/* Open spans per thread at most: twice the writer's shadow stack (writer.c),
+ * so that a hostile file cannot make the stack grow with its length. */
+#define RP_REPLAY_DEPTH_MAX (2u << 20)
+
 struct priv {
     struct tstate *ts;
     uint32_t nts, capts;
+    uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
+    uint32_t tidx_cap;
     struct emap em; /* the profile's edges, when the accumulators are summed */
     struct acc main; /* the main thread's replayer */
     int64_t *excl_adj; /* per node: the join's corrections to exclusive time */
@@ -315,15 +321,40 @@ struct rp_edge *rp_profile_edge(struct rp_profile *p, uint32_t caller, uint32_t 
     return edge_get(&((struct priv *)p->priv)->em, caller, callee);
 }
 
+/* The slot of tid in v->tidx (its entry, or the empty slot where it goes). */
+static uint32_t tidx_slot(const struct priv *v, uint32_t tid)
+{
+    uint32_t mask = v->tidx_cap - 1, i = (uint32_t)ehash(tid) & mask;
+    while (v->tidx[i] && v->ts[v->tidx[i] - 1].tid != tid)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/*
+ * The replay state of thread tid, created if new.  A hash index keeps this
+ * O(1): a trace may hold many thousands of threads (or a hostile file
+ * millions).  Returns NULL when out of memory.
+ */
 static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
 {
     struct priv *v = p->priv;
-    for (uint32_t i = 0; i < v->nts; i++)
-        if (v->ts[i].tid == tid)
-            return &v->ts[i];
+    if (v->tidx_cap && v->tidx[tidx_slot(v, tid)])
+        return &v->ts[v->tidx[tidx_slot(v, tid)] - 1];
+    if ((v->nts + 1) * 2 > v->tidx_cap) { /* rehash at half full */
+        uint32_t ncap = v->tidx_cap ? v->tidx_cap * 2 : 64;
+        uint32_t *nt = calloc(ncap, sizeof(*nt));
+        if (!nt)
+            return NULL;
+        free(v->tidx);
+        v->tidx = nt;
+        v->tidx_cap = ncap;
+        for (uint32_t i = 0; i < v->nts; i++)
+            v->tidx[tidx_slot(v, v->ts[i].tid)] = i + 1;
+    }
     if (grow(&v->ts, &v->capts, v->nts + 1, sizeof(*v->ts), 16) < 0 ||
         grow(&p->threads, &p->cap_threads, p->n_threads + 1, sizeof(*p->threads), 16) < 0)
         return NULL;
+    v->tidx[tidx_slot(v, tid)] = v->nts + 1;
     struct rp_thread *th = &p->threads[p->n_threads];
     memset(th, 0, sizeof(*th));
     th->tid = tid;
@@ -523,10 +554,13 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             id = (uint32_t)x;
             if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
                 goto undefined;
-            if (unlikely(a->depth == a->cap) &&
-                grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
-                rc = RP_ENOMEM;
-                goto fail;
+            if (unlikely(a->depth == a->cap)) {
+                if (a->cap >= RP_REPLAY_DEPTH_MAX)
+                    goto too_deep;
+                if (grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
+                    rc = RP_ENOMEM;
+                    goto fail;
+                }
             }
             a->stack[a->depth++] = (struct frame){(uint32_t)x, now, 0};
             a->active[x]++;
@@ -608,6 +642,13 @@ bad_at:
              "malformed event at offset %llu (in the chunk at offset %llu)",
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)),
              (unsigned long long)j->offset);
+    goto out;
+too_deep:
+    rc = RP_EFORMAT;
+    snprintf(j->err, sizeof(j->err),
+             "spans nested deeper than %u at offset %llu (the recorder never writes that)",
+             RP_REPLAY_DEPTH_MAX,
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)));
     goto out;
 undefined:
     rc = RP_EFORMAT;
@@ -851,8 +892,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         uint8_t kind = q[4], cls = q[5];
         uint16_t nlen = rp_get16(q + 6), flen = rp_get16(q + 20), xlen = rp_get16(q + 22);
         if ((size_t)(end - q) < RP_DEF_FIXED + (size_t)nlen + flen + xlen || id == 0 ||
-            kind >= RP_KIND_MAX || id > p->n_nodes + (1u << 24))
-            goto bad;
+            kind >= RP_KIND_MAX ||
+            (uint64_t)id * RP_DEF_FIXED > c->offset + RP_CHUNK_HDR_SIZE + c->len)
+            goto bad; /* ids are dense, each defined by a record of 24+ bytes */
         if (nodes_reserve(p, id) < 0)
             return RP_ENOMEM;
         struct rp_node *n = &p->nodes[id];
@@ -1241,6 +1283,7 @@ static void priv_free(struct rp_profile *p)
     for (uint32_t i = 0; i < v->nts; i++)
         free(v->ts[i].stack);
     free(v->ts);
+    free(v->tidx);
     free(v->em.keys);
     free(v->em.vals);
     free(v->em.edges);
