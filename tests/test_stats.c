@@ -1,0 +1,301 @@
+/*
+ * test_stats.c - unit tests of the analyzer's STATS reader (analyze/stats.c)
+ * through rp_replay_file: a direct-mode file written here record by record
+ * (the layout of docs/trace-format.md §4.9, encoded independently of the
+ * recorder) is loaded and every field checked; records split over two
+ * chunks add up (Chan's merge of mean and M2 against the two-pass values);
+ * then each kind of damage, with valid checksums so that only the STATS
+ * checks can catch it, must fail with RP_EFORMAT and a message naming the
+ * offset of the bad record.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/profile.h"
+#include "analyze/replay.h"
+#include "check.h"
+#include "common/bytes.h"
+#include "common/error.h"
+#include "trace/format.h"
+#include "trace/writer.h"
+
+static char path[] = "/tmp/rp_test_stats.XXXXXX";
+
+static uint8_t file[1 << 16];
+static size_t flen;
+
+static void chunk(uint32_t type, const void *payload, size_t len)
+{
+    rp_chunk_header(file + flen, type, payload, (uint32_t)len);
+    memcpy(file + flen + RP_CHUNK_HDR_SIZE, payload, len);
+    flen += RP_CHUNK_HDR_SIZE + len;
+}
+
+static uint8_t *rec(uint8_t *q, uint32_t tag, uint32_t len)
+{
+    rp_put32(q, tag);
+    rp_put32(q + 4, len);
+    return q + 8;
+}
+
+static uint8_t *thread_rec(uint8_t *q, uint32_t tid, uint64_t first, uint64_t last, uint64_t events)
+{
+    uint8_t *b = rec(q, RP_STATS_THREAD, RP_STATS_THREAD_LEN);
+    memset(b, 0, RP_STATS_THREAD_LEN);
+    rp_put32(b, tid);
+    rp_put64(b + 8, first);
+    rp_put64(b + 16, last);
+    rp_put64(b + 24, events);
+    rp_put64(b + 48, 3); /* not recorded */
+    return b + RP_STATS_THREAD_LEN;
+}
+
+static void putd(uint8_t *q, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    rp_put64(q, u);
+}
+
+/* A NODE record for durations v[0..n) (one bucket per value given). */
+static uint8_t *node_rec(uint8_t *q, uint32_t id, const uint64_t *v, uint32_t n, uint64_t incl,
+                         uint64_t excl, const uint16_t *buckets, const uint32_t *counts,
+                         uint32_t nb)
+{
+    uint64_t sum = 0, mn = UINT64_MAX, mx = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sum += v[i];
+        mn = v[i] < mn ? v[i] : mn;
+        mx = v[i] > mx ? v[i] : mx;
+    }
+    double mean = (double)sum / n, m2 = 0;
+    for (uint32_t i = 0; i < n; i++)
+        m2 += ((double)v[i] - mean) * ((double)v[i] - mean);
+    uint8_t *b = rec(q, RP_STATS_NODE, RP_STATS_NODE_LEN + 8 * nb);
+    rp_put32(b, id);
+    rp_put32(b + 4, nb);
+    const uint64_t f[] = {n, incl, sum, excl, mn, mx, 100, 900, 1};
+    for (int i = 0; i < 9; i++)
+        rp_put64(b + 8 + 8 * i, f[i]);
+    putd(b + 80, mean);
+    putd(b + 88, m2);
+    for (uint32_t i = 0; i < nb; i++) {
+        rp_put16(b + RP_STATS_NODE_LEN + 8 * i, buckets[i]);
+        rp_put16(b + RP_STATS_NODE_LEN + 8 * i + 2, 0);
+        rp_put32(b + RP_STATS_NODE_LEN + 8 * i + 4, counts[i]);
+    }
+    return b + RP_STATS_NODE_LEN + 8 * nb;
+}
+
+static uint8_t *edge_rec(uint8_t *q, uint32_t caller, uint32_t callee, uint64_t calls,
+                         uint64_t incl, uint64_t mn, uint64_t mx)
+{
+    uint8_t *b = rec(q, RP_STATS_EDGE, RP_STATS_EDGE_LEN);
+    rp_put32(b, caller);
+    rp_put32(b + 4, callee);
+    rp_put64(b + 8, calls);
+    rp_put64(b + 16, incl);
+    rp_put64(b + 24, mn);
+    rp_put64(b + 32, mx);
+    return b + RP_STATS_EDGE_LEN;
+}
+
+/* Offsets (in the file) of the records of the second STATS chunk. */
+static size_t off_node2, off_edge;
+
+/*
+ * The file: ids 1 (func "outer") and 2 (point "work"); thread 7; node 2
+ * has durations {10, 20, 30} in chunk one and {40, 50} in chunk two.
+ * corrupt(b) may damage the record bytes before they are checksummed.
+ */
+static void build(void (*corrupt)(uint8_t *rec2, uint8_t *edge))
+{
+    uint8_t info[256], p[4096], *q;
+    size_t ilen = 0;
+    flen = 0;
+    rp_file_header(file);
+    flen = RP_FILE_HDR_SIZE;
+    rp_info_put(info, sizeof(info), &ilen, "mode", "direct", 6);
+    rp_info_put(info, sizeof(info), &ilen, "freq_hz", "1000000000", 10);
+    chunk(RP_CH_INFO, info, ilen);
+    uint8_t th[12] = {7, 0, 0, 0, 0, 0, 0, 0, 'w', 'r', 'k', '1'};
+    chunk(RP_CH_THREAD, th, sizeof(th));
+
+    struct rp_enc e;
+    rp_enc_init(&e, NULL, NULL);
+    struct rp_def d1 = {.kind = RP_KIND_FUNC, .cls = RP_CLASS_FUNC, .key = 0x4000, .name = "outer"};
+    struct rp_def d2 = {
+        .kind = RP_KIND_POINT, .cls = RP_CLASS_POINT, .key = 0x8000, .name = "work"};
+    CHECK_EQ(rp_enc_id(&e, &d1), 1);
+    CHECK_EQ(rp_enc_id(&e, &d2), 2);
+    size_t dlen;
+    const uint8_t *defs = rp_enc_take_defs(&e, &dlen);
+    chunk(RP_CH_DEFS, defs, dlen);
+    rp_enc_free(&e);
+
+    static const uint64_t a[] = {10, 20, 30}, b2[] = {40, 50}, o[] = {200};
+    static const uint16_t ba[] = {10, 20, 30}, bb[] = {40, 49}, bo[] = {200};
+    static const uint32_t one[] = {1, 1, 1}, ob[] = {1, 1};
+    q = thread_rec(p, 7, 1000, 5000, 12);
+    q = node_rec(q, 1, o, 1, 200, 50, bo, one, 1);
+    q = node_rec(q, 2, a, 3, 60, 60, ba, one, 3);
+    q = edge_rec(q, 0, 1, 1, 200, 200, 200);
+    chunk(RP_CH_STATS, p, (size_t)(q - p));
+
+    off_node2 = flen + RP_CHUNK_HDR_SIZE;
+    q = node_rec(p, 2, b2, 2, 90, 90, bb, ob, 2);
+    off_edge = off_node2 + (size_t)(q - p);
+    q = edge_rec(q, 1, 2, 5, 150, 10, 50);
+    if (corrupt)
+        corrupt(p, p + (off_edge - off_node2));
+    chunk(RP_CH_STATS, p, (size_t)(q - p));
+    uint8_t end[32] = {0};
+    rp_put32(end + 28, RP_END_EXIT);
+    chunk(RP_CH_END, end, sizeof(end));
+
+    FILE *f = fopen(path, "wb");
+    fwrite(file, 1, flen, f);
+    fclose(f);
+}
+
+static void test_load(void)
+{
+    struct rp_profile p = {0};
+    char err[512];
+    build(NULL);
+    CHECK_EQ(rp_replay_file(path, NULL, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK(p.mode && !strcmp(p.mode, "direct"));
+    CHECK_EQ(p.n_nodes, 3);
+    struct rp_node *w = &p.nodes[2];
+    CHECK_EQ(w->calls, 5);
+    CHECK_EQ(w->dur_sum, 150);
+    CHECK_EQ(w->incl, 150);
+    CHECK_EQ(w->excl, 150);
+    CHECK_EQ(w->min, 10);
+    CHECK_EQ(w->max, 50);
+    CHECK_EQ(w->first_start, 100);
+    CHECK_EQ(w->last_start, 900);
+    CHECK_EQ(w->overruns, 2);
+    CHECK_NEAR(w->mean, 30.0, 1e-12);
+    CHECK_NEAR(w->m2, 1000.0, 1e-9); /* (-20)^2 + (-10)^2 + 0 + 10^2 + 20^2 */
+    CHECK_EQ(w->hist.n, 5);
+    CHECK_EQ(rp_hist_q(&w->hist, 0.5), 30);
+    CHECK_EQ(rp_hist_q(&w->hist, 1.0), 49); /* bucket 49 is [49, 50) */
+    CHECK_EQ(p.n_edges, 2);
+    for (uint32_t i = 0; i < p.n_edges; i++) {
+        struct rp_edge *e = &p.edges[i];
+        if (e->caller == 1) {
+            CHECK_EQ(e->callee, 2);
+            CHECK_EQ(e->calls, 5);
+            CHECK_EQ(e->incl, 150);
+            CHECK_EQ(e->min, 10);
+            CHECK_EQ(e->max, 50);
+        } else {
+            CHECK_EQ(e->caller, 0);
+            CHECK_EQ(e->callee, 1);
+        }
+    }
+    CHECK_EQ(p.n_threads, 1);
+    CHECK_EQ(p.threads[0].tid, 7);
+    CHECK_EQ(p.threads[0].events, 12);
+    CHECK_EQ(p.threads[0].lost, 3);
+    CHECK_EQ(p.total, 4000);
+    rp_profile_free(&p);
+}
+
+/* ---- damage --------------------------------------------------------------- */
+
+static void bad_id(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put32(n + 8, 9);
+}
+static void bad_len(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put32(n + 4, RP_STATS_NODE_LEN + 8);
+}
+static void bad_long(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(e + 4, 4000);
+}
+static void bad_minmax(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put64(n + 8 + 40, 60);
+}
+static void bad_incl(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put64(n + 8 + 16, 91);
+}
+static void bad_bucket(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put16(n + 8 + 96, 5000);
+}
+static void bad_order(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put16(n + 8 + 104, 40);
+}
+static void bad_count(uint8_t *n, uint8_t *e)
+{
+    (void)e, rp_put32(n + 8 + 100, 7);
+}
+static void bad_nan(uint8_t *n, uint8_t *e)
+{
+    (void)e, putd(n + 8 + 88, -1.0);
+}
+static void bad_callee(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(e + 12, 0);
+}
+static void bad_emax(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put64(e + 8 + 32, 151);
+}
+
+static void test_damage(void)
+{
+    static const struct {
+        void (*fn)(uint8_t *, uint8_t *);
+        int edge; /* the bad record is the edge (else the node) */
+        const char *why;
+    } cases[] = {
+        {bad_id, 0, "not defined"},      {bad_len, 0, "length"},
+        {bad_long, 1, "longer than"},    {bad_minmax, 0, "min > max"},
+        {bad_incl, 0, "larger than"},    {bad_bucket, 0, "bucket"},
+        {bad_order, 0, "out of order"},  {bad_count, 0, "more values than calls"},
+        {bad_nan, 0, "negative or NaN"}, {bad_callee, 1, "not defined"},
+        {bad_emax, 1, "max over"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rp_profile p = {0};
+        char err[512], want[64];
+        build(cases[i].fn);
+        int rc = rp_replay_file(path, NULL, &p, NULL, NULL, err, sizeof(err));
+        CHECK_EQ(rc, (unsigned long long)RP_EFORMAT);
+        snprintf(want, sizeof(want), "STATS record at offset %zu ",
+                 cases[i].edge ? off_edge : off_node2);
+        if (!strstr(err, want) || !strstr(err, cases[i].why)) {
+            fprintf(stderr, "case %zu: error '%s' lacks '%s' or '%s'\n", i, err, want,
+                    cases[i].why);
+            failures++;
+        }
+        rp_profile_free(&p);
+    }
+}
+
+int main(void)
+{
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 1;
+    close(fd);
+    test_load();
+    test_damage();
+    unlink(path);
+    if (failures)
+        fprintf(stderr, "test_stats: %d check(s) failed\n", failures);
+    else
+        printf("test_stats: all checks passed\n");
+    return failures != 0;
+}
