@@ -224,9 +224,9 @@ RP_API RP__FN void rp_site_counter(struct rp_site *s, int64_t value);
 
 /*
  * Switches every site whose name matches the glob pattern (fnmatch(3)
- * syntax: *, ?, [...]) on (on != 0) or off, in every module loaded now.
- * With RANKPROF_FILTER set, functions are matched by name too (see
- * docs/api.md).  Returns the number of sites and functions matched, or
+ * syntax: *, ?, [...]) on (on != 0) or off, in every module loaded now and
+ * in modules loaded later.  Functions are not matched (they are switched by
+ * class only; see docs/api.md).  Returns the number of sites matched, or
  * RP_EINVAL for a NULL pattern.
  */
 RP_API RP__FN int rp_site_enable(const char *pattern, int on);
