@@ -159,8 +159,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
 
-    printf("points %d hooked %d hidden %d hooks %d overruns %llu slow_ge_8ms %d\n", n_iter,
-           hooked, hidden, hook_calls, (unsigned long long)rp_site_overruns("budgeted"),
+    printf("points %d hooked %d hidden %d hooks %d overruns %llu slow_ge_8ms %d\n", n_iter, hooked,
+           hidden, hook_calls, (unsigned long long)rp_site_overruns("budgeted"),
            hook_calls ? hook_min_slow >= 7500000 : 0);
     return 0;
 }
