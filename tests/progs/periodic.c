@@ -10,8 +10,9 @@
  *   control  RATE: its worst case (40 ms) is 80 % of the mean period
  *            between its starts (50 ms), over the 50 % threshold; also
  *            JITTER (200x its median);
- *   sensor   not RATE: its worst case is ~0.4 % of the period; only a stop
- *            of over 25 ms by the scheduler inside one run could change that.
+ *   sensor   not RATE: its worst case is ~0.2 % of the period; only a stop
+ *            of over 25 ms by the scheduler inside one of its 0.1 ms runs
+ *            could change that.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 
 #define RUNS      12
 #define PERIOD_MS 50
-#define SHORT_US  200
+#define SHORT_US  100
 #define LATE_MS   40
 #define LATE_RUN  6
 
