@@ -71,9 +71,9 @@ int main(int argc, char **argv)
     do_report = argc > 1 && !strcmp(argv[1], "report");
     pthread_t t[NTHREADS];
     uint64_t acc[NTHREADS];
+    report_arg = &acc[0]; /* before the threads that read it start */
     for (int i = 0; i < NTHREADS; i++) {
         acc[i] = (uint64_t)i + 1;
-        report_arg = &acc[0];
         if (pthread_create(&t[i], NULL, worker, &acc[i]) != 0) {
             fprintf(stderr, "twomode: pthread_create failed\n");
             return 1;
