@@ -9,6 +9,7 @@
 #   twomode   4 threads, a recursive function, exact counts (tests/progs/twomode.c)
 #   points    profile points, lock/io spans, instants, counters, a budget
 #             (tests/progs/points.c)
+#   forker    fork from a threaded process: the child's own file, exact counts
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 set -euo pipefail
@@ -22,7 +23,7 @@ note() { echo "e2e_direct: $*"; }
 for v in RANKPROF PROGS RP_LIB; do
     [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
 done
-for p in twomode points; do
+for p in twomode points forker; do
     [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
 done
 command -v python3 >/dev/null || fail "python3 is needed"
@@ -199,6 +200,24 @@ if [[ -z "${RP_SANITIZE:-}" ]]; then # a sanitized recorder needs its runtime pr
     rp report -i "$tmp/env.data" --format json >"$tmp/env.json" || fail "report on the env-only file"
     python3 "$tmp/check.py" compare "$tmp/twomode.trace.json" "$tmp/env.json" twomode >/dev/null || exit 1
 fi
+
+# ---- fork: the child starts with empty tables and writes NAME.PID ---------
+mkdir "$tmp/fork"
+rp record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
+    fail "record --mode direct forker"
+child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
+[[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
+counts() {
+    rp report -i "$1" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join("%s=%d" % (n["name"], n["calls"]) for n in sorted(d["nodes"], key=lambda n: n["name"])
+               if n["name"] in ("work", "child_work")))'
+}
+[[ "$(counts "$tmp/fork/f.data")" == "work=170" ]] ||
+    fail "fork: parent has $(counts "$tmp/fork/f.data"), expected work=170"
+[[ "$(counts "$tmp/fork/$child")" == "child_work=30 work=30" ]] ||
+    fail "fork: child has $(counts "$tmp/fork/$child"), expected child_work=30 work=30"
 
 # ---- a damaged STATS chunk ------------------------------------------------
 at=$(python3 "$tmp/check.py" corrupt "$tmp/twomode.direct" "$tmp/bad.data") || exit 1
