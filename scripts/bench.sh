@@ -168,8 +168,9 @@ row_rankprof_direct() {
 }
 
 row_uftrace() {
-  local l="uftrace $(uftrace --version 2>/dev/null | awk '{print $2}') record"
   command -v uftrace >/dev/null || { skip uftrace "uftrace record" "uftrace is not installed"; return; }
+  local l
+  l="uftrace $(uftrace --version | awk '{print $2}') record"
   add uftrace "$l"
   measure uftrace "$calls" uftrace record -d "$work/uftrace.data" "$bin/workload_instr" "$iters"
   bytes[uftrace]=$(du -sb "$work/uftrace.data" | cut -f1)
@@ -219,18 +220,18 @@ tracy_build() {
     -DTRACY_NO_CONTEXT_SWITCH -DTRACY_NO_BROADCAST -DTRACY_ONLY_LOCALHOST
     -DTRACY_NO_VSYNC_CAPTURE -DTRACY_NO_FRAME_IMAGE -DTRACY_NO_CODE_TRANSFER)
   local cli=$tracy_dir/TracyClient.o wl=$tracy_dir/workload_tracy
-  if [ ! -f "$cli" ]; then
+  if [ "$tracy_src/public/TracyClient.cpp" -nt "$cli" ]; then
     g++ -O2 -g "${defs[@]}" -c "$tracy_src/public/TracyClient.cpp" -o "$cli" 2>"$tracy_dir/client.log" || {
       echo "TracyClient.cpp did not compile, see $tracy_dir/client.log"
       return 1
     }
   fi
-  if [ ! -x "$wl" ] || [ "$src/bench/workload.c" -nt "$wl" ]; then
-    gcc -O2 -g "${defs[@]}" -I"$tracy_src/public" -c "$src/bench/workload.c" -o "$tracy_dir/workload.o" &&
-      g++ -o "$wl" "$tracy_dir/workload.o" "$cli" -pthread -ldl 2>"$tracy_dir/link.log" || {
-      echo "the workload did not link with Tracy's client, see $tracy_dir/link.log"
+  if [ "$src/bench/workload.c" -nt "$wl" ] || [ "$cli" -nt "$wl" ]; then
+    if ! { gcc -O2 -g "${defs[@]}" -I"$tracy_src/public" -c "$src/bench/workload.c" -o "$tracy_dir/workload.o" &&
+      g++ -o "$wl" "$tracy_dir/workload.o" "$cli" -pthread -ldl; } 2>"$tracy_dir/link.log"; then
+      echo "the workload did not build with Tracy's client, see $tracy_dir/link.log"
       return 1
-    }
+    fi
   fi
 }
 
