@@ -54,6 +54,11 @@ assert all(x["residual"] < 1e-9 and x["seconds"] > 0 for x in s["rank"]), s["ran
 lens = [x["calls"] for x in s["report"]]
 assert len(lens) == 3 and lens == sorted(lens) and lens[-1] == calls, lens
 assert [x["bytes"] for x in s["report"]] == sorted(x["bytes"] for x in s["report"]), s["report"]
-assert len(s["memory"]) >= 2 and all(x["rss_kb_recording"] > 0 for x in s["memory"]), s["memory"]
+m = s["memory"]
+assert len(m) >= 2 and all(x["rss_kb_idle"] < x["rss_kb_recording"] for x in m), m
+# a recording thread's 100,000 calls (3.2 MB of raw records) go through
+# its buffers (4 x 256 KiB by default): well over 128 KiB per thread
+assert s["memory_kb_per_recording_thread"] >= 128, s
+assert (m[-1]["rss_kb_recording"] - m[0]["rss_kb_recording"]) >= 128 * (m[-1]["threads"] - m[0]["threads"]), m
 print("smoke: results.json has", len(rows), "rows,", len(ana), "analyses, scaling ok")
 PY
