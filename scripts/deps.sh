@@ -28,8 +28,11 @@ have_pkg libdw-dev || need+=(libdw-dev)
 have_pkg libelf-dev || need+=(libelf-dev)
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
+  [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report
 fi
 if [ "$level" = ci ]; then
+  have_cmd clang || need+=(clang) # the fuzzer (tests/fuzz, scripts/fuzz.sh)
+  have_pkg libclang-rt-14-dev || need+=(libclang-rt-14-dev)
   have_cmd plantuml || need+=(plantuml)
   have_cmd chromium || need+=(chromium)
   have_cmd npm || need+=(npm)

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# e2e_stress.sh - concurrency, overload and memory (docs/robustness.md).
+#
+#   lossless  32 threads at once, with buffers so small (2 x 16 KiB) that
+#             threads wait for the writer all the time: nothing lost, exact
+#             call counts (run under TSan by CI: no race either)
+#   churn     160 threads that start and exit in 20 waves: exact counts
+#   exec      a recorded program that execs itself: the new image writes
+#             NAME.PID with exact counts; the old image's file stays readable
+#   overload  drop mode with tiny buffers and a writer slowed down by
+#             RANKPROF_TEST_WRITER_DELAY_US: losses counted, and recorded
+#             events + lost events = 2 x the calls the program made, exactly
+#   memory    the analyzer's peak RSS on a 10x longer trace of the same
+#             program stays within 4 MiB of the shorter one's, and so does
+#             the recorded program's (ring buffers, nothing per event)
+#
+# prog_stress prints "calls C", the function calls it made (docs at its top).
+set -euo pipefail
+fail() { echo "e2e_stress: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_stress.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# report --format json of $1, checked against the expected counts
+expect() { # file threads n_per_thread nthreads_with_events lost(0|any)
+    "$RANKPROF" report -i "$1" --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
+        fail "$1: report failed: $(cat "$tmp/r.err")"
+    python3 - "$tmp/r.json" "$2" "$3" "$4" "$5" <<'PY' || fail "$1: wrong counts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, n, nthreads, lost = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+want = {"main": 1, "body": t, "outer": t * n, "inner": 2 * t * n}
+bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
+if r["threads"] != nthreads:
+    bad.append(f"{r['threads']} threads, expected {nthreads}")
+for k in ("lost_events", "unmatched_exits", "unclosed"):
+    if lost == "0" and r[k]:
+        bad.append(f"{k} = {r[k]}")
+if not r["ended_normally"]:
+    bad.append("did not end normally")
+for b in bad:
+    print("e2e_stress:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# --- lossless: 32 threads, tiny rings --------------------------------------
+RANKPROF_BUFSIZE=16384 RANKPROF_NBUF=2 "$RANKPROF" record -o "$tmp/t32.data" -- \
+    "$PROGS/prog_stress" threads 32 2000 >"$tmp/out" 2>&1 || fail "threads 32: $(cat "$tmp/out")"
+expect "$tmp/t32.data" 32 2000 33 0
+echo "e2e_stress: 32 threads x 6000 calls, 2 x 16 KiB buffers, lossless: exact: ok"
+
+# --- churn: threads come and go ----------------------------------------------
+"$RANKPROF" record -o "$tmp/churn.data" -- "$PROGS/prog_stress" churn 20 8 200 \
+    >"$tmp/out" 2>&1 || fail "churn: $(cat "$tmp/out")"
+expect "$tmp/churn.data" 160 200 161 0
+echo "e2e_stress: 160 short-lived threads in 20 waves: exact: ok"
+
+# --- exec: the new image writes NAME.PID -------------------------------------
+"$RANKPROF" record -o "$tmp/ex.data" -- "$PROGS/prog_execer" >"$tmp/out" 2>&1 ||
+    fail "execer: $(cat "$tmp/out")"
+pid=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$tmp/out")
+[[ -n $pid && -f "$tmp/ex.data.$pid" ]] || fail "exec: no $tmp/ex.data.PID: $(ls "$tmp")"
+"$RANKPROF" report -i "$tmp/ex.data.$pid" --format json >"$tmp/ex.json" 2>/dev/null ||
+    fail "exec: the new image's trace does not read"
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {x['name']: x['calls'] for x in r['nodes']}
+sys.exit(0 if c.get('step') == 25 and c.get('main') == 1 and r['ended_normally'] else 1)" \
+    "$tmp/ex.json" || fail "exec: the new image's trace is not exact: $(cat "$tmp/ex.json")"
+"$RANKPROF" info -i "$tmp/ex.data" >/dev/null 2>&1 || fail "exec: the old image's trace does not read"
+echo "e2e_stress: exec: the new image wrote ex.data.$pid, exact: ok"
+
+# --- overload: drop mode, a writer that cannot keep up -----------------------
+RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=500 \
+    "$RANKPROF" record --drop -o "$tmp/drop.data" -- "$PROGS/prog_stress" threads 4 5000 \
+    >"$tmp/out" 2>&1 || fail "drop: $(cat "$tmp/out")"
+made=$(sed -n 's/^calls \([0-9]*\)$/\1/p' "$tmp/out")
+"$RANKPROF" dump -i "$tmp/drop.data" >"$tmp/drop.dump" 2>/dev/null || fail "drop: dump failed"
+"$RANKPROF" info -i "$tmp/drop.data" >"$tmp/drop.info" 2>&1 || fail "drop: info failed"
+"$RANKPROF" report -i "$tmp/drop.data" --format json >"$tmp/drop.json" 2>/dev/null ||
+    fail "drop: report failed"
+python3 - "$tmp/drop.dump" "$tmp/drop.info" "$tmp/drop.json" "$made" <<'PY' || fail "drop: losses do not add up"
+import json, re, sys
+dump, info, rep, made = sys.argv[1], open(sys.argv[2]).read(), json.load(open(sys.argv[3])), int(sys.argv[4])
+spans = lost = 0
+for line in open(dump):
+    f = line.split()
+    if line.startswith("#") or len(f) < 3:
+        continue
+    if f[2] in ("enter", "exit"):
+        spans += 1
+    elif f[2] == "LOST":
+        lost += int(f[3])
+m = re.search(r"^lost events: *(\d+)", info, re.M)
+bad = []
+if not lost:
+    bad.append("nothing was dropped: the writer kept up, the test proves nothing")
+if spans + lost != 2 * made:
+    bad.append(f"recorded {spans} + lost {lost} = {spans + lost} events, the program made {2 * made}")
+if not m or int(m.group(1)) != lost:
+    bad.append(f"info says lost {m.group(1) if m else '?'}, the trace holds {lost}")
+if rep["lost_events"] != lost:
+    bad.append(f"report says lost {rep['lost_events']}, the trace holds {lost}")
+for b in bad:
+    print("e2e_stress: drop:", b, file=sys.stderr)
+print(f"e2e_stress: drop: {spans} recorded + {lost} lost = 2 x {made} calls")
+sys.exit(1 if bad else 0)
+PY
+
+# --- memory: 10x longer run, same peak RSS -----------------------------------
+[[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
+python3 - "$RANKPROF" "$PROGS/prog_stress" "$tmp" <<'PY' || fail "memory grows with the trace"
+import os, subprocess, sys
+rankprof, prog, tmp = sys.argv[1:4]
+
+def maxrss_kb(argv):
+    """Peak RSS of argv and its descendants, by GNU time (a child of python
+    would inherit python's own peak across exec)."""
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", f"{tmp}/rss", *argv],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode != 0:
+        sys.exit(f"e2e_stress: {' '.join(argv)} failed")
+    return int(open(f"{tmp}/rss").read().split()[-1])
+
+rec, ana = {}, {}
+for n in (20000, 200000):
+    out = f"{tmp}/mem{n}.data"
+    rec[n] = maxrss_kb([rankprof, "record", "-o", out, "--", prog, "serial", str(n)])
+    ana[n] = maxrss_kb([rankprof, "report", "-i", out])
+    print(f"e2e_stress: memory: {3 * n} calls, {os.path.getsize(out)} bytes: "
+          f"recorded program {rec[n]} KiB, report {ana[n]} KiB")
+# a replay that kept anything per event (>= 8 bytes each) would grow by
+# 10+ MiB here; the sanitizers' own allocator (quarantine) needs more room
+slack = (64 if os.environ.get("RP_SANITIZE") else 4) * 1024
+ok = ana[200000] <= ana[20000] + slack and rec[200000] <= rec[20000] + slack
+sys.exit(0 if ok else 1)
+PY
+echo "e2e_stress: ok"
