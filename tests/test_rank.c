@@ -484,6 +484,16 @@ static void test_profile(void)
     CHECK(rp_rank_solve(&g0, NULL, pi, NULL, NULL) == RP_EINVAL);
     struct rp_graph g1 = {1, 0, ex_stop, NULL, NULL, NULL};
     CHECK(rp_rank_solve(&g1, NULL, pi, NULL, NULL) == 0 && pi[0] == 1.0);
+    /* a row total that overflows: main's two calls of 1e308 each */
+    double huge[6] = {1000, 1e308, 1e308, 450, 300, 141};
+    struct rp_graph gh = {7, 6, ex_stop, ex_src, ex_dst, huge};
+    CHECK(rp_rank_solve(&gh, NULL, pi, NULL, NULL) == RP_EINVAL);
+    /* an edge from a node that does not exist, and the largest n */
+    uint32_t badsrc[6] = {0, 1, 1, 2, 2, 7};
+    struct rp_graph gs = {7, 6, ex_stop, badsrc, ex_dst, ex_w};
+    CHECK(rp_rank_solve(&gs, NULL, pi, NULL, NULL) == RP_EINVAL);
+    struct rp_graph gbig = {UINT32_MAX, 0, ex_stop, NULL, NULL, NULL};
+    CHECK(rp_rank_solve(&gbig, NULL, pi, NULL, NULL) == RP_EINVAL);
 }
 
 /* ---- (e) flags ------------------------------------------------------------ */
