@@ -375,6 +375,11 @@ out:
     return rc;
 }
 
+/*
+ * Builds everything the solver needs: adjacency, components, solving order,
+ * in-edges of cycles.  On failure the caller still frees sv.  Returns 0,
+ * RP_EINVAL (see build_adjacency) or RP_ENOMEM.
+ */
 static int build(const struct rp_graph *g, double alpha, struct solver *sv)
 {
     uint32_t *post = NULL, *comp = NULL;
@@ -421,13 +426,14 @@ static inline void push(struct solver *sv, uint32_t i, uint32_t a, uint32_t size
  * Gauss-Seidel sweeps over the component at positions [a, b): each node
  * takes the flow it received from earlier components plus, over its in-edges
  * inside the component, the latest values of its callers there.  Runs until
- * the L1 change of the component's pi is at most tol (bounded with
- * pi_ROOT <= (rv - sum v) / (ru + sum u), the sums over the component, where
- * ru = 1 + sum u and rv = 1 - sum v over the components solved before: all
- * of u and v only grow), or is down to rounding (FLOOR_ULPS units in the last place of
- * the component's sum), or max_iter sweeps were made.  A node that never
- * leaves itself (invden 0: alpha == 0 and a pure self loop) keeps all it
- * receives: it grows every sweep and never converges, which the residual
+ * the L1 change of the component's pi is at most tol, or is down to rounding
+ * (FLOOR_ULPS units in the last place of the component's sum), or max_iter
+ * sweeps were made.  The change of pi is bounded with
+ *     pi_ROOT <= (rv - sum v) / (ru + sum u),
+ * the sums over the component, where ru = 1 + sum u and rv = 1 - sum v over
+ * the components solved before (all of u and v only grow).  A node that
+ * never leaves itself (invden 0: alpha == 0 and a pure self loop) keeps all
+ * it receives: it grows every sweep and never converges, which the residual
  * then says.  Adds the last sweep's change of u and v to *du, *dv; returns
  * the number of sweeps.  Cannot fail.
  */
