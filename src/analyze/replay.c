@@ -928,7 +928,8 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
         if ((size_t)(end - q) < 6u + klen)
             break;
         uint32_t vlen = rp_get32(q + 2 + klen);
-        if ((size_t)(end - q) < 6u + klen + vlen)
+        size_t rec = (size_t)6 + klen + vlen; /* in size_t: 6u + klen + vlen wraps */
+        if ((size_t)(end - q) < rec)
             break;
         const char *k = (const char *)q + 2;
         const char *val = (const char *)q + 6 + klen;
@@ -959,7 +960,7 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             free(*dst);
             *dst = dupn(val, vlen);
         }
-        q += 6u + klen + vlen;
+        q += rec;
     }
 }
 
