@@ -15,7 +15,9 @@
 #     the JSON edges;
 #   - standing and involvement against an independent dense solve of
 #     pi = pi P (DESIGN §6, Gaussian elimination in Python) built from the
-#     JSON nodes and edges, to 1e-6.
+#     JSON nodes and edges, to 1e-6;
+#   - that every threshold is an option: `report --threshold KEY=VALUE` with
+#     a stricter value takes the flag it governs away.
 # The programs time their work with the clock, with margins that survive a
 # loaded machine and sanitizers (see each program's header).
 #
@@ -222,5 +224,35 @@ for p in dispatch periodic jitter fib; do
     python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
     note "$(cat "$tmp/$p.ok")"
 done
+
+# Every threshold is an option (report --threshold KEY=VALUE): the same
+# runs with a stricter threshold lose exactly the flag it governs.
+# flagged.py JSON NAME FLAG yes|no
+cat >"$tmp/flagged.py" <<'PYEOF'
+import json, sys
+js, name, flag, want = sys.argv[1:5]
+r = json.load(open(js))
+n = [x for x in r["nodes"] if x["name"] == name]
+if not n:
+    sys.exit(f"e2e_flags: FAIL: {js}: no node {name}")
+if (flag in n[0]["flags"]) != (want == "yes"):
+    sys.exit(f"e2e_flags: FAIL: {js}: {name} flags {n[0]['flags']}, expected {flag}: {want}")
+PYEOF
+threshold() { # PROG KEY=VALUE NAME FLAG: FLAG on NAME goes away with KEY=VALUE
+    local out="$tmp/$1.${2%%=*}.json"
+    "$RANKPROF" report -i "$tmp/$1.data" --format json --threshold "$2" >"$out" ||
+        fail "$1: report --threshold $2 failed"
+    python3 "$tmp/flagged.py" "$tmp/$1.json" "$3" "$4" yes || exit 1
+    python3 "$tmp/flagged.py" "$out" "$3" "$4" no || exit 1
+    note "--threshold $2 takes $4 from $3"
+}
+threshold dispatch dispatch-fanout=3.5 dispatch DISPATCH   # it spreads over ~3.0
+threshold dispatch dispatch-involvement=1.5 dispatch DISPATCH
+threshold dispatch dispatch-self=0.000001 dispatch DISPATCH  # ~1e-4 self
+threshold dispatch hot-self=0.6 worker_a HOT               # ~33 % each
+threshold jitter jitter-ratio=1000 spiky JITTER            # ~100x
+threshold jitter jitter-calls=13 spiky JITTER              # 12 calls
+threshold periodic rate-period=0.95 control RATE           # 80 % of the period
+threshold periodic rate-calls=13 control RATE
 
 echo "e2e_flags: all checks passed"
