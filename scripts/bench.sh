@@ -19,19 +19,22 @@
 #                   ITERS/CG_DIV iterations (scaled per call)
 #   tracy           Tracy's C API, explicit zones (workload.c, TRACY_ENABLE)
 #                   and its capture tool, built in TRACY_DIR from TRACY_SRC
-# Analysis: `rankprof report` against `uftrace report` on those traces.
-# Scaling: ranking 1K..1M nodes (bench_rank --scale), report time at three
-# trace lengths, recorder RSS per thread (bench_threads).
+# Each row checks that its profiler counted every call (verify).
+# Analysis: `rankprof report` against `uftrace report` and Tracy's csvexport
+# on those traces.  Scaling: ranking 1K..1M nodes (bench_rank --scale),
+# report time and peak RSS at three trace lengths, recorder RSS per thread
+# (bench_threads).  Sections for BENCH_SKIP: rank, report, memory.
 #
 # Every time is the whole process (start-up, recording, final flush to disk;
 # for Tracy until the capture tool has written its file), the median of RUNS
-# runs with min and max.  Output: a table on stdout and OUT/results.json.
+# runs with min and max.  Output: a table on stdout and BENCH_OUT/results.json.
+# docs/performance.md explains the rows, the columns and the JSON.
 #
 # Environment:
 #   RUNS (5), ANA_RUNS (3: the analysis rows, uftrace's report alone takes
 #   20 s), ITERS (2000000), CG_DIV (20)
-#   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes,
-#                   Tracy only if already built
+#   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes
+#                   (RANK_MAX), Tracy only if already built
 #   BENCH_SKIP      rows/sections to leave out, e.g. "tracy callgrind memory"
 #   BENCH_OUT       where results.json goes (BUILD/bench)
 #   TRACY_SRC       a checkout of Tracy (wolfpld/tracy, tag v0.10)
