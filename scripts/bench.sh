@@ -301,7 +301,7 @@ ana_tracy() {
 
 # ---- scaling -----------------------------------------------------------------
 
-# rank_scale: bench_rank --scale, one JSON object per graph size.
+# scale_rank: bench_rank --scale, one JSON object per graph size.
 rank_json=()
 scale_rank() {
   [ -x "$bin/bench_rank" ] || { echo "  ranking: skipped: bench_rank is not built" >&2; return; }
@@ -326,7 +326,7 @@ scale_rank() {
     }' "$work/rank.txt")
 }
 
-# report_scale: report time at a quarter, half and all of ITERS.
+# scale_report: report time at a quarter, half and all of ITERS.
 report_json=()
 scale_report() {
   echo
@@ -347,7 +347,7 @@ scale_report() {
   done
 }
 
-# memory_scale: VmRSS of bench_threads with N threads, without the recorder,
+# scale_memory: VmRSS of bench_threads with N threads, without the recorder,
 # under rankprof with idle threads and with recording threads.
 mem_json=()
 # rss CMD...: the rss_kb that bench_threads printed; fails the bench if none.
