@@ -14,7 +14,7 @@
  * When a span ends (the same rule as the analyzer's replay, DESIGN §2):
  *
  *     dur = end - start            self = dur - child
- *     id.calls++, dur, excl += self, min, max, Welford, histogram(dur)
+ *     id.calls++, dur, excl += self, min, max, moments, histogram(dur)
  *     id.incl += dur               only if no other activation of id is open
  *                                  below it on this stack (recursion)
  *     parent.child += dur          edge(parent or ROOT, id) += dur
@@ -32,6 +32,13 @@
  * flight, never torn or out of bounds.  Nothing on the hot path locks or
  * calls malloc; chunks come from mmap on first use, within fixed bounds
  * (docs/direct-mode.md states them); what does not fit is counted as dropped.
+ * (The first sighting of a profile point on a thread takes the site
+ * registry's lock once, for its budget.)
+ *
+ * Moments.  Per id the thread keeps K, its first duration, and the shifted
+ * sums sx = sum(x - K), sxx = sum((x - K)^2): as stable as Welford's update
+ * for durations, without a division per call.  Tables are merged with
+ * Chan's parallel form of Welford's update (moments_merge).
  *
  * Threads.  dg.lock guards the list of live threads, the table of ended
  * threads and their summaries.  A thread's table is merged into dg.done
@@ -132,9 +139,7 @@ struct rp_dthread {
     struct dframe *stack;
     uint64_t events, first, last, unmatched, unclosed, reentered;
     struct dtable tab;
-    struct rp_rt_dlink {
-        struct rp_dthread *next;
-    } link;
+    struct rp_dthread *next; /* in dg.live, under dg.lock */
 };
 
 /* What is kept of an ended thread. */
@@ -563,7 +568,7 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
     d->tid = tid;
     table_init(&d->tab);
     pthread_mutex_lock(&dg.lock);
-    d->link.next = dg.live;
+    d->next = dg.live;
     dg.live = d;
     pthread_mutex_unlock(&dg.lock);
     return d;
@@ -611,9 +616,9 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
     struct tsum s;
     tsum_of(d, &s, 1);
     pthread_mutex_lock(&dg.lock);
-    for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->link.next)
+    for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->next)
         if (*pp == d) {
-            *pp = d->link.next;
+            *pp = d->next;
             break;
         }
     s.dropped += table_merge(&dg.done, &d->tab);
@@ -831,6 +836,7 @@ struct snap {
     struct dtable tab;
     struct tsum *th;
     uint32_t nth;
+    uint64_t unlisted; /* events of ended threads beyond TSUM_MAX summaries */
 };
 
 /* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
@@ -840,7 +846,7 @@ static int snap_take(struct snap *s)
     s->nth = 0;
     pthread_mutex_lock(&dg.lock);
     uint32_t nlive = 0;
-    for (struct rp_dthread *d = dg.live; d; d = d->link.next)
+    for (struct rp_dthread *d = dg.live; d; d = d->next)
         nlive++;
     s->th = malloc((dg.nended + nlive + 1) * sizeof(*s->th));
     if (!s->th) {
@@ -851,7 +857,8 @@ static int snap_take(struct snap *s)
     if (dg.nended)
         memcpy(s->th, dg.ended, dg.nended * sizeof(*s->th));
     s->nth = dg.nended;
-    for (struct rp_dthread *d = dg.live; d; d = d->link.next) {
+    s->unlisted = dg.ended_dropped;
+    for (struct rp_dthread *d = dg.live; d; d = d->next) {
         struct tsum *t = &s->th[s->nth++];
         tsum_of(d, t, d == dself);
         t->dropped += table_merge(&s->tab, &d->tab);
@@ -1247,6 +1254,9 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
     if (dropped)
         fprintf(f, ", %llu events NOT RECORDED (a table bound was hit)",
                 (unsigned long long)dropped);
+    if (s.unlisted)
+        fprintf(f, ", %llu events of ended threads not listed (counted in the rows)",
+                (unsigned long long)s.unlisted);
     fprintf(f, "\n%-40s %12s %12s %12s %12s  %s\n", "name", "calls", "total", "avg", "max",
             "status");
     for (uint32_t i = 0; i < n; i++) {
