@@ -249,10 +249,10 @@ threshold() { # PROG KEY=VALUE NAME FLAG: FLAG on NAME goes away with KEY=VALUE
 threshold dispatch dispatch-fanout=3.5 dispatch DISPATCH   # it spreads over ~3.0
 threshold dispatch dispatch-involvement=1.5 dispatch DISPATCH
 threshold dispatch dispatch-self=0.000001 dispatch DISPATCH  # ~1e-4 self
-threshold dispatch hot-self=0.6 worker_a HOT               # ~33 % each
+threshold dispatch hot-self=0.9 worker_a HOT               # ~33 % each
 threshold jitter jitter-ratio=1000 spiky JITTER            # ~100x
 threshold jitter jitter-calls=13 spiky JITTER              # 12 calls
-threshold periodic rate-period=0.95 control RATE           # 80 % of the period
+threshold periodic rate-period=3 control RATE              # 80 % of the period
 threshold periodic rate-calls=13 control RATE
 
 echo "e2e_flags: all checks passed"
