@@ -24,6 +24,12 @@
  *              Then main takes `api_lock` through the rankprof API
  *              (rp_lock_wait / rp_lock_acquired / rp_lock_released) 3 times,
  *              the lock being named "api_lock" with rp_lock_name.
+ *   5. cond:   a thread (cv_worker) takes `cv_lock` and waits on a
+ *              condition variable until main, 30 ms after the worker is
+ *              known to wait, sets the flag.  The wait releases the mutex,
+ *              so no hold of cv_lock lasts anywhere near 30 ms: the worker
+ *              has two holds (before and after the wait, more only on a
+ *              spurious wake-up), main one.
  *
  * Exact lock counts (acquisitions = hold spans), for I = ITERS:
  *
@@ -44,6 +50,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -71,6 +78,10 @@ static volatile long counter, table, spun, sink;
 static int api_lock; /* stands for an RTOS mutex: only its address matters */
 static pthread_barrier_t start;
 static int timeouts;
+static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static atomic_int cv_started;
+static int cv_ready;
 
 /* Work done under counter_lock: long enough for the others to queue. */
 static void crit_work(void)
@@ -138,6 +149,17 @@ static void *try_worker(void *arg)
     return NULL;
 }
 
+static void *cv_worker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&cv_lock);
+    atomic_store(&cv_started, 1);
+    while (!cv_ready)
+        pthread_cond_wait(&cv, &cv_lock);
+    pthread_mutex_unlock(&cv_lock);
+    return NULL;
+}
+
 /* Runs n threads of fn; with held, meets them at the start barrier while
  * holding *held, and releases it 20 ms later. */
 static void run(void *(*fn)(void *), int n, void *arg, pthread_mutex_t *held)
@@ -187,6 +209,17 @@ int main(int argc, char **argv)
         rp_lock_acquired(&api_lock);
         rp_lock_released(&api_lock);
     }
+
+    pthread_t w;
+    pthread_create(&w, NULL, cv_worker, NULL);
+    while (!atomic_load(&cv_started))
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+    pthread_mutex_lock(&cv_lock); /* only once the worker waits: it held it */
+    cv_ready = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&cv_lock);
+    pthread_join(w, NULL);
 
     printf("counter=%ld table=%ld spin=%ld tries=%d timeouts=%d\n", counter, table, spun, failed,
            timeouts);
