@@ -163,9 +163,22 @@ static int read_edge_rec(struct rp_profile *p, const uint8_t *q, const char **wh
     return 0;
 }
 
+/* Says once, among the profile's warnings, that --thread cannot split
+ * direct-mode statistics. */
+static void warn_thread_filter(struct rp_profile *p)
+{
+    static const char msg[] = "direct-mode statistics are per process: the thread "
+                              "selection applies to the thread totals only\n";
+    size_t n = strlen(p->warn);
+    if (!strstr(p->warn, msg) && n + sizeof(msg) <= sizeof(p->warn))
+        memcpy(p->warn + n, msg, sizeof(msg));
+}
+
 int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
                   size_t errsz)
 {
+    if (only_tid)
+        warn_thread_filter(p);
     const uint8_t *q = c->data, *end = c->data + c->len;
     while (q < end) {
         const char *why = NULL;
