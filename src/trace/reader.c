@@ -86,6 +86,7 @@ fail:
 
 int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
 {
+    static const uint8_t empty[1];
     uint8_t h[RP_CHUNK_HDR_SIZE];
 
     if (!r->f)
@@ -157,7 +158,7 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
         }
         c->type = type;
         c->len = len;
-        c->data = r->buf;
+        c->data = r->buf ? r->buf : empty; /* never NULL, even for an empty chunk */
         c->offset = at;
         return 1;
     }
