@@ -5,8 +5,9 @@
 #             threads wait for the writer all the time: nothing lost, exact
 #             call counts (run under TSan by CI: no race either)
 #   churn     160 threads that start and exit in 20 waves: exact counts
-#   exec      a recorded program that execs itself: the new image writes
-#             NAME.PID with exact counts; the old image's file stays readable
+#   exec      a recorded program that execs itself: the old image's trace is
+#             complete (flushed at the exec, and not by the vfork child it
+#             ran before), the new image writes NAME.PID; both exact
 #   overload  drop mode with tiny buffers and a writer slowed down by
 #             RANKPROF_TEST_WRITER_DELAY_US: losses counted, and recorded
 #             events + lost events = 2 x the calls the program made, exactly
@@ -73,8 +74,16 @@ r = json.load(open(sys.argv[1]))
 c = {x['name']: x['calls'] for x in r['nodes']}
 sys.exit(0 if c.get('step') == 25 and c.get('main') == 1 and r['ended_normally'] else 1)" \
     "$tmp/ex.json" || fail "exec: the new image's trace is not exact: $(cat "$tmp/ex.json")"
-"$RANKPROF" info -i "$tmp/ex.data" >/dev/null 2>&1 || fail "exec: the old image's trace does not read"
-echo "e2e_stress: exec: the new image wrote ex.data.$pid, exact: ok"
+"$RANKPROF" report -i "$tmp/ex.data" --format json >"$tmp/ex0.json" 2>/dev/null ||
+    fail "exec: the old image's trace does not read"
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {x['name']: x['calls'] for x in r['nodes']}
+sys.exit(0 if c.get('step') == 10 and r['ended_normally'] and r['unclosed'] == 1 else 1)" \
+    "$tmp/ex0.json" || fail "exec: the old image's trace is not complete: $(cat "$tmp/ex0.json")"
+echo "e2e_stress: exec: the old image flushed at exec (a vfork child left it alone), the new" \
+    "one wrote ex.data.$pid, both exact: ok"
 
 # --- overload: drop mode, a writer that cannot keep up -----------------------
 RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=500 \

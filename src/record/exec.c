@@ -1,0 +1,154 @@
+/*
+ * exec.c - the exec family, interposed, so that a program that execs
+ * leaves a complete trace of the image it replaces.
+ *
+ * exec replaces the process image without running atexit handlers or
+ * destructors, so the recorder's final flush would never run and the
+ * events since the last periodic flush would be lost.  Each wrapper below
+ * runs that flush (rp_rt_shutdown: everything written, an END record, the
+ * file closed) and then calls the real function, found with
+ * dlsym(RTLD_NEXT).  The new image, if it is recorded too, writes its own
+ * trace (NAME.PID: see rt.c's open_output).
+ *
+ * Recording stops for good before the exec: if the exec fails, the
+ * program goes on unrecorded (docs/robustness.md).  A vfork child, which
+ * shares the parent's memory and so the parent's recorder, must not touch
+ * it: it is told apart by its pid (vfork runs no atfork handler, so
+ * rec_pid still holds the parent's).  posix_spawn, system and popen call
+ * the kernel without going through these functions, and leave the parent
+ * recording.
+ *
+ * The l-variants build their argument vector on the stack (they are
+ * bounded by the kernel's limit anyway) and go through the v-variants.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static pid_t rec_pid; /* the process the recorder belongs to */
+
+static void exec_atfork_child(void)
+{
+    rec_pid = getpid();
+}
+
+__attribute__((constructor)) static void exec_ctor(void)
+{
+    rec_pid = getpid();
+    pthread_atfork(NULL, NULL, exec_atfork_child);
+}
+
+/* The final flush, unless this is a vfork child of the recorded process. */
+static void exec_flush(void)
+{
+    int saved = errno;
+    if (getpid() == rec_pid)
+        rp_rt_shutdown();
+    errno = saved;
+}
+
+/* The next definition of name (libc's).  NULL (and ENOSYS) if none. */
+static void *real(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f)
+        errno = ENOSYS;
+    return f;
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvp_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+RP_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+    execve_fn f = (execve_fn)real("execve");
+    exec_flush();
+    return f ? f(path, argv, envp) : -1;
+}
+
+RP_API int execv(const char *path, char *const argv[])
+{
+    execvp_fn f = (execvp_fn)real("execv");
+    exec_flush();
+    return f ? f(path, argv) : -1;
+}
+
+RP_API int execvp(const char *file, char *const argv[])
+{
+    execvp_fn f = (execvp_fn)real("execvp");
+    exec_flush();
+    return f ? f(file, argv) : -1;
+}
+
+RP_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    execve_fn f = (execve_fn)real("execvpe");
+    exec_flush();
+    return f ? f(file, argv, envp) : -1;
+}
+
+RP_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    fexecve_fn f = (fexecve_fn)real("fexecve");
+    exec_flush();
+    return f ? f(fd, argv, envp) : -1;
+}
+
+/* Counts the arguments of an l-variant from arg0 (declared nonnull by libc)
+ * to the NULL, not it. */
+#define COUNT_ARGS(ap, arg0, n)                                                                    \
+    do {                                                                                           \
+        va_start(ap, arg0);                                                                        \
+        for (n = 1; va_arg(ap, const char *); n++)                                                 \
+            ;                                                                                      \
+        va_end(ap);                                                                                \
+    } while (0)
+
+RP_API int execl(const char *path, const char *arg0, ...)
+{
+    va_list ap;
+    size_t n;
+    COUNT_ARGS(ap, arg0, n);
+    char *argv[n + 1];
+    va_start(ap, arg0);
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+RP_API int execlp(const char *file, const char *arg0, ...)
+{
+    va_list ap;
+    size_t n;
+    COUNT_ARGS(ap, arg0, n);
+    char *argv[n + 1];
+    va_start(ap, arg0);
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+RP_API int execle(const char *path, const char *arg0, ...)
+{
+    va_list ap;
+    size_t n;
+    COUNT_ARGS(ap, arg0, n);
+    char *argv[n + 1];
+    va_start(ap, arg0);
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
+        argv[i] = va_arg(ap, char *);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
