@@ -41,6 +41,17 @@ for name in ("rankprof_direct", "uftrace", "callgrind", "tracy"):
         assert x.get("note"), x
     else:
         assert x["median_s"] > 0 and x["calls"] > 0, x
+b = rows["baseline"]
+assert b["x_baseline"] == 1 and b["overhead_ns_per_call"] == 0, b
+for x in rows.values():
+    if x["status"] != "ok":
+        continue
+    assert abs(x["ns_per_call"] - x["median_s"] * 1e9 / x["calls"]) < 0.01, x
+    assert abs(x["overhead_ns_per_call"] - (x["ns_per_call"] - b["ns_per_call"])) < 0.01, x
+    if "bytes" in x:
+        assert abs(x["bytes_per_call"] - x["bytes"] / x["calls"]) < 0.001, x
+    if rows["uftrace"]["status"] == "ok" and x["name"] == "uftrace":
+        assert x["x_uftrace"] == 1, x
 if rows["callgrind"]["status"] == "ok":
     assert rows["callgrind"]["calls"] < calls, "callgrind should run fewer iterations"
 # every call is two events of at least a byte; switched off, almost nothing

@@ -385,10 +385,26 @@ scale_memory() {
 
 ns() { calc "$1 * 1000000000 / $2" %.4f; }
 
-print_table() {
-  local base_ns uf_over=
+# derive: per measured row, ns per call, overhead over the baseline, the
+# ratios to the baseline and to uftrace's overhead, bytes per call.
+declare -A per over xbase xuf bpc
+derive() {
+  local base_ns uf_over="" r c
   base_ns=$(ns "${med[baseline]}" "${ncalls[baseline]}")
   [ "${status[uftrace]:-}" = ok ] && uf_over=$(calc "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns")
+  for r in "${rows[@]}"; do
+    [ "${status[$r]}" = ok ] || continue
+    c=${ncalls[$r]}
+    per[$r]=$(ns "${med[$r]}" "$c")
+    case " ${ana[*]} " in *" $r "*) continue ;; esac
+    over[$r]=$(calc "${per[$r]} - $base_ns" %.4f)
+    xbase[$r]=$(calc "${per[$r]} / $base_ns" %.3f)
+    [ -n "$uf_over" ] && [ "$r" != baseline ] && xuf[$r]=$(calc "${over[$r]} / $uf_over" %.3f)
+    [ -n "${bytes[$r]:-}" ] && bpc[$r]=$(calc "${bytes[$r]} / $c" %.3f)
+  done
+}
+
+print_table() {
   echo
   printf '%-36s %9s %20s %9s %9s %8s %8s %9s\n' what "median" "[min .. max]" "ns/call" "overhead" \
     "x base" "x uftr" "B/call"
@@ -399,37 +415,35 @@ print_table() {
       printf '%-36s skipped: %s\n' "${label[$r]}" "${note[$r]}"
       continue
     fi
-    local c=${ncalls[$r]} per over xb xu="" bpc=""
-    per=$(ns "${med[$r]}" "$c")
-    over=$(calc "$per - $base_ns")
-    xb=$(calc "$per / $base_ns")
-    [ -n "$uf_over" ] && [ "$r" != baseline ] && xu=$(calc "$over / $uf_over" %.2f)
-    [ -n "${bytes[$r]:-}" ] && bpc=$(calc "${bytes[$r]} / $c" %.2f)
+    local xu="" b=""
+    [ -n "${xuf[$r]:-}" ] && xu=$(printf '%.2f' "${xuf[$r]}")
+    [ -n "${bpc[$r]:-}" ] && b=$(printf '%.2f' "${bpc[$r]}")
     printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s%s\n' "${label[$r]}" "${med[$r]}" \
-      "${mn[$r]}" "${mx[$r]}" "$per" "$over" "$xb" "$xu" "$bpc" "${note[$r]:+  (${note[$r]})}"
+      "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xu" "$b" "${note[$r]:+  (${note[$r]})}"
   done
   echo
   echo "analysis of the trace above (per recorded call), median of $ana_runs:"
-  local rp_ns=""
   for r in "${ana[@]}"; do
-    local per
-    per=$(ns "${med[$r]}" "${ncalls[$r]}")
-    [ "$r" = report_rankprof ] && rp_ns=$per
     printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
-      "${mx[$r]}" "$per" "$([ "$r" != report_rankprof ] && [ -n "$rp_ns" ] &&
-        printf '  (rankprof takes %.3f x this)' "$(calc "$rp_ns / $per")")"
+      "${mx[$r]}" "${per[$r]}" "$([ "$r" != report_rankprof ] && [ -n "${per[report_rankprof]:-}" ] &&
+        printf '  (rankprof takes %.3f x this)' "$(calc "${per[report_rankprof]} / ${per[$r]}")")"
   done
 }
 
 # json_row NAME: one row as a JSON object (numbers bare, text quoted).
 json_row() {
-  local r=$1
+  local r=$1 k
   printf '{"name": "%s", "label": "%s", "status": "%s"' "$r" "${label[$r]}" "${status[$r]}"
   [ -n "${note[$r]}" ] && printf ', "note": "%s"' "${note[$r]//\"/\'}"
   if [ "${status[$r]}" = ok ]; then
     printf ', "calls": %s, "runs": %s, "median_s": %s, "min_s": %s, "max_s": %s, "ns_per_call": %s' \
-      "${ncalls[$r]}" "${nruns[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "$(ns "${med[$r]}" "${ncalls[$r]}")"
+      "${ncalls[$r]}" "${nruns[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "${per[$r]}"
     [ -n "${bytes[$r]:-}" ] && printf ', "bytes": %s' "${bytes[$r]}"
+    for k in over:overhead_ns_per_call xbase:x_baseline xuf:x_uftrace bpc:bytes_per_call; do
+      local -n v=${k%%:*}
+      [ -n "${v[$r]:-}" ] && printf ', "%s": %s' "${k#*:}" "${v[$r]}"
+      unset -n v
+    done
   fi
   printf '}'
 }
@@ -479,6 +493,7 @@ done
 ana_rankprof
 ana_uftrace
 ana_tracy
+derive
 print_table
 skipped rank || scale_rank
 skipped report || scale_report
