@@ -92,7 +92,8 @@ if [[ -f "$tp_lib" ]] && command -v clang++ >/dev/null && [[ -n "$libcxx" ]]; th
     clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o tp_query \
         -L"$(dirname "$tp_lib")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$tp_lib")" ||
         fail "building tests/consumers/tp_query.cc"
-    q="select name, count(*), sum(dur) from slice group by name order by name"
+    q="select name, count(*), sum(dur) from slice where category != 'instant'
+       group by name order by name"
     for t in ct fw; do
         r=report.json
         [[ $t == fw ]] && r=fw_report.json
@@ -109,6 +110,22 @@ if [[ -f "$tp_lib" ]] && command -v clang++ >/dev/null && [[ -n "$libcxx" ]]; th
               (select distinct name, depth from slice order by name, depth)")
         [[ "$got" == "a@1 b@2 c@1 c@2 leaf@2 leaf@3 main@0" ]] ||
             fail "$f: slice depths '$got' are not calltree's"
+    done
+    # firmware's instants (timer ticks) and counter samples, as `dump` lists them
+    "$RANKPROF" dump -i fw.data | awk '$3 == "instant" { n[$4]++ }
+        END { for (k in n) print k "\t" n[k] }' | sort >want_inst.tsv
+    "$RANKPROF" dump -i fw.data | awk '$3 == "counter" { n[$4]++; s[$4] += $5 }
+        END { for (k in n) print k "\t" n[k] "\t" s[k] }' | sort >want_ctr.tsv
+    [[ -s want_inst.tsv && -s want_ctr.tsv ]] || fail "firmware recorded no instants or counters"
+    for f in fw.chrome.json fw.pftrace; do
+        ./tp_query $f "select name, count(*) from slice where category = 'instant'
+                       group by name order by name" >got_inst.tsv
+        cmp -s want_inst.tsv got_inst.tsv || fail "$f: instants $(cat got_inst.tsv), dump says $(cat want_inst.tsv)"
+        # Chrome JSON names a counter track "NAME ARGKEY": strip the " value"
+        ./tp_query $f "select replace(t.name, ' value', ''), count(*), cast(sum(c.value) as int)
+                       from counter c join counter_track t on c.track_id = t.id
+                       group by t.name order by 1" >got_ctr.tsv
+        cmp -s want_ctr.tsv got_ctr.tsv || fail "$f: counters $(cat got_ctr.tsv), dump says $(cat want_ctr.tsv)"
     done
     got=$(./tp_query fw.pftrace "select count(distinct utid) from thread_track
           join slice on slice.track_id = thread_track.id")
@@ -142,6 +159,29 @@ if command -v callgrind_annotate >/dev/null; then
     grep -q "=> .*calltree.c:leaf (30x)" cg_src.txt || fail "callgrind_annotate: no 'b => leaf (30x)'"
 else
     missing callgrind_annotate "Debian package valgrind"
+fi
+
+# --- pprof, read by go tool pprof --------------------------------------------
+for t in ct fw; do
+    "$RANKPROF" export -i $t.data --format pprof -o $t.pb.gz || fail "export pprof ($t)"
+    gzip -t $t.pb.gz || fail "$t.pb.gz is not gzip"
+done
+if command -v go >/dev/null; then
+    export GOCACHE=${GOCACHE:-$tmp/gocache} GOFLAGS=-mod=mod
+    for t in ct fw; do
+        r=report.json
+        [[ $t == fw ]] && r=fw_report.json
+        go tool pprof -top -nodecount=1000 -nodefraction=0 -unit=ns $t.pb.gz >pp_time.txt 2>pp_err.txt ||
+            fail "go tool pprof failed on $t.pb.gz: $(cat pp_err.txt)"
+        [[ ! -s pp_err.txt ]] || fail "go tool pprof complained: $(head -3 pp_err.txt)"
+        go tool pprof -top -nodecount=1000 -nodefraction=0 -sample_index=calls $t.pb.gz >pp_calls.txt 2>pp_err.txt ||
+            fail "go tool pprof -sample_index=calls failed"
+        $check pprof $r pp_time.txt pp_calls.txt
+    done
+    go tool pprof -traces ct.pb.gz 2>/dev/null | tr -s ' \n' '  ' |
+        grep -q "leaf b a main" || fail "pprof -traces: no leaf<-b<-a<-main stack"
+else
+    missing "go tool pprof" "Debian package golang-go"
 fi
 
 if ((${#skipped[@]})); then

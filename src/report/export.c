@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "report/export.h"
 #include "report/util.h"
+#include "trace/format.h"
 
 const struct rp_export_format rp_export_formats[] = {
     {"json", RP_EXPORT_RANK, "json", "the report of DESIGN §9 (docs/report-json.md)",
@@ -31,6 +32,8 @@ const struct rp_export_format rp_export_formats[] = {
      rp_export_plantuml},
     {"mermaid", RP_EXPORT_PROFILE, "mmd", "the same sequence diagram in Mermaid",
      rp_export_mermaid},
+    {"pprof", RP_EXPORT_PROFILE | RP_EXPORT_BINARY, "pb.gz",
+     "pprof's gzipped profile.proto: go tool pprof, pprof web UI", rp_export_pprof},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -109,6 +112,15 @@ void rp_export_names_free(const struct rp_profile *p, char **names)
     for (uint32_t i = 0; i < p->n_nodes; i++)
         free(names[i]);
     free(names);
+}
+
+const char *rp_export_cat(uint8_t kind)
+{
+    if (kind == RP_KIND_INSTANT)
+        return "instant";
+    if (kind == RP_KIND_COUNTER)
+        return "counter";
+    return rp_kind_str(kind);
 }
 
 double rp_export_us(const struct rp_profile *p, uint64_t ticks)

@@ -88,6 +88,9 @@ void rp_export_put_json(FILE *out, const char *str);
 char **rp_export_names(const struct rp_profile *p);
 void rp_export_names_free(const struct rp_profile *p, char **names);
 
+/* The category of a kind in timelines: rp_kind_str's, "instant", "counter". */
+const char *rp_export_cat(uint8_t kind);
+
 /* Microseconds from the run's first event to ticks (0 before it). */
 double rp_export_us(const struct rp_profile *p, uint64_t ticks);
 
@@ -121,6 +124,7 @@ int rp_export_csv(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_callgrind(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */

@@ -14,8 +14,8 @@
  *   58 382201
  *
  * Names and files are compressed: "(id) name" the first time, "(id)"
- * after.  Position is the function's first line (the trace does not hold
- * call sites); 0 when unknown.  The summary is the sum of the exclusive
+ * after; an unknown file is "???", as valgrind writes it.  Position is the function's first line
+ * (the trace does not hold call sites); 0 when unknown.  The summary is the sum of the exclusive
  * costs printed, so it equals what the tools add up.  The output is built
  * from the flat and edge profiles: memory by functions and edges.
  */
@@ -34,7 +34,7 @@ struct cg {
     char **names;
     uint8_t *fn_seen;  /* per node: its "(id) name" was written */
     char **files;      /* distinct file names, index = compressed id - 1 */
-    uint32_t *file_of; /* per node: compressed file id, 0 = unknown */
+    uint32_t *file_of; /* per node: compressed file id ("???" when unknown) */
     uint32_t nfiles;
 };
 
@@ -56,7 +56,7 @@ static int index_files(struct cg *g)
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         const char *f = p->nodes[i].file;
         if (!f || !f[0])
-            continue;
+            f = "???"; /* what valgrind writes for an unknown file */
         uint32_t j = 0;
         while (j < g->nfiles && strcmp(g->files[j], f))
             j++;
@@ -71,10 +71,6 @@ static int index_files(struct cg *g)
 static void put_file(struct cg *g, const char *key, uint32_t i, uint8_t *file_seen)
 {
     uint32_t f = g->file_of[i];
-    if (!f) {
-        fprintf(g->out, "%s=(0)\n", key);
-        return;
-    }
     fprintf(g->out, "%s=(%u)", key, f);
     if (!file_seen[f]) {
         fputc(' ', g->out);

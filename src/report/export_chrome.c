@@ -33,7 +33,7 @@ static void name_cat(struct chrome *c, uint32_t id)
 {
     fputs(",\"name\":", c->out);
     rp_export_put_json(c->out, c->names[id]);
-    fprintf(c->out, ",\"cat\":\"%s\"", rp_kind_str(c->p->nodes[id].kind));
+    fprintf(c->out, ",\"cat\":\"%s\"", rp_export_cat(c->p->nodes[id].kind));
 }
 
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)

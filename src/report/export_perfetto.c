@@ -21,10 +21,8 @@
  * + 1.  The first packet says SEQ_INCREMENTAL_STATE_CLEARED, later ones
  * SEQ_NEEDS_INCREMENTAL_STATE, as the format requires.
  *
- * Nested messages are written protozero's way: the length is reserved as
- * a 4-byte redundant varint and patched when the message closes, so a
- * packet is built in one pass in one buffer.  Memory: that buffer and one
- * bit per id.
+ * Each packet is built in one buffer (export_pb.h) and written whole.
+ * Memory: that buffer and two bits per id.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,6 +30,7 @@
 
 #include "common/error.h"
 #include "report/export.h"
+#include "report/export_pb.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -71,22 +70,11 @@ enum {
 };
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
 #define SEQ_ID          1u
 #define PROC_UUID       1ull
 #define THREAD_UUID(t)  ((1ull << 32) | (t))
 #define COUNTER_UUID(i) ((2ull << 32) | (i))
-#define MAX_NEST        8
-
-/* One packet being built. */
-struct pb {
-    uint8_t *b;
-    size_t n, cap;
-    size_t open[MAX_NEST]; /* offsets of reserved lengths */
-    unsigned depth;
-    int oom;
-};
 
 struct perfetto {
     FILE *out;
@@ -99,82 +87,10 @@ struct perfetto {
     struct pb pb;
 };
 
-static void pb_need(struct pb *pb, size_t more)
-{
-    if (pb->n + more <= pb->cap)
-        return;
-    size_t nc = pb->cap ? pb->cap : 256;
-    while (nc < pb->n + more)
-        nc *= 2;
-    uint8_t *nb = realloc(pb->b, nc);
-    if (!nb) {
-        pb->oom = 1;
-        return;
-    }
-    pb->b = nb;
-    pb->cap = nc;
-}
-
-static void pb_varint(struct pb *pb, uint64_t v)
-{
-    pb_need(pb, 10);
-    if (pb->oom)
-        return;
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        pb->b[pb->n++] = c | (v ? 0x80 : 0);
-    } while (v);
-}
-
-static void pb_uint(struct pb *pb, unsigned field, uint64_t v)
-{
-    pb_varint(pb, (uint64_t)field << 3 | WIRE_VARINT);
-    pb_varint(pb, v);
-}
-
-static void pb_str(struct pb *pb, unsigned field, const char *s)
-{
-    size_t len = strlen(s);
-    pb_varint(pb, (uint64_t)field << 3 | WIRE_LEN);
-    pb_varint(pb, len);
-    pb_need(pb, len);
-    if (!pb->oom) {
-        memcpy(pb->b + pb->n, s, len);
-        pb->n += len;
-    }
-}
-
-/* Opens a nested message: its length is patched by pb_close. */
-static void pb_open(struct pb *pb, unsigned field)
-{
-    if (pb->depth == MAX_NEST) {
-        pb->oom = 1; /* deeper than any message here: a bug, reported as a failure */
-        return;
-    }
-    pb_varint(pb, (uint64_t)field << 3 | WIRE_LEN);
-    pb_need(pb, 4);
-    if (pb->oom)
-        return;
-    pb->open[pb->depth++] = pb->n;
-    pb->n += 4;
-}
-
-static void pb_close(struct pb *pb)
-{
-    if (pb->oom || !pb->depth)
-        return;
-    size_t at = pb->open[--pb->depth];
-    size_t len = pb->n - at - 4;
-    for (int i = 0; i < 4; i++, len >>= 7)
-        pb->b[at + i] = (uint8_t)(len & 0x7f) | (i < 3 ? 0x80 : 0);
-}
-
 /* Starts a TracePacket on sequence 1 (the Trace's `packet` field). */
 static void packet_begin(struct perfetto *f)
 {
-    f->pb.n = 0;
-    f->pb.depth = 0;
+    pb_reset(&f->pb);
     pb_open(&f->pb, TRACE_PACKET);
     pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
 }
@@ -182,7 +98,7 @@ static void packet_begin(struct perfetto *f)
 static int packet_end(struct perfetto *f)
 {
     pb_close(&f->pb);
-    if (f->pb.oom)
+    if (f->pb.bad)
         return RP_ENOMEM;
     if (fwrite(f->pb.b, 1, f->pb.n, f->out) != f->pb.n)
         return RP_EIO;
@@ -252,7 +168,7 @@ static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigne
         if (!f->cat_sent[cat]) {
             pb_open(pb, ID_CATEGORIES);
             pb_uint(pb, IN_IID, cat + 1);
-            pb_str(pb, IN_NAME, rp_kind_str(kind));
+            pb_str(pb, IN_NAME, rp_export_cat(kind));
             pb_close(pb);
             f->cat_sent[cat] = 1;
         }

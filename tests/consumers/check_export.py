@@ -7,6 +7,8 @@
     check_export.py flamegraph-pl REPORT.json SVG     flamegraph.pl's rendering of FOLDED
     check_export.py callgrind REPORT.json SELF INCL    callgrind_annotate's outputs
                                                       (--inclusive=no and =yes)
+    check_export.py pprof REPORT.json TIME CALLS       `go tool pprof -top` outputs
+                                                      (-unit=ns, -sample_index=calls)
     check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
                                                       sum(dur)" over the slice table
 
@@ -107,7 +109,8 @@ def check_svg(report, svg):
         # data-v is in ticks: compare the drawn widths with the report's share
         share = got / total
         want_share = want / r["total_ns"] if r["total_ns"] else 0
-        if abs(share - want_share) > 1e-6:
+        # inclusive_ns and total_ns are each rounded to 1 ns
+        if abs(share - want_share) > 2.0 / max(r["total_ns"], 1) + 1e-9:
             die(f"svg: {name} covers {share:.4f} of the width, report says {want_share:.4f}")
     # children sit inside their parent
     main = seen["main"][0]
@@ -203,6 +206,35 @@ def check_callgrind(report, self_out, incl_out):
     print(f"check_export: callgrind ok (total {total} ns, {len(self_rows)} functions)")
 
 
+def pprof_rows(path, unit):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            m = re.fullmatch(r"\s*(\d+)%s\s+[\d.e+-]+%%\s+[\d.e+-]+%%\s+(\d+)%s\s+[\d.e+-]+%%\s+(.+)\n"
+                             % (unit, unit), line)
+            if m:
+                rows[m.group(3)] = (int(m.group(1)), int(m.group(2)))
+    return rows
+
+
+def check_pprof(report, time_out, calls_out):
+    r, nodes = load_report(report)
+    times, calls = pprof_rows(time_out, "ns"), pprof_rows(calls_out, "")
+    if not times or not calls:
+        die(f"pprof: no rows in {time_out} or {calls_out}")
+    paths = 3 * len(nodes)  # one rounding per sample (path); generous for recursion
+    for name, n in nodes.items():
+        if n["exclusive_ns"]:
+            flat, cum = times.get(name, (None, None))
+            if flat is None or abs(flat - n["exclusive_ns"]) > paths:
+                die(f"pprof: {name} flat {flat} ns, report exclusive_ns {n['exclusive_ns']}")
+            if abs(cum - n["inclusive_ns"]) > paths:
+                die(f"pprof: {name} cum {cum} ns, report inclusive_ns {n['inclusive_ns']}")
+        if calls.get(name, (None,))[0] != n["calls"]:
+            die(f"pprof: {name} flat calls {calls.get(name)}, report {n['calls']}")
+    print(f"check_export: pprof ok ({len(times)} functions)")
+
+
 def main():
     if len(sys.argv) < 2:
         die(__doc__)
@@ -214,6 +246,8 @@ def main():
         check_svg(*args)
     elif cmd == "callgrind":
         check_callgrind(*args)
+    elif cmd == "pprof":
+        check_pprof(*args)
     elif cmd == "slices":
         check_slices(*args)
     elif cmd == "flamegraph-pl":
