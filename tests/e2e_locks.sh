@@ -176,6 +176,23 @@ RANKPROF_CLASSES=func "$RANKPROF" record -o nolock.data -- "$PROGS/prog_contend"
 "$RANKPROF" locks -i nolock.data | grep -q "no lock events" ||
     fail "RANKPROF_CLASSES=func still recorded lock events"
 
+# direct mode counts the same acquisitions, and an uncontended one (a hold
+# with no wait before it) is no unmatched exit
+"$RANKPROF" record --mode direct -o d.data -- "$PROGS/prog_contend" 1000 >/dev/null 2>&1 ||
+    fail "recording prog_contend in direct mode"
+"$RANKPROF" report -i d.data --format json >d.json || fail "report of the direct-mode file"
+python3 - <<'PYEOF' || exit 1
+import json, sys
+R = json.load(open("d.json"))
+n = {x["name"]: x for x in R["nodes"]}
+want = {"counter_lock [hold]": 4001, "table_lock [hold]": 2000, "spin [hold]": 200,
+        "try_lock [hold]": 1, "try_lock [wait]": 6}
+got = {k: n[k]["calls"] if k in n else None for k in want}
+if got != want or R["unmatched_exits"] != 0:
+    sys.exit("e2e_locks: FAIL: direct mode: %s, %d unmatched exits; expected %s, 0"
+             % (got, R["unmatched_exits"], want))
+PYEOF
+
 # the firmware's bus lock: one acquisition per I2C transaction (i2c_xfer)
 "$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
 "$RANKPROF" locks -i fw.data --format json >fw.json || fail "locks on firmware"

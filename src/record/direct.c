@@ -525,8 +525,12 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned 
     case RP_RAW_LOCK_WAIT:
         span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
         break;
-    case RP_RAW_LOCK_ACQ: /* wait ends and hold begins at the same tick */
-        span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+    case RP_RAW_LOCK_ACQ:
+        /* after a WAIT of this lock (innermost) the wait ends and the hold
+         * begins at the same tick; an uncontended acquisition has no wait
+         * (docs/locks.md), the hold begins alone */
+        if (d->over || (d->depth && d->stack[d->depth - 1].key == TKEY(RP_KIND_LOCK_WAIT, pl)))
+            span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
         span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
         break;
     case RP_RAW_LOCK_REL:
