@@ -26,10 +26,13 @@
  * that end in FAIL, uncontended ones the holds without a wait.  The encoder
  * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
  *
- * Safety.  The recorder's own mutexes (rp_rt.lock, rp_rt.drain_lock) pass
- * straight through, unrecorded: recording them would recurse into the code
- * that holds them.  A switched-off lock class costs one load and a branch.
- * dlsym may itself lock or allocate: while a thread resolves, a nested call
+ * Safety.  The recorder's own mutexes pass straight through, unrecorded:
+ * recording them would recurse into the code that holds them.  In
+ * librankprof.so that is every lock in the library's writable segment
+ * (found once by the constructor), so a mutex added to the recorder later is
+ * covered too; linked statically the recorder shares the program's segment,
+ * and rp_rt.lock and rp_rt.drain_lock are named one by one.  A switched-off lock class costs one
+ * load and a branch. dlsym may itself lock or allocate: while a thread resolves, a nested call
  * cannot be forwarded (no address yet) and fails with EAGAIN - glibc's dlsym
  * takes no pthread lock, so this is a guard, not a path.  Everything is
  * resolved once by a constructor, before the program's threads exist.
@@ -43,6 +46,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -106,10 +110,35 @@ static inline void *real(enum real_fn i)
     return likely(f != NULL) ? f : real_resolve(i);
 }
 
+/* The recorder's writable segment when it is a shared library: locks in
+ * [own_lo, own_lo + own_len) are its own.  Written by the constructor only. */
+static uintptr_t own_lo, own_len;
+
+/* dl_iterate_phdr callback: the writable PT_LOAD holding &rp_rt, if the
+ * object is not the main program (entry 0, whose name is empty). */
+static int find_own(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t at = (uintptr_t)&rp_rt;
+    (void)size;
+    if (arg == NULL || !info->dlpi_name || !info->dlpi_name[0])
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && at - lo < ph->p_memsz) {
+            own_lo = lo;
+            own_len = ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 __attribute__((constructor)) static void locks_ctor(void)
 {
     for (int i = 0; i < R_NREAL; i++)
         (void)real((enum real_fn)i);
+    dl_iterate_phdr(find_own, &own_lo);
 }
 
 /* Calls real function i with the given prototype and arguments; a function
@@ -134,7 +163,8 @@ static inline int rec_on(const void *lock)
 {
     if (likely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_LOCK)))
         return 0;
-    return lock != (const void *)&rp_rt.lock && lock != (const void *)&rp_rt.drain_lock;
+    return (uintptr_t)lock - own_lo >= own_len && lock != (const void *)&rp_rt.lock &&
+           lock != (const void *)&rp_rt.drain_lock;
 }
 
 static inline void rec(unsigned op, const volatile void *lock)
