@@ -15,13 +15,18 @@
  *   1300 io end
  *   1500 REL L                                1500 ACQ L (granted after 350)
  *   1600 instant "tick" (class timer)
+ *   1650 named lock site "uart": wait
+ *   1660 ... ends; 1665 hold begins
+ *   1695 hold ends
  *                                             1700 REL L
  *                                             1800 WAIT L, 1810 FAIL L
  *                                             1900 instant "note" = 42 (class user)
  *   2000 exit F1                              2100 exit F2
  *
  * Lock L ("bus_lock"): 2 acquisitions, 1 contended, 1 failed, 2 waits of
- * 350 + 10 ns (max 350), holds of 400 + 200 ns (max 400).
+ * 350 + 10 ns (max 350), holds of 400 + 200 ns (max 400).  Lock "uart"
+ * (RP_LOCK_WAIT / RP_LOCK_HOLD sites, one node each, grouped by name): 1
+ * acquisition, contended, wait 10 ns, hold 30 ns.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -43,6 +48,8 @@
 #define IO   0x1000u
 #define TICK 0x2000u
 #define MARK 0x3000u
+#define UW   0x4000u
+#define UH   0x4100u
 
 static int describe(void *ctx, uint64_t site, struct rp_def *d)
 {
@@ -56,6 +63,12 @@ static int describe(void *ctx, uint64_t site, struct rp_def *d)
         return 0;
     case MARK:
         *d = (struct rp_def){.kind = RP_KIND_INSTANT, .cls = RP_CLASS_USER, .name = "note"};
+        return 0;
+    case UW:
+        *d = (struct rp_def){.kind = RP_KIND_LOCK_WAIT, .cls = RP_CLASS_LOCK, .name = "uart"};
+        return 0;
+    case UH:
+        *d = (struct rp_def){.kind = RP_KIND_LOCK_HOLD, .cls = RP_CLASS_LOCK, .name = "uart"};
         return 0;
     }
     return -1;
@@ -117,6 +130,8 @@ static void write_trace(const char *path)
         R(1200, RP_RAW_SITE_BEGIN, IO), R(1200, RP_RAW_ARG, (0x48ull << 32) | 6),
         R(1300, RP_RAW_SITE_END, IO),   R(1500, RP_RAW_LOCK_REL, L),
         R(1600, RP_RAW_INSTANT, TICK),  {0, (uint64_t)RP_RAW_DATA << RP_RAW_SHIFT},
+        R(1650, RP_RAW_SITE_BEGIN, UW), R(1660, RP_RAW_SITE_END, UW),
+        R(1665, RP_RAW_SITE_BEGIN, UH), R(1695, RP_RAW_SITE_END, UH),
         R(2000, RP_RAW_FUNC_EXIT, F1),
     };
     const struct rp_raw t2[] = {
@@ -180,9 +195,13 @@ static void test_locks(const char *path, const struct rp_profile *p)
     struct rp_locks lk = {0};
     char err[512], nb[64];
     CHECK_EQ(rp_locks_build(&lk, path, NULL, p, RP_LOCKS_SORT_WAIT, err, sizeof(err)), 0);
-    CHECK_EQ(lk.nlocks, 1);
-    if (lk.nlocks != 1)
+    CHECK_EQ(lk.nlocks, 2);
+    if (lk.nlocks != 2)
         return;
+    CHECK(!strcmp(lk.locks[1].name, "uart")); /* less wait: second */
+    check_stat(&lk.locks[1].s, 1, 1, 0, 10, 10, 30, 30);
+    CHECK_EQ(lk.locks[1].nsites, 1);
+    CHECK_EQ(p->nodes[lk.locks[1].sites[0].caller].key, F1);
     CHECK(!strcmp(lk.locks[0].name, "bus_lock"));
     check_stat(&lk.locks[0].s, 2, 1, 1, 360, 350, 600, 400);
     /* the same numbers as the replay's nodes */
@@ -195,9 +214,9 @@ static void test_locks(const char *path, const struct rp_profile *p)
             holds += p->nodes[i].calls;
         }
     }
-    CHECK_EQ(wait, 360);
-    CHECK_EQ(hold, 600);
-    CHECK_EQ(holds, 2);
+    CHECK_EQ(wait, 360 + 10);
+    CHECK_EQ(hold, 600 + 30);
+    CHECK_EQ(holds, 3);
     /* sites, sorted by wait: F2 (waited) before F1 */
     CHECK_EQ(lk.locks[0].nsites, 2);
     if (lk.locks[0].nsites == 2) {
@@ -247,16 +266,20 @@ static void test_plantuml(const char *path, const struct rp_profile *p)
         "participant \"T1 main\" as P1\n",
         "participant \"T2 worker\" as P2\n",
         "entity \"bus_lock\" as P3\n",
-        "database \"i2c\" as P4\n",
-        "control \"tick\" as P5\n",
+        "entity \"uart\" as P4\n",
+        "database \"i2c\" as P5\n",
+        "control \"tick\" as P6\n",
         "P1 -> P3 : 100 ns acquire\n",
         "P2 -> P3 : 150 ns request\n",
-        "P1 -> P4 : 200 ns i2c @0x48 6 B\n",
-        "P4 --> P1 : 300 ns done in 100 ns\n",
+        "P1 -> P5 : 200 ns i2c @0x48 6 B\n",
+        "P5 --> P1 : 300 ns done in 100 ns\n",
         "P1 -> P3 : 500 ns release, held 400 ns\n",
         "P1 -> P2 : 500 ns wakes via bus_lock\n",
         "P3 --> P2 : 500 ns grant after 350 ns\n",
-        "P5 -> P1 : 600 ns fire\n",
+        "P6 -> P1 : 600 ns fire\n",
+        "P1 -> P4 : 650 ns request\n",
+        "P4 --> P1 : 660 ns grant after 10 ns\n",
+        "P1 -> P4 : 695 ns release, held 30 ns\n",
         "P2 -> P3 : 700 ns release, held 200 ns\n",
         "P2 -> P3 : 800 ns request\n",
         "P3 --> P2 : 810 ns fail after 10 ns\n",
@@ -265,6 +288,7 @@ static void test_plantuml(const char *path, const struct rp_profile *p)
     };
     check_order(d, want, sizeof(want) / sizeof(want[0]));
     CHECK(!strstr(d, "cut:"));
+    CHECK(!strstr(d, "665 ns")); /* the named hold after its grant: no "acquire" */
     free(d);
 
     /* the cap: the 3 earliest messages, and a note saying what was cut */
@@ -274,7 +298,7 @@ static void test_plantuml(const char *path, const struct rp_profile *p)
         "P1 -> P3 : 100 ns acquire\n",
         "P2 -> P3 : 150 ns request\n",
         "P1 -> P4 : 200 ns i2c @0x48 6 B\n",
-        "note over P1, P4 : cut: 8 more messages from 300 ns on are not shown (the cap is 3",
+        "note over P1, P4 : cut: 11 more messages from 300 ns on are not shown (the cap is 3",
     };
     check_order(d, cut, sizeof(cut) / sizeof(cut[0]));
     CHECK(!strstr(d, "release"));
@@ -289,7 +313,8 @@ static void test_plantuml(const char *path, const struct rp_profile *p)
         "release, held 200 ns\n", "@enduml\n",
     };
     check_order(d, win, sizeof(win) / sizeof(win[0]));
-    CHECK(!strstr(d, "acquire") && !strstr(d, "request") && !strstr(d, "i2c"));
+    CHECK(!strstr(d, "acquire") && !strstr(d, "150 ns request") && !strstr(d, "i2c"));
+    CHECK_STR(d, "650 ns request");
     free(d);
 
     /* one thread: no wake-up (the releaser is not shown), no T1 */

@@ -76,6 +76,15 @@ struct part {
     uint32_t last_rel_tid; /* P_LOCK: thread of the last release (0 = none) */
 };
 
+/* Per thread: the last granted wait and the hold that followed it. */
+struct grant {
+    uint32_t tid;
+    int pending;        /* a wait was granted, its hold not yet begun */
+    uint32_t wait_node; /* that wait */
+    uint32_t hold_node; /* the hold that followed the last grant */
+    uint64_t hold_start;
+};
+
 struct seq {
     const struct rp_profile *p;
     const struct rp_seq_opts *o;
@@ -87,10 +96,7 @@ struct seq {
     uint64_t cut_from; /* earliest time among them */
     struct part *parts;
     uint32_t nparts, capparts;
-    struct grant {
-        uint32_t tid;
-        uint64_t t, key;
-    } * grants; /* per thread, see set_grant */
+    struct grant *grants; /* per thread, see on_begin */
     uint32_t ngrants;
 };
 
@@ -202,30 +208,56 @@ static int want_tid(const struct seq *s, uint32_t tid)
     return 0;
 }
 
-/* The last grant per thread: a hold that starts at its tick, of the same
- * lock, is that grant's hold.  Returns 0 or RP_ENOMEM. */
-static int set_grant(struct seq *s, uint32_t tid, uint64_t t, uint64_t key)
+/* Whether two lock nodes are the same lock: the same name (the wait and
+ * hold nodes of an address, or of named lock sites). */
+static int same_lock(const struct seq *s, uint32_t a, uint32_t b)
 {
-    uint32_t i = 0;
-    while (i < s->ngrants && s->grants[i].tid != tid)
-        i++;
-    if (i == s->ngrants) {
-        struct grant *ng = realloc(s->grants, (i + 1) * sizeof(*ng));
-        if (!ng)
-            return RP_ENOMEM;
-        s->grants = ng;
-        s->ngrants++;
-    }
-    s->grants[i] = (struct grant){tid, t, key};
-    return 0;
+    char ba[512], bb[512];
+    return !strcmp(rp_lock_display_name(&s->p->nodes[a], ba, sizeof(ba)),
+                   rp_lock_display_name(&s->p->nodes[b], bb, sizeof(bb)));
 }
 
-static int granted(const struct seq *s, uint32_t tid, uint64_t t, uint64_t key)
+/* The grant state of thread tid, created if new; NULL when out of memory. */
+static struct grant *grant_of(struct seq *s, uint32_t tid)
 {
     for (uint32_t i = 0; i < s->ngrants; i++)
         if (s->grants[i].tid == tid)
-            return s->grants[i].t == t && s->grants[i].key == key;
+            return &s->grants[i];
+    struct grant *ng = realloc(s->grants, (s->ngrants + 1) * sizeof(*ng));
+    if (!ng)
+        return NULL;
+    s->grants = ng;
+    ng = &s->grants[s->ngrants++];
+    memset(ng, 0, sizeof(*ng));
+    ng->tid = tid;
+    return ng;
+}
+
+/*
+ * A granted wait's hold is the next span its thread begins, if that is a
+ * hold of the same lock (for pthread locks it begins at the grant's tick;
+ * for named lock sites a moment later).  Such a hold draws no "acquire":
+ * the grant said it.  Returns 0 or RP_ENOMEM.
+ */
+static int on_begin(void *ctx, const struct rp_sw_span *sp)
+{
+    struct seq *s = ctx;
+    struct grant *g = grant_of(s, sp->tid);
+    if (!g)
+        return RP_ENOMEM;
+    if (g->pending && s->p->nodes[sp->id].kind == RP_KIND_LOCK_HOLD &&
+        same_lock(s, g->wait_node, sp->id)) {
+        g->hold_node = sp->id;
+        g->hold_start = sp->start;
+    }
+    g->pending = 0;
     return 0;
+}
+
+static int granted(struct seq *s, const struct rp_sw_span *sp)
+{
+    struct grant *g = grant_of(s, sp->tid);
+    return g && g->hold_node == sp->id && g->hold_start == sp->start;
 }
 
 static int on_end(void *ctx, const struct rp_sw_span *sp)
@@ -244,7 +276,7 @@ static int on_end(void *ctx, const struct rp_sw_span *sp)
         /* after a wait, the wait's grant says it; alone, the hold is an acquire */
         m.t = sp->start;
         m.type = M_ACQ;
-        if (!granted(s, sp->tid, sp->start, n->key))
+        if (!granted(s, sp))
             emit(s, m);
         m.t = sp->end;
         m.type = M_REL;
@@ -259,8 +291,13 @@ static int on_end(void *ctx, const struct rp_sw_span *sp)
         m.t = sp->end;
         m.type = sp->has_arg && sp->arg == RP_ARG_LOCK_FAILED ? M_FAIL : M_GRANT;
         emit(s, m);
-        if (m.type == M_GRANT && set_grant(s, sp->tid, sp->end, n->key) < 0)
-            return RP_ENOMEM;
+        if (m.type == M_GRANT) {
+            struct grant *g = grant_of(s, sp->tid);
+            if (!g)
+                return RP_ENOMEM;
+            g->pending = 1;
+            g->wait_node = sp->id;
+        }
         return 0;
     case RP_KIND_IO:
         if (!(cls & RP_SEQ_IO))
@@ -632,7 +669,7 @@ int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
     s.to = opt.to_ns ? p->first_tick + (uint64_t)((double)opt.to_ns * tpn) : UINT64_MAX;
     if (!(s.heap = malloc(s.cap * sizeof(*s.heap))))
         goto out;
-    struct rp_sw_ops ops = {.end = on_end, .instant = on_instant};
+    struct rp_sw_ops ops = {.begin = on_begin, .end = on_end, .instant = on_instant};
     if ((rc = rp_sw_file(path, o, p, &ops, &s, err, errsz)) < 0)
         goto out;
     rc = RP_ENOMEM;
