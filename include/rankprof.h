@@ -425,10 +425,11 @@ static inline RP__ATTR void rp__end(struct rp_span *h)
 
 #ifndef RANKPROF_DISABLE
 
-RP_API void rp_lock_wait(const volatile void *lock);
-RP_API void rp_lock_acquired(const volatile void *lock);
-RP_API void rp_lock_failed(const volatile void *lock);
-RP_API void rp_lock_released(const volatile void *lock);
+/* With RANKPROF_WEAK (section 3) these are weak: test them against NULL. */
+RP_API RP__FN void rp_lock_wait(const volatile void *lock);
+RP_API RP__FN void rp_lock_acquired(const volatile void *lock);
+RP_API RP__FN void rp_lock_failed(const volatile void *lock);
+RP_API RP__FN void rp_lock_released(const volatile void *lock);
 
 /*
  * Names the lock at address lock (the name is copied, truncated to
@@ -436,7 +437,7 @@ RP_API void rp_lock_released(const volatile void *lock);
  * empty name, RP_EBUSY when the lock already has a name (the first stays),
  * or RP_ENOMEM when the table of names is full.
  */
-RP_API int rp_lock_name(const volatile void *lock, const char *name);
+RP_API RP__FN int rp_lock_name(const volatile void *lock, const char *name);
 
 #else
 
@@ -444,7 +445,7 @@ RP_API int rp_lock_name(const volatile void *lock, const char *name);
 #define rp_lock_acquired(lock)   ((void)sizeof(lock))
 #define rp_lock_failed(lock)     ((void)sizeof(lock))
 #define rp_lock_released(lock)   ((void)sizeof(lock))
-#define rp_lock_name(lock, name) ((void)sizeof(lock), (void)sizeof(name), 0)
+#define rp_lock_name(lock, name) (__extension__({ (void)sizeof(lock), (void)sizeof(name); 0; }))
 
 #endif /* RANKPROF_DISABLE */
 

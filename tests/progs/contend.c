@@ -55,14 +55,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "rankprof.h"
-
 /* Test programs are not linked with rankprof: the API resolves when the
  * recorder is preloaded (rankprof record), and is skipped otherwise. */
-#pragma weak rp_lock_name
-#pragma weak rp_lock_wait
-#pragma weak rp_lock_acquired
-#pragma weak rp_lock_released
+#define RANKPROF_WEAK
+#include "rankprof.h"
 
 #define NMUTEX 4
 #define NRW    4
