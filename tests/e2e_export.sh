@@ -184,6 +184,25 @@ else
     missing "go tool pprof" "Debian package golang-go"
 fi
 
+# --- html, opened in headless chromium ---------------------------------------
+"$RANKPROF" export -i ct.data --format html -o ct.html || fail "export html"
+python3 -c "import html.parser,sys; html.parser.HTMLParser().feed(open(sys.argv[1]).read())" ct.html
+grep -Eq "(src|href)=[\"']?(https?:)?//|url\([\"']?(https?:)?//|@import" ct.html &&
+    fail "the html report loads something from the network"
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [[ -n "$chromium" ]]; then
+    run_chromium() { # ARGS...: headless, no sandbox (CI runs as root), a profile of its own
+        timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+            --user-data-dir="$tmp/chromium" "$@" 2>>chromium.log
+    }
+    run_chromium --dump-dom "file://$tmp/ct.html" >ct.dom || fail "chromium --dump-dom: $(tail -3 chromium.log)"
+    run_chromium --screenshot="$tmp/ct.png" --window-size=1280,1400 "file://$tmp/ct.html" \
+        >/dev/null || fail "chromium --screenshot: $(tail -3 chromium.log)"
+    $check html report.json ct.dom ct.png
+else
+    missing chromium "Debian package chromium"
+fi
+
 if ((${#skipped[@]})); then
     note "passed, but skipped: ${skipped[*]}"
     exit 77

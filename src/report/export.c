@@ -34,6 +34,9 @@ const struct rp_export_format rp_export_formats[] = {
      rp_export_mermaid},
     {"pprof", RP_EXPORT_PROFILE | RP_EXPORT_BINARY, "pb.gz",
      "pprof's gzipped profile.proto: go tool pprof, pprof web UI", rp_export_pprof},
+    {"html", RP_EXPORT_RANK, "html",
+     "one self-contained page: ranked table, callers/callees, flame graph, sequence",
+     rp_export_html},
     {NULL, 0, NULL, NULL, NULL},
 };
 

@@ -125,6 +125,7 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_callgrind(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx);
+int rp_export_html(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */

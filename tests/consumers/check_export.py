@@ -9,6 +9,8 @@
                                                       (--inclusive=no and =yes)
     check_export.py pprof REPORT.json TIME CALLS       `go tool pprof -top` outputs
                                                       (-unit=ns, -sample_index=calls)
+    check_export.py html REPORT.json DOM PNG           chromium's --dump-dom and --screenshot
+                                                      of the HTML report
     check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
                                                       sum(dur)" over the slice table
 
@@ -16,8 +18,11 @@ Exits 1 with a "FAIL:" line on the first mismatch.
 """
 import json
 import re
+import struct
 import sys
 import xml.etree.ElementTree as ET
+import zlib
+from html.parser import HTMLParser
 
 # tests/progs/calltree.c: every call path and its activation count
 CALLTREE_PATHS = {
@@ -235,6 +240,84 @@ def check_pprof(report, time_out, calls_out):
     print(f"check_export: pprof ok ({len(times)} functions)")
 
 
+class Tables(HTMLParser):
+    """Collects the rows (cell texts) of the tables under elements with ids."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.rows, self.cell, self.row = [], {}, None, None
+        self.svg_frames = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "g" and a.get("class") == "f":
+            self.svg_frames += 1
+        if a.get("id"):
+            self.stack.append((tag, a["id"]))
+        if tag == "tr" and self.stack:
+            self.row = []
+        elif tag == "td" and self.row is not None:
+            self.cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            self.row.append(self.cell.strip())
+            self.cell = None
+        elif tag == "tr" and self.row is not None:
+            if self.row:
+                self.rows.setdefault(self.stack[-1][1], []).append(self.row)
+            self.row = None
+        if self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def png_colors(path):
+    """Distinct byte values in the decoded image data (a blank page has few)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        die(f"{path} is not a PNG")
+    pos, idat = 8, b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    return len(set(zlib.decompress(idat)))
+
+
+def check_html(report, dom, png):
+    r, nodes = load_report(report)
+    t = Tables()
+    with open(dom) as f:
+        t.feed(f.read())
+    rows = t.rows.get("profile", [])
+    if len(rows) != len(r["nodes"]):
+        die(f"html: {len(rows)} table rows, report has {len(r['nodes'])} nodes")
+    for row, n in zip(rows, r["nodes"]):
+        # rank | standing | involved | calls | ... | name (file:line)
+        if row[0] != str(n["rank"]) or row[3] != str(n["calls"]) or \
+                not row[-1].startswith(n["name"]):
+            die(f"html: row {row} is not the report's {n['name']} (rank {n['rank']})")
+    # the script ran: the first row (rank 1) is selected, its callees listed
+    top = r["nodes"][0]["name"]
+    want = sorted((e["callee"], str(e["calls"])) for e in r["edges"] if e["caller"] == top)
+    got = sorted((c[0], c[1]) for c in t.rows.get("callees", []) if c[0] != "(none)")
+    if got != want:
+        die(f"html: callees of {top} shown {got}, report's edges {want}")
+    if t.svg_frames < len(r["nodes"]):
+        die(f"html: the flame graph has {t.svg_frames} frames")
+    colors = png_colors(png)
+    if colors < 16:
+        die(f"html: the screenshot looks blank ({colors} distinct byte values)")
+    print(f"check_export: html ok ({len(rows)} rows, callees of {top}: {got}, "
+          f"{t.svg_frames} flame frames, screenshot {colors} byte values)")
+
+
 def main():
     if len(sys.argv) < 2:
         die(__doc__)
@@ -248,6 +331,8 @@ def main():
         check_callgrind(*args)
     elif cmd == "pprof":
         check_pprof(*args)
+    elif cmd == "html":
+        check_html(*args)
     elif cmd == "slices":
         check_slices(*args)
     elif cmd == "flamegraph-pl":

@@ -1,0 +1,350 @@
+/*
+ * export_html.c - one self-contained HTML page a person can open: the
+ * ranked, flagged, sortable table; callers and callees of the function
+ * picked in it; the flame graph; and the sequence diagram when the build
+ * has one (the "mermaid" entry of the format table).
+ *
+ * No network: styles and scripts are inline, the flame graph is the SVG of
+ * export_flame.c inlined, and the data the script needs (names and edges)
+ * is one JSON object in a <script> element.  The table rows are plain HTML
+ * so the page reads without JavaScript too; the script only sorts, fills
+ * the callers/callees panel and shows the selection.
+ *
+ * Everything from the trace is escaped: HTML text and attributes with
+ * entities, JSON inside <script> with '<', '>' and '&' as \u escapes, so no
+ * name can close the element.
+ */
+#define _GNU_SOURCE /* open_memstream */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/flags.h"
+#include "common/error.h"
+#include "report/export.h"
+#include "report/util.h"
+
+#define SEQ_MAX_BYTES (256u << 10) /* a larger diagram is cut, saying so */
+
+/* HTML text or attribute value; invalid UTF-8 and controls become U+FFFD. */
+static void put_html(FILE *out, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    size_t len = strlen((const char *)s);
+
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
+        if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '&')
+            fputs("&amp;", out);
+        else if (c == '"')
+            fputs("&quot;", out);
+        else if (c == '\'')
+            fputs("&#39;", out);
+        else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || k < 0)
+            fputs("\xef\xbf\xbd", out);
+        else
+            fwrite(s + i, 1, (size_t)k, out);
+        i += k < 0 ? (size_t)-k : (size_t)k;
+    }
+}
+
+/* A JSON string safe inside <script>: rp_export_put_json's escaping plus
+ * '<', '>', '&' as \u escapes. */
+static void put_js_str(FILE *out, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    size_t len = strlen((const char *)s);
+
+    fputc('"', out);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&')
+            fprintf(out, "\\u%04x", c);
+        else if (k < 0)
+            fputs("\\ufffd", out);
+        else
+            fwrite(s + i, 1, (size_t)k, out);
+        i += k < 0 ? (size_t)-k : (size_t)k;
+    }
+    fputc('"', out);
+}
+
+/* "812ns", "3.41us", "12.0ms", "1.52s" into buf (40 bytes). */
+static const char *dur(char *buf, double ns)
+{
+    if (ns < 1e3)
+        snprintf(buf, 40, "%.0fns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, 40, "%.2fus", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, 40, "%.2fms", ns / 1e6);
+    else
+        snprintf(buf, 40, "%.3fs", ns / 1e9);
+    return buf;
+}
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222;background:#fff}"
+    "h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em}"
+    ".meta{color:#555}nav a{margin-right:1em}"
+    "table{border-collapse:collapse}th,td{padding:2px 8px;text-align:right;"
+    "border-bottom:1px solid #eee;white-space:nowrap}"
+    "th{cursor:pointer;background:#f3f3f3;position:sticky;top:0}th.sorted{background:#dde}"
+    "td.name,th.name,td.kind,td.flags{text-align:left}td.name{font-family:monospace}"
+    "#profile tbody tr{cursor:pointer}#profile tbody tr:hover{background:#f6f6ff}"
+    "#profile tr.sel{background:#ffe9b0}.flag{font-size:.8em;background:#c33;color:#fff;"
+    "border-radius:3px;padding:0 4px;margin-right:2px}"
+    ".panes{display:flex;gap:3em;flex-wrap:wrap}pre{background:#f7f7f7;padding:.6em;"
+    "max-height:30em;overflow:auto}";
+
+static const char script[] =
+    "(function(){\n"
+    "var D=JSON.parse(document.getElementById('rp-data').textContent);\n"
+    "function fmt(ns){if(ns<1e3)return ns.toFixed(0)+'ns';if(ns<1e6)return (ns/1e3)"
+    ".toFixed(2)+'us';if(ns<1e9)return (ns/1e6).toFixed(2)+'ms';return (ns/1e9).toFixed(3)"
+    "+'s';}\n"
+    "function esc(s){return s.replace(/[&<>\"]/g,function(c){return {'&':'&amp;','<':'&lt;',"
+    "'>':'&gt;','\"':'&quot;'}[c];});}\n"
+    "function pane(id,title,rows,total){var h='<h3>'+title+'</h3><table><thead><tr>"
+    "<th class=name>name</th><th>calls</th><th>time</th><th>share</th></tr></thead><tbody>';\n"
+    " rows.sort(function(a,b){return b[3]-a[3];});\n"
+    " rows.forEach(function(r){h+='<tr data-id='+r[0]+'><td class=name>'+esc(D.names[r[0]])+"
+    "'</td><td>'+r[2]+'</td><td>'+fmt(r[3])+'</td><td>'+(total?(100*r[3]/total).toFixed(1):"
+    "'0')+'%</td></tr>';});\n"
+    " if(!rows.length)h+='<tr><td class=name>(none)</td></tr>';\n"
+    " document.getElementById(id).innerHTML=h+'</tbody></table>';}\n"
+    "function select(id){var tot=0;document.querySelectorAll('#profile tbody tr')."
+    "forEach(function(tr){var s=+tr.getAttribute('data-id')===id;tr.classList.toggle('sel',s);"
+    "if(s)tot=+tr.getAttribute('data-incl');});\n"
+    " document.getElementById('sel').textContent=D.names[id];\n"
+    " var inn=[],outs=[];D.edges.forEach(function(e){if(e[1]===id)inn.push([e[0],e[1],e[2],"
+    "e[3]]);if(e[0]===id)outs.push([e[1],e[0],e[2],e[3]]);});\n"
+    " pane('callers','callers (share of its time)',inn,tot);"
+    "pane('callees','callees (share of its time)',outs,tot);}\n"
+    "var tb=document.querySelector('#profile tbody');\n"
+    "tb.addEventListener('click',function(ev){var tr=ev.target.closest('tr');"
+    "if(tr)select(+tr.getAttribute('data-id'));});\n"
+    "['callers','callees'].forEach(function(p){document.getElementById(p).addEventListener("
+    "'click',function(ev){var tr=ev.target.closest('tr[data-id]');if(tr&&tr.getAttribute("
+    "'data-id')!=='0')select(+tr.getAttribute('data-id'));});});\n"
+    "document.querySelectorAll('#profile th').forEach(function(th,col){var dir=1;\n"
+    " th.addEventListener('click',function(){dir=-dir;var rows=Array.prototype.slice.call("
+    "tb.rows);\n"
+    "  rows.sort(function(a,b){var x=a.cells[col].getAttribute('data-v'),y=b.cells[col]"
+    ".getAttribute('data-v');var nx=parseFloat(x),ny=parseFloat(y);\n"
+    "   var c=(isNaN(nx)||isNaN(ny))?x.localeCompare(y):nx-ny;return dir*c;});\n"
+    "  rows.forEach(function(r){tb.appendChild(r);});\n"
+    "  document.querySelectorAll('#profile th').forEach(function(h){h.classList.remove("
+    "'sorted');});th.classList.add('sorted');});});\n"
+    "if(tb.rows.length)select(+tb.rows[0].getAttribute('data-id'));\n"
+    "})();\n";
+
+static void put_flags(FILE *out, uint32_t flags)
+{
+    for (unsigned b = 0; b < 32; b++)
+        if (flags & (1u << b)) {
+            const char *n = rp_flag_name(b);
+            if (n)
+                fprintf(out, "<span class=flag>%s</span>", n);
+        }
+}
+
+static void put_flags_key(FILE *out, uint32_t flags)
+{
+    int first = 1;
+    for (unsigned b = 0; b < 32; b++)
+        if (flags & (1u << b)) {
+            const char *n = rp_flag_name(b);
+            if (n)
+                fprintf(out, "%s%s", first ? "" : ",", n), first = 0;
+        }
+}
+
+/* One table row; every cell carries its sort key in data-v. */
+static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, uint32_t i)
+{
+    const struct rp_profile *p = ctx->p;
+    const struct rp_node *n = &p->nodes[i];
+    char b[40], v[40];
+    uint64_t incl = rp_ticks_ns(p, n->incl), excl = rp_ticks_ns(p, n->excl);
+    double mean = n->mean * p->ns_per_tick;
+    uint64_t mx = rp_ticks_ns(p, n->max), p95 = rp_ticks_ns(p, rp_node_q(n, 0.95));
+
+    fprintf(out, "<tr data-id=\"%u\" data-incl=\"%" PRIu64 "\">", i, incl);
+    fprintf(out, "<td data-v=\"%u\">%u</td>", n->rank, n->rank);
+    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, n->standing), 100 * n->standing);
+    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, n->involvement),
+            100 * n->involvement);
+    fprintf(out, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", n->calls, n->calls);
+    fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", incl, dur(b, (double)incl));
+    fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", excl, dur(b, (double)excl));
+    fprintf(out, "<td data-v=\"%s\">%s</td>", rp_num_str(v, mean), dur(b, mean));
+    fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", mx, dur(b, (double)mx));
+    fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", p95, dur(b, (double)p95));
+    fputs("<td class=flags data-v=\"", out);
+    put_flags_key(out, n->flags);
+    fputs("\">", out);
+    put_flags(out, n->flags);
+    fprintf(out, "</td><td class=kind data-v=\"%s\">%s</td><td class=name data-v=\"",
+            rp_kind_str(n->kind), rp_kind_str(n->kind));
+    put_html(out, names[i]);
+    fputs("\">", out);
+    put_html(out, names[i]);
+    if (n->file && n->line) {
+        const char *base = strrchr(n->file, '/');
+        fputs(" <small>(", out);
+        put_html(out, base ? base + 1 : n->file);
+        fprintf(out, ":%u)</small>", n->line);
+    }
+    fputs("</td></tr>\n", out);
+}
+
+static int put_table(FILE *out, const struct rp_export_ctx *ctx, char **names)
+{
+    uint32_t nrows, nall;
+    uint32_t *rows = rp_report_rows(ctx->p, ctx->report, &nrows, &nall);
+    if (!rows)
+        return RP_ENOMEM;
+    fputs("<section id=\"table\"><h2>Ranked profile</h2>\n<p class=meta>Ranked by standing "
+          "probability (docs/ranking.md). Click a column to sort, a row to see its callers "
+          "and callees.",
+          out);
+    if (nrows < nall)
+        fprintf(out, " The first %u of %u rows (--limit).", nrows, nall);
+    fputs("</p>\n<table id=\"profile\"><thead><tr><th>rank</th><th>standing</th>"
+          "<th>involved</th><th>calls</th><th>total</th><th>self</th><th>avg</th><th>max</th>"
+          "<th>p95</th><th>flags</th><th>kind</th><th class=name>name</th></tr></thead>\n"
+          "<tbody>\n",
+          out);
+    for (uint32_t r = 0; r < nrows; r++)
+        put_row(out, ctx, names, rows[r]);
+    fputs("</tbody></table></section>\n", out);
+    free(rows);
+    return 0;
+}
+
+/* The data of the callers/callees panel: names by id and every edge. */
+static void put_data(FILE *out, const struct rp_profile *p, char **names)
+{
+    fputs("<script type=\"application/json\" id=\"rp-data\">{\"names\":[", out);
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        if (i)
+            fputc(',', out);
+        put_js_str(out, names[i]);
+    }
+    fputs("],\n\"edges\":[", out);
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *x = &p->edges[e];
+        fprintf(out, "%s[%u,%u,%" PRIu64 ",%" PRIu64 "]", e ? "," : "", x->caller, x->callee,
+                x->calls, rp_ticks_ns(p, x->incl));
+    }
+    fputs("]}</script>\n", out);
+}
+
+/*
+ * The sequence diagram, from the "mermaid" format when this build has it:
+ * its text, cut at SEQ_MAX_BYTES.  A format error is shown in the page
+ * rather than failing the whole report.  Returns 0 or RP_ENOMEM.
+ */
+static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
+{
+    const struct rp_export_format *f = rp_export_find("mermaid");
+    char *text = NULL;
+    size_t len = 0;
+
+    fputs("<section id=\"seq\"><h2>Sequence diagram</h2>\n", out);
+    if (!f) {
+        fputs("<p class=meta>This build has no sequence diagram generator.</p></section>\n", out);
+        return 0;
+    }
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return RP_ENOMEM;
+    char err[512] = "";
+    struct rp_export_ctx sub = *ctx;
+    sub.err = err;
+    sub.errsz = sizeof(err);
+    int rc = f->run(m, &sub);
+    if (fclose(m) != 0 && rc == 0)
+        rc = RP_ENOMEM;
+    if (rc < 0) {
+        fputs("<p class=meta>No sequence diagram: ", out);
+        put_html(out, err[0] ? err : rp_strerror(rc));
+        fputs("</p>", out);
+    } else {
+        fputs("<p class=meta>Mermaid source (render it with mermaid-cli or any Mermaid "
+              "viewer; <code>rankprof export --format plantuml</code> gives the same diagram "
+              "for PlantUML).</p>\n<pre class=\"mermaid-src\">",
+              out);
+        if (len > SEQ_MAX_BYTES) {
+            text[SEQ_MAX_BYTES] = 0;
+            put_html(out, text);
+            fprintf(out, "\n... cut at %u KiB of %zu bytes", SEQ_MAX_BYTES >> 10, len);
+        } else {
+            put_html(out, text);
+        }
+        fputs("</pre>", out);
+    }
+    free(text);
+    fputs("</section>\n", out);
+    return rc == RP_ENOMEM ? rc : 0;
+}
+
+static void put_head(FILE *out, const struct rp_export_ctx *ctx)
+{
+    const struct rp_profile *p = ctx->p;
+    char b[40];
+
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>rankprof: ",
+          out);
+    put_html(out, rp_export_title(ctx));
+    fprintf(out, "</title>\n<style>%s</style></head>\n<body>\n<h1>", style);
+    put_html(out, rp_export_title(ctx));
+    fputs("</h1>\n<p class=meta>", out);
+    put_html(out, p->program ? p->program : "?");
+    fprintf(out,
+            " (pid %u): %s of thread time, %u threads, %" PRIu64 " events, %" PRIu64
+            " lost; %s weights, alpha %g, %u iterations%s</p>\n",
+            p->pid, dur(b, (double)rp_ticks_ns(p, p->total)), p->n_threads, p->events, p->lost,
+            p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,
+            p->ended ? "" : "; the run did not end normally");
+    fputs("<nav><a href=\"#table\">profile</a><a href=\"#graph\">callers and callees</a>"
+          "<a href=\"#flame\">flame graph</a><a href=\"#seq\">sequence diagram</a></nav>\n",
+          out);
+}
+
+int rp_export_html(FILE *out, const struct rp_export_ctx *ctx)
+{
+    char **names = rp_export_names(ctx->p);
+    int rc;
+
+    if (!names)
+        return RP_ENOMEM;
+    put_head(out, ctx);
+    if ((rc = put_table(out, ctx, names)) < 0)
+        goto out;
+    fputs("<section id=\"graph\"><h2>Callers and callees of <span id=\"sel\"></span></h2>\n"
+          "<div class=panes><div id=\"callers\"></div><div id=\"callees\"></div></div>"
+          "</section>\n<section id=\"flame\"><h2>Flame graph</h2>\n<p class=meta>Click a frame "
+          "to zoom, Search to highlight by regular expression.</p>\n",
+          out);
+    if ((rc = rp_export_flame_svg(out, ctx, 1)) < 0)
+        goto out;
+    fputs("</section>\n", out);
+    if ((rc = put_sequence(out, ctx)) < 0)
+        goto out;
+    put_data(out, ctx->p, names);
+    fprintf(out, "<script>\n%s</script>\n</body></html>\n", script);
+out:
+    rp_export_names_free(ctx->p, names);
+    return rc;
+}
