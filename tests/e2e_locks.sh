@@ -208,6 +208,38 @@ if [s["caller"] for s in L[0]["sites"]] != ["i2c_xfer"]:
     sys.exit(1)
 PYEOF
 
+# RANKPROF_DISABLE: the lock API compiles away (no warning, no symbol); the
+# same file without it calls the API (the control that the check can fail)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if command -v "${CC:-cc}" >/dev/null && command -v nm >/dev/null; then
+    cat >api.c <<'CEOF'
+#include "rankprof.h"
+static int fw_lock;
+int main(void)
+{
+    rp_lock_name(&fw_lock, "fw");
+    rp_lock_wait(&fw_lock);
+    rp_lock_acquired(&fw_lock);
+    rp_lock_released(&fw_lock);
+    rp_lock_failed(&fw_lock);
+    return rp_lock_name(&fw_lock, "again") != 0;
+}
+CEOF
+    "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_DISABLE -I"$src/include" api.c -o api_off ||
+        fail "the lock API does not compile away cleanly under RANKPROF_DISABLE"
+    ./api_off || fail "the RANKPROF_DISABLE build's rp_lock_name did not return 0"
+    nm api_off >api_off.sym
+    if grep -E ' rp_' api_off.sym; then
+        fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+    fi
+    "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_WEAK -I"$src/include" -c api.c -o api_on.o ||
+        fail "the lock API does not compile"
+    nm api_on.o >api_on.sym
+    grep -q ' rp_lock_acquired' api_on.sym || fail "the normal build does not call rp_lock_acquired (test broken?)"
+else
+    note "cc/nm missing: the RANKPROF_DISABLE check is skipped"
+fi
+
 # errors: a bad option names itself
 if "$RANKPROF" locks -i c.data --sort nosuch >/dev/null 2>err.txt; then
     fail "--sort nosuch was accepted"
