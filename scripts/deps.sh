@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # deps.sh - installs the Debian packages rankprof needs to build and test,
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
-#   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf
+#   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
 #   ci:    what CI needs beyond test: the third-party consumers the tests
-#          read outputs back with: plantuml, chromium and npm, and
+#          read outputs back with: plantuml, chromium and npm, Perfetto's
+#          trace_processor (chromium-shell), valgrind, golang-go, flamegraph.pl
+#          (libdevel-nytprof-perl) for tests/e2e_export.sh, and
 #          @mermaid-js/mermaid-cli from npm (driven by that chromium, no
 #          browser download) in ~/.cache/rankprof-npm (tests/e2e_seq.sh)
 #   bench: + the peers of `make bench`: uftrace, binutils (gprof), valgrind
@@ -26,6 +28,7 @@ have_cmd ninja || need+=(ninja-build)
 have_cmd pkg-config || need+=(pkg-config)
 have_pkg libdw-dev || need+=(libdw-dev)
 have_pkg libelf-dev || need+=(libelf-dev)
+have_pkg zlib1g-dev || need+=(zlib1g-dev) # pprof exports are gzipped
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
   [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report
@@ -36,6 +39,14 @@ if [ "$level" = ci ]; then
   have_cmd plantuml || need+=(plantuml)
   have_cmd chromium || need+=(chromium)
   have_cmd npm || need+=(npm)
+  # tests/e2e_export.sh's consumers: Perfetto's trace_processor (chromium-shell ships
+  # it as a library; tests/consumers/tp_query.cc is built with clang++ and libc++),
+  # callgrind_annotate, go tool pprof, Brendan Gregg's flamegraph.pl
+  [ -f /usr/lib/chromium/libtest_trace_processor.so ] || need+=(chromium-shell)
+  have_pkg libc++-dev || need+=(libc++-dev)
+  have_cmd callgrind_annotate || need+=(valgrind)
+  have_cmd go || need+=(golang-go)
+  [ -f /usr/share/perl5/Devel/NYTProf/flamegraph.pl ] || need+=(libdevel-nytprof-perl)
 fi
 # Mermaid's command line, from npm, outside the repository.
 ci_npm() {
