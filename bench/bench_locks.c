@@ -8,8 +8,8 @@
  *
  * Run it plain (the baseline: a bare lock pair, and a call whose hooks are
  * glibc's empty __cyg_profile_func_* stubs) and under `rankprof record`
- * (the recorder preloaded: each pair records two events).  The recorded cost per event is (recorded - plain) / 2 for each;
- * docs/locks.md has the numbers.  Only work() is instrumented.
+ * (the recorder preloaded: each pair records two events).  The recorded cost per event is (recorded
+ * - plain) / 2 for each; docs/locks.md has the numbers.  Only work() is instrumented.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
