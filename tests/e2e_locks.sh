@@ -167,6 +167,16 @@ edges = {(e["caller"], e["callee"]): e for e in R["edges"]}
 if edges.get(("mutex_worker", counter["name"] + " [hold]"), {}).get("calls") != 4 * I:
     die("report: edge mutex_worker -> %s [hold] is not %d calls" % (counter["name"], 4 * I))
 PYEOF
+for sort in acquisitions name; do
+    "$RANKPROF" locks -i c.data --sort $sort --format json >sort_$sort.json || fail "locks --sort $sort"
+done
+python3 - <<'PYEOF' || exit 1
+import json, sys
+acq = [l["name"] for l in json.load(open("sort_acquisitions.json"))["locks"]]
+names = [l["name"] for l in json.load(open("sort_name.json"))["locks"]]
+if acq[:3] != ["counter_lock", "table_lock", "spin"] or names != sorted(names):
+    sys.exit("e2e_locks: FAIL: --sort acquisitions gave %s, --sort name %s" % (acq, names))
+PYEOF
 grep -q "CONTENDED" locks.txt || fail "the table shows no CONTENDED lock"
 grep -q "<- mutex_worker" locks.txt || fail "the table shows no call site"
 
