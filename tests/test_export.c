@@ -1,0 +1,268 @@
+/*
+ * test_export.c - the calling-context tree (src/analyze/cct.c) and the span
+ * matching of the timeline exports (src/report/export_timeline.c) on a
+ * hand-encoded trace full of the cases the matching rules are about, with
+ * every number known.  Ticks are nanoseconds (no CLOCK chunk: 1 ns/tick).
+ *
+ *   tid 1, first EVENTS chunk:
+ *      0 enter A    10 enter B    20 enter C    30 EXIT_ID B  (C dropped: unclosed)
+ *     40 enter B    45 enter B    50 exit (B)   60 exit (B)
+ *   tid 2:
+ *      5 enter C    15 exit (C)
+ *   tid 1, second EVENTS chunk (its stack continues: A is open):
+ *     70 exit (A)   75 exit        (unmatched)
+ *     80 enter A    90 LOST 5      (A dropped: unclosed)
+ *    100 enter C   110 exit (C)   120 enter A   (still open at the end: unclosed)
+ *
+ * Paths and their exclusive time: A 70-20-20 = 30; A;B 20 + (20-5) = 35;
+ * A;B;B 5; C 10 + 10 = 20.  Calls: A 1, B 3 (A;B 2, A;B;B 1), C 2.
+ * Unclosed 3, unmatched exits 1.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/cct.h"
+#include "analyze/replay.h"
+#include "check.h"
+#include "common/bytes.h"
+#include "report/export.h"
+#include "trace/writer.h"
+
+enum { A = 1, B = 2, C = 3 };
+
+static void chunk(FILE *f, uint32_t type, const void *p, size_t len)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE];
+    rp_chunk_header(h, type, p, (uint32_t)len);
+    fwrite(h, 1, sizeof(h), f);
+    fwrite(p, 1, len, f);
+}
+
+static size_t put_varint(uint8_t *q, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        q[n] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
+        v >>= 7;
+        n++;
+    } while (v);
+    return n;
+}
+
+/* One event: {ticks, op, operand}; the operand is written when the op has one. */
+struct ev {
+    uint64_t t;
+    unsigned op;
+    uint64_t x;
+};
+
+static void events(FILE *f, uint32_t tid, const struct ev *e, size_t n)
+{
+    uint8_t buf[1024];
+    size_t len = 16;
+    rp_put32(buf, tid);
+    rp_put32(buf + 4, (uint32_t)n);
+    rp_put64(buf + 8, e[0].t);
+    uint64_t now = e[0].t;
+    for (size_t i = 0; i < n; i++) {
+        len += put_varint(buf + len, (e[i].t - now) << RP_OP_BITS | e[i].op);
+        now = e[i].t;
+        if (e[i].op != RP_OP_EXIT)
+            len += put_varint(buf + len, e[i].x);
+    }
+    chunk(f, RP_CH_EVENTS, buf, len);
+}
+
+static void def(uint8_t *q, size_t *len, uint32_t id, const char *name)
+{
+    uint8_t *d = q + *len;
+    memset(d, 0, RP_DEF_FIXED);
+    rp_put32(d, id);
+    d[4] = RP_KIND_POINT;
+    d[5] = RP_CLASS_POINT;
+    d[6] = (uint8_t)strlen(name);
+    rp_put64(d + 8, 0x1000 * id);
+    memcpy(d + RP_DEF_FIXED, name, strlen(name));
+    *len += RP_DEF_FIXED + strlen(name);
+}
+
+static void write_trace(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    uint8_t h[RP_FILE_HDR_SIZE], defs[256];
+    size_t dlen = 0;
+    rp_file_header(h);
+    fwrite(h, 1, sizeof(h), f);
+    def(defs, &dlen, A, "A");
+    def(defs, &dlen, B, "B");
+    def(defs, &dlen, C, "C");
+    chunk(f, RP_CH_DEFS, defs, dlen);
+    const struct ev t1a[] = {
+        {0, RP_OP_ENTER, A},  {10, RP_OP_ENTER, B}, {20, RP_OP_ENTER, C}, {30, RP_OP_EXIT_ID, B},
+        {40, RP_OP_ENTER, B}, {45, RP_OP_ENTER, B}, {50, RP_OP_EXIT, 0},  {60, RP_OP_EXIT, 0},
+    };
+    const struct ev t2[] = {{5, RP_OP_ENTER, C}, {15, RP_OP_EXIT, 0}};
+    const struct ev t1b[] = {
+        {70, RP_OP_EXIT, 0},   {75, RP_OP_EXIT, 0},  {80, RP_OP_ENTER, A},  {90, RP_OP_LOST, 5},
+        {100, RP_OP_ENTER, C}, {110, RP_OP_EXIT, 0}, {120, RP_OP_ENTER, A},
+    };
+    events(f, 1, t1a, sizeof(t1a) / sizeof(t1a[0]));
+    events(f, 2, t2, sizeof(t2) / sizeof(t2[0]));
+    events(f, 1, t1b, sizeof(t1b) / sizeof(t1b[0]));
+    CHECK(fclose(f) == 0);
+}
+
+/* The tree against the numbers of the header and the replay's flat profile. */
+static void test_cct(const char *path, const struct rp_profile *p)
+{
+    struct rp_replay_opts o = {0};
+    struct rp_cct t = {0};
+    char err[512];
+    uint64_t calls[4] = {0}, excl[4] = {0};
+
+    CHECK_EQ(rp_cct_build(&t, path, &o, p->n_nodes, 0, err, sizeof(err)), 0);
+    CHECK_EQ(t.n, 6); /* root, A, A;B, A;B;C, A;B;B, C */
+    CHECK_EQ(t.unclosed, 3);
+    CHECK_EQ(t.unmatched, 1);
+    for (uint32_t i = 1; i < t.n; i++) {
+        const struct rp_cct_node *n = &t.nodes[i];
+        calls[n->id] += n->calls;
+        excl[n->id] += n->excl;
+        if (n->id == B && n->depth == 2) {
+            CHECK_EQ(n->calls, 2);
+            CHECK_EQ(n->incl, 40);
+            CHECK_EQ(n->excl, 35);
+        }
+        if (n->id == B && n->depth == 3)
+            CHECK_EQ(n->excl, 5);
+        if (n->id == C && n->depth == 3)
+            CHECK_EQ(n->calls, 0); /* dropped by EXIT_ID B */
+    }
+    for (uint32_t id = A; id <= C; id++) {
+        CHECK_EQ(calls[id], p->nodes[id].calls);
+        CHECK_EQ(excl[id], p->nodes[id].excl);
+    }
+    CHECK_EQ(calls[A], 1);
+    CHECK_EQ(excl[A], 30);
+    CHECK_EQ(calls[B], 3);
+    CHECK_EQ(calls[C], 2);
+    CHECK_EQ(excl[C], 20);
+    CHECK_EQ(t.unclosed, p->unclosed);
+    CHECK_EQ(t.unmatched, p->unmatched_exits);
+    rp_cct_free(&t);
+}
+
+struct counts {
+    int begins, ends, unclosed, lost, depth[3];
+    uint64_t lost_n;
+};
+
+static int on_begin(void *c, uint32_t tid, uint32_t id, uint64_t ticks)
+{
+    struct counts *k = c;
+    (void)id, (void)ticks;
+    k->begins++;
+    k->depth[tid]++;
+    return 0;
+}
+
+static int on_end(void *c, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg, const char *why)
+{
+    struct counts *k = c;
+    (void)id, (void)ticks, (void)arg;
+    k->ends++;
+    k->unclosed += why != NULL;
+    CHECK(k->depth[tid] > 0); /* never an end without its begin */
+    k->depth[tid]--;
+    return 0;
+}
+
+static int on_lost(void *c, uint32_t tid, uint64_t ticks, uint64_t n)
+{
+    struct counts *k = c;
+    (void)tid;
+    CHECK_EQ(ticks, 90);
+    k->lost++;
+    k->lost_n += n;
+    return 0;
+}
+
+static void test_timeline(const char *path, const struct rp_profile *p)
+{
+    static const struct rp_timeline_ops ops = {.begin = on_begin, .end = on_end, .lost = on_lost};
+    struct rp_replay_opts ro = {0};
+    struct rp_report_opts rep = {0};
+    char err[512] = "";
+    struct rp_export_ctx ctx = {
+        .input = path, .replay = &ro, .p = p, .report = &rep, .err = err, .errsz = sizeof(err)};
+    struct counts k = {0};
+
+    CHECK_EQ(rp_export_timeline(&ctx, &ops, &k), 0);
+    CHECK_EQ(k.begins, 9);
+    CHECK_EQ(k.ends, 9);
+    CHECK_EQ(k.unclosed, 3);
+    CHECK_EQ(k.lost, 1);
+    CHECK_EQ(k.lost_n, 5);
+    CHECK_EQ(k.depth[1], 0);
+    CHECK_EQ(k.depth[2], 0);
+
+    /* folded: exactly the four paths with exclusive time */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CHECK_EQ(rp_export_folded(m, &ctx), 0);
+    fclose(m);
+    const char *want[] = {"A 30\n", "A;B 35\n", "A;B;B 5\n", "C 20\n"};
+    size_t total = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        CHECK(strstr(text, want[i]) != NULL);
+        total += strlen(want[i]);
+    }
+    CHECK_EQ(len, total);
+    free(text);
+
+    /* chrome: as many B as E, and the dropped spans marked */
+    m = open_memstream(&text, &len);
+    CHECK_EQ(rp_export_chrome(m, &ctx), 0);
+    fclose(m);
+    int nb = 0, ne = 0, nu = 0;
+    for (const char *s = text; (s = strstr(s, "\"ph\":\"")); s += 6) {
+        nb += s[6] == 'B';
+        ne += s[6] == 'E';
+    }
+    for (const char *s = text; (s = strstr(s, "unclosed")); s++)
+        nu++;
+    CHECK_EQ(nb, 9);
+    CHECK_EQ(ne, 9);
+    CHECK_EQ(nu, 3);
+    free(text);
+}
+
+int main(void)
+{
+    char path[] = "/tmp/rp_test_export.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    write_trace(path);
+
+    struct rp_replay_opts o = {0};
+    struct rp_profile p = {0};
+    char err[512];
+    int rc = rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK_EQ(rc, 0);
+    test_cct(path, &p);
+    test_timeline(path, &p);
+    rp_profile_free(&p);
+    unlink(path);
+    if (failures)
+        return 1;
+    printf("test_export: ok\n");
+    return 0;
+}
