@@ -343,6 +343,7 @@ static void test_plantuml(const char *path, const struct rp_profile *p)
     /* an empty window still gives a valid diagram with a note */
     o = (struct rp_seq_opts){.format = RP_SEQ_PLANTUML, .from_ns = 5000000};
     d = diagram(path, p, &o);
+    CHECK_STR(d, "participant \"rankprof\" as P1\n");
     CHECK_STR(d, "note over P1 : no messages");
     CHECK_STR(d, "@enduml\n");
     free(d);

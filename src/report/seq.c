@@ -382,7 +382,10 @@ static int part_of(struct seq *s, uint8_t kind, uint32_t tid, uint32_t node, uin
             if (s->p->threads[i].tid == tid)
                 tn = s->p->threads[i].name;
         char buf[SEQ_NAME_MAX + 16];
-        snprintf(buf, sizeof(buf), "T%" PRIu32 "%s%s", tid, tn && *tn ? " " : "", tn ? tn : "");
+        if (tid) /* tid 0: the lifeline an empty diagram's note needs */
+            snprintf(buf, sizeof(buf), "T%" PRIu32 "%s%s", tid, tn && *tn ? " " : "", tn ? tn : "");
+        else
+            snprintf(buf, sizeof(buf), "rankprof");
         clean(name, buf);
     } else {
         node_label(s, node, name);
