@@ -1,9 +1,11 @@
 /*
  * export_pb.h - a minimal protobuf encoder for the exports that write
  * protobuf by hand (perfetto, pprof): varints, strings, and nested messages
- * whose length is reserved as a 4-byte redundant varint and patched when
- * the message closes (protozero's technique, which every protobuf parser
- * accepts), so a message is built in one pass in one growing buffer.
+ * built in one pass in one growing buffer: 4 bytes are reserved for a
+ * nested message's length when it opens, and when it closes the length is
+ * written as the shortest varint and the body moved up against it (a few
+ * bytes moved per message, which are small), so the output is the minimal
+ * encoding.
  *
  * Errors are sticky: out of memory (or nesting deeper than PB_MAX_NEST, or
  * a message over 256 MiB, which the 4-byte length cannot hold) sets pb->bad,
@@ -107,8 +109,14 @@ static inline void pb_close(struct pb *pb)
         pb->bad = 1;
         return;
     }
-    for (int i = 0; i < 4; i++, len >>= 7)
-        pb->b[at + i] = (uint8_t)(len & 0x7f) | (i < 3 ? 0x80 : 0);
+    /* the shortest varint of len, and the body moved up against it */
+    unsigned k = len < (1u << 7) ? 1 : len < (1u << 14) ? 2 : len < (1u << 21) ? 3 : 4;
+    for (unsigned i = 0; i < k; i++, len >>= 7)
+        pb->b[at + i] = (uint8_t)(len & 0x7f) | (i + 1 < k ? 0x80 : 0);
+    if (k < 4) {
+        memmove(pb->b + at + k, pb->b + at + 4, pb->n - at - 4);
+        pb->n -= 4 - k;
+    }
 }
 
 #endif /* RP_REPORT_EXPORT_PB_H */

@@ -10,9 +10,8 @@
  * interned_data/interned_data.proto).  The file is a Trace: a sequence of
  * `packet` fields (1), each a TracePacket:
  *
- *   1. track descriptors: the process (uuid PROC_UUID), every thread
- *      (uuid THREAD_UUID(tid), parent the process) and, when first used,
- *      every counter (uuid COUNTER_UUID(id));
+ *   1. track descriptors: the process, every thread (parent the process)
+ *      and, when first used, every counter;
  *   2. one packet per event on trusted sequence 1: TrackEvent slice
  *      begin/end, instant or counter, at ns since the first event.
  *
@@ -71,10 +70,11 @@ enum {
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 
-#define SEQ_ID          1u
-#define PROC_UUID       1ull
-#define THREAD_UUID(t)  ((1ull << 32) | (t))
-#define COUNTER_UUID(i) ((2ull << 32) | (i))
+#define SEQ_ID 1u
+/* Track uuids are small, so that each event's track_uuid is one or two
+ * bytes: the process 1, threads 2.. in the order the profile lists them,
+ * counters after them. */
+#define PROC_UUID 1ull
 
 struct perfetto {
     FILE *out;
@@ -83,7 +83,8 @@ struct perfetto {
     char **names;
     uint8_t *interned; /* per id: bit 0 name sent, bit 1 counter track sent */
     uint8_t cat_sent[RP_KIND_MAX + 1];
-    int first; /* the next event packet is the sequence's first */
+    int first;    /* the next event packet is the sequence's first */
+    uint32_t hit; /* index in p->threads of the last thread looked up */
     struct pb pb;
 };
 
@@ -112,12 +113,30 @@ static uint64_t ts_ns(const struct perfetto *f, uint64_t ticks)
     return isfinite(ns) && ns < 1.8e19 ? (uint64_t)llround(ns) : 0;
 }
 
+/* A thread's track: 2 + its index in the profile (which lists every thread
+ * the first pass saw, so every thread of this pass). */
+static uint64_t thread_uuid(struct perfetto *f, uint32_t tid)
+{
+    const struct rp_profile *p = f->p;
+    if (f->hit < p->n_threads && p->threads[f->hit].tid == tid)
+        return 2 + f->hit;
+    for (uint32_t i = 0; i < p->n_threads; i++)
+        if (p->threads[i].tid == tid)
+            return 2 + (f->hit = i);
+    return PROC_UUID; /* not reached: both passes read the same file */
+}
+
+static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
+{
+    return 2 + (uint64_t)f->p->n_threads + id;
+}
+
 static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
 {
     char buf[32];
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
-    pb_uint(&f->pb, TD_UUID, THREAD_UUID(tid));
+    pb_uint(&f->pb, TD_UUID, thread_uuid(f, tid));
     pb_uint(&f->pb, TD_PARENT, PROC_UUID);
     pb_open(&f->pb, TD_THREAD);
     pb_uint(&f->pb, THD_PID, f->p->pid);
@@ -138,7 +157,7 @@ static int counter_track(struct perfetto *f, uint32_t id)
     f->interned[id] |= 2;
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
-    pb_uint(&f->pb, TD_UUID, COUNTER_UUID(id));
+    pb_uint(&f->pb, TD_UUID, counter_uuid(f, id));
     pb_uint(&f->pb, TD_PARENT, PROC_UUID);
     pb_str(&f->pb, TD_NAME, f->names[id]);
     pb_open(&f->pb, TD_COUNTER);
@@ -207,7 +226,7 @@ static void debug_uint(struct pb *pb, const char *name, uint64_t v)
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, id, TYPE_SLICE_BEGIN, THREAD_UUID(tid));
+    event_begin(f, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
 }
 
@@ -216,7 +235,7 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
 {
     struct perfetto *f = cookie;
     (void)id;
-    event_begin(f, ticks, 0, TYPE_SLICE_END, THREAD_UUID(tid));
+    event_begin(f, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
         debug_uint(&f->pb, "arg", arg);
     if (why) {
@@ -231,7 +250,7 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, id, TYPE_INSTANT, THREAD_UUID(tid));
+    event_begin(f, ticks, id, TYPE_INSTANT, thread_uuid(f, tid));
     debug_uint(&f->pb, "arg", arg);
     return event_end(f);
 }
@@ -243,7 +262,7 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
     (void)tid;
     if (rc < 0)
         return rc;
-    event_begin(f, ticks, 0, TYPE_COUNTER, COUNTER_UUID(id));
+    event_begin(f, ticks, 0, TYPE_COUNTER, counter_uuid(f, id));
     pb_uint(&f->pb, TE_COUNTER_VALUE, (uint64_t)v); /* int64: two's complement varint */
     return event_end(f);
 }
@@ -251,7 +270,7 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, 0, TYPE_INSTANT, THREAD_UUID(tid));
+    event_begin(f, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
     pb_str(&f->pb, 23, "LOST"); /* TrackEvent.name, not interned: rare */
     debug_uint(&f->pb, "events", count);
     return event_end(f);
