@@ -56,6 +56,18 @@ if "$RANKPROF" export -i nonexistent.data --format json -o x.json 2>err.txt; the
     fail "a missing input was accepted"
 fi
 [[ ! -e x.json ]] || fail "a failed export left its output file"
+# a trace cut inside its last chunk: an error naming the file, no output;
+# with --force the sound part is exported, as report --force analyses it
+head -c $(($(stat -c %s ct.data) - 10)) ct.data >cut.data
+for f in chrome perfetto folded pprof; do
+    if "$RANKPROF" export -i cut.data --format $f -o cut.$f 2>err.txt; then
+        fail "export $f accepted a truncated trace"
+    fi
+    grep -q "cut.data.*offset" err.txt || fail "export $f: the error does not name file and offset: $(cat err.txt)"
+    [[ ! -e cut.$f ]] || fail "export $f left a file after failing"
+    "$RANKPROF" export -i cut.data --format $f --force -o cut.$f 2>/dev/null ||
+        fail "export $f --force failed on a truncated trace"
+done
 ls ./*.tmp.* >/dev/null 2>&1 && fail "a failed export left a temporary file"
 
 # --- folded stacks and flame graphs -----------------------------------------

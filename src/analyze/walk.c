@@ -72,8 +72,13 @@ int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct 
         if (progress)
             show_progress(&r, &shown);
     }
-    if (rc < 0 && !err[0] && r.err[0])
-        snprintf(err, errsz, "%s", r.err);
+    /* the reader's own error (rc from rp_reader_next, the loop's condition) */
+    if (rc < 0 && !err[0] && r.err[0]) {
+        if (o->force && (rc == RP_ETRUNC || rc == RP_ECRC))
+            rc = 0; /* as the replay does under force: the sound part is the trace */
+        else
+            snprintf(err, errsz, "%s", r.err);
+    }
     if (progress && shown >= 0)
         fputs("\r\033[K", stderr);
     rp_reader_close(&r);

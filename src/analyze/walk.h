@@ -26,8 +26,9 @@ struct rp_walk_ops {
 
 /*
  * Reads the trace at path and calls ops for every THREAD chunk and every
- * event (only thread o->tid's when it is set; damaged chunks skipped when
- * o->force is).  With progress set and stderr a terminal, shows the share of
+ * event (only thread o->tid's when it is set; under o->force, damaged
+ * chunks are skipped and a truncated or damaged end ends the walk, as the
+ * replay does).  With progress set and stderr a terminal, shows the share of
  * the file read on stderr.  Returns 0, a negative RP_E* code of the reader
  * (err names the file and offset), RP_EFORMAT for a malformed event (err
  * names its offset), or a callback's negative code (err left empty).

@@ -58,8 +58,8 @@ static const char *node_name(const struct rp_export_ctx *ctx, uint32_t id, char 
 }
 
 /*
- * Pre-order walk over t: calls visit(node) for every node but the root,
- * children in sibling order.  Cannot fail.
+ * Pre-order walk over t: the body runs with i = every node but the root,
+ * parents before children, children in sibling order.  Cannot fail.
  */
 #define CCT_FOREACH(t, i) for (uint32_t i = (t)->nodes[0].child; i; i = cct_next(t, i))
 
@@ -235,36 +235,36 @@ static void put_frame(FILE *out, const struct rp_export_ctx *ctx, const char *na
     fputs("</text></g>\n", out);
 }
 
-struct cmp_ctx {
-    const struct rp_export_ctx *ctx;
-    const struct rp_cct *t;
+/* A child to sort: its name, then its index (ties keep first-seen order). */
+struct kid {
+    const char *name;
+    uint32_t i;
 };
-static struct cmp_ctx cmp_g; /* qsort has no context argument in C11 */
 
 static int by_name(const void *a, const void *b)
 {
-    char b1[512], b2[512];
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    int c = strcmp(node_name(cmp_g.ctx, cmp_g.t->nodes[i].id, b1, sizeof(b1)),
-                   node_name(cmp_g.ctx, cmp_g.t->nodes[j].id, b2, sizeof(b2)));
-    return c ? c : (i > j) - (i < j);
+    const struct kid *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
 }
 
 /*
  * Re-links every node's children in name order, so the pre-order walk
- * draws them left to right as flamegraph.pl does.  Returns 0 or RP_ENOMEM.
+ * draws them left to right as flamegraph.pl does.  names[] is indexed by
+ * span id.  Returns 0 or RP_ENOMEM.
  */
-static int sort_children(struct rp_cct *t, const struct rp_export_ctx *ctx)
+static int sort_children(struct rp_cct *t, char **names)
 {
-    uint32_t cap = 64, *kids = malloc(cap * sizeof(*kids));
+    uint32_t cap = 64;
+    struct kid *kids = malloc(cap * sizeof(*kids));
+
     if (!kids)
         return RP_ENOMEM;
-    cmp_g = (struct cmp_ctx){ctx, t};
     for (uint32_t i = 0; i < t->n; i++) {
         uint32_t k = 0;
         for (uint32_t c = t->nodes[i].child; c; c = t->nodes[c].sibling) {
             if (k == cap) {
-                uint32_t *nk = realloc(kids, 2 * cap * sizeof(*kids));
+                struct kid *nk = realloc(kids, 2 * cap * sizeof(*kids));
                 if (!nk) {
                     free(kids);
                     return RP_ENOMEM;
@@ -272,14 +272,14 @@ static int sort_children(struct rp_cct *t, const struct rp_export_ctx *ctx)
                 kids = nk;
                 cap *= 2;
             }
-            kids[k++] = c;
+            kids[k++] = (struct kid){names[t->nodes[c].id], c};
         }
         if (k < 2)
             continue;
         qsort(kids, k, sizeof(*kids), by_name);
-        t->nodes[i].child = kids[0];
+        t->nodes[i].child = kids[0].i;
         for (uint32_t j = 0; j < k; j++)
-            t->nodes[kids[j]].sibling = j + 1 < k ? kids[j + 1] : 0;
+            t->nodes[kids[j].i].sibling = j + 1 < k ? kids[j + 1].i : 0;
     }
     free(kids);
     return 0;
@@ -295,7 +295,12 @@ static int draw(FILE *out, const struct rp_export_ctx *ctx, struct rp_cct *t, in
     char buf[512];
     int rc;
 
-    if ((rc = sort_children(t, ctx)) < 0)
+    char **names = rp_export_names(ctx->p);
+    if (!names)
+        return RP_ENOMEM;
+    rc = sort_children(t, names);
+    rp_export_names_free(ctx->p, names);
+    if (rc < 0)
         return rc;
     uint64_t total = 0;
     for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].sibling)
