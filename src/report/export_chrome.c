@@ -10,7 +10,9 @@
  * microseconds since the first event, with nanosecond decimals.  Process
  * and thread names are "M" metadata events, first.
  */
+#define _GNU_SOURCE /* open_memstream */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/error.h"
@@ -21,25 +23,84 @@ struct chrome {
     FILE *out;
     const struct rp_profile *p;
     char **names;
+    char **tails; /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
+    struct {
+        uint32_t tid;
+        char s[48]; /* ,"pid":P,"tid":T */
+    } th[8];        /* a small cache of thread prefixes, round robin */
+    unsigned nth, next;
 };
 
-static void head(struct chrome *c, const char *ph, uint32_t tid, uint64_t ticks)
+/* Writes v in decimal ending at end; returns where it starts. */
+static char *u64_dec(char *end, uint64_t v)
 {
-    fprintf(c->out, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f", ph, c->p->pid, tid,
-            rp_export_us(c->p, ticks));
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+static const char *thread_part(struct chrome *c, uint32_t tid)
+{
+    for (unsigned i = 0; i < c->nth; i++)
+        if (c->th[i].tid == tid)
+            return c->th[i].s;
+    unsigned i = c->nth < 8 ? c->nth++ : (c->next++ & 7);
+    c->th[i].tid = tid;
+    snprintf(c->th[i].s, sizeof(c->th[i].s), ",\"pid\":%u,\"tid\":%u", c->p->pid, tid);
+    return c->th[i].s;
+}
+
+/*
+ * Starts an event: phase, timestamp (us with ns decimals), pid and tid.
+ * This runs per event, so no printf: the time is formatted by hand and
+ * the rest are strings made once.
+ */
+static void head(struct chrome *c, char ph, uint32_t tid, uint64_t ticks)
+{
+    char buf[64], *end = buf + sizeof(buf), *q;
+    double us = rp_export_us(c->p, ticks);
+    uint64_t ns = us > 0 && us < 1.8e16 ? (uint64_t)(us * 1e3 + 0.5) : 0;
+
+    q = u64_dec(end, ns % 1000 + 1000); /* three digits, zero-padded, after a '1' */
+    *q = '.';
+    q = u64_dec(q, ns / 1000);
+    char pre[] = ",\n{\"ph\":\"?\",\"ts\":";
+    pre[9] = ph;
+    fputs(pre, c->out);
+    fwrite(q, 1, (size_t)(end - q), c->out);
+    fputs(thread_part(c, tid), c->out);
 }
 
 static void name_cat(struct chrome *c, uint32_t id)
 {
-    fputs(",\"name\":", c->out);
-    rp_export_put_json(c->out, c->names[id]);
-    fprintf(c->out, ",\"cat\":\"%s\"", rp_export_cat(c->p->nodes[id].kind));
+    fputs(c->tails[id], c->out);
+}
+
+/* The per-id name and category strings.  Returns 0 or RP_ENOMEM. */
+static int make_tails(struct chrome *c)
+{
+    const struct rp_profile *p = c->p;
+    if (!(c->tails = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tails))))
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        size_t len;
+        FILE *m = open_memstream(&c->tails[i], &len);
+        if (!m)
+            return RP_ENOMEM;
+        fputs(",\"name\":", m);
+        rp_export_put_json(m, c->names[i]);
+        fprintf(m, ",\"cat\":\"%s\"", rp_export_cat(p->nodes[i].kind));
+        if (fclose(m) != 0)
+            return RP_ENOMEM;
+    }
+    return 0;
 }
 
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct chrome *c = cookie;
-    head(c, "B", tid, ticks);
+    head(c, 'B', tid, ticks);
     name_cat(c, id);
     fputc('}', c->out);
     return ferror(c->out) ? RP_EIO : 0;
@@ -49,7 +110,7 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
                   const char *why)
 {
     struct chrome *c = cookie;
-    head(c, "E", tid, ticks);
+    head(c, 'E', tid, ticks);
     if (arg || why) {
         fputs(",\"args\":{", c->out);
         if (arg)
@@ -66,7 +127,7 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct chrome *c = cookie;
-    head(c, "i", tid, ticks);
+    head(c, 'i', tid, ticks);
     name_cat(c, id);
     fprintf(c->out, ",\"s\":\"t\",\"args\":{\"arg\":%" PRIu64 "}}", arg);
     return 0;
@@ -75,7 +136,7 @@ static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, u
 static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, int64_t v)
 {
     struct chrome *c = cookie;
-    head(c, "C", tid, ticks);
+    head(c, 'C', tid, ticks);
     name_cat(c, id);
     fprintf(c->out, ",\"args\":{\"value\":%" PRId64 "}}", v);
     return 0;
@@ -84,7 +145,7 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct chrome *c = cookie;
-    head(c, "i", tid, ticks);
+    head(c, 'i', tid, ticks);
     fprintf(c->out,
             ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{\"events\":%" PRIu64
             "}}",
@@ -100,10 +161,11 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
                                                .counter = on_counter,
                                                .lost = on_lost};
     const struct rp_profile *p = ctx->p;
-    struct chrome c = {out, p, rp_export_names(p)};
+    struct chrome c = {.out = out, .p = p, .names = rp_export_names(p)};
+    int rc = RP_ENOMEM;
 
-    if (!c.names)
-        return RP_ENOMEM;
+    if (!c.names || (rc = make_tails(&c)) < 0)
+        goto out;
     fprintf(out,
             "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rankprof\","
             "\"ns_per_tick\":%.9g},\n\"traceEvents\":[\n",
@@ -124,8 +186,13 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
             fprintf(out, "\"thread %u\"", t->tid);
         fputs("}}", out);
     }
-    int rc = rp_export_timeline(ctx, &ops, &c);
+    rc = rp_export_timeline(ctx, &ops, &c);
     fputs("\n]}\n", out);
+out:
+    if (c.tails)
+        for (uint32_t i = 0; i < p->n_nodes; i++)
+            free(c.tails[i]);
+    free(c.tails);
     rp_export_names_free(p, c.names);
     return rc;
 }
