@@ -211,6 +211,10 @@ if [[ -n "$chromium" ]]; then
     run_chromium --screenshot="$tmp/ct.png" --window-size=1280,1400 "file://$tmp/ct.html" \
         >/dev/null || fail "chromium --screenshot: $(tail -3 chromium.log)"
     $check html report.json ct.dom ct.png
+    # the flame graph's own script: a link that zooms into b and searches leaf
+    run_chromium --dump-dom "file://$tmp/ct.svg#zoom=b&search=leaf" >ct_svg.dom ||
+        fail "chromium --dump-dom of the svg: $(tail -3 chromium.log)"
+    $check svg-zoom report.json ct_svg.dom
 else
     missing chromium "Debian package chromium"
 fi

@@ -16,7 +16,8 @@
  *
  * The SVG has no external references: the script (hover details, click to
  * zoom, search with a regular expression, reset) is inline, so it works
- * from a file, in an <img>-less embed in the HTML report, and offline.
+ * from a file, inlined in the HTML report, and offline.  A link can open
+ * it zoomed and searched: FILE.svg#zoom=NAME&search=REGEX.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -191,9 +192,7 @@ static const char flame_script[] =
     "textContent;});\n"
     " g.addEventListener('mouseout',function(){det.textContent=' ';});});\n"
     "unz.addEventListener('click',reset);\n"
-    "svg.querySelector('.search').addEventListener('click',function(){\n"
-    " var q=prompt('Search for (a regular expression):','');if(q===null)return;\n"
-    " var re;try{re=new RegExp(q);}catch(e){alert(e);return;}\n"
+    "function search(q){var re;try{re=new RegExp(q);}catch(e){alert(e);return;}\n"
     " var total=+svg.getAttribute('data-total'),hit=0,seen=[];\n"
     " frames.forEach(function(g){var r=g.querySelector('rect');\n"
     "  if(!r.hasAttribute('data-fill'))r.setAttribute('data-fill',r.getAttribute('fill'));\n"
@@ -202,7 +201,13 @@ static const char flame_script[] =
     "  if(m){var x=+g.getAttribute('data-x'),w=+g.getAttribute('data-w');\n"
     "   if(!seen.some(function(s){return x>=s[0]-1e-6&&x+w<=s[0]+s[1]+1e-6;}))"
     "{seen.push([x,w]);hit+=+g.getAttribute('data-v');}}});\n"
-    " mat.textContent=q===''?' ':'Matched: '+(100*hit/total).toFixed(2)+'%';});\n"
+    " mat.textContent=q===''?' ':'Matched: '+(100*hit/total).toFixed(2)+'%';}\n"
+    "svg.querySelector('.search').addEventListener('click',function(){\n"
+    " var q=prompt('Search for (a regular expression):','');if(q!==null)search(q);});\n"
+    "var h=decodeURIComponent((location.hash||'').slice(1)),m;\n"
+    "if((m=/(?:^|&)zoom=([^&]*)/.exec(h)))for(var i=0;i<frames.length;i++)"
+    "if(frames[i].getAttribute('data-n')===m[1]){zoom(frames[i]);break;}\n"
+    "if((m=/(?:^|&)search=([^&]*)/.exec(h)))search(m[1]);\n"
     "})();\n";
 
 /* Writes one frame's <g>.  x and w in px; v is its inclusive time in ticks. */

@@ -9,6 +9,8 @@
                                                       (--inclusive=no and =yes)
     check_export.py pprof REPORT.json TIME CALLS       `go tool pprof -top` outputs
                                                       (-unit=ns, -sample_index=calls)
+    check_export.py svg-zoom REPORT.json DOM            chromium's DOM of our SVG opened
+                                                      at #zoom=b&search=leaf
     check_export.py html REPORT.json DOM PNG           chromium's --dump-dom and --screenshot
                                                       of the HTML report
     check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
@@ -240,6 +242,40 @@ def check_pprof(report, time_out, calls_out):
     print(f"check_export: pprof ok ({len(times)} functions)")
 
 
+def check_svg_zoom(report, dom):
+    """The flame graph's script ran in a browser: zoomed into b (b spans the
+    whole width, its callee leaf is scaled with it, c is hidden) and searched
+    for leaf (the share matched is leaf's inclusive share of the run)."""
+    _, nodes = load_report(report)
+    with open(dom) as f:
+        text = f.read()
+    frames = re.findall(r'<g class="f" data-n="([^"]*)" data-x="([\d.]+)" data-w="([\d.]+)"'
+                        r' data-d="(\d+)" data-v="\d+"( style="display: none;")?>.*?'
+                        r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]* fill="([^"]+)"',
+                        text)
+    if len(frames) < 9:
+        die(f"svg-zoom: {len(frames)} frames in the DOM")
+    full = float(re.search(r'data-w="([\d.]+)" data-x0', text).group(1))
+    b = [f for f in frames if f[0] == "b"][0]
+    bw = float(b[2])
+    if abs(float(b[6]) - full) > 0.01:
+        die(f"svg-zoom: b is {b[6]} px wide after the zoom, not {full}")
+    for n, x, w, d, hidden, rx, rw, fill in frames:
+        inside = float(x) >= float(b[1]) - 1e-3 and float(x) + float(w) <= float(b[1]) + bw + 1e-3
+        if n == "leaf" and int(d) == 4 and inside:
+            if abs(float(rw) - float(w) * full / bw) > 0.01:
+                die(f"svg-zoom: b's leaf is {rw} px, expected {float(w) * full / bw}")
+        if n == "c" and not hidden:
+            die("svg-zoom: c is still shown when zoomed into b")
+        if n == "leaf" and fill != "rgb(230,0,230)":
+            die("svg-zoom: a leaf frame is not highlighted by the search")
+    m = re.search(r"Matched: ([\d.]+)%", text)
+    want = 100 * nodes["leaf"]["inclusive_ns"] / nodes["main"]["inclusive_ns"]
+    if not m or abs(float(m.group(1)) - want) > 0.01:
+        die(f"svg-zoom: search says {m and m.group(0)}, leaf is {want:.2f}% of the run")
+    print(f"check_export: svg zoom and search ok (matched {m.group(1)}%)")
+
+
 class Tables(HTMLParser):
     """Collects the rows (cell texts) of the tables under elements with ids."""
 
@@ -331,6 +367,8 @@ def main():
         check_callgrind(*args)
     elif cmd == "pprof":
         check_pprof(*args)
+    elif cmd == "svg-zoom":
+        check_svg_zoom(*args)
     elif cmd == "html":
         check_html(*args)
     elif cmd == "slices":
