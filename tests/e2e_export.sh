@@ -148,6 +148,10 @@ else
     missing trace_processor "Debian packages chromium-shell (its $tp_lib), clang, libc++-dev"
 fi
 
+# folded stacks by thread (-O threads=1): firmware's two threads
+"$RANKPROF" export -i fw.data --format folded -O threads=1 -o fw_threads.folded || fail "folded by thread"
+$check folded-threads fw_report.json fw_threads.folded 2
+
 # --- callgrind, read by valgrind's callgrind_annotate ------------------------
 for t in ct fw; do
     "$RANKPROF" export -i $t.data --format callgrind -o callgrind.out.$t || fail "export callgrind"

@@ -33,6 +33,7 @@ struct frame {
 
 struct thread {
     uint32_t tid;
+    uint32_t root; /* the parent of its outermost spans: 0, or its thread node */
     struct frame *stack;
     uint32_t depth, cap;
 };
@@ -43,6 +44,7 @@ struct priv {
     struct thread *threads;
     uint32_t nthreads, capthreads, last; /* last: the thread of the previous event */
     uint32_t n_ids;
+    int by_thread;
 };
 
 static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -105,7 +107,18 @@ static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint
     return i;
 }
 
-static struct thread *thread_of(struct priv *v, uint32_t tid)
+/* A new thread node under the root.  Returns its index, 0 if out of memory. */
+static uint32_t thread_node(struct rp_cct *t, uint32_t tid)
+{
+    if (grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes)) < 0)
+        return 0;
+    uint32_t i = t->n++;
+    t->nodes[i] = (struct rp_cct_node){.tid = tid, .sibling = t->nodes[0].child, .depth = 1};
+    t->nodes[0].child = i;
+    return i;
+}
+
+static struct thread *thread_of(struct rp_cct *t, struct priv *v, uint32_t tid)
 {
     if (v->last < v->nthreads && v->threads[v->last].tid == tid)
         return &v->threads[v->last];
@@ -114,8 +127,11 @@ static struct thread *thread_of(struct priv *v, uint32_t tid)
             return &v->threads[v->last = i];
     if (grow(&v->threads, &v->capthreads, v->nthreads + 1, sizeof(*v->threads)) < 0)
         return NULL;
+    uint32_t root = 0;
+    if (v->by_thread && !(root = thread_node(t, tid)))
+        return NULL;
     v->last = v->nthreads++;
-    v->threads[v->last] = (struct thread){.tid = tid};
+    v->threads[v->last] = (struct thread){.tid = tid, .root = root};
     return &v->threads[v->last];
 }
 
@@ -137,7 +153,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 {
     struct rp_cct *t = ctx;
     struct priv *v = t->priv;
-    struct thread *th = thread_of(v, tid);
+    struct thread *th = thread_of(t, v, tid);
     uint32_t at;
 
     if (!th)
@@ -146,7 +162,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         return RP_EFORMAT;
     switch (ev->op) {
     case RP_OP_ENTER: {
-        uint32_t parent = th->depth ? th->stack[th->depth - 1].node : 0;
+        uint32_t parent = th->depth ? th->stack[th->depth - 1].node : th->root;
         uint32_t node = child_of(t, v, parent, ev->id);
         if (!node || grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack)) < 0)
             return RP_ENOMEM;
@@ -181,7 +197,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 }
 
 int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
-                 int progress, char *err, size_t errsz)
+                 int by_thread, int progress, char *err, size_t errsz)
 {
     static const struct rp_walk_ops ops = {.event = on_event};
     struct priv *v = calloc(1, sizeof(*v));
@@ -196,6 +212,7 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
     t->cap = 16;
     t->n = 1; /* the root */
     v->n_ids = n_ids;
+    v->by_thread = by_thread;
     if ((rc = rehash(t, v)) < 0)
         return rc;
     rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);

@@ -10,7 +10,9 @@
  * flat profile: Σ calls = node.calls and Σ excl = node.excl.
  *
  * Memory grows with the number of distinct paths (and the deepest stack),
- * never with the length of the trace.  Threads share one tree.
+ * never with the length of the trace.  Threads share one tree, or with
+ * by_thread each thread has its own under a node of its own (id 0, depth
+ * 1, tid set) so that paths read "thread;main;a".
  */
 #ifndef RP_ANALYZE_CCT_H
 #define RP_ANALYZE_CCT_H
@@ -20,7 +22,8 @@
 #include "replay.h"
 
 struct rp_cct_node {
-    uint32_t id;             /* span id (index in rp_profile.nodes); 0 = the root */
+    uint32_t id;             /* span id (index in rp_profile.nodes); 0 = the root or a thread */
+    uint32_t tid;            /* a thread node's thread (by_thread trees), else 0 */
     uint32_t parent;         /* the calling path; the root's own is 0 */
     uint32_t child, sibling; /* first callee path, next path of the same caller; 0 = none */
     uint32_t depth;          /* 0 for the root, 1 for a thread's outermost span */
@@ -38,13 +41,14 @@ struct rp_cct {
 };
 
 /*
- * Builds *t (zeroed by the caller) from the trace at path; ids must be
- * below n_ids (the profile's node count from the first pass).  Returns 0,
+ * Builds *t (zeroed by the caller) from the trace at path, a subtree per
+ * thread when by_thread is set; ids must be below n_ids (the profile's
+ * node count from the first pass).  Returns 0,
  * RP_ENOMEM, RP_EFORMAT for an id the profile does not know, or a reader
  * error; err names the file and offset.  *t must be freed in all cases.
  */
 int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
-                 int progress, char *err, size_t errsz);
+                 int by_thread, int progress, char *err, size_t errsz);
 
 /* Frees what *t owns and zeroes it. */
 void rp_cct_free(struct rp_cct *t);

@@ -38,11 +38,15 @@
 #define MIN_PX     0.1 /* narrower boxes are not drawn */
 #define CHAR_PX    (FONT_PX * 0.59)
 
-/* Builds the tree for ctx's trace; fails like rp_cct_build. */
+/*
+ * Builds the tree for ctx's trace, a subtree per thread with -O threads=1.
+ * Fails like rp_cct_build.
+ */
 static int build(struct rp_cct *t, const struct rp_export_ctx *ctx)
 {
-    return rp_cct_build(t, ctx->input, ctx->replay, ctx->p->n_nodes, ctx->progress, ctx->err,
-                        ctx->errsz);
+    const char *th = rp_export_param(ctx, "threads");
+    return rp_cct_build(t, ctx->input, ctx->replay, ctx->p->n_nodes, th && !strcmp(th, "1"),
+                        ctx->progress, ctx->err, ctx->errsz);
 }
 
 /* Writes a name for folded stacks: ';' separates frames and a line ends at
@@ -56,6 +60,20 @@ static void put_folded_name(FILE *out, const char *s)
 static const char *node_name(const struct rp_export_ctx *ctx, uint32_t id, char *buf, size_t bufsz)
 {
     return rp_node_name(ctx->p, &ctx->p->nodes[id], buf, bufsz);
+}
+
+/* A frame's label: its span's name, or for a thread node "NAME TID". */
+static const char *frame_name(const struct rp_export_ctx *ctx, const struct rp_cct_node *n,
+                              char *buf, size_t bufsz)
+{
+    if (n->id)
+        return node_name(ctx, n->id, buf, bufsz);
+    const char *name = NULL;
+    for (uint32_t i = 0; i < ctx->p->n_threads && !name; i++)
+        if (ctx->p->threads[i].tid == n->tid)
+            name = ctx->p->threads[i].name;
+    snprintf(buf, bufsz, "%s %u", name && name[0] ? name : "thread", n->tid);
+    return buf;
 }
 
 /*
@@ -97,11 +115,11 @@ int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx)
             continue;
         uint32_t d = n->depth;
         for (uint32_t j = i; j; j = t.nodes[j].parent)
-            path[--d] = t.nodes[j].id;
+            path[--d] = j;
         for (d = 0; d < n->depth; d++) {
             if (d)
                 fputc(';', out);
-            put_folded_name(out, node_name(ctx, path[d], buf, sizeof(buf)));
+            put_folded_name(out, frame_name(ctx, &t.nodes[path[d]], buf, sizeof(buf)));
         }
         fprintf(out, " %" PRIu64 "\n", ns);
     }
@@ -358,7 +376,7 @@ static int draw(FILE *out, const struct rp_export_ctx *ctx, struct rp_cct *t, in
         double w = (double)n->incl * k;
         if (w < MIN_PX)
             continue;
-        put_frame(out, ctx, node_name(ctx, n->id, buf, sizeof(buf)), ctx->p->nodes[n->id].kind,
+        put_frame(out, ctx, frame_name(ctx, n, buf, sizeof(buf)), ctx->p->nodes[n->id].kind,
                   n->depth, maxd, xs[i], w, n->incl, n->calls, n->excl, total);
     }
     fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n",

@@ -3,6 +3,7 @@
 (DESIGN §9) and against the exact call tree of tests/progs/calltree.c.
 
     check_export.py folded REPORT.json FOLDED          paths and exclusive ns
+    check_export.py folded-threads REPORT.json FOLDED N   -O threads=1: N thread frames first
     check_export.py svg REPORT.json SVG               our flame graph
     check_export.py flamegraph-pl REPORT.json SVG     flamegraph.pl's rendering of FOLDED
     check_export.py callgrind REPORT.json SELF INCL    callgrind_annotate's outputs
@@ -70,6 +71,27 @@ def check_folded(report, folded):
         if abs(sum(vs) - want_ns) > len(vs):
             die(f"folded: {name} exclusive {sum(vs)} ns != report's {want_ns}")
     return paths
+
+
+def check_folded_threads(report, folded, nthreads):
+    """Every line starts with one of N thread frames; below them the
+    functions' exclusive time is the report's."""
+    _, nodes = load_report(report)
+    threads, per = set(), {}
+    with open(folded) as f:
+        for line in f:
+            path, v = line.rsplit(" ", 1)
+            frames = path.split(";")
+            threads.add(frames[0])
+            if len(frames) < 2:
+                die(f"folded-threads: a line with only a thread frame: {line!r}")
+            per[frames[-1]] = per.get(frames[-1], 0) + int(v)
+    if len(threads) != int(nthreads):
+        die(f"folded-threads: thread frames {sorted(threads)}, expected {nthreads}")
+    for name, v in per.items():
+        if abs(v - nodes[name]["exclusive_ns"]) > 3 * len(nodes):
+            die(f"folded-threads: {name} {v} ns, report's exclusive_ns {nodes[name]['exclusive_ns']}")
+    print(f"check_export: folded by thread ok ({sorted(threads)})")
 
 
 def svg_frames(path):
@@ -361,6 +383,8 @@ def main():
     if cmd == "folded":
         check_folded(*args)
         print("check_export: folded ok")
+    elif cmd == "folded-threads":
+        check_folded_threads(*args)
     elif cmd == "svg":
         check_svg(*args)
     elif cmd == "callgrind":
