@@ -1211,6 +1211,9 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             warnf(p, "%s; analysed the %llu bytes before it", r.err,
                   (unsigned long long)r.off);
             rc = 0;
+        } else if (rc == RP_ETRUNC || rc == RP_ECRC) {
+            snprintf(err, errsz, "%s (--force analyses the chunks before it)", r.err);
+            goto out;
         } else {
             snprintf(err, errsz, "%s", r.err);
             goto out;
