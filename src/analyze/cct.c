@@ -47,6 +47,7 @@ struct priv {
     int by_thread;
 };
 
+/* Grows *arr to hold need elements, doubling.  Returns 0 or RP_ENOMEM. */
 static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
 {
     if (need <= *cap)
@@ -62,6 +63,7 @@ static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
     return 0;
 }
 
+/* The home slot of path (parent, id): a Fibonacci hash of both. */
 static uint32_t slot_of(uint32_t parent, uint32_t id, uint32_t mask)
 {
     uint64_t k = ((uint64_t)parent << 32 | id) * 0x9e3779b97f4a7c15ull;
@@ -118,6 +120,7 @@ static uint32_t thread_node(struct rp_cct *t, uint32_t tid)
     return i;
 }
 
+/* The state of thread tid, created on first use; NULL when out of memory. */
 static struct thread *thread_of(struct rp_cct *t, struct priv *v, uint32_t tid)
 {
     if (v->last < v->nthreads && v->threads[v->last].tid == tid)
@@ -149,6 +152,10 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
         th->stack[th->depth - 1].callees += dur;
 }
 
+/*
+ * walk.h callback: one event through the rules at the top.  Returns 0,
+ * RP_ENOMEM, or RP_EFORMAT for an id the profile does not know.
+ */
 static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 {
     struct rp_cct *t = ctx;

@@ -80,6 +80,7 @@ static void put_file(struct cg *g, const char *key, uint32_t i, uint8_t *file_se
     fputc('\n', g->out);
 }
 
+/* "fn=" / "cfn=" line for node i; the name only the first time. */
 static void put_fn(struct cg *g, const char *key, uint32_t i)
 {
     fprintf(g->out, "%s=(%u)", key, i);
@@ -91,6 +92,7 @@ static void put_fn(struct cg *g, const char *key, uint32_t i)
     fputc('\n', g->out);
 }
 
+/* qsort: edges by caller, then callee. */
 static int by_caller(const void *a, const void *b)
 {
     const struct rp_edge *x = *(const struct rp_edge *const *)a;
@@ -100,6 +102,7 @@ static int by_caller(const void *a, const void *b)
     return (x->callee > y->callee) - (x->callee < y->callee);
 }
 
+/* The whole file.  Returns 0 or RP_ENOMEM; write errors are left for ferror(). */
 static int write_all(struct cg *g, const struct rp_export_ctx *ctx)
 {
     const struct rp_profile *p = g->p;

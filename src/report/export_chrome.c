@@ -40,6 +40,7 @@ static char *u64_dec(char *end, uint64_t v)
     return end;
 }
 
+/* ,"pid":P,"tid":T for tid, from a small cache.  Cannot fail. */
 static const char *thread_part(struct chrome *c, uint32_t tid)
 {
     for (unsigned i = 0; i < c->nth; i++)
@@ -72,6 +73,7 @@ static void head(struct chrome *c, char ph, uint32_t tid, uint64_t ticks)
     fputs(thread_part(c, tid), c->out);
 }
 
+/* ,"name":...,"cat":... of id.  Write errors are left for ferror(). */
 static void name_cat(struct chrome *c, uint32_t id)
 {
     fputs(c->tails[id], c->out);
@@ -97,6 +99,11 @@ static int make_tails(struct chrome *c)
     return 0;
 }
 
+/*
+ * The timeline callbacks (export.h): one JSON event each.  They return 0
+ * (on_begin: RP_EIO once the stream has failed, to stop early); write
+ * errors are otherwise left for the caller's ferror().
+ */
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct chrome *c = cookie;

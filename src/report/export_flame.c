@@ -57,6 +57,7 @@ static void put_folded_name(FILE *out, const char *s)
         fputc(*s == ';' || *s == '\n' || *s == '\r' ? '_' : *s, out);
 }
 
+/* The display name of span id (rp_node_name).  Cannot fail. */
 static const char *node_name(const struct rp_export_ctx *ctx, uint32_t id, char *buf, size_t bufsz)
 {
     return rp_node_name(ctx->p, &ctx->p->nodes[id], buf, bufsz);
@@ -82,6 +83,7 @@ static const char *frame_name(const struct rp_export_ctx *ctx, const struct rp_c
  */
 #define CCT_FOREACH(t, i) for (uint32_t i = (t)->nodes[0].child; i; i = cct_next(t, i))
 
+/* The node after i in pre-order, 0 at the end. */
 static uint32_t cct_next(const struct rp_cct *t, uint32_t i)
 {
     if (t->nodes[i].child)
@@ -264,6 +266,7 @@ struct kid {
     uint32_t i;
 };
 
+/* qsort: children by name, then by index. */
 static int by_name(const void *a, const void *b)
 {
     const struct kid *x = a, *y = b;

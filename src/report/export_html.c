@@ -148,6 +148,7 @@ static const char script[] =
     "if(tb.rows.length)select(+tb.rows[0].getAttribute('data-id'));\n"
     "})();\n";
 
+/* The flags as badges; put_flags_key as the sort key "HOT,JITTER". */
 static void put_flags(FILE *out, uint32_t flags)
 {
     for (unsigned b = 0; b < 32; b++)
@@ -208,6 +209,7 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     fputs("</td></tr>\n", out);
 }
 
+/* The ranked table in report order.  Returns 0 or RP_ENOMEM. */
 static int put_table(FILE *out, const struct rp_export_ctx *ctx, char **names)
 {
     uint32_t nrows, nall;
@@ -299,6 +301,7 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
     return rc == RP_ENOMEM ? rc : 0;
 }
 
+/* The document head, the title and the run's one-line summary. */
 static void put_head(FILE *out, const struct rp_export_ctx *ctx)
 {
     const struct rp_profile *p = ctx->p;

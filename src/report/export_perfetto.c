@@ -96,6 +96,7 @@ static void packet_begin(struct perfetto *f)
     pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
 }
 
+/* Closes the packet and writes it.  RP_ENOMEM (the encoder failed) or RP_EIO. */
 static int packet_end(struct perfetto *f)
 {
     pb_close(&f->pb);
@@ -106,6 +107,7 @@ static int packet_end(struct perfetto *f)
     return 0;
 }
 
+/* Nanoseconds since the run's first event; 0 before it or when not finite. */
 static uint64_t ts_ns(const struct perfetto *f, uint64_t ticks)
 {
     double ns =
@@ -126,11 +128,13 @@ static uint64_t thread_uuid(struct perfetto *f, uint32_t tid)
     return PROC_UUID; /* not reached: both passes read the same file */
 }
 
+/* A counter's track: after the threads'.  Cannot fail. */
 static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
 {
     return 2 + (uint64_t)f->p->n_threads + id;
 }
 
+/* A thread's TrackDescriptor.  Fails like packet_end. */
 static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
 {
     char buf[32];
@@ -209,12 +213,14 @@ static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigne
     }
 }
 
+/* Closes the TrackEvent and its packet; fails like packet_end. */
 static int event_end(struct perfetto *f)
 {
     pb_close(&f->pb); /* the TrackEvent */
     return packet_end(f);
 }
 
+/* A DebugAnnotation {name: v} on the open TrackEvent. */
 static void debug_uint(struct pb *pb, const char *name, uint64_t v)
 {
     pb_open(pb, TE_DEBUG);
@@ -223,6 +229,7 @@ static void debug_uint(struct pb *pb, const char *name, uint64_t v)
     pb_close(pb);
 }
 
+/* The timeline callbacks (export.h): a packet each; fail like packet_end. */
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct perfetto *f = cookie;

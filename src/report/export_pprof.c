@@ -108,6 +108,7 @@ static int pp_maybe_flush(struct pp *g)
     return g->pb.n >= 16384 ? pp_flush(g, Z_NO_FLUSH) : 0;
 }
 
+/* A ValueType {type, unit} (string indices) as field `field`. */
 static void value_type(struct pb *pb, unsigned field, int64_t type, int64_t unit)
 {
     pb_open(pb, field);

@@ -37,6 +37,7 @@ struct tl {
     uint32_t n, cap, hit;
 };
 
+/* The state of thread tid, created on first use; NULL when out of memory. */
 static struct tl_thread *thread_of(struct tl *t, uint32_t tid)
 {
     if (t->hit < t->n && t->threads[t->hit].tid == tid)
@@ -68,6 +69,7 @@ static int end_to(struct tl *t, struct tl_thread *th, uint32_t to, uint64_t tick
     return rc < 0 ? rc : 0;
 }
 
+/* walk.h callback: a THREAD chunk, handed on NUL-terminated. */
 static int on_thread(void *cookie, uint32_t tid, const char *name, size_t len)
 {
     struct tl *t = cookie;
@@ -80,6 +82,11 @@ static int on_thread(void *cookie, uint32_t tid, const char *name, size_t len)
     return t->ops->thread(t->cookie, tid, buf);
 }
 
+/*
+ * walk.h callback: one event through the matching rules above.  Returns 0,
+ * RP_ENOMEM, RP_EFORMAT for an id the profile does not know, or a
+ * callback's code.
+ */
 static int on_event(void *cookie, uint32_t tid, const struct rp_event *ev)
 {
     struct tl *t = cookie;
