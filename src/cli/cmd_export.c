@@ -24,7 +24,7 @@ static void formats_help(FILE *f)
 {
     fprintf(f, "formats:\n");
     for (const struct rp_export_format *e = rp_export_formats; e->name; e++)
-        fprintf(f, "  %-11s .%-8s %s\n", e->name, e->ext, e->help);
+        fprintf(f, "  %-11s .%-10s %s\n", e->name, e->ext, e->help);
 }
 
 static void die_format(const char *name)
