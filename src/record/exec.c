@@ -43,11 +43,13 @@ __attribute__((constructor)) static void exec_ctor(void)
     pthread_atfork(NULL, NULL, exec_atfork_child);
 }
 
-/* The final flush, unless this is a vfork child of the recorded process. */
+/* The final flush, unless this is a vfork child of the recorded process or
+ * a signal handler (execve is async-signal-safe) that interrupted the
+ * recorder on this thread, which may hold its lock. */
 static void exec_flush(void)
 {
     int saved = errno;
-    if (getpid() == rec_pid)
+    if (getpid() == rec_pid && !(rp_self && rp_self->guard))
         rp_rt_shutdown();
     errno = saved;
 }
