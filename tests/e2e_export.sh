@@ -69,6 +69,13 @@ for f in chrome perfetto folded pprof; do
         fail "export $f --force failed on a truncated trace"
 done
 ls ./*.tmp.* >/dev/null 2>&1 && fail "a failed export left a temporary file"
+# an output that is not a regular file is written, never renamed over
+mkfifo out.fifo
+timeout 30 cat out.fifo >fifo.json &
+"$RANKPROF" export -i ct.data --format json -o out.fifo || fail "export to a fifo"
+wait
+[[ -p out.fifo ]] || fail "export replaced the fifo it was given with a file"
+cmp -s fifo.json report.json || fail "export through a fifo differs from the report"
 
 # --- folded stacks and flame graphs -----------------------------------------
 check="python3 $here/consumers/check_export.py"

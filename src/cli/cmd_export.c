@@ -4,14 +4,17 @@
  *
  * The output is written to OUT.tmp.PID and renamed to OUT only when the
  * format succeeded and every byte reached the file, so a failed export never
- * leaves a half-written file under the name a viewer would open.  Without
- * -o the output goes to stdout, except binary formats to a terminal.
+ * leaves a half-written file under the name a viewer would open (an OUT
+ * that is not a regular file, such as /dev/null, is written directly).
+ * Without -o the output goes to stdout, except binary formats to a
+ * terminal.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -119,14 +122,27 @@ static void parse(int argc, char **argv, struct export_args *a)
     }
 }
 
-/* Opens the temporary file beside output, or stdout.  Dies on failure. */
+/*
+ * Opens the temporary file beside output, or stdout; or output itself when
+ * it exists and is not a regular file (/dev/null, a fifo: never renamed
+ * over), in which case tmp is left empty.  Dies on failure.
+ */
 static FILE *open_out(const struct export_args *a, char *tmp, size_t tmpsz)
 {
+    struct stat st;
+
+    tmp[0] = 0;
     if (!a->output) {
         if ((a->fmt->needs & RP_EXPORT_BINARY) && isatty(1))
             rp_die("export --format %s writes binary data: give -o FILE or redirect stdout",
                    a->fmt->name);
         return stdout;
+    }
+    if (stat(a->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(a->output, "wb");
+        if (!f)
+            rp_die("%s: cannot open: %s", a->output, strerror(errno));
+        return f;
     }
     snprintf(tmp, tmpsz, "%s.tmp.%ld", a->output, (long)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -174,14 +190,14 @@ int cmd_export(int argc, char **argv)
     if (rc == 0 && werr)
         rc = RP_EIO;
     if (rc < 0) {
-        if (out != stdout)
+        if (tmp[0])
             unlink(tmp);
         if (err[0])
             rp_die("export --format %s: %s", a.fmt->name, err);
         rp_die("export --format %s: writing %s: %s", a.fmt->name, a.output ? a.output : "stdout",
                rp_strerror(rc));
     }
-    if (out != stdout && rename(tmp, a.output) != 0) {
+    if (tmp[0] && rename(tmp, a.output) != 0) {
         int e = errno;
         unlink(tmp);
         rp_die("%s: cannot rename %s to it: %s", a.output, tmp, strerror(e));
