@@ -185,15 +185,19 @@ else
 fi
 
 # --- pprof, read by go tool pprof --------------------------------------------
-for t in ct fw; do
+# fib recurses 20 deep: pprof counts a function once per sample, so its cum
+# must be the report's inclusive time, which counts only the outermost call
+"$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
+"$RANKPROF" report -i fib.data --format json >fib_report.json || fail "report fib"
+for t in ct fw fib; do
     "$RANKPROF" export -i $t.data --format pprof -o $t.pb.gz || fail "export pprof ($t)"
     gzip -t $t.pb.gz || fail "$t.pb.gz is not gzip"
 done
 if command -v go >/dev/null; then
     export GOCACHE=${GOCACHE:-$tmp/gocache} # go may not write to $HOME in CI
-    for t in ct fw; do
+    for t in ct fw fib; do
         r=report.json
-        [[ $t == fw ]] && r=fw_report.json
+        [[ $t != ct ]] && r=${t}_report.json
         go tool pprof -top -nodecount=1000 -nodefraction=0 -unit=ns $t.pb.gz >pp_time.txt 2>pp_err.txt ||
             fail "go tool pprof failed on $t.pb.gz: $(cat pp_err.txt)"
         [[ ! -s pp_err.txt ]] || fail "go tool pprof complained: $(head -3 pp_err.txt)"

@@ -29,6 +29,7 @@
 #include "check.h"
 #include "common/bytes.h"
 #include "report/export.h"
+#include "report/export_pb.h"
 #include "trace/writer.h"
 
 enum { A = 1, B = 2, C = 3 };
@@ -261,6 +262,47 @@ static void test_timeline(const char *path, const struct rp_profile *p)
     free(text);
 }
 
+/* export_pb.h: nested lengths come out as the shortest varints, at every
+ * size the 4 reserved bytes can hold (1, 2 and 3 bytes here). */
+static void test_pb(void)
+{
+    struct pb pb = {0};
+    static char big[20000];
+    memset(big, 'x', sizeof(big) - 1);
+
+    const size_t sizes[] = {0, 5, 127, 128, 200, 16383, 16384, 19999};
+    for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k];
+        big[n] = 0;
+        pb_reset(&pb);
+        pb_open(&pb, 1);      /* outer: field 1, LEN */
+        pb_uint(&pb, 3, 300); /* 0x18 0xac 0x02 */
+        pb_str(&pb, 2, big);  /* 0x12 varint(n) bytes */
+        pb_close(&pb);
+        big[n] = 'x';
+        CHECK(!pb.bad);
+        /* expected: 0x0a varint(inner) 0x18 0xac 0x02 0x12 varint(n) x... */
+        size_t vn = n < 128 ? 1 : n < 16384 ? 2 : 3;
+        size_t inner = 3 + 1 + vn + n;
+        size_t vi = inner < 128 ? 1 : inner < 16384 ? 2 : 3;
+        CHECK_EQ(pb.n, 1 + vi + inner);
+        CHECK_EQ(pb.b[0], 0x0a);
+        uint64_t got = 0, len = 0;
+        const uint8_t *q = rp_get_varint(pb.b + 1, pb.b + pb.n, &got);
+        CHECK(q == pb.b + 1 + vi); /* the shortest encoding */
+        CHECK_EQ(got, inner);
+        CHECK_EQ(q[0], 0x18);
+        CHECK_EQ(q[1], 0xac);
+        CHECK_EQ(q[2], 0x02);
+        CHECK_EQ(q[3], 0x12);
+        const uint8_t *str = rp_get_varint(q + 4, pb.b + pb.n, &len);
+        CHECK(str == q + 4 + vn);
+        CHECK_EQ(len, n);
+        CHECK(n == 0 || (str[0] == 'x' && str[n - 1] == 'x'));
+    }
+    free(pb.b);
+}
+
 int main(void)
 {
     char path[] = "/tmp/rp_test_export.XXXXXX";
@@ -276,6 +318,7 @@ int main(void)
     if (rc < 0)
         fprintf(stderr, "%s\n", err);
     CHECK_EQ(rc, 0);
+    test_pb();
     test_cct(path, &p);
     test_timeline(path, &p);
     rp_profile_free(&p);
