@@ -6,7 +6,7 @@
  * Adding a format: write `int rp_export_NAME(FILE *, const struct
  * rp_export_ctx *)` in src/report/export_NAME.c (or beside your generator),
  * declare it below, and add one line to the table in export.c.  The CLI
- * (src/cli/cmd_export.c) and the docs' list of formats come from the table.
+ * (src/cli/cmd_export.c) and its --help list the formats from the table.
  *
  * How a format streams: the profile (flat + edges, memory by distinct
  * functions) is built first when the format asks for it; formats that need
