@@ -2,8 +2,9 @@
 # e2e_stress.sh - concurrency, overload and memory (docs/robustness.md).
 #
 #   lossless  32 threads at once, with buffers so small (2 x 16 KiB) that
-#             threads wait for the writer all the time: nothing lost, exact
-#             call counts (run under TSan by CI: no race either)
+#             threads wait for the writer all the time, and the periodic
+#             flush every 1 ms writing the buffers they are filling: nothing
+#             lost, exact call counts (run under TSan by CI: no race either)
 #   churn     160 threads that start and exit in 20 waves: exact counts
 #   exec      a recorded program that execs itself: the old image's trace is
 #             complete (flushed at the exec, and not by the vfork child it
@@ -50,10 +51,21 @@ PY
 }
 
 # --- lossless: 32 threads, tiny rings --------------------------------------
-RANKPROF_BUFSIZE=16384 RANKPROF_NBUF=2 "$RANKPROF" record -o "$tmp/t32.data" -- \
+RANKPROF_BUFSIZE=16384 RANKPROF_NBUF=2 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t32.data" -- \
     "$PROGS/prog_stress" threads 32 2000 >"$tmp/out" 2>&1 || fail "threads 32: $(cat "$tmp/out")"
 expect "$tmp/t32.data" 32 2000 33 0
-echo "e2e_stress: 32 threads x 6000 calls, 2 x 16 KiB buffers, lossless: exact: ok"
+chunks=$("$RANKPROF" info -i "$tmp/t32.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
+echo "e2e_stress: 32 threads x 6000 calls, 2 x 16 KiB buffers, flush every 1 ms" \
+    "($chunks EVENTS chunks), lossless: exact: ok"
+
+# the default 256 KiB buffers, which these threads (pausing 1 ms every 100
+# calls) hardly fill: almost every chunk is a periodic flush of a buffer
+# still being filled
+RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t8.data" -- "$PROGS/prog_stress" paced 8 3000 \
+    >"$tmp/out" 2>&1 || fail "threads 8: $(cat "$tmp/out")"
+expect "$tmp/t8.data" 8 3000 9 0
+chunks=$("$RANKPROF" info -i "$tmp/t8.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
+echo "e2e_stress: 8 threads x 9000 calls, flush every 1 ms ($chunks EVENTS chunks): exact: ok"
 
 # --- churn: threads come and go ----------------------------------------------
 "$RANKPROF" record -o "$tmp/churn.data" -- "$PROGS/prog_stress" churn 20 8 200 \

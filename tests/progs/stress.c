@@ -6,6 +6,9 @@
  *                               body(N) and exit (threads come and go all
  *                               the time: R * K threads in all)
  *   prog_stress serial N        body(N) on the main thread only
+ *   prog_stress paced T N       like threads, but each thread sleeps 1 ms
+ *                               every 100 calls of outer() (so that the
+ *                               periodic flush runs while threads append)
  *
  * body(N) calls outer() N times; outer() calls inner() twice.  Expected
  * calls: outer = threads * N, inner = 2 * threads * N, body = threads,
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local volatile unsigned long sink; /* per thread: no race */
 
@@ -31,11 +35,16 @@ void outer(unsigned long x)
     inner(x >> 1);
 }
 
+static int paced;
+
 void *body(void *arg)
 {
     long n = (long)arg;
-    for (long i = 0; i < n; i++)
+    for (long i = 0; i < n; i++) {
         outer((unsigned long)i);
+        if (paced && i % 100 == 99)
+            usleep(1000);
+    }
     return NULL;
 }
 
@@ -58,7 +67,8 @@ static __attribute__((no_instrument_function)) void run_threads(long k, long n)
 int main(int argc, char **argv)
 {
     long threads = 0, n = 0;
-    if (argc == 4 && !strcmp(argv[1], "threads")) {
+    if (argc == 4 && (!strcmp(argv[1], "threads") || !strcmp(argv[1], "paced"))) {
+        paced = argv[1][0] == 'p';
         threads = atol(argv[2]);
         n = atol(argv[3]);
         run_threads(threads, n);
@@ -73,7 +83,7 @@ int main(int argc, char **argv)
         n = atol(argv[2]);
         body((void *)n);
     } else {
-        fprintf(stderr, "usage: prog_stress threads T N | churn R K N | serial N\n");
+        fprintf(stderr, "usage: prog_stress threads|paced T N | churn R K N | serial N\n");
         return 2;
     }
     printf("calls %ld\n", 1 + threads * (1 + 3 * n));
