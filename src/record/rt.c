@@ -685,8 +685,13 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
         __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
         (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
+        /* A crash inside the recorder may hold the lock the writer needs:
+         * then wait less, the writer may never come. */
+        unsigned limit = rp_rt.exit_timeout_ms;
+        if (rp_self && rp_self->guard && limit > 1000)
+            limit = 1000;
         struct timespec ms = {0, 1000000};
-        for (unsigned w = 0; w < rp_rt.exit_timeout_ms && !atomic_load(&rp_rt.fatal_done); w++)
+        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
             nanosleep(&ms, NULL);
     }
     sigaction(sig, &fatal_old[i], NULL);
