@@ -202,9 +202,13 @@ if [[ -z "${RP_SANITIZE:-}" ]]; then # a sanitized recorder needs its runtime pr
 fi
 
 # ---- fork: the child starts with empty tables and writes NAME.PID ---------
+# Not under TSan: its allocator is not fork-safe when other threads run at
+# the fork (the child can hang in its first malloc, here while writing its
+# statistics at exit); glibc's malloc, what users run, is.
+if [[ "${RP_SANITIZE:-}" != *thread* ]]; then
 mkdir "$tmp/fork"
-rp record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
-    fail "record --mode direct forker"
+timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
+    fail "record --mode direct forker (exit status $?)"
 child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
 [[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
 counts() {
@@ -218,6 +222,9 @@ print(" ".join("%s=%d" % (n["name"], n["calls"]) for n in sorted(d["nodes"], key
     fail "fork: parent has $(counts "$tmp/fork/f.data"), expected work=170"
 [[ "$(counts "$tmp/fork/$child")" == "child_work=30 work=30" ]] ||
     fail "fork: child has $(counts "$tmp/fork/$child"), expected child_work=30 work=30"
+else
+    note "fork: skipped under TSan (its allocator is not fork-safe in a threaded parent)"
+fi
 
 # ---- a damaged STATS chunk ------------------------------------------------
 at=$(python3 "$tmp/check.py" corrupt "$tmp/twomode.direct" "$tmp/bad.data") || exit 1
