@@ -86,7 +86,7 @@ struct emap {
  * the profile at the end, so replayers never share a counter.
  */
 struct acc {
-    struct hot *hot; /* per node */
+    _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
     uint32_t *active; /* per node: open activations on the current stack */
     uint32_t nhot;
     struct emap em;
@@ -101,7 +101,7 @@ struct acc {
  * are reported back and joined to the thread in file order (join()).
  */
 struct job {
-    uint8_t *data;
+    _Alignas(64) uint8_t *data; /* aligned: jobs replayed at once share no cache line */
     uint32_t len, cap;
     uint64_t offset; /* of the chunk in the file */
     uint32_t ti;     /* the thread, index in p->threads */
