@@ -19,7 +19,8 @@ static const struct rp_cmd commands[] = {
      "                [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
-     "                [--limit N] [--format table|json|csv] [--thread TID] [--force]"},
+     "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
+     "                [--threshold KEY=VALUE]... [--color]"},
     {"graph", cmd_graph, "graph [-i FILE] NAME"},
     {"locks", cmd_locks,
      "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
