@@ -11,6 +11,7 @@
 #include "analyze/profile.h"
 #include "analyze/rank.h"
 #include "analyze/replay.h"
+#include "report/util.h" /* rp_fmt_ns */
 
 #define RP_DEFAULT_DATA "rankprof.data"
 
@@ -63,8 +64,5 @@ int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv
 /* Parses a double / unsigned option value or dies naming the option. */
 double rp_opt_double(const char *opt, const char *val, double lo, double hi);
 uint64_t rp_opt_u64(const char *opt, const char *val);
-
-/* Human duration: "812ns", "3.41us", "12.0ms", "1.52s". */
-const char *rp_fmt_ns(double ns, char *buf, unsigned bufsz);
 
 #endif /* RP_CLI_H */

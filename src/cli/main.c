@@ -91,19 +91,6 @@ uint64_t rp_opt_u64(const char *opt, const char *val)
     return v;
 }
 
-const char *rp_fmt_ns(double ns, char *buf, unsigned bufsz)
-{
-    if (ns < 1e3)
-        snprintf(buf, bufsz, "%.0fns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, bufsz, "%.2fus", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, bufsz, "%.2fms", ns / 1e6);
-    else
-        snprintf(buf, bufsz, "%.3fs", ns / 1e9);
-    return buf;
-}
-
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
                         const char **input, struct rp_replay_opts *o)
 {

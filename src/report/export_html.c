@@ -78,18 +78,10 @@ static void put_js_str(FILE *out, const char *str)
     fputc('"', out);
 }
 
-/* "812ns", "3.41us", "12.0ms", "1.52s" into buf (40 bytes). */
+/* A duration in ns into buf (40 bytes), as rp_fmt_ns prints it. */
 static const char *dur(char *buf, double ns)
 {
-    if (ns < 1e3)
-        snprintf(buf, 40, "%.0fns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, 40, "%.2fus", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, 40, "%.2fms", ns / 1e6);
-    else
-        snprintf(buf, 40, "%.3fs", ns / 1e9);
-    return buf;
+    return rp_fmt_ns(ns, buf, 40);
 }
 
 static const char style[] =

@@ -271,19 +271,10 @@ static double mean(uint64_t sum, uint64_t n)
     return n ? (double)sum / (double)n : 0.0;
 }
 
-/* "812ns", "3.41us", "12.0ms", "1.52s" */
+/* A duration in ticks, as rp_fmt_ns prints it. */
 static const char *dur(const struct rp_profile *p, double ticks, char *buf, size_t bufsz)
 {
-    double ns = ticks * p->ns_per_tick;
-    if (ns < 1e3)
-        snprintf(buf, bufsz, "%.0fns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, bufsz, "%.2fus", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, bufsz, "%.2fms", ns / 1e6);
-    else
-        snprintf(buf, bufsz, "%.3fs", ns / 1e9);
-    return buf;
+    return rp_fmt_ns(ticks * p->ns_per_tick, buf, bufsz);
 }
 
 static void table_row(FILE *f, const struct rp_profile *p, const struct rp_lock_stat *s,

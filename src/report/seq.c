@@ -36,6 +36,7 @@
 #include "export.h"
 #include "locks.h"
 #include "spanwalk.h"
+#include "report/util.h"
 #include "trace/format.h"
 
 #define SEQ_DEFAULT_MAX 400
@@ -462,15 +463,7 @@ static int cmp_part(const void *x, const void *y)
 
 static void fmt_dur(const struct seq *s, uint64_t ticks, char *buf, size_t bufsz)
 {
-    double ns = (double)ticks * s->p->ns_per_tick;
-    if (ns < 1e3)
-        snprintf(buf, bufsz, "%.0f ns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, bufsz, "%.2f us", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, bufsz, "%.2f ms", ns / 1e6);
-    else
-        snprintf(buf, bufsz, "%.3f s", ns / 1e9);
+    rp_fmt_dur((double)ticks * s->p->ns_per_tick, " ", buf, bufsz);
 }
 
 /* The message text, time first. */

@@ -99,3 +99,21 @@ const char *rp_kind_str(uint8_t kind)
         return "unknown"; /* rp_report_order never yields these */
     }
 }
+
+const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz)
+{
+    if (ns < 1e3)
+        snprintf(buf, bufsz, "%.0f%sns", ns, sep);
+    else if (ns < 1e6)
+        snprintf(buf, bufsz, "%.2f%sus", ns / 1e3, sep);
+    else if (ns < 1e9)
+        snprintf(buf, bufsz, "%.2f%sms", ns / 1e6, sep);
+    else
+        snprintf(buf, bufsz, "%.3f%ss", ns / 1e9, sep);
+    return buf;
+}
+
+const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
+{
+    return rp_fmt_dur(ns, "", buf, bufsz);
+}

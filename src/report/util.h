@@ -31,6 +31,16 @@ uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks);
  * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
 uint64_t rp_node_q(const struct rp_node *n, double q);
 
+/*
+ * A duration given in ns, in the unit that suits it: "812ns", "3.41us",
+ * "12.34ms", "1.520s", with sep between number and unit.  Writes at most
+ * bufsz bytes (truncating); returns buf.  Cannot fail.
+ */
+const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz);
+
+/* rp_fmt_dur with no separator, the form tables and the CLI print. */
+const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
+
 /* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
 const char *rp_kind_str(uint8_t kind);
 
