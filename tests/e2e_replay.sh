@@ -20,7 +20,7 @@ tmp=$(mktemp -d /tmp/rp_e2e_replay.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # program and the least number of chunks its trace must have
-for spec in fib:20 calltree:1 threads:20; do
+for spec in fib:20 calltree:1 threads:20 contend:20; do
     prog=${spec%:*} minchunks=${spec#*:}
     RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/$prog.data" -- "$PROGS/prog_$prog" \
         >"$tmp/$prog.out" 2>"$tmp/$prog.err" || fail "$prog: record failed: $(cat "$tmp/$prog.err")"
@@ -74,6 +74,10 @@ def nodes(p):
     if j["warnings"]:
         sys.exit(f"e2e_replay: FAIL: {p}: warnings {j['warnings']}")
     return {n["name"]: n for n in j["nodes"]}
+# every snapshot continues its thread's stack (lock waits and holds too:
+# their spans begin at ticks the encoder derives, not at a record's own)
+for prog in ("fib", "calltree", "threads", "contend"):
+    nodes(prog)
 ct = nodes("calltree")
 want = {"main": 1, "a": 3, "b": 6, "c": 4, "leaf": 38}
 for k, c in want.items():

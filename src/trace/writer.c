@@ -218,13 +218,16 @@ static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
     return o;
 }
 
-/* Writes the start of span id (table key k) and opens it on the shadow stack. */
+/*
+ * Writes the start of span id (table key k) at ticks `now` (as the reader
+ * will see them) and opens it on the shadow stack.
+ */
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
-                                 uint64_t k, uint32_t id)
+                                 uint64_t k, uint32_t id, uint64_t now)
 {
     o = put_op(o, delta, RP_OP_ENTER);
     o = rp_put_varint(o, id);
-    enc_push(t, k, id, t->now + delta);
+    enc_push(t, k, id, now);
     return o;
 }
 
@@ -293,10 +296,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     }
     for (size_t i = 0; i < n; i++) {
         const struct rp_raw *r = &recs[i];
-        t->now = prev;
         unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);
         uint64_t pl = r->word & RP_RAW_PAYLOAD;
         uint64_t delta = r->ticks >= prev ? r->ticks - prev : 0;
+        uint64_t now = prev + delta; /* the event's time as the reader sees it */
         uint32_t id, id2;
 
         uint8_t *no;
@@ -305,7 +308,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
             if (unlikely(!id))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, now);
             break;
         case RP_RAW_FUNC_EXIT:
             if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
@@ -315,7 +318,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_SITE_BEGIN:
             if (!(id = enc_site_id(e, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, now);
             break;
         case RP_RAW_SITE_END:
             if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
@@ -327,7 +330,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_LOCK_WAIT:
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, now);
             break;
         case RP_RAW_LOCK_FAIL:
             /* A wait that ends without the lock says so in an ARG, so that
@@ -335,7 +338,6 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
                 o = put_op(o, delta, RP_OP_ARG);
                 o = rp_put_varint(o, RP_ARG_LOCK_FAILED);
-                t->now += delta; /* the EXIT follows at the same tick */
                 delta = 0;
                 nev++;
             }
@@ -357,11 +359,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
                 t->depth--;
                 o = put_op(o, delta, RP_OP_EXIT);
-                t->now += delta; /* the hold begins at the same tick */
                 delta = 0;
                 nev++;
             }
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2, now);
             break;
         case RP_RAW_INSTANT:
         case RP_RAW_COUNTER:

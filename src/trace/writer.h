@@ -83,7 +83,6 @@ struct rp_enc_thread {
     uint32_t depth, cap;
     uint64_t skipped; /* records the encoder could not encode */
     uint64_t lost;    /* events reported lost by LOST records */
-    uint64_t now;     /* ticks of the last event encoded, as the reader sees them */
     int nosnap;       /* the shadow stack lost a frame: write no stack snapshots */
 };
 
