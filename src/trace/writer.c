@@ -222,8 +222,8 @@ static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
  * Writes the start of span id (table key k) at ticks `now` (as the reader
  * will see them) and opens it on the shadow stack.
  */
-static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
-                                 uint64_t k, uint32_t id, uint64_t now)
+static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t k,
+                                 uint32_t id, uint64_t now)
 {
     o = put_op(o, delta, RP_OP_ENTER);
     o = rp_put_varint(o, id);
