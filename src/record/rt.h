@@ -162,37 +162,54 @@ static inline void rp_pos_set(struct rp_tbuf *t, struct rp_raw *p)
 }
 
 /*
- * Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*.
+ * The fast path of an append of n records (n is 1, or 2 for an op and its
+ * DATA record; a constant, so each caller gets its own straight code):
+ * returns 1 when done (stored, or the class is off), 0 when the caller must
+ * take its rare path.
  *
- * The fast path is a leaf: everything unusual leaves through one tail call,
- * so the compiler saves no registers.  The guard keeps a signal handler that
- * runs instrumented code from interleaving with this append (its events are
- * counted as re-entered and dropped); the signal fences keep the compiler
- * from moving the stores across the guard (a handler runs on this CPU, so no
- * hardware barrier is needed).  pos is re-read after the guard is set: a
- * handler that ran before may have moved the thread to another buffer.
+ * The fast path is a leaf: everything unusual leaves through the caller's
+ * one tail call, so the compiler saves no registers.  The guard keeps a
+ * signal handler that runs instrumented code from interleaving with this
+ * append (its events are counted as re-entered and dropped); the signal
+ * fences keep the compiler from moving the stores across the guard (a
+ * handler runs on this CPU, so no hardware barrier is needed).  pos is
+ * re-read after the guard is set: a handler that ran before may have moved
+ * the thread to another buffer.  The records of one append are in one
+ * buffer, never split.
  */
-static inline void rp_append(uint32_t cls, uint64_t word)
+static inline __attribute__((always_inline)) int rp_append_fast(uint32_t cls, uint64_t word,
+                                                               unsigned n, uint64_t data)
 {
     if (unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
-        return;
+        return 1;
     struct rp_tbuf *t = rp_self;
     if (likely(t != NULL && !t->guard && rp_clock_tsc)) {
         t->guard = 1;
         atomic_signal_fence(memory_order_seq_cst);
         struct rp_raw *p = t->pos;
-        if (likely(p < t->end)) {
+        if (likely(p < t->end && (n == 1 || t->end - p >= 2))) {
             p->ticks = rp_counter();
             p->word = word;
-            rp_pos_set(t, p + 1);
+            if (n == 2) {
+                p[1].ticks = data;
+                p[1].word = rp_raw_word(RP_RAW_DATA, 0);
+            }
+            rp_pos_set(t, p + n);
             atomic_signal_fence(memory_order_seq_cst);
             t->guard = 0;
-            return;
+            return 1;
         }
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
     }
-    rp_append_slow(word);
+    return 0;
+}
+
+/* Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*. */
+static inline void rp_append(uint32_t cls, uint64_t word)
+{
+    if (!rp_append_fast(cls, word, 1, 0))
+        rp_append_slow(word);
 }
 
 /* Starts the recorder once (environment, file, writer).  Returns 0 or < 0. */

@@ -480,29 +480,11 @@ static RP_NOINLINE void site_emit2_slow(uint64_t word, uint64_t data)
     t->guard = 0;
 }
 
+/* An op and its DATA record (instants, counters), always in one buffer. */
 static inline void site_emit2(uint32_t cls, uint64_t word, uint64_t data)
 {
-    if (!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls))
-        return;
-    struct rp_tbuf *t = rp_self;
-    if (likely(t != NULL && !t->guard && rp_clock_tsc && t->pos && t->end - t->pos >= 2)) {
-        t->guard = 1;
-        atomic_signal_fence(memory_order_seq_cst);
-        struct rp_raw *p = t->pos;
-        if (likely(t->end - p >= 2)) {
-            p[0].ticks = rp_counter();
-            p[0].word = word;
-            p[1].ticks = data;
-            p[1].word = rp_raw_word(RP_RAW_DATA, 0);
-            rp_pos_set(t, p + 2);
-            atomic_signal_fence(memory_order_seq_cst);
-            t->guard = 0;
-            return;
-        }
-        atomic_signal_fence(memory_order_seq_cst);
-        t->guard = 0;
-    }
-    site_emit2_slow(word, data);
+    if (!rp_append_fast(cls, word, 2, data))
+        site_emit2_slow(word, data);
 }
 
 RP_API void rp_site_instant(struct rp_site *s, uint64_t arg)
