@@ -69,7 +69,9 @@ const char *rp_export_title(const struct rp_export_ctx *ctx)
     return "rankprof";
 }
 
-void rp_export_put_json(FILE *out, const char *str)
+/* A JSON string literal; with script, the characters HTML parses in a
+ * <script> element escaped too. */
+static void put_json(FILE *out, const char *str, int script)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
     size_t len = strlen((const char *)s);
@@ -80,7 +82,7 @@ void rp_export_put_json(FILE *out, const char *str)
         int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c == 0x7f || (script && (c == '<' || c == '>' || c == '&')))
             fprintf(out, "\\u%04x", c);
         else if (k < 0)
             fputs("\\ufffd", out);
@@ -89,6 +91,47 @@ void rp_export_put_json(FILE *out, const char *str)
         i += k < 0 ? (size_t)-k : (size_t)k;
     }
     fputc('"', out);
+}
+
+void rp_export_put_json(FILE *out, const char *str)
+{
+    put_json(out, str, 0);
+}
+
+void rp_export_put_js(FILE *out, const char *str)
+{
+    put_json(out, str, 1);
+}
+
+void rp_export_put_markup(FILE *out, const char *str, size_t max, int keep_newlines)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    size_t len = strlen((const char *)s), i = 0;
+    int cut = len > max;
+
+    if (cut)
+        len = max;
+    while (i < len) {
+        unsigned char c = s[i];
+        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
+        if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '&')
+            fputs("&amp;", out);
+        else if (c == '"')
+            fputs("&quot;", out);
+        else if (c == '\'')
+            fputs("&#39;", out);
+        else if ((c < 0x20 && c != '\t' && !(keep_newlines && c == '\n')) || c == 0x7f || k < 0)
+            fputs("\xef\xbf\xbd", out);
+        else
+            fwrite(s + i, 1, (size_t)k, out);
+        i += k < 0 ? (size_t)-k : (size_t)k;
+    }
+    if (cut)
+        fputs("..", out);
 }
 
 char **rp_export_names(const struct rp_profile *p)

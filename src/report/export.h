@@ -80,6 +80,18 @@ const char *rp_export_title(const struct rp_export_ctx *ctx);
  * U+FFFD).  Write errors are left for ferror(). */
 void rp_export_put_json(FILE *out, const char *str);
 
+/* rp_export_put_json, with '<', '>' and '&' as \u escapes too: safe inside
+ * an HTML <script> element. */
+void rp_export_put_js(FILE *out, const char *str);
+
+/*
+ * Writes at most max bytes of str (then "..") escaped for HTML and XML text
+ * and attribute values: < > & " ' as entities; invalid UTF-8 and control
+ * characters as U+FFFD, except tab, and newline when keep_newlines.  Write
+ * errors are left for ferror().
+ */
+void rp_export_put_markup(FILE *out, const char *str, size_t max, int keep_newlines);
+
 /*
  * Every node's display name (rp_node_name), strdup'd, indexed by id: one
  * array so that per-event formats do not format names per event.  NULL when

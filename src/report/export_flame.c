@@ -133,37 +133,6 @@ out:
 
 /* ---- the SVG ------------------------------------------------------------ */
 
-/* Writes s escaped for XML text and attributes; invalid UTF-8 and control
- * characters become U+FFFD.  At most max bytes of s, then "..". */
-static void put_xml(FILE *out, const char *str, size_t max)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t len = strlen(str), i = 0;
-    int cut = len > max;
-
-    if (cut)
-        len = max;
-    while (i < len) {
-        unsigned char c = s[i];
-        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
-        if (c == '<')
-            fputs("&lt;", out);
-        else if (c == '>')
-            fputs("&gt;", out);
-        else if (c == '&')
-            fputs("&amp;", out);
-        else if (c == '"')
-            fputs("&quot;", out);
-        else if ((c < 0x20 && c != '\t') || c == 0x7f || k < 0)
-            fputs("\xef\xbf\xbd", out);
-        else
-            fwrite(s + i, 1, (size_t)k, out);
-        i += k < 0 ? (size_t)-k : (size_t)k;
-    }
-    if (cut)
-        fputs("..", out);
-}
-
 /* A stable warm colour from the name, blue for locks, green for io and
  * points, as flamegraph.pl's palettes do per frame type. */
 static void put_color(FILE *out, const char *name, uint8_t kind)
@@ -239,11 +208,11 @@ static void put_frame(FILE *out, const struct rp_export_ctx *ctx, const char *na
     char b1[40];
 
     fprintf(out, "<g class=\"f\" data-n=\"");
-    put_xml(out, name, SIZE_MAX);
+    rp_export_put_markup(out, name, SIZE_MAX, 0);
     fprintf(out, "\" data-x=\"%.3f\" data-w=\"%.3f\" data-d=\"%u\" data-v=\"%" PRIu64 "\">", x, w,
             depth, v);
     fputs("<title>", out);
-    put_xml(out, name, SIZE_MAX);
+    rp_export_put_markup(out, name, SIZE_MAX, 0);
     fprintf(out, " (%s%% of the run",
             rp_num_str(b1, total ? 100.0 * (double)v / (double)total : 0));
     if (depth)
@@ -256,7 +225,7 @@ static void put_frame(FILE *out, const struct rp_export_ctx *ctx, const char *na
     fprintf(out, "\" rx=\"2\"/><text x=\"%.3f\" y=\"%.1f\">", x + 3, y + FRAME_H - 4.5);
     int m = (int)((w - 6) / CHAR_PX);
     if (m >= 3)
-        put_xml(out, name, (size_t)m - 2 < strlen(name) ? (size_t)m - 2 : SIZE_MAX);
+        rp_export_put_markup(out, name, (size_t)m - 2 < strlen(name) ? (size_t)m - 2 : SIZE_MAX, 0);
     fputs("</text></g>\n", out);
 }
 
@@ -355,7 +324,7 @@ static int draw(FILE *out, const struct rp_export_ctx *ctx, struct rp_cct *t, in
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%u\" fill=\"#f8f4ec\"/>\n", SVG_W, h);
     fprintf(out, "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">",
             SVG_W / 2);
-    put_xml(out, rp_export_title(ctx), 200);
+    rp_export_put_markup(out, rp_export_title(ctx), 200, 0);
     fputs(" - flame graph (inclusive time)</text>\n", out);
     fprintf(out, "<text class=\"ui unzoom\" x=\"%d\" y=\"20\">Reset zoom</text>\n", PAD_SIDE);
     fprintf(out, "<text class=\"ui search\" x=\"%d\" y=\"20\" text-anchor=\"end\">Search</text>\n",

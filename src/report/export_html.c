@@ -30,52 +30,7 @@
 /* HTML text or attribute value; invalid UTF-8 and controls become U+FFFD. */
 static void put_html(FILE *out, const char *str)
 {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    size_t len = strlen((const char *)s);
-
-    for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
-        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
-        if (c == '<')
-            fputs("&lt;", out);
-        else if (c == '>')
-            fputs("&gt;", out);
-        else if (c == '&')
-            fputs("&amp;", out);
-        else if (c == '"')
-            fputs("&quot;", out);
-        else if (c == '\'')
-            fputs("&#39;", out);
-        else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || k < 0)
-            fputs("\xef\xbf\xbd", out);
-        else
-            fwrite(s + i, 1, (size_t)k, out);
-        i += k < 0 ? (size_t)-k : (size_t)k;
-    }
-}
-
-/* A JSON string safe inside <script>: rp_export_put_json's escaping plus
- * '<', '>', '&' as \u escapes. */
-static void put_js_str(FILE *out, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    size_t len = strlen((const char *)s);
-
-    fputc('"', out);
-    for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
-        int k = c < 0x80 ? 1 : rp_utf8_seq(s + i, len - i);
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&')
-            fprintf(out, "\\u%04x", c);
-        else if (k < 0)
-            fputs("\\ufffd", out);
-        else
-            fwrite(s + i, 1, (size_t)k, out);
-        i += k < 0 ? (size_t)-k : (size_t)k;
-    }
-    fputc('"', out);
+    rp_export_put_markup(out, str, SIZE_MAX, 1);
 }
 
 /* A duration in ns into buf (40 bytes), as rp_fmt_ns prints it. */
@@ -233,7 +188,7 @@ static void put_data(FILE *out, const struct rp_profile *p, char **names)
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         if (i)
             fputc(',', out);
-        put_js_str(out, names[i]);
+        rp_export_put_js(out, names[i]);
     }
     fputs("],\n\"edges\":[", out);
     for (uint32_t e = 0; e < p->n_edges; e++) {
