@@ -112,16 +112,24 @@ RP_API int fexecve(int fd, char *const argv[], char *const envp[])
         va_end(ap);                                                                                \
     } while (0)
 
+/*
+ * Declares char *argv[] with the arguments of an l-variant, arg0 to the
+ * NULL included, and leaves ap started after them (execle reads envp
+ * there; the caller ends it).
+ */
+#define L_ARGV(ap, arg0, argv)                                                                     \
+    size_t argc_;                                                                                  \
+    COUNT_ARGS(ap, arg0, argc_);                                                                   \
+    char *argv[argc_ + 1];                                                                         \
+    va_start(ap, arg0);                                                                            \
+    argv[0] = (char *)arg0;                                                                        \
+    for (size_t i_ = 1; i_ <= argc_; i_++) /* argv[argc_] gets the NULL */                         \
+    argv[i_] = va_arg(ap, char *)
+
 RP_API int execl(const char *path, const char *arg0, ...)
 {
     va_list ap;
-    size_t n;
-    COUNT_ARGS(ap, arg0, n);
-    char *argv[n + 1];
-    va_start(ap, arg0);
-    argv[0] = (char *)arg0;
-    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
-        argv[i] = va_arg(ap, char *);
+    L_ARGV(ap, arg0, argv);
     va_end(ap);
     return execv(path, argv);
 }
@@ -129,13 +137,7 @@ RP_API int execl(const char *path, const char *arg0, ...)
 RP_API int execlp(const char *file, const char *arg0, ...)
 {
     va_list ap;
-    size_t n;
-    COUNT_ARGS(ap, arg0, n);
-    char *argv[n + 1];
-    va_start(ap, arg0);
-    argv[0] = (char *)arg0;
-    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
-        argv[i] = va_arg(ap, char *);
+    L_ARGV(ap, arg0, argv);
     va_end(ap);
     return execvp(file, argv);
 }
@@ -143,13 +145,7 @@ RP_API int execlp(const char *file, const char *arg0, ...)
 RP_API int execle(const char *path, const char *arg0, ...)
 {
     va_list ap;
-    size_t n;
-    COUNT_ARGS(ap, arg0, n);
-    char *argv[n + 1];
-    va_start(ap, arg0);
-    argv[0] = (char *)arg0;
-    for (size_t i = 1; i <= n; i++) /* argv[n] gets the NULL */
-        argv[i] = va_arg(ap, char *);
+    L_ARGV(ap, arg0, argv);
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
     return execve(path, argv, envp);
