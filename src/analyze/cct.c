@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/error.h"
 #include "walk.h"
 
@@ -46,22 +47,6 @@ struct priv {
     uint32_t n_ids;
     int by_thread;
 };
-
-/* Grows *arr to hold need elements, doubling.  Returns 0 or RP_ENOMEM. */
-static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*(void **)arr, (size_t)ncap * elem);
-    if (!n)
-        return RP_ENOMEM;
-    *(void **)arr = n;
-    *cap = ncap;
-    return 0;
-}
 
 /* The home slot of path (parent, id): a Fibonacci hash of both. */
 static uint32_t slot_of(uint32_t parent, uint32_t id, uint32_t mask)
@@ -96,7 +81,7 @@ static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint
     for (uint32_t i; (i = v->slots[h]); h = (h + 1) & (v->nslots - 1))
         if (t->nodes[i].parent == parent && t->nodes[i].id == id)
             return i;
-    if (grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes)) < 0)
+    if (rp_grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes), 16) < 0)
         return 0;
     uint32_t i = t->n++;
     struct rp_cct_node *pn = &t->nodes[parent];
@@ -112,7 +97,7 @@ static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint
 /* A new thread node under the root.  Returns its index, 0 if out of memory. */
 static uint32_t thread_node(struct rp_cct *t, uint32_t tid)
 {
-    if (grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes)) < 0)
+    if (rp_grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes), 16) < 0)
         return 0;
     uint32_t i = t->n++;
     t->nodes[i] = (struct rp_cct_node){.tid = tid, .sibling = t->nodes[0].child, .depth = 1};
@@ -128,7 +113,7 @@ static struct thread *thread_of(struct rp_cct *t, struct priv *v, uint32_t tid)
     for (uint32_t i = 0; i < v->nthreads; i++)
         if (v->threads[i].tid == tid)
             return &v->threads[v->last = i];
-    if (grow(&v->threads, &v->capthreads, v->nthreads + 1, sizeof(*v->threads)) < 0)
+    if (rp_grow(&v->threads, &v->capthreads, v->nthreads + 1, sizeof(*v->threads), 16) < 0)
         return NULL;
     uint32_t root = 0;
     if (v->by_thread && !(root = thread_node(t, tid)))
@@ -171,7 +156,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     case RP_OP_ENTER: {
         uint32_t parent = th->depth ? th->stack[th->depth - 1].node : th->root;
         uint32_t node = child_of(t, v, parent, ev->id);
-        if (!node || grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack)) < 0)
+        if (!node || rp_grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack), 16) < 0)
             return RP_ENOMEM;
         th->stack[th->depth++] = (struct frame){node, ev->ticks, 0};
         break;

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
 #include "stats.h"
@@ -87,7 +88,7 @@ struct emap {
  */
 struct acc {
     _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
-    uint32_t *active; /* per node: open activations on the current stack */
+    uint32_t *active;             /* per node: open activations on the current stack */
     uint32_t nhot;
     struct emap em;
     struct frame *stack;
@@ -114,9 +115,9 @@ struct job {
     int rc;
     char err[200];
     uint64_t events, first, last, unmatched, unclosed, lost;
-    uint32_t u;       /* depth of U */
-    uint32_t low;     /* the lowest depth the stack reached */
-    uint8_t *closed;  /* per U frame that was popped: 1 if it ended with time */
+    uint32_t u;      /* depth of U */
+    uint32_t low;    /* the lowest depth the stack reached */
+    uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
     uint32_t capclosed;
     struct frame *out; /* the stack at the end of the chunk */
     uint32_t nout, capout;
@@ -127,7 +128,7 @@ struct job {
 /* A thread's state between its chunks: the spans open after the last one. */
 struct tstate {
     uint32_t tid;
-    uint32_t ti; /* index in p->threads */
+    uint32_t ti;         /* index in p->threads */
     struct frame *stack; /* child = callee time summed over all chunks so far */
     uint32_t depth, cap;
 };
@@ -144,8 +145,8 @@ struct priv {
     uint32_t nts, capts;
     uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
     uint32_t tidx_cap;
-    struct emap em; /* the profile's edges, when the accumulators are summed */
-    struct acc main; /* the main thread's replayer */
+    struct emap em;    /* the profile's edges, when the accumulators are summed */
+    struct acc main;   /* the main thread's replayer */
     int64_t *excl_adj; /* per node: the join's corrections to exclusive time */
     uint32_t nadj;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
@@ -183,32 +184,12 @@ static void warnf(struct rp_profile *p, const char *fmt, ...)
     p->warn[n + 1] = 0;
 }
 
-/*
- * Makes the array *arr (of elements of size elem, *cap allocated) hold at
- * least need elements, doubling from `first`.  Returns 0, or RP_ENOMEM with
- * the array unchanged.
- */
-static int grow(void *arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t ncap = *cap ? *cap : first;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*(void **)arr, (size_t)ncap * elem);
-    if (!n)
-        return RP_ENOMEM;
-    *(void **)arr = n;
-    *cap = ncap;
-    return 0;
-}
-
 /* Makes nodes[0..id] exist.  Returns 0 or RP_ENOMEM. */
 static int nodes_reserve(struct rp_profile *p, uint32_t id)
 {
     if (id < p->n_nodes)
         return 0;
-    if (grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
+    if (rp_grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
         return RP_ENOMEM;
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
@@ -229,8 +210,8 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
     uint32_t n = p->n_nodes, cap = a->nhot, cap2 = a->nhot;
     if (n <= a->nhot)
         return 0;
-    if (grow(&a->hot, &cap, n, sizeof(*a->hot), 256) < 0 ||
-        grow(&a->active, &cap2, n, sizeof(*a->active), 256) < 0)
+    if (rp_grow(&a->hot, &cap, n, sizeof(*a->hot), 256) < 0 ||
+        rp_grow(&a->active, &cap2, n, sizeof(*a->active), 256) < 0)
         return RP_ENOMEM;
     for (uint32_t i = a->nhot; i < n; i++) {
         struct hot *h = &a->hot[i];
@@ -257,14 +238,6 @@ static void acc_free(struct acc *a)
     memset(a, 0, sizeof(*a));
 }
 
-static inline uint64_t ehash(uint64_t k)
-{
-    k ^= k >> 31;
-    k *= 0x9e3779b97f4a7c15ull;
-    k ^= k >> 29;
-    return k;
-}
-
 static int emap_grow(struct emap *m)
 {
     uint32_t ncap = m->cap ? m->cap * 2 : 1024;
@@ -278,7 +251,7 @@ static int emap_grow(struct emap *m)
     for (uint32_t i = 0; i < m->cap; i++) {
         if (!m->keys[i])
             continue;
-        uint32_t j = (uint32_t)ehash(m->keys[i]) & (ncap - 1);
+        uint32_t j = (uint32_t)rp_mix64(m->keys[i]) & (ncap - 1);
         while (nk[j])
             j = (j + 1) & (ncap - 1);
         nk[j] = m->keys[i];
@@ -298,13 +271,13 @@ static struct rp_edge *edge_get(struct emap *m, uint32_t caller, uint32_t callee
     uint64_t k = ((uint64_t)caller << 32 | callee) + 1;
     if ((m->n + 1) * 2 > m->cap && emap_grow(m) < 0)
         return NULL;
-    uint32_t mask = m->cap - 1, i = (uint32_t)ehash(k) & mask;
+    uint32_t mask = m->cap - 1, i = (uint32_t)rp_mix64(k) & mask;
     while (m->keys[i]) {
         if (m->keys[i] == k)
             return &m->edges[m->vals[i]];
         i = (i + 1) & mask;
     }
-    if (grow(&m->edges, &m->capn, m->n + 1, sizeof(*m->edges), 256) < 0)
+    if (rp_grow(&m->edges, &m->capn, m->n + 1, sizeof(*m->edges), 256) < 0)
         return NULL;
     struct rp_edge *e = &m->edges[m->n];
     memset(e, 0, sizeof(*e));
@@ -324,7 +297,7 @@ struct rp_edge *rp_profile_edge(struct rp_profile *p, uint32_t caller, uint32_t 
 /* The slot of tid in v->tidx (its entry, or the empty slot where it goes). */
 static uint32_t tidx_slot(const struct priv *v, uint32_t tid)
 {
-    uint32_t mask = v->tidx_cap - 1, i = (uint32_t)ehash(tid) & mask;
+    uint32_t mask = v->tidx_cap - 1, i = (uint32_t)rp_mix64(tid) & mask;
     while (v->tidx[i] && v->ts[v->tidx[i] - 1].tid != tid)
         i = (i + 1) & mask;
     return i;
@@ -351,8 +324,8 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
         for (uint32_t i = 0; i < v->nts; i++)
             v->tidx[tidx_slot(v, v->ts[i].tid)] = i + 1;
     }
-    if (grow(&v->ts, &v->capts, v->nts + 1, sizeof(*v->ts), 16) < 0 ||
-        grow(&p->threads, &p->cap_threads, p->n_threads + 1, sizeof(*p->threads), 16) < 0)
+    if (rp_grow(&v->ts, &v->capts, v->nts + 1, sizeof(*v->ts), 16) < 0 ||
+        rp_grow(&p->threads, &p->cap_threads, p->n_threads + 1, sizeof(*p->threads), 16) < 0)
         return NULL;
     v->tidx[tidx_slot(v, tid)] = v->nts + 1;
     struct rp_thread *th = &p->threads[p->n_threads];
@@ -384,7 +357,7 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
  * span of U.  Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
-                                                        uint64_t now)
+                                                          uint64_t now)
 {
     struct frame *f = &a->stack[--a->depth];
     struct hot *h = &a->hot[f->id];
@@ -456,7 +429,7 @@ static int adj_reserve(struct priv *v, uint32_t n)
     uint32_t old = v->nadj;
     if (n <= old)
         return 0;
-    if (grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
+    if (rp_grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
         return RP_ENOMEM;
     memset(v->excl_adj + old, 0, (v->nadj - old) * sizeof(*v->excl_adj));
     return 0;
@@ -470,9 +443,9 @@ static int adj_reserve(struct priv *v, uint32_t n)
 static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 {
     uint32_t ns = d->snap ? d->snap_depth : 0, u = j->from_snap ? ns : j->nin;
-    if (grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
-        grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
-        grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
+    if (rp_grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
+        rp_grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
+        rp_grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
         return RP_ENOMEM;
     const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
     for (uint32_t i = 0; i < ns; i++) {
@@ -557,7 +530,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             if (unlikely(a->depth == a->cap)) {
                 if (a->cap >= RP_REPLAY_DEPTH_MAX)
                     goto too_deep;
-                if (grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
+                if (rp_grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
                     rc = RP_ENOMEM;
                     goto fail;
                 }
@@ -622,7 +595,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     rc = 0;
 out:
     /* hand the stack over and leave a clean replayer for the next chunk */
-    if (rc == 0 && grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
+    if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
         rc = RP_ENOMEM;
     if (rc == 0) {
         if (a->depth) /* a->stack is NULL until the first push */
@@ -638,8 +611,7 @@ fail:
     goto out;
 bad_at:
     rc = RP_EFORMAT;
-    snprintf(j->err, sizeof(j->err),
-             "malformed event at offset %llu (in the chunk at offset %llu)",
+    snprintf(j->err, sizeof(j->err), "malformed event at offset %llu (in the chunk at offset %llu)",
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)),
              (unsigned long long)j->offset);
     goto out;
@@ -690,14 +662,15 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     for (uint32_t i = 0; same && i < j->nsnap; i++)
         same = j->snap[i].id == t->stack[i].id && j->snap[i].start == t->stack[i].start;
     if (!same && !v->snap_warned++)
-        warnf(p, "the stack snapshot of the chunk at offset %llu does not continue its "
-                 "thread's previous chunk%s",
+        warnf(p,
+              "the stack snapshot of the chunk at offset %llu does not continue its "
+              "thread's previous chunk%s",
               (unsigned long long)j->offset,
               j->from_snap ? "; spans across that boundary were dropped" : "");
     if (!same && j->from_snap) {
         th->unclosed += t->depth;
         t->depth = 0;
-        if (grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
+        if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
             t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0};
@@ -707,7 +680,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (j->closed[i])
             v->excl_adj[t->stack[i].id] -= (int64_t)t->stack[i].child;
     uint32_t keep = j->low < j->u ? j->low : j->u;
-    if (grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
+    if (rp_grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
     for (uint32_t i = 0; i < keep; i++)
         t->stack[i].child += j->out[i].child;
@@ -847,7 +820,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
     struct job *j = &v->jobs[v->submitted % RP_JOBS_MAX];
-    if (grow(&j->data, &j->cap, c->len, 1, 65536) < 0)
+    if (rp_grow(&j->data, &j->cap, c->len, 1, 65536) < 0)
         return RP_ENOMEM;
     memcpy(j->data, c->data, c->len);
     j->len = c->len;
@@ -857,7 +830,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->from_snap = parallel;
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
-        if (grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
+        if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
             return RP_ENOMEM;
         if (t->depth) /* t->stack is NULL until the first push */
             memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
@@ -1208,8 +1181,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     rc = rd;
     if (rc < 0) {
         if (o->force && (rc == RP_ETRUNC || rc == RP_ECRC)) {
-            warnf(p, "%s; analysed the %llu bytes before it", r.err,
-                  (unsigned long long)r.off);
+            warnf(p, "%s; analysed the %llu bytes before it", r.err, (unsigned long long)r.off);
             rc = 0;
         } else if (rc == RP_ETRUNC || rc == RP_ECRC) {
             snprintf(err, errsz, "%s (--force analyses the chunks before it)", r.err);
@@ -1225,12 +1197,15 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
               (unsigned long long)r.skipped, (unsigned long long)r.skipped_off);
     }
     if (p->ended && (p->end_flags & RP_END_SIGNAL))
-        warnf(p, "%s: the program was killed by signal %d; events recorded until then are "
-                 "all here (the recorder's signal handler flushed them)",
+        warnf(p,
+              "%s: the program was killed by signal %d; events recorded until then are "
+              "all here (the recorder's signal handler flushed them)",
               path, p->end_status);
     if (!p->ended)
-        warnf(p, "%s: no END record: the program ended abnormally (crash, signal, _exit) "
-                 "or is still running; events not flushed before that are missing", path);
+        warnf(p,
+              "%s: no END record: the program ended abnormally (crash, signal, _exit) "
+              "or is still running; events not flushed before that are missing",
+              path);
     workers_stop(v);
     if ((rc = finish(p)) < 0)
         goto fail;
@@ -1257,8 +1232,9 @@ int rp_profile_symbolize(struct rp_profile *p)
     int rc = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
-        if (n->name || !n->calls || (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
-                                     n->kind != RP_KIND_LOCK_HOLD))
+        if (n->name || !n->calls ||
+            (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
+             n->kind != RP_KIND_LOCK_HOLD))
             continue;
         struct rp_symbol sym = {0};
         if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)

@@ -26,6 +26,7 @@
 
 #include "analyze/flags.h"
 #include "analyze/profile.h"
+#include "common/array.h"
 #include "common/error.h"
 #include "report/export.h"
 #include "report/util.h"
@@ -38,14 +39,6 @@ struct rp_lock_acc {
     struct rp_lock_stat s;
 };
 
-static inline uint64_t acc_hash(uint64_t k)
-{
-    k ^= k >> 31;
-    k *= 0x9e3779b97f4a7c15ull;
-    k ^= k >> 29;
-    return k;
-}
-
 static int acc_grow(struct rp_locks *L)
 {
     uint32_t ncap = L->capacc ? L->capacc * 2 : 256;
@@ -55,7 +48,7 @@ static int acc_grow(struct rp_locks *L)
     for (uint32_t i = 0; i < L->capacc; i++) {
         if (!L->acc[i].key)
             continue;
-        uint32_t j = (uint32_t)acc_hash(L->acc[i].key) & (ncap - 1);
+        uint32_t j = (uint32_t)rp_mix64(L->acc[i].key) & (ncap - 1);
         while (n[j].key)
             j = (j + 1) & (ncap - 1);
         n[j] = L->acc[i];
@@ -72,7 +65,7 @@ static struct rp_lock_acc *acc_get(struct rp_locks *L, uint32_t caller, uint32_t
     if ((L->nacc + 1) * 2 > L->capacc && acc_grow(L) < 0)
         return NULL;
     uint64_t k = ((uint64_t)caller << 32 | node) + 1;
-    uint32_t mask = L->capacc - 1, i = (uint32_t)acc_hash(k) & mask;
+    uint32_t mask = L->capacc - 1, i = (uint32_t)rp_mix64(k) & mask;
     while (L->acc[i].key && L->acc[i].key != k)
         i = (i + 1) & mask;
     if (!L->acc[i].key) {
