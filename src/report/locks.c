@@ -234,7 +234,7 @@ int rp_locks_build(struct rp_locks *L, const char *path, const struct rp_replay_
 {
     struct collect c = {L, p};
     struct rp_sw_ops ops = {.end = on_end};
-    int rc = rp_sw_file(path, o, p, &ops, &c, err, errsz);
+    int rc = rp_sw_file(path, o, p, &ops, &c, 0, err, errsz);
     if (rc < 0)
         return rc;
     if ((rc = group(L, p)) < 0)

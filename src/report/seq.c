@@ -666,7 +666,7 @@ int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
     if (!(s.heap = malloc(s.cap * sizeof(*s.heap))))
         goto out;
     struct rp_sw_ops ops = {.begin = on_begin, .end = on_end, .instant = on_instant};
-    if ((rc = rp_sw_file(path, o, p, &ops, &s, err, errsz)) < 0)
+    if ((rc = rp_sw_file(path, o, p, &ops, &s, 0, err, errsz)) < 0)
         goto out;
     rc = RP_ENOMEM;
     qsort(s.heap, s.n, sizeof(*s.heap), cmp_msg);

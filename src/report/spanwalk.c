@@ -5,9 +5,10 @@
  * was not (the invariant).  ENTER pushes, EXIT pops the innermost, EXIT_ID
  * pops the named span after dropping those above it (as replay.c does: no
  * time for them), LOST drops every open span, ARG sets the innermost span's
- * argument (an io span's device and bytes, a lock wait's outcome).  Events
- * of the threads arrive chunk by chunk, so the last thread looked up is
- * cached.
+ * argument (an io span's device and bytes, a lock wait's outcome); at the
+ * end of the trace what is still open is dropped at the thread's last
+ * event.  Events of the threads arrive chunk by chunk, so the last thread
+ * looked up is cached.
  */
 #include "spanwalk.h"
 
@@ -23,6 +24,7 @@ struct sw_thread {
     uint32_t tid;
     struct rp_sw_span *stack;
     uint32_t depth, cap;
+    uint64_t last; /* ticks of its last event */
 };
 
 struct sw {
@@ -85,12 +87,34 @@ static int pop(struct sw *w, struct sw_thread *t, uint64_t now)
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
 
+/* Drops t's spans down to depth `to` at now, the innermost first. */
+static int drop_to(struct sw *w, struct sw_thread *t, uint32_t to, uint64_t now)
+{
+    int rc = 0;
+    while (t->depth > to && rc >= 0) {
+        struct rp_sw_span *s = &t->stack[--t->depth];
+        s->end = now >= s->start ? now : s->start;
+        if (w->ops->drop)
+            rc = w->ops->drop(w->ctx, s);
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* walk.h callback: a THREAD chunk, handed on. */
+static int on_thread(void *ctx, uint32_t tid, const char *name, size_t len)
+{
+    struct sw *w = ctx;
+    return w->ops->thread ? w->ops->thread(w->ctx, tid, name, len) : 0;
+}
+
 static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 {
     struct sw *w = ctx;
     struct sw_thread *t = thread_of(w, tid);
+    int rc;
     if (!t)
         return RP_ENOMEM;
+    t->last = ev->ticks;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
          ev->op == RP_OP_COUNTER) &&
         ev->id >= w->p->n_nodes)
@@ -106,7 +130,8 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             at--;
         if (!at)
             return 0; /* unmatched: the replay counts it */
-        t->depth = at;
+        if ((rc = drop_to(w, t, at, ev->ticks)) < 0)
+            return rc;
         return pop(w, t, ev->ticks);
     }
     case RP_OP_INSTANT:
@@ -123,24 +148,28 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         }
         return 0;
     case RP_OP_LOST:
-        t->depth = 0;
-        return 0;
+        if ((rc = drop_to(w, t, 0, ev->ticks)) < 0)
+            return rc;
+        return w->ops->lost ? w->ops->lost(w->ctx, tid, ev->ticks, ev->arg) : 0;
     default:
         return 0;
     }
 }
 
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
-               const struct rp_sw_ops *ops, void *ctx, char *err, size_t errsz)
+               const struct rp_sw_ops *ops, void *ctx, int progress, char *err, size_t errsz)
 {
     static const struct rp_replay_opts none;
     struct sw w = {.p = p, .ops = ops, .ctx = ctx};
-    struct rp_walk_ops wo = {.event = on_event};
-    int rc = rp_walk_file(path, o ? o : &none, &wo, &w, 0, err, errsz);
+    struct rp_walk_ops wo = {.thread = on_thread, .event = on_event};
+    int rc = rp_walk_file(path, o ? o : &none, &wo, &w, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < w.nth; i++)
+    for (uint32_t i = 0; i < w.nth; i++) {
+        if (rc == 0)
+            rc = drop_to(&w, &w.th[i], 0, w.th[i].last);
         free(w.th[i].stack);
+    }
     free(w.th);
     return rc;
 }

@@ -3,7 +3,10 @@
  * parent and argument: each thread's events (streamed by rp_walk_file,
  * src/analyze/walk.h) matched on a stack of open spans.  For the outputs
  * that need single spans rather than sums: the lock profile's outcomes and
- * call sites (locks.c) and sequence diagrams (seq.c).
+ * call sites (locks.c), sequence diagrams (seq.c) and the timelines
+ * (export_timeline.c, for chrome and perfetto).  The one place where the
+ * exports match spans, with the rules of replay.c, so that every export
+ * agrees with the report on every count.
  *
  * Memory: the open spans of each thread; nothing grows with the trace.
  */
@@ -35,6 +38,16 @@ struct rp_sw_ops {
      * (counter 1); parent is the thread's innermost open span, 0 if none */
     int (*instant)(void *ctx, uint32_t tid, uint32_t id, uint64_t ticks, int64_t value, int counter,
                    uint32_t parent);
+    /* a span the replay drops without time (an EXIT_ID that names a span
+     * deeper down drops those above it; LOST drops every open span; the end
+     * of the trace drops what is still open), with end = the ticks where it
+     * was dropped: the thread's last event at the end of the trace.  Called
+     * innermost first.  NULL: dropped spans are not reported. */
+    int (*drop)(void *ctx, const struct rp_sw_span *s);
+    /* a LOST record: count events lost at ticks (after its drops) */
+    int (*lost)(void *ctx, uint32_t tid, uint64_t ticks, uint64_t count);
+    /* a THREAD chunk: the thread's name (not NUL-terminated) */
+    int (*thread)(void *ctx, uint32_t tid, const char *name, size_t len);
 };
 
 /*
@@ -42,11 +55,12 @@ struct rp_sw_ops {
  * that built p, whose nodes give the ids' range; NULL for none).  Spans are matched with the
  * rules of replay.c: EXIT ends the innermost span, EXIT_ID the named one
  * (dropping those above it), LOST drops every open span; dropped spans and
- * spans open at the end get no end callback.  Returns 0, RP_ENOMEM, the
- * reader's code or RP_EFORMAT with err naming the file and offset, or a
- * callback's negative code.
+ * spans open at the end get no end callback, only drop.  With progress set
+ * and stderr a terminal, the share of the file read is shown.  Returns 0,
+ * RP_ENOMEM, the reader's code or RP_EFORMAT with err naming the file and
+ * offset, or a callback's negative code (err left empty).
  */
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
-               const struct rp_sw_ops *ops, void *ctx, char *err, size_t errsz);
+               const struct rp_sw_ops *ops, void *ctx, int progress, char *err, size_t errsz);
 
 #endif /* RP_REPORT_SPANWALK_H */
