@@ -1,11 +1,12 @@
 /*
  * walk.h - streaming over a trace's events one at a time, in file order, for
- * the exports that need every span (spanwalk.c: timelines, locks, sequence
- * diagrams) or every call path (cct.c).  Memory: one chunk; nothing grows with the length of the trace.
+ * the exports that need every span (src/report/spanwalk.c: timelines,
+ * locks, sequence diagrams) or every call path (cct.c).  Memory: one chunk;
+ * nothing grows with the length of the trace.
  *
  * The walk does not interpret events: spans are matched by the callers
- * (cct.c, src/report/spanwalk.c) with the rules of replay.c, so that an export and
- * the report agree on every count.
+ * (cct.c, spanwalk.c) with the rules of replay.c, so that an export and the
+ * report agree on every count.
  */
 #ifndef RP_ANALYZE_WALK_H
 #define RP_ANALYZE_WALK_H
