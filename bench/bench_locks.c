@@ -35,7 +35,7 @@
 #include <time.h>
 
 #define NOHOOK __attribute__((no_instrument_function))
-#define ROUNDS 7
+#define ROUNDS 15
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned sink;
