@@ -26,16 +26,38 @@
  * that end in FAIL, uncontended ones the holds without a wait.  The encoder
  * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
  *
+ * Timestamps.  The counter is read just before the try-lock, and that read
+ * stamps the ACQ of an uncontended acquisition and the WAIT of a contended
+ * one (the request); REL is stamped before the real unlock; the ACQ or FAIL
+ * that ends a wait when the blocking call returns.  No counter read sits
+ * right behind a locked instruction (it would wait for it to retire), and a
+ * lock event costs what a function event costs (bench/bench_locks).  So:
+ *   - a thread's records stay in time order (nothing is appended between
+ *     the read and the ACQ; a signal handler's records that land there are
+ *     clamped by the encoder), and every span has a duration >= 0;
+ *   - a contended hold begins after the previous holder's release was
+ *     stamped (test_rec_locks checks it);
+ *   - an uncontended hold includes the try itself, and if the lock was
+ *     released by another thread between the read and the try (the try
+ *     then succeeds), it begins up to that interval before the release:
+ *     the try's latency, the transfer of the lock's cache line at most,
+ *     unless the thread is interrupted right there.  No consumer subtracts
+ *     one thread's times from another's (docs/locks.md, "What the times
+ *     mean"), so nothing goes negative; a sequence diagram may draw that
+ *     acquire a few ns before the release.
+ *
  * Safety.  The recorder's own mutexes pass straight through, unrecorded:
  * recording them would recurse into the code that holds them.  In
  * librankprof.so that is every lock in the library's writable segment
  * (found once by the constructor), so a mutex added to the recorder later is
  * covered too; linked statically the recorder shares the program's segment,
- * and rp_rt.lock and rp_rt.drain_lock are named one by one.  A switched-off lock class costs one
- * load and a branch. dlsym may itself lock or allocate: while a thread resolves, a nested call
- * cannot be forwarded (no address yet) and fails with EAGAIN - glibc's dlsym
- * takes no pthread lock, so this is a guard, not a path.  Everything is
- * resolved once by a constructor, before the program's threads exist.
+ * and the range is struct rp_rt, which holds rp_rt.lock and rp_rt.drain_lock
+ * (so one range test serves both).  A switched-off lock class costs one load
+ * and a branch.  dlsym may itself lock or allocate: while a thread resolves,
+ * a nested call cannot be forwarded (no address yet) and fails with EAGAIN -
+ * glibc's dlsym takes no pthread lock, so this is a guard, not a path.
+ * Everything is resolved once by a constructor, before the program's threads
+ * exist.
  *
  * Limits: a statically linked executable cannot interpose libc's functions;
  * a condition variable wait that a sanitizer intercepts by symbol version
