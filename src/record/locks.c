@@ -26,16 +26,38 @@
  * that end in FAIL, uncontended ones the holds without a wait.  The encoder
  * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
  *
+ * Timestamps.  The counter is read just before the try-lock, and that read
+ * stamps the ACQ of an uncontended acquisition and the WAIT of a contended
+ * one (the request); REL is stamped before the real unlock; the ACQ or FAIL
+ * that ends a wait when the blocking call returns.  No counter read sits
+ * right behind a locked instruction (it would wait for it to retire), and a
+ * lock event costs what a function event costs (bench/bench_locks).  So:
+ *   - a thread's records stay in time order (nothing is appended between
+ *     the read and the ACQ; a signal handler's records that land there are
+ *     clamped by the encoder), and every span has a duration >= 0;
+ *   - a contended hold begins after the previous holder's release was
+ *     stamped (test_rec_locks checks it);
+ *   - an uncontended hold includes the try itself, and if the lock was
+ *     released by another thread between the read and the try (the try
+ *     then succeeds), it begins up to that interval before the release:
+ *     the try's latency, the transfer of the lock's cache line at most,
+ *     unless the thread is interrupted right there.  No consumer subtracts
+ *     one thread's times from another's (docs/locks.md, "What the times
+ *     mean"), so nothing goes negative; a sequence diagram may draw that
+ *     acquire a few ns before the release.
+ *
  * Safety.  The recorder's own mutexes pass straight through, unrecorded:
  * recording them would recurse into the code that holds them.  In
  * librankprof.so that is every lock in the library's writable segment
  * (found once by the constructor), so a mutex added to the recorder later is
  * covered too; linked statically the recorder shares the program's segment,
- * and rp_rt.lock and rp_rt.drain_lock are named one by one.  A switched-off lock class costs one
- * load and a branch. dlsym may itself lock or allocate: while a thread resolves, a nested call
- * cannot be forwarded (no address yet) and fails with EAGAIN - glibc's dlsym
- * takes no pthread lock, so this is a guard, not a path.  Everything is
- * resolved once by a constructor, before the program's threads exist.
+ * and the range is struct rp_rt, which holds rp_rt.lock and rp_rt.drain_lock
+ * (so one range test serves both).  A switched-off lock class costs one load
+ * and a branch.  dlsym may itself lock or allocate: while a thread resolves,
+ * a nested call cannot be forwarded (no address yet) and fails with EAGAIN -
+ * glibc's dlsym takes no pthread lock, so this is a guard, not a path.
+ * Everything is resolved once by a constructor, before the program's threads
+ * exist.
  *
  * Limits: a statically linked executable cannot interpose libc's functions;
  * a condition variable wait that a sanitizer intercepts by symbol version
@@ -110,9 +132,17 @@ static inline void *real(enum real_fn i)
     return likely(f != NULL) ? f : real_resolve(i);
 }
 
-/* The recorder's writable segment when it is a shared library: locks in
- * [own_lo, own_lo + own_len) are its own.  Written by the constructor only. */
-static uintptr_t own_lo, own_len;
+/*
+ * The recorder's own locks, which pass through unrecorded: those in
+ * [own_lo, own_lo + own_len).  Until the constructor runs, and for good when
+ * the recorder is linked statically into the program, that is struct rp_rt,
+ * which holds its two mutexes (lock, drain_lock); in librankprof.so the
+ * constructor widens it to the library's whole writable segment, which
+ * holds rp_rt too.  Written by the constructor only, before the program's
+ * threads exist, so one unsigned range test covers both cases.
+ */
+static const char *own_lo = (const char *)&rp_rt;
+static size_t own_len = sizeof(rp_rt);
 
 /* dl_iterate_phdr callback: the writable PT_LOAD holding &rp_rt, if the
  * object is not the main program (entry 0, whose name is empty). */
@@ -126,7 +156,7 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *arg)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && at - lo < ph->p_memsz) {
-            own_lo = lo;
+            own_lo = (const char *)lo;
             own_len = ph->p_memsz;
             return 1;
         }
@@ -138,7 +168,7 @@ __attribute__((constructor)) static void locks_ctor(void)
 {
     for (int i = 0; i < R_NREAL; i++)
         (void)real((enum real_fn)i);
-    dl_iterate_phdr(find_own, &own_lo);
+    dl_iterate_phdr(find_own, &own_len);
 }
 
 /* Calls real function i with the given prototype and arguments; a function
@@ -157,16 +187,36 @@ typedef int (*ctimed_fn)(pthread_cond_t *, pthread_mutex_t *, const struct times
 
 /* ---- recording ----------------------------------------------------------- */
 
-/* Whether lock events of this lock are recorded: the class is on and the
- * lock is not one of the recorder's own. */
+/*
+ * Whether lock events of this lock are recorded: the class is on and the
+ * lock is not one of the recorder's own.  One load of the class mask, one
+ * range test; the appends below then skip the class test (RP_CLASS_CHECKED),
+ * so an interposer tests the mask once per call.
+ */
 static inline int rec_on(const void *lock)
 {
-    if (likely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_LOCK)))
+    if (!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_LOCK))
         return 0;
-    return (uintptr_t)lock - own_lo >= own_len && lock != (const void *)&rp_rt.lock &&
-           lock != (const void *)&rp_rt.drain_lock;
+    return (uintptr_t)lock - (uintptr_t)own_lo >= own_len;
 }
 
+/* Appends lock event op of lock, stamped now; rec_on(lock) said yes. */
+static inline void put(unsigned op, const void *lock)
+{
+    uint64_t w = rp_raw_word(op, (uintptr_t)lock);
+    if (!rp_append_fast_at(RP_CLASS_CHECKED, w, 1, 0, NULL))
+        rp_append_slow(w);
+}
+
+/* The same, stamped t0: a counter read made before the real call. */
+static inline void put_at(unsigned op, const void *lock, uint64_t t0)
+{
+    uint64_t w = rp_raw_word(op, (uintptr_t)lock);
+    if (!rp_append_fast_at(RP_CLASS_CHECKED, w, 1, 0, &t0))
+        rp_append_slow(w);
+}
+
+/* The address-based API's append: it tests the class itself. */
 static inline void rec(unsigned op, const volatile void *lock)
 {
     rp_append(RP_CLASS_BIT_LOCK, rp_raw_word(op, (uintptr_t)lock));
@@ -178,51 +228,50 @@ static inline int got(int r)
     return r == 0 || r == EOWNERDEAD;
 }
 
-/* Records the outcome of a try-lock made before blocking: ACQ when it took
- * the lock, WAIT when the lock was busy.  Returns 1 when the lock is held. */
-static inline int tried(const void *lock, int r)
-{
-    if (likely(got(r))) {
-        rec(RP_RAW_LOCK_ACQ, lock);
-        return 1;
-    }
-    if (r == EBUSY)
-        rec(RP_RAW_LOCK_WAIT, lock);
-    return 0;
-}
-
-/* Records the end of a blocking call that followed a busy try (r0). */
-static inline int waited(const void *lock, int r0, int r)
-{
-    if (got(r))
-        rec(RP_RAW_LOCK_ACQ, lock);
-    else if (r0 == EBUSY)
-        rec(RP_RAW_LOCK_FAIL, lock);
-    return r;
-}
-
-/* The program's own try-lock: a busy lock is a failed attempt. */
-static inline int attempt(const void *lock, int r)
-{
-    if (got(r)) {
-        rec(RP_RAW_LOCK_ACQ, lock);
-    } else if (r == EBUSY) {
-        rec(RP_RAW_LOCK_WAIT, lock);
-        rec(RP_RAW_LOCK_FAIL, lock);
-    }
-    return r;
-}
-
 /*
  * The body of every blocking acquisition: try first, block only when busy.
- * TRY and BLOCK are real-function calls (expressions).
+ * TRY and BLOCK are real-function calls (expressions); rec_on(lock) said
+ * yes.  t0_, the counter read just before the try, stamps the ACQ of an
+ * uncontended acquisition and the WAIT of a contended one (the request);
+ * the ACQ or FAIL after blocking is stamped when the blocking call returns.
+ * So the counter is never read right behind the try's locked instruction,
+ * which would wait for it to retire.  A try that fails with an error other
+ * than EBUSY records nothing and the blocking call decides (as libc would).
  */
 #define ACQUIRE(lock, TRY, BLOCK)                                                                  \
     do {                                                                                           \
+        uint64_t t0_ = rp_counter();                                                               \
         int r0_ = (TRY);                                                                           \
-        if (tried((lock), r0_))                                                                    \
+        if (likely(got(r0_))) {                                                                    \
+            put_at(RP_RAW_LOCK_ACQ, (lock), t0_);                                                  \
             return r0_;                                                                            \
-        return waited((lock), r0_, (BLOCK));                                                       \
+        }                                                                                          \
+        if (r0_ == EBUSY)                                                                          \
+            put_at(RP_RAW_LOCK_WAIT, (lock), t0_);                                                 \
+        int r_ = (BLOCK);                                                                          \
+        if (got(r_))                                                                               \
+            put(RP_RAW_LOCK_ACQ, (lock));                                                          \
+        else if (r0_ == EBUSY)                                                                     \
+            put(RP_RAW_LOCK_FAIL, (lock));                                                         \
+        return r_;                                                                                 \
+    } while (0)
+
+/*
+ * The program's own try-lock, TRY: a hold on success, stamped before the
+ * try as above; a busy lock is a failed attempt, a wait from before the try
+ * to its return.
+ */
+#define ATTEMPT(lock, TRY)                                                                         \
+    do {                                                                                           \
+        uint64_t t0_ = rp_counter();                                                               \
+        int r_ = (TRY);                                                                            \
+        if (likely(got(r_))) {                                                                     \
+            put_at(RP_RAW_LOCK_ACQ, (lock), t0_);                                                  \
+        } else if (r_ == EBUSY) {                                                                  \
+            put_at(RP_RAW_LOCK_WAIT, (lock), t0_);                                                 \
+            put(RP_RAW_LOCK_FAIL, (lock));                                                         \
+        }                                                                                          \
+        return r_;                                                                                 \
     } while (0)
 
 /* ---- pthread_mutex_* ----------------------------------------------------- */
@@ -236,8 +285,9 @@ RP_INTERPOSE int pthread_mutex_lock(pthread_mutex_t *m)
 
 RP_INTERPOSE int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-    int r = CALL(R_MUTEX_TRYLOCK, lock1_fn, m);
-    return rec_on(m) ? attempt(m, r) : r;
+    if (!rec_on(m))
+        return CALL(R_MUTEX_TRYLOCK, lock1_fn, m);
+    ATTEMPT(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m));
 }
 
 RP_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t *restrict m,
@@ -259,7 +309,7 @@ RP_INTERPOSE int pthread_mutex_clocklock(pthread_mutex_t *restrict m, clockid_t 
 RP_INTERPOSE int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     if (rec_on(m))
-        rec(RP_RAW_LOCK_REL, m);
+        put(RP_RAW_LOCK_REL, m);
     return CALL(R_MUTEX_UNLOCK, lock1_fn, m);
 }
 
@@ -281,14 +331,16 @@ RP_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 
 RP_INTERPOSE int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-    int r = CALL(R_RW_TRYRDLOCK, lock1_fn, l);
-    return rec_on(l) ? attempt(l, r) : r;
+    if (!rec_on(l))
+        return CALL(R_RW_TRYRDLOCK, lock1_fn, l);
+    ATTEMPT(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l));
 }
 
 RP_INTERPOSE int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-    int r = CALL(R_RW_TRYWRLOCK, lock1_fn, l);
-    return rec_on(l) ? attempt(l, r) : r;
+    if (!rec_on(l))
+        return CALL(R_RW_TRYWRLOCK, lock1_fn, l);
+    ATTEMPT(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l));
 }
 
 RP_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict l,
@@ -310,7 +362,7 @@ RP_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict l,
 RP_INTERPOSE int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     if (rec_on(l))
-        rec(RP_RAW_LOCK_REL, l);
+        put(RP_RAW_LOCK_REL, l);
     return CALL(R_RW_UNLOCK, lock1_fn, l);
 }
 
@@ -326,14 +378,15 @@ RP_INTERPOSE int pthread_spin_lock(pthread_spinlock_t *s)
 
 RP_INTERPOSE int pthread_spin_trylock(pthread_spinlock_t *s)
 {
-    int r = CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s);
-    return rec_on((const void *)s) ? attempt((const void *)s, r) : r;
+    if (!rec_on((const void *)s))
+        return CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s);
+    ATTEMPT((const void *)s, CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s));
 }
 
 RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
 {
     if (rec_on((const void *)s))
-        rec(RP_RAW_LOCK_REL, (const void *)s);
+        put(RP_RAW_LOCK_REL, (const void *)s);
     return CALL(R_SPIN_UNLOCK, lock1_fn, (void *)s);
 }
 
@@ -343,9 +396,9 @@ RP_INTERPOSE int pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *
 {
     if (!rec_on(m))
         return CALL(R_COND_WAIT, cwait_fn, c, m);
-    rec(RP_RAW_LOCK_REL, m);
+    put(RP_RAW_LOCK_REL, m);
     int r = CALL(R_COND_WAIT, cwait_fn, c, m);
-    rec(RP_RAW_LOCK_ACQ, m); /* re-acquired (or never released: EINVAL) */
+    put(RP_RAW_LOCK_ACQ, m); /* re-acquired (or never released: EINVAL) */
     return r;
 }
 
@@ -354,9 +407,9 @@ RP_INTERPOSE int pthread_cond_timedwait(pthread_cond_t *restrict c, pthread_mute
 {
     if (!rec_on(m))
         return CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-    rec(RP_RAW_LOCK_REL, m);
+    put(RP_RAW_LOCK_REL, m);
     int r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-    rec(RP_RAW_LOCK_ACQ, m); /* re-acquired on timeout too */
+    put(RP_RAW_LOCK_ACQ, m); /* re-acquired on timeout too */
     return r;
 }
 

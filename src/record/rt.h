@@ -122,7 +122,7 @@ struct rp_rt {
     uint64_t start_ticks, start_mono;
     uint64_t events_written, lost_total;
     struct rp_enc enc;
-    uint8_t *out;     /* encoder output, rp_enc_bound(bufrecs) bytes */
+    uint8_t *out; /* encoder output, rp_enc_bound(bufrecs) bytes */
     char path[4096];
 };
 
@@ -161,11 +161,19 @@ static inline void rp_pos_set(struct rp_tbuf *t, struct rp_raw *p)
     __atomic_store_n(&t->pos, p, __ATOMIC_RELEASE);
 }
 
+/* cls of an append whose caller has tested the class bit itself. */
+#define RP_CLASS_CHECKED 0u
+
 /*
  * The fast path of an append of n records (n is 1, or 2 for an op and its
  * DATA record; a constant, so each caller gets its own straight code):
  * returns 1 when done (stored, or the class is off), 0 when the caller must
- * take its rare path.
+ * take its rare path.  cls is an RP_CLASS_BIT_*, or RP_CLASS_CHECKED for a
+ * caller that has just tested the class itself (the lock interposers, which
+ * must decide before calling the real function).  The record's ticks are
+ * the cycle counter read here, or *at when at is not NULL (rp_append_at).
+ * cls and whether at is NULL are constants at every call, so the function
+ * hooks compile as if neither choice existed (checked with objdump).
  *
  * The fast path is a leaf: everything unusual leaves through the caller's
  * one tail call, so the compiler saves no registers.  The guard keeps a
@@ -177,10 +185,11 @@ static inline void rp_pos_set(struct rp_tbuf *t, struct rp_raw *p)
  * the thread to another buffer.  The records of one append are in one
  * buffer, never split.
  */
-static inline __attribute__((always_inline)) int rp_append_fast(uint32_t cls, uint64_t word,
-                                                               unsigned n, uint64_t data)
+static inline __attribute__((always_inline)) int
+rp_append_fast_at(uint32_t cls, uint64_t word, unsigned n, uint64_t data, const uint64_t *at)
 {
-    if (unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
+    if (cls != RP_CLASS_CHECKED &&
+        unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
         return 1;
     struct rp_tbuf *t = rp_self;
     if (likely(t != NULL && !t->guard && rp_clock_tsc)) {
@@ -188,7 +197,7 @@ static inline __attribute__((always_inline)) int rp_append_fast(uint32_t cls, ui
         atomic_signal_fence(memory_order_seq_cst);
         struct rp_raw *p = t->pos;
         if (likely(p < t->end && (n == 1 || t->end - p >= 2))) {
-            p->ticks = rp_counter();
+            p->ticks = at ? *at : rp_counter();
             p->word = word;
             if (n == 2) {
                 p[1].ticks = data;
@@ -205,10 +214,34 @@ static inline __attribute__((always_inline)) int rp_append_fast(uint32_t cls, ui
     return 0;
 }
 
+/* rp_append_fast_at with the counter read at the store. */
+static inline __attribute__((always_inline)) int rp_append_fast(uint32_t cls, uint64_t word,
+                                                                unsigned n, uint64_t data)
+{
+    return rp_append_fast_at(cls, word, n, data, NULL);
+}
+
 /* Appends one raw record for the calling thread; cls is an RP_CLASS_BIT_*. */
 static inline void rp_append(uint32_t cls, uint64_t word)
 {
     if (!rp_append_fast(cls, word, 1, 0))
+        rp_append_slow(word);
+}
+
+/*
+ * rp_append with the ticks of a counter read made earlier by the caller
+ * (rp_counter(), on this thread; the lock interposers read it before a
+ * locked instruction, not behind it, see src/record/locks.c).  The rare
+ * path does not take them: it stamps the record with its own, later, clock
+ * read (the first event of a thread, a full buffer, a clock that is not the
+ * cycle counter, direct mode).  The caller must append nothing between its
+ * read and this call, so that the thread's records stay in time order; a
+ * signal handler's records that land in between are the one exception, and
+ * the encoder then clamps the backward step to 0 ticks.
+ */
+static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
+{
+    if (!rp_append_fast_at(cls, word, 1, 0, &ticks))
         rp_append_slow(word);
 }
 
