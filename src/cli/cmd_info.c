@@ -29,8 +29,7 @@ int cmd_info(int argc, char **argv)
 {
     struct rp_replay_opts ro = {0};
     const char *in = RP_DEFAULT_DATA;
-    int optind_ =
-        rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
+    int optind_ = rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
 
     if (optind_ < argc)
         rp_usage_die("info", "unexpected argument '%s'", argv[optind_]);
@@ -52,6 +51,7 @@ int cmd_info(int argc, char **argv)
     printf("mode:        %s\n", p.mode ? p.mode : "?");
     printf("clock:       %s, %.6f ns per tick (%.1f MHz)\n", p.clock_name ? p.clock_name : "?",
            p.ns_per_tick, 1e3 / p.ns_per_tick);
+    printf("duration:    %s (first to last event)\n",
     if (p.overhead_known)
         printf("overhead:    %.2f ticks (%.1fns) per recorded call (enter + exit), %.2f ticks "
                "(%.1fns) of it inside a span's own; measured at start-up, subtracted by the "
@@ -62,7 +62,6 @@ int cmd_info(int argc, char **argv)
         printf("overhead:    not measured (%s): times are not compensated\n",
                p.mode && !strcmp(p.mode, "direct") ? "direct mode"
                                                    : "older recorder or RANKPROF_CALIBRATE=0");
-    printf("duration:    %s (first to last event)\n",
            rp_fmt_ns((double)(p.last_tick - p.first_tick) * p.ns_per_tick, b, sizeof(b)));
     printf("events:      %llu\n", (unsigned long long)p.events);
     uint64_t defined = 0;
@@ -88,8 +87,8 @@ int cmd_info(int argc, char **argv)
                rp_fmt_ns((double)(t->last - t->first) * p.ns_per_tick, b, sizeof(b)),
                (unsigned long long)t->lost);
     }
-    static const char *const names[16] = {"unknown", "INFO",   "CLOCK", "MAPS", "THREAD",
-                                          "DEFS",    "EVENTS", "LOST",  "END",  "STATS"};
+    static const char *const names[16] = {"unknown", "INFO", "CLOCK", "MAPS", "THREAD",
+                                          "DEFS", "EVENTS", "LOST", "END", "STATS"};
     printf("chunks:\n");
     for (unsigned t = 0; t < 16; t++)
         if (k.n[t])

@@ -219,15 +219,16 @@ static void out_info(void)
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
-    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace", rp_rt.direct ? 6 : 5);
+    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace",
+                rp_rt.direct ? 6 : 5);
     rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
-    rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
     if (rt_overhead.rounds) {
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.pair);
         rp_info_put(buf, cap, &len, "overhead_ticks", tmp, strlen(tmp));
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.self);
         rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
     }
+    rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
     out_chunk(RP_CH_INFO, buf, len);
     free(buf);
 }
@@ -653,8 +654,8 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     if (rp_initing || rp_gone)
         return;
     rp_initing = 1;
-    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask) &&
-        (t = thread_init())) {
+    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err &&
+        atomic_load(&rp_rt.mask) && (t = thread_init())) {
         append_locked(t, word); /* thread_init returns with t->guard set */
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
@@ -868,7 +869,6 @@ static void atfork_child(void)
         pthread_setspecific(rp_rt.key, NULL);
     }
 }
-
 /* ---- the cost of an event (calib.h) -------------------------------------- */
 
 #define CALIB_CALLS  1000 /* calls per round */
@@ -958,6 +958,7 @@ out:
     free(self);
 }
 
+
 /* The once-only start.  Sets rt_start_err on failure (nothing recorded). */
 static int rt_start(void)
 {
@@ -984,11 +985,11 @@ static int rt_start(void)
     rp_rt.drop = pol && !strcmp(pol, "drop");
     const char *cls = getenv("RANKPROF_CLASSES");
     uint32_t mask = cls ? parse_classes(cls) : RP_CLASS_BIT_ALL;
-
     /* before the file's INFO, which carries the result; not in direct mode,
      * whose statistics are not compensated (docs/performance.md) */
     if (!rp_rt.direct && env_u64("RANKPROF_CALIBRATE", 1, 0, 1))
         measure_overhead(&rt_overhead);
+
 
     rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
     if (!rp_rt.out || rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 ||

@@ -41,7 +41,7 @@
 #define RP_VERSION_MINOR  2
 #define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
-#define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
+#define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
 
 /* Chunk types.  Readers skip (and count) types they do not know. */
 enum rp_chunk_type {
@@ -122,7 +122,7 @@ enum rp_op {
 /* The ARG of a lock-wait span that ended without the lock (a failed
  * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
 #define RP_ARG_LOCK_FAILED 1
-#define RP_OP_MASK         7u
+#define RP_OP_MASK 7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
 
@@ -157,7 +157,7 @@ enum rp_op {
  *                                                INSTANT, COUNTER, ARG, LOST),
  *                                                then its operands as above
  */
-#define RP_SNAP_MAX 1024
+#define RP_SNAP_MAX      1024
 
 /* Event classes; a bit each in the run-time mask. */
 enum rp_class {
@@ -171,9 +171,9 @@ enum rp_class {
 };
 
 /* END flags */
-#define RP_END_EXIT    1u /* exit() or return from main */
-#define RP_END_SIGNAL  2u /* a fatal signal; status holds the signal number */
-#define RP_END_TIMEOUT 4u /* the final flush gave up waiting for some buffers */
+#define RP_END_EXIT     1u /* exit() or return from main */
+#define RP_END_SIGNAL   2u /* a fatal signal; status holds the signal number */
+#define RP_END_TIMEOUT  4u /* the final flush gave up waiting for some buffers */
 
 /*
  * STATS payload (direct mode; docs/direct-mode.md): repeated records, each
