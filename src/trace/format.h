@@ -35,11 +35,11 @@
 
 #include <stdint.h>
 
-#define RP_MAGIC          "RANKPROF"
-#define RP_MAGIC_LEN      8
-#define RP_VERSION_MAJOR  1
-#define RP_VERSION_MINOR  2
-#define RP_FILE_HDR_SIZE  32
+#define RP_MAGIC         "RANKPROF"
+#define RP_MAGIC_LEN     8
+#define RP_VERSION_MAJOR 1
+#define RP_VERSION_MINOR 2
+#define RP_FILE_HDR_SIZE 32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
 
