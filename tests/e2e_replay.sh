@@ -4,8 +4,10 @@
 # recursion of fib, the threads' loops) cross hundreds of chunk boundaries;
 # `rankprof report --format json` must be byte-identical with no workers
 # (RANKPROF_REPLAY_JOBS=0: in order, stacks handed from chunk to chunk) and
-# with 1, 2 and 5 workers (each chunk from its stack snapshot), and the known
-# call counts must hold.  A file whose snapshots are removed (old recorders)
+# with 1, 2 and 5 workers (each chunk from its stack snapshot), with overhead
+# compensation (the default: each span needs its event count, from the
+# snapshots or carried in order) and without, and the known call counts must
+# hold.  A file whose snapshots are removed (old recorders)
 # must replay in order to the same result.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
@@ -26,12 +28,24 @@ for spec in fib:20 calltree:1 threads:20 contend:20; do
         >"$tmp/$prog.out" 2>"$tmp/$prog.err" || fail "$prog: record failed: $(cat "$tmp/$prog.err")"
     RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/$prog.data" --format json \
         >"$tmp/$prog.0.json" || fail "$prog: report (in order) failed"
+    RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/$prog.data" --format json --no-compensate \
+        >"$tmp/$prog.0.raw.json" || fail "$prog: report --no-compensate (in order) failed"
     for j in 1 2 5; do
         RANKPROF_REPLAY_JOBS=$j "$RANKPROF" report -i "$tmp/$prog.data" --format json \
             >"$tmp/$prog.$j.json" || fail "$prog: report with $j workers failed"
         cmp -s "$tmp/$prog.0.json" "$tmp/$prog.$j.json" ||
             fail "$prog: $j workers differ from the replay in order: $(diff "$tmp/$prog.0.json" "$tmp/$prog.$j.json" | head -4)"
+        # measured times too (overhead compensation off)
+        RANKPROF_REPLAY_JOBS=$j "$RANKPROF" report -i "$tmp/$prog.data" --format json \
+            --no-compensate >"$tmp/$prog.$j.raw.json" || fail "$prog: --no-compensate with $j workers failed"
+        cmp -s "$tmp/$prog.0.raw.json" "$tmp/$prog.$j.raw.json" ||
+            fail "$prog: --no-compensate: $j workers differ from the replay in order"
     done
+    # compensation is on by default and changes the times: the equality above
+    # covers the snapshots' event counts (in order the counts are carried
+    # from chunk to chunk, in parallel they come from the snapshots)
+    grep -q '"applied": true' "$tmp/$prog.0.json" || fail "$prog: compensation not applied"
+    cmp -s "$tmp/$prog.0.json" "$tmp/$prog.0.raw.json" && fail "$prog: compensation changed nothing"
     # the same file without snapshots (flag cleared, snapshot bytes removed)
     python3 - "$tmp/$prog.data" "$tmp/$prog.nosnap.data" "$minchunks" <<'PY' || fail "$prog: rewriting failed"
 import struct, sys, zlib
@@ -46,10 +60,11 @@ while off + 16 <= len(b):
     typ, ln = struct.unpack_from('<II', b, off)
     pl = bytearray(b[off + 16:off + 16 + ln])
     if typ == 6 and struct.unpack_from('<I', pl, 4)[0] >> 31:
+        word = struct.unpack_from('<I', pl, 4)[0]
         depth, i = varint(pl, 16)
-        for _ in range(2 * depth):
+        for _ in range((3 if word & 0x20000000 else 2) * depth):  # id, start[, events]
             _, i = varint(pl, i)
-        cnt = struct.unpack_from('<I', pl, 4)[0] & 0x7fffffff
+        cnt = word & 0x5fffffff  # snapshot and its event counts go
         pl = pl[:4] + struct.pack('<I', cnt) + pl[8:16] + pl[i:]
         n += 1
     hdr = struct.pack('<III', typ, len(pl), zlib.crc32(pl))

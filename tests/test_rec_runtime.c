@@ -260,14 +260,14 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             }
         } else if (type == 6) { /* EVENTS: u32 tid, u32 n, u64 base, stream */
             CHECK(len >= 16);
-            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x3fffffffu;
+            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x1fffffffu;
             int compact = (le32(pl + 4) >> 30) & 1; /* EXIT, ENTER id, or 0 + op */
             uint64_t now = le64(pl + 8);
             const uint8_t *ev0 = pl + 16;
-            if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start) each */
-                uint64_t depth = 0, x;
+            if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start[, events]) each */
+                uint64_t depth = 0, x, per = (le32(pl + 4) >> 29 & 1) ? 3 : 2;
                 CHECK(varint(&ev0, pe, &depth) && depth <= 1024);
-                for (uint64_t i = 0; i < 2 * depth; i++)
+                for (uint64_t i = 0; i < per * depth; i++)
                     CHECK(varint(&ev0, pe, &x));
             }
             int k = -1;

@@ -113,6 +113,14 @@ struct rp_profile {
 
     struct rp_rank_info rank;
 
+    /* Overhead compensation (docs/performance.md): the recorder's measured
+     * cost, from INFO, and whether replay subtracted it from every span. */
+    int overhead_known;    /* the trace carries the measurement (format 1.2, trace mode) */
+    double overhead_pair;  /* ticks one recorded call (enter + exit) adds around it */
+    double overhead_self;  /* ticks of a span's own enter + exit inside it */
+    int compensated;       /* applied: known and not switched off */
+    uint64_t comp_clamped; /* spans shorter than their overhead, counted as 0 */
+
     char warn[1024];         /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks; /* damaged chunks skipped under --force */
     uint64_t unmatched_exits, unclosed; /* sums over threads */

@@ -11,6 +11,24 @@
  *     parent.child  += dur            parent = the span below, or ROOT
  *     edge(parent, node): calls, incl += dur, min, max
  *
+ * Overhead compensation (docs/performance.md).  When the trace carries the
+ * recorder's measured cost (INFO "overhead_ticks" = pair, 2 o per recorded
+ * call, and "overhead_self_ticks" = o_self) and it is not switched off,
+ * every span's duration is taken as
+ *
+ *     dur = (end - start) - (E * pair / 2 + o_self),   clamped at 0 (counted)
+ *
+ * with E the thread's events between its ENTER and its end (each frame
+ * keeps the chunk-local number of its ENTER event; for a frame that began
+ * in an earlier chunk that number is <= 0, from the snapshot's event counts
+ * or the thread's stack handed over from the previous chunk).  Everything
+ * that uses a duration uses this one: inclusive, the parent's callee time
+ * (so exclusive follows from the children's compensated time), min, max,
+ * variance, histogram, edges.  Budget overruns keep the measured duration,
+ * the same test the recorder's direct mode makes.  The arithmetic is in
+ * integers (1/65536 tick), so the result is the same for any number of
+ * workers.
+ *
  * What cannot be matched is counted, never guessed: an exit with no open
  * span is an unmatched exit; an EXIT_ID naming a span open deeper closes the
  * spans above it without time (counted as unclosed); spans still open at the
@@ -49,10 +67,15 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #include "trace/reader.h"
 
+#define RP_COMP_ONE 65536u /* fixed point of the overhead: 1 tick */
+
 struct frame {
     uint32_t id;
     uint64_t start;
     uint64_t child; /* ticks spent in spans called from this one (in this chunk) */
+    int64_t ev;     /* the chunk-local number of its ENTER event (the chunk's first
+                       event is 1; <= 0: before the chunk); in a thread's stack
+                       between chunks, relative to the end of the last one */
 };
 
 /*
@@ -108,6 +131,9 @@ struct job {
     uint32_t ti;     /* the thread, index in p->threads */
     int done;
     int from_snap; /* U is the chunk's snapshot, not j->in */
+    int comp;      /* subtract the overhead: per event pairfp / 2, per span selffp */
+    uint64_t pairfp, selffp;
+    uint64_t clamped; /* out: spans shorter than their overhead */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
     uint32_t nin, capin;
@@ -153,6 +179,8 @@ struct priv {
     int nclk;
     double freq_hz;
     int snap_warned;
+    int want_comp;           /* compensation not switched off */
+    uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
 
     /* the workers */
     struct rp_profile *p;
@@ -353,16 +381,27 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 }
 
 /*
- * Ends the innermost span of a's stack at `now`; j records it when it is a
- * span of U.  Returns 0 or RP_ENOMEM.
+ * Ends the innermost span of a's stack at `now`, the chunk's event number
+ * ev; j records it when it is a span of U.  Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
-                                                          uint64_t now)
+                                                          uint64_t now, int64_t ev)
 {
     struct frame *f = &a->stack[--a->depth];
     struct hot *h = &a->hot[f->id];
-    uint64_t dur = now >= f->start ? now - f->start : 0;
+    uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
 
+    if (j->comp) { /* E events inside: E * pair / 2 + self, rounded */
+        uint64_t e = ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0;
+        uint64_t c = (uint64_t)(((unsigned __int128)e * j->pairfp + 2 * j->selffp + RP_COMP_ONE) /
+                                (2 * RP_COMP_ONE));
+        if (unlikely(c > dur)) {
+            j->clamped++;
+            dur = 0;
+        } else {
+            dur -= c;
+        }
+    }
     h->calls++;
     h->dur_sum += dur;
     h->excl += (int64_t)(dur - f->child);
@@ -374,7 +413,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     rp_hist_count(h->hist, dur);
     h->first = f->start < h->first ? f->start : h->first;
     h->last = f->start > h->last ? f->start : h->last;
-    h->overruns += dur > h->budget;
+    h->overruns += raw > h->budget;
     if (--a->active[f->id] == 0)
         h->incl += dur;
 
@@ -450,13 +489,16 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
     for (uint32_t i = 0; i < ns; i++) {
         struct frame f = {0};
-        q = rp_evdec_frame(d, q, &f.id, &f.start);
+        uint64_t events;
+        q = rp_evdec_frame(d, q, &f.id, &f.start, &events);
+        f.ev = -(int64_t)(events & (UINT64_MAX >> 2)); /* its ENTER, before the chunk */
         j->snap[i] = f;
     }
     j->nsnap = ns;
-    for (uint32_t i = 0; i < u; i++)
-        a->stack[i] = (struct frame){j->from_snap ? j->snap[i].id : j->in[i].id,
-                                     j->from_snap ? j->snap[i].start : j->in[i].start, 0};
+    for (uint32_t i = 0; i < u; i++) {
+        const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
+        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev};
+    }
     a->depth = j->u = j->low = u;
     memset(j->closed, 0, u);
     return 0;
@@ -475,7 +517,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     uint32_t id = 0;
     int rc;
 
-    j->events = j->unmatched = j->unclosed = j->lost = 0;
+    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev0 = d.p ? d.p : j->data;
@@ -535,7 +577,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                     goto fail;
                 }
             }
-            a->stack[a->depth++] = (struct frame){(uint32_t)x, now, 0};
+            a->stack[a->depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
             a->active[x]++;
             break;
         case RP_OP_EXIT:
@@ -543,7 +585,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                 j->unmatched++;
                 break;
             }
-            if (unlikely((rc = span_end(a, j, now)) < 0))
+            if (unlikely((rc = span_end(a, j, now, (int64_t)n)) < 0))
                 goto fail;
             break;
         case RP_OP_EXIT_ID: {
@@ -561,7 +603,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             }
             /* spans opened above it were never closed: drop them */
             stack_drop(a, j, at);
-            if ((rc = span_end(a, j, now)) < 0)
+            if ((rc = span_end(a, j, now, (int64_t)n)) < 0)
                 goto fail;
             break;
         }
@@ -655,6 +697,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     th->unmatched_exits += j->unmatched;
     th->unclosed += j->unclosed;
     th->lost += j->lost;
+    p->comp_clamped += j->clamped;
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
      * recorder; a file that says otherwise gets what it says, and a warning.) */
@@ -673,7 +716,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0};
+            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev};
         t->depth = j->u;
     }
     for (uint32_t i = j->low; i < j->u; i++)
@@ -686,6 +729,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         t->stack[i].child += j->out[i].child;
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
     t->depth = j->nout;
+    for (uint32_t i = 0; i < j->nout; i++) /* ENTERs counted from the end of this chunk */
+        t->stack[i].ev = j->out[i].ev - (int64_t)j->events;
     return 0;
 }
 
@@ -813,7 +858,12 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         return RP_ENOMEM;
     if (adj_reserve(v, p->n_nodes) < 0)
         return RP_ENOMEM;
-    int parallel = v->started && v->nworkers && (rp_get32(c->data + 4) & RP_EV_SNAPSHOT);
+    /* Compensation needs every frame's event count: a snapshot without them
+     * (not from this recorder) is not enough, the chunk replays in order. */
+    uint32_t word = rp_get32(c->data + 4);
+    int comp = v->want_comp && p->overhead_known;
+    int parallel =
+        v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
     if (parallel && v->submitted - v->joined == RP_JOBS_MAX &&
@@ -828,6 +878,9 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->ti = t->ti;
     j->done = 0;
     j->from_snap = parallel;
+    j->comp = comp;
+    j->pairfp = v->pairfp;
+    j->selffp = v->selffp;
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
         if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
@@ -918,15 +971,22 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             free(p->argv);
             p->argv = dupn(val, vlen);
             p->argv_len = p->argv ? vlen : 0;
-        } else if (KEY("pid") || KEY("freq_hz")) {
+        } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
+                   KEY("overhead_self_ticks")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
             memcpy(tmp, val, l);
             tmp[l] = 0;
             if (KEY("pid"))
                 p->pid = (uint32_t)strtoul(tmp, NULL, 10);
-            else
+            else if (KEY("freq_hz"))
                 v->freq_hz = strtod(tmp, NULL);
+            else if (KEY("overhead_ticks"))
+                p->overhead_pair = strtod(tmp, NULL);
+            else
+                p->overhead_self = strtod(tmp, NULL);
+            if (KEY("overhead_ticks"))
+                p->overhead_known = 1;
         }
 #undef KEY
         if (dst) {
@@ -935,6 +995,29 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
         }
         q += rec;
     }
+}
+
+/*
+ * Checks the overhead INFO read so far and fixes what compensation uses:
+ * a value that is not a number in [0, 1e6] ticks makes the trace count as
+ * one without a measurement (with a warning); self is at most pair.
+ */
+static void overhead_check(struct rp_profile *p)
+{
+    struct priv *v = p->priv;
+    if (!p->overhead_known)
+        return;
+    if (!(p->overhead_pair >= 0 && p->overhead_pair <= 1e6) ||
+        !(p->overhead_self >= 0 && p->overhead_self <= 1e6)) {
+        warnf(p, "the trace's overhead measurement is not a number in range; not compensated");
+        p->overhead_known = 0;
+        p->overhead_pair = p->overhead_self = 0;
+        return;
+    }
+    if (p->overhead_self > p->overhead_pair)
+        p->overhead_self = p->overhead_pair;
+    v->pairfp = (uint64_t)(p->overhead_pair * RP_COMP_ONE + 0.5);
+    v->selffp = (uint64_t)(p->overhead_self * RP_COMP_ONE + 0.5);
 }
 
 static void read_clock(struct rp_profile *p, const struct rp_chunk *c)
@@ -1119,6 +1202,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         return RP_ENOMEM;
     struct priv *v = p->priv;
     v->p = p;
+    v->want_comp = !o->no_compensate;
     if ((rc = nodes_reserve(p, 0)) < 0)
         return rc;
     p->nodes[0].kind = RP_KIND_FUNC;
@@ -1139,6 +1223,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         switch (c.type) {
         case RP_CH_INFO:
             read_info(p, &c);
+            overhead_check(p);
             break;
         case RP_CH_CLOCK:
             read_clock(p, &c);
@@ -1209,6 +1294,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     workers_stop(v);
     if ((rc = finish(p)) < 0)
         goto fail;
+    p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
+
     rc = 0;
 out:
     workers_stop(v);

@@ -11,8 +11,9 @@
 #include "profile.h"
 
 struct rp_replay_opts {
-    int force;    /* analyse the valid part of a damaged file, saying what was skipped */
-    uint32_t tid; /* only this thread; 0 = all */
+    int force;         /* analyse the valid part of a damaged file, saying what was skipped */
+    uint32_t tid;      /* only this thread; 0 = all */
+    int no_compensate; /* do not subtract the recorder's own cost (on by default) */
 };
 
 /*

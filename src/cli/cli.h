@@ -55,11 +55,19 @@ void rp_load(const struct rp_load_opts *o, struct rp_profile *p);
 
 /*
  * Parses the options of the commands that only read a trace (info, dump,
- * graph): -i FILE and --force.  Sets *input and o->force; returns optind
+ * graph): -i FILE, --force and --[no-]compensate.  Sets *input and o->force,
+ * o->no_compensate; returns optind
  * (the first operand).  Dies on anything else, naming the option.
  */
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
                         const char **input, struct rp_replay_opts *o);
+
+/*
+ * --compensate=on|off (val) or --no-compensate (val NULL): whether the
+ * analysis subtracts the recorder's own cost (on by default).  Dies on any
+ * other value, naming the command.
+ */
+void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *o);
 
 /* Parses a double / unsigned option value or dies naming the option. */
 double rp_opt_double(const char *opt, const char *val, double lo, double hi);

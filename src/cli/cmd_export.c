@@ -53,6 +53,8 @@ static void parse(int argc, char **argv, struct export_args *a)
                                        {"output", required_argument, NULL, 'o'},
                                        {"format", required_argument, NULL, 'f'},
                                        {"force", no_argument, NULL, 'F'},
+                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"compensate", required_argument, NULL, 'M'},
                                        {"thread", required_argument, NULL, 't'},
                                        {"limit", required_argument, NULL, 'n'},
                                        {"title", required_argument, NULL, 'T'},
@@ -77,6 +79,10 @@ static void parse(int argc, char **argv, struct export_args *a)
             break;
         case 'F':
             a->load.replay.force = 1;
+            break;
+        case 'N':
+        case 'M':
+            rp_opt_compensate("export", c == 'M' ? optarg : NULL, &a->load.replay);
             break;
         case 't':
             a->load.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);

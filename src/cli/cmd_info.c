@@ -51,6 +51,16 @@ int cmd_info(int argc, char **argv)
     printf("mode:        %s\n", p.mode ? p.mode : "?");
     printf("clock:       %s, %.6f ns per tick (%.1f MHz)\n", p.clock_name ? p.clock_name : "?",
            p.ns_per_tick, 1e3 / p.ns_per_tick);
+    if (p.overhead_known)
+        printf("overhead:    %.2f ticks (%.1fns) per recorded call (enter + exit), %.2f ticks "
+               "(%.1fns) of it inside a span's own; measured at start-up, subtracted by the "
+               "analysis unless --no-compensate\n",
+               p.overhead_pair, p.overhead_pair * p.ns_per_tick, p.overhead_self,
+               p.overhead_self * p.ns_per_tick);
+    else
+        printf("overhead:    not measured (%s): times are not compensated\n",
+               p.mode && !strcmp(p.mode, "direct") ? "direct mode"
+                                                   : "older recorder or RANKPROF_CALIBRATE=0");
     printf("duration:    %s (first to last event)\n",
            rp_fmt_ns((double)(p.last_tick - p.first_tick) * p.ns_per_tick, b, sizeof(b)));
     printf("events:      %llu\n", (unsigned long long)p.events);

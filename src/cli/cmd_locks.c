@@ -13,11 +13,16 @@
 
 int cmd_locks(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"input", required_argument, NULL, 'i'},  {"sort", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
-        {"force", no_argument, NULL, 'F'},        {"contended-ratio", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"sort", required_argument, NULL, 's'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"thread", required_argument, NULL, 't'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"compensate", required_argument, NULL, 'M'},
+                                       {"contended-ratio", required_argument, NULL, 'r'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     static const char *const sorts[] = {"wait", "hold", "acquisitions", "contended", "name"};
     struct rp_load_opts lo_opts;
     enum rp_locks_sort sort = RP_LOCKS_SORT_WAIT;
@@ -52,6 +57,10 @@ int cmd_locks(int argc, char **argv)
             break;
         case 'F':
             lo_opts.replay.force = 1;
+            break;
+        case 'N':
+        case 'M':
+            rp_opt_compensate("locks", c == 'M' ? optarg : NULL, &lo_opts.replay);
             break;
         case 'r':
             lo_opts.flag.contended_ratio = rp_opt_double("--contended-ratio", optarg, 0, 1e12);

@@ -51,13 +51,20 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"input", required_argument, NULL, 'i'},  {"sort", required_argument, NULL, 's'},
-        {"weight", required_argument, NULL, 'w'}, {"alpha", required_argument, NULL, 'a'},
-        {"limit", required_argument, NULL, 'n'},  {"format", required_argument, NULL, 'f'},
-        {"thread", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'F'},
-        {"threshold", required_argument, NULL, 'T'}, {"color", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+                                       {"sort", required_argument, NULL, 's'},
+                                       {"weight", required_argument, NULL, 'w'},
+                                       {"alpha", required_argument, NULL, 'a'},
+                                       {"limit", required_argument, NULL, 'n'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"thread", required_argument, NULL, 't'},
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"compensate", required_argument, NULL, 'M'},
+                                       {"threshold", required_argument, NULL, 'T'},
+                                       {"color", no_argument, NULL, 'C'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     struct rp_load_opts lo_opts;
     struct rp_report_opts ro = {0};
     const char *format = "table";
@@ -110,6 +117,10 @@ int cmd_report(int argc, char **argv)
             break;
         case 'F':
             lo_opts.replay.force = 1;
+            break;
+        case 'N':
+        case 'M':
+            rp_opt_compensate("report", c == 'M' ? optarg : NULL, &lo_opts.replay);
             break;
         case 'T':
             set_threshold(&lo_opts.flag, optarg);

@@ -20,14 +20,15 @@ static const struct rp_cmd commands[] = {
     {"report", cmd_report,
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
-     "                [--threshold KEY=VALUE]... [--color]"},
-    {"graph", cmd_graph, "graph [-i FILE] NAME"},
+     "                [--threshold KEY=VALUE]... [--color] [--no-compensate]"},
+    {"graph", cmd_graph, "graph [-i FILE] [--no-compensate] NAME"},
     {"locks", cmd_locks,
      "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
-     "                [--thread TID] [--contended-ratio R] [--force]"},
+     "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]"},
     {"export", cmd_export,
      "export --format FORMAT [-o OUT] [-i FILE] [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
+     "                [--no-compensate]\n"
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE] [--force]"},
     {"dump", cmd_dump, "dump [-i FILE] [--force]"},
@@ -94,10 +95,10 @@ uint64_t rp_opt_u64(const char *opt, const char *val)
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
                         const char **input, struct rp_replay_opts *o)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"input", required_argument, NULL, 'i'},   {"force", no_argument, NULL, 'F'},
+        {"no-compensate", no_argument, NULL, 'N'}, {"compensate", required_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
@@ -106,12 +107,24 @@ int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv
             *input = optarg;
         else if (c == 'F')
             o->force = 1;
+        else if (c == 'N' || c == 'M')
+            rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, o);
         else if (c == 'h')
             rp_usage_die(cmd, "%s", help);
         else
             rp_usage_die(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
     return optind;
+}
+
+void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *o)
+{
+    if (!val || !strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "0"))
+        o->no_compensate = 1;
+    else if (!strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "1"))
+        o->no_compensate = 0;
+    else
+        rp_usage_die(cmd, "--compensate %s: expected on or off", val);
 }
 
 void rp_load_opts_default(struct rp_load_opts *o)

@@ -21,7 +21,6 @@
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
 #define RP_NAME_BUF 512
 
-
 /* Writes s as a JSON string literal.  Write errors are left for ferror(). */
 static void put_str(FILE *out, const char *str)
 {
@@ -58,9 +57,6 @@ static void put_num(FILE *out, double v)
     char buf[40];
     fputs(rp_num_str(buf, v), out);
 }
-
-
-
 
 /* Sample standard deviation in ticks from Welford's m2; 0 for fewer than 2. */
 static double node_stddev(const struct rp_node *n)
@@ -227,6 +223,13 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     put_warnings(out, p->warn);
     fputs("],\n  \"ns_per_tick\": ", out);
     put_num(out, p->ns_per_tick);
+    /* overhead compensation (docs/performance.md): an addition to the shape */
+    fprintf(out, ",\n  \"compensation\": { \"applied\": %s, \"measured\": %s, \"event_ns\": ",
+            p->compensated ? "true" : "false", p->overhead_known ? "true" : "false");
+    put_num(out, p->overhead_pair / 2 * p->ns_per_tick);
+    fputs(", \"self_ns\": ", out);
+    put_num(out, p->overhead_self * p->ns_per_tick);
+    fprintf(out, ", \"clamped_spans\": %" PRIu64 " }", p->comp_clamped);
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
                 p->rank.weight_calls ? "calls" : "time");

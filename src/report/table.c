@@ -181,7 +181,6 @@ static void fmt_pct(char *b, size_t n, double frac)
     snprintf(b, n, fabs(v) < 9.995 ? "%.2f%%" : "%.1f%%", v);
 }
 
-
 /* Ticks to ns as a double; 0 when not finite. */
 static double ns_of(const struct rp_profile *p, double ticks)
 {
@@ -333,6 +332,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     if (p->ended && (p->end_flags & RP_END_TIMEOUT))
         fprintf(out, "%swarning: the final flush timed out; some buffers may be missing%s\n", warn,
                 reset);
+    rp_report_comp_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",
                 p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,

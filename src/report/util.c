@@ -4,9 +4,11 @@
  */
 #include "util.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "trace/format.h"
 
@@ -116,4 +118,25 @@ const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz)
 const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
 {
     return rp_fmt_dur(ns, "", buf, bufsz);
+}
+
+void rp_report_comp_line(FILE *out, const struct rp_profile *p)
+{
+    double ev = p->overhead_pair / 2 * p->ns_per_tick, self = p->overhead_self * p->ns_per_tick;
+    if (p->mode && !strcmp(p->mode, "direct"))
+        fputs("compensation: none (direct mode does not subtract the recorder's cost)\n", out);
+    else if (!p->overhead_known)
+        fputs("compensation: none (the trace has no measurement of the recorder's cost: "
+              "an older recorder or RANKPROF_CALIBRATE=0; tiny functions include it)\n",
+              out);
+    else if (!p->compensated)
+        fprintf(out,
+                "compensation: off (measured times; the recorder's cost is %.1fns per event, "
+                "%.1fns of it inside a span's own)\n",
+                ev, self);
+    else
+        fprintf(out,
+                "compensation: subtracted %.1fns per event inside a span and %.1fns of its "
+                "own; %" PRIu64 " span%s clamped at 0 (--no-compensate: measured times)\n",
+                ev, self, p->comp_clamped, p->comp_clamped == 1 ? "" : "s");
 }

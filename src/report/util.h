@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyze/profile.h"
 
@@ -40,6 +41,14 @@ const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz);
 
 /* rp_fmt_dur with no separator, the form tables and the CLI print. */
 const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
+
+/*
+ * Writes one line saying whether the recorder's own cost was subtracted
+ * (docs/performance.md, "Overhead compensation"): the values and the spans
+ * clamped at 0, or why not (switched off, no measurement in the trace,
+ * direct mode).  Write errors are left to the caller's ferror.
+ */
+void rp_report_comp_line(FILE *out, const struct rp_profile *p);
 
 /* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
 const char *rp_kind_str(uint8_t kind);

@@ -38,7 +38,7 @@
 #define RP_MAGIC         "RANKPROF"
 #define RP_MAGIC_LEN     8
 #define RP_VERSION_MAJOR 1
-#define RP_VERSION_MINOR 1
+#define RP_VERSION_MINOR 2
 #define RP_FILE_HDR_SIZE 32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
@@ -61,7 +61,12 @@ enum rp_chunk_type {
  * Keys written by the recorder: "program", "argv" (NUL-separated), "pid",
  * "ppid", "clock" ("tsc", "cntvct" or "monotonic"), "freq_hz" (start-up
  * estimate), "mode" ("trace" or "direct"), "recorder" (version), "policy"
- * ("wait" or "drop"), "overhead_ticks" (recorder cost per event pair).
+ * ("wait" or "drop"), and, when the recorder measured its own cost at
+ * start-up (format 1.2, trace mode): "overhead_ticks" (what one recorded
+ * call, its enter and exit event, adds to the time of the span around it;
+ * decimal, may have a fraction) and "overhead_self_ticks" (the part of a
+ * span's own enter and exit that falls inside the span).  The analyzer
+ * subtracts them (docs/performance.md).
  */
 
 /* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */
@@ -127,14 +132,18 @@ enum rp_op {
  * spans open on the thread when the chunk begins, outermost first:
  *
  *   varint depth (<= RP_SNAP_MAX), then per span: varint id,
- *   zigzag varint (base ticks - the span's start ticks)
+ *   zigzag varint (base ticks - the span's start ticks),
+ *   [varint events]   with RP_EV_SNAPCOUNT (format 1.2): the number of the
+ *                     thread's events after the span's ENTER and before
+ *                     this chunk (what overhead compensation needs)
  *
  * so that a reader can replay each chunk on its own (in parallel) and check
  * that the chunks of a thread join up.  Without it (depth over the limit,
  * or older files) the chunks of a thread replay in order.
  */
-#define RP_EV_COUNT_MASK 0x3fffffffu
+#define RP_EV_COUNT_MASK 0x1fffffffu /* 0x3fffffff before format 1.2 */
 #define RP_EV_SNAPSHOT   0x80000000u
+#define RP_EV_SNAPCOUNT  0x20000000u /* the snapshot's spans carry event counts */
 #define RP_EV_COMPACT    0x40000000u /* the compact event stream, below */
 
 /*

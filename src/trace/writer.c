@@ -198,7 +198,8 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
     return id;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start);
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start,
+                            uint64_t ev);
 
 /*
  * Writes the head of an event in the compact stream (format.h): an EXIT is
@@ -220,18 +221,20 @@ static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
 
 /*
  * Writes the start of span id (table key k) at ticks `now` (as the reader
- * will see them) and opens it on the shadow stack.
+ * will see them) and opens it on the shadow stack; nev is the number of
+ * events of the chunk written before this one.
  */
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t k,
-                                 uint32_t id, uint64_t now)
+                                 uint32_t id, uint64_t now, uint32_t nev)
 {
     o = put_op(o, delta, RP_OP_ENTER);
     o = rp_put_varint(o, id);
-    enc_push(t, k, id, now);
+    enc_push(t, k, id, now, t->seq + nev + 1);
     return o;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start)
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start,
+                            uint64_t ev)
 {
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 256;
@@ -245,7 +248,7 @@ static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, 
         t->stack = ns;
         t->cap = ncap;
     }
-    t->stack[t->depth++] = (struct rp_enc_frame){key, id, start};
+    t->stack[t->depth++] = (struct rp_enc_frame){key, id, start, ev};
 }
 
 /*
@@ -285,13 +288,16 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     uint32_t nev = 0, flags = RP_EV_COMPACT;
 
     /* The spans open when this chunk begins, outermost first: the reader
-     * can then replay the chunk without the ones before it (in parallel). */
+     * can then replay the chunk without the ones before it (in parallel).
+     * Each says how many events came after its ENTER, so that the reader
+     * can subtract the recorder's cost of those (overhead compensation). */
     if (!t->nosnap && t->depth <= RP_SNAP_MAX) {
-        flags |= RP_EV_SNAPSHOT;
+        flags |= RP_EV_SNAPSHOT | RP_EV_SNAPCOUNT;
         o = rp_put_varint(o, t->depth);
         for (uint32_t d = 0; d < t->depth; d++) {
             o = rp_put_varint(o, t->stack[d].id);
             o = rp_put_varint(o, rp_zigzag((int64_t)(prev - t->stack[d].start)));
+            o = rp_put_varint(o, t->seq - t->stack[d].ev);
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -308,7 +314,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
             if (unlikely(!id))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, now);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, now, nev);
             break;
         case RP_RAW_FUNC_EXIT:
             if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
@@ -318,7 +324,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_SITE_BEGIN:
             if (!(id = enc_site_id(e, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, now);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, now, nev);
             break;
         case RP_RAW_SITE_END:
             if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
@@ -330,7 +336,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_LOCK_WAIT:
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, now);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, now, nev);
             break;
         case RP_RAW_LOCK_FAIL:
             /* A wait that ends without the lock says so in an ARG, so that
@@ -362,7 +368,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 delta = 0;
                 nev++;
             }
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2, now);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2, now, nev);
             break;
         case RP_RAW_INSTANT:
         case RP_RAW_COUNTER:
@@ -395,6 +401,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         prev = r->ticks >= prev ? r->ticks : prev;
         nev++;
     }
+    t->seq += nev;
     rp_put32(out, tid);
     rp_put32(out + 4, nev | flags);
     rp_put64(out + 8, n ? recs[0].ticks : 0);

@@ -75,6 +75,7 @@ struct rp_enc_frame {
     uint64_t key; /* (kind + 1) << 60 | key: an exit with the same key is innermost */
     uint32_t id;
     uint64_t start; /* ticks, as the reader will see them */
+    uint64_t ev;    /* the thread's event number of its ENTER (1 = the first event) */
 };
 
 /* Writer-side state of one recorded thread. */
@@ -83,6 +84,7 @@ struct rp_enc_thread {
     uint32_t depth, cap;
     uint64_t skipped; /* records the encoder could not encode */
     uint64_t lost;    /* events reported lost by LOST records */
+    uint64_t seq;     /* events written for the thread so far (snapshot counts) */
     int nosnap;       /* the shadow stack lost a frame: write no stack snapshots */
 };
 
@@ -119,7 +121,7 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
  */
 static inline size_t rp_enc_bound(size_t n)
 {
-    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 2);
+    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + 2 * RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 2);
 }
 
 /*
