@@ -7,18 +7,20 @@
 #ifdef DL
 #define WORK  dl_work
 #define INNER dl_inner
+#define SINK  dl_sink
 #else
 #define WORK  lib_work
 #define INNER lib_inner
+#define SINK  lib_sink
 #endif
 
-volatile int lib_sink;
+volatile int SINK;
 
 int INNER(int x);
 
 int INNER(int x)
 {
-    lib_sink += x;
+    SINK += x;
     return x + 1;
 }
 
