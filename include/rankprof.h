@@ -225,8 +225,8 @@ RP_API RP__FN void rp_site_counter(struct rp_site *s, int64_t value);
 /*
  * Switches every site whose name matches the glob pattern (fnmatch(3)
  * syntax: *, ?, [...]) on (on != 0) or off, in every module loaded now and
- * in modules loaded later.  Functions are not matched (they are switched by
- * class only; see docs/api.md).  Returns the number of sites matched, or
+ * in modules loaded later.  Functions are not matched (rp_func_enable, in
+ * section 6, switches them).  Returns the number of sites matched, or
  * RP_EINVAL for a NULL pattern.
  */
 RP_API RP__FN int rp_site_enable(const char *pattern, int on);
@@ -473,6 +473,56 @@ RP_API int rp_report(FILE *f);
 #else
 
 #define rp_report(f) ((void)sizeof(f), 0)
+
+#endif /* RANKPROF_DISABLE */
+
+/* ==== 6. functions by name ================================================
+ *
+ * Functions built with -finstrument-functions are switched on and off by
+ * name (globs on their symbol names) or by address.  The recorder reads the
+ * loaded modules' ELF symbol tables itself the first time a function rule
+ * exists (RANKPROF_FILTER at start, or a call below); from then on every
+ * function event looks its address up in a table (docs/api.md: a few ns
+ * per call).  A switched-off function's enter and exit are both left out,
+ * so its callees appear under its caller and its time is its caller's own.
+ * A function switched while it runs keeps the decision of its enter for its
+ * exit.  RANKPROF_THROTTLE (docs/recording.md) switches busy tiny functions
+ * to counting only.
+ */
+
+#ifndef RANKPROF_DISABLE
+
+/*
+ * Switches every function whose symbol name matches the glob pattern
+ * (fnmatch(3)) on (on != 0) or off, now and for functions first called
+ * later, in every module (a dlopen'ed one too).  Rules apply in order, the
+ * last matching one wins (after RANKPROF_FILTER's).  Returns the number of
+ * function symbols in the modules loaded now that match, or RP_EINVAL for a
+ * NULL pattern.  Takes a spin lock and may read symbol tables: not from a
+ * signal handler.
+ */
+RP_API RP__FN int rp_func_enable(const char *pattern, int on);
+
+/*
+ * Switches the function at address fn on or off (a function pointer; for
+ * a function without a symbol, or a faster switch than a glob).  Returns 0,
+ * RP_EINVAL for NULL, or RP_ENOMEM when the recorder's function table is
+ * full.
+ */
+RP_API RP__FN int rp_func_enable_addr(void (*fn)(void), int on);
+
+#else
+
+#define rp_func_enable(pattern, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof(on);                                                   \
+        0;                                                                                         \
+    })
+#define rp_func_enable_addr(fn, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(fn), (void)sizeof(on);                                                        \
+        0;                                                                                         \
+    })
 
 #endif /* RANKPROF_DISABLE */
 

@@ -12,6 +12,8 @@
 #   instr_noop      workload_instr: -finstrument-functions, glibc's empty hooks
 #   rankprof        `rankprof record` in trace mode (lossless)
 #   rankprof_nofunc the same with the function class switched off
+#   rankprof_throttle the same with --throttle (TAU's 100000 calls / 10 us):
+#                   the busy tiny functions become count-only
 #   rankprof_direct RANKPROF_MODE=direct, when this build supports it
 #   uftrace         `uftrace record` of workload_instr
 #   gprof           workload_pg (-pg): call counts and samples, gmon.out
@@ -150,6 +152,15 @@ row_rankprof_nofunc() {
   measure rankprof_nofunc "$calls" "$rp" record --classes point -o "$work/nofunc.data" \
     -- "$bin/workload_instr" "$iters"
   bytes[rankprof_nofunc]=$(stat -c %s "$work/nofunc.data")
+}
+
+row_rankprof_throttle() {
+  add rankprof_throttle "rankprof record --throttle"
+  measure rankprof_throttle "$calls" "$rp" record --throttle -o "$work/thr.data" \
+    -- "$bin/workload_instr" "$iters"
+  bytes[rankprof_throttle]=$(stat -c %s "$work/thr.data")
+  # the counts stay exact: recorded + counted
+  verify rankprof_throttle fib "$("$rp" report -i "$work/thr.data" --format csv | awk -F, '$1 == "fib" { print $3 }')"
 }
 
 # Direct mode is detected with a one-iteration run: a build without it
@@ -487,7 +498,7 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 [ "${load%%.*}" -ge 1 ] && echo "warning: load average $load: numbers will be noisy" >&2
 echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
 row_baseline
-for r in instr_noop rankprof rankprof_nofunc rankprof_direct uftrace gprof callgrind tracy; do
+for r in instr_noop rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
   skipped "$r" || "row_$r"
 done
 ana_rankprof

@@ -955,6 +955,66 @@ static void test_no_end(void)
     free(f.p);
 }
 
+/*
+ * FCOUNT (format 1.2): throttled calls counted by the recorder, per thread
+ * and code address, are added to the function nodes and shown in none of
+ * the statistics (calls stays the recorded count).  An address without a
+ * node is ignored; --thread takes the chunk of that thread only; a payload
+ * that is not whole pairs is an error naming the chunk.
+ */
+static void test_fcount(void)
+{
+    struct fbuf f = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+    build_trace(&f, 0);
+    uint8_t fc[8 + 3 * 16];
+    rp_put32(fc, 101);
+    rp_put32(fc + 4, 0);
+    rp_put64(fc + 8, FB);
+    rp_put64(fc + 16, 7);
+    rp_put64(fc + 24, 0xdead000); /* no such function: ignored */
+    rp_put64(fc + 32, 3);
+    rp_put64(fc + 40, FC);
+    rp_put64(fc + 48, 1);
+    fb_chunk(&f, RP_CH_FCOUNT, fc, sizeof(fc));
+    rp_put32(fc, 202);
+    fb_chunk(&f, RP_CH_FCOUNT, fc, 8 + 16); /* B: 7 more */
+    uint8_t end[32] = {0};
+    rp_put32(end + 28, RP_END_EXIT);
+    fb_chunk(&f, RP_CH_END, end, sizeof(end));
+    snprintf(path, sizeof(path), "%s/fcount.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+    check_profile(&p, 1); /* every statistic as without the counts */
+    if (p.n_nodes > IC) {
+        CHECK_EQ(p.nodes[IB].throttled, 14);
+        CHECK_EQ(p.nodes[IC].throttled, 1);
+        CHECK_EQ(p.nodes[IA].throttled, 0);
+    }
+    rp_profile_free(&p);
+
+    struct rp_replay_opts o = {.tid = 202};
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    if (p.n_nodes > IC) {
+        CHECK_EQ(p.nodes[IB].throttled, 7);
+        CHECK_EQ(p.nodes[IC].throttled, 0);
+    }
+    rp_profile_free(&p);
+
+    /* a pair cut short */
+    f.len -= RP_CHUNK_HDR_SIZE + sizeof(end);
+    fb_chunk(&f, RP_CH_FCOUNT, fc, 8 + 15);
+    write_file(path, f.p, f.len);
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), RP_EFORMAT);
+    CHECK_STR(err, "malformed FCOUNT chunk at offset");
+    rp_profile_free(&p);
+    unlink(path);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -972,6 +1032,7 @@ int main(void)
     test_read_back(path, &f);
     test_replay(path);
     test_no_end();
+    test_fcount();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

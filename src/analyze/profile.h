@@ -51,6 +51,8 @@ struct rp_node {
     uint64_t first_start, last_start; /* ticks, for the mean period (RATE) */
     uint64_t budget;   /* ticks; 0 = none (direct-mode points) */
     uint64_t overruns; /* activations longer than budget */
+    uint64_t throttled; /* calls counted, not recorded (the recorder's throttle);
+                           not in calls: every statistic is of recorded calls */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */

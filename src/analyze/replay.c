@@ -1245,6 +1245,9 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         case RP_CH_STATS: /* direct mode: stats.c */
             rc = rp_stats_read(p, &c, o->tid, sub, sizeof(sub));
             break;
+        case RP_CH_FCOUNT: /* throttled calls: stats.c */
+            rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
+            break;
         case RP_CH_END:
             p->ended = 1;
             if (c.len >= 32) {

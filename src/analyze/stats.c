@@ -10,6 +10,9 @@
  * and nothing is allocated with a size taken from the file.  The first bad
  * record stops the analysis with its file offset.
  *
+ * FCOUNT chunks (throttled calls, rp_fcount_read) are checked the same way
+ * and add to the function nodes' `throttled` counts.
+ *
  * Records add up (several STATS chunks, or several records for one id, are
  * merged): sums are added, min/max combined, and the Welford mean and M2 of
  * two parts are merged by Chan's formula:
@@ -211,5 +214,46 @@ int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_
             return rc;
         q = body + len;
     }
+    return 0;
+}
+
+/* ---- FCOUNT: calls of throttled functions ---------------------------------- */
+
+struct keyidx {
+    uint64_t key;
+    uint32_t idx;
+};
+
+static int keyidx_cmp(const void *a, const void *b)
+{
+    const struct keyidx *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
+                   size_t errsz)
+{
+    if (c->len < 8 || (c->len - 8) % 16 != 0) {
+        snprintf(err, errsz, "malformed FCOUNT chunk at offset %llu (length %u)",
+                 (unsigned long long)c->offset, c->len);
+        return RP_EFORMAT;
+    }
+    if ((only_tid && rp_get32(c->data) != only_tid) || c->len == 8)
+        return 0;
+    struct keyidx *ki = malloc((p->n_nodes ? p->n_nodes : 1) * sizeof(*ki));
+    if (!ki)
+        return RP_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind == RP_KIND_FUNC)
+            ki[n++] = (struct keyidx){p->nodes[i].key, i};
+    qsort(ki, n, sizeof(*ki), keyidx_cmp);
+    for (const uint8_t *q = c->data + 8; q < c->data + c->len; q += 16) {
+        struct keyidx want = {rp_get64(q), 0};
+        const struct keyidx *hit = bsearch(&want, ki, n, sizeof(*ki), keyidx_cmp);
+        if (hit)
+            p->nodes[hit->idx].throttled += rp_get64(q + 8);
+    }
+    free(ki);
     return 0;
 }

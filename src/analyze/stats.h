@@ -24,6 +24,19 @@ int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_
                   size_t errsz);
 
 /*
+ * Adds one FCOUNT chunk (the calls of throttled functions that the recorder
+ * counted and did not record, format.h) to the nodes' `throttled` counts:
+ * each pair names a function by its code address; an address no function
+ * node has is ignored (its calls cannot be shown anywhere).  With only_tid
+ * non-zero, a chunk of another thread is skipped.  Returns 0, or
+ * RP_EFORMAT (with the chunk's offset in err) when the payload is not a
+ * header and whole pairs.  Sorts a copy of the function keys per chunk:
+ * O(nodes log nodes) per thread that had throttled calls.
+ */
+int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
+                   size_t errsz);
+
+/*
  * The edge caller -> callee of p, created if new (replay.c keeps the edge
  * index).  Returns NULL when out of memory.
  */

@@ -10,6 +10,9 @@
  *   RANKPROF_PRINT      1: print the direct-mode table at exit (--print)
  *   RANKPROF_POLICY     wait (lossless, default) or drop
  *   RANKPROF_CLASSES    event classes to record, e.g. func,lock
+ *   RANKPROF_THROTTLE   CALLS:NS, or 1 for TAU's 100000:10000 (--throttle[=...]):
+ *                       functions called more than CALLS times with a mean
+ *                       under NS ns are then counted, not recorded
  *
  * Exits with the program's exit status (128 + N when signal N killed it).
  */
@@ -102,8 +105,8 @@ int cmd_record(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
         {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
         {"print", no_argument, NULL, 'p'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL;
+        {"throttle", optional_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL, *throttle = NULL;
     int drop = 0, print = 0, c;
 
     opterr = 0;
@@ -126,6 +129,17 @@ int cmd_record(int argc, char **argv)
         case 'd':
             drop = 1;
             break;
+        case 't': {
+            /* CALLS[:NS] or :NS, numbers; the recorder applies the defaults */
+            const char *q = throttle = optarg ? optarg : "1";
+            q += strspn(q, "0123456789");
+            if (*q == ':' && q[1])
+                q += 1 + strspn(q + 1, "0123456789");
+            if (*q || !strcmp(throttle, ":"))
+                rp_usage_die("record", "--throttle=%s: give CALLS:NS (e.g. 100000:10000)",
+                             throttle);
+            break;
+        }
         case 'h':
             rp_usage_die("record", "record runs PROGRAM with the recorder preloaded");
         default:
@@ -164,6 +178,8 @@ int cmd_record(int argc, char **argv)
     setenv("RANKPROF_POLICY", drop ? "drop" : "wait", 1);
     if (classes)
         setenv("RANKPROF_CLASSES", classes, 1);
+    if (throttle)
+        setenv("RANKPROF_THROTTLE", throttle, 1);
     unsetenv("RANKPROF_CLAIMED");
     free(preload);
 

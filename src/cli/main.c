@@ -15,8 +15,8 @@
 
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
-     "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] -- PROGRAM\n"
-     "                [ARGS...]"},
+     "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop]\n"
+     "                [--throttle[=CALLS:NS]] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"

@@ -50,6 +50,7 @@
 #include "calib.h"
 #include "common/bytes.h"
 #include "direct.h"
+#include "funcs.h"
 #include "locks.h"
 #include "rankprof.h"
 #include "sites.h"
@@ -1004,6 +1005,7 @@ static int rt_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
         fatal_install();
+    rp_funcs_start(rp_rt.quiet); /* function filter, throttle: before the first event */
     atomic_store(&rp_rt.mask, mask);
     rp_sites_sync_classes(); /* switched-off classes: the sites' off bytes */
     return 0;
@@ -1074,6 +1076,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
         write_pending_loss(t); /* the writer is gone: this thread writes */
     if (rp_rt.direct)
         direct_finish();
+    rp_funcs_write(out_chunk); /* throttled functions' call counts */
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0);

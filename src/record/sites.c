@@ -137,6 +137,26 @@ static int rule_add_locked(const char *pattern, int on)
     return 0;
 }
 
+RP_HIDDEN int rp_filter_next(const char **s, char *pat, size_t cap, int *on)
+{
+    while (*s && **s) {
+        const char *r = *s;
+        size_t n = strcspn(r, ",");
+        *s = r + n + (r[n] == ',');
+        *on = *r != '-';
+        const char *p = *on ? r : r + 1;
+        size_t pn = *on ? n : n - 1;
+        if (!pn)
+            continue;
+        if (pn >= cap)
+            return -1;
+        memcpy(pat, p, pn);
+        pat[pn] = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /*
  * Parses RANKPROF_FILTER: comma-separated globs, "-glob" to exclude.
  * Runs once, before any rule is applied.
@@ -145,25 +165,17 @@ static void filter_parse(void)
 {
     const char *s = getenv("RANKPROF_FILTER");
     char pat[512];
+    int on, r;
     reg_lock();
-    while (s && *s) {
-        size_t n = strcspn(s, ",");
-        int on = *s != '-';
-        const char *p = on ? s : s + 1;
-        size_t pn = on ? n : n - 1;
-        if (pn > 0 && pn < sizeof(pat)) {
-            memcpy(pat, p, pn);
-            pat[pn] = 0;
-            if (on)
-                reg.default_off = 1;
-            if (rule_add_locked(pat, on) < 0)
-                sites_warn("rankprof: RANKPROF_FILTER: too many rules, the rest ignored\n");
-        } else if (pn) {
+    while ((r = rp_filter_next(&s, pat, sizeof(pat), &on)) != 0) {
+        if (r < 0) {
             sites_warn("rankprof: RANKPROF_FILTER: a pattern is too long, ignored\n");
+            continue;
         }
-        s += n;
-        if (*s == ',')
-            s++;
+        if (on)
+            reg.default_off = 1;
+        if (rule_add_locked(pat, on) < 0)
+            sites_warn("rankprof: RANKPROF_FILTER: too many rules, the rest ignored\n");
     }
     reg_unlock();
 }

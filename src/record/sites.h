@@ -6,6 +6,7 @@
 #ifndef RP_RECORD_SITES_H
 #define RP_RECORD_SITES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "clock.h"
@@ -34,5 +35,14 @@ RP_HIDDEN extern __thread uint64_t rp_site_data;
  * rp_classes_set() and at start-up; takes the registry lock.
  */
 RP_HIDDEN void rp_sites_sync_classes(void);
+
+/*
+ * The next rule of a RANKPROF_FILTER string (comma-separated globs, "-glob"
+ * excludes), shared by sites.c and funcs.c: copies the glob to pat (cap
+ * bytes), sets *on (0 for an exclude) and advances *s past it.  Returns 1,
+ * 0 at the end (empty rules are skipped), or -1 for a glob of cap bytes or
+ * more (skipped; the caller warns).
+ */
+RP_HIDDEN int rp_filter_next(const char **s, char *pat, size_t cap, int *on);
 
 #endif /* RP_RECORD_SITES_H */

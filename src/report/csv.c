@@ -76,7 +76,7 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
 
     put_field(out, rp_node_name(p, n, nb, sizeof nb));
     fprintf(out, ",%s", rp_kind_str(n->kind));
-    put_u64(out, n->calls);
+    put_u64(out, n->calls + n->throttled); /* throttled calls too: the exact count */
     put_u64(out, rp_ticks_ns(p, n->incl));
     put_u64(out, rp_ticks_ns(p, n->excl));
     put_num(out, n->mean * npt);

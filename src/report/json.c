@@ -88,7 +88,9 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     fputs("    { \"name\": ", out);
     put_str(out, rp_node_name(p, n, nb, sizeof nb));
     fprintf(out, ", \"kind\": \"%s\"", rp_kind_str(n->kind));
-    put_u64_field(out, "calls", n->calls);
+    put_u64_field(out, "calls", n->calls + n->throttled);
+    if (n->throttled) /* the recorder's throttle: counted, not recorded */
+        put_u64_field(out, "throttled_calls", n->throttled);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
     put_num_field(out, "mean_ns", n->mean * npt);

@@ -382,7 +382,7 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
         fmt_pct(row[C_STAND], CELL, n->standing);
         fmt_pct(row[C_INVOL], CELL, n->involvement);
-        snprintf(row[C_CALLS], CELL, "%" PRIu64, n->calls);
+        snprintf(row[C_CALLS], CELL, "%" PRIu64, n->calls + n->throttled);
         fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
         fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
@@ -472,6 +472,22 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
             if (first)
                 fputc('\n', out);
         }
+    }
+
+    /* functions the recorder's throttle switched to counting only */
+    for (uint32_t r = 0, any = 0; r < n_rows; r++) {
+        const struct rp_node *n = &p->nodes[order[r]];
+        char nb[RP_NAME_BUF], safe[256] = "";
+        if (!n->throttled)
+            continue;
+        if (!any++)
+            fputs("\nthrottled (counted, not recorded, after they proved busy and short; their "
+                  "times are of the\nrecorded calls only, and the time of the others is in "
+                  "their callers' self time):\n",
+                  out);
+        disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
+        fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
+                n->calls + n->throttled);
     }
 
 flush:

@@ -54,6 +54,8 @@ enum rp_chunk_type {
     RP_CH_LOST = 7,   /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
     RP_CH_END = 8,    /* u64 ticks, u64 events, u64 lost, i32 status, u32 flags */
     RP_CH_STATS = 9,  /* direct mode: per-id statistics (see direct mode docs) */
+    RP_CH_FCOUNT = 10, /* u32 tid, u32 0, then { u64 code address, u64 calls } pairs: calls
+                          of throttled functions, counted and not recorded (format 1.2) */
 };
 
 /*

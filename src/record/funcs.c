@@ -1,0 +1,889 @@
+/*
+ * funcs.c - functions switched on and off by name, and the auto-throttle.
+ *
+ * -finstrument-functions gives the hooks a code address only, and the
+ * recorder depends on libc and threads only, so names come from the loaded
+ * modules' own ELF symbol tables: dl_iterate_phdr lists the modules, each
+ * file (the main program through /proc/self/exe) is mapped read-only and
+ * its .symtab (else .dynsym) function symbols are sorted by address.  The
+ * mappings stay: symbol names point into them.
+ *
+ * Decision table.  Each code address seen gets one entry in a fixed open-
+ * addressing table (RP_FTAB_SLOTS entries of 24 bytes, 1.5 MiB of address
+ * space, touched as used; at most 3/4 of the slots are filled):
+ *
+ *     key   the code address, 0 = empty; stored last, with release
+ *     name  its symbol (NULL: none), idx  a dense number (per-thread counters)
+ *     st    FE_OFF (the rules switch it off), FE_THROT (throttled)
+ *
+ * Lookups take no lock; inserts (a miss: find the symbol, apply the rules)
+ * and rule changes take `lock`, a spin lock held only off the hot path and
+ * never across a call back into the program.  A miss on an address that no
+ * known module holds scans dl_iterate_phdr again, which is how functions of
+ * modules dlopen'ed later are named; every address is inserted once, named
+ * or not.  When the table is full, later functions are decided again at
+ * every event (a symbol search and the rules: slow, still right).
+ *
+ * Rules: RANKPROF_FILTER (the same list as for profile points, sites.c),
+ * then every rp_func_enable() call, in order; the last rule whose glob
+ * matches a function's name wins; with an include rule in RANKPROF_FILTER,
+ * a name that no rule matches is off (a function without a symbol has the
+ * name "").  rp_func_enable_addr() sets one address's switch directly.
+ *
+ * Shadow stack.  Per thread, a stack of the frames entered while gated:
+ * the address, its entry, and the ticks of its recorded enter (0: its enter
+ * was not recorded).  The exit pops its frame and is recorded exactly when
+ * the enter was, so switching a function while it runs, or throttling it,
+ * never unbalances the trace: an off function's callees appear under its
+ * caller.  An exit whose address is not on top (a longjmp skipped exits)
+ * drops the frames above its own; an exit with no frame (entered before the
+ * gate was set, or deeper than RP_FDEPTH) is recorded if its function is on
+ * now.  A signal handler's events nest on the same stack: the depth moves
+ * before the frame is written, and pops read the frame before moving it.
+ *
+ * Throttle (RANKPROF_THROTTLE=CALLS:NS, TAU's rule): at each recorded exit
+ * the thread adds the call and its inclusive ticks to its counters for the
+ * function; once it has seen more than CALLS calls with a mean under NS the
+ * function is throttled for every thread: its enters and exits are no
+ * longer recorded, only counted, per thread, and the counts are written as
+ * FCOUNT chunks at the end (a crash or _exit loses them; the calls recorded
+ * before stay).  Per-thread counters live in pages of RP_FPAGE functions,
+ * mapped when first used.
+ */
+#define _GNU_SOURCE
+#include "funcs.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "sites.h"
+
+#define RP_FTAB_BITS  16
+#define RP_FTAB_SLOTS (1u << RP_FTAB_BITS)
+#define RP_FTAB_MAX   (RP_FTAB_SLOTS / 4 * 3) /* entries at most; idx 1..MAX */
+#define RP_FMODS_MAX  256
+#define RP_FRULES_MAX 64
+#define RP_FDEPTH     4096 /* shadow frames per thread */
+#define RP_FPAGE      256  /* per-thread counters per page */
+#define RP_FPAGES     ((RP_FTAB_MAX + RP_FPAGE) / RP_FPAGE)
+
+#define FE_OFF   1u
+#define FE_THROT 2u
+
+struct fent {
+    _Atomic uint64_t key;
+    const char *name;
+    uint32_t idx;
+    _Atomic uint32_t st;
+};
+
+struct fsym {
+    uint64_t addr, size;
+    const char *name;
+};
+
+struct fmod {
+    uint64_t lo, hi; /* the module's loaded address range */
+    uint64_t bias;
+    struct fsym *syms; /* sorted by addr, NULL if none */
+    size_t nsyms;
+};
+
+struct frule {
+    char *pattern;
+    int on;
+};
+
+struct fframe {
+    uint64_t fn;
+    struct fent *e; /* NULL: not in the table (full) */
+    uint64_t t0;    /* ticks of the recorded enter; 0: not recorded */
+};
+
+/* counters of one function on one thread; only `throttled` is read by
+ * other threads (at the end), with relaxed atomics */
+struct fstat {
+    uint64_t calls, ticks; /* recorded calls, their inclusive ticks */
+    uint64_t throttled;    /* calls counted, not recorded */
+};
+
+struct fthread {
+    uint32_t depth; /* frames pushed; those at RP_FDEPTH and beyond are not kept */
+    uint32_t tid;
+    struct fstat *pages[RP_FPAGES];
+    struct fthread *next;
+    struct fframe frames[RP_FDEPTH];
+};
+
+/* what an ended thread leaves: its (address, throttled calls) pairs */
+struct fdone {
+    uint32_t tid;
+    size_t n;
+    struct fdone *next;
+    uint64_t pairs[][2];
+};
+
+RP_HIDDEN uint8_t rp_funcs_gate;
+
+/*
+ * Invariant: tab[] entries with a key are complete (name, idx, st written
+ * before the key, release); byidx[i] is the entry with idx i.  Everything
+ * but the entries' key and st is guarded by lock.
+ */
+static struct fent tab[RP_FTAB_SLOTS];
+static struct fent *byidx[RP_FTAB_MAX + 1];
+
+static struct {
+    atomic_flag lock;
+    uint32_t count; /* entries in tab */
+    struct fmod mods[RP_FMODS_MAX];
+    unsigned nmods;
+    int loaded, mods_warned, full_warned;
+    struct frule rules[RP_FRULES_MAX];
+    unsigned nrules;
+    int default_off;
+    struct fthread *threads; /* the running threads' states, pushed at the head */
+    struct fdone *done;      /* the ended threads' counts */
+    pthread_key_t key;
+    int have_key;
+    int quiet;
+} fs = {.lock = ATOMIC_FLAG_INIT};
+
+/* the throttle; calls 0 = off.  Set once at start-up. */
+static uint64_t thr_calls, thr_ticks;
+
+static __thread struct fthread *ft;
+static __thread int ft_busy; /* inside this file's slow path, or its state is gone */
+
+static void fs_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
+        sched_yield();
+}
+
+static void fs_unlock(void)
+{
+    atomic_flag_clear_explicit(&fs.lock, memory_order_release);
+}
+
+static void funcs_warn(const char *msg)
+{
+    if (fs.quiet)
+        return;
+    ssize_t w = write(2, msg, strlen(msg));
+    (void)w;
+}
+
+/* ---- symbols -------------------------------------------------------------- */
+
+static int fsym_cmp(const void *a, const void *b)
+{
+    const struct fsym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return (x->size == 0) - (y->size == 0); /* a sized symbol first */
+}
+
+/*
+ * The function symbols of the ELF file at path, loaded at bias: a malloc'd
+ * array sorted by address (names point into the file's mapping, which stays
+ * mapped), *n its length.  NULL with *n = 0 when the file cannot be read,
+ * is not a 64-bit ELF of this machine's byte order, or has no symbols; every
+ * offset and size is checked against the file.
+ */
+static struct fsym *elf_syms(const char *path, uint64_t bias, size_t *n)
+{
+    *n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat sb;
+    uint8_t *m = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && sb.st_size >= (off_t)sizeof(Elf64_Ehdr))
+        m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return NULL;
+    size_t len = (size_t)sb.st_size;
+    const Elf64_Ehdr *eh = (const void *)m;
+    const Elf64_Shdr *sh = NULL;
+    struct fsym *out = NULL;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
+        (len - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+        goto done;
+    sh = (const void *)(m + eh->e_shoff);
+    for (int pass = 0; pass < 2 && !out; pass++) {
+        uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+        for (unsigned i = 0; i < eh->e_shnum && !out; i++) {
+            const Elf64_Shdr *s = &sh[i];
+            if (s->sh_type != want || s->sh_link >= eh->e_shnum || s->sh_offset > len ||
+                s->sh_size > len - s->sh_offset || s->sh_entsize != sizeof(Elf64_Sym))
+                continue;
+            const Elf64_Shdr *st = &sh[s->sh_link];
+            if (st->sh_offset > len || st->sh_size > len - st->sh_offset || !st->sh_size)
+                continue;
+            const Elf64_Sym *sym = (const void *)(m + s->sh_offset);
+            const char *str = (const char *)m + st->sh_offset;
+            size_t nsym = s->sh_size / sizeof(Elf64_Sym), k = 0;
+            if (str[st->sh_size - 1] != 0 || !(out = malloc((nsym ? nsym : 1) * sizeof(*out))))
+                continue;
+            for (size_t j = 0; j < nsym; j++) {
+                unsigned type = ELF64_ST_TYPE(sym[j].st_info);
+                if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[j].st_shndx == SHN_UNDEF ||
+                    !sym[j].st_value || sym[j].st_name >= st->sh_size)
+                    continue;
+                out[k++] =
+                    (struct fsym){bias + sym[j].st_value, sym[j].st_size, str + sym[j].st_name};
+            }
+            if (!k) {
+                free(out);
+                out = NULL;
+                continue;
+            }
+            qsort(out, k, sizeof(*out), fsym_cmp);
+            *n = k;
+        }
+    }
+done:
+    if (!out)
+        munmap(m, len);
+    return out;
+}
+
+/* dl_iterate_phdr callback: adds the modules not known yet (lock held). */
+static int mod_add(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uint64_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if (lo >= hi)
+        return 0;
+    for (unsigned i = 0; i < fs.nmods; i++)
+        if (fs.mods[i].lo == lo && fs.mods[i].hi == hi && fs.mods[i].bias == info->dlpi_addr)
+            return 0;
+    if (fs.nmods == RP_FMODS_MAX) {
+        if (!fs.mods_warned++)
+            funcs_warn("rankprof: too many modules; functions of later ones have no names\n");
+        return 0;
+    }
+    const char *path = info->dlpi_name;
+    if (!path || !*path)
+        path = "/proc/self/exe"; /* the main program */
+    struct fmod *m = &fs.mods[fs.nmods++];
+    *m = (struct fmod){lo, hi, info->dlpi_addr, NULL, 0};
+    if (path[0] == '/') /* not the vdso */
+        m->syms = elf_syms(path, info->dlpi_addr, &m->nsyms);
+    return 0;
+}
+
+/* The symbol holding address a, or NULL (lock held).  Rescans the loaded
+ * modules once when no known module holds a. */
+static const char *sym_name_locked(uint64_t a)
+{
+    int rescanned = 0;
+again:
+    for (unsigned i = 0; i < fs.nmods; i++) {
+        const struct fmod *m = &fs.mods[i];
+        if (a < m->lo || a >= m->hi)
+            continue;
+        size_t lo = 0, hi = m->nsyms; /* the last symbol at or below a */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (m->syms[mid].addr <= a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo && a - m->syms[lo - 1].addr < (m->syms[lo - 1].size ? m->syms[lo - 1].size : 1))
+            return m->syms[lo - 1].name;
+        return NULL;
+    }
+    if (!rescanned++) {
+        dl_iterate_phdr(mod_add, NULL);
+        goto again;
+    }
+    return NULL;
+}
+
+/* Loads the modules' symbols the first time (lock held). */
+static void syms_load_locked(void)
+{
+    if (!fs.loaded) {
+        fs.loaded = 1;
+        dl_iterate_phdr(mod_add, NULL);
+    }
+}
+
+/* ---- rules and the table -------------------------------------------------- */
+
+/* Whether the rules switch the function named name on (lock held). */
+static int rules_on_locked(const char *name)
+{
+    int on = !fs.default_off;
+    for (unsigned i = 0; i < fs.nrules; i++)
+        if (fnmatch(fs.rules[i].pattern, name ? name : "", 0) == 0)
+            on = fs.rules[i].on;
+    return on;
+}
+
+static inline uint32_t slot_of(uint64_t a)
+{
+    return (uint32_t)((a * 0x9E3779B97F4A7C15ull) >> (64 - RP_FTAB_BITS));
+}
+
+/* The entry of address a, or NULL if it has none yet.  Lock-free. */
+static inline struct fent *tab_find(uint64_t a)
+{
+    for (uint32_t i = slot_of(a);; i = (i + 1) & (RP_FTAB_SLOTS - 1)) {
+        uint64_t k = atomic_load_explicit(&tab[i].key, memory_order_acquire);
+        if (likely(k == a))
+            return &tab[i];
+        if (!k)
+            return NULL;
+    }
+}
+
+/* The entry of address a, inserted (named, decided) if new.  NULL when the
+ * table is full.  Lock held. */
+static struct fent *tab_get_locked(uint64_t a)
+{
+    uint32_t i = slot_of(a);
+    for (;; i = (i + 1) & (RP_FTAB_SLOTS - 1)) {
+        uint64_t k = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
+        if (k == a)
+            return &tab[i];
+        if (!k)
+            break;
+    }
+    if (fs.count >= RP_FTAB_MAX) {
+        if (!fs.full_warned++)
+            funcs_warn("rankprof: function table full; later functions are decided per call\n");
+        return NULL;
+    }
+    syms_load_locked();
+    struct fent *e = &tab[i];
+    e->name = sym_name_locked(a);
+    e->idx = ++fs.count;
+    byidx[e->idx] = e;
+    atomic_store_explicit(&e->st, rules_on_locked(e->name) ? 0 : FE_OFF, memory_order_relaxed);
+    atomic_store_explicit(&e->key, a, memory_order_release);
+    return e;
+}
+
+/*
+ * The slow part of a lookup: the entry of a, made if new (NULL when the
+ * table is full; *st then holds the rules' decision for a).  Takes the lock;
+ * ft_busy keeps a signal handler that runs instrumented code from taking it
+ * again on this thread (its events are then not recorded).
+ */
+static RP_NOINLINE struct fent *tab_miss(uint64_t a, uint32_t *st)
+{
+    ft_busy++;
+    fs_lock();
+    struct fent *e = tab_get_locked(a);
+    *st = e ? atomic_load_explicit(&e->st, memory_order_relaxed)
+            : (rules_on_locked(sym_name_locked(a)) ? 0 : FE_OFF);
+    fs_unlock();
+    ft_busy--;
+    return e;
+}
+
+/* ---- per-thread state ----------------------------------------------------- */
+
+/*
+ * Thread exit (the key's destructor): keeps the thread's throttled counts as
+ * (address, count) pairs and unmaps its state.  If the pairs cannot be
+ * allocated they are lost (the recorded calls stay).  Later events of the
+ * thread are decided by the table alone.
+ */
+static void thread_gone(void *arg)
+{
+    struct fthread *t = arg;
+    size_t n = 0, k = 0;
+    ft_busy = 1;
+    ft = NULL;
+    for (uint32_t p = 0; p < RP_FPAGES; p++)
+        for (uint32_t i = 0; t->pages[p] && i < RP_FPAGE; i++)
+            n += t->pages[p][i].throttled != 0;
+    struct fdone *d = n ? malloc(sizeof(*d) + n * sizeof(d->pairs[0])) : NULL;
+    fs_lock();
+    for (struct fthread **pp = &fs.threads; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    for (uint32_t p = 0; p < RP_FPAGES; p++) {
+        for (uint32_t i = 0; d && t->pages[p] && i < RP_FPAGE; i++) {
+            uint64_t c = t->pages[p][i].throttled;
+            uint32_t idx = p * RP_FPAGE + i;
+            if (c && idx && idx <= RP_FTAB_MAX && byidx[idx]) {
+                d->pairs[k][0] = atomic_load_explicit(&byidx[idx]->key, memory_order_relaxed);
+                d->pairs[k++][1] = c;
+            }
+        }
+        if (t->pages[p])
+            munmap(t->pages[p], RP_FPAGE * sizeof(struct fstat));
+    }
+    if (d) {
+        d->tid = t->tid;
+        d->n = k;
+        d->next = fs.done;
+        fs.done = d;
+    }
+    fs_unlock();
+    munmap(t, sizeof(*t));
+}
+
+/* The calling thread's state, made on its first gated event.  NULL when it
+ * cannot be (no memory, or the thread is ending). */
+static RP_NOINLINE struct fthread *thread_new(void)
+{
+    if (ft_busy)
+        return NULL;
+    ft_busy++;
+    struct fthread *t =
+        mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED) {
+        ft_busy--;
+        return NULL;
+    }
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    fs_lock();
+    t->next = fs.threads;
+    fs.threads = t;
+    int have = fs.have_key;
+    fs_unlock();
+    if (have)
+        pthread_setspecific(fs.key, t);
+    ft = t;
+    ft_busy--;
+    return t;
+}
+
+/* The counters of entry e on thread t, NULL if its page cannot be mapped. */
+static inline struct fstat *stat_of(struct fthread *t, const struct fent *e)
+{
+    uint32_t p = e->idx / RP_FPAGE;
+    if (unlikely(!t->pages[p])) {
+        void *m = mmap(NULL, RP_FPAGE * sizeof(struct fstat), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        __atomic_store_n(&t->pages[p], (struct fstat *)m, __ATOMIC_RELEASE);
+    }
+    return &t->pages[p][e->idx % RP_FPAGE];
+}
+
+/* ---- the hooks' rare path ------------------------------------------------- */
+
+/* The ticks of the record just appended with word, or the clock's now. */
+static inline uint64_t appended_ticks(uint64_t word)
+{
+    struct rp_tbuf *b = rp_self;
+    uint64_t t;
+    if (b && b->pos && b->pos > b->base && b->pos[-1].word == word)
+        t = b->pos[-1].ticks;
+    else
+        t = rp_ticks();
+    return t ? t : 1;
+}
+
+/* The decision for address a without a usable entry or thread state. */
+static uint32_t decide_slow(uint64_t a, struct fent **e)
+{
+    if ((*e = tab_find(a)))
+        return atomic_load_explicit(&(*e)->st, memory_order_relaxed);
+    if (ft_busy)
+        return FE_OFF; /* a signal handler inside tab_miss, or the thread is ending */
+    uint32_t st;
+    *e = tab_miss(a, &st);
+    return st;
+}
+
+/* Counts a call of throttled function e on thread t (while functions are
+ * recorded at all). */
+static RP_NOINLINE void count_throttled(struct fthread *t, const struct fent *e)
+{
+    if (!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_FUNC))
+        return;
+    struct fstat *s = stat_of(t, e);
+    if (s)
+        __atomic_store_n(&s->throttled, s->throttled + 1, __ATOMIC_RELAXED);
+}
+
+/* Records the enter of frame f with the throttle on: its ticks are kept. */
+static RP_NOINLINE void enter_timed(struct fframe *f, uint64_t a)
+{
+    uint64_t w = rp_raw_word(RP_RAW_FUNC_ENTER, a);
+    rp_append(RP_CLASS_BIT_FUNC, w);
+    f->t0 = appended_ticks(w);
+}
+
+/*
+ * The enter's rare path: no thread state yet, an address not in the table
+ * (or not in its first slots), a stack deeper than RP_FDEPTH.  Same result
+ * as the fast path.
+ */
+static RP_NOINLINE void enter_slow(uint64_t a)
+{
+    struct fent *e;
+    uint32_t st = decide_slow(a, &e);
+    struct fthread *t = ft;
+    if (!t && !(t = thread_new())) {
+        if (!st)
+            rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+        return;
+    }
+    uint32_t d = t->depth;
+    t->depth = d + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct fframe *f = d < RP_FDEPTH ? &t->frames[d] : NULL;
+    if (f)
+        *f = (struct fframe){a, e, 0};
+    if (st) {
+        if (st == FE_THROT && e)
+            count_throttled(t, e);
+        return;
+    }
+    if (thr_calls && f) {
+        enter_timed(f, a);
+        return;
+    }
+    if (f)
+        f->t0 = 1;
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+}
+
+/*
+ * The fast path of a gated enter: a leaf that leaves through one tail call
+ * for everything unusual.  Pushes the frame (the depth first, so a signal
+ * handler's frames go above it), then records the enter if the function is
+ * on.  A recorded enter whose class is off is dropped by rp_append, and so
+ * is its exit (unless the class comes back on in between: an unmatched
+ * exit, as without the gate).
+ */
+RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn)
+{
+    uint64_t a = fn & RP_RAW_PAYLOAD;
+    struct fthread *t = ft;
+    struct fent *e = tab_find(a);
+    if (unlikely(!t || !e || t->depth >= RP_FDEPTH)) {
+        enter_slow(a);
+        return;
+    }
+    uint32_t st = atomic_load_explicit(&e->st, memory_order_relaxed);
+    uint32_t d = t->depth;
+    t->depth = d + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct fframe *f = &t->frames[d];
+    f->fn = a;
+    f->e = e;
+    f->t0 = 0;
+    if (st) {
+        if (st == FE_THROT)
+            count_throttled(t, e);
+        return;
+    }
+    if (thr_calls) {
+        enter_timed(f, a);
+        return;
+    }
+    f->t0 = 1;
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+}
+
+/* Records the exit of a timed frame (throttle on) and adds the call to the
+ * thread's counters of e; throttles e when it has been called more than
+ * thr_calls times with a mean under thr_ticks. */
+static RP_NOINLINE void exit_timed(struct fthread *t, struct fent *e, uint64_t t0, uint64_t a)
+{
+    uint64_t w = rp_raw_word(RP_RAW_FUNC_EXIT, a);
+    rp_append(RP_CLASS_BIT_FUNC, w);
+    uint64_t t1 = appended_ticks(w);
+    struct fstat *s = e ? stat_of(t, e) : NULL;
+    if (!s)
+        return;
+    s->calls++;
+    s->ticks += t1 > t0 ? t1 - t0 : 0;
+    if (unlikely(s->calls > thr_calls) && s->ticks < thr_ticks * s->calls)
+        atomic_fetch_or_explicit(&e->st, FE_THROT, memory_order_relaxed);
+}
+
+/* The exit's rare path: no thread state, no frame of fn on top. */
+static RP_NOINLINE void exit_slow(uint64_t a)
+{
+    struct fthread *t = ft;
+    uint32_t d = t ? t->depth : 0;
+    if (d > RP_FDEPTH) { /* a frame that was not kept */
+        t->depth = d - 1;
+        goto by_table;
+    }
+    while (d && t->frames[d - 1].fn != a) /* exits skipped by a longjmp */
+        d--;
+    if (!d)
+        goto by_table;
+    struct fframe f = t->frames[d - 1];
+    atomic_signal_fence(memory_order_seq_cst);
+    t->depth = d - 1;
+    if (!f.t0)
+        return;
+    if (thr_calls) {
+        exit_timed(t, f.e, f.t0, a);
+        return;
+    }
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, a));
+    return;
+by_table:; /* no frame: entered before the gate, or not kept */
+    struct fent *e;
+    if (!decide_slow(a, &e))
+        rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, a));
+}
+
+/* The fast path of a gated exit: pops the frame of fn and records the exit
+ * exactly when its enter was recorded.  A leaf, like the enter. */
+RP_HIDDEN RP_NOINLINE void rp_funcs_exit(uintptr_t fn)
+{
+    uint64_t a = fn & RP_RAW_PAYLOAD;
+    struct fthread *t = ft;
+    uint32_t d;
+    if (unlikely(!t || (d = t->depth) - 1 >= RP_FDEPTH || t->frames[d - 1].fn != a)) {
+        exit_slow(a);
+        return;
+    }
+    uint64_t t0 = t->frames[d - 1].t0;
+    struct fent *e = t->frames[d - 1].e;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->depth = d - 1;
+    if (!t0)
+        return;
+    if (thr_calls) {
+        exit_timed(t, e, t0, a);
+        return;
+    }
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, a));
+}
+
+/* ---- start, end, fork ----------------------------------------------------- */
+
+/* Adds a rule (lock held).  Returns 0, RP_ENOMEM or RP_EBUSY (table full). */
+static int rule_add_locked(const char *pattern, int on)
+{
+    if (fs.nrules == RP_FRULES_MAX)
+        return RP_EBUSY;
+    char *c = strdup(pattern);
+    if (!c)
+        return RP_ENOMEM;
+    fs.rules[fs.nrules++] = (struct frule){c, on};
+    return 0;
+}
+
+static void atfork_child(void)
+{
+    /* the child's trace is its own: the parent's counts are not its calls,
+     * and the other threads do not exist here (their states leak, bounded) */
+    atomic_flag_clear(&fs.lock);
+    fs.threads = NULL;
+    fs.done = NULL;
+    struct fthread *t = ft;
+    if (t) {
+        for (uint32_t p = 0; p < RP_FPAGES; p++)
+            if (t->pages[p])
+                memset(t->pages[p], 0, RP_FPAGE * sizeof(struct fstat));
+        t->next = NULL;
+        fs.threads = t;
+    }
+}
+
+/* Parses "CALLS:NS" (either may be left out: "CALLS", ":NS") into the
+ * throttle's limits; "1", "on" or "" is the defaults, "0" is off.  Returns
+ * 0, or -1 for anything else. */
+static int throttle_parse(const char *s, uint64_t *calls, uint64_t *ns)
+{
+    *calls = 100000;
+    *ns = 10000;
+    if (!strcmp(s, "0")) {
+        *calls = 0;
+        return 0;
+    }
+    if (!*s || !strcmp(s, "1") || !strcmp(s, "on"))
+        return 0;
+    char *e;
+    if (*s != ':') {
+        errno = 0;
+        *calls = strtoull(s, &e, 10);
+        if (errno || e == s || !*calls)
+            return -1;
+        s = e;
+    }
+    if (*s == ':') {
+        errno = 0;
+        *ns = strtoull(s + 1, &e, 10);
+        if (errno || e == s + 1 || !*ns)
+            return -1;
+        s = e;
+    }
+    return *s ? -1 : 0;
+}
+
+RP_HIDDEN void rp_funcs_start(int quiet)
+{
+    fs.quiet = quiet;
+    const char *f = getenv("RANKPROF_FILTER");
+    const char *th = getenv("RANKPROF_THROTTLE");
+    char pat[512];
+    int on, r, any = 0;
+    fs_lock();
+    while ((r = rp_filter_next(&f, pat, sizeof(pat), &on)) != 0) {
+        if (r < 0)
+            continue; /* sites.c warns about the same rules */
+        fs.default_off |= on;
+        rule_add_locked(pat, on);
+        any = 1;
+    }
+    fs.have_key = pthread_key_create(&fs.key, thread_gone) == 0;
+    fs_unlock();
+    if (th) {
+        uint64_t n, ns;
+        if (throttle_parse(th, &n, &ns) < 0) {
+            funcs_warn("rankprof: ignoring RANKPROF_THROTTLE: not CALLS:NS\n");
+        } else if (n) {
+            double tk = (double)ns * (rp_rt.freq > 0 ? rp_rt.freq : 1e9) / 1e9;
+            thr_ticks = tk < 1 ? 1 : (uint64_t)tk;
+            thr_calls = n;
+            any = 1;
+        }
+    }
+    pthread_atfork(NULL, NULL, atfork_child);
+    if (any)
+        __atomic_store_n(&rp_funcs_gate, 1, __ATOMIC_RELAXED);
+}
+
+/* Appends pair (key, c) to *buf (*len used, *cap allocated).  Returns 0,
+ * or -1 when out of memory (the pair is lost). */
+static int pair_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t key, uint64_t c)
+{
+    if (*len + 16 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 4096;
+        uint8_t *nb = nc <= RP_CHUNK_MAX ? realloc(*buf, nc) : NULL;
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    rp_put64(*buf + *len, key);
+    rp_put64(*buf + *len + 8, c);
+    *len += 16;
+    return 0;
+}
+
+/* Writes buf[0..len) as thread tid's FCOUNT chunk if it holds a pair. */
+static void chunk_out(uint8_t *buf, size_t len, uint32_t tid,
+                      void (*out)(uint32_t, const void *, size_t))
+{
+    if (len <= 8)
+        return;
+    rp_put32(buf, tid);
+    rp_put32(buf + 4, 0);
+    out(RP_CH_FCOUNT, buf, len);
+}
+
+RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len))
+{
+    if (!thr_calls)
+        return;
+    uint8_t *buf = NULL;
+    size_t cap = 0, len;
+    fs_lock();
+    for (struct fthread *t = fs.threads; t; t = t->next) {
+        len = 8;
+        for (uint32_t p = 0; p < RP_FPAGES; p++) {
+            struct fstat *pg = __atomic_load_n(&t->pages[p], __ATOMIC_ACQUIRE);
+            for (uint32_t i = 0; pg && i < RP_FPAGE; i++) {
+                uint64_t c = __atomic_load_n(&pg[i].throttled, __ATOMIC_RELAXED);
+                uint32_t idx = p * RP_FPAGE + i;
+                if (c && idx && idx <= RP_FTAB_MAX && byidx[idx] &&
+                    pair_put(&buf, &len, &cap, atomic_load(&byidx[idx]->key), c) < 0)
+                    break;
+            }
+        }
+        chunk_out(buf, len, t->tid, out);
+    }
+    for (struct fdone *d = fs.done; d; d = d->next) {
+        len = 8;
+        for (size_t i = 0;
+             i < d->n && pair_put(&buf, &len, &cap, d->pairs[i][0], d->pairs[i][1]) == 0; i++)
+            ;
+        chunk_out(buf, len, d->tid, out);
+    }
+    fs_unlock();
+    free(buf);
+}
+
+/* ---- public API ----------------------------------------------------------- */
+
+RP_API int rp_func_enable(const char *pattern, int on)
+{
+    if (!pattern)
+        return RP_EINVAL;
+    int n = 0;
+    ft_busy++;
+    fs_lock();
+    syms_load_locked();
+    for (unsigned i = 0; i < fs.nmods; i++)
+        for (size_t j = 0; j < fs.mods[i].nsyms; j++)
+            n += fnmatch(pattern, fs.mods[i].syms[j].name, 0) == 0;
+    for (uint32_t i = 1; i <= fs.count; i++) {
+        struct fent *e = byidx[i];
+        if (fnmatch(pattern, e->name ? e->name : "", 0) != 0)
+            continue;
+        if (on)
+            atomic_fetch_and_explicit(&e->st, ~FE_OFF, memory_order_relaxed);
+        else
+            atomic_fetch_or_explicit(&e->st, FE_OFF, memory_order_relaxed);
+    }
+    if (rule_add_locked(pattern, on) < 0 && !fs.full_warned++)
+        funcs_warn("rankprof: too many rp_func_enable rules; functions seen later miss some\n");
+    fs_unlock();
+    ft_busy--;
+    __atomic_store_n(&rp_funcs_gate, 1, __ATOMIC_RELAXED);
+    return n;
+}
+
+RP_API int rp_func_enable_addr(void (*fn)(void), int on)
+{
+    if (!fn)
+        return RP_EINVAL;
+    ft_busy++;
+    fs_lock();
+    struct fent *e = tab_get_locked((uintptr_t)fn & RP_RAW_PAYLOAD);
+    if (e && on)
+        atomic_fetch_and_explicit(&e->st, ~FE_OFF, memory_order_relaxed);
+    else if (e)
+        atomic_fetch_or_explicit(&e->st, FE_OFF, memory_order_relaxed);
+    fs_unlock();
+    ft_busy--;
+    if (!e)
+        return RP_ENOMEM;
+    __atomic_store_n(&rp_funcs_gate, 1, __ATOMIC_RELAXED);
+    return 0;
+}

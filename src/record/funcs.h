@@ -1,0 +1,55 @@
+/*
+ * funcs.h - per-function control in the recorder (funcs.c): the function
+ * name filter (RANKPROF_FILTER, rp_func_enable) and the auto-throttle
+ * (RANKPROF_THROTTLE).
+ *
+ * The hooks test one global byte, rp_funcs_gate, before their usual append;
+ * it stays 0 (and the hooks compile to what they were, plus that test) until
+ * a function rule or the throttle exists, and once set it stays set: every
+ * later function event goes through rp_funcs_enter / rp_funcs_exit, which
+ * decide per code address and call rp_append themselves.
+ */
+#ifndef RP_RECORD_FUNCS_H
+#define RP_RECORD_FUNCS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+RP_HIDDEN extern uint8_t rp_funcs_gate;
+
+/* Whether function events must go through funcs.c (one load and a test). */
+static inline int rp_funcs_gated(void)
+{
+    return __atomic_load_n(&rp_funcs_gate, __ATOMIC_RELAXED) != 0;
+}
+
+/*
+ * The gated enter and exit of the function at address fn: decide, keep the
+ * thread's shadow stack of decisions, count throttled calls, append.  Never
+ * fail visibly: when the thread's state cannot be allocated the decision is
+ * the table's at each event (a function toggled while it runs may then
+ * leave an unmatched exit or an unclosed span, both counted by the
+ * analyzer).
+ */
+RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn);
+RP_HIDDEN RP_NOINLINE void rp_funcs_exit(uintptr_t fn);
+
+/*
+ * Reads RANKPROF_FILTER and RANKPROF_THROTTLE and sets the gate if either
+ * asks for it.  Called once by the recorder's start-up, after the clock is
+ * calibrated (the throttle's time limit is kept in ticks).  A malformed
+ * RANKPROF_THROTTLE is warned about and ignored.
+ */
+RP_HIDDEN void rp_funcs_start(int quiet);
+
+/*
+ * Writes the throttled-call counts of every thread, one RP_CH_FCOUNT chunk
+ * per thread that has any, through out.  Called by the final flush after
+ * the writer has stopped, before the END chunk.  Threads still running are
+ * read as they are (relaxed loads of counters only they write).
+ */
+RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len));
+
+#endif /* RP_RECORD_FUNCS_H */
