@@ -471,6 +471,10 @@ static void run_child(const char *self, const char *mode)
     envp[j++] = "RANKPROF_BUFSIZE=4096";
     envp[j++] = "RANKPROF_NBUF=2";
     envp[j++] = "RANKPROF_EXIT_TIMEOUT_MS=60000";
+    /* no periodic flush: a thread slowed down (TSan, a loaded machine) would
+     * get a partial buffer written as a chunk of its own, and the wait run
+     * counts chunks exactly; the flush has its own tests (e2e_abnormal) */
+    envp[j++] = "RANKPROF_FLUSH_MS=0";
     envp[j] = NULL;
 
     int fifo = -1;
