@@ -17,7 +17,8 @@ BENCH_QUICK=1 ITERS=$iters RANK_MAX=10000 BENCH_SKIP="tracy" BENCH_OUT="$out" \
   bash "$here/../scripts/bench.sh" "$build" >"$out/stdout.txt"
 cat "$out/stdout.txt"
 for want in "uninstrumented" "rankprof record (trace mode)" "rankprof, function class off" \
-  "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory"; do
+  "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory" \
+  "micro benchmarks" "lock_func_ratio" "func_off_by_name" "point_site_off"; do
   grep -qF "$want" "$out/stdout.txt" || { echo "smoke: no '$want' in the table" >&2; exit 1; }
 done
 python3 - "$out/results.json" "$iters" <<'PY'
@@ -71,5 +72,10 @@ assert len(m) >= 2 and all(x["rss_kb_idle"] < x["rss_kb_recording"] for x in m),
 # its buffers (4 x 256 KiB by default): well over 128 KiB per thread
 assert s["memory_kb_per_recording_thread"] >= 128, s
 assert (m[-1]["rss_kb_recording"] - m[0]["rss_kb_recording"]) >= 128 * (m[-1]["threads"] - m[0]["threads"]), m
+u = s["micro"]
+for k in ("lock_event", "func_event", "lock_func_ratio", "func_plain_call", "func_class_off",
+          "func_off_by_name", "point_empty_loop", "point_site_off", "point_class_off"):
+    assert k in u, (k, u)
+assert u["func_plain_call"] > 0 and u["func_class_off"] > 0 and u["func_off_by_name"] > 0, u
 print("smoke: results.json has", len(rows), "rows,", len(ana), "analyses, scaling ok")
 PY

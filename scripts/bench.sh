@@ -25,7 +25,8 @@
 # Analysis: `rankprof report` against `uftrace report` and Tracy's csvexport
 # on those traces.  Scaling: ranking 1K..1M nodes (bench_rank --scale),
 # report time and peak RSS at three trace lengths, recorder RSS per thread
-# (bench_threads).  Sections for BENCH_SKIP: rank, report, memory.
+# (bench_threads); micro benchmarks (bench_locks, bench_funcs,
+# bench_points).  Sections for BENCH_SKIP: rank, report, memory, micro.
 #
 # Every time is the whole process (start-up, recording, final flush to disk;
 # for Tracy until the capture tool has written its file), the median of RUNS
@@ -49,9 +50,9 @@ export LC_ALL=C # a decimal point in $EPOCHREALTIME and printf
 build=$(realpath "${1:-build}")
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then
-  runs=${RUNS:-1} ana_runs=${ANA_RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000}
+  runs=${RUNS:-1} ana_runs=${ANA_RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000} micro_runs=${MICRO_RUNS:-1} micro_iters=200000
 else
-  runs=${RUNS:-5} ana_runs=${ANA_RUNS:-3} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000}
+  runs=${RUNS:-5} ana_runs=${ANA_RUNS:-3} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000} micro_runs=${MICRO_RUNS:-5} micro_iters=20000000
 fi
 cg_div=${CG_DIV:-20}
 out=${BENCH_OUT:-$build/bench}
@@ -392,6 +393,42 @@ scale_memory() {
   echo "  recorder: $mem_per_thread KiB per recording thread; $mem_idle KiB loaded with ${first} idle thread"
 }
 
+# scale_micro: the per-event micro benchmarks, each the best of $micro_runs
+# runs: bench_locks (a recorded lock event against a recorded function
+# event, issue 5), bench_funcs (a function switched off by name) and
+# bench_points (a switched-off profile point; both with a budget of 3 ns).
+micro_json=()
+# best FILE KEY: the smallest value that follows KEY on FILE's lines
+best() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { v = $(i + 1) + 0; if (b == "" || v < b) b = v } }
+  END { if (b == "") exit 1; print b }' "$1"; }
+scale_micro() {
+  local b f i k v
+  for b in bench_locks bench_funcs bench_points; do
+    [ -x "$bin/$b" ] || { echo "  micro: skipped: $b is not built" >&2; return; }
+  done
+  echo
+  echo "micro benchmarks (best of $micro_runs runs; ns)"
+  : >"$work/locks.txt"; : >"$work/funcs.txt"; : >"$work/points.txt"
+  for ((i = 0; i < micro_runs; i++)); do
+    RANKPROF_BUFSIZE=67108864 RANKPROF_FLUSH_MS=0 "$rp" record -o "$work/locks.data" -- \
+      "$bin/bench_locks" 2>/dev/null | grep '^lock_pair_ns' >>"$work/locks.txt" || die "micro: bench_locks failed"
+    RANKPROF_OUTPUT=/dev/null "$bin/bench_funcs" "$micro_iters" >>"$work/funcs.txt" 2>/dev/null || die "micro: bench_funcs failed"
+    RANKPROF_OUTPUT=/dev/null "$bin/bench_points" "$micro_iters" >>"$work/points.txt" 2>/dev/null || die "micro: bench_points failed"
+  done
+  local items=("locks lock_event_ns lock_event" "locks func_event_ns func_event" "locks ratio lock_func_ratio"
+    "funcs plain_call func_plain_call" "funcs class_off func_class_off" "funcs func_off func_off_by_name"
+    "funcs recorded_filtered func_recorded_filter_active" "points empty_loop point_empty_loop"
+    "points site_off point_site_off" "points class_off point_class_off")
+  for f in "${items[@]}"; do
+    set -- $f
+    v=$(best "$work/$1.txt" "$2") || die "micro: no '$2' in the output of bench_$1"
+    printf '  %-30s %8s\n' "$3" "$v"
+    micro_json+=("\"$3\": $v")
+  done
+  echo "  (lock_event and func_event: ns added per recorded event, same run; func_off_by_name against"
+  echo "   func_class_off and func_plain_call; point_site_off against point_empty_loop)"
+}
+
 # ---- output ------------------------------------------------------------------
 
 ns() { calc "$1 * 1000000000 / $2" %.4f; }
@@ -486,7 +523,8 @@ write_json() {
     printf '"scaling": {\n'
     printf '  "rank": [%s],\n' "$(join ', ' "${rank_json[@]}")"
     printf '  "report": [%s],\n' "$(join ', ' "${report_json[@]}")"
-    printf '  "memory": [%s]' "$(join ', ' "${mem_json[@]}")"
+    printf '  "memory": [%s],\n' "$(join ', ' "${mem_json[@]}")"
+    printf '  "micro": {%s}' "$(join ', ' "${micro_json[@]}")"
     [ -n "${mem_per_thread:-}" ] && printf ',\n  "memory_kb_per_recording_thread": %s' "$mem_per_thread"
     printf '\n}\n}\n'
   } >"$out/results.json"
@@ -509,6 +547,7 @@ print_table
 skipped rank || scale_rank
 skipped report || scale_report
 skipped memory || scale_memory
+skipped micro || scale_micro
 write_json
 echo
 echo "machine-readable: $out/results.json"
