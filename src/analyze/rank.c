@@ -346,6 +346,66 @@ out:
 }
 
 /*
+ * Chooses, for each component of two or more nodes, the order of its nodes
+ * that leaves less weight on the edges pointing backwards, the ones a
+ * Gauss-Seidel sweep only sees in the next sweep (their weight sets how
+ * many sweeps it takes): the reverse postorder Tarjan left, or the order of
+ * the node ids, which in a profile is the order in which the nodes were
+ * first seen, so that each node's first caller comes before it.  Reverse
+ * postorder points every edge forward but the search's back edges, and a
+ * search that wanders through a large cycle makes many of those; id order
+ * points backwards every call to a node first seen earlier.  Neither wins
+ * always (see docs/ranking.md), and weighing both is one pass over the
+ * adjacency in id order.  Updates sv->order and sv->pos.  Returns 0 or
+ * RP_ENOMEM.
+ */
+static int choose_order(struct solver *sv)
+{
+    uint32_t n = sv->n, nc = sv->ncomp, *pos = sv->pos, *order = sv->order;
+    const uint32_t *off = sv->off1, *dst = sv->dst1;
+    const double *c = sv->c1;
+    uint32_t *cid = malloc((size_t)n * sizeof *cid); /* by position: component */
+    uint32_t *cur = malloc((size_t)nc * sizeof *cur);
+    double *back = calloc((size_t)nc * 2, sizeof *back); /* [2r]: postorder, [2r+1]: ids */
+    int rc = RP_ENOMEM, any = 0;
+
+    if (!cid || !cur || !back)
+        goto out;
+    for (uint32_t r = 0; r < nc; r++)
+        for (uint32_t k = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n; k < b; k++)
+            cid[k] = r;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = pos[i], r = cid[k], a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
+        if (size == 1)
+            continue;
+        for (uint32_t e = off[i]; e < off[i + 1]; e++) {
+            uint32_t p = pos[dst[e]];
+            if (p - a >= size)
+                continue;
+            back[2 * r] += p < k ? c[e] : 0.0;
+            back[2 * r + 1] += dst[e] < i ? c[e] : 0.0;
+        }
+    }
+    for (uint32_t r = 0; r < nc; r++) {
+        cur[r] = back[2 * r + 1] < back[2 * r] ? sv->cbeg[r] : NONE;
+        any |= cur[r] != NONE;
+    }
+    if (any) {
+        for (uint32_t i = 0; i < n; i++) /* reads pos before the next loop changes it */
+            if (cur[cid[pos[i]]] != NONE)
+                order[cur[cid[pos[i]]]++] = i;
+        for (uint32_t k = 0; k < n; k++)
+            pos[order[k]] = k;
+    }
+    rc = 0;
+out:
+    free(cid);
+    free(cur);
+    free(back);
+    return rc;
+}
+
+/*
  * Rewrites the adjacency by position, callees as positions, split into the
  * edges inside components of two or more nodes (ioff/idst/ic, read every
  * sweep) and the others (xoff/xdst/xc, read once): one pass over the rows in
@@ -433,7 +493,8 @@ static int build(const struct input *g, double alpha, struct solver *sv)
     int rc;
 
     sv->n = g->n;
-    if ((rc = build_adjacency(g, alpha, sv)) || (rc = tarjan(sv)) || (rc = lay_out(sv)))
+    if ((rc = build_adjacency(g, alpha, sv)) || (rc = tarjan(sv)) || (rc = choose_order(sv)) ||
+        (rc = lay_out(sv)))
         return rc;
     sv->in = malloc((size_t)g->n * sizeof *sv->in);
     sv->x = calloc(g->n, sizeof *sv->x);
