@@ -685,11 +685,11 @@ static int is_span(const struct rp_node *n)
 }
 
 /*
- * Ranks: sorts the non-ROOT nodes by key, larger first, ties by lower index,
- * and stores each one's place (1, 2, ...) in its rank.  A stable LSD radix
- * sort on the complement of the key, RADIX_BITS at a time, skipping digits
- * all keys share; it starts in index order, so ties stay in index order.
- * Returns 0 or RP_ENOMEM (ranks unchanged).
+ * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
+ * index, and stores each one's place (1, 2, ...) in rank[i - 1].  A stable
+ * LSD radix sort on the complement of the key, RADIX_BITS at a time,
+ * skipping digits all keys share; it starts in index order, so ties stay in
+ * index order.  Returns 0 or RP_ENOMEM.
  */
 #define RADIX_BITS 11
 #define RADIX      (1u << RADIX_BITS)
@@ -700,9 +700,8 @@ struct rank_key {
     uint32_t idx;
 };
 
-static int assign_ranks(struct rp_profile *p, const uint64_t *key)
+static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
 {
-    uint32_t n = p->n_nodes - 1;
     struct rank_key *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
     uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt);
     int rc = RP_ENOMEM;
@@ -730,7 +729,7 @@ static int assign_ranks(struct rp_profile *p, const uint64_t *key)
         b = t;
     }
     for (uint32_t k = 0; k < n; k++)
-        p->nodes[a[k].idx].rank = k + 1;
+        rank[a[k].idx - 1] = k + 1;
     rc = 0;
 out:
     free(a);
@@ -754,7 +753,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER};
     double *pi = NULL;
     uint64_t *key = NULL;
-    uint32_t n, it = 0;
+    uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
     int rc;
 
@@ -782,25 +781,26 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rc = RP_ENOMEM;
     pi = malloc((size_t)n * sizeof *pi);
     key = malloc((size_t)n * sizeof *key);
-    if (!pi || !key)
+    rank = malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
+    if (!pi || !key || !rank)
         goto out;
     rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, pi, &it, &res);
     if (rc)
         goto out;
 
     /* Instants and counters are nodes without spans: the report does not
-     * list them, so they get no standing (and rank after every span). */
+     * list them, so they get no standing (and rank after every span).  The
+     * sort key of a span is pi's bits (order-preserving for pi >= 0) plus
+     * one, so that every span ranks before the non-spans' 0. */
     double rest = 0.0;
-    for (uint32_t i = 1; i < n; i++)
-        rest += is_span(&p->nodes[i]) ? pi[i] : 0.0;
-    /* the sort key of a span: pi's bits (order-preserving for pi >= 0)
-     * plus one, so that every span ranks before the non-spans' 0 */
     for (uint32_t i = 1; i < n; i++) {
         uint64_t bits;
         memcpy(&bits, &pi[i], sizeof bits);
-        key[i - 1] = !is_span(&p->nodes[i]) ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
+        int span = is_span(&p->nodes[i]);
+        rest += span ? pi[i] : 0.0;
+        key[i - 1] = !span ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
     }
-    if (n > 1 && (rc = assign_ranks(p, key)))
+    if (n > 1 && (rc = assign_ranks(n - 1, key, rank)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         struct rp_node *x = &p->nodes[i];
@@ -813,6 +813,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
         int span = is_span(x);
         x->standing = span && rest > 0.0 ? pi[i] / rest : 0.0;
         x->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
+        x->rank = rank[i - 1];
     }
     p->rank.alpha = o->alpha;
     p->rank.iterations = it;
@@ -821,5 +822,6 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 out:
     free(pi);
     free(key);
+    free(rank);
     return rc;
 }
