@@ -35,23 +35,35 @@
  *     x_j = in_j / (1 - M_jj), in_j being the flow received so far, which
  *     makes an acyclic graph, and direct recursion, exact in one pass;
  *   - a component with a cycle through several nodes (mutual recursion,
- *     callbacks) is solved by Gauss-Seidel sweeps over its own nodes in
- *     reverse postorder of the depth-first search (so only the edges that
- *     close cycles point backwards), each node reading its callers' latest
- *     values over its in-edges inside the component, until the L1 change of
- *     the component's pi is below its share of tol; starting from 0 the
- *     iterates increase monotonically to the solution.
+ *     callbacks) is solved by Gauss-Seidel sweeps over its own nodes until
+ *     the L1 change of the component's pi is below its share of tol;
+ *     starting from 0 the iterates increase monotonically to the solution.
+ *     The sweeps run in push form: in_j holds the flow from earlier
+ *     components plus (M x)_j over j's callers in the component at their
+ *     current values, so node j's update is x_j = in_j / (1 - M_jj) as in
+ *     the pull form, and the change of x_j is then added to its callees'
+ *     in (those later in the sweep see it at once, earlier ones next
+ *     sweep).  Out-edges are all it needs: no transposed copy is built.
+ *     The order of a component's nodes is the one of two that leaves less
+ *     weight on edges pointing backwards (which sets how many sweeps it
+ *     takes): the reverse postorder of Tarjan's search, or the node ids
+ *     (a profile's first-seen order).
  * Then each node pushes its final x along its edges out of the component.
  * Only the edges inside cycles are read more than once, and only as often
  * as their own component needs.
  *
- * Cost: O(N + M) to build: two passes over the edge list (check, row totals,
- * self loops and out-degrees; then a counting-sort fill of the out-adjacency
- * with the coefficients (1-alpha) w_ij / T_i), Tarjan over the adjacency, a
- * counting sort of the nodes by component, and the in-edges inside cycles
- * (two passes over those components' edges).  Solving: one pass over all
- * edges plus one per sweep over the edges inside cycles.  The dense matrix
- * is never formed.  The tests compare with a dense direct solve.
+ * Cost: O(N + M) to build, in five passes over the edges: (1) over the
+ * input, read in place (a profile's edge records need no copy): check, row
+ * totals, self loops, out-degrees; (2) over the input: counting-sort fill
+ * of the out-adjacency by node with the coefficients (1-alpha) w_ij / T_i;
+ * (3) Tarjan over it, which lays the nodes out in solving order as the
+ * components complete; (4) weighing the two orders of each cycle; (5) one
+ * pass in solving order rewriting the adjacency by position, split into
+ * the edges inside cycles and the others, written sequentially (the rows
+ * read in random order are prefetched).  Solving: one pass over all edges
+ * plus one per sweep over the edges inside cycles; the sweeps prefetch the
+ * flow they will add to.  The dense matrix is never formed.  The tests
+ * compare with a dense direct solve.
  *
  * Residual: the L1 change of pi in the last sweep of each cycle, summed (0
  * for an acyclic graph, which is solved exactly); iterations: the most
