@@ -9,6 +9,10 @@
  *       with a node that never leaves itself (no convergence, said so);
  *   (c) direct recursion (fib-like) vs its closed form;
  *   (d) rp_rank_profile: ranks, standing, ROOT excluded, time vs calls;
+ *       on random profiles, the same pi as rp_rank_solve bit for bit and
+ *       the ranks of a reference sort (ties, instants and counters);
+ *       call-graph-shaped and uniform graphs (both orders of a cycle's
+ *       nodes) against the dense solve, and the same bits on a second run;
  *   (e) rp_flags_apply / rp_flags_explain / rp_flags_str.
  */
 #include <math.h>
@@ -496,6 +500,154 @@ static void test_profile(void)
     CHECK(rp_rank_solve(&gbig, NULL, pi, NULL, NULL) == RP_EINVAL);
 }
 
+/*
+ * rp_rank_profile reads the profile's nodes and edges in place (integer
+ * weights, records of many fields) and sorts with its own radix sort: on
+ * random profiles, with instants and counters among the nodes and isolated
+ * nodes (equal pi: ties), both weight kinds, it must give the pi of
+ * rp_rank_solve on the same weights bit for bit (involvement, standing) and
+ * the ranks of qsort by (span first, pi descending, index ascending).
+ */
+static const double *ref_pi;
+static const struct rp_node *ref_nodes;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int si = ref_nodes[i].kind != RP_KIND_INSTANT && ref_nodes[i].kind != RP_KIND_COUNTER;
+    int sj = ref_nodes[j].kind != RP_KIND_INSTANT && ref_nodes[j].kind != RP_KIND_COUNTER;
+    if (si != sj)
+        return sj - si;
+    if (si && ref_pi[i] != ref_pi[j])
+        return ref_pi[i] > ref_pi[j] ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static void test_profile_vs_solve(void)
+{
+    int ties = 0, nonspans = 0;
+    for (int gi = 0; gi < 200; gi++) {
+        uint32_t n = 2 + (uint32_t)(next_u64() % 300), m = (uint32_t)(next_u64() % (4 * n));
+        struct rp_node *nodes = calloc(n, sizeof *nodes);
+        struct rp_edge *edges = calloc(m + 1, sizeof *edges);
+        double *stop = calloc(n, sizeof *stop), *w = calloc(m + 1, sizeof *w);
+        double *pi = calloc(n, sizeof *pi);
+        uint32_t *src = calloc(m + 1, sizeof *src), *dst = calloc(m + 1, sizeof *dst);
+        uint32_t *ord = calloc(n, sizeof *ord);
+        int calls = gi % 2;
+        for (uint32_t i = 1; i < n; i++) {
+            uint64_t r = next_u64() % 20;
+            nodes[i].kind = r == 0 ? RP_KIND_INSTANT : r == 1 ? RP_KIND_COUNTER : RP_KIND_FUNC;
+            nodes[i].excl = next_u64() % 4 ? next_u64() % 100000 : 0;
+            nodes[i].calls = next_u64() % 1000;
+            stop[i] = (double)(calls ? nodes[i].calls : nodes[i].excl);
+        }
+        uint32_t live = 1 + n / 2; /* nodes >= live have no edges: equal pi */
+        for (uint32_t e = 0; e < m; e++) {
+            uint32_t a = (uint32_t)(next_u64() % live), b = (uint32_t)(next_u64() % live);
+            uint32_t up = a + 1 + (uint32_t)(next_u64() % 8);
+            if (next_u64() % 3 && up < live) /* mostly to a higher id, as in a profile */
+                b = up;
+            edges[e] = (struct rp_edge){.caller = a,
+                                        .callee = b,
+                                        .calls = next_u64() % 50,
+                                        .incl = next_u64() % 10 ? next_u64() % 1000000 : 0};
+            src[e] = a;
+            dst[e] = b;
+            w[e] = (double)(calls ? edges[e].calls : edges[e].incl);
+        }
+        struct rp_profile p = {0};
+        p.nodes = nodes;
+        p.n_nodes = n;
+        p.edges = edges;
+        p.n_edges = m;
+        p.rank.weight_calls = calls;
+        struct rp_rank_opts o = {gi % 3 ? 0.01 : 0.2, 1e-13, 100000};
+        struct rp_graph g = {n, m, stop, src, dst, w};
+        uint32_t it;
+        double res;
+        CHECK(rp_rank_profile(&p, &o) == 0);
+        CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+        CHECK(p.rank.iterations == it && p.rank.residual == res);
+        double rest = 0;
+        for (uint32_t i = 1; i < n; i++)
+            if (nodes[i].kind != RP_KIND_INSTANT && nodes[i].kind != RP_KIND_COUNTER)
+                rest += pi[i];
+        for (uint32_t i = 1; i < n; i++) {
+            int span = nodes[i].kind != RP_KIND_INSTANT && nodes[i].kind != RP_KIND_COUNTER;
+            CHECK(nodes[i].involvement == (span ? pi[i] / pi[0] : 0.0));
+            CHECK(nodes[i].standing == (span ? pi[i] / rest : 0.0));
+            nonspans += !span;
+        }
+        for (uint32_t i = 0; i + 1 < n; i++)
+            ord[i] = i + 1;
+        ref_pi = pi;
+        ref_nodes = nodes;
+        qsort(ord, n - 1, sizeof *ord, cmp_ref);
+        int bad = 0;
+        for (uint32_t k = 0; k + 1 < n; k++) {
+            bad += nodes[ord[k]].rank != k + 1;
+            ties += k > 0 && pi[ord[k]] == pi[ord[k - 1]];
+        }
+        CHECK(bad == 0 && nodes[0].rank == 0);
+        free(nodes);
+        free(edges);
+        free(stop);
+        free(w);
+        free(pi);
+        free(src);
+        free(dst);
+        free(ord);
+    }
+    CHECK(ties > 100 && nonspans > 100); /* the cases above did occur */
+    printf("profiles vs rp_rank_solve: 200, %d ties, %d instants/counters\n", ties, nonspans);
+}
+
+/*
+ * Larger graphs with one big cycle, against the dense solve: shaped like a
+ * call graph (calls mostly to a higher id, 2 %% back to any lower one: the
+ * id order of the cycle leaves less weight backwards than the search's
+ * reverse postorder) and with uniformly random callees (the other way
+ * round), so that both orders are solved; and a second run must give the
+ * same bits.
+ */
+static void test_big_cycles(void)
+{
+    enum { N = 400, M = 4000 };
+    static double stop[N], w[M], pi[N], pi2[N], dense[N];
+    static uint32_t src[M], dst[M];
+    for (int shape = 0; shape < 2; shape++) {
+        for (uint32_t i = 1; i < N; i++)
+            stop[i] = 1 + next_unit() * 100;
+        for (uint32_t e = 0; e < M; e++) {
+            uint32_t a = e < 4 ? 0 : 1 + (uint32_t)(next_u64() % (N - 1)), b;
+            if (shape == 1 || e < 4)
+                b = 1 + (uint32_t)(next_u64() % (N - 1));
+            else if (next_u64() % 50 == 0 || a + 1 >= N)
+                b = 1 + (uint32_t)(next_u64() % a);
+            else /* deeper, mostly close by */
+                b = a + 1 + (uint32_t)((N - 1 - a) * pow(next_unit(), 6.0));
+            src[e] = a;
+            dst[e] = b;
+            w[e] = next_unit() * 1000;
+        }
+        struct rp_graph g = {N, M, stop, src, dst, w};
+        struct rp_rank_opts o = {0.01, 1e-13, 100000};
+        uint32_t it, it2;
+        double res, res2, worst = 0;
+        CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+        CHECK(rp_rank_solve(&g, &o, pi2, &it2, &res2) == 0);
+        CHECK(dense_pi(N, stop, M, src, dst, w, 0.01, dense) == 0);
+        CHECK(res < 1e-13 && it > 1 && it == it2 && res == res2);
+        CHECK(memcmp(pi, pi2, sizeof pi) == 0);
+        for (uint32_t i = 0; i < N; i++)
+            worst = fmax(worst, fabs(pi[i] - dense[i]));
+        CHECK(worst <= 1e-10);
+        printf("big cycle, %s: %u sweeps, worst |pi - dense| %.3g\n",
+               shape ? "uniform" : "call-graph shaped", it, worst);
+    }
+}
+
 /* ---- (e) flags ------------------------------------------------------------ */
 
 #define NN 16
@@ -754,6 +906,8 @@ int main(void)
     test_trap();
     test_recursion();
     test_profile();
+    test_profile_vs_solve();
+    test_big_cycles();
     test_flags();
     if (failures) {
         fprintf(stderr, "test_rank: %d check(s) failed\n", failures);

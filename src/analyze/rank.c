@@ -35,23 +35,35 @@
  *     x_j = in_j / (1 - M_jj), in_j being the flow received so far, which
  *     makes an acyclic graph, and direct recursion, exact in one pass;
  *   - a component with a cycle through several nodes (mutual recursion,
- *     callbacks) is solved by Gauss-Seidel sweeps over its own nodes in
- *     reverse postorder of the depth-first search (so only the edges that
- *     close cycles point backwards), each node reading its callers' latest
- *     values over its in-edges inside the component, until the L1 change of
- *     the component's pi is below its share of tol; starting from 0 the
- *     iterates increase monotonically to the solution.
+ *     callbacks) is solved by Gauss-Seidel sweeps over its own nodes until
+ *     the L1 change of the component's pi is below its share of tol;
+ *     starting from 0 the iterates increase monotonically to the solution.
+ *     The sweeps run in push form: in_j holds the flow from earlier
+ *     components plus (M x)_j over j's callers in the component at their
+ *     current values, so node j's update is x_j = in_j / (1 - M_jj) as in
+ *     the pull form, and the change of x_j is then added to its callees'
+ *     in (those later in the sweep see it at once, earlier ones next
+ *     sweep).  Out-edges are all it needs: no transposed copy is built.
+ *     The order of a component's nodes is the one of two that leaves less
+ *     weight on edges pointing backwards (which sets how many sweeps it
+ *     takes): the reverse postorder of Tarjan's search, or the node ids
+ *     (a profile's first-seen order).
  * Then each node pushes its final x along its edges out of the component.
  * Only the edges inside cycles are read more than once, and only as often
  * as their own component needs.
  *
- * Cost: O(N + M) to build: two passes over the edge list (check, row totals,
- * self loops and out-degrees; then a counting-sort fill of the out-adjacency
- * with the coefficients (1-alpha) w_ij / T_i), Tarjan over the adjacency, a
- * counting sort of the nodes by component, and the in-edges inside cycles
- * (two passes over those components' edges).  Solving: one pass over all
- * edges plus one per sweep over the edges inside cycles.  The dense matrix
- * is never formed.  The tests compare with a dense direct solve.
+ * Cost: O(N + M) to build, in five passes over the edges: (1) over the
+ * input, read in place (a profile's edge records need no copy): check, row
+ * totals, self loops, out-degrees; (2) over the input: counting-sort fill
+ * of the out-adjacency by node with the coefficients (1-alpha) w_ij / T_i;
+ * (3) Tarjan over it, which lays the nodes out in solving order as the
+ * components complete; (4) weighing the two orders of each cycle; (5) one
+ * pass in solving order rewriting the adjacency by position, split into
+ * the edges inside cycles and the others, written sequentially (the rows
+ * read in random order are prefetched).  Solving: one pass over all edges
+ * plus one per sweep over the edges inside cycles; the sweeps prefetch the
+ * flow they will add to.  The dense matrix is never formed.  The tests
+ * compare with a dense direct solve.
  *
  * Residual: the L1 change of pi in the last sweep of each cycle, summed (0
  * for an acyclic graph, which is solved exactly); iterations: the most
@@ -75,59 +87,107 @@
 #define NONE UINT32_MAX
 #define DONE (UINT32_MAX - 1)
 
+/* How many edges ahead the sweeps and pushes prefetch the flow they will add
+ * to; the edge arrays have this many spare entries (position 0) at the end. */
+#define AHEAD 16u
+
 struct uv {
     double u, v;
 };
 
 /*
- * The solver's working set, indexed by node unless noted.  Out-adjacency in
- * CSR form without self loops and edges into ROOT: the edges of node i are
- * odst/oc[off[i] .. off[i + 1]), odst a node index until lay_out() makes
- * it the callee's position.  Components are ranges of positions.
+ * The input, read in place: the arrays of a struct rp_graph (double weights)
+ * or a profile's nodes and edges (uint64_t weights, every field a fixed
+ * number of bytes from the same field of the previous element), so that the
+ * report path copies nothing.  Element k of a field is at base + k * step.
+ */
+struct input {
+    uint32_t n, m;
+    const char *stop, *src, *dst, *w;
+    size_t stop_step, src_step, dst_step, w_step;
+    int u64; /* stop and w are uint64_t, not double */
+};
+
+static inline uint32_t in_src(const struct input *g, uint32_t e)
+{
+    uint32_t v;
+    memcpy(&v, g->src + (size_t)e * g->src_step, sizeof v);
+    return v;
+}
+
+static inline uint32_t in_dst(const struct input *g, uint32_t e)
+{
+    uint32_t v;
+    memcpy(&v, g->dst + (size_t)e * g->dst_step, sizeof v);
+    return v;
+}
+
+/* Element k of a weight field (stop or w) as a double. */
+static inline double in_weight(const struct input *g, const char *base, size_t step, uint32_t k)
+{
+    if (g->u64) {
+        uint64_t v;
+        memcpy(&v, base + (size_t)k * step, sizeof v);
+        return (double)v;
+    }
+    double d;
+    memcpy(&d, base + (size_t)k * step, sizeof d);
+    return d;
+}
+
+/*
+ * The solver's working set.  Nodes have a position in solving order
+ * (components in topological order, each a range of positions); everything
+ * but the first adjacency is indexed by position.
  */
 struct solver {
-    uint32_t n;
-    uint32_t *off;   /* n + 1 */
-    uint32_t *odst;  /* callee of each out-edge */
-    double *oc;      /* (1 - alpha) * w / T_src */
-    double *invden;  /* 1 / (1 - (1-alpha) Q_ii), or 0 when that is 0 */
-    uint32_t *order; /* nodes in solving order */
-    uint32_t *cend;  /* components in solving order: end of each in order[] */
-    uint32_t ncomp;
-    uint32_t *cin_off; /* n + 1, by position: in-edges inside a cycle */
-    uint32_t *cin_src; /* their caller's position */
-    double *cin_c;     /* their coefficient */
-    struct uv *in;     /* by position: flow received from earlier components */
-    struct uv *x;      /* by position: u and v */
+    uint32_t n, ncomp;
+    /* out-adjacency by node (CSR), without self loops and edges into ROOT;
+     * freed once the one by position is built */
+    uint32_t *off1, *dst1; /* n + 1; callee node of each edge */
+    double *c1;            /* (1 - alpha) * w / T_src */
+    double *invden1;       /* by node: 1 / (1 - (1-alpha) Q_ii), or 0 */
+    uint32_t *order;       /* position -> node */
+    uint32_t *pos;         /* node -> position */
+    uint32_t *cbeg;        /* first position of each component, in the order
+                              Tarjan completes them (reverse topological) */
+    double *invden;        /* by position */
+    /* edges by caller position, callee as a position: ioff/idst/ic the ones
+     * inside a component of two or more nodes, xoff/xdst/xc the others */
+    uint32_t *ioff, *idst, *xoff, *xdst;
+    double *ic, *xc;
+    struct uv *in; /* by position: flow received */
+    struct uv *x;  /* by position: u and v */
 };
 
 static void solver_free(struct solver *sv)
 {
-    free(sv->off);
-    free(sv->odst);
-    free(sv->oc);
-    free(sv->invden);
+    free(sv->off1);
+    free(sv->dst1);
+    free(sv->c1);
+    free(sv->invden1);
     free(sv->order);
-    free(sv->cend);
-    free(sv->cin_off);
-    free(sv->cin_src);
-    free(sv->cin_c);
+    free(sv->pos);
+    free(sv->cbeg);
+    free(sv->invden);
+    free(sv->ioff);
+    free(sv->idst);
+    free(sv->ic);
+    free(sv->xoff);
+    free(sv->xdst);
+    free(sv->xc);
     free(sv->in);
     free(sv->x);
 }
 
-/* Checks the options, pointers, size (node numbers must stay below DONE)
- * and stop weights (edges are checked while building).  Returns 0 or
- * RP_EINVAL. */
-static int validate(const struct rp_graph *g, double alpha, double tol, uint32_t max_iter)
+/* Checks the options and the size (node numbers must stay below DONE).
+ * Returns 0 or RP_EINVAL. */
+static int validate(uint32_t n, double alpha, double tol, uint32_t max_iter)
 {
-    if (!g || g->n == 0 || g->n >= DONE || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
+    if (n == 0 || n >= DONE)
         return RP_EINVAL;
     if (!(alpha >= 0.0 && alpha < 1.0) || !(tol >= 0.0) || !isfinite(tol) || max_iter == 0)
         return RP_EINVAL;
-    for (uint32_t i = 0; i < g->n; i++)
-        if (!isfinite(g->stop[i]) || g->stop[i] < 0.0)
-            return RP_EINVAL;
     return 0;
 }
 
@@ -138,66 +198,68 @@ static inline int linking(uint32_t a, uint32_t b)
 }
 
 /*
- * Builds the out-adjacency and invden in two passes over the edges: (1)
- * check, row totals, self-loop weight and out-degrees; (2) counting-sort
- * fill.  Returns 0, RP_EINVAL (an index >= n, a negative or non-finite
+ * Builds the out-adjacency by node and invden1 in two passes over the input
+ * edges: (1) check, row totals, self-loop weight and out-degrees; (2)
+ * counting-sort fill with the coefficients.  Returns 0, RP_EINVAL (a negative
+ * or non-finite stop weight, an index >= n, a negative or non-finite edge
  * weight, a row total that overflows), or RP_ENOMEM.
  */
-static int build_adjacency(const struct rp_graph *g, double alpha, struct solver *sv)
+static int build_adjacency(const struct input *g, double alpha, struct solver *sv)
 {
     uint32_t n = g->n, m = g->m;
-    const uint32_t *src = g->src, *dst = g->dst;
-    const double *w = g->w;
     int rc = RP_ENOMEM;
-    double *tot = calloc(n, sizeof *tot);   /* T_i, then (1-alpha) / T_i */
-    double *diag = calloc(n, sizeof *diag); /* self-loop weight */
-    uint32_t *cur = NULL;
+    double *tot = malloc((size_t)n * sizeof *tot); /* T_i, then (1-alpha) / T_i */
+    double *diag = calloc(n, sizeof *diag);        /* self-loop weight */
+    uint32_t *off, *cur = NULL;
 
-    sv->off = calloc((size_t)n + 1, sizeof *sv->off);
-    sv->invden = malloc((size_t)n * sizeof *sv->invden);
-    if (!tot || !diag || !sv->off || !sv->invden)
+    sv->off1 = off = calloc((size_t)n + 1, sizeof *sv->off1);
+    sv->invden1 = malloc((size_t)n * sizeof *sv->invden1);
+    if (!tot || !diag || !off || !sv->invden1)
         goto out;
 
-    for (uint32_t i = 1; i < n; i++)
-        tot[i] = g->stop[i];
-    for (uint32_t e = 0; e < m; e++) {
-        uint32_t a = src[e], b = dst[e];
-        if (a >= n || b >= n || !(w[e] >= 0.0) || !isfinite(w[e])) {
-            rc = RP_EINVAL;
+    rc = RP_EINVAL;
+    for (uint32_t i = 0; i < n; i++) {
+        tot[i] = in_weight(g, g->stop, g->stop_step, i);
+        if (!isfinite(tot[i]) || tot[i] < 0.0)
             goto out;
-        }
-        tot[a] += w[e];
+    }
+    tot[0] = 0.0; /* ROOT has no stop weight */
+    for (uint32_t e = 0; e < m; e++) {
+        uint32_t a = in_src(g, e), b = in_dst(g, e);
+        double w = in_weight(g, g->w, g->w_step, e);
+        if (a >= n || b >= n || !(w >= 0.0) || !isfinite(w))
+            goto out;
+        tot[a] += w;
         if (linking(a, b))
-            sv->off[a + 1]++;
+            off[a + 1]++;
         else if (a == b)
-            diag[a] += w[e];
+            diag[a] += w;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (!isfinite(tot[i])) {
-            rc = RP_EINVAL;
+        if (!isfinite(tot[i]))
             goto out;
-        }
         double q = tot[i] > 0.0 ? (1.0 - alpha) * diag[i] / tot[i] : 0.0;
         /* ROOT's value is fixed, its self loop means nothing */
-        sv->invden[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
+        sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
         tot[i] = tot[i] > 0.0 ? (1.0 - alpha) / tot[i] : 0.0;
-        sv->off[i + 1] += sv->off[i];
+        off[i + 1] += off[i];
     }
 
-    size_t ne = sv->off[n] ? sv->off[n] : 1;
-    sv->odst = malloc(ne * sizeof *sv->odst);
-    sv->oc = malloc(ne * sizeof *sv->oc);
+    rc = RP_ENOMEM;
+    size_t ne = off[n] ? off[n] : 1;
+    sv->dst1 = malloc(ne * sizeof *sv->dst1);
+    sv->c1 = malloc(ne * sizeof *sv->c1);
     cur = malloc((size_t)n * sizeof *cur);
-    if (!sv->odst || !sv->oc || !cur)
+    if (!sv->dst1 || !sv->c1 || !cur)
         goto out;
-    memcpy(cur, sv->off, (size_t)n * sizeof *cur);
+    memcpy(cur, off, (size_t)n * sizeof *cur);
     for (uint32_t e = 0; e < m; e++) {
-        uint32_t a = src[e], b = dst[e];
+        uint32_t a = in_src(g, e), b = in_dst(g, e);
         if (!linking(a, b))
             continue;
         uint32_t k = cur[a]++;
-        sv->odst[k] = b;
-        sv->oc[k] = w[e] * tot[a];
+        sv->dst1[k] = b;
+        sv->c1[k] = in_weight(g, g->w, g->w_step, e) * tot[a];
     }
     rc = 0;
 out:
@@ -209,226 +271,277 @@ out:
 
 /*
  * Tarjan's strongly connected components, iterative, from ROOT first and
- * then from every node not reached yet in index order.  Sets comp[i]
- * (components numbered as they complete: callees' components first), post[i]
- * (the postorder number) and sv->ncomp.  Returns 0 or RP_ENOMEM.
+ * then from every node not reached yet in index order, laying the nodes out
+ * as it goes: a component completes after every component it calls into, so
+ * components take the positions from the top down (sv->cbeg), which puts
+ * callers before callees.  Inside a component the nodes go in reverse
+ * postorder of the search: the finished nodes not yet in a component are
+ * kept on a stack, and when a component completes, its nodes are exactly
+ * the top of that stack, its root (finished last) on top.  Fills sv->order,
+ * sv->pos, sv->cbeg and sv->ncomp.  Returns 0 or RP_ENOMEM.
  */
-static int tarjan(struct solver *sv, uint32_t *comp, uint32_t *post)
+struct frame {
+    uint32_t v, e, end, low; /* node, next edge, its edges' end, low link */
+};
+
+static int tarjan(struct solver *sv)
 {
-    uint32_t n = sv->n, next = 0, npost = 0, ncomp = 0;
-    const uint32_t *off = sv->off, *odst = sv->odst;
-    uint32_t *idx = malloc((size_t)n * sizeof *idx), *low = malloc((size_t)n * sizeof *low);
-    uint32_t *cur = malloc((size_t)n * sizeof *cur), *call = malloc((size_t)n * sizeof *call);
-    uint32_t *open = malloc((size_t)n * sizeof *open); /* Tarjan's stack */
+    uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0;
+    const uint32_t *off = sv->off1, *dst = sv->dst1;
+    uint32_t *idx = malloc((size_t)n * sizeof *idx);
+    uint32_t *fin = malloc((size_t)n * sizeof *fin); /* finished, no component yet */
+    struct frame *fr = malloc((size_t)n * sizeof *fr);
     int rc = RP_ENOMEM;
 
-    if (!idx || !low || !cur || !call || !open)
+    sv->order = malloc((size_t)n * sizeof *sv->order);
+    sv->pos = malloc((size_t)n * sizeof *sv->pos);
+    sv->cbeg = malloc((size_t)n * sizeof *sv->cbeg);
+    if (!idx || !fin || !fr || !sv->order || !sv->pos || !sv->cbeg)
         goto out;
     /* idx[i]: NONE before i is found, DONE once its component is complete,
-     * its discovery number in between (exactly while it is on Tarjan's
-     * stack), so that one load answers both questions Tarjan asks. */
+     * its discovery number in between, so that one load answers both
+     * questions Tarjan asks (DONE is never less than a low link). */
     for (uint32_t i = 0; i < n; i++)
         idx[i] = NONE;
     for (uint32_t s = 0; s < n; s++) {
         if (idx[s] != NONE)
             continue;
-        uint32_t depth = 0, nopen = 0;
-        idx[s] = low[s] = next++;
-        cur[s] = off[s];
-        call[depth++] = s;
-        open[nopen++] = s;
+        uint32_t depth = 1;
+        idx[s] = next++;
+        fr[0] = (struct frame){s, off[s], off[s + 1], idx[s]};
         while (depth) {
-            /* scan v's edges for the next node not found yet, keeping the
-             * cursor and low link in registers */
-            uint32_t v = call[depth - 1], e = cur[v], end = off[v + 1], lv = low[v], w = NONE;
+            /* scan the top frame's edges for a node not found yet */
+            struct frame *f = &fr[depth - 1];
+            uint32_t e = f->e, end = f->end, lv = f->low, w = NONE;
             for (; e < end; e++) {
-                uint32_t iw = idx[odst[e]];
+                uint32_t iw = idx[dst[e]];
                 if (iw == NONE) {
-                    w = odst[e++];
+                    w = dst[e++];
                     break;
                 }
-                lv = iw < lv ? iw : lv; /* DONE never is less */
+                lv = iw < lv ? iw : lv;
             }
-            low[v] = lv;
-            cur[v] = e;
             if (w != NONE) {
-                idx[w] = low[w] = next++;
-                cur[w] = off[w];
-                call[depth++] = w;
-                open[nopen++] = w;
+                f->e = e;
+                f->low = lv;
+                idx[w] = next++;
+                fr[depth++] = (struct frame){w, off[w], off[w + 1], idx[w]};
                 continue;
             }
-            post[v] = npost++;
-            if (--depth && low[v] < low[call[depth - 1]])
-                low[call[depth - 1]] = low[v];
-            if (low[v] != idx[v])
+            uint32_t v = f->v, iv = idx[v];
+            fin[nfin++] = v;
+            if (--depth && lv < fr[depth - 1].low)
+                fr[depth - 1].low = lv;
+            if (lv != iv)
                 continue;
-            uint32_t x;
-            do {
-                x = open[--nopen];
-                comp[x] = ncomp;
+            /* v roots a component: the nodes on fin found after it */
+            uint32_t b = nfin;
+            while (nfin && idx[fin[nfin - 1]] >= iv)
+                nfin--;
+            top -= b - nfin;
+            sv->cbeg[ncomp++] = top;
+            for (uint32_t k = b, p = top; k-- > nfin; p++) {
+                uint32_t x = fin[k];
                 idx[x] = DONE;
-            } while (x != v);
-            ncomp++;
+                sv->order[p] = x;
+                sv->pos[x] = p;
+            }
         }
     }
     sv->ncomp = ncomp;
     rc = 0;
 out:
     free(idx);
-    free(low);
-    free(cur);
-    free(call);
-    free(open);
+    free(fin);
+    free(fr);
     return rc;
 }
 
 /*
- * Lays the nodes out in solving order: components in topological order
- * (Tarjan completes callees first, so component c goes to rank
- * ncomp - 1 - c), and inside a component by reverse postorder.  Fills
- * sv->order and sv->cend, and turns the callees in sv->odst into positions.
- * Returns 0 or RP_ENOMEM.
+ * Chooses, for each component of two or more nodes, the order of its nodes
+ * that leaves less weight on the edges pointing backwards, the ones a
+ * Gauss-Seidel sweep only sees in the next sweep (their weight sets how
+ * many sweeps it takes): the reverse postorder Tarjan left, or the order of
+ * the node ids, which in a profile is the order in which the nodes were
+ * first seen, so that each node's first caller comes before it.  Reverse
+ * postorder points every edge forward but the search's back edges, and a
+ * search that wanders through a large cycle makes many of those; id order
+ * points backwards every call to a node first seen earlier.  Neither wins
+ * always (see docs/ranking.md), and weighing both is one pass over the
+ * adjacency in id order.  Updates sv->order and sv->pos.  Returns 0 or
+ * RP_ENOMEM.
  */
-static int lay_out(struct solver *sv, const uint32_t *comp, const uint32_t *post)
+static int choose_order(struct solver *sv)
 {
-    uint32_t n = sv->n, nc = sv->ncomp;
-    uint32_t *rpo = malloc((size_t)n * sizeof *rpo);
-    uint32_t *fill = calloc((size_t)nc + 1, sizeof *fill);
-    int rc = RP_ENOMEM;
+    uint32_t n = sv->n, nc = sv->ncomp, *pos = sv->pos, *order = sv->order;
+    const uint32_t *off = sv->off1, *dst = sv->dst1;
+    const double *c = sv->c1;
+    uint32_t *cid = malloc((size_t)n * sizeof *cid); /* by position: component */
+    uint32_t *cur = malloc((size_t)nc * sizeof *cur);
+    double *back = calloc((size_t)nc * 2, sizeof *back); /* [2r]: postorder, [2r+1]: ids */
+    int rc = RP_ENOMEM, any = 0;
 
-    sv->order = malloc((size_t)n * sizeof *sv->order);
-    sv->cend = malloc((size_t)nc * sizeof *sv->cend);
-    if (!rpo || !fill || !sv->order || !sv->cend)
+    if (!cid || !cur || !back)
         goto out;
+    for (uint32_t r = 0; r < nc; r++)
+        for (uint32_t k = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n; k < b; k++)
+            cid[k] = r;
     for (uint32_t i = 0; i < n; i++) {
-        rpo[n - 1 - post[i]] = i;
-        fill[nc - comp[i]]++; /* size of rank r at fill[r + 1] */
+        uint32_t k = pos[i], r = cid[k], a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
+        if (size == 1)
+            continue;
+        for (uint32_t e = off[i]; e < off[i + 1]; e++) {
+            uint32_t p = pos[dst[e]];
+            if (p - a >= size)
+                continue;
+            back[2 * r] += p < k ? c[e] : 0.0;
+            back[2 * r + 1] += dst[e] < i ? c[e] : 0.0;
+        }
     }
     for (uint32_t r = 0; r < nc; r++) {
-        fill[r + 1] += fill[r];
-        sv->cend[r] = fill[r + 1];
+        cur[r] = back[2 * r + 1] < back[2 * r] ? sv->cbeg[r] : NONE;
+        any |= cur[r] != NONE;
     }
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = rpo[k];
-        sv->order[fill[nc - 1 - comp[i]]++] = i;
+    if (any) {
+        for (uint32_t i = 0; i < n; i++) /* reads pos before the next loop changes it */
+            if (cur[cid[pos[i]]] != NONE)
+                order[cur[cid[pos[i]]]++] = i;
+        for (uint32_t k = 0; k < n; k++)
+            pos[order[k]] = k;
     }
-    for (uint32_t k = 0; k < n; k++) /* rpo becomes node -> position */
-        rpo[sv->order[k]] = k;
-    for (uint32_t e = 0; e < sv->off[n]; e++)
-        sv->odst[e] = rpo[sv->odst[e]];
     rc = 0;
 out:
-    free(rpo);
-    free(fill);
+    free(cid);
+    free(cur);
+    free(back);
     return rc;
 }
 
 /*
- * Stores the edges inside components of two or more nodes (caller and
- * callee positions in the component's range) by callee position, in cin_*,
- * for the sweeps to read: a count and a fill pass over those components'
- * out-edges.  Returns 0 or RP_ENOMEM.
+ * Rewrites the adjacency by position, callees as positions, split into the
+ * edges inside components of two or more nodes (ioff/idst/ic, read every
+ * sweep) and the others (xoff/xdst/xc, read once): one pass over the rows in
+ * solving order, writing both sequentially.  The rows are read in random
+ * order, so the pass prefetches them PF_ROWS nodes ahead (their offsets
+ * twice as far ahead).  Both outputs are allocated for all edges and
+ * trimmed afterwards (untouched pages cost nothing).  Frees the adjacency by
+ * node.  Returns 0 or RP_ENOMEM.
  */
-static int build_cycles(struct solver *sv)
-{
-    uint32_t n = sv->n, *fill = NULL;
-    const uint32_t *odst = sv->odst;
-    int rc = RP_ENOMEM;
+#define PF_ROWS 8u
 
-    sv->cin_off = calloc((size_t)n + 1, sizeof *sv->cin_off);
-    if (!sv->cin_off)
-        goto out;
-    for (int fillpass = 0; fillpass < 2; fillpass++) {
-        for (uint32_t r = 0, a = 0; r < sv->ncomp; a = sv->cend[r++]) {
-            uint32_t size = sv->cend[r] - a;
-            for (uint32_t k = a; size > 1 && k < sv->cend[r]; k++) {
-                uint32_t i = sv->order[k];
-                for (uint32_t e = sv->off[i]; e < sv->off[i + 1]; e++) {
-                    if (odst[e] - a >= size)
-                        continue;
-                    if (!fillpass) {
-                        sv->cin_off[odst[e] + 1]++;
-                        continue;
-                    }
-                    uint32_t f = fill[odst[e]]++;
-                    sv->cin_src[f] = k;
-                    sv->cin_c[f] = sv->oc[e];
+static int lay_out(struct solver *sv)
+{
+    uint32_t n = sv->n, ne = sv->off1[n], nin = 0, nout = 0;
+    const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos, *order = sv->order;
+    const double *c = sv->c1;
+
+    sv->invden = malloc((size_t)n * sizeof *sv->invden);
+    sv->ioff = malloc(((size_t)n + 1) * sizeof *sv->ioff);
+    sv->xoff = malloc(((size_t)n + 1) * sizeof *sv->xoff);
+    sv->idst = malloc(((size_t)ne + AHEAD) * sizeof *sv->idst);
+    sv->ic = malloc(((size_t)ne + 1) * sizeof *sv->ic);
+    sv->xdst = malloc(((size_t)ne + AHEAD) * sizeof *sv->xdst);
+    sv->xc = malloc(((size_t)ne + 1) * sizeof *sv->xc);
+    if (!sv->invden || !sv->ioff || !sv->xoff || !sv->idst || !sv->ic || !sv->xdst || !sv->xc)
+        return RP_ENOMEM;
+    for (uint32_t r = sv->ncomp; r-- > 0;) {
+        uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
+        for (uint32_t k = a; k < a + size; k++) {
+            if (k + 2 * PF_ROWS < n)
+                __builtin_prefetch(&off[order[k + 2 * PF_ROWS]]);
+            if (k + PF_ROWS < n) {
+                uint32_t f = off[order[k + PF_ROWS]];
+                __builtin_prefetch(&dst[f]);
+                __builtin_prefetch(&c[f]);
+            }
+            uint32_t i = order[k];
+            sv->invden[k] = sv->invden1[i];
+            sv->ioff[k] = nin;
+            sv->xoff[k] = nout;
+            for (uint32_t e = off[i]; e < off[i + 1]; e++) {
+                uint32_t p = pos[dst[e]];
+                if (p - a < size && size > 1) {
+                    sv->idst[nin] = p;
+                    sv->ic[nin++] = c[e];
+                } else {
+                    sv->xdst[nout] = p;
+                    sv->xc[nout++] = c[e];
                 }
             }
         }
-        if (fillpass)
-            break;
-        for (uint32_t k = 0; k < n; k++)
-            sv->cin_off[k + 1] += sv->cin_off[k];
-        size_t ne = sv->cin_off[n] ? sv->cin_off[n] : 1;
-        sv->cin_src = malloc(ne * sizeof *sv->cin_src);
-        sv->cin_c = malloc(ne * sizeof *sv->cin_c);
-        fill = malloc((size_t)n * sizeof *fill);
-        if (!sv->cin_src || !sv->cin_c || !fill)
-            goto out;
-        memcpy(fill, sv->cin_off, (size_t)n * sizeof *fill);
     }
-    rc = 0;
-out:
-    free(fill);
-    return rc;
+    sv->ioff[n] = nin;
+    sv->xoff[n] = nout;
+    memset(sv->idst + nin, 0, AHEAD * sizeof *sv->idst);
+    memset(sv->xdst + nout, 0, AHEAD * sizeof *sv->xdst);
+    /* shrinking cannot fail in practice; if it does, the block stays */
+    uint32_t *t;
+    double *d;
+    if ((t = realloc(sv->idst, ((size_t)nin + AHEAD) * sizeof *t)))
+        sv->idst = t;
+    if ((t = realloc(sv->xdst, ((size_t)nout + AHEAD) * sizeof *t)))
+        sv->xdst = t;
+    if ((d = realloc(sv->ic, ((size_t)nin + 1) * sizeof *d)))
+        sv->ic = d;
+    if ((d = realloc(sv->xc, ((size_t)nout + 1) * sizeof *d)))
+        sv->xc = d;
+    free(sv->off1);
+    free(sv->dst1);
+    free(sv->c1);
+    free(sv->invden1);
+    free(sv->pos);
+    sv->off1 = sv->dst1 = sv->pos = NULL;
+    sv->c1 = sv->invden1 = NULL;
+    return 0;
 }
 
 /*
- * Builds everything the solver needs: adjacency, components, solving order,
- * in-edges of cycles.  On failure the caller still frees sv.  Returns 0,
- * RP_EINVAL (see build_adjacency) or RP_ENOMEM.
+ * Builds everything the solver needs: adjacency, components and solving
+ * order, the adjacency by position.  On failure the caller still frees sv.
+ * Returns 0, RP_EINVAL (see build_adjacency) or RP_ENOMEM.
  */
-static int build(const struct rp_graph *g, double alpha, struct solver *sv)
+static int build(const struct input *g, double alpha, struct solver *sv)
 {
-    uint32_t *post = NULL, *comp = NULL;
     int rc;
 
     sv->n = g->n;
-    rc = build_adjacency(g, alpha, sv);
-    if (rc)
+    if ((rc = build_adjacency(g, alpha, sv)) || (rc = tarjan(sv)) || (rc = choose_order(sv)) ||
+        (rc = lay_out(sv)))
         return rc;
-    rc = RP_ENOMEM;
-    post = malloc((size_t)g->n * sizeof *post);
-    comp = malloc((size_t)g->n * sizeof *comp);
     sv->in = malloc((size_t)g->n * sizeof *sv->in);
     sv->x = calloc(g->n, sizeof *sv->x);
-    if (!post || !comp || !sv->in || !sv->x)
-        goto out;
-    if (!(rc = tarjan(sv, comp, post)) && !(rc = lay_out(sv, comp, post)))
-        rc = build_cycles(sv);
-out:
-    free(post);
-    free(comp);
-    return rc;
+    return sv->in && sv->x ? 0 : RP_ENOMEM;
 }
 
 /*
- * Adds x times each edge's coefficient to the flow into the callees of node
- * i, except for callees at positions [a, a + size) (i's own component, whose
- * flow the sweeps have already counted).  Cannot fail.
+ * Adds d times each coefficient c[e], e in [e0, e1), to the flow into the
+ * callee dst[e], prefetching the flow AHEAD edges on (dst has AHEAD spare
+ * entries).  Cannot fail.
  */
-static inline void push(struct solver *sv, uint32_t i, uint32_t a, uint32_t size, struct uv x)
+static inline void push(struct uv *in, const uint32_t *dst, const double *c, uint32_t e0,
+                        uint32_t e1, struct uv d)
 {
-    const uint32_t *odst = sv->odst;
-    const double *oc = sv->oc;
-    struct uv *in = sv->in;
-    for (uint32_t e = sv->off[i]; e < sv->off[i + 1]; e++) {
-        double c = odst[e] - a < size ? 0.0 : oc[e];
-        struct uv *t = &in[odst[e]];
-        t->u += c * x.u;
-        t->v += c * x.v;
+    for (uint32_t e = e0; e < e1; e++) {
+        __builtin_prefetch(&in[dst[e + AHEAD]], 1);
+        struct uv *t = &in[dst[e]];
+        t->u += c[e] * d.u;
+        t->v += c[e] * d.v;
     }
 }
 
 /*
- * Gauss-Seidel sweeps over the component at positions [a, b): each node
- * takes the flow it received from earlier components plus, over its in-edges
- * inside the component, the latest values of its callers there.  Runs until
- * the L1 change of the component's pi is at most tol, or is down to rounding
- * (FLOOR_ULPS units in the last place of the component's sum), or max_iter
- * sweeps were made.  The change of pi is bounded with
+ * Gauss-Seidel sweeps over the component at positions [a, b), in push form:
+ * in[k] always holds the flow from earlier components plus the sum of
+ * c * x over k's callers inside the component at their current values, so
+ * when node k is updated, x_k = in[k] * invden (exactly the Gauss-Seidel
+ * update of the pull form), and the change of x_k is pushed along k's edges
+ * inside the component: callees after k see it in this sweep, those before
+ * it in the next.  Starting from 0 every change is >= 0 (in[] only grows),
+ * so the iterates increase monotonically to the solution.
+ *
+ * Runs until the L1 change of the component's pi is at most tol, or is down
+ * to rounding (FLOOR_ULPS units in the last place of the component's sum),
+ * or max_iter sweeps were made.  The change of pi is bounded with
  *     pi_ROOT <= (rv - sum v) / (ru + sum u),
  * the sums over the component, where ru = 1 + sum u and rv = 1 - sum v over
  * the components solved before (all of u and v only grow).  A node that
@@ -442,9 +555,9 @@ static inline void push(struct solver *sv, uint32_t i, uint32_t a, uint32_t size
 static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru, double rv,
                             double tol, uint32_t max_iter, double *du, double *dv)
 {
-    const uint32_t *off = sv->cin_off, *src = sv->cin_src;
-    const double *c = sv->cin_c;
-    struct uv *x = sv->x;
+    const uint32_t *off = sv->ioff, *dst = sv->idst;
+    const double *c = sv->ic, *invden = sv->invden;
+    struct uv *x = sv->x, *in = sv->in;
     uint32_t it = 0;
     double cu = 0.0, cv = 0.0;
 
@@ -452,33 +565,22 @@ static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru
         cu = cv = 0.0;
         double su = 0.0, svs = 0.0;
         for (uint32_t k = a; k < b; k++) {
-            uint32_t i = sv->order[k];
-            double u0 = sv->in[k].u, v0 = sv->in[k].v, u1 = 0.0, v1 = 0.0;
-            uint32_t e = off[k], end = off[k + 1];
-            for (; e + 2 <= end; e += 2) { /* two sums: the loads overlap */
-                const struct uv *p = &x[src[e]], *q = &x[src[e + 1]];
-                u0 += c[e] * p->u;
-                v0 += c[e] * p->v;
-                u1 += c[e + 1] * q->u;
-                v1 += c[e + 1] * q->v;
-            }
-            if (e < end) {
-                u0 += c[e] * x[src[e]].u;
-                v0 += c[e] * x[src[e]].v;
-            }
-            struct uv nx = {u0 + u1, v0 + v1};
-            if (sv->invden[i] > 0.0) {
-                nx.u *= sv->invden[i];
-                nx.v *= sv->invden[i];
+            struct uv nx = in[k], d;
+            if (invden[k] > 0.0) {
+                nx.u *= invden[k];
+                nx.v *= invden[k];
             } else {
                 nx.u += x[k].u;
                 nx.v += x[k].v;
             }
-            cu += fabs(nx.u - x[k].u);
-            cv += fabs(nx.v - x[k].v);
+            d.u = nx.u - x[k].u;
+            d.v = nx.v - x[k].v;
+            cu += fabs(d.u);
+            cv += fabs(d.v);
             su += nx.u;
             svs += nx.v;
             x[k] = nx;
+            push(in, dst, c, off[k], off[k + 1], d);
         }
         it++;
         /* the component's sums tighten the bound on pi_ROOT */
@@ -502,18 +604,21 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
 {
     uint32_t n = sv->n, it = 1, ncyc = 0; /* nodes that need sweeps */
     double tele = alpha / (double)n, du = 0.0, dv = 0.0, su = 0.0, svs = 0.0;
+    struct uv *x = sv->x;
 
     for (uint32_t k = 0; k < n; k++)
         sv->in[k] = (struct uv){0.0, sv->order[k] ? tele : 0.0};
-    for (uint32_t r = 0, a = 0; r < sv->ncomp; a = sv->cend[r++])
-        if (sv->cend[r] - a > 1 || sv->invden[sv->order[a]] == 0.0)
-            ncyc += sv->cend[r] - a;
-    for (uint32_t r = 0, a = 0; r < sv->ncomp; a = sv->cend[r++]) {
-        uint32_t b = sv->cend[r], i = sv->order[a];
-        if (b - a == 1 && (i == 0 || sv->invden[i] > 0.0)) {
+    for (uint32_t r = 0; r < sv->ncomp; r++) {
+        uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n;
+        if (b - a > 1 || sv->invden[a] == 0.0)
+            ncyc += b - a;
+    }
+    for (uint32_t r = sv->ncomp; r-- > 0;) {
+        uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n, i = sv->order[a];
+        if (b - a == 1 && (i == 0 || sv->invden[a] > 0.0)) {
             struct uv in = sv->in[a];
-            sv->x[a] = i == 0 ? (struct uv){1.0, 0.0}
-                              : (struct uv){in.u * sv->invden[i], in.v * sv->invden[i]};
+            x[a] = i == 0 ? (struct uv){1.0, 0.0}
+                          : (struct uv){in.u * sv->invden[a], in.v * sv->invden[a]};
         } else {
             /* this component's share of the tolerance: all sum to tol */
             double t = tol * (double)(b - a) / (double)ncyc;
@@ -521,48 +626,41 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
             it = k > it ? k : it;
         }
         for (uint32_t k = a; k < b; k++) {
-            uint32_t j = sv->order[k];
-            push(sv, j, a, b - a, sv->x[k]);
-            if (j) {
-                su += sv->x[k].u;
-                svs += sv->x[k].v;
+            push(sv->in, sv->xdst, sv->xc, sv->xoff[k], sv->xoff[k + 1], x[k]);
+            if (sv->order[k]) {
+                su += x[k].u;
+                svs += x[k].v;
             }
         }
     }
     double root = (1.0 - svs) / (1.0 + su);
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = sv->order[k];
-        pi[i] = i ? root * sv->x[k].u + sv->x[k].v : root;
+        pi[i] = i ? root * x[k].u + x[k].v : root;
     }
     *iters = it;
     *resid = root * du + dv;
 }
 
-int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double *pi,
-                  uint32_t *iterations, double *residual)
+/* rp_rank_solve on an input of either kind; see there.  Returns 0, RP_EINVAL
+ * or RP_ENOMEM. */
+static int rank_solve(const struct input *g, double alpha, double tol, uint32_t max_iter,
+                      double *pi, uint32_t *iterations, double *residual)
 {
-    double alpha = o ? o->alpha : DEFAULT_ALPHA;
-    double tol = o ? o->tol : DEFAULT_TOL;
-    uint32_t max_iter = o ? o->max_iter : DEFAULT_MAX_ITER;
     struct solver sv = {0};
     uint32_t it = 0;
     double res = 0.0;
-    int rc;
+    int rc = validate(g->n, alpha, tol, max_iter);
 
-    if (!pi)
-        return RP_EINVAL;
-    rc = validate(g, alpha, tol, max_iter);
     if (rc)
         return rc;
     if (g->n == 1) {
         pi[0] = 1.0;
-        goto done;
+    } else {
+        if ((rc = build(g, alpha, &sv)))
+            goto out;
+        solve(&sv, alpha, tol, max_iter, pi, &it, &res);
     }
-    rc = build(g, alpha, &sv);
-    if (rc)
-        goto out;
-    solve(&sv, alpha, tol, max_iter, pi, &it, &res);
-done:
     if (iterations)
         *iterations = it;
     if (residual)
@@ -572,11 +670,25 @@ out:
     return rc;
 }
 
-/* Node order for ranks: higher pi first, then lower index. */
-struct rank_key {
-    double pi;
-    uint32_t idx;
-};
+int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double *pi,
+                  uint32_t *iterations, double *residual)
+{
+    if (!pi || !g || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
+        return RP_EINVAL;
+    struct input in = {g->n,
+                       g->m,
+                       (const char *)g->stop,
+                       (const char *)g->src,
+                       (const char *)g->dst,
+                       (const char *)g->w,
+                       sizeof *g->stop,
+                       sizeof *g->src,
+                       sizeof *g->dst,
+                       sizeof *g->w,
+                       0};
+    return rank_solve(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
+                      o ? o->max_iter : DEFAULT_MAX_ITER, pi, iterations, residual);
+}
 
 /* Whether node n is a span (instants and counters are not). */
 static int is_span(const struct rp_node *n)
@@ -584,95 +696,144 @@ static int is_span(const struct rp_node *n)
     return n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER;
 }
 
-static int cmp_rank(const void *a, const void *b)
+/*
+ * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
+ * index, and stores each one's place (1, 2, ...) in rank[i - 1].  A stable
+ * LSD radix sort on the complement of the key, RADIX_BITS at a time,
+ * skipping digits all keys share; it starts in index order, so ties stay in
+ * index order.  Returns 0 or RP_ENOMEM.
+ */
+#define RADIX_BITS 11
+#define RADIX      (1u << RADIX_BITS)
+#define DIGITS     ((64 + RADIX_BITS - 1) / RADIX_BITS)
+
+struct rank_key {
+    uint64_t key; /* complemented: ascending order ranks */
+    uint32_t idx;
+};
+
+static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
 {
-    const struct rank_key *x = a, *y = b;
-    if (x->pi != y->pi)
-        return x->pi > y->pi ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    struct rank_key *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt);
+    int rc = RP_ENOMEM;
+
+    if (!a || !b || !cnt)
+        goto out;
+    for (uint32_t k = 0; k < n; k++) {
+        a[k] = (struct rank_key){~key[k], k + 1};
+        for (unsigned d = 0; d < DIGITS; d++)
+            cnt[d][(a[k].key >> (d * RADIX_BITS)) & (RADIX - 1)]++;
+    }
+    for (unsigned d = 0; d < DIGITS; d++) {
+        uint32_t *c = cnt[d], sum = 0;
+        if (c[(a[0].key >> (d * RADIX_BITS)) & (RADIX - 1)] == n)
+            continue; /* every key has this digit */
+        for (uint32_t r = 0; r < RADIX; r++) {
+            uint32_t t = c[r];
+            c[r] = sum;
+            sum += t;
+        }
+        for (uint32_t k = 0; k < n; k++)
+            b[c[(a[k].key >> (d * RADIX_BITS)) & (RADIX - 1)]++] = a[k];
+        struct rank_key *t = a;
+        a = b;
+        b = t;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        rank[a[k].idx - 1] = k + 1;
+    rc = 0;
+out:
+    free(a);
+    free(b);
+    free(cnt);
+    return rc;
 }
 
 /*
+ * Reads the graph straight from the profile's nodes and edges (no copy).
  * ROOT (nodes[0]) gets standing 0, involvement 1 and rank 0 (not ranked);
- * the other nodes get ranks 1..n-1.  If pi_ROOT is 0 (possible only with
- * alpha == 0 and a part of the graph that never returns), involvement is 0;
- * if all of pi is on ROOT, standing is 0.  Returns 0, RP_EINVAL (NULL
+ * the other nodes get ranks 1..n-1, higher pi first, then lower index,
+ * instants and counters after every span.  If pi_ROOT is 0 (possible only
+ * with alpha == 0 and a part of the graph that never returns), involvement
+ * is 0; if all of pi is on ROOT, standing is 0.  Returns 0, RP_EINVAL (NULL
  * profile, no nodes, an edge naming a node that does not exist, bad
  * options), or RP_ENOMEM; on failure the nodes are left unchanged.
  */
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 {
     struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER};
-    double *stop = NULL, *w = NULL, *pi = NULL;
-    uint32_t *src = NULL, *dst = NULL;
-    struct rank_key *keys = NULL;
-    uint32_t n, m, it = 0;
+    double *pi = NULL;
+    uint64_t *key = NULL;
+    uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
-    int rc = RP_EINVAL;
+    int rc;
 
     if (!p || p->n_nodes == 0 || !p->nodes || (p->n_edges && !p->edges))
         return RP_EINVAL;
     if (!o)
         o = &def;
     n = p->n_nodes;
-    m = p->n_edges;
+    int calls = p->rank.weight_calls;
+    const struct rp_node *nd = p->nodes;
+    const struct rp_edge *ed = p->edges;
+    struct input g = {n,
+                      p->n_edges,
+                      calls ? (const char *)&nd->calls : (const char *)&nd->excl,
+                      ed ? (const char *)&ed->caller : NULL,
+                      ed ? (const char *)&ed->callee : NULL,
+                      !ed     ? NULL
+                      : calls ? (const char *)&ed->calls
+                              : (const char *)&ed->incl,
+                      sizeof *nd,
+                      sizeof *ed,
+                      sizeof *ed,
+                      sizeof *ed,
+                      1};
     rc = RP_ENOMEM;
-    stop = malloc((size_t)n * sizeof *stop);
     pi = malloc((size_t)n * sizeof *pi);
-    keys = malloc((size_t)n * sizeof *keys);
-    w = malloc((size_t)(m ? m : 1) * sizeof *w);
-    src = malloc((size_t)(m ? m : 1) * sizeof *src);
-    dst = malloc((size_t)(m ? m : 1) * sizeof *dst);
-    if (!stop || !pi || !keys || !w || !src || !dst)
+    key = malloc((size_t)n * sizeof *key);
+    rank = malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
+    if (!pi || !key || !rank)
         goto out;
-    for (uint32_t i = 0; i < n; i++) {
-        const struct rp_node *nd = &p->nodes[i];
-        stop[i] = i == 0 ? 0.0 : (double)(p->rank.weight_calls ? nd->calls : nd->excl);
-    }
-    for (uint32_t e = 0; e < m; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        src[e] = ed->caller;
-        dst[e] = ed->callee;
-        w[e] = (double)(p->rank.weight_calls ? ed->calls : ed->incl);
-    }
-    struct rp_graph g = {n, m, stop, src, dst, w};
-    rc = rp_rank_solve(&g, o, pi, &it, &res);
+    rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, pi, &it, &res);
     if (rc)
         goto out;
 
     /* Instants and counters are nodes without spans: the report does not
-     * list them, so they get no standing (and rank after every span). */
+     * list them, so they get no standing (and rank after every span).  The
+     * sort key of a span is pi's bits (order-preserving for pi >= 0) plus
+     * one, so that every span ranks before the non-spans' 0. */
     double rest = 0.0;
-    for (uint32_t i = 1; i < n; i++)
-        rest += is_span(&p->nodes[i]) ? pi[i] : 0.0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &pi[i], sizeof bits);
+        int span = is_span(&p->nodes[i]);
+        rest += span ? pi[i] : 0.0;
+        key[i - 1] = !span ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
+    }
+    if (n > 1 && (rc = assign_ranks(n - 1, key, rank)))
+        goto out;
     for (uint32_t i = 0; i < n; i++) {
-        struct rp_node *nd = &p->nodes[i];
+        struct rp_node *x = &p->nodes[i];
         if (i == 0) {
-            nd->standing = 0.0;
-            nd->involvement = 1.0;
-            nd->rank = 0;
+            x->standing = 0.0;
+            x->involvement = 1.0;
+            x->rank = 0;
             continue;
         }
-        int span = is_span(nd);
-        nd->standing = span && rest > 0.0 ? pi[i] / rest : 0.0;
-        nd->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
-        keys[i - 1].pi = span ? pi[i] : -1.0;
-        keys[i - 1].idx = i;
+        int span = is_span(x);
+        x->standing = span && rest > 0.0 ? pi[i] / rest : 0.0;
+        x->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
+        x->rank = rank[i - 1];
     }
-    if (n > 1)
-        qsort(keys, n - 1, sizeof *keys, cmp_rank);
-    for (uint32_t k = 0; k + 1 < n; k++)
-        p->nodes[keys[k].idx].rank = k + 1;
     p->rank.alpha = o->alpha;
     p->rank.iterations = it;
     p->rank.residual = res;
     rc = 0;
 out:
-    free(stop);
-    free(w);
     free(pi);
-    free(src);
-    free(dst);
-    free(keys);
+    free(key);
+    free(rank);
     return rc;
 }
