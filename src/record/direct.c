@@ -76,6 +76,7 @@
 #define STACK_MAX  8192u
 #define TSUM_MAX   65536u /* summaries of ended threads */
 #define IDX_INIT   512u
+#define BATCH      256u /* records a thread keeps before the engine runs */
 
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -123,7 +124,10 @@ struct dtable {
 };
 
 struct dframe {
-    uint64_t key, start, child;
+    uint64_t key;
+    uint64_t start; /* on the engine-free clock (below), for durations */
+    uint64_t t0;    /* the raw start, for the id's first/last start */
+    uint64_t child;
     struct dstat *s; /* NULL: the span's id could not be recorded */
     uint32_t idx;    /* s's index (0 with s NULL) */
 };
@@ -138,8 +142,13 @@ struct rp_dthread {
     uint32_t depth, over; /* open frames; frames beyond STACK_MAX (owner only) */
     struct dframe *stack;
     uint64_t events, first, last, unmatched, unclosed, reentered;
+    uint64_t stolen; /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
     struct rp_dthread *next; /* in dg.live, under dg.lock */
+    /* tb.pos/tb.end walk batch[]; `before` is never a real record, so that
+     * sites.c's look at pos[-1] stays inside this struct */
+    struct rp_raw before;
+    struct rp_raw batch[BATCH];
 };
 
 /* What is kept of an ended thread. */
@@ -416,7 +425,7 @@ edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee, ui
 }
 
 static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *d, uint64_t key,
-                                                             uint64_t now)
+                                                             uint64_t now, uint64_t raw)
 {
     if (__builtin_expect(d->depth == STACK_MAX, 0)) {
         d->over++;
@@ -427,6 +436,7 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *
     struct dframe *f = &d->stack[d->depth++];
     f->key = key;
     f->start = now;
+    f->t0 = raw;
     f->child = 0;
     f->idx = idx;
     if (__builtin_expect(idx != 0, 1)) {
@@ -452,7 +462,7 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
     }
     if (__builtin_expect(!s, 0))
         return; /* counted as dropped when it began */
-    stat_add(&d->tab, s, dur, self, f->start);
+    stat_add(&d->tab, s, dur, self, f->t0);
     if (--s->active == 0)
         ST(s->incl, s->incl + dur);
     if (__builtin_expect(d->depth && !parent, 0))
@@ -492,38 +502,50 @@ static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d,
         span_end_slow(d, key, now);
 }
 
-static void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl);
+static void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op,
+                       uint64_t pl);
 
+/*
+ * Applies one event at `now` on the engine-free clock (raw less d->stolen,
+ * what durations are measured on) and `raw`, the clock as read (first and
+ * last starts).  The caller counts the event (count_events).
+ */
 static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
-                                                       uint64_t word)
+                                                       uint64_t raw, uint64_t word)
 {
     unsigned op = (unsigned)(word >> RP_RAW_SHIFT);
     uint64_t pl = word & RP_RAW_PAYLOAD;
 
-    if (__builtin_expect(!d->events, 0))
-        ST(d->first, now);
-    ST(d->events, d->events + 1);
-    ST(d->last, now);
     if (__builtin_expect(op == RP_RAW_FUNC_ENTER, 1)) /* the common cases first */
-        span_begin(d, TKEY(RP_KIND_FUNC, pl), now);
+        span_begin(d, TKEY(RP_KIND_FUNC, pl), now, raw);
     else if (__builtin_expect(op == RP_RAW_FUNC_EXIT, 1))
         span_end(d, TKEY(RP_KIND_FUNC, pl), now);
     else
-        feed_other(d, now, op, pl);
+        feed_other(d, now, raw, op, pl);
+}
+
+/* Counts n events of d, the first at raw ticks first, the last at last. */
+static inline void count_events(struct rp_dthread *d, uint64_t n, uint64_t first, uint64_t last)
+{
+    if (__builtin_expect(!d->events, 0))
+        ST(d->first, first);
+    ST(d->events, d->events + n);
+    ST(d->last, last);
 }
 
 /* The events other than function entries and exits. */
-static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl)
+static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op,
+                                   uint64_t pl)
 {
     switch (op) {
     case RP_RAW_SITE_BEGIN:
-        span_begin(d, TKEY(RP_KIND_POINT, pl), now);
+        span_begin(d, TKEY(RP_KIND_POINT, pl), now, raw);
         break;
     case RP_RAW_SITE_END:
         span_end(d, TKEY(RP_KIND_POINT, pl), now);
         break;
     case RP_RAW_LOCK_WAIT:
-        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
         break;
     case RP_RAW_LOCK_ACQ:
         /* after a WAIT of this lock (innermost) the wait ends and the hold
@@ -531,7 +553,7 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned 
          * (docs/locks.md), the hold begins alone */
         if (d->over || (d->depth && d->stack[d->depth - 1].key == TKEY(RP_KIND_LOCK_WAIT, pl)))
             span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
-        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
+        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now, raw);
         break;
     case RP_RAW_LOCK_REL:
         span_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
@@ -546,8 +568,8 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned 
             struct dstat *s = stat_at(&d->tab, i);
             ST(s->calls, s->calls + 1);
             if (!s->first)
-                ST(s->first, now);
-            ST(s->last, now);
+                ST(s->first, raw);
+            ST(s->last, raw);
         } else {
             ST(d->tab.dropped, d->tab.dropped + 1);
         }
@@ -570,6 +592,9 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
         return NULL;
     }
     d->tid = tid;
+    d->before.word = UINT64_MAX; /* no event has this word */
+    d->tb.pos = d->batch;
+    d->tb.end = d->batch + BATCH;
     table_init(&d->tab);
     pthread_mutex_lock(&dg.lock);
     d->next = dg.live;
@@ -580,7 +605,8 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
 
 RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word)
 {
-    feed(d, ticks, word);
+    count_events(d, 1, ticks, ticks);
+    feed(d, ticks, ticks, word);
 }
 
 /* The name of thread tid (its comm), or "" if it cannot be read. */
@@ -638,8 +664,52 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
     zfree(d, sizeof(*d));
 }
 
+/*
+ * Runs the records stored in d->batch (by rp_append's fast path or by
+ * rp_direct_event) through the engine and empties the batch.  The caller is
+ * d's thread and holds d->tb.guard, so no record is added meanwhile.  The
+ * time this takes is added to d->stolen: later events are timed without it,
+ * so no span includes the engine's work (spans that were open lose it).
+ * Cannot fail: what does not fit in the tables is counted as dropped.
+ */
+static RP_NOINLINE void batch_run(struct rp_dthread *d)
+{
+    struct rp_raw *p = d->batch, *e = d->tb.pos;
+    if (p == e)
+        return;
+    uint64_t t0 = rp_ticks(), off = d->stolen, n = 0, last = p->ticks;
+    for (; p < e; p++) {
+        uint64_t raw = p->ticks, w = p->word;
+        if (__builtin_expect(w >> RP_RAW_SHIFT == RP_RAW_DATA, 0))
+            continue; /* an instant's or counter's value: not kept */
+        n++;
+        last = raw;
+        feed(d, raw - off, raw, w);
+    }
+    count_events(d, n, d->batch[0].ticks, last);
+    d->tb.end = d->batch + BATCH; /* sites.c may have shortened it */
+    rp_pos_set(&d->tb, d->batch);
+    uint64_t t1 = rp_ticks();
+    d->stolen = off + (t1 > t0 ? t1 - t0 : 0);
+}
+
+/* Runs the calling thread's batch, unless it is inside the recorder. */
+static void drain_self(void)
+{
+    struct rp_dthread *d = dself;
+    if (!d || d->tb.guard)
+        return;
+    d->tb.guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    batch_run(d);
+    atomic_signal_fence(memory_order_seq_cst);
+    d->tb.guard = 0;
+}
+
 static void dthread_exit(void *arg)
 {
+    if (arg && arg == dself)
+        drain_self();
     dself = NULL;
     rp_self = NULL;
     dgone = 1;
@@ -674,7 +744,12 @@ RP_HIDDEN void rp_direct_event(uint64_t word)
     }
     d->tb.guard = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    feed(d, rp_ticks(), word);
+    if (d->tb.pos >= d->tb.end)
+        batch_run(d);
+    struct rp_raw *p = d->tb.pos; /* re-read: room for one now */
+    p->ticks = rp_ticks();
+    p->word = word;
+    rp_pos_set(&d->tb, p + 1);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
 }
@@ -846,6 +921,7 @@ struct snap {
 /* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
 static int snap_take(struct snap *s)
 {
+    drain_self(); /* the caller's own events are all counted */
     table_init(&s->tab);
     s->nth = 0;
     pthread_mutex_lock(&dg.lock);
