@@ -385,7 +385,12 @@ static inline uint32_t id_of(struct dtable *t, uint64_t key)
 static inline __attribute__((always_inline)) void hist_add(struct dtable *t, struct dstat *s,
                                                            uint64_t v)
 {
-    unsigned b = rp_hist_index(v), r = b / RP_HIST_SUB;
+    /* rp_hist_index(v) == r * RP_HIST_SUB + col, without a branch: v < 32
+     * is row 0, column v; v in [2^e, 2^(e+1)) with e >= 5 is row e - 4,
+     * column (v >> (e - 5)) % 32 (src/common/hist.h) */
+    _Static_assert(RP_HIST_SUB == 32, "the shifts below are for 32 columns");
+    unsigned sh = 58u - (unsigned)__builtin_clzll(v | 32); /* e - 5, or 0 */
+    unsigned r = sh + (v >= 32), col = (unsigned)(v >> sh) % RP_HIST_SUB;
     uint32_t row = s->row[r];
     if (__builtin_expect(!row, 0)) {
         if (!(row = row_new(t))) {
@@ -394,7 +399,7 @@ static inline __attribute__((always_inline)) void hist_add(struct dtable *t, str
         }
         STR(s->row[r], (uint16_t)row);
     }
-    uint32_t *c = &row_at(t, row)[b % RP_HIST_SUB];
+    uint32_t *c = &row_at(t, row)[col];
     if (*c != UINT32_MAX)
         ST(*c, *c + 1);
 }
@@ -569,18 +574,17 @@ static void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigne
 static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
                                                        uint64_t raw, uint64_t word)
 {
-    unsigned op = (unsigned)(word >> RP_RAW_SHIFT);
     /* a function's key, TKEY(RP_KIND_FUNC, pl), is its exit word */
     _Static_assert(RP_KIND_FUNC == 0 && RP_RAW_FUNC_ENTER == 0 && RP_RAW_FUNC_EXIT == 1,
                    "TKEY(RP_KIND_FUNC, pl) == rp_raw_word(RP_RAW_FUNC_EXIT, pl)");
     uint64_t fkey = word | 1ull << RP_RAW_SHIFT;
 
-    if (__builtin_expect(op == RP_RAW_FUNC_ENTER, 1)) /* the common cases first */
-        span_begin(d, fkey, now, raw);
-    else if (__builtin_expect(op == RP_RAW_FUNC_EXIT, 1))
+    if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_ENTER + 1) << RP_RAW_SHIFT, 1))
+        span_begin(d, fkey, now, raw); /* the common cases first */
+    else if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_EXIT + 1) << RP_RAW_SHIFT, 1))
         span_end(d, fkey, now);
     else
-        feed_other(d, now, raw, op, word & RP_RAW_PAYLOAD);
+        feed_other(d, now, raw, (unsigned)(word >> RP_RAW_SHIFT), word & RP_RAW_PAYLOAD);
 }
 
 /* Counts n events of d, the first at raw ticks first, the last at last. */
