@@ -3,6 +3,11 @@
  *
  * Per thread (struct rp_dthread), only that thread writes:
  *
+ *   batch   events recorded, not yet applied: the thread's rp_self is a tbuf
+ *           whose pos/end walk batch[], so rp_append's fast path (rt.h)
+ *           stores each event there as in trace mode; when it is full,
+ *           rp_append_slow hands the event to rp_direct_event, which runs
+ *           the batch through the engine (batch_run) and starts the next
  *   stack   open spans: table key, start ticks, ticks spent in callees, id
  *   tab     per id (struct dstat): calls, inclusive (outermost activation
  *           only), duration sum, exclusive, min, max, first/last start,
@@ -21,6 +26,13 @@
  *
  * An exit that matches no open span is counted as unmatched; an exit of a
  * span open deeper closes the spans above it without time (unclosed).
+ *
+ * Time.  Durations are measured on the thread's engine-free clock: ticks
+ * as read less `stolen`, the ticks the thread has spent in batch_run, so no
+ * span includes the engine's work.  First/last starts and the thread's
+ * first/last event keep the ticks as read.  A batch holds at most BATCH - 1
+ * events that a snapshot of a running thread does not see yet; a thread
+ * applies its own before a snapshot (drain_self) and when it ends.
  *
  * Tables.  Entries live in chunks that never move, found through an
  * open-addressing index that only the owner reads.  A new entry is fully
@@ -128,7 +140,7 @@ struct dtable {
 #define NOID UINT32_MAX
 
 struct dframe {
-    uint64_t key; /* 0 in the two sentinels */
+    uint64_t key;   /* 0 in the two sentinels */
     uint64_t start; /* on the engine-free clock (below), for durations */
     uint64_t t0;    /* the raw start, for the id's first/last start */
     uint64_t child;
@@ -163,7 +175,7 @@ struct rp_dthread {
     uint32_t over;
     struct dframe *stack, *top, *full;
     uint64_t events, first, last, unmatched, unclosed, reentered;
-    uint64_t ndata; /* DATA records in the batch being run (not events) */
+    uint64_t ndata;  /* DATA records in the batch being run (not events) */
     uint64_t stolen; /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
     struct rp_dthread *next; /* in dg.live, under dg.lock */
@@ -563,8 +575,7 @@ static inline uint64_t stack_depth(const struct rp_dthread *d)
     return d->over ? STACK_MAX + d->over : (uint64_t)(d->top - d->stack);
 }
 
-static void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op,
-                       uint64_t pl);
+static void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op, uint64_t pl);
 
 /*
  * Applies one event at `now` on the engine-free clock (raw less d->stolen,
@@ -747,7 +758,8 @@ static RP_NOINLINE void batch_run(struct rp_dthread *d)
         return;
     uint64_t t0 = rp_ticks(), off = d->stolen;
     /* the last event: a DATA record's ticks field is its value */
-    uint64_t last = e[-1].word >> RP_RAW_SHIFT == RP_RAW_DATA && e - 1 > p ? e[-2].ticks : e[-1].ticks;
+    uint64_t last =
+        e[-1].word >> RP_RAW_SHIFT == RP_RAW_DATA && e - 1 > p ? e[-2].ticks : e[-1].ticks;
     d->ndata = 0;
     for (; p < e; p++)
         feed(d, p->ticks - off, p->ticks, p->word);
