@@ -19,6 +19,8 @@
  *                 shadow stack: counted as dropped, nothing crashes
  *   STATS         rp_direct_write's chunks parsed here by an independent
  *                 reader: the NODE record of a function equals the snapshot
+ *   buckets       durations at and around every power of two land in the
+ *                 buckets of src/common/hist.h
  *   rp_report     RP_EBUSY outside direct mode; the table row of a known id
  *
  * The recorder's constructor starts trace mode with the test's environment;
@@ -404,6 +406,67 @@ static void test_stats_chunk(void)
     CHECK(threads >= 4);
 }
 
+/*
+ * The engine's histogram buckets are those of src/common/hist.h: durations
+ * 0..4096 and 2^e - 1, 2^e, 2^e + 1 and 1.5 * 2^e for every e, through the
+ * engine and the STATS chunk, land exactly where rp_hist_count puts them.
+ */
+static void test_buckets(void)
+{
+    const uint64_t fn = 0x70000;
+    static uint32_t want[RP_HIST_BUCKETS], got[RP_HIST_BUCKETS];
+    memset(want, 0, sizeof(want));
+    memset(got, 0, sizeof(got));
+    struct rp_dthread *d = rp_direct_thread_new(1006);
+    CHECK(d != NULL);
+    uint64_t n = 0;
+    for (uint64_t v = 0; v <= 4096; v++, n++) {
+        enter(d, 1, fn);
+        leave(d, 1 + v, fn);
+        rp_hist_count(want, v);
+    }
+    for (unsigned e = 5; e < 63; e++) {
+        const uint64_t vs[] = {(1ull << e) - 1, 1ull << e, (1ull << e) + 1, 3ull << (e - 1)};
+        for (unsigned k = 0; k < 4; k++, n++) {
+            enter(d, 1, fn);
+            leave(d, 1 + vs[k], fn);
+            rp_hist_count(want, vs[k]);
+        }
+    }
+    rp_direct_thread_end(d);
+    chunks_len = 0;
+    CHECK(rp_direct_write(capture) > 0);
+    uint32_t id = 0;
+    uint64_t sum = 0;
+    for (size_t o = 0; o < chunks_len;) {
+        uint32_t type = rp_get32(chunks + o), len = rp_get32(chunks + o + 4);
+        const uint8_t *q = chunks + o + 8, *end = q + len;
+        if (type == RP_CH_DEFS)
+            for (; q < end;
+                 q += RP_DEF_FIXED + rp_get16(q + 6) + rp_get16(q + 20) + rp_get16(q + 22))
+                if (q[4] == RP_KIND_FUNC && rp_get64(q + 8) == fn)
+                    id = rp_get32(q);
+        if (type == RP_CH_STATS)
+            for (; q < end; q += 8 + rp_get32(q + 4)) {
+                const uint8_t *b = q + 8;
+                if (rp_get32(q) != RP_STATS_NODE || rp_get32(b) != id)
+                    continue;
+                for (uint32_t k = 0; k < rp_get32(b + 4); k++) {
+                    const uint8_t *bk = b + RP_STATS_NODE_LEN + 8 * k;
+                    got[rp_get16(bk)] = rp_get32(bk + 4);
+                    sum += rp_get32(bk + 4);
+                }
+            }
+        o += 8 + len;
+    }
+    CHECK(id != 0);
+    CHECK_EQ(sum, n);
+    unsigned bad = 0;
+    for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
+        bad += got[b] != want[b];
+    CHECK_EQ(bad, 0);
+}
+
 /* rp_report: RP_EBUSY outside direct mode; in it, the table. */
 static void test_report(void)
 {
@@ -442,6 +505,7 @@ int main(void)
     test_exclusive();
     test_recursion();
     test_matching();
+    test_buckets(); /* before test_bounds fills the process table */
     test_threads();
     test_bounds();
     test_stats_chunk();

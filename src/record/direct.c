@@ -3,6 +3,11 @@
  *
  * Per thread (struct rp_dthread), only that thread writes:
  *
+ *   batch   events recorded, not yet applied: the thread's rp_self is a tbuf
+ *           whose pos/end walk batch[], so rp_append's fast path (rt.h)
+ *           stores each event there as in trace mode; when it is full,
+ *           rp_append_slow hands the event to rp_direct_event, which runs
+ *           the batch through the engine (batch_run) and starts the next
  *   stack   open spans: table key, start ticks, ticks spent in callees, id
  *   tab     per id (struct dstat): calls, inclusive (outermost activation
  *           only), duration sum, exclusive, min, max, first/last start,
@@ -21,6 +26,13 @@
  *
  * An exit that matches no open span is counted as unmatched; an exit of a
  * span open deeper closes the spans above it without time (unclosed).
+ *
+ * Time.  Durations are measured on the thread's engine-free clock: ticks
+ * as read less `stolen`, the ticks the thread has spent in batch_run, so no
+ * span includes the engine's work.  First/last starts and the thread's
+ * first/last event keep the ticks as read.  A batch holds at most BATCH - 1
+ * events that a snapshot of a running thread does not see yet; a thread
+ * applies its own before a snapshot (drain_self) and when it ends.
  *
  * Tables.  Entries live in chunks that never move, found through an
  * open-addressing index that only the owner reads.  A new entry is fully
@@ -76,6 +88,7 @@
 #define STACK_MAX  8192u
 #define TSUM_MAX   65536u /* summaries of ended threads */
 #define IDX_INIT   512u
+#define BATCH      256u /* records a thread keeps before the engine runs */
 
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -96,7 +109,8 @@ struct dstat {
     uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
     /* owner only */
     uint32_t active;         /* open activations on this thread's stack */
-    uint32_t last_caller;    /* the caller of the cached edge */
+    uint32_t self;           /* this entry's index */
+    uint32_t last_caller;    /* the caller of the cached edge; UINT32_MAX: none yet */
     struct dedge *last_edge; /* this id's edge from last_caller */
 };
 
@@ -122,10 +136,24 @@ struct dtable {
     uint32_t icap, ecap;
 };
 
+/* A frame's idx when its id could not be recorded (no edge names it). */
+#define NOID UINT32_MAX
+
 struct dframe {
-    uint64_t key, start, child;
+    uint64_t key;   /* 0 in the two sentinels */
+    uint64_t start; /* on the engine-free clock (below), for durations */
+    uint64_t t0;    /* the raw start, for the id's first/last start */
+    uint64_t child;
     struct dstat *s; /* NULL: the span's id could not be recorded */
-    uint32_t idx;    /* s's index (0 with s NULL) */
+    uint32_t idx;    /* s's index; NOID with s NULL; 0 (ROOT) in the bottom sentinel */
+};
+
+/* The per-thread cache of id entries: slot icache_of(key) holds the last
+ * key seen there (0 = none) and its entry, which never moves. */
+#define ICACHE 256u
+struct icache {
+    uint64_t key;
+    struct dstat *s;
 };
 
 struct rp_dthread {
@@ -135,11 +163,27 @@ struct rp_dthread {
      * tb.guard is non-zero while the thread is inside the engine. */
     struct rp_tbuf tb;
     uint32_t tid;
-    uint32_t depth, over; /* open frames; frames beyond STACK_MAX (owner only) */
-    struct dframe *stack;
+    /*
+     * The shadow stack (owner only): stack[0] is a sentinel for the root
+     * (key 0, idx ROOT), open frames are stack[1..], top is the innermost
+     * (stack when none).  A push beyond full = stack + STACK_MAX counts in
+     * `over` and moves top to the overflow sentinel stack[STACK_MAX + 1]
+     * (key 0), where it stays until over is back to 0.  Keys are never 0,
+     * so an exit never matches a sentinel: the fast path compares top's key
+     * and nothing else.
+     */
+    uint32_t over;
+    struct dframe *stack, *top, *full;
     uint64_t events, first, last, unmatched, unclosed, reentered;
+    uint64_t ndata;  /* DATA records in the batch being run (not events) */
+    uint64_t stolen; /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
     struct rp_dthread *next; /* in dg.live, under dg.lock */
+    /* tb.pos/tb.end walk batch[]; `before` is never a real record, so that
+     * sites.c's look at pos[-1] stays inside this struct */
+    struct rp_raw before;
+    struct rp_raw batch[BATCH];
+    struct icache icache[ICACHE];
 };
 
 /* What is kept of an ended thread. */
@@ -294,6 +338,7 @@ static RP_NOINLINE uint32_t stat_new(struct dtable *t, uint64_t key, uint64_t bu
     s->key = key;
     s->budget = budget ? budget : UINT64_MAX;
     s->min = UINT64_MAX;
+    s->self = i;
     s->last_caller = UINT32_MAX;
     STR(t->n, i + 1);
     return i;
@@ -352,7 +397,12 @@ static inline uint32_t id_of(struct dtable *t, uint64_t key)
 static inline __attribute__((always_inline)) void hist_add(struct dtable *t, struct dstat *s,
                                                            uint64_t v)
 {
-    unsigned b = rp_hist_index(v), r = b / RP_HIST_SUB;
+    /* rp_hist_index(v) == r * RP_HIST_SUB + col, without a branch: v < 32
+     * is row 0, column v; v in [2^e, 2^(e+1)) with e >= 5 is row e - 4,
+     * column (v >> (e - 5)) % 32 (src/common/hist.h) */
+    _Static_assert(RP_HIST_SUB == 32, "the shifts below are for 32 columns");
+    unsigned sh = 58u - (unsigned)__builtin_clzll(v | 32); /* e - 5, or 0 */
+    unsigned r = sh + (v >= 32), col = (unsigned)(v >> sh) % RP_HIST_SUB;
     uint32_t row = s->row[r];
     if (__builtin_expect(!row, 0)) {
         if (!(row = row_new(t))) {
@@ -361,7 +411,7 @@ static inline __attribute__((always_inline)) void hist_add(struct dtable *t, str
         }
         STR(s->row[r], (uint16_t)row);
     }
-    uint32_t *c = &row_at(t, row)[b % RP_HIST_SUB];
+    uint32_t *c = &row_at(t, row)[col];
     if (*c != UINT32_MAX)
         ST(*c, *c + 1);
 }
@@ -378,12 +428,12 @@ stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self, uint64_
         ST(s->min, dur);
     if (dur > s->max)
         ST(s->max, dur);
-    if (n == 1)
+    if (__builtin_expect(n == 1, 0)) {
         ST(s->first, start);
+        ST(s->shift, dur);
+    }
     if (start > s->last)
         ST(s->last, start);
-    if (n == 1)
-        ST(s->shift, dur);
     double y = (double)(int64_t)(dur - s->shift);
     std_(&s->sx, s->sx + y);
     std_(&s->sxx, s->sxx + y * y);
@@ -395,8 +445,8 @@ stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self, uint64_
 static inline __attribute__((always_inline)) void
 edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee, uint64_t dur)
 {
-    struct dedge *e = s->last_edge;
-    if (__builtin_expect(s->last_caller != caller || !e, 0)) {
+    struct dedge *e = s->last_edge; /* set whenever last_caller is */
+    if (__builtin_expect(s->last_caller != caller, 0)) {
         uint64_t k = (uint64_t)caller << 32 | callee;
         uint32_t e1 = t->ecap ? idx_find(t->eidx, t->ecap, k) : 0;
         if (!e1 && !(e1 = edge_new(t, k))) {
@@ -415,123 +465,169 @@ edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee, ui
         ST(e->max, dur);
 }
 
-static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *d, uint64_t key,
-                                                             uint64_t now)
+/* The cache slot of key: kinds of one address (a lock's wait and hold) apart. */
+static inline struct icache *icache_of(struct rp_dthread *d, uint64_t key)
 {
-    if (__builtin_expect(d->depth == STACK_MAX, 0)) {
-        d->over++;
-        ST(d->tab.dropped, d->tab.dropped + 1);
+    return &d->icache[(uint32_t)((key >> 4) ^ (key >> 59)) % ICACHE];
+}
+
+/* key's entry, added if new, through the cache; NULL when it cannot be had. */
+static RP_NOINLINE struct dstat *id_miss(struct rp_dthread *d, uint64_t key)
+{
+    uint32_t i = id_of(&d->tab, key);
+    if (!i)
+        return NULL;
+    struct icache *c = icache_of(d, key);
+    c->key = key;
+    c->s = stat_at(&d->tab, i);
+    return c->s;
+}
+
+static RP_NOINLINE void span_over(struct rp_dthread *d)
+{
+    d->over++;
+    d->top = d->full + 1;
+    ST(d->tab.dropped, d->tab.dropped + 1);
+}
+
+static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *d, uint64_t key,
+                                                             uint64_t now, uint64_t raw)
+{
+    struct dframe *f = d->top + 1;
+    if (__builtin_expect(f > d->full, 0)) {
+        span_over(d);
         return;
     }
-    uint32_t idx = id_of(&d->tab, key);
-    struct dframe *f = &d->stack[d->depth++];
+    const struct icache *c = icache_of(d, key);
+    struct dstat *s = __builtin_expect(c->key == key, 1) ? c->s : id_miss(d, key);
+    d->top = f;
     f->key = key;
     f->start = now;
+    f->t0 = raw;
     f->child = 0;
-    f->idx = idx;
-    if (__builtin_expect(idx != 0, 1)) {
-        f->s = stat_at(&d->tab, idx);
-        f->s->active++;
+    f->s = s;
+    if (__builtin_expect(s != NULL, 1)) {
+        f->idx = s->self;
+        s->active++;
     } else {
-        f->s = NULL;
+        f->idx = NOID;
         ST(d->tab.dropped, d->tab.dropped + 1);
     }
 }
 
-/* Ends the innermost open span at now. */
+/* Ends the innermost open span (top, not a sentinel) at now. */
 static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d, uint64_t now)
 {
-    struct dframe *f = &d->stack[--d->depth];
+    struct dframe *f = d->top;
     struct dstat *s = f->s;
     uint64_t dur = now > f->start ? now - f->start : 0;
     uint64_t self = dur > f->child ? dur - f->child : 0;
-    uint32_t parent = 0;
-    if (d->depth) {
-        f[-1].child += dur;
-        parent = f[-1].idx;
-    }
+    d->top = f - 1;
+    f[-1].child += dur; /* the root sentinel's is never read */
+    uint32_t parent = f[-1].idx;
     if (__builtin_expect(!s, 0))
         return; /* counted as dropped when it began */
-    stat_add(&d->tab, s, dur, self, f->start);
+    stat_add(&d->tab, s, dur, self, f->t0);
     if (--s->active == 0)
         ST(s->incl, s->incl + dur);
-    if (__builtin_expect(d->depth && !parent, 0))
+    if (__builtin_expect(parent == NOID, 0))
         return; /* the caller's id was not recorded: no edge to name */
     edge_add(&d->tab, s, parent, f->idx, dur);
 }
 
-/* An exit that is not of the innermost span: close the spans above the one
- * it ends (unclosed, no time), or count it unmatched. */
+/* An exit that is not of the innermost span: one beyond the stack's bound,
+ * or it closes the spans above the one it ends (unclosed, no time), or it
+ * is unmatched. */
 static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64_t now)
 {
-    uint32_t j = d->depth;
-    while (j > 0 && d->stack[j - 1].key != key)
-        j--;
-    if (!j) {
+    if (d->over) {
+        if (--d->over == 0)
+            d->top = d->full;
+        return;
+    }
+    struct dframe *f = d->top;
+    while (f > d->stack && f->key != key)
+        f--;
+    if (f == d->stack) {
         ST(d->unmatched, d->unmatched + 1);
         return;
     }
-    ST(d->unclosed, d->unclosed + (d->depth - j));
-    for (uint32_t i = j; i < d->depth; i++)
-        if (d->stack[i].s)
-            d->stack[i].s->active--;
-    d->depth = j;
+    ST(d->unclosed, d->unclosed + (uint64_t)(d->top - f));
+    for (struct dframe *g = f + 1; g <= d->top; g++)
+        if (g->s)
+            g->s->active--;
+    d->top = f;
     frame_end(d, now);
 }
 
 static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d, uint64_t key,
                                                            uint64_t now)
 {
-    if (__builtin_expect(d->over != 0, 0)) {
-        d->over--;
-        return;
-    }
-    if (__builtin_expect(d->depth && d->stack[d->depth - 1].key == key, 1))
+    if (__builtin_expect(d->top->key == key, 1)) /* never a sentinel: see rp_dthread */
         frame_end(d, now);
     else
         span_end_slow(d, key, now);
 }
 
-static void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl);
-
-static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
-                                                       uint64_t word)
+/* Open frames on d's stack, those beyond its bound included. */
+static inline uint64_t stack_depth(const struct rp_dthread *d)
 {
-    unsigned op = (unsigned)(word >> RP_RAW_SHIFT);
-    uint64_t pl = word & RP_RAW_PAYLOAD;
+    return d->over ? STACK_MAX + d->over : (uint64_t)(d->top - d->stack);
+}
 
-    if (__builtin_expect(!d->events, 0))
-        ST(d->first, now);
-    ST(d->events, d->events + 1);
-    ST(d->last, now);
-    if (__builtin_expect(op == RP_RAW_FUNC_ENTER, 1)) /* the common cases first */
-        span_begin(d, TKEY(RP_KIND_FUNC, pl), now);
-    else if (__builtin_expect(op == RP_RAW_FUNC_EXIT, 1))
-        span_end(d, TKEY(RP_KIND_FUNC, pl), now);
+static void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op, uint64_t pl);
+
+/*
+ * Applies one event at `now` on the engine-free clock (raw less d->stolen,
+ * what durations are measured on) and `raw`, the clock as read (first and
+ * last starts).  The caller counts the event (count_events).
+ */
+static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uint64_t now,
+                                                       uint64_t raw, uint64_t word)
+{
+    /* a function's key, TKEY(RP_KIND_FUNC, pl), is its exit word */
+    _Static_assert(RP_KIND_FUNC == 0 && RP_RAW_FUNC_ENTER == 0 && RP_RAW_FUNC_EXIT == 1,
+                   "TKEY(RP_KIND_FUNC, pl) == rp_raw_word(RP_RAW_FUNC_EXIT, pl)");
+    uint64_t fkey = word | 1ull << RP_RAW_SHIFT;
+
+    if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_ENTER + 1) << RP_RAW_SHIFT, 1))
+        span_begin(d, fkey, now, raw); /* the common cases first */
+    else if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_EXIT + 1) << RP_RAW_SHIFT, 1))
+        span_end(d, fkey, now);
     else
-        feed_other(d, now, op, pl);
+        feed_other(d, now, raw, (unsigned)(word >> RP_RAW_SHIFT), word & RP_RAW_PAYLOAD);
+}
+
+/* Counts n events of d, the first at raw ticks first, the last at last. */
+static inline void count_events(struct rp_dthread *d, uint64_t n, uint64_t first, uint64_t last)
+{
+    if (__builtin_expect(!d->events, 0))
+        ST(d->first, first);
+    ST(d->events, d->events + n);
+    ST(d->last, last);
 }
 
 /* The events other than function entries and exits. */
-static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned op, uint64_t pl)
+static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t raw, unsigned op,
+                                   uint64_t pl)
 {
     switch (op) {
     case RP_RAW_SITE_BEGIN:
-        span_begin(d, TKEY(RP_KIND_POINT, pl), now);
+        span_begin(d, TKEY(RP_KIND_POINT, pl), now, raw);
         break;
     case RP_RAW_SITE_END:
         span_end(d, TKEY(RP_KIND_POINT, pl), now);
         break;
     case RP_RAW_LOCK_WAIT:
-        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
         break;
     case RP_RAW_LOCK_ACQ:
         /* after a WAIT of this lock (innermost) the wait ends and the hold
          * begins at the same tick; an uncontended acquisition has no wait
          * (docs/locks.md), the hold begins alone */
-        if (d->over || (d->depth && d->stack[d->depth - 1].key == TKEY(RP_KIND_LOCK_WAIT, pl)))
+        if (d->over || d->top->key == TKEY(RP_KIND_LOCK_WAIT, pl))
             span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
-        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
+        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now, raw);
         break;
     case RP_RAW_LOCK_REL:
         span_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
@@ -546,14 +642,17 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, unsigned 
             struct dstat *s = stat_at(&d->tab, i);
             ST(s->calls, s->calls + 1);
             if (!s->first)
-                ST(s->first, now);
-            ST(s->last, now);
+                ST(s->first, raw);
+            ST(s->last, raw);
         } else {
             ST(d->tab.dropped, d->tab.dropped + 1);
         }
         break;
     }
-    default: /* ARG, DATA: nothing to count in direct mode */
+    case RP_RAW_DATA: /* an instant's or counter's value: not kept, not an event */
+        d->ndata++;
+        break;
+    default: /* ARG: nothing to count in direct mode */
         break;
     }
 }
@@ -565,11 +664,16 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
     struct rp_dthread *d = zalloc(sizeof(*d));
     if (!d)
         return NULL;
-    if (!(d->stack = zalloc(STACK_MAX * sizeof(struct dframe)))) {
+    if (!(d->stack = zalloc((STACK_MAX + 2) * sizeof(struct dframe)))) {
         zfree(d, sizeof(*d));
         return NULL;
     }
     d->tid = tid;
+    d->top = d->stack; /* the sentinels are zeroed: key 0, idx 0 (ROOT) */
+    d->full = d->stack + STACK_MAX;
+    d->before.word = UINT64_MAX; /* no event has this word */
+    d->tb.pos = d->batch;
+    d->tb.end = d->batch + BATCH;
     table_init(&d->tab);
     pthread_mutex_lock(&dg.lock);
     d->next = dg.live;
@@ -580,7 +684,8 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
 
 RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word)
 {
-    feed(d, ticks, word);
+    count_events(d, 1, ticks, ticks);
+    feed(d, ticks, ticks, word);
 }
 
 /* The name of thread tid (its comm), or "" if it cannot be read. */
@@ -609,7 +714,7 @@ static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
     s->last = LD(d->last);
     s->events = LD(d->events);
     s->unmatched = LD(d->unmatched);
-    s->unclosed = LD(d->unclosed) + (own ? d->depth + d->over : 0);
+    s->unclosed = LD(d->unclosed) + (own ? stack_depth(d) : 0);
     s->dropped = LD(d->tab.dropped) + LD(d->reentered);
 }
 
@@ -634,12 +739,54 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
         dg.ended_dropped += s.events;
     pthread_mutex_unlock(&dg.lock);
     table_free(&d->tab);
-    zfree(d->stack, STACK_MAX * sizeof(struct dframe));
+    zfree(d->stack, (STACK_MAX + 2) * sizeof(struct dframe));
     zfree(d, sizeof(*d));
+}
+
+/*
+ * Runs the records stored in d->batch (by rp_append's fast path or by
+ * rp_direct_event) through the engine and empties the batch.  The caller is
+ * d's thread and holds d->tb.guard, so no record is added meanwhile.  The
+ * time this takes is added to d->stolen: later events are timed without it,
+ * so no span includes the engine's work (spans that were open lose it).
+ * Cannot fail: what does not fit in the tables is counted as dropped.
+ */
+static RP_NOINLINE void batch_run(struct rp_dthread *d)
+{
+    struct rp_raw *p = d->batch, *e = d->tb.pos;
+    if (p == e)
+        return;
+    uint64_t t0 = rp_ticks(), off = d->stolen;
+    /* the last event: a DATA record's ticks field is its value */
+    uint64_t last =
+        e[-1].word >> RP_RAW_SHIFT == RP_RAW_DATA && e - 1 > p ? e[-2].ticks : e[-1].ticks;
+    d->ndata = 0;
+    for (; p < e; p++)
+        feed(d, p->ticks - off, p->ticks, p->word);
+    count_events(d, (uint64_t)(e - d->batch) - d->ndata, d->batch[0].ticks, last);
+    d->tb.end = d->batch + BATCH; /* sites.c may have shortened it */
+    rp_pos_set(&d->tb, d->batch);
+    uint64_t t1 = rp_ticks();
+    d->stolen = off + (t1 > t0 ? t1 - t0 : 0);
+}
+
+/* Runs the calling thread's batch, unless it is inside the recorder. */
+static void drain_self(void)
+{
+    struct rp_dthread *d = dself;
+    if (!d || d->tb.guard)
+        return;
+    d->tb.guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    batch_run(d);
+    atomic_signal_fence(memory_order_seq_cst);
+    d->tb.guard = 0;
 }
 
 static void dthread_exit(void *arg)
 {
+    if (arg && arg == dself)
+        drain_self();
     dself = NULL;
     rp_self = NULL;
     dgone = 1;
@@ -674,7 +821,12 @@ RP_HIDDEN void rp_direct_event(uint64_t word)
     }
     d->tb.guard = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    feed(d, rp_ticks(), word);
+    if (d->tb.pos >= d->tb.end)
+        batch_run(d);
+    struct rp_raw *p = d->tb.pos; /* re-read: room for one now */
+    p->ticks = rp_ticks();
+    p->word = word;
+    rp_pos_set(&d->tb, p + 1);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
 }
@@ -846,6 +998,7 @@ struct snap {
 /* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
 static int snap_take(struct snap *s)
 {
+    drain_self(); /* the caller's own events are all counted */
     table_init(&s->tab);
     s->nth = 0;
     pthread_mutex_lock(&dg.lock);

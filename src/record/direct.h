@@ -2,11 +2,12 @@
  * direct.h - direct mode: the statistics of DESIGN §2 kept in the process
  * instead of a trace (docs/direct-mode.md).
  *
- * In direct mode no thread gets a trace buffer, so every event leaves
- * rp_append's fast path through rp_append_slow(), which hands the raw word
- * to rp_direct_event().  The engine keeps, per thread, a shadow stack of
- * open spans and a table of statistics per span id and per caller->callee
- * edge; the tables are merged into the process table when a thread ends,
+ * In direct mode a thread's rp_self has no trace buffers but a batch of
+ * records that rp_append's fast path fills as usual; when it is full,
+ * rp_append_slow() hands the raw word to rp_direct_event(), which applies
+ * the batch to the thread's tables.  The engine keeps, per thread, a
+ * shadow stack of open spans and a table of statistics per span id and per
+ * caller->callee edge; the tables are merged into the process table when a thread ends,
  * and a merged snapshot is printed (rp_report) or saved as THREAD, DEFS and
  * STATS chunks at exit.
  *
@@ -27,8 +28,10 @@ struct rp_dthread;
 /* Sets up direct mode (the thread-exit key).  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_direct_init(void);
 
-/* One raw event of the calling thread, timed now (the recorder's hot path).
- * Never fails visibly: what cannot be recorded is counted as dropped. */
+/* One raw event of the calling thread, timed now: the rare path of direct
+ * mode (a full batch, the thread's first event, a clock that is not the
+ * cycle counter).  Never fails visibly: what cannot be recorded is counted
+ * as dropped, an event of a signal handler inside the engine as re-entered. */
 RP_HIDDEN void rp_direct_event(uint64_t word);
 
 /*

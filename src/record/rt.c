@@ -628,7 +628,7 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 {
-    if (rp_rt.direct) { /* no thread has a buffer: every event comes here */
+    if (rp_rt.direct) { /* a full batch of direct mode (direct.c), or no batch yet */
         rp_direct_event(word);
         return;
     }
