@@ -205,10 +205,16 @@ fi
 # ---- fork: the child starts with empty tables and writes NAME.PID ---------
 # Not under TSan: its allocator is not fork-safe when other threads run at
 # the fork (the child can hang in its first malloc, here while writing its
-# statistics at exit); glibc's malloc, what users run, is.
+# statistics at exit); glibc's malloc, what users run, is.  Under ASan the
+# child's LeakSanitizer check at exit can wait forever for a lock of ASan's
+# allocator that another thread of the parent held at the fork (GCC 12's
+# libasan has no fork handlers for it), so the leak check is off for this
+# run; the parent and the child are still checked by ASan itself.
 if [[ "${RP_SANITIZE:-}" != *thread* ]]; then
 mkdir "$tmp/fork"
-timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
+asan_opts=${ASAN_OPTIONS:-}
+[[ "${RP_SANITIZE:-}" == *address* ]] && asan_opts="${asan_opts:+$asan_opts:}detect_leaks=0"
+ASAN_OPTIONS=$asan_opts timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
     fail "record --mode direct forker (exit status $?)"
 child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
 [[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
