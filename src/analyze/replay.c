@@ -381,22 +381,36 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 }
 
 /*
+ * The overhead to subtract, as replay_chunk keeps it in registers (a copy
+ * of the job's: stores through the accumulators could alias the job's
+ * fields and make the compiler reload them per span).
+ */
+struct comp {
+    int on;
+    uint64_t pairfp;  /* per two events, in 1/RP_COMP_ONE tick */
+    uint64_t round;   /* 2 selffp + RP_COMP_ONE: self part, and rounding */
+    uint64_t clamped; /* spans shorter than their overhead */
+};
+
+/*
  * Ends the innermost span of a's stack at `now`, the chunk's event number
  * ev; j records it when it is a span of U.  Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
-                                                          uint64_t now, int64_t ev)
+                                                          uint64_t now, int64_t ev, struct comp *cp)
 {
     struct frame *f = &a->stack[--a->depth];
     struct hot *h = &a->hot[f->id];
     uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
 
-    if (j->comp) { /* E events inside: E * pair / 2 + self, rounded */
+    if (cp->on) { /* E events inside: E * pair / 2 + self, rounded */
         uint64_t e = ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0;
-        uint64_t c = (uint64_t)(((unsigned __int128)e * j->pairfp + 2 * j->selffp + RP_COMP_ONE) /
-                                (2 * RP_COMP_ONE));
+        uint64_t c =
+            likely(e < (1u << 24)) /* no overflow: pairfp < 2^37 */
+                ? (e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE)
+                : (uint64_t)(((unsigned __int128)e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE));
         if (unlikely(c > dur)) {
-            j->clamped++;
+            cp->clamped++;
             dur = 0;
         } else {
             dur -= c;
@@ -516,6 +530,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     const uint8_t *q, *end, *ev0;
     uint32_t id = 0;
     int rc;
+    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0};
 
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
     j->nout = 0;
@@ -585,7 +600,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                 j->unmatched++;
                 break;
             }
-            if (unlikely((rc = span_end(a, j, now, (int64_t)n)) < 0))
+            if (unlikely((rc = span_end(a, j, now, (int64_t)n, &cp)) < 0))
                 goto fail;
             break;
         case RP_OP_EXIT_ID: {
@@ -603,7 +618,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             }
             /* spans opened above it were never closed: drop them */
             stack_drop(a, j, at);
-            if ((rc = span_end(a, j, now, (int64_t)n)) < 0)
+            if ((rc = span_end(a, j, now, (int64_t)n, &cp)) < 0)
                 goto fail;
             break;
         }
@@ -636,6 +651,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     j->events = n;
     rc = 0;
 out:
+    j->clamped = cp.clamped;
     /* hand the stack over and leave a clean replayer for the next chunk */
     if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
         rc = RP_ENOMEM;
