@@ -496,16 +496,16 @@ static inline struct fstat *stat_of(struct fthread *t, const struct fent *e)
 
 /* ---- the hooks' rare path ------------------------------------------------- */
 
-/* The ticks of the record just appended with word, or the clock's now. */
-static inline uint64_t appended_ticks(uint64_t word)
+/*
+ * Appends word with the clock read here and returns that reading (never 0:
+ * a frame's t0 of 0 means "not recorded").  rp_append_at stamps the record
+ * with it on the fast path; its rare path stamps a later reading of its own.
+ */
+static inline uint64_t append_timed(uint64_t word)
 {
-    struct rp_tbuf *b = rp_self;
-    uint64_t t;
-    if (b && b->pos && b->pos > b->base && b->pos[-1].word == word)
-        t = b->pos[-1].ticks;
-    else
-        t = rp_ticks();
-    return t ? t : 1;
+    uint64_t now = rp_ticks();
+    rp_append_at(RP_CLASS_BIT_FUNC, word, now);
+    return now ? now : 1;
 }
 
 /* The decision for address a without a usable entry or thread state. */
@@ -534,9 +534,7 @@ static RP_NOINLINE void count_throttled(struct fthread *t, const struct fent *e)
 /* Records the enter of frame f with the throttle on: its ticks are kept. */
 static RP_NOINLINE void enter_timed(struct fframe *f, uint64_t a)
 {
-    uint64_t w = rp_raw_word(RP_RAW_FUNC_ENTER, a);
-    rp_append(RP_CLASS_BIT_FUNC, w);
-    f->t0 = appended_ticks(w);
+    f->t0 = append_timed(rp_raw_word(RP_RAW_FUNC_ENTER, a));
 }
 
 /*
@@ -617,9 +615,7 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn)
  * thr_calls times with a mean under thr_ticks. */
 static RP_NOINLINE void exit_timed(struct fthread *t, struct fent *e, uint64_t t0, uint64_t a)
 {
-    uint64_t w = rp_raw_word(RP_RAW_FUNC_EXIT, a);
-    rp_append(RP_CLASS_BIT_FUNC, w);
-    uint64_t t1 = appended_ticks(w);
+    uint64_t t1 = append_timed(rp_raw_word(RP_RAW_FUNC_EXIT, a));
     struct fstat *s = e ? stat_of(t, e) : NULL;
     if (!s)
         return;
