@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "analyze/symbols.h"
+#include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
 
@@ -958,14 +959,6 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
     return 0;
 }
 
-static size_t hash_addr(uint64_t a)
-{
-    a ^= a >> 33;
-    a *= 0xff51afd7ed558ccdull;
-    a ^= a >> 33;
-    return (size_t)a;
-}
-
 /* Doubles the cache table (or creates it); fails with RP_ENOMEM. */
 static int cache_grow(struct rp_symbolizer *s)
 {
@@ -978,7 +971,8 @@ static int cache_grow(struct rp_symbolizer *s)
         size_t h;
         if (!s->cache[i].used)
             continue;
-        for (h = hash_addr(s->cache[i].addr) & (ncap - 1); nc[h].used; h = (h + 1) & (ncap - 1))
+        for (h = (size_t)rp_mix64(s->cache[i].addr) & (ncap - 1); nc[h].used;
+             h = (h + 1) & (ncap - 1))
             ;
         nc[h] = s->cache[i];
     }
@@ -1021,7 +1015,7 @@ int rp_sym_lookup(struct rp_symbolizer *s, uint64_t addr, struct rp_symbol *out)
     if (s == NULL)
         return RP_EINVAL;
     if (s->cache_cap != 0) {
-        for (h = hash_addr(addr) & (s->cache_cap - 1); s->cache[h].used;
+        for (h = (size_t)rp_mix64(addr) & (s->cache_cap - 1); s->cache[h].used;
              h = (h + 1) & (s->cache_cap - 1))
             if (s->cache[h].addr == addr)
                 return copy_out(s, &s->cache[h], out);
@@ -1034,7 +1028,7 @@ int rp_sym_lookup(struct rp_symbolizer *s, uint64_t addr, struct rp_symbol *out)
     rc = resolve(s, addr, &e);
     if (rc < 0)
         return rc;
-    for (h = hash_addr(addr) & (s->cache_cap - 1); s->cache[h].used;
+    for (h = (size_t)rp_mix64(addr) & (s->cache_cap - 1); s->cache[h].used;
          h = (h + 1) & (s->cache_cap - 1))
         ;
     e.used = true;

@@ -1,6 +1,8 @@
 /*
- * array.h - the two pieces the analyzer's growing tables share: doubling an
- * array to a needed length, and mixing a 64-bit key into a hash.
+ * array.h - the two pieces the growing tables share: doubling an array to a
+ * needed length (the analyzer), and mixing a 64-bit key into a hash (the
+ * analyzer, the writer's id table and direct mode's index).  libc only, so
+ * the recorder can use it.
  */
 #ifndef RP_COMMON_ARRAY_H
 #define RP_COMMON_ARRAY_H

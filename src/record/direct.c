@@ -69,6 +69,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/bytes.h"
 #include "common/hist.h"
 #include "rankprof.h"
@@ -234,14 +235,6 @@ static inline void std_(double *p, double v)
     __atomic_store(p, &v, __ATOMIC_RELAXED);
 }
 
-static inline uint64_t mix(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return k;
-}
-
 /* ---- tables ------------------------------------------------------------- */
 
 static inline struct dstat *stat_at(const struct dtable *t, uint32_t i)
@@ -262,7 +255,7 @@ static inline uint32_t *row_at(const struct dtable *t, uint32_t r)
 /* The value of key in an index of cap slots, or 0. */
 static inline uint32_t idx_find(const struct slot *s, uint32_t cap, uint64_t key)
 {
-    uint32_t m = cap - 1, i = (uint32_t)mix(key) & m;
+    uint32_t m = cap - 1, i = (uint32_t)rp_mix64(key) & m;
     for (;;) {
         if (s[i].key == key)
             return s[i].val;
@@ -287,7 +280,7 @@ static int idx_put(struct slot **s, uint32_t *cap, uint32_t count, uint64_t key,
         for (uint32_t i = 0; i < *cap; i++) {
             if (!(*s)[i].key)
                 continue;
-            uint32_t j = (uint32_t)mix((*s)[i].key) & (ncap - 1);
+            uint32_t j = (uint32_t)rp_mix64((*s)[i].key) & (ncap - 1);
             while (ns[j].key)
                 j = (j + 1) & (ncap - 1);
             ns[j] = (*s)[i];
@@ -296,7 +289,7 @@ static int idx_put(struct slot **s, uint32_t *cap, uint32_t count, uint64_t key,
         *s = ns;
         *cap = ncap;
     }
-    uint32_t m = *cap - 1, i = (uint32_t)mix(key) & m;
+    uint32_t m = *cap - 1, i = (uint32_t)rp_mix64(key) & m;
     while ((*s)[i].key)
         i = (i + 1) & m;
     (*s)[i].key = key;

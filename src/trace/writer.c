@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
 
@@ -23,14 +24,6 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define ENC_INIT_CAP 1024
-
-static inline uint64_t enc_hash(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return k;
-}
 
 /* The table key of (kind, key): never 0, so 0 marks an empty slot. */
 static inline uint64_t enc_key(uint8_t kind, uint64_t key)
@@ -41,7 +34,7 @@ static inline uint64_t enc_key(uint8_t kind, uint64_t key)
 /* The slot holding table key k, or the empty slot where it would go. */
 static inline uint32_t enc_slot(const struct rp_enc *e, uint64_t k)
 {
-    uint32_t mask = e->cap - 1, i = (uint32_t)enc_hash(k) & mask;
+    uint32_t mask = e->cap - 1, i = (uint32_t)rp_mix64(k) & mask;
     while (e->keys[i] && e->keys[i] != k)
         i = (i + 1) & mask;
     return i;
@@ -62,7 +55,7 @@ static int enc_grow(struct rp_enc *e)
     for (uint32_t i = 0; i < e->cap; i++) {
         if (!e->keys[i])
             continue;
-        uint32_t j = (uint32_t)enc_hash(e->keys[i]) & (ncap - 1);
+        uint32_t j = (uint32_t)rp_mix64(e->keys[i]) & (ncap - 1);
         while (nk[j])
             j = (j + 1) & (ncap - 1);
         nk[j] = e->keys[i];
