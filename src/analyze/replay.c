@@ -389,60 +389,55 @@ struct comp {
     int on;
     uint64_t pairfp;  /* per two events, in 1/RP_COMP_ONE tick */
     uint64_t round;   /* 2 selffp + RP_COMP_ONE: self part, and rounding */
+    uint64_t leaf;    /* the whole overhead of a span with no event inside */
     uint64_t clamped; /* spans shorter than their overhead */
 };
 
-/*
- * Ends the innermost span of a's stack at `now`, the chunk's event number
- * ev; j records it when it is a span of U.  Returns 0 or RP_ENOMEM.
- */
-static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
-                                                          uint64_t now, int64_t ev, struct comp *cp)
+/* The overhead of a span with e events inside it (rounded, in ticks). */
+static inline uint64_t comp_of(const struct comp *cp, uint64_t e)
 {
-    struct frame *f = &a->stack[--a->depth];
-    struct hot *h = &a->hot[f->id];
-    uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
+    if (likely(e < (1u << 24))) /* no overflow: pairfp < 2^37 */
+        return (e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE);
+    return (uint64_t)(((unsigned __int128)e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE));
+}
 
-    if (cp->on) { /* E events inside: E * pair / 2 + self, rounded */
-        uint64_t e = ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0;
-        uint64_t c =
-            likely(e < (1u << 24)) /* no overflow: pairfp < 2^37 */
-                ? (e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE)
-                : (uint64_t)(((unsigned __int128)e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE));
-        if (unlikely(c > dur)) {
-            cp->clamped++;
-            dur = 0;
-        } else {
-            dur -= c;
-        }
+/* raw less the overhead c, clamped at 0 (and counted). */
+static inline uint64_t comp_sub(struct comp *cp, uint64_t raw, uint64_t c)
+{
+    if (unlikely(c > raw)) {
+        cp->clamped++;
+        return 0;
     }
+    return raw - c;
+}
+
+/*
+ * Counts one span of node id (statistics h) that lasted dur (raw before
+ * compensation), began at start, spent child in its callees, and was called
+ * from parent (0 = ROOT); `outer`: no other activation of it is open below.
+ * Returns 0 or RP_ENOMEM.
+ */
+static inline __attribute__((always_inline)) int span_count(struct acc *a, struct hot *h,
+                                                            uint32_t id, uint32_t parent,
+                                                            uint64_t start, uint64_t raw,
+                                                            uint64_t dur, uint64_t child,
+                                                            int outer)
+{
     h->calls++;
     h->dur_sum += dur;
-    h->excl += (int64_t)(dur - f->child);
+    h->excl += (int64_t)(dur - child);
     h->min = dur < h->min ? dur : h->min;
     h->max = dur > h->max ? dur : h->max;
     h->sq += (unsigned __int128)dur * dur;
     if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
         return RP_ENOMEM;
     rp_hist_count(h->hist, dur);
-    h->first = f->start < h->first ? f->start : h->first;
-    h->last = f->start > h->last ? f->start : h->last;
+    h->first = start < h->first ? start : h->first;
+    h->last = start > h->last ? start : h->last;
     h->overruns += raw > h->budget;
-    if (--a->active[f->id] == 0)
+    if (outer)
         h->incl += dur;
-
-    uint32_t parent = 0;
-    if (a->depth) {
-        struct frame *pf = &a->stack[a->depth - 1];
-        pf->child += dur;
-        parent = pf->id;
-    }
-    if (unlikely(a->depth < j->low)) {
-        j->low = a->depth;
-        if (a->depth < j->u)
-            j->closed[a->depth] = 1;
-    }
-    struct rp_edge *e = edge_of(a, h, parent, f->id);
+    struct rp_edge *e = edge_of(a, h, parent, id);
     if (unlikely(!e))
         return RP_ENOMEM;
     e->calls++;
@@ -450,6 +445,36 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     e->min = dur < e->min ? dur : e->min;
     e->max = dur > e->max ? dur : e->max;
     return 0;
+}
+
+/*
+ * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
+ * chunk's event number ev; j records it when it is a span of U.  Returns 0
+ * or RP_ENOMEM.
+ */
+static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
+                                                          struct frame *stack, uint32_t *depth,
+                                                          uint64_t now, int64_t ev,
+                                                          struct comp *cp)
+{
+    struct frame *f = &stack[--*depth];
+    uint32_t id = f->id, parent = 0;
+    uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
+
+    if (cp->on) /* E events inside: E * pair / 2 + self, rounded */
+        dur = comp_sub(cp, raw, comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
+    if (*depth) {
+        struct frame *pf = f - 1;
+        pf->child += dur;
+        parent = pf->id;
+    }
+    if (unlikely(*depth < j->low)) {
+        j->low = *depth;
+        if (*depth < j->u)
+            j->closed[*depth] = 1;
+    }
+    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child,
+                      --a->active[id] == 0);
 }
 
 /* Drops the spans of a's stack above depth `to` without time. */
@@ -462,18 +487,42 @@ static void stack_drop(struct acc *a, struct job *j, uint32_t to)
         j->low = a->depth;
 }
 
-/* Two-byte varints are the usual time delta: decode them without a call. */
-static inline const uint8_t *get_varint(const uint8_t *q, const uint8_t *end, uint64_t *v)
+/*
+ * Zero bytes after every chunk replay_chunk reads.  The per-event decoding
+ * (pget) reads a varint's first two bytes without testing the end: a chunk
+ * whose last event runs over its end stops in the padding (a zero byte ends
+ * any varint), and the loop's end test, q == end, finds it malformed.
+ */
+#define RP_REPLAY_PAD 16
+
+/* A varint at q < end of a padded chunk; NULL when longer than 10 bytes. */
+static inline const uint8_t *pget(const uint8_t *q, const uint8_t *end, uint64_t *v)
 {
-    if (likely(end - q >= 2 && q[1] < 0x80)) {
-        if (q[0] < 0x80) {
-            *v = q[0];
-            return q + 1;
-        }
-        *v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+    uint64_t b0 = q[0], b1;
+    if (likely(b0 < 0x80)) {
+        *v = b0;
+        return q + 1;
+    }
+    if (likely((b1 = q[1]) < 0x80)) {
+        *v = (b0 & 0x7f) | b1 << 7;
         return q + 2;
     }
-    return rp_get_varint(q, end, v);
+    return rp_get_varint(q, end + RP_REPLAY_PAD, v);
+}
+
+/* Makes room for a push on a's stack at depth; the stack, or NULL when it
+ * would be deeper than RP_REPLAY_DEPTH_MAX or memory is out. */
+static __attribute__((noinline)) struct frame *frame_grow(struct acc *a, uint32_t depth)
+{
+    if (a->cap >= RP_REPLAY_DEPTH_MAX ||
+        rp_grow(&a->stack, &a->cap, depth + 1, sizeof(*a->stack), 64) < 0)
+        return NULL;
+    return a->stack;
+}
+
+static inline struct frame *frame_push(struct acc *a, uint32_t depth)
+{
+    return likely(depth < a->cap) ? a->stack : frame_grow(a, depth);
 }
 
 /* Makes excl_adj[0..n) exist, new entries zero.  Returns 0 or RP_ENOMEM. */
@@ -520,18 +569,26 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 
 /*
  * Replays the EVENTS chunk of j with the accumulators a, ids checked against
- * the profile's definitions (which do not change while jobs run).  Sets
- * j->rc to 0, RP_ENOMEM, or RP_EFORMAT with j->err naming the offset.
+ * the profile's definitions (which do not change while jobs run).  j->data
+ * is followed by RP_REPLAY_PAD zero bytes.  Sets j->rc to 0, RP_ENOMEM, or
+ * RP_EFORMAT with j->err naming the offset.
+ *
+ * The loop keeps the stack's top in locals (written back to a->depth where
+ * anything else looks at it) and takes a leaf, an ENTER whose next event is
+ * its EXIT, without a push and a pop.
  */
 static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
 {
     struct rp_evdec d;
     uint64_t n = 0, now, h, x, arg;
     const uint8_t *q, *end, *ev0;
-    uint32_t id = 0;
+    uint32_t id = 0, depth;
     int rc;
-    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0};
+    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0, 0};
+    const struct rp_node *nodes = p->nodes;
+    const uint64_t nn = p->n_nodes;
 
+    cp.leaf = comp_of(&cp, 0);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
@@ -542,7 +599,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         goto fail;
     for (uint32_t i = 0; i < a->depth; i++) {
         id = a->stack[i].id;
-        if (id >= p->n_nodes || p->nodes[id].kind == 0xff) {
+        if (id >= nn || nodes[id].kind == 0xff) {
             a->depth = i;
             ev0 = d.snap;
             goto undefined;
@@ -550,16 +607,25 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         a->active[id]++;
     }
     /* The decoding of rp_evdec_next, inlined: this loop runs per event. */
+    const int compact = d.compact;
+    struct hot *const hot = a->hot;
+    uint32_t *const active = a->active;
+    struct frame *stack = a->stack;
+    depth = a->depth;
     now = d.now;
     q = ev0 = d.p;
     end = d.end;
     j->first = now;
+    if (q < end && pget(q, end, &h)) /* the first event's time */
+        j->first = now + (compact ? h >> 1 : h >> RP_OP_BITS);
     while (q < end) {
         unsigned op;
         ev0 = q;
-        if (!(q = get_varint(q, end, &h)))
-            goto bad_at;
-        if (likely(d.compact)) { /* format.h: EXIT, ENTER id, or 0 and an op */
+        if (unlikely(!(q = pget(q, end, &h))))
+            goto bad_in;
+    have_head:
+        n++;
+        if (likely(compact)) { /* format.h: EXIT, ENTER id, or 0 and an op */
             now += h >> 1;
             op = h & 1 ? RP_OP_EXIT : RP_OP_ENTER;
         } else {
@@ -567,86 +633,118 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             op = h & RP_OP_MASK;
         }
         if (op == RP_OP_ENTER) {
-            if (likely(q < end && *q < 0x80))
-                x = *q++;
-            else if (!(q = rp_get_varint(q, end, &x)))
-                goto bad_at;
-            if (unlikely(!x && d.compact)) {
+            if (unlikely(!compact && q >= end)) /* (compact: id 0 and no op) */
+                goto bad_in;
+            if (unlikely(!(q = pget(q, end, &x))))
+                goto bad_in;
+            if (unlikely(!x && compact)) {
                 if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
-                    goto bad_at;
+                    goto bad_in;
                 op = (unsigned)x;
             }
         }
-        if (unlikely(!n++))
-            j->first = now;
         switch (op) {
         case RP_OP_ENTER:
             id = (uint32_t)x;
-            if (unlikely(x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff))
-                goto undefined;
-            if (unlikely(a->depth == a->cap)) {
-                if (a->cap >= RP_REPLAY_DEPTH_MAX)
-                    goto too_deep;
-                if (rp_grow(&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack), 64) < 0) {
-                    rc = RP_ENOMEM;
-                    goto fail;
+            if (unlikely(x == 0 || x >= nn || nodes[x].kind == 0xff))
+                goto undefined_in;
+            if (likely(compact) && likely(q < end)) {
+                const uint8_t *q2 = pget(q, end, &h);
+                if (unlikely(!q2)) {
+                    ev0 = q;
+                    goto bad_in;
                 }
+                if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
+                    uint64_t raw = h >> 1, dur = cp.on ? comp_sub(&cp, raw, cp.leaf) : raw;
+                    uint32_t parent = 0;
+                    if (depth) {
+                        stack[depth - 1].child += dur;
+                        parent = stack[depth - 1].id;
+                    }
+                    n++;
+                    if (unlikely(span_count(a, &hot[x], id, parent, now, raw, dur, 0,
+                                            active[x] == 0) < 0)) {
+                        rc = RP_ENOMEM;
+                        goto fail_in;
+                    }
+                    now += raw;
+                    ev0 = q;
+                    q = q2;
+                    break;
+                }
+                /* not a leaf: push it, and go on with the head just read */
+                if (unlikely(!(stack = frame_push(a, depth))))
+                    goto push_failed;
+                stack[depth++] = (struct frame){id, now, 0, (int64_t)n};
+                active[x]++;
+                ev0 = q;
+                q = q2;
+                goto have_head;
             }
-            a->stack[a->depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
-            a->active[x]++;
+            if (unlikely(!(stack = frame_push(a, depth))))
+                goto push_failed;
+            stack[depth++] = (struct frame){id, now, 0, (int64_t)n};
+            active[x]++;
             break;
         case RP_OP_EXIT:
-            if (unlikely(!a->depth)) {
+            if (unlikely(!depth)) {
                 j->unmatched++;
                 break;
             }
-            if (unlikely((rc = span_end(a, j, now, (int64_t)n, &cp)) < 0))
-                goto fail;
+            if (unlikely((rc = span_end(a, j, stack, &depth, now, (int64_t)n, &cp)) < 0))
+                goto fail_in;
             break;
         case RP_OP_EXIT_ID: {
             if (!(q = rp_get_varint(q, end, &x)))
-                goto bad_at;
+                goto bad_in;
             id = (uint32_t)x;
-            if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
-                goto undefined;
-            uint32_t at = a->depth;
-            while (at > 0 && a->stack[at - 1].id != x)
+            if (x == 0 || x >= nn || nodes[x].kind == 0xff)
+                goto undefined_in;
+            uint32_t at = depth;
+            while (at > 0 && stack[at - 1].id != x)
                 at--;
             if (!at) {
                 j->unmatched++;
                 break;
             }
             /* spans opened above it were never closed: drop them */
+            a->depth = depth;
             stack_drop(a, j, at);
-            if ((rc = span_end(a, j, now, (int64_t)n, &cp)) < 0)
-                goto fail;
+            depth = a->depth;
+            if ((rc = span_end(a, j, stack, &depth, now, (int64_t)n, &cp)) < 0)
+                goto fail_in;
             break;
         }
         case RP_OP_INSTANT:
         case RP_OP_COUNTER:
             if (!(q = rp_get_varint(q, end, &x)))
-                goto bad_at;
+                goto bad_in;
             id = (uint32_t)x;
-            if (x == 0 || x >= p->n_nodes || p->nodes[x].kind == 0xff)
-                goto undefined;
+            if (x == 0 || x >= nn || nodes[x].kind == 0xff)
+                goto undefined_in;
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_at;
-            a->hot[x].calls++;
+                goto bad_in;
+            hot[x].calls++;
             break;
         case RP_OP_ARG:
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_at;
+                goto bad_in;
             break;
         case RP_OP_LOST:
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_at;
+                goto bad_in;
             j->lost += arg;
+            a->depth = depth;
             stack_drop(a, j, 0);
+            depth = 0;
             break;
         default:
-            goto bad_at;
+            goto bad_in;
         }
     }
+    a->depth = depth;
+    if (q != end) /* the last event runs over the end, into the padding */
+        goto bad_at;
     j->last = now;
     j->events = n;
     rc = 0;
@@ -664,6 +762,21 @@ out:
         a->active[a->stack[--a->depth].id]--;
     j->rc = rc;
     return;
+push_failed:
+    a->depth = depth;
+    if (a->cap >= RP_REPLAY_DEPTH_MAX)
+        goto too_deep;
+    rc = RP_ENOMEM;
+    goto fail;
+fail_in: /* the errors in the loop: the stack's depth is in a local */
+    a->depth = depth;
+    goto fail;
+bad_in:
+    a->depth = depth;
+    goto bad_at;
+undefined_in:
+    a->depth = depth;
+    goto undefined;
 fail:
     snprintf(j->err, sizeof(j->err), "out of memory");
     goto out;
@@ -886,9 +999,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
     struct job *j = &v->jobs[v->submitted % RP_JOBS_MAX];
-    if (rp_grow(&j->data, &j->cap, c->len, 1, 65536) < 0)
+    if (rp_grow(&j->data, &j->cap, c->len + RP_REPLAY_PAD, 1, 65536) < 0)
         return RP_ENOMEM;
     memcpy(j->data, c->data, c->len);
+    memset(j->data + c->len, 0, RP_REPLAY_PAD);
     j->len = c->len;
     j->offset = c->offset;
     j->ti = t->ti;
