@@ -1015,6 +1015,136 @@ static void test_fcount(void)
     free(f.p);
 }
 
+/* ---- the replay loop on hand-made event streams ------------------------------ */
+
+/* A DEFS record of a point named name (kind POINT, no file, no extension). */
+static size_t def_rec(uint8_t *q, uint32_t id, const char *name)
+{
+    size_t nl = strlen(name);
+    memset(q, 0, RP_DEF_FIXED);
+    rp_put32(q, id);
+    q[4] = RP_KIND_POINT;
+    rp_put16(q + 6, (uint16_t)nl);
+    rp_put64(q + 8, 0x1000 + id);
+    memcpy(q + RP_DEF_FIXED, name, nl);
+    return RP_DEF_FIXED + nl;
+}
+
+/* An EVENTS chunk of tid 7 at base 1000 from the stream s[0..n); flags:
+ * RP_EV_COMPACT, RP_EV_SNAPSHOT (an empty one). */
+static void ev_chunk(struct fbuf *f, uint32_t flags, const uint8_t *s, size_t n)
+{
+    uint8_t pl[128];
+    size_t k = 16;
+    rp_put32(pl, 7);
+    rp_put32(pl + 4, flags | 4);
+    rp_put64(pl + 8, 1000);
+    if (flags & RP_EV_SNAPSHOT)
+        pl[k++] = 0; /* depth 0 */
+    memcpy(pl + k, s, n);
+    fb_chunk(f, RP_CH_EVENTS, pl, k + n);
+}
+
+static void file_start(struct fbuf *f)
+{
+    uint8_t hdr[RP_FILE_HDR_SIZE], info[128];
+    size_t il = 0;
+    rp_file_header(hdr);
+    fb_put(f, hdr, sizeof(hdr));
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "freq_hz", "1000000000", 10), 0);
+    fb_chunk(f, RP_CH_INFO, info, il);
+}
+
+/* Replays f; returns the code, the profile in *p, the message in err. */
+static int replay_buf(const struct fbuf *f, struct rp_profile *p, char *err, size_t errsz)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/stream.rpt", tmpdir);
+    write_file(path, f->p, f->len);
+    int rc = replay_rc(path, 0, p, err, errsz);
+    unlink(path);
+    return rc;
+}
+
+/*
+ * The same spans in the compact stream and in the general one, with leaves,
+ * recursion and a node defined (in a later DEFS chunk) below one the
+ * replayers have already seen; then a stream whose last event is cut short
+ * in four ways, and an ENTER of an id no DEFS defined: each is an error
+ * naming the event's offset.
+ */
+static void test_replay_streams(void)
+{
+    struct fbuf f = {0};
+    struct rp_profile p;
+    char err[512];
+    uint8_t d[64];
+    file_start(&f);
+    fb_chunk(&f, RP_CH_DEFS, d, def_rec(d, 3, "c")); /* ids 1 and 2 not yet */
+    /* c { c {20} } : ENTER 3 +10, ENTER 3 +5, EXIT +20, EXIT +30 */
+    static const uint8_t s1[] = {10 << 1, 3, 5 << 1, 3, 20 << 1 | 1, 30 << 1 | 1};
+    ev_chunk(&f, RP_EV_COMPACT, s1, sizeof(s1));
+    fb_chunk(&f, RP_CH_DEFS, d, def_rec(d, 2, "b"));
+    /* b { c {4} } 14 : ENTER 2 +1, ENTER 3 +2, EXIT +4, EXIT +8 */
+    static const uint8_t s2[] = {1 << 1, 2, 2 << 1, 3, 4 << 1 | 1, 8 << 1 | 1};
+    ev_chunk(&f, RP_EV_COMPACT | RP_EV_SNAPSHOT, s2, sizeof(s2)); /* a worker's job */
+    static const uint8_t s3[] = {1 << RP_OP_BITS | RP_OP_ENTER, 2, 2 << RP_OP_BITS | RP_OP_ENTER,
+                                 3, 4 << RP_OP_BITS | RP_OP_EXIT, 8 << RP_OP_BITS | RP_OP_EXIT};
+    ev_chunk(&f, 0, s3, sizeof(s3));
+    int rc = replay_buf(&f, &p, err, sizeof(err));
+    CHECK_EQ(rc, 0);
+    if (rc)
+        fprintf(stderr, "  replay: %s\n", err);
+    if (rc == 0 && p.n_nodes > 3) {
+        CHECK_EQ(p.nodes[3].calls, 4);
+        CHECK_EQ(p.nodes[3].dur_sum, 20 + 55 + 4 + 4);
+        CHECK_EQ(p.nodes[3].incl, 55 + 4 + 4); /* the inner recursion not twice */
+        CHECK_EQ(p.nodes[3].excl, 20 + 35 + 4 + 4);
+        CHECK_EQ(p.nodes[3].min, 4);
+        CHECK_EQ(p.nodes[3].max, 55);
+        CHECK_EQ(p.nodes[2].calls, 2);
+        CHECK_EQ(p.nodes[2].incl, 28);
+        CHECK_EQ(p.nodes[2].excl, 20);
+        const struct rp_edge *e = find_edge(&p, 2, 3);
+        CHECK(e && e->calls == 2 && e->incl == 8);
+        e = find_edge(&p, 3, 3);
+        CHECK(e && e->calls == 1 && e->incl == 20);
+        CHECK_EQ(p.events, 12);
+    }
+    rp_profile_free(&p);
+
+    /* the last event cut short, in each form: its offset is named */
+    static const struct {
+        uint32_t flags;
+        uint8_t s[8];
+        size_t n, at; /* the stream, and where its bad event begins */
+        const char *what;
+    } bad[] = {
+        {RP_EV_COMPACT, {2 << 1, 3, 0x80}, 3, 2, "malformed event"},        /* head runs over */
+        {RP_EV_COMPACT, {2 << 1, 3, 4 << 1}, 3, 2, "malformed event"},      /* ENTER, no id */
+        {RP_EV_COMPACT, {2 << 1, 3, 2 << 1, 0x83}, 4, 2, "malformed event"}, /* id runs over */
+        {0, {2 << RP_OP_BITS, 3, 4 << RP_OP_BITS}, 3, 2, "malformed event"}, /* ENTER, no id */
+        {RP_EV_COMPACT, {2 << 1, 3, 1 << 1, 1}, 4, 2, "uses id 1"},         /* not defined */
+        {RP_EV_COMPACT, {2 << 1, 0}, 2, 0, "malformed event"},              /* 0 and no op */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct fbuf g = {0};
+        file_start(&g);
+        fb_chunk(&g, RP_CH_DEFS, d, def_rec(d, 3, "c"));
+        ev_chunk(&g, bad[i].flags, bad[i].s, bad[i].n);
+        char want[64];
+        snprintf(want, sizeof(want), "offset %llu",
+                 (unsigned long long)(g.chunk_off[g.nchunks - 1] + RP_CHUNK_HDR_SIZE + 16 +
+                                      bad[i].at));
+        CHECK_EQ(replay_buf(&g, &p, err, sizeof(err)), RP_EFORMAT);
+        CHECK_STR(err, bad[i].what);
+        CHECK_STR(err, want);
+        rp_profile_free(&p);
+        free(g.p);
+    }
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1033,6 +1163,7 @@ int main(void)
     test_replay(path);
     test_no_end();
     test_fcount();
+    test_replay_streams();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

@@ -111,12 +111,15 @@ struct emap {
  */
 struct acc {
     _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
-    uint32_t *active;             /* per node: open activations on the current stack */
+    uint32_t *active; /* per node: open activations on the current stack, and
+                         RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
     uint32_t nhot;
     struct emap em;
     struct frame *stack;
     uint32_t depth, cap;
 };
+
+#define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
 
 /*
  * One EVENTS chunk to replay.  Its stack at the start (U: from the chunk's
@@ -247,7 +250,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         h->min = h->first = UINT64_MAX;
         h->last_caller = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
-        a->active[i] = 0;
+        a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
     }
     a->nhot = n;
     return 0;
@@ -567,65 +570,51 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     return 0;
 }
 
-/*
- * Replays the EVENTS chunk of j with the accumulators a, ids checked against
- * the profile's definitions (which do not change while jobs run).  j->data
- * is followed by RP_REPLAY_PAD zero bytes.  Sets j->rc to 0, RP_ENOMEM, or
- * RP_EFORMAT with j->err naming the offset.
- *
- * The loop keeps the stack's top in locals (written back to a->depth where
- * anything else looks at it) and takes a leaf, an ENTER whose next event is
- * its EXIT, without a push and a pop.
- */
-static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
-{
-    struct rp_evdec d;
-    uint64_t n = 0, now, h, x, arg;
-    const uint8_t *q, *end, *ev0;
-    uint32_t id = 0, depth;
-    int rc;
-    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0, 0};
-    const struct rp_node *nodes = p->nodes;
-    const uint64_t nn = p->n_nodes;
+/* How replay_loop ends (replay_chunk writes the message). */
+enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP };
 
-    cp.leaf = comp_of(&cp, 0);
-    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
-    j->nout = 0;
-    if (rp_evdec_init(&d, j->data, j->len) < 0) {
-        ev0 = d.p ? d.p : j->data;
-        goto bad_at;
-    }
-    if ((rc = acc_reserve(a, p)) < 0 || (rc = stack_start(a, j, &d)) < 0)
-        goto fail;
-    for (uint32_t i = 0; i < a->depth; i++) {
-        id = a->stack[i].id;
-        if (id >= nn || nodes[id].kind == 0xff) {
-            a->depth = i;
-            ev0 = d.snap;
-            goto undefined;
-        }
-        a->active[id]++;
-    }
-    /* The decoding of rp_evdec_next, inlined: this loop runs per event. */
-    const int compact = d.compact;
+/*
+ * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
+ * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
+ * a constant in each of replay_chunk's two copies.  On return ev holds the
+ * position, the event being read (ev0), the time, the events so far and
+ * the last id read, for the message.  Returns LOOP_OK or what failed.
+ *
+ * The stack's top stays in locals (written back to a->depth where anything
+ * else looks at it) and a leaf, an ENTER whose next event is its EXIT, is
+ * counted without a push and a pop.  An id is checked with one load: a
+ * node no DEFS defined (and ROOT) has RP_ACTIVE_UNDEF in active[].
+ */
+struct loopst {
+    const uint8_t *q, *ev0;
+    uint64_t now, n;
+    uint32_t id;
+};
+
+static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
+                                                             struct acc *a, struct job *j,
+                                                             struct comp *cp, struct loopst *ev,
+                                                             const uint8_t *end,
+                                                             const int compact)
+{
+    const uint8_t *q = ev->q, *ev0 = q;
+    uint64_t now = ev->now, n = 0, h, x, arg;
+    const struct rp_node *nodes = p->nodes;
+    const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
     struct hot *const hot = a->hot;
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
-    depth = a->depth;
-    now = d.now;
-    q = ev0 = d.p;
-    end = d.end;
-    j->first = now;
-    if (q < end && pget(q, end, &h)) /* the first event's time */
-        j->first = now + (compact ? h >> 1 : h >> RP_OP_BITS);
+    uint32_t depth = a->depth, act;
+    int rc = LOOP_OK;
+
     while (q < end) {
         unsigned op;
         ev0 = q;
         if (unlikely(!(q = pget(q, end, &h))))
-            goto bad_in;
+            goto bad;
     have_head:
         n++;
-        if (likely(compact)) { /* format.h: EXIT, ENTER id, or 0 and an op */
+        if (compact) { /* format.h: EXIT, ENTER id, or 0 and an op */
             now += h >> 1;
             op = h & 1 ? RP_OP_EXIT : RP_OP_ENTER;
         } else {
@@ -633,40 +622,38 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             op = h & RP_OP_MASK;
         }
         if (op == RP_OP_ENTER) {
-            if (unlikely(!compact && q >= end)) /* (compact: id 0 and no op) */
-                goto bad_in;
+            if (!compact && unlikely(q >= end))
+                goto bad;
             if (unlikely(!(q = pget(q, end, &x))))
-                goto bad_in;
-            if (unlikely(!x && compact)) {
+                goto bad;
+            if (compact && unlikely(!x)) { /* (an id 0 in padding has no op) */
                 if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
-                    goto bad_in;
+                    goto bad;
                 op = (unsigned)x;
             }
         }
         switch (op) {
         case RP_OP_ENTER:
-            id = (uint32_t)x;
-            if (unlikely(x == 0 || x >= nn || nodes[x].kind == 0xff))
-                goto undefined_in;
-            if (likely(compact) && likely(q < end)) {
+            ev->id = (uint32_t)x;
+            if (unlikely(x >= nn) || unlikely((act = active[x]) & RP_ACTIVE_UNDEF))
+                goto undefined;
+            if (compact && likely(q < end)) {
                 const uint8_t *q2 = pget(q, end, &h);
                 if (unlikely(!q2)) {
                     ev0 = q;
-                    goto bad_in;
+                    goto bad;
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
-                    uint64_t raw = h >> 1, dur = cp.on ? comp_sub(&cp, raw, cp.leaf) : raw;
+                    uint64_t raw = h >> 1, dur = cp->on ? comp_sub(cp, raw, cp->leaf) : raw;
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
                         parent = stack[depth - 1].id;
                     }
                     n++;
-                    if (unlikely(span_count(a, &hot[x], id, parent, now, raw, dur, 0,
-                                            active[x] == 0) < 0)) {
-                        rc = RP_ENOMEM;
-                        goto fail_in;
-                    }
+                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0,
+                                            act == 0) < 0))
+                        goto nomem;
                     now += raw;
                     ev0 = q;
                     q = q2;
@@ -675,31 +662,31 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){id, now, 0, (int64_t)n};
-                active[x]++;
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+                active[x] = act + 1;
                 ev0 = q;
                 q = q2;
                 goto have_head;
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){id, now, 0, (int64_t)n};
-            active[x]++;
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+            active[x] = act + 1;
             break;
         case RP_OP_EXIT:
             if (unlikely(!depth)) {
                 j->unmatched++;
                 break;
             }
-            if (unlikely((rc = span_end(a, j, stack, &depth, now, (int64_t)n, &cp)) < 0))
-                goto fail_in;
+            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0))
+                goto nomem;
             break;
         case RP_OP_EXIT_ID: {
             if (!(q = rp_get_varint(q, end, &x)))
-                goto bad_in;
-            id = (uint32_t)x;
+                goto bad;
+            ev->id = (uint32_t)x;
             if (x == 0 || x >= nn || nodes[x].kind == 0xff)
-                goto undefined_in;
+                goto undefined;
             uint32_t at = depth;
             while (at > 0 && stack[at - 1].id != x)
                 at--;
@@ -711,43 +698,112 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
             a->depth = depth;
             stack_drop(a, j, at);
             depth = a->depth;
-            if ((rc = span_end(a, j, stack, &depth, now, (int64_t)n, &cp)) < 0)
-                goto fail_in;
+            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
+                goto nomem;
             break;
         }
         case RP_OP_INSTANT:
         case RP_OP_COUNTER:
             if (!(q = rp_get_varint(q, end, &x)))
-                goto bad_in;
-            id = (uint32_t)x;
+                goto bad;
+            ev->id = (uint32_t)x;
             if (x == 0 || x >= nn || nodes[x].kind == 0xff)
-                goto undefined_in;
+                goto undefined;
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_in;
+                goto bad;
             hot[x].calls++;
             break;
         case RP_OP_ARG:
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_in;
+                goto bad;
             break;
         case RP_OP_LOST:
             if (!(q = rp_get_varint(q, end, &arg)))
-                goto bad_in;
+                goto bad;
             j->lost += arg;
             a->depth = depth;
             stack_drop(a, j, 0);
             depth = 0;
             break;
         default:
-            goto bad_in;
+            goto bad;
         }
     }
-    a->depth = depth;
     if (q != end) /* the last event runs over the end, into the padding */
+        rc = LOOP_BAD;
+out:
+    a->depth = depth;
+    ev->q = q;
+    ev->ev0 = ev0;
+    ev->now = now;
+    ev->n = n;
+    return rc;
+bad:
+    rc = LOOP_BAD;
+    goto out;
+undefined:
+    rc = LOOP_UNDEFINED;
+    goto out;
+nomem:
+    rc = LOOP_NOMEM;
+    goto out;
+push_failed:
+    rc = a->cap >= RP_REPLAY_DEPTH_MAX ? LOOP_DEEP : LOOP_NOMEM;
+    goto out;
+}
+
+/*
+ * Replays the EVENTS chunk of j with the accumulators a, ids checked against
+ * the profile's definitions (which do not change while jobs run).  j->data
+ * is followed by RP_REPLAY_PAD zero bytes.  Sets j->rc to 0, RP_ENOMEM, or
+ * RP_EFORMAT with j->err naming the offset.
+ */
+static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
+{
+    struct rp_evdec d;
+    struct loopst ev = {0};
+    uint64_t h;
+    int rc;
+    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0, 0};
+
+    cp.leaf = comp_of(&cp, 0);
+    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
+    j->nout = 0;
+    if (rp_evdec_init(&d, j->data, j->len) < 0) {
+        ev.ev0 = d.p ? d.p : j->data;
         goto bad_at;
-    j->last = now;
-    j->events = n;
-    rc = 0;
+    }
+    if ((rc = acc_reserve(a, p)) < 0 || (rc = stack_start(a, j, &d)) < 0)
+        goto fail;
+    for (uint32_t i = 0; i < a->depth; i++) {
+        ev.id = a->stack[i].id;
+        if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff) {
+            a->depth = i;
+            ev.ev0 = d.snap;
+            goto undefined;
+        }
+        a->active[ev.id]++;
+    }
+    ev.q = d.p;
+    ev.now = j->first = d.now;
+    if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
+        j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
+    /* two copies of the loop: each event tests the form in neither */
+    rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
+                   : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+    switch (rc) {
+    case LOOP_BAD:
+        goto bad_at;
+    case LOOP_UNDEFINED:
+        goto undefined;
+    case LOOP_NOMEM:
+        rc = RP_ENOMEM;
+        goto fail;
+    case LOOP_DEEP:
+        goto too_deep;
+    }
+    j->last = ev.now;
+    j->events = ev.n;
 out:
     j->clamped = cp.clamped;
     /* hand the stack over and leave a clean replayer for the next chunk */
@@ -762,28 +818,13 @@ out:
         a->active[a->stack[--a->depth].id]--;
     j->rc = rc;
     return;
-push_failed:
-    a->depth = depth;
-    if (a->cap >= RP_REPLAY_DEPTH_MAX)
-        goto too_deep;
-    rc = RP_ENOMEM;
-    goto fail;
-fail_in: /* the errors in the loop: the stack's depth is in a local */
-    a->depth = depth;
-    goto fail;
-bad_in:
-    a->depth = depth;
-    goto bad_at;
-undefined_in:
-    a->depth = depth;
-    goto undefined;
 fail:
     snprintf(j->err, sizeof(j->err), "out of memory");
     goto out;
 bad_at:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err), "malformed event at offset %llu (in the chunk at offset %llu)",
-             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)),
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)),
              (unsigned long long)j->offset);
     goto out;
 too_deep:
@@ -791,12 +832,13 @@ too_deep:
     snprintf(j->err, sizeof(j->err),
              "spans nested deeper than %u at offset %llu (the recorder never writes that)",
              RP_REPLAY_DEPTH_MAX,
-             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)));
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)));
     goto out;
 undefined:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err), "event at offset %llu uses id %u, which no DEFS chunk defined",
-             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev0 - j->data)), id);
+             (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)),
+             ev.id);
     goto out;
 }
 
@@ -1038,6 +1080,16 @@ static char *dupn(const void *s, size_t n)
     return d;
 }
 
+/* Tells the replayers' id checks that node id is defined (no job runs). */
+static void defined(struct priv *v, uint32_t id)
+{
+    if (id < v->main.nhot)
+        v->main.active[id] &= ~RP_ACTIVE_UNDEF;
+    for (int k = 0; k < RP_WORKERS_MAX; k++)
+        if (id < v->wacc[k].nhot)
+            v->wacc[k].active[id] &= ~RP_ACTIVE_UNDEF;
+}
+
 static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     const uint8_t *q = c->data, *end = c->data + c->len;
@@ -1057,6 +1109,7 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         if (n->kind != 0xff)
             goto bad; /* an id is defined once */
         n->kind = kind;
+        defined(p->priv, id);
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
