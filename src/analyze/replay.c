@@ -81,8 +81,8 @@ struct frame {
 /*
  * What replay touches for every span of a node, packed in one place (the
  * full struct rp_node is filled from it at the end): the statistics, the
- * exact sum of squares, and a one-entry cache of the edge from the node's
- * last caller, which hits for every callee that has one usual caller.
+ * exact sum of squares, and a cache of the edges from the node's last two
+ * callers, which hits for every callee that has one or two usual callers.
  * excl is signed: a span that began in an earlier chunk ends with only this
  * chunk's callee time subtracted, and the join subtracts the rest.
  */
@@ -91,7 +91,7 @@ struct hot {
     int64_t excl;
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint32_t *hist;       /* RP_HIST_BUCKETS counts, NULL until the first span */
-    uint32_t last_caller, last_edge;
+    uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns; /* ticks (UINT64_MAX = none); spans longer than it */
 };
 
@@ -248,7 +248,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         struct hot *h = &a->hot[i];
         memset(h, 0, sizeof(*h));
         h->min = h->first = UINT64_MAX;
-        h->last_caller = UINT32_MAX;
+        h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
         a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
     }
@@ -369,18 +369,37 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
     return t;
 }
 
-/* The edge caller -> callee through the callee's one-entry cache. */
+/* edge_of()'s second entry, or the map: the found edge becomes entry 0. */
+static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct hot *h,
+                                                          uint32_t caller, uint32_t callee)
+{
+    uint32_t i;
+    if (h->last_caller[1] == caller) {
+        i = h->last_edge[1];
+    } else {
+        struct rp_edge *e = edge_get(&a->em, caller, callee);
+        if (!e)
+            return NULL;
+        i = (uint32_t)(e - a->em.edges);
+    }
+    h->last_caller[1] = h->last_caller[0];
+    h->last_edge[1] = h->last_edge[0];
+    h->last_caller[0] = caller;
+    h->last_edge[0] = i;
+    return &a->em.edges[i];
+}
+
+/*
+ * The edge caller -> callee through the callee's two-entry cache, most
+ * recent first: a recursive function alternates between its outer caller
+ * and itself.
+ */
 static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t caller,
                                       uint32_t callee)
 {
-    if (h->last_caller == caller)
-        return &a->em.edges[h->last_edge];
-    struct rp_edge *e = edge_get(&a->em, caller, callee);
-    if (e) {
-        h->last_caller = caller;
-        h->last_edge = (uint32_t)(e - a->em.edges);
-    }
-    return e;
+    if (likely(h->last_caller[0] == caller))
+        return &a->em.edges[h->last_edge[0]];
+    return edge_miss(a, h, caller, callee);
 }
 
 /*
