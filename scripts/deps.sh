@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - installs the Debian packages rankprof needs to build and test,
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
-#   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib
+#   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib,
+#          libdeflate
 #   test:  + python3 (the tests check JSON/CSV with python's parsers)
 #   ci:    what CI needs beyond test: the third-party consumers the tests
 #          read outputs back with: plantuml, chromium and npm, Perfetto's
@@ -29,6 +30,7 @@ have_cmd pkg-config || need+=(pkg-config)
 have_pkg libdw-dev || need+=(libdw-dev)
 have_pkg libelf-dev || need+=(libelf-dev)
 have_pkg zlib1g-dev || need+=(zlib1g-dev) # pprof exports are gzipped
+have_pkg libdeflate-dev || need+=(libdeflate-dev) # the analyzer's chunk CRC
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
   [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report

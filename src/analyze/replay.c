@@ -52,6 +52,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,7 @@ struct job {
     uint32_t len, cap;
     uint64_t offset; /* of the chunk in the file */
     uint32_t ti;     /* the thread, index in p->threads */
-    int done;
+    _Atomic int done; /* replayed (release: the results below are written) */
     int from_snap; /* U is the chunk's snapshot, not j->in */
     int comp;      /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
@@ -194,11 +195,16 @@ struct priv {
         struct acc *a;
     } wctx[RP_WORKERS_MAX];
     int nworkers, started;
+    struct acc help; /* the main thread's, for the jobs it takes */
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     struct job jobs[RP_JOBS_MAX];
-    uint64_t submitted, taken, joined; /* job sequence numbers */
-    int quit;
+    /* job sequence numbers ("the workers" below) */
+    _Atomic uint64_t submitted, taken; /* submitted: written by the main thread */
+    uint64_t joined;                   /* the main thread's */
+    _Atomic int sleepers;              /* workers asleep on `work` */
+    _Atomic int waiting;               /* the main thread asleep on `done` */
+    _Atomic int quit;
 };
 
 static void warnf(struct rp_profile *p, const char *fmt, ...)
@@ -938,39 +944,111 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
  *
  *   submitted >= taken >= joined;  jobs[seq % RP_JOBS_MAX] is free iff
  *   seq >= submitted or seq < joined, so the ring holds at most RP_JOBS_MAX.
+ *
+ * There are as many workers as CPUs less one, and the main thread replays
+ * too: when it must wait for the oldest job it takes the next untaken one
+ * itself (with its own accumulators, v->help).  Nobody sleeps while there
+ * is work.  That matters more than it seems: a wake-up across CPUs costs
+ * some 30 us in a VM (an IPI), a job about 170 us, and a mutex and two
+ * condition variables per job took a third of the time on two CPUs.  So the
+ * ring's counters are atomics, a job is taken with a compare-and-swap, and
+ * the locks are only for sleeping:
+ *
+ *   - the main thread publishes a job with a release store of `submitted`;
+ *     a worker that reads it with acquire sees the job's fields;
+ *   - a worker publishes its results with a release store of j->done; the
+ *     main thread reads it with acquire;
+ *   - sleeping is Dekker-style in sequentially consistent order: the
+ *     sleeper announces itself (sleepers, waiting) and then tests for work
+ *     under the lock; the waker makes the work visible and then tests for a
+ *     sleeper, and signals under the lock.  One of them sees the other, so
+ *     no wake-up is lost.  An idle worker spins briefly before it sleeps.
  */
+#define RP_SPIN 2000 /* pause loops (~0.1 ms) before a worker sleeps */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Takes the oldest job not yet taken; NULL when there is none. */
+static struct job *job_take(struct priv *v)
+{
+    uint64_t t = atomic_load_explicit(&v->taken, memory_order_relaxed);
+    while (t < atomic_load_explicit(&v->submitted, memory_order_acquire))
+        if (atomic_compare_exchange_weak_explicit(&v->taken, &t, t + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return &v->jobs[t % RP_JOBS_MAX];
+    return NULL;
+}
+
+/* Replays job j with a, publishes it, and wakes the main thread if it sleeps. */
+static void job_run(struct priv *v, struct acc *a, struct job *j)
+{
+    replay_chunk(v->p, a, j);
+    atomic_store(&j->done, 1);
+    if (atomic_load(&v->waiting)) {
+        pthread_mutex_lock(&v->mu);
+        pthread_cond_broadcast(&v->done);
+        pthread_mutex_unlock(&v->mu);
+    }
+}
+
+static int work_pending(struct priv *v)
+{
+    return atomic_load(&v->taken) < atomic_load(&v->submitted) || atomic_load(&v->quit);
+}
+
 static void *worker(void *arg)
 {
     struct wctx *w = arg;
     struct priv *v = w->v;
-    struct acc *a = w->a;
 
-    pthread_mutex_lock(&v->mu);
     for (;;) {
-        while (!v->quit && v->taken == v->submitted)
-            pthread_cond_wait(&v->work, &v->mu);
-        if (v->quit)
+        struct job *j = job_take(v);
+        if (j) {
+            job_run(v, w->a, j);
+            continue;
+        }
+        if (atomic_load(&v->quit))
             break;
-        struct job *j = &v->jobs[v->taken++ % RP_JOBS_MAX];
-        pthread_mutex_unlock(&v->mu);
-        replay_chunk(v->p, a, j);
+        for (int i = 0; i < RP_SPIN && !work_pending(v); i++)
+            cpu_relax();
+        if (work_pending(v))
+            continue;
         pthread_mutex_lock(&v->mu);
-        j->done = 1;
-        pthread_cond_broadcast(&v->done);
+        atomic_fetch_add(&v->sleepers, 1);
+        while (!work_pending(v))
+            pthread_cond_wait(&v->work, &v->mu);
+        atomic_fetch_sub(&v->sleepers, 1);
+        pthread_mutex_unlock(&v->mu);
     }
-    pthread_mutex_unlock(&v->mu);
     return NULL;
 }
 
-/* Waits for the oldest job in flight and joins it.  Returns 0 or < 0. */
+/*
+ * Waits for the oldest job in flight, replaying untaken ones meanwhile, and
+ * joins it.  Returns 0 or < 0.
+ */
 static int join_oldest(struct rp_profile *p, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
     struct job *j = &v->jobs[v->joined % RP_JOBS_MAX];
-    pthread_mutex_lock(&v->mu);
-    while (!j->done)
-        pthread_cond_wait(&v->done, &v->mu);
-    pthread_mutex_unlock(&v->mu);
+    while (!atomic_load_explicit(&j->done, memory_order_acquire)) {
+        struct job *h = job_take(v);
+        if (h) {
+            job_run(v, &v->help, h);
+            continue;
+        }
+        pthread_mutex_lock(&v->mu);
+        atomic_store(&v->waiting, 1);
+        while (!atomic_load(&j->done))
+            pthread_cond_wait(&v->done, &v->mu);
+        atomic_store(&v->waiting, 0);
+        pthread_mutex_unlock(&v->mu);
+    }
     v->joined++;
     return join(p, j, err, errsz);
 }
@@ -981,7 +1059,7 @@ static int drain(struct rp_profile *p, char *err, size_t errsz)
     struct priv *v = p->priv;
     char other[256];
     int rc = 0;
-    while (v->joined < v->submitted) {
+    while (v->joined < atomic_load_explicit(&v->submitted, memory_order_relaxed)) {
         /* after an error, the rest is joined only to be released */
         int r = rc < 0 ? join_oldest(p, other, sizeof(other)) : join_oldest(p, err, errsz);
         if (rc == 0)
@@ -1012,7 +1090,7 @@ static void workers_stop(struct priv *v)
     if (!v->started)
         return;
     pthread_mutex_lock(&v->mu);
-    v->quit = 1;
+    atomic_store(&v->quit, 1);
     pthread_cond_broadcast(&v->work);
     pthread_mutex_unlock(&v->mu);
     for (int i = 0; i < v->nworkers; i++)
@@ -1056,10 +1134,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
-    if (parallel && v->submitted - v->joined == RP_JOBS_MAX &&
+    if (parallel && atomic_load_explicit(&v->submitted, memory_order_relaxed) - v->joined == RP_JOBS_MAX &&
         (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
-    struct job *j = &v->jobs[v->submitted % RP_JOBS_MAX];
+    struct job *j = &v->jobs[atomic_load_explicit(&v->submitted, memory_order_relaxed) % RP_JOBS_MAX];
     if (rp_grow(&j->data, &j->cap, c->len + RP_REPLAY_PAD, 1, 65536) < 0)
         return RP_ENOMEM;
     memcpy(j->data, c->data, c->len);
@@ -1067,7 +1145,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->len = c->len;
     j->offset = c->offset;
     j->ti = t->ti;
-    j->done = 0;
+    atomic_store_explicit(&j->done, 0, memory_order_relaxed);
     j->from_snap = parallel;
     j->comp = comp;
     j->pairfp = v->pairfp;
@@ -1082,10 +1160,12 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         replay_chunk(p, &v->main, j);
         return join(p, j, err, errsz);
     }
-    pthread_mutex_lock(&v->mu);
-    v->submitted++;
-    pthread_cond_signal(&v->work);
-    pthread_mutex_unlock(&v->mu);
+    atomic_store(&v->submitted, atomic_load_explicit(&v->submitted, memory_order_relaxed) + 1);
+    if (atomic_load(&v->sleepers)) {
+        pthread_mutex_lock(&v->mu);
+        pthread_cond_signal(&v->work);
+        pthread_mutex_unlock(&v->mu);
+    }
     return 0;
 }
 
@@ -1104,6 +1184,8 @@ static void defined(struct priv *v, uint32_t id)
 {
     if (id < v->main.nhot)
         v->main.active[id] &= ~RP_ACTIVE_UNDEF;
+    if (id < v->help.nhot)
+        v->help.active[id] &= ~RP_ACTIVE_UNDEF;
     for (int k = 0; k < RP_WORKERS_MAX; k++)
         if (id < v->wacc[k].nhot)
             v->wacc[k].active[id] &= ~RP_ACTIVE_UNDEF;
@@ -1334,8 +1416,8 @@ static int finish(struct rp_profile *p)
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
     if (!sq || adj_reserve(v, p->n_nodes) < 0)
         goto out;
-    for (int w = -1; w < v->nworkers; w++)
-        if ((rc = acc_merge(p, w < 0 ? &v->main : &v->wacc[w], sq)) < 0)
+    for (int w = -2; w < v->nworkers; w++)
+        if ((rc = acc_merge(p, w == -2 ? &v->main : w == -1 ? &v->help : &v->wacc[w], sq)) < 0)
             goto out;
     free(p->edges);
     p->edges = v->em.edges;
@@ -1384,8 +1466,8 @@ static int replay_workers(void)
     const char *e = getenv("RANKPROF_REPLAY_JOBS");
     if (e && *e)
         return atoi(e) < 0 ? 0 : atoi(e);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 1 ? (int)n : 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN); /* the main thread replays too */
+    return n > 1 ? (int)n - 1 : 0;
 }
 
 int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_profile *p,
@@ -1560,6 +1642,7 @@ static void priv_free(struct rp_profile *p)
     free(v->em.vals);
     free(v->em.edges);
     acc_free(&v->main);
+    acc_free(&v->help);
     for (int i = 0; i < RP_WORKERS_MAX; i++)
         acc_free(&v->wacc[i]);
     for (int i = 0; i < RP_JOBS_MAX; i++) {
