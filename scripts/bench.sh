@@ -34,8 +34,8 @@
 # docs/performance.md explains the rows, the columns and the JSON.
 #
 # Environment:
-#   RUNS (5), ANA_RUNS (3: the analysis rows, uftrace's report alone takes
-#   20 s), ITERS (2000000), CG_DIV (20)
+#   RUNS (5; also rankprof's report row), ANA_RUNS (3: the other analysis
+#   rows, uftrace's report alone takes 20 s), ITERS (2000000), CG_DIV (20)
 #   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes
 #                   (RANK_MAX), Tracy only if already built
 #   BENCH_SKIP      rows/sections to leave out, e.g. "tracy callgrind memory"
@@ -289,7 +289,7 @@ ana_rankprof() {
   [ "${status[rankprof]:-}" = ok ] || return 0
   add report_rankprof "rankprof report"
   ana+=(report_rankprof)
-  mruns=$ana_runs measure report_rankprof "$calls" "$rp" report -i "$work/rp.data" --limit 5
+  mruns=$runs measure report_rankprof "$calls" "$rp" report -i "$work/rp.data" --limit 5
 }
 
 ana_uftrace() {
@@ -539,6 +539,9 @@ row_baseline
 for r in instr_noop rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
   skipped "$r" || "row_$r"
 done
+# the traces just recorded are on disk before anything reads them: a
+# writeback of 145 MB in the background made the first analysis row slower
+sync
 ana_rankprof
 ana_uftrace
 ana_tracy
