@@ -470,7 +470,7 @@ print_table() {
       "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xu" "$b" "${note[$r]:+  (${note[$r]})}"
   done
   echo
-  echo "analysis of the trace above (per recorded call), median of $ana_runs:"
+  echo "analysis of the trace above (per recorded call), median of $runs (rankprof) or $ana_runs (the others):"
   for r in "${ana[@]}"; do
     printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
       "${mx[$r]}" "${per[$r]}" "$([ "$r" != report_rankprof ] && [ -n "${per[report_rankprof]:-}" ] &&
