@@ -17,6 +17,9 @@
 #     - sum of compensated exclusive times = compensated inclusive of main
 #       (the only root span), recursion of fib included (>= when a node's
 #       exclusive total came out negative and shows 0: over-compensation);
+#     - the call paths of `export --format folded` (the calling-context
+#       tree of the flame graph and pprof) add up to each node's exclusive
+#       time, with and without compensation;
 #   timing (not under sanitizers, where the program's own speed is not the
 #   point; up to 3 recordings on a loaded machine, one must pass):
 #     - leaf: the median compensated time is <= 35 % of the measured one
@@ -50,6 +53,10 @@ attempt() {
         fail "report --no-compensate failed"
     "$RANKPROF" report -i "$tmp/t$a.data" --format json --compensate=off |
         cmp -s - "$tmp/t$a.off.json" || fail "--compensate=off differs from --no-compensate"
+    "$RANKPROF" export --format folded -i "$tmp/t$a.data" -o "$tmp/t$a.on.folded" ||
+        fail "export --format folded failed"
+    "$RANKPROF" export --format folded --no-compensate -i "$tmp/t$a.data" \
+        -o "$tmp/t$a.off.folded" || fail "export --format folded --no-compensate failed"
     "$RANKPROF" info -i "$tmp/t$a.data" | grep -q '^overhead: .* per recorded call' ||
         fail "rankprof info does not show the overhead"
     "$RANKPROF" report -i "$tmp/t$a.data" | grep -q '^compensation: subtracted' ||
@@ -108,6 +115,26 @@ if total_excl < N["main"]["inclusive_ns"] - len(on["nodes"]) - 1 or \
         f"(exclusive clamped at 0: {zeroed})")
 if N["fib"]["exclusive_ns"] != N["fib"]["inclusive_ns"]:
     die("fib calls nothing else: its exclusive time must equal its inclusive time")
+
+# the call paths (the flame graph's, pprof's: cct.c) add up to the report's
+# exclusive times, compensated and not (each path's ns rounded: 1 ns each).
+# A path whose exclusive total came out negative (over-compensated: fib's
+# inner levels) shows 0, as a node does, so where a node has several paths
+# and callees their sum may exceed its total; a node with one path, or
+# without callees (exclusive = inclusive >= 0 on every path), must match.
+for k, nodes in (("on", N), ("off", R)):
+    sums, paths = {}, {}
+    for line in open(f"{d}/t{a}.{k}.folded"):
+        stack, v = line.rsplit(" ", 1)
+        leaf = stack.split(";")[-1]
+        sums[leaf] = sums.get(leaf, 0) + int(v)
+        paths[leaf] = paths.get(leaf, 0) + 1
+    for name, n in nodes.items():
+        got, want, tol = sums.get(name, 0), n["exclusive_ns"], paths.get(name, 0) + 1
+        exact = k == "off" or paths.get(name, 0) <= 1 or name not in callers
+        if got < want - tol or (exact and got > want + tol):
+            die(f"folded ({k}): {name}'s paths add up to {got} ns, the report says {want} ns "
+                f"exclusive")
 print(f"exact: ok (event {ev:.1f} ns, self {self:.1f} ns, {c['clamped_spans']} spans clamped)")
 
 # timing

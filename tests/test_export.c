@@ -125,7 +125,7 @@ static void test_cct(const char *path, const struct rp_profile *p)
     char err[512];
     uint64_t calls[4] = {0}, excl[4] = {0};
 
-    CHECK_EQ(rp_cct_build(&t, path, &o, p->n_nodes, 0, 0, err, sizeof(err)), 0);
+    CHECK_EQ(rp_cct_build(&t, path, &o, p, 0, 0, err, sizeof(err)), 0);
     CHECK_EQ(t.n, 6); /* root, A, A;B, A;B;C, A;B;B, C */
     CHECK_EQ(t.unclosed, 3);
     CHECK_EQ(t.unmatched, 1);
@@ -157,7 +157,7 @@ static void test_cct(const char *path, const struct rp_profile *p)
     rp_cct_free(&t);
 
     /* by thread: a node per thread under the root, the same paths below */
-    CHECK_EQ(rp_cct_build(&t, path, &o, p->n_nodes, 1, 0, err, sizeof(err)), 0);
+    CHECK_EQ(rp_cct_build(&t, path, &o, p, 1, 0, err, sizeof(err)), 0);
     CHECK_EQ(t.n, 9); /* root, 2 threads; tid 1: A, A;B, A;B;C, A;B;B, C; tid 2: C */
     uint32_t nthreads = 0, tids = 0;
     for (uint32_t c = t.nodes[0].child; c; c = t.nodes[c].sibling) {

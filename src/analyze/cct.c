@@ -5,11 +5,14 @@
  * callees}.  ENTER looks up the child of the top frame's path with that id
  * (created on first use) and pushes it; when a span ends:
  *
- *     dur         = end - start
+ *     dur         = end - start, less the recorder's overhead (comp.h)
  *     path.calls += 1,  path.incl += dur,  path.excl += dur - callees
  *     the frame below (if any) adds dur to its callees
  *
- * exactly as replay.c does per node, and what replay.c drops we drop: an
+ * exactly as replay.c does per node (the overhead of a span from the
+ * thread's events between its ENTER and its end, counted here as there;
+ * excl summed with its sign and a negative total shown as 0, as for a
+ * node), and what replay.c drops we drop: an
  * exit with no open span (unmatched), the spans above an EXIT_ID that names
  * a deeper one, and every open span at a LOST event and at the end.
  *
@@ -25,11 +28,13 @@
 
 #include "common/array.h"
 #include "common/error.h"
+#include "comp.h"
 #include "walk.h"
 
 struct frame {
     uint32_t node;
     uint64_t start, callees;
+    uint64_t ev; /* the number of its ENTER among the thread's events */
 };
 
 struct thread {
@@ -37,6 +42,7 @@ struct thread {
     uint32_t root; /* the parent of its outermost spans: 0, or its thread node */
     struct frame *stack;
     uint32_t depth, cap;
+    uint64_t events; /* its events so far */
 };
 
 struct priv {
@@ -46,6 +52,7 @@ struct priv {
     uint32_t nthreads, capthreads, last; /* last: the thread of the previous event */
     uint32_t n_ids;
     int by_thread;
+    struct rp_comp comp;
 };
 
 /* The home slot of path (parent, id): a Fibonacci hash of both. */
@@ -123,16 +130,18 @@ static struct thread *thread_of(struct rp_cct *t, struct priv *v, uint32_t tid)
     return &v->threads[v->last];
 }
 
-/* Ends the top frame of th at now. */
+/* Ends the top frame of th at now (the thread's latest event). */
 static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
 {
     assert(th->depth > 0);
+    struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
-    uint64_t dur = now >= f->start ? now - f->start : 0;
+    uint64_t dur = rp_comp_dur(&v->comp, now >= f->start ? now - f->start : 0,
+                               th->events - f->ev - 1);
     struct rp_cct_node *n = &t->nodes[f->node];
     n->calls++;
     n->incl += dur;
-    n->excl += dur >= f->callees ? dur - f->callees : 0;
+    n->excl += dur - f->callees; /* modulo 2^64: a signed sum until the end */
     if (th->depth)
         th->stack[th->depth - 1].callees += dur;
 }
@@ -150,6 +159,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 
     if (!th)
         return RP_ENOMEM;
+    th->events++;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID) && ev->id >= v->n_ids)
         return RP_EFORMAT;
     switch (ev->op) {
@@ -158,7 +168,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         uint32_t node = child_of(t, v, parent, ev->id);
         if (!node || rp_grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack), 16) < 0)
             return RP_ENOMEM;
-        th->stack[th->depth++] = (struct frame){node, ev->ticks, 0};
+        th->stack[th->depth++] = (struct frame){node, ev->ticks, 0, th->events};
         break;
     }
     case RP_OP_EXIT:
@@ -188,8 +198,8 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     return 0;
 }
 
-int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
-                 int by_thread, int progress, char *err, size_t errsz)
+int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
+                 const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz)
 {
     static const struct rp_walk_ops ops = {.event = on_event};
     struct priv *v = calloc(1, sizeof(*v));
@@ -203,8 +213,9 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
     t->priv = v;
     t->cap = 16;
     t->n = 1; /* the root */
-    v->n_ids = n_ids;
+    v->n_ids = p->n_nodes;
     v->by_thread = by_thread;
+    rp_comp_init(&v->comp, p, o->no_compensate);
     if ((rc = rehash(t, v)) < 0)
         return rc;
     rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
@@ -212,6 +223,9 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
         snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", path);
     for (uint32_t i = 0; i < v->nthreads; i++)
         t->unclosed += v->threads[i].depth;
+    for (uint32_t i = 1; i < t->n; i++) /* a negative exclusive total shows 0 */
+        if ((int64_t)t->nodes[i].excl < 0)
+            t->nodes[i].excl = 0;
     return rc;
 }
 

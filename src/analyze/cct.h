@@ -6,8 +6,10 @@
  * the flame graph and pprof's samples.
  *
  * Built by streaming over the events (walk.h) with the matching rules of
- * replay.c, so that for every span id the sums over its paths equal the
- * flat profile: Σ calls = node.calls and Σ excl = node.excl.
+ * replay.c and its overhead compensation (comp.h), so that for every span
+ * id the sums over its paths equal the flat profile: Σ calls = node.calls
+ * and Σ excl = node.excl (as long as no path's exclusive total is negative,
+ * which shows as 0, over-compensated).
  *
  * Memory grows with the number of distinct paths (and the deepest stack),
  * never with the length of the trace.  Threads share one tree, or with
@@ -42,13 +44,14 @@ struct rp_cct {
 
 /*
  * Builds *t (zeroed by the caller) from the trace at path, a subtree per
- * thread when by_thread is set; ids must be below n_ids (the profile's
- * node count from the first pass).  Returns 0,
+ * thread when by_thread is set; p is the profile the first pass replayed
+ * from it with o (ids must be below its node count; its overhead is
+ * subtracted unless o->no_compensate).  Returns 0,
  * RP_ENOMEM, RP_EFORMAT for an id the profile does not know, or a reader
  * error; err names the file and offset.  *t must be freed in all cases.
  */
-int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o, uint32_t n_ids,
-                 int by_thread, int progress, char *err, size_t errsz);
+int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
+                 const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz);
 
 /* Frees what *t owns and zeroes it. */
 void rp_cct_free(struct rp_cct *t);

@@ -61,6 +61,7 @@
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
+#include "comp.h"
 #include "stats.h"
 #include "symbols.h"
 
@@ -68,7 +69,6 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #include "trace/reader.h"
 
-#define RP_COMP_ONE 65536u /* fixed point of the overhead: 1 tick */
 
 struct frame {
     uint32_t id;
@@ -409,36 +409,10 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 }
 
 /*
- * The overhead to subtract, as replay_chunk keeps it in registers (a copy
- * of the job's: stores through the accumulators could alias the job's
- * fields and make the compiler reload them per span).
+ * The overhead to subtract (comp.h), as replay_chunk keeps it in registers:
+ * a local copy of the job's, as stores through the accumulators could
+ * alias the job's fields and make the compiler reload them per span.
  */
-struct comp {
-    int on;
-    uint64_t pairfp;  /* per two events, in 1/RP_COMP_ONE tick */
-    uint64_t round;   /* 2 selffp + RP_COMP_ONE: self part, and rounding */
-    uint64_t leaf;    /* the whole overhead of a span with no event inside */
-    uint64_t clamped; /* spans shorter than their overhead */
-};
-
-/* The overhead of a span with e events inside it (rounded, in ticks). */
-static inline uint64_t comp_of(const struct comp *cp, uint64_t e)
-{
-    if (likely(e < (1u << 24))) /* no overflow: pairfp < 2^37 */
-        return (e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE);
-    return (uint64_t)(((unsigned __int128)e * cp->pairfp + cp->round) / (2 * RP_COMP_ONE));
-}
-
-/* raw less the overhead c, clamped at 0 (and counted). */
-static inline uint64_t comp_sub(struct comp *cp, uint64_t raw, uint64_t c)
-{
-    if (unlikely(c > raw)) {
-        cp->clamped++;
-        return 0;
-    }
-    return raw - c;
-}
-
 /*
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
@@ -483,14 +457,14 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                           struct frame *stack, uint32_t *depth,
                                                           uint64_t now, int64_t ev,
-                                                          struct comp *cp)
+                                                          struct rp_comp *cp)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
     uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
 
     if (cp->on) /* E events inside: E * pair / 2 + self, rounded */
-        dur = comp_sub(cp, raw, comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
+        dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
@@ -618,7 +592,7 @@ struct loopst {
 
 static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
                                                              struct acc *a, struct job *j,
-                                                             struct comp *cp, struct loopst *ev,
+                                                             struct rp_comp *cp, struct loopst *ev,
                                                              const uint8_t *end,
                                                              const int compact)
 {
@@ -669,7 +643,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     goto bad;
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
-                    uint64_t raw = h >> 1, dur = cp->on ? comp_sub(cp, raw, cp->leaf) : raw;
+                    uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
@@ -789,9 +763,9 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     struct loopst ev = {0};
     uint64_t h;
     int rc;
-    struct comp cp = {j->comp, j->pairfp, 2 * j->selffp + RP_COMP_ONE, 0, 0};
+    struct rp_comp cp;
 
-    cp.leaf = comp_of(&cp, 0);
+    rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
@@ -1300,8 +1274,8 @@ static void overhead_check(struct rp_profile *p)
     }
     if (p->overhead_self > p->overhead_pair)
         p->overhead_self = p->overhead_pair;
-    v->pairfp = (uint64_t)(p->overhead_pair * RP_COMP_ONE + 0.5);
-    v->selffp = (uint64_t)(p->overhead_self * RP_COMP_ONE + 0.5);
+    v->pairfp = rp_comp_fixed(p->overhead_pair);
+    v->selffp = rp_comp_fixed(p->overhead_self);
 }
 
 static void read_clock(struct rp_profile *p, const struct rp_chunk *c)

@@ -111,7 +111,7 @@ static void parse(int argc, char **argv, struct export_args *a)
         case 'h':
             printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE] [--force]\n"
                    "       [--thread TID] [--limit N] [--title T] [--weight time|calls]\n"
-                   "       [--alpha A] [-O KEY=VALUE]...\n"
+                   "       [--alpha A] [--no-compensate] [-O KEY=VALUE]...\n"
                    "writes the trace in a format another tool reads (docs/exports.md)\n");
             formats_help(stdout);
             exit(0);

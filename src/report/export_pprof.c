@@ -230,7 +230,7 @@ int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx)
     if (deflateInit2(&g->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         goto out;
     g->zerr = 1; /* deflateEnd needed */
-    if ((rc = rp_cct_build(&t, ctx->input, ctx->replay, p->n_nodes, 0, ctx->progress, ctx->err,
+    if ((rc = rp_cct_build(&t, ctx->input, ctx->replay, p, 0, ctx->progress, ctx->err,
                            ctx->errsz)) < 0)
         goto out;
     value_type(&g->pb, P_SAMPLE_TYPE, S_CALLS, S_COUNT);

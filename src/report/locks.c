@@ -91,7 +91,7 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
     struct rp_lock_acc *a = acc_get(c->L, s->parent, s->id);
     if (!a)
         return RP_ENOMEM;
-    uint64_t dur = s->end - s->start;
+    uint64_t dur = s->dur; /* compensated, as in the report */
     if (kind == RP_KIND_LOCK_HOLD) {
         a->s.acquisitions++;
         a->s.hold_sum += dur;

@@ -266,7 +266,7 @@ static int on_end(void *ctx, const struct rp_sw_span *sp)
     struct seq *s = ctx;
     const struct rp_node *n = &s->p->nodes[sp->id];
     unsigned cls = s->o->classes;
-    struct msg m = {.tid = sp->tid, .node = sp->id, .dur = sp->end - sp->start};
+    struct msg m = {.tid = sp->tid, .node = sp->id, .dur = sp->dur};
 
     if (!want_tid(s, sp->tid))
         return 0;

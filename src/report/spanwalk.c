@@ -8,7 +8,8 @@
  * argument (an io span's device and bytes, a lock wait's outcome); at the
  * end of the trace what is still open is dropped at the thread's last
  * event.  Events of the threads arrive chunk by chunk, so the last thread
- * looked up is cached.
+ * looked up is cached.  An ended span's dur is compensated as replay.c
+ * does it (comp.h): from the thread's events between its begin and end.
  */
 #include "spanwalk.h"
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/comp.h"
 #include "analyze/walk.h"
 #include "common/bytes.h"
 #include "common/error.h"
@@ -23,12 +25,15 @@
 struct sw_thread {
     uint32_t tid;
     struct rp_sw_span *stack;
+    uint64_t *ev; /* per open span: the number of its ENTER among the thread's events */
     uint32_t depth, cap;
-    uint64_t last; /* ticks of its last event */
+    uint64_t last;   /* ticks of its last event */
+    uint64_t events; /* its events so far */
 };
 
 struct sw {
     const struct rp_profile *p;
+    struct rp_comp comp;
     const struct rp_sw_ops *ops;
     void *ctx;
     struct sw_thread *th;
@@ -63,11 +68,15 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 64;
         struct rp_sw_span *n = realloc(t->stack, ncap * sizeof(*n));
-        if (!n)
+        if (n)
+            t->stack = n;
+        uint64_t *e = n ? realloc(t->ev, ncap * sizeof(*e)) : NULL;
+        if (!e)
             return RP_ENOMEM;
-        t->stack = n;
+        t->ev = e;
         t->cap = ncap;
     }
+    t->ev[t->depth] = t->events;
     struct rp_sw_span *s = &t->stack[t->depth];
     memset(s, 0, sizeof(*s));
     s->tid = t->tid;
@@ -84,6 +93,7 @@ static int pop(struct sw *w, struct sw_thread *t, uint64_t now)
 {
     struct rp_sw_span *s = &t->stack[--t->depth];
     s->end = now >= s->start ? now : s->start;
+    s->dur = rp_comp_dur(&w->comp, s->end - s->start, t->events - t->ev[t->depth] - 1);
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
 
@@ -115,6 +125,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     if (!t)
         return RP_ENOMEM;
     t->last = ev->ticks;
+    t->events++;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
          ev->op == RP_OP_COUNTER) &&
         ev->id >= w->p->n_nodes)
@@ -162,13 +173,17 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
     static const struct rp_replay_opts none;
     struct sw w = {.p = p, .ops = ops, .ctx = ctx};
     struct rp_walk_ops wo = {.thread = on_thread, .event = on_event};
-    int rc = rp_walk_file(path, o ? o : &none, &wo, &w, progress, err, errsz);
+    if (!o)
+        o = &none;
+    rp_comp_init(&w.comp, p, o->no_compensate);
+    int rc = rp_walk_file(path, o, &wo, &w, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
     for (uint32_t i = 0; i < w.nth; i++) {
         if (rc == 0)
             rc = drop_to(&w, &w.th[i], 0, w.th[i].last);
         free(w.th[i].stack);
+        free(w.th[i].ev);
     }
     free(w.th);
     return rc;

@@ -26,6 +26,9 @@ struct rp_sw_span {
     uint32_t depth;  /* spans below it */
     uint64_t start;  /* ticks */
     uint64_t end;    /* ticks; 0 in a begin callback */
+    uint64_t dur;    /* ticks, end - start less the recorder's overhead as the
+                        replay subtracts it (comp.h; none with no_compensate):
+                        the span's time in the report; 0 until it ends */
     uint64_t arg;    /* the last ARG given to it, valid if has_arg */
     int has_arg;
 };
@@ -51,8 +54,9 @@ struct rp_sw_ops {
 };
 
 /*
- * Walks the trace at path (o: force and thread filter, as for the replay
- * that built p, whose nodes give the ids' range; NULL for none).  Spans are matched with the
+ * Walks the trace at path (o: force, thread filter and compensation, as for
+ * the replay that built p, whose nodes give the ids' range and whose
+ * overhead is subtracted in dur; NULL for none).  Spans are matched with the
  * rules of replay.c: EXIT ends the innermost span, EXIT_ID the named one
  * (dropping those above it), LOST drops every open span; dropped spans and
  * spans open at the end get no end callback, only drop.  With progress set

@@ -1,0 +1,82 @@
+/*
+ * comp.h - overhead compensation (docs/performance.md), the one formula
+ * every consumer of span durations applies: the replay (replay.c), the
+ * calling-context tree of the flame graphs, callgrind and pprof (cct.c), and
+ * the span walk of the lock profile and the sequence diagrams (spanwalk.c),
+ * so that every output shows the same times.
+ *
+ * A span with E events of its thread between its ENTER and its end lasted
+ *
+ *     dur = raw - (E * pair / 2 + self),   clamped at 0 (counted)
+ *
+ * with pair (INFO "overhead_ticks") and self ("overhead_self_ticks") in
+ * fixed point, 1/RP_COMP_ONE tick, and the correction rounded to the
+ * nearest tick: integers only, so the result does not depend on the order
+ * in which spans are counted.  A switched-off rp_comp (on == 0) has every
+ * correction 0.
+ */
+#ifndef RP_ANALYZE_COMP_H
+#define RP_ANALYZE_COMP_H
+
+#include <stdint.h>
+
+#include "profile.h"
+
+#define RP_COMP_ONE 65536u /* fixed point of the overhead: 1 tick */
+
+struct rp_comp {
+    int on;
+    uint64_t pairfp;  /* per two events, in 1/RP_COMP_ONE tick */
+    uint64_t round;   /* 2 selffp + RP_COMP_ONE: self part, and rounding */
+    uint64_t leaf;    /* the whole correction of a span with no event inside */
+    uint64_t clamped; /* spans shorter than their correction */
+};
+
+/* The fixed-point form of ticks (>= 0, at most 1e6: overhead_check). */
+static inline uint64_t rp_comp_fixed(double ticks)
+{
+    return (uint64_t)(ticks * RP_COMP_ONE + 0.5);
+}
+
+/* The correction of a span with e events inside it, in ticks. */
+static inline uint64_t rp_comp_of(const struct rp_comp *c, uint64_t e)
+{
+    if (__builtin_expect(e < (1u << 24), 1)) /* no overflow: pairfp < 2^37 */
+        return (e * c->pairfp + c->round) / (2 * RP_COMP_ONE);
+    return (uint64_t)(((unsigned __int128)e * c->pairfp + c->round) / (2 * RP_COMP_ONE));
+}
+
+/* raw less the correction k, clamped at 0 (and counted). */
+static inline uint64_t rp_comp_sub(struct rp_comp *c, uint64_t raw, uint64_t k)
+{
+    if (__builtin_expect(k > raw, 0)) {
+        c->clamped++;
+        return 0;
+    }
+    return raw - k;
+}
+
+/* Sets c from the fixed-point overheads; on == 0 switches it off. */
+static inline void rp_comp_set(struct rp_comp *c, int on, uint64_t pairfp, uint64_t selffp)
+{
+    *c = (struct rp_comp){on, pairfp, 2 * selffp + RP_COMP_ONE, 0, 0};
+    c->leaf = rp_comp_of(c, 0);
+}
+
+/*
+ * Sets c for spans of profile p (replayed: its overhead fields checked),
+ * on unless `off` or the trace has no measurement.
+ */
+static inline void rp_comp_init(struct rp_comp *c, const struct rp_profile *p, int off)
+{
+    rp_comp_set(c, !off && p->overhead_known, rp_comp_fixed(p->overhead_pair),
+                rp_comp_fixed(p->overhead_self));
+}
+
+/* The duration of a span that lasted raw ticks with e events inside. */
+static inline uint64_t rp_comp_dur(struct rp_comp *c, uint64_t raw, uint64_t e)
+{
+    return c->on ? rp_comp_sub(c, raw, rp_comp_of(c, e)) : raw;
+}
+
+#endif /* RP_ANALYZE_COMP_H */
