@@ -1088,8 +1088,9 @@ static void test_replay_streams(void)
     /* b { c {4} } 14 : ENTER 2 +1, ENTER 3 +2, EXIT +4, EXIT +8 */
     static const uint8_t s2[] = {1 << 1, 2, 2 << 1, 3, 4 << 1 | 1, 8 << 1 | 1};
     ev_chunk(&f, RP_EV_COMPACT | RP_EV_SNAPSHOT, s2, sizeof(s2)); /* a worker's job */
-    static const uint8_t s3[] = {1 << RP_OP_BITS | RP_OP_ENTER, 2, 2 << RP_OP_BITS | RP_OP_ENTER,
-                                 3, 4 << RP_OP_BITS | RP_OP_EXIT, 8 << RP_OP_BITS | RP_OP_EXIT};
+    static const uint8_t s3[] = {1 << RP_OP_BITS | RP_OP_ENTER, 2,
+                                 2 << RP_OP_BITS | RP_OP_ENTER, 3,
+                                 4 << RP_OP_BITS | RP_OP_EXIT,  8 << RP_OP_BITS | RP_OP_EXIT};
     ev_chunk(&f, 0, s3, sizeof(s3));
     int rc = replay_buf(&f, &p, err, sizeof(err));
     CHECK_EQ(rc, 0);
@@ -1120,12 +1121,12 @@ static void test_replay_streams(void)
         size_t n, at; /* the stream, and where its bad event begins */
         const char *what;
     } bad[] = {
-        {RP_EV_COMPACT, {2 << 1, 3, 0x80}, 3, 2, "malformed event"},        /* head runs over */
-        {RP_EV_COMPACT, {2 << 1, 3, 4 << 1}, 3, 2, "malformed event"},      /* ENTER, no id */
+        {RP_EV_COMPACT, {2 << 1, 3, 0x80}, 3, 2, "malformed event"},         /* head runs over */
+        {RP_EV_COMPACT, {2 << 1, 3, 4 << 1}, 3, 2, "malformed event"},       /* ENTER, no id */
         {RP_EV_COMPACT, {2 << 1, 3, 2 << 1, 0x83}, 4, 2, "malformed event"}, /* id runs over */
         {0, {2 << RP_OP_BITS, 3, 4 << RP_OP_BITS}, 3, 2, "malformed event"}, /* ENTER, no id */
-        {RP_EV_COMPACT, {2 << 1, 3, 1 << 1, 1}, 4, 2, "uses id 1"},         /* not defined */
-        {RP_EV_COMPACT, {2 << 1, 0}, 2, 0, "malformed event"},              /* 0 and no op */
+        {RP_EV_COMPACT, {2 << 1, 3, 1 << 1, 1}, 4, 2, "uses id 1"},          /* not defined */
+        {RP_EV_COMPACT, {2 << 1, 0}, 2, 0, "malformed event"},               /* 0 and no op */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct fbuf g = {0};
@@ -1133,9 +1134,9 @@ static void test_replay_streams(void)
         fb_chunk(&g, RP_CH_DEFS, d, def_rec(d, 3, "c"));
         ev_chunk(&g, bad[i].flags, bad[i].s, bad[i].n);
         char want[64];
-        snprintf(want, sizeof(want), "offset %llu",
-                 (unsigned long long)(g.chunk_off[g.nchunks - 1] + RP_CHUNK_HDR_SIZE + 16 +
-                                      bad[i].at));
+        snprintf(
+            want, sizeof(want), "offset %llu",
+            (unsigned long long)(g.chunk_off[g.nchunks - 1] + RP_CHUNK_HDR_SIZE + 16 + bad[i].at));
         CHECK_EQ(replay_buf(&g, &p, err, sizeof(err)), RP_EFORMAT);
         CHECK_STR(err, bad[i].what);
         CHECK_STR(err, want);

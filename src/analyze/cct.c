@@ -136,8 +136,8 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     assert(th->depth > 0);
     struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
-    uint64_t dur = rp_comp_dur(&v->comp, now >= f->start ? now - f->start : 0,
-                               th->events - f->ev - 1);
+    uint64_t dur =
+        rp_comp_dur(&v->comp, now >= f->start ? now - f->start : 0, th->events - f->ev - 1);
     struct rp_cct_node *n = &t->nodes[f->node];
     n->calls++;
     n->incl += dur;

@@ -69,7 +69,6 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #include "trace/reader.h"
 
-
 struct frame {
     uint32_t id;
     uint64_t start;
@@ -90,10 +89,10 @@ struct frame {
 struct hot {
     uint64_t calls, dur_sum, incl, min, max, first, last;
     int64_t excl;
-    unsigned __int128 sq; /* sum of squared durations, exact */
-    uint32_t *hist;       /* RP_HIST_BUCKETS counts, NULL until the first span */
+    unsigned __int128 sq;                  /* sum of squared durations, exact */
+    uint32_t *hist;                        /* RP_HIST_BUCKETS counts, NULL until the first span */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
-    uint64_t budget, overruns; /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -112,8 +111,8 @@ struct emap {
  */
 struct acc {
     _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
-    uint32_t *active; /* per node: open activations on the current stack, and
-                         RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
+    uint32_t *active;             /* per node: open activations on the current stack, and
+                                     RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
     uint32_t nhot;
     struct emap em;
     struct frame *stack;
@@ -131,11 +130,11 @@ struct acc {
 struct job {
     _Alignas(64) uint8_t *data; /* aligned: jobs replayed at once share no cache line */
     uint32_t len, cap;
-    uint64_t offset; /* of the chunk in the file */
-    uint32_t ti;     /* the thread, index in p->threads */
+    uint64_t offset;  /* of the chunk in the file */
+    uint32_t ti;      /* the thread, index in p->threads */
     _Atomic int done; /* replayed (release: the results below are written) */
-    int from_snap; /* U is the chunk's snapshot, not j->in */
-    int comp;      /* subtract the overhead: per event pairfp / 2, per span selffp */
+    int from_snap;    /* U is the chunk's snapshot, not j->in */
+    int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
     uint64_t clamped; /* out: spans shorter than their overhead */
     /* in: U when the chunk has no snapshot */
@@ -165,6 +164,7 @@ struct tstate {
 
 #define RP_JOBS_MAX    16
 #define RP_WORKERS_MAX 8
+enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
 
 /* Open spans per thread at most: twice the writer's shadow stack (writer.c),
  * so that a hostile file cannot make the stack grow with its length. */
@@ -176,7 +176,6 @@ struct priv {
     uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
     uint32_t tidx_cap;
     struct emap em;    /* the profile's edges, when the accumulators are summed */
-    struct acc main;   /* the main thread's replayer */
     int64_t *excl_adj; /* per node: the join's corrections to exclusive time */
     uint32_t nadj;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
@@ -189,13 +188,14 @@ struct priv {
     /* the workers */
     struct rp_profile *p;
     pthread_t tids[RP_WORKERS_MAX];
-    struct acc wacc[RP_WORKERS_MAX];
+    /* the replayers: ACC_MAIN (in order, on the main thread), ACC_HELP (the
+     * main thread's for the jobs it takes), ACC_WORKER + k (worker k) */
+    struct acc acc[ACC_WORKER + RP_WORKERS_MAX];
     struct wctx {
         struct priv *v;
         struct acc *a;
     } wctx[RP_WORKERS_MAX];
     int nworkers, started;
-    struct acc help; /* the main thread's, for the jobs it takes */
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     struct job jobs[RP_JOBS_MAX];
@@ -377,7 +377,7 @@ static struct tstate *tstate_get(struct rp_profile *p, uint32_t tid)
 
 /* edge_of()'s second entry, or the map: the found edge becomes entry 0. */
 static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct hot *h,
-                                                          uint32_t caller, uint32_t callee)
+                                                           uint32_t caller, uint32_t callee)
 {
     uint32_t i;
     if (h->last_caller[1] == caller) {
@@ -409,11 +409,6 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 }
 
 /*
- * The overhead to subtract (comp.h), as replay_chunk keeps it in registers:
- * a local copy of the job's, as stores through the accumulators could
- * alias the job's fields and make the compiler reload them per span.
- */
-/*
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
  * from parent (0 = ROOT); `outer`: no other activation of it is open below.
@@ -422,8 +417,7 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 static inline __attribute__((always_inline)) int span_count(struct acc *a, struct hot *h,
                                                             uint32_t id, uint32_t parent,
                                                             uint64_t start, uint64_t raw,
-                                                            uint64_t dur, uint64_t child,
-                                                            int outer)
+                                                            uint64_t dur, uint64_t child, int outer)
 {
     h->calls++;
     h->dur_sum += dur;
@@ -593,8 +587,7 @@ struct loopst {
 static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
                                                              struct acc *a, struct job *j,
                                                              struct rp_comp *cp, struct loopst *ev,
-                                                             const uint8_t *end,
-                                                             const int compact)
+                                                             const uint8_t *end, const int compact)
 {
     const uint8_t *q = ev->q, *ev0 = q;
     uint64_t now = ev->now, n = 0, h, x, arg;
@@ -763,7 +756,9 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     struct loopst ev = {0};
     uint64_t h;
     int rc;
-    struct rp_comp cp;
+    struct rp_comp cp; /* the overhead to subtract (comp.h), in registers: a
+                          local copy, as stores through the accumulators could
+                          alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
@@ -921,7 +916,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
  *
  * There are as many workers as CPUs less one, and the main thread replays
  * too: when it must wait for the oldest job it takes the next untaken one
- * itself (with its own accumulators, v->help).  Nobody sleeps while there
+ * itself (with its own accumulators, ACC_HELP).  Nobody sleeps while there
  * is work.  That matters more than it seems: a wake-up across CPUs costs
  * some 30 us in a VM (an IPI), a job about 170 us, and a mutex and two
  * condition variables per job took a third of the time on two CPUs.  So the
@@ -1013,7 +1008,7 @@ static int join_oldest(struct rp_profile *p, char *err, size_t errsz)
     while (!atomic_load_explicit(&j->done, memory_order_acquire)) {
         struct job *h = job_take(v);
         if (h) {
-            job_run(v, &v->help, h);
+            job_run(v, &v->acc[ACC_HELP], h);
             continue;
         }
         pthread_mutex_lock(&v->mu);
@@ -1053,7 +1048,7 @@ static void workers_start(struct priv *v, int want)
     for (v->nworkers = 0; v->nworkers < want; v->nworkers++) {
         struct wctx *w = &v->wctx[v->nworkers];
         w->v = v;
-        w->a = &v->wacc[v->nworkers];
+        w->a = &v->acc[ACC_WORKER + v->nworkers];
         if (pthread_create(&v->tids[v->nworkers], NULL, worker, w) != 0)
             break;
     }
@@ -1108,10 +1103,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
-    if (parallel && atomic_load_explicit(&v->submitted, memory_order_relaxed) - v->joined == RP_JOBS_MAX &&
-        (rc = join_oldest(p, err, errsz)) < 0)
+    uint64_t seq = atomic_load_explicit(&v->submitted, memory_order_relaxed); /* ours to write */
+    if (parallel && seq - v->joined == RP_JOBS_MAX && (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
-    struct job *j = &v->jobs[atomic_load_explicit(&v->submitted, memory_order_relaxed) % RP_JOBS_MAX];
+    struct job *j = &v->jobs[seq % RP_JOBS_MAX];
     if (rp_grow(&j->data, &j->cap, c->len + RP_REPLAY_PAD, 1, 65536) < 0)
         return RP_ENOMEM;
     memcpy(j->data, c->data, c->len);
@@ -1131,10 +1126,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         if (t->depth) /* t->stack is NULL until the first push */
             memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
         j->nin = t->depth;
-        replay_chunk(p, &v->main, j);
+        replay_chunk(p, &v->acc[ACC_MAIN], j);
         return join(p, j, err, errsz);
     }
-    atomic_store(&v->submitted, atomic_load_explicit(&v->submitted, memory_order_relaxed) + 1);
+    atomic_store(&v->submitted, seq + 1);
     if (atomic_load(&v->sleepers)) {
         pthread_mutex_lock(&v->mu);
         pthread_cond_signal(&v->work);
@@ -1156,13 +1151,9 @@ static char *dupn(const void *s, size_t n)
 /* Tells the replayers' id checks that node id is defined (no job runs). */
 static void defined(struct priv *v, uint32_t id)
 {
-    if (id < v->main.nhot)
-        v->main.active[id] &= ~RP_ACTIVE_UNDEF;
-    if (id < v->help.nhot)
-        v->help.active[id] &= ~RP_ACTIVE_UNDEF;
-    for (int k = 0; k < RP_WORKERS_MAX; k++)
-        if (id < v->wacc[k].nhot)
-            v->wacc[k].active[id] &= ~RP_ACTIVE_UNDEF;
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        if (id < v->acc[k].nhot)
+            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF;
 }
 
 static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
@@ -1390,8 +1381,8 @@ static int finish(struct rp_profile *p)
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
     if (!sq || adj_reserve(v, p->n_nodes) < 0)
         goto out;
-    for (int w = -2; w < v->nworkers; w++)
-        if ((rc = acc_merge(p, w == -2 ? &v->main : w == -1 ? &v->help : &v->wacc[w], sq)) < 0)
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
+        if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
             goto out;
     free(p->edges);
     p->edges = v->em.edges;
@@ -1615,10 +1606,8 @@ static void priv_free(struct rp_profile *p)
     free(v->em.keys);
     free(v->em.vals);
     free(v->em.edges);
-    acc_free(&v->main);
-    acc_free(&v->help);
-    for (int i = 0; i < RP_WORKERS_MAX; i++)
-        acc_free(&v->wacc[i]);
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        acc_free(&v->acc[k]);
     for (int i = 0; i < RP_JOBS_MAX; i++) {
         struct job *j = &v->jobs[i];
         free(j->data);

@@ -14,10 +14,10 @@
  */
 #include "bytes.h"
 
+#define RP_ATTR_HIDDEN __attribute__((visibility("hidden")))
+
 #ifdef RP_CRC_LIBDEFLATE
 #include <libdeflate.h>
-
-#define RP_ATTR_HIDDEN __attribute__((visibility("hidden")))
 
 RP_ATTR_HIDDEN uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len)
 {
@@ -26,8 +26,6 @@ RP_ATTR_HIDDEN uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len)
 #else
 
 #include <pthread.h>
-
-#define RP_ATTR_HIDDEN __attribute__((visibility("hidden")))
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -55,9 +53,9 @@ RP_ATTR_HIDDEN uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len)
         uint32_t lo = crc ^ rp_get32(p);
         uint32_t hi = rp_get32(p + 4);
         crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-              crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^
+              crc_table[2][(hi >> 8) & 0xff] ^ crc_table[1][(hi >> 16) & 0xff] ^
+              crc_table[0][hi >> 24];
         p += 8;
         len -= 8;
     }

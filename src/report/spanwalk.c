@@ -22,10 +22,15 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
+/* An open span, and the number of its ENTER among its thread's events. */
+struct sw_frame {
+    struct rp_sw_span s;
+    uint64_t ev;
+};
+
 struct sw_thread {
     uint32_t tid;
-    struct rp_sw_span *stack;
-    uint64_t *ev; /* per open span: the number of its ENTER among the thread's events */
+    struct sw_frame *stack;
     uint32_t depth, cap;
     uint64_t last;   /* ticks of its last event */
     uint64_t events; /* its events so far */
@@ -67,21 +72,18 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 {
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 64;
-        struct rp_sw_span *n = realloc(t->stack, ncap * sizeof(*n));
-        if (n)
-            t->stack = n;
-        uint64_t *e = n ? realloc(t->ev, ncap * sizeof(*e)) : NULL;
-        if (!e)
+        struct sw_frame *n = realloc(t->stack, ncap * sizeof(*n));
+        if (!n)
             return RP_ENOMEM;
-        t->ev = e;
+        t->stack = n;
         t->cap = ncap;
     }
-    t->ev[t->depth] = t->events;
-    struct rp_sw_span *s = &t->stack[t->depth];
+    t->stack[t->depth].ev = t->events;
+    struct rp_sw_span *s = &t->stack[t->depth].s;
     memset(s, 0, sizeof(*s));
     s->tid = t->tid;
     s->id = id;
-    s->parent = t->depth ? t->stack[t->depth - 1].id : 0;
+    s->parent = t->depth ? t->stack[t->depth - 1].s.id : 0;
     s->depth = t->depth;
     s->start = now;
     t->depth++;
@@ -91,9 +93,10 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 /* Ends the innermost span of t at now. */
 static int pop(struct sw *w, struct sw_thread *t, uint64_t now)
 {
-    struct rp_sw_span *s = &t->stack[--t->depth];
+    struct sw_frame *f = &t->stack[--t->depth];
+    struct rp_sw_span *s = &f->s;
     s->end = now >= s->start ? now : s->start;
-    s->dur = rp_comp_dur(&w->comp, s->end - s->start, t->events - t->ev[t->depth] - 1);
+    s->dur = rp_comp_dur(&w->comp, s->end - s->start, t->events - f->ev - 1);
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
 
@@ -102,7 +105,7 @@ static int drop_to(struct sw *w, struct sw_thread *t, uint32_t to, uint64_t now)
 {
     int rc = 0;
     while (t->depth > to && rc >= 0) {
-        struct rp_sw_span *s = &t->stack[--t->depth];
+        struct rp_sw_span *s = &t->stack[--t->depth].s;
         s->end = now >= s->start ? now : s->start;
         if (w->ops->drop)
             rc = w->ops->drop(w->ctx, s);
@@ -137,7 +140,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         return t->depth ? pop(w, t, ev->ticks) : 0;
     case RP_OP_EXIT_ID: {
         uint32_t at = t->depth;
-        while (at > 0 && t->stack[at - 1].id != ev->id)
+        while (at > 0 && t->stack[at - 1].s.id != ev->id)
             at--;
         if (!at)
             return 0; /* unmatched: the replay counts it */
@@ -151,11 +154,11 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             return 0;
         return w->ops->instant(w->ctx, tid, ev->id, ev->ticks,
                                ev->op == RP_OP_COUNTER ? rp_unzigzag(ev->arg) : (int64_t)ev->arg,
-                               ev->op == RP_OP_COUNTER, t->depth ? t->stack[t->depth - 1].id : 0);
+                               ev->op == RP_OP_COUNTER, t->depth ? t->stack[t->depth - 1].s.id : 0);
     case RP_OP_ARG:
         if (t->depth) {
-            t->stack[t->depth - 1].arg = ev->arg;
-            t->stack[t->depth - 1].has_arg = 1;
+            t->stack[t->depth - 1].s.arg = ev->arg;
+            t->stack[t->depth - 1].s.has_arg = 1;
         }
         return 0;
     case RP_OP_LOST:
@@ -183,7 +186,6 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
         if (rc == 0)
             rc = drop_to(&w, &w.th[i], 0, w.th[i].last);
         free(w.th[i].stack);
-        free(w.th[i].ev);
     }
     free(w.th);
     return rc;
