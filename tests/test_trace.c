@@ -1114,6 +1114,32 @@ static void test_replay_streams(void)
     }
     rp_profile_free(&p);
 
+    /* absurd clocks (a fuzzer's find): four leaves of 2^61 ticks and one of
+     * 8 sum past 2^63 in the exclusive time, which must wrap, not overflow
+     * (UBSan), and read back modulo 2^64 as the real sum */
+    {
+        struct fbuf g = {0};
+        uint8_t s[64], *q = s;
+        file_start(&g);
+        fb_chunk(&g, RP_CH_DEFS, d, def_rec(d, 3, "c"));
+        for (int k = 0; k < 5; k++) {
+            q = rp_put_varint(q, 1 << 1); /* ENTER c +1 */
+            *q++ = 3;
+            q = rp_put_varint(q, (k < 4 ? 1ull << 61 : 8) << 1 | 1); /* EXIT */
+        }
+        ev_chunk(&g, RP_EV_COMPACT, s, (size_t)(q - s));
+        rc = replay_buf(&g, &p, err, sizeof(err));
+        CHECK_EQ(rc, 0);
+        if (rc == 0 && p.n_nodes > 3) {
+            CHECK_EQ(p.nodes[3].calls, 5);
+            CHECK_EQ(p.nodes[3].max, 1ull << 61);
+            CHECK_EQ(p.nodes[3].dur_sum, (1ull << 63) + 8);
+            CHECK_EQ(p.nodes[3].excl, 0); /* read as signed: negative, shown as 0 */
+        }
+        rp_profile_free(&p);
+        free(g.p);
+    }
+
     /* the last event cut short, in each form: its offset is named */
     static const struct {
         uint32_t flags;

@@ -83,12 +83,13 @@ struct frame {
  * full struct rp_node is filled from it at the end): the statistics, the
  * exact sum of squares, and a cache of the edges from the node's last two
  * callers, which hits for every callee that has one or two usual callers.
- * excl is signed: a span that began in an earlier chunk ends with only this
- * chunk's callee time subtracted, and the join subtracts the rest.
+ * excl is a signed sum kept modulo 2^64 (no overflow on any input): a span
+ * that began in an earlier chunk ends with only this chunk's callee time
+ * subtracted, and the join subtracts the rest.
  */
 struct hot {
     uint64_t calls, dur_sum, incl, min, max, first, last;
-    int64_t excl;
+    uint64_t excl; /* signed, modulo 2^64 */
     unsigned __int128 sq;                  /* sum of squared durations, exact */
     uint32_t *hist;                        /* RP_HIST_BUCKETS counts, NULL until the first span */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
@@ -176,7 +177,7 @@ struct priv {
     uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
     uint32_t tidx_cap;
     struct emap em;    /* the profile's edges, when the accumulators are summed */
-    int64_t *excl_adj; /* per node: the join's corrections to exclusive time */
+    uint64_t *excl_adj; /* per node: the join's corrections to excl, signed mod 2^64 */
     uint32_t nadj;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
@@ -421,7 +422,7 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
 {
     h->calls++;
     h->dur_sum += dur;
-    h->excl += (int64_t)(dur - child);
+    h->excl += dur - child;
     h->min = dur < h->min ? dur : h->min;
     h->max = dur > h->max ? dur : h->max;
     h->sq += (unsigned __int128)dur * dur;
@@ -886,7 +887,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     }
     for (uint32_t i = j->low; i < j->u; i++)
         if (j->closed[i])
-            v->excl_adj[t->stack[i].id] -= (int64_t)t->stack[i].child;
+            v->excl_adj[t->stack[i].id] -= t->stack[i].child;
     uint32_t keep = j->low < j->u ? j->low : j->u;
     if (rp_grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
@@ -1402,7 +1403,7 @@ static int finish(struct rp_profile *p)
         struct rp_node *n = &p->nodes[i];
         if (n->kind == 0xff)
             n->kind = RP_KIND_FUNC;
-        int64_t x = (int64_t)n->excl + v->excl_adj[i];
+        int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
         if (!n->calls)
             n->min = 0;
