@@ -24,12 +24,12 @@
  *
  * The graph is then stored as a profile (struct rp_profile: a node and an
  * edge record per node and edge, weights in integer ticks, time = 1000 x
- * the weight above) and ranked with rp_rank_profile, as `rankprof report`
- * does: the timed region is that one call, everything the report path does
- * for ranking (reading the profile's nodes and edges, building the
- * adjacency, the components, the sweeps, standing, involvement and ranks);
- * generating the graph is not timed.  The same graph is also solved with
- * rp_rank_solve from plain arrays (the solver alone, for comparison).
+ * the weight above, edges sorted by caller and callee as replay leaves them) and ranked with
+ * rp_rank_profile, as `rankprof report` does: the timed region is that one call, everything the
+ * report path does for ranking (reading the profile's nodes and edges, building the adjacency, the
+ * components, the sweeps, standing, involvement and ranks); generating the graph is not timed.  The
+ * same graph is also solved with rp_rank_solve from plain arrays (the solver alone, for
+ * comparison).
  *
  * Prints nodes, edges, sweeps, residual and the seconds of each, wall-clock
  * and CPU time of the process (on a loaded machine the CPU time is the
@@ -88,7 +88,39 @@ static double ticks(double x)
     return floor(x * 1000.0 + 0.5);
 }
 
-/* Fills g with n nodes and exactly m edges.  Returns 0, or -1 if out of
+struct sedge {
+    uint32_t src, dst;
+    double w;
+};
+
+static int sedge_cmp(const void *a, const void *b)
+{
+    const struct sedge *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+/* Puts the edges of g in caller, then callee order, the order of a
+ * profile's edges (replay sorts them).  Returns 0, or -1 if out of memory. */
+static int sort_edges(struct graph *g)
+{
+    struct sedge *t = malloc((size_t)g->m * sizeof *t);
+    if (!t)
+        return -1;
+    for (uint32_t e = 0; e < g->m; e++)
+        t[e] = (struct sedge){g->src[e], g->dst[e], g->w[e]};
+    qsort(t, g->m, sizeof *t, sedge_cmp);
+    for (uint32_t e = 0; e < g->m; e++) {
+        g->src[e] = t[e].src;
+        g->dst[e] = t[e].dst;
+        g->w[e] = t[e].w;
+    }
+    free(t);
+    return 0;
+}
+
+/* Fills g with n nodes and exactly m edges, in caller order.  Returns 0, or -1 if out of
  * memory. */
 static uint32_t back_span; /* 0: back edges go anywhere up */
 
@@ -166,7 +198,7 @@ static int make_graph(struct graph *g, uint32_t n, uint32_t m, int uniform, doub
         g->w[e] = ticks(lognormal(2.0));
         e++;
     }
-    rc = 0;
+    rc = sort_edges(g);
 out:
     free(deg);
     return rc;

@@ -78,6 +78,7 @@
 
 #include "../common/error.h"
 #include "../trace/format.h"
+#include "bigmem.h"
 #include "profile.h"
 
 #define DEFAULT_ALPHA    0.01
@@ -86,6 +87,7 @@
 
 #define NONE UINT32_MAX
 #define DONE (UINT32_MAX - 1)
+#define FIN  0x80000000u /* tarjan(): in idx[], the node has finished; n <= FIN */
 
 /* How many edges ahead the sweeps and pushes prefetch the flow they will add
  * to; the edge arrays have this many spare entries (position 0) at the end. */
@@ -151,6 +153,7 @@ struct solver {
     uint32_t *pos;         /* node -> position */
     uint32_t *cbeg;        /* first position of each component, in the order
                               Tarjan completes them (reverse topological) */
+    unsigned char *byid;   /* by component: its nodes in id order (choose_order) */
     double *invden;        /* by position */
     /* edges by caller position, callee as a position: ioff/idst/ic the ones
      * inside a component of two or more nodes, xoff/xdst/xc the others */
@@ -169,6 +172,7 @@ static void solver_free(struct solver *sv)
     free(sv->order);
     free(sv->pos);
     free(sv->cbeg);
+    free(sv->byid);
     free(sv->invden);
     free(sv->ioff);
     free(sv->idst);
@@ -180,11 +184,11 @@ static void solver_free(struct solver *sv)
     free(sv->x);
 }
 
-/* Checks the options and the size (node numbers must stay below DONE).
+/* Checks the options and the size (discovery numbers must stay below FIN).
  * Returns 0 or RP_EINVAL. */
 static int validate(uint32_t n, double alpha, double tol, uint32_t max_iter)
 {
-    if (n == 0 || n >= DONE)
+    if (n == 0 || n > FIN)
         return RP_EINVAL;
     if (!(alpha >= 0.0 && alpha < 1.0) || !(tol >= 0.0) || !isfinite(tol) || max_iter == 0)
         return RP_EINVAL;
@@ -198,36 +202,90 @@ static inline int linking(uint32_t a, uint32_t b)
 }
 
 /*
- * Builds the out-adjacency by node and invden1 in two passes over the input
- * edges: (1) check, row totals, self-loop weight and out-degrees; (2)
- * counting-sort fill with the coefficients.  Returns 0, RP_EINVAL (a negative
- * or non-finite stop weight, an index >= n, a negative or non-finite edge
- * weight, a row total that overflows), or RP_ENOMEM.
+ * Ends row i of the adjacency by node, whose linking edges are [off[i], k)
+ * with their weights in c1 and the row's total (stop weight and all its
+ * edges) in tot[i]: sets invden1[i], turns the weights into coefficients
+ * and tot[i] into (1 - alpha) / T_i.  Returns 0 or RP_EINVAL (a total that
+ * overflowed).
  */
-static int build_adjacency(const struct input *g, double alpha, struct solver *sv)
+static int end_row(struct solver *sv, double *tot, const double *diag, double alpha, uint32_t i,
+                   uint32_t k)
 {
-    uint32_t n = g->n, m = g->m;
-    int rc = RP_ENOMEM;
-    double *tot = malloc((size_t)n * sizeof *tot); /* T_i, then (1-alpha) / T_i */
-    double *diag = calloc(n, sizeof *diag);        /* self-loop weight */
-    uint32_t *off, *cur = NULL;
+    if (!isfinite(tot[i]))
+        return RP_EINVAL;
+    double q = tot[i] > 0.0 ? (1.0 - alpha) * diag[i] / tot[i] : 0.0;
+    /* ROOT's value is fixed, its self loop means nothing */
+    sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
+    tot[i] = tot[i] > 0.0 ? (1.0 - alpha) / tot[i] : 0.0;
+    for (uint32_t e = sv->off1[i]; e < k; e++)
+        sv->c1[e] *= tot[i];
+    sv->off1[i + 1] = k;
+    return 0;
+}
 
-    sv->off1 = off = calloc((size_t)n + 1, sizeof *sv->off1);
-    sv->invden1 = malloc((size_t)n * sizeof *sv->invden1);
-    if (!tot || !diag || !off || !sv->invden1)
-        goto out;
+/* Whether edge e of g is well formed: both ends < n, weight finite >= 0. */
+static inline int edge_ok(const struct input *g, uint32_t a, uint32_t b, double w)
+{
+    return a < g->n && b < g->n && w >= 0.0 && isfinite(w);
+}
 
-    rc = RP_EINVAL;
-    for (uint32_t i = 0; i < n; i++) {
-        tot[i] = in_weight(g, g->stop, g->stop_step, i);
-        if (!isfinite(tot[i]) || tot[i] < 0.0)
-            goto out;
+/*
+ * The adjacency in one pass when the edges come grouped by caller in
+ * increasing order (a profile's always do: replay sorts them): each row is
+ * written where it belongs and ended (end_row) once the next caller shows.
+ * Returns 0, 1 (the edges are not in order: nothing is kept, tot and diag
+ * must be set again), or RP_EINVAL as build_adjacency.
+ */
+static int adjacency_sorted(const struct input *g, double alpha, struct solver *sv, double *tot,
+                            double *diag)
+{
+    uint32_t n = g->n, row = 0, k = 0;
+    int rc;
+
+    sv->off1[0] = 0;
+    for (uint32_t e = 0; e < g->m; e++) {
+        uint32_t a = in_src(g, e), b = in_dst(g, e);
+        double w = in_weight(g, g->w, g->w_step, e);
+        if (!edge_ok(g, a, b, w))
+            return RP_EINVAL;
+        if (a < row)
+            return 1;
+        for (; row < a; row++)
+            if ((rc = end_row(sv, tot, diag, alpha, row, k)))
+                return rc;
+        tot[a] += w;
+        if (linking(a, b)) {
+            sv->dst1[k] = b;
+            sv->c1[k++] = w;
+        } else if (a == b) {
+            diag[a] += w;
+        }
     }
-    tot[0] = 0.0; /* ROOT has no stop weight */
+    for (; row < n; row++)
+        if ((rc = end_row(sv, tot, diag, alpha, row, k)))
+            return rc;
+    return 0;
+}
+
+/*
+ * The adjacency in two passes over edges in any order: (1) check, row
+ * totals, self-loop weight and out-degrees; (2) counting-sort fill.
+ * Returns 0, RP_EINVAL as build_adjacency, or RP_ENOMEM.
+ */
+static int adjacency_any(const struct input *g, double alpha, struct solver *sv, double *tot,
+                         double *diag)
+{
+    uint32_t n = g->n, m = g->m, *off = sv->off1, *cur = rp_big_malloc((size_t)n * sizeof *cur);
+    int rc = RP_ENOMEM;
+
+    if (!cur)
+        goto out;
+    memset(off, 0, ((size_t)n + 1) * sizeof *off);
+    rc = RP_EINVAL;
     for (uint32_t e = 0; e < m; e++) {
         uint32_t a = in_src(g, e), b = in_dst(g, e);
         double w = in_weight(g, g->w, g->w_step, e);
-        if (a >= n || b >= n || !(w >= 0.0) || !isfinite(w))
+        if (!edge_ok(g, a, b, w))
             goto out;
         tot[a] += w;
         if (linking(a, b))
@@ -236,36 +294,72 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
             diag[a] += w;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (!isfinite(tot[i]))
-            goto out;
-        double q = tot[i] > 0.0 ? (1.0 - alpha) * diag[i] / tot[i] : 0.0;
-        /* ROOT's value is fixed, its self loop means nothing */
-        sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
-        tot[i] = tot[i] > 0.0 ? (1.0 - alpha) / tot[i] : 0.0;
         off[i + 1] += off[i];
+        cur[i] = off[i];
     }
-
-    rc = RP_ENOMEM;
-    size_t ne = off[n] ? off[n] : 1;
-    sv->dst1 = malloc(ne * sizeof *sv->dst1);
-    sv->c1 = malloc(ne * sizeof *sv->c1);
-    cur = malloc((size_t)n * sizeof *cur);
-    if (!sv->dst1 || !sv->c1 || !cur)
-        goto out;
-    memcpy(cur, off, (size_t)n * sizeof *cur);
     for (uint32_t e = 0; e < m; e++) {
         uint32_t a = in_src(g, e), b = in_dst(g, e);
         if (!linking(a, b))
             continue;
         uint32_t k = cur[a]++;
         sv->dst1[k] = b;
-        sv->c1[k] = in_weight(g, g->w, g->w_step, e) * tot[a];
+        sv->c1[k] = in_weight(g, g->w, g->w_step, e);
     }
+    for (uint32_t i = 0; i < n; i++)
+        if ((rc = end_row(sv, tot, diag, alpha, i, off[i + 1])))
+            goto out;
     rc = 0;
 out:
+    free(cur);
+    return rc;
+}
+
+/* Sets tot[] to the stop weights (ROOT's 0) and diag[] to 0.  Returns 0 or
+ * RP_EINVAL (a negative or non-finite stop weight). */
+static int start_rows(const struct input *g, double *tot, double *diag)
+{
+    for (uint32_t i = 0; i < g->n; i++) {
+        tot[i] = in_weight(g, g->stop, g->stop_step, i);
+        if (!isfinite(tot[i]) || tot[i] < 0.0)
+            return RP_EINVAL;
+    }
+    tot[0] = 0.0; /* ROOT has no stop weight */
+    memset(diag, 0, (size_t)g->n * sizeof *diag);
+    return 0;
+}
+
+/*
+ * Builds the out-adjacency by node (callees and coefficients (1 - alpha)
+ * w_ij / T_i, without self loops and edges into ROOT) and invden1: in one
+ * pass over the input when its edges are grouped by caller in order, else
+ * in two.  Returns 0, RP_EINVAL (a negative or non-finite stop weight, an
+ * index >= n, a negative or non-finite edge weight, a row total that
+ * overflows), or RP_ENOMEM.
+ */
+static int build_adjacency(const struct input *g, double alpha, struct solver *sv)
+{
+    uint32_t n = g->n;
+    size_t ne = (size_t)g->m + 1;
+    double *tot = rp_big_malloc((size_t)n * sizeof *tot);   /* T_i, then (1-alpha) / T_i */
+    double *diag = rp_big_malloc((size_t)n * sizeof *diag); /* self-loop weight */
+    int rc = RP_ENOMEM;
+
+    sv->off1 = rp_big_malloc(((size_t)n + 1) * sizeof *sv->off1);
+    sv->invden1 = rp_big_malloc((size_t)n * sizeof *sv->invden1);
+    /* room for every edge: the pages of the ones not kept are never touched */
+    sv->dst1 = rp_big_malloc((ne + AHEAD) * sizeof *sv->dst1);
+    sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
+    if (!tot || !diag || !sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
+        goto out;
+    if ((rc = start_rows(g, tot, diag)) || (rc = adjacency_sorted(g, alpha, sv, tot, diag)) != 1)
+        goto out;
+    if (!(rc = start_rows(g, tot, diag)))
+        rc = adjacency_any(g, alpha, sv, tot, diag);
+out:
+    if (rc == 0) /* prefetched, never used */
+        memset(sv->dst1 + sv->off1[n], 0, AHEAD * sizeof *sv->dst1);
     free(tot);
     free(diag);
-    free(cur);
     return rc;
 }
 
@@ -277,30 +371,51 @@ out:
  * callers before callees.  Inside a component the nodes go in reverse
  * postorder of the search: the finished nodes not yet in a component are
  * kept on a stack, and when a component completes, its nodes are exactly
- * the top of that stack, its root (finished last) on top.  Fills sv->order,
- * sv->pos, sv->cbeg and sv->ncomp.  Returns 0 or RP_ENOMEM.
+ * the top of that stack, its root (finished last) on top.
+ *
+ * The same scan weighs, for each component of two or more nodes, the two
+ * orders a sweep can take (see choose_order below): the weight of its edges
+ * that point backwards in reverse postorder, and in id order.  Every edge
+ * is classified when it is scanned, from v to w:
+ *   - w not found yet: a tree edge.  It points forwards in reverse
+ *     postorder; it lies inside v's component unless w roots a component
+ *     of its own, which is known when the search returns from w to v.
+ *   - w found, its component complete (DONE): between components.
+ *   - w found, not in a component yet: inside v's component (w's root is
+ *     still open, so it is v or an ancestor of v: it reaches v, and v
+ *     reaches it through w).  Backwards in reverse postorder exactly when
+ *     w is still open (an ancestor finishes after v); forwards when w has
+ *     finished (FIN set in idx[w]).
+ * A node's weights go to its parent's frame when it finishes without
+ * rooting a component (the parent is then in the same one), so a root's
+ * frame ends with its component's totals.  Fills sv->order, sv->pos,
+ * sv->cbeg, sv->ncomp and, per component, sv->byid (1: id order weighs
+ * less).  Returns 0 or RP_ENOMEM.
  */
 struct frame {
     uint32_t v, e, end, low; /* node, next edge, its edges' end, low link */
+    double bpo, bid;         /* backward weight in its component so far: postorder, ids */
 };
 
 static int tarjan(struct solver *sv)
 {
     uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
-    uint32_t *idx = malloc((size_t)n * sizeof *idx);
-    uint32_t *fin = malloc((size_t)n * sizeof *fin); /* finished, no component yet */
-    struct frame *fr = malloc((size_t)n * sizeof *fr);
+    const double *c = sv->c1;
+    uint32_t *idx = rp_big_malloc((size_t)n * sizeof *idx);
+    uint32_t *fin = rp_big_malloc((size_t)n * sizeof *fin); /* finished, no component yet */
+    struct frame *fr = rp_big_malloc((size_t)n * sizeof *fr);
     int rc = RP_ENOMEM;
 
-    sv->order = malloc((size_t)n * sizeof *sv->order);
-    sv->pos = malloc((size_t)n * sizeof *sv->pos);
-    sv->cbeg = malloc((size_t)n * sizeof *sv->cbeg);
-    if (!idx || !fin || !fr || !sv->order || !sv->pos || !sv->cbeg)
+    sv->order = rp_big_malloc((size_t)n * sizeof *sv->order);
+    sv->pos = rp_big_malloc((size_t)n * sizeof *sv->pos);
+    sv->cbeg = rp_big_malloc((size_t)n * sizeof *sv->cbeg);
+    sv->byid = rp_big_malloc((size_t)n);
+    if (!idx || !fin || !fr || !sv->order || !sv->pos || !sv->cbeg || !sv->byid)
         goto out;
     /* idx[i]: NONE before i is found, DONE once its component is complete,
-     * its discovery number in between, so that one load answers both
-     * questions Tarjan asks (DONE is never less than a low link). */
+     * its discovery number in between (with FIN once it has finished), so
+     * that one load answers every question the scan asks */
     for (uint32_t i = 0; i < n; i++)
         idx[i] = NONE;
     for (uint32_t s = 0; s < n; s++) {
@@ -308,37 +423,55 @@ static int tarjan(struct solver *sv)
             continue;
         uint32_t depth = 1;
         idx[s] = next++;
-        fr[0] = (struct frame){s, off[s], off[s + 1], idx[s]};
+        fr[0] = (struct frame){s, off[s], off[s + 1], idx[s], 0.0, 0.0};
         while (depth) {
             /* scan the top frame's edges for a node not found yet */
             struct frame *f = &fr[depth - 1];
-            uint32_t e = f->e, end = f->end, lv = f->low, w = NONE;
+            uint32_t v = f->v, e = f->e, end = f->end, lv = f->low, w = NONE;
+            double bpo = f->bpo, bid = f->bid;
             for (; e < end; e++) {
-                uint32_t iw = idx[dst[e]];
-                if (iw == NONE) {
-                    w = dst[e++];
-                    break;
+                __builtin_prefetch(&idx[dst[e + AHEAD]]);
+                uint32_t x = dst[e], ix = idx[x];
+                if (ix >= DONE) {
+                    if (ix == NONE) {
+                        w = x;
+                        e++;
+                        break;
+                    }
+                    continue;
                 }
-                lv = iw < lv ? iw : lv;
+                double ce = c[e];
+                lv = (ix & ~FIN) < lv ? ix & ~FIN : lv;
+                bpo += ce * (double)(~ix >> 31);
+                bid += ce * (double)(x < v);
             }
+            f->bpo = bpo;
+            f->bid = bid;
             if (w != NONE) {
                 f->e = e;
                 f->low = lv;
                 idx[w] = next++;
-                fr[depth++] = (struct frame){w, off[w], off[w + 1], idx[w]};
+                fr[depth++] = (struct frame){w, off[w], off[w + 1], idx[w], 0.0, 0.0};
                 continue;
             }
-            uint32_t v = f->v, iv = idx[v];
+            uint32_t iv = idx[v];
+            idx[v] = iv | FIN;
             fin[nfin++] = v;
-            if (--depth && lv < fr[depth - 1].low)
-                fr[depth - 1].low = lv;
-            if (lv != iv)
+            if (lv != iv) { /* not a root: v's component is its parent's */
+                struct frame *pf = &fr[depth - 2];
+                pf->low = lv < pf->low ? lv : pf->low;
+                pf->bpo += bpo;
+                pf->bid += bid + (v < pf->v ? c[pf->e - 1] : 0.0);
+                depth--;
                 continue;
+            }
+            depth--;
             /* v roots a component: the nodes on fin found after it */
             uint32_t b = nfin;
-            while (nfin && idx[fin[nfin - 1]] >= iv)
+            while (nfin && (idx[fin[nfin - 1]] & ~FIN) >= iv)
                 nfin--;
             top -= b - nfin;
+            sv->byid[ncomp] = b - nfin > 1 && bid < bpo;
             sv->cbeg[ncomp++] = top;
             for (uint32_t k = b, p = top; k-- > nfin; p++) {
                 uint32_t x = fin[k];
@@ -358,63 +491,49 @@ out:
 }
 
 /*
- * Chooses, for each component of two or more nodes, the order of its nodes
- * that leaves less weight on the edges pointing backwards, the ones a
- * Gauss-Seidel sweep only sees in the next sweep (their weight sets how
- * many sweeps it takes): the reverse postorder Tarjan left, or the order of
- * the node ids, which in a profile is the order in which the nodes were
- * first seen, so that each node's first caller comes before it.  Reverse
- * postorder points every edge forward but the search's back edges, and a
- * search that wanders through a large cycle makes many of those; id order
- * points backwards every call to a node first seen earlier.  Neither wins
- * always (see docs/ranking.md), and weighing both is one pass over the
- * adjacency in id order.  Updates sv->order and sv->pos.  Returns 0 or
- * RP_ENOMEM.
+ * Puts the nodes of each component that Tarjan found lighter in id order
+ * (sv->byid) in that order.  How many sweeps a component of two or more
+ * nodes takes is set by the weight on its edges pointing backwards, which a
+ * Gauss-Seidel sweep only sees in the next sweep; two orders are weighed:
+ * the reverse postorder Tarjan leaves, or the order of the node ids, which
+ * in a profile is the order in which the nodes were first seen, so that
+ * each node's first caller comes before it.  Reverse postorder points every
+ * edge forward but the search's back edges, and a search that wanders
+ * through a large cycle makes many of those; id order points backwards
+ * every call to a node first seen earlier.  Neither wins always (see
+ * docs/ranking.md).  One pass over the nodes in id order.  Updates sv->order
+ * and sv->pos.  Returns 0 or RP_ENOMEM.
  */
 static int choose_order(struct solver *sv)
 {
-    uint32_t n = sv->n, nc = sv->ncomp, *pos = sv->pos, *order = sv->order;
-    const uint32_t *off = sv->off1, *dst = sv->dst1;
-    const double *c = sv->c1;
-    uint32_t *cid = malloc((size_t)n * sizeof *cid); /* by position: component */
-    uint32_t *cur = malloc((size_t)nc * sizeof *cur);
-    double *back = calloc((size_t)nc * 2, sizeof *back); /* [2r]: postorder, [2r+1]: ids */
-    int rc = RP_ENOMEM, any = 0;
+    uint32_t n = sv->n, nc = sv->ncomp, *pos = sv->pos, *order = sv->order, any = 0;
+    uint32_t *cur = NULL, *cid = NULL; /* by component: next position; by position */
 
-    if (!cid || !cur || !back)
-        goto out;
     for (uint32_t r = 0; r < nc; r++)
-        for (uint32_t k = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n; k < b; k++)
-            cid[k] = r;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t k = pos[i], r = cid[k], a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
-        if (size == 1)
-            continue;
-        for (uint32_t e = off[i]; e < off[i + 1]; e++) {
-            uint32_t p = pos[dst[e]];
-            if (p - a >= size)
-                continue;
-            back[2 * r] += p < k ? c[e] : 0.0;
-            back[2 * r + 1] += dst[e] < i ? c[e] : 0.0;
-        }
+        any |= sv->byid[r];
+    if (!any)
+        return 0;
+    cur = rp_big_malloc((size_t)nc * sizeof *cur);
+    cid = rp_big_malloc((size_t)n * sizeof *cid);
+    if (!cur || !cid) {
+        free(cur);
+        free(cid);
+        return RP_ENOMEM;
     }
     for (uint32_t r = 0; r < nc; r++) {
-        cur[r] = back[2 * r + 1] < back[2 * r] ? sv->cbeg[r] : NONE;
-        any |= cur[r] != NONE;
+        uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n;
+        cur[r] = sv->byid[r] ? a : NONE;
+        for (uint32_t k = a; k < b; k++)
+            cid[k] = r;
     }
-    if (any) {
-        for (uint32_t i = 0; i < n; i++) /* reads pos before the next loop changes it */
-            if (cur[cid[pos[i]]] != NONE)
-                order[cur[cid[pos[i]]]++] = i;
-        for (uint32_t k = 0; k < n; k++)
-            pos[order[k]] = k;
-    }
-    rc = 0;
-out:
-    free(cid);
+    for (uint32_t i = 0; i < n; i++) /* reads pos before the next loop changes it */
+        if (cur[cid[pos[i]]] != NONE)
+            order[cur[cid[pos[i]]]++] = i;
+    for (uint32_t k = 0; k < n; k++)
+        pos[order[k]] = k;
     free(cur);
-    free(back);
-    return rc;
+    free(cid);
+    return 0;
 }
 
 /*
@@ -435,13 +554,13 @@ static int lay_out(struct solver *sv)
     const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos, *order = sv->order;
     const double *c = sv->c1;
 
-    sv->invden = malloc((size_t)n * sizeof *sv->invden);
-    sv->ioff = malloc(((size_t)n + 1) * sizeof *sv->ioff);
-    sv->xoff = malloc(((size_t)n + 1) * sizeof *sv->xoff);
-    sv->idst = malloc(((size_t)ne + AHEAD) * sizeof *sv->idst);
-    sv->ic = malloc(((size_t)ne + 1) * sizeof *sv->ic);
-    sv->xdst = malloc(((size_t)ne + AHEAD) * sizeof *sv->xdst);
-    sv->xc = malloc(((size_t)ne + 1) * sizeof *sv->xc);
+    sv->invden = rp_big_malloc((size_t)n * sizeof *sv->invden);
+    sv->ioff = rp_big_malloc(((size_t)n + 1) * sizeof *sv->ioff);
+    sv->xoff = rp_big_malloc(((size_t)n + 1) * sizeof *sv->xoff);
+    sv->idst = rp_big_malloc(((size_t)ne + AHEAD) * sizeof *sv->idst);
+    sv->ic = rp_big_malloc(((size_t)ne + 1) * sizeof *sv->ic);
+    sv->xdst = rp_big_malloc(((size_t)ne + AHEAD) * sizeof *sv->xdst);
+    sv->xc = rp_big_malloc(((size_t)ne + 1) * sizeof *sv->xc);
     if (!sv->invden || !sv->ioff || !sv->xoff || !sv->idst || !sv->ic || !sv->xdst || !sv->xc)
         return RP_ENOMEM;
     for (uint32_t r = sv->ncomp; r-- > 0;) {
@@ -508,8 +627,8 @@ static int build(const struct input *g, double alpha, struct solver *sv)
     if ((rc = build_adjacency(g, alpha, sv)) || (rc = tarjan(sv)) || (rc = choose_order(sv)) ||
         (rc = lay_out(sv)))
         return rc;
-    sv->in = malloc((size_t)g->n * sizeof *sv->in);
-    sv->x = calloc(g->n, sizeof *sv->x);
+    sv->in = rp_big_malloc((size_t)g->n * sizeof *sv->in);
+    sv->x = rp_big_calloc(g->n, sizeof *sv->x);
     return sv->in && sv->x ? 0 : RP_ENOMEM;
 }
 
@@ -714,7 +833,8 @@ struct rank_key {
 
 static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
 {
-    struct rank_key *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    struct rank_key *a = rp_big_malloc((size_t)n * sizeof *a),
+                    *b = rp_big_malloc((size_t)n * sizeof *b);
     uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt);
     int rc = RP_ENOMEM;
 
@@ -791,9 +911,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
                       sizeof *ed,
                       1};
     rc = RP_ENOMEM;
-    pi = malloc((size_t)n * sizeof *pi);
-    key = malloc((size_t)n * sizeof *key);
-    rank = malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
+    pi = rp_big_malloc((size_t)n * sizeof *pi);
+    key = rp_big_malloc((size_t)n * sizeof *key);
+    rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
     if (!pi || !key || !rank)
         goto out;
     rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, pi, &it, &res);

@@ -31,7 +31,7 @@ struct rp_rank_opts {
 
 /*
  * Computes pi (n entries, sums to 1, pi = pi P) into the caller's array.
- * Returns 0, RP_EINVAL for a malformed graph (n == 0 or n >= 2^32 - 2, an
+ * Returns 0, RP_EINVAL for a malformed graph (n == 0 or n > 2^31, an
  * index >= n, a negative or non-finite weight, alpha outside [0, 1)), or
  * RP_ENOMEM.
  * *iterations and *residual (last L1 change) are always set on success; if
