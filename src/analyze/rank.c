@@ -52,18 +52,20 @@
  * Only the edges inside cycles are read more than once, and only as often
  * as their own component needs.
  *
- * Cost: O(N + M) to build, in five passes over the edges: (1) over the
- * input, read in place (a profile's edge records need no copy): check, row
- * totals, self loops, out-degrees; (2) over the input: counting-sort fill
- * of the out-adjacency by node with the coefficients (1-alpha) w_ij / T_i;
- * (3) Tarjan over it, which lays the nodes out in solving order as the
- * components complete; (4) weighing the two orders of each cycle; (5) one
- * pass in solving order rewriting the adjacency by position, split into
- * the edges inside cycles and the others, written sequentially (the rows
- * read in random order are prefetched).  Solving: one pass over all edges
- * plus one per sweep over the edges inside cycles; the sweeps prefetch the
- * flow they will add to.  The dense matrix is never formed.  The tests
- * compare with a dense direct solve.
+ * Cost: O(N + M) to build, in three passes over the edges: (1) over the
+ * input, read in place (a profile's edge records need no copy): the
+ * out-adjacency by node with the coefficients (1-alpha) w_ij / T_i, each
+ * row written where it belongs when the edges come grouped by caller (a
+ * profile's do), else with a counting sort that reads the input twice;
+ * (2) Tarjan over it, which lays the nodes out in solving order as the
+ * components complete and weighs the two orders of each cycle as it scans;
+ * (3) one pass in solving order rewriting the adjacency by position, split
+ * into the edges inside cycles and the others, written sequentially (the
+ * rows read in random order are prefetched).  Solving: one pass over all
+ * edges plus one per sweep over the edges inside cycles; the sweeps
+ * prefetch the flow they will add to.  The dense matrix is never formed;
+ * the large arrays ask for huge pages (bigmem.h).  The tests compare with a
+ * dense direct solve.
  *
  * Residual: the L1 change of pi in the last sweep of each cycle, summed (0
  * for an acyclic graph, which is solved exactly); iterations: the most
