@@ -320,11 +320,11 @@ scale_rank() {
   echo
   echo "ranking (bench_rank --scale --max $rank_max): call-graph shaped, 10 edges per node"
   "$bin/bench_rank" --scale --max "$rank_max" | tee "$work/rank.txt"
-  # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] (...)"
+  # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] [first F s] (...)"
   while read -r line; do
     rank_json+=("$line")
   done < <(awk '/^callgraph/ {
-      t = ""; c = ""
+      t = ""; c = ""; f = ""
       for (i = 2; i < NF; i++) {
         if ($(i + 1) == "nodes") n = $i
         if ($(i + 1) == "edges") m = $i
@@ -332,9 +332,11 @@ scale_rank() {
         if ($i == "residual") r = $(i + 1)
         if ($(i + 1) == "s" && t == "") t = $i
         if ($i == "cpu") c = $(i + 1)
+        if ($i == "first") f = $(i + 1)
       }
-      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s}\n",
-             n, m, sw, r, t, c == "" ? "" : ", \"cpu_seconds\": " c
+      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s%s}\n",
+             n, m, sw, r, t, c == "" ? "" : ", \"cpu_seconds\": " c,
+             f == "" ? "" : ", \"first_seconds\": " f
     }' "$work/rank.txt")
 }
 
