@@ -1115,8 +1115,9 @@ static void test_replay_streams(void)
     rp_profile_free(&p);
 
     /* absurd clocks (a fuzzer's find): four leaves of 2^61 ticks and one of
-     * 8 sum past 2^63 in the exclusive time, which must wrap, not overflow
-     * (UBSan), and read back modulo 2^64 as the real sum */
+     * 8 sum past 2^63 in the exclusive time, which must wrap modulo 2^64,
+     * not overflow (UBSan aborts); read as signed the total is negative and
+     * shows as 0, like any negative total */
     {
         struct fbuf g = {0};
         uint8_t s[64], *q = s;

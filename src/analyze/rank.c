@@ -349,7 +349,7 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
     sv->off1 = rp_big_malloc(((size_t)n + 1) * sizeof *sv->off1);
     sv->invden1 = rp_big_malloc((size_t)n * sizeof *sv->invden1);
     /* room for every edge: the pages of the ones not kept are never touched */
-    sv->dst1 = rp_big_malloc((ne + AHEAD) * sizeof *sv->dst1);
+    sv->dst1 = rp_big_malloc(ne * sizeof *sv->dst1);
     sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
     if (!tot || !diag || !sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
         goto out;
@@ -358,8 +358,6 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
     if (!(rc = start_rows(g, tot, diag)))
         rc = adjacency_any(g, alpha, sv, tot, diag);
 out:
-    if (rc == 0) /* prefetched, never used */
-        memset(sv->dst1 + sv->off1[n], 0, AHEAD * sizeof *sv->dst1);
     free(tot);
     free(diag);
     return rc;
@@ -432,7 +430,6 @@ static int tarjan(struct solver *sv)
             uint32_t v = f->v, e = f->e, end = f->end, lv = f->low, w = NONE;
             double bpo = f->bpo, bid = f->bid;
             for (; e < end; e++) {
-                __builtin_prefetch(&idx[dst[e + AHEAD]]);
                 uint32_t x = dst[e], ix = idx[x];
                 if (ix >= DONE) {
                     if (ix == NONE) {
@@ -444,8 +441,8 @@ static int tarjan(struct solver *sv)
                 }
                 double ce = c[e];
                 lv = (ix & ~FIN) < lv ? ix & ~FIN : lv;
-                bpo += ce * (double)(~ix >> 31);
-                bid += ce * (double)(x < v);
+                bpo += ix & FIN ? 0.0 : ce; /* x still open: an ancestor */
+                bid += x < v ? ce : 0.0;
             }
             f->bpo = bpo;
             f->bid = bid;
