@@ -634,6 +634,63 @@ static void test_profile_vs_solve(void)
 }
 
 /*
+ * The ranks sort items by the top 32 bits of pi first and then each run of
+ * equal tops by the full pi: a star whose leaves' weights differ by parts
+ * in 2^40 (one long run, in no particular order: qsort), by groups of a
+ * few far apart (short runs: insertion), and equal weights (runs already in
+ * order); the ranks must be those of qsort by (pi descending, index).
+ */
+static void test_rank_runs(void)
+{
+    enum { LEAVES = 3000 };
+    uint32_t n = LEAVES + 1, m = LEAVES;
+    struct rp_node *nodes = calloc(n, sizeof *nodes);
+    struct rp_edge *edges = calloc(m, sizeof *edges);
+    uint32_t *ord = calloc(n, sizeof *ord);
+    double *pi = calloc(n, sizeof *pi);
+    for (uint32_t i = 1; i < n; i++) {
+        uint64_t r = next_u64() % 1000, w;
+        if (i <= 1000) /* one run: all within 2^-30 of 2^40 */
+            w = ((uint64_t)1 << 40) + r;
+        else if (i <= 2000) /* runs of about 4 */
+            w = ((uint64_t)(i / 4) << 30) + r;
+        else /* equal */
+            w = (uint64_t)1 << 20;
+        nodes[i].kind = RP_KIND_FUNC;
+        nodes[i].excl = 1000;
+        edges[i - 1] = (struct rp_edge){.caller = 0, .callee = i, .calls = 1, .incl = w};
+    }
+    struct rp_profile p = {0};
+    p.nodes = nodes;
+    p.n_nodes = n;
+    p.edges = edges;
+    p.n_edges = m;
+    CHECK(rp_rank_profile(&p, NULL) == 0);
+    for (uint32_t i = 1; i < n; i++)
+        pi[i] = nodes[i].involvement; /* pi_i / pi_ROOT: the same order */
+    for (uint32_t i = 0; i + 1 < n; i++)
+        ord[i] = i + 1;
+    ref_pi = pi;
+    ref_nodes = nodes;
+    qsort(ord, n - 1, sizeof *ord, cmp_ref);
+    int bad = 0, inrun = 0;
+    for (uint32_t k = 0; k + 1 < n; k++) {
+        bad += nodes[ord[k]].rank != k + 1;
+        uint64_t x, y;
+        memcpy(&x, &pi[ord[k]], sizeof x);
+        memcpy(&y, &pi[ord[k > 0 ? k - 1 : k]], sizeof y);
+        inrun += k > 0 && x >> 32 == y >> 32 && x != y; /* a run with distinct keys */
+    }
+    CHECK(bad == 0);
+    CHECK(inrun > 1000); /* the runs above did form (counted on involvement's bits) */
+    printf("ranks in runs of equal prefixes: %d neighbours share the top 32 bits\n", inrun);
+    free(nodes);
+    free(edges);
+    free(ord);
+    free(pi);
+}
+
+/*
  * Larger graphs with one big cycle, against the dense solve: shaped like a
  * call graph (calls mostly to a higher id, 2 %% back to any lower one: the
  * id order of the cycle leaves less weight backwards than the search's
@@ -941,6 +998,7 @@ int main(void)
     test_recursion();
     test_profile();
     test_profile_vs_solve();
+    test_rank_runs();
     test_big_cycles();
     test_flags();
     if (failures) {

@@ -816,37 +816,95 @@ static int is_span(const struct rp_node *n)
 
 /*
  * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
- * index, and stores each one's place (1, 2, ...) in rank[i - 1].  A stable
- * LSD radix sort on the complement of the key, RADIX_BITS at a time,
- * skipping digits all keys share; it starts in index order, so ties stay in
- * index order.  Returns 0 or RP_ENOMEM.
+ * index, and stores each one's place (1, 2, ...) in rank[i - 1].  In two
+ * steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
+ * items holding the top 32 bits of the complemented key over the index,
+ * half of what (key, index) pairs would move per pass; it starts in index
+ * order, so equal prefixes stay in index order.  Then every run of equal
+ * prefixes (keys within about 2^-20 of each other, or equal) is put in
+ * full key order (sort_run).  Returns 0 or RP_ENOMEM.
  */
 #define RADIX_BITS 11
 #define RADIX      (1u << RADIX_BITS)
-#define DIGITS     ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define DIGITS     ((32 + RADIX_BITS - 1) / RADIX_BITS)
+#define SHORT_RUN  16
 
 struct rank_key {
     uint64_t key; /* complemented: ascending order ranks */
     uint32_t idx;
 };
 
+static int rank_key_cmp(const void *pa, const void *pb)
+{
+    const struct rank_key *x = pa, *y = pb;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Puts the items a[0 .. len) (index in the low 32 bits, in increasing
+ * order) in order of their complemented full key, ties by index: nothing
+ * to do when the keys are already in order (as equal keys are), insertion
+ * for a short run, qsort in *buf (grown as needed) for a long one.
+ * Returns 0 or RP_ENOMEM.
+ */
+static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_key **buf,
+                    uint32_t *cap)
+{
+    struct rank_key small[SHORT_RUN], *r = small;
+    uint32_t k;
+
+    for (k = 1; k < len && ~key[(uint32_t)a[k] - 1] >= ~key[(uint32_t)a[k - 1] - 1]; k++)
+        ;
+    if (k == len)
+        return 0;
+    if (len > SHORT_RUN) {
+        if (len > *cap) {
+            struct rank_key *t = realloc(*buf, (size_t)len * sizeof *t);
+            if (!t)
+                return RP_ENOMEM;
+            *buf = t;
+            *cap = len;
+        }
+        r = *buf;
+    }
+    for (k = 0; k < len; k++)
+        r[k] = (struct rank_key){~key[(uint32_t)a[k] - 1], (uint32_t)a[k]};
+    if (len > SHORT_RUN) {
+        qsort(r, len, sizeof *r, rank_key_cmp);
+    } else {
+        for (k = 1; k < len; k++) {
+            struct rank_key t = r[k];
+            uint32_t j = k;
+            for (; j > 0 && rank_key_cmp(&r[j - 1], &t) > 0; j--)
+                r[j] = r[j - 1];
+            r[j] = t;
+        }
+    }
+    for (k = 0; k < len; k++)
+        a[k] = (a[k] & ~(uint64_t)UINT32_MAX) | r[k].idx; /* the prefix is the run's */
+    return 0;
+}
+
 static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
 {
-    struct rank_key *a = rp_big_malloc((size_t)n * sizeof *a),
-                    *b = rp_big_malloc((size_t)n * sizeof *b);
-    uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt);
+    uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
+    uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt), cap = 0;
+    struct rank_key *buf = NULL;
     int rc = RP_ENOMEM;
 
     if (!a || !b || !cnt)
         goto out;
     for (uint32_t k = 0; k < n; k++) {
-        a[k] = (struct rank_key){~key[k], k + 1};
+        uint32_t pre = (uint32_t)(~key[k] >> 32);
+        a[k] = (uint64_t)pre << 32 | (k + 1);
         for (unsigned d = 0; d < DIGITS; d++)
-            cnt[d][(a[k].key >> (d * RADIX_BITS)) & (RADIX - 1)]++;
+            cnt[d][(pre >> (d * RADIX_BITS)) & (RADIX - 1)]++;
     }
     for (unsigned d = 0; d < DIGITS; d++) {
-        uint32_t *c = cnt[d], sum = 0;
-        if (c[(a[0].key >> (d * RADIX_BITS)) & (RADIX - 1)] == n)
+        uint32_t *c = cnt[d], sum = 0, sh = 32 + d * RADIX_BITS;
+        if (c[(a[0] >> sh) & (RADIX - 1)] == n)
             continue; /* every key has this digit */
         for (uint32_t r = 0; r < RADIX; r++) {
             uint32_t t = c[r];
@@ -854,18 +912,25 @@ static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
             sum += t;
         }
         for (uint32_t k = 0; k < n; k++)
-            b[c[(a[k].key >> (d * RADIX_BITS)) & (RADIX - 1)]++] = a[k];
-        struct rank_key *t = a;
+            b[c[(a[k] >> sh) & (RADIX - 1)]++] = a[k];
+        uint64_t *t = a;
         a = b;
         b = t;
     }
+    for (uint32_t s = 0, t; s < n; s = t) {
+        for (t = s + 1; t < n && a[t] >> 32 == a[s] >> 32; t++)
+            ;
+        if (t - s > 1 && (rc = sort_run(a + s, t - s, key, &buf, &cap)))
+            goto out;
+    }
     for (uint32_t k = 0; k < n; k++)
-        rank[a[k].idx - 1] = k + 1;
+        rank[(uint32_t)a[k] - 1] = k + 1;
     rc = 0;
 out:
     free(a);
     free(b);
     free(cnt);
+    free(buf);
     return rc;
 }
 
