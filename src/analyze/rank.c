@@ -89,6 +89,7 @@
 
 #define NONE UINT32_MAX
 #define DONE (UINT32_MAX - 1)
+#define LEAF (UINT32_MAX - 2) /* tarjan(): in idx[], not found yet and calls nothing */
 #define FIN  0x80000000u /* tarjan(): in idx[], the node has finished; n <= FIN */
 
 /* How many edges ahead the sweeps and pushes prefetch the flow they will add
@@ -413,12 +414,21 @@ static int tarjan(struct solver *sv)
     sv->byid = rp_big_malloc((size_t)n);
     if (!idx || !fin || !fr || !sv->order || !sv->pos || !sv->cbeg || !sv->byid)
         goto out;
-    /* idx[i]: NONE before i is found, DONE once its component is complete,
-     * its discovery number in between (with FIN once it has finished), so
-     * that one load answers every question the scan asks */
+    /* idx[i]: NONE before i is found (LEAF if it calls nothing: it is a
+     * component by itself, placed as soon as it is found, without a frame),
+     * DONE once its component is complete, its discovery number in between
+     * (with FIN once it has finished), so that one load answers every
+     * question the scan asks */
     for (uint32_t i = 0; i < n; i++)
-        idx[i] = NONE;
+        idx[i] = off[i] == off[i + 1] ? LEAF : NONE;
     for (uint32_t s = 0; s < n; s++) {
+        if (idx[s] == LEAF) {
+            idx[s] = DONE;
+            sv->byid[ncomp] = 0;
+            sv->cbeg[ncomp++] = --top;
+            sv->order[top] = s;
+            sv->pos[s] = top;
+        }
         if (idx[s] != NONE)
             continue;
         uint32_t depth = 1;
@@ -431,11 +441,18 @@ static int tarjan(struct solver *sv)
             double bpo = f->bpo, bid = f->bid;
             for (; e < end; e++) {
                 uint32_t x = dst[e], ix = idx[x];
-                if (ix >= DONE) {
+                if (ix >= LEAF) {
                     if (ix == NONE) {
                         w = x;
                         e++;
                         break;
+                    }
+                    if (ix == LEAF) { /* found and complete at once */
+                        idx[x] = DONE;
+                        sv->byid[ncomp] = 0;
+                        sv->cbeg[ncomp++] = --top;
+                        sv->order[top] = x;
+                        sv->pos[x] = top;
                     }
                     continue;
                 }
