@@ -90,7 +90,7 @@
 #define NONE UINT32_MAX
 #define DONE (UINT32_MAX - 1)
 #define LEAF (UINT32_MAX - 2) /* tarjan(): in idx[], not found yet and calls nothing */
-#define FIN  0x80000000u /* tarjan(): in idx[], the node has finished; n <= FIN */
+#define FIN  0x80000000u      /* tarjan(): in idx[], the node has finished; n <= FIN */
 
 /* How many edges ahead the sweeps and pushes prefetch the flow they will add
  * to; the edge arrays have this many spare entries (position 0) at the end. */
