@@ -398,6 +398,18 @@ struct frame {
     double bpo, bid;         /* backward weight in its component so far: postorder, ids */
 };
 
+/* Makes x, which calls nothing, a component of its own: the next position
+ * from the top down.  Cannot fail. */
+static inline void place_leaf(struct solver *sv, uint32_t *idx, uint32_t x, uint32_t *top,
+                              uint32_t *ncomp)
+{
+    idx[x] = DONE;
+    sv->byid[*ncomp] = 0;
+    sv->cbeg[(*ncomp)++] = --*top;
+    sv->order[*top] = x;
+    sv->pos[x] = *top;
+}
+
 static int tarjan(struct solver *sv)
 {
     uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0;
@@ -422,13 +434,8 @@ static int tarjan(struct solver *sv)
     for (uint32_t i = 0; i < n; i++)
         idx[i] = off[i] == off[i + 1] ? LEAF : NONE;
     for (uint32_t s = 0; s < n; s++) {
-        if (idx[s] == LEAF) {
-            idx[s] = DONE;
-            sv->byid[ncomp] = 0;
-            sv->cbeg[ncomp++] = --top;
-            sv->order[top] = s;
-            sv->pos[s] = top;
-        }
+        if (idx[s] == LEAF)
+            place_leaf(sv, idx, s, &top, &ncomp);
         if (idx[s] != NONE)
             continue;
         uint32_t depth = 1;
@@ -447,13 +454,8 @@ static int tarjan(struct solver *sv)
                         e++;
                         break;
                     }
-                    if (ix == LEAF) { /* found and complete at once */
-                        idx[x] = DONE;
-                        sv->byid[ncomp] = 0;
-                        sv->cbeg[ncomp++] = --top;
-                        sv->order[top] = x;
-                        sv->pos[x] = top;
-                    }
+                    if (ix == LEAF) /* found and complete at once */
+                        place_leaf(sv, idx, x, &top, &ncomp);
                     continue;
                 }
                 double ce = c[e];
