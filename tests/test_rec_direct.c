@@ -347,16 +347,10 @@ static void capture(uint32_t type, const void *payload, size_t len)
     chunks_len += 8 + len;
 }
 
-static void test_stats_chunk(void)
+/* The id the captured DEFS chunks give the function at address fn, or 0. */
+static uint32_t captured_func_id(uint64_t fn)
 {
-    const uint64_t fn = 0x10000; /* from test_percentiles */
-    struct rp_dview v;
-    CHECK_EQ(rp_direct_lookup(RP_KIND_FUNC, fn, &v), 0);
-    chunks_len = 0;
-    CHECK(rp_direct_write(capture) > 0);
-    /* find fn's id in DEFS, then its NODE record in STATS */
-    uint32_t id = 0, nodes = 0, edges = 0, threads = 0;
-    int found = 0;
+    uint32_t id = 0;
     for (size_t o = 0; o < chunks_len;) {
         uint32_t type = rp_get32(chunks + o), len = rp_get32(chunks + o + 4);
         const uint8_t *q = chunks + o + 8, *end = q + len;
@@ -365,6 +359,24 @@ static void test_stats_chunk(void)
                  q += RP_DEF_FIXED + rp_get16(q + 6) + rp_get16(q + 20) + rp_get16(q + 22))
                 if (q[4] == RP_KIND_FUNC && rp_get64(q + 8) == fn)
                     id = rp_get32(q);
+        o += 8 + len;
+    }
+    return id;
+}
+
+static void test_stats_chunk(void)
+{
+    const uint64_t fn = 0x10000; /* from test_percentiles */
+    struct rp_dview v;
+    CHECK_EQ(rp_direct_lookup(RP_KIND_FUNC, fn, &v), 0);
+    chunks_len = 0;
+    CHECK(rp_direct_write(capture) > 0);
+    /* fn's id in DEFS, then its NODE record in STATS */
+    uint32_t id = captured_func_id(fn), nodes = 0, edges = 0, threads = 0;
+    int found = 0;
+    for (size_t o = 0; o < chunks_len;) {
+        uint32_t type = rp_get32(chunks + o), len = rp_get32(chunks + o + 4);
+        const uint8_t *q = chunks + o + 8, *end = q + len;
         if (type == RP_CH_STATS)
             for (; q < end; q += 8 + rp_get32(q + 4)) {
                 uint32_t tag = rp_get32(q);
@@ -436,16 +448,11 @@ static void test_buckets(void)
     rp_direct_thread_end(d);
     chunks_len = 0;
     CHECK(rp_direct_write(capture) > 0);
-    uint32_t id = 0;
+    uint32_t id = captured_func_id(fn);
     uint64_t sum = 0;
     for (size_t o = 0; o < chunks_len;) {
         uint32_t type = rp_get32(chunks + o), len = rp_get32(chunks + o + 4);
         const uint8_t *q = chunks + o + 8, *end = q + len;
-        if (type == RP_CH_DEFS)
-            for (; q < end;
-                 q += RP_DEF_FIXED + rp_get16(q + 6) + rp_get16(q + 20) + rp_get16(q + 22))
-                if (q[4] == RP_KIND_FUNC && rp_get64(q + 8) == fn)
-                    id = rp_get32(q);
         if (type == RP_CH_STATS)
             for (; q < end; q += 8 + rp_get32(q + 4)) {
                 const uint8_t *b = q + 8;
