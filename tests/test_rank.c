@@ -739,6 +739,106 @@ static void test_big_cycles(void)
     }
 }
 
+/*
+ * Two threads: the adjacency and the layout are built in halves side by side
+ * (rank.c), which must give exactly what one thread gives.  Random graphs of
+ * 2 to 3000 nodes with cycles, self loops and edges into ROOT, their edges
+ * grouped by caller (the one-pass build, cut in halves) or not (the
+ * counting sort), ranked with threads 1 and 2: the same return code, bits
+ * of pi, sweeps and residual.  Then inputs that must fail: an edge out of
+ * range or a negative weight in either half, a caller out of order at the
+ * cut or inside a half (then the counting sort takes over and succeeds).
+ */
+static void test_threads(void)
+{
+    enum { NG = 60, NMAX = 3000 };
+    static double stop[NMAX], w[10 * NMAX], pi1[NMAX], pi2[NMAX];
+    static uint32_t src[10 * NMAX], dst[10 * NMAX];
+    uint32_t compared = 0;
+
+    for (int gi = 0; gi < NG; gi++) {
+        uint32_t n =
+            gi < 20 ? 2 + (uint32_t)(next_u64() % 30) : 100 + (uint32_t)(next_u64() % (NMAX - 99));
+        uint32_t m = (uint32_t)(next_u64() % (10 * n)), e = 0;
+        for (uint32_t i = 1; i < n; i++)
+            stop[i] = next_u64() % 4 ? next_unit() * 100 : 0.0;
+        /* grouped by caller: each caller's edges together, callers rising */
+        for (uint32_t a = 0; a < n && e < m; a++) {
+            uint32_t d = a == n - 1 ? m - e : (uint32_t)(next_u64() % (2 * (m - e) / (n - a) + 1));
+            for (uint32_t k = 0; k < d && e < m; k++, e++) {
+                uint64_t r = next_u64() % 40;
+                src[e] = a;
+                if (r == 0)
+                    dst[e] = a;
+                else if (r == 1)
+                    dst[e] = 0;
+                else if (r < 4 && a > 1) /* back up: cycles */
+                    dst[e] = 1 + (uint32_t)(next_u64() % a);
+                else if (gi % 2 && a + 1 < n) /* down */
+                    dst[e] = a + 1 + (uint32_t)(next_u64() % (n - a - 1));
+                else
+                    dst[e] = (uint32_t)(next_u64() % n);
+                w[e] = next_u64() % 10 ? next_unit() * 1000 : 0.0;
+            }
+        }
+        struct rp_graph g = {n, e, stop, src, dst, w};
+        for (int shuffled = 0; shuffled < 2; shuffled++) {
+            if (shuffled) /* the counting sort's path */
+                for (uint32_t k = e; k > 1; k--) {
+                    uint32_t j = (uint32_t)(next_u64() % k), ts = src[k - 1], td = dst[k - 1];
+                    double tw = w[k - 1];
+                    src[k - 1] = src[j], dst[k - 1] = dst[j], w[k - 1] = w[j];
+                    src[j] = ts, dst[j] = td, w[j] = tw;
+                }
+            struct rp_rank_opts o1 = {0.01, 1e-13, 100000, 1}, o2 = {0.01, 1e-13, 100000, 2};
+            uint32_t it1 = 0, it2 = 1;
+            double res1 = 0, res2 = 1;
+            int rc1 = rp_rank_solve(&g, &o1, pi1, &it1, &res1);
+            int rc2 = rp_rank_solve(&g, &o2, pi2, &it2, &res2);
+            CHECK(rc1 == 0 && rc2 == 0);
+            CHECK(it1 == it2 && res1 == res2);
+            CHECK(memcmp(pi1, pi2, n * sizeof *pi1) == 0);
+            compared += n;
+        }
+    }
+    printf("threads 1 and 2: %u values of pi compared over %d graphs\n", compared, 2 * NG);
+
+    /* bad input in either half, and order broken at the cut */
+    enum { N = 1000, M = 8000 };
+    for (int bad = 0; bad < 6; bad++) {
+        for (uint32_t i = 1; i < N; i++)
+            stop[i] = 1.0;
+        for (uint32_t e = 0; e < M; e++) {
+            src[e] = e * N / M; /* grouped, rising */
+            dst[e] = (uint32_t)(next_u64() % N);
+            w[e] = 1.0 + e % 7;
+        }
+        uint32_t at = bad % 2 ? M / 4 : 3 * M / 4;
+        int expect = RP_EINVAL;
+        if (bad < 2) {
+            dst[at] = N; /* out of range */
+        } else if (bad < 4) {
+            w[at] = -1.0;
+        } else { /* out of order: fine, the counting sort takes it */
+            uint32_t t = src[at];
+            src[at] = src[at + M / 8 < M ? at + M / 8 : at];
+            src[at + M / 8 < M ? at + M / 8 : at] = t;
+            if (bad == 5) { /* and at the cut: the second half starts lower */
+                src[M / 2] = src[M / 2 - 1] - 1;
+            }
+            expect = 0;
+        }
+        struct rp_graph g = {N, M, stop, src, dst, w};
+        struct rp_rank_opts o1 = {0.01, 1e-13, 100000, 1}, o2 = {0.01, 1e-13, 100000, 2};
+        int rc1 = rp_rank_solve(&g, &o1, pi1, NULL, NULL),
+            rc2 = rp_rank_solve(&g, &o2, pi2, NULL, NULL);
+        CHECK(rc1 == expect);
+        CHECK(rc2 == expect);
+        if (expect == 0)
+            CHECK(memcmp(pi1, pi2, N * sizeof *pi1) == 0);
+    }
+}
+
 /* ---- (e) flags ------------------------------------------------------------ */
 
 #define NN 16
@@ -1000,6 +1100,7 @@ int main(void)
     test_profile_vs_solve();
     test_rank_runs();
     test_big_cycles();
+    test_threads();
     test_flags();
     if (failures) {
         fprintf(stderr, "test_rank: %d check(s) failed\n", failures);

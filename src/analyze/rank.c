@@ -73,10 +73,13 @@
  */
 #include "rank.h"
 
+#include <assert.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/error.h"
 #include "../trace/format.h"
@@ -147,6 +150,7 @@ static inline double in_weight(const struct input *g, const char *base, size_t s
  */
 struct solver {
     uint32_t n, ncomp;
+    int threads; /* 2: the passes that split in halves run them side by side */
     /* out-adjacency by node (CSR), without self loops and edges into ROOT;
      * freed once the one by position is built */
     uint32_t *off1, *dst1; /* n + 1; callee node of each edge */
@@ -159,12 +163,98 @@ struct solver {
     unsigned char *byid;   /* by component: its nodes in id order (choose_order) */
     double *invden;        /* by position */
     /* edges by caller position, callee as a position: ioff/idst/ic the ones
-     * inside a component of two or more nodes, xoff/xdst/xc the others */
-    uint32_t *ioff, *idst, *xoff, *xdst;
-    double *ic, *xc;
+     * inside a component of two or more nodes (nin of them, counted by
+     * Tarjan), xoff/xdst/xc the others; idst and xdst are parts of edst
+     * (AHEAD spare entries after each), ic and xc of ec */
+    uint32_t nin;
+    uint32_t *ioff, *idst, *xoff, *xdst, *edst;
+    double *ic, *xc, *ec;
     struct uv *in; /* by position: flow received */
     struct uv *x;  /* by position: u and v */
 };
+
+/*
+ * Two threads.  The two passes over every edge that need no order between
+ * rows (building the adjacency by node, rewriting it by position) are cut in
+ * two halves at a row, each half writing only its own rows, and the second
+ * half runs on a thread of its own (everything else is sequential: Tarjan's
+ * search, the sweeps).  Each row is computed the same way in either half,
+ * so the result does not depend on the number of threads, bit for bit.
+ * pthread_join orders everything the helper wrote before the caller reads
+ * it, and the helper reads only what was written before it started.
+ */
+struct pair_job {
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void *pair_main(void *p)
+{
+    struct pair_job *j = p;
+    j->fn(j->arg);
+    return NULL;
+}
+
+/* A helper thread running one job. */
+struct helper {
+    pthread_t t;
+    struct pair_job job;
+    int on; /* started */
+};
+
+/* Starts fn(arg) on a helper thread when threads > 1.  Returns 1 if it
+ * started, 0 if not (one thread, or none could be started): the caller
+ * then does the job itself or goes without. */
+static int helper_start(struct helper *h, int threads, void (*fn)(void *), void *arg)
+{
+    h->job = (struct pair_job){fn, arg};
+    h->on = threads > 1 && pthread_create(&h->t, NULL, pair_main, &h->job) == 0;
+    return h->on;
+}
+
+/* Waits for a helper that helper_start started; nothing if it did not.
+ * Cannot fail. */
+static void helper_join(struct helper *h)
+{
+    if (h->on)
+        pthread_join(h->t, NULL);
+    h->on = 0;
+}
+
+/* Runs fb(b) on a helper thread and fa(a) on this one, and returns when both
+ * are done; runs both here, a first, when threads < 2 or no thread can be
+ * started.  Cannot fail. */
+static void run_pair(int threads, void (*fa)(void *), void *a, void (*fb)(void *), void *b)
+{
+    struct helper h;
+
+    if (!helper_start(&h, threads, fb, b)) {
+        fa(a);
+        fb(b);
+        return;
+    }
+    fa(a);
+    helper_join(&h);
+}
+
+/* A block for the helper to fault in (prefault). */
+struct touch {
+    void *p[8];
+    size_t len[8];
+};
+
+/* Writes a byte to every page of the blocks of a struct touch, so that the
+ * kernel maps and clears them now, on the helper's processor, rather than
+ * when the pass that fills them first writes there.  The bytes are garbage
+ * to everyone else: the blocks are uninitialized.  Cannot fail. */
+static void touch_pages(void *arg)
+{
+    struct touch *t = arg;
+
+    for (int b = 0; b < 8; b++)
+        for (size_t o = 0; o < t->len[b]; o += 4096)
+            ((volatile char *)t->p[b])[o] = 0;
+}
 
 static void solver_free(struct solver *sv)
 {
@@ -178,11 +268,9 @@ static void solver_free(struct solver *sv)
     free(sv->byid);
     free(sv->invden);
     free(sv->ioff);
-    free(sv->idst);
-    free(sv->ic);
     free(sv->xoff);
-    free(sv->xdst);
-    free(sv->xc);
+    free(sv->edst);
+    free(sv->ec);
     free(sv->in);
     free(sv->x);
 }
@@ -205,14 +293,14 @@ static inline int linking(uint32_t a, uint32_t b)
 }
 
 /*
- * Ends row i of the adjacency by node, whose linking edges are [off[i], k)
+ * Ends row i of the adjacency by node, whose linking edges are [start, k)
  * with their weights in c1 and the row's total (stop weight and all its
- * edges) in tot[i]: sets invden1[i], turns the weights into coefficients
- * and tot[i] into (1 - alpha) / T_i.  Returns 0 or RP_EINVAL (a total that
- * overflowed).
+ * edges) in tot[i]: sets invden1[i] and off1[i + 1] (not off1[i], which may
+ * be another half's), turns the weights into coefficients and tot[i] into
+ * (1 - alpha) / T_i.  Returns 0 or RP_EINVAL (a total that overflowed).
  */
 static int end_row(struct solver *sv, double *tot, const double *diag, double alpha, uint32_t i,
-                   uint32_t k)
+                   uint32_t start, uint32_t k)
 {
     if (!isfinite(tot[i]))
         return RP_EINVAL;
@@ -220,7 +308,7 @@ static int end_row(struct solver *sv, double *tot, const double *diag, double al
     /* ROOT's value is fixed, its self loop means nothing */
     sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
     tot[i] = tot[i] > 0.0 ? (1.0 - alpha) / tot[i] : 0.0;
-    for (uint32_t e = sv->off1[i]; e < k; e++)
+    for (uint32_t e = start; e < k; e++)
         sv->c1[e] *= tot[i];
     sv->off1[i + 1] = k;
     return 0;
@@ -232,42 +320,86 @@ static inline int edge_ok(const struct input *g, uint32_t a, uint32_t b, double 
     return a < g->n && b < g->n && w >= 0.0 && isfinite(w);
 }
 
-/*
- * The adjacency in one pass when the edges come grouped by caller in
- * increasing order (a profile's always do: replay sorts them): each row is
- * written where it belongs and ended (end_row) once the next caller shows.
- * Returns 0, 1 (the edges are not in order: nothing is kept, tot and diag
- * must be set again), or RP_EINVAL as build_adjacency.
- */
-static int adjacency_sorted(const struct input *g, double alpha, struct solver *sv, double *tot,
-                            double *diag)
+/* Sets tot[i] to the stop weights (ROOT's 0) and diag[i] to 0 for the rows
+ * r0 <= i < r1.  Returns 0 or RP_EINVAL (a negative or non-finite stop
+ * weight). */
+static int start_rows(const struct input *g, double *tot, double *diag, uint32_t r0, uint32_t r1)
 {
-    uint32_t n = g->n, row = 0, k = 0;
-    int rc;
+    for (uint32_t i = r0; i < r1; i++) {
+        tot[i] = in_weight(g, g->stop, g->stop_step, i);
+        if (!isfinite(tot[i]) || tot[i] < 0.0)
+            return RP_EINVAL;
+    }
+    if (r0 == 0)
+        tot[0] = 0.0; /* ROOT has no stop weight */
+    memset(diag + r0, 0, (size_t)(r1 - r0) * sizeof *diag);
+    return 0;
+}
 
-    sv->off1[0] = 0;
-    for (uint32_t e = 0; e < g->m; e++) {
+/*
+ * A part of the adjacency built in one pass (adjacency_sorted): the edges
+ * [e0, e1) of the input, whose callers must be in rows [r0, r1), written
+ * from k0 on.  Touches only its own rows of every array, and only off1[i]
+ * for r0 < i <= r1 (and off1[0] when r0 == 0).
+ */
+struct adj_part {
+    const struct input *g;
+    struct solver *sv;
+    double *tot, *diag, alpha;
+    uint32_t e0, e1, r0, r1, k0;
+    uint32_t k; /* out: the end of what it wrote */
+    int rc;     /* out: as adjacency_sorted */
+};
+
+/*
+ * The adjacency of a part in one pass when its edges come grouped by caller
+ * in increasing order (a profile's always do: replay sorts them): each row
+ * is written where it belongs and ended (end_row) once the next caller
+ * shows.  Sets pt->k and pt->rc: 0, 1 (the edges are not in order or not
+ * in the part's rows: nothing is kept, tot and diag must be set again), or
+ * RP_EINVAL as build_adjacency.  Takes a void * to run on a thread
+ * (run_pair).
+ */
+static void adjacency_sorted(void *arg)
+{
+    struct adj_part *pt = arg;
+    const struct input *g = pt->g;
+    struct solver *sv = pt->sv;
+    uint32_t row = pt->r0, start = pt->k0, k = pt->k0;
+    int rc = start_rows(g, pt->tot, pt->diag, pt->r0, pt->r1);
+
+    if (rc)
+        goto out;
+    if (row == 0)
+        sv->off1[0] = k;
+    for (uint32_t e = pt->e0; e < pt->e1; e++) {
         uint32_t a = in_src(g, e), b = in_dst(g, e);
         double w = in_weight(g, g->w, g->w_step, e);
-        if (!edge_ok(g, a, b, w))
-            return RP_EINVAL;
-        if (a < row)
-            return 1;
-        for (; row < a; row++)
-            if ((rc = end_row(sv, tot, diag, alpha, row, k)))
-                return rc;
-        tot[a] += w;
+        if (!edge_ok(g, a, b, w)) {
+            rc = RP_EINVAL;
+            goto out;
+        }
+        if (a < row || a >= pt->r1) {
+            rc = 1;
+            goto out;
+        }
+        for (; row < a; row++, start = k)
+            if ((rc = end_row(sv, pt->tot, pt->diag, pt->alpha, row, start, k)))
+                goto out;
+        pt->tot[a] += w;
         if (linking(a, b)) {
             sv->dst1[k] = b;
             sv->c1[k++] = w;
         } else if (a == b) {
-            diag[a] += w;
+            pt->diag[a] += w;
         }
     }
-    for (; row < n; row++)
-        if ((rc = end_row(sv, tot, diag, alpha, row, k)))
-            return rc;
-    return 0;
+    for (; row < pt->r1; row++, start = k)
+        if ((rc = end_row(sv, pt->tot, pt->diag, pt->alpha, row, start, k)))
+            goto out;
+out:
+    pt->k = k;
+    pt->rc = rc;
 }
 
 /*
@@ -309,7 +441,7 @@ static int adjacency_any(const struct input *g, double alpha, struct solver *sv,
         sv->c1[k] = in_weight(g, g->w, g->w_step, e);
     }
     for (uint32_t i = 0; i < n; i++)
-        if ((rc = end_row(sv, tot, diag, alpha, i, off[i + 1])))
+        if ((rc = end_row(sv, tot, diag, alpha, i, off[i], off[i + 1])))
             goto out;
     rc = 0;
 out:
@@ -317,17 +449,57 @@ out:
     return rc;
 }
 
-/* Sets tot[] to the stop weights (ROOT's 0) and diag[] to 0.  Returns 0 or
- * RP_EINVAL (a negative or non-finite stop weight). */
-static int start_rows(const struct input *g, double *tot, double *diag)
+/*
+ * Where the edges of g are cut in two halves for adjacency_sorted: the
+ * first edge, at or after the middle, with a caller other than the edge
+ * before.  Returns it, or 0 for no cut (too few edges, one caller past the
+ * middle, or a caller that cannot start a half).
+ */
+static uint32_t adjacency_cut(const struct input *g)
 {
-    for (uint32_t i = 0; i < g->n; i++) {
-        tot[i] = in_weight(g, g->stop, g->stop_step, i);
-        if (!isfinite(tot[i]) || tot[i] < 0.0)
-            return RP_EINVAL;
+    uint32_t e = g->m / 2;
+
+    if (e == 0)
+        return 0;
+    while (e < g->m && in_src(g, e) == in_src(g, e - 1))
+        e++;
+    return e < g->m && in_src(g, e) > 0 && in_src(g, e) < g->n ? e : 0;
+}
+
+/*
+ * The adjacency by node in one pass when the edges come grouped by caller in
+ * increasing order.  With two threads, in two halves side by side, cut at a
+ * row (adjacency_cut): the first half writes from 0, the second from its
+ * first edge's index, which leaves a gap the size of the first half's self
+ * loops and edges into ROOT, closed afterwards by moving the second half's
+ * edges down.  Each row is computed as in one pass, so the result is the
+ * same bit for bit.  Returns 0, 1 (not in order: tot and diag must be set
+ * again), or RP_EINVAL as build_adjacency (before 1, and the first half's
+ * before the second's).
+ */
+static int adjacency_halves(const struct input *g, double alpha, struct solver *sv, double *tot,
+                            double *diag)
+{
+    uint32_t cut = sv->threads > 1 ? adjacency_cut(g) : 0, mid = cut ? in_src(g, cut) : g->n;
+    struct adj_part lo = {g, sv, tot, diag, alpha, 0, cut ? cut : g->m, 0, mid, 0, 0, 0};
+    struct adj_part hi = {g, sv, tot, diag, alpha, cut, g->m, mid, g->n, cut, 0, 0};
+
+    if (!cut) {
+        adjacency_sorted(&lo);
+        return lo.rc;
     }
-    tot[0] = 0.0; /* ROOT has no stop weight */
-    memset(diag, 0, (size_t)g->n * sizeof *diag);
+    run_pair(sv->threads, adjacency_sorted, &lo, adjacency_sorted, &hi);
+    if (lo.rc < 0 || hi.rc < 0) /* before 1: the second pass would find it too */
+        return lo.rc < 0 ? lo.rc : hi.rc;
+    if (lo.rc || hi.rc)
+        return 1;
+    uint32_t gap = cut - lo.k;
+    if (gap) {
+        memmove(sv->dst1 + lo.k, sv->dst1 + cut, (size_t)(hi.k - cut) * sizeof *sv->dst1);
+        memmove(sv->c1 + lo.k, sv->c1 + cut, (size_t)(hi.k - cut) * sizeof *sv->c1);
+        for (uint32_t i = mid + 1; i <= g->n; i++)
+            sv->off1[i] -= gap;
+    }
     return 0;
 }
 
@@ -354,9 +526,9 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
     sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
     if (!tot || !diag || !sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
         goto out;
-    if ((rc = start_rows(g, tot, diag)) || (rc = adjacency_sorted(g, alpha, sv, tot, diag)) != 1)
+    if ((rc = adjacency_halves(g, alpha, sv, tot, diag)) != 1)
         goto out;
-    if (!(rc = start_rows(g, tot, diag)))
+    if (!(rc = start_rows(g, tot, diag, 0, n)))
         rc = adjacency_any(g, alpha, sv, tot, diag);
 out:
     free(tot);
@@ -389,9 +561,11 @@ out:
  *     finished (FIN set in idx[w]).
  * A node's weights go to its parent's frame when it finishes without
  * rooting a component (the parent is then in the same one), so a root's
- * frame ends with its component's totals.  Fills sv->order, sv->pos,
- * sv->cbeg, sv->ncomp and, per component, sv->byid (1: id order weighs
- * less).  Returns 0 or RP_ENOMEM.
+ * frame ends with its component's totals.  The same classification counts
+ * the edges inside components (a tree edge is taken back when its end
+ * roots a component) for the layout's split.  Fills sv->order, sv->pos,
+ * sv->cbeg, sv->ncomp, sv->nin and, per component, sv->byid (1: id order
+ * weighs less).  Returns 0 or RP_ENOMEM.
  */
 struct frame {
     uint32_t v, e, end, low; /* node, next edge, its edges' end, low link */
@@ -412,7 +586,7 @@ static inline void place_leaf(struct solver *sv, uint32_t *idx, uint32_t x, uint
 
 static int tarjan(struct solver *sv)
 {
-    uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0;
+    uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0, nin = 0;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
     const double *c = sv->c1;
     uint32_t *idx = rp_big_malloc((size_t)n * sizeof *idx);
@@ -459,6 +633,7 @@ static int tarjan(struct solver *sv)
                     continue;
                 }
                 double ce = c[e];
+                nin++;
                 lv = (ix & ~FIN) < lv ? ix & ~FIN : lv;
                 bpo += ix & FIN ? 0.0 : ce; /* x still open: an ancestor */
                 bid += x < v ? ce : 0.0;
@@ -466,6 +641,7 @@ static int tarjan(struct solver *sv)
             f->bpo = bpo;
             f->bid = bid;
             if (w != NONE) {
+                nin++; /* inside v's component unless w roots one */
                 f->e = e;
                 f->low = lv;
                 idx[w] = next++;
@@ -483,7 +659,8 @@ static int tarjan(struct solver *sv)
                 depth--;
                 continue;
             }
-            depth--;
+            if (--depth)
+                nin--; /* the edge from the parent leaves the component */
             /* v roots a component: the nodes on fin found after it */
             uint32_t b = nfin;
             while (nfin && (idx[fin[nfin - 1]] & ~FIN) >= iv)
@@ -500,6 +677,7 @@ static int tarjan(struct solver *sv)
         }
     }
     sv->ncomp = ncomp;
+    sv->nin = nin;
     rc = 0;
 out:
     free(idx);
@@ -556,42 +734,74 @@ static int choose_order(struct solver *sv)
 
 /*
  * Rewrites the adjacency by position, callees as positions, split into the
- * edges inside components of two or more nodes (ioff/idst/ic, read every
- * sweep) and the others (xoff/xdst/xc, read once): one pass over the rows in
- * solving order, writing both sequentially.  The rows are read in random
- * order, so the pass prefetches them PF_ROWS nodes ahead (their offsets
- * twice as far ahead).  Both outputs are allocated for all edges and
- * trimmed afterwards (untouched pages cost nothing).  Frees the adjacency by
- * node.  Returns 0 or RP_ENOMEM.
+ * edges inside components of two or more nodes (idst/ic, read every sweep)
+ * and the others (xdst/xc, read once): one pass over the rows in solving
+ * order, writing both sequentially, into blocks allocated before Tarjan's
+ * search for all the edges (lay_out_alloc), the inner ones first: Tarjan
+ * counted them.  The rows are read in random order, so the pass prefetches
+ * them PF_ROWS nodes ahead (their offsets twice as far ahead).  With two
+ * threads the positions are cut in two halves of about as many edges: the
+ * first half is written from the front, the second from the back (each row
+ * counted before it is written, so that its edges keep their order), and
+ * the two meet exactly.  Frees the adjacency by node.  Cannot fail.
  */
 #define PF_ROWS 8u
 
-static int lay_out(struct solver *sv)
+/* A part of the layout: positions [p0, p1); it writes its inner and cross
+ * edges from nin and nout on (lay_out_front), or up to them (lay_out_back),
+ * and leaves there where it stopped. */
+struct lay_part {
+    struct solver *sv;
+    uint32_t p0, p1, nin, nout;
+};
+
+/* The component holding position p: cbeg decreases with the component, so
+ * the first one that begins at or before p.  Cannot fail. */
+static uint32_t comp_at(const struct solver *sv, uint32_t p)
 {
-    uint32_t n = sv->n, ne = sv->off1[n], nin = 0, nout = 0;
-    const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos, *order = sv->order;
+    uint32_t lo = 0, hi = sv->ncomp - 1;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sv->cbeg[mid] <= p)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Prefetches the row of the node at position k and the offsets of the one
+ * PF_ROWS further on in the same direction (step +1 or -1). */
+static inline void prefetch_row(const struct solver *sv, uint32_t k, int step)
+{
+    const uint32_t *off = sv->off1, *order = sv->order;
+    uint32_t far = k + (uint32_t)(step * (int)PF_ROWS), near = k;
+
+    if (far < sv->n)
+        __builtin_prefetch(&off[order[far]]);
+    if (near < sv->n) {
+        uint32_t f = off[order[near]];
+        __builtin_prefetch(&sv->dst1[f]);
+        __builtin_prefetch(&sv->c1[f]);
+    }
+}
+
+/* Lays out the positions of a part from the front.  Takes a void * to run
+ * on a thread (run_pair).  Cannot fail. */
+static void lay_out_front(void *arg)
+{
+    struct lay_part *pt = arg;
+    struct solver *sv = pt->sv;
+    uint32_t n = sv->n, nin = pt->nin, nout = pt->nout, r = comp_at(sv, pt->p0);
+    const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos;
     const double *c = sv->c1;
 
-    sv->invden = rp_big_malloc((size_t)n * sizeof *sv->invden);
-    sv->ioff = rp_big_malloc(((size_t)n + 1) * sizeof *sv->ioff);
-    sv->xoff = rp_big_malloc(((size_t)n + 1) * sizeof *sv->xoff);
-    sv->idst = rp_big_malloc(((size_t)ne + AHEAD) * sizeof *sv->idst);
-    sv->ic = rp_big_malloc(((size_t)ne + 1) * sizeof *sv->ic);
-    sv->xdst = rp_big_malloc(((size_t)ne + AHEAD) * sizeof *sv->xdst);
-    sv->xc = rp_big_malloc(((size_t)ne + 1) * sizeof *sv->xc);
-    if (!sv->invden || !sv->ioff || !sv->xoff || !sv->idst || !sv->ic || !sv->xdst || !sv->xc)
-        return RP_ENOMEM;
-    for (uint32_t r = sv->ncomp; r-- > 0;) {
+    for (uint32_t k = pt->p0; k < pt->p1; r--) {
         uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
-        for (uint32_t k = a; k < a + size; k++) {
-            if (k + 2 * PF_ROWS < n)
-                __builtin_prefetch(&off[order[k + 2 * PF_ROWS]]);
-            if (k + PF_ROWS < n) {
-                uint32_t f = off[order[k + PF_ROWS]];
-                __builtin_prefetch(&dst[f]);
-                __builtin_prefetch(&c[f]);
-            }
-            uint32_t i = order[k];
+        for (; k < a + size && k < pt->p1; k++) {
+            prefetch_row(sv, k + PF_ROWS, 1);
+            uint32_t i = sv->order[k];
             sv->invden[k] = sv->invden1[i];
             sv->ioff[k] = nin;
             sv->xoff[k] = nout;
@@ -607,21 +817,87 @@ static int lay_out(struct solver *sv)
             }
         }
     }
+    pt->nin = nin;
+    pt->nout = nout;
+}
+
+/* Lays out the positions of a part from the back.  Takes a void * to run on
+ * a thread (run_pair).  Cannot fail. */
+static void lay_out_back(void *arg)
+{
+    struct lay_part *pt = arg;
+    struct solver *sv = pt->sv;
+    uint32_t n = sv->n, nin = pt->nin, nout = pt->nout, r = comp_at(sv, pt->p1 - 1);
+    const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos;
+    const double *c = sv->c1;
+
+    for (uint32_t k = pt->p1; k > pt->p0; r++) {
+        uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a, inner = size > 1;
+        for (; k > a && k > pt->p0; k--) {
+            uint32_t q = k - 1, i = sv->order[q], cnt = 0;
+            prefetch_row(sv, q - PF_ROWS, -1);
+            for (uint32_t e = off[i]; e < off[i + 1]; e++)
+                cnt += inner && pos[dst[e]] - a < size;
+            nin -= cnt;
+            nout -= off[i + 1] - off[i] - cnt;
+            sv->invden[q] = sv->invden1[i];
+            sv->ioff[q] = nin;
+            sv->xoff[q] = nout;
+            for (uint32_t e = off[i], ki = nin, kx = nout; e < off[i + 1]; e++) {
+                uint32_t p = pos[dst[e]];
+                if (inner && p - a < size) {
+                    sv->idst[ki] = p;
+                    sv->ic[ki++] = c[e];
+                } else {
+                    sv->xdst[kx] = p;
+                    sv->xc[kx++] = c[e];
+                }
+            }
+        }
+    }
+    pt->nin = nin;
+    pt->nout = nout;
+}
+
+/* The blocks of the layout, allocated before Tarjan's search so that the
+ * helper can fault them in meanwhile: ne + 2 * AHEAD callees (the spare
+ * entries after the inner and the cross edges) and ne + 1 coefficients.
+ * Returns 0 or RP_ENOMEM (the caller frees sv). */
+static int lay_out_alloc(struct solver *sv)
+{
+    size_t n = sv->n, ne = sv->off1[n];
+
+    sv->invden = rp_big_malloc(n * sizeof *sv->invden);
+    sv->ioff = rp_big_malloc((n + 1) * sizeof *sv->ioff);
+    sv->xoff = rp_big_malloc((n + 1) * sizeof *sv->xoff);
+    sv->edst = rp_big_malloc((ne + 2 * AHEAD) * sizeof *sv->edst);
+    sv->ec = rp_big_malloc((ne + 1) * sizeof *sv->ec);
+    return sv->invden && sv->ioff && sv->xoff && sv->edst && sv->ec ? 0 : RP_ENOMEM;
+}
+
+static void lay_out(struct solver *sv)
+{
+    uint32_t n = sv->n, ne = sv->off1[n], nin = sv->nin, cut = n, before = 0;
+    const uint32_t *off = sv->off1, *order = sv->order;
+
+    sv->idst = sv->edst;
+    sv->ic = sv->ec;
+    sv->xdst = sv->edst + nin + AHEAD;
+    sv->xc = sv->ec + nin;
+    if (sv->threads > 1) /* the cut: half the edges before it */
+        for (cut = 0; cut < n && before < ne / 2; cut++)
+            before += off[order[cut] + 1] - off[order[cut]];
+    struct lay_part front = {sv, 0, cut, 0, 0}, back = {sv, cut, n, nin, ne - nin};
+    if (cut < n)
+        run_pair(sv->threads, lay_out_front, &front, lay_out_back, &back);
+    else
+        lay_out_front(&front);
+    assert(front.nin == (cut < n ? back.nin : nin));
+    assert(front.nout == (cut < n ? back.nout : ne - nin));
     sv->ioff[n] = nin;
-    sv->xoff[n] = nout;
+    sv->xoff[n] = ne - nin;
     memset(sv->idst + nin, 0, AHEAD * sizeof *sv->idst);
-    memset(sv->xdst + nout, 0, AHEAD * sizeof *sv->xdst);
-    /* shrinking cannot fail in practice; if it does, the block stays */
-    uint32_t *t;
-    double *d;
-    if ((t = realloc(sv->idst, ((size_t)nin + AHEAD) * sizeof *t)))
-        sv->idst = t;
-    if ((t = realloc(sv->xdst, ((size_t)nout + AHEAD) * sizeof *t)))
-        sv->xdst = t;
-    if ((d = realloc(sv->ic, ((size_t)nin + 1) * sizeof *d)))
-        sv->ic = d;
-    if ((d = realloc(sv->xc, ((size_t)nout + 1) * sizeof *d)))
-        sv->xc = d;
+    memset(sv->xdst + (ne - nin), 0, AHEAD * sizeof *sv->xdst);
     free(sv->off1);
     free(sv->dst1);
     free(sv->c1);
@@ -629,7 +905,6 @@ static int lay_out(struct solver *sv)
     free(sv->pos);
     sv->off1 = sv->dst1 = sv->pos = NULL;
     sv->c1 = sv->invden1 = NULL;
-    return 0;
 }
 
 /*
@@ -642,9 +917,25 @@ static int build(const struct input *g, double alpha, struct solver *sv)
     int rc;
 
     sv->n = g->n;
-    if ((rc = build_adjacency(g, alpha, sv)) || (rc = tarjan(sv)) || (rc = choose_order(sv)) ||
-        (rc = lay_out(sv)))
+    if ((rc = build_adjacency(g, alpha, sv)) || (rc = lay_out_alloc(sv)))
         return rc;
+    /* the layout's blocks are faulted in on the helper while this thread
+     * searches: the kernel clears fresh pages, and on a virtual machine
+     * the host may first have to back them */
+    size_t n = g->n, ne = sv->off1[n];
+    struct touch t = {{sv->edst, sv->ec, sv->invden, sv->ioff, sv->xoff},
+                      {(ne + 2 * AHEAD) * sizeof *sv->edst, (ne + 1) * sizeof *sv->ec,
+                       n * sizeof *sv->invden, (n + 1) * sizeof *sv->ioff,
+                       (n + 1) * sizeof *sv->xoff}};
+    struct helper h;
+    helper_start(&h, sv->threads, touch_pages, &t);
+    rc = tarjan(sv);
+    if (!rc)
+        rc = choose_order(sv);
+    helper_join(&h);
+    if (rc)
+        return rc;
+    lay_out(sv);
     sv->in = rp_big_malloc((size_t)g->n * sizeof *sv->in);
     sv->x = rp_big_calloc(g->n, sizeof *sv->x);
     return sv->in && sv->x ? 0 : RP_ENOMEM;
@@ -779,12 +1070,24 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
     *resid = root * du + dv;
 }
 
+/* How many threads to rank with: as asked (at most 2), or with 0, two when
+ * there are PAR_EDGES edges or more and two processors online.  Cannot
+ * fail. */
+#define PAR_EDGES (1u << 16)
+
+static int use_threads(uint32_t threads, uint32_t m)
+{
+    if (threads)
+        return threads > 1 ? 2 : 1;
+    return m >= PAR_EDGES && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+}
+
 /* rp_rank_solve on an input of either kind; see there.  Returns 0, RP_EINVAL
  * or RP_ENOMEM. */
 static int rank_solve(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                      double *pi, uint32_t *iterations, double *residual)
+                      uint32_t threads, double *pi, uint32_t *iterations, double *residual)
 {
-    struct solver sv = {0};
+    struct solver sv = {.threads = use_threads(threads, g->m)};
     uint32_t it = 0;
     double res = 0.0;
     int rc = validate(g->n, alpha, tol, max_iter);
@@ -824,7 +1127,8 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
                        sizeof *g->w,
                        0};
     return rank_solve(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
-                      o ? o->max_iter : DEFAULT_MAX_ITER, pi, iterations, residual);
+                      o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi, iterations,
+                      residual);
 }
 
 /* Whether node n is a span (instants and counters are not). */
@@ -965,7 +1269,7 @@ out:
  */
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 {
-    struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER};
+    struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER, 0};
     double *pi = NULL;
     uint64_t *key = NULL;
     uint32_t *rank = NULL, n, it = 0;
@@ -999,7 +1303,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
     if (!pi || !key || !rank)
         goto out;
-    rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, pi, &it, &res);
+    rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, o->threads, pi, &it, &res);
     if (rc)
         goto out;
 
