@@ -134,7 +134,7 @@ static const double ex_inv[7] = {1, 1.0, 0.9, 0.45, 0.3, 0.141, 0.08};
 
 static void test_trees(void)
 {
-    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000, 0};
     double pi[7], dense[7];
     uint32_t it;
     double res;
@@ -211,7 +211,7 @@ static void test_random(void)
         }
         static const double alphas[] = {0.5, 0.15, 0.05, 0.01};
         double alpha = alphas[gi % 4];
-        struct rp_rank_opts o = {alpha, 1e-13, 1000000};
+        struct rp_rank_opts o = {alpha, 1e-13, 1000000, 0};
         struct rp_graph g = {n, m, stop, src, dst, w};
         uint32_t it;
         double res, sum = 0;
@@ -240,6 +240,7 @@ static void test_random(void)
                 src[k] = src[k - 1], dst[k] = dst[k - 1], w[k] = w[k - 1];
                 src[k - 1] = ts, dst[k - 1] = td, w[k - 1] = tw;
             }
+        o.threads = 2; /* and cut in halves (rank.c) */
         CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
         for (uint32_t i = 0; i < n; i++)
             CHECK(fabs(pi[i] - dense[i]) <= 1e-10);
@@ -291,7 +292,7 @@ static void test_components(void)
     struct rp_graph g = {N, m, stop, src, dst, w};
     static const double alphas[] = {0.01, 1e-6};
     for (int a = 0; a < 2; a++) {
-        struct rp_rank_opts o = {alphas[a], 1e-13, 100000};
+        struct rp_rank_opts o = {alphas[a], 1e-13, 100000, 0};
         uint32_t it;
         double res, worst = 0;
         CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
@@ -316,7 +317,7 @@ static void test_trap(void)
     double stop[3] = {0, 10, 0}, w[3] = {5, 1, 1}, pi[3];
     uint32_t src[3] = {0, 1, 2}, dst[3] = {1, 2, 2};
     struct rp_graph g = {3, 3, stop, src, dst, w};
-    struct rp_rank_opts o = {0.0, 1e-12, 500};
+    struct rp_rank_opts o = {0.0, 1e-12, 500, 0};
     uint32_t it;
     double res;
     CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
@@ -352,7 +353,7 @@ static void test_recursion(void)
         double stop[2] = {0, s}, wt[2] = {5, w};
         uint32_t src[2] = {0, 1}, dst[2] = {1, 1};
         struct rp_graph g = {2, 2, stop, src, dst, wt};
-        struct rp_rank_opts o = {alpha, 1e-14, 10000};
+        struct rp_rank_opts o = {alpha, 1e-14, 10000, 0};
         double pi[2], p = s / (s + w);
         uint32_t it;
         double res;
@@ -383,7 +384,7 @@ static void test_recursion(void)
     prof.n_nodes = 2;
     prof.edges = edges;
     prof.n_edges = 2;
-    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000, 0};
     CHECK(rp_rank_profile(&prof, &o) == 0);
     CHECK_NEAR(nodes[1].involvement, 5.0, 1e-7);
     CHECK_NEAR(nodes[1].standing, 1.0, 1e-15);
@@ -426,7 +427,7 @@ static void test_profile(void)
     struct rp_profile p;
     struct rp_node nodes[7];
     struct rp_edge edges[6];
-    struct rp_rank_opts o = {1e-9, 1e-14, 10000};
+    struct rp_rank_opts o = {1e-9, 1e-14, 10000, 0};
     double sum;
 
     /* time weights: involvement = incl/total; standing = involvement over
@@ -489,7 +490,7 @@ static void test_profile(void)
     CHECK(rp_rank_profile(NULL, NULL) == RP_EINVAL);
     double pi[7];
     struct rp_graph g = {7, 6, ex_stop, ex_src, ex_dst, ex_w};
-    struct rp_rank_opts bad = {1.0, 1e-12, 100};
+    struct rp_rank_opts bad = {1.0, 1e-12, 100, 0};
     CHECK(rp_rank_solve(&g, &bad, pi, NULL, NULL) == RP_EINVAL);
     double negw[6] = {1000, 80, -1, 450, 300, 141};
     struct rp_graph gn = {7, 6, ex_stop, ex_src, ex_dst, negw};
@@ -592,12 +593,15 @@ static void test_profile_vs_solve(void)
         p.edges = edges;
         p.n_edges = m;
         p.rank.weight_calls = calls;
-        struct rp_rank_opts o = {gi % 3 ? 0.01 : 0.2, 1e-13, 100000};
+        /* every other profile ranked with two threads, the solve with one:
+         * the same bits */
+        struct rp_rank_opts o = {gi % 3 ? 0.01 : 0.2, 1e-13, 100000, gi % 2 ? 2 : 1};
+        struct rp_rank_opts o1 = {o.alpha, o.tol, o.max_iter, 1};
         struct rp_graph g = {n, m, stop, src, dst, w};
         uint32_t it;
         double res;
         CHECK(rp_rank_profile(&p, &o) == 0);
-        CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
+        CHECK(rp_rank_solve(&g, &o1, pi, &it, &res) == 0);
         CHECK(p.rank.iterations == it && p.rank.residual == res);
         double rest = 0;
         for (uint32_t i = 1; i < n; i++)
@@ -696,7 +700,7 @@ static void test_rank_runs(void)
  * id order of the cycle leaves less weight backwards than the search's
  * reverse postorder) and with uniformly random callees (the other way
  * round), so that both orders are solved and the lighter one must be
- * chosen; and a second run must give the same bits.
+ * chosen; and a second run, with two threads, must give the same bits.
  */
 static void test_big_cycles(void)
 {
@@ -719,11 +723,12 @@ static void test_big_cycles(void)
             w[e] = next_unit() * 1000;
         }
         struct rp_graph g = {N, M, stop, src, dst, w};
-        struct rp_rank_opts o = {0.01, 1e-13, 100000};
+        struct rp_rank_opts o = {0.01, 1e-13, 100000, 0};
         uint32_t it, it2;
         double res, res2, worst = 0;
+        struct rp_rank_opts o2 = {0.01, 1e-13, 100000, 2};
         CHECK(rp_rank_solve(&g, &o, pi, &it, &res) == 0);
-        CHECK(rp_rank_solve(&g, &o, pi2, &it2, &res2) == 0);
+        CHECK(rp_rank_solve(&g, &o2, pi2, &it2, &res2) == 0);
         CHECK(dense_pi(N, stop, M, src, dst, w, 0.01, dense) == 0);
         CHECK(res < 1e-13 && it > 1 && it == it2 && res == res2);
         CHECK(memcmp(pi, pi2, sizeof pi) == 0);
@@ -858,7 +863,7 @@ static void test_flags(void)
 {
     struct rp_profile p;
     struct rp_flag_opts fo;
-    struct rp_rank_opts ro = {1e-9, 1e-14, 10000};
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
     char buf[512];
 
     rp_flag_opts_default(&fo);

@@ -67,6 +67,13 @@
  * the large arrays ask for huge pages (bigmem.h).  The tests compare with a
  * dense direct solve.
  *
+ * Threads: on a large graph with two processors, passes (1) and (3) run in
+ * two halves side by side, and while Tarjan's search runs (sequential, as
+ * are the sweeps), a helper faults in the blocks written after it, which on
+ * a virtual machine can cost as much as the pass that fills them.  The
+ * halves compute every row as one pass would: the result is the same, bit
+ * for bit, with one thread or two.
+ *
  * Residual: the L1 change of pi in the last sweep of each cycle, summed (0
  * for an acyclic graph, which is solved exactly); iterations: the most
  * sweeps any component took (1 when there are no cycles).
@@ -237,21 +244,34 @@ static void run_pair(int threads, void (*fa)(void *), void *a, void (*fb)(void *
     helper_join(&h);
 }
 
-/* A block for the helper to fault in (prefault). */
+/* Blocks for a helper to fault in (touch_pages). */
+#define TOUCH_MAX 12
+
 struct touch {
-    void *p[8];
-    size_t len[8];
+    unsigned k;
+    void *p[TOUCH_MAX];
+    size_t len[TOUCH_MAX];
 };
+
+/* Adds the len bytes at p to t; a block beyond TOUCH_MAX is left out.
+ * Cannot fail. */
+static void touch_add(struct touch *t, void *p, size_t len)
+{
+    if (t->k < TOUCH_MAX) {
+        t->p[t->k] = p;
+        t->len[t->k++] = len;
+    }
+}
 
 /* Writes a byte to every page of the blocks of a struct touch, so that the
  * kernel maps and clears them now, on the helper's processor, rather than
- * when the pass that fills them first writes there.  The bytes are garbage
- * to everyone else: the blocks are uninitialized.  Cannot fail. */
+ * when the pass that fills them first writes there.  The blocks must be
+ * uninitialized: what is written there is garbage.  Cannot fail. */
 static void touch_pages(void *arg)
 {
     struct touch *t = arg;
 
-    for (int b = 0; b < 8; b++)
+    for (unsigned b = 0; b < t->k; b++)
         for (size_t o = 0; o < t->len[b]; o += 4096)
             ((volatile char *)t->p[b])[o] = 0;
 }
@@ -912,23 +932,31 @@ static void lay_out(struct solver *sv)
  * order, the adjacency by position.  On failure the caller still frees sv.
  * Returns 0, RP_EINVAL (see build_adjacency) or RP_ENOMEM.
  */
-static int build(const struct input *g, double alpha, struct solver *sv)
+static int build(const struct input *g, double alpha, struct solver *sv, struct touch *t)
 {
+    size_t n = g->n;
     int rc;
 
     sv->n = g->n;
     if ((rc = build_adjacency(g, alpha, sv)) || (rc = lay_out_alloc(sv)))
         return rc;
-    /* the layout's blocks are faulted in on the helper while this thread
-     * searches: the kernel clears fresh pages, and on a virtual machine
-     * the host may first have to back them */
-    size_t n = g->n, ne = sv->off1[n];
-    struct touch t = {{sv->edst, sv->ec, sv->invden, sv->ioff, sv->xoff},
-                      {(ne + 2 * AHEAD) * sizeof *sv->edst, (ne + 1) * sizeof *sv->ec,
-                       n * sizeof *sv->invden, (n + 1) * sizeof *sv->ioff,
-                       (n + 1) * sizeof *sv->xoff}};
+    sv->in = rp_big_malloc(n * sizeof *sv->in);
+    sv->x = rp_big_malloc(n * sizeof *sv->x);
+    if (!sv->in || !sv->x)
+        return RP_ENOMEM;
+    /* the blocks written after the search are faulted in on the helper
+     * while this thread searches: the kernel clears fresh pages, and on a
+     * virtual machine the host may first have to back them */
+    size_t ne = sv->off1[n];
+    touch_add(t, sv->edst, (ne + 2 * AHEAD) * sizeof *sv->edst);
+    touch_add(t, sv->ec, (ne + 1) * sizeof *sv->ec);
+    touch_add(t, sv->invden, n * sizeof *sv->invden);
+    touch_add(t, sv->ioff, (n + 1) * sizeof *sv->ioff);
+    touch_add(t, sv->xoff, (n + 1) * sizeof *sv->xoff);
+    touch_add(t, sv->in, n * sizeof *sv->in);
+    touch_add(t, sv->x, n * sizeof *sv->x);
     struct helper h;
-    helper_start(&h, sv->threads, touch_pages, &t);
+    helper_start(&h, sv->threads, touch_pages, t);
     rc = tarjan(sv);
     if (!rc)
         rc = choose_order(sv);
@@ -936,9 +964,8 @@ static int build(const struct input *g, double alpha, struct solver *sv)
     if (rc)
         return rc;
     lay_out(sv);
-    sv->in = rp_big_malloc((size_t)g->n * sizeof *sv->in);
-    sv->x = rp_big_calloc(g->n, sizeof *sv->x);
-    return sv->in && sv->x ? 0 : RP_ENOMEM;
+    memset(sv->x, 0, n * sizeof *sv->x);
+    return 0;
 }
 
 /*
@@ -1082,10 +1109,12 @@ static int use_threads(uint32_t threads, uint32_t m)
     return m >= PAR_EDGES && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
 }
 
-/* rp_rank_solve on an input of either kind; see there.  Returns 0, RP_EINVAL
- * or RP_ENOMEM. */
+/* rp_rank_solve on an input of either kind; see there.  t holds the
+ * caller's own uninitialized blocks to be faulted in with the solver's
+ * (the profile's ranks), if any.  Returns 0, RP_EINVAL or RP_ENOMEM. */
 static int rank_solve(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                      uint32_t threads, double *pi, uint32_t *iterations, double *residual)
+                      uint32_t threads, double *pi, uint32_t *iterations, double *residual,
+                      struct touch *t)
 {
     struct solver sv = {.threads = use_threads(threads, g->m)};
     uint32_t it = 0;
@@ -1097,7 +1126,7 @@ static int rank_solve(const struct input *g, double alpha, double tol, uint32_t 
     if (g->n == 1) {
         pi[0] = 1.0;
     } else {
-        if ((rc = build(g, alpha, &sv)))
+        if ((rc = build(g, alpha, &sv, t)))
             goto out;
         solve(&sv, alpha, tol, max_iter, pi, &it, &res);
     }
@@ -1128,7 +1157,7 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
                        0};
     return rank_solve(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
                       o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi, iterations,
-                      residual);
+                      residual, &(struct touch){0});
 }
 
 /* Whether node n is a span (instants and counters are not). */
@@ -1303,7 +1332,11 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
     if (!pi || !key || !rank)
         goto out;
-    rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, o->threads, pi, &it, &res);
+    struct touch t = {0};
+    touch_add(&t, pi, (size_t)n * sizeof *pi);
+    touch_add(&t, key, (size_t)n * sizeof *key);
+    touch_add(&t, rank, (size_t)n * sizeof *rank);
+    rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, o->threads, pi, &it, &res, &t);
     if (rc)
         goto out;
 
