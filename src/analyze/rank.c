@@ -245,7 +245,7 @@ static void run_pair(int threads, void (*fa)(void *), void *a, void (*fb)(void *
 }
 
 /* Blocks for a helper to fault in (touch_pages). */
-#define TOUCH_MAX 12
+#define TOUCH_MAX 16
 
 struct touch {
     unsigned k;
