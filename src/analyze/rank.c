@@ -1174,7 +1174,10 @@ static int is_span(const struct rp_node *n)
  * half of what (key, index) pairs would move per pass; it starts in index
  * order, so equal prefixes stay in index order.  Then every run of equal
  * prefixes (keys within about 2^-20 of each other, or equal) is put in
- * full key order (sort_run).  Returns 0 or RP_ENOMEM.
+ * full key order (sort_run).  With threads > 1 the items are made, each
+ * radix pass moves them, and the ranks are stored, in two halves side by
+ * side: the first half's items of a digit go before the second's, so the
+ * order is the one a single pass gives.  Returns 0 or RP_ENOMEM.
  */
 #define RADIX_BITS 11
 #define RADIX      (1u << RADIX_BITS)
@@ -1239,35 +1242,89 @@ static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_
     return 0;
 }
 
-static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
+/* One half of the places of assign_ranks, [k0, k1), and the counts of a
+ * digit of the items there, which become their write positions for the
+ * pass over that digit. */
+struct radix_half {
+    const uint64_t *key;
+    uint64_t *a, *b;
+    uint32_t *rank;
+    uint32_t k0, k1;
+    unsigned step, d; /* RADIX_START, RADIX_COUNT or RADIX_PASS (of digit d), RADIX_STORE */
+    uint32_t cnt[DIGITS][RADIX];
+};
+
+enum { RADIX_START, RADIX_COUNT, RADIX_PASS, RADIX_STORE };
+
+/* Does one step of assign_ranks over a half: makes its items, counts digit
+ * d of the items now at [k0, k1), moves them to their places for digit d
+ * (a to b), or stores the ranks of the places [k0, k1).  Takes a void * to run on a thread
+ * (run_pair).  Cannot fail. */
+static void radix_step(void *arg)
+{
+    struct radix_half *h = arg;
+
+    if (h->step == RADIX_START) {
+        for (uint32_t k = h->k0; k < h->k1; k++)
+            h->a[k] = (uint64_t)(uint32_t)(~h->key[k] >> 32) << 32 | (k + 1);
+    } else if (h->step == RADIX_COUNT) {
+        uint32_t *c = h->cnt[h->d], sh = 32 + h->d * RADIX_BITS;
+        memset(c, 0, RADIX * sizeof *c);
+        for (uint32_t k = h->k0; k < h->k1; k++)
+            c[(h->a[k] >> sh) & (RADIX - 1)]++;
+    } else if (h->step == RADIX_PASS) {
+        uint32_t *c = h->cnt[h->d], sh = 32 + h->d * RADIX_BITS;
+        for (uint32_t k = h->k0; k < h->k1; k++)
+            h->b[c[(h->a[k] >> sh) & (RADIX - 1)]++] = h->a[k];
+    } else {
+        for (uint32_t k = h->k0; k < h->k1; k++)
+            h->rank[(uint32_t)h->a[k] - 1] = k + 1;
+    }
+}
+
+/* Runs a step over both halves, side by side when threads > 1.  Cannot
+ * fail. */
+static void radix_both(struct radix_half *h, int threads, unsigned step, unsigned d)
+{
+    h[0].step = h[1].step = step;
+    h[0].d = h[1].d = d;
+    run_pair(threads, radix_step, &h[0], radix_step, &h[1]);
+}
+
+static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int threads)
 {
     uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
-    uint32_t(*cnt)[RADIX] = calloc(DIGITS, sizeof *cnt), cap = 0;
+    struct radix_half *h = calloc(2, sizeof *h);
     struct rank_key *buf = NULL;
+    uint32_t cap = 0;
     int rc = RP_ENOMEM;
 
-    if (!a || !b || !cnt)
+    if (!a || !b || !h)
         goto out;
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t pre = (uint32_t)(~key[k] >> 32);
-        a[k] = (uint64_t)pre << 32 | (k + 1);
-        for (unsigned d = 0; d < DIGITS; d++)
-            cnt[d][(pre >> (d * RADIX_BITS)) & (RADIX - 1)]++;
-    }
+    h[0] = (struct radix_half){.key = key, .rank = rank, .k0 = 0, .k1 = n / 2};
+    h[1] = (struct radix_half){.key = key, .rank = rank, .k0 = n / 2, .k1 = n};
+    h[0].a = h[1].a = a;
+    h[0].b = h[1].b = b;
+    radix_both(h, threads, RADIX_START, 0);
     for (unsigned d = 0; d < DIGITS; d++) {
-        uint32_t *c = cnt[d], sum = 0, sh = 32 + d * RADIX_BITS;
-        if (c[(a[0] >> sh) & (RADIX - 1)] == n)
+        radix_both(h, threads, RADIX_COUNT, d);
+        uint32_t *lo = h[0].cnt[d], *hi = h[1].cnt[d], sum = 0, sh = 32 + d * RADIX_BITS;
+        uint32_t r0 = (a[0] >> sh) & (RADIX - 1);
+        if (lo[r0] + hi[r0] == n)
             continue; /* every key has this digit */
+        /* the first half's items of each digit go before the second's:
+         * stable, as one pass over all would be */
         for (uint32_t r = 0; r < RADIX; r++) {
-            uint32_t t = c[r];
-            c[r] = sum;
-            sum += t;
+            uint32_t tl = lo[r], th = hi[r];
+            lo[r] = sum;
+            hi[r] = sum + tl;
+            sum += tl + th;
         }
-        for (uint32_t k = 0; k < n; k++)
-            b[c[(a[k] >> sh) & (RADIX - 1)]++] = a[k];
-        uint64_t *t = a;
-        a = b;
-        b = t;
+        radix_both(h, threads, RADIX_PASS, d);
+        h[0].a = h[1].a = b;
+        h[0].b = h[1].b = a;
+        b = a;
+        a = h[0].a;
     }
     for (uint32_t s = 0, t; s < n; s = t) {
         for (t = s + 1; t < n && a[t] >> 32 == a[s] >> 32; t++)
@@ -1275,15 +1332,46 @@ static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank)
         if (t - s > 1 && (rc = sort_run(a + s, t - s, key, &buf, &cap)))
             goto out;
     }
-    for (uint32_t k = 0; k < n; k++)
-        rank[(uint32_t)a[k] - 1] = k + 1;
+    radix_both(h, threads, RADIX_STORE, 0);
     rc = 0;
 out:
     free(a);
     free(b);
-    free(cnt);
+    free(h);
     free(buf);
     return rc;
+}
+
+/* The nodes [i0, i1) of a profile to be given their standing, involvement
+ * and rank (store_ranks). */
+struct store_half {
+    struct rp_profile *p;
+    const double *pi;
+    const uint32_t *rank;
+    double rest; /* the sum of pi over the spans */
+    uint32_t i0, i1;
+};
+
+/* Gives the nodes of a store_half their standing, involvement and rank.
+ * Takes a void * to run on a thread (run_pair).  Cannot fail. */
+static void store_ranks(void *arg)
+{
+    const struct store_half *h = arg;
+    const double *pi = h->pi;
+
+    for (uint32_t i = h->i0; i < h->i1; i++) {
+        struct rp_node *x = &h->p->nodes[i];
+        if (i == 0) {
+            x->standing = 0.0;
+            x->involvement = 1.0;
+            x->rank = 0;
+            continue;
+        }
+        int span = is_span(x);
+        x->standing = span && h->rest > 0.0 ? pi[i] / h->rest : 0.0;
+        x->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
+        x->rank = h->rank[i - 1];
+    }
 }
 
 /*
@@ -1352,21 +1440,11 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
         rest += span ? pi[i] : 0.0;
         key[i - 1] = !span ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
     }
-    if (n > 1 && (rc = assign_ranks(n - 1, key, rank)))
+    int threads = use_threads(o->threads, n);
+    if (n > 1 && (rc = assign_ranks(n - 1, key, rank, threads)))
         goto out;
-    for (uint32_t i = 0; i < n; i++) {
-        struct rp_node *x = &p->nodes[i];
-        if (i == 0) {
-            x->standing = 0.0;
-            x->involvement = 1.0;
-            x->rank = 0;
-            continue;
-        }
-        int span = is_span(x);
-        x->standing = span && rest > 0.0 ? pi[i] / rest : 0.0;
-        x->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
-        x->rank = rank[i - 1];
-    }
+    struct store_half lo = {p, pi, rank, rest, 0, n / 2}, hi = {p, pi, rank, rest, n / 2, n};
+    run_pair(threads, store_ranks, &lo, store_ranks, &hi);
     p->rank.alpha = o->alpha;
     p->rank.iterations = it;
     p->rank.residual = res;
