@@ -807,6 +807,31 @@ static inline void prefetch_row(const struct solver *sv, uint32_t k, int step)
     }
 }
 
+/* Writes the edges of node i, whose component is at positions [a, a +
+ * size), in row order: the ones inside the component (if it has two nodes
+ * or more) to the inner edges from *ki on, the others to the cross edges
+ * from *kx on, and moves *ki and *kx past them.  Cannot fail. */
+static inline void write_row(struct solver *sv, uint32_t i, uint32_t a, uint32_t size, uint32_t *ki,
+                             uint32_t *kx)
+{
+    const uint32_t *dst = sv->dst1, *pos = sv->pos;
+    const double *c = sv->c1;
+    uint32_t nin = *ki, nout = *kx;
+
+    for (uint32_t e = sv->off1[i]; e < sv->off1[i + 1]; e++) {
+        uint32_t p = pos[dst[e]];
+        if (size > 1 && p - a < size) {
+            sv->idst[nin] = p;
+            sv->ic[nin++] = c[e];
+        } else {
+            sv->xdst[nout] = p;
+            sv->xc[nout++] = c[e];
+        }
+    }
+    *ki = nin;
+    *kx = nout;
+}
+
 /* Lays out the positions of a part from the front.  Takes a void * to run
  * on a thread (run_pair).  Cannot fail. */
 static void lay_out_front(void *arg)
@@ -814,8 +839,6 @@ static void lay_out_front(void *arg)
     struct lay_part *pt = arg;
     struct solver *sv = pt->sv;
     uint32_t n = sv->n, nin = pt->nin, nout = pt->nout, r = comp_at(sv, pt->p0);
-    const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos;
-    const double *c = sv->c1;
 
     for (uint32_t k = pt->p0; k < pt->p1; r--) {
         uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
@@ -825,16 +848,7 @@ static void lay_out_front(void *arg)
             sv->invden[k] = sv->invden1[i];
             sv->ioff[k] = nin;
             sv->xoff[k] = nout;
-            for (uint32_t e = off[i]; e < off[i + 1]; e++) {
-                uint32_t p = pos[dst[e]];
-                if (p - a < size && size > 1) {
-                    sv->idst[nin] = p;
-                    sv->ic[nin++] = c[e];
-                } else {
-                    sv->xdst[nout] = p;
-                    sv->xc[nout++] = c[e];
-                }
-            }
+            write_row(sv, i, a, size, &nin, &nout);
         }
     }
     pt->nin = nin;
@@ -849,7 +863,6 @@ static void lay_out_back(void *arg)
     struct solver *sv = pt->sv;
     uint32_t n = sv->n, nin = pt->nin, nout = pt->nout, r = comp_at(sv, pt->p1 - 1);
     const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos;
-    const double *c = sv->c1;
 
     for (uint32_t k = pt->p1; k > pt->p0; r++) {
         uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a, inner = size > 1;
@@ -863,16 +876,8 @@ static void lay_out_back(void *arg)
             sv->invden[q] = sv->invden1[i];
             sv->ioff[q] = nin;
             sv->xoff[q] = nout;
-            for (uint32_t e = off[i], ki = nin, kx = nout; e < off[i + 1]; e++) {
-                uint32_t p = pos[dst[e]];
-                if (inner && p - a < size) {
-                    sv->idst[ki] = p;
-                    sv->ic[ki++] = c[e];
-                } else {
-                    sv->xdst[kx] = p;
-                    sv->xc[kx++] = c[e];
-                }
-            }
+            uint32_t ki = nin, kx = nout;
+            write_row(sv, i, a, size, &ki, &kx);
         }
     }
     pt->nin = nin;
