@@ -12,7 +12,9 @@
  *       on random profiles, the same pi as rp_rank_solve bit for bit and
  *       the ranks of a reference sort (ties, instants and counters);
  *       call-graph-shaped and uniform graphs (both orders of a cycle's
- *       nodes) against the dense solve, and the same bits on a second run;
+ *       nodes) against the dense solve, and the same bits on a second run
+ *       with two threads; random graphs of up to 3000 nodes ranked with
+ *       one thread and two, bit for bit, and bad inputs in either half;
  *   (e) rp_flags_apply / rp_flags_explain / rp_flags_str.
  */
 #include <math.h>
