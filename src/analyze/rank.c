@@ -58,7 +58,8 @@
  * row written where it belongs when the edges come grouped by caller (a
  * profile's do), else with a counting sort that reads the input twice;
  * (2) Tarjan over it, which lays the nodes out in solving order as the
- * components complete and weighs the two orders of each cycle as it scans;
+ * components complete and weighs the two orders of each cycle as it scans
+ * (prefetching the state of the callee a few edges ahead);
  * (3) one pass in solving order rewriting the adjacency by position, split
  * into the edges inside cycles and the others, written sequentially (the
  * rows read in random order are prefetched).  Solving: one pass over all
@@ -105,6 +106,11 @@
 /* How many edges ahead the sweeps and pushes prefetch the flow they will add
  * to; the edge arrays have this many spare entries (position 0) at the end. */
 #define AHEAD 16u
+
+/* How many edges ahead Tarjan's scan prefetches the state (idx[]) of the
+ * callee it will look at; the adjacency by node has this many spare
+ * entries (node 0) after its last edge. */
+#define TJ_AHEAD 8u
 
 struct uv {
     double u, v;
@@ -542,14 +548,15 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
     sv->off1 = rp_big_malloc(((size_t)n + 1) * sizeof *sv->off1);
     sv->invden1 = rp_big_malloc((size_t)n * sizeof *sv->invden1);
     /* room for every edge: the pages of the ones not kept are never touched */
-    sv->dst1 = rp_big_malloc(ne * sizeof *sv->dst1);
+    sv->dst1 = rp_big_malloc((ne + TJ_AHEAD) * sizeof *sv->dst1);
     sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
     if (!tot || !diag || !sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
         goto out;
-    if ((rc = adjacency_halves(g, alpha, sv, tot, diag)) != 1)
-        goto out;
-    if (!(rc = start_rows(g, tot, diag, 0, n)))
+    if ((rc = adjacency_halves(g, alpha, sv, tot, diag)) == 1 &&
+        !(rc = start_rows(g, tot, diag, 0, n)))
         rc = adjacency_any(g, alpha, sv, tot, diag);
+    if (!rc)
+        memset(sv->dst1 + sv->off1[n], 0, TJ_AHEAD * sizeof *sv->dst1);
 out:
     free(tot);
     free(diag);
@@ -641,6 +648,9 @@ static int tarjan(struct solver *sv)
             uint32_t v = f->v, e = f->e, end = f->end, lv = f->low, w = NONE;
             double bpo = f->bpo, bid = f->bid;
             for (; e < end; e++) {
+                /* the lookup below misses the cache at random: start the
+                 * one TJ_AHEAD edges on (maybe in the next row: harmless) */
+                __builtin_prefetch(&idx[dst[e + TJ_AHEAD]]);
                 uint32_t x = dst[e], ix = idx[x];
                 if (ix >= LEAF) {
                     if (ix == NONE) {
