@@ -107,9 +107,9 @@
  * to; the edge arrays have this many spare entries (position 0) at the end. */
 #define AHEAD 16u
 
-/* How many edges ahead Tarjan's scan prefetches the state (idx[]) of the
- * callee it will look at; the adjacency by node has this many spare
- * entries (node 0) after its last edge. */
+/* How many edges ahead Tarjan's scan prefetches the state (idx[]) and the
+ * row bounds of the callee it will look at; the adjacency by node has this
+ * many spare entries (node 0) after its last edge. */
 #define TJ_AHEAD 8u
 
 struct uv {
@@ -649,8 +649,10 @@ static int tarjan(struct solver *sv)
             double bpo = f->bpo, bid = f->bid;
             for (; e < end; e++) {
                 /* the lookup below misses the cache at random: start the
-                 * one TJ_AHEAD edges on (maybe in the next row: harmless) */
+                 * one TJ_AHEAD edges on (maybe in the next row: harmless),
+                 * and the callee's row bounds, read at once if it is new */
                 __builtin_prefetch(&idx[dst[e + TJ_AHEAD]]);
+                __builtin_prefetch(&off[dst[e + TJ_AHEAD]]);
                 uint32_t x = dst[e], ix = idx[x];
                 if (ix >= LEAF) {
                     if (ix == NONE) {
