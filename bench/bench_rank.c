@@ -7,6 +7,8 @@
  *   bench_rank --scale      1K, 10K, 100K, 1M nodes with 10 edges per node
  *   bench_rank --max N      with --scale: stop at N nodes (quick runs)
  *   bench_rank --back F     F of the edges go back up (default 0.01)
+ *   bench_rank --threads N  rank with N threads (rp_rank_opts.threads:
+ *                           1 or 2; default 0, the library's choice)
  *   bench_rank --span K     back edges go at most K nodes up (default: to
  *                           any earlier node, which joins most nodes into
  *                           one cycle; a small K makes many small cycles,
@@ -252,6 +254,9 @@ struct job {
     double res;
 };
 
+/* The ranking's options: the library's defaults, threads from --threads. */
+static struct rp_rank_opts opts = {0.01, 1e-12, 10000, 0};
+
 static int time_it(int (*f)(struct job *), struct job *j, double *best, double *best_cpu,
                    double *first, int *err)
 {
@@ -278,7 +283,7 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
 
 static int do_profile(struct job *j)
 {
-    int r = rp_rank_profile(j->p, NULL);
+    int r = rp_rank_profile(j->p, &opts);
     j->it = j->p->rank.iterations;
     j->res = j->p->rank.residual;
     return r;
@@ -286,7 +291,7 @@ static int do_profile(struct job *j)
 
 static int do_solve(struct job *j)
 {
-    return rp_rank_solve(j->g, NULL, j->pi, &j->it, &j->res);
+    return rp_rank_solve(j->g, &opts, j->pi, &j->it, &j->res);
 }
 
 /* Times ranking the graph as a profile (the report path), then the solver
@@ -346,6 +351,8 @@ int main(int argc, char **argv)
             scale = 1;
         } else if (!strcmp(argv[i], "--uniform")) {
             uniform = 1;
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            opts.threads = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--span") && i + 1 < argc) {
             back_span = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--back") && i + 1 < argc) {
@@ -353,15 +360,19 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
             max = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr,
-                    "usage: bench_rank [--scale [--max NODES]] [--uniform] [--span K] [--back "
-                    "FRACTION]\n");
+            fprintf(
+                stderr,
+                "usage: bench_rank [--scale [--max NODES]] [--uniform] [--threads N] [--span K] "
+                "[--back FRACTION]\n");
             return 2;
         }
     }
     printf("rp_rank_profile (all the ranking of `rankprof report`), then rp_rank_solve alone;"
-           " alpha 0.01, tol 1e-12%s\n",
-           uniform ? ", uniform callees" : "");
+           " alpha 0.01, tol 1e-12%s, threads %s\n",
+           uniform ? ", uniform callees" : "",
+           opts.threads == 0   ? "as the library chooses"
+           : opts.threads == 1 ? "1"
+                               : "2");
     if (!uniform)
         printf("call graph: 1%% self calls, %.1f%% back edges going %s\n", back * 100,
                back_span ? "at most --span nodes up" : "anywhere up");

@@ -27,7 +27,7 @@ struct rp_rank_opts {
     double alpha;      /* teleport mass, default 0.01; 0 <= alpha < 1 */
     double tol;        /* L1 change to stop at, default 1e-12 */
     uint32_t max_iter; /* default 10000 */
-    uint32_t threads;  /* 0: two on a large graph (64K edges or more) when two
+    uint32_t threads;  /* 0: two on a large graph (512K edges or more) when two
                           processors are online, else one; 1: one; 2 or
                           more: two.  The result is the same bit for bit. */
 };
