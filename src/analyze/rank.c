@@ -68,12 +68,12 @@
  * the large arrays ask for huge pages (bigmem.h).  The tests compare with a
  * dense direct solve.
  *
- * Threads: on a large graph with two processors, passes (1) and (3) run in
- * two halves side by side, and while Tarjan's search runs (sequential, as
- * are the sweeps), a helper faults in the blocks written after it, which on
- * a virtual machine can cost as much as the pass that fills them.  The
- * halves compute every row as one pass would: the result is the same, bit
- * for bit, with one thread or two.
+ * Threads: on a large graph with two processors, passes (1) and (3) and the
+ * ranks' radix sort run in two halves side by side, and while Tarjan's
+ * search runs (sequential, as are the sweeps), a helper faults in the
+ * blocks written after it, which on a virtual machine can cost as much as
+ * the pass that fills them.  The halves compute every row as one pass
+ * would: the result is the same, bit for bit, with one thread or two.
  *
  * Residual: the L1 change of pi in the last sweep of each cycle, summed (0
  * for an acyclic graph, which is solved exactly); iterations: the most
@@ -190,11 +190,11 @@ struct solver {
  * Two threads.  The two passes over every edge that need no order between
  * rows (building the adjacency by node, rewriting it by position) are cut in
  * two halves at a row, each half writing only its own rows, and the second
- * half runs on a thread of its own (everything else is sequential: Tarjan's
- * search, the sweeps).  Each row is computed the same way in either half,
- * so the result does not depend on the number of threads, bit for bit.
- * pthread_join orders everything the helper wrote before the caller reads
- * it, and the helper reads only what was written before it started.
+ * half runs on a thread of its own; so do the ranks' radix passes (everything
+ * else is sequential: Tarjan's search, the sweeps).  Each row is computed the same way in either
+ * half, so the result does not depend on the number of threads, bit for bit. pthread_join orders
+ * everything the helper wrote before the caller reads it, and the helper reads only what was
+ * written before it started.
  */
 struct pair_job {
     void (*fn)(void *);
@@ -259,14 +259,13 @@ struct touch {
     size_t len[TOUCH_MAX];
 };
 
-/* Adds the len bytes at p to t; a block beyond TOUCH_MAX is left out.
- * Cannot fail. */
+/* Adds the len bytes at p to t, which must have room (TOUCH_MAX).  Cannot
+ * fail. */
 static void touch_add(struct touch *t, void *p, size_t len)
 {
-    if (t->k < TOUCH_MAX) {
-        t->p[t->k] = p;
-        t->len[t->k++] = len;
-    }
+    assert(t->k < TOUCH_MAX);
+    t->p[t->k] = p;
+    t->len[t->k++] = len;
 }
 
 /* Writes a byte to every page of the blocks of a struct touch, so that the
@@ -1115,17 +1114,18 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
 }
 
 /* How many threads to rank with: as asked (at most 2), or with 0, two when
- * there are PAR_EDGES edges or more and two processors online (below that
- * the dozen thread starts cost more than the halves save: on 100K edges
- * two threads took 0.0051-0.0062 s, one 0.0048-0.0049 s; on 1M edges two
- * took 0.056-0.067 s, one 0.072-0.079 s).  Cannot fail. */
-#define PAR_EDGES (1u << 19)
+ * a pass has PAR_MIN items (edges; nodes for the ranks) or more and two
+ * processors are online (below that the dozen thread starts cost more than
+ * the halves save: on 100K edges two threads took 0.0051-0.0062 s, one
+ * 0.0048-0.0049 s; on 1M edges two took 0.056-0.067 s, one 0.072-0.079 s).
+ * Cannot fail. */
+#define PAR_MIN (1u << 19)
 
-static int use_threads(uint32_t threads, uint32_t m)
+static int use_threads(uint32_t threads, uint32_t items)
 {
     if (threads)
         return threads > 1 ? 2 : 1;
-    return m >= PAR_EDGES && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+    return items >= PAR_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
 }
 
 /* rp_rank_solve on an input of either kind; see there.  t holds the
@@ -1261,24 +1261,24 @@ static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_
     return 0;
 }
 
-/* One half of the places of assign_ranks, [k0, k1), and the counts of a
- * digit of the items there, which become their write positions for the
- * pass over that digit. */
+/* One half of the places of assign_ranks, [k0, k1), and the counts of the
+ * current digit of the items there, which become their write positions for
+ * the pass over that digit. */
 struct radix_half {
     const uint64_t *key;
     uint64_t *a, *b;
     uint32_t *rank;
     uint32_t k0, k1;
     unsigned step, d; /* RADIX_START, RADIX_COUNT or RADIX_PASS (of digit d), RADIX_STORE */
-    uint32_t cnt[DIGITS][RADIX];
+    uint32_t cnt[RADIX];
 };
 
 enum { RADIX_START, RADIX_COUNT, RADIX_PASS, RADIX_STORE };
 
 /* Does one step of assign_ranks over a half: makes its items, counts digit
  * d of the items now at [k0, k1), moves them to their places for digit d
- * (a to b), or stores the ranks of the places [k0, k1).  Takes a void * to run on a thread
- * (run_pair).  Cannot fail. */
+ * (a to b), or stores the ranks of the places [k0, k1).  Takes a void * to
+ * run on a thread (run_pair).  Cannot fail. */
 static void radix_step(void *arg)
 {
     struct radix_half *h = arg;
@@ -1287,14 +1287,14 @@ static void radix_step(void *arg)
         for (uint32_t k = h->k0; k < h->k1; k++)
             h->a[k] = (uint64_t)(uint32_t)(~h->key[k] >> 32) << 32 | (k + 1);
     } else if (h->step == RADIX_COUNT) {
-        uint32_t *c = h->cnt[h->d], sh = 32 + h->d * RADIX_BITS;
-        memset(c, 0, RADIX * sizeof *c);
+        uint32_t sh = 32 + h->d * RADIX_BITS;
+        memset(h->cnt, 0, sizeof h->cnt);
         for (uint32_t k = h->k0; k < h->k1; k++)
-            c[(h->a[k] >> sh) & (RADIX - 1)]++;
+            h->cnt[(h->a[k] >> sh) & (RADIX - 1)]++;
     } else if (h->step == RADIX_PASS) {
-        uint32_t *c = h->cnt[h->d], sh = 32 + h->d * RADIX_BITS;
+        uint32_t sh = 32 + h->d * RADIX_BITS;
         for (uint32_t k = h->k0; k < h->k1; k++)
-            h->b[c[(h->a[k] >> sh) & (RADIX - 1)]++] = h->a[k];
+            h->b[h->cnt[(h->a[k] >> sh) & (RADIX - 1)]++] = h->a[k];
     } else {
         for (uint32_t k = h->k0; k < h->k1; k++)
             h->rank[(uint32_t)h->a[k] - 1] = k + 1;
@@ -1313,21 +1313,18 @@ static void radix_both(struct radix_half *h, int threads, unsigned step, unsigne
 static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int threads)
 {
     uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
-    struct radix_half *h = calloc(2, sizeof *h);
+    struct radix_half h[2] = {{.key = key, .a = a, .b = b, .rank = rank, .k0 = 0, .k1 = n / 2},
+                              {.key = key, .a = a, .b = b, .rank = rank, .k0 = n / 2, .k1 = n}};
     struct rank_key *buf = NULL;
     uint32_t cap = 0;
     int rc = RP_ENOMEM;
 
-    if (!a || !b || !h)
+    if (!a || !b)
         goto out;
-    h[0] = (struct radix_half){.key = key, .rank = rank, .k0 = 0, .k1 = n / 2};
-    h[1] = (struct radix_half){.key = key, .rank = rank, .k0 = n / 2, .k1 = n};
-    h[0].a = h[1].a = a;
-    h[0].b = h[1].b = b;
     radix_both(h, threads, RADIX_START, 0);
     for (unsigned d = 0; d < DIGITS; d++) {
         radix_both(h, threads, RADIX_COUNT, d);
-        uint32_t *lo = h[0].cnt[d], *hi = h[1].cnt[d], sum = 0, sh = 32 + d * RADIX_BITS;
+        uint32_t *lo = h[0].cnt, *hi = h[1].cnt, sum = 0, sh = 32 + d * RADIX_BITS;
         uint32_t r0 = (a[0] >> sh) & (RADIX - 1);
         if (lo[r0] + hi[r0] == n)
             continue; /* every key has this digit */
@@ -1356,7 +1353,6 @@ static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int thr
 out:
     free(a);
     free(b);
-    free(h);
     free(buf);
     return rc;
 }
