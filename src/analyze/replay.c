@@ -86,11 +86,17 @@ struct frame {
  * excl is a signed sum kept modulo 2^64 (no overflow on any input): a span
  * that began in an earlier chunk ends with only this chunk's callee time
  * subtracted, and the join subtracts the rest.
+ *
+ * A span's count, duration, minimum and maximum are kept on its edge only
+ * (caller -> node, which every span has, ROOT as the caller at the bottom):
+ * the node's are the sums, minimum and maximum over its edges (acc_merge),
+ * so each span updates them once, not twice.  `calls` counts only what has
+ * no edge: instants and counter samples.
  */
 struct hot {
-    uint64_t calls, dur_sum, incl, min, max, first, last;
+    unsigned __int128 sq; /* sum of squared durations, exact */
+    uint64_t calls, incl, first, last;
     uint64_t excl; /* signed, modulo 2^64 */
-    unsigned __int128 sq;                  /* sum of squared durations, exact */
     uint32_t *hist;                        /* RP_HIST_BUCKETS counts, NULL until the first span */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
@@ -254,7 +260,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
     for (uint32_t i = a->nhot; i < n; i++) {
         struct hot *h = &a->hot[i];
         memset(h, 0, sizeof(*h));
-        h->min = h->first = UINT64_MAX;
+        h->first = UINT64_MAX;
         h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
         a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
@@ -420,11 +426,7 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
                                                             uint64_t start, uint64_t raw,
                                                             uint64_t dur, uint64_t child, int outer)
 {
-    h->calls++;
-    h->dur_sum += dur;
     h->excl += dur - child;
-    h->min = dur < h->min ? dur : h->min;
-    h->max = dur > h->max ? dur : h->max;
     h->sq += (unsigned __int128)dur * dur;
     if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
         return RP_ENOMEM;
@@ -1310,14 +1312,11 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
         struct hot *h = &a->hot[i];
         struct rp_node *n = &p->nodes[i];
-        if (!h->calls)
+        if (!h->calls && !h->hist) /* no instant, no span */
             continue;
         n->calls += h->calls;
-        n->dur_sum += h->dur_sum;
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
-        n->min = h->min < n->min ? h->min : n->min;
-        n->max = h->max > n->max ? h->max : n->max;
         n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
@@ -1330,7 +1329,6 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
                 for (uint32_t b = 0; b < RP_HIST_BUCKETS; b++)
                     n->hist.counts[b] += h->hist[b];
             }
-            n->hist.n += h->calls;
         }
     }
     for (uint32_t k = 0; k < a->em.n; k++) {
@@ -1342,6 +1340,12 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         e->incl += s->incl;
         e->min = s->min < e->min ? s->min : e->min;
         e->max = s->max > e->max ? s->max : e->max;
+        struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
+        n->calls += s->calls;
+        n->dur_sum += s->incl;
+        n->min = s->min < n->min ? s->min : n->min;
+        n->max = s->max > n->max ? s->max : n->max;
+        n->hist.n += s->calls;
     }
     return 0;
 }

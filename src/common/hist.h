@@ -39,7 +39,7 @@ static inline uint64_t rp_hist_value(unsigned b)
     return lo + ((1ull << (e - 5)) >> 1);
 }
 
-static inline void rp_hist_count(uint32_t *counts, uint64_t v)
+static inline __attribute__((always_inline)) void rp_hist_count(uint32_t *counts, uint64_t v)
 {
     uint32_t *c = &counts[rp_hist_index(v)];
     if (*c != UINT32_MAX)
