@@ -101,7 +101,7 @@ measure() {
   local sorted
   sorted=$(printf '%s\n' "${ts[@]}" | sort -g)
   med[$name]=$(echo "$sorted" | sed -n "$(((k + 1) / 2))p")
-  mn[$name]=$(echo "$sorted" | head -1)
+  mn[$name]=$(echo "$sorted" | sed -n 1p) # (head could exit before echo's last write: SIGPIPE under pipefail)
   mx[$name]=$(echo "$sorted" | tail -1)
   ncalls[$name]=$n
   nruns[$name]=$k
@@ -179,7 +179,7 @@ row_rankprof_direct() {
   measure rankprof_direct "$calls" "$rp" record --mode direct --print -o "$work/direct.data" \
     -- "$bin/workload_instr" "$iters"
   bytes[rankprof_direct]=$(stat -c %s "$work/direct.data" 2>/dev/null || echo 0)
-  verify rankprof_direct fib "$(awk -v w=$((iters * 15)) '$2 == w { print $2 }' "$work/rankprof_direct.log" | head -1)"
+  verify rankprof_direct fib "$(awk -v w=$((iters * 15)) '$2 == w { print $2; exit }' "$work/rankprof_direct.log")"
 }
 
 row_uftrace() {
@@ -516,7 +516,7 @@ write_json() {
   {
     printf '{\n"machine": {"cpu": "%s", "cpus": %s, "load_average": %s, "kernel": "%s", "cc": "%s"},\n' \
       "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/"/'"'"'/g')" "$(nproc)" \
-      "$(cut -d' ' -f1 /proc/loadavg)" "$(uname -r)" "$(cc --version | head -1 | sed 's/"/'"'"'/g')"
+      "$(cut -d' ' -f1 /proc/loadavg)" "$(uname -r)" "$(cc --version | sed -n 1p | sed 's/"/'"'"'/g')"
     printf '"workload": {"iterations": %s, "calls": %s, "runs": %s, "analysis_runs": %s, "quick": %s},\n' \
       "$iters" "$calls" "$runs" "$ana_runs" \
       "$([ "$quick" = 1 ] && echo true || echo false)"
