@@ -59,7 +59,8 @@
  * profile's do), else with a counting sort that reads the input twice;
  * (2) Tarjan over it, which lays the nodes out in solving order as the
  * components complete and weighs the two orders of each cycle as it scans
- * (prefetching the state of the callee a few edges ahead);
+ * (prefetching the state of the callee a few edges ahead, and of a row's
+ * first callees as it descends into the row);
  * (3) one pass in solving order rewriting the adjacency by position, split
  * into the edges inside cycles and the others, written sequentially (the
  * rows read in random order are prefetched).  Solving: one pass over all
@@ -610,6 +611,23 @@ static inline void place_leaf(struct solver *sv, uint32_t *idx, uint32_t x, uint
     sv->pos[x] = *top;
 }
 
+/*
+ * Starts the lookups of the first TJ_AHEAD callees of a node about to be
+ * scanned, whose edges begin at b: the scan's own prefetch runs TJ_AHEAD
+ * edges ahead of it, so without these the first edges of every row (most of
+ * a row of ten) wait for their lookups one after another.  Reads the row,
+ * which the scan needs first anyway (and the spare entries after the last
+ * one).  Cannot fail.
+ */
+static inline void tarjan_row_prefetch(const uint32_t *idx, const uint32_t *off,
+                                       const uint32_t *dst, uint32_t b)
+{
+    for (uint32_t k = b; k < b + TJ_AHEAD; k++) {
+        __builtin_prefetch(&idx[dst[k]]);
+        __builtin_prefetch(&off[dst[k]]);
+    }
+}
+
 static int tarjan(struct solver *sv)
 {
     uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0, nin = 0;
@@ -640,6 +658,7 @@ static int tarjan(struct solver *sv)
             continue;
         uint32_t depth = 1;
         idx[s] = next++;
+        tarjan_row_prefetch(idx, off, dst, off[s]);
         fr[0] = (struct frame){s, off[s], off[s + 1], idx[s], 0.0, 0.0};
         while (depth) {
             /* scan the top frame's edges for a node not found yet */
@@ -676,6 +695,7 @@ static int tarjan(struct solver *sv)
                 f->e = e;
                 f->low = lv;
                 idx[w] = next++;
+                tarjan_row_prefetch(idx, off, dst, off[w]);
                 fr[depth++] = (struct frame){w, off[w], off[w + 1], idx[w], 0.0, 0.0};
                 continue;
             }
