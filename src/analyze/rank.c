@@ -105,8 +105,10 @@
 #define FIN  0x80000000u      /* tarjan(): in idx[], the node has finished; n <= FIN */
 
 /* How many edges ahead the sweeps and pushes prefetch the flow they will add
- * to; the edge arrays have this many spare entries (position 0) at the end. */
-#define AHEAD 16u
+ * to; the edge arrays have this many spare entries (position 0) at the end.
+ * (On the 1M-node benchmark 32 and 64 took the sweeps 8-10 % less time than
+ * 16, at a few nanoseconds per edge against a miss of about 100 ns.) */
+#define AHEAD 32u
 
 /* How many edges ahead Tarjan's scan prefetches the state (idx[]) and the
  * row bounds of the callee it will look at; the adjacency by node has this
