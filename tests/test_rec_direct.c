@@ -257,7 +257,13 @@ static void test_threads(void)
         struct rp_dview v;
         if (rp_direct_lookup(RP_KIND_FUNC, TW, &v) == 0) {
             CHECK(v.calls >= prev && v.calls <= (uint64_t)NT * ITERS);
-            CHECK(v.min >= 30 && v.max <= 42);
+            /* an entry is made at a span's start: a snapshot taken before any
+             * span of it ended (a busy host can hold every feeder back) has no
+             * calls, and its min and max read 0 */
+            if (v.calls)
+                CHECK(v.min >= 30 && v.max <= 42);
+            else
+                CHECK(v.min == 0 && v.max == 0);
             prev = v.calls;
         }
     }
