@@ -431,9 +431,12 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
     if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
         return RP_ENOMEM;
     rp_hist_count(h->hist, dur);
-    h->first = start < h->first ? start : h->first;
-    h->last = start > h->last ? start : h->last;
-    h->overruns += raw > h->budget;
+    if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
+        h->first = start;           /* no store and no chain through memory */
+    if (start > h->last)
+        h->last = start;
+    if (unlikely(raw > h->budget))
+        h->overruns++;
     if (outer)
         h->incl += dur;
     struct rp_edge *e = edge_of(a, h, parent, id);
@@ -441,8 +444,10 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    e->min = dur < e->min ? dur : e->min;
-    e->max = dur > e->max ? dur : e->max;
+    if (unlikely(dur < e->min))
+        e->min = dur;
+    if (unlikely(dur > e->max))
+        e->max = dur;
     return 0;
 }
 
