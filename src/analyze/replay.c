@@ -96,7 +96,7 @@ struct frame {
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint64_t calls, incl, first, last;
-    uint64_t excl; /* signed, modulo 2^64 */
+    uint64_t excl;                         /* signed, modulo 2^64 */
     uint32_t *hist;                        /* RP_HIST_BUCKETS counts, NULL until the first span */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
@@ -182,7 +182,7 @@ struct priv {
     uint32_t nts, capts;
     uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
     uint32_t tidx_cap;
-    struct emap em;    /* the profile's edges, when the accumulators are summed */
+    struct emap em;     /* the profile's edges, when the accumulators are summed */
     uint64_t *excl_adj; /* per node: the join's corrections to excl, signed mod 2^64 */
     uint32_t nadj;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
