@@ -66,8 +66,8 @@
  * rows read in random order are prefetched).  Solving: one pass over all
  * edges plus one per sweep over the edges inside cycles; the sweeps
  * prefetch the flow they will add to.  The dense matrix is never formed;
- * the large arrays read at random ask for huge pages (bigmem.h).  The tests compare with a
- * dense direct solve.
+ * the large arrays read at random ask for huge pages (bigmem.h).  The
+ * tests compare with a dense direct solve.
  *
  * Threads: on a large graph with two processors, passes (1) and (3) and the
  * ranks' radix sort run in two halves side by side, and while Tarjan's
