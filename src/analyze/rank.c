@@ -193,11 +193,12 @@ struct solver {
  * Two threads.  The two passes over every edge that need no order between
  * rows (building the adjacency by node, rewriting it by position) are cut in
  * two halves at a row, each half writing only its own rows, and the second
- * half runs on a thread of its own; so do the ranks' radix passes (everything
- * else is sequential: Tarjan's search, the sweeps).  Each row is computed the same way in either
- * half, so the result does not depend on the number of threads, bit for bit. pthread_join orders
- * everything the helper wrote before the caller reads it, and the helper reads only what was
- * written before it started.
+ * half runs on a thread of its own; so do the ranks' radix passes
+ * (everything else is sequential: Tarjan's search, the sweeps).  Each row
+ * is computed the same way in either half, so the result does not depend on
+ * the number of threads, bit for bit.  pthread_join orders everything the
+ * helper wrote before the caller reads it, and the helper reads only what
+ * was written before it started.
  */
 struct pair_job {
     void (*fn)(void *);
@@ -829,15 +830,24 @@ static uint32_t comp_at(const struct solver *sv, uint32_t p)
 static inline void prefetch_row(const struct solver *sv, uint32_t k, int step)
 {
     const uint32_t *off = sv->off1, *order = sv->order;
-    uint32_t far = k + (uint32_t)(step * (int)PF_ROWS), near = k;
+    uint32_t far = k + (uint32_t)(step * (int)PF_ROWS);
 
     if (far < sv->n)
         __builtin_prefetch(&off[order[far]]);
-    if (near < sv->n) {
-        uint32_t f = off[order[near]];
+    if (k < sv->n) {
+        uint32_t f = off[order[k]];
         __builtin_prefetch(&sv->dst1[f]);
         __builtin_prefetch(&sv->c1[f]);
     }
+}
+
+/* Whether an edge to position p lies inside the component at positions
+ * [a, a + size): only a component of two nodes or more has inside edges
+ * (a self loop is folded into the node).  The front and the back halves of
+ * the layout must classify alike, or they would not meet. */
+static inline int is_inner(uint32_t p, uint32_t a, uint32_t size)
+{
+    return size > 1 && p - a < size;
 }
 
 /* Writes the edges of node i, whose component is at positions [a, a +
@@ -853,7 +863,7 @@ static inline void write_row(struct solver *sv, uint32_t i, uint32_t a, uint32_t
 
     for (uint32_t e = sv->off1[i]; e < sv->off1[i + 1]; e++) {
         uint32_t p = pos[dst[e]];
-        if (size > 1 && p - a < size) {
+        if (is_inner(p, a, size)) {
             sv->idst[nin] = p;
             sv->ic[nin++] = c[e];
         } else {
@@ -898,12 +908,12 @@ static void lay_out_back(void *arg)
     const uint32_t *off = sv->off1, *dst = sv->dst1, *pos = sv->pos;
 
     for (uint32_t k = pt->p1; k > pt->p0; r++) {
-        uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a, inner = size > 1;
+        uint32_t a = sv->cbeg[r], size = (r ? sv->cbeg[r - 1] : n) - a;
         for (; k > a && k > pt->p0; k--) {
             uint32_t q = k - 1, i = sv->order[q], cnt = 0;
             prefetch_row(sv, q - PF_ROWS, -1);
             for (uint32_t e = off[i]; e < off[i + 1]; e++)
-                cnt += inner && pos[dst[e]] - a < size;
+                cnt += is_inner(pos[dst[e]], a, size);
             nin -= cnt;
             nout -= off[i + 1] - off[i] - cnt;
             sv->invden[q] = sv->invden1[i];
@@ -1364,10 +1374,11 @@ static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int thr
             sum += tl + th;
         }
         radix_both(h, threads, RADIX_PASS, d);
-        h[0].a = h[1].a = b;
-        h[0].b = h[1].b = a;
-        b = a;
-        a = h[0].a;
+        uint64_t *t = a; /* the items are in b now */
+        a = b;
+        b = t;
+        h[0].a = h[1].a = a;
+        h[0].b = h[1].b = b;
     }
     for (uint32_t s = 0, t; s < n; s = t) {
         for (t = s + 1; t < n && a[t] >> 32 == a[s] >> 32; t++)
