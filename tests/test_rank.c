@@ -640,11 +640,15 @@ static void test_profile_vs_solve(void)
 }
 
 /*
- * The ranks sort items by the top 32 bits of pi first and then each run of
- * equal tops by the full pi: a star whose leaves' weights differ by parts
- * in 2^40 (one long run, in no particular order: qsort), by groups of a
- * few far apart (short runs: insertion), and equal weights (runs already in
- * order); the ranks must be those of qsort by (pi descending, index).
+ * The ranks sort items by a prefix of pi's bits first (all but the b bits
+ * the index takes: 12 for 3000 leaves) and then each run of equal prefixes
+ * by the full pi: a star whose leaves' weights differ by parts in 2^45
+ * (runs of about 32, in no particular order: qsort), by groups of four far
+ * apart that differ by parts in 2^44 (short runs: insertion; far enough
+ * from rounding that involvement, pi / pi_ROOT, keeps pi's order for the
+ * reference sort), and equal weights
+ * (runs already in order); the ranks must be those of qsort by (pi
+ * descending, index).
  */
 static void test_rank_runs(void)
 {
@@ -656,10 +660,10 @@ static void test_rank_runs(void)
     double *pi = calloc(n, sizeof *pi);
     for (uint32_t i = 1; i < n; i++) {
         uint64_t r = next_u64() % 1000, w;
-        if (i <= 1000) /* one run: all within 2^-30 of 2^40 */
-            w = ((uint64_t)1 << 40) + r;
-        else if (i <= 2000) /* runs of about 4 */
-            w = ((uint64_t)(i / 4) << 30) + r;
+        if (i <= 1000) /* long runs: 2^-45 apart, all within 2^-35 of 2^50 */
+            w = ((uint64_t)1 << 50) + (r << 5);
+        else if (i <= 2000) /* runs of about 4, 2^-44 apart, within 2^-42 */
+            w = ((uint64_t)(i / 4) << 44) + ((r % 4) << 8);
         else /* equal */
             w = (uint64_t)1 << 20;
         nodes[i].kind = RP_KIND_FUNC;
@@ -685,11 +689,11 @@ static void test_rank_runs(void)
         uint64_t x, y;
         memcpy(&x, &pi[ord[k]], sizeof x);
         memcpy(&y, &pi[ord[k > 0 ? k - 1 : k]], sizeof y);
-        inrun += k > 0 && x >> 32 == y >> 32 && x != y; /* a run with distinct keys */
+        inrun += k > 0 && x >> 12 == y >> 12 && x != y; /* a run with distinct keys */
     }
     CHECK(bad == 0);
     CHECK(inrun > 1000); /* the runs above did form (counted on involvement's bits) */
-    printf("ranks in runs of equal prefixes: %d neighbours share the top 32 bits\n", inrun);
+    printf("ranks in runs of equal prefixes: %d neighbours share all but 12 bits\n", inrun);
     free(nodes);
     free(edges);
     free(ord);

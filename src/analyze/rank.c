@@ -323,22 +323,23 @@ static inline int linking(uint32_t a, uint32_t b)
 
 /*
  * Ends row i of the adjacency by node, whose linking edges are [start, k)
- * with their weights in c1 and the row's total (stop weight and all its
- * edges) in tot[i]: sets invden1[i] and off1[i + 1] (not off1[i], which may
- * be another half's), turns the weights into coefficients and tot[i] into
- * (1 - alpha) / T_i.  Returns 0 or RP_EINVAL (a total that overflowed).
+ * with their weights in c1, tot being the row's total (stop weight and all
+ * its edges) and diag its self-loop weight: sets invden1[i] and off1[i + 1]
+ * (not off1[i], which may be another half's) and turns the weights into
+ * coefficients (1 - alpha) w / tot.  Returns 0 or RP_EINVAL (a total that
+ * overflowed).
  */
-static int end_row(struct solver *sv, double *tot, const double *diag, double alpha, uint32_t i,
+static int end_row(struct solver *sv, double tot, double diag, double alpha, uint32_t i,
                    uint32_t start, uint32_t k)
 {
-    if (!isfinite(tot[i]))
+    if (!isfinite(tot))
         return RP_EINVAL;
-    double q = tot[i] > 0.0 ? (1.0 - alpha) * diag[i] / tot[i] : 0.0;
+    double q = tot > 0.0 ? (1.0 - alpha) * diag / tot : 0.0;
+    double scale = tot > 0.0 ? (1.0 - alpha) / tot : 0.0;
     /* ROOT's value is fixed, its self loop means nothing */
     sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
-    tot[i] = tot[i] > 0.0 ? (1.0 - alpha) / tot[i] : 0.0;
     for (uint32_t e = start; e < k; e++)
-        sv->c1[e] *= tot[i];
+        sv->c1[e] *= scale;
     sv->off1[i + 1] = k;
     return 0;
 }
@@ -349,19 +350,16 @@ static inline int edge_ok(const struct input *g, uint32_t a, uint32_t b, double 
     return a < g->n && b < g->n && w >= 0.0 && isfinite(w);
 }
 
-/* Sets tot[i] to the stop weights (ROOT's 0) and diag[i] to 0 for the rows
- * r0 <= i < r1.  Returns 0 or RP_EINVAL (a negative or non-finite stop
- * weight). */
-static int start_rows(const struct input *g, double *tot, double *diag, uint32_t r0, uint32_t r1)
+/* Sets *t to the stop weight of row i, where its total starts (ROOT's is
+ * checked, then taken as 0: ROOT has no stop weight).  Returns 0 or
+ * RP_EINVAL (a negative or non-finite stop weight). */
+static inline int start_row(const struct input *g, uint32_t i, double *t)
 {
-    for (uint32_t i = r0; i < r1; i++) {
-        tot[i] = in_weight(g, g->stop, g->stop_step, i);
-        if (!isfinite(tot[i]) || tot[i] < 0.0)
-            return RP_EINVAL;
-    }
-    if (r0 == 0)
-        tot[0] = 0.0; /* ROOT has no stop weight */
-    memset(diag + r0, 0, (size_t)(r1 - r0) * sizeof *diag);
+    double s = in_weight(g, g->stop, g->stop_step, i);
+
+    if (!isfinite(s) || s < 0.0)
+        return RP_EINVAL;
+    *t = i > 0 ? s : 0.0;
     return 0;
 }
 
@@ -374,7 +372,7 @@ static int start_rows(const struct input *g, double *tot, double *diag, uint32_t
 struct adj_part {
     const struct input *g;
     struct solver *sv;
-    double *tot, *diag, alpha;
+    double alpha;
     uint32_t e0, e1, r0, r1, k0;
     uint32_t k; /* out: the end of what it wrote */
     int rc;     /* out: as adjacency_sorted */
@@ -383,11 +381,11 @@ struct adj_part {
 /*
  * The adjacency of a part in one pass when its edges come grouped by caller
  * in increasing order (a profile's always do: replay sorts them): each row
- * is written where it belongs and ended (end_row) once the next caller
- * shows.  Sets pt->k and pt->rc: 0, 1 (the edges are not in order or not
- * in the part's rows: nothing is kept, tot and diag must be set again), or
- * RP_EINVAL as build_adjacency.  Takes a void * to run on a thread
- * (run_pair).
+ * is written where it belongs, its total and self-loop weight summed as it
+ * goes, and ended (end_row) once the next caller shows.  Sets pt->k and
+ * pt->rc: 0, 1 (the edges are not in order or not in the part's rows:
+ * nothing is kept), or RP_EINVAL as build_adjacency.  Takes a void * to
+ * run on a thread (run_pair).
  */
 static void adjacency_sorted(void *arg)
 {
@@ -395,8 +393,10 @@ static void adjacency_sorted(void *arg)
     const struct input *g = pt->g;
     struct solver *sv = pt->sv;
     uint32_t row = pt->r0, start = pt->k0, k = pt->k0;
-    int rc = start_rows(g, pt->tot, pt->diag, pt->r0, pt->r1);
+    double tot, diag = 0.0; /* of the current row */
+    int rc = start_row(g, row, &tot);
 
+    assert(pt->r0 < pt->r1);
     if (rc)
         goto out;
     if (row == 0)
@@ -412,20 +412,28 @@ static void adjacency_sorted(void *arg)
             rc = 1;
             goto out;
         }
-        for (; row < a; row++, start = k)
-            if ((rc = end_row(sv, pt->tot, pt->diag, pt->alpha, row, start, k)))
+        while (row < a) {
+            if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k)) ||
+                (rc = start_row(g, ++row, &tot)))
                 goto out;
-        pt->tot[a] += w;
+            start = k;
+            diag = 0.0;
+        }
+        tot += w;
         if (linking(a, b)) {
             sv->dst1[k] = b;
             sv->c1[k++] = w;
         } else if (a == b) {
-            pt->diag[a] += w;
+            diag += w;
         }
     }
-    for (; row < pt->r1; row++, start = k)
-        if ((rc = end_row(sv, pt->tot, pt->diag, pt->alpha, row, start, k)))
+    for (;;) {
+        if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k)) || ++row == pt->r1 ||
+            (rc = start_row(g, row, &tot)))
             goto out;
+        start = k;
+        diag = 0.0;
+    }
 out:
     pt->k = k;
     pt->rc = rc;
@@ -436,16 +444,20 @@ out:
  * totals, self-loop weight and out-degrees; (2) counting-sort fill.
  * Returns 0, RP_EINVAL as build_adjacency, or RP_ENOMEM.
  */
-static int adjacency_any(const struct input *g, double alpha, struct solver *sv, double *tot,
-                         double *diag)
+static int adjacency_any(const struct input *g, double alpha, struct solver *sv)
 {
     uint32_t n = g->n, m = g->m, *off = sv->off1, *cur = rp_big_malloc((size_t)n * sizeof *cur);
+    double *tot = rp_big_malloc((size_t)n * sizeof *tot); /* T_i */
+    double *diag = rp_big_calloc(n, sizeof *diag);        /* self-loop weight */
     int rc = RP_ENOMEM;
 
-    if (!cur)
+    if (!cur || !tot || !diag)
         goto out;
-    memset(off, 0, ((size_t)n + 1) * sizeof *off);
     rc = RP_EINVAL;
+    for (uint32_t i = 0; i < n; i++)
+        if (start_row(g, i, &tot[i]))
+            goto out;
+    memset(off, 0, ((size_t)n + 1) * sizeof *off);
     for (uint32_t e = 0; e < m; e++) {
         uint32_t a = in_src(g, e), b = in_dst(g, e);
         double w = in_weight(g, g->w, g->w_step, e);
@@ -470,11 +482,13 @@ static int adjacency_any(const struct input *g, double alpha, struct solver *sv,
         sv->c1[k] = in_weight(g, g->w, g->w_step, e);
     }
     for (uint32_t i = 0; i < n; i++)
-        if ((rc = end_row(sv, tot, diag, alpha, i, off[i], off[i + 1])))
+        if ((rc = end_row(sv, tot[i], diag[i], alpha, i, off[i], off[i + 1])))
             goto out;
     rc = 0;
 out:
     free(cur);
+    free(tot);
+    free(diag);
     return rc;
 }
 
@@ -502,16 +516,14 @@ static uint32_t adjacency_cut(const struct input *g)
  * first edge's index, which leaves a gap the size of the first half's self
  * loops and edges into ROOT, closed afterwards by moving the second half's
  * edges down.  Each row is computed as in one pass, so the result is the
- * same bit for bit.  Returns 0, 1 (not in order: tot and diag must be set
- * again), or RP_EINVAL as build_adjacency (before 1, and the first half's
- * before the second's).
+ * same bit for bit.  Returns 0, 1 (not in order), or RP_EINVAL as
+ * build_adjacency (before 1, and the first half's before the second's).
  */
-static int adjacency_halves(const struct input *g, double alpha, struct solver *sv, double *tot,
-                            double *diag)
+static int adjacency_halves(const struct input *g, double alpha, struct solver *sv)
 {
     uint32_t cut = sv->threads > 1 ? adjacency_cut(g) : 0, mid = cut ? in_src(g, cut) : g->n;
-    struct adj_part lo = {g, sv, tot, diag, alpha, 0, cut ? cut : g->m, 0, mid, 0, 0, 0};
-    struct adj_part hi = {g, sv, tot, diag, alpha, cut, g->m, mid, g->n, cut, 0, 0};
+    struct adj_part lo = {g, sv, alpha, 0, cut ? cut : g->m, 0, mid, 0, 0, 0};
+    struct adj_part hi = {g, sv, alpha, cut, g->m, mid, g->n, cut, 0, 0};
 
     if (!cut) {
         adjacency_sorted(&lo);
@@ -544,8 +556,6 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
 {
     uint32_t n = g->n;
     size_t ne = (size_t)g->m + 1;
-    double *tot = rp_big_malloc((size_t)n * sizeof *tot);   /* T_i, then (1-alpha) / T_i */
-    double *diag = rp_big_malloc((size_t)n * sizeof *diag); /* self-loop weight */
     int rc = RP_ENOMEM;
 
     sv->off1 = rp_big_malloc(((size_t)n + 1) * sizeof *sv->off1);
@@ -553,16 +563,12 @@ static int build_adjacency(const struct input *g, double alpha, struct solver *s
     /* room for every edge: the pages of the ones not kept are never touched */
     sv->dst1 = rp_big_malloc((ne + TJ_AHEAD) * sizeof *sv->dst1);
     sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
-    if (!tot || !diag || !sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
-        goto out;
-    if ((rc = adjacency_halves(g, alpha, sv, tot, diag)) == 1 &&
-        !(rc = start_rows(g, tot, diag, 0, n)))
-        rc = adjacency_any(g, alpha, sv, tot, diag);
+    if (!sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
+        return rc;
+    if ((rc = adjacency_halves(g, alpha, sv)) == 1)
+        rc = adjacency_any(g, alpha, sv);
     if (!rc)
         memset(sv->dst1 + sv->off1[n], 0, TJ_AHEAD * sizeof *sv->dst1);
-out:
-    free(tot);
-    free(diag);
     return rc;
 }
 
@@ -1226,18 +1232,22 @@ static int is_span(const struct rp_node *n)
  * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
  * index, and stores each one's place (1, 2, ...) in rank[i - 1].  In two
  * steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
- * items holding the top 32 bits of the complemented key over the index,
- * half of what (key, index) pairs would move per pass; it starts in index
- * order, so equal prefixes stay in index order.  Then every run of equal
- * prefixes (keys within about 2^-20 of each other, or equal) is put in
- * full key order (sort_run).  With threads > 1 the items are made, each
+ * items: the index (plus one) in the low b bits, b = the bits n needs, under
+ * the top 64 - b bits of the complemented key, half of what (key, index)
+ * pairs would move per pass; it starts in index order, so equal prefixes
+ * stay in index order.  Then every run of equal prefixes is put in full key
+ * order (sort_run).  A key is a double's bits: its prefix keeps 52 - b bits
+ * of the mantissa, so a run holds keys within 2^(b - 52) of each other (or
+ * equal): with a million nodes, b = 20 and the runs are few and short,
+ * where a fixed 32-bit prefix left keys within 2^-20 of each other to
+ * sort_run, which reads them at random (a fifth of the ranking's ranks
+ * step).  With threads > 1 the items are made, each
  * radix pass moves them, and the ranks are stored, in two halves side by
  * side: the first half's items of a digit go before the second's, so the
  * order is the one a single pass gives.  Returns 0 or RP_ENOMEM.
  */
 #define RADIX_BITS 11
 #define RADIX      (1u << RADIX_BITS)
-#define DIGITS     ((32 + RADIX_BITS - 1) / RADIX_BITS)
 #define SHORT_RUN  16
 
 struct rank_key {
@@ -1254,19 +1264,19 @@ static int rank_key_cmp(const void *pa, const void *pb)
 }
 
 /*
- * Puts the items a[0 .. len) (index in the low 32 bits, in increasing
+ * Puts the items a[0 .. len) (index in the bits of mask, in increasing
  * order) in order of their complemented full key, ties by index: nothing
  * to do when the keys are already in order (as equal keys are), insertion
  * for a short run, qsort in *buf (grown as needed) for a long one.
  * Returns 0 or RP_ENOMEM.
  */
-static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_key **buf,
-                    uint32_t *cap)
+static int sort_run(uint64_t *a, uint32_t len, uint64_t mask, const uint64_t *key,
+                    struct rank_key **buf, uint32_t *cap)
 {
     struct rank_key small[SHORT_RUN], *r = small;
     uint32_t k;
 
-    for (k = 1; k < len && ~key[(uint32_t)a[k] - 1] >= ~key[(uint32_t)a[k - 1] - 1]; k++)
+    for (k = 1; k < len && ~key[(a[k] & mask) - 1] >= ~key[(a[k - 1] & mask) - 1]; k++)
         ;
     if (k == len)
         return 0;
@@ -1281,7 +1291,7 @@ static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_
         r = *buf;
     }
     for (k = 0; k < len; k++)
-        r[k] = (struct rank_key){~key[(uint32_t)a[k] - 1], (uint32_t)a[k]};
+        r[k] = (struct rank_key){~key[(a[k] & mask) - 1], (uint32_t)(a[k] & mask)};
     if (len > SHORT_RUN) {
         qsort(r, len, sizeof *r, rank_key_cmp);
     } else {
@@ -1294,7 +1304,7 @@ static int sort_run(uint64_t *a, uint32_t len, const uint64_t *key, struct rank_
         }
     }
     for (k = 0; k < len; k++)
-        a[k] = (a[k] & ~(uint64_t)UINT32_MAX) | r[k].idx; /* the prefix is the run's */
+        a[k] = (a[k] & ~mask) | r[k].idx; /* the prefix is the run's */
     return 0;
 }
 
@@ -1306,6 +1316,7 @@ struct radix_half {
     uint64_t *a, *b;
     uint32_t *rank;
     uint32_t k0, k1;
+    unsigned ib;      /* the index's bits, under the key's prefix */
     unsigned step, d; /* RADIX_START, RADIX_COUNT or RADIX_PASS (of digit d), RADIX_STORE */
     uint32_t cnt[RADIX];
 };
@@ -1320,21 +1331,23 @@ static void radix_step(void *arg)
 {
     struct radix_half *h = arg;
 
+    uint64_t mask = ((uint64_t)1 << h->ib) - 1;
+
     if (h->step == RADIX_START) {
         for (uint32_t k = h->k0; k < h->k1; k++)
-            h->a[k] = (uint64_t)(uint32_t)(~h->key[k] >> 32) << 32 | (k + 1);
+            h->a[k] = (~h->key[k] & ~mask) | (k + 1);
     } else if (h->step == RADIX_COUNT) {
-        uint32_t sh = 32 + h->d * RADIX_BITS;
+        uint32_t sh = h->ib + h->d * RADIX_BITS;
         memset(h->cnt, 0, sizeof h->cnt);
         for (uint32_t k = h->k0; k < h->k1; k++)
             h->cnt[(h->a[k] >> sh) & (RADIX - 1)]++;
     } else if (h->step == RADIX_PASS) {
-        uint32_t sh = 32 + h->d * RADIX_BITS;
+        uint32_t sh = h->ib + h->d * RADIX_BITS;
         for (uint32_t k = h->k0; k < h->k1; k++)
             h->b[h->cnt[(h->a[k] >> sh) & (RADIX - 1)]++] = h->a[k];
     } else {
         for (uint32_t k = h->k0; k < h->k1; k++)
-            h->rank[(uint32_t)h->a[k] - 1] = k + 1;
+            h->rank[(h->a[k] & mask) - 1] = k + 1;
     }
 }
 
@@ -1350,18 +1363,22 @@ static void radix_both(struct radix_half *h, int threads, unsigned step, unsigne
 static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int threads)
 {
     uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
-    struct radix_half h[2] = {{.key = key, .a = a, .b = b, .rank = rank, .k0 = 0, .k1 = n / 2},
-                              {.key = key, .a = a, .b = b, .rank = rank, .k0 = n / 2, .k1 = n}};
+    unsigned ib = 64 - (unsigned)__builtin_clzll(n),
+             digits = (64 - ib + RADIX_BITS - 1) / RADIX_BITS;
+    struct radix_half h[2] = {
+        {.key = key, .a = a, .b = b, .rank = rank, .k0 = 0, .k1 = n / 2, .ib = ib},
+        {.key = key, .a = a, .b = b, .rank = rank, .k0 = n / 2, .k1 = n, .ib = ib}};
     struct rank_key *buf = NULL;
     uint32_t cap = 0;
     int rc = RP_ENOMEM;
 
+    assert(n > 0);
     if (!a || !b)
         goto out;
     radix_both(h, threads, RADIX_START, 0);
-    for (unsigned d = 0; d < DIGITS; d++) {
+    for (unsigned d = 0; d < digits; d++) {
         radix_both(h, threads, RADIX_COUNT, d);
-        uint32_t *lo = h[0].cnt, *hi = h[1].cnt, sum = 0, sh = 32 + d * RADIX_BITS;
+        uint32_t *lo = h[0].cnt, *hi = h[1].cnt, sum = 0, sh = ib + d * RADIX_BITS;
         uint32_t r0 = (a[0] >> sh) & (RADIX - 1);
         if (lo[r0] + hi[r0] == n)
             continue; /* every key has this digit */
@@ -1381,9 +1398,9 @@ static int assign_ranks(uint32_t n, const uint64_t *key, uint32_t *rank, int thr
         h[0].b = h[1].b = b;
     }
     for (uint32_t s = 0, t; s < n; s = t) {
-        for (t = s + 1; t < n && a[t] >> 32 == a[s] >> 32; t++)
+        for (t = s + 1; t < n && a[t] >> ib == a[s] >> ib; t++)
             ;
-        if (t - s > 1 && (rc = sort_run(a + s, t - s, key, &buf, &cap)))
+        if (t - s > 1 && (rc = sort_run(a + s, t - s, ((uint64_t)1 << ib) - 1, key, &buf, &cap)))
             goto out;
     }
     radix_both(h, threads, RADIX_STORE, 0);
