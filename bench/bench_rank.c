@@ -37,8 +37,10 @@
  * and CPU time of the process (on a loaded machine the CPU time is the
  * steadier one), the fastest of the runs made in 0.3 s (at least three),
  * and the wall-clock time of the first run, the one on memory the process
- * has not used before: what `rankprof report` pays, ranking once.
- * Exits 1 on failure.
+ * has not used before: what `rankprof report` pays, ranking once; on Linux
+ * also the host's steal over the runs and over the first (the share of this
+ * virtual machine's CPU time its host gave to others: when it is high, the
+ * seconds measure the host more than the ranking).  Exits 1 on failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -215,6 +217,34 @@ static double now(clockid_t clk)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The host's steal so far: in st[0] the jiffies the CPUs of this (virtual)
+ * machine waited for the host while runnable, in st[1] all their jiffies
+ * (/proc/stat's first line).  Returns 0, or -1 where there is no such
+ * count (st then zero). */
+static int steal_sample(unsigned long long st[2])
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    int ok = f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                         &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
+    if (f)
+        fclose(f);
+    st[0] = st[1] = 0;
+    if (!ok)
+        return -1;
+    st[0] = v[7];
+    for (int i = 0; i < 8; i++)
+        st[1] += v[i];
+    return 0;
+}
+
+/* The percentage of CPU time the host took between two steal_samples, or
+ * -1 if it cannot be told. */
+static double steal_pct(const unsigned long long a[2], const unsigned long long b[2])
+{
+    return b[1] > a[1] ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
+}
+
 /* The graph as a profile: function nodes with their stop weight as
  * exclusive time, edges with their weight as inclusive time (both also as
  * call counts).  Returns 0, or -1 if out of memory. */
@@ -244,8 +274,10 @@ static int make_profile(struct rp_profile *p, const struct graph *g)
 /* Times f until 0.3 s have passed, at least three times; the fastest
  * wall-clock and CPU seconds go to *best, *best_cpu, the first run's
  * wall-clock seconds to *first (on fresh memory, as `rankprof report`, which
- * ranks once, pays it).  Returns the number of runs, or -1 if f failed (its
- * code in *err). */
+ * ranks once, pays it), and the host's steal (the share of this virtual
+ * machine's CPU time the host took: a busy host shows there) over all the
+ * runs and over the first to steal[0], steal[1] (-1 if unknown).  Returns
+ * the number of runs, or -1 if f failed (its code in *err). */
 struct job {
     struct rp_graph *g;
     struct rp_profile *p;
@@ -258,10 +290,11 @@ struct job {
 static struct rp_rank_opts opts = {0.01, 1e-12, 10000, 0};
 
 static int time_it(int (*f)(struct job *), struct job *j, double *best, double *best_cpu,
-                   double *first, int *err)
+                   double *first, double steal[2], int *err)
 {
+    unsigned long long s0[2], s1[2], s2[2];
     double spent = 0;
-    int runs = 0;
+    int runs = 0, st = steal_sample(s0);
     *best = *best_cpu = INFINITY;
     do {
         double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -271,13 +304,18 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
             *err = r;
             return -1;
         }
-        if (!runs)
+        if (!runs) {
             *first = t;
+            st |= steal_sample(s1);
+        }
         *best = t < *best ? t : *best;
         *best_cpu = c < *best_cpu ? c : *best_cpu;
         spent += t;
         runs++;
     } while ((spent < 0.3 || runs < 3) && runs < 1000);
+    st |= steal_sample(s2);
+    steal[0] = st ? -1.0 : steal_pct(s0, s2);
+    steal[1] = st ? -1.0 : steal_pct(s0, s1);
     return runs;
 }
 
@@ -317,8 +355,8 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
         int (*f)(struct job *);
     } jobs[] = {{"rp_rank_profile", do_profile}, {"rp_rank_solve alone", do_solve}};
     for (int k = 0; k < 2; k++) {
-        double best, best_cpu, first;
-        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, &err);
+        double best, best_cpu, first, steal[2];
+        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, steal, &err);
         if (runs < 0) {
             fprintf(stderr, "bench_rank: %s failed: %d\n", jobs[k].what, err);
             goto out;
@@ -326,11 +364,16 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
         /* scripts/bench.sh reads the lines that start with "callgraph":
          * the report path's; the solver's line is indented */
         printf("%-10s %8u nodes %9u edges %5u sweeps residual %.2e  %8.4f s  cpu %8.4f s  "
-               "first %8.4f s  (%s, best of %d)\n",
+               "first %8.4f s  ",
                k         ? "  solve"
                : uniform ? "uniform"
                          : "callgraph",
-               n, m, j.it, j.res, best, best_cpu, first, jobs[k].what, runs);
+               n, m, j.it, j.res, best, best_cpu, first);
+        if (steal[0] >= 0.0) /* in jiffies: nothing to tell of a run of a few ms */
+            printf("steal %.1f%%  ", steal[0]);
+        if (steal[0] >= 0.0 && steal[1] >= 0.0)
+            printf("(first run %.1f%%)  ", steal[1]);
+        printf("(%s, best of %d)\n", jobs[k].what, runs);
     }
     rc = 0;
 out:

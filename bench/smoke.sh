@@ -77,5 +77,13 @@ for k in ("lock_event", "func_event", "lock_func_ratio", "func_plain_call", "fun
           "func_off_by_name", "point_empty_loop", "point_site_off", "point_class_off"):
     assert k in u, (k, u)
 assert u["func_plain_call"] > 0 and u["func_class_off"] > 0 and u["func_off_by_name"] > 0, u
+# the host's steal, where /proc/stat tells it: a share of CPU time, given
+# for every measurement long enough to span a clock tick
+steals = [x["steal_percent"] for x in list(rows.values()) + list(ana.values()) + s["rank"] + s["report"]
+          if "steal_percent" in x]
+assert all(0 <= v <= 100 for v in steals), steals
+import os
+if os.path.exists("/proc/stat"):
+    assert len(steals) >= 5, steals
 print("smoke: results.json has", len(rows), "rows,", len(ana), "analyses, scaling ok")
 PY

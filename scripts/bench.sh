@@ -79,16 +79,32 @@ mkdir -p "$out"
 # ---- measuring ---------------------------------------------------------------
 
 # Per row: label, status (ok | skipped), note, calls, median/min/max seconds,
-# bytes on disk, number of runs.  rows keeps the order of the table.
+# bytes on disk, number of runs, the host's steal while it ran.  rows keeps
+# the order of the table.
 rows=()
-declare -A label status note ncalls med mn mx bytes nruns
+declare -A label status note ncalls med mn mx bytes nruns stl
+
+# steal_sample: "STEAL TOTAL", the jiffies all CPUs of this (virtual)
+# machine waited for the host while runnable, and all their jiffies, from
+# /proc/stat; "0 0" where there is none.
+steal_sample() {
+  awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9 + 0, t; f = 1 } END { if (!f) print "0 0" }' \
+    /proc/stat 2>/dev/null || echo "0 0"
+}
+# steal_pct BEFORE AFTER: the percentage of CPU time the host took between
+# two steal_samples (empty when no time passed or there is no /proc/stat).
+steal_pct() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]
+    if (t > 0) printf "%.1f", 100 * (y[1] - x[1]) / t }'
+}
 
 # measure NAME CALLS CMD...: runs CMD $runs times, or $mruns if set
 # (stdout and stderr to $work/NAME.log); fails the bench, naming the row,
 # if a run fails.
 measure() {
   local name=$1 n=$2; shift 2
-  local ts=() t0 t1 i k=${mruns:-$runs}
+  local ts=() t0 t1 i k=${mruns:-$runs} s0
+  s0=$(steal_sample)
   for ((i = 0; i < k; i++)); do
     t0=$EPOCHREALTIME
     if ! "$@" >"$work/$name.log" 2>&1; then
@@ -105,6 +121,7 @@ measure() {
   mx[$name]=$(echo "$sorted" | tail -1)
   ncalls[$name]=$n
   nruns[$name]=$k
+  stl[$name]=$(steal_pct "$s0" "$(steal_sample)")
   status[$name]=ok
 }
 
@@ -320,11 +337,12 @@ scale_rank() {
   echo
   echo "ranking (bench_rank --scale --max $rank_max): call-graph shaped, 10 edges per node"
   "$bin/bench_rank" --scale --max "$rank_max" | tee "$work/rank.txt"
-  # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] [first F s] (...)"
+  # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] [first F s]
+  #  [steal P% (first run Q%)] (...)"
   while read -r line; do
     rank_json+=("$line")
   done < <(awk '/^callgraph/ {
-      t = ""; c = ""; f = ""
+      t = ""; c = ""; f = ""; st = ""; sf = ""
       for (i = 2; i < NF; i++) {
         if ($(i + 1) == "nodes") n = $i
         if ($(i + 1) == "edges") m = $i
@@ -333,10 +351,13 @@ scale_rank() {
         if ($(i + 1) == "s" && t == "") t = $i
         if ($i == "cpu") c = $(i + 1)
         if ($i == "first") f = $(i + 1)
+        if ($i == "steal") st = $(i + 1) + 0
+        if ($i == "(first" && $(i + 1) == "run") sf = $(i + 2) + 0
       }
-      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s%s}\n",
+      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s%s%s%s}\n",
              n, m, sw, r, t, c == "" ? "" : ", \"cpu_seconds\": " c,
-             f == "" ? "" : ", \"first_seconds\": " f
+             f == "" ? "" : ", \"first_seconds\": " f, st == "" ? "" : ", \"steal_percent\": " st,
+             sf == "" ? "" : ", \"first_steal_percent\": " sf
     }' "$work/rank.txt")
 }
 
@@ -355,9 +376,9 @@ scale_report() {
     ns=$(calc "${med[len$q]} * 1000000000 / $n" %.2f)
     # the analyzer's peak RSS, which must not grow with the trace
     [ -x /usr/bin/time ] && kb=$(/usr/bin/time -f %M "$rp" report -i "$f" --limit 5 2>&1 >/dev/null | tail -1)
-    printf '  %10d calls  %10d bytes  report %8.3f s  %6.2f ns per call  max RSS %6d KiB\n' "$n" \
-      "$(stat -c %s "$f")" "${med[len$q]}" "$ns" "$kb"
-    report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns, \"max_rss_kb\": $kb}")
+    printf '  %10d calls  %10d bytes  report %8.3f s  %6.2f ns per call  max RSS %6d KiB%s\n' "$n" \
+      "$(stat -c %s "$f")" "${med[len$q]}" "$ns" "$kb" "${stl[len$q]:+  steal ${stl[len$q]}%}"
+    report_json+=("{\"calls\": $n, \"bytes\": $(stat -c %s "$f"), \"median_s\": ${med[len$q]}, \"ns_per_call\": $ns, \"max_rss_kb\": $kb${stl[len$q]:+, \"steal_percent\": ${stl[len$q]}}}")
   done
 }
 
@@ -456,8 +477,8 @@ derive() {
 
 print_table() {
   echo
-  printf '%-36s %9s %20s %9s %9s %8s %8s %9s\n' what "median" "[min .. max]" "ns/call" "overhead" \
-    "x base" "x uftr" "B/call"
+  printf '%-36s %9s %20s %9s %9s %8s %8s %9s %6s\n' what "median" "[min .. max]" "ns/call" "overhead" \
+    "x base" "x uftr" "B/call" "steal"
   local r
   for r in "${rows[@]}"; do
     case " ${ana[*]} " in *" $r "*) continue ;; esac
@@ -468,14 +489,16 @@ print_table() {
     local xu="" b=""
     [ -n "${xuf[$r]:-}" ] && xu=$(printf '%.2f' "${xuf[$r]}")
     [ -n "${bpc[$r]:-}" ] && b=$(printf '%.2f' "${bpc[$r]}")
-    printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s%s\n' "${label[$r]}" "${med[$r]}" \
-      "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xu" "$b" "${note[$r]:+  (${note[$r]})}"
+    printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s %6s%s\n' "${label[$r]}" "${med[$r]}" \
+      "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xu" "$b" "${stl[$r]:+${stl[$r]}%}" \
+      "${note[$r]:+  (${note[$r]})}"
   done
   echo
   echo "analysis of the trace above (per recorded call), median of $runs (rankprof) or $ana_runs (the others):"
   for r in "${ana[@]}"; do
-    printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
-      "${mx[$r]}" "${per[$r]}" "$([ "$r" != report_rankprof ] && [ -n "${per[report_rankprof]:-}" ] &&
+    printf '  %-22s %7.3f s [%7.3f .. %7.3f] %9.2f ns/call%s%s\n' "${label[$r]}" "${med[$r]}" "${mn[$r]}" \
+      "${mx[$r]}" "${per[$r]}" "${stl[$r]:+  steal ${stl[$r]}%}" \
+      "$([ "$r" != report_rankprof ] && [ -n "${per[report_rankprof]:-}" ] &&
         printf '  (rankprof takes %.3f x this)' "$(calc "${per[report_rankprof]} / ${per[$r]}")")"
   done
 }
@@ -489,6 +512,7 @@ json_row() {
     printf ', "calls": %s, "runs": %s, "median_s": %s, "min_s": %s, "max_s": %s, "ns_per_call": %s' \
       "${ncalls[$r]}" "${nruns[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "${per[$r]}"
     [ -n "${bytes[$r]:-}" ] && printf ', "bytes": %s' "${bytes[$r]}"
+    [ -n "${stl[$r]:-}" ] && printf ', "steal_percent": %s' "${stl[$r]}"
     for k in over:overhead_ns_per_call xbase:x_baseline xuf:x_uftrace bpc:bytes_per_call; do
       local -n v=${k%%:*}
       [ -n "${v[$r]:-}" ] && printf ', "%s": %s' "${k#*:}" "${v[$r]}"
