@@ -254,13 +254,17 @@ static void run_pair(int threads, void (*fa)(void *), void *a, void (*fb)(void *
     helper_join(&h);
 }
 
-/* Blocks for a helper to fault in (touch_pages). */
+/* Blocks for a helper to fault in (touch_pages), and a job it runs after
+ * them, if any: something the caller needs only once the solve is done. */
 #define TOUCH_MAX 16
 
 struct touch {
     unsigned k;
     void *p[TOUCH_MAX];
     size_t len[TOUCH_MAX];
+    void (*then)(void *); /* or NULL */
+    void *then_arg;
+    int ran; /* set by the helper once then() has run */
 };
 
 /* Adds the len bytes at p to t, which must have room (TOUCH_MAX).  Cannot
@@ -274,8 +278,9 @@ static void touch_add(struct touch *t, void *p, size_t len)
 
 /* Writes a byte to every page of the blocks of a struct touch, so that the
  * kernel maps and clears them now, on the helper's processor, rather than
- * when the pass that fills them first writes there.  The blocks must be
- * uninitialized: what is written there is garbage.  Cannot fail. */
+ * when the pass that fills them first writes there, then runs its job.
+ * The blocks must be uninitialized: what is written there is garbage.
+ * Cannot fail. */
 static void touch_pages(void *arg)
 {
     struct touch *t = arg;
@@ -283,6 +288,10 @@ static void touch_pages(void *arg)
     for (unsigned b = 0; b < t->k; b++)
         for (size_t o = 0; o < t->len[b]; o += 4096)
             ((volatile char *)t->p[b])[o] = 0;
+    if (t->then) {
+        t->then(t->then_arg);
+        t->ran = 1;
+    }
 }
 
 static void solver_free(struct solver *sv)
@@ -1228,6 +1237,24 @@ static int is_span(const struct rp_node *n)
     return n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER;
 }
 
+/* The nodes of a profile, whose span flags (is_span) span_flags copies
+ * into span[]: a pass over every node record (a cache line or more each),
+ * which the helper makes while the search runs, off the path to the ranks. */
+struct span_job {
+    const struct rp_node *nodes;
+    uint32_t n;
+    unsigned char *span;
+};
+
+/* Takes a void * to run on the helper (struct touch's then).  Cannot fail. */
+static void span_flags(void *arg)
+{
+    const struct span_job *j = arg;
+
+    for (uint32_t i = 0; i < j->n; i++)
+        j->span[i] = (unsigned char)is_span(&j->nodes[i]);
+}
+
 /*
  * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
  * index, and stores each one's place (1, 2, ...) in rank[i - 1].  In two
@@ -1459,6 +1486,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER, 0};
     double *pi = NULL;
     uint64_t *key = NULL;
+    unsigned char *span = NULL;
     uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
     int rc;
@@ -1488,15 +1516,19 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     pi = rp_big_malloc((size_t)n * sizeof *pi);
     key = rp_big_malloc((size_t)n * sizeof *key);
     rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
-    if (!pi || !key || !rank)
+    span = malloc(n);
+    if (!pi || !key || !rank || !span)
         goto out;
-    struct touch t = {0};
+    struct span_job sj = {p->nodes, n, span};
+    struct touch t = {.then = span_flags, .then_arg = &sj};
     touch_add(&t, pi, (size_t)n * sizeof *pi);
     touch_add(&t, key, (size_t)n * sizeof *key);
     touch_add(&t, rank, (size_t)n * sizeof *rank);
     rc = rank_solve(&g, o->alpha, o->tol, o->max_iter, o->threads, pi, &it, &res, &t);
     if (rc)
         goto out;
+    if (!t.ran) /* no helper ran (one thread, a small graph) */
+        span_flags(&sj);
 
     /* Instants and counters are nodes without spans: the report does not
      * list them, so they get no standing (and rank after every span).  The
@@ -1506,9 +1538,8 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     for (uint32_t i = 1; i < n; i++) {
         uint64_t bits;
         memcpy(&bits, &pi[i], sizeof bits);
-        int span = is_span(&p->nodes[i]);
-        rest += span ? pi[i] : 0.0;
-        key[i - 1] = !span ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
+        rest += span[i] ? pi[i] : 0.0;
+        key[i - 1] = !span[i] ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
     }
     int threads = use_threads(o->threads, n);
     if (n > 1 && (rc = assign_ranks(n - 1, key, rank, threads)))
@@ -1523,5 +1554,6 @@ out:
     free(pi);
     free(key);
     free(rank);
+    free(span);
     return rc;
 }
