@@ -239,10 +239,11 @@ static int steal_sample(unsigned long long st[2])
 }
 
 /* The percentage of CPU time the host took between two steal_samples, or
- * -1 if it cannot be told. */
+ * -1 if it cannot be told: counted in clock ticks (usually 100 a second on
+ * each CPU), an interval of fewer than 10 says nothing. */
 static double steal_pct(const unsigned long long a[2], const unsigned long long b[2])
 {
-    return b[1] > a[1] ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
+    return b[1] >= a[1] + 10 ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
 }
 
 /* The graph as a profile: function nodes with their stop weight as
@@ -369,7 +370,7 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
                : uniform ? "uniform"
                          : "callgraph",
                n, m, j.it, j.res, best, best_cpu, first);
-        if (steal[0] >= 0.0) /* in jiffies: nothing to tell of a run of a few ms */
+        if (steal[0] >= 0.0)
             printf("steal %.1f%%  ", steal[0]);
         if (steal[0] >= 0.0 && steal[1] >= 0.0)
             printf("(first run %.1f%%)  ", steal[1]);

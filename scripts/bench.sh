@@ -36,8 +36,10 @@
 # Environment:
 #   RUNS (5; also rankprof's report row), ANA_RUNS (3: the other analysis
 #   rows, uftrace's report alone takes 20 s), ITERS (2000000), CG_DIV (20)
+#   RANK_RUNS (3)   bench_rank processes: each size's times are the medians
+#                   over them (its first run is one sample per process)
 #   BENCH_QUICK=1   smoke run: RUNS 1, ITERS 20000, ranking up to 10K nodes
-#                   (RANK_MAX), Tracy only if already built
+#                   (RANK_MAX) in one process, Tracy only if already built
 #   BENCH_SKIP      rows/sections to leave out, e.g. "tracy callgrind memory"
 #   BENCH_OUT       where results.json goes (BUILD/bench)
 #   TRACY_SRC       a checkout of Tracy (wolfpld/tracy, tag v0.10)
@@ -51,8 +53,10 @@ build=$(realpath "${1:-build}")
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then
   runs=${RUNS:-1} ana_runs=${ANA_RUNS:-1} iters=${ITERS:-20000} rank_max=${RANK_MAX:-10000} micro_runs=${MICRO_RUNS:-1} micro_iters=200000
+  rank_runs=${RANK_RUNS:-1}
 else
   runs=${RUNS:-5} ana_runs=${ANA_RUNS:-3} iters=${ITERS:-2000000} rank_max=${RANK_MAX:-1000000} micro_runs=${MICRO_RUNS:-5} micro_iters=20000000
+  rank_runs=${RANK_RUNS:-3}
 fi
 cg_div=${CG_DIV:-20}
 out=${BENCH_OUT:-$build/bench}
@@ -330,19 +334,28 @@ ana_tracy() {
 
 # ---- scaling -----------------------------------------------------------------
 
-# scale_rank: bench_rank --scale, one JSON object per graph size.
+# scale_rank: bench_rank --scale in $rank_runs processes (the first
+# shown whole), then per graph size the medians over the processes of the
+# best and CPU seconds, and of the first run (on fresh memory: what
+# `rankprof report` pays) with its range; one JSON object per size.
 rank_json=()
 scale_rank() {
   [ -x "$bin/bench_rank" ] || { echo "  ranking: skipped: bench_rank is not built" >&2; return; }
+  local i
   echo
-  echo "ranking (bench_rank --scale --max $rank_max): call-graph shaped, 10 edges per node"
-  "$bin/bench_rank" --scale --max "$rank_max" | tee "$work/rank.txt"
+  echo "ranking (bench_rank --scale --max $rank_max, $rank_runs processes): call-graph shaped, 10 edges per node"
+  : >"$work/rank.txt"
+  for ((i = 0; i < rank_runs; i++)); do
+    if [ "$i" = 0 ]; then
+      "$bin/bench_rank" --scale --max "$rank_max" | tee -a "$work/rank.txt"
+    else
+      "$bin/bench_rank" --scale --max "$rank_max" >>"$work/rank.txt"
+    fi
+  done
   # "callgraph N nodes M edges S sweeps residual R T s [cpu C s] [first F s]
-  #  [steal P% (first run Q%)] (...)"
-  while read -r line; do
-    rank_json+=("$line")
-  done < <(awk '/^callgraph/ {
-      t = ""; c = ""; f = ""; st = ""; sf = ""
+  #  [steal P% [(first run Q%)]] (...)"
+  awk '/^callgraph/ {
+      t = ""; c = ""; f = ""; st = ""
       for (i = 2; i < NF; i++) {
         if ($(i + 1) == "nodes") n = $i
         if ($(i + 1) == "edges") m = $i
@@ -352,13 +365,39 @@ scale_rank() {
         if ($i == "cpu") c = $(i + 1)
         if ($i == "first") f = $(i + 1)
         if ($i == "steal") st = $(i + 1) + 0
-        if ($i == "(first" && $(i + 1) == "run") sf = $(i + 2) + 0
       }
-      printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"seconds\": %s%s%s%s%s}\n",
-             n, m, sw, r, t, c == "" ? "" : ", \"cpu_seconds\": " c,
-             f == "" ? "" : ", \"first_seconds\": " f, st == "" ? "" : ", \"steal_percent\": " st,
-             sf == "" ? "" : ", \"first_steal_percent\": " sf
-    }' "$work/rank.txt")
+      print n, m, sw, r, t, c == "" ? "-" : c, f == "" ? "-" : f, st == "" ? "-" : st
+    }' "$work/rank.txt" >"$work/rank.rows"
+  if [ "$rank_runs" -gt 1 ]; then
+    printf '  over %d processes (medians): %9s %9s %9s %9s %20s %6s\n' "$rank_runs" nodes best cpu first \
+      "[min .. max]" steal
+  fi
+  awk -v runs="$rank_runs" -v sum="$work/rank.sum" '
+      function med(a, k,    i, j, x) { # a[1..k], sorted in place; "-" when missing
+        if (a[1] == "-") return "-"
+        for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+      }
+      { if (!($1 in cnt)) size[++nsz] = $1
+        k = ++cnt[$1]; m[$1] = $2; sw[$1] = $3; r[$1] = $4; T[$1, k] = $5; C[$1, k] = $6; F[$1, k] = $7; S[$1, k] = $8 }
+      END {
+        for (z = 1; z <= nsz; z++) {
+          n = size[z]; k = cnt[n]
+          for (i = 1; i <= k; i++) { t[i] = T[n, i]; c[i] = C[n, i]; f[i] = F[n, i]; s[i] = S[n, i] }
+          mt = med(t, k); mc = med(c, k); mf = med(f, k); ms = med(s, k)
+          if (runs > 1)
+            printf "  %27s %9d %9.4f %9s %9s [%7s .. %7s] %6s\n", "", n, mt, mc, mf, f[1], f[k],
+                   ms == "-" ? "" : sprintf("%.1f%%", ms) > sum
+          printf "{\"nodes\": %s, \"edges\": %s, \"sweeps\": %s, \"residual\": %s, \"processes\": %d, \"seconds\": %s%s%s%s}\n",
+                 n, m[n], sw[n], r[n], k, mt, mc == "-" ? "" : ", \"cpu_seconds\": " mc,
+                 mf == "-" ? "" : sprintf(", \"first_seconds\": %s, \"first_seconds_min\": %s, \"first_seconds_max\": %s", mf, f[1], f[k]),
+                 ms == "-" ? "" : ", \"steal_percent\": " ms
+        }
+      }' "$work/rank.rows" >"$work/rank.json"
+  if [ -f "$work/rank.sum" ]; then cat "$work/rank.sum"; fi
+  while read -r line; do
+    rank_json+=("$line")
+  done <"$work/rank.json"
 }
 
 # scale_report: report time at a quarter, half and all of ITERS.
