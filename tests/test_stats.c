@@ -6,7 +6,10 @@
  * chunks add up (Chan's merge of mean and M2 against the two-pass values);
  * then each kind of damage, with valid checksums so that only the STATS
  * checks can catch it, must fail with RP_EFORMAT and a message naming the
- * offset of the bad record.
+ * offset of the bad record.  Also the analyzer's histogram (analyze/hist.h),
+ * a window of rows: against the full array of src/common/hist.h filled with
+ * the same values (percentiles equal, the window exactly the rows from the
+ * lowest value's to the highest's), merged from parts, and saturating.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -182,6 +185,7 @@ static void test_load(void)
     CHECK_NEAR(w->mean, 30.0, 1e-12);
     CHECK_NEAR(w->m2, 1000.0, 1e-9); /* (-20)^2 + (-10)^2 + 0 + 10^2 + 20^2 */
     CHECK_EQ(w->hist.n, 5);
+    CHECK(w->hist.lo == 0 && w->hist.len == 64); /* the rows of buckets 10 and 50 */
     CHECK_EQ(rp_hist_q(&w->hist, 0.5), 30);
     CHECK_EQ(rp_hist_q(&w->hist, 1.0), 49); /* bucket 49 is [49, 50) */
     CHECK_EQ(p.n_edges, 2);
@@ -284,6 +288,77 @@ static void test_damage(void)
     }
 }
 
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_u64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A value of shape k: within one octave, spread over 40 octaves, two far
+ * clusters, or tiny (below 32, a bucket each). */
+static uint64_t value(int k)
+{
+    uint64_t r = next_u64();
+    switch (k) {
+    case 0:
+        return 4096 + r % 4096;
+    case 1:
+        return (r >> 24) >> (r % 40); /* 40 bits, shifted down by 0..39 */
+    case 2:
+        return r % 2 ? 100 + r % 50 : ((uint64_t)1 << 40) + r % 1000;
+    default:
+        return r % 32;
+    }
+}
+
+static void test_hist_window(void)
+{
+    static uint32_t dense[RP_HIST_BUCKETS];
+    static const double qs[] = {0.001, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0};
+    for (int k = 0; k < 4; k++) {
+        struct rp_hist h = {0}, a = {0}, b = {0};
+        uint64_t lo = UINT64_MAX, hi = 0;
+        memset(dense, 0, sizeof dense);
+        for (int i = 0; i < 20000; i++) {
+            uint64_t v = value(k);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+            rp_hist_count(dense, v);
+            CHECK(rp_hist_add(&h, v) == 0);
+            CHECK(rp_hist_add(i % 3 ? &a : &b, v) == 0); /* two parts */
+        }
+        unsigned rlo = rp_hist_index(lo) / RP_HIST_SUB * RP_HIST_SUB;
+        unsigned rhi = rp_hist_index(hi) / RP_HIST_SUB * RP_HIST_SUB + RP_HIST_SUB;
+        CHECK(h.lo == rlo && h.lo + h.len == rhi); /* exactly the rows between */
+        CHECK(rp_hist_merge(&a, &b) == 0);
+        a.n += b.n;
+        CHECK(a.lo == h.lo && a.len == h.len && a.n == h.n);
+        for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
+            uint64_t want = rp_hist_quantile(dense, 20000, qs[j]);
+            CHECK_EQ(rp_hist_q(&h, qs[j]), want);
+            CHECK_EQ(rp_hist_q(&a, qs[j]), want);
+        }
+        if (k == 0)
+            CHECK_EQ(h.len, RP_HIST_SUB); /* one octave: one row, 128 bytes */
+        rp_hist_free(&h);
+        rp_hist_free(&a);
+        rp_hist_free(&b);
+    }
+    /* saturation: a count at UINT32_MAX stays there */
+    struct rp_hist s = {0};
+    CHECK(rp_hist_add(&s, 7) == 0);
+    rp_hist_bump(&s, 7, UINT32_MAX);
+    CHECK_EQ(s.counts[7 - s.lo], UINT32_MAX);
+    rp_hist_bump(&s, 7, 1);
+    CHECK_EQ(s.counts[7 - s.lo], UINT32_MAX);
+    CHECK_EQ(rp_hist_q(&(struct rp_hist){0}, 0.5), 0); /* empty */
+    rp_hist_free(&s);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -292,6 +367,7 @@ int main(void)
     close(fd);
     test_load();
     test_damage();
+    test_hist_window();
     unlink(path);
     if (failures)
         fprintf(stderr, "test_stats: %d check(s) failed\n", failures);

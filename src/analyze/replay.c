@@ -96,8 +96,10 @@ struct frame {
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint64_t calls, incl, first, last;
-    uint64_t excl;                         /* signed, modulo 2^64 */
-    uint32_t *hist;                        /* RP_HIST_BUCKETS counts, NULL until the first span */
+    uint64_t excl;       /* signed, modulo 2^64 */
+    struct rp_hist hist; /* window of counts (not n: the edges count) */
+    uintptr_t hbase;     /* hist.counts - hist.lo, as an address: a bucket's count is
+                            at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
 };
@@ -272,7 +274,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
 static void acc_free(struct acc *a)
 {
     for (uint32_t i = 0; i < a->nhot; i++)
-        free(a->hot[i].hist);
+        rp_hist_free(&a->hot[i].hist);
     free(a->hot);
     free(a->active);
     free(a->em.keys);
@@ -415,6 +417,16 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
     return edge_miss(a, h, caller, callee);
 }
 
+/* The rare path of span_count's histogram count: grows the window to hold
+ * bucket b.  Returns 0 or -1 (out of memory: unchanged). */
+static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
+{
+    if (rp_hist_cover(&h->hist, b))
+        return -1;
+    h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
+    return 0;
+}
+
 /*
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
@@ -428,9 +440,12 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
 {
     h->excl += dur - child;
     h->sq += (unsigned __int128)dur * dur;
-    if (unlikely(!h->hist) && !(h->hist = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
+    unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
+    if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
         return RP_ENOMEM;
-    rp_hist_count(h->hist, dur);
+    uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
+    if (*c != UINT32_MAX)
+        (*c)++;
     if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
         h->first = start;           /* no store and no chain through memory */
     if (start > h->last)
@@ -1317,7 +1332,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
         struct hot *h = &a->hot[i];
         struct rp_node *n = &p->nodes[i];
-        if (!h->calls && !h->hist) /* no instant, no span */
+        if (!h->calls && !h->hist.counts) /* no instant, no span */
             continue;
         n->calls += h->calls;
         v->excl_adj[i] += h->excl;
@@ -1326,14 +1341,13 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
         sq[i] += h->sq;
-        if (h->hist) {
-            if (!n->hist.counts) {
-                n->hist.counts = h->hist; /* the node owns it now */
-                h->hist = NULL;
-            } else {
-                for (uint32_t b = 0; b < RP_HIST_BUCKETS; b++)
-                    n->hist.counts[b] += h->hist[b];
-            }
+        if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
+            n->hist.counts = h->hist.counts;
+            n->hist.lo = h->hist.lo;
+            n->hist.len = h->hist.len;
+            h->hist = (struct rp_hist){0};
+        } else if (rp_hist_merge(&n->hist, &h->hist)) {
+            return RP_ENOMEM;
         }
     }
     for (uint32_t k = 0; k < a->em.n; k++) {

@@ -119,13 +119,14 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
         return *why = "histogram counts more values than calls", RP_EFORMAT;
 
     struct rp_node *n = &p->nodes[id];
-    if (nb && !n->hist.counts && !(n->hist.counts = calloc(RP_HIST_BUCKETS, sizeof(uint32_t))))
+    /* the buckets come in increasing order: the window takes the first and
+     * the last, and every row between */
+    b = q + RP_STATS_NODE_LEN;
+    if (nb && (rp_hist_cover(&n->hist, rp_get16(b)) ||
+               rp_hist_cover(&n->hist, rp_get16(b + 8u * (nb - 1)))))
         return RP_ENOMEM;
-    for (b = q + RP_STATS_NODE_LEN; nb--; b += 8) {
-        uint32_t *c = &n->hist.counts[rp_get16(b)];
-        uint64_t v = (uint64_t)*c + rp_get32(b + 4);
-        *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-    }
+    for (; nb--; b += 8)
+        rp_hist_bump(&n->hist, rp_get16(b), rp_get32(b + 4));
     n->hist.n += sum;
     if (!calls)
         return 0;

@@ -47,13 +47,16 @@ static inline __attribute__((always_inline)) void rp_hist_count(uint32_t *counts
 }
 
 /*
- * The q-quantile (0 < q <= 1) by the nearest-rank rule: the smallest bucket
- * whose cumulative count reaches ceil(q * n).  Returns 0 for an empty
- * histogram.  `n` is the number of values counted.
+ * The q-quantile (0 < q <= 1) by the nearest-rank rule over the nb buckets
+ * first, first + 1, ... whose counts are counts[0 .. nb): the smallest
+ * bucket whose cumulative count reaches ceil(q * n), n being the number of
+ * values counted (all of them in these buckets).  Returns 0 for an empty
+ * histogram, the last bucket's value if the counts fall short of n.
  */
-static inline uint64_t rp_hist_quantile(const uint32_t *counts, uint64_t n, double q)
+static inline uint64_t rp_hist_quantile_of(const uint32_t *counts, unsigned first, unsigned nb,
+                                           uint64_t n, double q)
 {
-    if (n == 0)
+    if (n == 0 || nb == 0)
         return 0;
     double r = q * (double)n;
     uint64_t want = (uint64_t)r;
@@ -62,12 +65,18 @@ static inline uint64_t rp_hist_quantile(const uint32_t *counts, uint64_t n, doub
     if (want == 0)
         want = 1;
     uint64_t seen = 0;
-    for (unsigned b = 0; b < RP_HIST_BUCKETS; b++) {
+    for (unsigned b = 0; b < nb; b++) {
         seen += counts[b];
         if (seen >= want)
-            return rp_hist_value(b);
+            return rp_hist_value(first + b);
     }
-    return rp_hist_value(RP_HIST_BUCKETS - 1);
+    return rp_hist_value(first + nb - 1);
+}
+
+/* The q-quantile of a histogram of all RP_HIST_BUCKETS buckets (above). */
+static inline uint64_t rp_hist_quantile(const uint32_t *counts, uint64_t n, double q)
+{
+    return rp_hist_quantile_of(counts, 0, RP_HIST_BUCKETS, n, q);
 }
 
 #endif /* RP_COMMON_HIST_H */
