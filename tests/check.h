@@ -13,6 +13,16 @@
 
 static _Atomic int failures;
 
+/* The next number of a xorshift64 generator (Marsaglia's 13, 7, 17) whose
+ * state, never 0, is *s: the tests' reproducible pseudo-random input. */
+static inline unsigned long long check_xorshift(unsigned long long *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \

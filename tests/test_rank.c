@@ -97,14 +97,11 @@ out:
     return rc;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next_u64(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 static double next_unit(void)

@@ -288,14 +288,11 @@ static void test_damage(void)
     }
 }
 
-static uint64_t rng = 88172645463325252ull;
+static unsigned long long rng = 88172645463325252ull;
 
 static uint64_t next_u64(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 /* A value of shape k: within one octave, spread over 40 octaves, two far
