@@ -811,10 +811,12 @@ static void test_threads(void)
     }
     printf("threads 1 and 2: %u values of pi compared over %d graphs\n", compared, 2 * NG);
 
-    /* bad input in either half, and order broken at the cut */
+    /* bad input in either half, and order broken at the cut; then bad stop
+     * weights (each row's is read as the row starts): in either half, on
+     * the last row, on ROOT, and with the edges out of order */
     enum { N = 1000, M = 8000 };
-    for (int bad = 0; bad < 6; bad++) {
-        for (uint32_t i = 1; i < N; i++)
+    for (int bad = 0; bad < 11; bad++) {
+        for (uint32_t i = 0; i < N; i++)
             stop[i] = 1.0;
         for (uint32_t e = 0; e < M; e++) {
             src[e] = e * N / M; /* grouped, rising */
@@ -827,6 +829,12 @@ static void test_threads(void)
             dst[at] = N; /* out of range */
         } else if (bad < 4) {
             w[at] = -1.0;
+        } else if (bad >= 6) {
+            static const uint32_t row[5] = {N / 4, 3 * N / 4, N - 1, 0, N / 2};
+            stop[row[bad - 6]] = bad % 2 ? NAN : bad == 8 ? INFINITY : -1.0;
+            if (bad == 10) { /* out of order too: the two-pass build */
+                src[M / 3] = N - 1;
+            }
         } else { /* out of order: fine, the counting sort takes it */
             uint32_t t = src[at];
             src[at] = src[at + M / 8 < M ? at + M / 8 : at];
