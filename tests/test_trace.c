@@ -610,6 +610,16 @@ static const struct rp_edge *find_edge(const struct rp_profile *p, uint32_t a, u
  *    the end).  Thread 202: 7 events, 2000..2100, nothing unmatched.
  * Total: 32 events, total time (1700-1000) + (2100-2000) = 800 ticks.
  * Clock: (20e6 ticks, 10e6 ns) between the two CLOCK chunks -> 0.5 ns/tick.
+ * Histograms (src/common/hist.h: below 32 a bucket each, then 32 a row per
+ * octave, a bucket reported as its midpoint), kept as the rows from the
+ * shortest span's to the longest's:
+ *    A: 20, 20 (row 0), 50 (bucket 32 + 18 = 50, row 1), 100 (e = 6:
+ *       64 + (100 >> 1) % 32 = 82, row 2, [100, 102) -> 101): rows 0-2,
+ *       p50 20, p100 101;
+ *    B: 5, 10, 10, 30: row 0 alone, p50 10, p100 30;
+ *    C: 10 (row 0), 70 (64 + 35 % 32 = 67 -> 71), 90 (64 + 45 % 32 = 77 ->
+ *       91), the 90 from the other thread's chunk: rows 0-2 with row 1
+ *       empty, p50 71, p100 91.
  */
 static void check_profile(const struct rp_profile *p, int ended)
 {
@@ -635,6 +645,15 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(c->excl, 110);
     CHECK_EQ(c->min, 10);
     CHECK_EQ(c->max, 90);
+    CHECK(a->hist.n == 4 && a->hist.lo == 0 && a->hist.len == 3 * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(&a->hist, 0.5), 20);
+    CHECK_EQ(rp_hist_q(&a->hist, 1.0), 101);
+    CHECK(b->hist.n == 4 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(&b->hist, 0.5), 10);
+    CHECK_EQ(rp_hist_q(&b->hist, 1.0), 30);
+    CHECK(c->hist.n == 3 && c->hist.lo == 0 && c->hist.len == 3 * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(&c->hist, 0.5), 71);
+    CHECK_EQ(rp_hist_q(&c->hist, 1.0), 91);
     CHECK_EQ(p->nodes[IW].calls, 1);
     CHECK_EQ(p->nodes[IW].incl, 20);
     CHECK_EQ(p->nodes[IW].kind, RP_KIND_LOCK_WAIT);

@@ -28,21 +28,19 @@ struct rp_hist {
     uint16_t lo, len; /* the window, in buckets */
 };
 
-/* Grows h's window to hold bucket b (b < RP_HIST_BUCKETS) and the rows in
- * between; nothing if it does already.  Returns 0, or -1 when the counts
- * cannot be allocated (h is then unchanged). */
-static inline int rp_hist_cover(struct rp_hist *h, unsigned b)
+/* Grows h's window to hold the buckets b0 .. b1 (b0 <= b1 <
+ * RP_HIST_BUCKETS), in one allocation; nothing if it does already.
+ * Returns 0, or -1 when the counts cannot be allocated (h is then
+ * unchanged). */
+static inline int rp_hist_cover(struct rp_hist *h, unsigned b0, unsigned b1)
 {
-    unsigned row = b - b % RP_HIST_SUB, lo = h->lo, hi = h->lo + h->len;
+    unsigned lo = b0 - b0 % RP_HIST_SUB, hi = b1 - b1 % RP_HIST_SUB + RP_HIST_SUB;
 
-    if (h->counts && b >= lo && b < hi)
+    if (h->counts && b0 >= h->lo && b1 < (unsigned)h->lo + h->len)
         return 0;
-    if (!h->counts) {
-        lo = row;
-        hi = row + RP_HIST_SUB;
-    } else {
-        lo = row < lo ? row : lo;
-        hi = row + RP_HIST_SUB > hi ? row + RP_HIST_SUB : hi;
+    if (h->counts) {
+        lo = h->lo < lo ? h->lo : lo;
+        hi = (unsigned)h->lo + h->len > hi ? (unsigned)h->lo + h->len : hi;
     }
     uint32_t *c = calloc(hi - lo, sizeof *c);
     if (!c)
@@ -70,7 +68,7 @@ static inline void rp_hist_bump(struct rp_hist *h, unsigned b, uint64_t k)
 static inline int rp_hist_add(struct rp_hist *h, uint64_t v)
 {
     unsigned b = rp_hist_index(v);
-    if (rp_hist_cover(h, b))
+    if (rp_hist_cover(h, b, b))
         return -1;
     rp_hist_bump(h, b, 1);
     h->n++;
@@ -83,7 +81,7 @@ static inline int rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
 {
     if (!src->counts)
         return 0;
-    if (rp_hist_cover(dst, src->lo) || rp_hist_cover(dst, src->lo + src->len - 1u))
+    if (rp_hist_cover(dst, src->lo, src->lo + src->len - 1u))
         return -1;
     for (unsigned i = 0; i < src->len; i++)
         if (src->counts[i])

@@ -1357,7 +1357,6 @@ enum { RADIX_START, RADIX_COUNT, RADIX_PASS, RADIX_STORE };
 static void radix_step(void *arg)
 {
     struct radix_half *h = arg;
-
     uint64_t mask = ((uint64_t)1 << h->ib) - 1;
 
     if (h->step == RADIX_START) {

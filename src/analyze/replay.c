@@ -421,7 +421,7 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
  * bucket b.  Returns 0 or -1 (out of memory: unchanged). */
 static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
 {
-    if (rp_hist_cover(&h->hist, b))
+    if (rp_hist_cover(&h->hist, b, b))
         return -1;
     h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
     return 0;

@@ -119,11 +119,10 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
         return *why = "histogram counts more values than calls", RP_EFORMAT;
 
     struct rp_node *n = &p->nodes[id];
-    /* the buckets come in increasing order: the window takes the first and
-     * the last, and every row between */
+    /* the buckets come in increasing order: the window spans the first and
+     * the last */
     b = q + RP_STATS_NODE_LEN;
-    if (nb && (rp_hist_cover(&n->hist, rp_get16(b)) ||
-               rp_hist_cover(&n->hist, rp_get16(b + 8u * (nb - 1)))))
+    if (nb && rp_hist_cover(&n->hist, rp_get16(b), rp_get16(b + 8u * (nb - 1))))
         return RP_ENOMEM;
     for (; nb--; b += 8)
         rp_hist_bump(&n->hist, rp_get16(b), rp_get32(b + 4));
