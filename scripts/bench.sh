@@ -373,8 +373,8 @@ scale_rank() {
       "[min .. max]" steal
   fi
   awk -v runs="$rank_runs" -v sum="$work/rank.sum" '
-      function med(a, k,    i, j, x) { # a[1..k], sorted in place; "-" when missing
-        if (a[1] == "-") return "-"
+      function med(a, k,    i, j, x) { # a[1..k], sorted in place; "-" when one is missing
+        for (i = 1; i <= k; i++) if (a[i] == "-") return "-"
         for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
         return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
       }
