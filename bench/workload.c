@@ -32,9 +32,15 @@
         return r;                                                                                  \
     }
 LEAF(0)
-LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6) LEAF(7)
+LEAF(1)
+LEAF(2)
+LEAF(3)
+LEAF(4)
+LEAF(5)
+LEAF(6)
+LEAF(7)
 
-    __attribute__((noinline)) unsigned fib(unsigned n)
+__attribute__((noinline)) unsigned fib(unsigned n)
 {
     ZONE_BEGIN("fib");
     unsigned r = n < 2 ? n : fib(n - 1) + fib(n - 2);

@@ -441,11 +441,17 @@ RP_API RP__FN int rp_lock_name(const volatile void *lock, const char *name);
 
 #else
 
-#define rp_lock_wait(lock)       ((void)sizeof(lock))
-#define rp_lock_acquired(lock)   ((void)sizeof(lock))
-#define rp_lock_failed(lock)     ((void)sizeof(lock))
-#define rp_lock_released(lock)   ((void)sizeof(lock))
-#define rp_lock_name(lock, name) (__extension__({ (void)sizeof(lock), (void)sizeof(name); 0; }))
+/* clang-format off: one line each, as the declarations above */
+#define rp_lock_wait(lock)     ((void)sizeof(lock))
+#define rp_lock_acquired(lock) ((void)sizeof(lock))
+#define rp_lock_failed(lock)   ((void)sizeof(lock))
+#define rp_lock_released(lock) ((void)sizeof(lock))
+#define rp_lock_name(lock, name)                                                                   \
+    (__extension__({                                                                               \
+        (void)sizeof(lock), (void)sizeof(name);                                                    \
+        0;                                                                                         \
+    }))
+/* clang-format on */
 
 #endif /* RANKPROF_DISABLE */
 

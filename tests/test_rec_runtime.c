@@ -48,7 +48,6 @@
 #include "record/rt.h"
 #include "check.h"
 
-
 extern char **environ;
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);

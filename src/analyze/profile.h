@@ -32,14 +32,14 @@ enum {
 };
 
 struct rp_node {
-    uint32_t id;     /* trace id; 0 is ROOT */
-    uint8_t kind;    /* enum rp_kind */
-    uint8_t cls;     /* enum rp_class */
-    uint64_t key;    /* code address for functions, lock address for locks */
-    char *name;      /* owned; set by the DEFS chunk or by symbolization */
-    char *file;      /* owned, may be NULL */
-    uint32_t line;   /* 0 if unknown */
-    char *module;    /* owned, may be NULL: the binary the address is in */
+    uint32_t id;   /* trace id; 0 is ROOT */
+    uint8_t kind;  /* enum rp_kind */
+    uint8_t cls;   /* enum rp_class */
+    uint64_t key;  /* code address for functions, lock address for locks */
+    char *name;    /* owned; set by the DEFS chunk or by symbolization */
+    char *file;    /* owned, may be NULL */
+    uint32_t line; /* 0 if unknown */
+    char *module;  /* owned, may be NULL: the binary the address is in */
 
     uint64_t calls;   /* completed activations */
     uint64_t incl;    /* outermost activations only (no double count) */
@@ -49,10 +49,10 @@ struct rp_node {
     double mean, m2; /* Welford over activation durations */
     struct rp_hist hist;
     uint64_t first_start, last_start; /* ticks, for the mean period (RATE) */
-    uint64_t budget;   /* ticks; 0 = none (direct-mode points) */
-    uint64_t overruns; /* activations longer than budget */
-    uint64_t throttled; /* calls counted, not recorded (the recorder's throttle);
-                           not in calls: every statistic is of recorded calls */
+    uint64_t budget;                  /* ticks; 0 = none (direct-mode points) */
+    uint64_t overruns;                /* activations longer than budget */
+    uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
+                                         not in calls: every statistic is of recorded calls */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -123,8 +123,8 @@ struct rp_profile {
     int compensated;       /* applied: known and not switched off */
     uint64_t comp_clamped; /* spans shorter than their overhead, counted as 0 */
 
-    char warn[1024];         /* problems that did not stop the analysis, one per line */
-    uint64_t skipped_chunks; /* damaged chunks skipped under --force */
+    char warn[1024];                    /* problems that did not stop the analysis, one per line */
+    uint64_t skipped_chunks;            /* damaged chunks skipped under --force */
     uint64_t unmatched_exits, unclosed; /* sums over threads */
 
     void *priv; /* replay.c's hash tables */

@@ -12,8 +12,8 @@
 struct rp_symbolizer;
 
 struct rp_symbol {
-    char *name;   /* malloc'd, demangled where needed; NULL if unknown */
-    char *file;   /* malloc'd source file, NULL if no DWARF line info */
+    char *name; /* malloc'd, demangled where needed; NULL if unknown */
+    char *file; /* malloc'd source file, NULL if no DWARF line info */
     uint32_t line;
     char *module; /* malloc'd path of the binary, NULL if unmapped */
 };

@@ -31,18 +31,18 @@ int cmd_dump(int argc, char **argv);
 
 /* Prints "rankprof: <message>" on stderr and exits with status 1 (2 for usage). */
 __attribute__((noreturn, format(printf, 1, 2))) void rp_die(const char *fmt, ...);
-__attribute__((noreturn, format(printf, 2, 3))) void rp_usage_die(const char *cmd,
-                                                                   const char *fmt, ...);
+__attribute__((noreturn, format(printf, 2, 3))) void rp_usage_die(const char *cmd, const char *fmt,
+                                                                  ...);
 __attribute__((format(printf, 1, 2))) void rp_warn(const char *fmt, ...);
 
 /* What loading does beyond the replay. */
 struct rp_load_opts {
     const char *input;
     struct rp_replay_opts replay;
-    int rank;                    /* compute the ranking */
+    int rank; /* compute the ranking */
     struct rp_rank_opts rank_opt;
     int weight_calls;
-    struct rp_flag_opts flag;    /* thresholds; flags computed when rank is */
+    struct rp_flag_opts flag; /* thresholds; flags computed when rank is */
 };
 
 void rp_load_opts_default(struct rp_load_opts *o);

@@ -52,10 +52,10 @@ static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t 
 static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
 {
     struct dump *d = ctx;
-    static const char *const cn[] = {"?", "INFO", "CLOCK", "MAPS", "THREAD",
-                                      "DEFS", "EVENTS", "LOST", "END", "STATS"};
-    static const char *const on[] = {"enter", "exit", "exit", "instant",
-                                     "counter", "arg", "LOST", "?"};
+    static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
+                                     "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
+    static const char *const on[] = {"enter",   "exit", "exit", "instant",
+                                     "counter", "arg",  "LOST", "?"};
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -78,7 +78,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         double k = d->ns_per_tick > 0 ? d->ns_per_tick : 1;
         if (ev.op == RP_OP_EXIT || ev.op == RP_OP_EXIT_ID)
             depth = depth ? depth - 1 : 0;
-        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op], (int)(2 * (depth < 40 ? depth : 40)), "");
+        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op],
+               (int)(2 * (depth < 40 ? depth : 40)), "");
         if (ev.id)
             printf("%s", id_name(d, p, ev.id));
         if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)

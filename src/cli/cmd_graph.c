@@ -42,8 +42,8 @@ int cmd_graph(int argc, char **argv)
         if (!n->calls || strcmp(rp_node_name(&p, n, nb, sizeof(nb)), name) != 0)
             continue;
         found = 1;
-        printf("%s: %llu calls, inclusive %s, self %s, max %s, rank %u, involvement %.1f%%\n",
-               name, (unsigned long long)n->calls,
+        printf("%s: %llu calls, inclusive %s, self %s, max %s, rank %u, involvement %.1f%%\n", name,
+               (unsigned long long)n->calls,
                rp_fmt_ns((double)n->incl * p.ns_per_tick, b1, sizeof(b1)),
                rp_fmt_ns((double)n->excl * p.ns_per_tick, b2, sizeof(b2)),
                rp_fmt_ns((double)n->max * p.ns_per_tick, b3, sizeof(b3)), n->rank,

@@ -29,7 +29,8 @@ int cmd_info(int argc, char **argv)
 {
     struct rp_replay_opts ro = {0};
     const char *in = RP_DEFAULT_DATA;
-    int optind_ = rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
+    int optind_ =
+        rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
 
     if (optind_ < argc)
         rp_usage_die("info", "unexpected argument '%s'", argv[optind_]);
@@ -87,8 +88,8 @@ int cmd_info(int argc, char **argv)
                rp_fmt_ns((double)(t->last - t->first) * p.ns_per_tick, b, sizeof(b)),
                (unsigned long long)t->lost);
     }
-    static const char *const names[16] = {"unknown", "INFO", "CLOCK", "MAPS", "THREAD",
-                                          "DEFS", "EVENTS", "LOST", "END", "STATS"};
+    static const char *const names[16] = {"unknown", "INFO",   "CLOCK", "MAPS", "THREAD",
+                                          "DEFS",    "EVENTS", "LOST",  "END",  "STATS"};
     printf("chunks:\n");
     for (unsigned t = 0; t < 16; t++)
         if (k.n[t])

@@ -89,8 +89,9 @@ static const char *check_classes(const char *list)
             if (strlen(ok[i]) == n && !strncmp(s, ok[i], n))
                 found = 1;
         if (!found)
-            rp_usage_die("record", "--classes: unknown class '%.*s' (known: all, func, point, "
-                                   "lock, io, timer, user)",
+            rp_usage_die("record",
+                         "--classes: unknown class '%.*s' (known: all, func, point, "
+                         "lock, io, timer, user)",
                          (int)n, s);
         s += n;
         if (*s == ',')
@@ -102,9 +103,9 @@ static const char *check_classes(const char *list)
 int cmd_record(int argc, char **argv)
 {
     static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
-        {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
-        {"print", no_argument, NULL, 'p'},        {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},   {"mode", required_argument, NULL, 'm'},
+        {"classes", required_argument, NULL, 'c'},  {"drop", no_argument, NULL, 'd'},
+        {"print", no_argument, NULL, 'p'},          {"help", no_argument, NULL, 'h'},
         {"throttle", optional_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
     const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL, *throttle = NULL;
     int drop = 0, print = 0, c;
@@ -202,11 +203,10 @@ int cmd_record(int argc, char **argv)
     if (stat(abs_out, &sb) == 0)
         fprintf(stderr, "rankprof: wrote %s (%lld bytes)\n", out, (long long)sb.st_size);
     else
-        fprintf(stderr, "rankprof: %s was not written (is the program dynamically linked?)\n",
-                out);
+        fprintf(stderr, "rankprof: %s was not written (is the program dynamically linked?)\n", out);
     if (WIFSIGNALED(st)) {
-        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[optind],
-                WTERMSIG(st), strsignal(WTERMSIG(st)));
+        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+                strsignal(WTERMSIG(st)));
         return 128 + WTERMSIG(st);
     }
     return WEXITSTATUS(st);

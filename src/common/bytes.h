@@ -39,8 +39,7 @@ static inline uint16_t rp_get16(const uint8_t *p)
 
 static inline uint32_t rp_get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 static inline uint64_t rp_get64(const uint8_t *p)

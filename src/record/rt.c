@@ -220,8 +220,7 @@ static void out_info(void)
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
-    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace",
-                rp_rt.direct ? 6 : 5);
+    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace", rp_rt.direct ? 6 : 5);
     rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
     if (rt_overhead.rounds) {
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.pair);
@@ -655,8 +654,8 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     if (rp_initing || rp_gone)
         return;
     rp_initing = 1;
-    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err &&
-        atomic_load(&rp_rt.mask) && (t = thread_init())) {
+    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask) &&
+        (t = thread_init())) {
         append_locked(t, word); /* thread_init returns with t->guard set */
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
@@ -959,7 +958,6 @@ out:
     free(self);
 }
 
-
 /* The once-only start.  Sets rt_start_err on failure (nothing recorded). */
 static int rt_start(void)
 {
@@ -990,7 +988,6 @@ static int rt_start(void)
      * whose statistics are not compensated (docs/performance.md) */
     if (!rp_rt.direct && env_u64("RANKPROF_CALIBRATE", 1, 0, 1))
         measure_overhead(&rt_overhead);
-
 
     rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
     if (!rp_rt.out || rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 ||

@@ -21,7 +21,6 @@
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
 #define RP_NAME_BUF 512
 
-
 /* Writes one text field, quoted when needed.  Errors are left for ferror(). */
 static void put_field(FILE *out, const char *str)
 {
@@ -58,13 +57,10 @@ static void put_num(FILE *out, double v)
     fputs(rp_num_str(buf, v), out);
 }
 
-
-
 static void put_u64(FILE *out, uint64_t v)
 {
     fprintf(out, ",%" PRIu64, v);
 }
-
 
 /* One data row.  Errors are left for ferror(). */
 static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,

@@ -45,8 +45,8 @@
 static int build(struct rp_cct *t, const struct rp_export_ctx *ctx)
 {
     const char *th = rp_export_param(ctx, "threads");
-    return rp_cct_build(t, ctx->input, ctx->replay, ctx->p, th && !strcmp(th, "1"),
-                        ctx->progress, ctx->err, ctx->errsz);
+    return rp_cct_build(t, ctx->input, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
+                        ctx->err, ctx->errsz);
 }
 
 /* Writes a name for folded stacks: ';' separates frames and a line ends at

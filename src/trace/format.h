@@ -35,25 +35,25 @@
 
 #include <stdint.h>
 
-#define RP_MAGIC         "RANKPROF"
-#define RP_MAGIC_LEN     8
-#define RP_VERSION_MAJOR 1
-#define RP_VERSION_MINOR 2
-#define RP_FILE_HDR_SIZE 32
+#define RP_MAGIC          "RANKPROF"
+#define RP_MAGIC_LEN      8
+#define RP_VERSION_MAJOR  1
+#define RP_VERSION_MINOR  2
+#define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
-#define RP_CHUNK_MAX     (64u << 20) /* payload limit the reader enforces */
+#define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
 
 /* Chunk types.  Readers skip (and count) types they do not know. */
 enum rp_chunk_type {
-    RP_CH_INFO = 1,   /* key/value strings: program, argv, pid, clock, mode ... */
-    RP_CH_CLOCK = 2,  /* u64 ticks, u64 monotonic ns, u64 realtime ns: calibration */
-    RP_CH_MAPS = 3,   /* text of /proc/self/maps, executable mappings only */
-    RP_CH_THREAD = 4, /* u32 tid, u32 flags, then the thread name (rest of payload) */
-    RP_CH_DEFS = 5,   /* id definitions, see struct layout below */
-    RP_CH_EVENTS = 6, /* u32 tid, u32 nevents | flags, u64 base ticks, [snapshot], events */
-    RP_CH_LOST = 7,   /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
-    RP_CH_END = 8,    /* u64 ticks, u64 events, u64 lost, i32 status, u32 flags */
-    RP_CH_STATS = 9,  /* direct mode: per-id statistics (see direct mode docs) */
+    RP_CH_INFO = 1,    /* key/value strings: program, argv, pid, clock, mode ... */
+    RP_CH_CLOCK = 2,   /* u64 ticks, u64 monotonic ns, u64 realtime ns: calibration */
+    RP_CH_MAPS = 3,    /* text of /proc/self/maps, executable mappings only */
+    RP_CH_THREAD = 4,  /* u32 tid, u32 flags, then the thread name (rest of payload) */
+    RP_CH_DEFS = 5,    /* id definitions, see struct layout below */
+    RP_CH_EVENTS = 6,  /* u32 tid, u32 nevents | flags, u64 base ticks, [snapshot], events */
+    RP_CH_LOST = 7,    /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
+    RP_CH_END = 8,     /* u64 ticks, u64 events, u64 lost, i32 status, u32 flags */
+    RP_CH_STATS = 9,   /* direct mode: per-id statistics (see direct mode docs) */
     RP_CH_FCOUNT = 10, /* u32 tid, u32 0, then { u64 code address, u64 calls } pairs: calls
                           of throttled functions, counted and not recorded (format 1.2) */
 };
@@ -124,7 +124,7 @@ enum rp_op {
 /* The ARG of a lock-wait span that ended without the lock (a failed
  * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
 #define RP_ARG_LOCK_FAILED 1
-#define RP_OP_MASK 7u
+#define RP_OP_MASK         7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
 
@@ -159,7 +159,7 @@ enum rp_op {
  *                                                INSTANT, COUNTER, ARG, LOST),
  *                                                then its operands as above
  */
-#define RP_SNAP_MAX      1024
+#define RP_SNAP_MAX 1024
 
 /* Event classes; a bit each in the run-time mask. */
 enum rp_class {
@@ -173,9 +173,9 @@ enum rp_class {
 };
 
 /* END flags */
-#define RP_END_EXIT     1u /* exit() or return from main */
-#define RP_END_SIGNAL   2u /* a fatal signal; status holds the signal number */
-#define RP_END_TIMEOUT  4u /* the final flush gave up waiting for some buffers */
+#define RP_END_EXIT    1u /* exit() or return from main */
+#define RP_END_SIGNAL  2u /* a fatal signal; status holds the signal number */
+#define RP_END_TIMEOUT 4u /* the final flush gave up waiting for some buffers */
 
 /*
  * STATS payload (direct mode; docs/direct-mode.md): repeated records, each

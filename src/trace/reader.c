@@ -39,8 +39,7 @@ int rp_reader_open(struct rp_reader *r, const char *path)
     r->path = path;
     r->f = fopen(path, "rb");
     if (!r->f)
-        return rd_fail(r, errno == ENOENT ? RP_ENOENT : RP_EIO, "cannot open: %s",
-                       strerror(errno));
+        return rd_fail(r, errno == ENOENT ? RP_ENOENT : RP_EIO, "cannot open: %s", strerror(errno));
     if (fstat(fileno(r->f), &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
             fclose(r->f);
@@ -64,8 +63,9 @@ int rp_reader_open(struct rp_reader *r, const char *path)
     r->minor = rp_get16(h + 10);
     uint32_t hsz = rp_get32(h + 12);
     if (r->major != RP_VERSION_MAJOR) {
-        rc = rd_fail(r, RP_EVERSION, "trace format version %u.%u (offset 8), this rankprof reads %d.x",
-                     r->major, r->minor, RP_VERSION_MAJOR);
+        rc = rd_fail(r, RP_EVERSION,
+                     "trace format version %u.%u (offset 8), this rankprof reads %d.x", r->major,
+                     r->minor, RP_VERSION_MAJOR);
         goto fail;
     }
     if (hsz < RP_FILE_HDR_SIZE || hsz > 4096) {
@@ -97,8 +97,7 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
             return 0;
         if (got < sizeof(h)) {
             if (ferror(r->f))
-                return rd_fail(r, RP_EIO, "read error at offset %llu",
-                               (unsigned long long)r->off);
+                return rd_fail(r, RP_EIO, "read error at offset %llu", (unsigned long long)r->off);
             return rd_fail(r, RP_ETRUNC,
                            "truncated: the file ends inside a chunk header at offset %llu "
                            "(%zu of %d bytes)",
@@ -227,8 +226,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             if (v) {
                 ev->op = RP_OP_ENTER;
                 ev->id = (uint32_t)v;
-            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID ||
-                       v > RP_OP_LOST) {
+            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LOST) {
                 return RP_EFORMAT;
             } else {
                 ev->op = (uint8_t)v;
