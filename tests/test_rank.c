@@ -15,6 +15,8 @@
  *       nodes) against the dense solve, and the same bits on a second run
  *       with two threads; random graphs of up to 3000 nodes ranked with
  *       one thread and two, bit for bit, and bad inputs in either half;
+ *       the whole graph swept in id order first (profile-like graphs vs
+ *       the dense solve, and the graphs it must give up on);
  *   (e) rp_flags_apply / rp_flags_explain / rp_flags_str.
  */
 #include <math.h>
@@ -1105,6 +1107,159 @@ static void test_flags(void)
         rp_hist_free(&fn[i].hist);
 }
 
+/*
+ * The whole graph swept in id order before any component search (rank.c,
+ * "The whole graph in id order"), made to run on small graphs by lowering
+ * rp_rank_whole_min.  Profile-like random graphs (most edges to a higher
+ * id, a few back, self loops, edges into ROOT): against the dense solve,
+ * the component solver, and themselves with two threads (bit for bit); it
+ * must have ranked most of them, and every one without an edge to a lower
+ * id exactly in one sweep.  Then the graphs it must give up on, after which
+ * the component solver's answer must be exactly what it would have been
+ * alone: every edge to a lower id (a chain read backwards), a cycle whose
+ * change falls too slowly, too few sweeps allowed.
+ */
+static int whole_vs_components(const struct rp_graph *g, const struct rp_rank_opts *o, double *pi,
+                               uint32_t *it, double *res)
+{
+    double *pc = calloc(g->n, sizeof *pc);
+    uint32_t itc;
+    double resc;
+    rp_rank_whole_min = 1;
+    int rc = rp_rank_solve(g, o, pi, it, res);
+    uint32_t sweeps = rp_rank_whole_sweeps;
+    rp_rank_whole_min = UINT32_MAX;
+    CHECK(rp_rank_solve(g, o, pc, &itc, &resc) == rc);
+    CHECK(rp_rank_whole_sweeps == 0);
+    if (sweeps == 0) { /* gave up: the component solver's bits */
+        CHECK(memcmp(pi, pc, g->n * sizeof *pi) == 0);
+        CHECK(*it == itc && *res == resc);
+    } else {
+        for (uint32_t i = 0; i < g->n; i++)
+            CHECK(fabs(pi[i] - pc[i]) <= 1e-10);
+    }
+    free(pc);
+    return (int)sweeps;
+}
+
+static void test_whole(void)
+{
+    enum { NG = 300 };
+    uint32_t used = 0, acyclic = 0, most = 0;
+    double worst = 0;
+    for (int gi = 0; gi < NG; gi++) {
+        uint32_t n = 3 + (uint32_t)(next_u64() % 58); /* 3..60 */
+        uint32_t m = n + (uint32_t)(next_u64() % (3 * n)), nback = 0;
+        double *stop = calloc(n, sizeof *stop), *w = calloc(m, sizeof *w);
+        uint32_t *src = calloc(m, sizeof *src), *dst = calloc(m, sizeof *dst);
+        double *pi = calloc(n, sizeof *pi), *p2 = calloc(n, sizeof *p2),
+               *dense = calloc(n, sizeof *dense);
+        int cyclic = gi % 3 != 0;
+        for (uint32_t i = 1; i < n; i++)
+            stop[i] = next_u64() % 5 == 0 ? 0.0 : next_unit() * 1000;
+        for (uint32_t e = 0; e < m; e++) { /* grouped by caller, as a profile's */
+            src[e] = (uint32_t)((uint64_t)e * (n - 1) / m);
+            uint64_t kind = next_u64() % 100;
+            if (kind < 3)
+                dst[e] = src[e];
+            else if (kind < 5)
+                dst[e] = 0;
+            else if (cyclic && kind < 9 && src[e] > 1)
+                dst[e] = 1 + (uint32_t)(next_u64() % (src[e] - 1));
+            else
+                dst[e] = src[e] + 1 + (uint32_t)(next_u64() % (n - 1 - src[e]));
+            nback += dst[e] != 0 && dst[e] < src[e];
+            w[e] = next_u64() % 10 == 0 ? 0.0 : next_unit() * 1e4;
+        }
+        static const double alphas[] = {0.5, 0.15, 0.05, 0.01};
+        struct rp_rank_opts o = {alphas[gi % 4], 1e-13, 1000000, 1};
+        struct rp_graph g = {n, m, stop, src, dst, w};
+        uint32_t it, it2;
+        double res, res2, sum = 0;
+        int sweeps = whole_vs_components(&g, &o, pi, &it, &res);
+        CHECK(dense_pi(n, stop, m, src, dst, w, o.alpha, dense) == 0);
+        for (uint32_t i = 0; i < n; i++) {
+            double d = fabs(pi[i] - dense[i]);
+            worst = d > worst ? d : worst;
+            CHECK(d <= 1e-10);
+            sum += pi[i];
+        }
+        CHECK_NEAR(sum, 1.0, 1e-12);
+        used += sweeps > 0;
+        most = (uint32_t)sweeps > most ? (uint32_t)sweeps : most;
+        if (nback == 0) { /* ids in topological order: one exact sweep */
+            acyclic++;
+            CHECK(sweeps == 1 && it == 1 && res == 0.0);
+        } else if (sweeps > 0) {
+            CHECK(it == (uint32_t)sweeps && res < 1e-13);
+        }
+        o.threads = 2;
+        rp_rank_whole_min = 1;
+        CHECK(rp_rank_solve(&g, &o, p2, &it2, &res2) == 0);
+        CHECK(memcmp(pi, p2, n * sizeof *pi) == 0 && it2 == it && res2 == res);
+        CHECK(rp_rank_whole_sweeps == (uint32_t)sweeps);
+        free(stop);
+        free(w);
+        free(src);
+        free(dst);
+        free(pi);
+        free(p2);
+        free(dense);
+    }
+    printf("whole graph in id order: ranked %u of %d graphs (%u acyclic in one sweep), most "
+           "sweeps %u, worst |pi - dense| = %.3g\n",
+           used, NG, acyclic, most, worst);
+    CHECK(used >= NG / 2 && acyclic >= NG / 6);
+
+    /* a chain read backwards: every edge to a lower id, never tried */
+    {
+        enum { N = 40 };
+        double stop[N], w[N], pi[N], dense[N];
+        uint32_t src[N], dst[N], it;
+        double res;
+        for (uint32_t i = 0; i < N; i++) {
+            stop[i] = i ? 10.0 : 0.0;
+            src[i] = i ? i : 0;
+            dst[i] = i ? i - 1 : N - 1;
+            w[i] = 90.0;
+        }
+        /* edge i: i -> i-1 (i >= 2), edge 0: ROOT -> N-1; edge 1 (1 -> 0) goes to ROOT */
+        struct rp_graph g = {N, N, stop, src, dst, w};
+        struct rp_rank_opts o = {0.01, 1e-13, 1000000, 0};
+        CHECK(whole_vs_components(&g, &o, pi, &it, &res) == 0);
+        CHECK(dense_pi(N, stop, N, src, dst, w, 0.01, dense) == 0);
+        for (uint32_t i = 0; i < N; i++)
+            CHECK(fabs(pi[i] - dense[i]) <= 1e-10);
+    }
+    /* a ring of 30 nodes closed by one edge back (1 of 30 edges, under the
+     * 10 % that would stop it before it starts), heavy enough that the
+     * change falls by about a quarter a sweep: given up after two sweeps;
+     * and a ring it could solve, but allowed one sweep only */
+    for (int k = 0; k < 2; k++) {
+        enum { N = 31 };
+        double stop[N], w[N], pi[N], dense[N];
+        uint32_t src[N], dst[N], it;
+        double res;
+        for (uint32_t i = 0; i < N; i++) {
+            stop[i] = i ? (k ? 100.0 : 0.01) : 0.0;
+            src[i] = i;
+            dst[i] = i + 1 < N ? i + 1 : 1;
+            w[i] = 100.0;
+        }
+        struct rp_graph g = {N, N, stop, src, dst, w};
+        struct rp_rank_opts o = {0.001, 1e-13, k ? 1 : 1000000, 0};
+        CHECK(whole_vs_components(&g, &o, pi, &it, &res) == 0);
+        if (k == 0) {
+            CHECK(dense_pi(N, stop, N, src, dst, w, 0.001, dense) == 0);
+            for (uint32_t i = 0; i < N; i++)
+                CHECK(fabs(pi[i] - dense[i]) <= 1e-10);
+        } else {
+            CHECK(it == 1 && res > 1e-13); /* the cap, said so */
+        }
+    }
+    rp_rank_whole_min = UINT32_MAX; /* the other tests: small graphs never take it */
+}
+
 int main(void)
 {
     test_trees();
@@ -1117,6 +1272,7 @@ int main(void)
     test_rank_runs();
     test_big_cycles();
     test_threads();
+    test_whole();
     test_flags();
     if (failures) {
         fprintf(stderr, "test_rank: %d check(s) failed\n", failures);

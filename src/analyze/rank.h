@@ -52,4 +52,11 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
  */
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o);
 
+/* For the tests (rank.c, "The whole graph in id order"): the edges from
+ * which a graph is first swept whole (lowered so that small graphs take
+ * that path), and the sweeps that took in this thread's last ranking (0 when
+ * the component solver ranked the graph). */
+extern uint32_t rp_rank_whole_min;
+extern _Thread_local uint32_t rp_rank_whole_sweeps;
+
 #endif /* RP_ANALYZE_RANK_H */
