@@ -69,6 +69,12 @@
  * the large arrays read at random ask for huge pages (bigmem.h).  The
  * tests compare with a dense direct solve.
  *
+ * A large graph is first tried whole, before any of this: after pass (1),
+ * Gauss-Seidel sweeps over every node in id order, straight over the
+ * adjacency by node, which a profile's first-seen ids make nearly
+ * topological; the component solver runs only when that order is not good
+ * enough (whole_graph, "The whole graph in id order", below).
+ *
  * Threads: on a large graph with two processors, passes (1) and (3) and the
  * ranks' radix sort run in two halves side by side, and while Tarjan's
  * search runs (sequential, as are the sweeps), a helper faults in the
