@@ -1146,6 +1146,8 @@ static void test_whole(void)
 {
     enum { NG = 300 };
     uint32_t used = 0, acyclic = 0, most = 0;
+    uint32_t span0 = rp_rank_whole_span;
+    rp_rank_whole_span = 0; /* every edge back is long: none is far back here */
     double worst = 0;
     for (int gi = 0; gi < NG; gi++) {
         uint32_t n = 3 + (uint32_t)(next_u64() % 58); /* 3..60 */
@@ -1257,6 +1259,27 @@ static void test_whole(void)
             CHECK(it == 1 && res > 1e-13); /* the cap, said so */
         }
     }
+    /* edges back at most two ids up are short: a graph whose edges back are
+     * mostly short is left to the component solver from the start (the
+     * ring above with a short edge back, and with a long one) */
+    rp_rank_whole_span = 2;
+    for (uint32_t span = 2; span <= 3; span++) {
+        enum { N = 40 };
+        double stop[N], w[N], pi[N];
+        uint32_t src[N], dst[N], it;
+        double res;
+        for (uint32_t i = 0; i < N; i++) { /* a ring that loses most of its flow */
+            stop[i] = i ? 1000.0 : 0.0;
+            src[i] = i;
+            dst[i] = i + 1 < N ? i + 1 : N - 1 - span;
+            w[i] = 100.0;
+        }
+        struct rp_graph g = {N, N, stop, src, dst, w};
+        struct rp_rank_opts o = {0.01, 1e-13, 1000000, 0};
+        int sweeps = whole_vs_components(&g, &o, pi, &it, &res);
+        CHECK(span == 2 ? sweeps == 0 : sweeps > 0);
+    }
+    rp_rank_whole_span = span0;
     rp_rank_whole_min = UINT32_MAX; /* the other tests: small graphs never take it */
 }
 
