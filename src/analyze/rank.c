@@ -124,7 +124,7 @@
 /* An edge to a lower id at most this many ids back is short (whole_graph,
  * "The whole graph in id order"); a variable for the tests, whose graphs
  * are small. */
-#define WHOLE_SPAN 256u
+#define WHOLE_SPAN 16384u
 uint32_t rp_rank_whole_span = WHOLE_SPAN;
 
 /* Spare entries after the adjacency by node's last edge (node 0), for the
@@ -1217,26 +1217,29 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
  *
  * It does not start when the order is not good enough for it: more than
  * WHOLE_BACK of the edges go to lower ids, or most of those are short (at
- * most WHOLE_SPAN ids back).  Short edges back close short cycles, which
- * can hold the flow for many sweeps (a sweep's cost is then the whole
- * graph's, for a few nodes), while the component search is cheap on them:
- * it stays among nearby ids.  Long edges back close long cycles, which
- * lose more flow on their way round, and make the search wander through
- * memory.  It gives up, and the component solver runs from scratch, when
- * the change fails to fall, the sweeps so far say more than WHOLE_MAX will
- * be needed (the change of the last sweep over that of the one before,
- * extrapolated to tol), or max_iter is reached first.  On the 1M-node
- * benchmark graph (1 % of edges go back, anywhere up) it takes 7 sweeps,
- * as many as the component solver's largest cycle; with the edges back at
- * most 100 ids up it would give up after 6, and the components, solved in
- * 0.34 s, would have cost 0.4 s more; with uniformly random edges (half to
- * a lower id) it does not start.
+ * most WHOLE_SPAN ids back, a window whose rows stay in the cache).  The
+ * component search is cheap when the cycles stay within such windows (it
+ * walks memory nearby), and short cycles can hold the flow for many sweeps,
+ * each of which costs the whole graph here; long edges back make the
+ * search wander through memory at random, and the long cycles they close
+ * lose more flow on their way round.  It gives up, and the component
+ * solver runs from scratch, when the change fails to fall, the sweeps so
+ * far say more than WHOLE_MAX will be needed (the change of the last sweep
+ * over that of the one before, extrapolated to tol), or max_iter is
+ * reached first: the search and the layout cost about as much as six
+ * sweeps, and the components' own sweeps come on top.  On the 1M-node
+ * benchmark graphs (bench_rank): 1 % of edges back anywhere up, 7 sweeps
+ * (as many as the component solver's largest cycle); 5 % back, 13 sweeps,
+ * faster than the components' 13 in their largest cycle; edges back at
+ * most 100 or 1000 ids up, left to the components, which are faster there
+ * (0.34 s against 0.81 s whole; 0.38-0.53 s against 0.47-0.72 s); uniformly
+ * random edges (half to a lower id), left to the components.
  * Which solver ranks a graph depends on the graph alone, so one thread or
  * two still give the same bits.
  */
 #define WHOLE_MIN  (1u << 19)
 #define WHOLE_BACK 0.10
-#define WHOLE_MAX  12u
+#define WHOLE_MAX  16u
 
 /* Edges from which a graph is swept whole first (the tests lower it), and
  * the sweeps the whole-graph solve took in this thread's last ranking (0:
