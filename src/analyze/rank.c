@@ -1086,6 +1086,46 @@ static inline void push(struct uv *in, const uint32_t *dst, const double *c, uin
 }
 
 /*
+ * One Gauss-Seidel sweep in push form over the nodes [a, b) (positions, or
+ * node ids for the whole graph; the callees in dst are of the same kind):
+ * each node's x becomes in * invden (in + x when invden is 0: a node that
+ * never leaves itself keeps all it receives), and its change is pushed
+ * along its edges, unless it is exactly 0 (pushing it would add 0.0 to
+ * values that are never -0.0: skipping it changes no bit).  Adds to m[0..3]
+ * the L1 change of u and of v and the sums of the new u and v.  Cannot
+ * fail.
+ */
+static inline void sweep(struct uv *in, struct uv *x, const double *invden, const uint32_t *off,
+                         const uint32_t *dst, const double *c, uint32_t a, uint32_t b, double m[4])
+{
+    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
+
+    for (uint32_t k = a; k < b; k++) {
+        struct uv nx = in[k], d;
+        if (invden[k] > 0.0) {
+            nx.u *= invden[k];
+            nx.v *= invden[k];
+        } else {
+            nx.u += x[k].u;
+            nx.v += x[k].v;
+        }
+        d.u = nx.u - x[k].u;
+        d.v = nx.v - x[k].v;
+        cu += fabs(d.u);
+        cv += fabs(d.v);
+        su += nx.u;
+        svs += nx.v;
+        x[k] = nx;
+        if (d.u != 0.0 || d.v != 0.0)
+            push(in, dst, c, off[k], off[k + 1], d);
+    }
+    m[0] += cu;
+    m[1] += cv;
+    m[2] += su;
+    m[3] += svs;
+}
+
+/*
  * Gauss-Seidel sweeps over the component at positions [a, b), in push form:
  * in[k] always holds the flow from earlier components plus the sum of
  * c * x over k's callers inside the component at their current values, so
@@ -1118,26 +1158,11 @@ static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru
     double cu = 0.0, cv = 0.0;
 
     while (it < max_iter) {
-        cu = cv = 0.0;
-        double su = 0.0, svs = 0.0;
-        for (uint32_t k = a; k < b; k++) {
-            struct uv nx = in[k], d;
-            if (invden[k] > 0.0) {
-                nx.u *= invden[k];
-                nx.v *= invden[k];
-            } else {
-                nx.u += x[k].u;
-                nx.v += x[k].v;
-            }
-            d.u = nx.u - x[k].u;
-            d.v = nx.v - x[k].v;
-            cu += fabs(d.u);
-            cv += fabs(d.v);
-            su += nx.u;
-            svs += nx.v;
-            x[k] = nx;
-            push(in, dst, c, off[k], off[k + 1], d);
-        }
+        double m[4] = {0.0, 0.0, 0.0, 0.0};
+        sweep(in, x, invden, off, dst, c, a, b, m);
+        cu = m[0];
+        cv = m[1];
+        double su = m[2], svs = m[3];
         it++;
         /* the component's sums tighten the bound on pi_ROOT */
         double r = (rv - svs) / (ru + su);
@@ -1310,27 +1335,11 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     x[0] = (struct uv){1.0, 0.0};
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
-        double su = 0.0, svs = 0.0;
-        cu = cv = 0.0;
-        for (uint32_t k = 1; k < n; k++) {
-            struct uv nx = in[k], d;
-            if (invden[k] > 0.0) {
-                nx.u *= invden[k];
-                nx.v *= invden[k];
-            } else {
-                nx.u += x[k].u;
-                nx.v += x[k].v;
-            }
-            d.u = nx.u - x[k].u;
-            d.v = nx.v - x[k].v;
-            cu += fabs(d.u);
-            cv += fabs(d.v);
-            su += nx.u;
-            svs += nx.v;
-            x[k] = nx;
-            if (d.u != 0.0 || d.v != 0.0)
-                push(in, dst, c, off[k], off[k + 1], d);
-        }
+        double m[4] = {0.0, 0.0, 0.0, 0.0};
+        sweep(in, x, invden, off, dst, c, 1, n, m);
+        cu = m[0];
+        cv = m[1];
+        double su = m[2], svs = m[3];
         it++;
         root = (1.0 - svs) / (1.0 + su);
         prev = ch;
