@@ -1085,18 +1085,23 @@ static inline void push(struct uv *in, const uint32_t *dst, const double *c, uin
     }
 }
 
+/* What a sweep measured: the L1 change of u and of v, the sums of the new
+ * u and v. */
+struct sweep_sums {
+    double cu, cv, su, sv;
+};
+
 /*
  * One Gauss-Seidel sweep in push form over the nodes [a, b) (positions, or
  * node ids for the whole graph; the callees in dst are of the same kind):
  * each node's x becomes in * invden (in + x when invden is 0: a node that
  * never leaves itself keeps all it receives), and its change is pushed
  * along its edges, unless it is exactly 0 (pushing it would add 0.0 to
- * values that are never -0.0: skipping it changes no bit).  Adds to m[0..3]
- * the L1 change of u and of v and the sums of the new u and v.  Cannot
- * fail.
+ * values that are never -0.0: skipping it changes no bit).  Cannot fail.
  */
-static inline void sweep(struct uv *in, struct uv *x, const double *invden, const uint32_t *off,
-                         const uint32_t *dst, const double *c, uint32_t a, uint32_t b, double m[4])
+static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double *invden,
+                                      const uint32_t *off, const uint32_t *dst, const double *c,
+                                      uint32_t a, uint32_t b)
 {
     double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
 
@@ -1119,10 +1124,18 @@ static inline void sweep(struct uv *in, struct uv *x, const double *invden, cons
         if (d.u != 0.0 || d.v != 0.0)
             push(in, dst, c, off[k], off[k + 1], d);
     }
-    m[0] += cu;
-    m[1] += cv;
-    m[2] += su;
-    m[3] += svs;
+    return (struct sweep_sums){cu, cv, su, svs};
+}
+
+/* The rule that ends the sweeps (solve_cycle's and the whole graph's):
+ * the L1 change of pi, r * cu + cv with r a bound on pi_ROOT, is at most
+ * tol, or the change is down to rounding (FLOOR_ULPS units in the last
+ * place of the sums).  Cannot fail. */
+#define FLOOR_ULPS 64.0
+
+static inline int settled(double r, struct sweep_sums m, double tol)
+{
+    return r * m.cu + m.cv <= tol || m.cu + m.cv <= FLOOR_ULPS * DBL_EPSILON * (m.su + m.sv);
 }
 
 /*
@@ -1146,8 +1159,6 @@ static inline void sweep(struct uv *in, struct uv *x, const double *invden, cons
  * then says.  Adds the last sweep's change of u and v to *du, *dv; returns
  * the number of sweeps.  Cannot fail.
  */
-#define FLOOR_ULPS 64.0
-
 static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru, double rv,
                             double tol, uint32_t max_iter, double *du, double *dv)
 {
@@ -1155,22 +1166,17 @@ static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru
     const double *c = sv->ic, *invden = sv->invden;
     struct uv *x = sv->x, *in = sv->in;
     uint32_t it = 0;
-    double cu = 0.0, cv = 0.0;
+    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
 
     while (it < max_iter) {
-        double m[4] = {0.0, 0.0, 0.0, 0.0};
-        sweep(in, x, invden, off, dst, c, a, b, m);
-        cu = m[0];
-        cv = m[1];
-        double su = m[2], svs = m[3];
+        m = sweep(in, x, invden, off, dst, c, a, b);
         it++;
         /* the component's sums tighten the bound on pi_ROOT */
-        double r = (rv - svs) / (ru + su);
-        if (r * cu + cv <= tol || cu + cv <= FLOOR_ULPS * DBL_EPSILON * (su + svs))
+        if (settled((rv - m.sv) / (ru + m.su), m, tol))
             break;
     }
-    *du += cu;
-    *dv += cv;
+    *du += m.cu;
+    *dv += m.cv;
     return it;
 }
 
@@ -1318,7 +1324,8 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
     const double *c = sv->c1, *invden = sv->invden1;
-    double prev = 0.0, ch = 0.0, cu = 0.0, cv = 0.0, root = 0.0;
+    double prev = 0.0, ch = 0.0, root = 0.0;
+    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
     int done = 0;
 
     if ((double)sv->nback > WHOLE_BACK * (double)off[n] || sv->nshort > sv->nback / 2)
@@ -1335,21 +1342,17 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     x[0] = (struct uv){1.0, 0.0};
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
-        double m[4] = {0.0, 0.0, 0.0, 0.0};
-        sweep(in, x, invden, off, dst, c, 1, n, m);
-        cu = m[0];
-        cv = m[1];
-        double su = m[2], svs = m[3];
+        m = sweep(in, x, invden, off, dst, c, 1, n);
         it++;
-        root = (1.0 - svs) / (1.0 + su);
+        root = (1.0 - m.sv) / (1.0 + m.su);
         prev = ch;
-        ch = root * cu + cv;
+        ch = root * m.cu + m.cv;
         if (sv->nback == 0) { /* acyclic, in topological order: exact */
-            cu = cv = 0.0;
+            m.cu = m.cv = 0.0;
             done = 1;
             break;
         }
-        if (ch <= tol || cu + cv <= FLOOR_ULPS * DBL_EPSILON * (su + svs)) {
+        if (settled(root, m, tol)) {
             done = 1;
             break;
         }
@@ -1367,7 +1370,7 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
         pi[i] = i ? root * x[i].u + x[i].v : root;
     rp_rank_whole_sweeps = it;
     *iters = it;
-    *resid = root * cu + cv;
+    *resid = root * m.cu + m.cv;
     return 1;
 }
 
