@@ -16,7 +16,8 @@
  *       with two threads; random graphs of up to 3000 nodes ranked with
  *       one thread and two, bit for bit, and bad inputs in either half;
  *       the whole graph swept in id order first (profile-like graphs vs
- *       the dense solve, and the graphs it must give up on);
+ *       the dense solve, the graphs it must give up on, and profiles
+ *       through it against rp_rank_solve);
  *   (e) rp_flags_apply / rp_flags_explain / rp_flags_str.
  */
 #include <math.h>
@@ -555,9 +556,9 @@ static int cmp_ref(const void *a, const void *b)
     return i < j ? -1 : i > j;
 }
 
-static void test_profile_vs_solve(void)
+static void test_profile_vs_solve(int whole)
 {
-    int ties = 0, nonspans = 0;
+    int ties = 0, nonspans = 0, swept = 0;
     for (int gi = 0; gi < 200; gi++) {
         uint32_t n = 2 + (uint32_t)(next_u64() % 300), m = (uint32_t)(next_u64() % (4 * n));
         struct rp_node *nodes = calloc(n, sizeof *nodes);
@@ -578,7 +579,7 @@ static void test_profile_vs_solve(void)
         for (uint32_t e = 0; e < m; e++) {
             uint32_t a = (uint32_t)(next_u64() % live), b = (uint32_t)(next_u64() % live);
             uint32_t up = a + 1 + (uint32_t)(next_u64() % 8);
-            if (next_u64() % 3 && up < live) /* mostly to a higher id, as in a profile */
+            if (next_u64() % (whole ? 20 : 3) && up < live) /* mostly to a higher id */
                 b = up;
             edges[e] = (struct rp_edge){.caller = a,
                                         .callee = b,
@@ -602,6 +603,7 @@ static void test_profile_vs_solve(void)
         uint32_t it;
         double res;
         CHECK(rp_rank_profile(&p, &o) == 0);
+        swept += rp_rank_whole_sweeps > 0;
         CHECK(rp_rank_solve(&g, &o1, pi, &it, &res) == 0);
         CHECK(p.rank.iterations == it && p.rank.residual == res);
         double rest = 0;
@@ -635,7 +637,9 @@ static void test_profile_vs_solve(void)
         free(ord);
     }
     CHECK(ties > 100 && nonspans > 100); /* the cases above did occur */
-    printf("profiles vs rp_rank_solve: 200, %d ties, %d instants/counters\n", ties, nonspans);
+    CHECK(whole ? swept >= 50 : swept == 0);
+    printf("profiles vs rp_rank_solve%s: 200, %d ties, %d instants/counters, %d swept whole\n",
+           whole ? " (whole graph first)" : "", ties, nonspans, swept);
 }
 
 /*
@@ -1280,6 +1284,12 @@ static void test_whole(void)
         int sweeps = whole_vs_components(&g, &o, pi, &it, &res);
         CHECK(span == 2 ? sweeps == 0 : sweeps > 0);
     }
+    /* rp_rank_profile through the whole graph: the span flags computed on
+     * the helper while it sweeps (two threads), the same bits as
+     * rp_rank_solve */
+    rp_rank_whole_span = 0;
+    rp_rank_whole_min = 1;
+    test_profile_vs_solve(1);
     rp_rank_whole_span = span0;
     rp_rank_whole_min = UINT32_MAX; /* the other tests: small graphs never take it */
 }
@@ -1292,7 +1302,7 @@ int main(void)
     test_trap();
     test_recursion();
     test_profile();
-    test_profile_vs_solve();
+    test_profile_vs_solve(0);
     test_rank_runs();
     test_big_cycles();
     test_threads();
