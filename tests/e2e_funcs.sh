@@ -129,8 +129,11 @@ done
 "$RANKPROF" report -i "$tmp/cli.data" --format json >"$tmp/cli.json"
 python3 "$tmp/check.py" "$tmp/cli.json" throttle $N || fail "record --throttle, above"
 "$RANKPROF" report -i "$tmp/cli.data" >"$tmp/cli.table"
-grep -q "^  leaf_a  201 of $N calls recorded" "$tmp/cli.table" ||
-    fail "the table does not note the throttled leaf_a: $(tail -5 "$tmp/cli.table")"
+# (201 recorded, or more if a preempted call kept the mean over 5 us for a
+# while: as check.py allows; under TSan on a busy host it happened)
+rec=$(sed -n "s/^  leaf_a  \([0-9][0-9]*\) of $N calls recorded\$/\1/p" "$tmp/cli.table")
+[ -n "$rec" ] && [ "$rec" -ge 201 ] && [ "$rec" -lt $N ] ||
+    fail "the table does not note the throttled leaf_a: $(grep leaf_a "$tmp/cli.table")"
 "$RANKPROF" record --throttle=x -o "$tmp/bad.data" -- "$prog" plain 1 >/dev/null 2>&1 &&
     fail "record --throttle=x was accepted"
 echo "e2e_funcs: ok"
