@@ -192,6 +192,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         t->unclosed += th->depth;
         th->depth = 0;
         break;
+    case RP_OP_PAUSE: /* the recorder's wait: not in any open span (replay.c) */
+        for (uint32_t d = 0; d < th->depth; d++)
+            th->stack[d].start += ev->arg;
+        break;
     default:
         break;
     }

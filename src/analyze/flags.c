@@ -28,7 +28,10 @@
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
- * ROOT (index 0) is never flagged.
+ * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged.
+ * max and the median are of on-CPU durations (replay.c: a span's time off
+ * CPU below it is taken out of the distribution), so preemption does not
+ * make a function JITTER.
  */
 #include "flags.h"
 
@@ -156,7 +159,9 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         struct rp_node *nd = &p->nodes[i];
         nd->fanout = out[i] > 0.0 ? exp(h[i]) : 0.0;
         nd->flags = 0;
-        if (i == 0)
+        /* the off-CPU node is time the threads were not running: never HOT,
+         * JITTER or RATE (its durations are the scheduler's, not code's) */
+        if (i == 0 || nd->kind == RP_KIND_OFFCPU)
             continue;
         if (nd->involvement >= o->dispatch_involvement && nd->incl > 0 &&
             (double)nd->excl <= o->dispatch_self * (double)nd->incl &&

@@ -53,6 +53,11 @@ struct rp_node {
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
                                          not in calls: every statistic is of recorded calls */
+    uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
+                              off-CPU node (format 1.3); part of incl, not of excl */
+    uint64_t offcpu_below; /* ticks off CPU anywhere below its activations, summed: the
+                              distribution (min, max, mean, m2, hist) is of durations less
+                              this, on-CPU durations; incl, excl, dur_sum stay wall time */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -77,6 +82,8 @@ struct rp_thread {
     uint64_t lost;            /* events the recorder dropped (LOST chunks) */
     uint64_t unmatched_exits; /* exits with no open span to match */
     uint64_t unclosed;        /* spans still open at the end of the trace */
+    uint64_t paused;          /* ticks it waited for the recorder's writer (PAUSE events),
+                                 taken out of every span open then (format 1.3) */
 };
 
 struct rp_rank_info {
@@ -122,6 +129,16 @@ struct rp_profile {
     double overhead_self;  /* ticks of a span's own enter + exit inside it */
     int compensated;       /* applied: known and not switched off */
     uint64_t comp_clamped; /* spans shorter than their overhead, counted as 0 */
+
+    /* Off-CPU time (format 1.3, docs/recording.md): how the recorder knew it
+     * ("perf", "schedstat", "none"; "" = not said: an older trace), why perf
+     * was not used, switch records lost, intervals too late to place, and the
+     * schedstat fallback's summed run-queue delay in ns. */
+    char offcpu_src[16];
+    char offcpu_err[64];
+    uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
+    int offcpu_runq_known;
+    uint64_t paused; /* ticks the threads waited for the recorder's writer, summed */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

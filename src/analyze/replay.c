@@ -76,6 +76,8 @@ struct frame {
     int64_t ev;     /* the chunk-local number of its ENTER event (the chunk's first
                        event is 1; <= 0: before the chunk); in a thread's stack
                        between chunks, relative to the end of the last one */
+    uint64_t off;   /* ticks off CPU in spans below it (in this chunk): taken out of
+                       its on-CPU statistics (format 1.3, see "Off-CPU" above) */
 };
 
 /*
@@ -102,6 +104,7 @@ struct hot {
                             at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t offb;                         /* off-CPU ticks below its spans, summed */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -146,6 +149,8 @@ struct job {
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
     uint64_t clamped; /* out: spans shorter than their overhead */
+    uint32_t offid;   /* the off-CPU node's id (0 = none) */
+    uint64_t paused;  /* out: ticks of PAUSE events (the recorder's waits) */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
     uint32_t nin, capin;
@@ -193,6 +198,7 @@ struct priv {
     int snap_warned;
     int want_comp;           /* compensation not switched off */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
+    uint32_t offid;          /* the first node of kind offcpu (0 = none) */
 
     /* the workers */
     struct rp_profile *p;
@@ -433,14 +439,18 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  * from parent (0 = ROOT); `outer`: no other activation of it is open below.
  * Returns 0 or RP_ENOMEM.
  */
-static inline __attribute__((always_inline)) int span_count(struct acc *a, struct hot *h,
-                                                            uint32_t id, uint32_t parent,
-                                                            uint64_t start, uint64_t raw,
-                                                            uint64_t dur, uint64_t child, int outer)
+static inline __attribute__((always_inline)) int
+span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
+           uint64_t dur, uint64_t child, uint64_t off, int outer)
 {
     h->excl += dur - child;
-    h->sq += (unsigned __int128)dur * dur;
-    unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
+    uint64_t on = dur; /* the distribution is of on-CPU durations */
+    if (unlikely(off)) {
+        on = off < dur ? dur - off : 0;
+        h->offb += dur - on;
+    }
+    h->sq += (unsigned __int128)on * on;
+    unsigned b = rp_hist_index(on); /* a new histogram has len 0 */
     if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
         return RP_ENOMEM;
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
@@ -459,10 +469,10 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (unlikely(dur < e->min))
-        e->min = dur;
-    if (unlikely(dur > e->max))
-        e->max = dur;
+    if (unlikely(on < e->min))
+        e->min = on;
+    if (unlikely(on > e->max))
+        e->max = on;
     return 0;
 }
 
@@ -485,6 +495,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
+        pf->off += f->off + (id == j->offid ? dur : 0);
         parent = pf->id;
     }
     if (unlikely(*depth < j->low)) {
@@ -492,7 +503,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
         if (*depth < j->u)
             j->closed[*depth] = 1;
     }
-    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child,
+    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
                       --a->active[id] == 0);
 }
 
@@ -579,7 +590,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     j->nsnap = ns;
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev};
+        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0};
     }
     a->depth = j->u = j->low = u;
     memset(j->closed, 0, u);
@@ -642,7 +653,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (unlikely(!(q = pget(q, end, &x))))
                 goto bad;
             if (compact && unlikely(!x)) { /* (an id 0 in padding has no op) */
-                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LAST)
                     goto bad;
                 op = (unsigned)x;
             }
@@ -663,10 +674,12 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
+                        if (unlikely(x == j->offid)) /* an off-CPU span: always a leaf */
+                            stack[depth - 1].off += dur;
                         parent = stack[depth - 1].id;
                     }
                     n++;
-                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0,
+                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
                                             act == 0) < 0))
                         goto nomem;
                     now += raw;
@@ -677,7 +690,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n, 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -685,7 +698,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n, 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -740,6 +753,16 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             stack_drop(a, j, 0);
             depth = 0;
             break;
+        case RP_OP_PAUSE:
+            /* The thread waited arg ticks for the recorder's writer: not
+             * the program's time.  Every open span starts that much later,
+             * as the writer's snapshots say (format.h). */
+            if (!(q = rp_get_varint(q, end, &arg)))
+                goto bad;
+            j->paused += arg;
+            for (uint32_t d = 0; d < depth; d++)
+                stack[d].start += arg;
+            break;
         default:
             goto bad;
         }
@@ -784,7 +807,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
-    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
+    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;
@@ -885,6 +908,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     th->unmatched_exits += j->unmatched;
     th->unclosed += j->unclosed;
     th->lost += j->lost;
+    th->paused += j->paused;
+    p->paused += j->paused;
     p->comp_clamped += j->clamped;
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
@@ -904,7 +929,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev};
+            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0};
         t->depth = j->u;
     }
     for (uint32_t i = j->low; i < j->u; i++)
@@ -913,8 +938,10 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     uint32_t keep = j->low < j->u ? j->low : j->u;
     if (rp_grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
-    for (uint32_t i = 0; i < keep; i++)
+    for (uint32_t i = 0; i < keep; i++) {
         t->stack[i].child += j->out[i].child;
+        t->stack[i].start = j->out[i].start; /* moved later by the chunk's PAUSEs */
+    }
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
     t->depth = j->nout;
     for (uint32_t i = 0; i < j->nout; i++) /* ENTERs counted from the end of this chunk */
@@ -1140,6 +1167,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     atomic_store_explicit(&j->done, 0, memory_order_relaxed);
     j->from_snap = parallel;
     j->comp = comp;
+    j->offid = v->offid;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     if (!parallel) {
@@ -1199,6 +1227,8 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             goto bad; /* an id is defined once */
         n->kind = kind;
         defined(p->priv, id);
+        if (kind == RP_KIND_OFFCPU && !((struct priv *)p->priv)->offid)
+            ((struct priv *)p->priv)->offid = id;
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
@@ -1243,6 +1273,28 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             free(p->argv);
             p->argv = dupn(val, vlen);
             p->argv_len = p->argv ? vlen : 0;
+        } else if (KEY("offcpu")) { /* format 1.3: how off-CPU time is known */
+            size_t l = vlen < sizeof(p->offcpu_src) - 1 ? vlen : sizeof(p->offcpu_src) - 1;
+            memcpy(p->offcpu_src, val, l);
+            p->offcpu_src[l] = 0;
+        } else if (KEY("offcpu_error")) {
+            size_t l = vlen < sizeof(p->offcpu_err) - 1 ? vlen : sizeof(p->offcpu_err) - 1;
+            memcpy(p->offcpu_err, val, l);
+            p->offcpu_err[l] = 0;
+        } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            uint64_t x = strtoull(tmp, NULL, 10);
+            if (KEY("offcpu_lost"))
+                p->offcpu_lost = x;
+            else if (KEY("offcpu_late"))
+                p->offcpu_late = x;
+            else {
+                p->offcpu_runq_ns = x;
+                p->offcpu_runq_known = 1;
+            }
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
                    KEY("overhead_self_ticks")) {
             char tmp[32];
@@ -1340,6 +1392,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
+        n->offcpu_below += h->offb;
         sq[i] += h->sq;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
@@ -1422,6 +1475,13 @@ static int finish(struct rp_profile *p)
     /* one order whatever the number of replayers: the results are identical */
     if (p->n_edges)
         qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
+    /* off-CPU time in a node's own frame: its edges to the off-CPU node */
+    for (uint32_t k = 0; k < p->n_edges; k++) {
+        const struct rp_edge *e = &p->edges[k];
+        if (e->callee < p->n_nodes && p->nodes[e->callee].kind == RP_KIND_OFFCPU &&
+            e->caller < p->n_nodes)
+            p->nodes[e->caller].offcpu += e->incl;
+    }
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
         if (n->kind == 0xff)
@@ -1433,10 +1493,11 @@ static int finish(struct rp_profile *p)
         if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
         double cnt = (double)n->calls;
-        n->mean = (double)n->dur_sum / cnt;
+        /* of on-CPU durations, like min, max and the histogram */
+        uint64_t on = n->dur_sum - (n->offcpu_below < n->dur_sum ? n->offcpu_below : n->dur_sum);
+        n->mean = (double)on / cnt;
         /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-        long double m2 = (long double)sq[i] -
-                         (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
+        long double m2 = (long double)sq[i] - (long double)on * (long double)on / (long double)cnt;
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
     p->nodes[0].kind = RP_KIND_FUNC;

@@ -54,8 +54,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     struct dump *d = ctx;
     static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
                                      "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
-    static const char *const on[] = {"enter",   "exit", "exit", "instant",
-                                     "counter", "arg",  "LOST", "?"};
+    static const char *const on[] = {"enter", "exit", "exit", "instant", "counter",
+                                     "arg",   "LOST", "?",    "pause"};
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -82,7 +82,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
                (int)(2 * (depth < 40 ? depth : 40)), "");
         if (ev.id)
             printf("%s", id_name(d, p, ev.id));
-        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)
+        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
+            ev.op == RP_OP_PAUSE)
             printf(" %" PRIu64, ev.arg);
         else if (ev.op == RP_OP_COUNTER)
             printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));

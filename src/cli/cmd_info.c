@@ -62,6 +62,9 @@ int cmd_info(int argc, char **argv)
         printf("overhead:    not measured (%s): times are not compensated\n",
                p.mode && !strcmp(p.mode, "direct") ? "direct mode"
                                                    : "older recorder or RANKPROF_CALIBRATE=0");
+    printf("recorder wait: %s (threads waiting for the writer; taken out of the spans open then)\n",
+           rp_fmt_ns((double)p.paused * p.ns_per_tick, b, sizeof(b)));
+    rp_report_offcpu_line(stdout, &p);
     printf("duration:    %s (first to last event)\n",
            rp_fmt_ns((double)(p.last_tick - p.first_tick) * p.ns_per_tick, b, sizeof(b)));
     printf("events:      %llu\n", (unsigned long long)p.events);

@@ -52,6 +52,7 @@
 #include "direct.h"
 #include "funcs.h"
 #include "locks.h"
+#include "offcpu.h"
 #include "rankprof.h"
 #include "sites.h"
 
@@ -228,6 +229,13 @@ static void out_info(void)
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.self);
         rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
     }
+    /* how off-CPU time is known (offcpu.c), and why perf is not used */
+    const char *src = rp_offcpu_source_name(), *oerr = rp_offcpu_error();
+    if (!rp_rt.direct) {
+        rp_info_put(buf, cap, &len, "offcpu", src, strlen(src));
+        if (*oerr)
+            rp_info_put(buf, cap, &len, "offcpu_error", oerr, strlen(oerr));
+    }
     rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
     out_chunk(RP_CH_INFO, buf, len);
     free(buf);
@@ -263,7 +271,15 @@ static int describe_site(void *ctx, uint64_t site, struct rp_def *out)
     return rp_sites_describe(site, out);
 }
 
-/* Encodes and writes one buffer of thread t (writer thread only). */
+/* rp_rt.out's size in records (rp_enc_bound) */
+static size_t out_recs;
+
+/*
+ * Encodes and writes one buffer of thread t (writer thread only), with the
+ * thread's off-CPU intervals that fall before its last record merged in
+ * (offcpu.c reads the rings first: the switch-in before a record that is
+ * already visible here is in a ring by now).
+ */
 static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
 {
     if (!t->announced) {
@@ -271,7 +287,25 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
         t->announced = 1;
     }
     uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped;
-    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, recs, n, rp_rt.out);
+    size_t nm = n;
+    const struct rp_raw *m = recs;
+    if (rp_offcpu_source() == RP_OFFCPU_PERF) {
+        rp_offcpu_poll();
+        m = rp_offq_merge(&t->offq, recs, &nm);
+        /* an off-CPU record takes up to two events' bytes */
+        if (nm > n && 2 * nm > out_recs) {
+            uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
+            if (no) {
+                rp_rt.out = no;
+                out_recs = 2 * nm;
+            } else {
+                m = recs; /* the intervals are dropped (counted late) */
+                t->offq.late += nm - n;
+                nm = n;
+            }
+        }
+    }
+    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, rp_rt.out);
     size_t dlen;
     const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
     if (dlen)
@@ -337,6 +371,7 @@ static unsigned drain_once(void)
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
             write_pending_loss(x);
+            rp_offcpu_forget(x);
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
@@ -384,6 +419,27 @@ static unsigned flush_partials(void)
     for (; t; t = t->next)
         n += (unsigned)flush_partial(t);
     return n;
+}
+
+struct info_buf {
+    uint8_t b[1024];
+    size_t len;
+};
+
+static void info_put(void *ctx, const char *key, const char *val)
+{
+    struct info_buf *ib = ctx;
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, key, val, strlen(val));
+}
+
+/* A second INFO chunk at the end of a run (format 1.3): what is only known
+ * then (offcpu.c: lost switch records, the schedstat run-queue delay). */
+static void out_end_info(void)
+{
+    struct info_buf ib = {.len = 0};
+    rp_offcpu_end_info(info_put, &ib);
+    if (ib.len)
+        out_chunk(RP_CH_INFO, ib.b, ib.len);
 }
 
 /* The END chunk: flags RP_END_*, status the exit status or signal number. */
@@ -462,6 +518,7 @@ static void *writer_main(void *arg)
         unsigned n = drain_once();
         uint64_t now = rp_mono_ns();
         if (rp_rt.flush_ms && now - last_flush >= (uint64_t)rp_rt.flush_ms * 1000000u) {
+            rp_offcpu_tick(); /* schedstat fallback: the threads' run-queue delay */
             n += flush_partials();
             last_flush = now;
         }
@@ -566,11 +623,15 @@ static void buf_publish(struct rp_tbuf *t)
 /*
  * Makes a free buffer current.  Returns 0, or -1 when there is none (drop
  * policy, a failed writer, or shutdown): the caller then counts a loss.
+ * *waited_from is set to the ticks when the thread began to wait for the
+ * writer (or to write other buffers itself), left alone when it did not.
  */
-static int buf_next(struct rp_tbuf *t)
+static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
 {
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     while (p - atomic_load_explicit(&t->consumed, memory_order_acquire) >= rp_rt.nbuf) {
+        if (!*waited_from)
+            *waited_from = rp_ticks();
         if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
             return -1;
         if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
@@ -605,20 +666,26 @@ static int buf_next(struct rp_tbuf *t)
 /* Records word into t's next buffer (t->guard is set by the caller). */
 static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
-    uint64_t now = rp_ticks();
+    uint64_t now = rp_ticks(), waited = 0;
     if (t->base)
         buf_publish(t);
-    if (buf_next(t) < 0) {
+    if (buf_next(t, &waited) < 0) {
         if (!t->lost++)
             t->lost_first = now;
         return;
     }
     struct rp_raw *p = t->pos;
-    if (t->lost) { /* a buffer has room for the LOST record and the event */
+    if (t->lost) { /* a buffer has room for the LOST, PAUSE records and the event */
         p->ticks = t->lost_first;
         p->word = rp_raw_word(RP_RAW_LOST, t->lost);
         p++;
         t->lost = 0;
+    }
+    if (waited) { /* the time waited for the writer is the recorder's, not the program's */
+        uint64_t t1 = rp_ticks();
+        p->ticks = t1;
+        p->word = rp_raw_word(RP_RAW_PAUSE, t1 > waited ? t1 - waited : 0);
+        p++;
     }
     p->ticks = rp_ticks();
     p->word = word;
@@ -861,6 +928,8 @@ static void atfork_child(void)
         return;
     }
     rp_rt.enc.lock_name = rp_lock_name_of;
+    if (!rp_rt.direct)
+        rp_offcpu_atfork_child();
     out_prologue();
     if (rp_self) {
         /* A fresh tbuf: the old one's ring is shared state with a writer
@@ -990,6 +1059,11 @@ static int rt_start(void)
         measure_overhead(&rt_overhead);
 
     rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
+    out_recs = rp_rt.bufrecs;
+    /* before the INFO, which names the source, and before any thread is
+     * created (they inherit the context-switch events) */
+    if (!rp_rt.direct)
+        rp_offcpu_start();
     if (!rp_rt.out || rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 ||
         pthread_key_create(&rp_rt.key, thread_exit) != 0) {
         rt_start_err = RP_ENOMEM;
@@ -1074,6 +1148,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
+    if (!rp_rt.direct)
+        out_end_info();
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0);
@@ -1133,7 +1209,8 @@ RP_API int rp_flush(void)
                 pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
             rp_rt.waiters--;
             pthread_mutex_unlock(&rp_rt.lock);
-            if (buf_next(t) < 0) {
+            uint64_t waited = 0; /* an explicit flush waits on purpose: no pause */
+            if (buf_next(t, &waited) < 0) {
                 rp_pos_set(t, NULL);
                 t->base = t->end = NULL;
             }

@@ -84,7 +84,11 @@ struct rp_tbuf {
 
     /* writer side only */
     struct rp_enc_thread enc;
-    uint32_t part; /* records of bufs[consumed % nbuf] already written */
+    struct rp_offq offq; /* off-CPU intervals to merge (offcpu.c) */
+    uint64_t rq0, rq1;   /* schedstat run-queue delay: first and last read (ns) */
+    uint8_t off_reg;     /* offcpu.c has seen this tbuf */
+    uint8_t rq_have;     /* rq0 is set */
+    uint32_t part;       /* records of bufs[consumed % nbuf] already written */
     int announced;
     struct rp_tbuf *next;
 };

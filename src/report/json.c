@@ -93,6 +93,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "throttled_calls", n->throttled);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
+    put_u64_field(out, "offcpu_ns", rp_ticks_ns(p, n->offcpu)); /* off CPU in its own frame */
     put_num_field(out, "mean_ns", n->mean * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
@@ -166,6 +167,7 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
     put_u64_field(out, "lost", t->lost);
     put_u64_field(out, "unmatched_exits", t->unmatched_exits);
     put_u64_field(out, "unclosed", t->unclosed);
+    put_u64_field(out, "recorder_wait_ns", rp_ticks_ns(p, t->paused));
     put_u64_field(out, "total_ns", rp_ticks_ns(p, t->last > t->first ? t->last - t->first : 0));
     fputs(" }", out);
 }
@@ -232,6 +234,25 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(", \"self_ns\": ", out);
     put_num(out, p->overhead_self * p->ns_per_tick);
     fprintf(out, ", \"clamped_spans\": %" PRIu64 " }", p->comp_clamped);
+    /* off-CPU time (format 1.3, docs/recording.md) and the recorder's waits */
+    uint64_t off = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+            off += p->nodes[i].incl;
+    fputs(",\n  \"offcpu\": { \"source\": ", out);
+    put_str(out, p->offcpu_src[0] ? p->offcpu_src : "none");
+    if (p->offcpu_err[0]) {
+        fputs(", \"error\": ", out);
+        put_str(out, p->offcpu_err);
+    }
+    fprintf(out,
+            ", \"separated_ns\": %" PRIu64 ", \"lost_records\": %" PRIu64
+            ", \"late_intervals\": %" PRIu64,
+            rp_ticks_ns(p, off), p->offcpu_lost, p->offcpu_late);
+    if (p->offcpu_runq_known)
+        fprintf(out, ", \"runq_delay_ns\": %" PRIu64, p->offcpu_runq_ns);
+    fputs(" }", out);
+    fprintf(out, ",\n  \"recorder_wait_ns\": %" PRIu64, rp_ticks_ns(p, p->paused));
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
                 p->rank.weight_calls ? "calls" : "time");

@@ -333,6 +333,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "%swarning: the final flush timed out; some buffers may be missing%s\n", warn,
                 reset);
     rp_report_comp_line(out, p);
+    rp_report_offcpu_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",
                 p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,

@@ -38,7 +38,7 @@
 #define RP_MAGIC          "RANKPROF"
 #define RP_MAGIC_LEN      8
 #define RP_VERSION_MAJOR  1
-#define RP_VERSION_MINOR  2
+#define RP_VERSION_MINOR  3
 #define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
@@ -63,7 +63,10 @@ enum rp_chunk_type {
  * Keys written by the recorder: "program", "argv" (NUL-separated), "pid",
  * "ppid", "clock" ("tsc", "cntvct" or "monotonic"), "freq_hz" (start-up
  * estimate), "mode" ("trace" or "direct"), "recorder" (version), "policy"
- * ("wait" or "drop"), and, when the recorder measured its own cost at
+ * ("wait" or "drop"), "offcpu" (format 1.3: how off-CPU time was separated:
+ * "perf" context switches, "schedstat" (not separated; the run-queue delay
+ * is given at the end), or "none"), "offcpu_error" (why perf was not used),
+ * and, when the recorder measured its own cost at
  * start-up (format 1.2, trace mode): "overhead_ticks" (what one recorded
  * call, its enter and exit event, adds to the time of the span around it;
  * decimal, may have a fraction) and "overhead_self_ticks" (the part of a
@@ -80,6 +83,9 @@ enum rp_kind {
     RP_KIND_IO = 4,        /* device transaction */
     RP_KIND_INSTANT = 5,   /* a point in time: timer, IRQ, user mark */
     RP_KIND_COUNTER = 6,   /* a sampled value */
+    RP_KIND_WAIT = 7,      /* a blocking call (format 1.3) */
+    RP_KIND_OFFCPU = 8,    /* the thread was off CPU in the enclosing span (format 1.3):
+                              a synthetic node "[off-cpu]", key 0 */
     RP_KIND_MAX
 };
 
@@ -118,7 +124,14 @@ enum rp_op {
     RP_OP_LOST = 6,    /* + varint count: events the recorder dropped here; the
                           spans open before it are closed by the reader as lost */
     RP_OP_RESERVED7 = 7,
+    RP_OP_PAUSE = 8, /* + varint ticks (format 1.3, compact stream only): the thread
+                        waited that long for the recorder's writer just before this
+                        point; every span open here is shortened by it (the reader
+                        moves their starts later by it, as the writer does in its
+                        snapshots) */
 };
+/* The highest op a reader of this version knows. */
+#define RP_OP_LAST RP_OP_PAUSE
 #define RP_OP_BITS 3
 
 /* The ARG of a lock-wait span that ended without the lock (a failed
