@@ -1339,6 +1339,24 @@ static void test_offcpu(void)
     CHECK_EQ(p.unclosed + p.unmatched_exits, 0);
     rp_profile_free(&p);
     rp_offq_free(&q);
+
+    /* A pause (the thread waited for the writer, 200-300) is the
+     * recorder's time: an interval is cut at its start, one inside it is
+     * dropped (not late). */
+    struct rp_raw b4[] = {oraw(100, RP_RAW_FUNC_ENTER, OF), oraw(300, RP_RAW_PAUSE, 100),
+                          oraw(400, RP_RAW_FUNC_EXIT, OF)};
+    rp_offq_switch(&q, 150, 1);
+    rp_offq_switch(&q, 250, 0);
+    rp_offq_switch(&q, 260, 1);
+    rp_offq_switch(&q, 290, 0);
+    n = 3;
+    m = rp_offq_merge(&q, b4, &n);
+    CHECK_EQ(n, 4);
+    CHECK_EQ(m[1].ticks, 150);
+    CHECK_EQ(m[1].word, rp_raw_word(RP_RAW_OFFCPU, 50));
+    CHECK_EQ(q.late, 0);
+    CHECK_EQ(q.n, 0);
+    rp_offq_free(&q);
     rp_enc_thread_free(&t);
     rp_enc_free(&e);
     free(out);

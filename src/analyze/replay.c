@@ -151,6 +151,8 @@ struct job {
     uint64_t clamped; /* out: spans shorter than their overhead */
     uint32_t offid;   /* the off-CPU node's id (0 = none) */
     uint64_t paused;  /* out: ticks of PAUSE events (the recorder's waits) */
+    uint64_t syn;     /* out: the writer's own events (off-CPU spans, PAUSE): not
+                         counted in the event numbers compensation uses */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
     uint32_t nin, capin;
@@ -490,7 +492,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     uint32_t id = f->id, parent = 0;
     uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
 
-    if (cp->on) /* E events inside: E * pair / 2 + self, rounded */
+    if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
     if (*depth) {
         struct frame *pf = f - 1;
@@ -624,7 +626,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                                                              const uint8_t *end, const int compact)
 {
     const uint8_t *q = ev->q, *ev0 = q;
-    uint64_t now = ev->now, n = 0, h, x, arg;
+    uint64_t now = ev->now, n = 0, syn = 0, h, x, arg; /* n - syn: see struct job */
     const struct rp_node *nodes = p->nodes;
     const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
     struct hot *const hot = a->hot;
@@ -671,6 +673,10 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
+                    if (unlikely(x == j->offid)) { /* the writer's: not compensated */
+                        dur = raw;
+                        syn += 2;
+                    }
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
@@ -690,7 +696,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n, 0};
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -698,7 +704,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n, 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -706,7 +712,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -726,7 +732,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             a->depth = depth;
             stack_drop(a, j, at);
             depth = a->depth;
-            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
+            if (span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0)
                 goto nomem;
             break;
         }
@@ -760,6 +766,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad;
             j->paused += arg;
+            syn++;
             for (uint32_t d = 0; d < depth; d++)
                 stack[d].start += arg;
             break;
@@ -771,6 +778,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
         rc = LOOP_BAD;
 out:
     a->depth = depth;
+    j->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;
     ev->now = now;
@@ -807,7 +815,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
-    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = 0;
+    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = j->syn = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;
@@ -945,7 +953,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
     t->depth = j->nout;
     for (uint32_t i = 0; i < j->nout; i++) /* ENTERs counted from the end of this chunk */
-        t->stack[i].ev = j->out[i].ev - (int64_t)j->events;
+        t->stack[i].ev = j->out[i].ev - (int64_t)(j->events - j->syn);
     return 0;
 }
 

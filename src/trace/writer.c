@@ -282,7 +282,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 {
     uint8_t *o = out + 16;
     uint64_t prev = n ? recs[0].ticks : 0;
-    uint32_t nev = 0, flags = RP_EV_COMPACT;
+    /* nev: the events the thread recorded; nsyn: the writer's own (off-CPU
+     * spans, pauses), left out of the event numbers of the snapshots, so
+     * that overhead compensation counts only what the thread paid for */
+    uint32_t nev = 0, nsyn = 0, flags = RP_EV_COMPACT;
 
     /* The spans open when this chunk begins, outermost first: the reader
      * can then replay the chunk without the ones before it (in parallel).
@@ -395,7 +398,9 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             for (uint32_t d = 0; d < t->depth; d++)
                 t->stack[d].start += pl;
             t->paused += pl;
-            break;
+            prev = now;
+            nsyn++;
+            continue;
         case RP_RAW_OFFCPU: {
             /* The thread was off CPU from now for pl ticks: a span of the
              * "[off-cpu]" node under the innermost open span.  Not inside
@@ -415,10 +420,9 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = put_op(o, delta, RP_OP_ENTER);
             o = rp_put_varint(o, e->offcpu_id);
             o = put_op(o, pl, RP_OP_EXIT);
-            nev++;
             t->offcpu++;
             prev = now + pl;
-            nev++;
+            nsyn += 2;
             continue;
         }
         case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
@@ -437,7 +441,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     }
     t->seq += nev;
     rp_put32(out, tid);
-    rp_put32(out + 4, nev | flags);
+    rp_put32(out + 4, (nev + nsyn) | flags);
     rp_put64(out + 8, n ? recs[0].ticks : 0);
     return (size_t)(o - out);
 }
@@ -483,17 +487,25 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
         q->tmpcap = nr + m;
     }
     for (size_t i = 0; i < nr; i++) {
-        uint64_t t = recs[i].ticks;
+        uint64_t t = recs[i].ticks, lim = t;
+        /* A pause (the thread waited for the writer, and was off CPU for
+         * that reason) ends at t: its time is the recorder's, taken out of
+         * the spans as a whole, so no off-CPU span covers any of it. */
+        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_PAUSE) {
+            uint64_t d = recs[i].word & RP_RAW_PAYLOAD;
+            lim = d < t ? t - d : 0;
+        }
         while (k < m) {
             uint64_t a = q->iv[k].ticks, b = a + (q->iv[k].word & RP_RAW_PAYLOAD);
             if (a >= t && b > t)
                 break; /* after this record */
+            int late = b <= last;
             a = a > last ? a : last;
-            b = b < t ? b : t;
+            b = b < lim ? b : lim;
             if (b > a)
                 q->tmp[o++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, b - a)};
-            else
-                q->late++;
+            else if (late)
+                q->late++; /* (not one inside a pause) */
             k++;
         }
         q->tmp[o++] = recs[i];
