@@ -148,10 +148,16 @@ for n in r["nodes"]:
     fan = math.exp(-sum(w / s * math.log(w / s) for w in ws if w > 0)) if s > 0 else 0.0
     if n["id"] in recursive:
         continue
+    if n["kind"] == "offcpu":  # time off CPU is never flagged
+        if fl:
+            die(f"{nm}: flags {fl} on the off-CPU node")
+        continue
     incl = n["inclusive_ns"]
     rules = {
         "HOT": (n["exclusive_ns"], 0.05 * total),
-        "JITTER": (n["max_ns"], 10 * n.get("p50_ns", 0)) if n["calls"] >= 10 else None,
+        # the on-CPU maximum (less the time off CPU below it) is judged
+        "JITTER": (n.get("oncpu_max_ns", n["max_ns"]), 10 * n.get("p50_ns", 0))
+        if n["calls"] >= 10 else None,
     }
     for flag, rule in rules.items():
         if rule is None or near(*rule):

@@ -1242,7 +1242,7 @@ static const struct rp_node *node_by_key(const struct rp_profile *p, uint8_t kin
  * offcpu 1000, excl 70, on-CPU max 70; F incl 1900 - 30 = 1870, offcpu
  * 20, excl 1870 - 10 - 20 - 1070 - 300 - 50 = 420, and on-CPU max 1870 -
  * 1000 = 870: the 20 off CPU in the first chunk is not taken out of the
- * distribution of a span that ends in a later one (docs/report-json.md);
+ * on-CPU duration of a span that ends in a later one (docs/report-json.md);
  * [off-cpu] 2 calls, 1020; the lock wait 300; 30 ticks paused.
  */
 static void test_offcpu(void)
@@ -1319,11 +1319,17 @@ static void test_offcpu(void)
         CHECK_EQ(nh->incl, 1070);
         CHECK_EQ(nh->offcpu, 1000);
         CHECK_EQ(nh->excl, 70);
-        CHECK_EQ(nh->max, 70);
+        CHECK_EQ(nh->max, 1070);
+        CHECK_EQ(nh->oncpu_max, 70);
+        CHECK_EQ(nh->oncpu_min, 70);
+        CHECK_EQ(nh->offcpu_below, 1000);
         CHECK_EQ(nf->incl, 1870);
         CHECK_EQ(nf->offcpu, 20);
         CHECK_EQ(nf->excl, 420);
-        CHECK_EQ(nf->max, 870);
+        CHECK_EQ(nf->max, 1870);
+        CHECK_EQ(nf->oncpu_max, 870);
+        CHECK_EQ(nk->oncpu_max, 10);
+        CHECK_EQ(nk->oncpu_min, 10);
         CHECK_EQ(nk->calls, 2);
         CHECK_EQ(nk->offcpu, 0);
         CHECK_EQ(no->calls, 2);
@@ -1356,6 +1362,20 @@ static void test_offcpu(void)
     CHECK_EQ(m[1].word, rp_raw_word(RP_RAW_OFFCPU, 50));
     CHECK_EQ(q.late, 0);
     CHECK_EQ(q.n, 0);
+    rp_offq_free(&q);
+
+    /* A DATA record (an instant's value in its ticks field) is no time: an
+     * interval never comes between it and its INSTANT. */
+    struct rp_raw b5[] = {oraw(100, RP_RAW_FUNC_ENTER, OF), oraw(200, RP_RAW_INSTANT, 0x77),
+                          oraw(5, RP_RAW_DATA, 0), oraw(300, RP_RAW_FUNC_EXIT, OF)};
+    rp_offq_switch(&q, 210, 1);
+    rp_offq_switch(&q, 250, 0);
+    n = 4;
+    m = rp_offq_merge(&q, b5, &n);
+    CHECK_EQ(n, 5);
+    CHECK_EQ(m[2].word, rp_raw_word(RP_RAW_DATA, 0));
+    CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 40));
+    CHECK_EQ(q.late, 0);
     rp_offq_free(&q);
     rp_enc_thread_free(&t);
     rp_enc_free(&e);

@@ -140,8 +140,8 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     struct frame *f = &th->stack[--th->depth];
     struct rp_cct_node *n = &t->nodes[f->node];
     uint64_t raw = now >= f->start ? now - f->start : 0;
-    uint64_t dur = v->offid && n->id == v->offid ? raw
-                                                 : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
+    uint64_t dur =
+        v->offid && n->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
     n->calls++;
     n->incl += dur;
     n->excl += dur - f->callees; /* modulo 2^64: a signed sum until the end */
@@ -163,8 +163,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     if (!th)
         return RP_ENOMEM;
     /* the writer's events (replay.c): not among the thread's for compensation */
-    if (!(ev->op == RP_OP_PAUSE ||
-          (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
+    if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
           (v->offid && ev->op == RP_OP_EXIT && th->depth &&
            t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
         th->events++;

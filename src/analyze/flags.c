@@ -29,9 +29,10 @@
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged.
- * max and the median are of on-CPU durations (replay.c: a span's time off
- * CPU below it is taken out of the distribution), so preemption does not
- * make a function JITTER.
+ * JITTER and RATE judge the on-CPU maximum (oncpu_max: a span's duration
+ * less the time off CPU below it) of a replayed trace, so preemption does
+ * not make a function JITTER; the median is the wall one (off-CPU spans are
+ * rare enough not to move it).
  */
 #include "flags.h"
 
@@ -97,6 +98,13 @@ static double median_ticks(const struct rp_node *n)
 {
     uint64_t med = rp_hist_q(&n->hist, 0.5);
     return med ? (double)med : 1.0;
+}
+
+/* The largest duration that judges a node (JITTER, RATE): on CPU, less the
+ * time off CPU below it, when the profile knows it (a replayed trace). */
+static uint64_t judged_max(const struct rp_profile *p, const struct rp_node *n)
+{
+    return p->oncpu_known ? n->oncpu_max : n->max;
 }
 
 static double mean_period(const struct rp_node *n)
@@ -171,11 +179,11 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             nd->flags |= RP_FLAG_HOT;
         int recursed = self[i] || nd->dur_sum > nd->incl;
         if (!recursed && nd->calls >= o->jitter_calls && nd->calls > 0 &&
-            (double)nd->max >= o->jitter_ratio * median_ticks(nd))
+            (double)judged_max(p, nd) >= o->jitter_ratio * median_ticks(nd))
             nd->flags |= RP_FLAG_JITTER;
         double per = mean_period(nd);
-        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
-            (double)nd->max >= o->rate_period * per)
+        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && judged_max(p, nd) > 0 &&
+            (double)judged_max(p, nd) >= o->rate_period * per)
             nd->flags |= RP_FLAG_RATE;
         if (nd->budget > 0 && nd->overruns > 0)
             nd->flags |= RP_FLAG_BUDGET;
@@ -287,18 +295,20 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     }
     if (n->flags & RP_FLAG_JITTER) {
         double med = median_ticks(n);
+        double mx = (double)judged_max(p, n);
         put(buf, bufsz, &len, "%sJITTER max ", sep);
-        put_dur(buf, bufsz, &len, (double)n->max, tick);
-        put(buf, bufsz, &len, " is %.0fx the median ", (double)n->max / med);
+        put_dur(buf, bufsz, &len, mx, tick);
+        put(buf, bufsz, &len, " is %.0fx the median ", mx / med);
         put_dur(buf, bufsz, &len, med, tick);
         sep = "; ";
     }
     if (n->flags & RP_FLAG_RATE) {
         double per = mean_period(n);
+        double mx = (double)judged_max(p, n);
         put(buf, bufsz, &len, "%sRATE max ", sep);
-        put_dur(buf, bufsz, &len, (double)n->max, tick);
+        put_dur(buf, bufsz, &len, mx, tick);
         put(buf, bufsz, &len, " is ");
-        put_pct(buf, bufsz, &len, per > 0.0 ? (double)n->max / per : 1.0);
+        put_pct(buf, bufsz, &len, per > 0.0 ? mx / per : 1.0);
         put(buf, bufsz, &len, " of the mean period ");
         put_dur(buf, bufsz, &len, per > 0.0 ? per : 0.0, tick);
         sep = "; ";

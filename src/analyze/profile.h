@@ -53,11 +53,13 @@ struct rp_node {
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
                                          not in calls: every statistic is of recorded calls */
-    uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
-                              off-CPU node (format 1.3); part of incl, not of excl */
-    uint64_t offcpu_below; /* ticks off CPU anywhere below its activations, summed: the
-                              distribution (min, max, mean, m2, hist) is of durations less
-                              this, on-CPU durations; incl, excl, dur_sum stay wall time */
+    uint64_t offcpu;               /* ticks off CPU in its own frame: the incl of its edges to the
+                                      off-CPU node (format 1.3); part of incl, not of excl */
+    uint64_t offcpu_below;         /* ticks off CPU anywhere below its activations, summed */
+    uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
+                              activation's duration less the off-CPU time below it (in
+                              the chunk it ended in); min, max, mean, m2 and hist stay of
+                              wall durations.  JITTER and RATE judge oncpu_max */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -139,6 +141,7 @@ struct rp_profile {
     uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
     int offcpu_runq_known;
     uint64_t paused; /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known; /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

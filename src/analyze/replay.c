@@ -105,6 +105,8 @@ struct hot {
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
+    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
+                            and the smallest of the spans that had any off-CPU time */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -249,6 +251,7 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
+        p->nodes[i].oncpu_min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
     }
     p->n_nodes = id + 1;
@@ -271,6 +274,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         struct hot *h = &a->hot[i];
         memset(h, 0, sizeof(*h));
         h->first = UINT64_MAX;
+        h->omin = UINT64_MAX;
         h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
         a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
@@ -446,13 +450,17 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
            uint64_t dur, uint64_t child, uint64_t off, int outer)
 {
     h->excl += dur - child;
-    uint64_t on = dur; /* the distribution is of on-CPU durations */
+    uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
         h->offb += dur - on;
+        if (on < h->omin)
+            h->omin = on;
     }
-    h->sq += (unsigned __int128)on * on;
-    unsigned b = rp_hist_index(on); /* a new histogram has len 0 */
+    if (unlikely(on > h->omax))
+        h->omax = on;
+    h->sq += (unsigned __int128)dur * dur;
+    unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
     if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
         return RP_ENOMEM;
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
@@ -471,10 +479,10 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (unlikely(on < e->min))
-        e->min = on;
-    if (unlikely(on > e->max))
-        e->max = on;
+    if (unlikely(dur < e->min))
+        e->min = dur;
+    if (unlikely(dur > e->max))
+        e->max = dur;
     return 0;
 }
 
@@ -851,7 +859,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         goto too_deep;
     }
     j->last = ev.now;
-    j->events = ev.n;
+    j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
 out:
     j->clamped = cp.clamped;
     /* hand the stack over and leave a clean replayer for the next chunk */
@@ -953,7 +961,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
     t->depth = j->nout;
     for (uint32_t i = 0; i < j->nout; i++) /* ENTERs counted from the end of this chunk */
-        t->stack[i].ev = j->out[i].ev - (int64_t)(j->events - j->syn);
+        t->stack[i].ev = j->out[i].ev - (int64_t)j->events;
     return 0;
 }
 
@@ -1401,6 +1409,8 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
         n->offcpu_below += h->offb;
+        n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
+        n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
         sq[i] += h->sq;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
@@ -1496,19 +1506,21 @@ static int finish(struct rp_profile *p)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
+        /* on-CPU min: the wall minimum, or less where off-CPU time was below */
+        n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
         if (!n->calls)
-            n->min = 0;
+            n->min = n->oncpu_min = 0;
         if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
         double cnt = (double)n->calls;
-        /* of on-CPU durations, like min, max and the histogram */
-        uint64_t on = n->dur_sum - (n->offcpu_below < n->dur_sum ? n->offcpu_below : n->dur_sum);
-        n->mean = (double)on / cnt;
+        n->mean = (double)n->dur_sum / cnt;
         /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-        long double m2 = (long double)sq[i] - (long double)on * (long double)on / (long double)cnt;
+        long double m2 = (long double)sq[i] -
+                         (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
     p->nodes[0].kind = RP_KIND_FUNC;
+    p->oncpu_known = 1;
     rc = 0;
 out:
     free(sq);

@@ -373,10 +373,14 @@ static void runq_update(struct rp_tbuf *t)
 /* ---- the writer's part ---------------------------------------------------- */
 
 /* Registers the tbufs created since the last call: they are at the list's
- * head (new ones are pushed there), down to the first registered one. */
+ * head (new ones are pushed there), down to the first registered one.  A
+ * try-lock: the writer calls this with rp_rt.lock held when it writes a
+ * retired thread's last losses, and never waits for a program thread here;
+ * a thread not registered now is next time (its switches wait a poll). */
 static void register_new(void)
 {
-    pthread_mutex_lock(&rp_rt.lock);
+    if (pthread_mutex_trylock(&rp_rt.lock) != 0)
+        return;
     struct rp_tbuf *t = rp_rt.threads;
     pthread_mutex_unlock(&rp_rt.lock);
     for (; t && !t->off_reg; t = t->next) {

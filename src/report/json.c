@@ -97,6 +97,11 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_num_field(out, "mean_ns", n->mean * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
+    if (p->oncpu_known) { /* less the time off CPU below (format 1.3) */
+        put_u64_field(out, "oncpu_min_ns", rp_ticks_ns(p, n->oncpu_min));
+        put_u64_field(out, "oncpu_max_ns", rp_ticks_ns(p, n->oncpu_max));
+        put_u64_field(out, "offcpu_below_ns", rp_ticks_ns(p, n->offcpu_below));
+    }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     if (n->hist.counts && n->hist.n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));

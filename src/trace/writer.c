@@ -472,8 +472,12 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
     size_t nr = *n, k = 0, o = 0;
     if (!nr)
         return recs;
-    /* only intervals that end by the batch's last record go in now */
-    uint64_t endt = recs[nr - 1].ticks, last = q->last;
+    /* only intervals that end by the batch's last record go in now (a DATA
+     * record's ticks field is its INSTANT's or COUNTER's value, not a time) */
+    size_t lr = nr - 1;
+    while (lr > 0 && recs[lr].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+        lr--;
+    uint64_t endt = recs[lr].ticks, last = q->last;
     uint32_t m = 0;
     while (m < q->n && q->iv[m].ticks + (q->iv[m].word & RP_RAW_PAYLOAD) <= endt)
         m++;
@@ -488,6 +492,10 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
     }
     for (size_t i = 0; i < nr; i++) {
         uint64_t t = recs[i].ticks, lim = t;
+        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA) {
+            q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
+            continue;
+        }
         /* A pause (the thread waited for the writer, and was off CPU for
          * that reason) ends at t: its time is the recorder's, taken out of
          * the spans as a whole, so no off-CPU span covers any of it. */
