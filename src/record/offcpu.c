@@ -357,17 +357,25 @@ static uint64_t runq_ns(uint32_t tid, int *ok)
     return wait;
 }
 
+/* The writer's read of a live thread (the delay counts from its start). */
 static void runq_update(struct rp_tbuf *t)
 {
     int ok;
     uint64_t v = runq_ns(t->tid, &ok);
     if (!ok)
         return;
-    if (!t->rq_have) {
-        t->rq0 = v;
-        t->rq_have = 1;
-    }
+    t->rq_have = 1;
     t->rq1 = v;
+}
+
+void rp_offcpu_thread_exit(struct rp_tbuf *t)
+{
+    if (off.src != RP_OFFCPU_SCHEDSTAT)
+        return;
+    int ok;
+    uint64_t v = runq_ns(t->tid, &ok);
+    if (ok)
+        t->rq_exit = v + 1;
 }
 
 /* ---- the writer's part ---------------------------------------------------- */
@@ -387,8 +395,6 @@ static void register_new(void)
         t->off_reg = 1;
         if (off.src == RP_OFFCPU_PERF)
             map_put(t->tid, t);
-        else if (off.src == RP_OFFCPU_SCHEDSTAT)
-            runq_update(t);
     }
 }
 
@@ -504,9 +510,12 @@ void rp_offcpu_tick(void)
 void rp_offcpu_forget(struct rp_tbuf *t)
 {
     if (off.src == RP_OFFCPU_SCHEDSTAT) {
-        runq_update(t); /* fails once the thread is gone: the last read stays */
-        if (t->rq_have)
-            off.runq_forgotten += t->rq1 - t->rq0;
+        /* the thread's own read at its exit (it has exited: `exited` was
+         * loaded with acquire), else the writer's last */
+        if (t->rq_exit)
+            off.runq_forgotten += t->rq_exit - 1;
+        else if (t->rq_have)
+            off.runq_forgotten += t->rq1;
     }
     off.late_forgotten += t->offq.late;
     if (off.mapcap && t->tid) {
@@ -536,8 +545,10 @@ void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val)
         uint64_t sum = off.runq_forgotten;
         pthread_mutex_lock(&rp_rt.lock);
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
-            if (t->rq_have)
-                sum += t->rq1 - t->rq0;
+            if (atomic_load_explicit(&t->exited, memory_order_acquire) && t->rq_exit)
+                sum += t->rq_exit - 1;
+            else if (t->rq_have)
+                sum += t->rq1;
         pthread_mutex_unlock(&rp_rt.lock);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)sum);
         put(ctx, "offcpu_runq_ns", v);

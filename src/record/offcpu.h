@@ -47,6 +47,11 @@ RP_HIDDEN void rp_offcpu_poll(void);
 /* Writer only: the periodic part (schedstat reads of the live threads). */
 RP_HIDDEN void rp_offcpu_tick(void);
 
+/* On the exiting thread itself, before it stores `exited`: the schedstat
+ * fallback reads its run-queue delay while /proc still has it (one open and
+ * read per thread exit; nothing with perf). */
+RP_HIDDEN void rp_offcpu_thread_exit(struct rp_tbuf *t);
+
 /* Writer only, before t is freed: forget it (and take its last schedstat). */
 RP_HIDDEN void rp_offcpu_forget(struct rp_tbuf *t);
 

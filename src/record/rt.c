@@ -565,6 +565,7 @@ static void thread_exit(void *arg)
         t->lens[atomic_load(&t->produced) % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
     }
+    rp_offcpu_thread_exit(t); /* the schedstat fallback's last read */
     atomic_store_explicit(&t->exited, 1, memory_order_release);
     rp_self = NULL;
     rp_gone = 1;
