@@ -286,7 +286,7 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
         out_thread(t);
         t->announced = 1;
     }
-    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped;
+    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped, pause0 = t->enc.npause;
     size_t nm = n;
     const struct rp_raw *m = recs;
     if (rp_offcpu_source() == RP_OFFCPU_PERF) {
@@ -312,7 +312,7 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
         out_chunk(RP_CH_DEFS, defs, dlen);
     if (len)
         out_chunk(RP_CH_EVENTS, rp_rt.out, len);
-    rp_rt.events_written += n;
+    rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
     rp_rt.lost_total += t->enc.lost - lost0;
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,

@@ -398,6 +398,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             for (uint32_t d = 0; d < t->depth; d++)
                 t->stack[d].start += pl;
             t->paused += pl;
+            t->npause++;
             prev = now;
             nsyn++;
             continue;

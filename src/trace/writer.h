@@ -93,6 +93,7 @@ struct rp_enc_thread {
     uint64_t seq;            /* events written for the thread so far (snapshot counts) */
     int nosnap;              /* the shadow stack lost a frame: write no stack snapshots */
     uint64_t paused;         /* ticks of PAUSE records written (format 1.3) */
+    uint64_t npause;         /* PAUSE records written */
     uint64_t offcpu;         /* off-CPU intervals written as spans */
     uint64_t offcpu_skipped; /* off-CPU intervals left out: inside a wait span, or
                                 with no span open */
