@@ -98,8 +98,10 @@ def compare(trace_path, direct_path, spec):
             l, sl = node["leaf"], edge[("step", "leaf")]
             if abs(l["inclusive_ns"] - sl["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
                 die("%s: incl(leaf) %s != incl(step->leaf) %s" % (mode, l["inclusive_ns"], sl["inclusive_ns"]))
-            if abs(l["exclusive_ns"] - l["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
-                die("%s: leaf calls nothing, yet exclusive %s != inclusive %s" % (mode, l["exclusive_ns"], l["inclusive_ns"]))
+            # (its time off CPU, when preempted, is the [off-cpu] node's: trace mode)
+            if abs(l["exclusive_ns"] + l.get("offcpu_ns", 0) - l["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
+                die("%s: leaf calls nothing, yet exclusive %s + off-CPU %s != inclusive %s"
+                    % (mode, l["exclusive_ns"], l.get("offcpu_ns", 0), l["inclusive_ns"]))
         if not os.environ.get("RP_SANITIZE"):
             # typical times within noise: medians (a trace-mode buffer
             # hand-off makes a few calls slow), generous bounds

@@ -29,10 +29,11 @@
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged.
- * JITTER and RATE judge the on-CPU maximum (oncpu_max: a span's duration
- * less the time off CPU below it) of a replayed trace, so preemption does
- * not make a function JITTER; the median is the wall one (off-CPU spans are
- * rare enough not to move it).
+ * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
+ * time off CPU below it) of a replayed trace, so preemption does not make a
+ * function JITTER; the median is the wall one (off-CPU spans are rare
+ * enough not to move it).  RATE judges the wall maximum: a periodic task
+ * misses its period also while it is preempted.
  */
 #include "flags.h"
 
@@ -100,8 +101,9 @@ static double median_ticks(const struct rp_node *n)
     return med ? (double)med : 1.0;
 }
 
-/* The largest duration that judges a node (JITTER, RATE): on CPU, less the
- * time off CPU below it, when the profile knows it (a replayed trace). */
+/* The largest duration that judges a node's JITTER: on CPU, less the time
+ * off CPU below it, when the profile knows it (a replayed trace).  RATE
+ * judges the wall maximum: a deadline is missed also while preempted. */
 static uint64_t judged_max(const struct rp_profile *p, const struct rp_node *n)
 {
     return p->oncpu_known ? n->oncpu_max : n->max;
@@ -182,8 +184,8 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             (double)judged_max(p, nd) >= o->jitter_ratio * median_ticks(nd))
             nd->flags |= RP_FLAG_JITTER;
         double per = mean_period(nd);
-        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && judged_max(p, nd) > 0 &&
-            (double)judged_max(p, nd) >= o->rate_period * per)
+        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
+            (double)nd->max >= o->rate_period * per)
             nd->flags |= RP_FLAG_RATE;
         if (nd->budget > 0 && nd->overruns > 0)
             nd->flags |= RP_FLAG_BUDGET;
@@ -304,7 +306,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     }
     if (n->flags & RP_FLAG_RATE) {
         double per = mean_period(n);
-        double mx = (double)judged_max(p, n);
+        double mx = (double)n->max;
         put(buf, bufsz, &len, "%sRATE max ", sep);
         put_dur(buf, bufsz, &len, mx, tick);
         put(buf, bufsz, &len, " is ");

@@ -59,7 +59,7 @@ struct rp_node {
     uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
                               activation's duration less the off-CPU time below it (in
                               the chunk it ended in); min, max, mean, m2 and hist stay of
-                              wall durations.  JITTER and RATE judge oncpu_max */
+                              wall durations.  JITTER judges oncpu_max */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
