@@ -516,6 +516,8 @@ static void *writer_main(void *arg)
             return NULL;
         }
         unsigned n = drain_once();
+        rp_offcpu_poll(); /* at least every wait: the rings do not fill up while
+                             the threads record nothing (all blocked) */
         uint64_t now = rp_mono_ns();
         if (rp_rt.flush_ms && now - last_flush >= (uint64_t)rp_rt.flush_ms * 1000000u) {
             rp_offcpu_tick(); /* schedstat fallback: the threads' run-queue delay */
