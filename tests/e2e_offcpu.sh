@@ -18,7 +18,8 @@
 # 2. The fallback, forced (RANKPROF_TEST_OFFCPU_REFUSE=1): no [off-cpu]
 #    node, offcpu.source "schedstat" with error "perf_event_open: EACCES"
 #    and a run-queue delay, the header says "not separated"; and
-#    RANKPROF_OFFCPU=0: source "none", "switched off".
+#    RANKPROF_OFFCPU=0: source "none", "switched off"; direct mode: "none",
+#    and no on-CPU fields (its maxima are wall maxima).
 # 3. Recorder waits: one thread, 1 KiB buffers, the writer slowed down
 #    (RANKPROF_TEST_WRITER_DELAY_US=10000 per buffer) so that the thread
 #    waits for a free buffer about every 64 events.  Checked: the JSON's
@@ -143,6 +144,17 @@ RANKPROF_OFFCPU=0 "$RANKPROF" record -o "$tmp/none.data" -- "$prog" 1 10 1 >/dev
     fail "record (switched off) failed"
 "$RANKPROF" report -i "$tmp/none.data" | grep -q '^off-CPU: not separated (switched off' ||
     fail "RANKPROF_OFFCPU=0: the header does not say so"
+# direct mode separates nothing and keeps its wall maxima (JITTER judges them)
+"$RANKPROF" record --mode direct -o "$tmp/direct.data" -- "$prog" 2 2000 $SPIN >/dev/null 2>&1 ||
+    fail "record (direct mode) failed"
+"$RANKPROF" report -i "$tmp/direct.data" | grep -q '^off-CPU: not separated (direct mode)' ||
+    fail "direct mode: the header does not say off-CPU time is not separated"
+"$RANKPROF" report -i "$tmp/direct.data" --format json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+t = {n["name"]: n for n in j["nodes"]}["tiny"]
+sys.exit("oncpu_max_ns" in t or j["offcpu"]["source"] != "none" or t["max_ns"] <= 0)' ||
+    fail "direct mode: on-CPU fields, or a source, or no maximum"
 echo "e2e_offcpu: fallback: ok"
 
 # ---- 3. recorder waits -------------------------------------------------------

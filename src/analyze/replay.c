@@ -1520,7 +1520,8 @@ static int finish(struct rp_profile *p)
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
     p->nodes[0].kind = RP_KIND_FUNC;
-    p->oncpu_known = 1;
+    /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
+    p->oncpu_known = !(p->mode && !strcmp(p->mode, "direct"));
     rc = 0;
 out:
     free(sq);
