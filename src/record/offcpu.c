@@ -255,7 +255,7 @@ void rp_offcpu_start(void)
     off.err[0] = 0;
     if (e && !strcmp(e, "0")) {
         off.src = RP_OFFCPU_NONE;
-        snprintf(off.err, sizeof(off.err), "switched off (RANKPROF_OFFCPU=0)");
+        snprintf(off.err, sizeof(off.err), "switched off by RANKPROF_OFFCPU=0");
         return;
     }
     const char *refuse = getenv("RANKPROF_TEST_OFFCPU_REFUSE");
