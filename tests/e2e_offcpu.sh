@@ -3,9 +3,10 @@
 # program's (docs/recording.md, "Off-CPU time" and "Recorder waits").
 #
 # 1. perf context switches (where perf_event_open is allowed: the test
-#    requires it when kernel.perf_event_paranoid <= 2).  prog_busy runs 4
-#    threads spinning in small functions (worker -> step -> tiny) on a
-#    2-core machine, so the scheduler preempts them.  Checked:
+#    requires it when kernel.perf_event_paranoid <= 2 and no seccomp filter
+#    is in the way).  prog_busy runs threads spinning in small functions
+#    (worker -> step -> tiny), twice as many as CPUs, so the scheduler
+#    preempts them.  Checked:
 #      - the report says "off-CPU: perf context switches", the JSON's
 #        offcpu.source is "perf", and an [off-cpu] node (kind offcpu) has
 #        spans, never a flag, and its inclusive is offcpu.separated_ns;
@@ -39,7 +40,11 @@ export RANKPROF_LIB="$RP_LIB"
 tmp=$(mktemp -d /tmp/rp_e2e_offcpu.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 prog="$PROGS/prog_busy"
-THREADS=4 CALLS=60000 SPIN=400
+# twice as many spinning threads as CPUs (at least 4): they must be preempted
+THREADS=$((2 * $(nproc 2>/dev/null || echo 2)))
+((THREADS < 4)) && THREADS=4
+((THREADS > 64)) && THREADS=64
+CALLS=60000 SPIN=400
 
 # perf must work where the kernel allows it to an unprivileged process and
 # no seccomp filter is in the way (a container's default filter refuses it)
@@ -113,7 +118,7 @@ PY
 fi
 
 # ---- 2. the fallback, forced ------------------------------------------------
-RANKPROF_TEST_OFFCPU_REFUSE=1 "$RANKPROF" record -o "$tmp/fb.data" -- "$prog" 4 20000 $SPIN \
+RANKPROF_TEST_OFFCPU_REFUSE=1 "$RANKPROF" record -o "$tmp/fb.data" -- "$prog" $THREADS 20000 $SPIN \
     >/dev/null 2>"$tmp/fb.err" || fail "record (fallback) failed: $(cat "$tmp/fb.err")"
 "$RANKPROF" report -i "$tmp/fb.data" --format json >"$tmp/fb.json" || fail "report failed"
 "$RANKPROF" report -i "$tmp/fb.data" >"$tmp/fb.txt" || fail "report (table) failed"
@@ -132,7 +137,7 @@ want = "schedstat" if os.access("/proc/self/schedstat", os.R_OK) else "none"
 if o["source"] != want:
     die(f"source {o['source']}, want {want}")
 if want == "schedstat" and not o.get("runq_delay_ns", 0) > 0:
-    die(f"4 spinning threads on this machine, yet no run-queue delay: {o}")
+    die(f"twice as many spinning threads as CPUs, yet no run-queue delay: {o}")
 if o["separated_ns"] != 0:
     die(f"separated_ns {o['separated_ns']}")
 PY
