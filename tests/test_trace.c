@@ -590,33 +590,38 @@ static const struct rp_edge *find_edge(const struct rp_profile *p, uint32_t a, u
  * The numbers of the synthetic timeline, worked by hand.
  *
  * A: activations 100 (1000..1100), 50 (outer 1200..1250), 20 (inner
- *    1210..1230), 20 (1400..1420; B inside never ended) -> calls 4,
- *    dur_sum 190, min 20, max 100;
- *    incl counts the outer recursion only: 100 + 50 + 20 = 170;
- *    excl: 100-30-10 = 60, inner 20, outer 50-20 = 30, last 20 -> 130.
- * B: 30 (1010..1040), 10 (1050..1060), 5 (2000..2005), 10 (2020..2030)
- *    -> calls 4, dur_sum = incl = excl = 55, min 5, max 30.
- *    (B at 1410 and at 1600 never end: unclosed, no time.)
+ *    1210..1230), 20 (1400..1420; B inside ended by the EXIT_ID of A, 10),
+ *    and the one entered at 1700, still open at the end: cut, X ticks (to
+ *    the END's 3000, X = 1300, or to the thread's last event, X = 0,
+ *    without an END) -> calls 5, dur_sum 190 + X, min 20 (0), max 100
+ *    (1300); incl counts the outer recursion only: 100 + 50 + 20 + X;
+ *    excl: 100-30-10 = 60, inner 20, outer 50-20 = 30, 20-10, X -> 120 + X.
+ * B: 30 (1010..1040), 10 (1050..1060), 5 (2000..2005), 10 (2020..2030),
+ *    10 (1410..1420, unwound by the EXIT_ID of A) -> calls 5, dur_sum =
+ *    incl = excl = 65, min 5, max 30.  (B at 1600 never ends: the LOST
+ *    drops it, unclosed, no time.)
  * C: 70 (1290..1360, of which wait 20 and hold 30), 10 (1620..1630),
  *    90 (2010..2100, of which B 10) -> calls 3, dur_sum = incl = 170,
  *    excl 20 + 10 + 80 = 110, min 10, max 90.
  * wait L: 20 (1300..1320); hold L: 30 (1320..1350).
  * tick: one instant -> calls 1.
- * Edges: root->A 3 calls (100, 50, 20) incl 170; A->B 2 (30, 10) 40;
+ * Edges: root->A 4 calls (100, 50, 20, X) incl 170 + X; A->B 3 (30, 10, 10) 50;
  *    A->A 1 (20); root->C 2 (70, 10) + thread 202's C (90) = 3, 170;
  *    C->wait 1 (20); C->hold 1 (30); root->B 1 (5); C->B 1 (10).  8 edges.
- * Thread 101: events 8 + 17 = 25, first 1000, last 1700, lost 5,
- *    unmatched exits 1 (C at 1500), unclosed 3 (B at 1420, B at 1610, A at
- *    the end).  Thread 202: 7 events, 2000..2100, nothing unmatched.
- * Total: 32 events, total time (1700-1000) + (2100-2000) = 800 ticks.
+ * Thread 101: events 8 + 17 = 25, first 1000, last 1700 + X, lost 5,
+ *    unmatched exits 1 (C at 1500), unclosed 1 (B at 1610), unwound 1 (B
+ *    at 1420), cut 1 (A at the end).  Thread 202: 7 events, 2000..2100,
+ *    nothing unmatched.
+ * Total: 32 events, total time (1700+X-1000) + (2100-2000) = 800 + X ticks.
  * Clock: (20e6 ticks, 10e6 ns) between the two CLOCK chunks -> 0.5 ns/tick.
  * Histograms (src/common/hist.h: below 32 a bucket each, then 32 a row per
  * octave, a bucket reported as its midpoint), kept as the rows from the
  * shortest span's to the longest's:
  *    A: 20, 20 (row 0), 50 (bucket 32 + 18 = 50, row 1), 100 (e = 6:
- *       64 + (100 >> 1) % 32 = 82, row 2, [100, 102) -> 101): rows 0-2,
- *       p50 20, p100 101;
- *    B: 5, 10, 10, 30: row 0 alone, p50 10, p100 30;
+ *       64 + (100 >> 1) % 32 = 82, row 2, [100, 102) -> 101), X: with X =
+ *       0 rows 0-2, p50 20, p100 101; with X = 1300 (row 6) rows 0-6, p50
+ *       50, p100 1296;
+ *    B: 5, 10, 10, 10, 30: row 0 alone, p50 10, p100 30;
  *    C: 10 (row 0), 70 (64 + 35 % 32 = 67 -> 71), 90 (64 + 45 % 32 = 77 ->
  *       91), the 90 from the other thread's chunk: rows 0-2 with row 1
  *       empty, p50 71, p100 91.
@@ -627,16 +632,22 @@ static void check_profile(const struct rp_profile *p, int ended)
     if (p->n_nodes != NDEFS + 1)
         return;
     const struct rp_node *a = &p->nodes[IA], *b = &p->nodes[IB], *c = &p->nodes[IC];
-    CHECK_EQ(a->calls, 4);
-    CHECK_EQ(a->dur_sum, 190);
-    CHECK_EQ(a->incl, 170);
-    CHECK_EQ(a->excl, 130);
-    CHECK_EQ(a->min, 20);
-    CHECK_EQ(a->max, 100);
-    CHECK_EQ(b->calls, 4);
-    CHECK_EQ(b->dur_sum, 55);
-    CHECK_EQ(b->incl, 55);
-    CHECK_EQ(b->excl, 55);
+    /* the A open at the end is cut there: at the END's ticks, if later */
+    uint64_t x = p->ended && p->end_ticks > 1700 ? p->end_ticks - 1700 : 0;
+    CHECK(x == 0 || x == 1300);
+    CHECK_EQ(a->calls, 5);
+    CHECK_EQ(a->cut, 1);
+    CHECK_EQ(a->dur_sum, 190 + x);
+    CHECK_EQ(a->incl, 170 + x);
+    CHECK_EQ(a->excl, 120 + x);
+    CHECK_EQ(a->min, x ? 20 : 0);
+    CHECK_EQ(a->max, x ? 1300 : 100);
+    CHECK_EQ(b->calls, 5);
+    CHECK_EQ(b->cut, 1);
+    CHECK_EQ(c->cut, 0);
+    CHECK_EQ(b->dur_sum, 65);
+    CHECK_EQ(b->incl, 65);
+    CHECK_EQ(b->excl, 65);
     CHECK_EQ(b->min, 5);
     CHECK_EQ(b->max, 30);
     CHECK_EQ(c->calls, 3);
@@ -645,10 +656,10 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(c->excl, 110);
     CHECK_EQ(c->min, 10);
     CHECK_EQ(c->max, 90);
-    CHECK(a->hist.n == 4 && a->hist.lo == 0 && a->hist.len == 3 * RP_HIST_SUB);
-    CHECK_EQ(rp_hist_q(&a->hist, 0.5), 20);
-    CHECK_EQ(rp_hist_q(&a->hist, 1.0), 101);
-    CHECK(b->hist.n == 4 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
+    CHECK(a->hist.n == 5 && a->hist.lo == 0 && a->hist.len == (x ? 7 : 3) * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(&a->hist, 0.5), x ? 50 : 20);
+    CHECK_EQ(rp_hist_q(&a->hist, 1.0), x ? 1296 : 101);
+    CHECK(b->hist.n == 5 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
     CHECK_EQ(rp_hist_q(&b->hist, 0.5), 10);
     CHECK_EQ(rp_hist_q(&b->hist, 1.0), 30);
     CHECK(c->hist.n == 3 && c->hist.lo == 0 && c->hist.len == 3 * RP_HIST_SUB);
@@ -668,8 +679,8 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(p->nodes[IS].line, 42);
 
     CHECK_EQ(p->n_edges, 8);
-    CHECK_EDGE(p, 0, IA, 3, 170, 20, 100);
-    CHECK_EDGE(p, IA, IB, 2, 40, 10, 30);
+    CHECK_EDGE(p, 0, IA, 4, 170 + x, x ? 20 : 0, x ? 1300 : 100);
+    CHECK_EDGE(p, IA, IB, 3, 50, 10, 30);
     CHECK_EDGE(p, IA, IA, 1, 20, 20, 20);
     CHECK_EDGE(p, 0, IC, 3, 170, 10, 90);
     CHECK_EDGE(p, IC, IW, 1, 20, 20, 20);
@@ -683,10 +694,12 @@ static void check_profile(const struct rp_profile *p, int ended)
         if (t->tid == 101) {
             CHECK_EQ(t->events, 25);
             CHECK_EQ(t->first, 1000);
-            CHECK_EQ(t->last, 1700);
+            CHECK_EQ(t->last, 1700 + x);
             CHECK_EQ(t->lost, 5);
             CHECK_EQ(t->unmatched_exits, 1);
-            CHECK_EQ(t->unclosed, 3);
+            CHECK_EQ(t->unclosed, 1);
+            CHECK_EQ(t->unwound, 1);
+            CHECK_EQ(t->cut, 1);
             CHECK_STR(t->name, "main");
         } else {
             CHECK_EQ(t->tid, 202);
@@ -701,10 +714,12 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(p->events, 32);
     CHECK_EQ(p->lost, 5);
     CHECK_EQ(p->unmatched_exits, 1);
-    CHECK_EQ(p->unclosed, 3);
-    CHECK_EQ(p->total, 800);
+    CHECK_EQ(p->unclosed, 1);
+    CHECK_EQ(p->unwound, 1);
+    CHECK_EQ(p->cut, 1);
+    CHECK_EQ(p->total, 800 + x);
     CHECK_EQ(p->first_tick, 1000);
-    CHECK_EQ(p->last_tick, 2100);
+    CHECK_EQ(p->last_tick, x ? 3000 : 2100);
     CHECK(p->ns_per_tick == 0.5);
     CHECK_EQ(p->pid, 4242);
     CHECK_STR(p->program, "synthetic");
@@ -857,7 +872,7 @@ static void test_bitflips(const struct fbuf *f)
                              (unsigned long long)off);
                     CHECK_STR(p.warn, want);
                     CHECK_EQ(p.events, 32);
-                    CHECK_EQ(p.nodes[IA].incl, 170);
+                    CHECK_EQ(p.nodes[IA].incl, 170 + (p.ended ? 1300 : 0));
                     rp_profile_free(&p);
                 }
                 if (failures != fails0)

@@ -55,7 +55,7 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
                                      "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
     static const char *const on[] = {"enter",   "exit", "exit", "instant",
-                                     "counter", "arg",  "LOST", "?"};
+                                     "counter", "arg",  "LOST", "unwind"};
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -82,6 +82,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
                (int)(2 * (depth < 40 ? depth : 40)), "");
         if (ev.id)
             printf("%s", id_name(d, p, ev.id));
+        else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
+            printf("(thread end: every open span ends)");
         if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)
             printf(" %" PRIu64, ev.arg);
         else if (ev.op == RP_OP_COUNTER)
@@ -89,6 +91,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         putchar('\n');
         if (ev.op == RP_OP_ENTER)
             depth++;
+        if (ev.op == RP_OP_UNWIND && !ev.id)
+            depth = 0;
     }
     return 0;
 }
