@@ -74,6 +74,7 @@ struct rp_tbuf {
     uint64_t lost;       /* events dropped since the last LOST record */
     uint64_t lost_first; /* ticks of the first of them */
     uint64_t reentered;  /* events dropped by the recursion guard */
+    uint64_t end_ticks;  /* when the thread ended (thread_exit), 0 while it runs */
     uint32_t tid;
 
     /* shared with the writer */
@@ -100,10 +101,11 @@ struct rp_rt {
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
     unsigned exit_timeout_ms;
-    unsigned flush_ms;        /* periodic flush of partial buffers; 0 = off */
-    unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
-    _Atomic int fatal;        /* the fatal signal being handled, 0 if none */
-    _Atomic int fatal_done;   /* the writer has written the trace's end for it */
+    unsigned flush_ms;            /* periodic flush of partial buffers; 0 = off */
+    unsigned writer_delay_us;     /* test knob: the writer sleeps this per buffer */
+    _Atomic int fatal;            /* the fatal signal being handled, 0 if none */
+    _Atomic int fatal_done;       /* the writer has written the trace's end for it */
+    _Atomic uint64_t fatal_ticks; /* when the first fatal signal arrived, 0 if none */
 
     pthread_mutex_t lock; /* guards the list, the conds and writer_running */
     pthread_cond_t wake;  /* writer: there is work */
