@@ -67,8 +67,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     struct rp_event ev;
     int rc;
     if (rp_evdec_init(&dec, c->data, c->len) < 0)
-        return 0; /* the replay has already reported it */
-    uint32_t depth = 0;
+        return 0;                 /* the replay has already reported it */
+    uint32_t depth = 0, ids[256]; /* the chunk's open spans, for the indent of an unwind */
     while ((rc = rp_evdec_next(&dec, &ev)) > 0) {
         if (!d->have_t0) {
             d->t0 = ev.ticks;
@@ -89,10 +89,18 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         else if (ev.op == RP_OP_COUNTER)
             printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
         putchar('\n');
-        if (ev.op == RP_OP_ENTER)
+        if (ev.op == RP_OP_ENTER) {
+            if (depth < 256)
+                ids[depth] = ev.id;
             depth++;
-        if (ev.op == RP_OP_UNWIND && !ev.id)
-            depth = 0;
+        }
+        if (ev.op == RP_OP_UNWIND) { /* back to the named span (open in this chunk), or 0 */
+            uint32_t at = depth < 256 ? depth : 256;
+            while (ev.id && at > 0 && ids[at - 1] != ev.id)
+                at--;
+            if (!ev.id || at)
+                depth = at;
+        }
     }
     return 0;
 }
