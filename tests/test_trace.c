@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/cct.h"
 #include "analyze/profile.h"
 #include "analyze/replay.h"
 #include "common/bytes.h"
@@ -21,6 +22,7 @@
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "check.h"
+#include "report/spanwalk.h"
 
 static char tmpdir[] = "/tmp/rp_test_trace.XXXXXX";
 
@@ -1207,6 +1209,232 @@ static void test_replay_streams(void)
     free(f.p);
 }
 
+/* ---- frames left without their exit --------------------------------------- */
+
+/* Functions of the unwinding trace: landing A, deep B, C, D, after E. */
+enum { UA = 0x501000, UB = 0x502000, UC = 0x503000, UD = 0x504000, UE = 0x505000, UF = 0x506000 };
+
+/* func_start for the writer: each function spans 0x100 bytes; UF is a
+ * function that is never open; anything else is no function. */
+static uint64_t ufunc_start(uint64_t a)
+{
+    uint64_t f = a & ~0xfffull;
+    return f >= UA && f <= UF && (a & 0xfff) < 0x100 ? f : 0;
+}
+
+/*
+ * Thread 9, three EVENTS chunks (each with the writer's stack snapshot):
+ *   1: A 100, B 110, C 120                     -- ends 3 deep
+ *   2: D 130; UNWIND into no function at 140 and into F (not open) at 150:
+ *      ignored; UNWIND into A at 160: D, C, B end there (30, 40, 50);
+ *      E 170..180 (A's call)                    -- ends 1 deep (A)
+ *   3: B 190, C 200, EXIT A at 210: C, B end there (10, 20), A 110;
+ *      B 220 (at the root now), C 230, the thread ends at 250 (UNWIND 0):
+ *      C 20, B 30
+ * Thread 10: A 300, B 310, never ended: cut at the END's 1000 (A 700, B
+ *   690), or at the thread's last event, 310, without an END (A 10, B 0).
+ */
+static const struct rrec u9a[] = {
+    R(100, RP_RAW_FUNC_ENTER, UA),
+    R(110, RP_RAW_FUNC_ENTER, UB),
+    R(120, RP_RAW_FUNC_ENTER, UC),
+};
+static const struct rrec u9b[] = {
+    R(130, RP_RAW_FUNC_ENTER, UD), R(140, RP_RAW_UNWIND, 0x999010),
+    R(150, RP_RAW_UNWIND, UF + 8), R(160, RP_RAW_UNWIND, UA + 0x42),
+    R(170, RP_RAW_FUNC_ENTER, UE), R(180, RP_RAW_FUNC_EXIT, UE),
+};
+static const struct rrec u9c[] = {
+    R(190, RP_RAW_FUNC_ENTER, UB), R(200, RP_RAW_FUNC_ENTER, UC), R(210, RP_RAW_FUNC_EXIT, UA),
+    R(220, RP_RAW_FUNC_ENTER, UB), R(230, RP_RAW_FUNC_ENTER, UC), R(250, RP_RAW_UNWIND, 0),
+};
+static const struct rrec u10[] = {
+    R(300, RP_RAW_FUNC_ENTER, UA),
+    R(310, RP_RAW_FUNC_ENTER, UB),
+};
+
+struct swcount {
+    uint64_t dur[8], ends, unwound, cut;
+};
+
+static int sw_end(void *ctx, const struct rp_sw_span *s)
+{
+    struct swcount *k = ctx;
+    if (s->id < 8)
+        k->dur[s->id] += s->dur;
+    k->ends++;
+    k->unwound += s->cut == RP_SW_UNWOUND;
+    k->cut += s->cut == RP_SW_CUT;
+    return 0;
+}
+
+/* Checks the replay of the unwinding trace at path; with_end: it has END. */
+static void check_unwind_profile(const char *path, const struct rp_profile *p, int with_end)
+{
+    /* ids in first-seen order: A 1, B 2, C 3, D 4, E 5 (F never defined) */
+    enum { A = 1, B, C, D, E };
+    uint64_t a10 = with_end ? 700 : 10, b10 = with_end ? 690 : 0;
+    CHECK_EQ(p->n_nodes, 6);
+    if (p->n_nodes != 6)
+        return;
+    CHECK_EQ(p->nodes[A].calls, 2);
+    CHECK_EQ(p->nodes[A].cut, 1);
+    CHECK_EQ(p->nodes[A].incl, 110 + a10);
+    CHECK_EQ(p->nodes[A].excl, 110 - 50 - 10 - 20 + a10 - b10);
+    CHECK_EQ(p->nodes[B].calls, 4);
+    CHECK_EQ(p->nodes[B].cut, 4);
+    CHECK_EQ(p->nodes[B].dur_sum, 50 + 20 + 30 + b10);
+    CHECK_EQ(p->nodes[B].excl, (50 - 40) + (20 - 10) + (30 - 20) + b10);
+    CHECK_EQ(p->nodes[C].calls, 3);
+    CHECK_EQ(p->nodes[C].cut, 3);
+    CHECK_EQ(p->nodes[C].dur_sum, 40 + 10 + 20);
+    CHECK_EQ(p->nodes[C].excl, (40 - 30) + 10 + 20);
+    CHECK_EQ(p->nodes[D].calls, 1);
+    CHECK_EQ(p->nodes[D].cut, 1);
+    CHECK_EQ(p->nodes[D].incl, 30);
+    CHECK_EQ(p->nodes[E].calls, 1);
+    CHECK_EQ(p->nodes[E].cut, 0);
+    CHECK_EQ(p->n_edges, 6);
+    CHECK_EDGE(p, 0, A, 2, 110 + a10, with_end ? 110 : 10, with_end ? 700 : 110);
+    CHECK_EDGE(p, A, B, 3, 70 + b10, with_end ? 20 : 0, with_end ? 690 : 50);
+    CHECK_EDGE(p, 0, B, 1, 30, 30, 30); /* entered after A ended */
+    CHECK_EDGE(p, B, C, 3, 70, 10, 40);
+    CHECK_EDGE(p, C, D, 1, 30, 30, 30);
+    CHECK_EDGE(p, A, E, 1, 10, 10, 10); /* from the frame it landed in */
+    CHECK_EQ(p->unwound, 5);
+    CHECK_EQ(p->cut, 4);
+    CHECK_EQ(p->unclosed, 0);
+    CHECK_EQ(p->unmatched_exits, 0);
+    CHECK_EQ(p->end_ticks, with_end ? 1000 : 0);
+    for (uint32_t i = 0; i < p->n_threads; i++) {
+        const struct rp_thread *t = &p->threads[i];
+        CHECK_EQ(t->unwound, t->tid == 9 ? 5 : 0);
+        CHECK_EQ(t->cut, 2);
+        CHECK_EQ(t->last, t->tid == 9 ? 250 : with_end ? 1000 : 310);
+    }
+
+    /* the calling-context tree and the span walk follow the same rules */
+    struct rp_replay_opts o = {0};
+    struct rp_cct t = {0};
+    char err[512];
+    uint64_t calls[6] = {0};
+    CHECK_EQ(rp_cct_build(&t, path, &o, p, 0, 0, err, sizeof(err)), 0);
+    for (uint32_t i = 1; i < t.n; i++)
+        if (t.nodes[i].id < 6)
+            calls[t.nodes[i].id] += t.nodes[i].calls;
+    for (uint32_t id = A; id <= E; id++)
+        CHECK_EQ(calls[id], p->nodes[id].calls);
+    CHECK_EQ(t.unwound, 5);
+    CHECK_EQ(t.cut, 4);
+    CHECK_EQ(t.unclosed, 0);
+    rp_cct_free(&t);
+    struct swcount k = {0};
+    static const struct rp_sw_ops ops = {.end = sw_end};
+    CHECK_EQ(rp_sw_file(path, &o, p, &ops, &k, 0, err, sizeof(err)), 0);
+    CHECK_EQ(k.ends, 11);
+    CHECK_EQ(k.unwound, 5);
+    CHECK_EQ(k.cut, 4);
+    for (uint32_t id = A; id <= E; id++)
+        CHECK_EQ(k.dur[id], p->nodes[id].dur_sum);
+}
+
+/*
+ * RP_RAW_UNWIND through the writer (the landing frame found through
+ * func_start; addresses in no open function ignored, not counted as lost),
+ * RP_OP_UNWIND through the reader, and the replay: in order and chunk-
+ * parallel (the snapshots of chunks 2 and 3 begin inside the frames the
+ * unwinding ends), the same exact numbers, with an END and without.
+ */
+static void test_unwind(void)
+{
+    struct rp_enc e;
+    struct rp_enc_thread t9 = {0}, t10 = {0};
+    struct fbuf f = {0};
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    e.func_start = ufunc_start;
+    file_start(&f);
+    const struct {
+        struct rp_enc_thread *t;
+        uint32_t tid;
+        const struct rrec *r;
+        size_t n;
+        uint32_t depth_after, nev;
+    } parts[] = {
+        {&t9, 9, u9a, 3, 3, 3},
+        {&t9, 9, u9b, 6, 1, 4}, /* the two ignored UNWINDs are no events */
+        {&t10, 10, u10, 2, 2, 2},
+        {&t9, 9, u9c, 6, 0, 6},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        struct rp_raw raw[8];
+        for (size_t k = 0; k < parts[i].n; k++)
+            raw[k] = (struct rp_raw){parts[i].r[k].ticks,
+                                     rp_raw_word(parts[i].r[k].op, parts[i].r[k].pl)};
+        uint8_t *out = malloc(rp_enc_bound(parts[i].n));
+        size_t len = rp_enc_events(&e, parts[i].t, parts[i].tid, raw, parts[i].n, out), dl;
+        const uint8_t *defs = rp_enc_take_defs(&e, &dl);
+        if (dl)
+            fb_chunk(&f, RP_CH_DEFS, defs, dl);
+        fb_chunk(&f, RP_CH_EVENTS, out, len);
+        CHECK_EQ(parts[i].t->depth, parts[i].depth_after);
+        CHECK_EQ(parts[i].t->skipped, 0);
+        CHECK_EQ(rp_get32(out + 4) & RP_EV_COUNT_MASK, parts[i].nev);
+        CHECK(rp_get32(out + 4) & RP_EV_SNAPSHOT);
+        if (parts[i].r == u9b) { /* ENTER D, UNWIND to A, ENTER E, EXIT */
+            struct rp_evdec d;
+            struct rp_event ev;
+            static const uint8_t ops[] = {RP_OP_ENTER, RP_OP_UNWIND, RP_OP_ENTER, RP_OP_EXIT};
+            static const uint32_t ids[] = {4, 1, 5, 0};
+            CHECK_EQ(rp_evdec_init(&d, out, (uint32_t)len), 0);
+            CHECK_EQ(d.snap_depth, 3);
+            for (int k = 0; k < 4; k++) {
+                CHECK_EQ(rp_evdec_next(&d, &ev), 1);
+                CHECK_EQ(ev.op, ops[k]);
+                CHECK_EQ(ev.id, ids[k]);
+            }
+            CHECK_EQ(ev.ticks, 180);
+            CHECK_EQ(rp_evdec_next(&d, &ev), 0);
+        }
+        if (parts[i].r == u9c) { /* ... UNWIND 0 at 250: the thread ends */
+            struct rp_evdec d;
+            struct rp_event ev = {0};
+            CHECK_EQ(rp_evdec_init(&d, out, (uint32_t)len), 0);
+            while (rp_evdec_next(&d, &ev) > 0 && ev.ticks < 250)
+                ;
+            CHECK(ev.op == RP_OP_UNWIND && ev.id == 0 && ev.ticks == 250);
+        }
+        free(out);
+    }
+    size_t noend = f.len;
+    uint8_t end[32] = {0};
+    rp_put64(end, 1000);
+    rp_put32(end + 28, RP_END_EXIT);
+    fb_chunk(&f, RP_CH_END, end, sizeof(end));
+
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/unwind.rpt", tmpdir);
+    for (int with_end = 1; with_end >= 0; with_end--) {
+        write_file(path, f.p, with_end ? f.len : noend);
+        for (int jobs = 0; jobs <= 2; jobs += 2) { /* in order, then chunk-parallel */
+            struct rp_profile p;
+            setenv("RANKPROF_REPLAY_JOBS", jobs ? "2" : "0", 1);
+            int rc = replay_rc(path, 0, &p, err, sizeof(err));
+            CHECK_EQ(rc, 0);
+            if (rc)
+                fprintf(stderr, "  replay: %s\n", err);
+            else
+                check_unwind_profile(path, &p, with_end);
+            rp_profile_free(&p);
+        }
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+    unlink(path);
+    rp_enc_thread_free(&t9);
+    rp_enc_thread_free(&t10);
+    rp_enc_free(&e);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1226,6 +1454,7 @@ int main(void)
     test_no_end();
     test_fcount();
     test_replay_streams();
+    test_unwind();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

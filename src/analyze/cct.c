@@ -202,10 +202,12 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             ;
         if (ev->id && !at)
             break;
-        if (ev->id)
+        if (ev->id) {
             t->unwound += th->depth - at;
-        else
+        } else {
             t->cut += th->depth;
+            at = 0;
+        }
         while (th->depth > at)
             span_end(t, th, ev->ticks);
         break;
