@@ -2,7 +2,7 @@
 # e2e_unwind.sh - no frame vanishes (docs/robustness.md): functions left by
 # longjmp, siglongjmp (out of a signal handler), C++ exceptions (g++ and
 # clang++), pthread_exit from deep frames, exit() from deep frames and a
-# crash keep every call, with their time, counted as cut; calls made after
+# crash keep every call (and a swapcontext coroutine loses nothing), with their time, counted as cut; calls made after
 # the landing are the landing function's (edges from the right caller).
 #
 # tests/progs/unwind.c and tests/progs/cxx/exc.cpp document the exact
@@ -91,6 +91,11 @@ elif kind == "threadexit":
     if node["tstart"]["inclusive_ns"] > node["main"]["inclusive_ns"]:
         bad.append(f"tstart: {node['tstart']['inclusive_ns']} ns in all, more than main's "
                    f"{node['main']['inclusive_ns']}: its frames ended too late")
+elif kind == "context":
+    want_calls("main", 1, 0)
+    want_calls("co_step", n, 0)
+    want_calls("leaf", n, 0)
+    want_calls("co_body", 1, 1)
 elif kind in ("exit", "segv"):
     for f in ("main", "deep1", "deep2", "deep3"):
         want_calls(f, 1, 1)
@@ -139,6 +144,10 @@ fi
 grep -q "1 of 1 calls cut" "$tmp/segv.txt" || fail "segv: the table does not list the cut frames"
 "$RANKPROF" info -i "$tmp/segv.data" | grep -q "^cut: *0 frames unwound .*, 4 open" ||
     fail "segv: info does not count the cut frames"
+
+# coroutines: switches are not followed, but nothing is lost or corrupt
+run context "$PROGS/prog_unwind" context $N
+check context context
 
 for cxx in gxx clangxx; do
     if [[ ! -x "$PROGS/prog_exc_$cxx" ]]; then

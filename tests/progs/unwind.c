@@ -12,6 +12,9 @@
  *   exit        main -> deep1 -> deep2 -> deep3, which calls leaf() N times
  *               and then exit(0) from deep down.
  *   segv        as exit, but deep3 writes through NULL after the leaves.
+ *   context     a coroutine (makecontext/swapcontext): N times main calls
+ *               co_step, which switches to co_body; co_body calls leaf and
+ *               switches back (co_body never returns).
  *
  * Expected calls (every one recorded, whatever the mode):
  *   longjmp, siglongjmp   main 1, landing N, deep1..3 N, after N, leaf 3N
@@ -23,6 +26,9 @@
  *                         tstart and the deeps cut N times each
  *   exit, segv            main 1, deep1..3 1, leaf N + 3, every frame but
  *                         leaf cut once
+ *   context               main 1, co_step N, leaf N, co_body 1 (ended,
+ *                         unwound, by the first exit of co_step: switches
+ *                         are not followed), nothing unmatched
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 static volatile unsigned sink;
 static long n = 100;
@@ -37,7 +44,10 @@ static int mode;
 static jmp_buf env;
 static sigjmp_buf senv;
 
-enum { M_LONGJMP, M_SIGLONGJMP, M_THREADEXIT, M_EXIT, M_SEGV };
+enum { M_LONGJMP, M_SIGLONGJMP, M_THREADEXIT, M_EXIT, M_SEGV, M_CONTEXT };
+
+static ucontext_t uc_main, uc_co;
+static char co_stack[64 * 1024];
 
 void leaf(unsigned x)
 {
@@ -104,6 +114,19 @@ void landing(void)
     after();
 }
 
+void co_body(void)
+{
+    for (unsigned i = 0;; i++) {
+        leaf(i);
+        swapcontext(&uc_co, &uc_main);
+    }
+}
+
+void co_step(void)
+{
+    swapcontext(&uc_main, &uc_co);
+}
+
 void *tstart(void *arg)
 {
     (void)arg;
@@ -113,12 +136,13 @@ void *tstart(void *arg)
 
 int main(int argc, char **argv)
 {
-    static const char *const modes[] = {"longjmp", "siglongjmp", "threadexit", "exit", "segv"};
+    static const char *const modes[] = {"longjmp", "siglongjmp", "threadexit",
+                                        "exit",    "segv",       "context"};
     if (argc < 2)
         goto usage;
-    for (mode = 0; mode < 5 && strcmp(argv[1], modes[mode]); mode++)
+    for (mode = 0; mode < 6 && strcmp(argv[1], modes[mode]); mode++)
         ;
-    if (mode == 5)
+    if (mode == 6)
         goto usage;
     if (argc > 2)
         n = atol(argv[2]);
@@ -138,11 +162,19 @@ int main(int argc, char **argv)
                 return 2;
         }
         after();
+    } else if (mode == M_CONTEXT) {
+        getcontext(&uc_co);
+        uc_co.uc_stack.ss_sp = co_stack;
+        uc_co.uc_stack.ss_size = sizeof(co_stack);
+        uc_co.uc_link = NULL;
+        makecontext(&uc_co, co_body, 0);
+        for (long i = 0; i < n; i++)
+            co_step();
     } else {
         deep1();
     }
     return 0;
 usage:
-    fprintf(stderr, "usage: prog_unwind longjmp|siglongjmp|threadexit|exit|segv [N]\n");
+    fprintf(stderr, "usage: prog_unwind longjmp|siglongjmp|threadexit|exit|segv|context [N]\n");
     return 2;
 }
