@@ -145,6 +145,30 @@ grep -q "1 of 1 calls cut" "$tmp/segv.txt" || fail "segv: the table does not lis
 "$RANKPROF" info -i "$tmp/segv.data" | grep -q "^cut: *0 frames unwound .*, 4 open" ||
     fail "segv: info does not count the cut frames"
 
+# direct mode ends the frames open at a thread's end and on the thread that
+# calls exit() the same way (not counted as cut: STATS has no such field)
+for mode in exit threadexit; do
+    "$RANKPROF" record --mode direct -o "$tmp/direct.$mode.data" -- "$PROGS/prog_unwind" $mode $N \
+        >/dev/null 2>"$tmp/direct.$mode.err" || fail "direct $mode: $(cat "$tmp/direct.$mode.err")"
+    "$RANKPROF" report -i "$tmp/direct.$mode.data" --format json >"$tmp/direct.$mode.json" ||
+        fail "direct $mode: report failed"
+    python3 - "$tmp/direct.$mode.json" $mode $N <<'PY' || fail "direct $mode: wrong report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+mode, n = sys.argv[2], int(sys.argv[3])
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+want = {"main": 1, "deep1": 1, "deep2": 1, "deep3": 1, "leaf": n + 3} if mode == "exit" else \
+       {"main": 1, "tstart": n, "deep1": n, "deep2": n, "deep3": n, "leaf": 3 * n, "after": 1}
+bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
+if r["unclosed"] or r["unmatched_exits"]:
+    bad.append(f"unclosed {r['unclosed']}, unmatched {r['unmatched_exits']}")
+for b in bad:
+    print(f"e2e_unwind: direct {mode}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "e2e_unwind: direct $mode: ok"
+done
+
 # coroutines: switches are not followed, but nothing is lost or corrupt
 run context "$PROGS/prog_unwind" context $N
 check context context

@@ -776,10 +776,48 @@ static void drain_self(void)
     d->tb.guard = 0;
 }
 
+/*
+ * Ends every span still open on d at this moment (the engine-free clock),
+ * with its time, as trace mode ends the frames left open when a thread or
+ * the process ends (docs/robustness.md): pthread_exit from deep frames,
+ * exit() from deep frames.  Spans beyond the stack's bound have no frame
+ * and stay counted as dropped.  d's own thread only, batch drained, guard
+ * held.  Not counted as cut: the STATS records have no field for it.
+ */
+static void close_open(struct rp_dthread *d)
+{
+    uint64_t now = rp_ticks() - d->stolen;
+    if (d->over) {
+        d->over = 0;
+        d->top = d->full;
+    }
+    while (d->top > d->stack)
+        frame_end(d, now);
+}
+
+/* Applies the calling thread's batch and ends its open spans (above). */
+static void close_self(void)
+{
+    struct rp_dthread *d = dself;
+    if (!d || d->tb.guard)
+        return;
+    d->tb.guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    batch_run(d);
+    close_open(d);
+    atomic_signal_fence(memory_order_seq_cst);
+    d->tb.guard = 0;
+}
+
+RP_HIDDEN void rp_direct_exit_self(void)
+{
+    close_self();
+}
+
 static void dthread_exit(void *arg)
 {
     if (arg && arg == dself)
-        drain_self();
+        close_self();
     dself = NULL;
     rp_self = NULL;
     dgone = 1;

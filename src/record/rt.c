@@ -1041,6 +1041,7 @@ static int rt_start(void)
  * table when RANKPROF_PRINT is set. */
 static void direct_finish(void)
 {
+    rp_direct_exit_self(); /* main's frames, after exit() from deep down */
     int64_t n = rp_direct_write(out_chunk);
     if (n < 0)
         rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
