@@ -1428,6 +1428,15 @@ static void test_unwind(void)
         }
     }
     unsetenv("RANKPROF_REPLAY_JOBS");
+    /* a 1.2 file's END ticks are when it was closed, not when the process
+     * ended: its open frames end at their thread's last event */
+    rp_put16(f.p + 10, 2);
+    write_file(path, f.p, f.len);
+    struct rp_profile p;
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+    CHECK_EQ(p.ended, 1);
+    check_unwind_profile(path, &p, 0);
+    rp_profile_free(&p);
     unlink(path);
     rp_enc_thread_free(&t9);
     rp_enc_thread_free(&t10);

@@ -103,7 +103,8 @@ struct rp_profile {
     uint64_t first_tick, last_tick;
     int ended;          /* an END chunk was read */
     uint64_t end_ticks; /* its ticks: when exit() began the final flush or the fatal
-                           signal arrived; where frames still open end */
+                           signal arrived; where frames still open end.  0 for files
+                           before format 1.3 (the ticks were the file's closing) */
     uint32_t end_flags; /* RP_END_* */
     int32_t end_status;
 

@@ -1639,7 +1639,11 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             if (c.len >= 32) {
                 p->end_status = (int32_t)rp_get32(c.data + 24);
                 p->end_flags = rp_get32(c.data + 28);
-                p->end_ticks = rp_get64(c.data);
+                /* where frames still open end (close_open): from 1.3 on, when
+                 * the process ended; before, when the file was closed, which
+                 * may be long after: those end at their thread's last event */
+                if (r.minor >= 3)
+                    p->end_ticks = rp_get64(c.data);
             }
             break;
         default:
