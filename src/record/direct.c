@@ -25,7 +25,10 @@
  *     parent.child += dur          edge(parent or ROOT, id) += dur
  *
  * An exit that matches no open span is counted as unmatched; an exit of a
- * span open deeper closes the spans above it without time (unclosed).
+ * span open deeper ends the spans above it there, with their time (frames
+ * left by a longjmp or an exception, as in trace mode; not counted apart:
+ * STATS has no field for it).  Spans open when a thread ends, and on the
+ * thread that calls exit(), end there with their time (close_open).
  *
  * Time.  Durations are measured on the thread's engine-free clock: ticks
  * as read less `stolen`, the ticks the thread has spent in batch_run, so no
@@ -529,8 +532,9 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
 }
 
 /* An exit that is not of the innermost span: one beyond the stack's bound,
- * or it closes the spans above the one it ends (unclosed, no time), or it
- * is unmatched. */
+ * or it ends the spans above the one it ends (left by a longjmp or an
+ * exception: with their time, as trace mode's replay does), or it is
+ * unmatched. */
 static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64_t now)
 {
     if (d->over) {
@@ -545,11 +549,8 @@ static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64
         ST(d->unmatched, d->unmatched + 1);
         return;
     }
-    ST(d->unclosed, d->unclosed + (uint64_t)(d->top - f));
-    for (struct dframe *g = f + 1; g <= d->top; g++)
-        if (g->s)
-            g->s->active--;
-    d->top = f;
+    while (d->top > f)
+        frame_end(d, now);
     frame_end(d, now);
 }
 
