@@ -167,11 +167,12 @@ struct job {
     int rc;
     char err[200];
     uint64_t events, first, last, unmatched, unclosed, lost;
-    uint64_t unwound, cut; /* spans ended by span_cut: above a deeper exit or an
-                              UNWIND's frame; at an UNWIND 0 (the thread's end) */
-    uint32_t u;            /* depth of U */
-    uint32_t low;          /* the lowest depth the stack reached */
-    uint8_t *closed;       /* per U frame that was popped: 1 if it ended with time */
+    /* spans ended by span_cut: above a deeper exit or an UNWIND's frame
+     * (unwound); at an UNWIND 0, the thread's end (cut) */
+    uint64_t unwound, cut;
+    uint32_t u;      /* depth of U */
+    uint32_t low;    /* the lowest depth the stack reached */
+    uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
     uint32_t capclosed;
     struct frame *out; /* the stack at the end of the chunk */
     uint32_t nout, capout;

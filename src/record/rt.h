@@ -101,11 +101,12 @@ struct rp_rt {
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
     unsigned exit_timeout_ms;
-    unsigned flush_ms;            /* periodic flush of partial buffers; 0 = off */
-    unsigned writer_delay_us;     /* test knob: the writer sleeps this per buffer */
-    _Atomic int fatal;            /* the fatal signal being handled, 0 if none */
-    _Atomic int fatal_done;       /* the writer has written the trace's end for it */
-    _Atomic uint64_t fatal_ticks; /* when the first fatal signal arrived, 0 if none */
+    unsigned flush_ms;        /* periodic flush of partial buffers; 0 = off */
+    unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
+    _Atomic int fatal;        /* the fatal signal being handled, 0 if none */
+    _Atomic int fatal_done;   /* the writer has written the trace's end for it */
+    /* when the first fatal signal arrived (for END's ticks), 0 if none */
+    _Atomic uint64_t fatal_ticks;
 
     pthread_mutex_t lock; /* guards the list, the conds and writer_running */
     pthread_cond_t wake;  /* writer: there is work */
