@@ -253,6 +253,11 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             if (!(p = rp_get_varint(p, d->end, &ev->arg)))
                 return RP_EFORMAT;
         break;
+    case RP_OP_UNWIND: /* id 0 (the thread ends) is allowed; compact stream only */
+        if (!d->compact || !(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)
+            return RP_EFORMAT;
+        ev->id = (uint32_t)v;
+        break;
     case RP_OP_ARG:
     case RP_OP_LOST:
     case RP_OP_PAUSE: /* arg: the ticks the thread waited for the writer */
