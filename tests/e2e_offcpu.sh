@@ -13,8 +13,9 @@
 #      - per node: exclusive + callees' inclusive (the [off-cpu] spans
 #        among them) = inclusive, and offcpu_ns = its edge to [off-cpu];
 #      - every call is counted (calls exact: threads * CALLS);
-#      - tiny's on-CPU maximum is under 2 ms (a preempted call without the
-#        off-CPU spans is a time slice long: several ms on a busy machine);
+#      - tiny's on-CPU maximum is under 2 ms (8 ms under a sanitizer; a
+#        preempted call without the off-CPU spans is a time slice long:
+#        several ms on a busy machine);
 #      - sum over nodes of offcpu_ns = separated_ns.
 # 2. The fallback, forced (RANKPROF_TEST_OFFCPU_REFUSE=1): no [off-cpu]
 #    node, offcpu.source "schedstat" with error "perf_event_open: EACCES"
@@ -72,10 +73,14 @@ else
     grep -q '^off-CPU: perf context switches' "$tmp/busy.txt" ||
         fail "the report's header does not say perf: $(grep off-CPU "$tmp/busy.txt")"
     grep -q '^off-CPU: perf context switches' "$tmp/busy.info" || fail "info does not say perf"
-    python3 - "$tmp/busy.json" $THREADS $CALLS <<'PY' || exit 1
+    # the bound on tiny's on-CPU maximum: 2 ms, 8 ms under a sanitizer (its
+    # runtime's own pauses; a time slice it is preempted for is longer)
+    bound=2000000
+    [[ -n "${RP_SANITIZE:-}" ]] && bound=8000000
+    python3 - "$tmp/busy.json" $THREADS $CALLS $bound <<'PY' || exit 1
 import json, sys
 j = json.load(open(sys.argv[1]))
-threads, calls = int(sys.argv[2]), int(sys.argv[3])
+threads, calls, bound = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def die(m):
     sys.exit("e2e_offcpu: FAIL: perf: " + m)
 N = {n["name"]: n for n in j["nodes"]}
@@ -108,7 +113,7 @@ if abs(total_off - o["inclusive_ns"]) > len(N):  # 1 ns of rounding per node
 t = N["tiny"]
 if not t["oncpu_max_ns"] <= t["max_ns"]:
     die(f"tiny: on-CPU max {t['oncpu_max_ns']} > wall max {t['max_ns']}")
-if t["oncpu_max_ns"] >= 2_000_000:
+if t["oncpu_max_ns"] >= bound:
     die(f"tiny (a few us) has an on-CPU maximum of {t['oncpu_max_ns']} ns: preemption not separated")
 if "JITTER" in t["flags"] and t["oncpu_max_ns"] < 10 * t["p50_ns"]:
     die("tiny is JITTER by its wall maximum")
