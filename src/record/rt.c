@@ -1192,8 +1192,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
     pthread_mutex_lock(&rp_rt.lock);
-    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
+    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
+        rp_offq_free(&x->offq);
+    }
     pthread_mutex_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
