@@ -29,6 +29,8 @@
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged.
+ * DISPATCH leaves time off CPU out: its edges are no callees in the
+ * fan-out, and the self share is excl / (incl - offcpu).
  * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
  * time off CPU below it) of a replayed trace, so preemption does not make a
  * function JITTER; the median is the wall one (off-CPU spans are rare
@@ -154,12 +156,13 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         const struct rp_edge *ed = &p->edges[e];
         if (ed->caller == ed->callee)
             self[ed->caller] |= ed->calls > 0;
-        else
+        else if (p->nodes[ed->callee].kind != RP_KIND_OFFCPU) /* not work handed on */
             out[ed->caller] += (double)ed->incl;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        if (ed->incl == 0 || ed->caller == ed->callee)
+        if (ed->incl == 0 || ed->caller == ed->callee ||
+            p->nodes[ed->callee].kind == RP_KIND_OFFCPU)
             continue;
         double q = (double)ed->incl / out[ed->caller];
         h[ed->caller] -= q * log(q);
@@ -173,9 +176,11 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
          * JITTER or RATE (its durations are the scheduler's, not code's) */
         if (i == 0 || nd->kind == RP_KIND_OFFCPU)
             continue;
-        if (nd->involvement >= o->dispatch_involvement && nd->incl > 0 &&
-            (double)nd->excl <= o->dispatch_self * (double)nd->incl &&
-            nd->fanout >= o->dispatch_fanout)
+        /* the self share of its time on CPU: off CPU is neither its work nor
+         * work it handed on */
+        double on_incl = (double)nd->incl - (double)nd->offcpu;
+        if (nd->involvement >= o->dispatch_involvement && on_incl > 0 &&
+            (double)nd->excl <= o->dispatch_self * on_incl && nd->fanout >= o->dispatch_fanout)
             nd->flags |= RP_FLAG_DISPATCH;
         if (p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
             nd->flags |= RP_FLAG_HOT;
@@ -285,7 +290,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double inv = n->involvement * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
-        put_pct(buf, bufsz, &len, n->incl ? (double)n->excl / (double)n->incl : 0.0);
+        double on_incl = (double)n->incl - (double)n->offcpu; /* as the rule: on CPU */
+        put_pct(buf, bufsz, &len, on_incl > 0 ? (double)n->excl / on_incl : 0.0);
         put(buf, bufsz, &len, " self, spreads over %.1f callees", n->fanout);
         sep = "; ";
     }
