@@ -84,7 +84,8 @@ static struct {
     struct mapent *map;
     uint32_t mapcap, mapused;
     uint64_t lost, late_forgotten, runq_forgotten;
-    uint64_t tk0, ns0; /* the (ticks, monotonic ns) pair at start-up */
+    uint64_t tk0, ns0;   /* the (ticks, monotonic ns) pair at start-up */
+    uint32_t writer_tid; /* the writer inherits the events too: its switches are dropped */
 } off;
 
 /*
@@ -477,6 +478,8 @@ void rp_offcpu_poll(void)
     uint32_t keep = 0, carried = off.ncarry;
     for (uint32_t i = 0; i < off.nsw; i++) {
         struct sw *s = &off.sw[i];
+        if (s->tid == off.writer_tid)
+            continue;
         struct rp_tbuf *t = map_get(s->tid);
         if (!t) {
             /* a thread created after register_new: kept for one more poll
@@ -492,6 +495,11 @@ void rp_offcpu_poll(void)
     for (uint32_t i = 0; i < keep; i++)
         off.sw[i].seq = i;
     off.ncarry = off.nsw = keep;
+}
+
+void rp_offcpu_writer_started(void)
+{
+    off.writer_tid = (uint32_t)syscall(SYS_gettid);
 }
 
 void rp_offcpu_tick(void)

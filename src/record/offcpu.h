@@ -44,6 +44,10 @@ RP_HIDDEN const char *rp_offcpu_error(void);       /* "" or e.g. "perf_event_ope
  */
 RP_HIDDEN void rp_offcpu_poll(void);
 
+/* Called by the writer thread when it starts: its own switches (it inherits
+ * the events like any thread) are dropped, not kept for a poll. */
+RP_HIDDEN void rp_offcpu_writer_started(void);
+
 /* Writer only: the periodic part (schedstat reads of the live threads). */
 RP_HIDDEN void rp_offcpu_tick(void);
 

@@ -510,6 +510,7 @@ static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     rp_is_writer = 1;
+    rp_offcpu_writer_started();
 
     /* A fatal signal cannot wake the writer (a condition variable is not
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
