@@ -32,9 +32,10 @@
  * DISPATCH leaves time off CPU out: its edges are no callees in the
  * fan-out, and the self share is excl / (incl - offcpu).
  * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
- * time off CPU below it) of a replayed trace, so preemption does not make a
- * function JITTER; the median is the wall one (off-CPU spans are rare
- * enough not to move it).  RATE judges the wall maximum: a periodic task
+ * time off CPU or in waits below it; waits are nodes with flags of their
+ * own) of a replayed trace, so preemption does not make a function JITTER;
+ * the median is the wall one (off-CPU spans are rare enough not to move
+ * it).  RATE judges the wall maximum: a periodic task
  * misses its period also while it is preempted.
  */
 #include "flags.h"
@@ -104,7 +105,7 @@ static double median_ticks(const struct rp_node *n)
 }
 
 /* The largest duration that judges a node's JITTER: on CPU, less the time
- * off CPU below it, when the profile knows it (a replayed trace).  RATE
+ * off CPU or in waits below it, when the profile knows it (a replayed trace).  RATE
  * judges the wall maximum: a deadline is missed also while preempted. */
 static uint64_t judged_max(const struct rp_profile *p, const struct rp_node *n)
 {

@@ -58,9 +58,10 @@ struct rp_node {
                               or the process's end), with their time up to there */
     uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
                               off-CPU node (format 1.3); part of incl, not of excl */
-    uint64_t offcpu_below; /* ticks off CPU anywhere below its activations, summed */
+    uint64_t offcpu_below; /* ticks off CPU or in waits (spans of kind offcpu, wait,
+                              lock-wait) anywhere below its activations, summed */
     uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
-                              activation's duration less the off-CPU time below it (in
+                              activation's duration less the off-CPU and wait time below it (in
                               the chunk it ended in); min, max, mean, m2 and hist stay of
                               wall durations.  JITTER judges oncpu_max */
 

@@ -121,6 +121,8 @@ struct hot {
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
     uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
                             and the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
+                            off CPU for the frames above them (frame.off) */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -275,6 +277,13 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
     return 0;
 }
 
+/* Spans of these kinds are time the frames above them were not working on
+ * CPU: off CPU, or blocked in a wait (taken out of their on-CPU durations). */
+static inline uint8_t blocked_kind(uint8_t kind)
+{
+    return kind == RP_KIND_OFFCPU || kind == RP_KIND_WAIT || kind == RP_KIND_LOCK_WAIT;
+}
+
 /*
  * Makes a's per-node arrays cover the profile's n nodes (new entries take
  * their budget from the node).  Returns 0 or RP_ENOMEM.
@@ -292,6 +301,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         memset(h, 0, sizeof(*h));
         h->first = UINT64_MAX;
         h->omin = UINT64_MAX;
+        h->blocked = blocked_kind(p->nodes[i].kind);
         h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
         a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
@@ -522,7 +532,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
-        pf->off += f->off + (id == j->offid ? dur : 0);
+        pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         parent = pf->id;
     }
     if (unlikely(*depth < j->low)) {
@@ -729,7 +739,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
-                        if (unlikely(x == j->offid)) /* an off-CPU span: always a leaf */
+                        if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
                             stack[depth - 1].off += dur;
                         parent = stack[depth - 1].id;
                     }
@@ -1284,6 +1294,15 @@ static void defined(struct priv *v, uint32_t id)
             v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF;
 }
 
+/* Records the kind of a node that the accumulators already hold (struct hot's
+ * `blocked`). */
+static void defined_kind(struct priv *v, uint32_t id, uint8_t kind)
+{
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        if (id < v->acc[k].nhot)
+            v->acc[k].hot[id].blocked = blocked_kind(kind);
+}
+
 static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     const uint8_t *q = c->data, *end = c->data + c->len;
@@ -1304,6 +1323,7 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             goto bad; /* an id is defined once */
         n->kind = kind;
         defined(p->priv, id);
+        defined_kind(p->priv, id, kind);
         if (kind == RP_KIND_OFFCPU && !((struct priv *)p->priv)->offid)
             ((struct priv *)p->priv)->offid = id;
         n->cls = cls;
@@ -1539,7 +1559,8 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
             dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
         if (t->depth) {
             f[-1].child += dur;
-            f[-1].off += f->off; /* (the off-CPU time below it in its last chunk) */
+            /* (the off-CPU time below it in its last chunk) */
+            f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             parent = f[-1].id;
         }
         a->hot[f->id].cut++;
