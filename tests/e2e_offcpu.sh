@@ -13,9 +13,10 @@
 #      - per node: exclusive + callees' inclusive (the [off-cpu] spans
 #        among them) = inclusive, and offcpu_ns = its edge to [off-cpu];
 #      - every call is counted (calls exact: threads * CALLS);
-#      - tiny's on-CPU maximum is under 2 ms (8 ms under a sanitizer; a
-#        preempted call without the off-CPU spans is a time slice long:
-#        several ms on a busy machine);
+#      - tiny's on-CPU maximum is under 4 ms (not checked under a
+#        sanitizer; a preempted call without the off-CPU spans is a time
+#        slice long: several ms on a busy machine), and tiny has off-CPU
+#        time of its own;
 #      - sum over nodes of offcpu_ns = separated_ns.
 # 2. The fallback, forced (RANKPROF_TEST_OFFCPU_REFUSE=1): no [off-cpu]
 #    node, offcpu.source "schedstat" with error "perf_event_open: EACCES"
@@ -23,12 +24,13 @@
 #    RANKPROF_OFFCPU=0: source "none", "switched off"; direct mode: "none",
 #    and no on-CPU fields (its maxima are wall maxima).
 # 3. Recorder waits: one thread, 1 KiB buffers, the writer slowed down
-#    (RANKPROF_TEST_WRITER_DELAY_US=10000 per buffer) so that the thread
+#    (RANKPROF_TEST_WRITER_DELAY_US=30000 per buffer) so that the thread
 #    waits for a free buffer about every 64 events.  Checked: the JSON's
-#    recorder_wait_ns (and the thread's) is over 100 ms, `info` shows it,
+#    recorder_wait_ns (and the thread's) is over 300 ms, `info` shows it,
 #    worker's inclusive + the thread's wait = the thread's span of time
 #    (within 2 % + 2 ms: the wait is taken out once, not twice), and tiny's
-#    on-CPU maximum stays under 5 ms although each wait is about 10 ms.
+#    on-CPU maximum stays under 15 ms although each wait is about 30 ms
+#    (a sanitizer's stalls stay under that).
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 set -uo pipefail
@@ -77,10 +79,11 @@ else
     grep -q '^off-CPU: perf context switches' "$tmp/busy.txt" ||
         fail "the report's header does not say perf: $(grep off-CPU "$tmp/busy.txt")"
     grep -q '^off-CPU: perf context switches' "$tmp/busy.info" || fail "info does not say perf"
-    # the bound on tiny's on-CPU maximum: 2 ms, 8 ms under a sanitizer (its
-    # runtime's own pauses; a time slice it is preempted for is longer)
-    bound=2000000
-    [[ -n "${RP_SANITIZE:-}" ]] && bound=8000000
+    # the bound on tiny's on-CPU maximum: 4 ms; none under a sanitizer, where
+    # a call of tiny was seen to stall 10 ms on CPU without a context switch
+    # (the stall of a virtual CPU is no context switch the kernel reports)
+    bound=4000000
+    [[ -n "${RP_SANITIZE:-}" ]] && bound=0
     python3 - "$tmp/busy.json" $THREADS $CALLS $bound <<'PY' || exit 1
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -117,8 +120,11 @@ if abs(total_off - o["inclusive_ns"]) > len(N):  # 1 ns of rounding per node
 t = N["tiny"]
 if not t["oncpu_max_ns"] <= t["max_ns"]:
     die(f"tiny: on-CPU max {t['oncpu_max_ns']} > wall max {t['max_ns']}")
-if t["oncpu_max_ns"] >= bound:
+if bound and t["oncpu_max_ns"] >= bound:
     die(f"tiny (a few us) has an on-CPU maximum of {t['oncpu_max_ns']} ns: preemption not separated")
+if not t["offcpu_ns"] > 0 or not t["offcpu_below_ns"] >= t["offcpu_ns"]:
+    die(f"tiny, most of the threads' time, was never off CPU: offcpu_ns {t['offcpu_ns']}, "
+        f"below {t['offcpu_below_ns']}")
 if "JITTER" in t["flags"] and t["oncpu_max_ns"] < 10 * t["p50_ns"]:
     die("tiny is JITTER by its wall maximum")
 print(f"e2e_offcpu: perf: {o['calls']} off-CPU spans, {o['inclusive_ns'] / 1e6:.1f} ms; "
@@ -172,7 +178,7 @@ sys.exit("oncpu_max_ns" in t or j["offcpu"]["source"] != "none" or t["max_ns"] <
 echo "e2e_offcpu: fallback: ok"
 
 # ---- 3. recorder waits -------------------------------------------------------
-RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=10000 \
+RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=30000 \
     "$RANKPROF" record -o "$tmp/wait.data" -- "$prog" 1 4000 $SPIN >/dev/null 2>"$tmp/wait.err" ||
     fail "record (slow writer) failed: $(cat "$tmp/wait.err")"
 "$RANKPROF" report -i "$tmp/wait.data" --format json >"$tmp/wait.json" || fail "report failed"
@@ -185,8 +191,8 @@ def die(m):
     sys.exit("e2e_offcpu: FAIL: recorder wait: " + m)
 N = {n["name"]: n for n in j["nodes"]}
 w = j["recorder_wait_ns"]
-if w < 100_000_000:
-    die(f"the writer sleeps 10 ms per buffer, yet the threads waited {w} ns")
+if w < 300_000_000:
+    die(f"the writer sleeps 30 ms per buffer, yet the threads waited {w} ns")
 th = [t for t in j["thread_list"] if t["events"] > 100]
 if len(th) != 1 or th[0]["recorder_wait_ns"] != w:
     die(f"per thread: {th}, total {w}")
@@ -198,8 +204,8 @@ if abs(got - span) > 0.02 * span + 2_000_000:
     die(f"worker's inclusive {N['worker']['inclusive_ns']} + wait {w} = {got}, "
         f"the thread's time is {span}")
 m = N["tiny"].get("oncpu_max_ns", N["tiny"]["max_ns"])
-if m >= 5_000_000:
-    die(f"tiny's maximum is {m} ns: it holds a wait for the writer (10 ms)")
+if m >= 15_000_000:
+    die(f"tiny's maximum is {m} ns: it holds a wait for the writer (30 ms)")
 print(f"e2e_offcpu: recorder wait {w / 1e6:.1f} ms taken out; tiny max {m} ns: ok")
 PY
 exit 0
