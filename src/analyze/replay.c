@@ -102,6 +102,7 @@ struct hot {
                             at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t below; /* spans below resolution (comp.h): not in hist nor the edges' min */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -145,6 +146,7 @@ struct job {
     int from_snap;    /* U is the chunk's snapshot, not j->in */
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
+    uint64_t res;     /* the resolution in ticks (comp.h) */
     uint64_t clamped; /* out: spans shorter than their overhead */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
@@ -193,6 +195,7 @@ struct priv {
     int snap_warned;
     int want_comp;           /* compensation not switched off */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
+    uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
 
     /* the workers */
     struct rp_profile *p;
@@ -431,21 +434,26 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
  * from parent (0 = ROOT); `outer`: no other activation of it is open below.
- * Returns 0 or RP_ENOMEM.
+ * A span shorter than res (the resolution, comp.h) is counted in h->below
+ * instead of the histogram, and is not an edge's minimum: one compare on
+ * the path of every span.  Returns 0 or RP_ENOMEM.
  */
-static inline __attribute__((always_inline)) int span_count(struct acc *a, struct hot *h,
-                                                            uint32_t id, uint32_t parent,
-                                                            uint64_t start, uint64_t raw,
-                                                            uint64_t dur, uint64_t child, int outer)
+static inline __attribute__((always_inline)) int
+span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
+           uint64_t dur, uint64_t child, int outer, uint64_t res)
 {
     h->excl += dur - child;
     h->sq += (unsigned __int128)dur * dur;
-    unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
-    if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
-        return RP_ENOMEM;
-    uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
-    if (*c != UINT32_MAX)
-        (*c)++;
+    if (unlikely(dur < res)) {
+        h->below++;
+    } else {
+        unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
+        if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
+            return RP_ENOMEM;
+        uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
+        if (*c != UINT32_MAX)
+            (*c)++;
+    }
     if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
         h->first = start;           /* no store and no chain through memory */
     if (start > h->last)
@@ -459,7 +467,7 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (unlikely(dur < e->min))
+    if (unlikely(dur < e->min) && dur >= res)
         e->min = dur;
     if (unlikely(dur > e->max))
         e->max = dur;
@@ -474,7 +482,7 @@ static inline __attribute__((always_inline)) int span_count(struct acc *a, struc
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                           struct frame *stack, uint32_t *depth,
                                                           uint64_t now, int64_t ev,
-                                                          struct rp_comp *cp)
+                                                          struct rp_comp *cp, uint64_t res)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
@@ -493,7 +501,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
             j->closed[*depth] = 1;
     }
     return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child,
-                      --a->active[id] == 0);
+                      --a->active[id] == 0, res);
 }
 
 /* Drops the spans of a's stack above depth `to` without time. */
@@ -620,6 +628,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
+    const uint64_t res = cp->res; /* in a register, not reloaded per span */
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -667,7 +676,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     }
                     n++;
                     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0,
-                                            act == 0) < 0))
+                                            act == 0, res) < 0))
                         goto nomem;
                     now += raw;
                     ev0 = q;
@@ -693,7 +702,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp, res) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -713,7 +722,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             a->depth = depth;
             stack_drop(a, j, at);
             depth = a->depth;
-            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
+            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp, res) < 0)
                 goto nomem;
             break;
         }
@@ -783,7 +792,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           local copy, as stores through the accumulators could
                           alias the job's fields and make them reload per span */
 
-    rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
+    rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
@@ -1142,6 +1151,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->comp = comp;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
+    j->res = comp ? v->res_comp : 1;
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
         if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
@@ -1244,7 +1254,7 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             p->argv = dupn(val, vlen);
             p->argv_len = p->argv ? vlen : 0;
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
-                   KEY("overhead_self_ticks")) {
+                   KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
             memcpy(tmp, val, l);
@@ -1255,6 +1265,8 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
                 v->freq_hz = strtod(tmp, NULL);
             else if (KEY("overhead_ticks"))
                 p->overhead_pair = strtod(tmp, NULL);
+            else if (KEY("overhead_spread_ticks"))
+                p->overhead_spread = strtod(tmp, NULL);
             else
                 p->overhead_self = strtod(tmp, NULL);
             if (KEY("overhead_ticks"))
@@ -1288,6 +1300,9 @@ static void overhead_check(struct rp_profile *p)
     }
     if (p->overhead_self > p->overhead_pair)
         p->overhead_self = p->overhead_pair;
+    if (!(p->overhead_spread >= 0 && p->overhead_spread <= 1e6)) /* format 1.3; else 0 */
+        p->overhead_spread = 0;
+    v->res_comp = rp_comp_res(1, p->overhead_spread);
     v->pairfp = rp_comp_fixed(p->overhead_pair);
     v->selffp = rp_comp_fixed(p->overhead_self);
 }
@@ -1332,9 +1347,11 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
         struct hot *h = &a->hot[i];
         struct rp_node *n = &p->nodes[i];
-        if (!h->calls && !h->hist.counts) /* no instant, no span */
+        if (!h->calls && !h->hist.counts && !h->below) /* no instant, no span */
             continue;
         n->calls += h->calls;
+        n->below_res += h->below;
+        n->hist.n -= h->below; /* the edges add every span; mod 2^64 */
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
         n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
@@ -1422,13 +1439,17 @@ static int finish(struct rp_profile *p)
     /* one order whatever the number of replayers: the results are identical */
     if (p->n_edges)
         qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
+    for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
+        if (p->edges[k].min == UINT64_MAX)
+            p->edges[k].min = 0;
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
         if (n->kind == 0xff)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
-        if (!n->calls)
+        p->below_res += n->below_res;
+        if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
             n->min = 0;
         if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
@@ -1571,6 +1592,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     if ((rc = finish(p)) < 0)
         goto fail;
     p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
+    p->resolution = p->compensated ? v->res_comp : 1;
 
     rc = 0;
 out:

@@ -50,6 +50,13 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
  */
 void rp_report_comp_line(FILE *out, const struct rp_profile *p);
 
+/*
+ * Writes one line with the profile's resolution (comp.h) and the spans
+ * below it (rp_report_comp_line writes it too); nothing in direct mode.
+ * Write errors are left to the caller's ferror.
+ */
+void rp_report_res_line(FILE *out, const struct rp_profile *p);
+
 /* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
 const char *rp_kind_str(uint8_t kind);
 

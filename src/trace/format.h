@@ -38,7 +38,7 @@
 #define RP_MAGIC          "RANKPROF"
 #define RP_MAGIC_LEN      8
 #define RP_VERSION_MAJOR  1
-#define RP_VERSION_MINOR  2
+#define RP_VERSION_MINOR  3
 #define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
@@ -68,7 +68,9 @@ enum rp_chunk_type {
  * call, its enter and exit event, adds to the time of the span around it;
  * decimal, may have a fraction) and "overhead_self_ticks" (the part of a
  * span's own enter and exit that falls inside the span).  The analyzer
- * subtracts them (docs/performance.md).
+ * subtracts them (docs/performance.md).  Format 1.3 adds
+ * "overhead_spread_ticks" (p95 - median of the measured span of an empty
+ * call: the analyzer's resolution is 1 tick + its ceiling).
  */
 
 /* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */
