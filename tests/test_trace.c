@@ -1192,6 +1192,122 @@ static void test_replay_streams(void)
     free(f.p);
 }
 
+/* ---- reused thread ids (format 1.3 thread streams) ---------------------------- */
+
+/* Encodes n raw records of stream tid with t into an EVENTS chunk of f
+ * (its DEFS first). */
+static void enc_chunk(struct fbuf *f, struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                      const struct rrec *r, size_t n)
+{
+    struct rp_raw raw[32];
+    for (size_t k = 0; k < n; k++) {
+        raw[k].ticks = r[k].ticks;
+        raw[k].word = rp_raw_word(r[k].op, r[k].pl);
+    }
+    uint8_t *out = malloc(rp_enc_bound(n));
+    size_t len = rp_enc_events(e, t, tid, raw, n, out), dl;
+    const uint8_t *defs = rp_enc_take_defs(e, &dl);
+    if (dl)
+        fb_chunk(f, RP_CH_DEFS, defs, dl);
+    fb_chunk(f, RP_CH_EVENTS, out, len);
+    free(out);
+}
+
+static void thread_chunk(struct fbuf *f, uint32_t tid, const char *name)
+{
+    uint8_t th[8 + 16];
+    size_t n = strlen(name);
+    rp_put32(th, tid);
+    rp_put32(th + 4, 0);
+    memcpy(th + 8, name, n);
+    fb_chunk(f, RP_CH_THREAD, th, 8 + n);
+}
+
+/*
+ * Two threads with kernel tid 100: the first (stream 100) runs A[1000..1100]
+ * and, in a chunk the writer wrote after the second thread's, B[1200..1300];
+ * the second (stream 100 | 1 << RP_TID_BITS, generation 1) runs
+ * A[5000..5010] B[5020..5030].  They are two threads, each with its own
+ * span of time (total 300 + 30 ticks, not the 4030 of one merged thread),
+ * `--thread 100` selects both and the stream id only the second.
+ */
+static void test_reused_tid(void)
+{
+    static const struct rrec old1[] = {R(1000, RP_RAW_FUNC_ENTER, FA),
+                                       R(1100, RP_RAW_FUNC_EXIT, FA)};
+    static const struct rrec old2[] = {R(1200, RP_RAW_FUNC_ENTER, FB),
+                                       R(1300, RP_RAW_FUNC_EXIT, FB)};
+    static const struct rrec young[] = {
+        R(5000, RP_RAW_FUNC_ENTER, FA), R(5010, RP_RAW_FUNC_EXIT, FA),
+        R(5020, RP_RAW_FUNC_ENTER, FB), R(5030, RP_RAW_FUNC_EXIT, FB)};
+    const uint32_t s0 = 100, s1 = 100 | 1u << RP_TID_BITS;
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread t0 = {0}, t1 = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+
+    CHECK_EQ(rp_tid_of(s1), 100);
+    CHECK_EQ(rp_tid_gen(s1), 1);
+    CHECK(rp_tid_match(100, s0) && rp_tid_match(100, s1) && rp_tid_match(s1, s1));
+    CHECK(!rp_tid_match(s1, s0) && !rp_tid_match(101, s1));
+    file_start(&f);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, s0, "old");
+    enc_chunk(&f, &e, &t0, s0, old1, 2);
+    thread_chunk(&f, s1, "young");
+    enc_chunk(&f, &e, &t1, s1, young, 4);
+    enc_chunk(&f, &e, &t0, s0, old2, 2);
+    rp_enc_thread_free(&t0);
+    rp_enc_thread_free(&t1);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/reused.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int workers = 0; workers < 2; workers++) { /* in order, and in parallel */
+        setenv("RANKPROF_REPLAY_JOBS", workers ? "2" : "0", 1);
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+        CHECK_EQ(p.n_threads, 2);
+        if (p.n_threads == 2) {
+            const struct rp_thread *a = &p.threads[0], *b = &p.threads[1];
+            CHECK_EQ(a->tid, s0);
+            CHECK_EQ(b->tid, s1);
+            CHECK_STR(a->name, "old");
+            CHECK_STR(b->name, "young");
+            CHECK_EQ(a->first, 1000);
+            CHECK_EQ(a->last, 1300);
+            CHECK_EQ(b->first, 5000);
+            CHECK_EQ(b->last, 5030);
+            CHECK_EQ(a->events + b->events, 8);
+        }
+        CHECK_EQ(p.total, 330);
+        CHECK_EQ(p.unmatched_exits + p.unclosed, 0);
+        CHECK_EQ(p.nodes[1].calls, 2); /* A: once on each thread */
+        CHECK_EQ(p.nodes[1].dur_sum, 110);
+        rp_profile_free(&p);
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+
+    /* --thread: the kernel tid selects both, the stream id only its thread */
+    struct rp_replay_opts o = {.tid = 100};
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK_EQ(p.n_threads, 2);
+    CHECK_EQ(p.total, 330);
+    rp_profile_free(&p);
+    o.tid = s1;
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK_EQ(p.n_threads, 1);
+    CHECK_EQ(p.total, 30);
+    if (p.n_threads == 1)
+        CHECK_EQ(p.threads[0].tid, s1);
+    rp_profile_free(&p);
+    unlink(path);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1211,6 +1327,7 @@ int main(void)
     test_no_end();
     test_fcount();
     test_replay_streams();
+    test_reused_tid();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

@@ -1120,7 +1120,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         return RP_EFORMAT;
     }
     uint32_t tid = rp_get32(c->data);
-    if (only_tid && tid != only_tid)
+    if (only_tid && !rp_tid_match(only_tid, tid))
         return 0;
     struct tstate *t = tstate_get(p, tid);
     if (!t)
@@ -1323,7 +1323,7 @@ static void read_clock(struct rp_profile *p, const struct rp_chunk *c)
 
 static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
 {
-    if (c->len < 8 || (only_tid && rp_get32(c->data) != only_tid))
+    if (c->len < 8 || (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
         return;
     struct tstate *t = tstate_get(p, rp_get32(c->data));
     if (!t)

@@ -89,8 +89,10 @@ int cmd_info(int argc, char **argv)
     printf("threads:     %u\n", p.n_threads);
     for (uint32_t i = 0; i < p.n_threads; i++) {
         const struct rp_thread *t = &p.threads[i];
-        printf("  tid %-8u %-16s %10llu events  %s active  lost %llu\n", t->tid,
-               t->name ? t->name : "", (unsigned long long)t->events,
+        char tb[24];
+        printf("  tid %-8s %-16s %10llu events  %s active  lost %llu\n",
+               rp_tid_str(t->tid, tb, sizeof(tb)), t->name ? t->name : "",
+               (unsigned long long)t->events,
                rp_fmt_ns((double)(t->last - t->first) * p.ns_per_tick, b, sizeof(b)),
                (unsigned long long)t->lost);
     }

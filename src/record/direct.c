@@ -702,7 +702,7 @@ static void thread_name(uint32_t tid, char name[16])
 static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
 {
     s->tid = d->tid;
-    thread_name(d->tid, s->name);
+    thread_name(rp_tid_of(d->tid), s->name); /* d->tid: a stream id (format.h) */
     s->first = LD(d->first);
     s->last = LD(d->last);
     s->events = LD(d->events);
@@ -793,7 +793,7 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
     if (dgone || dinit || !dg.key_ok)
         return NULL;
     dinit = 1;
-    struct rp_dthread *d = rp_direct_thread_new((uint32_t)syscall(SYS_gettid));
+    struct rp_dthread *d = rp_direct_thread_new(rp_thread_stream((uint32_t)syscall(SYS_gettid)));
     if (d) {
         pthread_setspecific(dg.key, d);
         dself = d;

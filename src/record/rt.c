@@ -240,7 +240,7 @@ static void out_thread(struct rp_tbuf *t)
     char path[64], name[64];
     uint8_t p[8 + sizeof(name)];
     size_t n = 0;
-    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", t->tid);
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", rp_tid_of(t->tid));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t r = read(fd, name, sizeof(name));
@@ -524,6 +524,36 @@ static void thread_exit(void *arg)
     pthread_mutex_unlock(&rp_rt.lock);
 }
 
+/* Per kernel tid, the threads seen with it so far (rp_thread_stream): one
+ * u16 per possible tid, mapped on first use with MAP_NORESERVE, so only the
+ * pages of tids in use take memory (a page per 2048 tids).  Under rp_rt.lock
+ * (a recorder lock, so the lock interposers pass it through). */
+static uint16_t *stream_gen;
+static __thread uint32_t stream_tid, stream_id; /* the calling thread's, once made */
+
+RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
+{
+    tid &= RP_TID_MASK;
+    if (stream_id && stream_tid == tid) /* (a forked child has another tid) */
+        return stream_id;
+    uint32_t gen = 0;
+    pthread_mutex_lock(&rp_rt.lock);
+    if (!stream_gen) {
+        void *m = mmap(NULL, (size_t)(RP_TID_MASK + 1) * sizeof(*stream_gen),
+                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        stream_gen = m == MAP_FAILED ? NULL : m;
+    }
+    if (stream_gen) {
+        gen = stream_gen[tid];
+        if (gen < RP_GEN_MAX) /* saturates: the 1024th reuse on merges with the last */
+            stream_gen[tid]++;
+    }
+    pthread_mutex_unlock(&rp_rt.lock);
+    stream_tid = tid;
+    stream_id = tid | gen << RP_TID_BITS;
+    return stream_id;
+}
+
 /* Creates the calling thread's tbuf.  Returns it, or NULL (the thread's
  * events are then not recorded; a warning says so once). */
 static struct rp_tbuf *thread_init(void)
@@ -533,7 +563,7 @@ static struct rp_tbuf *thread_init(void)
     if (m == MAP_FAILED)
         return NULL;
     struct rp_tbuf *t = m;
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* a stream id (format 1.3) */
     t->guard = 1;
     pthread_mutex_lock(&rp_rt.lock);
     t->next = rp_rt.threads;
@@ -853,6 +883,9 @@ static void atfork_child(void)
     rp_rt.waiters = 0;
     rp_rt.threads = NULL;
     rp_rt.fd = -1;
+    if (stream_gen) /* the child's trace has one thread so far: no tid reused yet */
+        munmap(stream_gen, (size_t)(RP_TID_MASK + 1) * sizeof(*stream_gen));
+    stream_gen = NULL;
     atomic_store(&rp_rt.failed, 0);
     rp_rt.events_written = rp_rt.lost_total = 0;
     rp_enc_free(&rp_rt.enc);

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "report/export.h"
 #include "report/util.h"
+#include "trace/format.h"
 
 struct chrome {
     FILE *out;
@@ -187,8 +188,16 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
             out,
             ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":",
             p->pid, t->tid);
-        if (t->name && t->name[0])
-            rp_export_put_json(out, t->name);
+        /* the events' "tid" is the stream id: a reused kernel tid (format 1.3)
+         * is another thread, named with its generation */
+        char nb[64], tb[24];
+        if (rp_tid_gen(t->tid))
+            snprintf(nb, sizeof(nb), "%s (tid %s)", t->name && t->name[0] ? t->name : "thread",
+                     rp_tid_str(t->tid, tb, sizeof(tb)));
+        else
+            snprintf(nb, sizeof(nb), "%s", t->name && t->name[0] ? t->name : "");
+        if (nb[0])
+            rp_export_put_json(out, nb);
         else
             fprintf(out, "\"thread %u\"", t->tid);
         fputs("}}", out);

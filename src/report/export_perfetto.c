@@ -137,7 +137,7 @@ static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
 /* A thread's TrackDescriptor.  Fails like packet_end. */
 static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
 {
-    char buf[32];
+    char buf[64], tb[24];
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
     pb_uint(&f->pb, TD_UUID, thread_uuid(f, tid));
@@ -145,7 +145,11 @@ static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
     pb_open(&f->pb, TD_THREAD);
     pb_uint(&f->pb, THD_PID, f->p->pid);
     pb_uint(&f->pb, THD_TID, tid);
-    if (!name || !name[0])
+    if (rp_tid_gen(tid)) /* a reused kernel tid: the track's tid is the stream id */
+        snprintf(buf, sizeof(buf), "%s (tid %s)", name && name[0] ? name : "thread",
+                 rp_tid_str(tid, tb, sizeof(tb))),
+            name = buf;
+    else if (!name || !name[0])
         snprintf(buf, sizeof(buf), "thread %u", tid), name = buf;
     pb_str(&f->pb, THD_NAME, name);
     pb_close(&f->pb);

@@ -158,7 +158,10 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
 /* One element of "thread_list".  Write errors are left for ferror(). */
 static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_thread *t)
 {
-    fprintf(out, "    { \"tid\": %" PRIu32, t->tid);
+    /* tid: the kernel's; a tid reused by a later thread is another entry,
+     * told apart by its generation and stream (format 1.3) */
+    fprintf(out, "    { \"tid\": %" PRIu32 ", \"generation\": %" PRIu32 ", \"stream\": %" PRIu32,
+            rp_tid_of(t->tid), rp_tid_gen(t->tid), t->tid);
     if (t->name) {
         fputs(", \"name\": ", out);
         put_str(out, t->name);

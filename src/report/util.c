@@ -142,6 +142,15 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p)
     rp_report_res_line(out, p);
 }
 
+const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz)
+{
+    if (rp_tid_gen(stream))
+        snprintf(buf, bufsz, "%" PRIu32 "#%" PRIu32, rp_tid_of(stream), rp_tid_gen(stream));
+    else
+        snprintf(buf, bufsz, "%" PRIu32, stream);
+    return buf;
+}
+
 void rp_report_res_line(FILE *out, const struct rp_profile *p)
 {
     char b[32];

@@ -57,6 +57,13 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p);
  */
 void rp_report_res_line(FILE *out, const struct rp_profile *p);
 
+/*
+ * A thread stream id (format.h, "Thread streams") as people read it: the
+ * kernel tid, and "#G" after it for the G-th reuse of that tid ("4711",
+ * "4711#1").  Writes at most bufsz bytes; returns buf.  Cannot fail.
+ */
+const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
+
 /* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
 const char *rp_kind_str(uint8_t kind);
 

@@ -43,12 +43,42 @@
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
 
+/*
+ * Thread streams (format 1.3).  The u32 "tid" of THREAD, EVENTS, LOST,
+ * FCOUNT chunks and of STATS thread records names one recorded thread:
+ * the kernel thread id in the low RP_TID_BITS bits (Linux tids are below
+ * 2^22), and above them its generation, the number of earlier threads of
+ * the process the recorder saw with the same kernel tid (ids are reused
+ * once a thread has ended).  Generation 0 is the plain tid, as in older
+ * files, so an older reader sees a reused tid as another thread id.
+ */
+#define RP_TID_BITS 22
+#define RP_TID_MASK ((1u << RP_TID_BITS) - 1)
+#define RP_GEN_MAX  ((1u << (32 - RP_TID_BITS)) - 1) /* generations saturate here */
+
+/* The kernel tid and the generation of a thread stream id. */
+static inline uint32_t rp_tid_of(uint32_t stream)
+{
+    return stream & RP_TID_MASK;
+}
+static inline uint32_t rp_tid_gen(uint32_t stream)
+{
+    return stream >> RP_TID_BITS;
+}
+
+/* Whether stream id s is selected by a thread filter `want` (not 0): the
+ * stream itself, or, for a plain kernel tid, every generation of it. */
+static inline int rp_tid_match(uint32_t want, uint32_t s)
+{
+    return want == s || (want <= RP_TID_MASK && (s & RP_TID_MASK) == want);
+}
+
 /* Chunk types.  Readers skip (and count) types they do not know. */
 enum rp_chunk_type {
     RP_CH_INFO = 1,    /* key/value strings: program, argv, pid, clock, mode ... */
     RP_CH_CLOCK = 2,   /* u64 ticks, u64 monotonic ns, u64 realtime ns: calibration */
     RP_CH_MAPS = 3,    /* text of /proc/self/maps, executable mappings only */
-    RP_CH_THREAD = 4,  /* u32 tid, u32 flags, then the thread name (rest of payload) */
+    RP_CH_THREAD = 4,  /* u32 tid (a stream id, above), u32 flags, then the thread name */
     RP_CH_DEFS = 5,    /* id definitions, see struct layout below */
     RP_CH_EVENTS = 6,  /* u32 tid, u32 nevents | flags, u64 base ticks, [snapshot], events */
     RP_CH_LOST = 7,    /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
