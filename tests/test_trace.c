@@ -328,17 +328,18 @@ static const struct xev x2[] = {
     {RP_OP_ENTER, IB, 2020, 0}, {RP_OP_EXIT, 0, 2030, 0}, {RP_OP_INSTANT, IS, 2040, 99},
     {RP_OP_EXIT, 0, 2100, 0},
 };
-/* LOCK_ACQ becomes two events: the exit of the wait and the entry of the
- * hold at the same tick.  The exit of A at 1420 is not innermost (B is open)
- * so it is EXIT_ID; the exit of C at 1500 finds the shadow stack empty, so it
- * is EXIT_ID too (the reader cannot match it either). */
+/* LOCK_ACQ becomes two events: the exit of the wait and the begin of the
+ * hold at the same tick; LOCK_REL the hold's end, with its duration 30
+ * (format 1.3: a hold is an interval, not a frame).  The exit of A at 1420 is not innermost (B is
+ * open) so it is EXIT_ID; the exit of C at 1500 finds the shadow stack empty, so it is EXIT_ID too
+ * (the reader cannot match it either). */
 static const struct xev x3[] = {
-    {RP_OP_EXIT, 0, 1230, 0},   {RP_OP_EXIT, 0, 1250, 0},     {RP_OP_ENTER, IC, 1290, 0},
-    {RP_OP_ENTER, IW, 1300, 0}, {RP_OP_EXIT, 0, 1320, 0},     {RP_OP_ENTER, IH, 1320, 0},
-    {RP_OP_EXIT, 0, 1350, 0},   {RP_OP_EXIT, 0, 1360, 0},     {RP_OP_ENTER, IA, 1400, 0},
-    {RP_OP_ENTER, IB, 1410, 0}, {RP_OP_EXIT_ID, IA, 1420, 0}, {RP_OP_EXIT_ID, IC, 1500, 0},
-    {RP_OP_ENTER, IB, 1600, 0}, {RP_OP_LOST, 0, 1610, 5},     {RP_OP_ENTER, IC, 1620, 0},
-    {RP_OP_EXIT, 0, 1630, 0},   {RP_OP_ENTER, IA, 1700, 0},
+    {RP_OP_EXIT, 0, 1230, 0},       {RP_OP_EXIT, 0, 1250, 0},     {RP_OP_ENTER, IC, 1290, 0},
+    {RP_OP_ENTER, IW, 1300, 0},     {RP_OP_EXIT, 0, 1320, 0},     {RP_OP_HOLD_BEGIN, IH, 1320, 0},
+    {RP_OP_HOLD_END, IH, 1350, 30}, {RP_OP_EXIT, 0, 1360, 0},     {RP_OP_ENTER, IA, 1400, 0},
+    {RP_OP_ENTER, IB, 1410, 0},     {RP_OP_EXIT_ID, IA, 1420, 0}, {RP_OP_EXIT_ID, IC, 1500, 0},
+    {RP_OP_ENTER, IB, 1600, 0},     {RP_OP_LOST, 0, 1610, 5},     {RP_OP_ENTER, IC, 1620, 0},
+    {RP_OP_EXIT, 0, 1630, 0},       {RP_OP_ENTER, IA, 1700, 0},
 };
 
 struct xdef {
@@ -476,6 +477,10 @@ static void check_events(const struct rp_chunk *c, const struct xev *x, size_t n
             CHECK_EQ(ev.id, x[i].id);
             CHECK_EQ(ev.ticks, x[i].ticks);
             CHECK_EQ(ev.arg, x[i].arg);
+        }
+        if (ev.op == RP_OP_HOLD_END) { /* no events inside; taken in C, the outer hold */
+            CHECK_EQ(ev.arg2, 0);
+            CHECK_EQ(ev.arg3, (uint64_t)IC << 2 | 2 | 1);
         }
         i++;
     }
@@ -642,7 +647,7 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(c->calls, 3);
     CHECK_EQ(c->dur_sum, 170);
     CHECK_EQ(c->incl, 170);
-    CHECK_EQ(c->excl, 110);
+    CHECK_EQ(c->excl, 140); /* the hold [1320..1350] is C's own time: no callee */
     CHECK_EQ(c->min, 10);
     CHECK_EQ(c->max, 90);
     CHECK(a->hist.n == 4 && a->hist.lo == 0 && a->hist.len == 3 * RP_HIST_SUB);
@@ -1308,6 +1313,74 @@ static void test_reused_tid(void)
     free(f.p);
 }
 
+/* ---- lock holds as intervals (format 1.3) ------------------------------------- */
+
+/*
+ * Thread 300, two chunks.  Chunk 1: A[100..120] takes lock LK at 110 and
+ * again at 115 (a recursive lock) and returns holding both.  Chunk 2:
+ * B[200..230] releases the inner hold at 210 and the outer at 220; a
+ * release at 240 of a hold never taken (unmatched); LK taken at 250 and
+ * never released (unclosed).  Expected: 2 holds of 95 and 110 ticks, both
+ * taken in A (the edge A -> hold), the outer one inclusive; the holds take
+ * no time from A or B (exclusive 20 and 30), own no time; the same in
+ * order and in parallel.
+ */
+static void test_holds(void)
+{
+    static const struct rrec c1[] = {R(100, RP_RAW_FUNC_ENTER, FA), R(110, RP_RAW_LOCK_ACQ, LK),
+                                     R(115, RP_RAW_LOCK_ACQ, LK), R(120, RP_RAW_FUNC_EXIT, FA)};
+    static const struct rrec c2[] = {R(200, RP_RAW_FUNC_ENTER, FB), R(210, RP_RAW_LOCK_REL, LK),
+                                     R(220, RP_RAW_LOCK_REL, LK),   R(230, RP_RAW_FUNC_EXIT, FB),
+                                     R(240, RP_RAW_LOCK_REL, LK),   R(250, RP_RAW_LOCK_ACQ, LK)};
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread t = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+
+    file_start(&f);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, 300, "holder");
+    enc_chunk(&f, &e, &t, 300, c1, 4);
+    CHECK_EQ(t.nholds, 2);
+    CHECK_EQ(t.depth, 0);
+    enc_chunk(&f, &e, &t, 300, c2, 6);
+    CHECK_EQ(t.nholds, 1);
+    rp_enc_thread_free(&t);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/holds.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int workers = 0; workers < 2; workers++) {
+        setenv("RANKPROF_REPLAY_JOBS", workers ? "2" : "0", 1);
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+        /* ids: A 1, lock hold 2, B 3 */
+        CHECK_EQ(p.n_nodes, 4);
+        if (p.n_nodes == 4) {
+            const struct rp_node *a = &p.nodes[1], *h = &p.nodes[2], *b = &p.nodes[3];
+            CHECK_EQ(h->kind, RP_KIND_LOCK_HOLD);
+            CHECK_EQ(h->calls, 2);
+            CHECK_EQ(h->dur_sum, 205);
+            CHECK_EQ(h->incl, 110);
+            CHECK_EQ(h->excl, 0);
+            CHECK_EQ(h->min, 95);
+            CHECK_EQ(h->max, 110);
+            CHECK_EQ(a->excl, 20);
+            CHECK_EQ(b->excl, 30);
+            CHECK_EDGE(&p, 1, 2, 2, 205, 95, 110);
+            CHECK(!find_edge(&p, 3, 2));
+        }
+        CHECK(p.hold_intervals);
+        CHECK_EQ(p.unmatched_exits, 1);
+        CHECK_EQ(p.unclosed, 1);
+        rp_profile_free(&p);
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+    unlink(path);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1328,6 +1401,7 @@ int main(void)
     test_fcount();
     test_replay_streams();
     test_reused_tid();
+    test_holds();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

@@ -128,6 +128,8 @@ struct rp_profile {
     uint64_t resolution;    /* ticks: a span shorter than this is below resolution:
                                1 tick, plus the spread when compensated (comp.h) */
     uint64_t below_res;     /* spans below resolution, summed over the nodes */
+    int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
+                               docs/locks.md): the ranking gives them no time weight */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

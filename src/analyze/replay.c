@@ -155,6 +155,8 @@ struct job {
     int rc;
     char err[200];
     uint64_t events, first, last, unmatched, unclosed, lost;
+    int64_t holds;   /* lock holds begun less holds ended (HOLD_BEGIN/END, format 1.3) */
+    int hold_ops;    /* the chunk has holds as intervals */
     uint32_t u;      /* depth of U */
     uint32_t low;    /* the lowest depth the stack reached */
     uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
@@ -169,6 +171,7 @@ struct job {
 struct tstate {
     uint32_t tid;
     uint32_t ti;         /* index in p->threads */
+    int64_t holds;       /* lock holds begun and not ended (unclosed at the end) */
     struct frame *stack; /* child = callee time summed over all chunks so far */
     uint32_t depth, cap;
 };
@@ -594,6 +597,42 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     return 0;
 }
 
+/*
+ * A HOLD_END of lock-hold id at now (format.h), its operands from q: the
+ * hold is counted as a span of id called from its acquirer that lasted
+ * `raw` ticks less the compensation of the events inside, with no time
+ * taken from the acquirer (it is no callee: the code run while holding the
+ * lock is the work of the functions that run it) and none as its own
+ * (exclusive 0: the time is theirs); outer holds add to inclusive.  A hold
+ * with no known acquisition is an unmatched exit.  Off the fast path: one
+ * per release.  Returns the position after it, NULL for a malformed event,
+ * end + 1 for an acquirer that is no defined span, end + 2 when out of
+ * memory.
+ */
+static __attribute__((noinline)) const uint8_t *hold_end(struct acc *a, struct job *j,
+                                                         struct rp_comp *cp, const uint8_t *q,
+                                                         const uint8_t *end, uint32_t id,
+                                                         uint64_t now, uint64_t res)
+{
+    uint64_t raw, evs, how;
+    if (!(q = rp_get_varint(q, end, &raw)) || !(q = rp_get_varint(q, end, &evs)) ||
+        !(q = rp_get_varint(q, end, &how)))
+        return NULL;
+    if (!how) {
+        j->unmatched++;
+        return q;
+    }
+    uint64_t acq = how >> 2;
+    if (acq && (acq >= a->nhot || (a->active[acq] & RP_ACTIVE_UNDEF)))
+        return end + 1;
+    uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
+    j->holds--;
+    if (span_count(a, &a->hot[id], id, (uint32_t)acq, now >= raw ? now - raw : 0, raw, dur, dur,
+                   (how >> 1) & 1, res) < 0)
+        return end + 2;
+    return q;
+}
+
 /* How replay_loop ends (replay_chunk writes the message). */
 enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP };
 
@@ -651,7 +690,8 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (unlikely(!(q = pget(q, end, &x))))
                 goto bad;
             if (compact && unlikely(!x)) { /* (an id 0 in padding has no op) */
-                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID ||
+                    (x > RP_OP_LOST && x != RP_OP_HOLD_BEGIN && x != RP_OP_HOLD_END))
                     goto bad;
                 op = (unsigned)x;
             }
@@ -749,6 +789,27 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             stack_drop(a, j, 0);
             depth = 0;
             break;
+        case RP_OP_HOLD_BEGIN: /* lock holds: intervals off the stack (hold_end) */
+        case RP_OP_HOLD_END:
+            if (!(q = rp_get_varint(q, end, &x)))
+                goto bad;
+            ev->id = (uint32_t)x;
+            if (x == 0 || x >= nn || nodes[x].kind != RP_KIND_LOCK_HOLD)
+                goto undefined;
+            j->hold_ops = 1;
+            if (op == RP_OP_HOLD_BEGIN) {
+                j->holds++;
+                break;
+            }
+            if (!(q = hold_end(a, j, cp, q, end, (uint32_t)x, now, res)))
+                goto bad;
+            if (q == end + 1) { /* (its acquirer is no span node) */
+                q = end;
+                goto undefined;
+            }
+            if (q == end + 2)
+                goto nomem;
+            break;
         default:
             goto bad;
         }
@@ -794,6 +855,8 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
+    j->holds = 0;
+    j->hold_ops = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;
@@ -894,6 +957,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     th->unmatched_exits += j->unmatched;
     th->unclosed += j->unclosed;
     th->lost += j->lost;
+    t->holds += j->holds; /* in file order: what is open after this chunk */
+    p->hold_intervals |= j->hold_ops;
     p->comp_clamped += j->clamped;
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
@@ -1394,6 +1459,9 @@ static int finish(struct rp_profile *p)
     for (uint32_t i = 0; i < v->nts; i++) {
         p->threads[v->ts[i].ti].unclosed += v->ts[i].depth;
         v->ts[i].depth = 0;
+        if (v->ts[i].holds > 0) /* locks never released (or before a LOST) */
+            p->threads[v->ts[i].ti].unclosed += (uint64_t)v->ts[i].holds;
+        v->ts[i].holds = 0;
     }
     if (v->nclk >= 2 && v->clk_last_ns - v->clk_first_ns >= 10000000u &&
         v->clk_last_ticks > v->clk_first_ticks)

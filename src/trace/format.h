@@ -150,6 +150,20 @@ enum rp_op {
     RP_OP_LOST = 6,    /* + varint count: events the recorder dropped here; the
                           spans open before it are closed by the reader as lost */
     RP_OP_RESERVED7 = 7,
+    /* Compact stream only (format 1.3), lock holds as intervals that need not
+     * nest with the spans (docs/locks.md):
+     *   HOLD_BEGIN  + varint id: the thread acquired lock-hold id;
+     *   HOLD_END    + varint id, varint raw, varint events, varint how:
+     *               the hold of id begun raw ticks before ends, with `events`
+     *               of the thread's events between its HOLD_BEGIN and this;
+     *               how = acquirer << 2 | outer << 1 | 1, acquirer the node
+     *               of the innermost span open at the HOLD_BEGIN (0 = none),
+     *               outer 1 unless another hold of the same lock was open
+     *               under it (recursion); how = 0 (raw = events = 0): a
+     *               release with no acquisition known (an unmatched exit).
+     * Self-contained, so a chunk replays without the chunks before it. */
+    RP_OP_HOLD_BEGIN = 9,
+    RP_OP_HOLD_END = 10,
 };
 #define RP_OP_BITS 3
 
@@ -188,7 +202,8 @@ enum rp_op {
  *   varint h = (delta << 1) | 1                  EXIT
  *   varint h = (delta << 1), varint id (not 0)   ENTER id
  *   varint h = (delta << 1), byte 0, byte op     any other op (EXIT_ID,
- *                                                INSTANT, COUNTER, ARG, LOST),
+ *                                                INSTANT, COUNTER, ARG, LOST,
+ *                                                HOLD_BEGIN, HOLD_END),
  *                                                then its operands as above
  */
 #define RP_SNAP_MAX 1024
