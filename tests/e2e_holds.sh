@@ -20,7 +20,9 @@
 #   - the ranking gives hold edges no time weight: every hold node has
 #     only the teleport's standing, the same for all;
 #   - `dump` shows acquire/release events; the chrome export has every
-#     hold as a complete event of its own.
+#     hold as an async slice of its own;
+#   - direct mode (record --mode direct) has the same holds per acquirer,
+#     no unmatched exit or unclosed span, and the same time model.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 set -uo pipefail
@@ -42,6 +44,10 @@ for c in "" --no-compensate; do
 done
 "$RANKPROF" dump -i "$tmp/w.data" >"$tmp/dump" || fail "dump"
 "$RANKPROF" export --format chrome -i "$tmp/w.data" -o "$tmp/w.chrome.json" || fail "export chrome"
+# direct mode (statistics in the process) counts holds the same way
+out=$("$RANKPROF" record --mode direct -o "$tmp/d.data" -- "$PROGS/prog_wrapped" 2>"$tmp/err") ||
+    fail "record --mode direct failed: $(cat "$tmp/err")"
+"$RANKPROF" report -i "$tmp/d.data" --format json >"$tmp/direct.json" || fail "report (direct)"
 
 python3 - "$tmp" <<'PY' || exit 1
 import json, sys
@@ -103,6 +109,21 @@ for c in ("", "--no-compensate"):
        st[-1] >= N["take_then_return"]["standing"]:
         die(f"report {c}: hold standings {st} (take_then_return "
             f"{N['take_then_return']['standing']})")
+# direct mode: the same holds, acquirers and time model
+D = json.load(open(f"{d}/direct.json"))
+N = {n["name"]: n for n in D["nodes"]}
+holds = {n["id"] for n in D["nodes"] if n["kind"] == "lock-hold"}
+got = {}
+for e in D["edges"]:
+    if e["callee_id"] in holds:
+        got.setdefault(e["callee"][:-len(" [hold]")], {})[e["caller"]] = e["calls"]
+if got != want_locks or D["unmatched_exits"] or D["unclosed"]:
+    die(f"direct mode: holds per acquirer {got}, unmatched {D['unmatched_exits']}, "
+        f"unclosed {D['unclosed']}")
+if any(N[n]["exclusive_ns"] for n in N if n.endswith("[hold]")) or \
+   N["lock_jobs"]["exclusive_ns"] > N["lock_jobs"]["inclusive_ns"] or \
+   len({round(N[n]["standing"], 15) for n in N if n.endswith("[hold]")}) != 1:
+    die(f"direct mode: hold nodes {[N[n] for n in N if n.endswith('[hold]')]}")
 # the chrome export: every hold is one event of its own (on the lock track)
 C = json.load(open(f"{d}/w.chrome.json"))
 ev = C["traceEvents"] if isinstance(C, dict) else C

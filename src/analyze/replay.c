@@ -1606,6 +1606,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             break;
         case RP_CH_STATS: /* direct mode: stats.c */
             rc = rp_stats_read(p, &c, o->tid, sub, sizeof(sub));
+            /* direct mode counts lock holds as intervals from format 1.3 on */
+            p->hold_intervals |= r.major == 1 && r.minor >= 3;
             break;
         case RP_CH_FCOUNT: /* throttled calls: stats.c */
             rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
