@@ -15,7 +15,8 @@
 #     W, so the sum of their thread totals is at most W (a merged tid
 #     spans the time between its threads: the sum was 58559 s for an
 #     8.3 s run), and the report's total is the sum of its threads';
-#   - `report --thread TID` on a reused tid selects all of its threads.
+#   - `report --thread TID` on a reused tid selects all of its threads,
+#     `--thread TID#1` (as `info` lists it) only the second.
 # Under sanitizers N is 4000 (a thread costs much more there): no tid is
 # reused then, and the counts are checked the same way; test_trace checks
 # the replay of two threads sharing a tid in a synthesised trace.
@@ -92,7 +93,16 @@ tl = j['thread_list']
 if len(tl) != $cnt or {t['tid'] for t in tl} != {$tid} or j['threads'] != $cnt:
     sys.exit('e2e_threads: FAIL: --thread $tid: %d threads %s, want $cnt' % (j['threads'], tl))
 " || exit 1
-    echo "e2e_threads: --thread $tid selects its $cnt threads"
+    "$RANKPROF" report -i "$tmp/t.data" --format json --thread "$tid#1" >"$tmp/one.json" ||
+        fail "report --thread $tid#1 failed"
+    python3 -c "
+import json, sys
+j = json.load(open('$tmp/one.json'))
+tl = j['thread_list']
+if j['threads'] != 1 or [(t['tid'], t['generation']) for t in tl] != [($tid, 1)]:
+    sys.exit('e2e_threads: FAIL: --thread $tid#1: %s' % tl)
+" || exit 1
+    echo "e2e_threads: --thread $tid selects its $cnt threads, --thread $tid#1 the second"
 else
     echo "e2e_threads: no tid was reused (pid_max above $N): the counts were checked without reuse"
 fi
