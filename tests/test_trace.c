@@ -1381,6 +1381,73 @@ static void test_holds(void)
     free(f.p);
 }
 
+/* ---- spans below resolution (comp.h) ------------------------------------------- */
+
+/*
+ * A compensated trace (overhead 0, spread 3 ticks: resolution 4 ticks) with
+ * 15 spans of A: 0, 1, 2, 3 ticks three times each (below resolution) and
+ * 10, 20, 30.  Expected: 15 calls, 12 below resolution, all in the sums
+ * (78 ticks), none in the minimum (10), the histogram (3 values) or the
+ * median (20); uncompensated (resolution 1 tick) only the three 0-tick
+ * spans are below it.
+ */
+static void test_below_resolution(void)
+{
+    static const uint64_t durs[] = {0, 1, 2, 3, 10, 0, 1, 2, 3, 20, 0, 1, 2, 3, 30};
+    struct rrec r[30];
+    uint64_t t = 1000;
+    for (int i = 0; i < 15; i++) {
+        r[2 * i] = (struct rrec)R(t, RP_RAW_FUNC_ENTER, FA);
+        r[2 * i + 1] = (struct rrec)R(t + durs[i], RP_RAW_FUNC_EXIT, FA);
+        t += durs[i] + 100;
+    }
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread th = {0};
+    char path[256], err[512];
+    uint8_t hdr[RP_FILE_HDR_SIZE], info[256];
+    size_t il = 0;
+    rp_file_header(hdr);
+    fb_put(&f, hdr, sizeof(hdr));
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "freq_hz", "1000000000", 10), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_ticks", "0.00", 4), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_self_ticks", "0.00", 4), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_spread_ticks", "3.00", 4), 0);
+    fb_chunk(&f, RP_CH_INFO, info, il);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, 9, "t");
+    enc_chunk(&f, &e, &th, 9, r, 30);
+    rp_enc_thread_free(&th);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/res.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int off = 0; off < 2; off++) {
+        struct rp_replay_opts o = {.no_compensate = off};
+        struct rp_profile p = {0};
+        CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+        CHECK_EQ(p.resolution, off ? 1 : 4);
+        if (p.n_nodes == 2) {
+            const struct rp_node *a = &p.nodes[1];
+            CHECK_EQ(a->calls, 15);
+            CHECK_EQ(a->dur_sum, 78);
+            CHECK_EQ(a->excl, 78);
+            CHECK_EQ(a->below_res, off ? 3 : 12);
+            CHECK_EQ(p.below_res, a->below_res);
+            CHECK_EQ(a->hist.n, off ? 12 : 3);
+            CHECK_EQ(a->min, off ? 1 : 10);
+            CHECK_EQ(a->max, 30);
+            CHECK_EQ(rp_hist_q(&a->hist, 0.5), off ? 2 : 20);
+            CHECK_EDGE(&p, 0, 1, 15, 78, off ? 1 : 10, 30);
+        } else {
+            CHECK_EQ(p.n_nodes, 2);
+        }
+        rp_profile_free(&p);
+    }
+    unlink(path);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1402,6 +1469,7 @@ int main(void)
     test_replay_streams();
     test_reused_tid();
     test_holds();
+    test_below_resolution();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

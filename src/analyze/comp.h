@@ -21,6 +21,9 @@
  *     res = 1 tick + ceil(spread)     when compensated (spread: INFO
  *     res = 1 tick                    "overhead_spread_ticks", 0 if absent)
  *
+ * (rounded up to a boundary of the histogram's buckets: exact below 32
+ * ticks, within 1/32 above, so that the spans below it are whole buckets
+ * and the replay counts them from the histogram, at no cost per span)
  * cannot be told from an empty call: the clock counts whole ticks, and an
  * empty call's compensated span lies between 0 and spread (the 95th
  * percentile of the recorder's own measurement less its median).  Such a
@@ -51,7 +54,9 @@ static inline uint64_t rp_comp_res(int on, double spread)
 {
     if (!on || !(spread > 0))
         return 1;
-    return 1 + (spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u);
+    uint64_t r = 1 + (spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u);
+    unsigned b = rp_hist_index(r);
+    return rp_hist_lower(b) == r ? r : rp_hist_lower(b + 1);
 }
 
 /* The fixed-point form of ticks (>= 0, at most 1e6: overhead_check). */

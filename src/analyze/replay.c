@@ -102,7 +102,6 @@ struct hot {
                             at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
-    uint64_t below; /* spans below resolution (comp.h): not in hist nor the edges' min */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -437,26 +436,24 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
  * from parent (0 = ROOT); `outer`: no other activation of it is open below.
- * A span shorter than res (the resolution, comp.h) is counted in h->below
- * instead of the histogram, and is not an edge's minimum: one compare on
- * the path of every span.  Returns 0 or RP_ENOMEM.
+ * A span shorter than the resolution (cp->res, comp.h) is not an edge's
+ * minimum: tested only when it would be a new minimum, so no span pays for
+ * it; it goes into the histogram like any span, whose buckets below the
+ * resolution (a bucket boundary) finish() then counts as below resolution.
+ * Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int
 span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
-           uint64_t dur, uint64_t child, int outer, uint64_t res)
+           uint64_t dur, uint64_t child, int outer, const struct rp_comp *cp)
 {
     h->excl += dur - child;
     h->sq += (unsigned __int128)dur * dur;
-    if (unlikely(dur < res)) {
-        h->below++;
-    } else {
-        unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
-        if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
-            return RP_ENOMEM;
-        uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
-        if (*c != UINT32_MAX)
-            (*c)++;
-    }
+    unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
+    if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
+        return RP_ENOMEM;
+    uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
+    if (*c != UINT32_MAX)
+        (*c)++;
     if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
         h->first = start;           /* no store and no chain through memory */
     if (start > h->last)
@@ -470,7 +467,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (unlikely(dur < e->min) && dur >= res)
+    if (unlikely(dur < e->min) && dur >= cp->res) /* (below resolution: no minimum) */
         e->min = dur;
     if (unlikely(dur > e->max))
         e->max = dur;
@@ -485,7 +482,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                           struct frame *stack, uint32_t *depth,
                                                           uint64_t now, int64_t ev,
-                                                          struct rp_comp *cp, uint64_t res)
+                                                          struct rp_comp *cp)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
@@ -504,7 +501,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
             j->closed[*depth] = 1;
     }
     return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child,
-                      --a->active[id] == 0, res);
+                      --a->active[id] == 0, cp);
 }
 
 /* Drops the spans of a's stack above depth `to` without time. */
@@ -612,7 +609,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 static __attribute__((noinline)) const uint8_t *hold_end(struct acc *a, struct job *j,
                                                          struct rp_comp *cp, const uint8_t *q,
                                                          const uint8_t *end, uint32_t id,
-                                                         uint64_t now, uint64_t res)
+                                                         uint64_t now)
 {
     uint64_t raw, evs, how;
     if (!(q = rp_get_varint(q, end, &raw)) || !(q = rp_get_varint(q, end, &evs)) ||
@@ -628,7 +625,7 @@ static __attribute__((noinline)) const uint8_t *hold_end(struct acc *a, struct j
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
     if (span_count(a, &a->hot[id], id, (uint32_t)acq, now >= raw ? now - raw : 0, raw, dur, dur,
-                   (how >> 1) & 1, res) < 0)
+                   (how >> 1) & 1, cp) < 0)
         return end + 2;
     return q;
 }
@@ -667,7 +664,6 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
-    const uint64_t res = cp->res; /* in a register, not reloaded per span */
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -716,7 +712,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     }
                     n++;
                     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0,
-                                            act == 0, res) < 0))
+                                            act == 0, cp) < 0))
                         goto nomem;
                     now += raw;
                     ev0 = q;
@@ -742,7 +738,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp, res) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -762,7 +758,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             a->depth = depth;
             stack_drop(a, j, at);
             depth = a->depth;
-            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp, res) < 0)
+            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
                 goto nomem;
             break;
         }
@@ -801,7 +797,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->holds++;
                 break;
             }
-            if (!(q = hold_end(a, j, cp, q, end, (uint32_t)x, now, res)))
+            if (!(q = hold_end(a, j, cp, q, end, (uint32_t)x, now)))
                 goto bad;
             if (q == end + 1) { /* (its acquirer is no span node) */
                 q = end;
@@ -1412,11 +1408,9 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
         struct hot *h = &a->hot[i];
         struct rp_node *n = &p->nodes[i];
-        if (!h->calls && !h->hist.counts && !h->below) /* no instant, no span */
+        if (!h->calls && !h->hist.counts) /* no instant, no span */
             continue;
         n->calls += h->calls;
-        n->below_res += h->below;
-        n->hist.n -= h->below; /* the edges add every span; mod 2^64 */
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
         n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
@@ -1485,6 +1479,11 @@ static int finish(struct rp_profile *p)
             p->last_tick = th->last;
     }
 
+    /* the resolution (comp.h): spans below it are set aside from the
+     * histograms here; direct mode's statistics set nothing aside */
+    int direct = p->mode && !strcmp(p->mode, "direct");
+    uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
+
     /* the replayers' sums; m2 from the exact sum of squares */
     int rc = RP_ENOMEM;
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
@@ -1516,6 +1515,14 @@ static int finish(struct rp_profile *p)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
+        if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
+            unsigned ib = rp_hist_index(res);
+            for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
+                n->below_res += n->hist.counts[b - n->hist.lo];
+                n->hist.counts[b - n->hist.lo] = 0;
+            }
+            n->hist.n -= n->below_res;
+        }
         p->below_res += n->below_res;
         if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
             n->min = 0;
