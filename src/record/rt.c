@@ -526,9 +526,10 @@ static void thread_exit(void *arg)
 
 /* Per kernel tid, the threads seen with it so far (rp_thread_stream): one
  * u16 per possible tid, mapped on first use with MAP_NORESERVE, so only the
- * pages of tids in use take memory (a page per 2048 tids).  Under rp_rt.lock
- * (a recorder lock, so the lock interposers pass it through). */
-static uint16_t *stream_gen;
+ * pages of tids in use take memory (a page per 2048 tids).  Lock-free: a
+ * thread's first event may come from a signal handler that interrupted the
+ * thread inside a recorder lock. */
+static uint16_t *_Atomic stream_gen;
 static __thread uint32_t stream_tid, stream_id; /* the calling thread's, once made */
 
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
@@ -536,19 +537,28 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
     tid &= RP_TID_MASK;
     if (stream_id && stream_tid == tid) /* (a forked child has another tid) */
         return stream_id;
+    const size_t len = (size_t)(RP_TID_MASK + 1) * sizeof(uint16_t);
+    uint16_t *g = atomic_load_explicit(&stream_gen, memory_order_acquire);
+    if (!g) { /* the first thread maps it; a racing one unmaps its own */
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        uint16_t *exp = NULL;
+        if (m != MAP_FAILED &&
+            !atomic_compare_exchange_strong_explicit(&stream_gen, &exp, (uint16_t *)m,
+                                                     memory_order_acq_rel, memory_order_acquire))
+            munmap(m, len);
+        g = atomic_load_explicit(&stream_gen, memory_order_acquire);
+    }
     uint32_t gen = 0;
-    pthread_mutex_lock(&rp_rt.lock);
-    if (!stream_gen) {
-        void *m = mmap(NULL, (size_t)(RP_TID_MASK + 1) * sizeof(*stream_gen),
-                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        stream_gen = m == MAP_FAILED ? NULL : m;
+    if (g) { /* the generation: this tid's count before us, saturating (relaxed: a
+                counter, ordered by nothing but its own read-modify-write) */
+        uint16_t old = __atomic_load_n(&g[tid], __ATOMIC_RELAXED);
+        while (old < RP_GEN_MAX &&
+               !__atomic_compare_exchange_n(&g[tid], &old, (uint16_t)(old + 1), 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+            ;
+        gen = old; /* the 1024th reuse on merges with the last */
     }
-    if (stream_gen) {
-        gen = stream_gen[tid];
-        if (gen < RP_GEN_MAX) /* saturates: the 1024th reuse on merges with the last */
-            stream_gen[tid]++;
-    }
-    pthread_mutex_unlock(&rp_rt.lock);
     stream_tid = tid;
     stream_id = tid | gen << RP_TID_BITS;
     return stream_id;
@@ -883,9 +893,9 @@ static void atfork_child(void)
     rp_rt.waiters = 0;
     rp_rt.threads = NULL;
     rp_rt.fd = -1;
-    if (stream_gen) /* the child's trace has one thread so far: no tid reused yet */
-        munmap(stream_gen, (size_t)(RP_TID_MASK + 1) * sizeof(*stream_gen));
-    stream_gen = NULL;
+    uint16_t *g = atomic_exchange(&stream_gen, NULL); /* the child's trace: one thread */
+    if (g)
+        munmap(g, (size_t)(RP_TID_MASK + 1) * sizeof(*g));
     atomic_store(&rp_rt.failed, 0);
     rp_rt.events_written = rp_rt.lost_total = 0;
     rp_enc_free(&rp_rt.enc);

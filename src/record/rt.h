@@ -249,9 +249,9 @@ static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
  * The calling thread's stream id (format.h, "Thread streams"): tid (its
  * kernel tid) with the number of earlier threads of this process that had
  * the same tid above RP_TID_BITS, so that a reused tid is another thread in
- * the trace.  The first call on a thread allocates it (under rp_rt.lock,
- * once per thread: never on the event path); later calls with the same tid
- * return it.  Cannot fail: without memory for the table every thread gets
+ * the trace.  The first call on a thread allocates it (lock-free, once per
+ * thread: never on the event path); later calls with the same tid return
+ * it.  Cannot fail: without memory for the table every thread gets
  * generation 0 (reused tids then merge, as before format 1.3).
  */
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
