@@ -3,12 +3,13 @@
  * perfetto), streamed from the events (export.h, rp_export_timeline).
  *
  * The spans are spanwalk.h's, matched with replay.c's rules; a span the
- * replay drops without time (an EXIT_ID naming a deeper span, LOST, still
- * open at the end of the trace) is ended where it was dropped with why =
- * "unclosed", so that a viewer still nests it.  Lock holds of a trace
- * where they are intervals (format 1.3, p->hold_intervals) do not nest with
- * the calls: they go to ops->hold when they end, for a track of their own.
- * Memory: the open spans of each thread.
+ * replay drops without time (LOST) is ended where it was dropped with why =
+ * "unclosed", so that a viewer still nests it; a span left without its exit
+ * says why = "unwound" (a longjmp, an exception) or "cut" (its thread or
+ * the process ended while it was open).  Lock holds of a trace where they
+ * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
+ * they go to ops->hold when they end, for a track of their own.  Memory:
+ * the open spans of each thread.
  */
 #include <string.h>
 
@@ -39,9 +40,10 @@ static int on_begin(void *ctx, const struct rp_sw_span *s)
 static int on_end(void *ctx, const struct rp_sw_span *s)
 {
     const struct tl *t = ctx;
+    const char *why = s->cut == RP_SW_UNWOUND ? "unwound" : s->cut == RP_SW_CUT ? "cut" : NULL;
     if (interval(t, s))
-        return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, NULL) : 0;
-    return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, NULL) : 0;
+        return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, why) : 0;
+    return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
 static int on_drop(void *ctx, const struct rp_sw_span *s)

@@ -149,7 +149,11 @@ enum rp_op {
     RP_OP_ARG = 5,     /* + varint argument of the innermost open span (io bytes) */
     RP_OP_LOST = 6,    /* + varint count: events the recorder dropped here; the
                           spans open before it are closed by the reader as lost */
-    RP_OP_RESERVED7 = 7,
+    RP_OP_UNWIND = 7,  /* + varint id (format 1.3, compact stream only): the stack
+                          unwound without exits (longjmp, an exception caught);
+                          every span above the innermost open span id ends here,
+                          with its time.  id 0: the thread ends here, every open
+                          span ends (pthread_exit, the thread's end) */
     /* Compact stream only (format 1.3), lock holds as intervals that need not
      * nest with the spans (docs/locks.md):
      *   HOLD_BEGIN  + varint id: the thread acquired lock-hold id;
@@ -203,7 +207,7 @@ enum rp_op {
  *   varint h = (delta << 1), varint id (not 0)   ENTER id
  *   varint h = (delta << 1), byte 0, byte op     any other op (EXIT_ID,
  *                                                INSTANT, COUNTER, ARG, LOST,
- *                                                HOLD_BEGIN, HOLD_END),
+ *                                                UNWIND, HOLD_BEGIN, HOLD_END),
  *                                                then its operands as above
  */
 #define RP_SNAP_MAX 1024

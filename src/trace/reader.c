@@ -227,7 +227,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
                 ev->op = RP_OP_ENTER;
                 ev->id = (uint32_t)v;
             } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID ||
-                       (v > RP_OP_LOST && v != RP_OP_HOLD_BEGIN && v != RP_OP_HOLD_END)) {
+                       (v > RP_OP_UNWIND && v != RP_OP_HOLD_BEGIN && v != RP_OP_HOLD_END)) {
                 return RP_EFORMAT;
             } else {
                 ev->op = (uint8_t)v;
@@ -259,6 +259,11 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             (!(p = rp_get_varint(p, d->end, &ev->arg2)) ||
              !(p = rp_get_varint(p, d->end, &ev->arg3)) || (ev->arg3 >> 2) > UINT32_MAX))
             return RP_EFORMAT;
+        break;
+    case RP_OP_UNWIND: /* id 0 (the thread ends) is allowed; compact stream only */
+        if (!d->compact || !(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)
+            return RP_EFORMAT;
+        ev->id = (uint32_t)v;
         break;
     case RP_OP_ARG:
     case RP_OP_LOST:
