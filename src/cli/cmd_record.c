@@ -80,7 +80,7 @@ static void find_lib(char *out, size_t outsz)
 
 static const char *check_classes(const char *list)
 {
-    static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user"};
+    static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user", "wait"};
     const char *s = list;
     while (*s) {
         size_t n = strcspn(s, ",");
@@ -91,7 +91,7 @@ static const char *check_classes(const char *list)
         if (!found)
             rp_usage_die("record",
                          "--classes: unknown class '%.*s' (known: all, func, point, "
-                         "lock, io, timer, user)",
+                         "lock, io, timer, user, wait)",
                          (int)n, s);
         s += n;
         if (*s == ',')

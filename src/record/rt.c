@@ -66,7 +66,7 @@ RP_HIDDEN __thread struct rp_tbuf *rp_self;
 static __thread int rp_initing; /* inside thread_init or start-up */
 static __thread int rp_gone;    /* this thread's tbuf was handed back */
 /* set in the writer thread only */
-static __thread int rp_is_writer;
+RP_HIDDEN __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static struct rp_overhead rt_overhead; /* measured at start-up; rounds 0 = not */
@@ -756,7 +756,7 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
 /* Parses a class list like "func,lock" ("all" for every class). */
 static uint32_t parse_classes(const char *s)
 {
-    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user"};
+    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user", "wait"};
     uint32_t mask = 0;
     while (s && *s) {
         size_t n = strcspn(s, ",");
