@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# e2e_waits.sh - end-to-end test of wait spans (docs/waits.md): records
+# tests/progs/waits (main joins 4 threads; a thread in a pthread_cond_wait
+# loop, one in a nanosleep loop, one in poll/select/read on a pipe, and a
+# producer that computes in crunch(); exact counts at the top of waits.c)
+# with the preloaded recorder, then checks `report --format json` and
+# `locks --format json`:
+#   - exact calls of every wait node and of the edges to them: pthread_join
+#     4 (from main), nanosleep N, poll N, select N, read N (the pipe's; main's
+#     read of a regular file is not a wait), the condition ready_cv as many
+#     waits as the program counted;
+#   - main, waiter, sleeper and reader: own time <= 10 % of their total, not
+#     HOT; crunch is HOT; no wait node is ever HOT, JITTER or RATE;
+#   - wait_ns of a node = the summed inclusive time of its edges to waits;
+#   - `rankprof locks` lists ready_cv under "conds" (waits, the waiter as its
+#     call site) and not among the locks;
+#   - the classes: without "wait" no blocking call is a node but the
+#     condition wait (lock class); without "lock" the condition wait is a
+#     plain "pthread_cond_wait [wait]";
+#   - direct mode gives the same wait nodes and counts.
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+set -euo pipefail
+
+fail() {
+    echo "e2e_waits: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_waits: $*"; }
+
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_waits.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+N=20
+# record DATA MODE [CLASSES]: records prog_waits, checks what it printed
+# and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.
+record() {
+    local data=$1 mode=$2 classes=${3:-all} out
+    out=$("$RANKPROF" record -o "$data" --mode "$mode" --classes "$classes" -- \
+        "$PROGS/prog_waits" $N 2>"$data.err") || fail "recording ($mode, $classes): $(cat "$data.err")"
+    [[ "$out" =~ ^items=$N\ wakeups=([0-9]+)\ bytes=$N$ ]] || fail "prog_waits printed '$out'"
+    "$RANKPROF" report -i "$data" --format json >"$data.json" || fail "report --format json ($data)"
+    "$RANKPROF" locks -i "$data" --format json >"$data.locks.json" || fail "locks --format json ($data)"
+    echo "${BASH_REMATCH[1]}"
+}
+
+w=$(record t.data trace)
+wd=$(record d.data direct)
+wn=$(record nowait.data trace func,point,lock,io,timer,user)
+wl=$(record nolock.data trace func,wait)
+"$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
+grep -q "cond ready_cv" locks.txt || fail "the locks table does not show the condition ready_cv"
+"$RANKPROF" report -i t.data >report.txt || fail "report (table)"
+grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+
+python3 - "$N" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
+import json, sys
+
+N = int(sys.argv[1])
+wake = dict(zip(["t", "d", "nowait", "nolock"], map(int, sys.argv[2:])))
+def die(msg):
+    print("e2e_waits: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def load(name):
+    r = json.load(open(name + ".data.json"))
+    nodes = {n["name"]: n for n in r["nodes"]}
+    if len(nodes) != len(r["nodes"]):
+        die("%s: two nodes have the same name" % name)
+    return r, nodes
+
+def edge(r, caller, callee):
+    es = [e for e in r["edges"] if e["caller"] == caller and e["callee"] == callee]
+    return es[0] if es else None
+
+def names_of(nodes):
+    return sorted(nodes)
+
+def check_waits(name, cond):
+    r, nodes = load(name)
+    expect = {("main", "pthread_join [wait]"): 4,
+              ("sleeper", "nanosleep [wait]"): N,
+              ("reader", "poll [wait]"): N,
+              ("reader", "select [wait]"): N,
+              ("reader", "read [wait]"): N,
+              ("waiter", cond): wake[name]}
+    for (caller, w), calls in expect.items():
+        n = nodes.get(w)
+        if n is None:
+            die("%s: no node %r (nodes: %s)" % (name, w, names_of(nodes)))
+        if n["kind"] != "wait":
+            die("%s: %s has kind %r, not 'wait'" % (name, w, n["kind"]))
+        if n["calls"] != calls:
+            die("%s: %s has %d calls, expected %d" % (name, w, n["calls"], calls))
+        e = edge(r, caller, w)
+        if e is None or e["calls"] != calls:
+            die("%s: the edge %s -> %s has %s calls, expected %d"
+                % (name, caller, w, e and e["calls"], calls))
+    waits = [n for n in r["nodes"] if n["kind"] == "wait"]
+    if len(waits) != len(expect):
+        die("%s: wait nodes %s, expected exactly %s"
+            % (name, sorted(n["name"] for n in waits), sorted(w for _, w in expect)))
+    for n in waits:
+        bad = set(n["flags"]) & {"HOT", "JITTER", "RATE"}
+        if bad:
+            die("%s: the wait node %s is flagged %s" % (name, n["name"], sorted(bad)))
+    for f in ["main", "waiter", "sleeper", "reader"]:
+        n = nodes[f]
+        if n["exclusive_ns"] > 0.10 * n["inclusive_ns"]:
+            die("%s: %s's own time %d ns is over 10%% of its total %d ns"
+                % (name, f, n["exclusive_ns"], n["inclusive_ns"]))
+        if "HOT" in n["flags"]:
+            die("%s: %s is HOT, it only waits" % (name, f))
+    if "HOT" not in nodes["crunch"]["flags"]:
+        die("%s: crunch, the computing leaf, is not HOT (flags %s)"
+            % (name, nodes["crunch"]["flags"]))
+    # wait_ns: the inclusive time of the node's edges to waits
+    kind = {n["name"]: n["kind"] for n in r["nodes"]}
+    for n in r["nodes"]:
+        want = sum(e["inclusive_ns"] for e in r["edges"]
+                   if e["caller"] == n["name"] and kind.get(e["callee"]) == "wait"
+                   and e["callee"] != n["name"])
+        if "wait_ns" not in n or abs(n["wait_ns"] - want) > 2:
+            die("%s: %s has wait_ns %s, its edges to waits sum to %d"
+                % (name, n["name"], n.get("wait_ns"), want))
+    if nodes["main"]["wait_ns"] < 0.9 * nodes["main"]["inclusive_ns"]:
+        die("%s: main's wait_ns %d is not most of its total %d"
+            % (name, nodes["main"]["wait_ns"], nodes["main"]["inclusive_ns"]))
+    return r, nodes
+
+for name in ["t", "d"]:
+    check_waits(name, "cond ready_cv [wait]")
+
+# the condition in `rankprof locks`: a cond, not a lock
+L = json.load(open("t.data.locks.json"))
+if [c["name"] for c in L.get("conds", [])] != ["cond ready_cv"]:
+    die("locks: conds are %s, expected ['cond ready_cv']" % L.get("conds"))
+c = L["conds"][0]
+if c["waits"] != wake["t"] or [s["caller"] for s in c["sites"]] != ["waiter"]:
+    die("locks: cond ready_cv has %d waits from %s, expected %d from waiter"
+        % (c["waits"], [s["caller"] for s in c["sites"]], wake["t"]))
+r, nodes = load("t")
+if abs(c["wait_ns"] - nodes["cond ready_cv [wait]"]["inclusive_ns"]) > 2:
+    die("locks: cond ready_cv waited %d ns, the report's node %d ns"
+        % (c["wait_ns"], nodes["cond ready_cv [wait]"]["inclusive_ns"]))
+if [l["name"] for l in L["locks"]] != ["ready_lock"]:
+    die("locks: locks are %s, expected ['ready_lock']" % [l["name"] for l in L["locks"]])
+
+# classes: without wait, only the condition's wait (lock class) remains
+r, nodes = load("nowait")
+waits = sorted(n["name"] for n in r["nodes"] if n["kind"] == "wait")
+if waits != ["cond ready_cv [wait]"]:
+    die("without the wait class the wait nodes are %s" % waits)
+# without lock, the condition wait is a plain wait of the wait class
+r, nodes = load("nolock")
+n = nodes.get("pthread_cond_wait [wait]")
+if not n or n["calls"] != wake["nolock"]:
+    die("without the lock class pthread_cond_wait [wait] is %s, expected %d calls"
+        % (n, wake["nolock"]))
+if any(x["kind"] in ("lock-wait", "lock-hold") or x["name"].startswith("cond ")
+       for x in r["nodes"]):
+    die("without the lock class there are lock or condition nodes")
+print("e2e_waits: report and locks checked")
+PYEOF
+note "PASS"
