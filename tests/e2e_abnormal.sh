@@ -13,9 +13,11 @@
 #   abort   abort() (SIGABRT)           134     signal 6         1
 #   fpe     division by zero (SIGFPE)   136     signal 8         1
 #   chain   its own handler, chained    139     signal 11        1
-#   exit    exit(3) from a thread       3       exit             2 (main, exiter)
-#   _exit   _exit(4) after 1 s          4       none             1
-#   kill    SIGKILL itself after 1 s    137     none             1
+#   exit    exit(3) from a thread       3       exit             3 (main, its
+#                                                                  pthread_join
+#                                                                  wait, exiter)
+#   _exit   _exit(4) after 1 s          4       none             2 (main, sleep)
+#   kill    SIGKILL itself after 1 s    137     none             2 (main, sleep)
 #
 # Then the final flush is bounded: a writer slowed to 1 s per buffer
 # (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
@@ -88,9 +90,9 @@ check segv 139 "signal 11" 1
 check abort 134 "signal 6" 1
 check fpe 136 "signal 8" 1
 check chain 139 "signal 11" 1
-check exit 3 exit 2
-check _exit 4 none 1
-check kill 137 none 1
+check exit 3 exit 3
+check _exit 4 none 2
+check kill 137 none 2
 
 # RANKPROF_SIGNALS=0: no handler, so a crash leaves only what the periodic
 # flush wrote (nothing here: the crash comes at once), but still a trace.

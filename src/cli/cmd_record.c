@@ -83,6 +83,7 @@ static const char *check_classes(const char *list)
     static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user", "wait"};
     const char *s = list;
     while (*s) {
+        s += *s == '-'; /* "-wait": all but wait */
         size_t n = strcspn(s, ",");
         int found = 0;
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
