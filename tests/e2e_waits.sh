@@ -18,6 +18,10 @@
 #     condition wait (lock class); without "lock" the condition wait is a
 #     plain "pthread_cond_wait [wait]";
 #   - direct mode gives the same wait nodes and counts.
+# Under TSan the condition checks are skipped: TSan intercepts
+# pthread_cond_wait by symbol version and calls libc's without passing
+# through the recorder (docs/locks.md, limits), so the waiter's wait is
+# its own time there.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 set -euo pipefail
@@ -55,16 +59,19 @@ w=$(record t.data trace)
 wd=$(record d.data direct)
 wn=$(record nowait.data trace func,point,lock,io,timer,user)
 wl=$(record nolock.data trace func,wait)
+tsan=0
+[[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 && note "TSan: the condition checks are skipped"
 "$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
-grep -q "cond ready_cv" locks.txt || fail "the locks table does not show the condition ready_cv"
+((tsan)) || grep -q "cond ready_cv" locks.txt ||
+    fail "the locks table does not show the condition ready_cv"
 "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
 grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
 
-python3 - "$N" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
+python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
 import json, sys
 
-N = int(sys.argv[1])
-wake = dict(zip(["t", "d", "nowait", "nolock"], map(int, sys.argv[2:])))
+N, tsan = int(sys.argv[1]), sys.argv[2] == "1"
+wake = dict(zip(["t", "d", "nowait", "nolock"], map(int, sys.argv[3:])))
 def die(msg):
     print("e2e_waits: FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
@@ -89,8 +96,9 @@ def check_waits(name, cond):
               ("sleeper", "nanosleep [wait]"): N,
               ("reader", "poll [wait]"): N,
               ("reader", "select [wait]"): N,
-              ("reader", "read [wait]"): N,
-              ("waiter", cond): wake[name]}
+              ("reader", "read [wait]"): N}
+    if not tsan:
+        expect[("waiter", cond)] = wake[name]
     for (caller, w), calls in expect.items():
         n = nodes.get(w)
         if n is None:
@@ -111,7 +119,7 @@ def check_waits(name, cond):
         bad = set(n["flags"]) & {"HOT", "JITTER", "RATE"}
         if bad:
             die("%s: the wait node %s is flagged %s" % (name, n["name"], sorted(bad)))
-    for f in ["main", "waiter", "sleeper", "reader"]:
+    for f in ["main", "sleeper", "reader"] + ([] if tsan else ["waiter"]):
         n = nodes[f]
         if n["exclusive_ns"] > 0.10 * n["inclusive_ns"]:
             die("%s: %s's own time %d ns is over 10%% of its total %d ns"
@@ -138,6 +146,9 @@ def check_waits(name, cond):
 for name in ["t", "d"]:
     check_waits(name, "cond ready_cv [wait]")
 
+if tsan:
+    print("e2e_waits: report checked (TSan: without the condition)")
+    sys.exit(0)
 # the condition in `rankprof locks`: a cond, not a lock
 L = json.load(open("t.data.locks.json"))
 if [c["name"] for c in L.get("conds", [])] != ["cond ready_cv"]:
