@@ -15,6 +15,9 @@
  *   - nanosleep and poll are one wait span each, the sleep at least as long
  *     as asked; errno is what the real call left (EAGAIN of an empty
  *     non-blocking pipe, EBADF);
+ *   - every other interposed call but pause (made so that it returns at
+ *     once) is one wait span of its own site, and leaves errno as the real
+ *     call did; the _FORTIFY_SOURCE variants record the plain call's site;
  *   - a thread inside the recorder (t->guard) and a switched-off wait class
  *     record nothing (and the guard counts no dropped event);
  *   - pthread_cond_timedwait with the lock class on is REL m, the wait on
@@ -29,7 +32,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +65,16 @@ static unsigned op_of(const struct rp_raw *r)
 static uint64_t pl_of(const struct rp_raw *r)
 {
     return r->word & RP_RAW_PAYLOAD;
+}
+
+/* glibc's _FORTIFY_SOURCE entry points (declared only under it) */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+
+static void *nothing(void *arg)
+{
+    return arg;
 }
 
 /* Checks that r[0..2) is one wait span of site w. */
@@ -132,6 +152,88 @@ int main(void)
     CHECK_EQ(poll(&pf, 1, 0), 0);
     CHECK_EQ(since(&at, &r), 2);
     check_span(r, RP_W_POLL);
+
+    /* every other blocking call: one span of its site, errno kept */
+    {
+        int sv[2], ep = epoll_create1(0), ls = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+        CHECK(ep >= 0 && ls >= 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        CHECK_EQ(bind(ls, (struct sockaddr *)&sa, sizeof(sa_family_t)), 0); /* autobind */
+        CHECK_EQ(listen(ls, 1), 0);
+        sem_t sem;
+        CHECK_EQ(sem_init(&sem, 0, 1), 0);
+        sigset_t none, usr;
+        sigemptyset(&none);
+        sigemptyset(&usr);
+        sigaddset(&usr, SIGUSR1);
+        pthread_sigmask(SIG_BLOCK, &usr, NULL);
+        struct timeval tv0 = {0, 0};
+        struct epoll_event ev;
+        struct msghdr msg = {0};
+        struct iovec iov = {&c, 1};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        siginfo_t si;
+        pthread_t th;
+        long res;
+        int e;
+#define TRY(W, CALL, WANT, ERR)                                                                    \
+    do {                                                                                           \
+        errno = 0;                                                                                 \
+        res = (long)(CALL);                                                                        \
+        e = errno;                                                                                 \
+        CHECK_EQ(res, (long)(WANT));                                                               \
+        if (ERR)                                                                                   \
+            CHECK_EQ(e, ERR);                                                                      \
+        CHECK_EQ(since(&at, &r), 2);                                                               \
+        check_span(r, W);                                                                          \
+    } while (0)
+        TRY(RP_W_CLOCK_NANOSLEEP, clock_nanosleep(CLOCK_MONOTONIC, 0, &zero, NULL), 0, 0);
+        TRY(RP_W_USLEEP, usleep(0), 0, 0);
+        TRY(RP_W_SLEEP, sleep(0), 0, 0);
+        TRY(RP_W_PPOLL, ppoll(&pf, 1, &zero, NULL), 0, 0);
+        fd_set rs;
+        FD_ZERO(&rs);
+        FD_SET(q[0], &rs);
+        TRY(RP_W_SELECT, select(q[0] + 1, &rs, NULL, NULL, &tv0), 0, 0);
+        FD_SET(q[0], &rs);
+        TRY(RP_W_PSELECT, pselect(q[0] + 1, &rs, NULL, NULL, &zero, NULL), 0, 0);
+        TRY(RP_W_EPOLL_WAIT, epoll_wait(ep, &ev, 1, 0), 0, 0);
+        TRY(RP_W_EPOLL_PWAIT, epoll_pwait(ep, &ev, 1, 0, &none), 0, 0);
+        CHECK_EQ(pthread_create(&th, NULL, nothing, NULL), 0);
+        TRY(RP_W_PTHREAD_JOIN, pthread_join(th, NULL), 0, 0);
+        TRY(RP_W_SEM_WAIT, sem_wait(&sem), 0, 0);
+        struct timespec past = {1, 0};
+        TRY(RP_W_SEM_TIMEDWAIT, sem_timedwait(&sem, &past), -1, ETIMEDOUT);
+        TRY(RP_W_WAITPID, waitpid(-1, NULL, WNOHANG), -1, ECHILD);
+        TRY(RP_W_WAIT, wait(NULL), -1, ECHILD);
+        TRY(RP_W_WAITID, waitid(P_ALL, 0, &si, WEXITED | WNOHANG), -1, ECHILD);
+        TRY(RP_W_SIGTIMEDWAIT, sigtimedwait(&usr, &si, &zero), -1, EAGAIN);
+        TRY(RP_W_ACCEPT, accept(ls, NULL, NULL), -1, EAGAIN);
+        TRY(RP_W_ACCEPT4, accept4(ls, NULL, NULL, 0), -1, EAGAIN);
+        TRY(RP_W_RECV, recv(sv[0], &c, 1, 0), -1, EAGAIN);
+        TRY(RP_W_RECVFROM, recvfrom(sv[0], &c, 1, 0, NULL, NULL), -1, EAGAIN);
+        TRY(RP_W_RECVMSG, recvmsg(sv[0], &msg, 0), -1, EAGAIN);
+        raise(SIGUSR1); /* blocked: pending, so the waits return at once */
+        TRY(RP_W_SIGWAITINFO, sigwaitinfo(&usr, &si), SIGUSR1, 0);
+        int sig = 0;
+        raise(SIGUSR1);
+        TRY(RP_W_SIGWAIT, sigwait(&usr, &sig), 0, 0);
+        CHECK_EQ(sig, SIGUSR1);
+        /* what _FORTIFY_SOURCE calls: the plain call's site */
+        TRY(RP_W_POLL, __poll_chk(&pf, 1, 0, sizeof(pf)), 0, 0);
+        TRY(RP_W_READ, __read_chk(q[0], &c, 1, 1), -1, EAGAIN);
+        TRY(RP_W_RECV, __recv_chk(sv[0], &c, 1, 1, 0), -1, EAGAIN);
+#undef TRY
+        pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+        sem_destroy(&sem);
+        close(sv[0]);
+        close(sv[1]);
+        close(ep);
+        close(ls);
+        (void)since(&at, &r);
+    }
 
     /* inside the recorder: straight through */
     uint64_t reentered = rp_self->reentered;
