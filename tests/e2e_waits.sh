@@ -42,7 +42,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_waits.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
+# 20 items: 60 ms of crunch; under sanitizers 100, so that main's share of
+# their slow pthread_create stays well under its 10 %
 N=20
+[[ -n "${RP_SANITIZE:-}" ]] && N=100
 # record DATA MODE [CLASSES]: records prog_waits, checks what it printed
 # and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.
 record() {
@@ -68,9 +71,9 @@ tsan=0
 grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
 
 python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
-import json, sys
+import json, os, sys
 
-N, tsan = int(sys.argv[1]), sys.argv[2] == "1"
+N, tsan, san = int(sys.argv[1]), sys.argv[2] == "1", bool(os.environ.get("RP_SANITIZE"))
 wake = dict(zip(["t", "d", "nowait", "nolock"], map(int, sys.argv[3:])))
 def die(msg):
     print("e2e_waits: FAIL: " + msg, file=sys.stderr)
@@ -121,7 +124,9 @@ def check_waits(name, cond):
             die("%s: the wait node %s is flagged %s" % (name, n["name"], sorted(bad)))
     for f in ["main", "sleeper", "reader"] + ([] if tsan else ["waiter"]):
         n = nodes[f]
-        if n["exclusive_ns"] > 0.10 * n["inclusive_ns"]:
+        # direct mode does not subtract the recorder's cost (docs/direct-mode.md):
+        # its own times hold it, a lot of it under sanitizers
+        if (name == "t" or not san) and n["exclusive_ns"] > 0.10 * n["inclusive_ns"]:
             die("%s: %s's own time %d ns is over 10%% of its total %d ns"
                 % (name, f, n["exclusive_ns"], n["inclusive_ns"]))
         if "HOT" in n["flags"]:

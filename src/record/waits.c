@@ -233,20 +233,23 @@ static RP_NOINLINE int fd_blocks_slow(int fd)
 
 static inline int fd_blocks(int fd)
 {
-    if ((unsigned)fd < FD_CACHE) {
-        unsigned k = atomic_load_explicit(&fd_kind[fd], memory_order_relaxed);
-        if (likely(k != FD_UNKNOWN))
-            return k == FD_BLOCKS;
-    }
-    return fd_blocks_slow(fd);
+    int blocks;
+    RP_WAIT_TSAN_BEGIN();
+    unsigned k = (unsigned)fd < FD_CACHE ? atomic_load_explicit(&fd_kind[fd], memory_order_relaxed)
+                                         : FD_UNKNOWN;
+    blocks = likely(k != FD_UNKNOWN) ? k == FD_BLOCKS : fd_blocks_slow(fd);
+    RP_WAIT_TSAN_END();
+    return blocks;
 }
 
 /* Forgets what is known of descriptor fd (its number is free or reused). */
 static inline void fd_forget(int fd)
 {
+    RP_WAIT_TSAN_BEGIN();
     if ((unsigned)fd < FD_CACHE &&
         atomic_load_explicit(&fd_kind[fd], memory_order_relaxed) != FD_UNKNOWN)
         atomic_store_explicit(&fd_kind[fd], FD_UNKNOWN, memory_order_relaxed);
+    RP_WAIT_TSAN_END();
 }
 
 typedef int (*close_fn)(int);

@@ -49,6 +49,48 @@ enum rp_wait_fn {
     RP_W_N
 };
 
+/*
+ * ThreadSanitizer builds of the recorder only.  TSan's own interceptors of
+ * blocking calls (poll, nanosleep, read, pthread_join ...) call the real
+ * function - ours - with the thread marked as inside a blocking call, where
+ * TSan stops modelling atomics and locks; our appends' release stores then
+ * look like plain writes, and the writer's reads of the records they publish
+ * are reported as races that are not.  So a wait's appends, and the reads
+ * and writes of the descriptor-type cache, are hidden from TSan (its
+ * dynamic annotations, weak: nothing is required of the runtime).
+ * Nothing of this is compiled without TSan.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RP_WAIT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RP_WAIT_TSAN 1
+#endif
+#endif
+#ifdef RP_WAIT_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line) __attribute__((weak));
+void AnnotateIgnoreReadsEnd(const char *file, int line) __attribute__((weak));
+void AnnotateIgnoreWritesBegin(const char *file, int line) __attribute__((weak));
+void AnnotateIgnoreWritesEnd(const char *file, int line) __attribute__((weak));
+#define RP_WAIT_TSAN_BEGIN()                                                                       \
+    do {                                                                                           \
+        if (AnnotateIgnoreWritesBegin && AnnotateIgnoreReadsBegin) {                               \
+            AnnotateIgnoreReadsBegin(__FILE__, __LINE__);                                          \
+            AnnotateIgnoreWritesBegin(__FILE__, __LINE__);                                         \
+        }                                                                                          \
+    } while (0)
+#define RP_WAIT_TSAN_END()                                                                         \
+    do {                                                                                           \
+        if (AnnotateIgnoreWritesEnd && AnnotateIgnoreReadsEnd) {                                   \
+            AnnotateIgnoreWritesEnd(__FILE__, __LINE__);                                           \
+            AnnotateIgnoreReadsEnd(__FILE__, __LINE__);                                            \
+        }                                                                                          \
+    } while (0)
+#else
+#define RP_WAIT_TSAN_BEGIN() ((void)0)
+#define RP_WAIT_TSAN_END()   ((void)0)
+#endif
+
 /* The sites, kind RP_KIND_WAIT, class RP_CLASS_WAIT, named after the call
  * ("nanosleep"); registered with sites.c by waits.c's constructor. */
 RP_HIDDEN extern struct rp_site rp_wait_sites[RP_W_N];
@@ -71,8 +113,10 @@ static inline void rp_wait_begin(enum rp_wait_fn w)
 {
     int e = errno;
     uint64_t word = rp_raw_word(RP_RAW_SITE_BEGIN, (uintptr_t)&rp_wait_sites[w]);
+    RP_WAIT_TSAN_BEGIN();
     if (!rp_append_fast_at(RP_CLASS_CHECKED, word, 1, 0, NULL))
         rp_append_slow(word);
+    RP_WAIT_TSAN_END();
     errno = e;
 }
 
@@ -81,7 +125,9 @@ static inline void rp_wait_begin(enum rp_wait_fn w)
 static inline void rp_wait_end(enum rp_wait_fn w)
 {
     int e = errno;
+    RP_WAIT_TSAN_BEGIN();
     rp_append(RP_CLASS_BIT_ALL, rp_raw_word(RP_RAW_SITE_END, (uintptr_t)&rp_wait_sites[w]));
+    RP_WAIT_TSAN_END();
     errno = e;
 }
 
