@@ -18,8 +18,9 @@
  *     the program's try-lock busy     WAIT FAIL              a failed attempt
  *     unlock                          REL (before unlocking, so a release is
  *                                     never stamped after the next owner's grant)
- *     cond wait on c, mutex m         REL m, cond-wait c ... the hold pauses, the
- *                                     its end, ACQ m         thread waits on c
+ *     cond wait on c, mutex m         REL m, WAIT c' ...     the hold pauses, the
+ *                                     FAIL c', ACQ m         thread waits on c
+ *                                     (c' = c | RP_RAW_COND_BIT: a wait span on c)
  *
  * so every acquisition is one lock-hold span, and a lock-wait span exists
  * only for a thread that found the lock taken: contended acquisitions are
