@@ -60,7 +60,7 @@ record() {
 
 w=$(record t.data trace)
 wd=$(record d.data direct)
-wn=$(record nowait.data trace func,point,lock,io,timer,user)
+wn=$(record nowait.data trace -wait)
 wl=$(record nolock.data trace func,wait)
 tsan=0
 [[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 && note "TSan: the condition checks are skipped"

@@ -92,7 +92,7 @@ static const char *check_classes(const char *list)
         if (!found)
             rp_usage_die("record",
                          "--classes: unknown class '%.*s' (known: all, func, point, "
-                         "lock, io, timer, user, wait)",
+                         "lock, io, timer, user, wait; -CLASS leaves one out)",
                          (int)n, s);
         s += n;
         if (*s == ',')
