@@ -17,7 +17,9 @@
 #   - the classes: without "wait" no blocking call is a node but the
 #     condition wait (lock class); without "lock" the condition wait is a
 #     plain "pthread_cond_wait [wait]";
-#   - direct mode gives the same wait nodes and counts.
+#   - direct mode gives the same wait nodes and counts;
+#   - exports: a folded stack ends in the wait, callgrind's own costs add
+#     up to its summary, and every pprof sample's location is defined.
 # Under TSan the condition checks are skipped: TSan intercepts
 # pthread_cond_wait by symbol version and calls libc's without passing
 # through the recorder (docs/locks.md, limits), so the waiter's wait is
@@ -42,9 +44,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_waits.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-# 20 items: 60 ms of crunch; under sanitizers 100, so that main's share of
-# their slow pthread_create stays well under its 10 %
-N=20
+# 50 items: 150 ms of crunch, long enough that main's own time (creating
+# the threads, a few ms when the machine is busy) stays well under its 10 %;
+# 100 under sanitizers, whose pthread_create is slower still
+N=50
 [[ -n "${RP_SANITIZE:-}" ]] && N=100
 # record DATA MODE [CLASSES]: records prog_waits, checks what it printed
 # and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.
@@ -69,6 +72,77 @@ tsan=0
     fail "the locks table does not show the condition ready_cv"
 "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
 grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+# exports: waits are frames; every cost is in some function's own cost
+for f in callgrind pprof folded; do
+    "$RANKPROF" export -i t.data --format $f -o t.$f || fail "export $f"
+done
+grep -q "^sleeper;nanosleep \[wait\] [0-9]" t.folded || fail "folded: no sleeper;nanosleep [wait] stack"
+python3 - <<'PYEOF' || exit 1
+import gzip, sys
+def die(msg):
+    print("e2e_waits: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+# callgrind: the functions' own costs add up to the summary (a wait left out
+# as a function would leave its time only in its callers' call costs)
+tot, own, call = None, 0, False
+for ln in open("t.callgrind"):
+    ln = ln.strip()
+    if ln.startswith("summary:"):
+        tot = int(ln.split()[1])
+    elif ln.startswith("calls="):
+        call = True
+    elif ln[:1].isdigit():
+        if not call:
+            own += int(ln.split()[1])
+        call = False
+if tot is None or abs(own - tot) > 1000:
+    die("callgrind: own costs sum to %d, the summary is %s" % (own, tot))
+# pprof: every location a sample names is defined, and so is its function
+b = gzip.open("t.pprof").read()
+def varint(b, i):
+    x = s = 0
+    while True:
+        c = b[i]; i += 1; x |= (c & 0x7f) << s; s += 7
+        if c < 0x80:
+            return x, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        f, t = k >> 3, k & 7
+        if t == 0:
+            v, i = varint(b, i)
+        elif t == 2:
+            n, i = varint(b, i); v = b[i:i + n]; i += n
+        elif t == 1:
+            v = b[i:i + 8]; i += 8
+        else:
+            v = b[i:i + 4]; i += 4
+        yield f, t, v
+locs, funcs, loc_fn, used = set(), set(), {}, set()
+for f, t, v in fields(b):
+    if f == 4:  # Location: id, line { function_id }
+        lid = None
+        for g, _, w in fields(v):
+            if g == 1:
+                lid = w
+            elif g == 4:
+                loc_fn[lid] = [z for h, _, z in fields(w) if h == 1]
+        locs.add(lid)
+    elif f == 5:  # Function: id
+        funcs |= {w for g, _, w in fields(v) if g == 1}
+    elif f == 2:  # Sample: location_id (packed or not)
+        for g, t2, w in fields(v):
+            if g == 1 and t2 == 2:
+                i = 0
+                while i < len(w):
+                    x, i = varint(w, i)
+                    used.add(x)
+            elif g == 1:
+                used.add(w)
+if used - locs or any(fn not in funcs for l in loc_fn.values() for fn in l):
+    die("pprof: samples name undefined locations %s or functions" % sorted(used - locs))
+PYEOF
 
 python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
 import json, os, sys
