@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # e2e_waits.sh - end-to-end test of wait spans (docs/waits.md): records
-# tests/progs/waits (main joins 4 threads; a thread in a pthread_cond_wait
-# loop, one in a nanosleep loop, one in poll/select/read on a pipe, and a
-# producer that computes in crunch(); exact counts at the top of waits.c)
+# tests/progs/waits (main joins 6 threads; a thread in a pthread_cond_wait
+# loop, one in a nanosleep loop, one in poll/select/read on a pipe, a
+# producer that computes in crunch(), and two cancelled in a nanosleep and
+# a pthread_cond_wait; exact counts at the top of waits.c)
 # with the preloaded recorder, then checks `report --format json` and
 # `locks --format json`:
 #   - exact calls of every wait node and of the edges to them: pthread_join
-#     4 (from main), nanosleep N, poll N, select N, read N (the pipe's; main's
-#     read of a regular file is not a wait), the condition ready_cv as many
-#     waits as the program counted;
+#     6 (from main), nanosleep N + 1, poll N, select N, read N (the pipe's;
+#     main's read of a regular file is not a wait), the condition ready_cv as
+#     many waits as the program counted, never_cv 1; the cancelled waits
+#     ended at the cancellation;
 #   - main, waiter, sleeper and reader: own time <= 10 % of their total, not
 #     HOT; crunch is HOT; no wait node is ever HOT, JITTER or RATE;
 #   - wait_ns of a node = the summed inclusive time of its edges to waits;
@@ -169,29 +171,38 @@ def names_of(nodes):
 
 def check_waits(name, cond):
     r, nodes = load(name)
-    expect = {("main", "pthread_join [wait]"): 4,
+    expect = {("main", "pthread_join [wait]"): 6,
               ("sleeper", "nanosleep [wait]"): N,
+              ("dozer", "nanosleep [wait]"): 1,
               ("reader", "poll [wait]"): N,
               ("reader", "select [wait]"): N,
               ("reader", "read [wait]"): N}
     if not tsan:
         expect[("waiter", cond)] = wake[name]
+        expect[("stuck", "cond never_cv [wait]")] = 1
     for (caller, w), calls in expect.items():
         n = nodes.get(w)
         if n is None:
             die("%s: no node %r (nodes: %s)" % (name, w, names_of(nodes)))
         if n["kind"] != "wait":
             die("%s: %s has kind %r, not 'wait'" % (name, w, n["kind"]))
-        if n["calls"] != calls:
-            die("%s: %s has %d calls, expected %d" % (name, w, n["calls"], calls))
+        want = sum(c for (_, x), c in expect.items() if x == w)
+        if n["calls"] != want:
+            die("%s: %s has %d calls, expected %d" % (name, w, n["calls"], want))
+        if caller in ("dozer", "stuck"):
+            continue  # cancelled: their own frames never end (named or not)
         e = edge(r, caller, w)
         if e is None or e["calls"] != calls:
             die("%s: the edge %s -> %s has %s calls, expected %d"
                 % (name, caller, w, e and e["calls"], calls))
     waits = [n for n in r["nodes"] if n["kind"] == "wait"]
-    if len(waits) != len(expect):
+    if sorted(n["name"] for n in waits) != sorted({w for _, w in expect}):
         die("%s: wait nodes %s, expected exactly %s"
-            % (name, sorted(n["name"] for n in waits), sorted(w for _, w in expect)))
+            % (name, sorted(n["name"] for n in waits), sorted({w for _, w in expect})))
+    # the cancelled waits ended at the cancellation, well before their 10 s
+    for w in ["nanosleep [wait]", "cond never_cv [wait]"]:
+        if w in nodes and nodes[w]["max_ns"] > 5e9:
+            die("%s: %s lasted %d ns: the cancelled wait did not end" % (name, w, nodes[w]["max_ns"]))
     for n in waits:
         bad = set(n["flags"]) & {"HOT", "JITTER", "RATE"}
         if bad:
@@ -230,9 +241,9 @@ if tsan:
     sys.exit(0)
 # the condition in `rankprof locks`: a cond, not a lock
 L = json.load(open("t.data.locks.json"))
-if [c["name"] for c in L.get("conds", [])] != ["cond ready_cv"]:
-    die("locks: conds are %s, expected ['cond ready_cv']" % L.get("conds"))
-c = L["conds"][0]
+if sorted(c["name"] for c in L.get("conds", [])) != ["cond never_cv", "cond ready_cv"]:
+    die("locks: conds are %s, expected never_cv and ready_cv" % L.get("conds"))
+c = [c for c in L["conds"] if c["name"] == "cond ready_cv"][0]
 if c["waits"] != wake["t"] or [s["caller"] for s in c["sites"]] != ["waiter"]:
     die("locks: cond ready_cv has %d waits from %s, expected %d from waiter"
         % (c["waits"], [s["caller"] for s in c["sites"]], wake["t"]))
@@ -240,20 +251,20 @@ r, nodes = load("t")
 if abs(c["wait_ns"] - nodes["cond ready_cv [wait]"]["inclusive_ns"]) > 2:
     die("locks: cond ready_cv waited %d ns, the report's node %d ns"
         % (c["wait_ns"], nodes["cond ready_cv [wait]"]["inclusive_ns"]))
-if [l["name"] for l in L["locks"]] != ["ready_lock"]:
-    die("locks: locks are %s, expected ['ready_lock']" % [l["name"] for l in L["locks"]])
+if sorted(l["name"] for l in L["locks"]) != ["ready_lock", "stuck_lock"]:
+    die("locks: locks are %s, expected ready_lock and stuck_lock" % [l["name"] for l in L["locks"]])
 
 # classes: without wait, only the condition's wait (lock class) remains
 r, nodes = load("nowait")
 waits = sorted(n["name"] for n in r["nodes"] if n["kind"] == "wait")
-if waits != ["cond ready_cv [wait]"]:
+if waits != ["cond never_cv [wait]", "cond ready_cv [wait]"]:
     die("without the wait class the wait nodes are %s" % waits)
 # without lock, the condition wait is a plain wait of the wait class
 r, nodes = load("nolock")
 n = nodes.get("pthread_cond_wait [wait]")
-if not n or n["calls"] != wake["nolock"]:
+if not n or n["calls"] != wake["nolock"] + 1:
     die("without the lock class pthread_cond_wait [wait] is %s, expected %d calls"
-        % (n, wake["nolock"]))
+        % (n, wake["nolock"] + 1))
 if any(x["kind"] in ("lock-wait", "lock-hold") or x["name"].startswith("cond ")
        for x in r["nodes"]):
     die("without the lock class there are lock or condition nodes")

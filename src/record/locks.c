@@ -407,8 +407,10 @@ RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
  * and the hold of m pauses as before.  The re-acquisition of m happens
  * inside the real call and is not timed apart.  With the lock class off
  * and the wait class on, the call is an ordinary wait span of its own site
- * (waits.c).  The recorder's own mutexes pass through unrecorded.  errno
- * is kept.
+ * (waits.c).  A cancellation inside the wait ends it and records the
+ * re-acquisition (a cleanup handler), so the program's own cleanup unlock
+ * matches a hold.  The recorder's own mutexes pass through unrecorded.
+ * errno is kept.
  */
 static inline int own_lock(const void *lock)
 {
@@ -429,36 +431,56 @@ static inline void cond_mark(const void *c, const void *m, int end, uint64_t t)
     errno = e;
 }
 
+/* The condition and mutex of a condition wait, for its cleanup handler. */
+struct cond_wait {
+    const void *c, *m;
+};
+
+/* A cancellation inside the wait: glibc re-acquires the mutex, then runs
+ * the cleanup handlers (the program's own unlocks it): the wait ends and
+ * the hold begins again, as on a return. */
+static void cond_cancelled(void *arg)
+{
+    const struct cond_wait *w = arg;
+    cond_mark(w->c, w->m, 1, rp_counter());
+}
+
+/* The recorded body of a condition wait: CALL between the two marks. */
+#define COND_WAIT(c, m, r, CALL)                                                                   \
+    do {                                                                                           \
+        struct cond_wait w_ = {(c), (m)};                                                          \
+        cond_mark(c, m, 0, rp_counter());                                                          \
+        pthread_cleanup_push(cond_cancelled, &w_);                                                 \
+        r = (CALL);                                                                                \
+        pthread_cleanup_pop(0);                                                                    \
+        cond_mark(c, m, 1, rp_counter());                                                          \
+    } while (0)
+
 RP_INTERPOSE int pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m)
 {
+    int r;
     if (!rec_on(m)) {
         if (own_lock(m) || !rp_wait_on())
             return CALL(R_COND_WAIT, cwait_fn, c, m);
-        rp_wait_begin(RP_W_COND_WAIT);
-        int r = CALL(R_COND_WAIT, cwait_fn, c, m);
-        rp_wait_end(RP_W_COND_WAIT);
+        RP_WAIT_SPAN(RP_W_COND_WAIT, r = CALL(R_COND_WAIT, cwait_fn, c, m));
         return r;
     }
-    cond_mark(c, m, 0, rp_counter());
-    int r = CALL(R_COND_WAIT, cwait_fn, c, m);
-    cond_mark(c, m, 1, rp_counter());
+    COND_WAIT(c, m, r, CALL(R_COND_WAIT, cwait_fn, c, m));
     return r;
 }
 
 RP_INTERPOSE int pthread_cond_timedwait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m,
                                         const struct timespec *restrict ts)
 {
+    int r;
     if (!rec_on(m)) {
         if (own_lock(m) || !rp_wait_on())
             return CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-        rp_wait_begin(RP_W_COND_TIMEDWAIT);
-        int r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-        rp_wait_end(RP_W_COND_TIMEDWAIT);
+        RP_WAIT_SPAN(RP_W_COND_TIMEDWAIT, r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts));
         return r;
     }
-    cond_mark(c, m, 0, rp_counter());
-    int r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts); /* re-acquires on timeout too */
-    cond_mark(c, m, 1, rp_counter());
+    COND_WAIT(c, m, r,
+              CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts)); /* re-acquires on timeout too */
     return r;
 }
 

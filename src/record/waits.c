@@ -36,9 +36,10 @@
  * A switched-off wait class costs one load of the class mask and a branch.
  * errno is kept as the real call left it.
  *
- * Cancellation: most of these calls are cancellation points.  A thread
- * cancelled inside one ends with the wait span open; the analyzer treats it
- * like any span still open when a thread's events end.
+ * Cancellation: all of these calls are cancellation points.  A thread
+ * cancelled inside one runs a cleanup handler pushed around the real call
+ * (RP_WAIT_SPAN, waits.h), which ends the wait span then; the thread then ends as it
+ * would.
  *
  * Limits: calls that libc makes internally (sleep() calling nanosleep,
  * system() calling waitpid, fread() calling read) do not pass through the
@@ -200,9 +201,8 @@ __attribute__((constructor)) static void waits_ctor(void)
         }                                                                                          \
         if (likely(!rp_wait_on()))                                                                 \
             return f_(__VA_ARGS__);                                                                \
-        rp_wait_begin(S);                                                                          \
-        __typeof__(f_(__VA_ARGS__)) r_ = f_(__VA_ARGS__);                                          \
-        rp_wait_end(S);                                                                            \
+        __typeof__(f_(__VA_ARGS__)) r_;                                                            \
+        RP_WAIT_SPAN(S, r_ = f_(__VA_ARGS__));                                                     \
         return r_;                                                                                 \
     } while (0)
 #define WAIT_CALL(W, ...) WAIT_CALL_AS(W, W, __VA_ARGS__)
@@ -332,9 +332,8 @@ RP_INTERPOSE int pause(void)
     }
     if (likely(!rp_wait_on()))
         return f_();
-    rp_wait_begin(RP_W_PAUSE);
-    int r = f_();
-    rp_wait_end(RP_W_PAUSE);
+    int r;
+    RP_WAIT_SPAN(RP_W_PAUSE, r = f_());
     return r;
 }
 
@@ -514,9 +513,8 @@ RP_INTERPOSE ssize_t read(int fd, void *buf, size_t n)
     }
     if (likely(!rp_wait_on()) || !fd_blocks(fd))
         return f(fd, buf, n);
-    rp_wait_begin(RP_W_READ);
-    ssize_t r = f(fd, buf, n);
-    rp_wait_end(RP_W_READ);
+    ssize_t r;
+    RP_WAIT_SPAN(RP_W_READ, r = f(fd, buf, n));
     return r;
 }
 
@@ -529,8 +527,7 @@ RP_INTERPOSE ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
     }
     if (likely(!rp_wait_on()) || !fd_blocks(fd))
         return f(fd, buf, n, buflen);
-    rp_wait_begin(RP_W_READ);
-    ssize_t r = f(fd, buf, n, buflen);
-    rp_wait_end(RP_W_READ);
+    ssize_t r;
+    RP_WAIT_SPAN(RP_W_READ, r = f(fd, buf, n, buflen));
     return r;
 }

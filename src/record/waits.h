@@ -8,6 +8,7 @@
 #define RP_RECORD_WAITS_H
 
 #include <errno.h>
+#include <pthread.h>
 
 #include "rt.h"
 
@@ -130,5 +131,28 @@ static inline void rp_wait_end(enum rp_wait_fn w)
     RP_WAIT_TSAN_END();
     errno = e;
 }
+
+/* Ends the wait span of site (enum rp_wait_fn)(uintptr_t)arg: the cleanup
+ * handler of a thread cancelled (or leaving by pthread_exit from a signal
+ * handler) inside the real call, so that the span ends when the wait did. */
+static inline void rp_wait_cancelled(void *arg)
+{
+    rp_wait_end((enum rp_wait_fn)(uintptr_t)arg);
+}
+
+/*
+ * The wait span of site S around the statement CALL.  All these calls are
+ * cancellation points: a cancellation inside one unwinds through the
+ * handler pushed here, which ends the span (glibc's C cleanup: a setjmp
+ * buffer, about 10 ns of the recorded path).
+ */
+#define RP_WAIT_SPAN(S, CALL)                                                                      \
+    do {                                                                                           \
+        rp_wait_begin(S);                                                                          \
+        pthread_cleanup_push(rp_wait_cancelled, (void *)(uintptr_t)(S));                           \
+        CALL;                                                                                      \
+        pthread_cleanup_pop(0);                                                                    \
+        rp_wait_end(S);                                                                            \
+    } while (0)
 
 #endif /* RP_RECORD_WAITS_H */

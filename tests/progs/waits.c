@@ -19,6 +19,13 @@
  *   producer N times: computes (crunch, a computing leaf, ~3 ms), writes
  *            one byte to the pipe, posts an item to the waiter.
  *
+ * and two more that are cancelled (pthread_cancel) in their wait once the
+ * four are joined, then joined too (pthread_join x 6 in all):
+ *
+ *   dozer    nanosleep of 10 s (nanosleep x N + 1 in all)
+ *   stuck    pthread_cond_wait on `never_cv` (under `stuck_lock`), never
+ *            signalled; its cleanup handler unlocks the mutex.
+ *
  * Besides, before the threads start, main reads a regular file (the
  * program's own executable) once: a read() that is not a wait.
  *
@@ -38,6 +45,8 @@ static pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ready_cv = PTHREAD_COND_INITIALIZER;
 static int posted, taken, wakeups, waiting;
 static int pipefd[2];
+static pthread_mutex_t stuck_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never_cv = PTHREAD_COND_INITIALIZER;
 static volatile double sink;
 
 /* ~3 ms of arithmetic. */
@@ -99,6 +108,28 @@ static void *reader(void *arg)
     return NULL;
 }
 
+static void *dozer(void *arg)
+{
+    struct timespec ts = {10, 0};
+    nanosleep(&ts, NULL); /* cancelled in here */
+    return arg;
+}
+
+static void unlock(void *m)
+{
+    pthread_mutex_unlock(m);
+}
+
+static void *stuck(void *arg)
+{
+    pthread_mutex_lock(&stuck_lock);
+    pthread_cleanup_push(unlock, &stuck_lock);
+    for (;;)
+        pthread_cond_wait(&never_cv, &stuck_lock); /* cancelled in here */
+    pthread_cleanup_pop(1);
+    return arg;
+}
+
 static void *producer(void *arg)
 {
     (void)arg;
@@ -134,14 +165,20 @@ int main(int argc, char **argv)
     close(fd);
     if (pipe(pipefd) != 0)
         return 7;
-    pthread_t t[4];
+    pthread_t t[6];
     long got = 0;
     pthread_create(&t[0], NULL, waiter, NULL);
     pthread_create(&t[1], NULL, sleeper, NULL);
     pthread_create(&t[2], NULL, reader, &got);
     pthread_create(&t[3], NULL, producer, NULL);
+    pthread_create(&t[4], NULL, dozer, NULL);
+    pthread_create(&t[5], NULL, stuck, NULL);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
+    pthread_cancel(t[4]);
+    pthread_cancel(t[5]);
+    pthread_join(t[4], NULL);
+    pthread_join(t[5], NULL);
     printf("items=%d wakeups=%d bytes=%ld\n", posted, wakeups, got);
     return 0;
 }
