@@ -25,7 +25,9 @@
 # Under TSan the condition checks are skipped: TSan intercepts
 # pthread_cond_wait by symbol version and calls libc's without passing
 # through the recorder (docs/locks.md, limits), so the waiter's wait is
-# its own time there.
+# its own time there; and no thread is cancelled: a thread cancelled inside
+# one of TSan's blocking-call interceptors ends in a state where TSan does
+# not model the recorder's locks, and reports races that are not.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 set -euo pipefail
@@ -51,12 +53,15 @@ cd "$tmp"
 # 100 under sanitizers, whose pthread_create is slower still
 N=50
 [[ -n "${RP_SANITIZE:-}" ]] && N=100
+tsan=0 cancel=cancel
+[[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 cancel=nocancel &&
+    note "TSan: the condition and cancellation checks are skipped"
 # record DATA MODE [CLASSES]: records prog_waits, checks what it printed
 # and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.
 record() {
     local data=$1 mode=$2 classes=${3:-all} out
     out=$("$RANKPROF" record -o "$data" --mode "$mode" --classes "$classes" -- \
-        "$PROGS/prog_waits" $N 2>"$data.err") || fail "recording ($mode, $classes): $(cat "$data.err")"
+        "$PROGS/prog_waits" $N $cancel 2>"$data.err") || fail "recording ($mode, $classes): $(cat "$data.err")"
     [[ "$out" =~ ^items=$N\ wakeups=([0-9]+)\ bytes=$N$ ]] || fail "prog_waits printed '$out'"
     "$RANKPROF" report -i "$data" --format json >"$data.json" || fail "report --format json ($data)"
     "$RANKPROF" locks -i "$data" --format json >"$data.locks.json" || fail "locks --format json ($data)"
@@ -67,8 +72,6 @@ w=$(record t.data trace)
 wd=$(record d.data direct)
 wn=$(record nowait.data trace -wait)
 wl=$(record nolock.data trace func,wait)
-tsan=0
-[[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 && note "TSan: the condition checks are skipped"
 "$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
 ((tsan)) || grep -q "cond ready_cv" locks.txt ||
     fail "the locks table does not show the condition ready_cv"
@@ -171,14 +174,14 @@ def names_of(nodes):
 
 def check_waits(name, cond):
     r, nodes = load(name)
-    expect = {("main", "pthread_join [wait]"): 6,
+    expect = {("main", "pthread_join [wait]"): 4 if tsan else 6,
               ("sleeper", "nanosleep [wait]"): N,
-              ("dozer", "nanosleep [wait]"): 1,
               ("reader", "poll [wait]"): N,
               ("reader", "select [wait]"): N,
               ("reader", "read [wait]"): N}
     if not tsan:
         expect[("waiter", cond)] = wake[name]
+        expect[("dozer", "nanosleep [wait]")] = 1
         expect[("stuck", "cond never_cv [wait]")] = 1
     for (caller, w), calls in expect.items():
         n = nodes.get(w)

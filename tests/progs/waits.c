@@ -2,7 +2,7 @@
  * waits.c - a program that mostly waits, beside one function that computes,
  * for the wait-span tests (tests/e2e_waits.sh).
  *
- * Usage: prog_waits [N]   (N defaults to 20)
+ * Usage: prog_waits [N [nocancel]]   (N defaults to 20)
  *
  * main starts four threads and joins them (pthread_join x 4):
  *
@@ -19,8 +19,9 @@
  *   producer N times: computes (crunch, a computing leaf, ~3 ms), writes
  *            one byte to the pipe, posts an item to the waiter.
  *
- * and two more that are cancelled (pthread_cancel) in their wait once the
- * four are joined, then joined too (pthread_join x 6 in all):
+ * and, unless "nocancel" is given, two more that are cancelled
+ * (pthread_cancel) in their wait once the four are joined, then joined too
+ * (pthread_join x 6 in all):
  *
  *   dozer    nanosleep of 10 s (nanosleep x N + 1 in all)
  *   stuck    pthread_cond_wait on `never_cv` (under `stuck_lock`), never
@@ -36,6 +37,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,6 +159,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         n_items = atoi(argv[1]);
+    int cancel = !(argc > 2 && !strcmp(argv[2], "nocancel"));
     /* a regular file: this read is not a wait */
     int fd = open("/proc/self/exe", O_RDONLY);
     char buf[64];
@@ -171,14 +174,18 @@ int main(int argc, char **argv)
     pthread_create(&t[1], NULL, sleeper, NULL);
     pthread_create(&t[2], NULL, reader, &got);
     pthread_create(&t[3], NULL, producer, NULL);
-    pthread_create(&t[4], NULL, dozer, NULL);
-    pthread_create(&t[5], NULL, stuck, NULL);
+    if (cancel) {
+        pthread_create(&t[4], NULL, dozer, NULL);
+        pthread_create(&t[5], NULL, stuck, NULL);
+    }
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
-    pthread_cancel(t[4]);
-    pthread_cancel(t[5]);
-    pthread_join(t[4], NULL);
-    pthread_join(t[5], NULL);
+    if (cancel) {
+        pthread_cancel(t[4]);
+        pthread_cancel(t[5]);
+        pthread_join(t[4], NULL);
+        pthread_join(t[5], NULL);
+    }
     printf("items=%d wakeups=%d bytes=%ld\n", posted, wakeups, got);
     return 0;
 }
