@@ -59,6 +59,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,7 +191,8 @@ __attribute__((constructor)) static void waits_ctor(void)
  * arguments, as a wait span of site S when the wait class is on (S is W but
  * for the _chk variants, whose spans are those of the plain call).  FAIL is the result
  * of a call that cannot be forwarded (the function could not be resolved:
- * only a call nested in dlsym itself), with errno ENOSYS.
+ * only a call nested in dlsym itself), with errno ENOSYS; read, close and
+ * dup3 make the system call then.
  */
 #define WAIT_CALL_AS(W, S, proto, FAIL, ...)                                                       \
     do {                                                                                           \
@@ -261,11 +263,7 @@ typedef int (*dup3_fn)(int, int, int);
 RP_INTERPOSE int close(int fd)
 {
     close_fn f = (close_fn)real(R_CLOSE);
-    if (unlikely(!f)) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int r = f(fd);
+    int r = likely(f != NULL) ? f(fd) : (int)syscall(SYS_close, fd); /* see read */
     fd_forget(fd);
     return r;
 }
@@ -285,11 +283,7 @@ RP_INTERPOSE int dup2(int old, int fd)
 RP_INTERPOSE int dup3(int old, int fd, int flags)
 {
     dup3_fn f = (dup3_fn)real(R_DUP3);
-    if (unlikely(!f)) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int r = f(old, fd, flags);
+    int r = likely(f != NULL) ? f(old, fd, flags) : (int)syscall(SYS_dup3, old, fd, flags);
     fd_forget(fd);
     return r;
 }
@@ -503,14 +497,14 @@ RP_INTERPOSE ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     WAIT_CALL(RP_W_RECVMSG, recvmsg_fn, -1, fd, msg, flags);
 }
 
-/* read: a wait only on a descriptor that may block (fd_blocks). */
+/* read: a wait only on a descriptor that may block (fd_blocks).  A read
+ * made while this thread resolves a real function (dlsym's malloc may be an
+ * allocator that reads its configuration) goes to the system call. */
 RP_INTERPOSE ssize_t read(int fd, void *buf, size_t n)
 {
     read_fn f = (read_fn)real(RP_W_READ);
-    if (unlikely(!f)) {
-        errno = ENOSYS;
-        return -1;
-    }
+    if (unlikely(!f))
+        return syscall(SYS_read, fd, buf, n);
     if (likely(!rp_wait_on()) || !fd_blocks(fd))
         return f(fd, buf, n);
     ssize_t r;
@@ -521,10 +515,8 @@ RP_INTERPOSE ssize_t read(int fd, void *buf, size_t n)
 RP_INTERPOSE ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     read_chk_fn f = (read_chk_fn)real(RP_W_READ_CHK);
-    if (unlikely(!f)) {
-        errno = ENOSYS;
-        return -1;
-    }
+    if (unlikely(!f))
+        return n <= buflen ? syscall(SYS_read, fd, buf, n) : (errno = EINVAL, -1);
     if (likely(!rp_wait_on()) || !fd_blocks(fd))
         return f(fd, buf, n, buflen);
     ssize_t r;
