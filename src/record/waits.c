@@ -173,12 +173,16 @@ static RP_NOINLINE void *real_resolve(unsigned i)
     return f;
 }
 
+/* Real function i, resolved now if it was not: NULL when it cannot be. */
 static inline void *real(unsigned i)
 {
     void *f = atomic_load_explicit(&reals[i], memory_order_acquire);
     return likely(f != NULL) ? f : real_resolve(i);
 }
 
+/* Resolves every real function before the program's threads exist, and
+ * registers the wait sites so that the encoder can describe them.  A
+ * function that cannot be resolved is tried again at its first call. */
 __attribute__((constructor)) static void waits_ctor(void)
 {
     for (unsigned i = 0; i < R_NREAL; i++)
@@ -233,6 +237,7 @@ static RP_NOINLINE int fd_blocks_slow(int fd)
     return blocks;
 }
 
+/* fd_blocks_slow, from the cache when the type of fd is known.  Cannot fail. */
 static inline int fd_blocks(int fd)
 {
     int blocks;
