@@ -38,13 +38,15 @@
  *
  * Cancellation: all of these calls are cancellation points.  A thread
  * cancelled inside one runs a cleanup handler pushed around the real call
- * (RP_WAIT_SPAN, waits.h), which ends the wait span then; the thread then ends as it
- * would.
+ * (RP_WAIT_SPAN, waits.h), which ends the wait span then; the thread then
+ * ends as it would.
  *
  * Limits: calls that libc makes internally (sleep() calling nanosleep,
  * system() calling waitpid, fread() calling read) do not pass through the
  * symbol table and are not seen (sleep() itself is); a statically linked
- * executable cannot interpose libc's functions.
+ * executable cannot interpose libc's functions; a sanitizer interceptor
+ * that reaches libc by its own means (TSan's sleep and pthread_cond_wait)
+ * hides the call.
  */
 #define _GNU_SOURCE
 #undef _FORTIFY_SOURCE
