@@ -3,7 +3,8 @@
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib,
 #          libdeflate
-#   test:  + python3 (the tests check JSON/CSV with python's parsers)
+#   test:  + python3 (the tests check JSON/CSV with python's parsers), g++
+#          and clang++ (tests/progs/cxx: exceptions from both compilers)
 #   ci:    what CI needs beyond test: the third-party consumers the tests
 #          read outputs back with: plantuml, chromium and npm, Perfetto's
 #          trace_processor (chromium-shell), valgrind, golang-go, flamegraph.pl
@@ -34,6 +35,10 @@ have_pkg libdeflate-dev || need+=(libdeflate-dev) # the analyzer's chunk CRC
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
   [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report
+  # e2e_unwind: C++ exceptions built by each compiler (g++ runs the exit
+  # hooks while unwinding, clang++ does not)
+  have_cmd g++ || need+=(g++)
+  have_cmd clang++ || need+=(clang)
 fi
 if [ "$level" = ci ]; then
   have_cmd clang || need+=(clang) # the fuzzer (tests/fuzz, scripts/fuzz.sh)

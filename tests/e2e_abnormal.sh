@@ -7,7 +7,7 @@
 # ends by MODE.  With the periodic flush at 50 ms and the fatal-signal
 # flush, every mode must give exactly those counts:
 #
-#   mode    how it ends                 status  END chunk        unclosed
+#   mode    how it ends                 status  END chunk        cut
 #   normal  return 0                    0       exit             0
 #   segv    NULL write (SIGSEGV)        139     signal 11        1 (main)
 #   abort   abort() (SIGABRT)           134     signal 6         1
@@ -21,6 +21,11 @@
 #                                                                  was in it yet)
 #   _exit   _exit(4) after 1 s          4       none             2 (main, sleep)
 #   kill    SIGKILL itself after 1 s    137     none             2 (main, sleep)
+#
+# No frame vanishes (docs/robustness.md): main, open when the run ends, is
+# one call, cut (ended at the END chunk's ticks, or at its thread's last
+# event without one), with its time: its involvement stays near 100 %.
+# Nothing is dropped without time (unclosed 0).
 #
 # Then the final flush is bounded: a writer slowed to 1 s per buffer
 # (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
@@ -56,18 +61,27 @@ check() { # mode want_status want_end(exit|signal N|none) want_unclosed
     python3 - "$tmp/$mode.json" "$mode" "$end" "$unclosed" "$N" <<'PY' || fail "$mode: wrong report"
 import json, sys
 path, mode, end, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[5])
-unclosed = [int(u) for u in sys.argv[4].split(",")]  # "2,3": either
+unclosed = [int(u) for u in sys.argv[4].split(",")]  # frames cut; "2,3": either
 r = json.load(open(path))
 calls = {x["name"]: x["calls"] for x in r["nodes"]}
+node = {x["name"]: x for x in r["nodes"]}
 mult = 2 if mode == "exit" else 1
-want = {"work": n * mult, "leaf": 2 * n * mult}
-if mode == "normal":
-    want["main"] = 1
+want = {"work": n * mult, "leaf": 2 * n * mult, "main": 1}
+if mode == "exit":
+    want["exiter"] = 1
 bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
-if "main" not in want and calls.get("main", 0):
-    bad.append(f"main closed {calls['main']} times although the run did not return from it")
-if r["unclosed"] not in unclosed:
-    bad.append(f"unclosed {r['unclosed']}, expected {unclosed}")
+if r["unclosed"] != 0:
+    bad.append(f"unclosed {r['unclosed']}, expected 0")
+if r["cut"] not in unclosed:
+    bad.append(f"cut {r['cut']}, expected {unclosed}")
+if "main" in node and node["main"]["cut"] != (0 if mode == "normal" else 1):
+    bad.append(f"main: cut {node['main']['cut']}")
+if mode == "exit" and "exiter" in node and node["exiter"]["cut"] != 1:
+    bad.append(f"exiter: cut {node['exiter']['cut']}, expected 1")
+if mode != "exit" and "main" in node and node["main"]["involvement"] < 0.9:
+    bad.append(f"main: involvement {node['main']['involvement']}, expected >= 0.9")
+if sum(t["cut"] for t in r["thread_list"]) != r["cut"]:
+    bad.append("the threads' cut counts do not add up")
 if r["lost_events"] != 0:
     bad.append(f"lost {r['lost_events']}")
 if r["ended_normally"] != (end == "exit"):

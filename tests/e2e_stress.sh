@@ -92,7 +92,7 @@ python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
 c = {x['name']: x['calls'] for x in r['nodes']}
-sys.exit(0 if c.get('step') == 10 and r['ended_normally'] and r['unclosed'] == 1 else 1)" \
+sys.exit(0 if c.get('step') == 10 and r['ended_normally'] and r['unclosed'] == 0 and r['cut'] == 1 else 1)" \
     "$tmp/ex0.json" || fail "exec: the old image's trace is not complete: $(cat "$tmp/ex0.json")"
 echo "e2e_stress: exec: the old image flushed at exec (a vfork child left it alone), the new" \
     "one wrote ex.data.$pid, both exact: ok"

@@ -126,8 +126,10 @@ static void test_cct(const char *path, const struct rp_profile *p)
     uint64_t calls[4] = {0}, excl[4] = {0};
 
     CHECK_EQ(rp_cct_build(&t, path, &o, p, 0, 0, err, sizeof(err)), 0);
-    CHECK_EQ(t.n, 6); /* root, A, A;B, A;B;C, A;B;B, C */
-    CHECK_EQ(t.unclosed, 3);
+    CHECK_EQ(t.n, 6);        /* root, A, A;B, A;B;C, A;B;B, C */
+    CHECK_EQ(t.unclosed, 1); /* A at the LOST */
+    CHECK_EQ(t.unwound, 1);  /* C, above the EXIT_ID B */
+    CHECK_EQ(t.cut, 1);      /* A, open at the end */
     CHECK_EQ(t.unmatched, 1);
     for (uint32_t i = 1; i < t.n; i++) {
         const struct rp_cct_node *n = &t.nodes[i];
@@ -136,23 +138,29 @@ static void test_cct(const char *path, const struct rp_profile *p)
         if (n->id == B && n->depth == 2) {
             CHECK_EQ(n->calls, 2);
             CHECK_EQ(n->incl, 40);
-            CHECK_EQ(n->excl, 35);
+            CHECK_EQ(n->excl, 25); /* the first B's callee C ended at the EXIT_ID */
         }
         if (n->id == B && n->depth == 3)
             CHECK_EQ(n->excl, 5);
-        if (n->id == C && n->depth == 3)
-            CHECK_EQ(n->calls, 0); /* dropped by EXIT_ID B */
+        if (n->id == C && n->depth == 3) { /* ended by EXIT_ID B, with its time */
+            CHECK_EQ(n->calls, 1);
+            CHECK_EQ(n->incl, 10);
+        }
     }
     for (uint32_t id = A; id <= C; id++) {
         CHECK_EQ(calls[id], p->nodes[id].calls);
         CHECK_EQ(excl[id], p->nodes[id].excl);
     }
-    CHECK_EQ(calls[A], 1);
+    CHECK_EQ(calls[A], 2); /* the one open at the end is cut, 0 ticks */
     CHECK_EQ(excl[A], 30);
     CHECK_EQ(calls[B], 3);
-    CHECK_EQ(calls[C], 2);
-    CHECK_EQ(excl[C], 20);
+    CHECK_EQ(calls[C], 3);
+    CHECK_EQ(excl[C], 30);
     CHECK_EQ(t.unclosed, p->unclosed);
+    CHECK_EQ(t.unwound, p->unwound);
+    CHECK_EQ(t.cut, p->cut);
+    CHECK_EQ(p->nodes[C].cut, 1);
+    CHECK_EQ(p->nodes[A].cut, 1);
     CHECK_EQ(t.unmatched, p->unmatched_exits);
     rp_cct_free(&t);
 
@@ -177,7 +185,7 @@ static void test_cct(const char *path, const struct rp_profile *p)
 }
 
 struct counts {
-    int begins, ends, unclosed, lost, depth[3];
+    int begins, ends, unclosed, unwound, cut, lost, depth[3];
     uint64_t lost_n;
 };
 
@@ -195,7 +203,9 @@ static int on_end(void *c, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t a
     struct counts *k = c;
     (void)id, (void)ticks, (void)arg;
     k->ends++;
-    k->unclosed += why != NULL;
+    k->unclosed += why && !strcmp(why, "unclosed");
+    k->unwound += why && !strcmp(why, "unwound");
+    k->cut += why && !strcmp(why, "cut");
     CHECK(k->depth[tid] > 0); /* never an end without its begin */
     k->depth[tid]--;
     return 0;
@@ -224,21 +234,23 @@ static void test_timeline(const char *path, const struct rp_profile *p)
     CHECK_EQ(rp_export_timeline(&ctx, &ops, &k), 0);
     CHECK_EQ(k.begins, 9);
     CHECK_EQ(k.ends, 9);
-    CHECK_EQ(k.unclosed, 3);
+    CHECK_EQ(k.unclosed, 1); /* A at the LOST */
+    CHECK_EQ(k.unwound, 1);  /* C under the EXIT_ID B */
+    CHECK_EQ(k.cut, 1);      /* A, open at the end */
     CHECK_EQ(k.lost, 1);
     CHECK_EQ(k.lost_n, 5);
     CHECK_EQ(k.depth[1], 0);
     CHECK_EQ(k.depth[2], 0);
 
-    /* folded: exactly the four paths with exclusive time */
+    /* folded: exactly the five paths with exclusive time (the cut A has none) */
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
     CHECK_EQ(rp_export_folded(m, &ctx), 0);
     fclose(m);
-    const char *want[] = {"A 30\n", "A;B 35\n", "A;B;B 5\n", "C 20\n"};
+    const char *want[] = {"A 30\n", "A;B 25\n", "A;B;B 5\n", "A;B;C 10\n", "C 20\n"};
     size_t total = 0;
-    for (unsigned i = 0; i < 4; i++) {
+    for (unsigned i = 0; i < 5; i++) {
         CHECK(strstr(text, want[i]) != NULL);
         total += strlen(want[i]);
     }
@@ -249,16 +261,22 @@ static void test_timeline(const char *path, const struct rp_profile *p)
     m = open_memstream(&text, &len);
     CHECK_EQ(rp_export_chrome(m, &ctx), 0);
     fclose(m);
-    int nb = 0, ne = 0, nu = 0;
+    int nb = 0, ne = 0, nu = 0, nw = 0, nc = 0;
     for (const char *s = text; (s = strstr(s, "\"ph\":\"")); s += 6) {
         nb += s[6] == 'B';
         ne += s[6] == 'E';
     }
     for (const char *s = text; (s = strstr(s, "unclosed")); s++)
         nu++;
+    for (const char *s = text; (s = strstr(s, "\"rankprof\":\"unwound\"")); s++)
+        nw++;
+    for (const char *s = text; (s = strstr(s, "\"rankprof\":\"cut\"")); s++)
+        nc++;
     CHECK_EQ(nb, 9);
     CHECK_EQ(ne, 9);
-    CHECK_EQ(nu, 3);
+    CHECK_EQ(nu, 1);
+    CHECK_EQ(nw, 1);
+    CHECK_EQ(nc, 1);
     free(text);
 }
 

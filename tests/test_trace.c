@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/cct.h"
 #include "analyze/profile.h"
 #include "analyze/replay.h"
 #include "common/bytes.h"
@@ -21,6 +22,7 @@
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "check.h"
+#include "report/spanwalk.h"
 
 static char tmpdir[] = "/tmp/rp_test_trace.XXXXXX";
 
@@ -590,33 +592,38 @@ static const struct rp_edge *find_edge(const struct rp_profile *p, uint32_t a, u
  * The numbers of the synthetic timeline, worked by hand.
  *
  * A: activations 100 (1000..1100), 50 (outer 1200..1250), 20 (inner
- *    1210..1230), 20 (1400..1420; B inside never ended) -> calls 4,
- *    dur_sum 190, min 20, max 100;
- *    incl counts the outer recursion only: 100 + 50 + 20 = 170;
- *    excl: 100-30-10 = 60, inner 20, outer 50-20 = 30, last 20 -> 130.
- * B: 30 (1010..1040), 10 (1050..1060), 5 (2000..2005), 10 (2020..2030)
- *    -> calls 4, dur_sum = incl = excl = 55, min 5, max 30.
- *    (B at 1410 and at 1600 never end: unclosed, no time.)
+ *    1210..1230), 20 (1400..1420; B inside ended by the EXIT_ID of A, 10),
+ *    and the one entered at 1700, still open at the end: cut, X ticks (to
+ *    the END's 3000, X = 1300, or to the thread's last event, X = 0,
+ *    without an END) -> calls 5, dur_sum 190 + X, min 20 (0), max 100
+ *    (1300); incl counts the outer recursion only: 100 + 50 + 20 + X;
+ *    excl: 100-30-10 = 60, inner 20, outer 50-20 = 30, 20-10, X -> 120 + X.
+ * B: 30 (1010..1040), 10 (1050..1060), 5 (2000..2005), 10 (2020..2030),
+ *    10 (1410..1420, unwound by the EXIT_ID of A) -> calls 5, dur_sum =
+ *    incl = excl = 65, min 5, max 30.  (B at 1600 never ends: the LOST
+ *    drops it, unclosed, no time.)
  * C: 70 (1290..1360, of which wait 20 and hold 30), 10 (1620..1630),
  *    90 (2010..2100, of which B 10) -> calls 3, dur_sum = incl = 170,
  *    excl 20 + 10 + 80 = 110, min 10, max 90.
  * wait L: 20 (1300..1320); hold L: 30 (1320..1350).
  * tick: one instant -> calls 1.
- * Edges: root->A 3 calls (100, 50, 20) incl 170; A->B 2 (30, 10) 40;
+ * Edges: root->A 4 calls (100, 50, 20, X) incl 170 + X; A->B 3 (30, 10, 10) 50;
  *    A->A 1 (20); root->C 2 (70, 10) + thread 202's C (90) = 3, 170;
  *    C->wait 1 (20); C->hold 1 (30); root->B 1 (5); C->B 1 (10).  8 edges.
- * Thread 101: events 8 + 17 = 25, first 1000, last 1700, lost 5,
- *    unmatched exits 1 (C at 1500), unclosed 3 (B at 1420, B at 1610, A at
- *    the end).  Thread 202: 7 events, 2000..2100, nothing unmatched.
- * Total: 32 events, total time (1700-1000) + (2100-2000) = 800 ticks.
+ * Thread 101: events 8 + 17 = 25, first 1000, last 1700 + X, lost 5,
+ *    unmatched exits 1 (C at 1500), unclosed 1 (B at 1610), unwound 1 (B
+ *    at 1420), cut 1 (A at the end).  Thread 202: 7 events, 2000..2100,
+ *    nothing unmatched.
+ * Total: 32 events, total time (1700+X-1000) + (2100-2000) = 800 + X ticks.
  * Clock: (20e6 ticks, 10e6 ns) between the two CLOCK chunks -> 0.5 ns/tick.
  * Histograms (src/common/hist.h: below 32 a bucket each, then 32 a row per
  * octave, a bucket reported as its midpoint), kept as the rows from the
  * shortest span's to the longest's:
  *    A: 20, 20 (row 0), 50 (bucket 32 + 18 = 50, row 1), 100 (e = 6:
- *       64 + (100 >> 1) % 32 = 82, row 2, [100, 102) -> 101): rows 0-2,
- *       p50 20, p100 101;
- *    B: 5, 10, 10, 30: row 0 alone, p50 10, p100 30;
+ *       64 + (100 >> 1) % 32 = 82, row 2, [100, 102) -> 101), X: with X =
+ *       0 rows 0-2, p50 20, p100 101; with X = 1300 (row 6) rows 0-6, p50
+ *       50, p100 1296;
+ *    B: 5, 10, 10, 10, 30: row 0 alone, p50 10, p100 30;
  *    C: 10 (row 0), 70 (64 + 35 % 32 = 67 -> 71), 90 (64 + 45 % 32 = 77 ->
  *       91), the 90 from the other thread's chunk: rows 0-2 with row 1
  *       empty, p50 71, p100 91.
@@ -627,16 +634,22 @@ static void check_profile(const struct rp_profile *p, int ended)
     if (p->n_nodes != NDEFS + 1)
         return;
     const struct rp_node *a = &p->nodes[IA], *b = &p->nodes[IB], *c = &p->nodes[IC];
-    CHECK_EQ(a->calls, 4);
-    CHECK_EQ(a->dur_sum, 190);
-    CHECK_EQ(a->incl, 170);
-    CHECK_EQ(a->excl, 130);
-    CHECK_EQ(a->min, 20);
-    CHECK_EQ(a->max, 100);
-    CHECK_EQ(b->calls, 4);
-    CHECK_EQ(b->dur_sum, 55);
-    CHECK_EQ(b->incl, 55);
-    CHECK_EQ(b->excl, 55);
+    /* the A open at the end is cut there: at the END's ticks, if later */
+    uint64_t x = p->ended && p->end_ticks > 1700 ? p->end_ticks - 1700 : 0;
+    CHECK(x == 0 || x == 1300);
+    CHECK_EQ(a->calls, 5);
+    CHECK_EQ(a->cut, 1);
+    CHECK_EQ(a->dur_sum, 190 + x);
+    CHECK_EQ(a->incl, 170 + x);
+    CHECK_EQ(a->excl, 120 + x);
+    CHECK_EQ(a->min, x ? 20 : 0);
+    CHECK_EQ(a->max, x ? 1300 : 100);
+    CHECK_EQ(b->calls, 5);
+    CHECK_EQ(b->cut, 1);
+    CHECK_EQ(c->cut, 0);
+    CHECK_EQ(b->dur_sum, 65);
+    CHECK_EQ(b->incl, 65);
+    CHECK_EQ(b->excl, 65);
     CHECK_EQ(b->min, 5);
     CHECK_EQ(b->max, 30);
     CHECK_EQ(c->calls, 3);
@@ -645,10 +658,10 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(c->excl, 110);
     CHECK_EQ(c->min, 10);
     CHECK_EQ(c->max, 90);
-    CHECK(a->hist.n == 4 && a->hist.lo == 0 && a->hist.len == 3 * RP_HIST_SUB);
-    CHECK_EQ(rp_hist_q(&a->hist, 0.5), 20);
-    CHECK_EQ(rp_hist_q(&a->hist, 1.0), 101);
-    CHECK(b->hist.n == 4 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
+    CHECK(a->hist.n == 5 && a->hist.lo == 0 && a->hist.len == (x ? 7 : 3) * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(&a->hist, 0.5), x ? 50 : 20);
+    CHECK_EQ(rp_hist_q(&a->hist, 1.0), x ? 1296 : 101);
+    CHECK(b->hist.n == 5 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
     CHECK_EQ(rp_hist_q(&b->hist, 0.5), 10);
     CHECK_EQ(rp_hist_q(&b->hist, 1.0), 30);
     CHECK(c->hist.n == 3 && c->hist.lo == 0 && c->hist.len == 3 * RP_HIST_SUB);
@@ -668,8 +681,8 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(p->nodes[IS].line, 42);
 
     CHECK_EQ(p->n_edges, 8);
-    CHECK_EDGE(p, 0, IA, 3, 170, 20, 100);
-    CHECK_EDGE(p, IA, IB, 2, 40, 10, 30);
+    CHECK_EDGE(p, 0, IA, 4, 170 + x, x ? 20 : 0, x ? 1300 : 100);
+    CHECK_EDGE(p, IA, IB, 3, 50, 10, 30);
     CHECK_EDGE(p, IA, IA, 1, 20, 20, 20);
     CHECK_EDGE(p, 0, IC, 3, 170, 10, 90);
     CHECK_EDGE(p, IC, IW, 1, 20, 20, 20);
@@ -683,10 +696,12 @@ static void check_profile(const struct rp_profile *p, int ended)
         if (t->tid == 101) {
             CHECK_EQ(t->events, 25);
             CHECK_EQ(t->first, 1000);
-            CHECK_EQ(t->last, 1700);
+            CHECK_EQ(t->last, 1700 + x);
             CHECK_EQ(t->lost, 5);
             CHECK_EQ(t->unmatched_exits, 1);
-            CHECK_EQ(t->unclosed, 3);
+            CHECK_EQ(t->unclosed, 1);
+            CHECK_EQ(t->unwound, 1);
+            CHECK_EQ(t->cut, 1);
             CHECK_STR(t->name, "main");
         } else {
             CHECK_EQ(t->tid, 202);
@@ -701,10 +716,12 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(p->events, 32);
     CHECK_EQ(p->lost, 5);
     CHECK_EQ(p->unmatched_exits, 1);
-    CHECK_EQ(p->unclosed, 3);
-    CHECK_EQ(p->total, 800);
+    CHECK_EQ(p->unclosed, 1);
+    CHECK_EQ(p->unwound, 1);
+    CHECK_EQ(p->cut, 1);
+    CHECK_EQ(p->total, 800 + x);
     CHECK_EQ(p->first_tick, 1000);
-    CHECK_EQ(p->last_tick, 2100);
+    CHECK_EQ(p->last_tick, x ? 3000 : 2100);
     CHECK(p->ns_per_tick == 0.5);
     CHECK_EQ(p->pid, 4242);
     CHECK_STR(p->program, "synthetic");
@@ -857,7 +874,7 @@ static void test_bitflips(const struct fbuf *f)
                              (unsigned long long)off);
                     CHECK_STR(p.warn, want);
                     CHECK_EQ(p.events, 32);
-                    CHECK_EQ(p.nodes[IA].incl, 170);
+                    CHECK_EQ(p.nodes[IA].incl, 170 + (p.ended ? 1300 : 0));
                     rp_profile_free(&p);
                 }
                 if (failures != fails0)
@@ -1192,6 +1209,241 @@ static void test_replay_streams(void)
     free(f.p);
 }
 
+/* ---- frames left without their exit --------------------------------------- */
+
+/* Functions of the unwinding trace: landing A, deep B, C, D, after E. */
+enum { UA = 0x501000, UB = 0x502000, UC = 0x503000, UD = 0x504000, UE = 0x505000, UF = 0x506000 };
+
+/* func_start for the writer: each function spans 0x100 bytes; UF is a
+ * function that is never open; anything else is no function. */
+static uint64_t ufunc_start(uint64_t a)
+{
+    uint64_t f = a & ~0xfffull;
+    return f >= UA && f <= UF && (a & 0xfff) < 0x100 ? f : 0;
+}
+
+/*
+ * Thread 9, three EVENTS chunks (each with the writer's stack snapshot):
+ *   1: A 100, B 110, C 120                     -- ends 3 deep
+ *   2: D 130; UNWIND into no function at 140 and into F (not open) at 150:
+ *      ignored; UNWIND into A at 160: D, C, B end there (30, 40, 50);
+ *      E 170..180 (A's call)                    -- ends 1 deep (A)
+ *   3: B 190, C 200, EXIT A at 210: C, B end there (10, 20), A 110;
+ *      B 220 (at the root now), C 230, the thread ends at 250 (UNWIND 0):
+ *      C 20, B 30
+ * Thread 10: A 300, B 310, never ended: cut at the END's 1000 (A 700, B
+ *   690), or at the thread's last event, 310, without an END (A 10, B 0).
+ */
+static const struct rrec u9a[] = {
+    R(100, RP_RAW_FUNC_ENTER, UA),
+    R(110, RP_RAW_FUNC_ENTER, UB),
+    R(120, RP_RAW_FUNC_ENTER, UC),
+};
+static const struct rrec u9b[] = {
+    R(130, RP_RAW_FUNC_ENTER, UD), R(140, RP_RAW_UNWIND, 0x999010),
+    R(150, RP_RAW_UNWIND, UF + 8), R(160, RP_RAW_UNWIND, UA + 0x42),
+    R(170, RP_RAW_FUNC_ENTER, UE), R(180, RP_RAW_FUNC_EXIT, UE),
+};
+static const struct rrec u9c[] = {
+    R(190, RP_RAW_FUNC_ENTER, UB), R(200, RP_RAW_FUNC_ENTER, UC), R(210, RP_RAW_FUNC_EXIT, UA),
+    R(220, RP_RAW_FUNC_ENTER, UB), R(230, RP_RAW_FUNC_ENTER, UC), R(250, RP_RAW_UNWIND, 0),
+};
+static const struct rrec u10[] = {
+    R(300, RP_RAW_FUNC_ENTER, UA),
+    R(310, RP_RAW_FUNC_ENTER, UB),
+};
+
+struct swcount {
+    uint64_t dur[8], ends, unwound, cut;
+};
+
+static int sw_end(void *ctx, const struct rp_sw_span *s)
+{
+    struct swcount *k = ctx;
+    if (s->id < 8)
+        k->dur[s->id] += s->dur;
+    k->ends++;
+    k->unwound += s->cut == RP_SW_UNWOUND;
+    k->cut += s->cut == RP_SW_CUT;
+    return 0;
+}
+
+/* Checks the replay of the unwinding trace at path; with_end: it has END. */
+static void check_unwind_profile(const char *path, const struct rp_profile *p, int with_end)
+{
+    /* ids in first-seen order: A 1, B 2, C 3, D 4, E 5 (F never defined) */
+    enum { A = 1, B, C, D, E };
+    uint64_t a10 = with_end ? 700 : 10, b10 = with_end ? 690 : 0;
+    CHECK_EQ(p->n_nodes, 6);
+    if (p->n_nodes != 6)
+        return;
+    CHECK_EQ(p->nodes[A].calls, 2);
+    CHECK_EQ(p->nodes[A].cut, 1);
+    CHECK_EQ(p->nodes[A].incl, 110 + a10);
+    CHECK_EQ(p->nodes[A].excl, 110 - 50 - 10 - 20 + a10 - b10);
+    CHECK_EQ(p->nodes[B].calls, 4);
+    CHECK_EQ(p->nodes[B].cut, 4);
+    CHECK_EQ(p->nodes[B].dur_sum, 50 + 20 + 30 + b10);
+    CHECK_EQ(p->nodes[B].excl, (50 - 40) + (20 - 10) + (30 - 20) + b10);
+    CHECK_EQ(p->nodes[C].calls, 3);
+    CHECK_EQ(p->nodes[C].cut, 3);
+    CHECK_EQ(p->nodes[C].dur_sum, 40 + 10 + 20);
+    CHECK_EQ(p->nodes[C].excl, (40 - 30) + 10 + 20);
+    CHECK_EQ(p->nodes[D].calls, 1);
+    CHECK_EQ(p->nodes[D].cut, 1);
+    CHECK_EQ(p->nodes[D].incl, 30);
+    CHECK_EQ(p->nodes[E].calls, 1);
+    CHECK_EQ(p->nodes[E].cut, 0);
+    CHECK_EQ(p->n_edges, 6);
+    CHECK_EDGE(p, 0, A, 2, 110 + a10, with_end ? 110 : 10, with_end ? 700 : 110);
+    CHECK_EDGE(p, A, B, 3, 70 + b10, with_end ? 20 : 0, with_end ? 690 : 50);
+    CHECK_EDGE(p, 0, B, 1, 30, 30, 30); /* entered after A ended */
+    CHECK_EDGE(p, B, C, 3, 70, 10, 40);
+    CHECK_EDGE(p, C, D, 1, 30, 30, 30);
+    CHECK_EDGE(p, A, E, 1, 10, 10, 10); /* from the frame it landed in */
+    CHECK_EQ(p->unwound, 5);
+    CHECK_EQ(p->cut, 4);
+    CHECK_EQ(p->unclosed, 0);
+    CHECK_EQ(p->unmatched_exits, 0);
+    CHECK_EQ(p->end_ticks, with_end ? 1000 : 0);
+    for (uint32_t i = 0; i < p->n_threads; i++) {
+        const struct rp_thread *t = &p->threads[i];
+        CHECK_EQ(t->unwound, t->tid == 9 ? 5 : 0);
+        CHECK_EQ(t->cut, 2);
+        CHECK_EQ(t->last, t->tid == 9 ? 250 : with_end ? 1000 : 310);
+    }
+
+    /* the calling-context tree and the span walk follow the same rules */
+    struct rp_replay_opts o = {0};
+    struct rp_cct t = {0};
+    char err[512];
+    uint64_t calls[6] = {0};
+    CHECK_EQ(rp_cct_build(&t, path, &o, p, 0, 0, err, sizeof(err)), 0);
+    for (uint32_t i = 1; i < t.n; i++)
+        if (t.nodes[i].id < 6)
+            calls[t.nodes[i].id] += t.nodes[i].calls;
+    for (uint32_t id = A; id <= E; id++)
+        CHECK_EQ(calls[id], p->nodes[id].calls);
+    CHECK_EQ(t.unwound, 5);
+    CHECK_EQ(t.cut, 4);
+    CHECK_EQ(t.unclosed, 0);
+    rp_cct_free(&t);
+    struct swcount k = {0};
+    static const struct rp_sw_ops ops = {.end = sw_end};
+    CHECK_EQ(rp_sw_file(path, &o, p, &ops, &k, 0, err, sizeof(err)), 0);
+    CHECK_EQ(k.ends, 11);
+    CHECK_EQ(k.unwound, 5);
+    CHECK_EQ(k.cut, 4);
+    for (uint32_t id = A; id <= E; id++)
+        CHECK_EQ(k.dur[id], p->nodes[id].dur_sum);
+}
+
+/*
+ * RP_RAW_UNWIND through the writer (the landing frame found through
+ * func_start; addresses in no open function ignored, not counted as lost),
+ * RP_OP_UNWIND through the reader, and the replay: in order and chunk-
+ * parallel (the snapshots of chunks 2 and 3 begin inside the frames the
+ * unwinding ends), the same exact numbers, with an END and without.
+ */
+static void test_unwind(void)
+{
+    struct rp_enc e;
+    struct rp_enc_thread t9 = {0}, t10 = {0};
+    struct fbuf f = {0};
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    e.func_start = ufunc_start;
+    file_start(&f);
+    const struct {
+        struct rp_enc_thread *t;
+        uint32_t tid;
+        const struct rrec *r;
+        size_t n;
+        uint32_t depth_after, nev;
+    } parts[] = {
+        {&t9, 9, u9a, 3, 3, 3},
+        {&t9, 9, u9b, 6, 1, 4}, /* the two ignored UNWINDs are no events */
+        {&t10, 10, u10, 2, 2, 2},
+        {&t9, 9, u9c, 6, 0, 6},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        struct rp_raw raw[8];
+        for (size_t k = 0; k < parts[i].n; k++)
+            raw[k] = (struct rp_raw){parts[i].r[k].ticks,
+                                     rp_raw_word(parts[i].r[k].op, parts[i].r[k].pl)};
+        uint8_t *out = malloc(rp_enc_bound(parts[i].n));
+        size_t len = rp_enc_events(&e, parts[i].t, parts[i].tid, raw, parts[i].n, out), dl;
+        const uint8_t *defs = rp_enc_take_defs(&e, &dl);
+        if (dl)
+            fb_chunk(&f, RP_CH_DEFS, defs, dl);
+        fb_chunk(&f, RP_CH_EVENTS, out, len);
+        CHECK_EQ(parts[i].t->depth, parts[i].depth_after);
+        CHECK_EQ(parts[i].t->skipped, 0);
+        CHECK_EQ(rp_get32(out + 4) & RP_EV_COUNT_MASK, parts[i].nev);
+        CHECK(rp_get32(out + 4) & RP_EV_SNAPSHOT);
+        if (parts[i].r == u9b) { /* ENTER D, UNWIND to A, ENTER E, EXIT */
+            struct rp_evdec d;
+            struct rp_event ev;
+            static const uint8_t ops[] = {RP_OP_ENTER, RP_OP_UNWIND, RP_OP_ENTER, RP_OP_EXIT};
+            static const uint32_t ids[] = {4, 1, 5, 0};
+            CHECK_EQ(rp_evdec_init(&d, out, (uint32_t)len), 0);
+            CHECK_EQ(d.snap_depth, 3);
+            for (int k = 0; k < 4; k++) {
+                CHECK_EQ(rp_evdec_next(&d, &ev), 1);
+                CHECK_EQ(ev.op, ops[k]);
+                CHECK_EQ(ev.id, ids[k]);
+            }
+            CHECK_EQ(ev.ticks, 180);
+            CHECK_EQ(rp_evdec_next(&d, &ev), 0);
+        }
+        if (parts[i].r == u9c) { /* ... UNWIND 0 at 250: the thread ends */
+            struct rp_evdec d;
+            struct rp_event ev = {0};
+            CHECK_EQ(rp_evdec_init(&d, out, (uint32_t)len), 0);
+            while (rp_evdec_next(&d, &ev) > 0 && ev.ticks < 250)
+                ;
+            CHECK(ev.op == RP_OP_UNWIND && ev.id == 0 && ev.ticks == 250);
+        }
+        free(out);
+    }
+    size_t noend = f.len;
+    uint8_t end[32] = {0};
+    rp_put64(end, 1000);
+    rp_put32(end + 28, RP_END_EXIT);
+    fb_chunk(&f, RP_CH_END, end, sizeof(end));
+
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/unwind.rpt", tmpdir);
+    for (int with_end = 1; with_end >= 0; with_end--) {
+        write_file(path, f.p, with_end ? f.len : noend);
+        for (int jobs = 0; jobs <= 2; jobs += 2) { /* in order, then chunk-parallel */
+            struct rp_profile p;
+            setenv("RANKPROF_REPLAY_JOBS", jobs ? "2" : "0", 1);
+            int rc = replay_rc(path, 0, &p, err, sizeof(err));
+            CHECK_EQ(rc, 0);
+            if (rc)
+                fprintf(stderr, "  replay: %s\n", err);
+            else
+                check_unwind_profile(path, &p, with_end);
+            rp_profile_free(&p);
+        }
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+    /* a 1.2 file's END ticks are when it was closed, not when the process
+     * ended: its open frames end at their thread's last event */
+    rp_put16(f.p + 10, 2);
+    write_file(path, f.p, f.len);
+    struct rp_profile p;
+    CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+    CHECK_EQ(p.ended, 1);
+    check_unwind_profile(path, &p, 0);
+    rp_profile_free(&p);
+    unlink(path);
+    rp_enc_thread_free(&t9);
+    rp_enc_thread_free(&t10);
+    rp_enc_free(&e);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1211,6 +1463,7 @@ int main(void)
     test_no_end();
     test_fcount();
     test_replay_streams();
+    test_unwind();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

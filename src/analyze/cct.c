@@ -12,9 +12,12 @@
  * exactly as replay.c does per node (the overhead of a span from the
  * thread's events between its ENTER and its end, counted here as there;
  * excl summed with its sign and a negative total shown as 0, as for a
- * node), and what replay.c drops we drop: an
- * exit with no open span (unmatched), the spans above an EXIT_ID that names
- * a deeper one, and every open span at a LOST event and at the end.
+ * node), and what replay.c drops we drop: an exit with no open span
+ * (unmatched) and every open span at a LOST event.  Frames left without
+ * their exit end as in replay.c, with time: the spans above an EXIT_ID or
+ * an UNWIND that names a deeper one, every span at an UNWIND 0 (the thread
+ * ends), and what is open at the end of the trace (at the END chunk's
+ * ticks, or the thread's last event without one).
  *
  * Paths are found by an open-addressing hash on (parent path, id) whose
  * slots hold node indices; it stays at most half full.
@@ -43,6 +46,7 @@ struct thread {
     struct frame *stack;
     uint32_t depth, cap;
     uint64_t events; /* its events so far */
+    uint64_t last;   /* ticks of its last event */
 };
 
 struct priv {
@@ -53,6 +57,7 @@ struct priv {
     uint32_t n_ids;
     int by_thread;
     struct rp_comp comp;
+    uint64_t end_ticks; /* the END chunk's, 0 without one */
 };
 
 /* The home slot of path (parent, id): a Fibonacci hash of both. */
@@ -160,7 +165,9 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     if (!th)
         return RP_ENOMEM;
     th->events++;
-    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID) && ev->id >= v->n_ids)
+    th->last = ev->ticks;
+    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND) &&
+        ev->id >= v->n_ids)
         return RP_EFORMAT;
     switch (ev->op) {
     case RP_OP_ENTER: {
@@ -184,9 +191,25 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             t->unmatched++;
             break;
         }
-        t->unclosed += th->depth - at;
-        th->depth = at;
+        t->unwound += th->depth - at; /* left without exits: they end here */
+        while (th->depth > at)
+            span_end(t, th, ev->ticks);
         span_end(t, th, ev->ticks);
+        break;
+    case RP_OP_UNWIND: /* id 0: the thread ends; else the spans above id end */
+        for (at = th->depth; ev->id && at > 0 && t->nodes[th->stack[at - 1].node].id != ev->id;
+             at--)
+            ;
+        if (ev->id && !at)
+            break;
+        if (ev->id) {
+            t->unwound += th->depth - at;
+        } else {
+            t->cut += th->depth;
+            at = 0;
+        }
+        while (th->depth > at)
+            span_end(t, th, ev->ticks);
         break;
     case RP_OP_LOST:
         t->unclosed += th->depth;
@@ -218,11 +241,18 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
     rp_comp_init(&v->comp, p, o->no_compensate);
     if ((rc = rehash(t, v)) < 0)
         return rc;
+    v->end_ticks = p->ended ? p->end_ticks : 0;
     rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < v->nthreads; i++)
-        t->unclosed += v->threads[i].depth;
+    for (uint32_t i = 0; i < v->nthreads; i++) { /* still open: cut, as replay.c's close_open */
+        struct thread *th = &v->threads[i];
+        uint64_t end = v->end_ticks > th->last ? v->end_ticks : th->last;
+        t->cut += th->depth;
+        th->events++; /* span_end counts the events before the end's own: none here */
+        while (th->depth)
+            span_end(t, th, end);
+    }
     for (uint32_t i = 1; i < t->n; i++) /* a negative exclusive total shows 0 */
         if ((int64_t)t->nodes[i].excl < 0)
             t->nodes[i].excl = 0;

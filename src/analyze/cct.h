@@ -37,7 +37,9 @@ struct rp_cct_node {
 struct rp_cct {
     struct rp_cct_node *nodes; /* nodes[0] is the root */
     uint32_t n, cap;
-    uint64_t unclosed;  /* spans dropped without time (lost events, end of trace) */
+    uint64_t unclosed;  /* spans dropped without time (lost events) */
+    uint64_t unwound;   /* spans ended where the stack unwound past them (replay.c) */
+    uint64_t cut;       /* spans ended at their thread's end (replay.c) */
     uint64_t unmatched; /* exits with no open span */
     void *priv;         /* the path hash and the threads' stacks */
 };

@@ -53,6 +53,9 @@ struct rp_node {
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
                                          not in calls: every statistic is of recorded calls */
+    uint64_t cut; /* activations (in calls) not ended by their own exit: ended where the
+                     stack was seen to leave them (a longjmp, an exception, the thread's
+                     or the process's end), with their time up to there */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -76,7 +79,9 @@ struct rp_thread {
     uint64_t events;
     uint64_t lost;            /* events the recorder dropped (LOST chunks) */
     uint64_t unmatched_exits; /* exits with no open span to match */
-    uint64_t unclosed;        /* spans still open at the end of the trace */
+    uint64_t unclosed;        /* spans dropped without time (lost events) */
+    uint64_t unwound;         /* spans ended where the stack unwound past them */
+    uint64_t cut;             /* spans ended at the thread's end (still open then) */
 };
 
 struct rp_rank_info {
@@ -97,6 +102,9 @@ struct rp_profile {
     double ns_per_tick;
     uint64_t first_tick, last_tick;
     int ended;          /* an END chunk was read */
+    uint64_t end_ticks; /* its ticks: when exit() began the final flush or the fatal
+                           signal arrived; where frames still open end.  0 for files
+                           before format 1.3 (the ticks were the file's closing) */
     uint32_t end_flags; /* RP_END_* */
     int32_t end_status;
 
@@ -126,6 +134,7 @@ struct rp_profile {
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */
     uint64_t unmatched_exits, unclosed; /* sums over threads */
+    uint64_t unwound, cut;              /* sums over threads (rp_thread) */
 
     void *priv; /* replay.c's hash tables */
 };

@@ -30,10 +30,23 @@
  * workers.
  *
  * What cannot be matched is counted, never guessed: an exit with no open
- * span is an unmatched exit; an EXIT_ID naming a span open deeper closes the
- * spans above it without time (counted as unclosed); spans still open at the
- * end of the trace, or when the recorder lost events (a LOST op), are
- * counted as unclosed and add no time.
+ * span is an unmatched exit; spans open when the recorder lost events (a
+ * LOST op) are counted as unclosed and add no time (when they ended is
+ * unknown).
+ *
+ * No frame vanishes (docs/robustness.md).  Frames left without their exit
+ * end where the stack is seen to leave them, with their time up to there,
+ * and are counted per node in `cut` (every activation not ended by its own
+ * exit) and per thread as unwound or cut:
+ *
+ *   - unwound: an EXIT_ID naming a span open deeper, or an UNWIND naming the
+ *     frame that goes on (a longjmp, a caught exception), ends every span
+ *     above that one at that moment (span_cut);
+ *   - cut: an UNWIND with id 0 (the thread ended: pthread_exit, return from
+ *     its start function) ends every open span; spans still open after the
+ *     last chunk ended with the process (exit() while the thread ran, a
+ *     fatal signal: the END chunk's ticks) or, without END (SIGKILL), at the
+ *     thread's last event (finish(), close_open()).
  *
  * Chunks are replayed in parallel.  Each EVENTS chunk carries the stack of
  * spans open when it begins (its snapshot), so a chunk needs nothing from
@@ -102,6 +115,7 @@ struct hot {
                             at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -153,6 +167,9 @@ struct job {
     int rc;
     char err[200];
     uint64_t events, first, last, unmatched, unclosed, lost;
+    /* spans ended by span_cut: above a deeper exit or an UNWIND's frame
+     * (unwound); at an UNWIND 0, the thread's end (cut) */
+    uint64_t unwound, cut;
     uint32_t u;      /* depth of U */
     uint32_t low;    /* the lowest depth the stack reached */
     uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
@@ -496,6 +513,30 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
                       --a->active[id] == 0);
 }
 
+/*
+ * Ends the spans of the stack above depth `to` at `now` with their time,
+ * innermost first, each as span_end does (so each one's time goes to the
+ * frame below it, and the edge is from that frame): frames left without
+ * their exit (header comment).  They are counted per node in hot.cut, and
+ * in j->cut when the thread ended (thread_end), else in j->unwound.
+ * Returns 0 or RP_ENOMEM.
+ */
+static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, struct frame *stack,
+                                              uint32_t *depth, uint32_t to, uint64_t now,
+                                              int64_t ev, struct rp_comp *cp, int thread_end)
+{
+    if (thread_end)
+        j->cut += *depth - to;
+    else
+        j->unwound += *depth - to;
+    while (*depth > to) {
+        a->hot[stack[*depth - 1].id].cut++;
+        if (span_end(a, j, stack, depth, now, ev, cp) < 0)
+            return RP_ENOMEM;
+    }
+    return 0;
+}
+
 /* Drops the spans of a's stack above depth `to` without time. */
 static void stack_drop(struct acc *a, struct job *j, uint32_t to)
 {
@@ -642,7 +683,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (unlikely(!(q = pget(q, end, &x))))
                 goto bad;
             if (compact && unlikely(!x)) { /* (an id 0 in padding has no op) */
-                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LOST)
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_UNWIND)
                     goto bad;
                 op = (unsigned)x;
             }
@@ -709,11 +750,28 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            /* spans opened above it were never closed: drop them */
-            a->depth = depth;
-            stack_drop(a, j, at);
-            depth = a->depth;
+            /* spans opened above it were left without their exits (a
+             * longjmp, an exception): they end here, with time (span_cut) */
+            if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)n, cp, 0) < 0)
+                goto nomem;
             if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
+                goto nomem;
+            break;
+        }
+        case RP_OP_UNWIND: { /* format.h; the compact stream only */
+            if (!compact || !(q = rp_get_varint(q, end, &x)))
+                goto bad;
+            ev->id = (uint32_t)x;
+            uint32_t at = 0; /* id 0: the thread ends, every span ends */
+            if (x) {
+                if (x >= nn || nodes[x].kind == 0xff)
+                    goto undefined;
+                for (at = depth; at > 0 && stack[at - 1].id != x; at--)
+                    ;
+                if (!at) /* not open: nothing to end (our writer never says so) */
+                    break;
+            }
+            if (span_cut(a, j, stack, &depth, at, now, (int64_t)n, cp, x == 0) < 0)
                 goto nomem;
             break;
         }
@@ -785,6 +843,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
+    j->unwound = j->cut = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;
@@ -884,6 +943,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     }
     th->unmatched_exits += j->unmatched;
     th->unclosed += j->unclosed;
+    th->unwound += j->unwound;
+    th->cut += j->cut;
     th->lost += j->lost;
     p->comp_clamped += j->clamped;
 
@@ -1340,6 +1401,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
+        n->cut += h->cut;
         sq[i] += h->sq;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
@@ -1369,15 +1431,65 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     return 0;
 }
 
+/*
+ * Ends the spans still open on thread t after its last chunk, with their
+ * time, counted as cut (header comment): at the END chunk's ticks when the
+ * trace has one (the thread was running when the process ended: exit(), a
+ * fatal signal; a thread that ended before had its spans ended by its
+ * UNWIND 0), else (SIGKILL, _exit) at its last event.  The thread's last
+ * tick moves to that end.  The frames carry their start, their callee time
+ * summed over all chunks (so the exclusive time needs no join correction)
+ * and their ENTER's event number relative to the thread's last event (the
+ * events inside, for compensation).  Counted with the main replayer's
+ * accumulators, whose stack is empty here.  Returns 0 or RP_ENOMEM.
+ */
+static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp)
+{
+    struct priv *v = p->priv;
+    struct acc *a = &v->acc[ACC_MAIN];
+    struct rp_thread *th = &p->threads[t->ti];
+    uint64_t end = th->last;
+    int rc;
+
+    if (p->ended && p->end_ticks > end)
+        end = p->end_ticks;
+    if (th->events)
+        th->last = end;
+    if ((rc = acc_reserve(a, p)) < 0)
+        return rc;
+    for (uint32_t i = 0; i < t->depth; i++) /* activations, for span_count's `outer` */
+        a->active[t->stack[i].id]++;
+    th->cut += t->depth;
+    while (t->depth) {
+        struct frame *f = &t->stack[--t->depth];
+        uint64_t raw = end >= f->start ? end - f->start : 0, dur = raw;
+        uint32_t parent = 0;
+        if (cp->on)
+            dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
+        if (t->depth) {
+            f[-1].child += dur;
+            parent = f[-1].id;
+        }
+        a->hot[f->id].cut++;
+        if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child,
+                             --a->active[f->id] == 0)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Converts accumulators to the profile's final fields.  Returns 0 or RP_ENOMEM. */
 static int finish(struct rp_profile *p)
 {
     struct priv *v = p->priv;
+    struct rp_comp cp;
+    int rc;
 
-    for (uint32_t i = 0; i < v->nts; i++) {
-        p->threads[v->ts[i].ti].unclosed += v->ts[i].depth;
-        v->ts[i].depth = 0;
-    }
+    rp_comp_set(&cp, v->want_comp && p->overhead_known, v->pairfp, v->selffp);
+    for (uint32_t i = 0; i < v->nts; i++)
+        if (v->ts[i].depth && (rc = close_open(p, &v->ts[i], &cp)) < 0)
+            return rc;
+    p->comp_clamped += cp.clamped;
     if (v->nclk >= 2 && v->clk_last_ns - v->clk_first_ns >= 10000000u &&
         v->clk_last_ticks > v->clk_first_ticks)
         p->ns_per_tick = (double)(v->clk_last_ns - v->clk_first_ns) /
@@ -1394,6 +1506,8 @@ static int finish(struct rp_profile *p)
         p->lost += th->lost;
         p->unmatched_exits += th->unmatched_exits;
         p->unclosed += th->unclosed;
+        p->unwound += th->unwound;
+        p->cut += th->cut;
         if (!p->first_tick || (th->events && th->first < p->first_tick))
             p->first_tick = th->first;
         if (th->last > p->last_tick)
@@ -1401,7 +1515,7 @@ static int finish(struct rp_profile *p)
     }
 
     /* the replayers' sums; m2 from the exact sum of squares */
-    int rc = RP_ENOMEM;
+    rc = RP_ENOMEM;
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
     if (!sq || adj_reserve(v, p->n_nodes) < 0)
         goto out;
@@ -1526,6 +1640,11 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             if (c.len >= 32) {
                 p->end_status = (int32_t)rp_get32(c.data + 24);
                 p->end_flags = rp_get32(c.data + 28);
+                /* where frames still open end (close_open): from 1.3 on, when
+                 * the process ended; before, when the file was closed, which
+                 * may be long after: those end at their thread's last event */
+                if (r.minor >= 3)
+                    p->end_ticks = rp_get64(c.data);
             }
             break;
         default:

@@ -55,7 +55,7 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
                                      "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
     static const char *const on[] = {"enter",   "exit", "exit", "instant",
-                                     "counter", "arg",  "LOST", "?"};
+                                     "counter", "arg",  "LOST", "unwind"};
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -67,8 +67,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     struct rp_event ev;
     int rc;
     if (rp_evdec_init(&dec, c->data, c->len) < 0)
-        return 0; /* the replay has already reported it */
-    uint32_t depth = 0;
+        return 0;                 /* the replay has already reported it */
+    uint32_t depth = 0, ids[256]; /* the chunk's open spans, for the indent of an unwind */
     while ((rc = rp_evdec_next(&dec, &ev)) > 0) {
         if (!d->have_t0) {
             d->t0 = ev.ticks;
@@ -82,13 +82,25 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
                (int)(2 * (depth < 40 ? depth : 40)), "");
         if (ev.id)
             printf("%s", id_name(d, p, ev.id));
+        else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
+            printf("(thread end: every open span ends)");
         if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)
             printf(" %" PRIu64, ev.arg);
         else if (ev.op == RP_OP_COUNTER)
             printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
         putchar('\n');
-        if (ev.op == RP_OP_ENTER)
+        if (ev.op == RP_OP_ENTER) {
+            if (depth < 256)
+                ids[depth] = ev.id;
             depth++;
+        }
+        if (ev.op == RP_OP_UNWIND) { /* back to the named span (open in this chunk), or 0 */
+            uint32_t at = depth < 256 ? depth : 256;
+            while (ev.id && at > 0 && ids[at - 1] != ev.id)
+                at--;
+            if (!ev.id || at)
+                depth = at;
+        }
     }
     return 0;
 }

@@ -71,8 +71,11 @@ int cmd_info(int argc, char **argv)
     printf("ids:         %llu defined, %u edges\n", (unsigned long long)defined, p.n_edges);
     printf("lost events: %llu%s\n", (unsigned long long)p.lost,
            p.lost ? "  (the recorder dropped these: --drop under load)" : "");
-    printf("unmatched:   %llu exits without an entry, %llu spans never closed\n",
+    printf("unmatched:   %llu exits without an entry, %llu spans dropped at lost events\n",
            (unsigned long long)p.unmatched_exits, (unsigned long long)p.unclosed);
+    printf("cut:         %llu frames unwound without their exit (longjmp, exceptions), %llu "
+           "open when their thread or the run ended; ended there with their time\n",
+           (unsigned long long)p.unwound, (unsigned long long)p.cut);
     if (p.ended && (p.end_flags & RP_END_SIGNAL))
         printf("ended:       ABNORMALLY: killed by signal %d (%s); the recorder flushed what "
                "it had\n",

@@ -25,7 +25,10 @@
  *     parent.child += dur          edge(parent or ROOT, id) += dur
  *
  * An exit that matches no open span is counted as unmatched; an exit of a
- * span open deeper closes the spans above it without time (unclosed).
+ * span open deeper ends the spans above it there, with their time (frames
+ * left by a longjmp or an exception, as in trace mode; not counted apart:
+ * STATS has no field for it).  Spans open when a thread ends, and on the
+ * thread that calls exit(), end there with their time (close_open).
  *
  * Time.  Durations are measured on the thread's engine-free clock: ticks
  * as read less `stolen`, the ticks the thread has spent in batch_run, so no
@@ -529,8 +532,9 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
 }
 
 /* An exit that is not of the innermost span: one beyond the stack's bound,
- * or it closes the spans above the one it ends (unclosed, no time), or it
- * is unmatched. */
+ * or it ends the spans above the one it ends (left by a longjmp or an
+ * exception: with their time, as trace mode's replay does), or it is
+ * unmatched. */
 static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64_t now)
 {
     if (d->over) {
@@ -545,11 +549,8 @@ static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64
         ST(d->unmatched, d->unmatched + 1);
         return;
     }
-    ST(d->unclosed, d->unclosed + (uint64_t)(d->top - f));
-    for (struct dframe *g = f + 1; g <= d->top; g++)
-        if (g->s)
-            g->s->active--;
-    d->top = f;
+    while (d->top > f)
+        frame_end(d, now);
     frame_end(d, now);
 }
 
@@ -782,10 +783,48 @@ static void drain_self(void)
     d->tb.guard = 0;
 }
 
+/*
+ * Ends every span still open on d at this moment (the engine-free clock),
+ * with its time, as trace mode ends the frames left open when a thread or
+ * the process ends (docs/robustness.md): pthread_exit from deep frames,
+ * exit() from deep frames.  Spans beyond the stack's bound have no frame
+ * and stay counted as dropped.  d's own thread only, batch drained, guard
+ * held.  Not counted as cut: the STATS records have no field for it.
+ */
+static void close_open(struct rp_dthread *d)
+{
+    uint64_t now = rp_ticks() - d->stolen;
+    if (d->over) {
+        d->over = 0;
+        d->top = d->full;
+    }
+    while (d->top > d->stack)
+        frame_end(d, now);
+}
+
+/* Applies the calling thread's batch and ends its open spans (above). */
+static void close_self(void)
+{
+    struct rp_dthread *d = dself;
+    if (!d || d->tb.guard)
+        return;
+    d->tb.guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    batch_run(d);
+    close_open(d);
+    atomic_signal_fence(memory_order_seq_cst);
+    d->tb.guard = 0;
+}
+
+RP_HIDDEN void rp_direct_exit_self(void)
+{
+    close_self();
+}
+
 static void dthread_exit(void *arg)
 {
     if (arg && arg == dself)
-        drain_self();
+        close_self();
     dself = NULL;
     rp_self = NULL;
     dgone = 1;

@@ -45,6 +45,14 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid);
 RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word);
 RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d);
 
+/*
+ * At exit, on the exiting thread: applies its pending events and ends the
+ * spans still open on it (main, after exit() from deep frames) with their
+ * time, as a thread that ends does.  Threads still running are not
+ * touched (their spans are in progress).  Cannot fail.
+ */
+RP_HIDDEN void rp_direct_exit_self(void);
+
 /* What a merged snapshot says about one id (tests, and the printed table). */
 struct rp_dview {
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;

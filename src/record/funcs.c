@@ -296,9 +296,9 @@ static int mod_add(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* The symbol holding address a, or NULL (lock held).  Rescans the loaded
- * modules once when no known module holds a. */
-static const char *sym_name_locked(uint64_t a)
+/* The function symbol holding address a, or NULL (lock held).  Rescans
+ * the loaded modules once when no known module holds a. */
+static const struct fsym *sym_find_locked(uint64_t a)
 {
     int rescanned = 0;
 again:
@@ -315,7 +315,7 @@ again:
                 hi = mid;
         }
         if (lo && a - m->syms[lo - 1].addr < (m->syms[lo - 1].size ? m->syms[lo - 1].size : 1))
-            return m->syms[lo - 1].name;
+            return &m->syms[lo - 1];
         return NULL;
     }
     if (!rescanned++) {
@@ -325,6 +325,13 @@ again:
     return NULL;
 }
 
+/* The symbol holding address a, or NULL (lock held). */
+static const char *sym_name_locked(uint64_t a)
+{
+    const struct fsym *s = sym_find_locked(a);
+    return s ? s->name : NULL;
+}
+
 /* Loads the modules' symbols the first time (lock held). */
 static void syms_load_locked(void)
 {
@@ -332,6 +339,28 @@ static void syms_load_locked(void)
         fs.loaded = 1;
         dl_iterate_phdr(mod_add, NULL);
     }
+}
+
+/*
+ * The start of the function holding code address a (the address its enter
+ * hook records), or 0 when no symbol of a loaded module holds it.  For the
+ * writer thread (unwind.c's records): it loads the symbol tables the first
+ * time.  Never waits long: when the lock stays taken (a thread that died
+ * holding it, at a fatal signal) it gives up and returns 0.
+ */
+RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
+{
+    unsigned spins = 0;
+    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
+        if (++spins > 1000)
+            return 0;
+        sched_yield();
+    }
+    syms_load_locked();
+    const struct fsym *s = sym_find_locked(a);
+    uint64_t start = s ? s->addr : 0;
+    fs_unlock();
+    return start;
 }
 
 /* ---- rules and the table -------------------------------------------------- */

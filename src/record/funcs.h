@@ -52,4 +52,11 @@ RP_HIDDEN void rp_funcs_start(int quiet);
  */
 RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len));
 
+/*
+ * The start of the function holding code address a, from the loaded
+ * modules' ELF symbol tables, or 0 if unknown (or the table lock stays
+ * taken).  Used by the writer for RP_RAW_UNWIND records (unwind.c).
+ */
+RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a);
+
 #endif /* RP_RECORD_FUNCS_H */

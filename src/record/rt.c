@@ -304,6 +304,22 @@ static void write_pending_loss(struct rp_tbuf *x)
     write_buffer(x, &rec, 1);
 }
 
+/*
+ * A thread that has ended (pthread_exit from deep frames, a longjmp out of
+ * its start function) may leave frames open: the writer's shadow stack
+ * says so.  They end where the thread ended, as one RP_RAW_UNWIND 0 record
+ * (writer.h) at its end ticks, so the analyzer keeps their time up to
+ * there instead of guessing.  Writer only, for a retired thread whose
+ * buffers are all written.
+ */
+static void write_thread_end(struct rp_tbuf *x)
+{
+    if (!x->enc.depth || !x->end_ticks)
+        return;
+    struct rp_raw rec = {x->end_ticks, rp_raw_word(RP_RAW_UNWIND, 0)};
+    write_buffer(x, &rec, 1);
+}
+
 /* Writes every published buffer of every thread; retires exited threads
  * whose buffers are all written.  Returns the number of buffers written. */
 static unsigned drain_once(void)
@@ -337,6 +353,7 @@ static unsigned drain_once(void)
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
             write_pending_loss(x);
+            write_thread_end(x);
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
@@ -386,11 +403,13 @@ static unsigned flush_partials(void)
     return n;
 }
 
-/* The END chunk: flags RP_END_*, status the exit status or signal number. */
-static void out_end(uint32_t flags, int32_t status)
+/* The END chunk: flags RP_END_*, status the exit status or signal number,
+ * ticks when the process ended (exit() began the final flush, the fatal
+ * signal arrived): where the analyzer ends the frames still open. */
+static void out_end(uint32_t flags, int32_t status, uint64_t ticks)
 {
     uint8_t end[32];
-    rp_put64(end, rp_ticks());
+    rp_put64(end, ticks);
     rp_put64(end + 8, rp_rt.events_written);
     rp_put64(end + 16, rp_rt.lost_total);
     rp_put32(end + 24, (uint32_t)status);
@@ -415,7 +434,8 @@ static void fatal_flush(int sig)
         ;
     flush_partials();
     out_clock();
-    out_end(RP_END_SIGNAL, sig);
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
     atomic_store(&rp_rt.fatal_done, 1);
 }
 
@@ -504,6 +524,9 @@ static void thread_exit(void *arg)
     if (!t)
         return;
     t->guard = 1;
+    /* when the thread ended: the writer ends the frames still open on it
+     * there (write_thread_end); published by the release store of exited */
+    t->end_ticks = rp_ticks();
     if (t->base && t->pos > t->base) {
         t->lens[atomic_load(&t->produced) % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
@@ -689,6 +712,10 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
         i++;
     (void)uc;
     atomic_store(&rp_rt.mask, 0);
+    /* the first fatal signal's time, for the END chunk (seq_cst: before
+     * rp_rt.fatal below, which the writer reads before it) */
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
     int none = 0;
     if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
         __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
@@ -871,6 +898,7 @@ static void atfork_child(void)
         return;
     }
     rp_rt.enc.lock_name = rp_lock_name_of;
+    rp_rt.enc.func_start = rp_funcs_start_of;
     out_prologue();
     if (rp_self) {
         /* A fresh tbuf: the old one's ring is shared state with a writer
@@ -1006,6 +1034,7 @@ static int rt_start(void)
         return RP_ENOMEM;
     }
     rp_rt.enc.lock_name = rp_lock_name_of;
+    rp_rt.enc.func_start = rp_funcs_start_of;
     if ((rt_start_err = open_output(0)) < 0)
         return rt_start_err;
     out_prologue();
@@ -1022,6 +1051,7 @@ static int rt_start(void)
  * table when RANKPROF_PRINT is set. */
 static void direct_finish(void)
 {
+    rp_direct_exit_self(); /* main's frames, after exit() from deep down */
     int64_t n = rp_direct_write(out_chunk);
     if (n < 0)
         rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
@@ -1043,6 +1073,7 @@ static void direct_finish(void)
 RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;
+    uint64_t end_ticks = rp_ticks(); /* the process ends now, not after the flush */
     if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
@@ -1086,7 +1117,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
     out_maps();
     out_clock();
-    out_end(RP_END_EXIT, 0);
+    out_end(RP_END_EXIT, 0, end_ticks);
     close(rp_rt.fd);
     rp_rt.fd = -1;
     /* The writer is gone: its state can go too (the threads' buffers stay

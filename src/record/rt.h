@@ -74,6 +74,7 @@ struct rp_tbuf {
     uint64_t lost;       /* events dropped since the last LOST record */
     uint64_t lost_first; /* ticks of the first of them */
     uint64_t reentered;  /* events dropped by the recursion guard */
+    uint64_t end_ticks;  /* when the thread ended (thread_exit), 0 while it runs */
     uint32_t tid;
 
     /* shared with the writer */
@@ -104,6 +105,8 @@ struct rp_rt {
     unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
     _Atomic int fatal;        /* the fatal signal being handled, 0 if none */
     _Atomic int fatal_done;   /* the writer has written the trace's end for it */
+    /* when the first fatal signal arrived (for END's ticks), 0 if none */
+    _Atomic uint64_t fatal_ticks;
 
     pthread_mutex_t lock; /* guards the list, the conds and writer_running */
     pthread_cond_t wake;  /* writer: there is work */

@@ -109,9 +109,10 @@ double rp_export_us(const struct rp_profile *p, uint64_t ticks);
 /*
  * Timelines (chrome, perfetto): the events of ctx's trace as matched spans,
  * streamed in file order.  Spans are matched per thread with the rules of
- * replay.c; a span that replay drops without time (lost events, an EXIT_ID
- * naming a deeper span, still open at the end) is ended where it was
- * dropped with why = "unclosed", so a viewer still nests it.  end's arg is
+ * replay.c; a span that replay drops without time (lost events) is ended
+ * where it was dropped with why = "unclosed", so a viewer still nests it; a
+ * span left without its exit ends with why = "unwound" (a longjmp, an
+ * exception) or "cut" (its thread or the process ended).  end's arg is
  * the span's last ARG value (io bytes) or 0.  Any callback may be NULL; a
  * negative return stops with it.
  */

@@ -3,9 +3,10 @@
  * perfetto), streamed from the events (export.h, rp_export_timeline).
  *
  * The spans are spanwalk.h's, matched with replay.c's rules; a span the
- * replay drops without time (an EXIT_ID naming a deeper span, LOST, still
- * open at the end of the trace) is ended where it was dropped with why =
- * "unclosed", so that a viewer still nests it.  Memory: the open spans of
+ * replay drops without time (LOST) is ended where it was dropped with why =
+ * "unclosed", so that a viewer still nests it; a span left without its exit
+ * says why = "unwound" (a longjmp, an exception) or "cut" (its thread or
+ * the process ended while it was open).  Memory: the open spans of
  * each thread.
  */
 #include <string.h>
@@ -27,7 +28,8 @@ static int on_begin(void *ctx, const struct rp_sw_span *s)
 static int on_end(void *ctx, const struct rp_sw_span *s)
 {
     const struct tl *t = ctx;
-    return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, NULL) : 0;
+    const char *why = s->cut == RP_SW_UNWOUND ? "unwound" : s->cut == RP_SW_CUT ? "cut" : NULL;
+    return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
 static int on_drop(void *ctx, const struct rp_sw_span *s)

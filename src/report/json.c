@@ -103,6 +103,9 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
+    /* activations not ended by their own exit (replay.c: unwound, or open at
+     * the thread's or the process's end), counted in calls with their time */
+    put_u64_field(out, "cut", n->cut);
     if (n->budget) { /* points with a budget (DEFS, or direct mode's stats) */
         put_u64_field(out, "budget_ns", rp_ticks_ns(p, n->budget));
         put_u64_field(out, "overruns", n->overruns);
@@ -167,6 +170,8 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
     put_u64_field(out, "lost", t->lost);
     put_u64_field(out, "unmatched_exits", t->unmatched_exits);
     put_u64_field(out, "unclosed", t->unclosed);
+    put_u64_field(out, "unwound", t->unwound);
+    put_u64_field(out, "cut", t->cut);
     put_u64_field(out, "total_ns", rp_ticks_ns(p, t->last > t->first ? t->last - t->first : 0));
     fputs(" }", out);
 }
@@ -222,6 +227,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fprintf(out, ",\n  \"events\": %" PRIu64, p->events);
     fprintf(out, ",\n  \"unmatched_exits\": %" PRIu64 ",\n  \"unclosed\": %" PRIu64, unmatched,
             unclosed);
+    fprintf(out, ",\n  \"unwound\": %" PRIu64 ",\n  \"cut\": %" PRIu64, p->unwound, p->cut);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
     fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64 ",\n  \"warnings\": [", p->skipped_chunks);

@@ -103,9 +103,11 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
         a->s.hold_max = dur > a->s.hold_max ? dur : a->s.hold_max;
     } else {
         a->s.waits++;
+        /* a wait cut short (its thread or the run ended, a longjmp left
+         * it) ended without the lock, like a refused one */
         if (cond)
             ; /* a condition wait: neither granted nor failed */
-        else if (s->has_arg && s->arg == RP_ARG_LOCK_FAILED)
+        else if ((s->has_arg && s->arg == RP_ARG_LOCK_FAILED) || s->cut)
             a->s.failed++;
         else
             a->s.contended++;

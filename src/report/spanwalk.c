@@ -3,11 +3,13 @@
  *
  * Per thread, a stack of the spans whose begin was reported and whose end
  * was not (the invariant).  ENTER pushes, EXIT pops the innermost, EXIT_ID
- * pops the named span after dropping those above it (as replay.c does: no
- * time for them), LOST drops every open span, ARG sets the innermost span's
- * argument (an io span's device and bytes, a lock wait's outcome); at the
- * end of the trace what is still open is dropped at the thread's last
- * event.  Events of the threads arrive chunk by chunk, so the last thread
+ * pops the named span after ending those above it (as replay.c does: with
+ * their time, cut = RP_SW_UNWOUND), UNWIND ends the spans above the named
+ * one (RP_SW_UNWOUND) or, with id 0, every span (RP_SW_CUT), LOST drops
+ * every open span, ARG sets the innermost span's argument (an io span's
+ * device and bytes, a lock wait's outcome); at the end of the trace what is
+ * still open ends (RP_SW_CUT) at the END chunk's ticks, or at the thread's
+ * last event without one.  Events of the threads arrive chunk by chunk, so the last thread
  * looked up is cached.  An ended span's dur is compensated as replay.c
  * does it (comp.h): from the thread's events between its begin and end.
  */
@@ -90,14 +92,24 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
     return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
 }
 
-/* Ends the innermost span of t at now. */
-static int pop(struct sw *w, struct sw_thread *t, uint64_t now)
+/* Ends the innermost span of t at now; cut: 0 or how it was left (RP_SW_*). */
+static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
 {
     struct sw_frame *f = &t->stack[--t->depth];
     struct rp_sw_span *s = &f->s;
     s->end = now >= s->start ? now : s->start;
     s->dur = rp_comp_dur(&w->comp, s->end - s->start, t->events - f->ev - 1);
+    s->cut = cut;
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
+}
+
+/* Ends t's spans above depth `to` at now, the innermost first, as cut. */
+static int pop_to(struct sw *w, struct sw_thread *t, uint32_t to, uint64_t now, int cut)
+{
+    int rc = 0;
+    while (t->depth > to && rc >= 0)
+        rc = pop(w, t, now, cut);
+    return rc < 0 ? rc : 0;
 }
 
 /* Drops t's spans down to depth `to` at now, the innermost first. */
@@ -130,23 +142,31 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     t->last = ev->ticks;
     t->events++;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
-         ev->op == RP_OP_COUNTER) &&
+         ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND) &&
         ev->id >= w->p->n_nodes)
         return RP_EFORMAT; /* the replay of the same file would have failed */
     switch (ev->op) {
     case RP_OP_ENTER:
         return push(w, t, ev->id, ev->ticks);
     case RP_OP_EXIT:
-        return t->depth ? pop(w, t, ev->ticks) : 0;
+        return t->depth ? pop(w, t, ev->ticks, 0) : 0;
     case RP_OP_EXIT_ID: {
         uint32_t at = t->depth;
         while (at > 0 && t->stack[at - 1].s.id != ev->id)
             at--;
         if (!at)
             return 0; /* unmatched: the replay counts it */
-        if ((rc = drop_to(w, t, at, ev->ticks)) < 0)
+        if ((rc = pop_to(w, t, at, ev->ticks, RP_SW_UNWOUND)) < 0)
             return rc;
-        return pop(w, t, ev->ticks);
+        return pop(w, t, ev->ticks, 0);
+    }
+    case RP_OP_UNWIND: {
+        uint32_t at = t->depth;
+        while (ev->id && at > 0 && t->stack[at - 1].s.id != ev->id)
+            at--;
+        if (ev->id && !at)
+            return 0; /* not open: the replay ignores it too */
+        return pop_to(w, t, ev->id ? at : 0, ev->ticks, ev->id ? RP_SW_UNWOUND : RP_SW_CUT);
     }
     case RP_OP_INSTANT:
     case RP_OP_COUNTER:
@@ -182,10 +202,13 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
     int rc = rp_walk_file(path, o, &wo, &w, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < w.nth; i++) {
+    for (uint32_t i = 0; i < w.nth; i++) { /* still open: cut, as replay.c's close_open */
+        struct sw_thread *t = &w.th[i];
+        uint64_t end = p->ended && p->end_ticks > t->last ? p->end_ticks : t->last;
+        t->events++; /* pop counts the events before the end's own: none here */
         if (rc == 0)
-            rc = drop_to(&w, &w.th[i], 0, w.th[i].last);
-        free(w.th[i].stack);
+            rc = pop_to(&w, t, 0, end, RP_SW_CUT);
+        free(t->stack);
     }
     free(w.th);
     return rc;

@@ -31,7 +31,12 @@ struct rp_sw_span {
                         the span's time in the report; 0 until it ends */
     uint64_t arg;    /* the last ARG given to it, valid if has_arg */
     int has_arg;
+    int cut; /* in an end callback: 0, or how the span was left without its exit
+                (replay.c): RP_SW_UNWOUND (the stack unwound past it: a longjmp, an
+                exception), RP_SW_CUT (its thread or the process ended) */
 };
+
+enum { RP_SW_UNWOUND = 1, RP_SW_CUT = 2 };
 
 /* Callbacks; any may be NULL.  A negative return stops the walk with it. */
 struct rp_sw_ops {
@@ -41,11 +46,10 @@ struct rp_sw_ops {
      * (counter 1); parent is the thread's innermost open span, 0 if none */
     int (*instant)(void *ctx, uint32_t tid, uint32_t id, uint64_t ticks, int64_t value, int counter,
                    uint32_t parent);
-    /* a span the replay drops without time (an EXIT_ID that names a span
-     * deeper down drops those above it; LOST drops every open span; the end
-     * of the trace drops what is still open), with end = the ticks where it
-     * was dropped: the thread's last event at the end of the trace.  Called
-     * innermost first.  NULL: dropped spans are not reported. */
+    /* a span the replay drops without time (LOST drops every open span),
+     * with end = the ticks where it was dropped.  Called innermost first.
+     * NULL: dropped spans are not reported.  (Spans left without their exit
+     * otherwise end with time: an end callback with cut set.) */
     int (*drop)(void *ctx, const struct rp_sw_span *s);
     /* a LOST record: count events lost at ticks (after its drops) */
     int (*lost)(void *ctx, uint32_t tid, uint64_t ticks, uint64_t count);
@@ -58,8 +62,10 @@ struct rp_sw_ops {
  * the replay that built p, whose nodes give the ids' range and whose
  * overhead is subtracted in dur; NULL for none).  Spans are matched with the
  * rules of replay.c: EXIT ends the innermost span, EXIT_ID the named one
- * (dropping those above it), LOST drops every open span; dropped spans and
- * spans open at the end get no end callback, only drop.  With progress set
+ * (ending those above it, cut), UNWIND those above the named one (or all,
+ * id 0), LOST drops every open span (no end callback, only drop); spans
+ * open at the end end, cut, at the END chunk's ticks (or the thread's last
+ * event).  With progress set
  * and stderr a terminal, the share of the file read is shown.  Returns 0,
  * RP_ENOMEM, the reader's code or RP_EFORMAT with err naming the file and
  * offset, or a callback's negative code (err left empty).

@@ -319,6 +319,13 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 "note: %" PRIu64 " unmatched exit%s and %" PRIu64
                 " unclosed span%s were counted, not guessed\n",
                 unmatched, unmatched == 1 ? "" : "s", unclosed, unclosed == 1 ? "" : "s");
+    if (p->unwound || p->cut)
+        fprintf(out,
+                "note: %" PRIu64 " frame%s left without an exit: %" PRIu64
+                " unwound (longjmp, exceptions), %" PRIu64
+                " open when their thread or the run ended; each ends there, with its time "
+                "(calls marked *)\n",
+                p->unwound + p->cut, p->unwound + p->cut == 1 ? "" : "s", p->unwound, p->cut);
     if (!p->ended)
         fprintf(out,
                 "%srun: did not end normally (no end record: crashed, killed or cut short)%s\n",
@@ -382,7 +389,8 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
         fmt_pct(row[C_STAND], CELL, n->standing);
         fmt_pct(row[C_INVOL], CELL, n->involvement);
-        snprintf(row[C_CALLS], CELL, "%" PRIu64, n->calls + n->throttled);
+        /* '*': some activations were cut (left without their exit), listed below */
+        snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s", n->calls + n->throttled, n->cut ? "*" : "");
         fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
         fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
@@ -499,6 +507,20 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
                 n->calls + n->throttled);
+    }
+
+    /* functions with activations left without their exit (replay.c) */
+    for (uint32_t r = 0, any = 0; r < n_rows; r++) {
+        const struct rp_node *n = &p->nodes[order[r]];
+        char nb[RP_NAME_BUF], safe[256] = "";
+        if (!n->cut)
+            continue;
+        if (!any++)
+            fputs("\n* cut: activations left without their exit (a longjmp, an exception, or still "
+                  "open when\ntheir thread or the run ended), ended there with their time:\n",
+                  out);
+        disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
+        fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, n->cut, n->calls);
     }
 
 flush:

@@ -120,7 +120,11 @@ enum rp_op {
     RP_OP_ARG = 5,     /* + varint argument of the innermost open span (io bytes) */
     RP_OP_LOST = 6,    /* + varint count: events the recorder dropped here; the
                           spans open before it are closed by the reader as lost */
-    RP_OP_RESERVED7 = 7,
+    RP_OP_UNWIND = 7,  /* + varint id (format 1.3, compact stream only): the stack
+                          unwound without exits (longjmp, an exception caught);
+                          every span above the innermost open span id ends here,
+                          with its time.  id 0: the thread ends here, every open
+                          span ends (pthread_exit, the thread's end) */
 };
 #define RP_OP_BITS 3
 
@@ -159,7 +163,8 @@ enum rp_op {
  *   varint h = (delta << 1) | 1                  EXIT
  *   varint h = (delta << 1), varint id (not 0)   ENTER id
  *   varint h = (delta << 1), byte 0, byte op     any other op (EXIT_ID,
- *                                                INSTANT, COUNTER, ARG, LOST),
+ *                                                INSTANT, COUNTER, ARG, LOST,
+ *                                                UNWIND),
  *                                                then its operands as above
  */
 #define RP_SNAP_MAX 1024

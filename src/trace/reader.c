@@ -226,7 +226,8 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             if (v) {
                 ev->op = RP_OP_ENTER;
                 ev->id = (uint32_t)v;
-            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LOST) {
+            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID ||
+                       v > RP_OP_UNWIND) {
                 return RP_EFORMAT;
             } else {
                 ev->op = (uint8_t)v;
@@ -252,6 +253,11 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         if (ev->op == RP_OP_INSTANT || ev->op == RP_OP_COUNTER)
             if (!(p = rp_get_varint(p, d->end, &ev->arg)))
                 return RP_EFORMAT;
+        break;
+    case RP_OP_UNWIND: /* id 0 (the thread ends) is allowed; compact stream only */
+        if (!d->compact || !(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)
+            return RP_EFORMAT;
+        ev->id = (uint32_t)v;
         break;
     case RP_OP_ARG:
     case RP_OP_LOST:

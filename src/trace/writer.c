@@ -395,6 +395,31 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = put_op(o, delta, RP_OP_ARG);
             o = rp_put_varint(o, pl);
             break;
+        case RP_RAW_UNWIND: {
+            /* The stack unwound without exits (format.h RP_OP_UNWIND).  With
+             * an address: the frame that goes on is the innermost open
+             * activation of the function holding it; an address in no
+             * function we know, or in none open here, is ignored (not a
+             * loss: nothing is wrong with the events).  0: the thread ends
+             * here.  The shadow stack is popped as the reader will pop. */
+            uint32_t to = 0;
+            id = 0;
+            if (pl) {
+                uint64_t fn = e->func_start ? e->func_start(pl) : 0;
+                uint64_t k = enc_key(RP_KIND_FUNC, fn);
+                for (to = t->depth; fn && to > 0 && t->stack[to - 1].key != k; to--)
+                    ;
+                if (!fn || !to || to == t->depth)
+                    continue; /* unknown, not open, or nothing above it */
+                id = t->stack[to - 1].id;
+            } else if (!t->depth) {
+                continue; /* nothing open: nothing to say */
+            }
+            o = put_op(o, delta, RP_OP_UNWIND);
+            o = rp_put_varint(o, id);
+            t->depth = to;
+            break;
+        }
         case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
             o = put_op(o, delta, RP_OP_LOST);
             o = rp_put_varint(o, pl);

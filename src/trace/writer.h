@@ -44,6 +44,10 @@ enum rp_raw_op {
     RP_RAW_COUNTER = 9,    /* payload: struct rp_site pointer; next record: value */
     RP_RAW_ARG = 10,       /* payload: argument of the innermost open span */
     RP_RAW_LOST = 11,      /* payload: events dropped before this point (drop mode) */
+    RP_RAW_UNWIND = 12,    /* payload: a code address in the function that goes on after a
+                              longjmp or a caught exception (the frames above its
+                              activation were left without exits); 0: the thread ends
+                              here (every open frame was left) */
     RP_RAW_DATA = 15,      /* payload of the previous INSTANT/COUNTER (ticks field) */
 };
 
@@ -112,6 +116,10 @@ struct rp_enc {
     /* The name of the lock at address key for its DEFS entries, or NULL;
      * the hook may be NULL.  Set by the owner after rp_enc_init. */
     const char *(*lock_name)(uint64_t key);
+    /* The start address of the function holding code address addr (the key
+     * its enter hook records), or 0 when unknown; for RP_RAW_UNWIND.  NULL:
+     * unwind records with an address are ignored.  Set by the owner. */
+    uint64_t (*func_start)(uint64_t addr);
 };
 
 /* Initialises e.  Returns 0 or RP_ENOMEM. */

@@ -17,8 +17,10 @@
  *                offset (damage in the file header); a success carries a
  *                warning unless its report is identical to T's;
  *   both         never crash, never hang (ctest's timeout), never leak
- *                (under ASan), and no function gets more calls than in T
- *                when the file was only cut short.
+ *                (under ASan), and no function gets more calls ended by
+ *                their own exit (calls - cut) than T has calls when the file
+ *                was only cut short (a prefix ends the spans still open at
+ *                its end as cut; T may have dropped them at a LOST).
  *
  * Prints a summary line; exits 1 with a FAIL line at the first violation.
  */
@@ -41,7 +43,8 @@ struct result {
     char *json; /* the JSON report (rank, flags), malloc'd; NULL on error */
     int warned; /* p.warn was not empty */
     uint32_t n;
-    uint64_t *calls; /* per node id (ids are the same for any prefix of T) */
+    uint64_t *calls; /* per node id (ids are the same for any prefix of T): calls
+                        ended by their own exit (calls - cut) */
 };
 
 static const char *tmp_path;
@@ -87,7 +90,7 @@ static void analyse(int force, struct result *r)
         if (!(r->calls = calloc(p.n_nodes + 1, sizeof(*r->calls))))
             exit(2);
         for (uint32_t i = 0; i < p.n_nodes; i++)
-            r->calls[i] = p.nodes[i].calls;
+            r->calls[i] = p.nodes[i].calls - p.nodes[i].cut;
     }
     rp_profile_free(&p);
 }

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# e2e_unwind.sh - no frame vanishes (docs/robustness.md): functions left by
+# longjmp, siglongjmp (out of a signal handler), C++ exceptions (g++ and
+# clang++), pthread_exit from deep frames, exit() from deep frames and a
+# crash keep every call (and a swapcontext coroutine loses nothing), with their time, counted as cut; calls made after
+# the landing are the landing function's (edges from the right caller).
+#
+# tests/progs/unwind.c and tests/progs/cxx/exc.cpp document the exact
+# counts checked here.  Run by ctest with RANKPROF, PROGS and RP_LIB set.
+set -euo pipefail
+fail() { echo "e2e_unwind: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_unwind.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+san=${RP_SANITIZE:-}
+N=200
+
+# run NAME PROGRAM ARGS...: records, then writes NAME.json
+run() {
+    local name=$1 rc=0
+    shift
+    "$RANKPROF" record -o "$tmp/$name.data" -- "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+    echo "$rc" >"$tmp/$name.rc"
+    "$RANKPROF" report -i "$tmp/$name.data" --format json >"$tmp/$name.json" 2>"$tmp/$name.rerr" ||
+        fail "$name: report failed: $(cat "$tmp/$name.rerr")"
+}
+
+# check NAME KIND [CXX]: the JSON of NAME against the expectations of KIND
+check() {
+    python3 - "$tmp/$1.json" "$2" "$N" "${3:-}" <<'PY' || fail "$1: wrong report"
+import json, sys
+path, kind, n, cxx = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+r = json.load(open(path))
+node = {x["name"]: x for x in r["nodes"]}
+edge = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"]}
+bad = []
+
+def want_calls(name, calls, cut=None):
+    x = node.get(name)
+    if x is None:
+        bad.append(f"{name}: missing")
+        return
+    if x["calls"] != calls:
+        bad.append(f"{name}: {x['calls']} calls, expected {calls}")
+    if cut is not None and x["cut"] != cut:
+        bad.append(f"{name}: cut {x['cut']}, expected {cut}")
+
+def want_edge(a, b, calls):
+    if edge.get((a, b), 0) != calls:
+        bad.append(f"edge {a} -> {b}: {edge.get((a, b), 0)} calls, expected {calls}")
+
+if kind in ("longjmp", "siglongjmp", "exc"):
+    cut = n if kind != "exc" or cxx == "clangxx" else 0
+    want_calls("main", 1, 0)
+    want_calls("landing", n, 0)
+    for d in ("deep1", "deep2", "deep3"):
+        want_calls(d, n, cut)
+    want_calls("after", n, 0)
+    want_calls("leaf", 3 * n + (n if kind == "siglongjmp" else 0), 0)
+    want_edge("main", "landing", n)
+    want_edge("landing", "deep1", n)
+    want_edge("landing", "after", n)  # the landing's own call, not deep3's
+    want_edge("deep1", "deep2", n)
+    want_edge("deep2", "deep3", n)
+    if kind == "siglongjmp":
+        want_calls("on_usr1", n, n)
+        want_edge("deep3", "on_usr1", n)
+    if len(r["edges"]) != 9 + 2 * (kind == "siglongjmp"):
+        bad.append(f"{len(r['edges'])} edges: {sorted(edge)}")
+    if r["unwound"] != 3 * cut + (n if kind == "siglongjmp" else 0) or r["cut"] != 0:
+        bad.append(f"unwound {r['unwound']}, cut {r['cut']}")
+    if node.get("main", {}).get("involvement", 0) < 0.9:
+        bad.append(f"main: involvement {node.get('main', {}).get('involvement')}")
+elif kind == "threadexit":
+    want_calls("main", 1, 0)
+    for f in ("tstart", "deep1", "deep2", "deep3"):
+        want_calls(f, n, n)
+    want_calls("after", 1, 0)
+    want_edge("main", "after", 1)
+    want_edge("<root>", "tstart", n)
+    if r["cut"] != 4 * n or r["unwound"] != 0:
+        bad.append(f"cut {r['cut']}, unwound {r['unwound']}, expected {4 * n}, 0")
+    if sum(t["cut"] for t in r["thread_list"]) != 4 * n:
+        bad.append("the threads' cut counts do not add up")
+    # each thread's frames end where the thread ended (its UNWIND 0), not
+    # at the end of the run: the threads ran one at a time inside main
+    if node["tstart"]["inclusive_ns"] > node["main"]["inclusive_ns"]:
+        bad.append(f"tstart: {node['tstart']['inclusive_ns']} ns in all, more than main's "
+                   f"{node['main']['inclusive_ns']}: its frames ended too late")
+elif kind == "context":
+    want_calls("main", 1, 0)
+    want_calls("co_step", n, 0)
+    want_calls("leaf", n, 0)
+    want_calls("co_body", 1, 1)
+elif kind in ("exit", "segv"):
+    for f in ("main", "deep1", "deep2", "deep3"):
+        want_calls(f, 1, 1)
+    want_calls("leaf", n + 3, 0)
+    if r["cut"] != 4 or r["unwound"] != 0:
+        bad.append(f"cut {r['cut']}, unwound {r['unwound']}, expected 4, 0")
+    if node.get("main", {}).get("involvement", 0) < 0.9:
+        bad.append(f"main: involvement {node.get('main', {}).get('involvement')}, expected >= 0.9")
+    if node["deep3"]["inclusive_ns"] > node["main"]["inclusive_ns"]:
+        bad.append("deep3 lasted longer than main")
+if r["unmatched_exits"] != 0 or r["unclosed"] != 0 or r["lost_events"] != 0:
+    bad.append(f"unmatched {r['unmatched_exits']}, unclosed {r['unclosed']}, lost {r['lost_events']}")
+for b in bad:
+    print(f"e2e_unwind: {path.split('/')[-1]}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "e2e_unwind: $1: ok"
+}
+
+for prog in unwind unwind_fortify; do
+    [[ -x "$PROGS/prog_$prog" ]] || fail "$PROGS/prog_$prog is missing"
+    for mode in longjmp siglongjmp; do
+        run "$prog.$mode" "$PROGS/prog_$prog" $mode $N
+        check "$prog.$mode" $mode
+    done
+done
+if [[ $(nm -D "$PROGS/prog_unwind_fortify" 2>/dev/null | grep -c __longjmp_chk) -eq 0 ]]; then
+    echo "e2e_unwind: note: prog_unwind_fortify does not call __longjmp_chk here"
+fi
+
+run threadexit "$PROGS/prog_unwind" threadexit $N
+check threadexit threadexit
+run exit "$PROGS/prog_unwind" exit $N
+check exit exit
+[[ $(cat "$tmp/exit.rc") -eq 0 ]] || fail "exit: record exited $(cat "$tmp/exit.rc")"
+
+# a crash from deep frames: every frame open at the crash is cut (under a
+# sanitizer its own SIGSEGV report comes first: only the counts are checked)
+run segv "$PROGS/prog_unwind" segv $N
+check segv segv
+if [[ -z "$san" ]]; then
+    [[ $(cat "$tmp/segv.rc") -eq 139 ]] || fail "segv: record exited $(cat "$tmp/segv.rc")"
+    grep -q "killed by signal 11" "$tmp/segv.rerr" || fail "segv: the report does not say so"
+fi
+"$RANKPROF" report -i "$tmp/segv.data" >"$tmp/segv.txt" 2>/dev/null
+grep -q "1 of 1 calls cut" "$tmp/segv.txt" || fail "segv: the table does not list the cut frames"
+"$RANKPROF" info -i "$tmp/segv.data" | grep -q "^cut: *0 frames unwound .*, 4 open" ||
+    fail "segv: info does not count the cut frames"
+
+# direct mode ends the frames open at a thread's end and on the thread that
+# calls exit() the same way (not counted as cut: STATS has no such field)
+for mode in exit threadexit; do
+    "$RANKPROF" record --mode direct -o "$tmp/direct.$mode.data" -- "$PROGS/prog_unwind" $mode $N \
+        >/dev/null 2>"$tmp/direct.$mode.err" || fail "direct $mode: $(cat "$tmp/direct.$mode.err")"
+    "$RANKPROF" report -i "$tmp/direct.$mode.data" --format json >"$tmp/direct.$mode.json" ||
+        fail "direct $mode: report failed"
+    python3 - "$tmp/direct.$mode.json" $mode $N <<'PY' || fail "direct $mode: wrong report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+mode, n = sys.argv[2], int(sys.argv[3])
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+want = {"main": 1, "deep1": 1, "deep2": 1, "deep3": 1, "leaf": n + 3} if mode == "exit" else \
+       {"main": 1, "tstart": n, "deep1": n, "deep2": n, "deep3": n, "leaf": 3 * n, "after": 1}
+bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
+if r["unclosed"] or r["unmatched_exits"]:
+    bad.append(f"unclosed {r['unclosed']}, unmatched {r['unmatched_exits']}")
+for b in bad:
+    print(f"e2e_unwind: direct {mode}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "e2e_unwind: direct $mode: ok"
+done
+
+# coroutines: switches are not followed, but nothing is lost or corrupt
+run context "$PROGS/prog_unwind" context $N
+check context context
+
+for cxx in gxx clangxx; do
+    if [[ ! -x "$PROGS/prog_exc_$cxx" ]]; then
+        echo "e2e_unwind: prog_exc_$cxx not built (no ${cxx//x/+} found): skipped"
+        continue
+    fi
+    run "exc_$cxx" "$PROGS/prog_exc_$cxx" $N
+    check "exc_$cxx" exc $cxx
+done

@@ -1,0 +1,65 @@
+// exc.cpp - C++ exceptions out of deep frames, for tests/e2e_unwind.sh;
+// built twice, with g++ (prog_exc_gxx) and with clang++ (prog_exc_clangxx).
+// usage: prog_exc_* [N]   (N default 100)
+//
+// N times: main -> landing, which calls deep1 -> deep2 -> deep3 in a try
+// block; deep3 throws an int, landing catches it and then calls after().
+// Functions are extern "C" so that their names do not depend on the
+// compiler's mangling.
+//
+// Expected calls: main 1, landing N, deep1..3 N, after N, leaf 3N; edges
+// landing -> deep1 N, landing -> after N, deepK -> leaf N.  g++ calls the
+// exit hook of every frame an exception unwinds, clang++ does not: the
+// deeps are cut N times each with clang++ (the recorder's __cxa_begin_catch
+// says where the stack landed), 0 with g++.
+#include <cstdlib>
+
+static volatile unsigned sink;
+
+extern "C" {
+void leaf(unsigned x)
+{
+    sink += x;
+}
+
+void deep3(void)
+{
+    leaf(3);
+    throw 3;
+}
+
+void deep2(void)
+{
+    leaf(2);
+    deep3();
+}
+
+void deep1(void)
+{
+    leaf(1);
+    deep2();
+}
+
+void after(void)
+{
+    sink++;
+}
+
+void landing(void)
+{
+    try {
+        deep1();
+    } catch (int x) {
+        sink += (unsigned)x;
+    }
+    after();
+}
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? std::atol(argv[1]) : 100;
+    for (long i = 0; i < n; i++)
+        landing();
+    return 0;
+}
