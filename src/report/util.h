@@ -50,7 +50,16 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
  */
 void rp_report_comp_line(FILE *out, const struct rp_profile *p);
 
-/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
+/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), "wait",
+ * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
+
+/*
+ * Per node index, the ticks its activations spent in wait spans they called
+ * directly: the summed inclusive time of its edges to nodes of kind wait
+ * (the "wait_ns" of docs/report-json.md).  A calloc'd array of p->n_nodes,
+ * which the caller frees; NULL when out of memory (or no nodes).
+ */
+uint64_t *rp_wait_ticks(const struct rp_profile *p);
 
 #endif /* RP_REPORT_UTIL_H */
