@@ -146,7 +146,7 @@ def check_trace(path):
     print(f"events={events} truncate_at={pos} flip_at={pos} size={len(b)}")
 
 # ---- the JSON report (DESIGN §9) ------------------------------------------
-KINDS = {"func", "point", "lock-wait", "lock-hold", "io"}
+KINDS = {"func", "point", "lock-wait", "lock-hold", "io", "wait"}
 FLAGS = {"DISPATCH", "HOT", "JITTER", "RATE", "CONTENDED", "BUDGET"}
 NODE_KEYS = {"name": str, "kind": str, "calls": int, "inclusive_ns": int,
              "exclusive_ns": int, "mean_ns": (int, float), "min_ns": int, "max_ns": int,
@@ -187,6 +187,7 @@ SPECS = {
     "threads": {"calls": {"main": 1, "worker": 4, "work": 40000, "leaf": 80000},
                 "edges": {("<root>", "main"): 1, ("<root>", "worker"): 4,
                           ("worker", "work"): 40000, ("work", "leaf"): 80000},
+                "waits": {"pthread_join [wait]": 4},  # main joins the workers
                 "threads": 5},
 }
 
@@ -284,6 +285,11 @@ def check_json(spec_name, path, trace_events, extra):
         die(f"{what}: function call counts differ from the documented ones: "
             f"got {got}, expected {spec['calls']} (differences: {diff})")
 
+    # wait spans (docs/waits.md): exact calls
+    waits = {nm: n["calls"] for (k, nm), n in byname.items() if k == "wait"}
+    if spec_name != "firmware" and waits != spec.get("waits", {}):
+        die(f"{what}: wait nodes {waits}, expected {spec.get('waits', {})}")
+
     # edges: shape, exact counts, consistency
     edges = {}
     for e in r["edges"]:
@@ -347,7 +353,7 @@ def check_json(spec_name, path, trace_events, extra):
         die(f"{what}: exclusive times sum to {excl} ns, the accounted time is {acct} "
             f"({100 * (excl - acct) / acct:+.2f} %, allowed 2 %)")
     if trace_events is not None:
-        want = 2 * sum(spec["calls"].values())
+        want = 2 * sum(spec["calls"].values()) + 2 * sum(spec.get("waits", {}).values())
         if spec_name == "firmware" and trace_events < want or \
            spec_name != "firmware" and trace_events != want:
             die(f"{what}: the trace holds {trace_events} events, expected "

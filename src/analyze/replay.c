@@ -1816,9 +1816,11 @@ int rp_profile_symbolize(struct rp_profile *p)
     int rc = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
+        /* functions and locks by their address, and the waits on a
+         * condition variable (kind wait, class lock) by the condition's */
         if (n->name || !n->calls ||
             (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
-             n->kind != RP_KIND_LOCK_HOLD))
+             n->kind != RP_KIND_LOCK_HOLD && !(n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK)))
             continue;
         struct rp_symbol sym = {0};
         if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)
@@ -1894,7 +1896,12 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
     (void)p;
     if (n->id == 0)
         return "<root>";
+    int cond = n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK; /* a condition wait */
     if (n->name && n->name[0]) {
+        if (n->kind == RP_KIND_WAIT) {
+            snprintf(buf, bufsz, "%s%s [wait]", cond ? "cond " : "", n->name);
+            return buf;
+        }
         if (n->kind == RP_KIND_LOCK_WAIT || n->kind == RP_KIND_LOCK_HOLD) {
             snprintf(buf, bufsz, "%s [%s]", n->name,
                      n->kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
@@ -1908,6 +1915,10 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
         break;
     case RP_KIND_LOCK_HOLD:
         snprintf(buf, bufsz, "lock@0x%llx [hold]", (unsigned long long)n->key);
+        break;
+    case RP_KIND_WAIT:
+        snprintf(buf, bufsz, "%s@0x%llx [wait]", cond ? "cond" : "wait",
+                 (unsigned long long)n->key);
         break;
     default:
         snprintf(buf, bufsz, "0x%llx", (unsigned long long)n->key);

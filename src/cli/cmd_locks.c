@@ -1,6 +1,7 @@
 /*
  * cmd_locks.c - `rankprof locks`: wait and hold per lock and per call site
- * (DESIGN §5), as a table or JSON (docs/locks.md).  Two streamed passes:
+ * (DESIGN §5), then the waits on each condition variable, as a table or
+ * JSON (docs/locks.md).  Two streamed passes:
  * the replay (names, the CONTENDED flag), then the spans (src/report/locks.c).
  */
 #include <getopt.h>
@@ -66,7 +67,8 @@ int cmd_locks(int argc, char **argv)
             lo_opts.flag.contended_ratio = rp_opt_double("--contended-ratio", optarg, 0, 1e12);
             break;
         case 'h':
-            rp_usage_die("locks", "locks prints wait and hold per lock and per call site");
+            rp_usage_die("locks", "locks prints wait and hold per lock and per call site, "
+                                  "and the waits on condition variables");
         default:
             rp_usage_die("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

@@ -676,7 +676,10 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
         span_end(d, TKEY(RP_KIND_POINT, pl), now);
         break;
     case RP_RAW_LOCK_WAIT:
-        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
+        if (pl & RP_RAW_COND_BIT) /* a condition wait (locks.c) */
+            span_begin(d, TKEY(RP_KIND_WAIT, pl & ~RP_RAW_COND_BIT), now, raw);
+        else
+            span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
         break;
     case RP_RAW_LOCK_ACQ:
         /* after a WAIT of this lock (innermost) the wait ends and the hold
@@ -690,7 +693,10 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
         hold_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
         break;
     case RP_RAW_LOCK_FAIL:
-        span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        if (pl & RP_RAW_COND_BIT)
+            span_end(d, TKEY(RP_KIND_WAIT, pl & ~RP_RAW_COND_BIT), now);
+        else
+            span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
         break;
     case RP_RAW_INSTANT:
     case RP_RAW_COUNTER: {
@@ -1236,7 +1242,7 @@ static int key_def(uint64_t k, struct rp_def *d)
         [RP_KIND_FUNC] = RP_CLASS_FUNC,      [RP_KIND_POINT] = RP_CLASS_POINT,
         [RP_KIND_LOCK_WAIT] = RP_CLASS_LOCK, [RP_KIND_LOCK_HOLD] = RP_CLASS_LOCK,
         [RP_KIND_IO] = RP_CLASS_IO,          [RP_KIND_INSTANT] = RP_CLASS_USER,
-        [RP_KIND_COUNTER] = RP_CLASS_USER,
+        [RP_KIND_COUNTER] = RP_CLASS_USER,   [RP_KIND_WAIT] = RP_CLASS_LOCK, /* a condition */
     };
     uint8_t kind = TKIND(k);
     if (kind >= RP_KIND_MAX)
@@ -1438,13 +1444,16 @@ static const char *key_name(uint64_t k, char *buf, size_t bufsz)
         snprintf(buf, bufsz, "lock@0x%llx [%s]", (unsigned long long)a,
                  kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
         return buf;
+    case RP_KIND_WAIT: /* sites are keyed as points: this is a condition */
+        snprintf(buf, bufsz, "cond@0x%llx [wait]", (unsigned long long)a);
+        return buf;
     default: {
         struct rp_def d = {0};
         if (rp_sites_describe(a, &d) == 0 && d.name)
             snprintf(buf, bufsz, "%s%s", d.name,
-                     d.kind == RP_KIND_LOCK_WAIT   ? " [wait]"
-                     : d.kind == RP_KIND_LOCK_HOLD ? " [hold]"
-                                                   : "");
+                     d.kind == RP_KIND_LOCK_WAIT || d.kind == RP_KIND_WAIT ? " [wait]"
+                     : d.kind == RP_KIND_LOCK_HOLD                         ? " [hold]"
+                                                                           : "");
         else
             snprintf(buf, bufsz, "site@0x%llx", (unsigned long long)a);
         return buf;

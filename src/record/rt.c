@@ -66,7 +66,7 @@ RP_HIDDEN __thread struct rp_tbuf *rp_self;
 static __thread int rp_initing; /* inside thread_init or start-up */
 static __thread int rp_gone;    /* this thread's tbuf was handed back */
 /* set in the writer thread only */
-static __thread int rp_is_writer;
+RP_HIDDEN __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static struct rp_overhead rt_overhead; /* measured at start-up; rounds 0 = not */
@@ -822,30 +822,40 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
     return v;
 }
 
-/* Parses a class list like "func,lock" ("all" for every class). */
+/* Parses a class list like "func,lock" ("all" for every class); "-wait"
+ * takes a class away, from all when the list names none to add. */
 static uint32_t parse_classes(const char *s)
 {
-    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user"};
-    uint32_t mask = 0;
+    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user", "wait"};
+    uint32_t mask = 0, off = 0;
+    if (s && *s == '-')
+        mask = RP_CLASS_BIT_ALL;
     while (s && *s) {
+        int neg = *s == '-';
+        s += neg;
         size_t n = strcspn(s, ",");
         int ok = 0;
+        uint32_t bits = 0;
         if (n == 3 && !strncmp(s, "all", 3)) {
-            mask |= RP_CLASS_BIT_ALL;
+            bits |= RP_CLASS_BIT_ALL;
             ok = 1;
         }
         for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             if (strlen(names[i]) == n && !strncmp(s, names[i], n)) {
-                mask |= 1u << i;
+                bits |= 1u << i;
                 ok = 1;
             }
+        if (neg)
+            off |= bits;
+        else
+            mask |= bits;
         if (!ok)
             rt_warn("RANKPROF_CLASSES: unknown class in '%s'", s, 0);
         s += n;
         if (*s == ',')
             s++;
     }
-    return mask;
+    return mask & ~off;
 }
 
 /*

@@ -131,6 +131,8 @@ struct rp_rt {
 
 RP_HIDDEN extern struct rp_rt rp_rt;
 RP_HIDDEN extern __thread struct rp_tbuf *rp_self;
+/* Non-zero in the writer thread only (its blocking calls are not waits). */
+RP_HIDDEN extern __thread int rp_is_writer;
 
 /*
  * The rare path of rp_append: the thread's first event, a full buffer, drop

@@ -79,7 +79,7 @@ static void put_num_field(FILE *out, const char *key, double v)
 
 /* One element of "nodes".  Write errors are left for ferror(). */
 static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
-                     const struct rp_report_opts *o)
+                     const struct rp_report_opts *o, const uint64_t *wait)
 {
     const struct rp_node *n = &p->nodes[idx];
     double npt = p->ns_per_tick;
@@ -93,6 +93,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "throttled_calls", n->throttled);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
+    put_u64_field(out, "wait_ns", rp_ticks_ns(p, wait[idx]));
     put_num_field(out, "mean_ns", n->mean * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
@@ -210,12 +211,14 @@ static void put_warnings(FILE *out, const char *warn)
 int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
     uint32_t *order = NULL, n_rows;
+    uint64_t *wait = NULL;
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     int rc = 0;
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
         return RP_EINVAL;
-    if (!(order = rp_report_rows(p, o, &n_rows, NULL))) {
+    if (!(order = rp_report_rows(p, o, &n_rows, NULL)) ||
+        (p->n_nodes && !(wait = rp_wait_ticks(p)))) {
         rc = RP_ENOMEM;
         goto out;
     }
@@ -258,7 +261,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(",\n  \"nodes\": [", out);
     for (uint32_t i = 0; i < n_rows; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_node(out, p, order[i], o);
+        put_node(out, p, order[i], o, wait);
     }
     fputs(n_rows ? "\n  ],\n  \"edges\": [" : "],\n  \"edges\": [", out);
     uint32_t n_edges = 0;
@@ -280,5 +283,6 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         rc = RP_EIO;
 out:
     free(order);
+    free(wait);
     return rc;
 }

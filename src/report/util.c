@@ -97,9 +97,25 @@ const char *rp_kind_str(uint8_t kind)
         return "lock-hold";
     case RP_KIND_IO:
         return "io";
+    case RP_KIND_WAIT:
+        return "wait";
+    case RP_KIND_OFFCPU:
+        return "offcpu";
     default:
         return "unknown"; /* rp_report_order never yields these */
     }
+}
+
+uint64_t *rp_wait_ticks(const struct rp_profile *p)
+{
+    uint64_t *w = p->n_nodes ? calloc(p->n_nodes, sizeof *w) : NULL;
+    for (uint32_t i = 0; w && i < p->n_edges; i++) {
+        const struct rp_edge *e = &p->edges[i];
+        if (e->caller < p->n_nodes && e->callee < p->n_nodes && e->caller != e->callee &&
+            p->nodes[e->callee].kind == RP_KIND_WAIT)
+            w[e->caller] += e->incl;
+    }
+    return w;
 }
 
 const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz)

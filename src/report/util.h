@@ -64,7 +64,16 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p);
  */
 const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
 
-/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
+/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), "wait",
+ * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
+
+/*
+ * Per node index, the ticks its activations spent in wait spans they called
+ * directly: the summed inclusive time of its edges to nodes of kind wait
+ * (the "wait_ns" of docs/report-json.md).  A calloc'd array of p->n_nodes,
+ * which the caller frees; NULL when out of memory (or no nodes).
+ */
+uint64_t *rp_wait_ticks(const struct rp_profile *p);
 
 #endif /* RP_REPORT_UTIL_H */

@@ -112,6 +112,9 @@ enum rp_kind {
     RP_KIND_IO = 4,        /* device transaction */
     RP_KIND_INSTANT = 5,   /* a point in time: timer, IRQ, user mark */
     RP_KIND_COUNTER = 6,   /* a sampled value */
+    RP_KIND_WAIT = 7,      /* a blocking call (format 1.3): key is its site, or, with
+                              class RP_CLASS_LOCK, the condition variable waited on */
+    RP_KIND_OFFCPU = 8,    /* off-CPU time (format 1.3) */
     RP_KIND_MAX
 };
 
@@ -220,6 +223,7 @@ enum rp_class {
     RP_CLASS_IO = 3,
     RP_CLASS_TIMER = 4,
     RP_CLASS_USER = 5,
+    RP_CLASS_WAIT = 6, /* blocking calls (format 1.3) */
     RP_CLASS_MAX
 };
 

@@ -160,7 +160,8 @@ static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls,
     if (e->ckeys[slot] == k)
         return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
-    if (e->lock_name && (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD))
+    if (e->lock_name &&
+        (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD || kind == RP_KIND_WAIT))
         d.name = e->lock_name(key);
     uint32_t id = rp_enc_id(e, &d);
     if (id) {
@@ -382,11 +383,25 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = no;
             break;
         case RP_RAW_LOCK_WAIT:
+            if (pl & RP_RAW_COND_BIT) { /* a condition wait: kind wait, class lock */
+                pl &= ~RP_RAW_COND_BIT;
+                if (!(id = enc_plain_id(e, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
+                    goto skip;
+                o = enc_enter(t, o, delta, enc_key(RP_KIND_WAIT, pl), id, now, nev);
+                break;
+            }
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, now, nev);
             break;
         case RP_RAW_LOCK_FAIL:
+            if (pl & RP_RAW_COND_BIT) { /* a condition wait ends */
+                pl &= ~RP_RAW_COND_BIT;
+                if (!(no = enc_exit(e, t, o, delta, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
+                    goto skip;
+                o = no;
+                break;
+            }
             /* A wait that ends without the lock says so in an ARG, so that
              * readers can tell it from a wait that ended in a grant. */
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {

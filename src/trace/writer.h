@@ -51,6 +51,15 @@ enum rp_raw_op {
     RP_RAW_DATA = 15,      /* payload of the previous INSTANT/COUNTER (ticks field) */
 };
 
+/*
+ * In the payload of LOCK_WAIT and LOCK_FAIL: the address is a condition
+ * variable, and the span is a wait of kind RP_KIND_WAIT, class
+ * RP_CLASS_LOCK, keyed by that address (pthread_cond_wait between the
+ * release and the re-acquisition of its mutex).  LOCK_FAIL with the bit
+ * ends it.  No address of a lock has bit 59 set.
+ */
+#define RP_RAW_COND_BIT (1ull << 59)
+
 static inline uint64_t rp_raw_word(unsigned op, uint64_t payload)
 {
     return (uint64_t)op << RP_RAW_SHIFT | (payload & RP_RAW_PAYLOAD);
