@@ -635,51 +635,71 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     return 0;
 }
 
+/* How replay_loop ends (replay_chunk writes the message). */
+enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP, LOOP_HOLD };
+
 /*
- * A HOLD_END of lock-hold id at now (format.h), its operands from q: the
- * hold is counted as a span of id called from its acquirer that lasted
- * `raw` ticks less the compensation of the events inside, with no time
- * taken from the acquirer (it is no callee: the code run while holding the
- * lock is the work of the functions that run it) and none as its own
- * (exclusive 0: the time is theirs); outer holds add to inclusive.  A hold
- * with no known acquisition is an unmatched exit.  Off the fast path: one
- * per release.  Returns the position after it, NULL for a malformed event,
- * end + 1 for an acquirer that is no defined span, end + 2 when out of
- * memory.
+ * A lock-hold op (format.h: HOLD_BEGIN or HOLD_END, op) at now, its
+ * operands from *qp, whose position it advances; *idp gets the id read
+ * (for the message).  HOLD_BEGIN counts a hold begun.  HOLD_END counts the
+ * hold as a span of its id called from its acquirer that lasted `raw`
+ * ticks less the compensation of the events inside, with no time taken
+ * from the acquirer (it is no callee: the code run while holding the lock
+ * is the work of the functions that run it) and none as its own (exclusive
+ * 0: the time is theirs); outer holds add to inclusive.  A hold with no
+ * known acquisition is an unmatched exit.  Off the loop's switch (one call
+ * per acquisition and release), so that the span path's code is not
+ * changed by it.  Returns LOOP_OK, LOOP_BAD (malformed), LOOP_UNDEFINED
+ * (an id, or acquirer, that is no defined node of the right kind) or
+ * LOOP_NOMEM.
  */
-static __attribute__((noinline)) const uint8_t *hold_end(struct acc *a, struct job *j,
-                                                         struct rp_comp *cp, const uint8_t *q,
-                                                         const uint8_t *end, uint32_t id,
-                                                         uint64_t now)
+static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct acc *a,
+                                             struct job *j, struct rp_comp *cp, const uint8_t **qp,
+                                             const uint8_t *end, unsigned op, uint64_t now,
+                                             uint32_t *idp)
 {
-    uint64_t raw, evs, how;
+    uint64_t id, raw, evs, how;
+    const uint8_t *q = *qp;
+    if (!(q = rp_get_varint(q, end, &id)))
+        return LOOP_BAD;
+    *idp = (uint32_t)id;
+    if (id == 0 || id >= a->nhot || p->nodes[id].kind != RP_KIND_LOCK_HOLD)
+        return LOOP_UNDEFINED;
+    j->hold_ops = 1;
+    if (op == RP_OP_HOLD_BEGIN) {
+        j->holds++;
+        *qp = q;
+        return LOOP_OK;
+    }
     if (!(q = rp_get_varint(q, end, &raw)) || !(q = rp_get_varint(q, end, &evs)) ||
         !(q = rp_get_varint(q, end, &how)))
-        return NULL;
+        return LOOP_BAD;
+    *qp = q;
     if (!how) {
         j->unmatched++;
-        return q;
+        return LOOP_OK;
     }
     uint64_t acq = how >> 2;
     if (acq && (acq >= a->nhot || (a->active[acq] & RP_ACTIVE_UNDEF)))
-        return end + 1;
+        return LOOP_UNDEFINED;
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
-    if (span_count(a, &a->hot[id], id, (uint32_t)acq, now >= raw ? now - raw : 0, raw, dur, dur,
-                   (how >> 1) & 1, cp) < 0)
-        return end + 2;
-    return q;
+    if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
+                   dur, dur, (how >> 1) & 1, cp) < 0)
+        return LOOP_NOMEM;
+    return LOOP_OK;
 }
-
-/* How replay_loop ends (replay_chunk writes the message). */
-enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP };
 
 /*
  * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
  * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
  * a constant in each of replay_chunk's two copies.  On return ev holds the
  * position, the event being read (ev0), the time, the events so far and
- * the last id read, for the message.  Returns LOOP_OK or what failed.
+ * the last id read, for the message.  Returns LOOP_OK or what failed, or
+ * LOOP_HOLD at a lock-hold op (format 1.3; its op in ev->op, ev->q at its
+ * operands): replay_chunk counts it (hold_op) and calls the loop again,
+ * which goes on from ev (the events so far included).  Holds are handled
+ * outside the loop so that the code of its span path stays as it was.
  *
  * The stack's top stays in locals (written back to a->depth where anything
  * else looks at it) and a leaf, an ENTER whose next event is its EXIT, is
@@ -690,6 +710,7 @@ struct loopst {
     const uint8_t *q, *ev0;
     uint64_t now, n;
     uint32_t id;
+    unsigned op; /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
 };
 
 static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
@@ -698,7 +719,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                                                              const uint8_t *end, const int compact)
 {
     const uint8_t *q = ev->q, *ev0 = q;
-    uint64_t now = ev->now, n = 0, h, x, arg;
+    uint64_t now = ev->now, n = ev->n, h, x, arg;
     const struct rp_node *nodes = p->nodes;
     const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
     struct hot *const hot = a->hot;
@@ -843,29 +864,10 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             stack_drop(a, j, 0);
             depth = 0;
             break;
-        case RP_OP_HOLD_BEGIN: /* lock holds: intervals off the stack (hold_end) */
-        case RP_OP_HOLD_END:
-            if (!(q = rp_get_varint(q, end, &x)))
-                goto bad;
-            ev->id = (uint32_t)x;
-            if (x == 0 || x >= nn || nodes[x].kind != RP_KIND_LOCK_HOLD)
-                goto undefined;
-            j->hold_ops = 1;
-            if (op == RP_OP_HOLD_BEGIN) {
-                j->holds++;
-                break;
-            }
-            if (!(q = hold_end(a, j, cp, q, end, (uint32_t)x, now)))
-                goto bad;
-            if (q == end + 1) { /* (its acquirer is no span node) */
-                q = end;
-                goto undefined;
-            }
-            if (q == end + 2)
-                goto nomem;
-            break;
-        default:
-            goto bad;
+        default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
+            ev->op = op; /* (the escape admits no other) */
+            rc = LOOP_HOLD;
+            goto out;
         }
     }
     if (q != end) /* the last event runs over the end, into the padding */
@@ -933,8 +935,11 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
         j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
     /* two copies of the loop: each event tests the form in neither */
-    rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
-                   : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+    do { /* (a lock-hold op pauses the loop: hold_op counts it, the loop goes on) */
+        rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
+                       : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+    } while (rc == LOOP_HOLD &&
+             (rc = hold_op(p, a, j, &cp, &ev.q, d.end, ev.op, ev.now, &ev.id)) == LOOP_OK);
     switch (rc) {
     case LOOP_BAD:
         goto bad_at;
