@@ -110,9 +110,11 @@ def check_trace(path):
                         op = 0
                         if v == 0:
                             op, i = varint(pl, i, ln)
-                            if op is None or not 2 <= op <= 6:
+                            # 9, 10: lock HOLD_BEGIN, HOLD_END (format 1.3)
+                            if op is None or not (2 <= op <= 6 or op in (9, 10)):
                                 die(f"{path}: EVENTS chunk at {off}: bad extended op {op}")
-                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1}.get(op)
+                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 9: 1,
+                        10: 4}.get(op)
                 if nops is None:
                     die(f"{path}: EVENTS chunk at {off}: reserved op {op}")
                 for _ in range(nops):
@@ -327,7 +329,11 @@ def check_json(spec_name, path, trace_events, extra):
         if not close(ein, dur_sum, 0.001, n["calls"] + 1):
             die(f"{what}: edges into {nm} carry {ein} ns, the node's calls*mean is {dur_sum}")
         # exclusive = own activations' time minus the time of the calls they made
-        eout = sum(e["inclusive_ns"] for e in edges.values() if e["caller"] == nm)
+        # (a lock hold is an interval, not a call: its edge takes no time from
+        # the function that took the lock, docs/locks.md)
+        holds = {x["id"] for x in nodes if x["kind"] == "lock-hold"}
+        eout = sum(e["inclusive_ns"] for e in edges.values()
+                   if e["caller"] == nm and e["callee_id"] not in holds)
         if not close(n["exclusive_ns"], dur_sum - eout, 0.001, 2 * n["calls"] + 2):
             die(f"{what}: {nm}: exclusive {n['exclusive_ns']} != calls*mean {dur_sum:.0f} - "
                 f"time of its calls {eout}")

@@ -53,9 +53,11 @@ struct rp_node {
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
                                          not in calls: every statistic is of recorded calls */
-    uint64_t cut; /* activations (in calls) not ended by their own exit: ended where the
-                     stack was seen to leave them (a longjmp, an exception, the thread's
-                     or the process's end), with their time up to there */
+    uint64_t cut;       /* activations (in calls) not ended by their own exit: ended where the
+                           stack was seen to leave them (a longjmp, an exception, the thread's
+                           or the process's end), with their time up to there */
+    uint64_t below_res; /* spans shorter than the profile's resolution: in calls, dur_sum
+                           and the mean, not in min, the histogram or the percentiles */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -125,11 +127,17 @@ struct rp_profile {
 
     /* Overhead compensation (docs/performance.md): the recorder's measured
      * cost, from INFO, and whether replay subtracted it from every span. */
-    int overhead_known;    /* the trace carries the measurement (format 1.2, trace mode) */
-    double overhead_pair;  /* ticks one recorded call (enter + exit) adds around it */
-    double overhead_self;  /* ticks of a span's own enter + exit inside it */
-    int compensated;       /* applied: known and not switched off */
-    uint64_t comp_clamped; /* spans shorter than their overhead, counted as 0 */
+    int overhead_known;     /* the trace carries the measurement (format 1.2, trace mode) */
+    double overhead_pair;   /* ticks one recorded call (enter + exit) adds around it */
+    double overhead_self;   /* ticks of a span's own enter + exit inside it */
+    int compensated;        /* applied: known and not switched off */
+    uint64_t comp_clamped;  /* spans shorter than their overhead, counted as 0 */
+    double overhead_spread; /* ticks: INFO overhead_spread_ticks (format 1.3), else 0 */
+    uint64_t resolution;    /* ticks: a span shorter than this is below resolution:
+                               1 tick, plus the spread when compensated (comp.h) */
+    uint64_t below_res;     /* spans below resolution, summed over the nodes */
+    int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
+                               docs/locks.md): the ranking gives them no time weight */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

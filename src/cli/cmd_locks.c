@@ -54,7 +54,7 @@ int cmd_locks(int argc, char **argv)
                 rp_usage_die("locks", "--format %s: expected table or json", format);
             break;
         case 't':
-            lo_opts.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            lo_opts.replay.tid = rp_opt_tid("--thread", optarg);
             break;
         case 'F':
             lo_opts.replay.force = 1;

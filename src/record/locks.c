@@ -22,11 +22,13 @@
  *                                     FAIL c', ACQ m         thread waits on c
  *                                     (c' = c | RP_RAW_COND_BIT: a wait span on c)
  *
- * so every acquisition is one lock-hold span, and a lock-wait span exists
- * only for a thread that found the lock taken: contended acquisitions are
+ * so every acquisition is one lock hold, and a lock-wait span exists only
+ * for a thread that found the lock taken: contended acquisitions are
  * exactly the wait spans followed by a grant, failed attempts the wait spans
  * that end in FAIL, uncontended ones the holds without a wait.  The encoder
- * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
+ * turns WAIT ... ACQ into the wait's exit and the hold's begin at one tick;
+ * a hold is an interval, not a frame (HOLD_BEGIN ... HOLD_END, format 1.3:
+ * the release may come from another function, docs/locks.md).
  *
  * Timestamps.  The counter is read just before the try-lock, and that read
  * stamps the ACQ of an uncontended acquisition and the WAIT of a contended

@@ -73,7 +73,9 @@ static const char *frame_name(const struct rp_export_ctx *ctx, const struct rp_c
     for (uint32_t i = 0; i < ctx->p->n_threads && !name; i++)
         if (ctx->p->threads[i].tid == n->tid)
             name = ctx->p->threads[i].name;
-    snprintf(buf, bufsz, "%s %u", name && name[0] ? name : "thread", n->tid);
+    char tb[24];
+    snprintf(buf, bufsz, "%s %s", name && name[0] ? name : "thread",
+             rp_tid_str(n->tid, tb, sizeof(tb)));
     return buf;
 }
 

@@ -98,6 +98,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
+    put_u64_field(out, "below_resolution", n->below_res); /* not in min or the pNN */
     if (n->hist.counts && n->hist.n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
@@ -161,7 +162,10 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
 /* One element of "thread_list".  Write errors are left for ferror(). */
 static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_thread *t)
 {
-    fprintf(out, "    { \"tid\": %" PRIu32, t->tid);
+    /* tid: the kernel's; a tid reused by a later thread is another entry,
+     * told apart by its generation and stream (format 1.3) */
+    fprintf(out, "    { \"tid\": %" PRIu32 ", \"generation\": %" PRIu32 ", \"stream\": %" PRIu32,
+            rp_tid_of(t->tid), rp_tid_gen(t->tid), t->tid);
     if (t->name) {
         fputs(", \"name\": ", out);
         put_str(out, t->name);
@@ -241,6 +245,10 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(", \"self_ns\": ", out);
     put_num(out, p->overhead_self * p->ns_per_tick);
     fprintf(out, ", \"clamped_spans\": %" PRIu64 " }", p->comp_clamped);
+    /* spans shorter than this are below resolution (comp.h): an addition */
+    fputs(",\n  \"resolution_ns\": ", out);
+    put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);
+    fprintf(out, ",\n  \"below_resolution\": %" PRIu64, p->below_res);
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
                 p->rank.weight_calls ? "calls" : "time");

@@ -50,6 +50,20 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
  */
 void rp_report_comp_line(FILE *out, const struct rp_profile *p);
 
+/*
+ * Writes one line with the profile's resolution (comp.h) and the spans
+ * below it (rp_report_comp_line writes it too); nothing in direct mode.
+ * Write errors are left to the caller's ferror.
+ */
+void rp_report_res_line(FILE *out, const struct rp_profile *p);
+
+/*
+ * A thread stream id (format.h, "Thread streams") as people read it: the
+ * kernel tid, and "#G" after it for the G-th reuse of that tid ("4711",
+ * "4711#1").  Writes at most bufsz bytes; returns buf.  Cannot fail.
+ */
+const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
+
 /* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), "wait",
  * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
