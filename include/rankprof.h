@@ -50,7 +50,8 @@ extern "C" {
 #define RP_CLASS_BIT_IO    (1u << 3)
 #define RP_CLASS_BIT_TIMER (1u << 4)
 #define RP_CLASS_BIT_USER  (1u << 5)
-#define RP_CLASS_BIT_ALL   0x3fu
+#define RP_CLASS_BIT_WAIT  (1u << 6)
+#define RP_CLASS_BIT_ALL   0x7fu
 
 #if defined(RP_BUILDING_RUNTIME)
 #define RP_API __attribute__((visibility("default")))
@@ -137,6 +138,7 @@ RP_API int rp_flush(void);
 #define RP_CLASS_IDX_IO    3
 #define RP_CLASS_IDX_TIMER 4
 #define RP_CLASS_IDX_USER  5
+#define RP_CLASS_IDX_WAIT  6
 
 struct rp_site;
 

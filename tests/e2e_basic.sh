@@ -121,11 +121,13 @@ def check_trace(path):
                             syn += 2
                         if v == 0:
                             op, i = varint(pl, i, ln)
-                            if op is None or not 2 <= op <= 8 or op == 7:
+                            # 8: PAUSE, 9, 10: lock HOLD_BEGIN, HOLD_END (format 1.3)
+                            if op is None or not (2 <= op <= 6 or op in (8, 9, 10)):
                                 die(f"{path}: EVENTS chunk at {off}: bad extended op {op}")
-                            if op == 8:  # PAUSE (format 1.3): the writer's, not an event
+                            if op == 8:  # PAUSE: the writer's, not an event
                                 syn += 1
-                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 8: 1}.get(op)
+                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 8: 1, 9: 1,
+                        10: 4}.get(op)
                 if nops is None:
                     die(f"{path}: EVENTS chunk at {off}: reserved op {op}")
                 for _ in range(nops):
@@ -198,6 +200,7 @@ SPECS = {
     "threads": {"calls": {"main": 1, "worker": 4, "work": 40000, "leaf": 80000},
                 "edges": {("<root>", "main"): 1, ("<root>", "worker"): 4,
                           ("worker", "work"): 40000, ("work", "leaf"): 80000},
+                "waits": {"pthread_join [wait]": 4},  # main joins the workers
                 "threads": 5},
 }
 
@@ -295,6 +298,11 @@ def check_json(spec_name, path, trace_events, extra):
         die(f"{what}: function call counts differ from the documented ones: "
             f"got {got}, expected {spec['calls']} (differences: {diff})")
 
+    # wait spans (docs/waits.md): exact calls
+    waits = {nm: n["calls"] for (k, nm), n in byname.items() if k == "wait"}
+    if spec_name != "firmware" and waits != spec.get("waits", {}):
+        die(f"{what}: wait nodes {waits}, expected {spec.get('waits', {})}")
+
     # edges: shape, exact counts, consistency
     edges = {}
     for e in r["edges"]:
@@ -334,7 +342,11 @@ def check_json(spec_name, path, trace_events, extra):
         if not close(ein, dur_sum, 0.001, n["calls"] + 1):
             die(f"{what}: edges into {nm} carry {ein} ns, the node's calls*mean is {dur_sum}")
         # exclusive = own activations' time minus the time of the calls they made
-        eout = sum(e["inclusive_ns"] for e in edges.values() if e["caller"] == nm)
+        # (a lock hold is an interval, not a call: its edge takes no time from
+        # the function that took the lock, docs/locks.md)
+        holds = {x["id"] for x in nodes if x["kind"] == "lock-hold"}
+        eout = sum(e["inclusive_ns"] for e in edges.values()
+                   if e["caller"] == nm and e["callee_id"] not in holds)
         if not close(n["exclusive_ns"], dur_sum - eout, 0.001, 2 * n["calls"] + 2):
             die(f"{what}: {nm}: exclusive {n['exclusive_ns']} != calls*mean {dur_sum:.0f} - "
                 f"time of its calls {eout}")
@@ -354,7 +366,7 @@ def check_json(spec_name, path, trace_events, extra):
         die(f"{what}: exclusive times sum to {excl} ns, the accounted time is {acct} "
             f"({100 * (excl - acct) / acct:+.2f} %, allowed 2 %)")
     if trace_events is not None:
-        want = 2 * sum(spec["calls"].values())
+        want = 2 * sum(spec["calls"].values()) + 2 * sum(spec.get("waits", {}).values())
         if spec_name == "firmware" and trace_events < want or \
            spec_name != "firmware" and trace_events != want:
             die(f"{what}: the trace holds {trace_events} events, expected "

@@ -79,7 +79,8 @@ def compare(trace_path, direct_path, spec):
         if got != want:
             die("twomode: direct-mode calls %s, expected %s" % (got, want))
         wante = {("<root>", "main"): 1, ("<root>", "worker"): 4, ("worker", "step"): 8000,
-                 ("step", "leaf"): 24000, ("step", "rec"): 800, ("rec", "rec"): 2400}
+                 ("step", "leaf"): 24000, ("step", "rec"): 800, ("rec", "rec"): 2400,
+                 ("main", "pthread_join [wait]"): 4}
         gote = {(e["caller"], e["callee"]): e["calls"] for e in d["edges"]}
         if gote != wante:
             die("twomode: direct-mode edges %s, expected %s" % (gote, wante))

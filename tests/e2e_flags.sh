@@ -146,7 +146,9 @@ for n in r["nodes"]:
     ws = out.get(n["id"], [])
     s = sum(ws)
     fan = math.exp(-sum(w / s * math.log(w / s) for w in ws if w > 0)) if s > 0 else 0.0
-    if n["id"] in recursive:
+    if n["id"] in recursive or n["kind"] == "wait":  # waits: never HOT/JITTER/RATE
+        if n["kind"] == "wait" and set(fl) & {"HOT", "JITTER", "RATE"}:
+            die(f"{nm}: a wait flagged {fl}")
         continue
     if n["kind"] == "offcpu":  # time off CPU is never flagged
         if fl:

@@ -26,6 +26,7 @@
 #include "rankprof.h"
 #include "record/rt.h"
 #include "record/sites.h"
+#include "record/waits.h"
 
 extern char **environ;
 
@@ -133,7 +134,10 @@ static void test_registry(void)
           d.cls == RP_CLASS_IO);
     /* not a site: inside one, before the section, a stack address */
     CHECK_EQ(rp_sites_describe((uintptr_t)b + 8, &d), -1);
-    CHECK_EQ(rp_sites_describe((uintptr_t)__start_rp_sites - sizeof(struct rp_site), &d), -1);
+    uintptr_t before = (uintptr_t)__start_rp_sites - sizeof(struct rp_site);
+    /* (the linker may put the recorder's wait sites there) */
+    if (before - (uintptr_t)rp_wait_sites >= sizeof(rp_wait_sites))
+        CHECK_EQ(rp_sites_describe(before, &d), -1);
     CHECK_EQ(rp_sites_describe((uintptr_t)&d, &d), -1);
 }
 

@@ -114,7 +114,7 @@ static int child_main(const char *mode)
     const char *out = getenv("RANKPROF_OUTPUT");
     /* the constructor started the recorder with this environment */
     CHECK(out && !strcmp(rp_rt.path, out));
-    CHECK_EQ(atomic_load(&rp_rt.mask), RP_CLASS_BIT_ALL);
+    CHECK_EQ(atomic_load(&rp_rt.mask), RP_CLASS_BIT_ALL & ~RP_CLASS_BIT_WAIT);
     CHECK_EQ(rp_rt.bufrecs, 4096 / sizeof(struct rp_raw)); /* 256 */
     CHECK_EQ(rp_rt.nbuf, 2);
     CHECK_EQ(rp_rt.drop, !strcmp(mode, "drop"));
@@ -496,6 +496,7 @@ static void run_child(const char *self, const char *mode)
     envp[j++] = env_pol;
     envp[j++] = "RANKPROF_BUFSIZE=4096";
     envp[j++] = "RANKPROF_NBUF=2";
+    envp[j++] = "RANKPROF_CLASSES=-wait"; /* exact function events: no joins */
     envp[j++] = "RANKPROF_EXIT_TIMEOUT_MS=60000";
     /* no periodic flush: a thread slowed down (TSan, a loaded machine) would
      * get a partial buffer written as a chunk of its own, and the wait run

@@ -330,17 +330,18 @@ static const struct xev x2[] = {
     {RP_OP_ENTER, IB, 2020, 0}, {RP_OP_EXIT, 0, 2030, 0}, {RP_OP_INSTANT, IS, 2040, 99},
     {RP_OP_EXIT, 0, 2100, 0},
 };
-/* LOCK_ACQ becomes two events: the exit of the wait and the entry of the
- * hold at the same tick.  The exit of A at 1420 is not innermost (B is open)
- * so it is EXIT_ID; the exit of C at 1500 finds the shadow stack empty, so it
- * is EXIT_ID too (the reader cannot match it either). */
+/* LOCK_ACQ becomes two events: the exit of the wait and the begin of the
+ * hold at the same tick; LOCK_REL the hold's end, with its duration 30
+ * (format 1.3: a hold is an interval, not a frame).  The exit of A at 1420 is not innermost (B is
+ * open) so it is EXIT_ID; the exit of C at 1500 finds the shadow stack empty, so it is EXIT_ID too
+ * (the reader cannot match it either). */
 static const struct xev x3[] = {
-    {RP_OP_EXIT, 0, 1230, 0},   {RP_OP_EXIT, 0, 1250, 0},     {RP_OP_ENTER, IC, 1290, 0},
-    {RP_OP_ENTER, IW, 1300, 0}, {RP_OP_EXIT, 0, 1320, 0},     {RP_OP_ENTER, IH, 1320, 0},
-    {RP_OP_EXIT, 0, 1350, 0},   {RP_OP_EXIT, 0, 1360, 0},     {RP_OP_ENTER, IA, 1400, 0},
-    {RP_OP_ENTER, IB, 1410, 0}, {RP_OP_EXIT_ID, IA, 1420, 0}, {RP_OP_EXIT_ID, IC, 1500, 0},
-    {RP_OP_ENTER, IB, 1600, 0}, {RP_OP_LOST, 0, 1610, 5},     {RP_OP_ENTER, IC, 1620, 0},
-    {RP_OP_EXIT, 0, 1630, 0},   {RP_OP_ENTER, IA, 1700, 0},
+    {RP_OP_EXIT, 0, 1230, 0},       {RP_OP_EXIT, 0, 1250, 0},     {RP_OP_ENTER, IC, 1290, 0},
+    {RP_OP_ENTER, IW, 1300, 0},     {RP_OP_EXIT, 0, 1320, 0},     {RP_OP_HOLD_BEGIN, IH, 1320, 0},
+    {RP_OP_HOLD_END, IH, 1350, 30}, {RP_OP_EXIT, 0, 1360, 0},     {RP_OP_ENTER, IA, 1400, 0},
+    {RP_OP_ENTER, IB, 1410, 0},     {RP_OP_EXIT_ID, IA, 1420, 0}, {RP_OP_EXIT_ID, IC, 1500, 0},
+    {RP_OP_ENTER, IB, 1600, 0},     {RP_OP_LOST, 0, 1610, 5},     {RP_OP_ENTER, IC, 1620, 0},
+    {RP_OP_EXIT, 0, 1630, 0},       {RP_OP_ENTER, IA, 1700, 0},
 };
 
 struct xdef {
@@ -478,6 +479,10 @@ static void check_events(const struct rp_chunk *c, const struct xev *x, size_t n
             CHECK_EQ(ev.id, x[i].id);
             CHECK_EQ(ev.ticks, x[i].ticks);
             CHECK_EQ(ev.arg, x[i].arg);
+        }
+        if (ev.op == RP_OP_HOLD_END) { /* no events inside; taken in C, the outer hold */
+            CHECK_EQ(ev.arg2, 0);
+            CHECK_EQ(ev.arg3, (uint64_t)IC << 2 | 2 | 1);
         }
         i++;
     }
@@ -642,7 +647,10 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(a->dur_sum, 190 + x);
     CHECK_EQ(a->incl, 170 + x);
     CHECK_EQ(a->excl, 120 + x);
-    CHECK_EQ(a->min, x ? 20 : 0);
+    /* (without an END the cut A lasts 0 ticks: below the resolution of 1
+     * tick, so not the minimum nor in the histogram; comp.h) */
+    CHECK_EQ(a->min, 20);
+    CHECK_EQ(a->below_res, x ? 0 : 1);
     CHECK_EQ(a->max, x ? 1300 : 100);
     CHECK_EQ(b->calls, 5);
     CHECK_EQ(b->cut, 1);
@@ -655,10 +663,10 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(c->calls, 3);
     CHECK_EQ(c->dur_sum, 170);
     CHECK_EQ(c->incl, 170);
-    CHECK_EQ(c->excl, 110);
+    CHECK_EQ(c->excl, 140); /* the hold [1320..1350] is C's own time: no callee */
     CHECK_EQ(c->min, 10);
     CHECK_EQ(c->max, 90);
-    CHECK(a->hist.n == 5 && a->hist.lo == 0 && a->hist.len == (x ? 7 : 3) * RP_HIST_SUB);
+    CHECK(a->hist.n == (x ? 5 : 4) && a->hist.lo == 0 && a->hist.len == (x ? 7 : 3) * RP_HIST_SUB);
     CHECK_EQ(rp_hist_q(&a->hist, 0.5), x ? 50 : 20);
     CHECK_EQ(rp_hist_q(&a->hist, 1.0), x ? 1296 : 101);
     CHECK(b->hist.n == 5 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
@@ -681,7 +689,7 @@ static void check_profile(const struct rp_profile *p, int ended)
     CHECK_EQ(p->nodes[IS].line, 42);
 
     CHECK_EQ(p->n_edges, 8);
-    CHECK_EDGE(p, 0, IA, 4, 170 + x, x ? 20 : 0, x ? 1300 : 100);
+    CHECK_EDGE(p, 0, IA, 4, 170 + x, 20, x ? 1300 : 100); /* (0 ticks: below resolution) */
     CHECK_EDGE(p, IA, IB, 3, 50, 10, 30);
     CHECK_EDGE(p, IA, IA, 1, 20, 20, 20);
     CHECK_EDGE(p, 0, IC, 3, 170, 10, 90);
@@ -1257,7 +1265,8 @@ static const struct rp_node *node_by_key(const struct rp_profile *p, uint8_t kin
  *
  * so, in ticks (1 ns each, no compensation): H incl 1100 - 30 = 1070,
  * offcpu 1000, excl 70, on-CPU max 70; F incl 1900 - 30 = 1870, offcpu
- * 20, excl 1870 - 10 - 20 - 1070 - 300 - 50 = 420, and on-CPU max 1870 -
+ * 20, excl 1870 - 10 - 20 - 1070 - 300 = 470 (the hold is an interval of
+ * its own, not a callee: docs/locks.md), and on-CPU max 1870 -
  * 1000 - 300 (the lock wait) = 570: the 20 off CPU in the first chunk is
  * not taken out of the on-CPU duration of a span that ends in a later one
  * (docs/report-json.md);
@@ -1343,7 +1352,7 @@ static void test_offcpu(void)
         CHECK_EQ(nh->offcpu_below, 1000);
         CHECK_EQ(nf->incl, 1870);
         CHECK_EQ(nf->offcpu, 20);
-        CHECK_EQ(nf->excl, 420);
+        CHECK_EQ(nf->excl, 470); /* a lock hold is an interval, not a callee */
         CHECK_EQ(nf->max, 1870);
         CHECK_EQ(nf->oncpu_max, 570);
         CHECK_EQ(nk->oncpu_max, 10);
@@ -1488,8 +1497,8 @@ static void check_unwind_profile(const char *path, const struct rp_profile *p, i
     CHECK_EQ(p->nodes[E].cut, 0);
     CHECK_EQ(p->n_edges, 6);
     CHECK_EDGE(p, 0, A, 2, 110 + a10, with_end ? 110 : 10, with_end ? 700 : 110);
-    CHECK_EDGE(p, A, B, 3, 70 + b10, with_end ? 20 : 0, with_end ? 690 : 50);
-    CHECK_EDGE(p, 0, B, 1, 30, 30, 30); /* entered after A ended */
+    CHECK_EDGE(p, A, B, 3, 70 + b10, 20, with_end ? 690 : 50); /* (0: below resolution) */
+    CHECK_EDGE(p, 0, B, 1, 30, 30, 30);                        /* entered after A ended */
     CHECK_EDGE(p, B, C, 3, 70, 10, 40);
     CHECK_EDGE(p, C, D, 1, 30, 30, 30);
     CHECK_EDGE(p, A, E, 1, 10, 10, 10); /* from the frame it landed in */
@@ -1636,6 +1645,257 @@ static void test_unwind(void)
     free(f.p);
 }
 
+/* ---- reused thread ids (format 1.3 thread streams) ---------------------------- */
+
+/* Encodes n raw records of stream tid with t into an EVENTS chunk of f
+ * (its DEFS first). */
+static void enc_chunk(struct fbuf *f, struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                      const struct rrec *r, size_t n)
+{
+    struct rp_raw raw[32];
+    for (size_t k = 0; k < n; k++) {
+        raw[k].ticks = r[k].ticks;
+        raw[k].word = rp_raw_word(r[k].op, r[k].pl);
+    }
+    uint8_t *out = malloc(rp_enc_bound(n));
+    size_t len = rp_enc_events(e, t, tid, raw, n, out), dl;
+    const uint8_t *defs = rp_enc_take_defs(e, &dl);
+    if (dl)
+        fb_chunk(f, RP_CH_DEFS, defs, dl);
+    fb_chunk(f, RP_CH_EVENTS, out, len);
+    free(out);
+}
+
+static void thread_chunk(struct fbuf *f, uint32_t tid, const char *name)
+{
+    uint8_t th[8 + 16];
+    size_t n = strlen(name);
+    rp_put32(th, tid);
+    rp_put32(th + 4, 0);
+    memcpy(th + 8, name, n);
+    fb_chunk(f, RP_CH_THREAD, th, 8 + n);
+}
+
+/*
+ * Two threads with kernel tid 100: the first (stream 100) runs A[1000..1100]
+ * and, in a chunk the writer wrote after the second thread's, B[1200..1300];
+ * the second (stream 100 | 1 << RP_TID_BITS, generation 1) runs
+ * A[5000..5010] B[5020..5030].  They are two threads, each with its own
+ * span of time (total 300 + 30 ticks, not the 4030 of one merged thread),
+ * `--thread 100` selects both and the stream id only the second.
+ */
+static void test_reused_tid(void)
+{
+    static const struct rrec old1[] = {R(1000, RP_RAW_FUNC_ENTER, FA),
+                                       R(1100, RP_RAW_FUNC_EXIT, FA)};
+    static const struct rrec old2[] = {R(1200, RP_RAW_FUNC_ENTER, FB),
+                                       R(1300, RP_RAW_FUNC_EXIT, FB)};
+    static const struct rrec young[] = {
+        R(5000, RP_RAW_FUNC_ENTER, FA), R(5010, RP_RAW_FUNC_EXIT, FA),
+        R(5020, RP_RAW_FUNC_ENTER, FB), R(5030, RP_RAW_FUNC_EXIT, FB)};
+    const uint32_t s0 = 100, s1 = 100 | 1u << RP_TID_BITS;
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread t0 = {0}, t1 = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+
+    CHECK_EQ(rp_tid_of(s1), 100);
+    CHECK_EQ(rp_tid_gen(s1), 1);
+    CHECK(rp_tid_match(100, s0) && rp_tid_match(100, s1) && rp_tid_match(s1, s1));
+    CHECK(!rp_tid_match(s1, s0) && !rp_tid_match(101, s1));
+    file_start(&f);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, s0, "old");
+    enc_chunk(&f, &e, &t0, s0, old1, 2);
+    thread_chunk(&f, s1, "young");
+    enc_chunk(&f, &e, &t1, s1, young, 4);
+    enc_chunk(&f, &e, &t0, s0, old2, 2);
+    rp_enc_thread_free(&t0);
+    rp_enc_thread_free(&t1);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/reused.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int workers = 0; workers < 2; workers++) { /* in order, and in parallel */
+        setenv("RANKPROF_REPLAY_JOBS", workers ? "2" : "0", 1);
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+        CHECK_EQ(p.n_threads, 2);
+        if (p.n_threads == 2) {
+            const struct rp_thread *a = &p.threads[0], *b = &p.threads[1];
+            CHECK_EQ(a->tid, s0);
+            CHECK_EQ(b->tid, s1);
+            CHECK_STR(a->name, "old");
+            CHECK_STR(b->name, "young");
+            CHECK_EQ(a->first, 1000);
+            CHECK_EQ(a->last, 1300);
+            CHECK_EQ(b->first, 5000);
+            CHECK_EQ(b->last, 5030);
+            CHECK_EQ(a->events + b->events, 8);
+        }
+        CHECK_EQ(p.total, 330);
+        CHECK_EQ(p.unmatched_exits + p.unclosed, 0);
+        CHECK_EQ(p.nodes[1].calls, 2); /* A: once on each thread */
+        CHECK_EQ(p.nodes[1].dur_sum, 110);
+        rp_profile_free(&p);
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+
+    /* --thread: the kernel tid selects both, the stream id only its thread */
+    struct rp_replay_opts o = {.tid = 100};
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK_EQ(p.n_threads, 2);
+    CHECK_EQ(p.total, 330);
+    rp_profile_free(&p);
+    o.tid = s1;
+    memset(&p, 0, sizeof(p));
+    CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+    CHECK_EQ(p.n_threads, 1);
+    CHECK_EQ(p.total, 30);
+    if (p.n_threads == 1)
+        CHECK_EQ(p.threads[0].tid, s1);
+    rp_profile_free(&p);
+    unlink(path);
+    free(f.p);
+}
+
+/* ---- lock holds as intervals (format 1.3) ------------------------------------- */
+
+/*
+ * Thread 300, two chunks.  Chunk 1: A[100..120] takes lock LK at 110 and
+ * again at 115 (a recursive lock) and returns holding both.  Chunk 2:
+ * B[200..230] releases the inner hold at 210 and the outer at 220; a
+ * release at 240 of a hold never taken (unmatched); LK taken at 250 and
+ * never released (unclosed).  Expected: 2 holds of 95 and 110 ticks, both
+ * taken in A (the edge A -> hold), the outer one inclusive; the holds take
+ * no time from A or B (exclusive 20 and 30), own no time; the same in
+ * order and in parallel.
+ */
+static void test_holds(void)
+{
+    static const struct rrec c1[] = {R(100, RP_RAW_FUNC_ENTER, FA), R(110, RP_RAW_LOCK_ACQ, LK),
+                                     R(115, RP_RAW_LOCK_ACQ, LK), R(120, RP_RAW_FUNC_EXIT, FA)};
+    static const struct rrec c2[] = {R(200, RP_RAW_FUNC_ENTER, FB), R(210, RP_RAW_LOCK_REL, LK),
+                                     R(220, RP_RAW_LOCK_REL, LK),   R(230, RP_RAW_FUNC_EXIT, FB),
+                                     R(240, RP_RAW_LOCK_REL, LK),   R(250, RP_RAW_LOCK_ACQ, LK)};
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread t = {0};
+    char path[256], err[512];
+    struct rp_profile p;
+
+    file_start(&f);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, 300, "holder");
+    enc_chunk(&f, &e, &t, 300, c1, 4);
+    CHECK_EQ(t.nholds, 2);
+    CHECK_EQ(t.depth, 0);
+    enc_chunk(&f, &e, &t, 300, c2, 6);
+    CHECK_EQ(t.nholds, 1);
+    rp_enc_thread_free(&t);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/holds.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int workers = 0; workers < 2; workers++) {
+        setenv("RANKPROF_REPLAY_JOBS", workers ? "2" : "0", 1);
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
+        /* ids: A 1, lock hold 2, B 3 */
+        CHECK_EQ(p.n_nodes, 4);
+        if (p.n_nodes == 4) {
+            const struct rp_node *a = &p.nodes[1], *h = &p.nodes[2], *b = &p.nodes[3];
+            CHECK_EQ(h->kind, RP_KIND_LOCK_HOLD);
+            CHECK_EQ(h->calls, 2);
+            CHECK_EQ(h->dur_sum, 205);
+            CHECK_EQ(h->incl, 110);
+            CHECK_EQ(h->excl, 0);
+            CHECK_EQ(h->min, 95);
+            CHECK_EQ(h->max, 110);
+            CHECK_EQ(a->excl, 20);
+            CHECK_EQ(b->excl, 30);
+            CHECK_EDGE(&p, 1, 2, 2, 205, 95, 110);
+            CHECK(!find_edge(&p, 3, 2));
+        }
+        CHECK(p.hold_intervals);
+        CHECK_EQ(p.unmatched_exits, 1);
+        CHECK_EQ(p.unclosed, 1);
+        rp_profile_free(&p);
+    }
+    unsetenv("RANKPROF_REPLAY_JOBS");
+    unlink(path);
+    free(f.p);
+}
+
+/* ---- spans below resolution (comp.h) ------------------------------------------- */
+
+/*
+ * A compensated trace (overhead 0, spread 3 ticks: resolution 4 ticks) with
+ * 15 spans of A: 0, 1, 2, 3 ticks three times each (below resolution) and
+ * 10, 20, 30.  Expected: 15 calls, 12 below resolution, all in the sums
+ * (78 ticks), none in the minimum (10), the histogram (3 values) or the
+ * median (20); uncompensated (resolution 1 tick) only the three 0-tick
+ * spans are below it.
+ */
+static void test_below_resolution(void)
+{
+    static const uint64_t durs[] = {0, 1, 2, 3, 10, 0, 1, 2, 3, 20, 0, 1, 2, 3, 30};
+    struct rrec r[30];
+    uint64_t t = 1000;
+    for (int i = 0; i < 15; i++) {
+        r[2 * i] = (struct rrec)R(t, RP_RAW_FUNC_ENTER, FA);
+        r[2 * i + 1] = (struct rrec)R(t + durs[i], RP_RAW_FUNC_EXIT, FA);
+        t += durs[i] + 100;
+    }
+    struct fbuf f = {0};
+    struct rp_enc e;
+    struct rp_enc_thread th = {0};
+    char path[256], err[512];
+    uint8_t hdr[RP_FILE_HDR_SIZE], info[256];
+    size_t il = 0;
+    rp_file_header(hdr);
+    fb_put(&f, hdr, sizeof(hdr));
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "freq_hz", "1000000000", 10), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_ticks", "0.00", 4), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_self_ticks", "0.00", 4), 0);
+    CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_spread_ticks", "3.00", 4), 0);
+    fb_chunk(&f, RP_CH_INFO, info, il);
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    thread_chunk(&f, 9, "t");
+    enc_chunk(&f, &e, &th, 9, r, 30);
+    rp_enc_thread_free(&th);
+    rp_enc_free(&e);
+    snprintf(path, sizeof(path), "%s/res.rpt", tmpdir);
+    write_file(path, f.p, f.len);
+
+    for (int off = 0; off < 2; off++) {
+        struct rp_replay_opts o = {.no_compensate = off};
+        struct rp_profile p = {0};
+        CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
+        CHECK_EQ(p.resolution, off ? 1 : 4);
+        if (p.n_nodes == 2) {
+            const struct rp_node *a = &p.nodes[1];
+            CHECK_EQ(a->calls, 15);
+            CHECK_EQ(a->dur_sum, 78);
+            CHECK_EQ(a->excl, 78);
+            CHECK_EQ(a->below_res, off ? 3 : 12);
+            CHECK_EQ(p.below_res, a->below_res);
+            CHECK_EQ(a->hist.n, off ? 12 : 3);
+            CHECK_EQ(a->min, off ? 1 : 10);
+            CHECK_EQ(a->max, 30);
+            CHECK_EQ(rp_hist_q(&a->hist, 0.5), off ? 2 : 20);
+            CHECK_EDGE(&p, 0, 1, 15, 78, off ? 1 : 10, 30);
+        } else {
+            CHECK_EQ(p.n_nodes, 2);
+        }
+        rp_profile_free(&p);
+    }
+    unlink(path);
+    free(f.p);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -1657,6 +1917,9 @@ int main(void)
     test_replay_streams();
     test_offcpu();
     test_unwind();
+    test_reused_tid();
+    test_holds();
+    test_below_resolution();
     test_truncation(&f);
     test_bitflips(&f);
     test_bad_headers(&f);

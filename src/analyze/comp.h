@@ -14,6 +14,22 @@
  * nearest tick: integers only, so the result does not depend on the order
  * in which spans are counted.  A switched-off rp_comp (on == 0) has every
  * correction 0.
+ *
+ * Resolution (format 1.3).  A span whose duration (compensated or not) is
+ * shorter than
+ *
+ *     res = 1 tick + ceil(spread)     when compensated (spread: INFO
+ *     res = 1 tick                    "overhead_spread_ticks", 0 if absent)
+ *
+ * (rounded up to a boundary of the histogram's buckets: exact below 32
+ * ticks, within 1/32 above, so that the spans below it are whole buckets
+ * and the replay counts them from the histogram, at no cost per span)
+ * cannot be told from an empty call: the clock counts whole ticks, and an
+ * empty call's compensated span lies between 0 and spread (the 95th
+ * percentile of the recorder's own measurement less its median).  Such a
+ * span is "below resolution": counted per node, with its duration in the
+ * sums (so times still add up), but not in the minimum, the histogram or
+ * the percentiles, where it would read as a time it does not show.
  */
 #ifndef RP_ANALYZE_COMP_H
 #define RP_ANALYZE_COMP_H
@@ -30,7 +46,18 @@ struct rp_comp {
     uint64_t round;   /* 2 selffp + RP_COMP_ONE: self part, and rounding */
     uint64_t leaf;    /* the whole correction of a span with no event inside */
     uint64_t clamped; /* spans shorter than their correction */
+    uint64_t res;     /* ticks: a shorter span is below resolution (>= 1) */
 };
+
+/* The resolution in ticks (see above): compensated or not, and the spread. */
+static inline uint64_t rp_comp_res(int on, double spread)
+{
+    if (!on || !(spread > 0))
+        return 1;
+    uint64_t r = 1 + (spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u);
+    unsigned b = rp_hist_index(r);
+    return rp_hist_lower(b) == r ? r : rp_hist_lower(b + 1);
+}
 
 /* The fixed-point form of ticks (>= 0, at most 1e6: overhead_check). */
 static inline uint64_t rp_comp_fixed(double ticks)
@@ -57,9 +84,10 @@ static inline uint64_t rp_comp_sub(struct rp_comp *c, uint64_t raw, uint64_t k)
 }
 
 /* Sets c from the fixed-point overheads; on == 0 switches it off. */
-static inline void rp_comp_set(struct rp_comp *c, int on, uint64_t pairfp, uint64_t selffp)
+static inline void rp_comp_set(struct rp_comp *c, int on, uint64_t pairfp, uint64_t selffp,
+                               uint64_t res)
 {
-    *c = (struct rp_comp){on, pairfp, 2 * selffp + RP_COMP_ONE, 0, 0};
+    *c = (struct rp_comp){on, pairfp, 2 * selffp + RP_COMP_ONE, 0, 0, res ? res : 1};
     c->leaf = rp_comp_of(c, 0);
 }
 
@@ -69,8 +97,9 @@ static inline void rp_comp_set(struct rp_comp *c, int on, uint64_t pairfp, uint6
  */
 static inline void rp_comp_init(struct rp_comp *c, const struct rp_profile *p, int off)
 {
-    rp_comp_set(c, !off && p->overhead_known, rp_comp_fixed(p->overhead_pair),
-                rp_comp_fixed(p->overhead_self));
+    int on = !off && p->overhead_known;
+    rp_comp_set(c, on, rp_comp_fixed(p->overhead_pair), rp_comp_fixed(p->overhead_self),
+                rp_comp_res(on, p->overhead_spread));
 }
 
 /* The duration of a span that lasted raw ticks with e events inside. */

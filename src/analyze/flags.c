@@ -28,7 +28,9 @@
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
- * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged.
+ * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
+ * wait node (a blocking call) is never HOT, JITTER or RATE: its time is not
+ * work, its length the program's choice.
  * DISPATCH leaves time off CPU out: its edges are no callees in the
  * fan-out, and the self share is excl / (incl - offcpu).
  * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
@@ -183,9 +185,12 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         if (nd->involvement >= o->dispatch_involvement && on_incl > 0 &&
             (double)nd->excl <= o->dispatch_self * on_incl && nd->fanout >= o->dispatch_fanout)
             nd->flags |= RP_FLAG_DISPATCH;
-        if (p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
+        /* A wait is not work, and its length is the program's choice (a
+         * sleep, a timeout): never HOT, JITTER or RATE. */
+        int wait = nd->kind == RP_KIND_WAIT;
+        if (!wait && p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
             nd->flags |= RP_FLAG_HOT;
-        int recursed = self[i] || nd->dur_sum > nd->incl;
+        int recursed = wait || self[i] || nd->dur_sum > nd->incl;
         if (!recursed && nd->calls >= o->jitter_calls && nd->calls > 0 &&
             (double)judged_max(p, nd) >= o->jitter_ratio * median_ticks(nd))
             nd->flags |= RP_FLAG_JITTER;

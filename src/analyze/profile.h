@@ -56,6 +56,8 @@ struct rp_node {
     uint64_t cut;          /* activations (in calls) not ended by their own exit: ended where the
                               stack was seen to leave them (a longjmp, an exception, the thread's
                               or the process's end), with their time up to there */
+    uint64_t below_res;    /* spans shorter than the profile's resolution: in calls, dur_sum
+                              and the mean, not in min, the histogram or the percentiles */
     uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
                               off-CPU node (format 1.3); part of incl, not of excl */
     uint64_t offcpu_below; /* ticks off CPU or in waits (spans of kind offcpu, wait,
@@ -135,11 +137,17 @@ struct rp_profile {
 
     /* Overhead compensation (docs/performance.md): the recorder's measured
      * cost, from INFO, and whether replay subtracted it from every span. */
-    int overhead_known;    /* the trace carries the measurement (format 1.2, trace mode) */
-    double overhead_pair;  /* ticks one recorded call (enter + exit) adds around it */
-    double overhead_self;  /* ticks of a span's own enter + exit inside it */
-    int compensated;       /* applied: known and not switched off */
-    uint64_t comp_clamped; /* spans shorter than their overhead, counted as 0 */
+    int overhead_known;     /* the trace carries the measurement (format 1.2, trace mode) */
+    double overhead_pair;   /* ticks one recorded call (enter + exit) adds around it */
+    double overhead_self;   /* ticks of a span's own enter + exit inside it */
+    int compensated;        /* applied: known and not switched off */
+    uint64_t comp_clamped;  /* spans shorter than their overhead, counted as 0 */
+    double overhead_spread; /* ticks: INFO overhead_spread_ticks (format 1.3), else 0 */
+    uint64_t resolution;    /* ticks: a span shorter than this is below resolution:
+                               1 tick, plus the spread when compensated (comp.h) */
+    uint64_t below_res;     /* spans below resolution, summed over the nodes */
+    int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
+                               docs/locks.md): the ranking gives them no time weight */
 
     /* Off-CPU time (format 1.3, docs/recording.md): how the recorder knew it
      * ("perf", "schedstat", "none"; "" = not said: an older trace), why perf

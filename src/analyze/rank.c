@@ -1711,6 +1711,11 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
     int rc;
+    struct held {
+        uint32_t k;
+        uint64_t incl;
+    } *held = NULL;
+    uint32_t nheld = 0;
 
     if (!p || p->n_nodes == 0 || !p->nodes || (p->n_edges && !p->edges))
         return RP_EINVAL;
@@ -1734,6 +1739,25 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
                       sizeof *ed,
                       1};
     rc = RP_ENOMEM;
+    /* Lock holds as intervals (docs/locks.md): the code run while a lock is
+     * held is the work of the functions that run it, already in their time
+     * (their callee edges and own time partition it), so with time weights
+     * an edge into a hold weighs nothing: it would count that time twice.
+     * The edges keep their time for the reports; it is set aside here and
+     * put back below.  (Before format 1.3 holds were frames whose callees
+     * were that code: their edges partition time and keep their weight.) */
+    if (!calls && p->hold_intervals) {
+        for (uint32_t k = 0; k < p->n_edges; k++)
+            nheld += p->edges[k].callee < n && nd[p->edges[k].callee].kind == RP_KIND_LOCK_HOLD;
+        if (nheld && !(held = malloc(nheld * sizeof *held)))
+            goto out;
+        nheld = 0;
+        for (uint32_t k = 0; held && k < p->n_edges; k++)
+            if (p->edges[k].callee < n && nd[p->edges[k].callee].kind == RP_KIND_LOCK_HOLD) {
+                held[nheld++] = (struct held){k, p->edges[k].incl};
+                p->edges[k].incl = 0;
+            }
+    }
     pi = rp_big_malloc((size_t)n * sizeof *pi);
     key = rp_big_malloc((size_t)n * sizeof *key);
     rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
@@ -1772,6 +1796,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     p->rank.residual = res;
     rc = 0;
 out:
+    for (uint32_t k = 0; k < nheld; k++)
+        p->edges[held[k].k].incl = held[k].incl;
+    free(held);
     free(pi);
     free(key);
     free(rank);

@@ -166,6 +166,7 @@ struct job {
     int from_snap;    /* U is the chunk's snapshot, not j->in */
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
+    uint64_t res;     /* the resolution in ticks (comp.h) */
     uint64_t clamped; /* out: spans shorter than their overhead */
     uint32_t offid;   /* the off-CPU node's id (0 = none) */
     uint64_t paused;  /* out: ticks of PAUSE events (the recorder's waits) */
@@ -181,6 +182,8 @@ struct job {
     /* spans ended by span_cut: above a deeper exit or an UNWIND's frame
      * (unwound); at an UNWIND 0, the thread's end (cut) */
     uint64_t unwound, cut;
+    int64_t holds;   /* lock holds begun less holds ended (HOLD_BEGIN/END, format 1.3) */
+    int hold_ops;    /* the chunk has holds as intervals */
     uint32_t u;      /* depth of U */
     uint32_t low;    /* the lowest depth the stack reached */
     uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
@@ -195,6 +198,7 @@ struct job {
 struct tstate {
     uint32_t tid;
     uint32_t ti;         /* index in p->threads */
+    int64_t holds;       /* lock holds begun and not ended (unclosed at the end) */
     struct frame *stack; /* child = callee time summed over all chunks so far */
     uint32_t depth, cap;
 };
@@ -221,6 +225,7 @@ struct priv {
     int snap_warned;
     int want_comp;           /* compensation not switched off */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
+    uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;          /* the first node of kind offcpu (0 = none) */
 
     /* the workers */
@@ -470,11 +475,15 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
  * from parent (0 = ROOT); `outer`: no other activation of it is open below.
+ * A span shorter than the resolution (cp->res, comp.h) is not an edge's
+ * minimum: tested only when it would be a new minimum, so no span pays for
+ * it; it goes into the histogram like any span, whose buckets below the
+ * resolution (a bucket boundary) finish() then counts as below resolution.
  * Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int
 span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
-           uint64_t dur, uint64_t child, uint64_t off, int outer)
+           uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp)
 {
     h->excl += dur - child;
     uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
@@ -506,7 +515,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
-    if (unlikely(dur < e->min))
+    if (unlikely(dur < e->min) && dur >= cp->res) /* (below resolution: no minimum) */
         e->min = dur;
     if (unlikely(dur > e->max))
         e->max = dur;
@@ -541,7 +550,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
             j->closed[*depth] = 1;
     }
     return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
-                      --a->active[id] == 0);
+                      --a->active[id] == 0, cp);
 }
 
 /*
@@ -659,14 +668,70 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 }
 
 /* How replay_loop ends (replay_chunk writes the message). */
-enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP };
+enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP, LOOP_HOLD };
+
+/*
+ * A lock-hold op (format.h: HOLD_BEGIN or HOLD_END, op) at now, its
+ * operands from *qp, whose position it advances; *idp gets the id read
+ * (for the message).  HOLD_BEGIN counts a hold begun.  HOLD_END counts the
+ * hold as a span of its id called from its acquirer that lasted `raw`
+ * ticks less the compensation of the events inside, with no time taken
+ * from the acquirer (it is no callee: the code run while holding the lock
+ * is the work of the functions that run it) and none as its own (exclusive
+ * 0: the time is theirs); outer holds add to inclusive.  A hold with no
+ * known acquisition is an unmatched exit.  Off the loop's switch (one call
+ * per acquisition and release), so that the span path's code is not
+ * changed by it.  Returns LOOP_OK, LOOP_BAD (malformed), LOOP_UNDEFINED
+ * (an id, or acquirer, that is no defined node of the right kind) or
+ * LOOP_NOMEM.
+ */
+static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct acc *a,
+                                             struct job *j, struct rp_comp *cp, const uint8_t **qp,
+                                             const uint8_t *end, unsigned op, uint64_t now,
+                                             uint32_t *idp)
+{
+    uint64_t id, raw, evs, how;
+    const uint8_t *q = *qp;
+    if (!(q = rp_get_varint(q, end, &id)))
+        return LOOP_BAD;
+    *idp = (uint32_t)id;
+    if (id == 0 || id >= a->nhot || p->nodes[id].kind != RP_KIND_LOCK_HOLD)
+        return LOOP_UNDEFINED;
+    j->hold_ops = 1;
+    if (op == RP_OP_HOLD_BEGIN) {
+        j->holds++;
+        *qp = q;
+        return LOOP_OK;
+    }
+    if (!(q = rp_get_varint(q, end, &raw)) || !(q = rp_get_varint(q, end, &evs)) ||
+        !(q = rp_get_varint(q, end, &how)))
+        return LOOP_BAD;
+    *qp = q;
+    if (!how) {
+        j->unmatched++;
+        return LOOP_OK;
+    }
+    uint64_t acq = how >> 2;
+    if (acq && (acq >= a->nhot || (a->active[acq] & RP_ACTIVE_UNDEF)))
+        return LOOP_UNDEFINED;
+    uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
+    j->holds--;
+    if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
+                   dur, dur, 0, (how >> 1) & 1, cp) < 0)
+        return LOOP_NOMEM;
+    return LOOP_OK;
+}
 
 /*
  * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
  * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
  * a constant in each of replay_chunk's two copies.  On return ev holds the
  * position, the event being read (ev0), the time, the events so far and
- * the last id read, for the message.  Returns LOOP_OK or what failed.
+ * the last id read, for the message.  Returns LOOP_OK or what failed, or
+ * LOOP_HOLD at a lock-hold op (format 1.3; its op in ev->op, ev->q at its
+ * operands): replay_chunk counts it (hold_op) and calls the loop again,
+ * which goes on from ev (the events so far included).  Holds are handled
+ * outside the loop so that the code of its span path stays as it was.
  *
  * The stack's top stays in locals (written back to a->depth where anything
  * else looks at it) and a leaf, an ENTER whose next event is its EXIT, is
@@ -676,7 +741,9 @@ enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP };
 struct loopst {
     const uint8_t *q, *ev0;
     uint64_t now, n;
+    uint64_t syn; /* of n, the writer's events (struct job) */
     uint32_t id;
+    unsigned op; /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
 };
 
 static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
@@ -685,7 +752,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                                                              const uint8_t *end, const int compact)
 {
     const uint8_t *q = ev->q, *ev0 = q;
-    uint64_t now = ev->now, n = 0, syn = 0, h, x, arg; /* n - syn: see struct job */
+    uint64_t now = ev->now, n = ev->n, syn = ev->syn, h, x, arg; /* n - syn: struct job */
     const struct rp_node *nodes = p->nodes;
     const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
     struct hot *const hot = a->hot;
@@ -745,7 +812,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     }
                     n++;
                     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
-                                            act == 0) < 0))
+                                            act == 0, cp) < 0))
                         goto nomem;
                     now += raw;
                     ev0 = q;
@@ -846,15 +913,17 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             for (uint32_t d = 0; d < depth; d++)
                 stack[d].start += arg;
             break;
-        default:
-            goto bad;
+        default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
+            ev->op = op; /* (the escape admits no other) */
+            rc = LOOP_HOLD;
+            goto out;
         }
     }
     if (q != end) /* the last event runs over the end, into the padding */
         rc = LOOP_BAD;
 out:
     a->depth = depth;
-    j->syn = syn;
+    j->syn = ev->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;
     ev->now = now;
@@ -890,9 +959,11 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           local copy, as stores through the accumulators could
                           alias the job's fields and make them reload per span */
 
-    rp_comp_set(&cp, j->comp, j->pairfp, j->selffp);
+    rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = j->syn = 0;
     j->unwound = j->cut = 0;
+    j->holds = 0;
+    j->hold_ops = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;
@@ -914,8 +985,11 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
         j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
     /* two copies of the loop: each event tests the form in neither */
-    rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
-                   : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+    do { /* (a lock-hold op pauses the loop: hold_op counts it, the loop goes on) */
+        rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
+                       : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+    } while (rc == LOOP_HOLD &&
+             (rc = hold_op(p, a, j, &cp, &ev.q, d.end, ev.op, ev.now, &ev.id)) == LOOP_OK);
     switch (rc) {
     case LOOP_BAD:
         goto bad_at;
@@ -997,6 +1071,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     th->lost += j->lost;
     th->paused += j->paused;
     p->paused += j->paused;
+    t->holds += j->holds; /* in file order: what is open after this chunk */
+    p->hold_intervals |= j->hold_ops;
     p->comp_clamped += j->clamped;
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
@@ -1225,7 +1301,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         return RP_EFORMAT;
     }
     uint32_t tid = rp_get32(c->data);
-    if (only_tid && tid != only_tid)
+    if (only_tid && !rp_tid_match(only_tid, tid))
         return 0;
     struct tstate *t = tstate_get(p, tid);
     if (!t)
@@ -1257,6 +1333,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->offid = v->offid;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
+    j->res = comp ? v->res_comp : 1;
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
         if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
@@ -1393,7 +1470,7 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
                 p->offcpu_runq_known = 1;
             }
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
-                   KEY("overhead_self_ticks")) {
+                   KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
             memcpy(tmp, val, l);
@@ -1404,6 +1481,8 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
                 v->freq_hz = strtod(tmp, NULL);
             else if (KEY("overhead_ticks"))
                 p->overhead_pair = strtod(tmp, NULL);
+            else if (KEY("overhead_spread_ticks"))
+                p->overhead_spread = strtod(tmp, NULL);
             else
                 p->overhead_self = strtod(tmp, NULL);
             if (KEY("overhead_ticks"))
@@ -1437,6 +1516,9 @@ static void overhead_check(struct rp_profile *p)
     }
     if (p->overhead_self > p->overhead_pair)
         p->overhead_self = p->overhead_pair;
+    if (!(p->overhead_spread >= 0 && p->overhead_spread <= 1e6)) /* format 1.3; else 0 */
+        p->overhead_spread = 0;
+    v->res_comp = rp_comp_res(1, p->overhead_spread);
     v->pairfp = rp_comp_fixed(p->overhead_pair);
     v->selffp = rp_comp_fixed(p->overhead_self);
 }
@@ -1457,7 +1539,7 @@ static void read_clock(struct rp_profile *p, const struct rp_chunk *c)
 
 static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
 {
-    if (c->len < 8 || (only_tid && rp_get32(c->data) != only_tid))
+    if (c->len < 8 || (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
         return;
     struct tstate *t = tstate_get(p, rp_get32(c->data));
     if (!t)
@@ -1565,7 +1647,7 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
         }
         a->hot[f->id].cut++;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
-                             --a->active[f->id] == 0)) < 0)
+                             --a->active[f->id] == 0, cp)) < 0)
             return rc;
     }
     return 0;
@@ -1578,11 +1660,17 @@ static int finish(struct rp_profile *p)
     struct rp_comp cp;
     int rc;
 
-    rp_comp_set(&cp, v->want_comp && p->overhead_known, v->pairfp, v->selffp);
+    int on = v->want_comp && p->overhead_known;
+    rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : 1);
     for (uint32_t i = 0; i < v->nts; i++)
         if (v->ts[i].depth && (rc = close_open(p, &v->ts[i], &cp)) < 0)
             return rc;
     p->comp_clamped += cp.clamped;
+    for (uint32_t i = 0; i < v->nts; i++) { /* locks never released (or before a LOST) */
+        if (v->ts[i].holds > 0)
+            p->threads[v->ts[i].ti].unclosed += (uint64_t)v->ts[i].holds;
+        v->ts[i].holds = 0;
+    }
     if (v->nclk >= 2 && v->clk_last_ns - v->clk_first_ns >= 10000000u &&
         v->clk_last_ticks > v->clk_first_ticks)
         p->ns_per_tick = (double)(v->clk_last_ns - v->clk_first_ns) /
@@ -1607,6 +1695,11 @@ static int finish(struct rp_profile *p)
             p->last_tick = th->last;
     }
 
+    /* the resolution (comp.h): spans below it are set aside from the
+     * histograms here; direct mode's statistics set nothing aside */
+    int direct = p->mode && !strcmp(p->mode, "direct");
+    uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
+
     /* the replayers' sums; m2 from the exact sum of squares */
     rc = RP_ENOMEM;
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
@@ -1629,6 +1722,9 @@ static int finish(struct rp_profile *p)
     /* one order whatever the number of replayers: the results are identical */
     if (p->n_edges)
         qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
+    for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
+        if (p->edges[k].min == UINT64_MAX)
+            p->edges[k].min = 0;
     /* off-CPU time in a node's own frame: its edges to the off-CPU node */
     for (uint32_t k = 0; k < p->n_edges; k++) {
         const struct rp_edge *e = &p->edges[k];
@@ -1642,10 +1738,21 @@ static int finish(struct rp_profile *p)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
+        if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
+            unsigned ib = rp_hist_index(res);
+            for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
+                n->below_res += n->hist.counts[b - n->hist.lo];
+                n->hist.counts[b - n->hist.lo] = 0;
+            }
+            n->hist.n -= n->below_res;
+        }
+        p->below_res += n->below_res;
+        if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
+            n->min = 0;
         /* on-CPU min: the wall minimum, or less where off-CPU time was below */
         n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
         if (!n->calls)
-            n->min = n->oncpu_min = 0;
+            n->oncpu_min = 0;
         if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
         double cnt = (double)n->calls;
@@ -1735,6 +1842,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             break;
         case RP_CH_STATS: /* direct mode: stats.c */
             rc = rp_stats_read(p, &c, o->tid, sub, sizeof(sub));
+            /* direct mode counts lock holds as intervals from format 1.3 on */
+            p->hold_intervals |= r.major == 1 && r.minor >= 3;
             break;
         case RP_CH_FCOUNT: /* throttled calls: stats.c */
             rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
@@ -1794,6 +1903,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     if ((rc = finish(p)) < 0)
         goto fail;
     p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
+    p->resolution = p->compensated ? v->res_comp : 1;
 
     rc = 0;
 out:
@@ -1818,9 +1928,11 @@ int rp_profile_symbolize(struct rp_profile *p)
     int rc = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
+        /* functions and locks by their address, and the waits on a
+         * condition variable (kind wait, class lock) by the condition's */
         if (n->name || !n->calls ||
             (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
-             n->kind != RP_KIND_LOCK_HOLD))
+             n->kind != RP_KIND_LOCK_HOLD && !(n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK)))
             continue;
         struct rp_symbol sym = {0};
         if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)
@@ -1896,7 +2008,12 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
     (void)p;
     if (n->id == 0)
         return "<root>";
+    int cond = n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK; /* a condition wait */
     if (n->name && n->name[0]) {
+        if (n->kind == RP_KIND_WAIT) {
+            snprintf(buf, bufsz, "%s%s [wait]", cond ? "cond " : "", n->name);
+            return buf;
+        }
         if (n->kind == RP_KIND_LOCK_WAIT || n->kind == RP_KIND_LOCK_HOLD) {
             snprintf(buf, bufsz, "%s [%s]", n->name,
                      n->kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
@@ -1910,6 +2027,10 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
         break;
     case RP_KIND_LOCK_HOLD:
         snprintf(buf, bufsz, "lock@0x%llx [hold]", (unsigned long long)n->key);
+        break;
+    case RP_KIND_WAIT:
+        snprintf(buf, bufsz, "%s@0x%llx [wait]", cond ? "cond" : "wait",
+                 (unsigned long long)n->key);
         break;
     default:
         snprintf(buf, bufsz, "0x%llx", (unsigned long long)n->key);

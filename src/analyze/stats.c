@@ -62,7 +62,7 @@ static int read_thread_rec(struct rp_profile *p, const uint8_t *q, uint32_t only
         *why = "first event after the last";
         return RP_EFORMAT;
     }
-    if (only_tid && tid != only_tid)
+    if (only_tid && !rp_tid_match(only_tid, tid))
         return 0;
     struct rp_thread *th = NULL;
     for (uint32_t i = 0; i < p->n_threads && !th; i++)
@@ -238,7 +238,7 @@ int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only
                  (unsigned long long)c->offset, c->len);
         return RP_EFORMAT;
     }
-    if ((only_tid && rp_get32(c->data) != only_tid) || c->len == 8)
+    if ((only_tid && !rp_tid_match(only_tid, rp_get32(c->data))) || c->len == 8)
         return 0;
     struct keyidx *ki = malloc((p->n_nodes ? p->n_nodes : 1) * sizeof(*ki));
     if (!ki)

@@ -35,7 +35,7 @@ static int walk_events(const struct rp_chunk *c, uint32_t only_tid, const struct
                  (unsigned long long)c->offset);
         return RP_EFORMAT;
     }
-    if ((only_tid && d.tid != only_tid) || !ops->event)
+    if ((only_tid && !rp_tid_match(only_tid, d.tid)) || !ops->event)
         return 0;
     while ((rc = rp_evdec_next(&d, &ev)) > 0)
         if ((rc = ops->event(ctx, d.tid, &ev)) < 0)
@@ -65,7 +65,7 @@ int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct 
         if (c.type == RP_CH_EVENTS)
             rc = walk_events(&c, o->tid, ops, ctx, err, errsz);
         else if (c.type == RP_CH_THREAD && c.len >= 8 && ops->thread &&
-                 (!o->tid || rp_get32(c.data) == o->tid))
+                 (!o->tid || rp_tid_match(o->tid, rp_get32(c.data))))
             rc = ops->thread(ctx, rp_get32(c.data), (const char *)c.data + 8, c.len - 8);
         if (rc < 0)
             break;

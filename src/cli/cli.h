@@ -73,4 +73,11 @@ void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *
 double rp_opt_double(const char *opt, const char *val, double lo, double hi);
 uint64_t rp_opt_u64(const char *opt, const char *val);
 
+/*
+ * Parses a --thread value or dies naming the option: a kernel tid ("4711":
+ * every thread that had it), "TID#G" (its G-th reuse, as `info` shows it)
+ * or a stream id (docs/trace-format.md 4.4).  Returns the filter value.
+ */
+uint32_t rp_opt_tid(const char *opt, const char *val);
+
 #endif /* RP_CLI_H */

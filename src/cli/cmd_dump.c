@@ -54,8 +54,11 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     struct dump *d = ctx;
     static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
                                      "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
-    static const char *const on[] = {"enter", "exit", "exit",   "instant", "counter",
-                                     "arg",   "LOST", "unwind", "pause"};
+    static const char
+        *const on[16] = {"enter", "exit",   "exit",  "instant", "counter", "arg",
+                         "LOST",  "unwind", "pause", "acquire", "release", "?",
+                         "?",     "?",      "?",     "?"}; /* [8] the recorder's wait (format
+                                                             1.3); [9], [10]: lock holds */
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -78,7 +81,7 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         double k = d->ns_per_tick > 0 ? d->ns_per_tick : 1;
         if (ev.op == RP_OP_EXIT || ev.op == RP_OP_EXIT_ID)
             depth = depth ? depth - 1 : 0;
-        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op],
+        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op & 15],
                (int)(2 * (depth < 40 ? depth : 40)), "");
         if (ev.id)
             printf("%s", id_name(d, p, ev.id));
@@ -89,6 +92,11 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             printf(" %" PRIu64, ev.arg);
         else if (ev.op == RP_OP_COUNTER)
             printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
+        else if (ev.op == RP_OP_HOLD_END && ev.arg3) /* held for, acquired in */
+            printf(" held %" PRIu64 " ticks, taken in %s", ev.arg,
+                   ev.arg3 >> 2 ? id_name(d, p, (uint32_t)(ev.arg3 >> 2)) : "<root>");
+        else if (ev.op == RP_OP_HOLD_END)
+            printf(" (never acquired: unmatched)");
         putchar('\n');
         if (ev.op == RP_OP_ENTER) {
             if (depth < 256)

@@ -85,7 +85,7 @@ static void parse(int argc, char **argv, struct export_args *a)
             rp_opt_compensate("export", c == 'M' ? optarg : NULL, &a->load.replay);
             break;
         case 't':
-            a->load.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            a->load.replay.tid = rp_opt_tid("--thread", optarg);
             break;
         case 'n':
             a->report.limit = (uint32_t)rp_opt_u64("--limit", optarg);

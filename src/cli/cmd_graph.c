@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "trace/format.h"
 
 static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint32_t other,
                       uint64_t denom_ticks, const char *arrow)
@@ -56,7 +57,8 @@ int cmd_graph(int argc, char **argv)
         for (uint32_t e = 0; e < p.n_edges; e++)
             if (p.edges[e].caller == i)
                 edge_line(&p, &p.edges[e], p.edges[e].callee, n->dur_sum, "->");
-        printf("  -- %-40s %10s        self  %9s  %5.1f%%\n", "(own work)", "",
+        printf("  -- %-40s %10s        self  %9s  %5.1f%%\n",
+               n->kind == RP_KIND_WAIT ? "(blocked)" : "(own work)", "",
                rp_fmt_ns((double)n->excl * p.ns_per_tick, b1, sizeof(b1)),
                n->dur_sum ? 100.0 * (double)n->excl / (double)n->dur_sum : 0.0);
     }

@@ -62,6 +62,12 @@ int cmd_info(int argc, char **argv)
         printf("overhead:    not measured (%s): times are not compensated\n",
                p.mode && !strcmp(p.mode, "direct") ? "direct mode"
                                                    : "older recorder or RANKPROF_CALIBRATE=0");
+    if (!(p.mode && !strcmp(p.mode, "direct")))
+        printf("resolution:  %s (%s): %llu spans shorter than that are below resolution, "
+               "in totals and means, not in min or percentiles\n",
+               rp_fmt_ns((double)p.resolution * p.ns_per_tick, b, sizeof(b)),
+               p.compensated ? "1 tick + the spread of the measured overhead, ceil" : "1 tick",
+               (unsigned long long)p.below_res);
     printf("recorder wait: %s (threads waiting for the writer; taken out of the spans open then)\n",
            rp_fmt_ns((double)p.paused * p.ns_per_tick, b, sizeof(b)));
     rp_report_offcpu_line(stdout, &p);
@@ -89,8 +95,10 @@ int cmd_info(int argc, char **argv)
     printf("threads:     %u\n", p.n_threads);
     for (uint32_t i = 0; i < p.n_threads; i++) {
         const struct rp_thread *t = &p.threads[i];
-        printf("  tid %-8u %-16s %10llu events  %s active  lost %llu\n", t->tid,
-               t->name ? t->name : "", (unsigned long long)t->events,
+        char tb[24];
+        printf("  tid %-8s %-16s %10llu events  %s active  lost %llu\n",
+               rp_tid_str(t->tid, tb, sizeof(tb)), t->name ? t->name : "",
+               (unsigned long long)t->events,
                rp_fmt_ns((double)(t->last - t->first) * p.ns_per_tick, b, sizeof(b)),
                (unsigned long long)t->lost);
     }

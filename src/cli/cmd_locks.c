@@ -1,6 +1,7 @@
 /*
  * cmd_locks.c - `rankprof locks`: wait and hold per lock and per call site
- * (DESIGN §5), as a table or JSON (docs/locks.md).  Two streamed passes:
+ * (DESIGN §5), then the waits on each condition variable, as a table or
+ * JSON (docs/locks.md).  Two streamed passes:
  * the replay (names, the CONTENDED flag), then the spans (src/report/locks.c).
  */
 #include <getopt.h>
@@ -53,7 +54,7 @@ int cmd_locks(int argc, char **argv)
                 rp_usage_die("locks", "--format %s: expected table or json", format);
             break;
         case 't':
-            lo_opts.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            lo_opts.replay.tid = rp_opt_tid("--thread", optarg);
             break;
         case 'F':
             lo_opts.replay.force = 1;
@@ -66,7 +67,8 @@ int cmd_locks(int argc, char **argv)
             lo_opts.flag.contended_ratio = rp_opt_double("--contended-ratio", optarg, 0, 1e12);
             break;
         case 'h':
-            rp_usage_die("locks", "locks prints wait and hold per lock and per call site");
+            rp_usage_die("locks", "locks prints wait and hold per lock and per call site, "
+                                  "and the waits on condition variables");
         default:
             rp_usage_die("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

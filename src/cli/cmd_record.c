@@ -80,9 +80,10 @@ static void find_lib(char *out, size_t outsz)
 
 static const char *check_classes(const char *list)
 {
-    static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user"};
+    static const char *const ok[] = {"all", "func", "point", "lock", "io", "timer", "user", "wait"};
     const char *s = list;
     while (*s) {
+        s += *s == '-'; /* "-wait": all but wait */
         size_t n = strcspn(s, ",");
         int found = 0;
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
@@ -91,7 +92,7 @@ static const char *check_classes(const char *list)
         if (!found)
             rp_usage_die("record",
                          "--classes: unknown class '%.*s' (known: all, func, point, "
-                         "lock, io, timer, user)",
+                         "lock, io, timer, user, wait; -CLASS leaves one out)",
                          (int)n, s);
         s += n;
         if (*s == ',')

@@ -113,7 +113,7 @@ int cmd_report(int argc, char **argv)
                 rp_usage_die("report", "--format %s: expected table, json or csv", format);
             break;
         case 't':
-            lo_opts.replay.tid = (uint32_t)rp_opt_u64("--thread", optarg);
+            lo_opts.replay.tid = rp_opt_tid("--thread", optarg);
             break;
         case 'F':
             lo_opts.replay.force = 1;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "common/error.h"
+#include "trace/format.h"
 
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
@@ -90,6 +91,23 @@ uint64_t rp_opt_u64(const char *opt, const char *val)
     if (errno || end == val || *end || val[0] == '-')
         rp_die("option %s: '%s' is not a non-negative integer", opt, val);
     return v;
+}
+
+uint32_t rp_opt_tid(const char *opt, const char *val)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10), g = 0;
+    if (!errno && end != val && *end == '#' && val[0] != '-') { /* TID#G */
+        const char *gs = end + 1;
+        g = strtoull(gs, &end, 10);
+        if (errno || end == gs || *end || *gs == '-' || g > RP_GEN_MAX || !v || v > RP_TID_MASK)
+            rp_die("option %s: '%s' is not a thread (TID or TID#GENERATION)", opt, val);
+        return (uint32_t)v | (uint32_t)g << RP_TID_BITS;
+    }
+    if (errno || end == val || *end || val[0] == '-' || v > UINT32_MAX)
+        rp_die("option %s: '%s' is not a thread (TID or TID#GENERATION)", opt, val);
+    return (uint32_t)v;
 }
 
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,

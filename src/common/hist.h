@@ -39,6 +39,15 @@ static inline uint64_t rp_hist_value(unsigned b)
     return lo + ((1ull << (e - 5)) >> 1);
 }
 
+/* The smallest value of a bucket (exact below 32). */
+static inline uint64_t rp_hist_lower(unsigned b)
+{
+    if (b < RP_HIST_SUB)
+        return b;
+    unsigned e = b / RP_HIST_SUB + 4, sub = b % RP_HIST_SUB;
+    return (uint64_t)(RP_HIST_SUB + sub) << (e - 5);
+}
+
 static inline __attribute__((always_inline)) void rp_hist_count(uint32_t *counts, uint64_t v)
 {
     uint32_t *c = &counts[rp_hist_index(v)];

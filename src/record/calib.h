@@ -33,6 +33,8 @@ RP_HIDDEN_CALIB void rp_calib_bare(void);
 struct rp_overhead {
     double pair;     /* what one recorded call (enter + exit) adds around it: 2 o */
     double self;     /* the part of a span's own enter + exit inside its span: o_self */
+    double spread;   /* p95 - median of the recorded calls' (exit - enter) stamps: how far
+                        an empty call's span lies above o_self (the resolution, format 1.3) */
     unsigned rounds; /* rounds that were used (0: not measured) */
 };
 

@@ -152,6 +152,18 @@ struct dframe {
     uint32_t idx;    /* s's index; NOID with s NULL; 0 (ROOT) in the bottom sentinel */
 };
 
+/* A lock hold open on a thread: an interval off the stack (docs/locks.md,
+ * "Holds are intervals"), ended by the release of the latest hold of its
+ * lock, wherever that happens. */
+#define HELD_MAX 64u /* locks held at once per thread; more are not recorded */
+struct dhold {
+    uint64_t key;   /* TKEY(RP_KIND_LOCK_HOLD, lock address) */
+    uint64_t start; /* engine-free clock */
+    uint64_t t0;    /* raw start */
+    struct dstat *s;
+    uint32_t acq; /* the acquirer: the innermost frame's index (NOID: not recorded) */
+};
+
 /* The per-thread cache of id entries: slot icache_of(key) holds the last
  * key seen there (0 = none) and its entry, which never moves. */
 #define ICACHE 256u
@@ -178,6 +190,8 @@ struct rp_dthread {
      */
     uint32_t over;
     struct dframe *stack, *top, *full;
+    struct dhold held[HELD_MAX]; /* lock holds open, oldest first (owner only) */
+    uint32_t nheld;
     uint64_t events, first, last, unmatched, unclosed, reentered;
     uint64_t ndata;  /* DATA records in the batch being run (not events) */
     uint64_t stolen; /* ticks the engine spent on batches (owner only) */
@@ -563,6 +577,55 @@ static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d,
         span_end_slow(d, key, now);
 }
 
+/*
+ * A lock acquisition: the hold begins, off the stack, with the innermost
+ * frame as its acquirer.  Beyond HELD_MAX holds at once the hold is not
+ * recorded (counted as dropped; its release is then an unmatched exit).
+ */
+static void hold_begin(struct rp_dthread *d, uint64_t key, uint64_t now, uint64_t raw)
+{
+    if (d->nheld == HELD_MAX) {
+        ST(d->tab.dropped, d->tab.dropped + 1);
+        return;
+    }
+    const struct icache *c = icache_of(d, key);
+    struct dstat *s = c->key == key ? c->s : id_miss(d, key);
+    if (!s) {
+        ST(d->tab.dropped, d->tab.dropped + 1);
+        return;
+    }
+    d->held[d->nheld++] = (struct dhold){key, now, raw, s, d->over ? NOID : d->top->idx};
+}
+
+/*
+ * A release: ends the latest hold of its lock as a span of the hold's id
+ * called from its acquirer, with no time taken from any frame and none of
+ * its own (exclusive 0: the code run under it is the functions' time).  A
+ * release of a lock not held is an unmatched exit.
+ */
+static void hold_end(struct rp_dthread *d, uint64_t key, uint64_t now)
+{
+    uint32_t i = d->nheld;
+    while (i > 0 && d->held[i - 1].key != key)
+        i--;
+    if (!i) {
+        ST(d->unmatched, d->unmatched + 1);
+        return;
+    }
+    struct dhold h = d->held[i - 1];
+    int outer = 1;
+    for (uint32_t k = 0; k + 1 < i && outer; k++)
+        outer = d->held[k].key != key;
+    memmove(&d->held[i - 1], &d->held[i], (d->nheld - i) * sizeof(*d->held));
+    d->nheld--;
+    uint64_t dur = now > h.start ? now - h.start : 0;
+    stat_add(&d->tab, h.s, dur, 0, h.t0);
+    if (outer)
+        ST(h.s->incl, h.s->incl + dur);
+    if (h.acq != NOID)
+        edge_add(&d->tab, h.s, h.acq, h.s->self, dur);
+}
+
 /* Open frames on d's stack, those beyond its bound included. */
 static inline uint64_t stack_depth(const struct rp_dthread *d)
 {
@@ -613,7 +676,10 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
         span_end(d, TKEY(RP_KIND_POINT, pl), now);
         break;
     case RP_RAW_LOCK_WAIT:
-        span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
+        if (pl & RP_RAW_COND_BIT) /* a condition wait (locks.c) */
+            span_begin(d, TKEY(RP_KIND_WAIT, pl & ~RP_RAW_COND_BIT), now, raw);
+        else
+            span_begin(d, TKEY(RP_KIND_LOCK_WAIT, pl), now, raw);
         break;
     case RP_RAW_LOCK_ACQ:
         /* after a WAIT of this lock (innermost) the wait ends and the hold
@@ -621,13 +687,16 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
          * (docs/locks.md), the hold begins alone */
         if (d->over || d->top->key == TKEY(RP_KIND_LOCK_WAIT, pl))
             span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
-        span_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now, raw);
+        hold_begin(d, TKEY(RP_KIND_LOCK_HOLD, pl), now, raw); /* an interval */
         break;
     case RP_RAW_LOCK_REL:
-        span_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
+        hold_end(d, TKEY(RP_KIND_LOCK_HOLD, pl), now);
         break;
     case RP_RAW_LOCK_FAIL:
-        span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
+        if (pl & RP_RAW_COND_BIT)
+            span_end(d, TKEY(RP_KIND_WAIT, pl & ~RP_RAW_COND_BIT), now);
+        else
+            span_end(d, TKEY(RP_KIND_LOCK_WAIT, pl), now);
         break;
     case RP_RAW_INSTANT:
     case RP_RAW_COUNTER: {
@@ -703,12 +772,12 @@ static void thread_name(uint32_t tid, char name[16])
 static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
 {
     s->tid = d->tid;
-    thread_name(d->tid, s->name);
+    thread_name(rp_tid_of(d->tid), s->name); /* d->tid: a stream id (format.h) */
     s->first = LD(d->first);
     s->last = LD(d->last);
     s->events = LD(d->events);
     s->unmatched = LD(d->unmatched);
-    s->unclosed = LD(d->unclosed) + (own ? stack_depth(d) : 0);
+    s->unclosed = LD(d->unclosed) + (own ? stack_depth(d) + d->nheld : 0);
     s->dropped = LD(d->tab.dropped) + LD(d->reentered);
 }
 
@@ -832,7 +901,7 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
     if (dgone || dinit || !dg.key_ok)
         return NULL;
     dinit = 1;
-    struct rp_dthread *d = rp_direct_thread_new((uint32_t)syscall(SYS_gettid));
+    struct rp_dthread *d = rp_direct_thread_new(rp_thread_stream((uint32_t)syscall(SYS_gettid)));
     if (d) {
         pthread_setspecific(dg.key, d);
         dself = d;
@@ -1173,7 +1242,7 @@ static int key_def(uint64_t k, struct rp_def *d)
         [RP_KIND_FUNC] = RP_CLASS_FUNC,      [RP_KIND_POINT] = RP_CLASS_POINT,
         [RP_KIND_LOCK_WAIT] = RP_CLASS_LOCK, [RP_KIND_LOCK_HOLD] = RP_CLASS_LOCK,
         [RP_KIND_IO] = RP_CLASS_IO,          [RP_KIND_INSTANT] = RP_CLASS_USER,
-        [RP_KIND_COUNTER] = RP_CLASS_USER,
+        [RP_KIND_COUNTER] = RP_CLASS_USER,   [RP_KIND_WAIT] = RP_CLASS_LOCK, /* a condition */
     };
     uint8_t kind = TKIND(k);
     if (kind >= RP_KIND_MAX)
@@ -1375,13 +1444,16 @@ static const char *key_name(uint64_t k, char *buf, size_t bufsz)
         snprintf(buf, bufsz, "lock@0x%llx [%s]", (unsigned long long)a,
                  kind == RP_KIND_LOCK_WAIT ? "wait" : "hold");
         return buf;
+    case RP_KIND_WAIT: /* sites are keyed as points: this is a condition */
+        snprintf(buf, bufsz, "cond@0x%llx [wait]", (unsigned long long)a);
+        return buf;
     default: {
         struct rp_def d = {0};
         if (rp_sites_describe(a, &d) == 0 && d.name)
             snprintf(buf, bufsz, "%s%s", d.name,
-                     d.kind == RP_KIND_LOCK_WAIT   ? " [wait]"
-                     : d.kind == RP_KIND_LOCK_HOLD ? " [hold]"
-                                                   : "");
+                     d.kind == RP_KIND_LOCK_WAIT || d.kind == RP_KIND_WAIT ? " [wait]"
+                     : d.kind == RP_KIND_LOCK_HOLD                         ? " [hold]"
+                                                                           : "");
         else
             snprintf(buf, bufsz, "site@0x%llx", (unsigned long long)a);
         return buf;

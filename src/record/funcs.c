@@ -67,6 +67,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "rt.h"
 #include "sites.h"
 
 #define RP_FTAB_BITS  16
@@ -496,7 +497,7 @@ static RP_NOINLINE struct fthread *thread_new(void)
         ft_busy--;
         return NULL;
     }
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* as rt.c's (format 1.3) */
     fs_lock();
     t->next = fs.threads;
     fs.threads = t;

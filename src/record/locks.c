@@ -18,13 +18,17 @@
  *     the program's try-lock busy     WAIT FAIL              a failed attempt
  *     unlock                          REL (before unlocking, so a release is
  *                                     never stamped after the next owner's grant)
- *     cond wait on mutex m            REL m ... ACQ m        the hold pauses
+ *     cond wait on c, mutex m         REL m, WAIT c' ...     the hold pauses, the
+ *                                     FAIL c', ACQ m         thread waits on c
+ *                                     (c' = c | RP_RAW_COND_BIT: a wait span on c)
  *
- * so every acquisition is one lock-hold span, and a lock-wait span exists
- * only for a thread that found the lock taken: contended acquisitions are
+ * so every acquisition is one lock hold, and a lock-wait span exists only
+ * for a thread that found the lock taken: contended acquisitions are
  * exactly the wait spans followed by a grant, failed attempts the wait spans
  * that end in FAIL, uncontended ones the holds without a wait.  The encoder
- * turns WAIT ... ACQ into the wait's exit and the hold's entry at one tick.
+ * turns WAIT ... ACQ into the wait's exit and the hold's begin at one tick;
+ * a hold is an interval, not a frame (HOLD_BEGIN ... HOLD_END, format 1.3:
+ * the release may come from another function, docs/locks.md).
  *
  * Timestamps.  The counter is read just before the try-lock, and that read
  * stamps the ACQ of an uncontended acquisition and the WAIT of a contended
@@ -74,6 +78,7 @@
 #include <time.h>
 
 #include "rt.h"
+#include "waits.h"
 
 #define RP_INTERPOSE __attribute__((visibility("default")))
 
@@ -392,24 +397,92 @@ RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
 
 /* ---- condition variables: the mutex is released while waiting ----------- */
 
+/*
+ * With the lock class on, a condition wait on mutex m records
+ *
+ *     REL m, cond-wait c begins   (one counter read before the real call)
+ *     cond-wait c ends, ACQ m     (one counter read after it returns)
+ *
+ * where the cond-wait is a LOCK_WAIT ... LOCK_FAIL pair whose payload is c
+ * with RP_RAW_COND_BIT: a span of kind wait keyed by the condition (see
+ * writer.h), so the blocked time is a wait on c, not the caller's own time,
+ * and the hold of m pauses as before.  The re-acquisition of m happens
+ * inside the real call and is not timed apart.  With the lock class off
+ * and the wait class on, the call is an ordinary wait span of its own site
+ * (waits.c).  A cancellation inside the wait ends it and records the
+ * re-acquisition (a cleanup handler), so the program's own cleanup unlock
+ * matches a hold.  The recorder's own mutexes pass through unrecorded.
+ * errno is kept.
+ */
+static inline int own_lock(const void *lock)
+{
+    return (uintptr_t)lock - (uintptr_t)own_lo < own_len;
+}
+
+/* Records the begin (end = 0) or end of the condition wait on c, and the
+ * release or re-acquisition of m, stamped t. */
+static inline void cond_mark(const void *c, const void *m, int end, uint64_t t)
+{
+    int e = errno;
+    if (!end)
+        put_at(RP_RAW_LOCK_REL, m, t);
+    put_at(end ? RP_RAW_LOCK_FAIL : RP_RAW_LOCK_WAIT,
+           (const void *)((uintptr_t)c | RP_RAW_COND_BIT), t);
+    if (end)
+        put_at(RP_RAW_LOCK_ACQ, m, t); /* re-acquired (or never released: EINVAL) */
+    errno = e;
+}
+
+/* The condition and mutex of a condition wait, for its cleanup handler. */
+struct cond_wait {
+    const void *c, *m;
+};
+
+/* A cancellation inside the wait: glibc re-acquires the mutex, then runs
+ * the cleanup handlers (the program's own unlocks it): the wait ends and
+ * the hold begins again, as on a return. */
+static void cond_cancelled(void *arg)
+{
+    const struct cond_wait *w = arg;
+    cond_mark(w->c, w->m, 1, rp_counter());
+}
+
+/* The recorded body of a condition wait: CALL between the two marks. */
+#define COND_WAIT(c, m, r, CALL)                                                                   \
+    do {                                                                                           \
+        struct cond_wait w_ = {(c), (m)};                                                          \
+        cond_mark(c, m, 0, rp_counter());                                                          \
+        pthread_cleanup_push(cond_cancelled, &w_);                                                 \
+        r = (CALL);                                                                                \
+        pthread_cleanup_pop(0);                                                                    \
+        cond_mark(c, m, 1, rp_counter());                                                          \
+    } while (0)
+
 RP_INTERPOSE int pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m)
 {
-    if (!rec_on(m))
-        return CALL(R_COND_WAIT, cwait_fn, c, m);
-    put(RP_RAW_LOCK_REL, m);
-    int r = CALL(R_COND_WAIT, cwait_fn, c, m);
-    put(RP_RAW_LOCK_ACQ, m); /* re-acquired (or never released: EINVAL) */
+    int r;
+    if (!rec_on(m)) {
+        if (own_lock(m) || !rp_wait_on())
+            return CALL(R_COND_WAIT, cwait_fn, c, m);
+        RP_WAIT_SPAN(RP_W_COND_WAIT, r = CALL(R_COND_WAIT, cwait_fn, c, m));
+        return r;
+    }
+    COND_WAIT(c, m, r, CALL(R_COND_WAIT, cwait_fn, c, m));
     return r;
 }
 
 RP_INTERPOSE int pthread_cond_timedwait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m,
                                         const struct timespec *restrict ts)
 {
-    if (!rec_on(m))
-        return CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-    put(RP_RAW_LOCK_REL, m);
-    int r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
-    put(RP_RAW_LOCK_ACQ, m); /* re-acquired on timeout too */
+    int r;
+    if (!rec_on(m)) {
+        if (own_lock(m) || !rp_wait_on())
+            return CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts);
+        RP_WAIT_SPAN(RP_W_COND_TIMEDWAIT, r = CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts));
+        return r;
+    }
+    COND_WAIT(c, m, r,
+              CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts)); /* re-acquires on timeout too */
     return r;
 }
 

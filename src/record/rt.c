@@ -67,7 +67,7 @@ RP_HIDDEN __thread struct rp_tbuf *rp_self;
 static __thread int rp_initing; /* inside thread_init or start-up */
 static __thread int rp_gone;    /* this thread's tbuf was handed back */
 /* set in the writer thread only */
-static __thread int rp_is_writer;
+RP_HIDDEN __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static struct rp_overhead rt_overhead; /* measured at start-up; rounds 0 = not */
@@ -228,6 +228,8 @@ static void out_info(void)
         rp_info_put(buf, cap, &len, "overhead_ticks", tmp, strlen(tmp));
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.self);
         rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
+        snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.spread);
+        rp_info_put(buf, cap, &len, "overhead_spread_ticks", tmp, strlen(tmp));
     }
     /* how off-CPU time is known (offcpu.c), and why perf is not used */
     const char *src = rp_offcpu_source_name(), *oerr = rp_offcpu_error();
@@ -246,7 +248,7 @@ static void out_thread(struct rp_tbuf *t)
     char path[64], name[64];
     uint8_t p[8 + sizeof(name)];
     size_t n = 0;
-    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", t->tid);
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", rp_tid_of(t->tid));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t r = read(fd, name, sizeof(name));
@@ -606,6 +608,46 @@ static void thread_exit(void *arg)
     pthread_mutex_unlock(&rp_rt.lock);
 }
 
+/* Per kernel tid, the threads seen with it so far (rp_thread_stream): one
+ * u16 per possible tid, mapped on first use with MAP_NORESERVE, so only the
+ * pages of tids in use take memory (a page per 2048 tids).  Lock-free: a
+ * thread's first event may come from a signal handler that interrupted the
+ * thread inside a recorder lock. */
+static uint16_t *_Atomic stream_gen;
+static __thread uint32_t stream_tid, stream_id; /* the calling thread's, once made */
+
+RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
+{
+    tid &= RP_TID_MASK;
+    if (stream_id && stream_tid == tid) /* (a forked child has another tid) */
+        return stream_id;
+    const size_t len = (size_t)(RP_TID_MASK + 1) * sizeof(uint16_t);
+    uint16_t *g = atomic_load_explicit(&stream_gen, memory_order_acquire);
+    if (!g) { /* the first thread maps it; a racing one unmaps its own */
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        uint16_t *exp = NULL;
+        if (m != MAP_FAILED &&
+            !atomic_compare_exchange_strong_explicit(&stream_gen, &exp, (uint16_t *)m,
+                                                     memory_order_acq_rel, memory_order_acquire))
+            munmap(m, len);
+        g = atomic_load_explicit(&stream_gen, memory_order_acquire);
+    }
+    uint32_t gen = 0;
+    if (g) { /* the generation: this tid's count before us, saturating (relaxed: a
+                counter, ordered by nothing but its own read-modify-write) */
+        uint16_t old = __atomic_load_n(&g[tid], __ATOMIC_RELAXED);
+        while (old < RP_GEN_MAX &&
+               !__atomic_compare_exchange_n(&g[tid], &old, (uint16_t)(old + 1), 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+            ;
+        gen = old; /* the 1024th reuse on merges with the last */
+    }
+    stream_tid = tid;
+    stream_id = tid | gen << RP_TID_BITS;
+    return stream_id;
+}
+
 /* Creates the calling thread's tbuf.  Returns it, or NULL (the thread's
  * events are then not recorded; a warning says so once). */
 static struct rp_tbuf *thread_init(void)
@@ -615,7 +657,7 @@ static struct rp_tbuf *thread_init(void)
     if (m == MAP_FAILED)
         return NULL;
     struct rp_tbuf *t = m;
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* a stream id (format 1.3) */
     t->guard = 1;
     pthread_mutex_lock(&rp_rt.lock);
     t->next = rp_rt.threads;
@@ -851,30 +893,40 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
     return v;
 }
 
-/* Parses a class list like "func,lock" ("all" for every class). */
+/* Parses a class list like "func,lock" ("all" for every class); "-wait"
+ * takes a class away, from all when the list names none to add. */
 static uint32_t parse_classes(const char *s)
 {
-    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user"};
-    uint32_t mask = 0;
+    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user", "wait"};
+    uint32_t mask = 0, off = 0;
+    if (s && *s == '-')
+        mask = RP_CLASS_BIT_ALL;
     while (s && *s) {
+        int neg = *s == '-';
+        s += neg;
         size_t n = strcspn(s, ",");
         int ok = 0;
+        uint32_t bits = 0;
         if (n == 3 && !strncmp(s, "all", 3)) {
-            mask |= RP_CLASS_BIT_ALL;
+            bits |= RP_CLASS_BIT_ALL;
             ok = 1;
         }
         for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             if (strlen(names[i]) == n && !strncmp(s, names[i], n)) {
-                mask |= 1u << i;
+                bits |= 1u << i;
                 ok = 1;
             }
+        if (neg)
+            off |= bits;
+        else
+            mask |= bits;
         if (!ok)
             rt_warn("RANKPROF_CLASSES: unknown class in '%s'", s, 0);
         s += n;
         if (*s == ',')
             s++;
     }
-    return mask;
+    return mask & ~off;
 }
 
 /*
@@ -949,6 +1001,9 @@ static void atfork_child(void)
     rp_rt.waiters = 0;
     rp_rt.threads = NULL;
     rp_rt.fd = -1;
+    uint16_t *g = atomic_exchange(&stream_gen, NULL); /* the child's trace: one thread */
+    if (g)
+        munmap(g, (size_t)(RP_TID_MASK + 1) * sizeof(*g));
     atomic_store(&rp_rt.failed, 0);
     rp_rt.events_written = rp_rt.lost_total = 0;
     rp_enc_free(&rp_rt.enc);
@@ -991,6 +1046,7 @@ static int cmp_u64(const void *a, const void *b)
  *
  *     pair = per call (instrumented) - per call (uninstrumented)
  *     self = median over every recorded call of (exit stamp - enter stamp)
+ *     spread = 95th percentile of the same - self
  *
  * about 1 ms in all.  Runs in rt_start, before recording begins (the mask
  * is off, so no other thread records; it is set to "func" for the
@@ -1051,6 +1107,9 @@ static void measure_overhead(struct rp_overhead *o)
     qsort(self, nself, sizeof(*self), cmp_u64);
     o->pair = best_a > best_b ? best_a - best_b : 0;
     o->self = (double)self[nself / 2];
+    /* An empty call's compensated span lies in [0, spread] 95 times in 100:
+     * the analysis counts a span no longer than that as below resolution. */
+    o->spread = (double)(self[nself * 95 / 100] - self[nself / 2]);
     if (o->self > o->pair)
         o->self = o->pair;
     o->rounds = used;

@@ -75,7 +75,7 @@ struct rp_tbuf {
     uint64_t lost_first; /* ticks of the first of them */
     uint64_t reentered;  /* events dropped by the recursion guard */
     uint64_t end_ticks;  /* when the thread ended (thread_exit), 0 while it runs */
-    uint32_t tid;
+    uint32_t tid;        /* a stream id: kernel tid and reuse generation (format.h) */
 
     /* shared with the writer */
     struct rp_raw *bufs[RP_NBUF_MAX];
@@ -138,6 +138,8 @@ struct rp_rt {
 
 RP_HIDDEN extern struct rp_rt rp_rt;
 RP_HIDDEN extern __thread struct rp_tbuf *rp_self;
+/* Non-zero in the writer thread only (its blocking calls are not waits). */
+RP_HIDDEN extern __thread int rp_is_writer;
 
 /*
  * The rare path of rp_append: the thread's first event, a full buffer, drop
@@ -254,6 +256,17 @@ static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
     if (!rp_append_fast_at(cls, word, 1, 0, &ticks))
         rp_append_slow(word);
 }
+
+/*
+ * The calling thread's stream id (format.h, "Thread streams"): tid (its
+ * kernel tid) with the number of earlier threads of this process that had
+ * the same tid above RP_TID_BITS, so that a reused tid is another thread in
+ * the trace.  The first call on a thread allocates it (lock-free, once per
+ * thread: never on the event path); later calls with the same tid return
+ * it.  Cannot fail: without memory for the table every thread gets
+ * generation 0 (reused tids then merge, as before format 1.3).
+ */
+RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
 
 /* Starts the recorder once (environment, file, writer).  Returns 0 or < 0. */
 RP_HIDDEN int rp_rt_start(void);

@@ -297,7 +297,8 @@ RP_HIDDEN int rp_sites_describe(uint64_t site, struct rp_def *out)
 {
     reg_lock();
     const struct rp_site *s = site_find_locked(site);
-    int ok = s && s->kind >= RP_SITE_POINT && s->kind <= RP_SITE_COUNTER && s->cls < RP_CLASS_MAX;
+    int ok = s && s->kind >= RP_SITE_POINT &&
+             (s->kind <= RP_SITE_COUNTER || s->kind == RP_KIND_WAIT) && s->cls < RP_CLASS_MAX;
     if (ok) {
         out->kind = s->kind;
         out->cls = s->cls;

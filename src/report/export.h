@@ -124,6 +124,12 @@ struct rp_timeline_ops {
     int (*instant)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg);
     int (*counter)(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, int64_t value);
     int (*lost)(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count);
+    /* a lock hold [start, end] of thread tid, an interval that need not nest
+     * with the spans (format 1.3, docs/locks.md), once it has ended (why:
+     * "unclosed" when still held where the replay drops it); without it,
+     * such holds are left out of the timeline */
+    int (*hold)(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
+                const char *why);
 };
 
 /* Runs ops over ctx's trace (ctx->p must be set).  Returns 0, RP_ENOMEM, a

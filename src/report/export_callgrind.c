@@ -138,7 +138,7 @@ static int write_all(struct cg *g, const struct rp_export_ctx *ctx)
         e++; /* calls from <root> have no caller to list them under */
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         const struct rp_node *n = &p->nodes[i];
-        if (n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || n->kind >= RP_KIND_MAX ||
+        if (n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER ||
             (!n->calls && (e == p->n_edges || edges[e]->caller != i)))
             continue;
         fputc('\n', g->out);

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "report/export.h"
 #include "report/util.h"
+#include "trace/format.h"
 
 struct chrome {
     FILE *out;
@@ -29,6 +30,7 @@ struct chrome {
         char s[48]; /* ,"pid":P,"tid":T */
     } th[8];        /* a small cache of thread prefixes, round robin */
     unsigned nth, next;
+    uint64_t holds; /* lock holds written: their async ids */
 };
 
 /* Writes v in decimal ending at end; returns where it starts. */
@@ -131,6 +133,29 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
     return 0;
 }
 
+/*
+ * A lock hold that is an interval (format 1.3): an async slice, "b" and "e"
+ * with an id of its own, so that overlapping holds (hand-over-hand) and
+ * holds that outlive the function that took them do not break the nesting
+ * of the thread's B/E slices.
+ */
+static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
+                   const char *why)
+{
+    struct chrome *c = cookie;
+    uint64_t n = ++c->holds;
+    head(c, 'b', tid, start);
+    name_cat(c, id);
+    fprintf(c->out, ",\"id\":%" PRIu64 "}", n);
+    head(c, 'e', tid, end);
+    name_cat(c, id);
+    fprintf(c->out, ",\"id\":%" PRIu64, n);
+    if (why)
+        fprintf(c->out, ",\"args\":{\"rankprof\":\"%s\"}", why);
+    fputc('}', c->out);
+    return ferror(c->out) ? RP_EIO : 0;
+}
+
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct chrome *c = cookie;
@@ -166,7 +191,8 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
                                                .end = on_end,
                                                .instant = on_instant,
                                                .counter = on_counter,
-                                               .lost = on_lost};
+                                               .lost = on_lost,
+                                               .hold = on_hold};
     const struct rp_profile *p = ctx->p;
     struct chrome c = {.out = out, .p = p, .names = rp_export_names(p)};
     int rc = RP_ENOMEM;
@@ -187,8 +213,16 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
             out,
             ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":",
             p->pid, t->tid);
-        if (t->name && t->name[0])
-            rp_export_put_json(out, t->name);
+        /* the events' "tid" is the stream id: a reused kernel tid (format 1.3)
+         * is another thread, named with its generation */
+        char nb[64], tb[24];
+        if (rp_tid_gen(t->tid))
+            snprintf(nb, sizeof(nb), "%s (tid %s)", t->name && t->name[0] ? t->name : "thread",
+                     rp_tid_str(t->tid, tb, sizeof(tb)));
+        else
+            snprintf(nb, sizeof(nb), "%s", t->name && t->name[0] ? t->name : "");
+        if (nb[0])
+            rp_export_put_json(out, nb);
         else
             fprintf(out, "\"thread %u\"", t->tid);
         fputs("}}", out);

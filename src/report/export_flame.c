@@ -73,7 +73,9 @@ static const char *frame_name(const struct rp_export_ctx *ctx, const struct rp_c
     for (uint32_t i = 0; i < ctx->p->n_threads && !name; i++)
         if (ctx->p->threads[i].tid == n->tid)
             name = ctx->p->threads[i].name;
-    snprintf(buf, bufsz, "%s %u", name && name[0] ? name : "thread", n->tid);
+    char tb[24];
+    snprintf(buf, bufsz, "%s %s", name && name[0] ? name : "thread",
+             rp_tid_str(n->tid, tb, sizeof(tb)));
     return buf;
 }
 
@@ -134,7 +136,8 @@ out:
 /* ---- the SVG ------------------------------------------------------------ */
 
 /* A stable warm colour from the name, blue for locks, green for io and
- * points, as flamegraph.pl's palettes do per frame type. */
+ * points, grey for waits (blocking calls), as flamegraph.pl's palettes do
+ * per frame type. */
 static void put_color(FILE *out, const char *name, uint8_t kind)
 {
     uint32_t h = 2166136261u;
@@ -143,6 +146,8 @@ static void put_color(FILE *out, const char *name, uint8_t kind)
     unsigned a = h % 55, b = (h >> 8) % 80, c = (h >> 16) % 55;
     if (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD)
         fprintf(out, "rgb(%u,%u,%u)", 80 + a, 140 + b / 2, 200 + c);
+    else if (kind == RP_KIND_WAIT)
+        fprintf(out, "rgb(%u,%u,%u)", 150 + a / 2, 150 + a / 2, 160 + c / 2);
     else if (kind == RP_KIND_IO || kind == RP_KIND_POINT)
         fprintf(out, "rgb(%u,%u,%u)", 60 + a, 180 + c, 60 + b / 2);
     else

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/error.h"
 #include "report/export.h"
 #include "report/export_pb.h"
@@ -86,6 +87,8 @@ struct perfetto {
     int first;    /* the next event packet is the sequence's first */
     uint32_t hit; /* index in p->threads of the last thread looked up */
     struct pb pb;
+    uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
+    uint32_t nhold, caphold;
 };
 
 /* Starts a TracePacket on sequence 1 (the Trace's `packet` field). */
@@ -137,7 +140,7 @@ static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
 /* A thread's TrackDescriptor.  Fails like packet_end. */
 static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
 {
-    char buf[32];
+    char buf[64], tb[24];
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
     pb_uint(&f->pb, TD_UUID, thread_uuid(f, tid));
@@ -145,7 +148,11 @@ static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
     pb_open(&f->pb, TD_THREAD);
     pb_uint(&f->pb, THD_PID, f->p->pid);
     pb_uint(&f->pb, THD_TID, tid);
-    if (!name || !name[0])
+    if (rp_tid_gen(tid)) /* a reused kernel tid: the track's tid is the stream id */
+        snprintf(buf, sizeof(buf), "%s (tid %s)", name && name[0] ? name : "thread",
+                 rp_tid_str(tid, tb, sizeof(tb))),
+            name = buf;
+    else if (!name || !name[0])
         snprintf(buf, sizeof(buf), "thread %u", tid), name = buf;
     pb_str(&f->pb, THD_NAME, name);
     pb_close(&f->pb);
@@ -168,6 +175,49 @@ static int counter_track(struct perfetto *f, uint32_t id)
     pb_close(&f->pb);
     pb_close(&f->pb);
     return packet_end(f);
+}
+
+/*
+ * The track of lock id's holds on thread tid (format 1.3: holds are
+ * intervals that need not nest with the thread's slices, and a thread's
+ * holds of one lock never overlap, recursion aside, which nests), described
+ * the first time.  Its uuid: bit 62, the thread's index, the id.  Returns
+ * the uuid, 0 when out of memory or the description failed to write.
+ */
+static uint64_t hold_track(struct perfetto *f, uint32_t tid, uint32_t id)
+{
+    uint64_t thr = thread_uuid(f, tid);
+    uint64_t uuid = 1ull << 62 | (thr - 2) << 32 | id, k = uuid + 1;
+    if ((f->nhold + 1) * 2 > f->caphold) {
+        uint32_t ncap = f->caphold ? f->caphold * 2 : 64;
+        uint64_t *nt = calloc(ncap, sizeof(*nt));
+        if (!nt)
+            return 0;
+        for (uint32_t i = 0; i < f->caphold; i++)
+            if (f->hold_tracks[i]) {
+                uint32_t j = (uint32_t)rp_mix64(f->hold_tracks[i]) & (ncap - 1);
+                while (nt[j])
+                    j = (j + 1) & (ncap - 1);
+                nt[j] = f->hold_tracks[i];
+            }
+        free(f->hold_tracks);
+        f->hold_tracks = nt;
+        f->caphold = ncap;
+    }
+    uint32_t i = (uint32_t)rp_mix64(k) & (f->caphold - 1);
+    while (f->hold_tracks[i] && f->hold_tracks[i] != k)
+        i = (i + 1) & (f->caphold - 1);
+    if (f->hold_tracks[i])
+        return uuid;
+    f->hold_tracks[i] = k;
+    f->nhold++;
+    packet_begin(f);
+    pb_open(&f->pb, PKT_TRACK_DESC);
+    pb_uint(&f->pb, TD_UUID, uuid);
+    pb_uint(&f->pb, TD_PARENT, thr);
+    pb_str(&f->pb, TD_NAME, f->names[id]);
+    pb_close(&f->pb);
+    return packet_end(f) < 0 ? 0 : uuid;
 }
 
 /*
@@ -254,6 +304,28 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
     return event_end(f);
 }
 
+/* A lock hold that is an interval: a slice on its own track (hold_track). */
+static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
+                   const char *why)
+{
+    struct perfetto *f = cookie;
+    uint64_t track = hold_track(f, tid, id);
+    int rc;
+    if (!track)
+        return RP_ENOMEM;
+    event_begin(f, start, id, TYPE_SLICE_BEGIN, track);
+    if ((rc = event_end(f)) < 0)
+        return rc;
+    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    if (why) {
+        pb_open(&f->pb, TE_DEBUG);
+        pb_str(&f->pb, DA_NAME, "rankprof");
+        pb_str(&f->pb, DA_STRING, why);
+        pb_close(&f->pb);
+    }
+    return event_end(f);
+}
+
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct perfetto *f = cookie;
@@ -289,7 +361,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .end = on_end,
                                                .instant = on_instant,
                                                .counter = on_counter,
-                                               .lost = on_lost};
+                                               .lost = on_lost,
+                                               .hold = on_hold};
     const struct rp_profile *p = ctx->p;
     struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
     int rc = RP_ENOMEM;
@@ -314,6 +387,7 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         rc = rp_export_timeline(ctx, &ops, &f);
 out:
     free(f.pb.b);
+    free(f.hold_tracks);
     free(f.interned);
     rp_export_names_free(p, f.names);
     return rc;

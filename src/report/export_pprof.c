@@ -165,8 +165,8 @@ static int functions(struct pp *g, const struct rp_profile *p, const uint64_t *f
     pb_close(&g->pb);
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         const struct rp_node *n = &p->nodes[i];
-        if (n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || n->kind >= RP_KIND_MAX)
-            continue; /* (wait and off-CPU spans are kept) */
+        if (n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER)
+            continue; /* not spans; every span kind (wait too) is a frame */
         pb_open(&g->pb, P_FUNCTION);
         pb_uint(&g->pb, F_ID, i);
         pb_uint(&g->pb, F_NAME, S_FIXED + i);

@@ -6,22 +6,34 @@
  * replay drops without time (LOST) is ended where it was dropped with why =
  * "unclosed", so that a viewer still nests it; a span left without its exit
  * says why = "unwound" (a longjmp, an exception) or "cut" (its thread or
- * the process ended while it was open).  Memory: the open spans of
- * each thread.
+ * the process ended while it was open).  Lock holds of a trace where they
+ * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
+ * they go to ops->hold when they end, for a track of their own.  Memory:
+ * the open spans of each thread.
  */
 #include <string.h>
 
 #include "report/export.h"
 #include "report/spanwalk.h"
+#include "trace/format.h"
 
 struct tl {
     const struct rp_timeline_ops *ops;
     void *cookie;
+    const struct rp_profile *p;
 };
+
+/* A lock hold that is an interval, not a frame (format 1.3). */
+static int interval(const struct tl *t, const struct rp_sw_span *s)
+{
+    return t->p->hold_intervals && t->p->nodes[s->id].kind == RP_KIND_LOCK_HOLD;
+}
 
 static int on_begin(void *ctx, const struct rp_sw_span *s)
 {
     const struct tl *t = ctx;
+    if (interval(t, s)) /* told whole when it ends */
+        return 0;
     return t->ops->begin ? t->ops->begin(t->cookie, s->tid, s->id, s->start) : 0;
 }
 
@@ -29,12 +41,17 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
 {
     const struct tl *t = ctx;
     const char *why = s->cut == RP_SW_UNWOUND ? "unwound" : s->cut == RP_SW_CUT ? "cut" : NULL;
+    if (interval(t, s))
+        return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, why) : 0;
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
 static int on_drop(void *ctx, const struct rp_sw_span *s)
 {
     const struct tl *t = ctx;
+    if (interval(t, s))
+        return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, "unclosed")
+                            : 0;
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, "unclosed") : 0;
 }
 
@@ -76,7 +93,7 @@ int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline
                                            .instant = on_instant,
                                            .lost = on_lost,
                                            .thread = on_thread};
-    struct tl t = {.ops = ops, .cookie = cookie};
+    struct tl t = {.ops = ops, .cookie = cookie, .p = ctx->p};
     return rp_sw_file(ctx->input, ctx->replay, ctx->p, &swops, &t, ctx->progress, ctx->err,
                       ctx->errsz);
 }

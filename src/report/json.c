@@ -79,7 +79,7 @@ static void put_num_field(FILE *out, const char *key, double v)
 
 /* One element of "nodes".  Write errors are left for ferror(). */
 static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
-                     const struct rp_report_opts *o)
+                     const struct rp_report_opts *o, const uint64_t *wait)
 {
     const struct rp_node *n = &p->nodes[idx];
     double npt = p->ns_per_tick;
@@ -93,6 +93,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "throttled_calls", n->throttled);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
+    put_u64_field(out, "wait_ns", rp_ticks_ns(p, wait[idx]));
     put_u64_field(out, "offcpu_ns", rp_ticks_ns(p, n->offcpu)); /* off CPU in its own frame */
     put_num_field(out, "mean_ns", n->mean * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
@@ -103,6 +104,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "offcpu_below_ns", rp_ticks_ns(p, n->offcpu_below));
     }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
+    put_u64_field(out, "below_resolution", n->below_res); /* not in min or the pNN */
     if (n->hist.counts && n->hist.n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
@@ -166,7 +168,10 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
 /* One element of "thread_list".  Write errors are left for ferror(). */
 static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_thread *t)
 {
-    fprintf(out, "    { \"tid\": %" PRIu32, t->tid);
+    /* tid: the kernel's; a tid reused by a later thread is another entry,
+     * told apart by its generation and stream (format 1.3) */
+    fprintf(out, "    { \"tid\": %" PRIu32 ", \"generation\": %" PRIu32 ", \"stream\": %" PRIu32,
+            rp_tid_of(t->tid), rp_tid_gen(t->tid), t->tid);
     if (t->name) {
         fputs(", \"name\": ", out);
         put_str(out, t->name);
@@ -213,12 +218,14 @@ static void put_warnings(FILE *out, const char *warn)
 int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
     uint32_t *order = NULL, n_rows;
+    uint64_t *wait = NULL;
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     int rc = 0;
 
     if (!out || !p || !o || (p->n_nodes && !p->nodes))
         return RP_EINVAL;
-    if (!(order = rp_report_rows(p, o, &n_rows, NULL))) {
+    if (!(order = rp_report_rows(p, o, &n_rows, NULL)) ||
+        (p->n_nodes && !(wait = rp_wait_ticks(p)))) {
         rc = RP_ENOMEM;
         goto out;
     }
@@ -245,6 +252,10 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(", \"self_ns\": ", out);
     put_num(out, p->overhead_self * p->ns_per_tick);
     fprintf(out, ", \"clamped_spans\": %" PRIu64 " }", p->comp_clamped);
+    /* spans shorter than this are below resolution (comp.h): an addition */
+    fputs(",\n  \"resolution_ns\": ", out);
+    put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);
+    fprintf(out, ",\n  \"below_resolution\": %" PRIu64, p->below_res);
     /* off-CPU time (format 1.3, docs/recording.md) and the recorder's waits */
     uint64_t off = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++)
@@ -276,7 +287,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(",\n  \"nodes\": [", out);
     for (uint32_t i = 0; i < n_rows; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_node(out, p, order[i], o);
+        put_node(out, p, order[i], o, wait);
     }
     fputs(n_rows ? "\n  ],\n  \"edges\": [" : "],\n  \"edges\": [", out);
     uint32_t n_edges = 0;
@@ -298,5 +309,6 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         rc = RP_EIO;
 out:
     free(order);
+    free(wait);
     return rc;
 }

@@ -12,6 +12,10 @@
  * The call site of a span is the span below it on the thread's stack (the
  * function that asked for the lock), ROOT when there is none.
  *
+ * Condition variables: a pthread_cond_wait is a span of kind wait, class
+ * lock, keyed by the condition (src/record/locks.c); every such span is one
+ * wait on that condition, listed after the locks ("conds" in JSON).
+ *
  * Pass two (spanwalk) accumulates per (call site, lock node) in an open
  * addressing table; rp_locks_build then groups the entries by lock name,
  * since one lock has a wait node and a hold node (and a named lock macro one
@@ -86,7 +90,8 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
 {
     struct collect *c = ctx;
     uint8_t kind = c->p->nodes[s->id].kind;
-    if (kind != RP_KIND_LOCK_WAIT && kind != RP_KIND_LOCK_HOLD)
+    int cond = kind == RP_KIND_WAIT && c->p->nodes[s->id].cls == RP_CLASS_LOCK;
+    if (kind != RP_KIND_LOCK_WAIT && kind != RP_KIND_LOCK_HOLD && !cond)
         return 0;
     struct rp_lock_acc *a = acc_get(c->L, s->parent, s->id);
     if (!a)
@@ -100,7 +105,9 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
         a->s.waits++;
         /* a wait cut short (its thread or the run ended, a longjmp left
          * it) ended without the lock, like a refused one */
-        if ((s->has_arg && s->arg == RP_ARG_LOCK_FAILED) || s->cut)
+        if (cond)
+            ; /* a condition wait: neither granted nor failed */
+        else if ((s->has_arg && s->arg == RP_ARG_LOCK_FAILED) || s->cut)
             a->s.failed++;
         else
             a->s.contended++;
@@ -124,6 +131,13 @@ static void stat_add(struct rp_lock_stat *d, const struct rp_lock_stat *s)
 
 const char *rp_lock_display_name(const struct rp_node *n, char *buf, size_t bufsz)
 {
+    if (n->kind == RP_KIND_WAIT) { /* a condition variable */
+        if (n->name && n->name[0])
+            snprintf(buf, bufsz, "cond %s", n->name);
+        else
+            snprintf(buf, bufsz, "cond@0x%" PRIx64, n->key);
+        return buf;
+    }
     if (n->name && n->name[0])
         return n->name;
     snprintf(buf, bufsz, "lock@0x%" PRIx64, n->key);
@@ -193,7 +207,7 @@ static int group(struct rp_locks *L, const struct rp_profile *p)
         return RP_ENOMEM;
     uint32_t n = 0;
     int rc = RP_ENOMEM;
-    char buf[32];
+    char buf[512];
     for (uint32_t i = 0; i < L->capacc; i++) {
         if (!L->acc[i].key)
             continue;
@@ -217,6 +231,7 @@ static int group(struct rp_locks *L, const struct rp_profile *p)
             const struct rp_lock_acc *a = e[k].a;
             stat_add(&lk->s, &a->s);
             lk->flags |= p->nodes[a->node].flags & RP_FLAG_CONTENDED;
+            lk->cond |= p->nodes[a->node].kind == RP_KIND_WAIT;
             if (!lk->nsites || lk->sites[lk->nsites - 1].caller != a->caller)
                 lk->sites[lk->nsites++].caller = a->caller;
             stat_add(&lk->sites[lk->nsites - 1].s, &a->s);
@@ -287,7 +302,10 @@ static void table_row(FILE *f, const struct rp_profile *p, const struct rp_lock_
 
 int rp_locks_table(FILE *f, const struct rp_locks *L, const struct rp_profile *p)
 {
-    char nb[512], fb[64];
+    char nb[512], fb[64], b[3][24];
+    uint32_t nconds = 0;
+    for (uint32_t i = 0; i < L->nlocks; i++)
+        nconds += L->locks[i].cond != 0;
     if (!L->nlocks) {
         fprintf(f, "no lock events in this trace (record with the lock class on, and "
                    "librankprof preloaded: `rankprof record` does both)\n");
@@ -298,6 +316,8 @@ int rp_locks_table(FILE *f, const struct rp_locks *L, const struct rp_profile *p
             "lock / <- call site");
     for (uint32_t i = 0; i < L->nlocks; i++) {
         const struct rp_lock *lk = &L->locks[i];
+        if (lk->cond)
+            continue;
         table_row(f, p, &lk->s, lk->flags ? rp_flags_str(lk->flags, fb, sizeof(fb)) : "", "",
                   lk->name);
         for (uint32_t k = 0; k < lk->nsites; k++) {
@@ -307,6 +327,25 @@ int rp_locks_table(FILE *f, const struct rp_locks *L, const struct rp_profile *p
     }
     fprintf(f, "\ncontended = acquisitions that waited (%% of all); failed = waits that ended "
                "without the lock (try-lock, timeout); wait avg is over all waits.\n");
+    if (!nconds)
+        return ferror(f) ? RP_EIO : 0;
+    /* condition variables: the time threads spent blocked in pthread_cond_wait */
+    fprintf(f, "\n%10s %9s %9s %9s  %s\n", "waits", "wait", "wait avg", "wait max",
+            "condition / <- call site");
+    for (uint32_t i = 0; i < L->nlocks; i++) {
+        const struct rp_lock *lk = &L->locks[i];
+        for (uint32_t k = 0; lk->cond && k <= lk->nsites; k++) {
+            const struct rp_lock_stat *s = k ? &lk->sites[k - 1].s : &lk->s;
+            fprintf(f, "%10" PRIu64 " %9s %9s %9s  %s%s\n", s->waits,
+                    dur(p, (double)s->wait_sum, b[0], 24),
+                    dur(p, mean(s->wait_sum, s->waits), b[1], 24),
+                    dur(p, (double)s->wait_max, b[2], 24), k ? "  <- " : "",
+                    k ? rp_node_name(p, &p->nodes[lk->sites[k - 1].caller], nb, sizeof(nb))
+                      : lk->name);
+        }
+    }
+    fprintf(f, "\nwaits = pthread_cond_wait/timedwait calls, timed from the release of the mutex "
+               "to the return (the re-acquisition included).\n");
     return ferror(f) ? RP_EIO : 0;
 }
 
@@ -332,28 +371,41 @@ static void json_stat(FILE *f, const struct rp_profile *p, const struct rp_lock_
             rp_ticks_ns(p, s->hold_max));
 }
 
-int rp_locks_json(FILE *f, const struct rp_locks *L, const struct rp_profile *p)
+/* Lock i of L as the n-th element of its JSON array.  Write errors are left
+ * for ferror(). */
+static void lock_json(FILE *f, const struct rp_locks *L, const struct rp_profile *p, uint32_t i,
+                      uint32_t n)
 {
     char nb[512];
+    const struct rp_lock *lk = &L->locks[i];
+    fprintf(f, "%s\n  {\"name\": ", n ? "," : "");
+    rp_export_put_json(f, lk->name);
+    fputs(", ", f);
+    json_stat(f, p, &lk->s);
+    fprintf(f, ", \"flags\": [%s], \"sites\": [",
+            lk->flags & RP_FLAG_CONTENDED ? "\"CONTENDED\"" : "");
+    for (uint32_t k = 0; k < lk->nsites; k++) {
+        fprintf(f, "%s\n    {\"caller\": ", k ? "," : "");
+        rp_export_put_json(f, rp_node_name(p, &p->nodes[lk->sites[k].caller], nb, sizeof(nb)));
+        fputs(", ", f);
+        json_stat(f, p, &lk->sites[k].s);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+/* The locks, then the condition variables ("conds", with the same fields:
+ * only waits and wait_* are non-zero). */
+int rp_locks_json(FILE *f, const struct rp_locks *L, const struct rp_profile *p)
+{
     fprintf(f, "{\"version\": 1, \"program\": ");
     rp_export_put_json(f, p->program ? p->program : "");
-    fprintf(f, ", \"locks\": [");
-    for (uint32_t i = 0; i < L->nlocks; i++) {
-        const struct rp_lock *lk = &L->locks[i];
-        fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
-        rp_export_put_json(f, lk->name);
-        fputs(", ", f);
-        json_stat(f, p, &lk->s);
-        fprintf(f, ", \"flags\": [%s], \"sites\": [",
-                lk->flags & RP_FLAG_CONTENDED ? "\"CONTENDED\"" : "");
-        for (uint32_t k = 0; k < lk->nsites; k++) {
-            fprintf(f, "%s\n    {\"caller\": ", k ? "," : "");
-            rp_export_put_json(f, rp_node_name(p, &p->nodes[lk->sites[k].caller], nb, sizeof(nb)));
-            fputs(", ", f);
-            json_stat(f, p, &lk->sites[k].s);
-            fputc('}', f);
-        }
-        fputs("]}", f);
+    for (int conds = 0; conds < 2; conds++) {
+        fprintf(f, conds ? "\n], \"conds\": [" : ", \"locks\": [");
+        uint32_t listed = 0;
+        for (uint32_t i = 0; i < L->nlocks; i++)
+            if (!L->locks[i].cond == !conds)
+                lock_json(f, L, p, i, listed++);
     }
     fputs("\n]}\n", f);
     return ferror(f) ? RP_EIO : 0;

@@ -35,6 +35,7 @@ struct rp_lock {
     struct rp_lock_stat s;
     struct rp_lock_site *sites; /* sorted like the locks */
     uint32_t nsites;
+    int cond; /* a condition variable: only waits (s.waits, wait_*), listed apart */
 };
 
 /* Accumulation keyed by (caller, lock node), then grouped by lock name. */
@@ -71,7 +72,9 @@ void rp_locks_free(struct rp_locks *L);
 
 /* The name of the lock of a lock-wait or lock-hold node, without the
  * [wait]/[hold] suffix: its given or symbol name, else "lock@0x<address>"
- * written into buf.  Returns that name.  Cannot fail. */
+ * written into buf; for the wait node of a condition variable (kind wait,
+ * class lock) "cond <name>" or "cond@0x<address>".  Returns that name.
+ * Cannot fail. */
 const char *rp_lock_display_name(const struct rp_node *n, char *buf, size_t bufsz);
 
 #endif /* RP_REPORT_LOCKS_H */

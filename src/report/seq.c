@@ -204,7 +204,7 @@ static int want_tid(const struct seq *s, uint32_t tid)
     if (!s->o->ntids)
         return 1;
     for (unsigned i = 0; i < s->o->ntids; i++)
-        if (s->o->tids[i] == tid)
+        if (rp_tid_match(s->o->tids[i], tid)) /* a tid: every thread that had it */
             return 1;
     return 0;
 }
@@ -382,9 +382,10 @@ static int part_of(struct seq *s, uint8_t kind, uint32_t tid, uint32_t node, uin
         for (uint32_t i = 0; i < s->p->n_threads; i++)
             if (s->p->threads[i].tid == tid)
                 tn = s->p->threads[i].name;
-        char buf[SEQ_NAME_MAX + 16];
+        char buf[SEQ_NAME_MAX + 40], tb[24];
         if (tid) /* tid 0: the lifeline an empty diagram's note needs */
-            snprintf(buf, sizeof(buf), "T%" PRIu32 "%s%s", tid, tn && *tn ? " " : "", tn ? tn : "");
+            snprintf(buf, sizeof(buf), "T%s%s%s", rp_tid_str(tid, tb, sizeof(tb)),
+                     tn && *tn ? " " : "", tn ? tn : "");
         else
             snprintf(buf, sizeof(buf), "rankprof");
         clean(name, buf);

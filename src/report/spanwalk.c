@@ -12,6 +12,14 @@
  * last event without one.  Events of the threads arrive chunk by chunk, so the last thread
  * looked up is cached.  An ended span's dur is compensated as replay.c
  * does it (comp.h): from the thread's events between its begin and end.
+ *
+ * Lock holds (format 1.3, HOLD_BEGIN/HOLD_END) are intervals, not frames:
+ * they go on a per-thread list of held locks, not on the stack, so they
+ * need not nest with the calls around them.  HOLD_BEGIN reports the begin
+ * (parent: the innermost span, the acquirer); HOLD_END ends the latest
+ * hold of that lock with what the event carries (its duration, the events
+ * inside, the acquirer), as the replay counts it; what LOST or the end of
+ * the trace finds still held is dropped like an open span.
  */
 #include "spanwalk.h"
 
@@ -34,6 +42,8 @@ struct sw_thread {
     uint32_t tid;
     struct sw_frame *stack;
     uint32_t depth, cap;
+    struct rp_sw_span *held; /* lock holds begun and not ended, oldest first */
+    uint32_t nheld, capheld;
     uint64_t last;   /* ticks of its last event */
     uint64_t events; /* its events so far */
 };
@@ -129,6 +139,62 @@ static int drop_to(struct sw *w, struct sw_thread *t, uint32_t to, uint64_t now)
     return rc < 0 ? rc : 0;
 }
 
+/* Drops t's held locks at now, the latest first. */
+static int drop_held(struct sw *w, struct sw_thread *t, uint64_t now)
+{
+    int rc = 0;
+    while (t->nheld && rc >= 0) {
+        struct rp_sw_span *s = &t->held[--t->nheld];
+        s->end = now >= s->start ? now : s->start;
+        if (w->ops->drop)
+            rc = w->ops->drop(w->ctx, s);
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* HOLD_BEGIN of id at now: a held lock of t, begun. */
+static int hold_begin(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
+{
+    if (t->nheld == t->capheld) {
+        uint32_t ncap = t->capheld ? t->capheld * 2 : 8;
+        struct rp_sw_span *n = realloc(t->held, ncap * sizeof(*n));
+        if (!n)
+            return RP_ENOMEM;
+        t->held = n;
+        t->capheld = ncap;
+    }
+    struct rp_sw_span *s = &t->held[t->nheld++];
+    memset(s, 0, sizeof(*s));
+    s->tid = t->tid;
+    s->id = id;
+    s->parent = t->depth ? t->stack[t->depth - 1].s.id : 0;
+    s->depth = t->depth;
+    s->start = now;
+    return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
+}
+
+/* HOLD_END ev: ends the latest hold of its lock (found or not: the event
+ * says all), unless it names no acquisition (an unmatched exit). */
+static int hold_end(struct sw *w, struct sw_thread *t, const struct rp_event *ev)
+{
+    if (!ev->arg3)
+        return 0;
+    struct rp_sw_span s = {.tid = t->tid, .id = ev->id, .depth = t->depth};
+    uint32_t i = t->nheld;
+    while (i > 0 && t->held[i - 1].id != ev->id)
+        i--;
+    if (i) {
+        s = t->held[i - 1];
+        memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof(*t->held));
+        t->nheld--;
+    }
+    s.parent = (uint32_t)(ev->arg3 >> 2);
+    s.start = ev->ticks >= ev->arg ? ev->ticks - ev->arg : 0;
+    s.end = ev->ticks;
+    s.dur = rp_comp_dur(&w->comp, ev->arg, ev->arg2);
+    return w->ops->end ? w->ops->end(w->ctx, &s) : 0;
+}
+
 /* walk.h callback: a THREAD chunk, handed on. */
 static int on_thread(void *ctx, uint32_t tid, const char *name, size_t len)
 {
@@ -149,8 +215,9 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
            t->stack[t->depth - 1].s.id == w->offid)))
         t->events++;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
-         ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND) &&
-        ev->id >= w->p->n_nodes)
+         ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND || ev->op == RP_OP_HOLD_BEGIN ||
+         ev->op == RP_OP_HOLD_END) &&
+        (ev->id >= w->p->n_nodes || (ev->arg3 >> 2) >= w->p->n_nodes))
         return RP_EFORMAT; /* the replay of the same file would have failed */
     switch (ev->op) {
     case RP_OP_ENTER:
@@ -188,8 +255,12 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             t->stack[t->depth - 1].s.has_arg = 1;
         }
         return 0;
+    case RP_OP_HOLD_BEGIN:
+        return hold_begin(w, t, ev->id, ev->ticks);
+    case RP_OP_HOLD_END:
+        return hold_end(w, t, ev);
     case RP_OP_LOST:
-        if ((rc = drop_to(w, t, 0, ev->ticks)) < 0)
+        if ((rc = drop_to(w, t, 0, ev->ticks)) < 0 || (rc = drop_held(w, t, ev->ticks)) < 0)
             return rc;
         return w->ops->lost ? w->ops->lost(w->ctx, tid, ev->ticks, ev->arg) : 0;
     default:
@@ -218,7 +289,10 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
         t->events++; /* pop counts the events before the end's own: none here */
         if (rc == 0)
             rc = pop_to(&w, t, 0, end, RP_SW_CUT);
+        if (rc == 0) /* held locks never released: unclosed, as the replay counts them */
+            rc = drop_held(&w, t, end);
         free(t->stack);
+        free(t->held);
     }
     free(w.th);
     return rc;

@@ -8,7 +8,14 @@
  * exports match spans, with the rules of replay.c, so that every export
  * agrees with the report on every count.
  *
- * Memory: the open spans of each thread; nothing grows with the trace.
+ * Lock holds of format 1.3 are intervals, not frames (docs/locks.md): their
+ * begin is reported at the acquisition (parent: the innermost span then,
+ * the acquirer; not pushed, so depth is that of the spans open), their end
+ * at the release, wherever the calls around them are, and they may end in
+ * any order.
+ *
+ * Memory: the open spans and held locks of each thread; nothing grows with
+ * the trace.
  */
 #ifndef RP_REPORT_SPANWALK_H
 #define RP_REPORT_SPANWALK_H

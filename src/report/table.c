@@ -484,6 +484,17 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         }
     }
 
+    /* what a [wait] row is, once, when the table has one */
+    for (uint32_t r = 0; r < n_rows; r++) {
+        if (p->nodes[order[r]].kind != RP_KIND_WAIT)
+            continue;
+        fputs("\n[wait] rows are blocking calls (sleep, poll, join, condition waits ...): time "
+              "spent blocked,\nnot working, and not in their callers' self time "
+              "(docs/waits.md).\n",
+              out);
+        break;
+    }
+
     /* functions the recorder's throttle switched to counting only */
     for (uint32_t r = 0, any = 0; r < n_rows; r++) {
         const struct rp_node *n = &p->nodes[order[r]];

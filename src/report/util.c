@@ -106,6 +106,18 @@ const char *rp_kind_str(uint8_t kind)
     }
 }
 
+uint64_t *rp_wait_ticks(const struct rp_profile *p)
+{
+    uint64_t *w = p->n_nodes ? calloc(p->n_nodes, sizeof *w) : NULL;
+    for (uint32_t i = 0; w && i < p->n_edges; i++) {
+        const struct rp_edge *e = &p->edges[i];
+        if (e->caller < p->n_nodes && e->callee < p->n_nodes && e->caller != e->callee &&
+            p->nodes[e->callee].kind == RP_KIND_WAIT)
+            w[e->caller] += e->incl;
+    }
+    return w;
+}
+
 const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz)
 {
     if (ns < 1e3)
@@ -175,4 +187,27 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p)
                 "compensation: subtracted %.1fns per event inside a span and %.1fns of its "
                 "own; %" PRIu64 " span%s clamped at 0 (--no-compensate: measured times)\n",
                 ev, self, p->comp_clamped, p->comp_clamped == 1 ? "" : "s");
+    rp_report_res_line(out, p);
+}
+
+const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz)
+{
+    if (rp_tid_gen(stream))
+        snprintf(buf, bufsz, "%" PRIu32 "#%" PRIu32, rp_tid_of(stream), rp_tid_gen(stream));
+    else
+        snprintf(buf, bufsz, "%" PRIu32, stream);
+    return buf;
+}
+
+void rp_report_res_line(FILE *out, const struct rp_profile *p)
+{
+    char b[32];
+    if (p->mode && !strcmp(p->mode, "direct"))
+        return; /* direct mode's statistics set nothing aside */
+    fprintf(out,
+            "resolution: %s (%s); %" PRIu64 " span%s below it: counted, in totals and means, "
+            "not in min or percentiles\n",
+            rp_fmt_ns((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
+            p->compensated ? "1 tick + the spread of the measured overhead" : "1 tick",
+            p->below_res, p->below_res == 1 ? "" : "s");
 }

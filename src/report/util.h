@@ -54,7 +54,30 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p);
  * recorder's waits (when there were any).  Cannot fail. */
 void rp_report_offcpu_line(FILE *out, const struct rp_profile *p);
 
-/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), else "unknown". */
+/*
+ * Writes one line with the profile's resolution (comp.h) and the spans
+ * below it (rp_report_comp_line writes it too); nothing in direct mode.
+ * Write errors are left to the caller's ferror.
+ */
+void rp_report_res_line(FILE *out, const struct rp_profile *p);
+
+/*
+ * A thread stream id (format.h, "Thread streams") as people read it: the
+ * kernel tid, and "#G" after it for the G-th reuse of that tid ("4711",
+ * "4711#1").  Writes at most bufsz bytes; returns buf.  Cannot fail.
+ */
+const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
+
+/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), "wait",
+ * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
+
+/*
+ * Per node index, the ticks its activations spent in wait spans they called
+ * directly: the summed inclusive time of its edges to nodes of kind wait
+ * (the "wait_ns" of docs/report-json.md).  A calloc'd array of p->n_nodes,
+ * which the caller frees; NULL when out of memory (or no nodes).
+ */
+uint64_t *rp_wait_ticks(const struct rp_profile *p);
 
 #endif /* RP_REPORT_UTIL_H */

@@ -43,12 +43,42 @@
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
 
+/*
+ * Thread streams (format 1.3).  The u32 "tid" of THREAD, EVENTS, LOST,
+ * FCOUNT chunks and of STATS thread records names one recorded thread:
+ * the kernel thread id in the low RP_TID_BITS bits (Linux tids are below
+ * 2^22), and above them its generation, the number of earlier threads of
+ * the process the recorder saw with the same kernel tid (ids are reused
+ * once a thread has ended).  Generation 0 is the plain tid, as in older
+ * files, so an older reader sees a reused tid as another thread id.
+ */
+#define RP_TID_BITS 22
+#define RP_TID_MASK ((1u << RP_TID_BITS) - 1)
+#define RP_GEN_MAX  ((1u << (32 - RP_TID_BITS)) - 1) /* generations saturate here */
+
+/* The kernel tid and the generation of a thread stream id. */
+static inline uint32_t rp_tid_of(uint32_t stream)
+{
+    return stream & RP_TID_MASK;
+}
+static inline uint32_t rp_tid_gen(uint32_t stream)
+{
+    return stream >> RP_TID_BITS;
+}
+
+/* Whether stream id s is selected by a thread filter `want` (not 0): the
+ * stream itself, or, for a plain kernel tid, every generation of it. */
+static inline int rp_tid_match(uint32_t want, uint32_t s)
+{
+    return want == s || (want <= RP_TID_MASK && (s & RP_TID_MASK) == want);
+}
+
 /* Chunk types.  Readers skip (and count) types they do not know. */
 enum rp_chunk_type {
     RP_CH_INFO = 1,    /* key/value strings: program, argv, pid, clock, mode ... */
     RP_CH_CLOCK = 2,   /* u64 ticks, u64 monotonic ns, u64 realtime ns: calibration */
     RP_CH_MAPS = 3,    /* text of /proc/self/maps, executable mappings only */
-    RP_CH_THREAD = 4,  /* u32 tid, u32 flags, then the thread name (rest of payload) */
+    RP_CH_THREAD = 4,  /* u32 tid (a stream id, above), u32 flags, then the thread name */
     RP_CH_DEFS = 5,    /* id definitions, see struct layout below */
     RP_CH_EVENTS = 6,  /* u32 tid, u32 nevents | flags, u64 base ticks, [snapshot], events */
     RP_CH_LOST = 7,    /* u32 tid, u32 0, u64 count, u64 first ticks, u64 last ticks */
@@ -71,7 +101,9 @@ enum rp_chunk_type {
  * call, its enter and exit event, adds to the time of the span around it;
  * decimal, may have a fraction) and "overhead_self_ticks" (the part of a
  * span's own enter and exit that falls inside the span).  The analyzer
- * subtracts them (docs/performance.md).
+ * subtracts them (docs/performance.md).  Format 1.3 adds
+ * "overhead_spread_ticks" (p95 - median of the measured span of an empty
+ * call: the analyzer's resolution is 1 tick + its ceiling).
  */
 
 /* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */
@@ -83,7 +115,8 @@ enum rp_kind {
     RP_KIND_IO = 4,        /* device transaction */
     RP_KIND_INSTANT = 5,   /* a point in time: timer, IRQ, user mark */
     RP_KIND_COUNTER = 6,   /* a sampled value */
-    RP_KIND_WAIT = 7,      /* a blocking call (format 1.3) */
+    RP_KIND_WAIT = 7,      /* a blocking call (format 1.3): key is its site, or, with
+                              class RP_CLASS_LOCK, the condition variable waited on */
     RP_KIND_OFFCPU = 8,    /* the thread was off CPU in the enclosing span (format 1.3):
                               a synthetic node "[off-cpu]", key 0 */
     RP_KIND_MAX
@@ -133,9 +166,23 @@ enum rp_op {
                           point; every span open here is shortened by it (the reader
                           moves their starts later by it, as the writer does in its
                           snapshots) */
+    /* Compact stream only (format 1.3), lock holds as intervals that need not
+     * nest with the spans (docs/locks.md):
+     *   HOLD_BEGIN  + varint id: the thread acquired lock-hold id;
+     *   HOLD_END    + varint id, varint raw, varint events, varint how:
+     *               the hold of id begun raw ticks before ends, with `events`
+     *               of the thread's events between its HOLD_BEGIN and this;
+     *               how = acquirer << 2 | outer << 1 | 1, acquirer the node
+     *               of the innermost span open at the HOLD_BEGIN (0 = none),
+     *               outer 1 unless another hold of the same lock was open
+     *               under it (recursion); how = 0 (raw = events = 0): a
+     *               release with no acquisition known (an unmatched exit).
+     * Self-contained, so a chunk replays without the chunks before it. */
+    RP_OP_HOLD_BEGIN = 9,
+    RP_OP_HOLD_END = 10,
 };
 /* The highest op a reader of this version knows. */
-#define RP_OP_LAST RP_OP_PAUSE
+#define RP_OP_LAST RP_OP_HOLD_END
 #define RP_OP_BITS 3
 
 /* The ARG of a lock-wait span that ended without the lock (a failed
@@ -174,7 +221,7 @@ enum rp_op {
  *   varint h = (delta << 1), varint id (not 0)   ENTER id
  *   varint h = (delta << 1), byte 0, byte op     any other op (EXIT_ID,
  *                                                INSTANT, COUNTER, ARG, LOST,
- *                                                UNWIND),
+ *                                                UNWIND, HOLD_BEGIN, HOLD_END),
  *                                                then its operands as above
  */
 #define RP_SNAP_MAX 1024
@@ -187,6 +234,7 @@ enum rp_class {
     RP_CLASS_IO = 3,
     RP_CLASS_TIMER = 4,
     RP_CLASS_USER = 5,
+    RP_CLASS_WAIT = 6, /* blocking calls (format 1.3) */
     RP_CLASS_MAX
 };
 

@@ -215,7 +215,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     if (!(p = rp_get_varint(p, d->end, &h)))
         return RP_EFORMAT;
     ev->id = 0;
-    ev->arg = 0;
+    ev->arg = ev->arg2 = ev->arg3 = 0;
     if (d->compact) {
         d->now += h >> 1;
         if (h & 1) {
@@ -246,12 +246,18 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     case RP_OP_EXIT_ID:
     case RP_OP_INSTANT:
     case RP_OP_COUNTER:
+    case RP_OP_HOLD_BEGIN:
+    case RP_OP_HOLD_END:
         if (!(p = rp_get_varint(p, d->end, &v)) || v == 0 || v > UINT32_MAX)
             return RP_EFORMAT;
         ev->id = (uint32_t)v;
-        if (ev->op == RP_OP_INSTANT || ev->op == RP_OP_COUNTER)
+        if (ev->op == RP_OP_INSTANT || ev->op == RP_OP_COUNTER || ev->op == RP_OP_HOLD_END)
             if (!(p = rp_get_varint(p, d->end, &ev->arg)))
                 return RP_EFORMAT;
+        if (ev->op == RP_OP_HOLD_END && /* the events inside and how (format.h) */
+            (!(p = rp_get_varint(p, d->end, &ev->arg2)) ||
+             !(p = rp_get_varint(p, d->end, &ev->arg3)) || (ev->arg3 >> 2) > UINT32_MAX))
+            return RP_EFORMAT;
         break;
     case RP_OP_UNWIND: /* id 0 (the thread ends) is allowed; compact stream only */
         if (!d->compact || !(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)

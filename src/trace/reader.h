@@ -54,10 +54,12 @@ void rp_reader_close(struct rp_reader *r);
 
 /* Decoded event, for tools that want them one by one (dump). */
 struct rp_event {
-    uint8_t op;     /* enum rp_op */
-    uint32_t id;    /* ENTER, EXIT_ID, INSTANT, COUNTER */
-    uint64_t ticks; /* absolute */
-    uint64_t arg;   /* INSTANT argument, COUNTER zigzag value, ARG value, LOST count */
+    uint8_t op;          /* enum rp_op */
+    uint32_t id;         /* ENTER, EXIT_ID, INSTANT, COUNTER, HOLD_BEGIN, HOLD_END */
+    uint64_t ticks;      /* absolute */
+    uint64_t arg;        /* INSTANT argument, COUNTER zigzag value, ARG value, LOST count,
+                            HOLD_END raw duration */
+    uint64_t arg2, arg3; /* HOLD_END: the events inside, and `how` (format.h) */
 };
 
 struct rp_evdec {

@@ -89,6 +89,7 @@ void rp_enc_free(struct rp_enc *e)
 void rp_enc_thread_free(struct rp_enc_thread *t)
 {
     free(t->stack);
+    free(t->holds);
     memset(t, 0, sizeof(*t));
 }
 
@@ -161,7 +162,8 @@ static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls,
     if (e->ckeys[slot] == k)
         return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
-    if (e->lock_name && (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD))
+    if (e->lock_name &&
+        (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD || kind == RP_KIND_WAIT))
         d.name = e->lock_name(key);
     uint32_t id = rp_enc_id(e, &d);
     if (id) {
@@ -277,6 +279,60 @@ static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8
     return o;
 }
 
+/*
+ * Lock holds (format 1.3): an acquisition writes HOLD_BEGIN and remembers
+ * the hold; the release of that lock (the latest hold of it, LIFO) writes
+ * HOLD_END with everything the reader needs to count it on its own: the
+ * duration, the events inside (compensation), the acquirer and whether it
+ * is the outermost hold of that lock.  A hold does not go on the shadow
+ * stack, so a lock taken in one function and released in another (a
+ * wrapper, hand-over-hand locking) is one interval, and the spans around
+ * it match as calls.  Returns the output position; a hold that cannot be
+ * remembered (out of memory) is released as unknown.
+ */
+static uint8_t *enc_hold_begin(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t key,
+                               uint32_t id, uint64_t now, uint32_t nev)
+{
+    o = put_op(o, delta, RP_OP_HOLD_BEGIN);
+    o = rp_put_varint(o, id);
+    if (t->nholds == t->capholds) {
+        uint32_t ncap = t->capholds ? t->capholds * 2 : 16;
+        struct rp_enc_hold *nh = ncap > (1u << 20) ? NULL : realloc(t->holds, ncap * sizeof(*nh));
+        if (!nh)
+            return o;
+        t->holds = nh;
+        t->capholds = ncap;
+    }
+    t->holds[t->nholds++] = (struct rp_enc_hold){key, id, t->depth ? t->stack[t->depth - 1].id : 0,
+                                                 now, t->seq + nev + 1};
+    return o;
+}
+
+static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t key,
+                             uint32_t id, uint64_t now, uint32_t nev)
+{
+    uint32_t i = t->nholds;
+    while (i > 0 && t->holds[i - 1].key != key)
+        i--;
+    o = put_op(o, delta, RP_OP_HOLD_END);
+    o = rp_put_varint(o, id);
+    if (!i) { /* released, never acquired as far as we know */
+        o = rp_put_varint(o, 0);
+        o = rp_put_varint(o, 0);
+        return rp_put_varint(o, 0);
+    }
+    const struct rp_enc_hold *h = &t->holds[i - 1];
+    int outer = 1;
+    for (uint32_t k = 0; k < i - 1 && outer; k++)
+        outer = t->holds[k].key != key;
+    o = rp_put_varint(o, now >= h->start ? now - h->start : 0);
+    o = rp_put_varint(o, t->seq + nev + 1 - h->ev - 1);
+    o = rp_put_varint(o, (uint64_t)h->acq << 2 | (uint64_t)outer << 1 | 1);
+    memmove(&t->holds[i - 1], &t->holds[i], (t->nholds - i) * sizeof(*t->holds));
+    t->nholds--;
+    return o;
+}
+
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out)
 {
@@ -334,12 +390,26 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = no;
             break;
         case RP_RAW_LOCK_WAIT:
+            if (pl & RP_RAW_COND_BIT) { /* a condition wait: kind wait, class lock */
+                pl &= ~RP_RAW_COND_BIT;
+                if (!(id = enc_plain_id(e, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
+                    goto skip;
+                o = enc_enter(t, o, delta, enc_key(RP_KIND_WAIT, pl), id, RP_KIND_WAIT, now, nev);
+                break;
+            }
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, RP_KIND_LOCK_WAIT, now,
                           nev);
             break;
         case RP_RAW_LOCK_FAIL:
+            if (pl & RP_RAW_COND_BIT) { /* a condition wait ends */
+                pl &= ~RP_RAW_COND_BIT;
+                if (!(no = enc_exit(e, t, o, delta, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
+                    goto skip;
+                o = no;
+                break;
+            }
             /* A wait that ends without the lock says so in an ARG, so that
              * readers can tell it from a wait that ended in a grant. */
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
@@ -348,14 +418,15 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 delta = 0;
                 nev++;
             }
-            /* fall through */
-        case RP_RAW_LOCK_REL: {
-            uint8_t kind = op == RP_RAW_LOCK_REL ? RP_KIND_LOCK_HOLD : RP_KIND_LOCK_WAIT;
-            if (!(no = enc_exit(e, t, o, delta, kind, RP_CLASS_LOCK, pl)))
+            if (!(no = enc_exit(e, t, o, delta, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = no;
             break;
-        }
+        case RP_RAW_LOCK_REL: /* the hold ends: an interval, off the stack */
+            if (!(id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
+                goto skip;
+            o = enc_hold_end(t, o, delta, pl, id2, now, nev);
+            break;
         case RP_RAW_LOCK_ACQ:
             /* After a LOCK_WAIT of this lock (the innermost open span: the
              * thread was blocked in between) the wait ends and the hold
@@ -369,8 +440,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 delta = 0;
                 nev++;
             }
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_HOLD, pl), id2, RP_KIND_LOCK_HOLD, now,
-                          nev);
+            o = enc_hold_begin(t, o, delta, pl, id2, now, nev); /* off the stack */
             break;
         case RP_RAW_INSTANT:
         case RP_RAW_COUNTER:
@@ -455,6 +525,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = put_op(o, delta, RP_OP_LOST);
             o = rp_put_varint(o, pl);
             t->depth = 0;
+            t->nholds = 0; /* (a release after this is of a hold unknown to the reader) */
             t->lost += pl;
             break;
         default:

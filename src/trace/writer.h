@@ -56,6 +56,15 @@ enum rp_raw_op {
     RP_RAW_DATA = 15,      /* payload of the previous INSTANT/COUNTER (ticks field) */
 };
 
+/*
+ * In the payload of LOCK_WAIT and LOCK_FAIL: the address is a condition
+ * variable, and the span is a wait of kind RP_KIND_WAIT, class
+ * RP_CLASS_LOCK, keyed by that address (pthread_cond_wait between the
+ * release and the re-acquisition of its mutex).  LOCK_FAIL with the bit
+ * ends it.  No address of a lock has bit 59 set.
+ */
+#define RP_RAW_COND_BIT (1ull << 59)
+
 static inline uint64_t rp_raw_word(unsigned op, uint64_t payload)
 {
     return (uint64_t)op << RP_RAW_SHIFT | (payload & RP_RAW_PAYLOAD);
@@ -88,10 +97,22 @@ struct rp_enc_frame {
     uint64_t ev;    /* the thread's event number of its ENTER (1 = the first event) */
 };
 
+/* A lock hold the thread has begun and not yet ended (format 1.3: holds
+ * are intervals, not frames on the stack). */
+struct rp_enc_hold {
+    uint64_t key;   /* the lock address */
+    uint32_t id;    /* its lock-hold id */
+    uint32_t acq;   /* the id of the innermost open span at the acquisition, 0 = none */
+    uint64_t start; /* ticks, as the reader will see them */
+    uint64_t ev;    /* the thread's event number of its HOLD_BEGIN */
+};
+
 /* Writer-side state of one recorded thread. */
 struct rp_enc_thread {
     struct rp_enc_frame *stack; /* open spans, innermost last */
     uint32_t depth, cap;
+    struct rp_enc_hold *holds; /* locks held, in acquisition order */
+    uint32_t nholds, capholds;
     uint64_t skipped;        /* records the encoder could not encode */
     uint64_t lost;           /* events reported lost by LOST records */
     uint64_t seq;            /* events written for the thread so far (snapshot counts) */
@@ -140,10 +161,13 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
 
 /*
  * Upper bound on the EVENTS payload for n raw records (header included).
+ * The longest event of one record is a lock release's HOLD_END: a head, the
+ * escape and op bytes, an id, the duration, the events inside and a word
+ * of at most 34 bits (format.h).
  */
 static inline size_t rp_enc_bound(size_t n)
 {
-    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + 2 * RP_VARINT_MAX) + n * (2 * RP_VARINT_MAX + 2);
+    return 16 + RP_VARINT_MAX + RP_SNAP_MAX * (5 + 2 * RP_VARINT_MAX) + n * (4 * RP_VARINT_MAX + 2);
 }
 
 /*

@@ -255,6 +255,8 @@ def check_pprof(report, time_out, calls_out):
         die(f"pprof: no rows in {time_out} or {calls_out}")
     paths = 3 * len(nodes)  # one rounding per sample (path); generous for recursion
     for name, n in nodes.items():
+        if n["kind"] == "lock-hold":
+            continue  # an interval, not a frame of the call paths (docs/locks.md)
         if n["exclusive_ns"]:
             flat, cum = times.get(name, (None, None))
             if flat is None or abs(flat - n["exclusive_ns"]) > paths:
