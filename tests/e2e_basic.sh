@@ -70,6 +70,7 @@ def check_trace(path):
     if magic != b"RANKPROF" or major != 1 or hsize != 32:
         die(f"{path}: bad file header {magic!r} v{major}.{minor} size {hsize}")
     off, chunks, events, types = hsize, [], 0, []
+    offids = set()  # ids of kind 8 (offcpu): their spans are the writer's, not events
     while off < len(b):
         if off + 16 > len(b):
             die(f"{path}: chunk header at {off} cut short")
@@ -81,9 +82,17 @@ def check_trace(path):
         pl = b[off + 16:off + 16 + ln]
         if zlib.crc32(pl) != pcrc:
             die(f"{path}: payload crc of chunk at {off} (type {typ}) does not match")
+        if typ == 5:  # DEFS: u32 id, u8 kind, u8 class, u16 name len, u64 key, u32 line,
+            j = 0      # u16 file len, u16 extension len, name, file, extension
+            while j + 24 <= ln:
+                did, kind, _, nl = struct.unpack_from("<IBBH", pl, j)
+                fl, xl = struct.unpack_from("<HH", pl, j + 20)
+                if kind == 8:
+                    offids.add(did)
+                j += 24 + nl + fl + xl
         if typ == 6:  # EVENTS: u32 tid, u32 nevents|flags, u64 base, [snapshot], stream
             tid, nev, base = struct.unpack_from("<IIQ", pl, 0)
-            i, n = 16, 0
+            i, n, syn = 16, 0, 0
             compact = nev & 0x40000000  # one op bit: EXIT, ENTER id, or 0 + op
             snap = nev >> 31
             per = 3 if nev & 0x20000000 else 2  # format 1.2: each span's event count
@@ -108,12 +117,16 @@ def check_trace(path):
                         if v is None:
                             die(f"{path}: EVENTS chunk at {off}: id runs past the payload")
                         op = 0
+                        if v in offids:  # an off-CPU span: ENTER and its EXIT
+                            syn += 2
                         if v == 0:
                             op, i = varint(pl, i, ln)
-                            # 9, 10: lock HOLD_BEGIN, HOLD_END (format 1.3)
-                            if op is None or not (2 <= op <= 6 or op in (9, 10)):
+                            # 8: PAUSE, 9, 10: lock HOLD_BEGIN, HOLD_END (format 1.3)
+                            if op is None or not (2 <= op <= 6 or op in (8, 9, 10)):
                                 die(f"{path}: EVENTS chunk at {off}: bad extended op {op}")
-                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 9: 1,
+                            if op == 8:  # PAUSE: the writer's, not an event
+                                syn += 1
+                nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 8: 1, 9: 1,
                         10: 4}.get(op)
                 if nops is None:
                     die(f"{path}: EVENTS chunk at {off}: reserved op {op}")
@@ -124,7 +137,7 @@ def check_trace(path):
                 n += 1
             if n != nev:
                 die(f"{path}: EVENTS chunk at {off} says {nev} events, stream holds {n}")
-            events += nev
+            events += nev - syn
         chunks.append((off, typ, ln))
         types.append(typ)
         off += 16 + ln
@@ -146,7 +159,7 @@ def check_trace(path):
     print(f"events={events} truncate_at={pos} flip_at={pos} size={len(b)}")
 
 # ---- the JSON report (DESIGN §9) ------------------------------------------
-KINDS = {"func", "point", "lock-wait", "lock-hold", "io", "wait"}
+KINDS = {"func", "point", "lock-wait", "lock-hold", "io", "wait", "offcpu"}
 FLAGS = {"DISPATCH", "HOT", "JITTER", "RATE", "CONTENDED", "BUDGET"}
 NODE_KEYS = {"name": str, "kind": str, "calls": int, "inclusive_ns": int,
              "exclusive_ns": int, "mean_ns": (int, float), "min_ns": int, "max_ns": int,

@@ -48,8 +48,9 @@ def key(n):
 def compare(trace_path, direct_path, spec):
     t, d = load(trace_path), load(direct_path)
     tn = {}
-    for n in t["nodes"]:
-        tn.setdefault(key(n), []).append(n)
+    for n in t["nodes"]:  # off-CPU spans: trace mode only (docs/recording.md)
+        if n["kind"] != "offcpu":
+            tn.setdefault(key(n), []).append(n)
     dn = {}
     for n in d["nodes"]:
         dn.setdefault(key(n), []).append(n)
@@ -59,7 +60,8 @@ def compare(trace_path, direct_path, spec):
     if tc != dc:
         diff = {k: (tc.get(k), dc.get(k)) for k in set(tc) | set(dc) if tc.get(k) != dc.get(k)}
         die("%s: call counts differ between trace and direct mode: %s" % (spec, diff))
-    te = sorted((e["caller"], e["callee"], e["calls"]) for e in t["edges"])
+    te = sorted((e["caller"], e["callee"], e["calls"]) for e in t["edges"]
+                if e["callee"] != "[off-cpu]")
     de = sorted((e["caller"], e["callee"], e["calls"]) for e in d["edges"])
     if te != de:
         die("%s: edges differ:\n trace  %s\n direct %s" % (spec, te, de))
@@ -97,8 +99,10 @@ def compare(trace_path, direct_path, spec):
             l, sl = node["leaf"], edge[("step", "leaf")]
             if abs(l["inclusive_ns"] - sl["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
                 die("%s: incl(leaf) %s != incl(step->leaf) %s" % (mode, l["inclusive_ns"], sl["inclusive_ns"]))
-            if abs(l["exclusive_ns"] - l["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
-                die("%s: leaf calls nothing, yet exclusive %s != inclusive %s" % (mode, l["exclusive_ns"], l["inclusive_ns"]))
+            # (its time off CPU, when preempted, is the [off-cpu] node's: trace mode)
+            if abs(l["exclusive_ns"] + l.get("offcpu_ns", 0) - l["inclusive_ns"]) > 1 + 1e-6 * l["inclusive_ns"]:
+                die("%s: leaf calls nothing, yet exclusive %s + off-CPU %s != inclusive %s"
+                    % (mode, l["exclusive_ns"], l.get("offcpu_ns", 0), l["inclusive_ns"]))
         if not os.environ.get("RP_SANITIZE"):
             # typical times within noise: medians (a trace-mode buffer
             # hand-off makes a few calls slow), generous bounds

@@ -133,8 +133,8 @@ elif name == "fib":
 # ---- the rules, recomputed from the JSON numbers ---------------------------
 total = r["total_ns"]
 out = {}
-for e in r["edges"]:  # fan-out: callees other than itself
-    if e["caller_id"] != e["callee_id"]:
+for e in r["edges"]:  # fan-out: callees other than itself and [off-cpu]
+    if e["caller_id"] != e["callee_id"] and e["callee"] != "[off-cpu]":
         out.setdefault(e["caller_id"], []).append(e["inclusive_ns"])
 recursive = {e["callee_id"] for e in r["edges"] if e["caller_id"] == e["callee_id"]}
 
@@ -150,10 +150,16 @@ for n in r["nodes"]:
         if n["kind"] == "wait" and set(fl) & {"HOT", "JITTER", "RATE"}:
             die(f"{nm}: a wait flagged {fl}")
         continue
+    if n["kind"] == "offcpu":  # time off CPU is never flagged
+        if fl:
+            die(f"{nm}: flags {fl} on the off-CPU node")
+        continue
     incl = n["inclusive_ns"]
     rules = {
         "HOT": (n["exclusive_ns"], 0.05 * total),
-        "JITTER": (n["max_ns"], 10 * n.get("p50_ns", 0)) if n["calls"] >= 10 else None,
+        # the on-CPU maximum (less the time off CPU below it) is judged
+        "JITTER": (n.get("oncpu_max_ns", n["max_ns"]), 10 * n.get("p50_ns", 0))
+        if n["calls"] >= 10 else None,
     }
     for flag, rule in rules.items():
         if rule is None or near(*rule):
@@ -161,7 +167,9 @@ for n in r["nodes"]:
         want = rule[0] >= rule[1]
         if want != (flag in fl):
             die(f"{nm}: {flag} is {flag in fl} but the rule says {want} ({rule[0]} vs {rule[1]})")
-    parts = [(n["involvement"], 0.10), (0.10 * incl, n["exclusive_ns"]), (fan, 2.0)]
+    # (the self share of its time on CPU: off CPU is neither work nor dispatch)
+    parts = [(n["involvement"], 0.10), (0.10 * (incl - n.get("offcpu_ns", 0)), n["exclusive_ns"]),
+             (fan, 2.0)]
     if not any(near(*x) for x in parts):
         want = all(x >= t for x, t in parts)
         if want != ("DISPATCH" in fl):

@@ -47,7 +47,7 @@ def die(m):
 d = json.load(open(js))
 nodes = {}
 for x in d["nodes"]:
-    if x["kind"] not in ("func", "wait"):  # blocking calls: e2e_waits
+    if x["kind"] not in ("func", "wait", "offcpu"):  # blocking calls: e2e_waits; [off-cpu]
         if (x["name"], x["kind"]) in nodes:
             die("two nodes named %s (%s)" % (x["name"], x["kind"]))
         nodes[(x["name"], x["kind"])] = x
@@ -145,7 +145,8 @@ python3 "$tmp/check.py" "$tmp/c2.json" "$tmp/c2.dump" classes $N
 RANKPROF_FILTER='w*,b*' "$RANKPROF" record -o "$tmp/inc.data" -- "$prog" $N >/dev/null 2>&1
 "$RANKPROF" report -i "$tmp/inc.data" --format json | python3 -c '
 import json, sys
-names = sorted({x["name"] for x in json.load(sys.stdin)["nodes"] if x["kind"] not in ("func", "wait")})
+names = sorted({x["name"] for x in json.load(sys.stdin)["nodes"]
+                if x["kind"] not in ("func", "wait", "offcpu")})
 want = ["budgeted", "bus [hold]", "bus [wait]", "worker"]
 sys.exit(0 if names == want else "e2e_points: FAIL: include filter gave %s, want %s" % (names, want))'
 

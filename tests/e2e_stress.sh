@@ -116,7 +116,9 @@ for line in open(dump):
     f = line.split()
     if line.startswith("#") or len(f) < 3:
         continue
-    if f[2] in ("enter", "exit"):
+    if f[2] == "enter" and f[3:] == ["[off-cpu]"]:
+        spans -= 1  # an off-CPU span (the writer's): its enter and exit are no events
+    elif f[2] in ("enter", "exit"):
         spans += 1
     elif f[2] == "LOST":
         lost += int(f[3])

@@ -1294,6 +1294,53 @@ static void test_whole(void)
     rp_rank_whole_min = UINT32_MAX; /* the other tests: small graphs never take it */
 }
 
+/*
+ * Off-CPU time (format 1.3) in the flags: the [off-cpu] node is never
+ * flagged (35 % of all time, its "self", would be HOT); DISPATCH leaves it
+ * out (d: 900 self of 9500, 3500 of it off CPU: 15 % self on CPU, not
+ * DISPATCH, though 9.5 % by wall time and fan-out 3.0 with [off-cpu] as a
+ * callee would be); JITTER judges the on-CPU maximum (w1: max 1000 ticks,
+ * 5 of it on CPU, median 1 tick: not JITTER).
+ * Indices: 0 ROOT, 1 main, 2 d, 3 [off-cpu], 4 w1, 5 w2.
+ */
+static void test_flags_offcpu(void)
+{
+    struct rp_profile p;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+    set_node(1, RP_KIND_FUNC, 1, 500, 10000);
+    set_node(2, RP_KIND_FUNC, 1, 900, 9500);
+    set_node(3, RP_KIND_OFFCPU, 20, 3500, 3500);
+    set_node(4, RP_KIND_FUNC, 20, 2550, 2550);
+    set_node(5, RP_KIND_FUNC, 1, 2550, 2550);
+    fn[2].offcpu = 3500;
+    fn[4].max = 1000;
+    fn[4].oncpu_max = 5;
+    static const uint32_t es[5] = {0, 1, 2, 2, 2}, ed[5] = {1, 2, 3, 4, 5};
+    static const uint64_t ew[5] = {10000, 9500, 3500, 2550, 2550};
+    for (int e = 0; e < 5; e++)
+        fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 6;
+    p.edges = fe;
+    p.n_edges = 5;
+    p.total = 10000;
+    p.ns_per_tick = 1.0;
+    p.oncpu_known = 1;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK_EQ(fn[3].flags, 0);
+    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);  /* 9 % of all time self; not DISPATCH */
+    CHECK_NEAR(fn[2].fanout, 2.0, 1e-9); /* w1 and w2 only */
+    CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
+    p.oncpu_known = 0; /* (direct mode: the wall maximum is judged) */
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[4].flags & RP_FLAG_JITTER);
+}
+
 int main(void)
 {
     test_trees();
@@ -1308,6 +1355,7 @@ int main(void)
     test_threads();
     test_whole();
     test_flags();
+    test_flags_offcpu();
     if (failures) {
         fprintf(stderr, "test_rank: %d check(s) failed\n", failures);
         return 1;

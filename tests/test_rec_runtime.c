@@ -195,7 +195,9 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 struct tcount {
     uint64_t enters, exits, exit_ids, lost, lost_recs, chunks, events;
     uint64_t last_ticks;
-    uint64_t pos; /* wait run: position in the repeated pattern */
+    uint64_t pos;            /* wait run: position in the repeated pattern */
+    uint64_t pauses, offcpu; /* the writer's events in the current chunk */
+    uint64_t pauses_all;     /* PAUSE records: each took a record of a buffer */
     int announced;
     int seq_bad;
 };
@@ -283,6 +285,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             /* the clock never runs backwards for one thread */
             CHECK(now >= t->last_ticks);
             uint64_t got = 0, hv, v;
+            int in_off = 0; /* inside an off-CPU span (the writer's, format 1.3) */
             for (const uint8_t *q = ev0; q < pe; got++) {
                 if (!varint(&q, pe, &hv)) {
                     CHECK(!"bad event varint");
@@ -301,11 +304,29 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                     }
                     if (op == 0 && v == 0) { /* an extended op follows */
                         uint64_t x = 0;
-                        CHECK(varint(&q, pe, &x) && x >= 2 && x <= 6);
+                        CHECK(varint(&q, pe, &x) && ((x >= 2 && x <= 6) || x == 8));
                         op = (unsigned)x;
                     }
                 }
                 uint64_t key = 0;
+                /* the writer's own events (format 1.3): a PAUSE (the thread
+                 * waited for a buffer) and off-CPU spans (ENTER of the
+                 * kind-8 node, then its EXIT) are not the thread's */
+                if (op == 8) {
+                    CHECK(varint(&q, pe, &v));
+                    t->pauses++;
+                    t->pauses_all++;
+                    continue;
+                }
+                if (compact && op == 0 && v < MAXID && v > 0 && kind_of[v] == 8) {
+                    in_off = 1;
+                    t->offcpu++;
+                    continue;
+                }
+                if (op == 1 && in_off) {
+                    in_off = 0;
+                    continue;
+                }
                 if (op == 0 || op == 2) { /* ENTER, EXIT_ID: + id */
                     if (!((compact && op == 0) || varint(&q, pe, &v)) || v == 0 || v > nids) {
                         CHECK(!"event id not defined before use");
@@ -356,7 +377,8 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                 }
             }
             CHECK_EQ(got, nev);
-            t->events += got;
+            t->events += got - t->pauses - 2 * t->offcpu;
+            t->pauses = t->offcpu = 0;
             t->last_ticks = now;
         } else if (type == 8) { /* END */
             CHECK(len >= 32);
@@ -369,8 +391,13 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
     }
     CHECK_EQ(nend, 1);
     CHECK_EQ(end_flags, 1); /* RP_END_EXIT */
-    /* ids: f1, f2, f3 and one ft per thread */
-    CHECK_EQ(nids, 3 + NT);
+    /* ids: f1, f2, f3 and one ft per thread, and [off-cpu] if the threads
+     * were preempted while recorded (format 1.3) */
+    int noff = 0;
+    for (uint32_t i = 1; i <= nids && i < MAXID; i++)
+        noff += kind_of[i] == 8;
+    CHECK(noff <= 1);
+    CHECK_EQ(nids, 3 + NT + noff);
 
     uint64_t sum_rec = 0, sum_lost = 0, sum_lost_recs = 0, sum_pending = 0;
     for (int k = 0; k < NT; k++) {
@@ -388,7 +415,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             CHECK_EQ(t->lost, 0);
             CHECK_EQ(t->lost_recs, 0);
             CHECK_EQ(fx->pending[k], 0);
-            CHECK_EQ(t->chunks, (uint64_t)NITER * NPAT / 256);
+            CHECK_EQ(t->chunks, ((uint64_t)NITER * NPAT + t->pauses_all + 255) / 256);
             CHECK_EQ(t->pos, (uint64_t)NITER * NPAT);
         } else {
             /* never silent: each event is recorded or counted as lost in

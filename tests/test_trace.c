@@ -1217,6 +1217,199 @@ static void test_replay_streams(void)
     free(f.p);
 }
 
+/* ---- off-CPU intervals and recorder pauses (format 1.3) ------------------- */
+
+#define OF 0x401000u /* the functions of test_offcpu */
+#define OG 0x402000u
+#define OH 0x403000u
+#define OK 0x404000u
+#define OL 0x9000u /* a lock */
+
+static struct rp_raw oraw(uint64_t ticks, unsigned op, uint64_t pl)
+{
+    return (struct rp_raw){ticks, rp_raw_word(op, pl)};
+}
+
+/* Encodes recs[0..n) of tid 7 into f: DEFS, then EVENTS. */
+static void enc_batch(struct fbuf *f, struct rp_enc *e, struct rp_enc_thread *t,
+                      const struct rp_raw *recs, size_t n, uint8_t *out)
+{
+    size_t len = rp_enc_events(e, t, 7, recs, n, out), dlen;
+    const uint8_t *defs = rp_enc_take_defs(e, &dlen);
+    if (dlen)
+        fb_chunk(f, RP_CH_DEFS, defs, dlen);
+    fb_chunk(f, RP_CH_EVENTS, out, len);
+}
+
+static const struct rp_node *node_by_key(const struct rp_profile *p, uint8_t kind, uint64_t key)
+{
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind == kind && p->nodes[i].key == key)
+            return &p->nodes[i];
+    return NULL;
+}
+
+/*
+ * The writer's merge of off-CPU intervals (rp_offq) and the encoder's
+ * off-CPU spans and pauses, replayed.  One thread, three batches as the
+ * writer would encode them, the first two split by a periodic flush while
+ * the thread was off CPU (its switch-out is in the first poll, its
+ * switch-in in the second):
+ *
+ *   100 F {  110 G {} 120   off 130-150   200 H {  off 250-1250
+ *            pause 30 at 1280 } 1300   1400 lock-wait (off 1450-1600
+ *            inside: the wait itself) 1700 hold 1750 } 2000
+ *   off 2100-2200 (no span open: left out)  2300 K {} 2310
+ *   batch 3: off 2400-2500 (no span), a late interval 1500-1550 (its
+ *   time already written: dropped, counted), 3000 K {} 3010
+ *
+ * so, in ticks (1 ns each, no compensation): H incl 1100 - 30 = 1070,
+ * offcpu 1000, excl 70, on-CPU max 70; F incl 1900 - 30 = 1870, offcpu
+ * 20, excl 1870 - 10 - 20 - 1070 - 300 = 470 (the hold is an interval of
+ * its own, not a callee: docs/locks.md), and on-CPU max 1870 -
+ * 1000 - 300 (the lock wait) = 570: the 20 off CPU in the first chunk is
+ * not taken out of the on-CPU duration of a span that ends in a later one
+ * (docs/report-json.md);
+ * [off-cpu] 2 calls, 1020; the lock wait 300; 30 ticks paused.
+ */
+static void test_offcpu(void)
+{
+    struct rp_enc e;
+    struct rp_enc_thread t = {0};
+    struct rp_offq q = {0};
+    struct fbuf f = {0};
+    struct rp_profile p;
+    char err[512];
+    uint8_t *out = malloc(rp_enc_bound(64));
+    CHECK_EQ(rp_enc_init(&e, NULL, NULL), 0);
+    file_start(&f);
+
+    struct rp_raw b1[] = {oraw(100, RP_RAW_FUNC_ENTER, OF), oraw(110, RP_RAW_FUNC_ENTER, OG),
+                          oraw(120, RP_RAW_FUNC_EXIT, OG), oraw(200, RP_RAW_FUNC_ENTER, OH)};
+    rp_offq_switch(&q, 130, 1);
+    rp_offq_switch(&q, 150, 0);
+    rp_offq_switch(&q, 250, 1); /* off CPU at the flush */
+    size_t n = 4;
+    const struct rp_raw *m = rp_offq_merge(&q, b1, &n);
+    CHECK_EQ(n, 5);
+    CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 20));
+    CHECK_EQ(m[3].ticks, 130);
+    CHECK_EQ(m[4].ticks, 200);
+    CHECK_EQ(q.n, 0);
+    CHECK_EQ(q.out_at, 250);
+    enc_batch(&f, &e, &t, m, n, out);
+
+    rp_offq_switch(&q, 1250, 0);
+    rp_offq_switch(&q, 1450, 1);
+    rp_offq_switch(&q, 1600, 0);
+    rp_offq_switch(&q, 2100, 1);
+    rp_offq_switch(&q, 2200, 0);
+    rp_offq_switch(&q, 2400, 1);
+    rp_offq_switch(&q, 2500, 0);
+    struct rp_raw b2[] = {oraw(1280, RP_RAW_PAUSE, 30),      oraw(1300, RP_RAW_FUNC_EXIT, OH),
+                          oraw(1400, RP_RAW_LOCK_WAIT, OL),  oraw(1700, RP_RAW_LOCK_ACQ, OL),
+                          oraw(1750, RP_RAW_LOCK_REL, OL),   oraw(2000, RP_RAW_FUNC_EXIT, OF),
+                          oraw(2300, RP_RAW_FUNC_ENTER, OK), oraw(2310, RP_RAW_FUNC_EXIT, OK)};
+    n = 8;
+    m = rp_offq_merge(&q, b2, &n);
+    CHECK_EQ(n, 11);
+    CHECK_EQ(m[0].ticks, 250);
+    CHECK_EQ(m[0].word, rp_raw_word(RP_RAW_OFFCPU, 1000));
+    CHECK_EQ(q.n, 1); /* 2400-2500 waits for a record after it */
+    enc_batch(&f, &e, &t, m, n, out);
+    CHECK_EQ(t.offcpu, 2);
+    CHECK_EQ(t.offcpu_skipped, 2); /* in the lock wait, and with no span open */
+    CHECK_EQ(t.paused, 30);
+
+    rp_offq_switch(&q, 1500, 1);
+    rp_offq_switch(&q, 1550, 0);
+    struct rp_raw b3[] = {oraw(3000, RP_RAW_FUNC_ENTER, OK), oraw(3010, RP_RAW_FUNC_EXIT, OK)};
+    n = 2;
+    m = rp_offq_merge(&q, b3, &n);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(q.late, 1);
+    CHECK_EQ(q.n, 0);
+    enc_batch(&f, &e, &t, m, n, out);
+    CHECK_EQ(t.offcpu_skipped, 3);
+    uint8_t end[32] = {0};
+    rp_put32(end + 28, RP_END_EXIT);
+    fb_chunk(&f, RP_CH_END, end, sizeof(end));
+
+    CHECK_EQ(replay_buf(&f, &p, err, sizeof(err)), 0);
+    const struct rp_node *nf = node_by_key(&p, RP_KIND_FUNC, OF),
+                         *nh = node_by_key(&p, RP_KIND_FUNC, OH),
+                         *nk = node_by_key(&p, RP_KIND_FUNC, OK),
+                         *no = node_by_key(&p, RP_KIND_OFFCPU, 0),
+                         *nw = node_by_key(&p, RP_KIND_LOCK_WAIT, OL);
+    CHECK(nf && nh && nk && no && nw);
+    if (nf && nh && nk && no && nw) {
+        CHECK_EQ(nh->incl, 1070);
+        CHECK_EQ(nh->offcpu, 1000);
+        CHECK_EQ(nh->excl, 70);
+        CHECK_EQ(nh->max, 1070);
+        CHECK_EQ(nh->oncpu_max, 70);
+        CHECK_EQ(nh->oncpu_min, 70);
+        CHECK_EQ(nh->offcpu_below, 1000);
+        CHECK_EQ(nf->incl, 1870);
+        CHECK_EQ(nf->offcpu, 20);
+        CHECK_EQ(nf->excl, 470); /* a lock hold is an interval, not a callee */
+        CHECK_EQ(nf->max, 1870);
+        CHECK_EQ(nf->oncpu_max, 570);
+        CHECK_EQ(nk->oncpu_max, 10);
+        CHECK_EQ(nk->oncpu_min, 10);
+        CHECK_EQ(nk->calls, 2);
+        CHECK_EQ(nk->offcpu, 0);
+        CHECK_EQ(no->calls, 2);
+        CHECK_EQ(no->incl, 1020);
+        CHECK_STR(no->name, "[off-cpu]");
+        CHECK_EQ(nw->incl, 300);
+        CHECK_EQ(nw->offcpu, 0);
+    }
+    CHECK_EQ(p.paused, 30);
+    CHECK_EQ(p.n_threads, 1);
+    if (p.n_threads)
+        CHECK_EQ(p.threads[0].paused, 30);
+    CHECK_EQ(p.unclosed + p.unmatched_exits, 0);
+    rp_profile_free(&p);
+    rp_offq_free(&q);
+
+    /* A pause (the thread waited for the writer, 200-300) is the
+     * recorder's time: an interval is cut at its start, one inside it is
+     * dropped (not late). */
+    struct rp_raw b4[] = {oraw(100, RP_RAW_FUNC_ENTER, OF), oraw(300, RP_RAW_PAUSE, 100),
+                          oraw(400, RP_RAW_FUNC_EXIT, OF)};
+    rp_offq_switch(&q, 150, 1);
+    rp_offq_switch(&q, 250, 0);
+    rp_offq_switch(&q, 260, 1);
+    rp_offq_switch(&q, 290, 0);
+    n = 3;
+    m = rp_offq_merge(&q, b4, &n);
+    CHECK_EQ(n, 4);
+    CHECK_EQ(m[1].ticks, 150);
+    CHECK_EQ(m[1].word, rp_raw_word(RP_RAW_OFFCPU, 50));
+    CHECK_EQ(q.late, 0);
+    CHECK_EQ(q.n, 0);
+    rp_offq_free(&q);
+
+    /* A DATA record (an instant's value in its ticks field) is no time: an
+     * interval never comes between it and its INSTANT. */
+    struct rp_raw b5[] = {oraw(100, RP_RAW_FUNC_ENTER, OF), oraw(200, RP_RAW_INSTANT, 0x77),
+                          oraw(5, RP_RAW_DATA, 0), oraw(300, RP_RAW_FUNC_EXIT, OF)};
+    rp_offq_switch(&q, 210, 1);
+    rp_offq_switch(&q, 250, 0);
+    n = 4;
+    m = rp_offq_merge(&q, b5, &n);
+    CHECK_EQ(n, 5);
+    CHECK_EQ(m[2].word, rp_raw_word(RP_RAW_DATA, 0));
+    CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 40));
+    CHECK_EQ(q.late, 0);
+    rp_offq_free(&q);
+    rp_enc_thread_free(&t);
+    rp_enc_free(&e);
+    free(out);
+    free(f.p);
+}
+
 /* ---- frames left without their exit --------------------------------------- */
 
 /* Functions of the unwinding trace: landing A, deep B, C, D, after E. */
@@ -1722,6 +1915,7 @@ int main(void)
     test_no_end();
     test_fcount();
     test_replay_streams();
+    test_offcpu();
     test_unwind();
     test_reused_tid();
     test_holds();

@@ -58,6 +58,8 @@ struct priv {
     int by_thread;
     struct rp_comp comp;
     uint64_t end_ticks; /* the END chunk's, 0 without one */
+    uint32_t offid;     /* the off-CPU node's trace id (0 = none): its spans and PAUSE
+                           events are the writer's, not counted, not compensated */
 };
 
 /* The home slot of path (parent, id): a Fibonacci hash of both. */
@@ -141,9 +143,10 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     assert(th->depth > 0);
     struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
-    uint64_t dur =
-        rp_comp_dur(&v->comp, now >= f->start ? now - f->start : 0, th->events - f->ev - 1);
     struct rp_cct_node *n = &t->nodes[f->node];
+    uint64_t raw = now >= f->start ? now - f->start : 0;
+    uint64_t dur =
+        v->offid && n->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
     n->calls++;
     n->incl += dur;
     n->excl += dur - f->callees; /* modulo 2^64: a signed sum until the end */
@@ -164,7 +167,11 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 
     if (!th)
         return RP_ENOMEM;
-    th->events++;
+    /* the writer's events (replay.c): not among the thread's for compensation */
+    if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
+          (v->offid && ev->op == RP_OP_EXIT && th->depth &&
+           t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
+        th->events++;
     th->last = ev->ticks;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND) &&
         ev->id >= v->n_ids)
@@ -215,6 +222,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         t->unclosed += th->depth;
         th->depth = 0;
         break;
+    case RP_OP_PAUSE: /* the recorder's wait: not in any open span (replay.c) */
+        for (uint32_t d = 0; d < th->depth; d++)
+            th->stack[d].start += ev->arg;
+        break;
     default:
         break;
     }
@@ -239,6 +250,9 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
     v->n_ids = p->n_nodes;
     v->by_thread = by_thread;
     rp_comp_init(&v->comp, p, o->no_compensate);
+    for (uint32_t i = 1; i < p->n_nodes && !v->offid; i++)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+            v->offid = i;
     if ((rc = rehash(t, v)) < 0)
         return rc;
     v->end_ticks = p->ended ? p->end_ticks : 0;

@@ -28,9 +28,17 @@
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
- * ROOT (index 0) is never flagged; a wait node (a blocking call) is never
- * HOT, JITTER or RATE: its time is not work, its length the program's
- * choice.
+ * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
+ * wait node (a blocking call) is never HOT, JITTER or RATE: its time is not
+ * work, its length the program's choice.
+ * DISPATCH leaves time off CPU out: its edges are no callees in the
+ * fan-out, and the self share is excl / (incl - offcpu).
+ * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
+ * time off CPU or in waits below it; waits are nodes with flags of their
+ * own) of a replayed trace, so preemption does not make a function JITTER;
+ * the median is the wall one (off-CPU spans are rare enough not to move
+ * it).  RATE judges the wall maximum: a periodic task
+ * misses its period also while it is preempted.
  */
 #include "flags.h"
 
@@ -98,6 +106,14 @@ static double median_ticks(const struct rp_node *n)
     return med ? (double)med : 1.0;
 }
 
+/* The largest duration that judges a node's JITTER: on CPU, less the time
+ * off CPU or in waits below it, when the profile knows it (a replayed trace).  RATE
+ * judges the wall maximum: a deadline is missed also while preempted. */
+static uint64_t judged_max(const struct rp_profile *p, const struct rp_node *n)
+{
+    return p->oncpu_known ? n->oncpu_max : n->max;
+}
+
 static double mean_period(const struct rp_node *n)
 {
     if (n->calls < 2 || n->last_start < n->first_start)
@@ -143,12 +159,13 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         const struct rp_edge *ed = &p->edges[e];
         if (ed->caller == ed->callee)
             self[ed->caller] |= ed->calls > 0;
-        else
+        else if (p->nodes[ed->callee].kind != RP_KIND_OFFCPU) /* not work handed on */
             out[ed->caller] += (double)ed->incl;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        if (ed->incl == 0 || ed->caller == ed->callee)
+        if (ed->incl == 0 || ed->caller == ed->callee ||
+            p->nodes[ed->callee].kind == RP_KIND_OFFCPU)
             continue;
         double q = (double)ed->incl / out[ed->caller];
         h[ed->caller] -= q * log(q);
@@ -158,11 +175,15 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         struct rp_node *nd = &p->nodes[i];
         nd->fanout = out[i] > 0.0 ? exp(h[i]) : 0.0;
         nd->flags = 0;
-        if (i == 0)
+        /* the off-CPU node is time the threads were not running: never HOT,
+         * JITTER or RATE (its durations are the scheduler's, not code's) */
+        if (i == 0 || nd->kind == RP_KIND_OFFCPU)
             continue;
-        if (nd->involvement >= o->dispatch_involvement && nd->incl > 0 &&
-            (double)nd->excl <= o->dispatch_self * (double)nd->incl &&
-            nd->fanout >= o->dispatch_fanout)
+        /* the self share of its time on CPU: off CPU is neither its work nor
+         * work it handed on */
+        double on_incl = (double)nd->incl - (double)nd->offcpu;
+        if (nd->involvement >= o->dispatch_involvement && on_incl > 0 &&
+            (double)nd->excl <= o->dispatch_self * on_incl && nd->fanout >= o->dispatch_fanout)
             nd->flags |= RP_FLAG_DISPATCH;
         /* A wait is not work, and its length is the program's choice (a
          * sleep, a timeout): never HOT, JITTER or RATE. */
@@ -171,7 +192,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             nd->flags |= RP_FLAG_HOT;
         int recursed = wait || self[i] || nd->dur_sum > nd->incl;
         if (!recursed && nd->calls >= o->jitter_calls && nd->calls > 0 &&
-            (double)nd->max >= o->jitter_ratio * median_ticks(nd))
+            (double)judged_max(p, nd) >= o->jitter_ratio * median_ticks(nd))
             nd->flags |= RP_FLAG_JITTER;
         double per = mean_period(nd);
         if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
@@ -275,7 +296,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double inv = n->involvement * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
-        put_pct(buf, bufsz, &len, n->incl ? (double)n->excl / (double)n->incl : 0.0);
+        double on_incl = (double)n->incl - (double)n->offcpu; /* as the rule: on CPU */
+        put_pct(buf, bufsz, &len, on_incl > 0 ? (double)n->excl / on_incl : 0.0);
         put(buf, bufsz, &len, " self, spreads over %.1f callees", n->fanout);
         sep = "; ";
     }
@@ -287,18 +309,20 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     }
     if (n->flags & RP_FLAG_JITTER) {
         double med = median_ticks(n);
+        double mx = (double)judged_max(p, n);
         put(buf, bufsz, &len, "%sJITTER max ", sep);
-        put_dur(buf, bufsz, &len, (double)n->max, tick);
-        put(buf, bufsz, &len, " is %.0fx the median ", (double)n->max / med);
+        put_dur(buf, bufsz, &len, mx, tick);
+        put(buf, bufsz, &len, " is %.0fx the median ", mx / med);
         put_dur(buf, bufsz, &len, med, tick);
         sep = "; ";
     }
     if (n->flags & RP_FLAG_RATE) {
         double per = mean_period(n);
+        double mx = (double)n->max;
         put(buf, bufsz, &len, "%sRATE max ", sep);
-        put_dur(buf, bufsz, &len, (double)n->max, tick);
+        put_dur(buf, bufsz, &len, mx, tick);
         put(buf, bufsz, &len, " is ");
-        put_pct(buf, bufsz, &len, per > 0.0 ? (double)n->max / per : 1.0);
+        put_pct(buf, bufsz, &len, per > 0.0 ? mx / per : 1.0);
         put(buf, bufsz, &len, " of the mean period ");
         put_dur(buf, bufsz, &len, per > 0.0 ? per : 0.0, tick);
         sep = "; ";

@@ -53,11 +53,19 @@ struct rp_node {
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
                                          not in calls: every statistic is of recorded calls */
-    uint64_t cut;       /* activations (in calls) not ended by their own exit: ended where the
-                           stack was seen to leave them (a longjmp, an exception, the thread's
-                           or the process's end), with their time up to there */
-    uint64_t below_res; /* spans shorter than the profile's resolution: in calls, dur_sum
-                           and the mean, not in min, the histogram or the percentiles */
+    uint64_t cut;          /* activations (in calls) not ended by their own exit: ended where the
+                              stack was seen to leave them (a longjmp, an exception, the thread's
+                              or the process's end), with their time up to there */
+    uint64_t below_res;    /* spans shorter than the profile's resolution: in calls, dur_sum
+                              and the mean, not in min, the histogram or the percentiles */
+    uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
+                              off-CPU node (format 1.3); part of incl, not of excl */
+    uint64_t offcpu_below; /* ticks off CPU or in waits (spans of kind offcpu, wait,
+                              lock-wait) anywhere below its activations, summed */
+    uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
+                              activation's duration less the off-CPU and wait time below it (in
+                              the chunk it ended in); min, max, mean, m2 and hist stay of
+                              wall durations.  JITTER judges oncpu_max */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -84,6 +92,8 @@ struct rp_thread {
     uint64_t unclosed;        /* spans dropped without time (lost events) */
     uint64_t unwound;         /* spans ended where the stack unwound past them */
     uint64_t cut;             /* spans ended at the thread's end (still open then) */
+    uint64_t paused;          /* ticks it waited for the recorder's writer (PAUSE events),
+                                 taken out of every span open then (format 1.3) */
 };
 
 struct rp_rank_info {
@@ -138,6 +148,17 @@ struct rp_profile {
     uint64_t below_res;     /* spans below resolution, summed over the nodes */
     int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
                                docs/locks.md): the ranking gives them no time weight */
+
+    /* Off-CPU time (format 1.3, docs/recording.md): how the recorder knew it
+     * ("perf", "schedstat", "none"; "" = not said: an older trace), why perf
+     * was not used, switch records lost, intervals too late to place, and the
+     * schedstat fallback's summed run-queue delay in ns. */
+    char offcpu_src[16];
+    char offcpu_err[64];
+    uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
+    int offcpu_runq_known;
+    uint64_t paused; /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known; /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

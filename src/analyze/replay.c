@@ -89,6 +89,8 @@ struct frame {
     int64_t ev;     /* the chunk-local number of its ENTER event (the chunk's first
                        event is 1; <= 0: before the chunk); in a thread's stack
                        between chunks, relative to the end of the last one */
+    uint64_t off;   /* ticks off CPU in spans below it (in this chunk): taken out of
+                       its on-CPU statistics (format 1.3, see "Off-CPU" above) */
 };
 
 /*
@@ -116,6 +118,11 @@ struct hot {
     uint32_t last_caller[2], last_edge[2]; /* edge_of() */
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
     uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
+    uint64_t offb;                         /* off-CPU ticks below its spans, summed */
+    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
+                            and the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
+                            off CPU for the frames above them (frame.off) */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -161,6 +168,10 @@ struct job {
     uint64_t pairfp, selffp;
     uint64_t res;     /* the resolution in ticks (comp.h) */
     uint64_t clamped; /* out: spans shorter than their overhead */
+    uint32_t offid;   /* the off-CPU node's id (0 = none) */
+    uint64_t paused;  /* out: ticks of PAUSE events (the recorder's waits) */
+    uint64_t syn;     /* out: the writer's own events (off-CPU spans, PAUSE): not
+                         counted in the event numbers compensation uses */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
     uint32_t nin, capin;
@@ -215,6 +226,7 @@ struct priv {
     int want_comp;           /* compensation not switched off */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
     uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
+    uint32_t offid;          /* the first node of kind offcpu (0 = none) */
 
     /* the workers */
     struct rp_profile *p;
@@ -263,10 +275,18 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
+        p->nodes[i].oncpu_min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
     }
     p->n_nodes = id + 1;
     return 0;
+}
+
+/* Spans of these kinds are time the frames above them were not working on
+ * CPU: off CPU, or blocked in a wait (taken out of their on-CPU durations). */
+static inline uint8_t blocked_kind(uint8_t kind)
+{
+    return kind == RP_KIND_OFFCPU || kind == RP_KIND_WAIT || kind == RP_KIND_LOCK_WAIT;
 }
 
 /*
@@ -285,6 +305,8 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         struct hot *h = &a->hot[i];
         memset(h, 0, sizeof(*h));
         h->first = UINT64_MAX;
+        h->omin = UINT64_MAX;
+        h->blocked = blocked_kind(p->nodes[i].kind);
         h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
         h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
         a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
@@ -461,9 +483,18 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  */
 static inline __attribute__((always_inline)) int
 span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
-           uint64_t dur, uint64_t child, int outer, const struct rp_comp *cp)
+           uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp)
 {
     h->excl += dur - child;
+    uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
+    if (unlikely(off)) {
+        on = off < dur ? dur - off : 0;
+        h->offb += dur - on;
+        if (on < h->omin)
+            h->omin = on;
+    }
+    if (unlikely(on > h->omax))
+        h->omax = on;
     h->sq += (unsigned __int128)dur * dur;
     unsigned b = rp_hist_index(dur); /* a new histogram has len 0 */
     if (unlikely(b - h->hist.lo >= h->hist.len) && hist_grow(h, b))
@@ -505,11 +536,12 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     uint32_t id = f->id, parent = 0;
     uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
 
-    if (cp->on) /* E events inside: E * pair / 2 + self, rounded */
+    if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
+        pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         parent = pf->id;
     }
     if (unlikely(*depth < j->low)) {
@@ -517,7 +549,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
         if (*depth < j->u)
             j->closed[*depth] = 1;
     }
-    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child,
+    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
                       --a->active[id] == 0, cp);
 }
 
@@ -628,7 +660,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     j->nsnap = ns;
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev};
+        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0};
     }
     a->depth = j->u = j->low = u;
     memset(j->closed, 0, u);
@@ -685,7 +717,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
     if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
-                   dur, dur, (how >> 1) & 1, cp) < 0)
+                   dur, dur, 0, (how >> 1) & 1, cp) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
 }
@@ -709,6 +741,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
 struct loopst {
     const uint8_t *q, *ev0;
     uint64_t now, n;
+    uint64_t syn; /* of n, the writer's events (struct job) */
     uint32_t id;
     unsigned op; /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
 };
@@ -719,7 +752,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                                                              const uint8_t *end, const int compact)
 {
     const uint8_t *q = ev->q, *ev0 = q;
-    uint64_t now = ev->now, n = ev->n, h, x, arg;
+    uint64_t now = ev->now, n = ev->n, syn = ev->syn, h, x, arg; /* n - syn: struct job */
     const struct rp_node *nodes = p->nodes;
     const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
     struct hot *const hot = a->hot;
@@ -748,8 +781,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (unlikely(!(q = pget(q, end, &x))))
                 goto bad;
             if (compact && unlikely(!x)) { /* (an id 0 in padding has no op) */
-                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID ||
-                    (x > RP_OP_UNWIND && x != RP_OP_HOLD_BEGIN && x != RP_OP_HOLD_END))
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LAST)
                     goto bad;
                 op = (unsigned)x;
             }
@@ -767,13 +799,19 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
+                    if (unlikely(x == j->offid)) { /* the writer's: not compensated */
+                        dur = raw;
+                        syn += 2;
+                    }
                     uint32_t parent = 0;
                     if (depth) {
                         stack[depth - 1].child += dur;
+                        if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
+                            stack[depth - 1].off += dur;
                         parent = stack[depth - 1].id;
                     }
                     n++;
-                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0,
+                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
                                             act == 0, cp) < 0))
                         goto nomem;
                     now += raw;
@@ -784,7 +822,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -792,7 +830,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)n};
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -800,7 +838,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -818,9 +856,9 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             /* spans opened above it were left without their exits (a
              * longjmp, an exception): they end here, with time (span_cut) */
-            if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)n, cp, 0) < 0)
+            if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, 0) < 0)
                 goto nomem;
-            if (span_end(a, j, stack, &depth, now, (int64_t)n, cp) < 0)
+            if (span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0)
                 goto nomem;
             break;
         }
@@ -837,7 +875,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 if (!at) /* not open: nothing to end (our writer never says so) */
                     break;
             }
-            if (span_cut(a, j, stack, &depth, at, now, (int64_t)n, cp, x == 0) < 0)
+            if (span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, x == 0) < 0)
                 goto nomem;
             break;
         }
@@ -864,6 +902,17 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             stack_drop(a, j, 0);
             depth = 0;
             break;
+        case RP_OP_PAUSE:
+            /* The thread waited arg ticks for the recorder's writer: not
+             * the program's time.  Every open span starts that much later,
+             * as the writer's snapshots say (format.h). */
+            if (!(q = rp_get_varint(q, end, &arg)))
+                goto bad;
+            j->paused += arg;
+            syn++;
+            for (uint32_t d = 0; d < depth; d++)
+                stack[d].start += arg;
+            break;
         default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
             ev->op = op; /* (the escape admits no other) */
             rc = LOOP_HOLD;
@@ -874,6 +923,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
         rc = LOOP_BAD;
 out:
     a->depth = depth;
+    j->syn = ev->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;
     ev->now = now;
@@ -910,7 +960,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
-    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = 0;
+    j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = j->syn = 0;
     j->unwound = j->cut = 0;
     j->holds = 0;
     j->hold_ops = 0;
@@ -952,7 +1002,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         goto too_deep;
     }
     j->last = ev.now;
-    j->events = ev.n;
+    j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
 out:
     j->clamped = cp.clamped;
     /* hand the stack over and leave a clean replayer for the next chunk */
@@ -1019,6 +1069,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     th->unwound += j->unwound;
     th->cut += j->cut;
     th->lost += j->lost;
+    th->paused += j->paused;
+    p->paused += j->paused;
     t->holds += j->holds; /* in file order: what is open after this chunk */
     p->hold_intervals |= j->hold_ops;
     p->comp_clamped += j->clamped;
@@ -1040,7 +1092,7 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev};
+            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0};
         t->depth = j->u;
     }
     for (uint32_t i = j->low; i < j->u; i++)
@@ -1049,8 +1101,10 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     uint32_t keep = j->low < j->u ? j->low : j->u;
     if (rp_grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
-    for (uint32_t i = 0; i < keep; i++)
+    for (uint32_t i = 0; i < keep; i++) {
         t->stack[i].child += j->out[i].child;
+        t->stack[i].start = j->out[i].start; /* moved later by the chunk's PAUSEs */
+    }
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
     t->depth = j->nout;
     for (uint32_t i = 0; i < j->nout; i++) /* ENTERs counted from the end of this chunk */
@@ -1276,6 +1330,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     atomic_store_explicit(&j->done, 0, memory_order_relaxed);
     j->from_snap = parallel;
     j->comp = comp;
+    j->offid = v->offid;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     j->res = comp ? v->res_comp : 1;
@@ -1316,6 +1371,15 @@ static void defined(struct priv *v, uint32_t id)
             v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF;
 }
 
+/* Records the kind of a node that the accumulators already hold (struct hot's
+ * `blocked`). */
+static void defined_kind(struct priv *v, uint32_t id, uint8_t kind)
+{
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        if (id < v->acc[k].nhot)
+            v->acc[k].hot[id].blocked = blocked_kind(kind);
+}
+
 static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     const uint8_t *q = c->data, *end = c->data + c->len;
@@ -1336,6 +1400,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             goto bad; /* an id is defined once */
         n->kind = kind;
         defined(p->priv, id);
+        defined_kind(p->priv, id, kind);
+        if (kind == RP_KIND_OFFCPU && !((struct priv *)p->priv)->offid)
+            ((struct priv *)p->priv)->offid = id;
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
@@ -1380,6 +1447,28 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             free(p->argv);
             p->argv = dupn(val, vlen);
             p->argv_len = p->argv ? vlen : 0;
+        } else if (KEY("offcpu")) { /* format 1.3: how off-CPU time is known */
+            size_t l = vlen < sizeof(p->offcpu_src) - 1 ? vlen : sizeof(p->offcpu_src) - 1;
+            memcpy(p->offcpu_src, val, l);
+            p->offcpu_src[l] = 0;
+        } else if (KEY("offcpu_error")) {
+            size_t l = vlen < sizeof(p->offcpu_err) - 1 ? vlen : sizeof(p->offcpu_err) - 1;
+            memcpy(p->offcpu_err, val, l);
+            p->offcpu_err[l] = 0;
+        } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            uint64_t x = strtoull(tmp, NULL, 10);
+            if (KEY("offcpu_lost"))
+                p->offcpu_lost = x;
+            else if (KEY("offcpu_late"))
+                p->offcpu_late = x;
+            else {
+                p->offcpu_runq_ns = x;
+                p->offcpu_runq_known = 1;
+            }
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
                    KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];
@@ -1483,6 +1572,9 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
         n->cut += h->cut;
+        n->offcpu_below += h->offb;
+        n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
+        n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
         sq[i] += h->sq;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
@@ -1549,10 +1641,12 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
             dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
         if (t->depth) {
             f[-1].child += dur;
+            /* (the off-CPU time below it in its last chunk) */
+            f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             parent = f[-1].id;
         }
         a->hot[f->id].cut++;
-        if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child,
+        if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
                              --a->active[f->id] == 0, cp)) < 0)
             return rc;
     }
@@ -1631,6 +1725,13 @@ static int finish(struct rp_profile *p)
     for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
         if (p->edges[k].min == UINT64_MAX)
             p->edges[k].min = 0;
+    /* off-CPU time in a node's own frame: its edges to the off-CPU node */
+    for (uint32_t k = 0; k < p->n_edges; k++) {
+        const struct rp_edge *e = &p->edges[k];
+        if (e->callee < p->n_nodes && p->nodes[e->callee].kind == RP_KIND_OFFCPU &&
+            e->caller < p->n_nodes)
+            p->nodes[e->caller].offcpu += e->incl;
+    }
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
         if (n->kind == 0xff)
@@ -1648,6 +1749,10 @@ static int finish(struct rp_profile *p)
         p->below_res += n->below_res;
         if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
             n->min = 0;
+        /* on-CPU min: the wall minimum, or less where off-CPU time was below */
+        n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
+        if (!n->calls)
+            n->oncpu_min = 0;
         if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq[i])
             continue;
         double cnt = (double)n->calls;
@@ -1658,6 +1763,8 @@ static int finish(struct rp_profile *p)
         n->m2 = m2 > 0 ? (double)m2 : 0.0;
     }
     p->nodes[0].kind = RP_KIND_FUNC;
+    /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
+    p->oncpu_known = !(p->mode && !strcmp(p->mode, "direct"));
     rc = 0;
 out:
     free(sq);

@@ -55,9 +55,10 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     static const char *const cn[] = {"?",    "INFO",   "CLOCK", "MAPS", "THREAD",
                                      "DEFS", "EVENTS", "LOST",  "END",  "STATS"};
     static const char
-        *const on[16] = {"enter", "exit",   "exit", "instant", "counter", "arg",
-                         "LOST",  "unwind", "?",    "acquire", "release", "?",
-                         "?",     "?",      "?",    "?"}; /* [9], [10]: lock holds (format 1.3) */
+        *const on[16] = {"enter", "exit",   "exit",  "instant", "counter", "arg",
+                         "LOST",  "unwind", "pause", "acquire", "release", "?",
+                         "?",     "?",      "?",     "?"}; /* [8] the recorder's wait (format
+                                                             1.3); [9], [10]: lock holds */
     printf("# offset %" PRIu64 ": %s chunk, %u bytes\n", c->offset,
            c->type < sizeof(cn) / sizeof(cn[0]) ? cn[c->type] : "unknown", c->len);
     if (c->type == RP_CH_INFO)
@@ -86,7 +87,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             printf("%s", id_name(d, p, ev.id));
         else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
             printf("(thread end: every open span ends)");
-        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST)
+        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
+            ev.op == RP_OP_PAUSE)
             printf(" %" PRIu64, ev.arg);
         else if (ev.op == RP_OP_COUNTER)
             printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));

@@ -52,6 +52,7 @@
 #include "direct.h"
 #include "funcs.h"
 #include "locks.h"
+#include "offcpu.h"
 #include "rankprof.h"
 #include "sites.h"
 
@@ -230,6 +231,13 @@ static void out_info(void)
         snprintf(tmp, sizeof(tmp), "%.2f", rt_overhead.spread);
         rp_info_put(buf, cap, &len, "overhead_spread_ticks", tmp, strlen(tmp));
     }
+    /* how off-CPU time is known (offcpu.c), and why perf is not used */
+    const char *src = rp_offcpu_source_name(), *oerr = rp_offcpu_error();
+    if (!rp_rt.direct) {
+        rp_info_put(buf, cap, &len, "offcpu", src, strlen(src));
+        if (*oerr)
+            rp_info_put(buf, cap, &len, "offcpu_error", oerr, strlen(oerr));
+    }
     rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
     out_chunk(RP_CH_INFO, buf, len);
     free(buf);
@@ -265,22 +273,48 @@ static int describe_site(void *ctx, uint64_t site, struct rp_def *out)
     return rp_sites_describe(site, out);
 }
 
-/* Encodes and writes one buffer of thread t (writer thread only). */
+/* rp_rt.out's size in records (rp_enc_bound) */
+static size_t out_recs;
+
+/*
+ * Encodes and writes one buffer of thread t (writer thread only), with the
+ * thread's off-CPU intervals that fall before its last record merged in
+ * (offcpu.c reads the rings first: the switch-in before a record that is
+ * already visible here is in a ring by now).
+ */
 static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
 {
     if (!t->announced) {
         out_thread(t);
         t->announced = 1;
     }
-    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped;
-    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, recs, n, rp_rt.out);
+    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped, pause0 = t->enc.npause;
+    size_t nm = n;
+    const struct rp_raw *m = recs;
+    if (rp_offcpu_source() == RP_OFFCPU_PERF) {
+        rp_offcpu_poll();
+        m = rp_offq_merge(&t->offq, recs, &nm);
+        /* an off-CPU record takes up to two events' bytes */
+        if (nm > n && 2 * nm > out_recs) {
+            uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
+            if (no) {
+                rp_rt.out = no;
+                out_recs = 2 * nm;
+            } else {
+                m = recs; /* the intervals are dropped (counted late) */
+                t->offq.late += nm - n;
+                nm = n;
+            }
+        }
+    }
+    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, rp_rt.out);
     size_t dlen;
     const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
     if (dlen)
         out_chunk(RP_CH_DEFS, defs, dlen);
     if (len)
         out_chunk(RP_CH_EVENTS, rp_rt.out, len);
-    rp_rt.events_written += n;
+    rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
     rp_rt.lost_total += t->enc.lost - lost0;
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
@@ -356,6 +390,7 @@ static unsigned drain_once(void)
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
             write_pending_loss(x);
             write_thread_end(x);
+            rp_offcpu_forget(x);
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
@@ -403,6 +438,27 @@ static unsigned flush_partials(void)
     for (; t; t = t->next)
         n += (unsigned)flush_partial(t);
     return n;
+}
+
+struct info_buf {
+    uint8_t b[1024];
+    size_t len;
+};
+
+static void info_put(void *ctx, const char *key, const char *val)
+{
+    struct info_buf *ib = ctx;
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, key, val, strlen(val));
+}
+
+/* A second INFO chunk at the end of a run (format 1.3): what is only known
+ * then (offcpu.c: lost switch records, the schedstat run-queue delay). */
+static void out_end_info(void)
+{
+    struct info_buf ib = {.len = 0};
+    rp_offcpu_end_info(info_put, &ib);
+    if (ib.len)
+        out_chunk(RP_CH_INFO, ib.b, ib.len);
 }
 
 /* The END chunk: flags RP_END_*, status the exit status or signal number,
@@ -456,6 +512,7 @@ static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     rp_is_writer = 1;
+    rp_offcpu_writer_started();
 
     /* A fatal signal cannot wake the writer (a condition variable is not
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
@@ -482,8 +539,11 @@ static void *writer_main(void *arg)
             return NULL;
         }
         unsigned n = drain_once();
+        rp_offcpu_poll(); /* at least every wait: the rings do not fill up while
+                             the threads record nothing (all blocked) */
         uint64_t now = rp_mono_ns();
         if (rp_rt.flush_ms && now - last_flush >= (uint64_t)rp_rt.flush_ms * 1000000u) {
+            rp_offcpu_tick(); /* schedstat fallback: the threads' run-queue delay */
             n += flush_partials();
             last_flush = now;
         }
@@ -533,6 +593,7 @@ static void thread_exit(void *arg)
         t->lens[atomic_load(&t->produced) % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
     }
+    rp_offcpu_thread_exit(t); /* the schedstat fallback's last read */
     atomic_store_explicit(&t->exited, 1, memory_order_release);
     rp_self = NULL;
     rp_gone = 1;
@@ -631,11 +692,15 @@ static void buf_publish(struct rp_tbuf *t)
 /*
  * Makes a free buffer current.  Returns 0, or -1 when there is none (drop
  * policy, a failed writer, or shutdown): the caller then counts a loss.
+ * *waited_from is set to the ticks when the thread began to wait for the
+ * writer (or to write other buffers itself), left alone when it did not.
  */
-static int buf_next(struct rp_tbuf *t)
+static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
 {
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     while (p - atomic_load_explicit(&t->consumed, memory_order_acquire) >= rp_rt.nbuf) {
+        if (!*waited_from)
+            *waited_from = rp_ticks();
         if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
             return -1;
         if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
@@ -670,20 +735,26 @@ static int buf_next(struct rp_tbuf *t)
 /* Records word into t's next buffer (t->guard is set by the caller). */
 static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
-    uint64_t now = rp_ticks();
+    uint64_t now = rp_ticks(), waited = 0;
     if (t->base)
         buf_publish(t);
-    if (buf_next(t) < 0) {
+    if (buf_next(t, &waited) < 0) {
         if (!t->lost++)
             t->lost_first = now;
         return;
     }
     struct rp_raw *p = t->pos;
-    if (t->lost) { /* a buffer has room for the LOST record and the event */
+    if (t->lost) { /* a buffer has room for the LOST, PAUSE records and the event */
         p->ticks = t->lost_first;
         p->word = rp_raw_word(RP_RAW_LOST, t->lost);
         p++;
         t->lost = 0;
+    }
+    if (waited) { /* the time waited for the writer is the recorder's, not the program's */
+        uint64_t t1 = rp_ticks();
+        p->ticks = t1;
+        p->word = rp_raw_word(RP_RAW_PAUSE, t1 > waited ? t1 - waited : 0);
+        p++;
     }
     p->ticks = rp_ticks();
     p->word = word;
@@ -944,6 +1015,8 @@ static void atfork_child(void)
     }
     rp_rt.enc.lock_name = rp_lock_name_of;
     rp_rt.enc.func_start = rp_funcs_start_of;
+    if (!rp_rt.direct)
+        rp_offcpu_atfork_child();
     out_prologue();
     if (rp_self) {
         /* A fresh tbuf: the old one's ring is shared state with a writer
@@ -1077,6 +1150,11 @@ static int rt_start(void)
         measure_overhead(&rt_overhead);
 
     rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
+    out_recs = rp_rt.bufrecs;
+    /* before the INFO, which names the source, and before any thread is
+     * created (they inherit the context-switch events) */
+    if (!rp_rt.direct)
+        rp_offcpu_start();
     if (!rp_rt.out || rp_enc_init(&rp_rt.enc, describe_site, NULL) < 0 ||
         pthread_key_create(&rp_rt.key, thread_exit) != 0) {
         rt_start_err = RP_ENOMEM;
@@ -1164,6 +1242,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
+    if (!rp_rt.direct)
+        out_end_info();
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0, end_ticks);
@@ -1172,8 +1252,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
     pthread_mutex_lock(&rp_rt.lock);
-    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
+    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
+        rp_offq_free(&x->offq);
+    }
     pthread_mutex_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
@@ -1223,7 +1305,8 @@ RP_API int rp_flush(void)
                 pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
             rp_rt.waiters--;
             pthread_mutex_unlock(&rp_rt.lock);
-            if (buf_next(t) < 0) {
+            uint64_t waited = 0; /* an explicit flush waits on purpose: no pause */
+            if (buf_next(t, &waited) < 0) {
                 rp_pos_set(t, NULL);
                 t->base = t->end = NULL;
             }

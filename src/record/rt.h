@@ -82,10 +82,17 @@ struct rp_tbuf {
     uint32_t lens[RP_NBUF_MAX];
     _Atomic uint64_t produced, consumed;
     _Atomic int exited;
+    uint64_t rq_exit; /* schedstat fallback: the thread's own last read, at its exit
+                         (1 + ns, 0 = none), stored before `exited` (release) */
 
     /* writer side only */
     struct rp_enc_thread enc;
-    uint32_t part; /* records of bufs[consumed % nbuf] already written */
+    struct rp_offq offq; /* off-CPU intervals to merge (offcpu.c) */
+    uint64_t rq1;        /* schedstat run-queue delay since the thread began: the writer's
+                            last read (ns) */
+    uint8_t off_reg;     /* offcpu.c has seen this tbuf */
+    uint8_t rq_have;     /* rq1 is set */
+    uint32_t part;       /* records of bufs[consumed % nbuf] already written */
     int announced;
     struct rp_tbuf *next;
 };

@@ -94,9 +94,15 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
     put_u64_field(out, "wait_ns", rp_ticks_ns(p, wait[idx]));
+    put_u64_field(out, "offcpu_ns", rp_ticks_ns(p, n->offcpu)); /* off CPU in its own frame */
     put_num_field(out, "mean_ns", n->mean * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
+    if (p->oncpu_known) { /* less the time off CPU below (format 1.3) */
+        put_u64_field(out, "oncpu_min_ns", rp_ticks_ns(p, n->oncpu_min));
+        put_u64_field(out, "oncpu_max_ns", rp_ticks_ns(p, n->oncpu_max));
+        put_u64_field(out, "offcpu_below_ns", rp_ticks_ns(p, n->offcpu_below));
+    }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     put_u64_field(out, "below_resolution", n->below_res); /* not in min or the pNN */
     if (n->hist.counts && n->hist.n) {
@@ -176,6 +182,7 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
     put_u64_field(out, "unclosed", t->unclosed);
     put_u64_field(out, "unwound", t->unwound);
     put_u64_field(out, "cut", t->cut);
+    put_u64_field(out, "recorder_wait_ns", rp_ticks_ns(p, t->paused));
     put_u64_field(out, "total_ns", rp_ticks_ns(p, t->last > t->first ? t->last - t->first : 0));
     fputs(" }", out);
 }
@@ -249,6 +256,25 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fputs(",\n  \"resolution_ns\": ", out);
     put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);
     fprintf(out, ",\n  \"below_resolution\": %" PRIu64, p->below_res);
+    /* off-CPU time (format 1.3, docs/recording.md) and the recorder's waits */
+    uint64_t off = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+            off += p->nodes[i].incl;
+    fputs(",\n  \"offcpu\": { \"source\": ", out);
+    put_str(out, p->offcpu_src[0] ? p->offcpu_src : "none");
+    if (p->offcpu_err[0]) {
+        fputs(", \"error\": ", out);
+        put_str(out, p->offcpu_err);
+    }
+    fprintf(out,
+            ", \"separated_ns\": %" PRIu64 ", \"lost_records\": %" PRIu64
+            ", \"late_intervals\": %" PRIu64,
+            rp_ticks_ns(p, off), p->offcpu_lost, p->offcpu_late);
+    if (p->offcpu_runq_known)
+        fprintf(out, ", \"runq_delay_ns\": %" PRIu64, p->offcpu_runq_ns);
+    fputs(" }", out);
+    fprintf(out, ",\n  \"recorder_wait_ns\": %" PRIu64, rp_ticks_ns(p, p->paused));
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
                 p->rank.weight_calls ? "calls" : "time");

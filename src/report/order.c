@@ -77,12 +77,13 @@ static int order_cmp(const void *va, const void *vb, void *arg)
 
 /*
  * A node is a row when it is not ROOT, is a span (func, point, lock-wait,
- * lock-hold, io, wait: instants and counters have no durations to report) and has
+ * lock-hold, io, wait, offcpu: instants and counters have no durations to report) and has
  * completed at least one activation.
  */
 static int is_row(const struct rp_node *n)
 {
-    return n->calls > 0 && (n->kind <= RP_KIND_IO || n->kind == RP_KIND_WAIT);
+    return n->calls > 0 &&
+           (n->kind <= RP_KIND_IO || n->kind == RP_KIND_WAIT || n->kind == RP_KIND_OFFCPU);
 }
 
 /*

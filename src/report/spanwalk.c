@@ -55,6 +55,8 @@ struct sw {
     void *ctx;
     struct sw_thread *th;
     uint32_t nth, capth, last;
+    uint32_t offid; /* the off-CPU node (0 = none): its spans and PAUSE events are the
+                       writer's, not counted for compensation and not compensated */
 };
 
 /* The state of thread tid, created if new; NULL when out of memory. */
@@ -108,7 +110,9 @@ static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
     struct sw_frame *f = &t->stack[--t->depth];
     struct rp_sw_span *s = &f->s;
     s->end = now >= s->start ? now : s->start;
-    s->dur = rp_comp_dur(&w->comp, s->end - s->start, t->events - f->ev - 1);
+    s->dur = w->offid && s->id == w->offid
+                 ? s->end - s->start
+                 : rp_comp_dur(&w->comp, s->end - s->start, t->events - f->ev - 1);
     s->cut = cut;
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
@@ -206,7 +210,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     if (!t)
         return RP_ENOMEM;
     t->last = ev->ticks;
-    t->events++;
+    if (!(ev->op == RP_OP_PAUSE || (w->offid && ev->op == RP_OP_ENTER && ev->id == w->offid) ||
+          (w->offid && ev->op == RP_OP_EXIT && t->depth &&
+           t->stack[t->depth - 1].s.id == w->offid)))
+        t->events++;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
          ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND || ev->op == RP_OP_HOLD_BEGIN ||
          ev->op == RP_OP_HOLD_END) &&
@@ -270,6 +277,9 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
     if (!o)
         o = &none;
     rp_comp_init(&w.comp, p, o->no_compensate);
+    for (uint32_t i = 1; i < p->n_nodes && !w.offid; i++)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+            w.offid = i;
     int rc = rp_walk_file(path, o, &wo, &w, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);

@@ -340,6 +340,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "%swarning: the final flush timed out; some buffers may be missing%s\n", warn,
                 reset);
     rp_report_comp_line(out, p);
+    rp_report_offcpu_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",
                 p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,
@@ -394,7 +395,8 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
         fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
-        fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
+        /* on CPU: less the time off CPU below (a replayed trace; format 1.3) */
+        fmt_dur(row[C_MAX], CELL, ns_of(p, (double)(p->oncpu_known ? n->oncpu_max : n->max)));
         if (n->hist.counts && n->hist.n) {
             fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
             on[C_P95] = 1;

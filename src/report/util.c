@@ -136,6 +136,38 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
     return rp_fmt_dur(ns, "", buf, bufsz);
 }
 
+void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
+{
+    char b[32], c[32];
+    uint64_t off = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+            off += p->nodes[i].incl;
+    if (!strcmp(p->offcpu_src, "perf")) {
+        fprintf(out,
+                "off-CPU: perf context switches; %s off CPU, shown as [off-cpu] under the span "
+                "it fell in; max is on CPU",
+                rp_fmt_ns((double)off * p->ns_per_tick, b, sizeof b));
+        if (p->offcpu_lost || p->offcpu_late)
+            fprintf(out, "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed",
+                    p->offcpu_lost, p->offcpu_late);
+        fputc('\n', out);
+    } else if (!strcmp(p->offcpu_src, "schedstat")) {
+        fprintf(out, "off-CPU: not separated (%s); run-queue delay %s (schedstat)\n",
+                p->offcpu_err[0] ? p->offcpu_err : "perf not used",
+                p->offcpu_runq_known ? rp_fmt_ns((double)p->offcpu_runq_ns, c, sizeof c)
+                                     : "unknown (the run did not end normally)");
+    } else {
+        fprintf(out, "off-CPU: not separated (%s)\n",
+                p->offcpu_err[0]                        ? p->offcpu_err
+                : p->mode && !strcmp(p->mode, "direct") ? "direct mode"
+                                                        : "not recorded: an older recorder");
+    }
+    if (p->paused)
+        fprintf(out, "recorder wait: %s waiting for the writer, taken out of the spans open then\n",
+                rp_fmt_ns((double)p->paused * p->ns_per_tick, b, sizeof b));
+}
+
 void rp_report_comp_line(FILE *out, const struct rp_profile *p)
 {
     double ev = p->overhead_pair / 2 * p->ns_per_tick, self = p->overhead_self * p->ns_per_tick;

@@ -50,6 +50,10 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
  */
 void rp_report_comp_line(FILE *out, const struct rp_profile *p);
 
+/* The header lines on off-CPU time (how it was known, or why not) and the
+ * recorder's waits (when there were any).  Cannot fail. */
+void rp_report_offcpu_line(FILE *out, const struct rp_profile *p);
+
 /*
  * Writes one line with the profile's resolution (comp.h) and the spans
  * below it (rp_report_comp_line writes it too); nothing in direct mode.

@@ -93,7 +93,10 @@ enum rp_chunk_type {
  * Keys written by the recorder: "program", "argv" (NUL-separated), "pid",
  * "ppid", "clock" ("tsc", "cntvct" or "monotonic"), "freq_hz" (start-up
  * estimate), "mode" ("trace" or "direct"), "recorder" (version), "policy"
- * ("wait" or "drop"), and, when the recorder measured its own cost at
+ * ("wait" or "drop"), "offcpu" (format 1.3: how off-CPU time was separated:
+ * "perf" context switches, "schedstat" (not separated; the run-queue delay
+ * is given at the end), or "none"), "offcpu_error" (why perf was not used),
+ * and, when the recorder measured its own cost at
  * start-up (format 1.2, trace mode): "overhead_ticks" (what one recorded
  * call, its enter and exit event, adds to the time of the span around it;
  * decimal, may have a fraction) and "overhead_self_ticks" (the part of a
@@ -114,7 +117,8 @@ enum rp_kind {
     RP_KIND_COUNTER = 6,   /* a sampled value */
     RP_KIND_WAIT = 7,      /* a blocking call (format 1.3): key is its site, or, with
                               class RP_CLASS_LOCK, the condition variable waited on */
-    RP_KIND_OFFCPU = 8,    /* off-CPU time (format 1.3) */
+    RP_KIND_OFFCPU = 8,    /* the thread was off CPU in the enclosing span (format 1.3):
+                              a synthetic node "[off-cpu]", key 0 */
     RP_KIND_MAX
 };
 
@@ -157,6 +161,11 @@ enum rp_op {
                           every span above the innermost open span id ends here,
                           with its time.  id 0: the thread ends here, every open
                           span ends (pthread_exit, the thread's end) */
+    RP_OP_PAUSE = 8,   /* + varint ticks (format 1.3, compact stream only): the thread
+                          waited that long for the recorder's writer just before this
+                          point; every span open here is shortened by it (the reader
+                          moves their starts later by it, as the writer does in its
+                          snapshots) */
     /* Compact stream only (format 1.3), lock holds as intervals that need not
      * nest with the spans (docs/locks.md):
      *   HOLD_BEGIN  + varint id: the thread acquired lock-hold id;
@@ -172,6 +181,8 @@ enum rp_op {
     RP_OP_HOLD_BEGIN = 9,
     RP_OP_HOLD_END = 10,
 };
+/* The highest op a reader of this version knows. */
+#define RP_OP_LAST RP_OP_HOLD_END
 #define RP_OP_BITS 3
 
 /* The ARG of a lock-wait span that ended without the lock (a failed

@@ -226,8 +226,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             if (v) {
                 ev->op = RP_OP_ENTER;
                 ev->id = (uint32_t)v;
-            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID ||
-                       (v > RP_OP_UNWIND && v != RP_OP_HOLD_BEGIN && v != RP_OP_HOLD_END)) {
+            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LAST) {
                 return RP_EFORMAT;
             } else {
                 ev->op = (uint8_t)v;
@@ -267,6 +266,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         break;
     case RP_OP_ARG:
     case RP_OP_LOST:
+    case RP_OP_PAUSE: /* arg: the ticks the thread waited for the writer */
         if (!(p = rp_get_varint(p, d->end, &ev->arg)))
             return RP_EFORMAT;
         break;

@@ -82,6 +82,7 @@ void rp_enc_free(struct rp_enc *e)
     free(e->keys);
     free(e->ids);
     free(e->defs);
+    free(e->kinds);
     memset(e, 0, sizeof(*e));
 }
 
@@ -140,8 +141,9 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
         return rp_enc_id(e, def);
     }
     uint32_t id = e->count + 1;
-    if (enc_queue_def(e, id, def) < 0)
+    if (rp_grow(&e->kinds, &e->kinds_cap, id + 1, 1, 1024) < 0 || enc_queue_def(e, id, def) < 0)
         return 0;
+    e->kinds[id] = def->kind;
     e->keys[i] = k;
     e->ids[i] = id;
     e->count++;
@@ -188,13 +190,15 @@ static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
     d.key = site;
     size_t before = e->defs_len;
     uint32_t id = rp_enc_id(e, &d);
-    if (id && e->defs_len > before)
+    if (id && e->defs_len > before) {
         e->defs[before + 4] = real_kind; /* patch the queued record's kind */
+        e->kinds[id] = real_kind;
+    }
     return id;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start,
-                            uint64_t ev);
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint8_t kind,
+                            uint64_t start, uint64_t ev);
 
 /*
  * Writes the head of an event in the compact stream (format.h): an EXIT is
@@ -220,16 +224,16 @@ static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
  * events of the chunk written before this one.
  */
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t k,
-                                 uint32_t id, uint64_t now, uint32_t nev)
+                                 uint32_t id, uint8_t kind, uint64_t now, uint32_t nev)
 {
     o = put_op(o, delta, RP_OP_ENTER);
     o = rp_put_varint(o, id);
-    enc_push(t, k, id, now, t->seq + nev + 1);
+    enc_push(t, k, id, kind, now, t->seq + nev + 1);
     return o;
 }
 
-static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint64_t start,
-                            uint64_t ev)
+static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, uint8_t kind,
+                            uint64_t start, uint64_t ev)
 {
     if (t->depth == t->cap) {
         uint32_t ncap = t->cap ? t->cap * 2 : 256;
@@ -243,7 +247,7 @@ static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, 
         t->stack = ns;
         t->cap = ncap;
     }
-    t->stack[t->depth++] = (struct rp_enc_frame){key, id, start, ev};
+    t->stack[t->depth++] = (struct rp_enc_frame){key, id, kind, start, ev};
 }
 
 /*
@@ -334,7 +338,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 {
     uint8_t *o = out + 16;
     uint64_t prev = n ? recs[0].ticks : 0;
-    uint32_t nev = 0, flags = RP_EV_COMPACT;
+    /* nev: the events the thread recorded; nsyn: the writer's own (off-CPU
+     * spans, pauses), left out of the event numbers of the snapshots, so
+     * that overhead compensation counts only what the thread paid for */
+    uint32_t nev = 0, nsyn = 0, flags = RP_EV_COMPACT;
 
     /* The spans open when this chunk begins, outermost first: the reader
      * can then replay the chunk without the ones before it (in parallel).
@@ -363,7 +370,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
             if (unlikely(!id))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, now, nev);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, RP_KIND_FUNC, now, nev);
             break;
         case RP_RAW_FUNC_EXIT:
             if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
@@ -373,7 +380,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_SITE_BEGIN:
             if (!(id = enc_site_id(e, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, now, nev);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, e->kinds[id], now, nev);
             break;
         case RP_RAW_SITE_END:
             if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
@@ -387,12 +394,13 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 pl &= ~RP_RAW_COND_BIT;
                 if (!(id = enc_plain_id(e, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
                     goto skip;
-                o = enc_enter(t, o, delta, enc_key(RP_KIND_WAIT, pl), id, now, nev);
+                o = enc_enter(t, o, delta, enc_key(RP_KIND_WAIT, pl), id, RP_KIND_WAIT, now, nev);
                 break;
             }
             if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, now, nev);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, RP_KIND_LOCK_WAIT, now,
+                          nev);
             break;
         case RP_RAW_LOCK_FAIL:
             if (pl & RP_RAW_COND_BIT) { /* a condition wait ends */
@@ -476,6 +484,43 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             t->depth = to;
             break;
         }
+        case RP_RAW_PAUSE:
+            /* The thread waited pl ticks for the writer just before now:
+             * every open span is shortened by it, here (their starts move
+             * later, so snapshots carry it) as in the reader. */
+            o = put_op(o, delta, RP_OP_PAUSE);
+            o = rp_put_varint(o, pl);
+            for (uint32_t d = 0; d < t->depth; d++)
+                t->stack[d].start += pl;
+            t->paused += pl;
+            t->npause++;
+            prev = now;
+            nsyn++;
+            continue;
+        case RP_RAW_OFFCPU: {
+            /* The thread was off CPU from now for pl ticks: a span of the
+             * "[off-cpu]" node under the innermost open span.  Not inside
+             * a wait (that is the wait itself) and not with no span open
+             * (no span to take it out of). */
+            uint8_t k = t->depth ? t->stack[t->depth - 1].kind : RP_KIND_MAX;
+            if (k == RP_KIND_MAX || k == RP_KIND_WAIT || k == RP_KIND_LOCK_WAIT || !pl) {
+                t->offcpu_skipped++;
+                continue;
+            }
+            if (!e->offcpu_id) {
+                struct rp_def d = {
+                    .kind = RP_KIND_OFFCPU, .cls = RP_CLASS_FUNC, .name = "[off-cpu]"};
+                if (!(e->offcpu_id = rp_enc_id(e, &d)))
+                    goto skip;
+            }
+            o = put_op(o, delta, RP_OP_ENTER);
+            o = rp_put_varint(o, e->offcpu_id);
+            o = put_op(o, pl, RP_OP_EXIT);
+            t->offcpu++;
+            prev = now + pl;
+            nsyn += 2;
+            continue;
+        }
         case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
             o = put_op(o, delta, RP_OP_LOST);
             o = rp_put_varint(o, pl);
@@ -493,9 +538,99 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     }
     t->seq += nev;
     rp_put32(out, tid);
-    rp_put32(out + 4, nev | flags);
+    rp_put32(out + 4, (nev + nsyn) | flags);
     rp_put64(out + 8, n ? recs[0].ticks : 0);
     return (size_t)(o - out);
+}
+
+void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out)
+{
+    if (out) {
+        q->out_at = ticks ? ticks : 1;
+        return;
+    }
+    if (!q->out_at) {
+        q->unpaired++;
+        return;
+    }
+    uint64_t a = q->out_at;
+    q->out_at = 0;
+    if (ticks <= a)
+        return;
+    if (rp_grow(&q->iv, &q->cap, q->n + 1, sizeof(*q->iv), 16) < 0) {
+        q->late++;
+        return;
+    }
+    q->iv[q->n++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, ticks - a)};
+}
+
+const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
+{
+    size_t nr = *n, k = 0, o = 0;
+    if (!nr)
+        return recs;
+    /* only intervals that end by the batch's last record go in now (a DATA
+     * record's ticks field is its INSTANT's or COUNTER's value, not a time) */
+    size_t lr = nr - 1;
+    while (lr > 0 && recs[lr].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+        lr--;
+    uint64_t endt = recs[lr].ticks, last = q->last;
+    uint32_t m = 0;
+    while (m < q->n && q->iv[m].ticks + (q->iv[m].word & RP_RAW_PAYLOAD) <= endt)
+        m++;
+    if (!m)
+        goto plain;
+    if (nr + m > q->tmpcap) {
+        struct rp_raw *nt = realloc(q->tmp, (nr + m) * sizeof(*nt));
+        if (!nt)
+            goto plain;
+        q->tmp = nt;
+        q->tmpcap = nr + m;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t t = recs[i].ticks, lim = t;
+        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA) {
+            q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
+            continue;
+        }
+        /* A pause (the thread waited for the writer, and was off CPU for
+         * that reason) ends at t: its time is the recorder's, taken out of
+         * the spans as a whole, so no off-CPU span covers any of it. */
+        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_PAUSE) {
+            uint64_t d = recs[i].word & RP_RAW_PAYLOAD;
+            lim = d < t ? t - d : 0;
+        }
+        while (k < m) {
+            uint64_t a = q->iv[k].ticks, b = a + (q->iv[k].word & RP_RAW_PAYLOAD);
+            if (a >= t && b > t)
+                break; /* after this record */
+            int late = b <= last;
+            a = a > last ? a : last;
+            b = b < lim ? b : lim;
+            if (b > a)
+                q->tmp[o++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, b - a)};
+            else if (late)
+                q->late++; /* (not one inside a pause) */
+            k++;
+        }
+        q->tmp[o++] = recs[i];
+        last = t > last ? t : last;
+    }
+    q->last = last;
+    q->n -= m;
+    memmove(q->iv, q->iv + m, q->n * sizeof(*q->iv));
+    *n = o;
+    return q->tmp;
+plain:
+    q->last = endt > last ? endt : last;
+    return recs;
+}
+
+void rp_offq_free(struct rp_offq *q)
+{
+    free(q->iv);
+    free(q->tmp);
+    memset(q, 0, sizeof(*q));
 }
 
 const uint8_t *rp_enc_take_defs(struct rp_enc *e, size_t *len)

@@ -48,6 +48,11 @@ enum rp_raw_op {
                               longjmp or a caught exception (the frames above its
                               activation were left without exits); 0: the thread ends
                               here (every open frame was left) */
+    RP_RAW_PAUSE = 13,     /* payload: ticks the thread waited for the writer (a free
+                              buffer), ending at this record's ticks (format 1.3) */
+    RP_RAW_OFFCPU = 14,    /* payload: ticks the thread was off CPU, from this record's
+                              ticks on; never stored by a thread: the writer merges them
+                              from context-switch records (rp_offq) (format 1.3) */
     RP_RAW_DATA = 15,      /* payload of the previous INSTANT/COUNTER (ticks field) */
 };
 
@@ -87,7 +92,8 @@ typedef int (*rp_describe_fn)(void *ctx, uint64_t site, struct rp_def *out);
 struct rp_enc_frame {
     uint64_t key; /* (kind + 1) << 60 | key: an exit with the same key is innermost */
     uint32_t id;
-    uint64_t start; /* ticks, as the reader will see them */
+    uint8_t kind;   /* enum rp_kind of the id (sites: the real kind) */
+    uint64_t start; /* ticks, as the reader will see them (moved later by pauses) */
     uint64_t ev;    /* the thread's event number of its ENTER (1 = the first event) */
 };
 
@@ -107,10 +113,15 @@ struct rp_enc_thread {
     uint32_t depth, cap;
     struct rp_enc_hold *holds; /* locks held, in acquisition order */
     uint32_t nholds, capholds;
-    uint64_t skipped; /* records the encoder could not encode */
-    uint64_t lost;    /* events reported lost by LOST records */
-    uint64_t seq;     /* events written for the thread so far (snapshot counts) */
-    int nosnap;       /* the shadow stack lost a frame: write no stack snapshots */
+    uint64_t skipped;        /* records the encoder could not encode */
+    uint64_t lost;           /* events reported lost by LOST records */
+    uint64_t seq;            /* events written for the thread so far (snapshot counts) */
+    int nosnap;              /* the shadow stack lost a frame: write no stack snapshots */
+    uint64_t paused;         /* ticks of PAUSE records written (format 1.3) */
+    uint64_t npause;         /* PAUSE records written */
+    uint64_t offcpu;         /* off-CPU intervals written as spans */
+    uint64_t offcpu_skipped; /* off-CPU intervals left out: inside a wait span, or
+                                with no span open */
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table */
@@ -123,6 +134,9 @@ struct rp_enc {
     uint32_t cap, count;
     uint8_t *defs; /* DEFS payload pending since the last take */
     size_t defs_len, defs_cap;
+    uint8_t *kinds; /* per id: its enum rp_kind (sites: the real kind) */
+    uint32_t kinds_cap;
+    uint32_t offcpu_id; /* the "[off-cpu]" node's id, 0 until first used */
     rp_describe_fn describe;
     void *describe_ctx;
     /* The name of the lock at address key for its DEFS entries, or NULL;
@@ -166,6 +180,43 @@ static inline size_t rp_enc_bound(size_t n)
  */
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out);
+
+/*
+ * Off-CPU intervals of one thread waiting to be merged into its raw records
+ * (format 1.3).  Fed with the thread's context switches in time order
+ * (rp_offq_switch), it pairs each switch-out with the next switch-in into an
+ * interval; rp_offq_merge puts the intervals between the thread's records as
+ * RP_RAW_OFFCPU records, each before the first record at or after its end,
+ * so an interval that ends after a batch's last record (a thread off CPU at
+ * a periodic flush) waits for the next batch.  An interval is clamped to
+ * start no earlier than the record before it and to end no later than the
+ * record after it; one that is then empty (its switch records came after
+ * later records were already encoded) is counted as late.
+ */
+struct rp_offq {
+    struct rp_raw *iv; /* intervals as RP_RAW_OFFCPU records, oldest first */
+    uint32_t n, cap;
+    uint64_t out_at;    /* ticks of a switch-out with no switch-in yet; 0 = none */
+    uint64_t last;      /* ticks of the last record merged (0 = none yet) */
+    uint64_t late;      /* intervals dropped: their time was already written */
+    uint64_t unpaired;  /* switch-ins with no switch-out (lost records, or the first) */
+    struct rp_raw *tmp; /* the merged copy rp_offq_merge returns */
+    size_t tmpcap;
+};
+
+/* A switch of the thread at ticks: out (1) or in (0).  Fails only when out of
+ * memory: the interval is then dropped (counted as late). */
+void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out);
+
+/*
+ * The records recs[0..*n) with the queued intervals that end by the last of
+ * them merged in (a copy owned by q, valid until the next call), *n updated;
+ * recs itself when no interval belongs there.  Out of memory: recs, and the
+ * intervals stay queued.
+ */
+const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n);
+
+void rp_offq_free(struct rp_offq *q);
 
 /*
  * Hands over the pending DEFS payload: *len is its length (0 if none).  The

@@ -56,6 +56,8 @@ def check_folded(report, folded):
             if m.group(1) in paths:
                 die(f"{folded}:{ln}: path {m.group(1)} appears twice")
             paths[m.group(1)] = int(m.group(2))
+    # time off CPU (a preempted thread) is a path of its own, ending in [off-cpu]
+    paths = {p: v for p, v in paths.items() if not p.endswith(";[off-cpu]")}
     # every path of the call tree that has exclusive time, and no other
     want = set(CALLTREE_PATHS)
     if set(paths) != want:
