@@ -1302,8 +1302,11 @@ static void test_whole(void)
  * callee would be); JITTER judges the on-CPU maximum (w1: max 1000 ticks,
  * 5 of it on CPU, median 1 tick: not JITTER).
  * Indices: 0 ROOT, 1 main, 2 d, 3 [off-cpu], 4 w1, 5 w2.
+ * The same holds when node 3 is a wait or a lock wait instead: blocked
+ * time is not work handed on, and d is a driver that waits, not a
+ * dispatcher.
  */
-static void test_flags_offcpu(void)
+static void test_flags_offcpu_as(uint8_t kind)
 {
     struct rp_profile p;
     struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
@@ -1312,10 +1315,11 @@ static void test_flags_offcpu(void)
     memset(fe, 0, sizeof fe);
     set_node(1, RP_KIND_FUNC, 1, 500, 10000);
     set_node(2, RP_KIND_FUNC, 1, 900, 9500);
-    set_node(3, RP_KIND_OFFCPU, 20, 3500, 3500);
+    set_node(3, kind, 20, 3500, 3500);
     set_node(4, RP_KIND_FUNC, 20, 2550, 2550);
     set_node(5, RP_KIND_FUNC, 1, 2550, 2550);
-    fn[2].offcpu = 3500;
+    if (kind == RP_KIND_OFFCPU)
+        fn[2].offcpu = 3500;
     fn[4].max = 1000;
     fn[4].oncpu_max = 5;
     static const uint32_t es[5] = {0, 1, 2, 2, 2}, ed[5] = {1, 2, 3, 4, 5};
@@ -1332,13 +1336,21 @@ static void test_flags_offcpu(void)
     p.oncpu_known = 1;
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
-    CHECK_EQ(fn[3].flags, 0);
+    if (kind != RP_KIND_LOCK_WAIT) /* (a lock wait with no hold is CONTENDED) */
+        CHECK_EQ(fn[3].flags, 0);
     CHECK_EQ(fn[2].flags, RP_FLAG_HOT);  /* 9 % of all time self; not DISPATCH */
     CHECK_NEAR(fn[2].fanout, 2.0, 1e-9); /* w1 and w2 only */
     CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
     p.oncpu_known = 0; /* (direct mode: the wall maximum is judged) */
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[4].flags & RP_FLAG_JITTER);
+}
+
+static void test_flags_offcpu(void)
+{
+    test_flags_offcpu_as(RP_KIND_OFFCPU);
+    test_flags_offcpu_as(RP_KIND_WAIT);
+    test_flags_offcpu_as(RP_KIND_LOCK_WAIT);
 }
 
 int main(void)

@@ -31,8 +31,10 @@
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
  * wait node (a blocking call) is never HOT, JITTER or RATE: its time is not
  * work, its length the program's choice.
- * DISPATCH leaves time off CPU out: its edges are no callees in the
- * fan-out, and the self share is excl / (incl - offcpu).
+ * DISPATCH counts only work handed on: edges to off-CPU time, waits,
+ * lock waits and lock holds are no callees in the fan-out, and the self
+ * share is excl / (incl - the time of those edges): a driver that waits
+ * for its bus half of the time does not become a dispatcher.
  * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
  * time off CPU or in waits below it; waits are nodes with flags of their
  * own) of a replayed trace, so preemption does not make a function JITTER;
@@ -100,6 +102,15 @@ static void lock_sums(const struct rp_profile *p, uint64_t key, double *wait, do
     }
 }
 
+/* Whether time in callee n is work handed on (for DISPATCH): not time off
+ * CPU, a blocking call, a lock wait or a lock hold (holds are intervals
+ * beside the calls, not in the caller's time partition). */
+static int handed_on(const struct rp_node *n)
+{
+    return n->kind != RP_KIND_OFFCPU && n->kind != RP_KIND_WAIT && n->kind != RP_KIND_LOCK_WAIT &&
+           n->kind != RP_KIND_LOCK_HOLD;
+}
+
 static double median_ticks(const struct rp_node *n)
 {
     uint64_t med = rp_hist_q(&n->hist, 0.5);
@@ -129,7 +140,7 @@ static double mean_period(const struct rp_node *n)
 int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 {
     struct rp_flag_opts def;
-    double *out = NULL, *h = NULL;
+    double *out = NULL, *h = NULL, *blocked = NULL;
     unsigned char *self = NULL; /* a self edge with calls: recursion */
     struct lock_ref *locks = NULL;
     uint32_t nl = 0;
@@ -148,24 +159,27 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     rc = RP_ENOMEM;
     out = calloc(n ? n : 1, sizeof *out);
     h = calloc(n ? n : 1, sizeof *h);
+    blocked = calloc(n ? n : 1, sizeof *blocked);
     locks = malloc((size_t)(n ? n : 1) * sizeof *locks);
     self = calloc(n ? n : 1, 1);
-    if (!out || !h || !locks || !self)
+    if (!out || !h || !blocked || !locks || !self)
         goto out;
 
-    /* fanout: out[i] = sum of i's outgoing edge time to others; h[i] =
+    /* fanout: out[i] = sum of i's outgoing edge time to others that is
+     * work handed on, blocked[i] the time of its other edges; h[i] =
      * entropy */
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
         if (ed->caller == ed->callee)
             self[ed->caller] |= ed->calls > 0;
-        else if (p->nodes[ed->callee].kind != RP_KIND_OFFCPU) /* not work handed on */
+        else if (handed_on(&p->nodes[ed->callee]))
             out[ed->caller] += (double)ed->incl;
+        else
+            blocked[ed->caller] += (double)ed->incl;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        if (ed->incl == 0 || ed->caller == ed->callee ||
-            p->nodes[ed->callee].kind == RP_KIND_OFFCPU)
+        if (ed->incl == 0 || ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
             continue;
         double q = (double)ed->incl / out[ed->caller];
         h[ed->caller] -= q * log(q);
@@ -174,14 +188,15 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     for (uint32_t i = 0; i < n; i++) {
         struct rp_node *nd = &p->nodes[i];
         nd->fanout = out[i] > 0.0 ? exp(h[i]) : 0.0;
+        nd->blocked = blocked[i];
         nd->flags = 0;
         /* the off-CPU node is time the threads were not running: never HOT,
          * JITTER or RATE (its durations are the scheduler's, not code's) */
         if (i == 0 || nd->kind == RP_KIND_OFFCPU)
             continue;
-        /* the self share of its time on CPU: off CPU is neither its work nor
-         * work it handed on */
-        double on_incl = (double)nd->incl - (double)nd->offcpu;
+        /* the self share of its time less what was neither its work nor
+         * work it handed on (off CPU, waiting, holding a lock) */
+        double on_incl = (double)nd->incl - blocked[i];
         if (nd->involvement >= o->dispatch_involvement && on_incl > 0 &&
             (double)nd->excl <= o->dispatch_self * on_incl && nd->fanout >= o->dispatch_fanout)
             nd->flags |= RP_FLAG_DISPATCH;
@@ -227,6 +242,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 out:
     free(out);
     free(h);
+    free(blocked);
     free(self);
     free(locks);
     return rc;
@@ -296,7 +312,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double inv = n->involvement * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
-        double on_incl = (double)n->incl - (double)n->offcpu; /* as the rule: on CPU */
+        double on_incl = (double)n->incl - n->blocked; /* as the rule */
         put_pct(buf, bufsz, &len, on_incl > 0 ? (double)n->excl / on_incl : 0.0);
         put(buf, bufsz, &len, " self, spreads over %.1f callees", n->fanout);
         sep = "; ";
@@ -310,7 +326,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     if (n->flags & RP_FLAG_JITTER) {
         double med = median_ticks(n);
         double mx = (double)judged_max(p, n);
-        put(buf, bufsz, &len, "%sJITTER max ", sep);
+        put(buf, bufsz, &len, "%sJITTER %smax ", sep, p->oncpu_known ? "on-CPU " : "");
         put_dur(buf, bufsz, &len, mx, tick);
         put(buf, bufsz, &len, " is %.0fx the median ", mx / med);
         put_dur(buf, bufsz, &len, med, tick);

@@ -73,6 +73,8 @@ struct rp_node {
     uint32_t rank;      /* 1 = most standing */
     uint32_t flags;     /* RP_FLAG_* */
     double fanout;      /* exp(entropy of callee time shares) */
+    double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
+                           holds: not work handed on (flags.c, DISPATCH) */
 };
 
 struct rp_edge {

@@ -395,8 +395,8 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
         fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
-        /* on CPU: less the time off CPU below (a replayed trace; format 1.3) */
-        fmt_dur(row[C_MAX], CELL, ns_of(p, (double)(p->oncpu_known ? n->oncpu_max : n->max)));
+        /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
+        fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
         if (n->hist.counts && n->hist.n) {
             fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
             on[C_P95] = 1;

@@ -146,7 +146,7 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
     if (!strcmp(p->offcpu_src, "perf")) {
         fprintf(out,
                 "off-CPU: perf context switches; %s off CPU, shown as [off-cpu] under the span "
-                "it fell in; max is on CPU",
+                "it fell in",
                 rp_fmt_ns((double)off * p->ns_per_tick, b, sizeof b));
         if (p->offcpu_lost || p->offcpu_late)
             fprintf(out, "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed",
