@@ -133,4 +133,17 @@ if n != 272:
 PY
 [[ $(grep -c ' acquire ' "$tmp/dump") -eq 272 && $(grep -c ' release ' "$tmp/dump") -eq 272 ]] ||
     fail "dump: $(grep -c ' acquire ' "$tmp/dump") acquire, $(grep -c ' release ' "$tmp/dump") release events, want 272 each"
+# graph: the hold is listed apart from the callees, whose shares and the
+# own work make up the node's time (100 %, within rounding)
+"$RANKPROF" graph -i "$tmp/w.data" lock_jobs >"$tmp/graph" || fail "graph lock_jobs"
+python3 - "$tmp/graph" <<'PY' || fail "graph lock_jobs: $(cat "$tmp/graph")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+i = lines.index("callees (share of lock_jobs's time):")
+j = next(k for k in range(i, len(lines)) if lines[k].startswith("locks taken"))
+split = sum(float(re.search(r"([0-9.]+)%$", l).group(1)) for l in lines[i + 1:j])
+held = [l for l in lines[j + 1:] if l.lstrip().startswith("=> jobs_mutex [hold]")]
+if not 99.0 <= split <= 101.0 or len(held) != 1 or " 147 calls" not in held[0]:
+    sys.exit(1)
+PY
 echo "e2e_holds: ok (147 wrapped holds at lock_jobs, hand-over-hand 100, no unmatched exit)"

@@ -53,14 +53,28 @@ int cmd_graph(int argc, char **argv)
         for (uint32_t e = 0; e < p.n_edges; e++)
             if (p.edges[e].callee == i)
                 edge_line(&p, &p.edges[e], p.edges[e].caller, n->dur_sum, "<-");
+        /* lock holds are intervals beside the calls, not part of the
+         * split of the node's time: listed apart (docs/locks.md) */
+        int holds = 0;
         printf("callees (share of %s's time):\n", name);
-        for (uint32_t e = 0; e < p.n_edges; e++)
-            if (p.edges[e].caller == i)
+        for (uint32_t e = 0; e < p.n_edges; e++) {
+            if (p.edges[e].caller != i)
+                continue;
+            if (p.nodes[p.edges[e].callee].kind == RP_KIND_LOCK_HOLD)
+                holds++;
+            else
                 edge_line(&p, &p.edges[e], p.edges[e].callee, n->dur_sum, "->");
+        }
         printf("  -- %-40s %10s        self  %9s  %5.1f%%\n",
                n->kind == RP_KIND_WAIT ? "(blocked)" : "(own work)", "",
                rp_fmt_ns((double)n->excl * p.ns_per_tick, b1, sizeof(b1)),
                n->dur_sum ? 100.0 * (double)n->excl / (double)n->dur_sum : 0.0);
+        if (holds) {
+            printf("locks taken (held while the work above ran; not part of its split):\n");
+            for (uint32_t e = 0; e < p.n_edges; e++)
+                if (p.edges[e].caller == i && p.nodes[p.edges[e].callee].kind == RP_KIND_LOCK_HOLD)
+                    edge_line(&p, &p.edges[e], p.edges[e].callee, n->dur_sum, "=>");
+        }
     }
     rp_profile_free(&p);
     if (!found)
