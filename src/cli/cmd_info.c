@@ -68,9 +68,7 @@ int cmd_info(int argc, char **argv)
                rp_fmt_ns((double)p.resolution * p.ns_per_tick, b, sizeof(b)),
                p.compensated ? "1 tick + the spread of the measured overhead, ceil" : "1 tick",
                (unsigned long long)p.below_res);
-    printf("recorder wait: %s (threads waiting for the writer; taken out of the spans open then)\n",
-           rp_fmt_ns((double)p.paused * p.ns_per_tick, b, sizeof(b)));
-    rp_report_offcpu_line(stdout, &p);
+    rp_report_offcpu_line(stdout, &p); /* and the recorder's waits, when there were any */
     printf("duration:    %s (first to last event)\n",
            rp_fmt_ns((double)(p.last_tick - p.first_tick) * p.ns_per_tick, b, sizeof(b)));
     printf("events:      %llu\n", (unsigned long long)p.events);
