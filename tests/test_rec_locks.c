@@ -29,31 +29,12 @@
 
 #include "check.h"
 #include "record/rt.h"
+#include "rec_raw.h"
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t bar;
 static _Atomic uint64_t helper_rel; /* ticks of the helper's REL of busy */
-
-/* The records the calling thread appended since *from; moves *from on. */
-static size_t since(struct rp_raw **from, struct rp_raw **first)
-{
-    struct rp_raw *p = rp_self->pos;
-    size_t n = (size_t)(p - *from);
-    *first = *from;
-    *from = p;
-    return n;
-}
-
-static unsigned op_of(const struct rp_raw *r)
-{
-    return (unsigned)(r->word >> RP_RAW_SHIFT);
-}
-
-static uint64_t lock_of(const struct rp_raw *r)
-{
-    return r->word & RP_RAW_PAYLOAD;
-}
 
 /* Holds busy from the first barrier to the second, then (after 20 ms, so
  * that the main thread is blocked by then) releases it. */
@@ -95,13 +76,13 @@ int main(void)
     uint64_t c1 = rp_counter();
     CHECK_EQ(since(&at, &r), 1);
     CHECK_EQ(op_of(r), RP_RAW_LOCK_ACQ);
-    CHECK_EQ(lock_of(r), (uintptr_t)&m);
+    CHECK_EQ(pl_of(r), (uintptr_t)&m);
     CHECK(r->ticks >= c0 && r->ticks <= c1);
     uint64_t acq = r->ticks;
     CHECK_EQ(pthread_mutex_unlock(&m), 0);
     CHECK_EQ(since(&at, &r), 1);
     CHECK_EQ(op_of(r), RP_RAW_LOCK_REL);
-    CHECK_EQ(lock_of(r), (uintptr_t)&m);
+    CHECK_EQ(pl_of(r), (uintptr_t)&m);
     CHECK(r->ticks >= acq);
 
     /* the recorder's own mutexes pass through */
@@ -121,8 +102,8 @@ int main(void)
     CHECK_EQ(since(&at, &r), 2);
     CHECK_EQ(op_of(&r[0]), RP_RAW_LOCK_WAIT);
     CHECK_EQ(op_of(&r[1]), RP_RAW_LOCK_FAIL);
-    CHECK_EQ(lock_of(&r[0]), (uintptr_t)&busy);
-    CHECK_EQ(lock_of(&r[1]), (uintptr_t)&busy);
+    CHECK_EQ(pl_of(&r[0]), (uintptr_t)&busy);
+    CHECK_EQ(pl_of(&r[1]), (uintptr_t)&busy);
     CHECK(r[1].ticks >= r[0].ticks);
     pthread_barrier_wait(&bar);
     (void)since(&at, &r);

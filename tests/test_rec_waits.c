@@ -45,27 +45,8 @@
 
 #include "check.h"
 #include "record/rt.h"
+#include "rec_raw.h"
 #include "record/waits.h"
-
-/* The records the calling thread appended since *from; moves *from on. */
-static size_t since(struct rp_raw **from, struct rp_raw **first)
-{
-    struct rp_raw *p = rp_self->pos;
-    size_t n = (size_t)(p - *from);
-    *first = *from;
-    *from = p;
-    return n;
-}
-
-static unsigned op_of(const struct rp_raw *r)
-{
-    return (unsigned)(r->word >> RP_RAW_SHIFT);
-}
-
-static uint64_t pl_of(const struct rp_raw *r)
-{
-    return r->word & RP_RAW_PAYLOAD;
-}
 
 /* glibc's _FORTIFY_SOURCE entry points (declared only under it) */
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);

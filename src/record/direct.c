@@ -833,8 +833,11 @@ static RP_NOINLINE void batch_run(struct rp_dthread *d)
     d->stolen = off + (t1 > t0 ? t1 - t0 : 0);
 }
 
-/* Runs the calling thread's batch, unless it is inside the recorder. */
-static void drain_self(void)
+static void close_open(struct rp_dthread *d);
+
+/* Runs the calling thread's batch, and with `close` ends its open spans
+ * (close_open), unless the thread is inside the recorder. */
+static void run_self(int close)
 {
     struct rp_dthread *d = dself;
     if (!d || d->tb.guard)
@@ -842,8 +845,16 @@ static void drain_self(void)
     d->tb.guard = 1;
     atomic_signal_fence(memory_order_seq_cst);
     batch_run(d);
+    if (close)
+        close_open(d);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
+}
+
+/* Runs the calling thread's batch, unless it is inside the recorder. */
+static void drain_self(void)
+{
+    run_self(0);
 }
 
 /*
@@ -868,15 +879,7 @@ static void close_open(struct rp_dthread *d)
 /* Applies the calling thread's batch and ends its open spans (above). */
 static void close_self(void)
 {
-    struct rp_dthread *d = dself;
-    if (!d || d->tb.guard)
-        return;
-    d->tb.guard = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    batch_run(d);
-    close_open(d);
-    atomic_signal_fence(memory_order_seq_cst);
-    d->tb.guard = 0;
+    run_self(1);
 }
 
 RP_HIDDEN void rp_direct_exit_self(void)

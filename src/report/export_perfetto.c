@@ -287,6 +287,18 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
     return event_end(f);
 }
 
+/* The debug annotation "rankprof" = why (how a slice ended: "unwound",
+ * "cut", ...) of the event being written; nothing when why is NULL. */
+static void debug_why(struct perfetto *f, const char *why)
+{
+    if (!why)
+        return;
+    pb_open(&f->pb, TE_DEBUG);
+    pb_str(&f->pb, DA_NAME, "rankprof");
+    pb_str(&f->pb, DA_STRING, why);
+    pb_close(&f->pb);
+}
+
 static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
                   const char *why)
 {
@@ -295,12 +307,7 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
     event_begin(f, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
         debug_uint(&f->pb, "arg", arg);
-    if (why) {
-        pb_open(&f->pb, TE_DEBUG);
-        pb_str(&f->pb, DA_NAME, "rankprof");
-        pb_str(&f->pb, DA_STRING, why);
-        pb_close(&f->pb);
-    }
+    debug_why(f, why);
     return event_end(f);
 }
 
@@ -317,12 +324,7 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
     if ((rc = event_end(f)) < 0)
         return rc;
     event_begin(f, end, 0, TYPE_SLICE_END, track);
-    if (why) {
-        pb_open(&f->pb, TE_DEBUG);
-        pb_str(&f->pb, DA_NAME, "rankprof");
-        pb_str(&f->pb, DA_STRING, why);
-        pb_close(&f->pb);
-    }
+    debug_why(f, why);
     return event_end(f);
 }
 
