@@ -38,6 +38,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -187,6 +188,13 @@ int main(void)
         TRY(RP_W_SEM_WAIT, sem_wait(&sem), 0, 0);
         struct timespec past = {1, 0};
         TRY(RP_W_SEM_TIMEDWAIT, sem_timedwait(&sem, &past), -1, ETIMEDOUT);
+        TRY(RP_W_SEM_CLOCKWAIT, sem_clockwait(&sem, CLOCK_MONOTONIC, &past), -1, ETIMEDOUT);
+        /* epoll_pwait2 needs Linux 5.11: a span either way */
+        errno = 0;
+        res = epoll_pwait2(ep, &ev, 1, &zero, &none);
+        CHECK(res == 0 || errno == ENOSYS);
+        CHECK_EQ(since(&at, &r), 2);
+        check_span(r, RP_W_EPOLL_PWAIT2);
         TRY(RP_W_WAITPID, waitpid(-1, NULL, WNOHANG), -1, ECHILD);
         TRY(RP_W_WAIT, wait(NULL), -1, ECHILD);
         TRY(RP_W_WAITID, waitid(P_ALL, 0, &si, WEXITED | WNOHANG), -1, ECHILD);
@@ -196,6 +204,7 @@ int main(void)
         TRY(RP_W_RECV, recv(sv[0], &c, 1, 0), -1, EAGAIN);
         TRY(RP_W_RECVFROM, recvfrom(sv[0], &c, 1, 0, NULL, NULL), -1, EAGAIN);
         TRY(RP_W_RECVMSG, recvmsg(sv[0], &msg, 0), -1, EAGAIN);
+        TRY(RP_W_READV, readv(q[0], &iov, 1), -1, EAGAIN);
         raise(SIGUSR1); /* blocked: pending, so the waits return at once */
         TRY(RP_W_SIGWAITINFO, sigwaitinfo(&usr, &si), SIGUSR1, 0);
         int sig = 0;
@@ -242,11 +251,20 @@ int main(void)
     CHECK_EQ(pl_of(&r[3]), (uint64_t)(uintptr_t)&m);
     for (int i = 1; i < 4; i++)
         CHECK(r[i].ticks >= r[i - 1].ticks);
+    /* C++'s wait_for/wait_until: the same records */
+    CHECK_EQ(pthread_cond_clockwait(&cv, &m, CLOCK_MONOTONIC, &past), ETIMEDOUT);
+    CHECK_EQ(since(&at, &r), 4);
+    CHECK_EQ(op_of(&r[1]), RP_RAW_LOCK_WAIT);
+    CHECK_EQ(pl_of(&r[1]), (uint64_t)(uintptr_t)&cv | RP_RAW_COND_BIT);
+    CHECK_EQ(op_of(&r[3]), RP_RAW_LOCK_ACQ);
     /* the lock class off: a plain wait of its own site */
     rp_classes_set(0, RP_CLASS_BIT_LOCK);
     CHECK_EQ(pthread_cond_timedwait(&cv, &m, &past), ETIMEDOUT);
     CHECK_EQ(since(&at, &r), 2);
     check_span(r, RP_W_COND_TIMEDWAIT);
+    CHECK_EQ(pthread_cond_clockwait(&cv, &m, CLOCK_MONOTONIC, &past), ETIMEDOUT);
+    CHECK_EQ(since(&at, &r), 2);
+    check_span(r, RP_W_COND_CLOCKWAIT);
     rp_classes_set(RP_CLASS_BIT_LOCK, 0);
     CHECK_EQ(pthread_mutex_unlock(&m), 0);
     (void)since(&at, &r);

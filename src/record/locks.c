@@ -102,6 +102,7 @@ enum real_fn {
     R_SPIN_UNLOCK,
     R_COND_WAIT,
     R_COND_TIMEDWAIT,
+    R_COND_CLOCKWAIT,
     R_NREAL
 };
 
@@ -111,7 +112,7 @@ static const char *const real_names[R_NREAL] = {
     "pthread_rwlock_wrlock",      "pthread_rwlock_tryrdlock",   "pthread_rwlock_trywrlock",
     "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_unlock",
     "pthread_spin_lock",          "pthread_spin_trylock",       "pthread_spin_unlock",
-    "pthread_cond_wait",          "pthread_cond_timedwait",
+    "pthread_cond_wait",          "pthread_cond_timedwait",     "pthread_cond_clockwait",
 };
 
 static void *_Atomic reals[R_NREAL];
@@ -189,6 +190,7 @@ typedef int (*timed_fn)(void *, const struct timespec *);
 typedef int (*clock_fn)(void *, clockid_t, const struct timespec *);
 typedef int (*cwait_fn)(pthread_cond_t *, pthread_mutex_t *);
 typedef int (*ctimed_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*cclock_fn)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
 
 /* ---- recording ----------------------------------------------------------- */
 
@@ -483,6 +485,22 @@ RP_INTERPOSE int pthread_cond_timedwait(pthread_cond_t *restrict c, pthread_mute
     }
     COND_WAIT(c, m, r,
               CALL(R_COND_TIMEDWAIT, ctimed_fn, c, m, ts)); /* re-acquires on timeout too */
+    return r;
+}
+
+/* What C++'s std::condition_variable::wait_for/wait_until call (glibc 2.30
+ * and later). */
+RP_INTERPOSE int pthread_cond_clockwait(pthread_cond_t *restrict c, pthread_mutex_t *restrict m,
+                                        clockid_t clk, const struct timespec *restrict ts)
+{
+    int r;
+    if (!rec_on(m)) {
+        if (own_lock(m) || !rp_wait_on())
+            return CALL(R_COND_CLOCKWAIT, cclock_fn, c, m, clk, ts);
+        RP_WAIT_SPAN(RP_W_COND_CLOCKWAIT, r = CALL(R_COND_CLOCKWAIT, cclock_fn, c, m, clk, ts));
+        return r;
+    }
+    COND_WAIT(c, m, r, CALL(R_COND_CLOCKWAIT, cclock_fn, c, m, clk, ts));
     return r;
 }
 

@@ -19,7 +19,7 @@
  *
  * What is recorded: every call of the functions below while the wait class
  * (RP_CLASS_BIT_WAIT) is on, except
- *   - read()/__read_chk() on a descriptor that cannot block for long: a
+ *   - read()/__read_chk()/readv() on a descriptor that cannot block for long: a
  *     regular file, a directory or a block device.  The type comes from one
  *     fstat() per descriptor, cached in fd_kind[] (descriptors below
  *     FD_CACHE) and forgotten when close(), dup2() or dup3() reuse the
@@ -62,6 +62,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,11 +95,14 @@ RP_HIDDEN struct rp_site rp_wait_sites[RP_W_N] = {
     [RP_W_PSELECT] = SITE("pselect"),
     [RP_W_EPOLL_WAIT] = SITE("epoll_wait"),
     [RP_W_EPOLL_PWAIT] = SITE("epoll_pwait"),
+    [RP_W_EPOLL_PWAIT2] = SITE("epoll_pwait2"),
     [RP_W_PTHREAD_JOIN] = SITE("pthread_join"),
     [RP_W_COND_WAIT] = SITE("pthread_cond_wait"),
     [RP_W_COND_TIMEDWAIT] = SITE("pthread_cond_timedwait"),
+    [RP_W_COND_CLOCKWAIT] = SITE("pthread_cond_clockwait"),
     [RP_W_SEM_WAIT] = SITE("sem_wait"),
     [RP_W_SEM_TIMEDWAIT] = SITE("sem_timedwait"),
+    [RP_W_SEM_CLOCKWAIT] = SITE("sem_clockwait"),
     [RP_W_WAITPID] = SITE("waitpid"),
     [RP_W_WAIT] = SITE("wait"),
     [RP_W_WAITID] = SITE("waitid"),
@@ -114,6 +118,7 @@ RP_HIDDEN struct rp_site rp_wait_sites[RP_W_N] = {
     [RP_W_RECVMSG] = SITE("recvmsg"),
     [RP_W_READ] = SITE("read"),
     [RP_W_READ_CHK] = SITE("read"),
+    [RP_W_READV] = SITE("readv"),
 };
 
 /* The real functions: rp_wait_sites' order, then the two that are not waits. */
@@ -133,11 +138,14 @@ static const char *const real_names[R_NREAL] = {
     [RP_W_PSELECT] = "pselect",
     [RP_W_EPOLL_WAIT] = "epoll_wait",
     [RP_W_EPOLL_PWAIT] = "epoll_pwait",
+    [RP_W_EPOLL_PWAIT2] = "epoll_pwait2",
     [RP_W_PTHREAD_JOIN] = "pthread_join",
     [RP_W_COND_WAIT] = NULL, /* locks.c calls the real one */
     [RP_W_COND_TIMEDWAIT] = NULL,
+    [RP_W_COND_CLOCKWAIT] = NULL,
     [RP_W_SEM_WAIT] = "sem_wait",
     [RP_W_SEM_TIMEDWAIT] = "sem_timedwait",
+    [RP_W_SEM_CLOCKWAIT] = "sem_clockwait",
     [RP_W_WAITPID] = "waitpid",
     [RP_W_WAIT] = "wait",
     [RP_W_WAITID] = "waitid",
@@ -153,6 +161,7 @@ static const char *const real_names[R_NREAL] = {
     [RP_W_RECVMSG] = "recvmsg",
     [RP_W_READ] = "read",
     [RP_W_READ_CHK] = "__read_chk",
+    [RP_W_READV] = "readv",
     [R_CLOSE] = "close",
     [R_DUP2] = "dup2",
     [R_DUP3] = "dup3",
@@ -350,6 +359,8 @@ typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timesp
                           const sigset_t *);
 typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
+                               const sigset_t *);
 
 RP_INTERPOSE int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
@@ -395,11 +406,18 @@ RP_INTERPOSE int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeou
     WAIT_CALL(RP_W_EPOLL_PWAIT, epoll_pwait_fn, -1, ep, ev, max, timeout, mask);
 }
 
+RP_INTERPOSE int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts,
+                              const sigset_t *mask)
+{
+    WAIT_CALL(RP_W_EPOLL_PWAIT2, epoll_pwait2_fn, -1, ep, ev, max, ts, mask);
+}
+
 /* ---- threads, semaphores, children, signals -------------------------------- */
 
 typedef int (*join_fn)(pthread_t, void **);
 typedef int (*sem_wait_fn)(sem_t *);
 typedef int (*sem_timedwait_fn)(sem_t *, const struct timespec *);
+typedef int (*sem_clockwait_fn)(sem_t *, clockid_t, const struct timespec *);
 typedef pid_t (*waitpid_fn)(pid_t, int *, int);
 typedef pid_t (*wait_fn)(int *);
 typedef int (*waitid_fn)(idtype_t, id_t, siginfo_t *, int);
@@ -420,6 +438,11 @@ RP_INTERPOSE int sem_wait(sem_t *s)
 RP_INTERPOSE int sem_timedwait(sem_t *restrict s, const struct timespec *restrict ts)
 {
     WAIT_CALL(RP_W_SEM_TIMEDWAIT, sem_timedwait_fn, -1, s, ts);
+}
+
+RP_INTERPOSE int sem_clockwait(sem_t *restrict s, clockid_t clk, const struct timespec *restrict ts)
+{
+    WAIT_CALL(RP_W_SEM_CLOCKWAIT, sem_clockwait_fn, -1, s, clk, ts);
 }
 
 RP_INTERPOSE pid_t waitpid(pid_t pid, int *status, int options)
@@ -465,6 +488,7 @@ typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int, struct sock
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
 typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
+typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
 
 RP_INTERPOSE int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 {
@@ -528,5 +552,18 @@ RP_INTERPOSE ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
         return f(fd, buf, n, buflen);
     ssize_t r;
     RP_WAIT_SPAN(RP_W_READ, r = f(fd, buf, n, buflen));
+    return r;
+}
+
+/* readv: a wait only on a descriptor that may block, like read. */
+RP_INTERPOSE ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    readv_fn f = (readv_fn)real(RP_W_READV);
+    if (unlikely(!f))
+        return syscall(SYS_readv, fd, iov, n);
+    if (likely(!rp_wait_on()) || !fd_blocks(fd))
+        return f(fd, iov, n);
+    ssize_t r;
+    RP_WAIT_SPAN(RP_W_READV, r = f(fd, iov, n));
     return r;
 }

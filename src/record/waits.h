@@ -27,11 +27,14 @@ enum rp_wait_fn {
     RP_W_PSELECT,
     RP_W_EPOLL_WAIT,
     RP_W_EPOLL_PWAIT,
+    RP_W_EPOLL_PWAIT2,
     RP_W_PTHREAD_JOIN,
     RP_W_COND_WAIT, /* recorded here only while the lock class is off */
     RP_W_COND_TIMEDWAIT,
+    RP_W_COND_CLOCKWAIT,
     RP_W_SEM_WAIT,
     RP_W_SEM_TIMEDWAIT,
+    RP_W_SEM_CLOCKWAIT,
     RP_W_WAITPID,
     RP_W_WAIT,
     RP_W_WAITID,
@@ -47,6 +50,7 @@ enum rp_wait_fn {
     RP_W_RECVMSG,
     RP_W_READ,
     RP_W_READ_CHK,
+    RP_W_READV,
     RP_W_N
 };
 
