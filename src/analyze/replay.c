@@ -1001,6 +1001,8 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     case LOOP_DEEP:
         goto too_deep;
     }
+    if (ev.n != d.count) /* format 4.6: the writer's own events are in the count */
+        goto miscount;
     j->last = ev.now;
     j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
 out:
@@ -1032,6 +1034,12 @@ too_deep:
              "spans nested deeper than %u at offset %llu (the recorder never writes that)",
              RP_REPLAY_DEPTH_MAX,
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)));
+    goto out;
+miscount:
+    rc = RP_EFORMAT;
+    snprintf(j->err, sizeof(j->err),
+             "EVENTS chunk at offset %llu states %u events, its stream holds %llu",
+             (unsigned long long)j->offset, d.count, (unsigned long long)ev.n);
     goto out;
 undefined:
     rc = RP_EFORMAT;
@@ -1421,18 +1429,25 @@ bad:
     return RP_EFORMAT;
 }
 
-static void read_info(struct rp_profile *p, const struct rp_chunk *c)
+/*
+ * Reads the key/value records of an INFO chunk into p.  Returns 0, or
+ * RP_EFORMAT (err names the record's file offset) for a record that runs
+ * past the payload (format 4.1); the records before it are kept.
+ */
+static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
     const uint8_t *q = c->data, *end = c->data + c->len;
-    while ((size_t)(end - q) >= 6) {
+    while (q < end) {
+        if ((size_t)(end - q) < 6)
+            goto bad;
         uint16_t klen = rp_get16(q);
         if ((size_t)(end - q) < 6u + klen)
-            break;
+            goto bad;
         uint32_t vlen = rp_get32(q + 2 + klen);
         size_t rec = (size_t)6 + klen + vlen; /* in size_t: 6u + klen + vlen wraps */
         if ((size_t)(end - q) < rec)
-            break;
+            goto bad;
         const char *k = (const char *)q + 2;
         const char *val = (const char *)q + 6 + klen;
         char **dst = NULL;
@@ -1495,6 +1510,27 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
         }
         q += rec;
     }
+    return 0;
+bad:
+    snprintf(err, errsz,
+             "malformed INFO record at offset %llu: it runs past the end of its chunk at offset "
+             "%llu (%u bytes)",
+             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(q - c->data)),
+             (unsigned long long)c->offset, c->len);
+    return RP_EFORMAT;
+}
+
+/* Whether the fixed-size payload of chunk c has at least need bytes (format
+ * section 4: longer is a later minor version, shorter is malformed).
+ * Returns 0, or RP_EFORMAT with err naming the chunk's offset. */
+static int fixed_len(const struct rp_chunk *c, const char *name, uint32_t need, char *err,
+                     size_t errsz)
+{
+    if (c->len >= need)
+        return 0;
+    snprintf(err, errsz, "malformed %s chunk at offset %llu: %u bytes, the format says %u", name,
+             (unsigned long long)c->offset, c->len, need);
+    return RP_EFORMAT;
 }
 
 /*
@@ -1820,11 +1856,12 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             goto fail;
         switch (c.type) {
         case RP_CH_INFO:
-            read_info(p, &c);
+            rc = read_info(p, &c, sub, sizeof(sub));
             overhead_check(p);
             break;
         case RP_CH_CLOCK:
-            read_clock(p, &c);
+            if ((rc = fixed_len(&c, "CLOCK", 24, sub, sizeof(sub))) == 0)
+                read_clock(p, &c);
             break;
         case RP_CH_MAPS:
             free(p->maps);
@@ -1832,7 +1869,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             p->maps_len = p->maps ? c.len : 0;
             break;
         case RP_CH_THREAD:
-            read_thread(p, &c, o->tid);
+            if ((rc = fixed_len(&c, "THREAD", 8, sub, sizeof(sub))) == 0)
+                read_thread(p, &c, o->tid);
             break;
         case RP_CH_DEFS:
             rc = read_defs(p, &c, sub, sizeof(sub));
@@ -1848,9 +1886,14 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         case RP_CH_FCOUNT: /* throttled calls: stats.c */
             rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
             break;
+        case RP_CH_LOST:
+            rc = fixed_len(&c, "LOST", 32, sub, sizeof(sub));
+            break;
         case RP_CH_END:
+            if ((rc = fixed_len(&c, "END", 32, sub, sizeof(sub))) < 0)
+                break;
             p->ended = 1;
-            if (c.len >= 32) {
+            {
                 p->end_status = (int32_t)rp_get32(c.data + 24);
                 p->end_flags = rp_get32(c.data + 28);
                 /* where frames still open end (close_open): from 1.3 on, when

@@ -183,6 +183,7 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->now = rp_get64(payload + 8);
     d->p = payload + 16;
     d->end = payload + len;
+    d->n = 0;
     d->snap = NULL;
     d->snap_depth = 0;
     d->snap_counts = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPCOUNT);
@@ -210,8 +211,8 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     uint64_t h, v;
     const uint8_t *p = d->p;
 
-    if (p == d->end)
-        return 0;
+    if (p == d->end) /* the stream must hold exactly the events its header says */
+        return d->n == d->count ? 0 : RP_EFORMAT;
     if (!(p = rp_get_varint(p, d->end, &h)))
         return RP_EFORMAT;
     ev->id = 0;
@@ -239,6 +240,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     ev->ticks = d->now;
     if (ev->op == RP_OP_ENTER && ev->id) {
         d->p = p;
+        d->n++;
         return 1;
     }
     switch (ev->op) {
@@ -276,5 +278,6 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         return RP_EFORMAT;
     }
     d->p = p;
+    d->n++;
     return 1;
 }
