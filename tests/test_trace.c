@@ -1122,6 +1122,37 @@ static int replay_buf(const struct fbuf *f, struct rp_profile *p, char *err, siz
     return rc;
 }
 
+/* rp_text_dup: what every name from a trace or a binary passes through */
+static void test_text_dup(void)
+{
+    static const struct {
+        const char *in;
+        size_t n;
+        int keep_nul;
+        const char *out;
+    } t[] = {
+        {"plain_name", 10, 0, "plain_name"},
+        {"a\x1b]52;c;aGk=\x07z", 14, 0, "a\\x1b]52;c;aGk=\\x07z"},
+        {"\x01\x7f\t\n", 4, 0, "\\x01\\x7f\\x09\\x0a"},
+        {"c1 \xc2\x9b x", 7, 0, "c1 \\xc2\\x9b x"}, /* U+009B, a CSI */
+        {"nb\xc2\xa0\xc3\xa9\xf0\x9f\x98\x80", 10, 0, "nb\xc2\xa0\xc3\xa9\xf0\x9f\x98\x80"},
+        {"bad\xff\xc3", 5, 0, "bad\\xff\\xc3"}, /* invalid UTF-8 */
+        {"a\0b", 3, 0, "a\\x00b"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        size_t len = 0;
+        char *o = rp_text_dup(t[i].in, t[i].n, t[i].keep_nul, &len);
+        CHECK(o && !strcmp(o, t[i].out) && len == strlen(t[i].out));
+        if (o && strcmp(o, t[i].out))
+            fprintf(stderr, "  rp_text_dup case %zu: got \"%s\"\n", i, o);
+        free(o);
+    }
+    size_t len = 0; /* argv: NULs kept as separators */
+    char *o = rp_text_dup("a\0\x1b\0", 4, 1, &len);
+    CHECK(o && len == 7 && !memcmp(o, "a\0\\x1b\0", 7));
+    free(o);
+}
+
 /* Replays f and checks that it fails with RP_EFORMAT and a message holding want. */
 static void check_malformed(const struct fbuf *f, const char *want)
 {
@@ -2026,6 +2057,7 @@ int main(void)
     test_fcount();
     test_replay_streams();
     test_counts_lengths();
+    test_text_dup();
     test_offcpu();
     test_unwind();
     test_reused_tid();

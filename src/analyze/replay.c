@@ -80,6 +80,7 @@
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#include "report/util.h"
 #include "trace/reader.h"
 
 struct frame {
@@ -1371,6 +1372,38 @@ static char *dupn(const void *s, size_t n)
     return d;
 }
 
+char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *b = s;
+    char *d = malloc(4 * n + 1), *o = d; /* at most 4 bytes out per byte in */
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        int k = rp_utf8_seq(b + i, n - i);
+        /* a control byte, a C1 control (0xc2 0x80-0x9f) or invalid UTF-8 */
+        int bad = k < 0 || (k == 1 && (b[i] < 0x20 || b[i] == 0x7f) && !(keep_nul && !b[i])) ||
+                  (k == 2 && b[i] == 0xc2 && b[i + 1] < 0xa0);
+        size_t m = k < 0 ? (size_t)-k : (size_t)k;
+        for (size_t j = 0; j < m; j++) {
+            if (bad) {
+                *o++ = '\\';
+                *o++ = 'x';
+                *o++ = hex[b[i + j] >> 4];
+                *o++ = hex[b[i + j] & 15];
+            } else {
+                *o++ = (char)b[i + j];
+            }
+        }
+        i += m;
+    }
+    *o = 0;
+    if (outlen)
+        *outlen = (size_t)(o - d);
+    char *r = realloc(d, (size_t)(o - d) + 1);
+    return r ? r : d;
+}
+
 /* Tells the replayers' id checks that node id is defined (no job runs). */
 static void defined(struct priv *v, uint32_t id)
 {
@@ -1414,9 +1447,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
-        if (nlen && !(n->name = dupn(q + RP_DEF_FIXED, nlen)))
+        if (nlen && !(n->name = rp_text_dup(q + RP_DEF_FIXED, nlen, 0, NULL)))
             return RP_ENOMEM;
-        if (flen && !(n->file = dupn(q + RP_DEF_FIXED + nlen, flen)))
+        if (flen && !(n->file = rp_text_dup(q + RP_DEF_FIXED + nlen, flen, 0, NULL)))
             return RP_ENOMEM;
         if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
             n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
@@ -1460,8 +1493,7 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             dst = &p->mode;
         else if (KEY("argv")) {
             free(p->argv);
-            p->argv = dupn(val, vlen);
-            p->argv_len = p->argv ? vlen : 0;
+            p->argv = rp_text_dup(val, vlen, 1, &p->argv_len);
         } else if (KEY("offcpu")) { /* format 1.3: how off-CPU time is known */
             size_t l = vlen < sizeof(p->offcpu_src) - 1 ? vlen : sizeof(p->offcpu_src) - 1;
             memcpy(p->offcpu_src, val, l);
@@ -1470,6 +1502,9 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             size_t l = vlen < sizeof(p->offcpu_err) - 1 ? vlen : sizeof(p->offcpu_err) - 1;
             memcpy(p->offcpu_err, val, l);
             p->offcpu_err[l] = 0;
+            for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
+                if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
+                    p->offcpu_err[i] = '?';
         } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
@@ -1506,7 +1541,7 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
 #undef KEY
         if (dst) {
             free(*dst);
-            *dst = dupn(val, vlen);
+            *dst = rp_text_dup(val, vlen, 0, NULL);
         }
         q += rec;
     }
@@ -1582,7 +1617,7 @@ static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t
         return;
     struct rp_thread *th = &p->threads[t->ti];
     free(th->name);
-    th->name = dupn(c->data + 8, c->len - 8);
+    th->name = rp_text_dup(c->data + 8, c->len - 8, 0, NULL);
 }
 
 static int edge_cmp(const void *a, const void *b)
