@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyze/cct.h"
@@ -1228,6 +1229,18 @@ static void test_counts_lengths(void)
                  (size_t)RP_FILE_HDR_SIZE + RP_CHUNK_HDR_SIZE + rec);
         check_malformed(&f, want);
         free(f.p);
+    }
+
+    /* a FIFO for -i is refused at once, never waited on (nobody writes it) */
+    {
+        char fifo[256];
+        struct rp_reader r;
+        snprintf(fifo, sizeof(fifo), "%s/in.fifo", tmpdir);
+        CHECK_EQ(mkfifo(fifo, 0600), 0);
+        CHECK_EQ(rp_reader_open(&r, fifo), RP_EIO);
+        CHECK(strstr(r.err, "is a FIFO") != NULL);
+        rp_reader_close(&r);
+        unlink(fifo);
     }
 
     /* fixed-size payloads shorter than the format's */

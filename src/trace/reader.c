@@ -10,10 +10,12 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "common/error.h"
@@ -33,20 +35,27 @@ static int rd_fail(struct rp_reader *r, int code, const char *fmt, ...)
 int rp_reader_open(struct rp_reader *r, const char *path)
 {
     uint8_t h[RP_FILE_HDR_SIZE];
-    struct stat st;
+    struct stat st = {0};
 
     memset(r, 0, sizeof(*r));
     r->path = path;
-    r->f = fopen(path, "rb");
-    if (!r->f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
+     * files are read (a FIFO, socket or device is refused, never waited on) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return rd_fail(r, errno == ENOENT ? RP_ENOENT : RP_EIO, "cannot open: %s", strerror(errno));
-    if (fstat(fileno(r->f), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            fclose(r->f);
-            r->f = NULL;
-            return rd_fail(r, RP_EIO, "is a directory");
-        }
-        r->size = (uint64_t)st.st_size;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int dir = S_ISDIR(st.st_mode), fifo = S_ISFIFO(st.st_mode);
+        close(fd);
+        return rd_fail(r, RP_EIO, "%s",
+                       dir    ? "is a directory"
+                       : fifo ? "is a FIFO, not a trace file (copy it to a file first)"
+                              : "is not a regular file");
+    }
+    r->size = (uint64_t)st.st_size;
+    if (fcntl(fd, F_SETFL, 0) != 0 || !(r->f = fdopen(fd, "rb"))) {
+        close(fd);
+        return rd_fail(r, RP_EIO, "cannot open: %s", strerror(errno));
     }
     size_t got = fread(h, 1, sizeof(h), r->f);
     int rc = 0;
