@@ -1243,6 +1243,24 @@ static void test_counts_lengths(void)
         unlink(fifo);
     }
 
+    /* a LOST chunk (format 4.7) is counted, not skipped */
+    {
+        struct rp_profile p;
+        char err[512];
+        memset(&f, 0, sizeof(f));
+        file_start(&f);
+        memset(b, 0, 32);
+        rp_put32(b, 7);
+        rp_put64(b + 8, 1234);
+        fb_chunk(&f, RP_CH_LOST, b, 32);
+        int rc = replay_buf(&f, &p, err, sizeof(err));
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(p.lost, 1234);
+        CHECK(p.n_threads == 1 && p.threads[0].lost == 1234);
+        rp_profile_free(&p);
+        free(f.p);
+    }
+
     /* fixed-size payloads shorter than the format's */
     static const struct {
         uint32_t type, len;

@@ -1921,8 +1921,16 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         case RP_CH_FCOUNT: /* throttled calls: stats.c */
             rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
             break;
-        case RP_CH_LOST:
-            rc = fixed_len(&c, "LOST", 32, sub, sizeof(sub));
+        case RP_CH_LOST: /* (format 4.7; the recorder uses the LOST op instead) */
+            if ((rc = fixed_len(&c, "LOST", 32, sub, sizeof(sub))) == 0 &&
+                (!o->tid || rp_tid_match(o->tid, rp_get32(c.data)))) {
+                struct tstate *t = tstate_get(p, rp_get32(c.data));
+                if (!t) {
+                    rc = RP_ENOMEM;
+                    break;
+                }
+                p->threads[t->ti].lost += rp_get64(c.data + 8);
+            }
             break;
         case RP_CH_END:
             if ((rc = fixed_len(&c, "END", 32, sub, sizeof(sub))) < 0)
