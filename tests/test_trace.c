@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyze/cct.h"
@@ -1075,18 +1076,30 @@ static size_t def_rec(uint8_t *q, uint32_t id, const char *name)
 }
 
 /* An EVENTS chunk of tid 7 at base 1000 from the stream s[0..n); flags:
- * RP_EV_COMPACT, RP_EV_SNAPSHOT (an empty one). */
-static void ev_chunk(struct fbuf *f, uint32_t flags, const uint8_t *s, size_t n)
+ * RP_EV_COMPACT, RP_EV_SNAPSHOT (an empty one).  The header states the
+ * events the stream decodes to (up to a malformed one), plus miscount. */
+static void ev_chunk_n(struct fbuf *f, uint32_t flags, const uint8_t *s, size_t n, int miscount)
 {
     uint8_t pl[128];
     size_t k = 16;
+    struct rp_evdec d;
+    struct rp_event ev;
     rp_put32(pl, 7);
-    rp_put32(pl + 4, flags | 4);
+    rp_put32(pl + 4, flags);
     rp_put64(pl + 8, 1000);
     if (flags & RP_EV_SNAPSHOT)
         pl[k++] = 0; /* depth 0 */
     memcpy(pl + k, s, n);
+    CHECK_EQ(rp_evdec_init(&d, pl, (uint32_t)(k + n)), 0);
+    while (rp_evdec_next(&d, &ev) > 0)
+        ;
+    rp_put32(pl + 4, flags | (uint32_t)((int)d.n + miscount));
     fb_chunk(f, RP_CH_EVENTS, pl, k + n);
+}
+
+static void ev_chunk(struct fbuf *f, uint32_t flags, const uint8_t *s, size_t n)
+{
+    ev_chunk_n(f, flags, s, n, 0);
 }
 
 static void file_start(struct fbuf *f)
@@ -1108,6 +1121,165 @@ static int replay_buf(const struct fbuf *f, struct rp_profile *p, char *err, siz
     int rc = replay_rc(path, 0, p, err, errsz);
     unlink(path);
     return rc;
+}
+
+/* rp_text_dup: what every name from a trace or a binary passes through */
+static void test_text_dup(void)
+{
+    static const struct {
+        const char *in;
+        size_t n;
+        int keep_nul;
+        const char *out;
+    } t[] = {
+        {"plain_name", 10, 0, "plain_name"},
+        {"a\x1b]52;c;aGk=\x07z", 14, 0, "a\\x1b]52;c;aGk=\\x07z"},
+        {"\x01\x7f\t\n", 4, 0, "\\x01\\x7f\\x09\\x0a"},
+        {"c1 \xc2\x9b x", 7, 0, "c1 \\xc2\\x9b x"}, /* U+009B, a CSI */
+        {"nb\xc2\xa0\xc3\xa9\xf0\x9f\x98\x80", 10, 0, "nb\xc2\xa0\xc3\xa9\xf0\x9f\x98\x80"},
+        {"bad\xff\xc3", 5, 0, "bad\\xff\\xc3"}, /* invalid UTF-8 */
+        {"a\0b", 3, 0, "a\\x00b"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        size_t len = 0;
+        char *o = rp_text_dup(t[i].in, t[i].n, t[i].keep_nul, &len);
+        CHECK(o && !strcmp(o, t[i].out) && len == strlen(t[i].out));
+        if (o && strcmp(o, t[i].out))
+            fprintf(stderr, "  rp_text_dup case %zu: got \"%s\"\n", i, o);
+        free(o);
+    }
+    size_t len = 0; /* argv: NULs kept as separators */
+    char *o = rp_text_dup("a\0\x1b\0", 4, 1, &len);
+    CHECK(o && len == 7 && !memcmp(o, "a\0\\x1b\0", 7));
+    free(o);
+}
+
+/* Replays f and checks that it fails with RP_EFORMAT and a message holding want. */
+static void check_malformed(const struct fbuf *f, const char *want)
+{
+    struct rp_profile p;
+    char err[512];
+    int rc = replay_buf(f, &p, err, sizeof(err));
+    CHECK_EQ(rc, RP_EFORMAT);
+    if (rc != RP_EFORMAT || !strstr(err, want))
+        fprintf(stderr, "  want \"%s\", got rc %d: %s\n", want, rc, rc ? err : "");
+    CHECK(rc != 0 && strstr(err, want) != NULL);
+    rp_profile_free(&p);
+}
+
+/*
+ * Every count and length the format states is checked (trace-format.md 4):
+ * an EVENTS chunk whose stream holds more or fewer events than its header's
+ * nevents, in order and in a worker's job; an INFO record whose value or key
+ * runs past its chunk; fixed-size CLOCK, THREAD, LOST and END payloads that
+ * are shorter than the format says.  Each is an error naming the offset.
+ */
+static void test_counts_lengths(void)
+{
+    static const uint8_t s[] = {10 << 1, 3, 5 << 1, 3, 20 << 1 | 1, 30 << 1 | 1}; /* 4 events */
+    uint8_t d[64], b[64];
+    char want[160];
+    struct fbuf f;
+    struct rp_evdec dec;
+    struct rp_event ev;
+
+    for (int snap = 0; snap < 2; snap++)
+        for (int miss = -1; miss <= 1; miss += 2) {
+            memset(&f, 0, sizeof(f));
+            file_start(&f);
+            fb_chunk(&f, RP_CH_DEFS, d, def_rec(d, 3, "c"));
+            size_t at = f.len;
+            ev_chunk_n(&f, RP_EV_COMPACT | (snap ? RP_EV_SNAPSHOT : 0), s, sizeof(s), miss);
+            snprintf(want, sizeof(want),
+                     "EVENTS chunk at offset %zu states %d events, its stream holds 4", at,
+                     4 + miss);
+            check_malformed(&f, want);
+            /* the decoder (dump, timelines, the sequence diagram) agrees */
+            CHECK_EQ(rp_evdec_init(&dec, f.p + at + RP_CHUNK_HDR_SIZE,
+                                   (uint32_t)(f.len - at - RP_CHUNK_HDR_SIZE)),
+                     0);
+            int rc, k = 0;
+            while ((rc = rp_evdec_next(&dec, &ev)) > 0)
+                k++;
+            CHECK_EQ(rc, RP_EFORMAT);
+            CHECK_EQ(k, 4);
+            CHECK(rp_evdec_miscount(&dec));
+            free(f.p);
+        }
+
+    /* INFO: a value length past the record's chunk, a key length past it,
+     * and a record cut inside its lengths */
+    for (int k = 0; k < 3; k++) {
+        uint8_t hdr[RP_FILE_HDR_SIZE];
+        size_t il = 0;
+        memset(&f, 0, sizeof(f));
+        rp_file_header(hdr);
+        fb_put(&f, hdr, sizeof(hdr));
+        CHECK_EQ(rp_info_put(b, sizeof(b), &il, "freq_hz", "1000000000", 10), 0);
+        size_t rec = il;
+        CHECK_EQ(rp_info_put(b, sizeof(b), &il, "program", "/bin/x", 6), 0);
+        if (k == 0)
+            rp_put32(b + rec + 2 + 7, 7); /* the value claims one byte more */
+        else if (k == 1)
+            rp_put16(b + rec, 40); /* the key runs past the chunk */
+        else
+            il = rec + 4; /* a record of 4 bytes: not even its lengths */
+        fb_chunk(&f, RP_CH_INFO, b, il);
+        snprintf(want, sizeof(want), "malformed INFO record at offset %zu",
+                 (size_t)RP_FILE_HDR_SIZE + RP_CHUNK_HDR_SIZE + rec);
+        check_malformed(&f, want);
+        free(f.p);
+    }
+
+    /* a FIFO for -i is refused at once, never waited on (nobody writes it) */
+    {
+        char fifo[256];
+        struct rp_reader r;
+        snprintf(fifo, sizeof(fifo), "%s/in.fifo", tmpdir);
+        CHECK_EQ(mkfifo(fifo, 0600), 0);
+        CHECK_EQ(rp_reader_open(&r, fifo), RP_EIO);
+        CHECK(strstr(r.err, "is a FIFO") != NULL);
+        rp_reader_close(&r);
+        unlink(fifo);
+    }
+
+    /* a LOST chunk (format 4.7) is counted, not skipped */
+    {
+        struct rp_profile p;
+        char err[512];
+        memset(&f, 0, sizeof(f));
+        file_start(&f);
+        memset(b, 0, 32);
+        rp_put32(b, 7);
+        rp_put64(b + 8, 1234);
+        fb_chunk(&f, RP_CH_LOST, b, 32);
+        int rc = replay_buf(&f, &p, err, sizeof(err));
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(p.lost, 1234);
+        CHECK(p.n_threads == 1 && p.threads[0].lost == 1234);
+        rp_profile_free(&p);
+        free(f.p);
+    }
+
+    /* fixed-size payloads shorter than the format's */
+    static const struct {
+        uint32_t type, len;
+        const char *name;
+    } fx[] = {{RP_CH_CLOCK, 16, "CLOCK"},
+              {RP_CH_THREAD, 4, "THREAD"},
+              {RP_CH_LOST, 24, "LOST"},
+              {RP_CH_END, 28, "END"}};
+    for (size_t k = 0; k < sizeof(fx) / sizeof(fx[0]); k++) {
+        memset(&f, 0, sizeof(f));
+        file_start(&f);
+        size_t at = f.len;
+        memset(b, 0, sizeof(b));
+        fb_chunk(&f, fx[k].type, b, fx[k].len);
+        snprintf(want, sizeof(want), "malformed %s chunk at offset %zu: %u bytes", fx[k].name, at,
+                 fx[k].len);
+        check_malformed(&f, want);
+        free(f.p);
+    }
 }
 
 /*
@@ -1915,6 +2087,8 @@ int main(void)
     test_no_end();
     test_fcount();
     test_replay_streams();
+    test_counts_lengths();
+    test_text_dup();
     test_offcpu();
     test_unwind();
     test_reused_tid();

@@ -170,6 +170,18 @@ struct rp_profile {
     void *priv; /* replay.c's hash tables */
 };
 
+/*
+ * A NUL-terminated malloc'd copy of the n bytes at s for display: every
+ * text from a trace or a binary's symbols goes through it, so that no
+ * output (table, graph, locks, info, dump, CSV, folded stacks, callgrind,
+ * pprof, JSON, ...) can carry a control byte to a terminal or a parser.
+ * Bytes 0x00-0x1f and 0x7f, C1 controls (U+0080-U+009F) and bytes of
+ * invalid UTF-8 become "\xNN" (one per byte); with keep_nul, NUL bytes
+ * stay (argv's separators).  *outlen (when not NULL) is the copy's length.
+ * Returns NULL when out of memory.
+ */
+char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen);
+
 /* Returns a node's name, never NULL ("<root>", the name, or "0x<addr>"). */
 const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, char *buf,
                          size_t bufsz);

@@ -80,6 +80,7 @@
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#include "report/util.h"
 #include "trace/reader.h"
 
 struct frame {
@@ -1001,6 +1002,8 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     case LOOP_DEEP:
         goto too_deep;
     }
+    if (ev.n != d.count) /* format 4.6: the writer's own events are in the count */
+        goto miscount;
     j->last = ev.now;
     j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
 out:
@@ -1032,6 +1035,12 @@ too_deep:
              "spans nested deeper than %u at offset %llu (the recorder never writes that)",
              RP_REPLAY_DEPTH_MAX,
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)));
+    goto out;
+miscount:
+    rc = RP_EFORMAT;
+    snprintf(j->err, sizeof(j->err),
+             "EVENTS chunk at offset %llu states %u events, its stream holds %llu",
+             (unsigned long long)j->offset, d.count, (unsigned long long)ev.n);
     goto out;
 undefined:
     rc = RP_EFORMAT;
@@ -1363,6 +1372,38 @@ static char *dupn(const void *s, size_t n)
     return d;
 }
 
+char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *b = s;
+    char *d = malloc(4 * n + 1), *o = d; /* at most 4 bytes out per byte in */
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        int k = rp_utf8_seq(b + i, n - i);
+        /* a control byte, a C1 control (0xc2 0x80-0x9f) or invalid UTF-8 */
+        int bad = k < 0 || (k == 1 && (b[i] < 0x20 || b[i] == 0x7f) && !(keep_nul && !b[i])) ||
+                  (k == 2 && b[i] == 0xc2 && b[i + 1] < 0xa0);
+        size_t m = k < 0 ? (size_t)-k : (size_t)k;
+        for (size_t j = 0; j < m; j++) {
+            if (bad) {
+                *o++ = '\\';
+                *o++ = 'x';
+                *o++ = hex[b[i + j] >> 4];
+                *o++ = hex[b[i + j] & 15];
+            } else {
+                *o++ = (char)b[i + j];
+            }
+        }
+        i += m;
+    }
+    *o = 0;
+    if (outlen)
+        *outlen = (size_t)(o - d);
+    char *r = realloc(d, (size_t)(o - d) + 1);
+    return r ? r : d;
+}
+
 /* Tells the replayers' id checks that node id is defined (no job runs). */
 static void defined(struct priv *v, uint32_t id)
 {
@@ -1406,9 +1447,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
-        if (nlen && !(n->name = dupn(q + RP_DEF_FIXED, nlen)))
+        if (nlen && !(n->name = rp_text_dup(q + RP_DEF_FIXED, nlen, 0, NULL)))
             return RP_ENOMEM;
-        if (flen && !(n->file = dupn(q + RP_DEF_FIXED + nlen, flen)))
+        if (flen && !(n->file = rp_text_dup(q + RP_DEF_FIXED + nlen, flen, 0, NULL)))
             return RP_ENOMEM;
         if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
             n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
@@ -1421,18 +1462,25 @@ bad:
     return RP_EFORMAT;
 }
 
-static void read_info(struct rp_profile *p, const struct rp_chunk *c)
+/*
+ * Reads the key/value records of an INFO chunk into p.  Returns 0, or
+ * RP_EFORMAT (err names the record's file offset) for a record that runs
+ * past the payload (format 4.1); the records before it are kept.
+ */
+static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
     const uint8_t *q = c->data, *end = c->data + c->len;
-    while ((size_t)(end - q) >= 6) {
+    while (q < end) {
+        if ((size_t)(end - q) < 6)
+            goto bad;
         uint16_t klen = rp_get16(q);
         if ((size_t)(end - q) < 6u + klen)
-            break;
+            goto bad;
         uint32_t vlen = rp_get32(q + 2 + klen);
         size_t rec = (size_t)6 + klen + vlen; /* in size_t: 6u + klen + vlen wraps */
         if ((size_t)(end - q) < rec)
-            break;
+            goto bad;
         const char *k = (const char *)q + 2;
         const char *val = (const char *)q + 6 + klen;
         char **dst = NULL;
@@ -1445,8 +1493,7 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             dst = &p->mode;
         else if (KEY("argv")) {
             free(p->argv);
-            p->argv = dupn(val, vlen);
-            p->argv_len = p->argv ? vlen : 0;
+            p->argv = rp_text_dup(val, vlen, 1, &p->argv_len);
         } else if (KEY("offcpu")) { /* format 1.3: how off-CPU time is known */
             size_t l = vlen < sizeof(p->offcpu_src) - 1 ? vlen : sizeof(p->offcpu_src) - 1;
             memcpy(p->offcpu_src, val, l);
@@ -1455,6 +1502,9 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
             size_t l = vlen < sizeof(p->offcpu_err) - 1 ? vlen : sizeof(p->offcpu_err) - 1;
             memcpy(p->offcpu_err, val, l);
             p->offcpu_err[l] = 0;
+            for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
+                if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
+                    p->offcpu_err[i] = '?';
         } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
@@ -1491,10 +1541,31 @@ static void read_info(struct rp_profile *p, const struct rp_chunk *c)
 #undef KEY
         if (dst) {
             free(*dst);
-            *dst = dupn(val, vlen);
+            *dst = rp_text_dup(val, vlen, 0, NULL);
         }
         q += rec;
     }
+    return 0;
+bad:
+    snprintf(err, errsz,
+             "malformed INFO record at offset %llu: it runs past the end of its chunk at offset "
+             "%llu (%u bytes)",
+             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(q - c->data)),
+             (unsigned long long)c->offset, c->len);
+    return RP_EFORMAT;
+}
+
+/* Whether the fixed-size payload of chunk c has at least need bytes (format
+ * section 4: longer is a later minor version, shorter is malformed).
+ * Returns 0, or RP_EFORMAT with err naming the chunk's offset. */
+static int fixed_len(const struct rp_chunk *c, const char *name, uint32_t need, char *err,
+                     size_t errsz)
+{
+    if (c->len >= need)
+        return 0;
+    snprintf(err, errsz, "malformed %s chunk at offset %llu: %u bytes, the format says %u", name,
+             (unsigned long long)c->offset, c->len, need);
+    return RP_EFORMAT;
 }
 
 /*
@@ -1546,7 +1617,7 @@ static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t
         return;
     struct rp_thread *th = &p->threads[t->ti];
     free(th->name);
-    th->name = dupn(c->data + 8, c->len - 8);
+    th->name = rp_text_dup(c->data + 8, c->len - 8, 0, NULL);
 }
 
 static int edge_cmp(const void *a, const void *b)
@@ -1820,11 +1891,12 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             goto fail;
         switch (c.type) {
         case RP_CH_INFO:
-            read_info(p, &c);
+            rc = read_info(p, &c, sub, sizeof(sub));
             overhead_check(p);
             break;
         case RP_CH_CLOCK:
-            read_clock(p, &c);
+            if ((rc = fixed_len(&c, "CLOCK", 24, sub, sizeof(sub))) == 0)
+                read_clock(p, &c);
             break;
         case RP_CH_MAPS:
             free(p->maps);
@@ -1832,7 +1904,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
             p->maps_len = p->maps ? c.len : 0;
             break;
         case RP_CH_THREAD:
-            read_thread(p, &c, o->tid);
+            if ((rc = fixed_len(&c, "THREAD", 8, sub, sizeof(sub))) == 0)
+                read_thread(p, &c, o->tid);
             break;
         case RP_CH_DEFS:
             rc = read_defs(p, &c, sub, sizeof(sub));
@@ -1848,9 +1921,22 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
         case RP_CH_FCOUNT: /* throttled calls: stats.c */
             rc = rp_fcount_read(p, &c, o->tid, sub, sizeof(sub));
             break;
+        case RP_CH_LOST: /* (format 4.7; the recorder uses the LOST op instead) */
+            if ((rc = fixed_len(&c, "LOST", 32, sub, sizeof(sub))) == 0 &&
+                (!o->tid || rp_tid_match(o->tid, rp_get32(c.data)))) {
+                struct tstate *t = tstate_get(p, rp_get32(c.data));
+                if (!t) {
+                    rc = RP_ENOMEM;
+                    break;
+                }
+                p->threads[t->ti].lost += rp_get64(c.data + 8);
+            }
+            break;
         case RP_CH_END:
+            if ((rc = fixed_len(&c, "END", 32, sub, sizeof(sub))) < 0)
+                break;
             p->ended = 1;
-            if (c.len >= 32) {
+            {
                 p->end_status = (int32_t)rp_get32(c.data + 24);
                 p->end_flags = rp_get32(c.data + 28);
                 /* where frames still open end (close_open): from 1.3 on, when

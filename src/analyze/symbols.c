@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "analyze/symbols.h"
+#include "analyze/profile.h"
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
@@ -986,12 +987,15 @@ static int cache_grow(struct rp_symbolizer *s)
 static int copy_out(const struct rp_symbolizer *s, const struct sym_entry *e, struct rp_symbol *out)
 {
     memset(out, 0, sizeof *out);
-    if (e->name != NULL && (out->name = strdup(e->name)) == NULL)
+    /* names from a binary are text to show: no control bytes (rp_text_dup) */
+    if (e->name != NULL && (out->name = rp_text_dup(e->name, strlen(e->name), 0, NULL)) == NULL)
         goto fail;
-    if (e->file != NULL && (out->file = strdup(e->file)) == NULL)
+    if (e->file != NULL && (out->file = rp_text_dup(e->file, strlen(e->file), 0, NULL)) == NULL)
         goto fail;
     out->line = e->line;
-    if (e->module != SYM_NO_MODULE && (out->module = strdup(s->modules[e->module].path)) == NULL)
+    if (e->module != SYM_NO_MODULE &&
+        (out->module = rp_text_dup(s->modules[e->module].path, strlen(s->modules[e->module].path),
+                                   0, NULL)) == NULL)
         goto fail;
     return 0;
 fail:

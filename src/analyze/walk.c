@@ -40,7 +40,10 @@ static int walk_events(const struct rp_chunk *c, uint32_t only_tid, const struct
     while ((rc = rp_evdec_next(&d, &ev)) > 0)
         if ((rc = ops->event(ctx, d.tid, &ev)) < 0)
             return rc;
-    if (rc < 0)
+    if (rc < 0 && rp_evdec_miscount(&d))
+        snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
+                 (unsigned long long)c->offset, d.count, d.n);
+    else if (rc < 0)
         snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
                  (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
                  (unsigned long long)c->offset);

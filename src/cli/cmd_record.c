@@ -14,7 +14,12 @@
  *                       functions called more than CALLS times with a mean
  *                       under NS ns are then counted, not recorded
  *
- * Exits with the program's exit status (128 + N when signal N killed it).
+ * Exits with the program's exit status (128 + N when signal N killed it),
+ * or 1 when the program succeeded but the trace was not written whole: the
+ * output could not be created, writing it failed (disk full), the file
+ * there is an older run's, or the program is static (nothing preloaded).
+ * An output that cannot be written, or is a symbolic link (unless
+ * --force), or is not a regular file, is refused before the program runs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +35,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/bytes.h"
+#include "trace/format.h"
 
 #ifndef RP_LIBDIR_BUILD
 #define RP_LIBDIR_BUILD ""
@@ -101,15 +108,206 @@ static const char *check_classes(const char *list)
     return list;
 }
 
+/* ---- telling the truth about the output (docs/recording.md) ----------- */
+
+/*
+ * Whether the program that execvp would run is a static ELF executable (no
+ * PT_INTERP: LD_PRELOAD cannot reach it): 1 static, 0 dynamic, -1 not
+ * found or not ELF (a script: its interpreter is what runs).
+ */
+static int prog_static(const char *prog)
+{
+    char path[PATH_MAX];
+    if (strchr(prog, '/')) {
+        snprintf(path, sizeof(path), "%s", prog);
+    } else {
+        const char *pv = getenv("PATH");
+        int found = 0;
+        for (const char *d = pv ? pv : "/usr/bin:/bin"; d && !found;) {
+            size_t n = strcspn(d, ":");
+            snprintf(path, sizeof(path), "%.*s/%s", (int)n, n ? d : ".", prog);
+            found = access(path, X_OK) == 0 && is_file(path);
+            d = d[n] ? d + n + 1 : NULL;
+        }
+        if (!found)
+            return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char e[64];
+    int rc = -1;
+    if (fread(e, 1, 64, f) != 64 ||
+        memcmp(e,
+               "\x7f"
+               "ELF",
+               4) != 0 ||
+        e[5] != 1)
+        goto out; /* (little-endian ELF only: what this runs on) */
+    int is64 = e[4] == 2;
+    uint64_t phoff = is64 ? rp_get64(e + 32) : rp_get32(e + 28);
+    unsigned phentsize = rp_get16(e + (is64 ? 54 : 42)), phnum = rp_get16(e + (is64 ? 56 : 44));
+    if (phentsize < 4 || phnum > 4096)
+        goto out;
+    rc = 1;
+    for (unsigned i = 0; i < phnum; i++) {
+        unsigned char ph[4];
+        if (fseek(f, (long)(phoff + (uint64_t)i * phentsize), SEEK_SET) != 0 ||
+            fread(ph, 1, 4, f) != 4) {
+            rc = -1;
+            break;
+        }
+        if (rp_get32(ph) == 3) { /* PT_INTERP */
+            rc = 0;
+            break;
+        }
+    }
+out:
+    fclose(f);
+    return rc;
+}
+
+/*
+ * Refuses, before the program runs, an output that cannot be written or
+ * must not be: a missing or unwritable directory, a path that exists and is
+ * not a regular file, a symbolic link unless follow.  Saves what is there
+ * now in *before (st_ino 0: nothing).  Exits with a message on refusal.
+ */
+static void check_output(const char *out, const char *abs_out, int follow, struct stat *before)
+{
+    struct stat st;
+    memset(before, 0, sizeof(*before));
+    if (lstat(abs_out, &st) == 0) {
+        if (S_ISLNK(st.st_mode) && !follow)
+            rp_die("%s is a symbolic link: refusing to write the trace through it "
+                   "(--force follows it)",
+                   out);
+        if (stat(abs_out, &st) == 0) {
+            if (!S_ISREG(st.st_mode))
+                rp_die("%s exists and is not a regular file: refusing to write a trace there", out);
+            *before = st;
+        }
+    }
+    char dir[2 * PATH_MAX + 2];
+    snprintf(dir, sizeof(dir), "%s", abs_out);
+    char *d = dirname(dir);
+    if (stat(d, &st) != 0)
+        rp_die("cannot create %s: directory %s: %s", out, d, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        rp_die("cannot create %s: %s is not a directory", out, d);
+    if (access(d, W_OK | X_OK) != 0 && !(before->st_ino && access(abs_out, W_OK) == 0))
+        rp_die("cannot create %s: directory %s: %s", out, d, strerror(errno));
+}
+
+/*
+ * Looks for the END chunk at the end of the trace at path (format 3.2: END
+ * is the last chunk), checking both its CRCs.  Returns 1 and its flags and
+ * lost count, 0 when the file does not end with one, -1 if unreadable.
+ */
+static int trace_end(const char *path, uint32_t *flags, uint64_t *lost)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char b[4096 + RP_CHUNK_HDR_SIZE];
+    int rc = 0;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    long take = size < (long)sizeof(b) ? size : (long)sizeof(b);
+    if (size < 0 || fseek(f, size - take, SEEK_SET) != 0 ||
+        fread(b, 1, (size_t)take, f) != (size_t)take) {
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    for (long at = take - RP_CHUNK_HDR_SIZE - 32; at >= 0 && size - take + at >= RP_FILE_HDR_SIZE;
+         at--) {
+        unsigned char *h = b + at;
+        uint32_t len = rp_get32(h + 4);
+        if (rp_get32(h) != RP_CH_END || (long)len != take - at - RP_CHUNK_HDR_SIZE ||
+            rp_crc32(0, h, 12) != rp_get32(h + 12) ||
+            rp_crc32(0, h + RP_CHUNK_HDR_SIZE, len) != rp_get32(h + 8))
+            continue;
+        *lost = rp_get64(h + RP_CHUNK_HDR_SIZE + 16);
+        *flags = rp_get32(h + RP_CHUNK_HDR_SIZE + 28);
+        rc = 1;
+        break;
+    }
+    return rc;
+}
+
+/*
+ * After the run: says what was written, or why not.  Returns 0 when the
+ * trace is there, new and complete, else 1 (with the reason on stderr).
+ */
+static int report_output(const char *out, const char *abs_out, const struct stat *before,
+                         const char *prog, int killed)
+{
+    struct stat sb;
+    if (stat(abs_out, &sb) != 0) {
+        int st = prog_static(prog);
+        if (st == 1)
+            fprintf(stderr,
+                    "rankprof: %s was not written: %s is statically linked, so the recorder "
+                    "could not be preloaded into it (link it dynamically, or with librankprof.a: "
+                    "docs/recording.md)\n",
+                    out, prog);
+        else
+            fprintf(stderr,
+                    "rankprof: %s was not written: the recorder could not create it (see its "
+                    "message above) or did not run in the program\n",
+                    out);
+        return 1;
+    }
+    if (before->st_ino && sb.st_ino == before->st_ino && sb.st_dev == before->st_dev &&
+        sb.st_mtim.tv_sec == before->st_mtim.tv_sec &&
+        sb.st_mtim.tv_nsec == before->st_mtim.tv_nsec &&
+        sb.st_ctim.tv_sec == before->st_ctim.tv_sec &&
+        sb.st_ctim.tv_nsec == before->st_ctim.tv_nsec) {
+        fprintf(
+            stderr, "rankprof: %s was not written: the file there is from an earlier run%s\n", out,
+            prog_static(prog) == 1 ? " (the program is statically linked: the recorder "
+                                     "could not be preloaded into it)"
+                                   : " (the recorder could not open it: see its message above)");
+        return 1;
+    }
+    uint32_t flags = 0;
+    uint64_t lost = 0;
+    int end = trace_end(abs_out, &flags, &lost);
+    if (end <= 0) {
+        fprintf(stderr,
+                "rankprof: %s (%lld bytes) is incomplete: it does not end with an END record%s; "
+                "`rankprof report --force` reads what is there\n",
+                out, (long long)sb.st_size,
+                killed ? " (the program was killed)"
+                       : " (writing it failed, e.g. the disk is full, or the program ended "
+                         "without exit: see the messages above)");
+        return 1;
+    }
+    fprintf(stderr, "rankprof: wrote %s (%lld bytes", out, (long long)sb.st_size);
+    if (lost)
+        fprintf(stderr, ", %llu events lost", (unsigned long long)lost);
+    fprintf(stderr, ")\n");
+    if (flags & RP_END_TIMEOUT) {
+        fprintf(stderr, "rankprof: %s is incomplete: the final flush gave up on some buffers\n",
+                out);
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'},   {"mode", required_argument, NULL, 'm'},
-        {"classes", required_argument, NULL, 'c'},  {"drop", no_argument, NULL, 'd'},
-        {"print", no_argument, NULL, 'p'},          {"help", no_argument, NULL, 'h'},
-        {"throttle", optional_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"mode", required_argument, NULL, 'm'},
+                                       {"classes", required_argument, NULL, 'c'},
+                                       {"drop", no_argument, NULL, 'd'},
+                                       {"print", no_argument, NULL, 'p'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"throttle", optional_argument, NULL, 't'},
+                                       {"force", no_argument, NULL, 'f'},
+                                       {NULL, 0, NULL, 0}};
     const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL, *throttle = NULL;
-    int drop = 0, print = 0, c;
+    int drop = 0, print = 0, force = 0, c;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -130,6 +328,9 @@ int cmd_record(int argc, char **argv)
             break;
         case 'd':
             drop = 1;
+            break;
+        case 'f':
+            force = 1;
             break;
         case 't': {
             /* CALLS[:NS] or :NS, numbers; the recorder applies the defaults */
@@ -163,6 +364,8 @@ int cmd_record(int argc, char **argv)
             rp_die("cannot get the current directory: %s", strerror(errno));
         snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, out);
     }
+    struct stat before;
+    check_output(out, abs_out, force, &before);
     const char *pre = getenv("LD_PRELOAD");
     char *preload;
 #ifdef RP_PRELOAD_FIRST /* a sanitizer build: its runtime must come first */
@@ -200,15 +403,12 @@ int cmd_record(int argc, char **argv)
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             rp_die("waitpid: %s", strerror(errno));
-    struct stat sb;
-    if (stat(abs_out, &sb) == 0)
-        fprintf(stderr, "rankprof: wrote %s (%lld bytes)\n", out, (long long)sb.st_size);
-    else
-        fprintf(stderr, "rankprof: %s was not written (is the program dynamically linked?)\n", out);
+    int bad = report_output(out, abs_out, &before, argv[optind], WIFSIGNALED(st));
     if (WIFSIGNALED(st)) {
         fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
         return 128 + WTERMSIG(st);
     }
-    return WEXITSTATUS(st);
+    /* the program's status; 1 when it succeeded but the trace did not */
+    return WEXITSTATUS(st) ? WEXITSTATUS(st) : bad;
 }

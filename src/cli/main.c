@@ -2,6 +2,7 @@
  * main.c - the `rankprof` command: picks the subcommand and holds what the
  * subcommands share (messages, option parsing helpers, loading a trace).
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,7 +18,7 @@
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop]\n"
-     "                [--throttle[=CALLS:NS]] -- PROGRAM [ARGS...]"},
+     "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
@@ -156,6 +157,32 @@ void rp_load_opts_default(struct rp_load_opts *o)
     rp_flag_opts_default(&o->flag);
 }
 
+/*
+ * Whether the executable at path calls the -finstrument-functions hooks:
+ * 1 if the name __cyg_profile_func_enter is in it (its dynamic symbols),
+ * 0 if not, -1 if it cannot be read (another machine's path).
+ */
+static int refs_cyg(const char *path)
+{
+    static const char name[] = "__cyg_profile_func_enter";
+    enum { N = sizeof(name) - 1 };
+    char buf[65536];
+    size_t have = 0, got;
+    int found = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    while (!found && (got = fread(buf + have, 1, sizeof(buf) - have, f)) > 0) {
+        have += got;
+        found = memmem(buf, have, name, N) != NULL;
+        size_t k = have < N - 1 ? have : N - 1; /* a name across two reads */
+        memmove(buf, buf + have - k, k);
+        have = k;
+    }
+    fclose(f);
+    return found;
+}
+
 void rp_load(const struct rp_load_opts *o, struct rp_profile *p)
 {
     char err[768];
@@ -171,10 +198,17 @@ void rp_load(const struct rp_load_opts *o, struct rp_profile *p)
             s = nl + 1;
         }
     }
-    if (!p->events)
-        rp_warn("%s holds no events: was the program built with -finstrument-functions "
-                "(or did it use the rankprof macros)?",
-                o->input);
+    if (!p->events) {
+        int inst = p->program ? refs_cyg(p->program) : -1;
+        if (inst == 0)
+            rp_warn("%s holds no events: %s has no -finstrument-functions hooks (build it with "
+                    "-finstrument-functions, or use the rankprof macros)",
+                    o->input, p->program);
+        else
+            rp_warn("%s holds no events: the program made no recorded call before the recording "
+                    "ended%s",
+                    o->input, p->warn[0] ? " (see the warnings above)" : "");
+    }
     if ((rc = rp_profile_symbolize(p)) < 0)
         rp_die("%s: naming functions: %s", o->input, rp_strerror(rc));
     if (o->rank) {

@@ -10,10 +10,12 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "common/error.h"
@@ -33,20 +35,27 @@ static int rd_fail(struct rp_reader *r, int code, const char *fmt, ...)
 int rp_reader_open(struct rp_reader *r, const char *path)
 {
     uint8_t h[RP_FILE_HDR_SIZE];
-    struct stat st;
+    struct stat st = {0};
 
     memset(r, 0, sizeof(*r));
     r->path = path;
-    r->f = fopen(path, "rb");
-    if (!r->f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
+     * files are read (a FIFO, socket or device is refused, never waited on) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return rd_fail(r, errno == ENOENT ? RP_ENOENT : RP_EIO, "cannot open: %s", strerror(errno));
-    if (fstat(fileno(r->f), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            fclose(r->f);
-            r->f = NULL;
-            return rd_fail(r, RP_EIO, "is a directory");
-        }
-        r->size = (uint64_t)st.st_size;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int dir = S_ISDIR(st.st_mode), fifo = S_ISFIFO(st.st_mode);
+        close(fd);
+        return rd_fail(r, RP_EIO, "%s",
+                       dir    ? "is a directory"
+                       : fifo ? "is a FIFO, not a trace file (copy it to a file first)"
+                              : "is not a regular file");
+    }
+    r->size = (uint64_t)st.st_size;
+    if (fcntl(fd, F_SETFL, 0) != 0 || !(r->f = fdopen(fd, "rb"))) {
+        close(fd);
+        return rd_fail(r, RP_EIO, "cannot open: %s", strerror(errno));
     }
     size_t got = fread(h, 1, sizeof(h), r->f);
     int rc = 0;
@@ -183,6 +192,7 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->now = rp_get64(payload + 8);
     d->p = payload + 16;
     d->end = payload + len;
+    d->n = 0;
     d->snap = NULL;
     d->snap_depth = 0;
     d->snap_counts = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPCOUNT);
@@ -210,8 +220,8 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     uint64_t h, v;
     const uint8_t *p = d->p;
 
-    if (p == d->end)
-        return 0;
+    if (p == d->end) /* the stream must hold exactly the events its header says */
+        return d->n == d->count ? 0 : RP_EFORMAT;
     if (!(p = rp_get_varint(p, d->end, &h)))
         return RP_EFORMAT;
     ev->id = 0;
@@ -239,6 +249,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     ev->ticks = d->now;
     if (ev->op == RP_OP_ENTER && ev->id) {
         d->p = p;
+        d->n++;
         return 1;
     }
     switch (ev->op) {
@@ -276,5 +287,6 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         return RP_EFORMAT;
     }
     d->p = p;
+    d->n++;
     return 1;
 }

@@ -65,7 +65,8 @@ struct rp_event {
 struct rp_evdec {
     const uint8_t *p, *start, *end;
     uint64_t now;
-    uint32_t tid, count;
+    uint32_t tid, count; /* count: the header's nevents */
+    uint32_t n;          /* the events decoded so far */
     const uint8_t *snap; /* the stack snapshot (format.h), or NULL if none */
     uint32_t snap_depth;
     int snap_counts; /* its spans carry event counts (RP_EV_SNAPCOUNT) */
@@ -111,8 +112,17 @@ static inline const uint8_t *rp_evdec_frames(const struct rp_evdec *d)
 
 /*
  * Decodes the next event.  Returns 1, 0 at the end, or RP_EFORMAT for a
- * malformed event (its offset within the payload is d->p - d->start).
+ * malformed event (its offset within the payload is d->p - d->start), and
+ * at the end of a stream that held another number of events than its
+ * header's nevents (d->p == d->end, d->n != d->count: rp_evdec_miscount).
  */
 int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev);
+
+/* Whether a decoder that failed did so because its stream ended with
+ * another number of events than the header states (format 4.6). */
+static inline int rp_evdec_miscount(const struct rp_evdec *d)
+{
+    return d->p == d->end && d->n != d->count;
+}
 
 #endif /* RP_TRACE_READER_H */

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# e2e_escape.sh - no output of rankprof passes on a control byte from a
+# trace.  Records tests/progs/hostile.c, whose point, lock, io, mark and
+# thread names hold an OSC-52 clipboard sequence, CSI sequences, C0 bytes,
+# DEL and a C1 CSI, then checks every text output (report table, JSON,
+# CSV, graph, locks, info, dump) and every export byte for byte: no byte
+# below 0x20 but newline and tab (and CR before LF in CSV), no 0x7f, no C1
+# control (0xc2 0x80-0x9f); the binary exports (perfetto, pprof gunzipped)
+# must not hold the raw sequences and must hold their escaped form.
+#
+# Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
+set -euo pipefail
+
+fail() {
+    echo "e2e_escape: FAIL: $*" >&2
+    exit 1
+}
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_escape.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+"$RANKPROF" record -o h.data -- "$PROGS/prog_hostile" >/dev/null 2>rec.err ||
+    fail "recording prog_hostile: $(cat rec.err)"
+
+"$RANKPROF" report -i h.data >report.txt || fail "report"
+"$RANKPROF" report -i h.data --format json >report.json || fail "report json"
+"$RANKPROF" report -i h.data --format csv >report.csv || fail "report csv"
+"$RANKPROF" graph -i h.data work >graph.txt || fail "graph"
+"$RANKPROF" locks -i h.data >locks.txt || fail "locks"
+"$RANKPROF" locks -i h.data --format json >locks.json || fail "locks json"
+"$RANKPROF" info -i h.data >info.txt || fail "info"
+"$RANKPROF" dump -i h.data >dump.txt || fail "dump"
+text=(report.txt report.json report.csv graph.txt locks.txt locks.json info.txt dump.txt)
+for f in json csv chrome folded flamegraph callgrind plantuml mermaid html; do
+    "$RANKPROF" export -i h.data --format "$f" -o "x.$f" || fail "export $f"
+    text+=("x.$f")
+done
+"$RANKPROF" export -i h.data --format perfetto -o x.pftrace || fail "export perfetto"
+"$RANKPROF" export -i h.data --format pprof -o x.pb.gz || fail "export pprof"
+gunzip -c x.pb.gz >x.pb || fail "pprof output is not gzip"
+
+python3 - "${text[@]}" <<'PY' || fail "control bytes in the output (above)"
+import re, sys
+bad = 0
+for path in sys.argv[1:]:
+    b = open(path, 'rb').read()
+    for m in re.finditer(rb'[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]', b):
+        if m.group() == b'\r' and path.endswith('csv') and b[m.end():m.end() + 1] == b'\n':
+            continue  # CSV's CRLF line ends
+        print(f"{path}: byte {m.group()!r} at offset {m.start()}: {b[max(0, m.start() - 30):m.end() + 10]!r}")
+        bad += 1
+        break
+sys.exit(1 if bad else 0)
+PY
+python3 - x.pftrace x.pb <<'PY' || fail "raw control sequences in a binary export (above)"
+import sys
+bad = 0
+for path in sys.argv[1:]:
+    b = open(path, 'rb').read()
+    for raw in (b'\x1b]52;c;', b'\x1b[31m', b'\xc2\x9b', b'\x01\x7f'):
+        if raw in b:
+            print(f"{path}: holds the raw {raw!r}")
+            bad = 1
+    if b'pt\\x1b]52;c;aGVsbG8K\\x07' not in b:
+        print(f"{path}: the escaped point name is missing")
+        bad = 1
+sys.exit(bad)
+PY
+# the escaped names are there, once per form (a name lost is no escape)
+grep -qF 'pt\x1b]52;c;aGVsbG8K\x07\x01\x7f\xc2\x9b[2J\x;end' graph.txt || fail "graph: point name"
+grep -qF 'lk\x1b[31m\x08' locks.txt || fail "locks: lock name"
+grep -qF 't\x1b[31mred' info.txt || fail "info: thread name"
+grep -qF 'io\x0d\x0a\x1b]52' x.csv || fail "csv: io name"
+grep -qF 'mk\x1bc' dump.txt || fail "dump: mark name"
+echo "e2e_escape: ok (${#text[@]} text outputs, 2 binary exports)"

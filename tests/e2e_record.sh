@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# e2e_record.sh - `rankprof record` tells the truth about its output: it
+# exits non-zero and says why when it recorded nothing or not everything,
+# and never reports a stale file as written.
+#   - a missing directory, an output that is a FIFO: refused before the
+#     program runs (no hang); a symbolic link: refused, --force follows it;
+#   - a static program (nothing can be preloaded), with no file and with an
+#     older trace in place: "was not written", the stale file untouched;
+#   - a full disk (a 64 KiB tmpfs, when root): "incomplete", exit 1;
+#   - -i naming a FIFO: refused at once;
+#   - the -finstrument-functions hint only for a program without the hooks.
+# Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
+set -euo pipefail
+fail() { echo "e2e_record: FAIL: $*" >&2; exit 1; }
+note() { echo "e2e_record: $*"; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_record.XXXXXX")
+mnt=""
+cleanup() {
+    [[ -n "$mnt" ]] && umount "$mnt" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+cd "$tmp"
+T="$PROGS/prog_tiny"
+
+expect() { # expect RC PATTERN -- command...: exit status and a message
+    local want=$1 pat=$2 rc=0
+    shift 3
+    timeout 60 "$@" >out.txt 2>err.txt || rc=$?
+    [[ $rc -eq $want ]] || fail "$* exited $rc, expected $want: $(cat err.txt)"
+    grep -q -- "$pat" err.txt || fail "$*: no message matching '$pat': $(cat err.txt)"
+}
+
+# the ordinary case: written, complete, exit 0
+expect 0 "wrote ok.data" -- "$RANKPROF" record -o ok.data -- "$T"
+
+# a missing directory: refused before the program runs
+expect 1 "cannot create nodir/x.data: directory" -- "$RANKPROF" record -o nodir/x.data -- "$T"
+grep -q "fib" out.txt && fail "the program ran although its output could not be created"
+
+# a symbolic link: refused; --force writes through it
+ln -s target.data link.data
+expect 1 "is a symbolic link" -- "$RANKPROF" record -o link.data -- "$T"
+[[ -e target.data ]] && fail "the trace was written through the symbolic link"
+expect 0 "wrote link.data" -- "$RANKPROF" record --force -o link.data -- "$T"
+[[ -s target.data ]] || fail "--force did not write through the link"
+
+# a FIFO as -o: refused, no hang
+mkfifo out.fifo
+expect 1 "not a regular file" -- "$RANKPROF" record -o out.fifo -- "$T"
+
+# a FIFO as -i: refused at once, no hang
+expect 1 "is a FIFO" -- "$RANKPROF" report -i out.fifo
+expect 1 "is a FIFO" -- "$RANKPROF" info -i out.fifo
+
+# a static program: nothing preloaded, nothing written
+cc=${CC:-cc}
+if printf 'int main(void){return 0;}\n' >s.c && "$cc" -static -o static s.c 2>/dev/null; then
+    expect 1 "was not written: ./static is statically linked" -- \
+        "$RANKPROF" record -o st.data -- ./static
+    # with an older trace in place: not reported as written, left as it was
+    cp ok.data st.data
+    sum=$(cksum <st.data)
+    expect 1 "st.data was not written: the file there is from an earlier run" -- \
+        "$RANKPROF" record -o st.data -- ./static
+    grep -q "wrote" err.txt && fail "a stale file was reported as written"
+    [[ $(cksum <st.data) == "$sum" ]] || fail "the older trace was changed"
+else
+    note "SKIP the static program: $cc -static does not link here"
+fi
+
+# a full disk: the recorder stops, record says the trace is incomplete
+if [[ $(id -u) == 0 ]] && mkdir -p full && mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
+    mnt=$tmp/full
+    expect 1 "full/x.data (65536 bytes) is incomplete" -- "$RANKPROF" record -o full/x.data -- "$T"
+    grep -q "No space left" err.txt || fail "the recorder's own message is missing: $(cat err.txt)"
+    grep -q "wrote" err.txt && fail "an incomplete trace was reported as written"
+    umount "$mnt" && mnt=""
+else
+    note "SKIP the full disk: not root, or tmpfs cannot be mounted"
+fi
+
+# the hint blames -finstrument-functions only when the hooks are missing
+"$RANKPROF" record -o true.data -- /bin/true 2>/dev/null || fail "recording /bin/true"
+"$RANKPROF" report -i true.data >/dev/null 2>err.txt || fail "report of true.data"
+grep -q "has no -finstrument-functions hooks" err.txt || fail "no hint for /bin/true: $(cat err.txt)"
+RANKPROF_CLASSES=point "$RANKPROF" record -o pt.data -- "$T" >/dev/null 2>&1 ||
+    fail "recording with RANKPROF_CLASSES=point"
+"$RANKPROF" report -i pt.data >/dev/null 2>err.txt || fail "report of pt.data"
+grep -q "holds no events" err.txt || fail "no 'holds no events' warning: $(cat err.txt)"
+grep -q "finstrument" err.txt && fail "blamed -finstrument-functions for an instrumented program"
+note "ok"
