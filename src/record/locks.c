@@ -55,7 +55,7 @@
  * librankprof.so that is every lock in the library's writable segment
  * (found once by the constructor), so a mutex added to the recorder later is
  * covered too; linked statically the recorder shares the program's segment,
- * and the range is struct rp_rt, which holds rp_rt.lock and rp_rt.drain_lock
+ * and the range is struct rp_rt, which holds every mutex of the recorder
  * (so one range test serves both).  A switched-off lock class costs one load
  * and a branch.  dlsym may itself lock or allocate: while a thread resolves,
  * a nested call cannot be forwarded (no address yet) and fails with EAGAIN -
@@ -142,7 +142,7 @@ static inline void *real(enum real_fn i)
  * The recorder's own locks, which pass through unrecorded: those in
  * [own_lo, own_lo + own_len).  Until the constructor runs, and for good when
  * the recorder is linked statically into the program, that is struct rp_rt,
- * which holds its two mutexes (lock, drain_lock); in librankprof.so the
+ * which holds all its mutexes (rt.h); in librankprof.so the
  * constructor widens it to the library's whole writable segment, which
  * holds rp_rt too.  Written by the constructor only, before the program's
  * threads exist, so one unsigned range test covers both cases.

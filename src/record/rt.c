@@ -61,6 +61,8 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .wake = PTHREAD_COND_INITIALIZER,
     .space = PTHREAD_COND_INITIALIZER,
     .drain_lock = PTHREAD_MUTEX_INITIALIZER,
+    .direct_lock = PTHREAD_MUTEX_INITIALIZER,
+    .print_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -70,6 +72,37 @@ static __thread int rp_gone;    /* this thread's tbuf was handed back */
 RP_HIDDEN __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+/*
+ * A section of the recorder that takes its locks on a program thread (a
+ * buffer hand-off, the wait for a free buffer, rp_flush, a thread's
+ * start).  Inside it the thread can neither be cancelled (pthread_cond_wait
+ * and write are cancellation points: a thread cancelled there would leave
+ * rp_rt.lock or drain_lock held and every other thread stuck) nor run a
+ * signal handler (one that siglongjmps out would leave the same locks held;
+ * a handler that only records is deferred to the section's end instead of
+ * being dropped as re-entered).  Two system calls each way, once per buffer
+ * (never per event).  Cannot fail: a failed call leaves the state as it was.
+ */
+struct rt_section {
+    sigset_t sigs;
+    int cancel;
+};
+
+static void section_enter(struct rt_section *s)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
+}
+
+static void section_leave(struct rt_section *s)
+{
+    int ignored;
+    pthread_setcancelstate(s->cancel, &ignored);
+    pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
+}
+
 static struct rp_overhead rt_overhead; /* measured at start-up; rounds 0 = not */
 static void rt_start_once(void);
 static int rt_start_err;
@@ -177,7 +210,13 @@ static char *read_file(const char *path, size_t *len)
 static void out_maps(void)
 {
     size_t len, o = 0;
-    char *m = read_file("/proc/self/maps", &len);
+    /* thread-self: after main's pthread_exit, /proc/self (the main thread, a
+     * zombie) has no maps left */
+    char *m = read_file("/proc/thread-self/maps", &len);
+    if (!m || !len) {
+        free(m);
+        m = read_file("/proc/self/maps", &len);
+    }
     if (!m)
         return;
     for (size_t i = 0; i < len;) {
@@ -505,6 +544,41 @@ static int work_pending_locked(void)
     return 0;
 }
 
+/*
+ * Set when the main thread has called pthread_exit (the destructor of
+ * main_key, which only main holds: exit() runs no key destructors).  From
+ * then on the process ends when its last thread does, and glibc counts the
+ * writer among its threads, so the writer must not stay: it retires whenever
+ * it has nothing to write (writer_main), and a thread that publishes a
+ * buffer or needs a free one starts it again (writer_ensure_locked).  The
+ * last thread's end then runs exit(0), whose final flush writes the rest.
+ * The periodic flush of partial buffers pauses while the writer is retired.
+ */
+static atomic_int main_gone;
+static pthread_key_t main_key;
+
+static void main_exit(void *arg)
+{
+    (void)arg;
+    atomic_store(&main_gone, 1);
+    pthread_mutex_lock(&rp_rt.lock);
+    pthread_cond_signal(&rp_rt.wake);
+    pthread_mutex_unlock(&rp_rt.lock);
+}
+
+/* Whether the writer retires now (main_gone): called with the lock held
+ * after a pass that wrote nothing; if so it is marked not running and
+ * detached (nobody joins it), and must return without touching the lock. */
+static int writer_retire_locked(void)
+{
+    if (!atomic_load(&main_gone) || atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) ||
+        work_pending_locked())
+        return 0;
+    rp_rt.writer_running = 0;
+    pthread_detach(pthread_self());
+    return 1;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -554,6 +628,14 @@ static void *writer_main(void *arg)
         if (stopping && !n) {
             flush_partials(); /* what the threads still running have recorded */
             return NULL;
+        }
+        if (!n && atomic_load(&main_gone)) {
+            flush_partials();
+            pthread_mutex_lock(&rp_rt.lock);
+            int retire = writer_retire_locked();
+            pthread_mutex_unlock(&rp_rt.lock);
+            if (retire)
+                return NULL;
         }
     }
 }
@@ -764,7 +846,10 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 {
     if (rp_rt.direct) { /* a full batch of direct mode (direct.c), or no batch yet */
+        struct rt_section sec; /* the engine may take rp_rt.direct_lock */
+        section_enter(&sec);
         rp_direct_event(word);
+        section_leave(&sec);
         return;
     }
     struct rp_tbuf *t = rp_self;
@@ -780,7 +865,10 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
             t->pos->word = word;
             rp_pos_set(t, t->pos + 1);
         } else {
+            struct rt_section sec;
+            section_enter(&sec);
             append_locked(t, word);
+            section_leave(&sec);
         }
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
@@ -790,12 +878,15 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     if (rp_initing || rp_gone)
         return;
     rp_initing = 1;
+    struct rt_section sec;
+    section_enter(&sec);
     if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask) &&
         (t = thread_init())) {
         append_locked(t, word); /* thread_init returns with t->guard set */
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
     }
+    section_leave(&sec);
     rp_initing = 0;
 }
 
@@ -1204,11 +1295,15 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
+    /* the calling thread's buffer and its counted losses are written here,
+     * unless the exit interrupted its own append (a handler calling exit) */
     struct rp_tbuf *t = rp_self;
-    if (t && !t->guard && t->base && t->pos > t->base) {
-        t->guard = 1;
+    if (t && t->guard)
+        t = NULL;
+    else if (t)
+        t->guard = 1; /* for good: recording has stopped */
+    if (t && t->base && t->pos > t->base)
         buf_publish(t);
-    }
     pthread_mutex_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     int running = rp_rt.writer_running;
@@ -1237,7 +1332,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
         return;
     }
-    if (t && !t->guard)
+    if (t)
         write_pending_loss(t); /* the writer is gone: this thread writes */
     if (rp_rt.direct)
         direct_finish();
@@ -1266,6 +1361,9 @@ __attribute__((constructor)) static void rt_ctor(void)
 {
     rp_initing = 1;
     pthread_once(&rt_once, rt_start_once);
+    /* constructors run on the main thread: its pthread_exit is seen */
+    if (!rt_start_err && !rp_rt.direct && pthread_key_create(&main_key, main_exit) == 0)
+        pthread_setspecific(main_key, &main_key);
     rp_initing = 0;
 }
 
@@ -1295,6 +1393,8 @@ RP_API int rp_flush(void)
         return RP_EBUSY;
     if (t && !t->guard && t->base) {
         t->guard = 1;
+        struct rt_section sec;
+        section_enter(&sec);
         if (t->pos > t->base) {
             uint64_t want = atomic_load(&t->produced) + 1;
             buf_publish(t);
@@ -1311,6 +1411,7 @@ RP_API int rp_flush(void)
                 t->base = t->end = NULL;
             }
         }
+        section_leave(&sec);
         t->guard = 0;
     }
     return atomic_load(&rp_rt.failed) ? RP_EIO : 0;

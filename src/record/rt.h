@@ -124,6 +124,10 @@ struct rp_rt {
     int sync_write; /* no writer thread (a forked child): threads write their own
                        buffers under drain_lock */
     pthread_mutex_t drain_lock;
+    /* direct.c's locks (its thread list; rp_direct_print's sort).  Every
+     * mutex of the recorder is in this struct: linked statically, the lock
+     * interposers know the recorder's own locks by this range (locks.c). */
+    pthread_mutex_t direct_lock, print_lock;
     pthread_t writer;
     pthread_key_t key;
 
