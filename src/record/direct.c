@@ -76,6 +76,7 @@
 #include "common/bytes.h"
 #include "common/hist.h"
 #include "rankprof.h"
+#include "locks.h"
 #include "rt.h"
 #include "sites.h"
 #include "trace/format.h"
@@ -737,10 +738,10 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
     d->tb.pos = d->batch;
     d->tb.end = d->batch + BATCH;
     table_init(&d->tab);
-    pthread_mutex_lock(&rp_rt.direct_lock);
+    rp_own_lock(&rp_rt.direct_lock);
     d->next = dg.live;
     dg.live = d;
-    pthread_mutex_unlock(&rp_rt.direct_lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     return d;
 }
 
@@ -786,7 +787,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 {
     struct tsum s;
     tsum_of(d, &s, 1);
-    pthread_mutex_lock(&rp_rt.direct_lock);
+    rp_own_lock(&rp_rt.direct_lock);
     for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->next)
         if (*pp == d) {
             *pp = d->next;
@@ -799,7 +800,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
         dg.ended[dg.nended++] = s;
     else
         dg.ended_dropped += s.events;
-    pthread_mutex_unlock(&rp_rt.direct_lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     table_free(&d->tab);
     zfree(d->stack, (STACK_MAX + 2) * sizeof(struct dframe));
     zfree(d, sizeof(*d));
@@ -1104,13 +1105,13 @@ static int snap_take(struct snap *s)
     drain_self(); /* the caller's own events are all counted */
     table_init(&s->tab);
     s->nth = 0;
-    pthread_mutex_lock(&rp_rt.direct_lock);
+    rp_own_lock(&rp_rt.direct_lock);
     uint32_t nlive = 0;
     for (struct rp_dthread *d = dg.live; d; d = d->next)
         nlive++;
     s->th = malloc((dg.nended + nlive + 1) * sizeof(*s->th));
     if (!s->th) {
-        pthread_mutex_unlock(&rp_rt.direct_lock);
+        rp_own_unlock(&rp_rt.direct_lock);
         return RP_ENOMEM;
     }
     table_merge(&s->tab, &dg.done);
@@ -1123,7 +1124,7 @@ static int snap_take(struct snap *s)
         tsum_of(d, t, d == dself);
         t->dropped += table_merge(&s->tab, &d->tab);
     }
-    pthread_mutex_unlock(&rp_rt.direct_lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     return 0;
 }
 
@@ -1501,10 +1502,10 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
     for (uint32_t i = 1; i < s.tab.n; i++)
         if (stat_at(&s.tab, i)->calls)
             order[n++] = i;
-    pthread_mutex_lock(&rp_rt.print_lock); /* qsort's comparator reads sort_tab */
+    rp_own_lock(&rp_rt.print_lock); /* qsort's comparator reads sort_tab */
     sort_tab = &s.tab;
     qsort(order, n, sizeof(*order), by_incl);
-    pthread_mutex_unlock(&rp_rt.print_lock);
+    rp_own_unlock(&rp_rt.print_lock);
 
     uint64_t events = 0, dropped = 0;
     for (uint32_t i = 0; i < s.nth; i++) {

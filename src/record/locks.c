@@ -585,3 +585,47 @@ RP_HIDDEN const char *rp_lock_name_of(uint64_t key)
     }
     return NULL;
 }
+
+/* ---- the recorder's own locks --------------------------------------------- */
+
+/*
+ * The recorder takes its own mutexes through these, straight to the real
+ * functions, so that no lock interposer ever sees them: not this copy's
+ * (the range test in own_lock covers that too), and not another recorder's
+ * in the same process - a program linked with librankprof.a run under
+ * `rankprof record`, whose preloaded copy would otherwise record this
+ * copy's locks and this copy the other's, each re-entering the other while
+ * it holds its lock.  If the real function cannot be had yet (a nested
+ * resolution), the call goes through the interposer, which lets the
+ * recorder's own locks of this copy pass.  They fail as the real ones do.
+ */
+RP_HIDDEN int rp_own_lock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_LOCK);
+    return f ? f(m) : pthread_mutex_lock(m);
+}
+
+RP_HIDDEN int rp_own_trylock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_TRYLOCK);
+    return f ? f(m) : pthread_mutex_trylock(m);
+}
+
+RP_HIDDEN int rp_own_unlock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_UNLOCK);
+    return f ? f(m) : pthread_mutex_unlock(m);
+}
+
+RP_HIDDEN int rp_own_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    cwait_fn f = (cwait_fn)real(R_COND_WAIT);
+    return f ? f(c, m) : pthread_cond_wait(c, m);
+}
+
+RP_HIDDEN int rp_own_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                    const struct timespec *ts)
+{
+    ctimed_fn f = (ctimed_fn)real(R_COND_TIMEDWAIT);
+    return f ? f(c, m, ts) : pthread_cond_timedwait(c, m, ts);
+}

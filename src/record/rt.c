@@ -400,9 +400,9 @@ static void write_thread_end(struct rp_tbuf *x)
 static unsigned drain_once(void)
 {
     unsigned done = 0;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 
     for (; t; t = t->next) {
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
@@ -416,14 +416,14 @@ static unsigned drain_once(void)
             done++;
             if (rp_rt.writer_delay_us)
                 usleep(rp_rt.writer_delay_us);
-            pthread_mutex_lock(&rp_rt.lock);
+            rp_own_lock(&rp_rt.lock);
             if (rp_rt.waiters)
                 pthread_cond_broadcast(&rp_rt.space);
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
         }
     }
     /* retire threads that have ended and been written out */
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
@@ -440,7 +440,7 @@ static unsigned drain_once(void)
             pp = &x->next;
         }
     }
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     return done;
 }
 
@@ -471,9 +471,9 @@ static int flush_partial(struct rp_tbuf *t)
 static unsigned flush_partials(void)
 {
     unsigned n = 0;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     for (; t; t = t->next)
         n += (unsigned)flush_partial(t);
     return n;
@@ -523,10 +523,10 @@ static void out_end(uint32_t flags, int32_t status, uint64_t ticks)
  */
 static void fatal_flush(int sig)
 {
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     pthread_cond_broadcast(&rp_rt.space);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     while (drain_once())
         ;
     flush_partials();
@@ -561,9 +561,9 @@ static void main_exit(void *arg)
 {
     (void)arg;
     atomic_store(&main_gone, 1);
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /* Whether the writer retires now (main_gone): called with the lock held
@@ -593,7 +593,7 @@ static void *writer_main(void *arg)
     unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
     uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
     for (;;) {
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -602,10 +602,10 @@ static void *writer_main(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            pthread_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
+            rp_own_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
         }
         int stopping = atomic_load(&rp_rt.stopped);
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
 
         int sig = atomic_load(&rp_rt.fatal);
         if (sig) {
@@ -631,9 +631,9 @@ static void *writer_main(void *arg)
         }
         if (!n && atomic_load(&main_gone)) {
             flush_partials();
-            pthread_mutex_lock(&rp_rt.lock);
+            rp_own_lock(&rp_rt.lock);
             int retire = writer_retire_locked();
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
             if (retire)
                 return NULL;
         }
@@ -680,14 +680,14 @@ static void thread_exit(void *arg)
     rp_self = NULL;
     rp_gone = 1;
     if (rp_rt.sync_write) {
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         drain_once();
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
         return;
     }
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /* Per kernel tid, the threads seen with it so far (rp_thread_stream): one
@@ -741,11 +741,11 @@ static struct rp_tbuf *thread_init(void)
     struct rp_tbuf *t = m;
     t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* a stream id (format 1.3) */
     t->guard = 1;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     t->next = rp_rt.threads;
     rp_rt.threads = t;
     writer_ensure_locked();
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     pthread_setspecific(rp_rt.key, t);
     rp_self = t;
     return t;
@@ -760,15 +760,15 @@ static void buf_publish(struct rp_tbuf *t)
     rp_pos_set(t, NULL);
     t->base = t->end = NULL;
     if (rp_rt.sync_write) { /* no writer thread: write it now */
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         drain_once();
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
         return;
     }
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /*
@@ -786,24 +786,24 @@ static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
         if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
             return -1;
         if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
-            pthread_mutex_lock(&rp_rt.drain_lock);
+            rp_own_lock(&rp_rt.drain_lock);
             unsigned n = drain_once();
-            pthread_mutex_unlock(&rp_rt.drain_lock);
+            rp_own_unlock(&rp_rt.drain_lock);
             if (!n)
                 return -1;
             continue;
         }
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         writer_ensure_locked();
         if (!rp_rt.writer_running) {
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
             return -1;
         }
         rp_rt.waiters++;
         while (p - atomic_load(&t->consumed) >= rp_rt.nbuf && !atomic_load(&rp_rt.stopped))
-            pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+            rp_own_cond_wait(&rp_rt.space, &rp_rt.lock);
         rp_rt.waiters--;
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
     }
     uint32_t idx = (uint32_t)(p % rp_rt.nbuf);
     if (!t->bufs[idx] && !(t->bufs[idx] = buf_alloc()))
@@ -845,7 +845,7 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 {
-    if (rp_rt.direct) { /* a full batch of direct mode (direct.c), or no batch yet */
+    if (rp_rt.direct) {        /* a full batch of direct mode (direct.c), or no batch yet */
         struct rt_section sec; /* the engine may take rp_rt.direct_lock */
         section_enter(&sec);
         rp_direct_event(word);
@@ -1068,12 +1068,12 @@ static void out_prologue(void)
 
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
 }
 
 static void atfork_parent(void)
 {
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /*
@@ -1304,12 +1304,12 @@ RP_HIDDEN void rp_rt_shutdown(void)
         t->guard = 1; /* for good: recording has stopped */
     if (t && t->base && t->pos > t->base)
         buf_publish(t);
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     int running = rp_rt.writer_running;
     pthread_cond_broadcast(&rp_rt.wake);
     pthread_cond_broadcast(&rp_rt.space);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 
     int done = 1;
     if (running) {
@@ -1323,10 +1323,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
         }
         done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
     } else {
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         while (drain_once())
             ;
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
     }
     if (!done) {
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
@@ -1346,12 +1346,12 @@ RP_HIDDEN void rp_rt_shutdown(void)
     rp_rt.fd = -1;
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
         rp_offq_free(&x->offq);
     }
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
     rp_rt.out = NULL;
@@ -1398,13 +1398,13 @@ RP_API int rp_flush(void)
         if (t->pos > t->base) {
             uint64_t want = atomic_load(&t->produced) + 1;
             buf_publish(t);
-            pthread_mutex_lock(&rp_rt.lock);
+            rp_own_lock(&rp_rt.lock);
             rp_rt.waiters++;
             while (atomic_load(&t->consumed) < want && !atomic_load(&rp_rt.stopped) &&
                    rp_rt.writer_running && !atomic_load(&rp_rt.failed))
-                pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+                rp_own_cond_wait(&rp_rt.space, &rp_rt.lock);
             rp_rt.waiters--;
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
             uint64_t waited = 0; /* an explicit flush waits on purpose: no pause */
             if (buf_next(t, &waited) < 0) {
                 rp_pos_set(t, NULL);
