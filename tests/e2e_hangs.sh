@@ -23,6 +23,10 @@
 #            events each: on_alarm, tick's enter and exit), so
 #            tick calls + lost / 3 = the handler runs exactly (2000, or
 #            one more when the timer fires again before it is stopped).
+#   term     SIGTERM sent to `rankprof record` running prog_hangs term: the
+#            program gets it (prints "got signal 15", calls after() 1000
+#            times, exits 3), and record waits for it: exits 3 after it,
+#            with the whole trace written.
 set -euo pipefail
 fail() { echo "e2e_hangs: FAIL: $*" >&2; exit 1; }
 for v in RANKPROF PROGS RP_LIB; do
@@ -105,3 +109,21 @@ for i in $(seq 1 "$runs"); do
         fail "sigjmp run $i: tick $tick + lost $lost / 3 is not the $jumps handler runs"
 done
 echo "e2e_hangs: sigjmp: $runs runs exit 0, after() complete, handler drops counted: ok"
+
+# ---- term -------------------------------------------------------------------
+"$RANKPROF" record -o "$tmp/term.data" -- "$PROGS/prog_hangs" term 1000 \
+    >"$tmp/term.out" 2>"$tmp/term.err" &
+rec=$!
+for _ in $(seq 1 600); do
+    grep -q ready "$tmp/term.out" 2>/dev/null && break
+    sleep 0.05
+done
+grep -q ready "$tmp/term.out" || fail "term: the program did not start"
+kill -TERM $rec
+rc=0
+wait $rec || rc=$?
+[[ $rc -eq 3 ]] || fail "term: record exited $rc, expected the program's 3 (143: record was killed first)"
+grep -q "got signal 15" "$tmp/term.out" || fail "term: the program did not get SIGTERM: $(cat "$tmp/term.out")"
+got=$(calls "$tmp/term.data" main after)
+[[ $got == "main=1 after=1000 lost=0 ended=1" ]] || fail "term: $got"
+echo "e2e_hangs: term: record passed SIGTERM on, waited, exited with the program's status: ok"

@@ -11,6 +11,8 @@
  *   sigjmp N   SIGALRM every 100 us while work() runs; its handler calls
  *              tick() and siglongjmps out, 2000 times; then after() is
  *              called N times and the program exits 0
+ *   term N     prints "ready", calls work() until SIGTERM (or 20 s), then
+ *              prints "got signal 15", calls after() N times and exits 3
  *   points N   (prog_hangs_static, the recorder linked statically) 4
  *              threads each enter RP_POINT "pt" N times around a mutex of
  *              their own
@@ -115,6 +117,29 @@ static int run_sigjmp(int n)
     return 0;
 }
 
+static volatile sig_atomic_t got;
+
+static void on_term(int sig)
+{
+    got = sig;
+}
+
+static int run_term(int n)
+{
+    signal(SIGTERM, on_term);
+    printf("ready\n");
+    fflush(stdout);
+    for (int i = 0; i < 2000 && !got; i++) { /* 20 s at most: never an orphan for long */
+        for (int j = 0; j < 1000; j++)
+            work();
+        usleep(10000);
+    }
+    printf("got signal %d\n", (int)got);
+    for (int i = 0; i < n; i++)
+        after();
+    return 3;
+}
+
 #ifdef HANGS_POINTS
 static void *pointer(void *arg)
 {
@@ -139,6 +164,8 @@ int main(int argc, char **argv)
         return run_cancel(n);
     if (!strcmp(mode, "sigjmp"))
         return run_sigjmp(n);
+    if (!strcmp(mode, "term"))
+        return run_term(n);
     if (!strcmp(mode, "pexit")) {
         pthread_t th;
         pthread_create(&th, NULL, late, &n);
