@@ -904,12 +904,15 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
     if (dgone || dinit || !dg.key_ok)
         return NULL;
     dinit = 1;
+    struct rt_section sec; /* rp_rt.direct_lock: no cancel, no handler inside */
+    section_enter(&sec);
     struct rp_dthread *d = rp_direct_thread_new(rp_thread_stream((uint32_t)syscall(SYS_gettid)));
     if (d) {
         pthread_setspecific(dg.key, d);
         dself = d;
         rp_self = &d->tb;
     }
+    section_leave(&sec);
     dinit = 0;
     return d;
 }
