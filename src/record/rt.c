@@ -1363,7 +1363,12 @@ __attribute__((constructor)) static void rt_ctor(void)
 
 __attribute__((destructor)) static void rt_dtor(void)
 {
+    /* the join of the writer is a cancellation point: a thread with a
+     * cancel pending that calls exit() must not be cancelled in the flush */
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     rp_rt_shutdown();
+    pthread_setcancelstate(cs, &cs);
 }
 
 /* ---- public API ---------------------------------------------------------- */
