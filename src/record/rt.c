@@ -1289,10 +1289,13 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
-    /* the calling thread's buffer and its counted losses are written here,
-     * unless the exit interrupted its own append (a handler calling exit) */
-    struct rp_tbuf *t = rp_self;
-    if (t && (t->guard || rp_rt.direct)) /* direct mode: direct_finish does it */
+    /* the calling thread's buffer and its counted losses are written here
+     * (direct mode: direct_finish does it); the buffer not when the exit
+     * interrupted its own append (a handler calling exit), the losses
+     * always: that append never resumes, and the writer is gone by then */
+    struct rp_tbuf *t = rp_rt.direct ? NULL : rp_self;
+    struct rp_tbuf *self = t;
+    if (t && t->guard)
         t = NULL;
     if (t && t->base && t->pos > t->base) {
         t->guard = 1;
@@ -1326,8 +1329,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
         return;
     }
-    if (t)
-        write_pending_loss(t); /* the writer is gone: this thread writes */
+    if (self)
+        write_pending_loss(self); /* the writer is gone: this thread writes */
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
