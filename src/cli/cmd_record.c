@@ -295,6 +295,27 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     return 0;
 }
 
+/* The program record runs; 0 until it is forked. */
+static volatile pid_t child_pid;
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+
+/*
+ * Passes a signal sent to record on to the program, whose trace is then
+ * written by its own ending; record keeps waiting and reports after it.
+ * A signal from the terminal (si_code SI_KERNEL: Ctrl-C, a hang-up) has
+ * reached the program's process group already and is not sent twice.
+ * Async-signal-safe: kill only.  Cannot fail visibly (a program already
+ * gone makes kill fail, and waitpid then returns).
+ */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    if (child_pid > 0 && (si == NULL || si->si_code != SI_KERNEL))
+        kill(child_pid, sig);
+    errno = saved;
+}
+
 int cmd_record(int argc, char **argv)
 {
     static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
@@ -388,17 +409,33 @@ int cmd_record(int argc, char **argv)
     unsetenv("RANKPROF_CLAIMED");
     free(preload);
 
+    /* SIGINT, SIGTERM and SIGHUP are the program's: record passes them on
+     * and waits for it (forward_signal).  Blocked across the fork, so that
+     * one arriving before the handlers know the child is not lost. */
+    sigset_t fwd, old;
+    sigemptyset(&fwd);
+    for (unsigned i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+        sigaddset(&fwd, forwarded[i]);
+    sigprocmask(SIG_BLOCK, &fwd, &old);
     pid_t pid = fork();
     if (pid < 0)
         rp_die("fork: %s", strerror(errno));
     if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         execvp(argv[optind], argv + optind);
         fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[optind], strerror(errno));
         _exit(127);
     }
-    /* The program owns the terminal's signals; record just waits for it. */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
+    child_pid = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (unsigned i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+        sigaction(forwarded[i], &sa, NULL);
+    signal(SIGQUIT, SIG_IGN); /* the terminal sends it to the program too */
+    sigprocmask(SIG_SETMASK, &old, NULL);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)

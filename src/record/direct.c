@@ -55,7 +55,7 @@
  * for durations, without a division per call.  Tables are merged with
  * Chan's parallel form of Welford's update (moments_merge).
  *
- * Threads.  dg.lock guards the list of live threads, the table of ended
+ * Threads.  rp_rt.direct_lock guards the list of live threads, the table of ended
  * threads and their summaries.  A thread's table is merged into dg.done
  * when it ends (key destructor) and freed; a snapshot merges dg.done and
  * every live table into a fresh table under the lock.
@@ -76,6 +76,7 @@
 #include "common/bytes.h"
 #include "common/hist.h"
 #include "rankprof.h"
+#include "locks.h"
 #include "rt.h"
 #include "sites.h"
 #include "trace/format.h"
@@ -196,7 +197,7 @@ struct rp_dthread {
     uint64_t ndata;  /* DATA records in the batch being run (not events) */
     uint64_t stolen; /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
-    struct rp_dthread *next; /* in dg.live, under dg.lock */
+    struct rp_dthread *next; /* in dg.live, under rp_rt.direct_lock */
     /* tb.pos/tb.end walk batch[]; `before` is never a real record, so that
      * sites.c's look at pos[-1] stays inside this struct */
     struct rp_raw before;
@@ -212,7 +213,6 @@ struct tsum {
 };
 
 static struct {
-    pthread_mutex_t lock;
     pthread_key_t key;
     int key_ok;
     struct rp_dthread *live;
@@ -220,7 +220,7 @@ static struct {
     struct tsum *ended;
     uint32_t nended;
     uint64_t ended_dropped; /* summaries beyond TSUM_MAX: their events */
-} dg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} dg;
 
 static __thread struct rp_dthread *dself;
 static __thread int dgone, dinit;
@@ -738,10 +738,10 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid)
     d->tb.pos = d->batch;
     d->tb.end = d->batch + BATCH;
     table_init(&d->tab);
-    pthread_mutex_lock(&dg.lock);
+    rp_own_lock(&rp_rt.direct_lock);
     d->next = dg.live;
     dg.live = d;
-    pthread_mutex_unlock(&dg.lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     return d;
 }
 
@@ -787,7 +787,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 {
     struct tsum s;
     tsum_of(d, &s, 1);
-    pthread_mutex_lock(&dg.lock);
+    rp_own_lock(&rp_rt.direct_lock);
     for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->next)
         if (*pp == d) {
             *pp = d->next;
@@ -800,7 +800,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
         dg.ended[dg.nended++] = s;
     else
         dg.ended_dropped += s.events;
-    pthread_mutex_unlock(&dg.lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     table_free(&d->tab);
     zfree(d->stack, (STACK_MAX + 2) * sizeof(struct dframe));
     zfree(d, sizeof(*d));
@@ -904,12 +904,15 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
     if (dgone || dinit || !dg.key_ok)
         return NULL;
     dinit = 1;
+    struct rt_section sec; /* rp_rt.direct_lock: no cancel, no handler inside */
+    section_enter(&sec);
     struct rp_dthread *d = rp_direct_thread_new(rp_thread_stream((uint32_t)syscall(SYS_gettid)));
     if (d) {
         pthread_setspecific(dg.key, d);
         dself = d;
         rp_self = &d->tb;
     }
+    section_leave(&sec);
     dinit = 0;
     return d;
 }
@@ -948,7 +951,7 @@ RP_HIDDEN int rp_direct_init(void)
 
 RP_HIDDEN void rp_direct_atfork_child(void)
 {
-    pthread_mutex_init(&dg.lock, NULL);
+    pthread_mutex_init(&rp_rt.direct_lock, NULL);
     dg.live = NULL; /* the parent's threads: their memory stays, unused */
     table_free(&dg.done);
     dg.nended = 0;
@@ -1105,13 +1108,13 @@ static int snap_take(struct snap *s)
     drain_self(); /* the caller's own events are all counted */
     table_init(&s->tab);
     s->nth = 0;
-    pthread_mutex_lock(&dg.lock);
+    rp_own_lock(&rp_rt.direct_lock);
     uint32_t nlive = 0;
     for (struct rp_dthread *d = dg.live; d; d = d->next)
         nlive++;
     s->th = malloc((dg.nended + nlive + 1) * sizeof(*s->th));
     if (!s->th) {
-        pthread_mutex_unlock(&dg.lock);
+        rp_own_unlock(&rp_rt.direct_lock);
         return RP_ENOMEM;
     }
     table_merge(&s->tab, &dg.done);
@@ -1124,7 +1127,7 @@ static int snap_take(struct snap *s)
         tsum_of(d, t, d == dself);
         t->dropped += table_merge(&s->tab, &d->tab);
     }
-    pthread_mutex_unlock(&dg.lock);
+    rp_own_unlock(&rp_rt.direct_lock);
     return 0;
 }
 
@@ -1490,7 +1493,6 @@ static int by_incl(const void *a, const void *b)
 
 RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
 {
-    static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
     struct snap s;
     int rc = snap_take(&s);
     if (rc < 0)
@@ -1503,10 +1505,10 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
     for (uint32_t i = 1; i < s.tab.n; i++)
         if (stat_at(&s.tab, i)->calls)
             order[n++] = i;
-    pthread_mutex_lock(&print_lock); /* qsort's comparator reads sort_tab */
+    rp_own_lock(&rp_rt.print_lock); /* qsort's comparator reads sort_tab */
     sort_tab = &s.tab;
     qsort(order, n, sizeof(*order), by_incl);
-    pthread_mutex_unlock(&print_lock);
+    rp_own_unlock(&rp_rt.print_lock);
 
     uint64_t events = 0, dropped = 0;
     for (uint32_t i = 0; i < s.nth; i++) {

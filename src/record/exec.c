@@ -48,9 +48,11 @@ __attribute__((constructor)) static void exec_ctor(void)
  * recorder on this thread, which may hold its lock. */
 static void exec_flush(void)
 {
-    int saved = errno;
+    int saved = errno, cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs); /* as rt_dtor */
     if (getpid() == rec_pid && !(rp_self && rp_self->guard))
         rp_rt_shutdown();
+    pthread_setcancelstate(cs, &cs);
     errno = saved;
 }
 

@@ -55,7 +55,7 @@
  * librankprof.so that is every lock in the library's writable segment
  * (found once by the constructor), so a mutex added to the recorder later is
  * covered too; linked statically the recorder shares the program's segment,
- * and the range is struct rp_rt, which holds rp_rt.lock and rp_rt.drain_lock
+ * and the range is struct rp_rt, which holds every mutex of the recorder
  * (so one range test serves both).  A switched-off lock class costs one load
  * and a branch.  dlsym may itself lock or allocate: while a thread resolves,
  * a nested call cannot be forwarded (no address yet) and fails with EAGAIN -
@@ -142,7 +142,7 @@ static inline void *real(enum real_fn i)
  * The recorder's own locks, which pass through unrecorded: those in
  * [own_lo, own_lo + own_len).  Until the constructor runs, and for good when
  * the recorder is linked statically into the program, that is struct rp_rt,
- * which holds its two mutexes (lock, drain_lock); in librankprof.so the
+ * which holds all its mutexes (rt.h); in librankprof.so the
  * constructor widens it to the library's whole writable segment, which
  * holds rp_rt too.  Written by the constructor only, before the program's
  * threads exist, so one unsigned range test covers both cases.
@@ -584,4 +584,48 @@ RP_HIDDEN const char *rp_lock_name_of(uint64_t key)
                                                                                : NULL;
     }
     return NULL;
+}
+
+/* ---- the recorder's own locks --------------------------------------------- */
+
+/*
+ * The recorder takes its own mutexes through these, straight to the real
+ * functions, so that no lock interposer ever sees them: not this copy's
+ * (the range test in own_lock covers that too), and not another recorder's
+ * in the same process - a program linked with librankprof.a run under
+ * `rankprof record`, whose preloaded copy would otherwise record this
+ * copy's locks and this copy the other's, each re-entering the other while
+ * it holds its lock.  If the real function cannot be had yet (a nested
+ * resolution), the call goes through the interposer, which lets the
+ * recorder's own locks of this copy pass.  They fail as the real ones do.
+ */
+RP_HIDDEN int rp_own_lock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_LOCK);
+    return f ? f(m) : pthread_mutex_lock(m);
+}
+
+RP_HIDDEN int rp_own_trylock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_TRYLOCK);
+    return f ? f(m) : pthread_mutex_trylock(m);
+}
+
+RP_HIDDEN int rp_own_unlock(pthread_mutex_t *m)
+{
+    lock1_fn f = (lock1_fn)real(R_MUTEX_UNLOCK);
+    return f ? f(m) : pthread_mutex_unlock(m);
+}
+
+RP_HIDDEN int rp_own_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    cwait_fn f = (cwait_fn)real(R_COND_WAIT);
+    return f ? f(c, m) : pthread_cond_wait(c, m);
+}
+
+RP_HIDDEN int rp_own_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                    const struct timespec *ts)
+{
+    ctimed_fn f = (ctimed_fn)real(R_COND_TIMEDWAIT);
+    return f ? f(c, m, ts) : pthread_cond_timedwait(c, m, ts);
 }

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "locks.h"
 #include "rt.h"
 
 #define OFF_CPUS_MAX 1024
@@ -388,10 +389,10 @@ void rp_offcpu_thread_exit(struct rp_tbuf *t)
  * a thread not registered now is next time (its switches wait a poll). */
 static void register_new(void)
 {
-    if (pthread_mutex_trylock(&rp_rt.lock) != 0)
+    if (rp_own_trylock(&rp_rt.lock) != 0)
         return;
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     for (; t && !t->off_reg; t = t->next) {
         t->off_reg = 1;
         if (off.src == RP_OFFCPU_PERF)
@@ -507,9 +508,9 @@ void rp_offcpu_tick(void)
     if (off.src != RP_OFFCPU_SCHEDSTAT)
         return;
     register_new();
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     for (; t; t = t->next)
         if (!atomic_load_explicit(&t->exited, memory_order_relaxed))
             runq_update(t);
@@ -540,10 +541,10 @@ void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val)
     if (off.src == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
         uint64_t late = off.late_forgotten;
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
             late += t->offq.late;
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)off.lost);
         put(ctx, "offcpu_lost", v);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)late);
@@ -551,13 +552,13 @@ void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val)
     } else if (off.src == RP_OFFCPU_SCHEDSTAT) {
         rp_offcpu_tick();
         uint64_t sum = off.runq_forgotten;
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
             if (atomic_load_explicit(&t->exited, memory_order_acquire) && t->rq_exit)
                 sum += t->rq_exit - 1;
             else if (t->rq_have)
                 sum += t->rq1;
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)sum);
         put(ctx, "offcpu_runq_ns", v);
     }

@@ -61,6 +61,8 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .wake = PTHREAD_COND_INITIALIZER,
     .space = PTHREAD_COND_INITIALIZER,
     .drain_lock = PTHREAD_MUTEX_INITIALIZER,
+    .direct_lock = PTHREAD_MUTEX_INITIALIZER,
+    .print_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -70,6 +72,34 @@ static __thread int rp_gone;    /* this thread's tbuf was handed back */
 RP_HIDDEN __thread int rp_is_writer;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+/*
+ * A section of the recorder that takes its locks on a program thread (a
+ * buffer hand-off, the wait for a free buffer, rp_flush, a thread's
+ * start).  Inside it the thread can neither be cancelled (pthread_cond_wait
+ * and write are cancellation points: a thread cancelled there would leave
+ * rp_rt.lock or drain_lock held and every other thread stuck) nor run a
+ * signal handler (one that siglongjmps out would leave the same locks held;
+ * a handler that only records is deferred to the section's end instead of
+ * being dropped as re-entered).  Two system calls each way (about 1.4 us
+ * for the four calls here), once per buffer (never per event); direct mode
+ * uses it only for a thread's first event, not per batch.  Cannot fail: a
+ * failed call leaves the state as it was.
+ */
+RP_HIDDEN void section_enter(struct rt_section *s)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
+}
+
+RP_HIDDEN void section_leave(struct rt_section *s)
+{
+    int ignored;
+    pthread_setcancelstate(s->cancel, &ignored);
+    pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
+}
+
 static struct rp_overhead rt_overhead; /* measured at start-up; rounds 0 = not */
 static void rt_start_once(void);
 static int rt_start_err;
@@ -177,7 +207,13 @@ static char *read_file(const char *path, size_t *len)
 static void out_maps(void)
 {
     size_t len, o = 0;
-    char *m = read_file("/proc/self/maps", &len);
+    /* thread-self: after main's pthread_exit, /proc/self (the main thread, a
+     * zombie) has no maps left */
+    char *m = read_file("/proc/thread-self/maps", &len);
+    if (!m || !len) {
+        free(m);
+        m = read_file("/proc/self/maps", &len);
+    }
     if (!m)
         return;
     for (size_t i = 0; i < len;) {
@@ -361,9 +397,9 @@ static void write_thread_end(struct rp_tbuf *x)
 static unsigned drain_once(void)
 {
     unsigned done = 0;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 
     for (; t; t = t->next) {
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
@@ -377,14 +413,14 @@ static unsigned drain_once(void)
             done++;
             if (rp_rt.writer_delay_us)
                 usleep(rp_rt.writer_delay_us);
-            pthread_mutex_lock(&rp_rt.lock);
+            rp_own_lock(&rp_rt.lock);
             if (rp_rt.waiters)
                 pthread_cond_broadcast(&rp_rt.space);
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
         }
     }
     /* retire threads that have ended and been written out */
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
@@ -401,7 +437,7 @@ static unsigned drain_once(void)
             pp = &x->next;
         }
     }
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     return done;
 }
 
@@ -432,9 +468,9 @@ static int flush_partial(struct rp_tbuf *t)
 static unsigned flush_partials(void)
 {
     unsigned n = 0;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     for (; t; t = t->next)
         n += (unsigned)flush_partial(t);
     return n;
@@ -484,10 +520,10 @@ static void out_end(uint32_t flags, int32_t status, uint64_t ticks)
  */
 static void fatal_flush(int sig)
 {
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     pthread_cond_broadcast(&rp_rt.space);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     while (drain_once())
         ;
     flush_partials();
@@ -505,6 +541,41 @@ static int work_pending_locked(void)
     return 0;
 }
 
+/*
+ * Set when the main thread has called pthread_exit (the destructor of
+ * main_key, which only main holds: exit() runs no key destructors).  From
+ * then on the process ends when its last thread does, and glibc counts the
+ * writer among its threads, so the writer must not stay: it retires whenever
+ * it has nothing to write (writer_main), and a thread that publishes a
+ * buffer or needs a free one starts it again (writer_ensure_locked).  The
+ * last thread's end then runs exit(0), whose final flush writes the rest.
+ * The periodic flush of partial buffers pauses while the writer is retired.
+ */
+static atomic_int main_gone;
+static pthread_key_t main_key;
+
+static void main_exit(void *arg)
+{
+    (void)arg;
+    atomic_store(&main_gone, 1);
+    rp_own_lock(&rp_rt.lock);
+    pthread_cond_signal(&rp_rt.wake);
+    rp_own_unlock(&rp_rt.lock);
+}
+
+/* Whether the writer retires now (main_gone): called with the lock held
+ * after a pass that wrote nothing; if so it is marked not running and
+ * detached (nobody joins it), and must return without touching the lock. */
+static int writer_retire_locked(void)
+{
+    if (!atomic_load(&main_gone) || atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) ||
+        work_pending_locked())
+        return 0;
+    rp_rt.writer_running = 0;
+    pthread_detach(pthread_self());
+    return 1;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -519,7 +590,7 @@ static void *writer_main(void *arg)
     unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
     uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
     for (;;) {
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -528,10 +599,10 @@ static void *writer_main(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            pthread_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
+            rp_own_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
         }
         int stopping = atomic_load(&rp_rt.stopped);
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
 
         int sig = atomic_load(&rp_rt.fatal);
         if (sig) {
@@ -554,6 +625,14 @@ static void *writer_main(void *arg)
         if (stopping && !n) {
             flush_partials(); /* what the threads still running have recorded */
             return NULL;
+        }
+        if (!n && atomic_load(&main_gone)) {
+            flush_partials();
+            rp_own_lock(&rp_rt.lock);
+            int retire = writer_retire_locked();
+            rp_own_unlock(&rp_rt.lock);
+            if (retire)
+                return NULL;
         }
     }
 }
@@ -598,14 +677,14 @@ static void thread_exit(void *arg)
     rp_self = NULL;
     rp_gone = 1;
     if (rp_rt.sync_write) {
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         drain_once();
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
         return;
     }
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /* Per kernel tid, the threads seen with it so far (rp_thread_stream): one
@@ -659,11 +738,11 @@ static struct rp_tbuf *thread_init(void)
     struct rp_tbuf *t = m;
     t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* a stream id (format 1.3) */
     t->guard = 1;
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     t->next = rp_rt.threads;
     rp_rt.threads = t;
     writer_ensure_locked();
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     pthread_setspecific(rp_rt.key, t);
     rp_self = t;
     return t;
@@ -678,15 +757,15 @@ static void buf_publish(struct rp_tbuf *t)
     rp_pos_set(t, NULL);
     t->base = t->end = NULL;
     if (rp_rt.sync_write) { /* no writer thread: write it now */
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         drain_once();
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
         return;
     }
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /*
@@ -704,24 +783,24 @@ static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
         if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
             return -1;
         if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
-            pthread_mutex_lock(&rp_rt.drain_lock);
+            rp_own_lock(&rp_rt.drain_lock);
             unsigned n = drain_once();
-            pthread_mutex_unlock(&rp_rt.drain_lock);
+            rp_own_unlock(&rp_rt.drain_lock);
             if (!n)
                 return -1;
             continue;
         }
-        pthread_mutex_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock);
         writer_ensure_locked();
         if (!rp_rt.writer_running) {
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
             return -1;
         }
         rp_rt.waiters++;
         while (p - atomic_load(&t->consumed) >= rp_rt.nbuf && !atomic_load(&rp_rt.stopped))
-            pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+            rp_own_cond_wait(&rp_rt.space, &rp_rt.lock);
         rp_rt.waiters--;
-        pthread_mutex_unlock(&rp_rt.lock);
+        rp_own_unlock(&rp_rt.lock);
     }
     uint32_t idx = (uint32_t)(p % rp_rt.nbuf);
     if (!t->bufs[idx] && !(t->bufs[idx] = buf_alloc()))
@@ -780,7 +859,10 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
             t->pos->word = word;
             rp_pos_set(t, t->pos + 1);
         } else {
+            struct rt_section sec;
+            section_enter(&sec);
             append_locked(t, word);
+            section_leave(&sec);
         }
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
@@ -790,12 +872,15 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     if (rp_initing || rp_gone)
         return;
     rp_initing = 1;
+    struct rt_section sec;
+    section_enter(&sec);
     if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask) &&
         (t = thread_init())) {
         append_locked(t, word); /* thread_init returns with t->guard set */
         atomic_signal_fence(memory_order_seq_cst);
         t->guard = 0;
     }
+    section_leave(&sec);
     rp_initing = 0;
 }
 
@@ -977,12 +1062,12 @@ static void out_prologue(void)
 
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
 }
 
 static void atfork_parent(void)
 {
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 }
 
 /*
@@ -1204,17 +1289,24 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
-    struct rp_tbuf *t = rp_self;
-    if (t && !t->guard && t->base && t->pos > t->base) {
+    /* the calling thread's buffer and its counted losses are written here
+     * (direct mode: direct_finish does it); the buffer not when the exit
+     * interrupted its own append (a handler calling exit), the losses
+     * always: that append never resumes, and the writer is gone by then */
+    struct rp_tbuf *t = rp_rt.direct ? NULL : rp_self;
+    struct rp_tbuf *self = t;
+    if (t && t->guard)
+        t = NULL;
+    if (t && t->base && t->pos > t->base) {
         t->guard = 1;
         buf_publish(t);
     }
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     int running = rp_rt.writer_running;
     pthread_cond_broadcast(&rp_rt.wake);
     pthread_cond_broadcast(&rp_rt.space);
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
 
     int done = 1;
     if (running) {
@@ -1228,17 +1320,17 @@ RP_HIDDEN void rp_rt_shutdown(void)
         }
         done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
     } else {
-        pthread_mutex_lock(&rp_rt.drain_lock);
+        rp_own_lock(&rp_rt.drain_lock);
         while (drain_once())
             ;
-        pthread_mutex_unlock(&rp_rt.drain_lock);
+        rp_own_unlock(&rp_rt.drain_lock);
     }
     if (!done) {
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
         return;
     }
-    if (t && !t->guard)
-        write_pending_loss(t); /* the writer is gone: this thread writes */
+    if (self)
+        write_pending_loss(self); /* the writer is gone: this thread writes */
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
@@ -1251,12 +1343,12 @@ RP_HIDDEN void rp_rt_shutdown(void)
     rp_rt.fd = -1;
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
-    pthread_mutex_lock(&rp_rt.lock);
+    rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
         rp_offq_free(&x->offq);
     }
-    pthread_mutex_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
     rp_rt.out = NULL;
@@ -1266,12 +1358,20 @@ __attribute__((constructor)) static void rt_ctor(void)
 {
     rp_initing = 1;
     pthread_once(&rt_once, rt_start_once);
+    /* constructors run on the main thread: its pthread_exit is seen */
+    if (!rt_start_err && !rp_rt.direct && pthread_key_create(&main_key, main_exit) == 0)
+        pthread_setspecific(main_key, &main_key);
     rp_initing = 0;
 }
 
 __attribute__((destructor)) static void rt_dtor(void)
 {
+    /* the join of the writer is a cancellation point: a thread with a
+     * cancel pending that calls exit() must not be cancelled in the flush */
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     rp_rt_shutdown();
+    pthread_setcancelstate(cs, &cs);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -1295,22 +1395,25 @@ RP_API int rp_flush(void)
         return RP_EBUSY;
     if (t && !t->guard && t->base) {
         t->guard = 1;
+        struct rt_section sec;
+        section_enter(&sec);
         if (t->pos > t->base) {
             uint64_t want = atomic_load(&t->produced) + 1;
             buf_publish(t);
-            pthread_mutex_lock(&rp_rt.lock);
+            rp_own_lock(&rp_rt.lock);
             rp_rt.waiters++;
             while (atomic_load(&t->consumed) < want && !atomic_load(&rp_rt.stopped) &&
                    rp_rt.writer_running && !atomic_load(&rp_rt.failed))
-                pthread_cond_wait(&rp_rt.space, &rp_rt.lock);
+                rp_own_cond_wait(&rp_rt.space, &rp_rt.lock);
             rp_rt.waiters--;
-            pthread_mutex_unlock(&rp_rt.lock);
+            rp_own_unlock(&rp_rt.lock);
             uint64_t waited = 0; /* an explicit flush waits on purpose: no pause */
             if (buf_next(t, &waited) < 0) {
                 rp_pos_set(t, NULL);
                 t->base = t->end = NULL;
             }
         }
+        section_leave(&sec);
         t->guard = 0;
     }
     return atomic_load(&rp_rt.failed) ? RP_EIO : 0;

@@ -51,6 +51,7 @@
 #define RP_RECORD_RT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -124,6 +125,10 @@ struct rp_rt {
     int sync_write; /* no writer thread (a forked child): threads write their own
                        buffers under drain_lock */
     pthread_mutex_t drain_lock;
+    /* direct.c's locks (its thread list; rp_direct_print's sort).  Every
+     * mutex of the recorder is in this struct: linked statically, the lock
+     * interposers know the recorder's own locks by this range (locks.c). */
+    pthread_mutex_t direct_lock, print_lock;
     pthread_t writer;
     pthread_key_t key;
 
@@ -267,6 +272,19 @@ static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
  * generation 0 (reused tids then merge, as before format 1.3).
  */
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
+
+/*
+ * A section of the recorder that takes its locks on a program thread: no
+ * cancellation and no signal handler inside it (rt.c says why).  Cannot
+ * fail.  Two system calls each way: per buffer or per thread, never per
+ * event.
+ */
+struct rt_section {
+    sigset_t sigs;
+    int cancel;
+};
+RP_HIDDEN void section_enter(struct rt_section *s);
+RP_HIDDEN void section_leave(struct rt_section *s);
 
 /* Starts the recorder once (environment, file, writer).  Returns 0 or < 0. */
 RP_HIDDEN int rp_rt_start(void);

@@ -107,6 +107,20 @@ static inline uintptr_t jmp_pc(const struct rp_jmp_tag *env)
  * would end it. */
 static __attribute__((noreturn)) void jump(int i, struct rp_jmp_tag *env, int val)
 {
+    /* A signal handler that interrupted an append (rt.h) and jumps out
+     * leaves that append for good: its guard must not stay set, or every
+     * later event of the thread would be dropped as re-entered.  The
+     * recorder itself never jumps, and its locked sections block signals
+     * (rt.c, section_enter), so a guard set here belongs to an append the
+     * jump abandons, whose record was not yet published (pos moves last).
+     * Limit: a handler that jumps to a jmp_buf of its own, inside itself,
+     * returns to the interrupted append with the guard clear; its records
+     * may then be overwritten by that append (lost, never a crash). */
+    struct rp_tbuf *t = rp_self;
+    if (t && t->guard) {
+        atomic_signal_fence(memory_order_seq_cst);
+        t->guard = 0;
+    }
     unwind_mark(jmp_pc(env));
     jmp_fn f = __atomic_load_n(&jmp_real[i], __ATOMIC_ACQUIRE);
     if (!f)

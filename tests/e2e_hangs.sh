@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# e2e_hangs.sh - the recorder never hangs or crashes the program
+# (docs/robustness.md, "Never hang, never crash").  Each case runs under
+# `timeout`, so a hang fails instead of blocking ctest:
+#
+#   cancel   prog_hangs cancel 20: 4 threads in a call loop, cancelled and
+#            joined 20 times, with tiny buffers and a writer slowed to 2 ms
+#            per buffer, so threads are cancelled while they wait for a
+#            free buffer (lossless policy).  Must finish, trace complete.
+#   pexit    prog_hangs pexit 100000: main calls pthread_exit while a
+#            thread runs; the process must exit (status 0) when the thread
+#            ends, with all 100000 calls of leaf() and an END chunk.
+#   static   prog_hangs_static points 20000: the recorder linked statically,
+#            4 threads using RP_POINT around their own mutex: no lock
+#            interposer may record a recorder's own mutex.  Direct and trace
+#            mode, run directly and under `rankprof record` (whose preloaded
+#            recorder then runs beside the program's own: each copy's
+#            interposer would record the other's locks).
+#   sigjmp   prog_hangs sigjmp 100000, 20 runs: a 10 kHz SIGALRM handler
+#            that calls tick() and siglongjmps out, 2000 times; every run
+#            exits 0 and records all 100000 calls of after(); the handler
+#            runs that interrupted the recorder are counted as lost (3
+#            events each: on_alarm, tick's enter and exit), so
+#            tick calls + lost / 3 = the handler runs exactly (2000, or
+#            one more when the timer fires again before it is stopped).
+#   term     SIGTERM sent to `rankprof record` running prog_hangs term: the
+#            program gets it (prints "got signal 15", calls after() 1000
+#            times, exits 3), and record waits for it: exits 3 after it,
+#            with the whole trace written.
+set -euo pipefail
+fail() { echo "e2e_hangs: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_hangs.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+T=${RP_HANGS_TIMEOUT:-60} # generous: a hang is forever, a slow sanitizer run is not
+
+calls() { # file name... -> "name=calls ... lost=N ended=0|1"
+    local f=$1
+    shift
+    "$RANKPROF" report -i "$f" --format json 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+c = {x["name"]: x["calls"] for x in r["nodes"]}
+print(" ".join("%s=%d" % (n, c.get(n, 0)) for n in sys.argv[1:]),
+      "lost=%d ended=%d" % (r["lost_events"], int(r["ended_normally"])))' "$@"
+}
+
+# ---- cancel -----------------------------------------------------------------
+rc=0
+RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
+    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/cancel.data" -- "$PROGS/prog_hangs" cancel 20 \
+    >"$tmp/cancel.out" 2>"$tmp/cancel.err" || rc=$?
+[[ $rc -eq 0 ]] || fail "cancel: record exited $rc (124: hung): $(cat "$tmp/cancel.err")"
+grep -q "cancel: 20 rounds" "$tmp/cancel.out" || fail "cancel: the program did not finish"
+got=$(calls "$tmp/cancel.data" main run_cancel)
+[[ $got == "main=1 run_cancel=1 lost=0 ended=1" ]] || fail "cancel: $got"
+echo "e2e_hangs: cancel: 20 rounds of 4 cancelled threads, no hang: ok"
+
+# ---- pexit ------------------------------------------------------------------
+rc=0
+timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/pexit.data" -- "$PROGS/prog_hangs" pexit 100000 \
+    >"$tmp/pexit.out" 2>"$tmp/pexit.err" || rc=$?
+[[ $rc -eq 0 ]] || fail "pexit: record exited $rc (124: the process never ended): $(cat "$tmp/pexit.err")"
+got=$(calls "$tmp/pexit.data" main late leaf)
+[[ $got == "main=1 late=1 leaf=100000 lost=0 ended=1" ]] || fail "pexit: $got"
+echo "e2e_hangs: pexit: the process ended with its last thread, all calls recorded: ok"
+
+# ---- static -----------------------------------------------------------------
+for how in direct trace record-direct record-trace; do
+    rc=0
+    case $how in
+    direct | trace)
+        RANKPROF_MODE=$how RANKPROF_OUTPUT="$tmp/static.data" \
+            timeout -k 5 "$T" "$PROGS/prog_hangs_static" points 20000 \
+            >"$tmp/static.out" 2>"$tmp/static.err" || rc=$? ;;
+    *)
+        timeout -k 5 "$T" "$RANKPROF" record --mode "${how#record-}" -o "$tmp/static.data" -- \
+            "$PROGS/prog_hangs_static" points 20000 >"$tmp/static.out" 2>"$tmp/static.err" || rc=$? ;;
+    esac
+    [[ $rc -eq 0 ]] || fail "static ($how): exited $rc (124: deadlock): $(cat "$tmp/static.err")"
+    grep -q "points: 80000" "$tmp/static.out" || fail "static ($how): the program did not finish"
+    # under record two recorders run (the preloaded one and the program's
+    # own, which writes static.data.PID): one of the files has the points
+    ok=
+    for f in "$tmp"/static.data*; do
+        got=$(calls "$f" pt pointer)
+        [[ $got == "pt=80000 pointer=4 lost=0 ended=1" ]] && ok=1
+    done
+    [[ -n $ok ]] || fail "static ($how): no trace with all points: $got"
+    rm -f "$tmp"/static.data*
+    echo "e2e_hangs: static ($how): 4 threads, 80000 points, no deadlock: ok"
+done
+
+# ---- sigjmp -----------------------------------------------------------------
+runs=${RP_HANGS_SIGJMP_RUNS:-20}
+for i in $(seq 1 "$runs"); do
+    rc=0
+    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/sigjmp.data" -- "$PROGS/prog_hangs" sigjmp 100000 \
+        >"$tmp/sigjmp.out" 2>"$tmp/sigjmp.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "sigjmp run $i: exited $rc: $(cat "$tmp/sigjmp.err")"
+    got=$(calls "$tmp/sigjmp.data" after tick)
+    [[ $got =~ ^after=100000\ tick=([0-9]+)\ lost=([0-9]+)\ ended=1$ ]] || fail "sigjmp run $i: $got"
+    tick=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
+    jumps=$(sed -n 's/^sigjmp: \([0-9]*\) jumps$/\1/p' "$tmp/sigjmp.out")
+    ((lost % 3 == 0 && tick + lost / 3 == jumps)) ||
+        fail "sigjmp run $i: tick $tick + lost $lost / 3 is not the $jumps handler runs"
+done
+echo "e2e_hangs: sigjmp: $runs runs exit 0, after() complete, handler drops counted: ok"
+
+# ---- term -------------------------------------------------------------------
+"$RANKPROF" record -o "$tmp/term.data" -- "$PROGS/prog_hangs" term 1000 \
+    >"$tmp/term.out" 2>"$tmp/term.err" &
+rec=$!
+for _ in $(seq 1 600); do
+    grep -q ready "$tmp/term.out" 2>/dev/null && break
+    sleep 0.05
+done
+grep -q ready "$tmp/term.out" || fail "term: the program did not start"
+kill -TERM $rec
+rc=0
+wait $rec || rc=$?
+[[ $rc -eq 3 ]] || fail "term: record exited $rc, expected the program's 3 (143: record was killed first)"
+grep -q "got signal 15" "$tmp/term.out" || fail "term: the program did not get SIGTERM: $(cat "$tmp/term.out")"
+got=$(calls "$tmp/term.data" main after)
+[[ $got == "main=1 after=1000 lost=0 ended=1" ]] || fail "term: $got"
+echo "e2e_hangs: term: record passed SIGTERM on, waited, exited with the program's status: ok"

@@ -1,0 +1,187 @@
+/*
+ * hangs.c - programs that used to hang or crash the recorder, for
+ * tests/e2e_hangs.sh (docs/robustness.md, "Never hang, never crash").
+ *
+ * Usage: hangs MODE N
+ *   cancel N   N rounds: 4 threads call work() in a loop (a cancellation
+ *              point every 64 calls), main cancels and joins them; prints
+ *              "cancel: N rounds"
+ *   pexit N    a thread calls leaf() N times after main has called
+ *              pthread_exit; the process must end with the thread
+ *   sigjmp N   SIGALRM every 100 us while work() runs; its handler calls
+ *              tick() and siglongjmps out, 2000 times; then after() is
+ *              called N times and the program exits 0
+ *   term N     prints "ready", calls work() until SIGTERM (or 20 s), then
+ *              prints "got signal 15", calls after() N times and exits 3
+ *   points N   (prog_hangs_static, the recorder linked statically) 4
+ *              threads each enter RP_POINT "pt" N times around a mutex of
+ *              their own
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+#ifdef HANGS_POINTS
+#include "rankprof.h"
+#endif
+
+static volatile unsigned long sink;
+
+void leaf(void)
+{
+    sink++;
+}
+
+void work(void)
+{
+    leaf();
+}
+
+void after(void)
+{
+    sink++;
+}
+
+void tick(void)
+{
+    sink++;
+}
+
+static void *canceled(void *arg)
+{
+    (void)arg;
+    for (unsigned long i = 0;; i++) {
+        work();
+        if (i % 64 == 0)
+            pthread_testcancel();
+    }
+    return NULL;
+}
+
+static int run_cancel(int n)
+{
+    for (int r = 0; r < n; r++) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, canceled, NULL);
+        usleep(20000);
+        for (int i = 0; i < 4; i++)
+            pthread_cancel(th[i]);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+    }
+    printf("cancel: %d rounds\n", n);
+    return 0;
+}
+
+static void *late(void *arg)
+{
+    int n = *(int *)arg;
+    usleep(200000); /* main has called pthread_exit by now */
+    for (int i = 0; i < n; i++)
+        leaf();
+    return NULL;
+}
+
+static sigjmp_buf jb;
+static volatile sig_atomic_t jumps;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    tick();
+    jumps++;
+    siglongjmp(jb, 1);
+}
+
+static int run_sigjmp(int n)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 100}, {0, 100}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    sigsetjmp(jb, 1);
+    while (jumps < 2000)
+        work();
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    for (int i = 0; i < n; i++)
+        after();
+    printf("sigjmp: %d jumps\n", (int)jumps);
+    return 0;
+}
+
+static volatile sig_atomic_t got;
+
+static void on_term(int sig)
+{
+    got = sig;
+}
+
+static int run_term(int n)
+{
+    signal(SIGTERM, on_term);
+    printf("ready\n");
+    fflush(stdout);
+    for (int i = 0; i < 2000 && !got; i++) { /* 20 s at most: never an orphan for long */
+        for (int j = 0; j < 1000; j++)
+            work();
+        usleep(10000);
+    }
+    printf("got signal %d\n", (int)got);
+    for (int i = 0; i < n; i++)
+        after();
+    return 3;
+}
+
+#ifdef HANGS_POINTS
+static void *pointer(void *arg)
+{
+    int n = *(int *)arg;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    for (int i = 0; i < n; i++) {
+        RP_POINT("pt");
+        pthread_mutex_lock(&m);
+        sink++;
+        pthread_mutex_unlock(&m);
+    }
+    return NULL;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "cancel";
+    static int n;
+    n = argc > 2 ? atoi(argv[2]) : 10;
+    if (!strcmp(mode, "cancel"))
+        return run_cancel(n);
+    if (!strcmp(mode, "sigjmp"))
+        return run_sigjmp(n);
+    if (!strcmp(mode, "term"))
+        return run_term(n);
+    if (!strcmp(mode, "pexit")) {
+        pthread_t th;
+        pthread_create(&th, NULL, late, &n);
+        pthread_exit(NULL);
+    }
+#ifdef HANGS_POINTS
+    if (!strcmp(mode, "points")) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, pointer, &n);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+        printf("points: %d\n", 4 * n);
+        return 0;
+    }
+#endif
+    fprintf(stderr, "hangs: unknown mode %s\n", mode);
+    return 2;
+}
