@@ -802,20 +802,54 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
 /* ---- fatal signals ------------------------------------------------------- */
 
 /*
- * A fatal signal (a crash, abort()) would lose every event not yet written.
- * The handler does only async-signal-safe things: it stops recording, asks
- * the writer thread (through rp_rt.fatal) to write all that the threads
- * have recorded and an END chunk with RP_END_SIGNAL, and waits for it with
- * nanosleep, at most RANKPROF_EXIT_TIMEOUT_MS.  Then it puts back the
- * handler it replaced and lets the signal go on: a fault is raised again by
- * the faulting instruction when the handler returns, a signal that was sent
- * (abort, kill) is raised again.  The program's own handlers, and the
- * default action (core dump), still happen; the signal is never swallowed.
- * The writer notices the request within one wait (at most 200 ms).
+ * A signal whose default action ends the process (a crash, abort(), kill,
+ * Ctrl-C, timeout, a broken pipe, a CPU limit) would lose every event not
+ * yet written.  The handler does only async-signal-safe things: it stops
+ * recording, asks the writer thread (through rp_rt.fatal) to write all that
+ * the threads have recorded, the partial buffers included, and an END chunk
+ * with RP_END_SIGNAL, and waits for it with nanosleep, at most
+ * RANKPROF_EXIT_TIMEOUT_MS.  In a forked child, which has no writer thread
+ * (sync_write), the handler writes itself, unless it interrupted the
+ * recorder.  Then it puts back the disposition it replaced and lets the
+ * signal go on: a fault is raised again by the faulting instruction when
+ * the handler returns, every other signal is raised again (it stays pending
+ * until the handler returns).  The program's own handlers, and the default
+ * action (core dump, exit status 128 + N), still happen; the signal is
+ * never swallowed.  The writer notices the request within one wait (at
+ * most 200 ms).
+ *
+ * The crash signals (the first NCRASH) are taken over unless ignored, and
+ * chain to the handler the program had installed before the recorder
+ * started; the others only while their disposition is the default one: a
+ * program's own handler for SIGTERM or SIGINT decides what happens, and
+ * the exit() or _exit() it ends with flushes.
  */
-static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SIGTERM,
+                                 SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,  SIGXCPU, SIGXFSZ,
+                                 SIGTRAP, SIGSYS, SIGUSR1, SIGUSR2,  SIGALRM, SIGVTALRM,
+                                 SIGPROF, SIGIO,  SIGPWR,  SIGSTKFLT};
+#define NCRASH 5
 #define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
 static struct sigaction fatal_old[NFATAL];
+
+/* The forked child's part of a fatal signal: no writer thread, so the
+ * handler writes what is recorded and END itself.  Not when it interrupted
+ * the recorder on this thread or another thread is writing (drain_lock). */
+static void fatal_flush_sync(int sig)
+{
+    if ((rp_self && rp_self->guard) || pthread_mutex_trylock(&rp_rt.drain_lock) != 0)
+        return;
+    atomic_store(&rp_rt.stopped, 1);
+    while (drain_once())
+        ;
+    if (rp_self)
+        flush_partial(rp_self);
+    out_clock();
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    atomic_store(&rp_rt.fatal_done, 1);
+    pthread_mutex_unlock(&rp_rt.drain_lock);
+}
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -830,25 +864,31 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
     int none = 0;
-    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
-        __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
+    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) && rp_rt.fd >= 0 &&
         (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
-        /* A crash inside the recorder may hold the lock the writer needs:
-         * then wait less, the writer may never come. */
-        unsigned limit = rp_rt.exit_timeout_ms;
-        if (rp_self && rp_self->guard && limit > 1000)
-            limit = 1000;
-        struct timespec ms = {0, 1000000};
-        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
-            nanosleep(&ms, NULL);
+        if (rp_rt.sync_write) {
+            fatal_flush_sync(sig);
+        } else if (__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
+            /* A crash inside the recorder may hold the lock the writer
+             * needs: then wait less, the writer may never come. */
+            unsigned limit = rp_rt.exit_timeout_ms;
+            if (rp_self && rp_self->guard && limit > 1000)
+                limit = 1000;
+            struct timespec ms = {0, 1000000};
+            for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
+                nanosleep(&ms, NULL);
+        }
     }
     sigaction(sig, &fatal_old[i], NULL);
-    if (si == NULL || si->si_code <= 0) /* sent, not a fault: send it again */
+    /* a fault comes back by itself when the instruction runs again */
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+    if (!fault || si == NULL || si->si_code <= 0)
         raise(sig);
     errno = saved_errno;
 }
 
-/* Installs fatal_handler for the fatal signals a program does not ignore. */
+/* Installs fatal_handler for the crash signals a program does not ignore
+ * and the other ending signals it leaves at their default. */
 static void fatal_install(void)
 {
     struct sigaction sa;
@@ -858,7 +898,9 @@ static void fatal_install(void)
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < NFATAL; i++)
         if (sigaction(fatal_sigs[i], NULL, &fatal_old[i]) == 0 &&
-            fatal_old[i].sa_handler != SIG_IGN)
+            (i < NCRASH
+                 ? fatal_old[i].sa_handler != SIG_IGN
+                 : !(fatal_old[i].sa_flags & SA_SIGINFO) && fatal_old[i].sa_handler == SIG_DFL))
             sigaction(fatal_sigs[i], &sa, NULL);
 }
 
