@@ -43,6 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -61,6 +63,7 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .wake = PTHREAD_COND_INITIALIZER,
     .space = PTHREAD_COND_INITIALIZER,
     .drain_lock = PTHREAD_MUTEX_INITIALIZER,
+    .fd_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -94,6 +97,88 @@ static void rt_warn(const char *fmt, const char *arg, int err)
 
 /* ---- output ------------------------------------------------------------- */
 
+/*
+ * The trace descriptor belongs to the recorder, but the program may close
+ * it or dup2 something over its number (daemons close every descriptor,
+ * some programs dup2 stderr over 3..63).  So it is opened out of the way
+ * (fd_high: a high number, close-on-exec), the close/dup2/dup3 interposers
+ * move it before the program takes its number (rp_rt_fd_taken), and before
+ * every write fstat says whether it is still the file opened (out_dev,
+ * out_ino): a descriptor taken past the interposers (the raw system call,
+ * close_range) is then noticed and the file reopened by its path in append
+ * mode, or recording stops with a message and the count of the events not
+ * written.  rp_rt.fd_lock (in struct rp_rt, so locks.c leaves it
+ * unrecorded) makes a write and a move one after the other.  The fstat
+ * costs about 0.2 us per chunk, a chunk being thousands of events.
+ */
+static dev_t out_dev;
+static ino_t out_ino;
+static uint64_t unwritten; /* events not written because writing failed */
+
+/* Moves fd to a high number, close-on-exec (the old one is closed).
+ * Returns the new number, or fd itself when that fails. */
+static int fd_high(int fd)
+{
+    struct rlimit rl;
+    long lo = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)lo + 24 > rl.rlim_cur)
+        lo = rl.rlim_cur > 48 ? (long)rl.rlim_cur - 24 : 3;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    if (nfd < 0)
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* at least close-on-exec */
+    if (nfd < 0)
+        return fd;
+    syscall(SYS_close, fd); /* not close(): the interposer would move it */
+    return nfd;
+}
+
+/* Called by the close, dup2 and dup3 interposers (rt.h: rp_rt_fd_check)
+ * before the program takes descriptor fd when it is the trace's: the
+ * trace moves to another number.  Waits at most about 100 ms for a write
+ * in progress (a signal handler may have interrupted this thread inside
+ * one); if it cannot move, the check before the next write reopens. */
+RP_HIDDEN void rp_rt_fd_taken(int fd)
+{
+    struct timespec us = {0, 100000};
+    int locked = 0;
+    for (int i = 0; i < 1000 && !(locked = pthread_mutex_trylock(&rp_rt.fd_lock) == 0); i++)
+        nanosleep(&us, NULL);
+    if (!locked)
+        return;
+    if (fd == rp_rt.fd) {
+        struct rlimit rl;
+        int lo = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 ? 64 : 3;
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+        if (nfd >= 0)
+            __atomic_store_n(&rp_rt.fd, nfd, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&rp_rt.fd_lock);
+}
+
+/* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and
+ * reopens the file by its path (append, no symlink, close-on-exec) if it is
+ * not.  The number the program took is left to it.  Returns 0, or -1 when
+ * the file cannot be reopened (recording stops). */
+static int out_check(void)
+{
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+        return 0;
+    int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino) {
+        __atomic_store_n(&rp_rt.fd, fd_high(fd), __ATOMIC_RELAXED);
+        rt_warn("the program closed or replaced the descriptor of %s; reopened it", rp_rt.path, 0);
+        return 0;
+    }
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    rt_warn("the program closed or replaced the descriptor of %s and the file cannot be "
+            "reopened; recording stops",
+            rp_rt.path, 0);
+    return -1;
+}
+
 /* Writes all of iov to the trace file.  On the first failure the recorder
  * stops writing (rp_rt.failed) and says so once; data is then lost, never
  * the program. */
@@ -101,6 +186,11 @@ static void out_writev(struct iovec *iov, int n)
 {
     if (atomic_load(&rp_rt.failed) || rp_rt.fd < 0)
         return;
+    pthread_mutex_lock(&rp_rt.fd_lock);
+    if (out_check() < 0) {
+        atomic_store(&rp_rt.failed, EBADF);
+        n = 0;
+    }
     while (n > 0) {
         ssize_t w = writev(rp_rt.fd, iov, n);
         if (w < 0) {
@@ -108,7 +198,7 @@ static void out_writev(struct iovec *iov, int n)
                 continue;
             atomic_store(&rp_rt.failed, errno);
             rt_warn("writing %s failed, recording stops", rp_rt.path, errno);
-            return;
+            break;
         }
         while (n > 0 && (size_t)w >= iov->iov_len) {
             w -= (ssize_t)iov->iov_len;
@@ -120,6 +210,7 @@ static void out_writev(struct iovec *iov, int n)
             iov->iov_len -= (size_t)w;
         }
     }
+    pthread_mutex_unlock(&rp_rt.fd_lock);
 }
 
 static void out_chunk(uint32_t type, const void *payload, size_t len)
@@ -315,6 +406,8 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
     if (len)
         out_chunk(RP_CH_EVENTS, rp_rt.out, len);
     rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
+    if (atomic_load(&rp_rt.failed))
+        unwritten += n;
     rp_rt.lost_total += t->enc.lost - lost0;
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
@@ -1002,6 +1095,12 @@ static int open_output(int child)
         rt_warn("cannot open %s, nothing will be recorded", rp_rt.path, errno);
         return RP_EIO;
     }
+    rp_rt.fd = fd_high(rp_rt.fd);
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0) {
+        out_dev = st.st_dev;
+        out_ino = st.st_ino;
+    }
     uint8_t hdr[RP_FILE_HDR_SIZE];
     rp_file_header(hdr);
     struct iovec iov = {hdr, sizeof(hdr)};
@@ -1038,6 +1137,7 @@ static void atfork_child(void)
     pthread_cond_init(&rp_rt.wake, NULL);
     pthread_cond_init(&rp_rt.space, NULL);
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
+    pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
     rp_rt.writer_running = 0;
     rp_rt.sync_write = 1;
     rp_rt.waiters = 0;
@@ -1289,8 +1389,16 @@ RP_HIDDEN void rp_rt_shutdown(void)
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0, end_ticks);
-    close(rp_rt.fd);
-    rp_rt.fd = -1;
+    if (atomic_load(&rp_rt.failed) && unwritten) {
+        char num[32];
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)unwritten);
+        rt_warn("%s events could not be written to the trace", num, 0);
+    }
+    int fd = rp_rt.fd;
+    /* first: the close interposer would move it (atomic: other threads'
+     * close() compare with it) */
+    __atomic_store_n(&rp_rt.fd, -1, __ATOMIC_RELAXED);
+    close(fd);
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
     pthread_mutex_lock(&rp_rt.lock);
