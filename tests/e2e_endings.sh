@@ -11,6 +11,8 @@
 #   _exit         5         normally
 #   _Exit         6         normally
 #   quick_exit    7         normally
+#   daemon        0         normally (the parent's trace; libc's daemon()
+#                           ends the parent past the _exit wrapper)
 #   fork          0         normally (the child's trace, NAME.PID: _exit(0))
 #
 # The periodic flush is off (RANKPROF_FLUSH_MS=0) and buffers are small, so
@@ -71,6 +73,7 @@ run raise-ALRM 142 14
 run _exit 5 exit
 run _Exit 6 exit
 run quick_exit 7 exit
+run daemon 0 exit
 
 # killed from outside once it has made its calls and says so
 for sig in TERM INT HUP; do

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -190,4 +191,36 @@ RP_API void _Exit(int status)
 RP_API void quick_exit(int status)
 {
     end_by("quick_exit", status);
+}
+
+/*
+ * daemon(): libc's forks and ends the parent with its internal _exit, past
+ * the wrapper above, so the parent's trace would lose its end.  This one
+ * does what glibc's does (fork; the parent ends by _exit(0), flushed; the
+ * child calls setsid, chdir("/") unless nochdir, and puts /dev/null on
+ * 0, 1 and 2 unless noclose).  Returns 0 in the child, -1 with errno when
+ * fork or setsid fails.
+ */
+RP_API int daemon(int nochdir, int noclose)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    if (!nochdir && chdir("/") < 0)
+        return -1;
+    if (!noclose) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd < 0)
+            return -1;
+        dup2(fd, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (fd > 2)
+            close(fd);
+    }
+    return 0;
 }

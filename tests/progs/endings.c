@@ -8,6 +8,8 @@
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
  *   quick_exit  quick_exit(7)
+ *   daemon      daemon(1, 1): the parent ends there (its trace holds the N
+ *               calls); the daemon prints "daemon" and returns 0
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
  *
@@ -73,6 +75,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < 600; i++)
             sleep(1);
         return 4;
+    }
+    if (!strcmp(mode, "daemon")) {
+        fflush(stdout);
+        if (daemon(1, 1) < 0)
+            return 2;
+        printf("daemon\n");
+        return 0;
     }
     if (!strcmp(mode, "_exit"))
         _exit(5);
