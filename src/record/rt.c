@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1068,7 +1069,13 @@ static uint32_t parse_classes(const char *s)
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
  * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
- * another's trace.
+ * another's trace.  Processes that are not parent and child can both think
+ * they are first (MPI ranks, a worker pool started by a shell, which does
+ * not pass the mark on): the one writing the name holds an exclusive flock
+ * on it for its life (its forked children too, which share the open file),
+ * and a process that finds it held takes NAME.PID instead.  Only a name no
+ * live process holds is truncated and reused.  The suffixed names are
+ * created with O_EXCL, so they are never shared either.
  */
 static int open_output(int child)
 {
@@ -1078,9 +1085,18 @@ static int open_output(int child)
     int first = !child && !getenv("RANKPROF_CLAIMED");
     if (first) {
         snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
-        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         setenv("RANKPROF_CLAIMED", "1", 1);
-    } else {
+        if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+            syscall(SYS_close, rp_rt.fd); /* a live process writes it */
+            rp_rt.fd = -1;
+            first = 0;
+        } else if (rp_rt.fd >= 0 && ftruncate(rp_rt.fd, 0) < 0) {
+            syscall(SYS_close, rp_rt.fd); /* not a regular file we may reuse */
+            rp_rt.fd = open(rp_rt.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        }
+    }
+    if (!first) {
         for (int i = 0; i < 1000; i++) {
             if (i == 0)
                 snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d", base, (int)getpid());
