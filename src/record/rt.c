@@ -185,7 +185,8 @@ static int out_check(void)
  * the program. */
 static void out_writev(struct iovec *iov, int n)
 {
-    if (atomic_load(&rp_rt.failed) || rp_rt.fd < 0)
+    /* atomic: the interposers move rp_rt.fd (under fd_lock, taken below) */
+    if (atomic_load(&rp_rt.failed) || __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0)
         return;
     pthread_mutex_lock(&rp_rt.fd_lock);
     if (out_check() < 0) {
@@ -958,7 +959,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
     int none = 0;
-    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) && rp_rt.fd >= 0 &&
+    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
         (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
         if (rp_rt.sync_write) {
             fatal_flush_sync(sig);
@@ -1359,7 +1361,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;
     uint64_t end_ticks = rp_ticks(); /* the process ends now, not after the flush */
-    if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
+    if (atomic_exchange(&once, 1) || rt_start_err ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
     struct rp_tbuf *t = rp_self;
