@@ -14,6 +14,8 @@
 #   daemon        0         normally (the parent's trace; libc's daemon()
 #                           ends the parent past the _exit wrapper)
 #   fork          0         normally (the child's trace, NAME.PID: _exit(0))
+#   forkwait      137       none (the child, SIGKILLed while it waits: its
+#                           periodic flush at the wait, RANKPROF_FLUSH_MS=50)
 #
 # The periodic flush is off (RANKPROF_FLUSH_MS=0) and buffers are small, so
 # the last partial buffer is only written if the ending writes it.
@@ -46,7 +48,9 @@ for b in bad:
     print(f"e2e_endings: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
-    if [[ $end == exit ]]; then
+    if [[ $end == none ]]; then
+        grep -q "^ended: *ABNORMALLY: no END" "$tmp/$name.info" || fail "$name: info: $(grep ended "$tmp/$name.info")"
+    elif [[ $end == exit ]]; then
         grep -q "^ended: *normally" "$tmp/$name.info" || fail "$name: info: $(grep ended "$tmp/$name.info")"
     else
         grep -q "^ended: *ABNORMALLY: killed by signal $end\b" "$tmp/$name.info" ||
@@ -103,3 +107,23 @@ $T "$RANKPROF" record -o "$tmp/fork.data" -- "$PROGS/prog_endings" fork $N \
 child=$(ls "$tmp"/fork.data.* 2>/dev/null | head -1)
 [[ -n $child ]] || fail "fork: no trace for the child: $(ls "$tmp")"
 check_trace fork "$child" exit
+
+# a forked child killed (SIGKILL) while it waits: it has no writer thread,
+# so its own flush at the start of the wait is what keeps its calls
+rc=0
+RANKPROF_FLUSH_MS=50 $T "$RANKPROF" record -o "$tmp/fw.data" -- "$PROGS/prog_endings" forkwait $N \
+    >"$tmp/fw.out" 2>"$tmp/fw.err" &
+rec=$!
+pid=
+for _ in $(seq 600); do
+    pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out")
+    [[ -n $pid ]] && break
+    sleep 0.1
+done
+[[ -n $pid ]] || { kill $rec 2>/dev/null; fail "forkwait: the child never said done"; }
+sleep 0.5 # the child is in its wait by now
+kill -KILL "$pid"
+wait $rec || rc=$?
+[[ $rc -eq 137 ]] || fail "forkwait: exit $rc, expected 137: $(cat "$tmp/fw.err")"
+[[ -f "$tmp/fw.data.$pid" ]] || fail "forkwait: no trace for the child: $(ls "$tmp")"
+check_trace forkwait "$tmp/fw.data.$pid" none

@@ -894,6 +894,35 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     rp_initing = 0;
 }
 
+/*
+ * The periodic flush of a forked child, which has no writer thread: when
+ * one of its threads begins a blocking call (waits.h) and RANKPROF_FLUSH_MS
+ * has passed since the last, the thread writes what is published and the
+ * filled part of its own buffer itself, so a child killed while it waits
+ * (SIGKILL) keeps what it recorded before.  Off the function hot path: a
+ * blocking call is a system call anyway.  The thread's guard is set
+ * meanwhile (a signal handler's events are counted as reentered, lost);
+ * nothing is done when another thread is writing (drain_lock).
+ */
+RP_HIDDEN void rp_rt_child_flush(void)
+{
+    static _Atomic uint64_t last; /* when the last such flush began */
+    struct rp_tbuf *t = rp_self;
+    uint64_t now = rp_mono_ns(), prev = atomic_load_explicit(&last, memory_order_relaxed);
+    if (!rp_rt.flush_ms || !t || t->guard || now - prev < (uint64_t)rp_rt.flush_ms * 1000000u ||
+        atomic_load(&rp_rt.stopped))
+        return;
+    t->guard = 1;
+    if (pthread_mutex_trylock(&rp_rt.drain_lock) == 0) {
+        atomic_store_explicit(&last, now, memory_order_relaxed); /* a hint: relaxed */
+        while (drain_once())
+            ;
+        flush_partial(t);
+        pthread_mutex_unlock(&rp_rt.drain_lock);
+    }
+    t->guard = 0;
+}
+
 /* ---- fatal signals ------------------------------------------------------- */
 
 /*

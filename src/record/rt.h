@@ -275,6 +275,9 @@ RP_HIDDEN int rp_rt_start(void);
 /* Final flush: bounded by RANKPROF_EXIT_TIMEOUT_MS; safe to call twice. */
 RP_HIDDEN void rp_rt_shutdown(void);
 
+/* A forked child's periodic flush, at the start of a blocking call (rt.c). */
+RP_HIDDEN void rp_rt_child_flush(void);
+
 /* The program is about to close or take descriptor fd (the close, dup2 and
  * dup3 interposers): if it is the trace's, the trace moves out of the way
  * first (rt.c, "output").  One load and compare otherwise (relaxed: the

@@ -10,6 +10,8 @@
  *   quick_exit  quick_exit(7)
  *   daemon      daemon(1, 1): the parent ends there (its trace holds the N
  *               calls); the daemon prints "daemon" and returns 0
+ *   forkwait    a child makes the N calls, prints "done PID" and sleeps
+ *               until killed (SIGKILL from outside); the parent waits for it
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
  *
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile unsigned sink;
@@ -50,11 +53,20 @@ int main(int argc, char **argv)
         int sig;
     } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"PIPE", SIGPIPE},
                 {"XCPU", SIGXCPU}, {"USR1", SIGUSR1}, {"ALRM", SIGALRM}};
-    if (!strcmp(mode, "fork")) {
+    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait")) {
+        int w = !strcmp(mode, "forkwait");
         fflush(stdout);
         pid_t c = fork();
         if (c == 0) {
             calls(n);
+            if (w) {
+                printf("done %d\n", (int)getpid());
+                fflush(stdout);
+                struct timespec s = {1, 0}; /* nanosleep: sanitizers' sleep() may
+                                               bypass the recorder */
+                for (int i = 0; i < 600; i++)
+                    nanosleep(&s, NULL);
+            }
             _exit(0);
         }
         int st = 0;
