@@ -19,7 +19,8 @@
 #                                                                  pthread_join
 #                                                                  wait if main
 #                                                                  was in it yet)
-#   _exit   _exit(4) after 1 s          4       none             2 (main, sleep)
+#   _exit   _exit(4) after 1 s          4       exit             1 (main: _exit
+#                                                                  flushes first)
 #   kill    SIGKILL itself after 1 s    137     none             2 (main, sleep)
 #
 # No frame vanishes (docs/robustness.md): main, open when the run ends, is
@@ -109,11 +110,11 @@ check abort 134 "signal 6" 1
 check fpe 136 "signal 8" 1
 check chain 139 "signal 11" 1
 check exit 3 exit 2,3
+check _exit 4 exit 1
 # main's sleep is an open wait, unless a sanitizer's sleep interceptor
 # bypasses the recorder
 sleep_open=2
 [[ -n "$san" ]] && sleep_open=1,2
-check _exit 4 none $sleep_open
 check kill 137 none $sleep_open
 
 # RANKPROF_SIGNALS=0: no handler, so a crash leaves only what the periodic

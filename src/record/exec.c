@@ -24,8 +24,11 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -151,4 +154,75 @@ RP_API int execle(const char *path, const char *arg0, ...)
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
     return execve(path, argv, envp);
+}
+
+/*
+ * _exit, _Exit and quick_exit end the process without the destructors
+ * that run the final flush (quick_exit runs only at_quick_exit handlers),
+ * so a program ending by them, or a forked child that _exits, would lose
+ * what it recorded since the last periodic flush.  Each wrapper runs the
+ * same bounded final flush as exec (END says the run ended normally; the
+ * status is the process's own), then the real function.  Not in a vfork
+ * child (exec_flush): it shares the parent's recorder.  Never fails; with
+ * no real function to call (dlsym cannot see one) the process ends by the
+ * exit_group system call.
+ */
+typedef void (*exit_fn)(int);
+
+static __attribute__((noreturn)) void end_by(const char *name, int status)
+{
+    exit_fn f = (exit_fn)dlsym(RTLD_NEXT, name);
+    exec_flush();
+    if (f)
+        f(status);
+    syscall(SYS_exit_group, status);
+    for (;;) /* not reached */
+        ;
+}
+
+RP_API void _exit(int status)
+{
+    end_by("_exit", status);
+}
+
+RP_API void _Exit(int status)
+{
+    end_by("_Exit", status);
+}
+
+RP_API void quick_exit(int status)
+{
+    end_by("quick_exit", status);
+}
+
+/*
+ * daemon(): libc's forks and ends the parent with its internal _exit, past
+ * the wrapper above, so the parent's trace would lose its end.  This one
+ * does what glibc's does (fork; the parent ends by _exit(0), flushed; the
+ * child calls setsid, chdir("/") unless nochdir, and puts /dev/null on
+ * 0, 1 and 2 unless noclose).  Returns 0 in the child, -1 with errno when
+ * fork or setsid fails.
+ */
+RP_API int daemon(int nochdir, int noclose)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    if (!nochdir && chdir("/") < 0)
+        return -1;
+    if (!noclose) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd < 0)
+            return -1;
+        dup2(fd, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (fd > 2)
+            close(fd);
+    }
+    return 0;
 }

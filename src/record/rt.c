@@ -42,7 +42,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -63,6 +66,7 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .drain_lock = PTHREAD_MUTEX_INITIALIZER,
     .direct_lock = PTHREAD_MUTEX_INITIALIZER,
     .print_lock = PTHREAD_MUTEX_INITIALIZER,
+    .fd_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -124,13 +128,101 @@ static void rt_warn(const char *fmt, const char *arg, int err)
 
 /* ---- output ------------------------------------------------------------- */
 
+/*
+ * The trace descriptor belongs to the recorder, but the program may close
+ * it or dup2 something over its number (daemons close every descriptor,
+ * some programs dup2 stderr over 3..63).  So it is opened out of the way
+ * (fd_high: a high number, close-on-exec), the close/dup2/dup3 interposers
+ * move it before the program takes its number (rp_rt_fd_taken), and before
+ * every write fstat says whether it is still the file opened (out_dev,
+ * out_ino): a descriptor taken past the interposers (the raw system call,
+ * close_range) is then noticed and the file reopened by its path in append
+ * mode, or recording stops with a message and the count of the events not
+ * written.  rp_rt.fd_lock (in struct rp_rt, so locks.c leaves it
+ * unrecorded) makes a write and a move one after the other.  The fstat
+ * costs about 0.2 us per chunk, a chunk being thousands of events.
+ */
+static dev_t out_dev;
+static ino_t out_ino;
+static uint64_t unwritten; /* events not written because writing failed */
+
+/* Moves fd to a high number, close-on-exec (the old one is closed).
+ * Returns the new number, or fd itself when that fails. */
+static int fd_high(int fd)
+{
+    struct rlimit rl;
+    long lo = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)lo + 24 > rl.rlim_cur)
+        lo = rl.rlim_cur > 48 ? (long)rl.rlim_cur - 24 : 3;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    if (nfd < 0)
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* at least close-on-exec */
+    if (nfd < 0)
+        return fd;
+    syscall(SYS_close, fd); /* not close(): the interposer would move it */
+    return nfd;
+}
+
+/* Called by the close, dup2 and dup3 interposers (rt.h: rp_rt_fd_check)
+ * before the program takes descriptor fd when it is the trace's: the
+ * trace moves to another number.  Waits at most about 100 ms for a write
+ * in progress (a signal handler may have interrupted this thread inside
+ * one); if it cannot move, the check before the next write reopens. */
+RP_HIDDEN void rp_rt_fd_taken(int fd)
+{
+    struct timespec us = {0, 100000};
+    int locked = 0;
+    for (int i = 0; i < 1000 && !(locked = rp_own_trylock(&rp_rt.fd_lock) == 0); i++)
+        nanosleep(&us, NULL);
+    if (!locked)
+        return;
+    if (fd == rp_rt.fd) {
+        struct rlimit rl;
+        int lo = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 ? 64 : 3;
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+        if (nfd >= 0)
+            __atomic_store_n(&rp_rt.fd, nfd, __ATOMIC_RELAXED);
+    }
+    rp_own_unlock(&rp_rt.fd_lock);
+}
+
+/* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and
+ * reopens the file by its path (append, no symlink, close-on-exec) if it is
+ * not.  The number the program took is left to it.  Returns 0, or -1 when
+ * the file cannot be reopened (recording stops). */
+static int out_check(void)
+{
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+        return 0;
+    int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino) {
+        __atomic_store_n(&rp_rt.fd, fd_high(fd), __ATOMIC_RELAXED);
+        rt_warn("the program closed or replaced the descriptor of %s; reopened it", rp_rt.path, 0);
+        return 0;
+    }
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    rt_warn("the program closed or replaced the descriptor of %s and the file cannot be "
+            "reopened; recording stops",
+            rp_rt.path, 0);
+    return -1;
+}
+
 /* Writes all of iov to the trace file.  On the first failure the recorder
  * stops writing (rp_rt.failed) and says so once; data is then lost, never
  * the program. */
 static void out_writev(struct iovec *iov, int n)
 {
-    if (atomic_load(&rp_rt.failed) || rp_rt.fd < 0)
+    /* atomic: the interposers move rp_rt.fd (under fd_lock, taken below) */
+    if (atomic_load(&rp_rt.failed) || __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0)
         return;
+    rp_own_lock(&rp_rt.fd_lock);
+    if (out_check() < 0) {
+        atomic_store(&rp_rt.failed, EBADF);
+        n = 0;
+    }
     while (n > 0) {
         ssize_t w = writev(rp_rt.fd, iov, n);
         if (w < 0) {
@@ -138,7 +230,7 @@ static void out_writev(struct iovec *iov, int n)
                 continue;
             atomic_store(&rp_rt.failed, errno);
             rt_warn("writing %s failed, recording stops", rp_rt.path, errno);
-            return;
+            break;
         }
         while (n > 0 && (size_t)w >= iov->iov_len) {
             w -= (ssize_t)iov->iov_len;
@@ -150,6 +242,7 @@ static void out_writev(struct iovec *iov, int n)
             iov->iov_len -= (size_t)w;
         }
     }
+    rp_own_unlock(&rp_rt.fd_lock);
 }
 
 static void out_chunk(uint32_t type, const void *payload, size_t len)
@@ -351,6 +444,8 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
     if (len)
         out_chunk(RP_CH_EVENTS, rp_rt.out, len);
     rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
+    if (atomic_load(&rp_rt.failed))
+        unwritten += n;
     rp_rt.lost_total += t->enc.lost - lost0;
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
@@ -884,23 +979,86 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     rp_initing = 0;
 }
 
+/*
+ * The periodic flush of a forked child, which has no writer thread: when
+ * one of its threads begins a blocking call (waits.h) and RANKPROF_FLUSH_MS
+ * has passed since the last, the thread writes what is published and the
+ * filled part of its own buffer itself, so a child killed while it waits
+ * (SIGKILL) keeps what it recorded before.  Off the function hot path: a
+ * blocking call is a system call anyway.  The thread's guard is set
+ * meanwhile (a signal handler's events are counted as reentered, lost);
+ * nothing is done when another thread is writing (drain_lock).
+ */
+RP_HIDDEN void rp_rt_child_flush(void)
+{
+    static _Atomic uint64_t last; /* when the last such flush began */
+    struct rp_tbuf *t = rp_self;
+    uint64_t now = rp_mono_ns(), prev = atomic_load_explicit(&last, memory_order_relaxed);
+    if (!rp_rt.flush_ms || !t || t->guard || now - prev < (uint64_t)rp_rt.flush_ms * 1000000u ||
+        atomic_load(&rp_rt.stopped))
+        return;
+    t->guard = 1;
+    if (rp_own_trylock(&rp_rt.drain_lock) == 0) {
+        atomic_store_explicit(&last, now, memory_order_relaxed); /* a hint: relaxed */
+        while (drain_once())
+            ;
+        flush_partial(t);
+        rp_own_unlock(&rp_rt.drain_lock);
+    }
+    t->guard = 0;
+}
+
 /* ---- fatal signals ------------------------------------------------------- */
 
 /*
- * A fatal signal (a crash, abort()) would lose every event not yet written.
- * The handler does only async-signal-safe things: it stops recording, asks
- * the writer thread (through rp_rt.fatal) to write all that the threads
- * have recorded and an END chunk with RP_END_SIGNAL, and waits for it with
- * nanosleep, at most RANKPROF_EXIT_TIMEOUT_MS.  Then it puts back the
- * handler it replaced and lets the signal go on: a fault is raised again by
- * the faulting instruction when the handler returns, a signal that was sent
- * (abort, kill) is raised again.  The program's own handlers, and the
- * default action (core dump), still happen; the signal is never swallowed.
- * The writer notices the request within one wait (at most 200 ms).
+ * A signal whose default action ends the process (a crash, abort(), kill,
+ * Ctrl-C, timeout, a broken pipe, a CPU limit) would lose every event not
+ * yet written.  The handler does only async-signal-safe things: it stops
+ * recording, asks the writer thread (through rp_rt.fatal) to write all that
+ * the threads have recorded, the partial buffers included, and an END chunk
+ * with RP_END_SIGNAL, and waits for it with nanosleep, at most
+ * RANKPROF_EXIT_TIMEOUT_MS.  In a forked child, which has no writer thread
+ * (sync_write), the handler writes itself, unless it interrupted the
+ * recorder.  Then it puts back the disposition it replaced and lets the
+ * signal go on: a fault is raised again by the faulting instruction when
+ * the handler returns, every other signal is raised again (it stays pending
+ * until the handler returns).  The program's own handlers, and the default
+ * action (core dump, exit status 128 + N), still happen; the signal is
+ * never swallowed.  The writer notices the request within one wait (at
+ * most 200 ms).
+ *
+ * The crash signals (the first NCRASH) are taken over unless ignored, and
+ * chain to the handler the program had installed before the recorder
+ * started; the others only while their disposition is the default one: a
+ * program's own handler for SIGTERM or SIGINT decides what happens, and
+ * the exit() or _exit() it ends with flushes.
  */
-static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SIGTERM,
+                                 SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,  SIGXCPU, SIGXFSZ,
+                                 SIGTRAP, SIGSYS, SIGUSR1, SIGUSR2,  SIGALRM, SIGVTALRM,
+                                 SIGPROF, SIGIO,  SIGPWR,  SIGSTKFLT};
+#define NCRASH 5
 #define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
 static struct sigaction fatal_old[NFATAL];
+
+/* The forked child's part of a fatal signal: no writer thread, so the
+ * handler writes what is recorded and END itself.  Not when it interrupted
+ * the recorder on this thread or another thread is writing (drain_lock). */
+static void fatal_flush_sync(int sig)
+{
+    if ((rp_self && rp_self->guard) || rp_own_trylock(&rp_rt.drain_lock) != 0)
+        return;
+    atomic_store(&rp_rt.stopped, 1);
+    while (drain_once())
+        ;
+    if (rp_self)
+        flush_partial(rp_self);
+    out_clock();
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    atomic_store(&rp_rt.fatal_done, 1);
+    rp_own_unlock(&rp_rt.drain_lock);
+}
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -916,24 +1074,31 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
     int none = 0;
     if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
-        __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
         (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
-        /* A crash inside the recorder may hold the lock the writer needs:
-         * then wait less, the writer may never come. */
-        unsigned limit = rp_rt.exit_timeout_ms;
-        if (rp_self && rp_self->guard && limit > 1000)
-            limit = 1000;
-        struct timespec ms = {0, 1000000};
-        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
-            nanosleep(&ms, NULL);
+        if (rp_rt.sync_write) {
+            fatal_flush_sync(sig);
+        } else if (__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
+            /* A crash inside the recorder may hold the lock the writer
+             * needs: then wait less, the writer may never come. */
+            unsigned limit = rp_rt.exit_timeout_ms;
+            if (rp_self && rp_self->guard && limit > 1000)
+                limit = 1000;
+            struct timespec ms = {0, 1000000};
+            for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
+                nanosleep(&ms, NULL);
+        }
     }
     sigaction(sig, &fatal_old[i], NULL);
-    if (si == NULL || si->si_code <= 0) /* sent, not a fault: send it again */
+    /* a fault comes back by itself when the instruction runs again */
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+    if (!fault || si == NULL || si->si_code <= 0)
         raise(sig);
     errno = saved_errno;
 }
 
-/* Installs fatal_handler for the fatal signals a program does not ignore. */
+/* Installs fatal_handler for the crash signals a program does not ignore
+ * and the other ending signals it leaves at their default. */
 static void fatal_install(void)
 {
     struct sigaction sa;
@@ -943,7 +1108,9 @@ static void fatal_install(void)
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < NFATAL; i++)
         if (sigaction(fatal_sigs[i], NULL, &fatal_old[i]) == 0 &&
-            fatal_old[i].sa_handler != SIG_IGN)
+            (i < NCRASH
+                 ? fatal_old[i].sa_handler != SIG_IGN
+                 : !(fatal_old[i].sa_flags & SA_SIGINFO) && fatal_old[i].sa_handler == SIG_DFL))
             sigaction(fatal_sigs[i], &sa, NULL);
 }
 
@@ -1018,7 +1185,13 @@ static uint32_t parse_classes(const char *s)
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
  * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
- * another's trace.
+ * another's trace.  Processes that are not parent and child can both think
+ * they are first (MPI ranks, a worker pool started by a shell, which does
+ * not pass the mark on): the one writing the name holds an exclusive flock
+ * on it for its life (its forked children too, which share the open file),
+ * and a process that finds it held takes NAME.PID instead.  Only a name no
+ * live process holds is truncated and reused.  The suffixed names are
+ * created with O_EXCL, so they are never shared either.
  */
 static int open_output(int child)
 {
@@ -1028,9 +1201,18 @@ static int open_output(int child)
     int first = !child && !getenv("RANKPROF_CLAIMED");
     if (first) {
         snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
-        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         setenv("RANKPROF_CLAIMED", "1", 1);
-    } else {
+        if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+            syscall(SYS_close, rp_rt.fd); /* a live process writes it */
+            rp_rt.fd = -1;
+            first = 0;
+        } else if (rp_rt.fd >= 0 && ftruncate(rp_rt.fd, 0) < 0) {
+            syscall(SYS_close, rp_rt.fd); /* not a regular file we may reuse */
+            rp_rt.fd = open(rp_rt.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        }
+    }
+    if (!first) {
         for (int i = 0; i < 1000; i++) {
             if (i == 0)
                 snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d", base, (int)getpid());
@@ -1044,6 +1226,12 @@ static int open_output(int child)
     if (rp_rt.fd < 0) {
         rt_warn("cannot open %s, nothing will be recorded", rp_rt.path, errno);
         return RP_EIO;
+    }
+    rp_rt.fd = fd_high(rp_rt.fd);
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0) {
+        out_dev = st.st_dev;
+        out_ino = st.st_ino;
     }
     uint8_t hdr[RP_FILE_HDR_SIZE];
     rp_file_header(hdr);
@@ -1081,6 +1269,7 @@ static void atfork_child(void)
     pthread_cond_init(&rp_rt.wake, NULL);
     pthread_cond_init(&rp_rt.space, NULL);
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
+    pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
     rp_rt.writer_running = 0;
     rp_rt.sync_write = 1;
     rp_rt.waiters = 0;
@@ -1286,7 +1475,8 @@ RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;
     uint64_t end_ticks = rp_ticks(); /* the process ends now, not after the flush */
-    if (atomic_exchange(&once, 1) || rt_start_err || rp_rt.fd < 0 || atomic_load(&rp_rt.fatal))
+    if (atomic_exchange(&once, 1) || rt_start_err ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || atomic_load(&rp_rt.fatal))
         return; /* after a fatal signal the trace has its END already */
     atomic_store(&rp_rt.mask, 0);
     /* the calling thread's buffer and its counted losses are written here
@@ -1339,8 +1529,16 @@ RP_HIDDEN void rp_rt_shutdown(void)
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0, end_ticks);
-    close(rp_rt.fd);
-    rp_rt.fd = -1;
+    if (atomic_load(&rp_rt.failed) && unwritten) {
+        char num[32];
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)unwritten);
+        rt_warn("%s events could not be written to the trace", num, 0);
+    }
+    int fd = rp_rt.fd;
+    /* first: the close interposer would move it (atomic: other threads'
+     * close() compare with it) */
+    __atomic_store_n(&rp_rt.fd, -1, __ATOMIC_RELAXED);
+    close(fd);
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
     rp_own_lock(&rp_rt.lock);

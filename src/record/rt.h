@@ -129,6 +129,8 @@ struct rp_rt {
      * mutex of the recorder is in this struct: linked statically, the lock
      * interposers know the recorder's own locks by this range (locks.c). */
     pthread_mutex_t direct_lock, print_lock;
+    /* a write to the trace file, or a move of its descriptor (rt.c) */
+    pthread_mutex_t fd_lock;
     pthread_t writer;
     pthread_key_t key;
 
@@ -290,5 +292,19 @@ RP_HIDDEN void section_leave(struct rt_section *s);
 RP_HIDDEN int rp_rt_start(void);
 /* Final flush: bounded by RANKPROF_EXIT_TIMEOUT_MS; safe to call twice. */
 RP_HIDDEN void rp_rt_shutdown(void);
+
+/* A forked child's periodic flush, at the start of a blocking call (rt.c). */
+RP_HIDDEN void rp_rt_child_flush(void);
+
+/* The program is about to close or take descriptor fd (the close, dup2 and
+ * dup3 interposers): if it is the trace's, the trace moves out of the way
+ * first (rt.c, "output").  One load and compare otherwise (relaxed: the
+ * number is only compared; rp_rt_fd_taken looks again under fd_lock). */
+RP_HIDDEN void rp_rt_fd_taken(int fd);
+static inline void rp_rt_fd_check(int fd)
+{
+    if (__builtin_expect(fd == __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) && fd >= 0, 0))
+        rp_rt_fd_taken(fd);
+}
 
 #endif /* RP_RECORD_RT_H */

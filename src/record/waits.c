@@ -279,6 +279,7 @@ typedef int (*dup3_fn)(int, int, int);
 RP_INTERPOSE int close(int fd)
 {
     close_fn f = (close_fn)real(R_CLOSE);
+    rp_rt_fd_check(fd);
     int r = likely(f != NULL) ? f(fd) : (int)syscall(SYS_close, fd); /* see read */
     fd_forget(fd);
     return r;
@@ -291,6 +292,8 @@ RP_INTERPOSE int dup2(int old, int fd)
         errno = ENOSYS;
         return -1;
     }
+    if (old != fd)
+        rp_rt_fd_check(fd);
     int r = f(old, fd);
     fd_forget(fd);
     return r;
@@ -299,6 +302,7 @@ RP_INTERPOSE int dup2(int old, int fd)
 RP_INTERPOSE int dup3(int old, int fd, int flags)
 {
     dup3_fn f = (dup3_fn)real(R_DUP3);
+    rp_rt_fd_check(fd);
     int r = likely(f != NULL) ? f(old, fd, flags) : (int)syscall(SYS_dup3, old, fd, flags);
     fd_forget(fd);
     return r;

@@ -121,6 +121,8 @@ static inline void rp_wait_begin(enum rp_wait_fn w)
     RP_WAIT_TSAN_BEGIN();
     if (!rp_append_fast_at(RP_CLASS_CHECKED, word, 1, 0, NULL))
         rp_append_slow(word);
+    if (unlikely(rp_rt.sync_write)) /* a forked child: no writer thread */
+        rp_rt_child_flush();
     RP_WAIT_TSAN_END();
     errno = e;
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# e2e_fdtrick.sh - the trace descriptor belongs to the recorder
+# (docs/robustness.md, "Descriptors").  prog_fdtrick MODE N DATA makes N
+# calls, then takes every descriptor from 3 to 1023 (dup2 of /dev/null and
+# of its data file over them; the same by the raw dup3 system call; close),
+# then N more calls.  The data file must hold exactly what the program
+# wrote, and the trace every call (2N work, 4N leaf), nothing lost, an END.
+# The interposers move the trace before dup2/close take its number (no
+# message); the raw system call is noticed before the next write, and the
+# file reopened (a message says so).
+set -euo pipefail
+fail() { echo "e2e_fdtrick: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=20 RANKPROF_BUFSIZE=65536
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_fdtrick.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+N=50000
+printf 'data\n' >"$tmp/want.txt"
+T="timeout -k 5 120"
+
+for mode in dup2 sysdup close; do
+    rc=0
+    $T "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_fdtrick" $mode $N "$tmp/$mode.txt" \
+        >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "$mode: exit $rc: $(cat "$tmp/$mode.err")"
+    cmp -s "$tmp/$mode.txt" "$tmp/want.txt" ||
+        fail "$mode: the program's data file was written to: $(od -c "$tmp/$mode.txt" | head -3)"
+    # through libc the interposers move the trace out of the way before the
+    # program takes its number; past them, the check before a write reopens
+    if [[ $mode == sysdup ]]; then
+        grep -q "replaced the descriptor of .*; reopened it" "$tmp/$mode.err" ||
+            fail "$mode: the recorder did not say it reopened the trace: $(cat "$tmp/$mode.err")"
+    elif grep -q "descriptor of" "$tmp/$mode.err"; then
+        fail "$mode: the interposers did not move the trace: $(cat "$tmp/$mode.err")"
+    fi
+    $T "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" 2>"$tmp/$mode.rerr" ||
+        fail "$mode: report failed: $(cat "$tmp/$mode.rerr")"
+    $T "$RANKPROF" info -i "$tmp/$mode.data" >"$tmp/$mode.info" 2>&1 || fail "$mode: info failed"
+    grep -q "^ended: *normally" "$tmp/$mode.info" || fail "$mode: info: $(grep ended "$tmp/$mode.info")"
+    python3 - "$tmp/$mode.json" "$N" <<'PY' || fail "$mode: wrong report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}"
+       for k, v in {"work": 2 * n, "leaf": 4 * n}.items() if calls.get(k, 0) != v]
+if r["lost_events"] != 0:
+    bad.append(f"lost {r['lost_events']}")
+for b in bad:
+    print(f"e2e_fdtrick: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "e2e_fdtrick: $mode: data file untouched, all calls in the trace: ok"
+done

@@ -1,0 +1,106 @@
+/*
+ * endings.c - a program that makes exactly N calls of work() and then ends
+ * in a chosen ordinary way, for tests/e2e_endings.sh.
+ * usage: prog_endings MODE [N]
+ *
+ *   raise-SIG   raises SIG (TERM, INT, HUP, PIPE, XCPU, USR1, ALRM) itself
+ *   wait        prints "done PID", then sleeps until killed from outside
+ *   _exit       _exit(5)
+ *   _Exit       _Exit(6)
+ *   quick_exit  quick_exit(7)
+ *   daemon      daemon(1, 1): the parent ends there (its trace holds the N
+ *               calls); the daemon prints "daemon" and returns 0
+ *   forkwait    a child makes the N calls, prints "done PID" and sleeps
+ *               until killed (SIGKILL from outside); the parent waits for it
+ *   fork        a child makes the N calls and _exit(0)s; the parent, which
+ *               makes none, waits for it and returns the child's status
+ *
+ * Expected: work N calls, leaf 2N, in the trace of the process that made them.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned sink;
+
+void leaf(unsigned x)
+{
+    sink += x;
+}
+
+void work(unsigned x)
+{
+    leaf(x);
+    leaf(x + 1);
+}
+
+static void calls(long n)
+{
+    for (long i = 0; i < n; i++)
+        work((unsigned)i);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "wait";
+    long n = argc > 2 ? atol(argv[2]) : 100000;
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"PIPE", SIGPIPE},
+                {"XCPU", SIGXCPU}, {"USR1", SIGUSR1}, {"ALRM", SIGALRM}};
+    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait")) {
+        int w = !strcmp(mode, "forkwait");
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0) {
+            calls(n);
+            if (w) {
+                printf("done %d\n", (int)getpid());
+                fflush(stdout);
+                struct timespec s = {1, 0}; /* nanosleep: sanitizers' sleep() may
+                                               bypass the recorder */
+                for (int i = 0; i < 600; i++)
+                    nanosleep(&s, NULL);
+            }
+            _exit(0);
+        }
+        int st = 0;
+        if (c < 0 || waitpid(c, &st, 0) != c)
+            return 2;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    calls(n);
+    if (!strncmp(mode, "raise-", 6)) {
+        for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+            if (!strcmp(mode + 6, sigs[i].name))
+                raise(sigs[i].sig);
+        return 3; /* not reached when the signal ends the process */
+    }
+    if (!strcmp(mode, "wait")) {
+        printf("done %d\n", (int)getpid());
+        fflush(stdout);
+        for (int i = 0; i < 600; i++)
+            sleep(1);
+        return 4;
+    }
+    if (!strcmp(mode, "daemon")) {
+        fflush(stdout);
+        if (daemon(1, 1) < 0)
+            return 2;
+        printf("daemon\n");
+        return 0;
+    }
+    if (!strcmp(mode, "_exit"))
+        _exit(5);
+    if (!strcmp(mode, "_Exit"))
+        _Exit(6);
+    if (!strcmp(mode, "quick_exit"))
+        quick_exit(7);
+    fprintf(stderr, "endings: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,76 @@
+/*
+ * fdtrick.c - a program that takes every descriptor from 3 up, for
+ * tests/e2e_fdtrick.sh.  usage: prog_fdtrick MODE N DATAFILE
+ *
+ * It writes "data\n" to DATAFILE, makes N calls of work(), then, by MODE:
+ *
+ *   dup2     dup2()s /dev/null (even numbers) and DATAFILE (odd numbers)
+ *            over every descriptor from 3 to 1023 (or the descriptor limit)
+ *   sysdup   the same with the dup3 system call, past any interposer
+ *   close    closes every descriptor from 3 to 1023
+ *
+ * then makes N more calls and returns 0.  Expected: work 2N calls, leaf 4N,
+ * DATAFILE still exactly "data\n".
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static volatile unsigned sink;
+
+void leaf(unsigned x)
+{
+    sink += x;
+}
+
+void work(unsigned x)
+{
+    leaf(x);
+    leaf(x + 1);
+}
+
+static void calls(long n)
+{
+    for (long i = 0; i < n; i++)
+        work((unsigned)i);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close N DATAFILE\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    long n = atol(argv[2]);
+    int data = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null = open("/dev/null", O_WRONLY);
+    if (data < 0 || null < 0 || write(data, "data\n", 5) != 5)
+        return 2;
+    calls(n);
+    struct rlimit rl;
+    int top = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)top)
+        top = (int)rl.rlim_cur;
+    /* the two sources move to the top first, out of the loop's way */
+    int hi_null = dup2(null, top - 1), hi_data = dup2(data, top - 2);
+    if (hi_null < 0 || hi_data < 0)
+        return 2;
+    for (int fd = 3; fd < top - 2; fd++) {
+        int src = fd % 2 ? hi_data : hi_null;
+        if (!strcmp(mode, "dup2"))
+            dup2(src, fd);
+        else if (!strcmp(mode, "sysdup"))
+            syscall(SYS_dup3, src, fd, 0);
+        else if (!strcmp(mode, "close"))
+            close(fd);
+    }
+    calls(n);
+    printf("fdtrick: %s done\n", mode);
+    return 0;
+}
