@@ -125,5 +125,8 @@ wait $rec || rc=$?
 [[ $rc -eq 3 ]] || fail "term: record exited $rc, expected the program's 3 (143: record was killed first)"
 grep -q "got signal 15" "$tmp/term.out" || fail "term: the program did not get SIGTERM: $(cat "$tmp/term.out")"
 got=$(calls "$tmp/term.data" main after)
-[[ $got == "main=1 after=1000 lost=0 ended=1" ]] || fail "term: $got"
+# on_term is instrumented: when SIGTERM lands inside an append, its enter
+# and exit are dropped by the recursion guard and counted (lost=2)
+[[ $got == "main=1 after=1000 lost=0 ended=1" || $got == "main=1 after=1000 lost=2 ended=1" ]] ||
+    fail "term: $got"
 echo "e2e_hangs: term: record passed SIGTERM on, waited, exited with the program's status: ok"
