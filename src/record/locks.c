@@ -598,34 +598,54 @@ RP_HIDDEN const char *rp_lock_name_of(uint64_t key)
  * it holds its lock.  If the real function cannot be had yet (a nested
  * resolution), the call goes through the interposer, which lets the
  * recorder's own locks of this copy pass.  They fail as the real ones do.
+ *
+ * Under ThreadSanitizer (preloaded in front of us: program -> TSan ->
+ * rankprof -> libc) the real functions are behind TSan's interceptors, and
+ * locks taken past them are invisible to it: every access they guard would
+ * be reported as a race.  There the calls take the ordinary path, through
+ * TSan and then this copy's interposer (which lets its own locks pass); a
+ * second recorder in a sanitized process is not supported.
  */
+#if defined(__SANITIZE_THREAD__)
+#define RP_OWN_VIA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RP_OWN_VIA_TSAN 1
+#endif
+#endif
+#ifdef RP_OWN_VIA_TSAN
+#define OWN_REAL(i) NULL
+#else
+#define OWN_REAL(i) real(i)
+#endif
+
 RP_HIDDEN int rp_own_lock(pthread_mutex_t *m)
 {
-    lock1_fn f = (lock1_fn)real(R_MUTEX_LOCK);
+    lock1_fn f = (lock1_fn)OWN_REAL(R_MUTEX_LOCK);
     return f ? f(m) : pthread_mutex_lock(m);
 }
 
 RP_HIDDEN int rp_own_trylock(pthread_mutex_t *m)
 {
-    lock1_fn f = (lock1_fn)real(R_MUTEX_TRYLOCK);
+    lock1_fn f = (lock1_fn)OWN_REAL(R_MUTEX_TRYLOCK);
     return f ? f(m) : pthread_mutex_trylock(m);
 }
 
 RP_HIDDEN int rp_own_unlock(pthread_mutex_t *m)
 {
-    lock1_fn f = (lock1_fn)real(R_MUTEX_UNLOCK);
+    lock1_fn f = (lock1_fn)OWN_REAL(R_MUTEX_UNLOCK);
     return f ? f(m) : pthread_mutex_unlock(m);
 }
 
 RP_HIDDEN int rp_own_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-    cwait_fn f = (cwait_fn)real(R_COND_WAIT);
+    cwait_fn f = (cwait_fn)OWN_REAL(R_COND_WAIT);
     return f ? f(c, m) : pthread_cond_wait(c, m);
 }
 
 RP_HIDDEN int rp_own_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                     const struct timespec *ts)
 {
-    ctimed_fn f = (ctimed_fn)real(R_COND_TIMEDWAIT);
+    ctimed_fn f = (ctimed_fn)OWN_REAL(R_COND_TIMEDWAIT);
     return f ? f(c, m, ts) : pthread_cond_timedwait(c, m, ts);
 }
