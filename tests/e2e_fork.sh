@@ -6,7 +6,38 @@ tmp=$(mktemp -d /tmp/rp_fork.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "e2e_fork: FAIL: $*" >&2; exit 1; }
 
-out=$("$RANKPROF" record -o "$tmp/f.data" -- "$PROGS/prog_forker" 2>/dev/null)
+# One run, given 60 s.  A run that hangs prints the stacks of the program's
+# processes (gdb, when there is one) and fails - except under
+# ThreadSanitizer, where a rare hang of this fork from a multi-threaded
+# process is an open finding: there the run is tried once more, and the
+# stacks stay in the log.
+attempt() {
+    rm -f "$tmp"/f.data*
+    "$RANKPROF" record -o "$tmp/f.data" -- "$PROGS/prog_forker" >"$tmp/out" 2>/dev/null &
+    local rec=$! i
+    for i in $(seq 600); do
+        kill -0 $rec 2>/dev/null || { wait $rec; return $?; }
+        sleep 0.1
+    done
+    echo "e2e_fork: the run hung; the program's stacks:" >&2
+    for p in $(pgrep -f "$PROGS/prog_forker"); do
+        command -v gdb >/dev/null &&
+            timeout 30 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null >&2 || true
+        kill -9 "$p" 2>/dev/null || true
+    done
+    kill -9 $rec 2>/dev/null || true
+    wait $rec 2>/dev/null || true
+    return 124
+}
+rc=0
+attempt || rc=$?
+if [[ $rc -eq 124 && ${RP_SANITIZE:-} == *thread* ]]; then
+    echo "e2e_fork: hung under ThreadSanitizer (open finding); trying once more" >&2
+    rc=0
+    attempt || rc=$?
+fi
+[[ $rc -eq 0 ]] || fail "record exited $rc (124: hung)"
+out=$(cat "$tmp/out")
 child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
 [ -n "$child" ] || fail "no child pid printed: $out"
 [ -f "$tmp/f.data.$child" ] || fail "no child trace $tmp/f.data.$child: $(ls "$tmp")"
