@@ -20,7 +20,13 @@ N=50000
 printf 'data\n' >"$tmp/want.txt"
 T="timeout -k 5 120"
 
-for mode in dup2 sysdup close; do
+# (not "close" under ThreadSanitizer: its close interceptor, which runs
+# before the recorder's, records the close of the trace's descriptor before
+# the recorder has moved the trace away, and reports the writer's fstat of
+# that number as a race)
+modes="dup2 sysdup close"
+[[ ${RP_SANITIZE:-} == *thread* ]] && modes="dup2 sysdup"
+for mode in $modes; do
     rc=0
     $T "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_fdtrick" $mode $N "$tmp/$mode.txt" \
         >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
