@@ -1,7 +1,7 @@
 /*
  * cmd_locks.c - `rankprof locks`: wait and hold per lock and per call site
- * (DESIGN §5), then the waits on each condition variable, as a table or
- * JSON (docs/locks.md).  Two streamed passes:
+ * and then the waits on each condition variable, as a table or JSON
+ * (docs/locks.md).  Two streamed passes:
  * the replay (names, the CONTENDED flag), then the spans (src/report/locks.c).
  */
 #include <getopt.h>

@@ -68,7 +68,7 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p);
  */
 const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
 
-/* "func", "point", "lock-wait", "lock-hold", "io" (DESIGN §9), "wait",
+/* "func", "point", "lock-wait", "lock-hold", "io", "wait",
  * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
 
