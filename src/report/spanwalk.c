@@ -29,6 +29,7 @@
 
 #include "analyze/comp.h"
 #include "analyze/walk.h"
+#include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
 
@@ -67,14 +68,8 @@ static struct sw_thread *thread_of(struct sw *w, uint32_t tid)
     for (uint32_t i = 0; i < w->nth; i++)
         if (w->th[i].tid == tid)
             return &w->th[w->last = i];
-    if (w->nth == w->capth) {
-        uint32_t ncap = w->capth ? w->capth * 2 : 16;
-        struct sw_thread *n = realloc(w->th, ncap * sizeof(*n));
-        if (!n)
-            return NULL;
-        w->th = n;
-        w->capth = ncap;
-    }
+    if (rp_grow(&w->th, &w->capth, w->nth + 1, sizeof(*w->th), 16) < 0)
+        return NULL;
     struct sw_thread *t = &w->th[w->nth];
     memset(t, 0, sizeof(*t));
     t->tid = tid;
@@ -84,14 +79,8 @@ static struct sw_thread *thread_of(struct sw *w, uint32_t tid)
 
 static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 {
-    if (t->depth == t->cap) {
-        uint32_t ncap = t->cap ? t->cap * 2 : 64;
-        struct sw_frame *n = realloc(t->stack, ncap * sizeof(*n));
-        if (!n)
-            return RP_ENOMEM;
-        t->stack = n;
-        t->cap = ncap;
-    }
+    if (rp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
+        return RP_ENOMEM;
     t->stack[t->depth].ev = t->events;
     struct rp_sw_span *s = &t->stack[t->depth].s;
     memset(s, 0, sizeof(*s));
@@ -155,14 +144,8 @@ static int drop_held(struct sw *w, struct sw_thread *t, uint64_t now)
 /* HOLD_BEGIN of id at now: a held lock of t, begun. */
 static int hold_begin(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 {
-    if (t->nheld == t->capheld) {
-        uint32_t ncap = t->capheld ? t->capheld * 2 : 8;
-        struct rp_sw_span *n = realloc(t->held, ncap * sizeof(*n));
-        if (!n)
-            return RP_ENOMEM;
-        t->held = n;
-        t->capheld = ncap;
-    }
+    if (rp_grow(&t->held, &t->capheld, t->nheld + 1, sizeof(*t->held), 8) < 0)
+        return RP_ENOMEM;
     struct rp_sw_span *s = &t->held[t->nheld++];
     memset(s, 0, sizeof(*s));
     s->tid = t->tid;
