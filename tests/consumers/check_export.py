@@ -227,9 +227,10 @@ def check_callgrind(report, self_out, incl_out):
     for name, n in nodes.items():
         if n["exclusive_ns"] and self_rows.get(name) != n["exclusive_ns"]:
             die(f"callgrind: {name} self {self_rows.get(name)}, report {n['exclusive_ns']}")
-        # inclusive = self + the inclusive time of its calls: one rounding per
-        # edge; under recursion callgrind_annotate adds the calls up again
-        edges = sum(1 for e in r["edges"] if e["caller"] == name)
+        # inclusive = self + the inclusive time of its calls, or for a callee
+        # the sum of the calls into it: one rounding per edge either way;
+        # under recursion callgrind_annotate adds the calls up again
+        edges = sum(1 for e in r["edges"] if name in (e["caller"], e["callee"]))
         recursive = any(e["caller"] == name == e["callee"] for e in r["edges"])
         got = incl_rows.get(name)
         if not recursive and n["inclusive_ns"] and (got is None or abs(got - n["inclusive_ns"]) > edges + 1):
