@@ -6,7 +6,7 @@
 # and the program's exit status must be what it would be unrecorded.
 #
 #   mode          status    END
-#   raise-SIG     128+SIG   killed by signal SIG  (TERM INT HUP PIPE XCPU USR1 ALRM)
+#   raise-SIG     128+SIG   killed by signal SIG  (TERM INT HUP PIPE XCPU USR1 ALRM RTMIN+3)
 #   wait + kill   128+SIG   killed by signal SIG  (TERM INT HUP, from outside)
 #   _exit         5         normally
 #   _Exit         6         normally
@@ -74,6 +74,8 @@ run raise-PIPE 141 13
 run raise-XCPU 152 24
 run raise-USR1 138 10
 run raise-ALRM 142 14
+rt=$(kill -l RTMIN+3) # a real-time signal: glibc's SIGRTMIN moves with its own use
+run raise-RTMIN+3 $((128 + rt)) $rt
 run _exit 5 exit
 run _Exit 6 exit
 run quick_exit 7 exit

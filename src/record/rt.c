@@ -1031,7 +1031,9 @@ RP_HIDDEN void rp_rt_child_flush(void)
  * chain to the handler the program had installed before the recorder
  * started; the others only while their disposition is the default one: a
  * program's own handler for SIGTERM or SIGINT decides what happens, and
- * the exit() or _exit() it ends with flushes.
+ * the exit() or _exit() it ends with flushes.  The real-time signals
+ * (SIGRTMIN to SIGRTMAX, those glibc leaves to programs) end the process
+ * by default too and are treated like the second group.
  */
 static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SIGTERM,
                                  SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,  SIGXCPU, SIGXFSZ,
@@ -1039,7 +1041,7 @@ static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SI
                                  SIGPROF, SIGIO,  SIGPWR,  SIGSTKFLT};
 #define NCRASH 5
 #define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
-static struct sigaction fatal_old[NFATAL];
+static struct sigaction fatal_old[NSIG]; /* by signal number */
 
 /* The forked child's part of a fatal signal: no writer thread, so the
  * handler writes what is recorded and END itself.  Not when it interrupted
@@ -1063,9 +1065,6 @@ static void fatal_flush_sync(int sig)
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
-    unsigned i = 0;
-    while (i < NFATAL - 1 && fatal_sigs[i] != sig)
-        i++;
     (void)uc;
     atomic_store(&rp_rt.mask, 0);
     /* the first fatal signal's time, for the END chunk (seq_cst: before
@@ -1089,7 +1088,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
                 nanosleep(&ms, NULL);
         }
     }
-    sigaction(sig, &fatal_old[i], NULL);
+    sigaction(sig, &fatal_old[sig], NULL);
     /* a fault comes back by itself when the instruction runs again */
     int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
     if (!fault || si == NULL || si->si_code <= 0)
@@ -1097,8 +1096,21 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     errno = saved_errno;
 }
 
+/* Installs fatal_handler for signal sig when the program leaves it at its
+ * default (a crash signal: unless it ignores it).  A signal the kernel
+ * refuses is left alone. */
+static void fatal_take(int sig, int crash, const struct sigaction *sa)
+{
+    struct sigaction *old = &fatal_old[sig];
+    if (sig > 0 && sig < NSIG && sigaction(sig, NULL, old) == 0 &&
+        (crash ? old->sa_handler != SIG_IGN
+               : !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL))
+        sigaction(sig, sa, NULL);
+}
+
 /* Installs fatal_handler for the crash signals a program does not ignore
- * and the other ending signals it leaves at their default. */
+ * and the other ending signals, real-time ones included, it leaves at
+ * their default. */
 static void fatal_install(void)
 {
     struct sigaction sa;
@@ -1107,11 +1119,9 @@ static void fatal_install(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < NFATAL; i++)
-        if (sigaction(fatal_sigs[i], NULL, &fatal_old[i]) == 0 &&
-            (i < NCRASH
-                 ? fatal_old[i].sa_handler != SIG_IGN
-                 : !(fatal_old[i].sa_flags & SA_SIGINFO) && fatal_old[i].sa_handler == SIG_DFL))
-            sigaction(fatal_sigs[i], &sa, NULL);
+        fatal_take(fatal_sigs[i], i < NCRASH, &sa);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        fatal_take(sig, 0, &sa);
 }
 
 /* ---- start, fork, shutdown ---------------------------------------------- */

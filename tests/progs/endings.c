@@ -3,7 +3,7 @@
  * in a chosen ordinary way, for tests/e2e_endings.sh.
  * usage: prog_endings MODE [N]
  *
- *   raise-SIG   raises SIG (TERM, INT, HUP, PIPE, XCPU, USR1, ALRM) itself
+ *   raise-SIG   raises SIG (TERM, INT, HUP, PIPE, XCPU, USR1, ALRM, RTMIN+N) itself
  *   wait        prints "done PID", then sleeps until killed from outside
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
@@ -79,6 +79,8 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
             if (!strcmp(mode + 6, sigs[i].name))
                 raise(sigs[i].sig);
+        if (!strncmp(mode + 6, "RTMIN+", 6)) /* a real-time signal */
+            raise(SIGRTMIN + atoi(mode + 12));
         return 3; /* not reached when the signal ends the process */
     }
     if (!strcmp(mode, "wait")) {
