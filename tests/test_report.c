@@ -102,10 +102,10 @@ static void build(struct rp_profile *p)
     }
 
     struct rp_edge e[7] = {
-        {ROOT, MAIN, 1, 2000, 2000, 2000},     {ROOT, POOL, 30, 2100, 50, 148},
-        {MAIN, DISPATCH, 3, 1900, 400, 1000},  {DISPATCH, WORKER_A, 100, 910, 8, 30},
-        {DISPATCH, WORKER_B, 7, 600, 50, 148}, {DISPATCH, WEIRDN, 2, 301, 100, 201},
-        {POOL, MTX, 50, 1990, 1, 200},
+        {ROOT, MAIN, 1, 2000, 2000, 2000, 0},     {ROOT, POOL, 30, 2100, 50, 148, 0},
+        {MAIN, DISPATCH, 3, 1900, 400, 1000, 0},  {DISPATCH, WORKER_A, 100, 910, 8, 30, 0},
+        {DISPATCH, WORKER_B, 7, 600, 50, 148, 0}, {DISPATCH, WEIRDN, 2, 301, 100, 201, 0},
+        {POOL, MTX, 50, 1990, 1, 200, 0},
     };
     memcpy(edges, e, sizeof e);
 

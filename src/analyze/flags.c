@@ -1,46 +1,62 @@
 /*
  * flags.c - the flags of DESIGN §7: which nodes dispatch, are hot, jitter,
- * run too slowly for their rate, are contended locks, or overrun a budget;
- * and one human line per flagged node saying why.
+ * run too slowly for their period, are contended locks, or overrun a
+ * budget; and one human line per flagged node saying why.  docs/ranking.md
+ * ("Flags") gives every rule with its reasons.
  *
  * Rules (defaults in brackets; all are rp_flag_opts fields):
- *   DISPATCH  involvement >= [0.10], excl/incl <= [0.10] and fanout >=
- *             [2], fanout = exp(H), H = entropy in nats of the shares of
- *             i's callees in i's outgoing edge time (edge incl), its self
- *             edge left out: recursion hands no work to anyone else, and
- *             its edge time counts nested frames again (for the same
- *             reason the self share is excl/incl, incl counting outermost
- *             activations only, not excl/dur_sum);
- *   HOT       excl >= [0.05] * p->total;
- *   JITTER    calls >= [10] and max >= [10] * median, the median from the
- *             histogram and taken as at least one tick (below the clock's
- *             resolution there is no "typical" to be far from);
- *   RATE      calls >= [10], max > 0 and max >= [0.5] * mean period,
- *             period = (last_start - first_start) / (calls - 1);
+ *   DISPATCH  involvement >= [0.10], excl/on_incl <= [0.10], and the work
+ *             it hands on spreads over >= [2] callees both by calls and by
+ *             time: fanout = exp(H), H the entropy in nats of the shares of
+ *             i's callees in its outgoing edge calls (fanout, kept in the
+ *             node) and in its outgoing edge time (fanout_time), its self
+ *             edge left out (recursion hands no work to anyone else), and
+ *             only work handed on (not edges to off-CPU time, waits, lock
+ *             waits and lock holds; on_incl = incl less the time of those).
+ *             The call fan-out is exact and the same in every run of one
+ *             workload; the time shares must pass with a margin: a node is
+ *             DISPATCH only when its self share is at most 0.8 x the
+ *             threshold, its involvement at least 1.25 x it and its time
+ *             fan-out at least 1.25 x it, or when the call-count fan-out
+ *             alone passes 1.25 x it with the time quantities merely over
+ *             their thresholds (DISPATCH_MARGIN): a node that sits on a
+ *             threshold is not flagged in one run and not in the next;
+ *   HOT       own time (excl: its own frame, on CPU, less its callees and
+ *             the off-CPU time and waits in its frame) >= [0.05] of all
+ *             on-CPU time (the excl of every node that is work);
+ *   JITTER    its own on-CPU time per activation (rp_node.own, or the
+ *             duration histogram of a node that never had callee time) over
+ *             >= [100] activations: the [0.99] quantile >= [10] x the median
+ *             (the median taken as at least one tick) and at least [1000] ns
+ *             above it.  Callee work and preemption are not its own time, a
+ *             percentile ignores a rare preempted or interrupted call, and
+ *             the floor keeps ticks of noise on a 2-ns function from being
+ *             a "ratio".  A node with callees whose own time is unknown
+ *             (direct mode) is not judged;
+ *   RATE      periodic: >= [10] intervals between the starts of its
+ *             outermost activations on one thread (rp_node.ivl), their
+ *             quartiles q3 - q1 <= [0.25] x their median, the period (half of
+ *             the runs start within a quarter period of the grid; a late
+ *             wake-up on a busy machine is in the other half), and its median
+ *             duration <= [0.25] x the period (a task that idles between
+ *             runs; back-to-back work has regular intervals too, and no
+ *             period), and its callers blocked (in waits: a sleep, a poll,
+ *             a timed wait) for >= [0.5] of their time: a periodic task is
+ *             started by a loop that waits for its next period, a loop body
+ *             called back to back is not; then its largest duration (wall: a deadline is also
+ *             missed while the task waits or is preempted) >= [0.5] x the
+ *             period.  No period, no RATE;
  *             JITTER and RATE are not judged on a node that recursed (one
  *             of its activations ran inside another on the same stack:
  *             dur_sum > incl, or it has a self edge): its statistics mix
- *             the outermost activations with the nested ones, so the median
- *             is that of the innermost frames and the "period" that of
- *             nested starts, and both rules would fire on every recursion
- *             (fib(20): max = 21891 x median); see docs/ranking.md;
+ *             the outermost activations with the nested ones;
  *   CONTENDED per lock (nodes of kind lock-wait / lock-hold with the same
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
- * wait node (a blocking call) is never HOT, JITTER or RATE: its time is not
- * work, its length the program's choice.
- * DISPATCH counts only work handed on: edges to off-CPU time, waits,
- * lock waits and lock holds are no callees in the fan-out, and the self
- * share is excl / (incl - the time of those edges): a driver that waits
- * for its bus half of the time does not become a dispatcher.
- * JITTER judges the on-CPU maximum (oncpu_max: a span's duration less the
- * time off CPU or in waits below it; waits are nodes with flags of their
- * own) of a replayed trace, so preemption does not make a function JITTER;
- * the median is the wall one (off-CPU spans are rare enough not to move
- * it).  RATE judges the wall maximum: a periodic task
- * misses its period also while it is preempted.
+ * wait, lock-wait or lock-hold node is never HOT, JITTER or RATE: its time
+ * is not work, its length the program's (or another thread's) choice.
  */
 #include "flags.h"
 
@@ -60,16 +76,30 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->dispatch_self = 0.10;
     o->dispatch_fanout = 2.0;
     o->hot_self = 0.05;
-    o->jitter_calls = 10;
+    o->jitter_calls = 100;
+    o->jitter_quantile = 0.99;
     o->jitter_ratio = 10.0;
+    o->jitter_floor_ns = 1000.0;
     o->rate_calls = 10;
+    o->rate_spread = 0.25;
+    o->rate_duty = 0.25;
+    o->rate_idle = 0.5;
     o->rate_period = 0.5;
     o->contended_ratio = 0.10;
 }
 
+/* DISPATCH's margin (header comment). */
+#define DISPATCH_MARGIN 1.25
+
 static int is_lock(const struct rp_node *n)
 {
     return n->kind == RP_KIND_LOCK_WAIT || n->kind == RP_KIND_LOCK_HOLD;
+}
+
+/* Time that is not work: never HOT, JITTER or RATE. */
+static int not_work(const struct rp_node *n)
+{
+    return n->kind == RP_KIND_OFFCPU || n->kind == RP_KIND_WAIT || is_lock(n);
 }
 
 /* Lock nodes are sorted by key, so that one lock's wait and hold nodes are
@@ -111,25 +141,63 @@ static int handed_on(const struct rp_node *n)
            n->kind != RP_KIND_LOCK_HOLD;
 }
 
-static double median_ticks(const struct rp_node *n)
+/* The distribution of n's own on-CPU time per activation, or NULL when it
+ * is not known (a node with callees in direct mode).  has_callee: n has an
+ * edge to any callee.  Cannot fail. */
+static const struct rp_hist *own_hist(const struct rp_profile *p, const struct rp_node *n,
+                                      int has_callee)
 {
-    uint64_t med = rp_hist_q(&n->hist, 0.5);
-    return med ? (double)med : 1.0;
+    if (n->own.counts)
+        return &n->own;
+    /* every span a leaf (replay made no own counts), or a leaf in direct mode */
+    if (p->own_known || !has_callee)
+        return n->hist.counts ? &n->hist : NULL;
+    return NULL;
 }
 
-/* The largest duration that judges a node's JITTER: on CPU, less the time
- * off CPU or in waits below it, when the profile knows it (a replayed trace).  RATE
- * judges the wall maximum: a deadline is missed also while preempted. */
-static uint64_t judged_max(const struct rp_profile *p, const struct rp_node *n)
+/* JITTER's quantities: the high quantile and the median of own time, and
+ * the activations they are of.  Cannot fail. */
+static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, double *hi, double *med)
 {
-    return p->oncpu_known ? n->oncpu_max : n->max;
+    uint64_t m = rp_hist_q(h, 0.5);
+    *med = m ? (double)m : 1.0;
+    *hi = (double)rp_hist_q(h, o->jitter_quantile);
 }
 
-static double mean_period(const struct rp_node *n)
+/* RATE's period: whether n's starts are periodic (idle: the share of its
+ * callers' time they spent blocked), its period (the median interval) and
+ * the quartiles q1 / q3 of the intervals.  Returns 1 when periodic.
+ * Cannot fail. */
+static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, double idle,
+                     double *per, double *q1, double *q3)
 {
-    if (n->calls < 2 || n->last_start < n->first_start)
-        return -1.0;
-    return (double)(n->last_start - n->first_start) / (double)(n->calls - 1);
+    *per = *q1 = *q3 = 0.0;
+    if (idle < o->rate_idle || !n->ivl.counts || n->ivl.n < o->rate_calls || n->aperiodic ||
+        !n->ivl.n)
+        return 0;
+    *per = (double)rp_hist_q(&n->ivl, 0.5);
+    *q1 = (double)rp_hist_q(&n->ivl, 0.25);
+    *q3 = (double)rp_hist_q(&n->ivl, 0.75);
+    double med_dur = (double)rp_hist_q(&n->hist, 0.5);
+    return *per > 0.0 && *q3 - *q1 <= o->rate_spread * *per && med_dur <= o->rate_duty * *per;
+}
+
+/* The largest duration RATE judges: the wall one, waits and preemption
+ * included (a deadline is missed also while the task waits or is not run). */
+static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
+{
+    (void)p;
+    return n->max;
+}
+
+/* All on-CPU time: the own time of every node that is work.  Cannot fail. */
+static double oncpu_total(const struct rp_profile *p)
+{
+    double t = 0.0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (!not_work(&p->nodes[i]))
+            t += (double)p->nodes[i].excl;
+    return t;
 }
 
 /*
@@ -140,8 +208,9 @@ static double mean_period(const struct rp_node *n)
 int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 {
     struct rp_flag_opts def;
-    double *out = NULL, *h = NULL, *blocked = NULL;
-    unsigned char *self = NULL; /* a self edge with calls: recursion */
+    double *out = NULL, *h = NULL, *blocked = NULL, *outc = NULL, *hc = NULL;
+    double *waits = NULL, *idle = NULL, *cin = NULL;
+    unsigned char *self = NULL; /* bit 0: a self edge with calls (recursion); bit 1: callees */
     struct lock_ref *locks = NULL;
     uint32_t nl = 0;
     int rc = RP_EINVAL;
@@ -159,35 +228,62 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     rc = RP_ENOMEM;
     out = calloc(n ? n : 1, sizeof *out);
     h = calloc(n ? n : 1, sizeof *h);
+    outc = calloc(n ? n : 1, sizeof *outc);
+    hc = calloc(n ? n : 1, sizeof *hc);
     blocked = calloc(n ? n : 1, sizeof *blocked);
     locks = malloc((size_t)(n ? n : 1) * sizeof *locks);
     self = calloc(n ? n : 1, 1);
-    if (!out || !h || !blocked || !locks || !self)
+    waits = calloc(n ? n : 1, sizeof *waits);
+    idle = calloc(n ? n : 1, sizeof *idle);
+    cin = calloc(n ? n : 1, sizeof *cin);
+    if (!out || !h || !outc || !hc || !blocked || !locks || !self || !waits || !idle || !cin)
         goto out;
 
-    /* fanout: out[i] = sum of i's outgoing edge time to others that is
-     * work handed on, blocked[i] the time of its other edges; h[i] =
-     * entropy */
+    /* fanout: out[i] / outc[i] = i's outgoing edge time / calls to others
+     * that is work handed on, blocked[i] the time of its other edges;
+     * h[i] / hc[i] = the entropies */
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
+        if (ed->calls)
+            self[ed->caller] |= 2;
         if (ed->caller == ed->callee)
             self[ed->caller] |= ed->calls > 0;
-        else if (handed_on(&p->nodes[ed->callee]))
+        else if (handed_on(&p->nodes[ed->callee])) {
             out[ed->caller] += (double)ed->incl;
-        else
+            outc[ed->caller] += (double)ed->calls;
+        } else
             blocked[ed->caller] += (double)ed->incl;
+        if (p->nodes[ed->callee].kind == RP_KIND_WAIT)
+            waits[ed->caller] += (double)ed->incl;
+    }
+    /* RATE's idle share: how much of its callers' time they spend blocked */
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *ed = &p->edges[e];
+        if (ed->caller && ed->caller != ed->callee && ed->calls) {
+            idle[ed->callee] += waits[ed->caller];
+            cin[ed->callee] += (double)p->nodes[ed->caller].incl;
+        }
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *ed = &p->edges[e];
-        if (ed->incl == 0 || ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
+        if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
             continue;
-        double q = (double)ed->incl / out[ed->caller];
-        h[ed->caller] -= q * log(q);
+        if (ed->incl) {
+            double q = (double)ed->incl / out[ed->caller];
+            h[ed->caller] -= q * log(q);
+        }
+        if (ed->calls) {
+            double q = (double)ed->calls / outc[ed->caller];
+            hc[ed->caller] -= q * log(q);
+        }
     }
 
+    double cpu = oncpu_total(p);
+    double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
     for (uint32_t i = 0; i < n; i++) {
         struct rp_node *nd = &p->nodes[i];
-        nd->fanout = out[i] > 0.0 ? exp(h[i]) : 0.0;
+        nd->fanout = outc[i] > 0.0 ? exp(hc[i]) : 0.0;
+        nd->fanout_time = out[i] > 0.0 ? exp(h[i]) : 0.0;
         nd->blocked = blocked[i];
         nd->flags = 0;
         /* the off-CPU node is time the threads were not running: never HOT,
@@ -197,28 +293,40 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         /* the self share of its time less what was neither its work nor
          * work it handed on (off CPU, waiting, holding a lock) */
         double on_incl = (double)nd->incl - blocked[i];
-        if (nd->involvement >= o->dispatch_involvement && on_incl > 0 &&
-            (double)nd->excl <= o->dispatch_self * on_incl && nd->fanout >= o->dispatch_fanout)
-            nd->flags |= RP_FLAG_DISPATCH;
-        /* A wait is not work, and its length is the program's choice (a
-         * sleep, a timeout): never HOT, JITTER or RATE. */
-        int wait = nd->kind == RP_KIND_WAIT;
-        if (!wait && p->total > 0 && (double)nd->excl >= o->hot_self * (double)p->total)
-            nd->flags |= RP_FLAG_HOT;
-        int recursed = wait || self[i] || nd->dur_sum > nd->incl;
-        if (!recursed && nd->calls >= o->jitter_calls && nd->calls > 0 &&
-            (double)judged_max(p, nd) >= o->jitter_ratio * median_ticks(nd))
-            nd->flags |= RP_FLAG_JITTER;
-        double per = mean_period(nd);
-        if (!recursed && nd->calls >= o->rate_calls && per >= 0.0 && nd->max > 0 &&
-            (double)nd->max >= o->rate_period * per)
-            nd->flags |= RP_FLAG_RATE;
+        if (on_incl > 0 && nd->fanout >= o->dispatch_fanout &&
+            nd->involvement >= o->dispatch_involvement &&
+            (double)nd->excl <= o->dispatch_self * on_incl &&
+            nd->fanout_time >= o->dispatch_fanout) {
+            /* clearly over every threshold, or clearly by calls */
+            int clear = nd->involvement >= DISPATCH_MARGIN * o->dispatch_involvement &&
+                        (double)nd->excl <= o->dispatch_self / DISPATCH_MARGIN * on_incl &&
+                        nd->fanout_time >= DISPATCH_MARGIN * o->dispatch_fanout;
+            if (clear || nd->fanout >= DISPATCH_MARGIN * o->dispatch_fanout)
+                nd->flags |= RP_FLAG_DISPATCH;
+        }
         if (nd->budget > 0 && nd->overruns > 0)
             nd->flags |= RP_FLAG_BUDGET;
         if (is_lock(nd)) {
             locks[nl].key = nd->key;
             locks[nl++].idx = i;
         }
+        if (not_work(nd))
+            continue;
+        if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu)
+            nd->flags |= RP_FLAG_HOT;
+        if ((self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
+            continue;
+        const struct rp_hist *own = own_hist(p, nd, self[i] & 2);
+        if (own && own->n >= o->jitter_calls && own->n > 0) {
+            double hi, med;
+            jitter_q(own, o, &hi, &med);
+            if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks)
+                nd->flags |= RP_FLAG_JITTER;
+        }
+        double per, q1, q3;
+        if (period_of(nd, o, cin[i] > 0 ? idle[i] / cin[i] : 0.0, &per, &q1, &q3) &&
+            rate_max(p, nd) > 0 && (double)rate_max(p, nd) >= o->rate_period * per)
+            nd->flags |= RP_FLAG_RATE;
     }
 
     /* CONTENDED: group lock nodes by key */
@@ -242,9 +350,14 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 out:
     free(out);
     free(h);
+    free(outc);
+    free(hc);
     free(blocked);
     free(self);
     free(locks);
+    free(waits);
+    free(idle);
+    free(cin);
     return rc;
 }
 
@@ -298,13 +411,17 @@ static void put_dur(char *buf, size_t bufsz, size_t *len, double ticks, double n
 size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
                         const struct rp_flag_opts *o, char *buf, size_t bufsz)
 {
+    struct rp_flag_opts def;
     size_t len = 0;
-    (void)o;
     if (!buf || bufsz == 0)
         return 0;
     buf[0] = '\0';
     if (!p || !n || !n->flags)
         return 0;
+    if (!o) {
+        rp_flag_opts_default(&def);
+        o = &def;
+    }
     const char *sep = "";
     double tick = p->ns_per_tick;
 
@@ -314,33 +431,43 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
         double on_incl = (double)n->incl - n->blocked; /* as the rule */
         put_pct(buf, bufsz, &len, on_incl > 0 ? (double)n->excl / on_incl : 0.0);
-        put(buf, bufsz, &len, " self, spreads over %.1f callees", n->fanout);
+        put(buf, bufsz, &len, " self, hands work to %.1f callees by calls, %.1f by time", n->fanout,
+            n->fanout_time);
         sep = "; ";
     }
     if (n->flags & RP_FLAG_HOT) {
         put(buf, bufsz, &len, "%sHOT ", sep);
-        put_pct(buf, bufsz, &len, p->total ? (double)n->excl / (double)p->total : 0.0);
-        put(buf, bufsz, &len, " of all time self");
+        double cpu = oncpu_total(p);
+        put_pct(buf, bufsz, &len, cpu > 0 ? (double)n->excl / cpu : 0.0);
+        put(buf, bufsz, &len, " of all on-CPU time is its own");
         sep = "; ";
     }
     if (n->flags & RP_FLAG_JITTER) {
-        double med = median_ticks(n);
-        double mx = (double)judged_max(p, n);
-        put(buf, bufsz, &len, "%sJITTER %smax ", sep, p->oncpu_known ? "on-CPU " : "");
-        put_dur(buf, bufsz, &len, mx, tick);
-        put(buf, bufsz, &len, " is %.0fx the median ", mx / med);
+        const struct rp_hist *own = n->own.counts ? &n->own : &n->hist;
+        double hi, med;
+        jitter_q(own, o, &hi, &med);
+        put(buf, bufsz, &len, "%sJITTER own time p%g ", sep, o->jitter_quantile * 100.0);
+        put_dur(buf, bufsz, &len, hi, tick);
+        put(buf, bufsz, &len, " is %.0fx its median ", hi / med);
         put_dur(buf, bufsz, &len, med, tick);
+        put(buf, bufsz, &len, " (%llu calls)", (unsigned long long)own->n);
         sep = "; ";
     }
     if (n->flags & RP_FLAG_RATE) {
-        double per = mean_period(n);
-        double mx = (double)n->max;
-        put(buf, bufsz, &len, "%sRATE max ", sep);
+        double per, q1, q3;
+        period_of(n, o, 1.0, &per, &q1, &q3);
+        double mx = (double)rate_max(p, n);
+        put(buf, bufsz, &len, "%sRATE runs every ", sep);
+        put_dur(buf, bufsz, &len, per, tick);
+        put(buf, bufsz, &len, " (%llu intervals, half within ", (unsigned long long)n->ivl.n);
+        put_dur(buf, bufsz, &len, q1, tick);
+        put(buf, bufsz, &len, "-");
+        put_dur(buf, bufsz, &len, q3, tick);
+        put(buf, bufsz, &len, "), its longest run ");
         put_dur(buf, bufsz, &len, mx, tick);
         put(buf, bufsz, &len, " is ");
         put_pct(buf, bufsz, &len, per > 0.0 ? mx / per : 1.0);
-        put(buf, bufsz, &len, " of the mean period ");
-        put_dur(buf, bufsz, &len, per > 0.0 ? per : 0.0, tick);
+        put(buf, bufsz, &len, " of the period");
         sep = "; ";
     }
     if (n->flags & RP_FLAG_CONTENDED) {

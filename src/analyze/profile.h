@@ -65,14 +65,27 @@ struct rp_node {
     uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
                               activation's duration less the off-CPU and wait time below it (in
                               the chunk it ended in); min, max, mean, m2 and hist stay of
-                              wall durations.  JITTER judges oncpu_max */
+                              wall durations */
+    struct rp_hist own;            /* own on-CPU time per activation (duration less the time in its
+                                      callees, off-CPU time and waits among them), a replayed trace's
+                                      nodes whose spans had callee time; counts NULL where hist is it
+                                      (every span a leaf) or where unknown (direct mode).  own.n: the
+                                      activations counted; an activation that began in an earlier
+                                      chunk is not (only part of its callee time is known there).
+                                      JITTER judges it (flags.c) */
+    struct rp_hist ivl;            /* intervals between the starts of consecutive outermost
+                                      activations on one thread (within one chunk), for RATE's
+                                      period; counts NULL when none was seen or aperiodic is set */
+    uint8_t aperiodic;             /* its intervals spread over more than RP_IVL_OCTAVES octaves:
+                                      no period (ivl is then dropped) */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
     double involvement; /* pi_i / pi_ROOT */
     uint32_t rank;      /* 1 = most standing */
     uint32_t flags;     /* RP_FLAG_* */
-    double fanout;      /* exp(entropy of callee time shares) */
+    double fanout;      /* exp(entropy of the callee shares in its calls to others) */
+    double fanout_time; /* exp(entropy of the callee shares in its time handed on) */
     double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
                            holds: not work handed on (flags.c, DISPATCH) */
 };
@@ -82,7 +95,12 @@ struct rp_edge {
     uint64_t calls;
     uint64_t incl; /* summed durations of these calls (every activation) */
     uint64_t min, max;
+    uint64_t incl_calls; /* activations in the subtrees under these calls, these calls
+                            included (a replayed trace; see rp_profile.incl_calls_known) */
 };
+
+/* RATE's intervals (rp_node.ivl): wider than this many octaves is no period. */
+#define RP_IVL_OCTAVES 8
 
 struct rp_thread {
     uint32_t tid;
@@ -159,8 +177,11 @@ struct rp_profile {
     char offcpu_err[64];
     uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
     int offcpu_runq_known;
-    uint64_t paused; /* ticks the threads waited for the recorder's writer, summed */
-    int oncpu_known; /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
+    uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
+    int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
+    int incl_calls_known; /* the edges' incl_calls are set (a replayed trace); else
+                             --weight calls weighs an edge by its direct calls */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

@@ -1725,13 +1725,18 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     int calls = p->rank.weight_calls;
     const struct rp_node *nd = p->nodes;
     const struct rp_edge *ed = p->edges;
+    /* call weights: an edge weighs the activations under its calls when
+     * the replay counted them (docs/ranking.md), else its direct calls */
+    const char *ecalls = !ed                   ? NULL
+                         : p->incl_calls_known ? (const char *)&ed->incl_calls
+                                               : (const char *)&ed->calls;
     struct input g = {n,
                       p->n_edges,
                       calls ? (const char *)&nd->calls : (const char *)&nd->excl,
                       ed ? (const char *)&ed->caller : NULL,
                       ed ? (const char *)&ed->callee : NULL,
                       !ed     ? NULL
-                      : calls ? (const char *)&ed->calls
+                      : calls ? ecalls
                               : (const char *)&ed->incl,
                       sizeof *nd,
                       sizeof *ed,

@@ -92,6 +92,8 @@ struct frame {
                        between chunks, relative to the end of the last one */
     uint64_t off;   /* ticks off CPU in spans below it (in this chunk): taken out of
                        its on-CPU statistics (format 1.3, see "Off-CPU" above) */
+    uint64_t acts;  /* activations ended below it (in this chunk; in a thread's stack
+                       between chunks, summed over them): its edge's incl_calls */
 };
 
 /*
@@ -120,10 +122,16 @@ struct hot {
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
     uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
-                            and the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
-                            off CPU for the frames above them (frame.off) */
+    uint64_t omax, omin;          /* on-CPU duration (less the off-CPU time below): the largest,
+                                     and the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;              /* a node of kind offcpu, wait or lock-wait: its spans are time
+                                     off CPU for the frames above them (frame.off) */
+    uint8_t ivl_off;              /* intervals too spread for a period: no more counted */
+    uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
+                                     span, for the interval to the next one */
+    struct rp_hist own;           /* own time per span (rp_node.own), allocated at the first span
+                                     with callee time (own_count); counts n only from then on */
+    struct rp_hist ivl;           /* intervals between starts (rp_node.ivl); n unused */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -148,6 +156,8 @@ struct acc {
     struct emap em;
     struct frame *stack;
     uint32_t depth, cap;
+    uint64_t chunk; /* the chunk being replayed (its offset + 1; 0 = none): intervals
+                       between starts are taken within one chunk, one thread's */
 };
 
 #define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
@@ -318,8 +328,11 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
 
 static void acc_free(struct acc *a)
 {
-    for (uint32_t i = 0; i < a->nhot; i++)
+    for (uint32_t i = 0; i < a->nhot; i++) {
         rp_hist_free(&a->hot[i].hist);
+        rp_hist_free(&a->hot[i].own);
+        rp_hist_free(&a->hot[i].ivl);
+    }
     free(a->hot);
     free(a->active);
     free(a->em.keys);
@@ -473,9 +486,50 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
 }
 
 /*
+ * The rare paths of span_count for the flags' statistics: own counts a
+ * span's own time (dur less child) in h->own, which it allocates on the
+ * first span with callee time as a copy of the histogram so far (every span
+ * before was a leaf: its own time was its duration); partial: the span
+ * began in an earlier chunk, whose callee time is not known here (not
+ * counted, but the histogram is taken apart from then on).  ivl counts the
+ * interval between two starts, and drops the counts once they spread over
+ * more than RP_IVL_OCTAVES octaves.  Return 0 or -1 (out of memory: not
+ * counted).
+ */
+static __attribute__((noinline)) int own_count(struct hot *h, uint64_t dur, uint64_t child,
+                                               int partial)
+{
+    if (!h->own.counts) {
+        if (rp_hist_merge(&h->own, &h->hist))
+            return -1;
+        for (unsigned i = 0; i < h->hist.len; i++)
+            h->own.n += h->hist.counts[i];
+        if (!h->own.counts && rp_hist_cover(&h->own, 0, 0)) /* (no span before) */
+            return -1;
+    }
+    if (partial)
+        return 0;
+    return rp_hist_add(&h->own, child < dur ? dur - child : 0);
+}
+
+static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
+{
+    if (rp_hist_add(&h->ivl, d))
+        return -1;
+    if (h->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
+        rp_hist_free(&h->ivl);
+        h->ivl_off = 1;
+    }
+    return 0;
+}
+
+/*
  * Counts one span of node id (statistics h) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
- * from parent (0 = ROOT); `outer`: no other activation of it is open below.
+ * from parent (0 = ROOT); `outer`: no other activation of it is open below;
+ * acts: the activations under the call, itself included (its edge's
+ * incl_calls); partial: it began in an earlier chunk (child is then this
+ * chunk's part only).
  * A span shorter than the resolution (cp->res, comp.h) is not an edge's
  * minimum: tested only when it would be a new minimum, so no span pays for
  * it; it goes into the histogram like any span, whose buckets below the
@@ -484,8 +538,18 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  */
 static inline __attribute__((always_inline)) int
 span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
-           uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp)
+           uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp,
+           uint64_t acts, int partial)
 {
+    if (unlikely(child | (uint64_t)partial) || unlikely(h->own.counts != NULL))
+        if (own_count(h, dur, child, partial))
+            return RP_ENOMEM;
+    if (outer && !h->ivl_off && a->chunk) {
+        if (h->ivl_chunk == a->chunk && start > h->ivl_prev && ivl_count(h, start - h->ivl_prev))
+            return RP_ENOMEM;
+        h->ivl_chunk = a->chunk;
+        h->ivl_prev = start;
+    }
     h->excl += dur - child;
     uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
     if (unlikely(off)) {
@@ -516,6 +580,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         return RP_ENOMEM;
     e->calls++;
     e->incl += dur;
+    e->incl_calls += acts;
     if (unlikely(dur < e->min) && dur >= cp->res) /* (below resolution: no minimum) */
         e->min = dur;
     if (unlikely(dur > e->max))
@@ -539,10 +604,12 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
+    uint64_t acts = id != j->offid ? 1 + f->acts : 0; /* (off-CPU time is no call) */
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
         pf->off += f->off + (a->hot[id].blocked ? dur : 0);
+        pf->acts += acts;
         parent = pf->id;
     }
     if (unlikely(*depth < j->low)) {
@@ -551,7 +618,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
             j->closed[*depth] = 1;
     }
     return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
-                      --a->active[id] == 0, cp);
+                      --a->active[id] == 0, cp, acts, f->ev <= 0);
 }
 
 /*
@@ -661,9 +728,10 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     j->nsnap = ns;
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0};
+        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0, 0};
     }
     a->depth = j->u = j->low = u;
+    a->chunk = j->offset + 1;
     memset(j->closed, 0, u);
     return 0;
 }
@@ -718,7 +786,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
     if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
-                   dur, dur, 0, (how >> 1) & 1, cp) < 0)
+                   dur, dur, 0, (how >> 1) & 1, cp, 0, 0) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
 }
@@ -805,15 +873,17 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                         syn += 2;
                     }
                     uint32_t parent = 0;
+                    uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
                     if (depth) {
                         stack[depth - 1].child += dur;
+                        stack[depth - 1].acts += acts;
                         if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
                             stack[depth - 1].off += dur;
                         parent = stack[depth - 1].id;
                     }
                     n++;
                     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
-                                            act == 0, cp) < 0))
+                                            act == 0, cp, acts, 0) < 0))
                         goto nomem;
                     now += raw;
                     ev0 = q;
@@ -823,7 +893,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -831,7 +901,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -1101,16 +1171,32 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0};
+            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0, 0};
         t->depth = j->u;
     }
     for (uint32_t i = j->low; i < j->u; i++)
         if (j->closed[i])
             v->excl_adj[t->stack[i].id] -= t->stack[i].child;
+    /* the activations that ended under the U frames the chunk ended, in
+     * earlier chunks: in their edges' incl_calls, and in the frame left
+     * below them (each frame's acts counts those ended right under it) */
+    uint64_t carry = 0;
+    for (uint32_t i = j->u; i-- > j->low;) {
+        carry += t->stack[i].acts;
+        if (!j->closed[i] || !carry)
+            continue;
+        struct rp_edge *e = edge_get(&v->em, i ? t->stack[i - 1].id : 0, t->stack[i].id);
+        if (!e)
+            return RP_ENOMEM;
+        e->incl_calls += carry;
+    }
     uint32_t keep = j->low < j->u ? j->low : j->u;
+    if (keep && j->low < j->u)
+        t->stack[keep - 1].acts += carry;
     if (rp_grow(&t->stack, &t->cap, j->nout + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
     for (uint32_t i = 0; i < keep; i++) {
+        t->stack[i].acts += j->out[i].acts;
         t->stack[i].child += j->out[i].child;
         t->stack[i].start = j->out[i].start; /* moved later by the chunk's PAUSEs */
     }
@@ -1647,6 +1733,17 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
         n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
         sq[i] += h->sq;
+        /* own time: the acc's own counts, or its histogram where every span
+         * of it was a leaf (finish() made n->own where any acc had one) */
+        if (n->own.counts && rp_hist_merge(&n->own, h->own.counts ? &h->own : &h->hist))
+            return RP_ENOMEM;
+        if (n->own.counts && !h->own.counts)
+            for (unsigned b = 0; b < h->hist.len; b++)
+                n->own.n += h->hist.counts[b];
+        n->own.n += h->own.n;
+        n->aperiodic |= h->ivl_off;
+        if (h->ivl.counts && !n->aperiodic && rp_hist_merge(&n->ivl, &h->ivl))
+            return RP_ENOMEM;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
             n->hist.lo = h->hist.lo;
@@ -1701,6 +1798,7 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
         th->last = end;
     if ((rc = acc_reserve(a, p)) < 0)
         return rc;
+    a->chunk = 0;                           /* (no interval to a start in a chunk) */
     for (uint32_t i = 0; i < t->depth; i++) /* activations, for span_count's `outer` */
         a->active[t->stack[i].id]++;
     th->cut += t->depth;
@@ -1710,15 +1808,17 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
         uint32_t parent = 0;
         if (cp->on)
             dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
+        uint64_t acts = f->id != v->offid ? 1 + f->acts : 0;
         if (t->depth) {
             f[-1].child += dur;
             /* (the off-CPU time below it in its last chunk) */
             f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
+            f[-1].acts += acts;
             parent = f[-1].id;
         }
         a->hot[f->id].cut++;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
-                             --a->active[f->id] == 0, cp)) < 0)
+                             --a->active[f->id] == 0, cp, acts, 0)) < 0)
             return rc;
     }
     return 0;
@@ -1776,6 +1876,11 @@ static int finish(struct rp_profile *p)
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
     if (!sq || adj_reserve(v, p->n_nodes) < 0)
         goto out;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
+        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++)
+            if (v->acc[k].hot[i].own.counts && !p->nodes[i].own.counts &&
+                rp_hist_cover(&p->nodes[i].own, 0, 0))
+                goto out;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
         if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
             goto out;
@@ -1809,6 +1914,12 @@ static int finish(struct rp_profile *p)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
+        if (n->aperiodic || (n->ivl.counts && n->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB)) {
+            n->aperiodic = 1;
+            rp_hist_free(&n->ivl);
+        }
+        for (unsigned b = 0; b < n->ivl.len; b++)
+            n->ivl.n += n->ivl.counts[b];
         if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
             unsigned ib = rp_hist_index(res);
             for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
@@ -1836,6 +1947,7 @@ static int finish(struct rp_profile *p)
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !(p->mode && !strcmp(p->mode, "direct"));
+    p->own_known = p->incl_calls_known = p->oncpu_known;
     rc = 0;
 out:
     free(sq);
@@ -2074,6 +2186,8 @@ void rp_profile_free(struct rp_profile *p)
         free(p->nodes[i].file);
         free(p->nodes[i].module);
         rp_hist_free(&p->nodes[i].hist);
+        rp_hist_free(&p->nodes[i].own);
+        rp_hist_free(&p->nodes[i].ivl);
     }
     for (uint32_t i = 0; i < p->n_threads; i++)
         free(p->threads[i].name);

@@ -32,10 +32,20 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->hot_self = rp_opt_double("--threshold hot-self", v, 0, 1);
     else if (K("jitter-calls"))
         f->jitter_calls = rp_opt_u64("--threshold jitter-calls", v);
+    else if (K("jitter-quantile"))
+        f->jitter_quantile = rp_opt_double("--threshold jitter-quantile", v, 0.5, 1);
     else if (K("jitter-ratio"))
         f->jitter_ratio = rp_opt_double("--threshold jitter-ratio", v, 0, 1e12);
+    else if (K("jitter-floor-ns"))
+        f->jitter_floor_ns = rp_opt_double("--threshold jitter-floor-ns", v, 0, 1e15);
     else if (K("rate-calls"))
         f->rate_calls = rp_opt_u64("--threshold rate-calls", v);
+    else if (K("rate-spread"))
+        f->rate_spread = rp_opt_double("--threshold rate-spread", v, 0, 1e9);
+    else if (K("rate-duty"))
+        f->rate_duty = rp_opt_double("--threshold rate-duty", v, 0, 1e9);
+    else if (K("rate-idle"))
+        f->rate_idle = rp_opt_double("--threshold rate-idle", v, 0, 1);
     else if (K("rate-period"))
         f->rate_period = rp_opt_double("--threshold rate-period", v, 0, 1e12);
     else if (K("contended-ratio"))
@@ -43,8 +53,9 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
     else
         rp_usage_die("report",
                      "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
-                     "dispatch-fanout, hot-self, jitter-calls, jitter-ratio, rate-calls, "
-                     "rate-period, contended-ratio)",
+                     "dispatch-fanout, hot-self, jitter-calls, jitter-quantile, jitter-ratio, "
+                     "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-period, "
+                     "contended-ratio)",
                      (int)n, kv);
 #undef K
 }

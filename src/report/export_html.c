@@ -142,6 +142,13 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     put_flags_key(out, n->flags);
     fputs("\">", out);
     put_flags(out, n->flags);
+    char why[512]; /* why each flag: one line, as in the table */
+    if (n->flags &&
+        rp_flags_explain(p, n, ctx->report ? ctx->report->flag : NULL, why, sizeof why)) {
+        fputs("<br><small class=why>", out);
+        put_html(out, why);
+        fputs("</small>", out);
+    }
     fprintf(out, "</td><td class=kind data-v=\"%s\">%s</td><td class=name data-v=\"",
             rp_kind_str(n->kind), rp_kind_str(n->kind));
     put_html(out, names[i]);

@@ -135,6 +135,11 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
             first = 0;
         }
         fputc(']', out);
+        char why[512]; /* one line per node: why each of its flags */
+        if (n->flags && rp_flags_explain(p, n, o->flag, why, sizeof why)) {
+            fputs(", \"why\": ", out);
+            put_str(out, why);
+        }
     }
     /* extras (allowed by the shape): where the node is, and its trace id */
     if (n->file) {
@@ -156,6 +161,8 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
     fputs(", \"callee\": ", out);
     put_str(out, e->callee ? rp_node_name(p, &p->nodes[e->callee], nb, sizeof nb) : "<root>");
     put_u64_field(out, "calls", e->calls);
+    if (p->incl_calls_known) /* activations under these calls, themselves included */
+        put_u64_field(out, "inclusive_calls", e->incl_calls);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, e->incl));
     put_u64_field(out, "min_ns", rp_ticks_ns(p, e->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, e->max));

@@ -1,0 +1,217 @@
+/*
+ * planted.c - a program with planted behaviour for the flags
+ * (tests/e2e_planted.sh, docs/ranking.md "Flags"): every flag it plants
+ * must be found, and none of its traps flagged, also on a busy machine.
+ * All work is counted in loop iterations, not clock time, so that its
+ * shares of the CPU do not move with the load; only the periodic threads
+ * keep time (absolute deadlines on CLOCK_MONOTONIC).
+ *
+ * Planted (the exact flags the test expects; every other row has none):
+ *   hot_leaf      HOT: half of dispatch's work, ~half of all on-CPU time;
+ *   dispatch      DISPATCH: ROUNDS calls, each calling hot_leaf and the
+ *                 NOPS op_* functions once (by calls 26 callees, by time ~10),
+ *                 nothing of its own;
+ *   overrun_task  RATE: runs every PERIOD_MS on its own thread (absolute
+ *                 deadlines, a missed deadline skipped), mostly 50 us, but
+ *                 in runs LATE_A and LATE_B it waits SLOW_MS = 150 % of the
+ *                 period (a slow device): regular starts, worst duration
+ *                 over the period;
+ *   lookup        JITTER: a leaf called LOOKUPS times, ~0.3 us, except every
+ *                 SLOW_EVERY-th call a slow path of its own (~40 us of
+ *                 arithmetic): 2.5 % of its calls, so p99 is the slow path;
+ *   counter_lock  CONTENDED: two threads (locker) take it HOLDS times each
+ *                 and hold it for ~200 us of work (critical).
+ * Traps (must carry no flag):
+ *   op_0 .. op_24 each ~2 % of the on-CPU time (not HOT), steady;
+ *   tiny          a ~2-ns leaf called TINY times (not JITTER, not HOT);
+ *   steady_task   the same period, 50 us every run, on a thread of its own
+ *                 (not RATE: its worst run is far below its period);
+ *   sleeper, nap  a thread that sleeps NAP_MS and is joined (waits: never
+ *                 HOT, JITTER or RATE);
+ *   main, locker, critical, the thread functions.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS     1500
+#define NOPS       25
+#define OP_ITERS   12000  /* ~2 % of the work each */
+#define HOT_ITERS  300000 /* = NOPS * OP_ITERS: half of dispatch */
+#define LOOKUPS    4000
+#define SLOW_EVERY 40
+#define TINY       1000000
+#define PERIOD_MS  20
+#define RUNS       60
+#define LATE_A     20
+#define LATE_B     45
+#define SLOW_MS    30
+#define HOLDS      40
+#define NAP_MS     150
+
+static volatile uint64_t sink;
+
+/* n iterations of arithmetic that the compiler cannot drop. */
+static __attribute__((no_instrument_function, noinline)) uint64_t spin(uint64_t n)
+{
+    uint64_t x = sink + 1;
+    for (uint64_t i = 0; i < n; i++)
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+static __attribute__((no_instrument_function)) uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static __attribute__((no_instrument_function)) void sleep_until(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
+}
+
+void hot_leaf(void)
+{
+    sink += spin(HOT_ITERS);
+}
+
+#define OP(k)                                                                                      \
+    void op_##k(void)                                                                              \
+    {                                                                                              \
+        sink += spin(OP_ITERS);                                                                    \
+    }
+OP(0)
+OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
+    OP(16) OP(17) OP(18) OP(19) OP(20) OP(21) OP(22) OP(23) OP(24)
+
+        static void (*const ops[NOPS])(void) = {op_0,  op_1,  op_2,  op_3,  op_4,  op_5,  op_6,
+                                                op_7,  op_8,  op_9,  op_10, op_11, op_12, op_13,
+                                                op_14, op_15, op_16, op_17, op_18, op_19, op_20,
+                                                op_21, op_22, op_23, op_24};
+
+void dispatch(int round)
+{
+    for (int k = 0; k < NOPS; k++) {
+        if (k == round % NOPS)
+            hot_leaf();
+        ops[k]();
+    }
+}
+
+int tiny(int x)
+{
+    return x * 3 + 1;
+}
+
+void lookup(int i)
+{
+    sink += spin(i % SLOW_EVERY == SLOW_EVERY - 1 ? 60000 : 300);
+}
+
+void steady_task(void)
+{
+    sink += spin(15000);
+}
+
+void overrun_task(int run)
+{
+    sink += spin(15000);
+    if (run == LATE_A || run == LATE_B)
+        usleep(SLOW_MS * 1000);
+}
+
+/* Runs task every PERIOD_MS, RUNS times; a deadline already passed is
+ * skipped (the next one on the grid is taken). */
+static void periodic(void (*task)(int), int arg_is_run)
+{
+    uint64_t t0 = now_ns(), next = t0;
+    for (int r = 0; r < RUNS; r++) {
+        task(arg_is_run ? r : 0);
+        uint64_t now = now_ns();
+        do
+            next += PERIOD_MS * 1000000ull;
+        while (next <= now);
+        sleep_until(next);
+    }
+}
+
+static void steady_wrap(int r)
+{
+    (void)r;
+    steady_task();
+}
+
+void *steady_thread(void *arg)
+{
+    (void)arg;
+    periodic(steady_wrap, 0);
+    return NULL;
+}
+
+void *overrun_thread(void *arg)
+{
+    (void)arg;
+    periodic(overrun_task, 1);
+    return NULL;
+}
+
+static pthread_mutex_t counter_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void critical(void)
+{
+    sink += spin(60000);
+}
+
+void *locker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < HOLDS; i++) {
+        pthread_mutex_lock(&counter_lock);
+        critical();
+        pthread_mutex_unlock(&counter_lock);
+    }
+    return NULL;
+}
+
+void nap(void)
+{
+    usleep(NAP_MS * 1000);
+}
+
+void *sleeper(void *arg)
+{
+    (void)arg;
+    nap();
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t st, ot, l1, l2, sl;
+    pthread_create(&st, NULL, steady_thread, NULL);
+    pthread_create(&ot, NULL, overrun_thread, NULL);
+    pthread_create(&sl, NULL, sleeper, NULL);
+    pthread_create(&l1, NULL, locker, NULL);
+    pthread_create(&l2, NULL, locker, NULL);
+    int acc = 0;
+    for (int i = 0; i < TINY; i++)
+        acc += tiny(i);
+    sink += (uint64_t)acc;
+    for (int i = 0; i < LOOKUPS; i++)
+        lookup(i);
+    for (int r = 0; r < ROUNDS; r++)
+        dispatch(r);
+    pthread_join(l1, NULL);
+    pthread_join(l2, NULL);
+    pthread_join(sl, NULL);
+    pthread_join(st, NULL);
+    pthread_join(ot, NULL);
+    printf("planted: done\n");
+    return 0;
+}
