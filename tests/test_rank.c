@@ -884,7 +884,7 @@ static void test_flags(void)
     char buf[512];
 
     rp_flag_opts_default(&fo);
-    CHECK(fo.dispatch_involvement == 0.10 && fo.hot_self == 0.05 && fo.jitter_calls == 10);
+    CHECK(fo.dispatch_involvement == 0.10 && fo.hot_self == 0.05 && fo.jitter_calls == 100);
 
     /*
      * Dispatch profile, total 10000 ticks:
@@ -923,18 +923,21 @@ static void test_flags(void)
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[0].flags == 0);
     CHECK(fn[2].flags == RP_FLAG_DISPATCH);
-    CHECK(fn[1].flags == 0); /* fanout near miss */
-    CHECK_NEAR(fn[1].fanout,
+    CHECK(fn[1].flags == 0); /* fanout near miss: by time (by calls 2) */
+    CHECK_NEAR(fn[1].fanout, 2.0, 1e-12);
+    CHECK_NEAR(fn[1].fanout_time,
                exp(-(9500.0 / 9990 * log(9500.0 / 9990) + 490.0 / 9990 * log(490.0 / 9990))),
                1e-12);
     CHECK(fn[3].flags == 0); /* 4.9 % self: not HOT */
     CHECK(fn[4].flags == RP_FLAG_HOT && fn[5].flags == RP_FLAG_HOT && fn[6].flags == RP_FLAG_HOT);
     double h = -(2 * (3160.0 / 9460) * log(3160.0 / 9460) + 3140.0 / 9460 * log(3140.0 / 9460));
-    CHECK_NEAR(fn[2].fanout, exp(h), 1e-12);
+    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
+    CHECK_NEAR(fn[2].fanout, 3.0, 1e-12);
     CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
-    CHECK(strcmp(buf, "DISPATCH 95% involved, 0.4% self, spreads over 3.0 callees") == 0);
+    CHECK_STR(buf, "DISPATCH 95% involved, 0.4% self, hands work to 3.0 callees by calls, 3.0 by "
+                   "time");
     CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "HOT 31.6% of all time self");
+    CHECK_STR(buf, "HOT 31.6% of all on-CPU time is its own");
     CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) == 0 && buf[0] == 0);
 
     /* self-share near miss: d with 11 % self (1045 of 9500) is not DISPATCH
@@ -947,8 +950,8 @@ static void test_flags(void)
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[2].flags == RP_FLAG_HOT);
     CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
-    CHECK(strcmp(buf, "HOT 10.4% of all time self") == 0 ||
-          strcmp(buf, "HOT 10.5% of all time self") == 0);
+    /* of all on-CPU time: the nodes' own times, 11005 here (w1..w3 kept theirs) */
+    CHECK_STR(buf, "HOT 9.5% of all on-CPU time is its own");
 
     /* involvement near miss: d is involved in 95 % of the time; with the
      * threshold raised to 96 % it is no longer DISPATCH */
@@ -980,66 +983,80 @@ static void test_flags(void)
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[2].flags == RP_FLAG_DISPATCH);
-    CHECK_NEAR(fn[2].fanout, exp(h), 1e-12);
+    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
     CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "0.5% self, spreads over 3.0 callees");
+    CHECK_STR(buf, "0.5% self, hands work to 3.0 callees by calls, 3.0 by time");
     p.n_edges = 5;
     fe[4] = fe[6]; /* edges: root->main, main->d, main->e, d->w1, d->d */
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
     CHECK_NEAR(fn[2].fanout, 1.0, 1e-15);
+    CHECK_NEAR(fn[2].fanout_time, 1.0, 1e-15);
     fe[4] = (struct rp_edge){.caller = 2, .callee = 5, .calls = 1, .incl = 3160};
     p.n_edges = 6;
     set_node(2, RP_KIND_FUNC, 1, 40, 9500);
 
     /*
-     * JITTER, RATE, CONTENDED, BUDGET on a profile with a long total, so that
-     * nothing is HOT; ns_per_tick 2 to see the conversion.
-     *   1 j:  20 calls, 19 x 1000 ticks and one 100000: median 1000, max is
-     *         100x -> JITTER, "max 200 us is 100x the median 2.00 us"
-     *   2 j2: 20 calls, 19 x 1000 and one 9000: 9x -> not
-     *   3 j3: 9 calls, 8 x 1000 and one 100000: too few calls -> not
-     *   4 r:  10 calls starting 0, 1000, ..., 9000: period 1000, max 600
-     *         (60 %) -> RATE, "1.20 us is 60.0% of the mean period 2.00 us"
+     * JITTER, RATE, CONTENDED, BUDGET; ns_per_tick 2 to see the conversion,
+     * HOT switched off (fo.hot_self 2).  JITTER judges the histogram of own
+     * time (here hist: the nodes have no callees), RATE the intervals.
+     *   1 j:  200 calls, 196 x 1000 ticks and 4 x 100000 (2 %): p99 100000
+     *         is 100x the median -> JITTER, "p99 199 us is 99x its median
+     *         2.00 us (200 calls)" (the histogram's bucket midpoints)
+     *   2 j2: the same with 4 x 9000: 9x -> not
+     *   3 j3: 200 calls, 196 x 10 and 4 x 200: 20x, but 380 ns over the
+     *         median, under the 1 us floor (a tiny function) -> not
+     *   4 r:  20 intervals of 1000 between starts, durations 100 but one
+     *         600 (60 % of the period), its caller 12 blocked 90 % of its
+     *         time -> RATE
      *   5 r2: the same with max 400 (40 %) -> not
      *   6 wait / 7 hold of lock 0x1000: 150 / 1000 = 15 % -> CONTENDED both
      *   8 wait / 9 hold of lock 0x2000: 90 / 1000 = 9 % -> neither
      *   10 b: budget 500, 3 overruns -> BUDGET; 11 b2: no overruns -> not
+     *   12 the loop calling r and r2, 13 its wait
      */
     memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
     memset(&p, 0, sizeof p);
     p.nodes = fn;
-    p.n_nodes = 12;
+    p.n_nodes = 14;
     p.total = 100000000;
     p.ns_per_tick = 2.0;
+    p.own_known = 1;
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
     struct {
-        uint32_t i, calls;
-        uint64_t outlier;
-    } jit[] = {{1, 20, 100000}, {2, 20, 9000}, {3, 9, 100000}};
+        uint32_t i;
+        uint64_t usual, outlier;
+    } jit[] = {{1, 1000, 100000}, {2, 1000, 9000}, {3, 10, 200}};
     for (size_t k = 0; k < 3; k++) {
         uint32_t i = jit[k].i;
-        set_node(i, RP_KIND_FUNC, jit[k].calls, 0, 0);
-        for (uint32_t c = 0; c + 1 < jit[k].calls; c++)
-            CHECK(rp_hist_add(&fn[i].hist, 1000) == 0);
-        CHECK(rp_hist_add(&fn[i].hist, jit[k].outlier) == 0);
+        set_node(i, RP_KIND_FUNC, 200, 0, 0);
+        for (uint32_t c = 0; c < 200; c++)
+            CHECK(rp_hist_add(&fn[i].hist, c % 50 == 49 ? jit[k].outlier : jit[k].usual) == 0);
         fn[i].max = jit[k].outlier;
-        fn[i].min = 1000;
-        fn[i].excl = fn[i].incl = fn[i].dur_sum = (jit[k].calls - 1) * 1000 + jit[k].outlier;
-        fn[i].first_start = 0;
-        fn[i].last_start = 10000000; /* rare: no RATE */
+        fn[i].min = jit[k].usual;
+        fn[i].excl = fn[i].incl = fn[i].dur_sum = 196 * jit[k].usual + 4 * jit[k].outlier;
     }
-    set_node(4, RP_KIND_POINT, 10, 5000, 5000);
+    set_node(4, RP_KIND_FUNC, 21, 2600, 2600);
     fn[4].max = 600;
-    fn[4].first_start = 0;
-    fn[4].last_start = 9000;
-    set_node(5, RP_KIND_POINT, 10, 3500, 3500);
+    set_node(5, RP_KIND_FUNC, 21, 2400, 2400);
     fn[5].max = 400;
-    fn[5].first_start = 0;
-    fn[5].last_start = 9000;
-    for (uint32_t i = 4; i <= 5; i++)
-        for (int c = 0; c < 10; c++)
-            CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
+    for (uint32_t i = 4; i <= 5; i++) {
+        for (int c = 0; c < 20; c++) {
+            CHECK(rp_hist_add(&fn[i].hist, 100) == 0);
+            CHECK(rp_hist_add(&fn[i].ivl, 1000) == 0);
+        }
+        CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
+    }
+    set_node(12, RP_KIND_FUNC, 1, 0, 50000);
+    set_node(13, RP_KIND_WAIT, 21, 45000, 45000);
+    fe[1] = (struct rp_edge){.caller = 12, .callee = 4, .calls = 21, .incl = 2600};
+    fe[2] = (struct rp_edge){.caller = 12, .callee = 5, .calls = 21, .incl = 2400};
+    fe[3] = (struct rp_edge){.caller = 12, .callee = 13, .calls = 21, .incl = 45000};
+    p.edges = fe + 1;
+    p.n_edges = 3;
     set_node(6, RP_KIND_LOCK_WAIT, 10, 150, 150);
     set_node(7, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
     set_node(8, RP_KIND_LOCK_WAIT, 10, 90, 90);
@@ -1051,7 +1068,7 @@ static void test_flags(void)
     fn[10].overruns = 3;
     set_node(11, RP_KIND_POINT, 5, 100, 100);
     fn[11].budget = 500;
-    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER);
     CHECK(fn[2].flags == 0);
     CHECK(fn[3].flags == 0);
@@ -1062,9 +1079,10 @@ static void test_flags(void)
     CHECK(fn[10].flags == RP_FLAG_BUDGET && fn[11].flags == 0);
 
     CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "JITTER max 200 us is 100x the median 2.00 us");
+    CHECK_STR(buf, "JITTER own time p99 199 us is 99x its median 2.00 us (200 calls)");
     CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "RATE max 1.20 us is 60.0% of the mean period 2.00 us");
+    CHECK_STR(buf, "RATE runs every 2.00 us (20 intervals, half within 2.00 us-2.00 us), its "
+                   "longest run 1.20 us is 60.0% of the period");
     CHECK(rp_flags_explain(&p, &fn[6], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "CONTENDED waited 300 ns = 15.0% of 2.00 us held");
     CHECK(rp_flags_explain(&p, &fn[7], NULL, buf, sizeof buf) > 0);
@@ -1075,10 +1093,14 @@ static void test_flags(void)
     size_t k = rp_flags_explain(&p, &fn[1], NULL, buf, 8);
     CHECK(k == 7 && strlen(buf) == 7);
 
-    /* a stricter option turns a flag off: JITTER needs 200x now */
+    /* a stricter option turns a flag off: JITTER needs 200x now; RATE a
+     * caller blocked 95 % of its time */
     fo.jitter_ratio = 200;
+    fo.rate_idle = 0.95;
     CHECK(rp_flags_apply(&p, &fo) == 0);
-    CHECK(fn[1].flags == 0);
+    CHECK(fn[1].flags == 0 && fn[4].flags == 0);
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
 
     /*
      * Recursion: JITTER and RATE are not judged on a node that recursed.
@@ -1092,14 +1114,14 @@ static void test_flags(void)
     fn[1].incl = fn[1].dur_sum - 1;
     fe[0] = (struct rp_edge){.caller = 4, .callee = 4, .calls = 1, .incl = 0};
     p.edges = fe;
-    p.n_edges = 1;
-    CHECK(rp_flags_apply(&p, NULL) == 0);
+    p.n_edges = 4;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == 0);
     CHECK(fn[4].flags == 0);
     CHECK(fn[6].flags == RP_FLAG_CONTENDED); /* the rest is untouched */
     fn[1].incl = fn[1].dur_sum;
     fe[0].calls = 0;
-    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER && fn[4].flags == RP_FLAG_RATE);
 
     CHECK(strcmp(rp_flags_str(RP_FLAG_DISPATCH | RP_FLAG_HOT, buf, sizeof buf), "DISPATCH,HOT") ==
@@ -1341,9 +1363,9 @@ static void test_flags_offcpu_as(uint8_t kind)
     CHECK_EQ(fn[2].flags, RP_FLAG_HOT);  /* 9 % of all time self; not DISPATCH */
     CHECK_NEAR(fn[2].fanout, 2.0, 1e-9); /* w1 and w2 only */
     CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
-    p.oncpu_known = 0; /* (direct mode: the wall maximum is judged) */
+    p.oncpu_known = 0; /* (direct mode: no own time of a node with callees) */
     CHECK(rp_flags_apply(&p, NULL) == 0);
-    CHECK(fn[4].flags & RP_FLAG_JITTER);
+    CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
 }
 
 static void test_flags_offcpu(void)
