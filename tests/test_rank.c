@@ -470,6 +470,41 @@ static void test_profile(void)
     CHECK(nodes[1].rank == 1 && nodes[2].rank == 2 && nodes[6].rank == 3);
     CHECK(nodes[3].rank == 4 && nodes[4].rank == 5 && nodes[5].rank == 6);
 
+    /*
+     * call weights with inclusive calls (a replayed trace: incl_calls_known):
+     * an edge weighs the activations under its calls, themselves included:
+     * root -> main 20 (1 + init 1 + dispatch 1 + a 10 + b 5 + c 2), main ->
+     * init 1, main -> dispatch 18, dispatch -> a 10, b 5, c 2; a node's stop
+     * weight is its calls.  On this tree involvement is the share of all 20
+     * activations made under (and by) a node: main 1, dispatch 18/20 = 0.9,
+     * a 0.5, b 0.25, c 0.1, init 0.05 (docs/ranking.md's worked example);
+     * and the same as a dense solve of the chain built from those weights.
+     */
+    double dense7[7];
+    static const double iinv[7] = {1, 1, 0.9, 0.5, 0.25, 0.1, 0.05};
+    example_profile(&p, nodes, edges);
+    p.rank.weight_calls = 1;
+    p.incl_calls_known = 1;
+    double cstop[7], cw[6];
+    uint32_t csrc[6], cdst[6];
+    for (uint32_t e = 0; e < p.n_edges; e++) {
+        struct rp_edge *x = &p.edges[e];
+        uint64_t below = x->callee == 1 ? 20 : x->callee == 2 ? 18 : x->calls;
+        x->incl_calls = below;
+        csrc[e] = x->caller;
+        cdst[e] = x->callee;
+        cw[e] = (double)below;
+    }
+    for (int i = 0; i < 7; i++)
+        cstop[i] = (double)nodes[i].calls;
+    CHECK(rp_rank_profile(&p, &o) == 0);
+    for (int i = 1; i < 7; i++)
+        CHECK_NEAR(nodes[i].involvement, iinv[i], 1e-7);
+    CHECK(p.n_edges == 6 && rp_rank_profile(&p, NULL) == 0);
+    CHECK(dense_pi(7, cstop, 6, csrc, cdst, cw, 0.01, dense7) == 0);
+    for (int i = 1; i < 7; i++)
+        CHECK_NEAR(nodes[i].involvement, dense7[i] / dense7[0], 1e-9);
+
     /* default options: alpha 0.01, against the dense solve */
     double dense[7];
     example_profile(&p, nodes, edges);
