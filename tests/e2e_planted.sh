@@ -10,6 +10,9 @@
 #     times, a steady periodic task, a thread that sleeps and is joined, 25
 #     ops of ~2 % each, the thread functions) are not flagged;
 #   - every flagged row has its why line in the table and in the JSON;
+#   - the edges' inclusive calls (--weight calls): every activation counted
+#     once under each edge above it, the same with 0 and 4 replay workers
+#     (chunks replayed apart and joined), and the flags too;
 #   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
 #     rate-spread set high / low take exactly their flag away.
 #
@@ -84,7 +87,9 @@ for nm in ["tiny", "steady_task", "nap", "sleeper", "main", "critical", "op_0", 
 got = {n["name"]: sorted(n["flags"]) for n in r["nodes"] if n["flags"]}
 if got != {k: sorted(v) for k, v in want.items()}:
     die(f"flagged rows {got}, expected exactly {want}; why: "
-        + "; ".join(f"{n['name']}: {n.get('why')}" for n in r["nodes"] if n["flags"]))
+        + "; ".join(f"{n['name']}: {n.get('why')}" for n in r["nodes"] if n["flags"])
+        + "; planted and traps: " + "; ".join(str(nodes[k]) for k in list(want) + [
+            "steady_task", "tiny", "op_0"] if k in nodes))
 text = open(table).read()
 for nm, fl in want.items():
     why = nodes[nm].get("why", "")
@@ -94,9 +99,55 @@ for nm, fl in want.items():
     if not re.search(r"^" + re.escape(nm) + r"\s+" + re.escape(why) + r"$", text, re.M):
         die(f"{nm}: the table has no why line {why!r}")
 print(f"e2e_planted: {what}: flags as planted: {got}")
+if what != "defaults":
+    sys.exit(0)
+# --weight calls' edge weights: every activation is counted once under each
+# edge above it: in(i) = calls(i) + out(i), and <root>'s edges hold them all
+# (off-CPU spans and lock holds are no activations)
+kind = {n["id"]: n["kind"] for n in r["nodes"]}
+inn, out = {}, {}
+for e in r["edges"]:
+    if "inclusive_calls" not in e:
+        die("an edge without inclusive_calls")
+    inn[e["callee_id"]] = inn.get(e["callee_id"], 0) + e["inclusive_calls"]
+    out[e["caller_id"]] = out.get(e["caller_id"], 0) + e["inclusive_calls"]
+acts = 0
+for n in r["nodes"]:
+    i = n["id"]
+    if n["kind"] in ("offcpu", "lock-hold"):
+        if inn.get(i, 0):
+            die(f"{n['name']}: inclusive_calls {inn[i]} into a node that is no activation")
+        continue
+    acts += n["calls"]
+    if inn.get(i, 0) != n["calls"] + out.get(i, 0):
+        die(f"{n['name']}: inclusive calls in {inn.get(i, 0)} != calls {n['calls']} + out "
+            f"{out.get(i, 0)}")
+if out.get(0, 0) != acts:
+    die(f"<root>'s edges hold {out.get(0, 0)} activations, the nodes {acts}")
+print(f"e2e_planted: inclusive calls conserved over {len(r['nodes'])} nodes, {acts} activations")
 PYEOF
 
 python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults"
+
+# the same edges replayed in order on one thread (no join of chunks
+# replayed apart) and with workers: the same inclusive calls
+RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r0.json" ||
+    fail "report with RANKPROF_REPLAY_JOBS=0 failed"
+RANKPROF_REPLAY_JOBS=4 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r4.json" ||
+    fail "report with RANKPROF_REPLAY_JOBS=4 failed"
+python3 - "$tmp/r0.json" "$tmp/r4.json" <<'PYEOF' || exit 1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+ea = {(e["caller_id"], e["callee_id"]): e["inclusive_calls"] for e in a["edges"]}
+eb = {(e["caller_id"], e["callee_id"]): e["inclusive_calls"] for e in b["edges"]}
+if ea != eb:
+    d = [(k, ea.get(k), eb.get(k)) for k in set(ea) | set(eb) if ea.get(k) != eb.get(k)][:5]
+    sys.exit(f"e2e_planted: FAIL: inclusive calls differ between 0 and 4 replay workers: {d}")
+fa = {n["name"]: n["flags"] for n in a["nodes"]}
+fb = {n["name"]: n["flags"] for n in b["nodes"]}
+if fa != fb:
+    sys.exit("e2e_planted: FAIL: flags differ between 0 and 4 replay workers")
+PYEOF
 
 # each rule's switch takes its flag, and only it, away
 t() {
@@ -110,7 +161,7 @@ t() {
 }
 t jitter-floor-ns=1000000 lookup ""
 t rate-idle=1 overrun_task ""
-t rate-spread=0 overrun_task ""
+t rate-duty=0 overrun_task ""
 t hot-self=0.9 hot_leaf ""
 t dispatch-fanout=30 dispatch ""
 echo "e2e_planted: ok"

@@ -1036,12 +1036,13 @@ static void test_flags(void)
      * JITTER, RATE, CONTENDED, BUDGET; ns_per_tick 2 to see the conversion,
      * HOT switched off (fo.hot_self 2).  JITTER judges the histogram of own
      * time (here hist: the nodes have no callees), RATE the intervals.
-     *   1 j:  200 calls, 196 x 1000 ticks and 4 x 100000 (2 %): p99 100000
-     *         is 100x the median -> JITTER, "p99 199 us is 99x its median
-     *         2.00 us (200 calls)" (the histogram's bucket midpoints)
-     *   2 j2: the same with 4 x 9000: 9x -> not
-     *   3 j3: 200 calls, 196 x 10 and 4 x 200: 20x, but 380 ns over the
-     *         median, under the 1 us floor (a tiny function) -> not
+     *   1 j:  200 calls, 192 x 1000 ticks and 8 x 100000 (4 %): p99 100000
+     *         is 100x the median, 8 calls that slow -> JITTER, "p99 199 us
+     *         is 99x its median 2.00 us (8 of 200 calls slow)" (the
+     *         histogram's bucket midpoints)
+     *   2 j2: the same with 8 x 9000: 9x -> not
+     *   3 j3: 200 calls, 192 x 10 and 8 x 200: 20x, but 380 ns over the
+     *         median, under the 2 us floor (a tiny function) -> not
      *   4 r:  20 intervals of 1000 between starts, durations 100 but one
      *         600 (60 % of the period), its caller 12 blocked 90 % of its
      *         time -> RATE
@@ -1069,10 +1070,10 @@ static void test_flags(void)
         uint32_t i = jit[k].i;
         set_node(i, RP_KIND_FUNC, 200, 0, 0);
         for (uint32_t c = 0; c < 200; c++)
-            CHECK(rp_hist_add(&fn[i].hist, c % 50 == 49 ? jit[k].outlier : jit[k].usual) == 0);
+            CHECK(rp_hist_add(&fn[i].hist, c % 25 == 24 ? jit[k].outlier : jit[k].usual) == 0);
         fn[i].max = jit[k].outlier;
         fn[i].min = jit[k].usual;
-        fn[i].excl = fn[i].incl = fn[i].dur_sum = 196 * jit[k].usual + 4 * jit[k].outlier;
+        fn[i].excl = fn[i].incl = fn[i].dur_sum = 192 * jit[k].usual + 8 * jit[k].outlier;
     }
     set_node(4, RP_KIND_FUNC, 21, 2600, 2600);
     fn[4].max = 600;
@@ -1114,7 +1115,7 @@ static void test_flags(void)
     CHECK(fn[10].flags == RP_FLAG_BUDGET && fn[11].flags == 0);
 
     CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "JITTER own time p99 199 us is 99x its median 2.00 us (200 calls)");
+    CHECK_STR(buf, "JITTER own time p99 199 us is 99x its median 2.00 us (8 of 200 calls slow)");
     CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "RATE runs every 2.00 us (20 intervals, half within 2.00 us-2.00 us), its "
                    "longest run 1.20 us is 60.0% of the period");

@@ -5,47 +5,45 @@
  * ("Flags") gives every rule with its reasons.
  *
  * Rules (defaults in brackets; all are rp_flag_opts fields):
- *   DISPATCH  involvement >= [0.10], excl/on_incl <= [0.10], and the work
- *             it hands on spreads over >= [2] callees both by calls and by
- *             time: fanout = exp(H), H the entropy in nats of the shares of
- *             i's callees in its outgoing edge calls (fanout, kept in the
- *             node) and in its outgoing edge time (fanout_time), its self
- *             edge left out (recursion hands no work to anyone else), and
- *             only work handed on (not edges to off-CPU time, waits, lock
- *             waits and lock holds; on_incl = incl less the time of those).
- *             The call fan-out is exact and the same in every run of one
- *             workload; the time shares must pass with a margin: a node is
- *             DISPATCH only when its self share is at most 0.8 x the
- *             threshold, its involvement at least 1.25 x it and its time
- *             fan-out at least 1.25 x it, or when the call-count fan-out
- *             alone passes 1.25 x it with the time quantities merely over
- *             their thresholds (DISPATCH_MARGIN): a node that sits on a
- *             threshold is not flagged in one run and not in the next;
+ *   DISPATCH  involvement >= [0.10] x [1.5] (dispatch_margin), excl/on_incl
+ *             <= [0.10] / [1.5], and the work it hands on spreads over >=
+ *             [2] callees both by calls and by time: fanout = exp(H), H the
+ *             entropy in nats of the shares of i's callees in its outgoing
+ *             edge calls (fanout, kept in the node) and in its outgoing edge
+ *             time (fanout_time), its self edge left out (recursion hands
+ *             no work to anyone else), and only work handed on (not edges
+ *             to off-CPU time, waits, lock waits and lock holds; on_incl =
+ *             incl less the time of those).  The call fan-out is exact, the
+ *             same in every run of one workload; involvement and self share
+ *             are time shares that move from run to run (preemption, where
+ *             a garbage collector's step lands), so they must pass their
+ *             thresholds with the margin: a node near one is not flagged,
+ *             in no run, rather than in some;
  *   HOT       own time (excl: its own frame, on CPU, less its callees and
  *             the off-CPU time and waits in its frame) >= [0.05] of all
  *             on-CPU time (the excl of every node that is work);
  *   JITTER    its own on-CPU time per activation (rp_node.own, or the
  *             duration histogram of a node that never had callee time) over
  *             >= [100] activations: the [0.99] quantile >= [10] x the median
- *             (the median taken as at least one tick) and at least [1000] ns
- *             above it.  Callee work and preemption are not its own time, a
- *             percentile ignores a rare preempted or interrupted call, and
- *             the floor keeps ticks of noise on a 2-ns function from being
- *             a "ratio".  A node with callees whose own time is unknown
- *             (direct mode) is not judged;
- *   RATE      periodic: >= [10] intervals between the starts of its
- *             outermost activations on one thread (rp_node.ivl), their
- *             quartiles q3 - q1 <= [0.25] x their median, the period (half of
- *             the runs start within a quarter period of the grid; a late
- *             wake-up on a busy machine is in the other half), and its median
+ *             (the median taken as at least one tick) and at least [2000] ns
+ *             above it, with >= [5] activations that slow (one or two cold
+ *             first calls, a page fault each, are no pattern).  Callee work and preemption are not
+ * its own time, a percentile ignores a rare preempted or interrupted call, and the floor keeps
+ * ticks of noise on a 2-ns function from being a "ratio".  A node with callees whose own time is
+ * unknown (direct mode) is not judged; RATE      periodic: >= [10] intervals between the starts of
+ * its outermost activations on one thread (rp_node.ivl), their quartiles q3 - q1 <= [0.5] x their
+ * median, the period (the middle half of the intervals within half a period: late wake-ups on a
+ * busy machine move the others; random arrivals have q3 - q1 = 1.6 x the median), and its median
  *             duration <= [0.25] x the period (a task that idles between
  *             runs; back-to-back work has regular intervals too, and no
  *             period), and its callers blocked (in waits: a sleep, a poll,
  *             a timed wait) for >= [0.5] of their time: a periodic task is
  *             started by a loop that waits for its next period, a loop body
- *             called back to back is not; then its largest duration (wall: a deadline is also
- *             missed while the task waits or is preempted) >= [0.5] x the
- *             period.  No period, no RATE;
+ *             called back to back is not; then its largest duration less
+ *             the time its thread was preempted (run_max: a wait past the
+ *             period misses it, a busy machine's delay is not the code's;
+ *             max in direct mode) >= [0.5] x the period.  No period, no
+ *             RATE;
  *             JITTER and RATE are not judged on a node that recursed (one
  *             of its activations ran inside another on the same stack:
  *             dur_sum > incl, or it has a self edge): its statistics mix
@@ -75,21 +73,20 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->dispatch_involvement = 0.10;
     o->dispatch_self = 0.10;
     o->dispatch_fanout = 2.0;
+    o->dispatch_margin = 1.5;
     o->hot_self = 0.05;
     o->jitter_calls = 100;
     o->jitter_quantile = 0.99;
     o->jitter_ratio = 10.0;
-    o->jitter_floor_ns = 1000.0;
+    o->jitter_floor_ns = 2000.0;
+    o->jitter_slow = 5;
     o->rate_calls = 10;
-    o->rate_spread = 0.25;
+    o->rate_spread = 0.5;
     o->rate_duty = 0.25;
     o->rate_idle = 0.5;
     o->rate_period = 0.5;
     o->contended_ratio = 0.10;
 }
-
-/* DISPATCH's margin (header comment). */
-#define DISPATCH_MARGIN 1.25
 
 static int is_lock(const struct rp_node *n)
 {
@@ -156,12 +153,22 @@ static const struct rp_hist *own_hist(const struct rp_profile *p, const struct r
 }
 
 /* JITTER's quantities: the high quantile and the median of own time, and
- * the activations they are of.  Cannot fail. */
-static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, double *hi, double *med)
+ * how many activations took at least the rule's threshold (jitter_ratio x
+ * the median and jitter_floor_ns above it: bucket midpoints at or over it).
+ * Cannot fail. */
+static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, double floor_ticks,
+                     double *hi, double *med, uint64_t *slow)
 {
     uint64_t m = rp_hist_q(h, 0.5);
     *med = m ? (double)m : 1.0;
     *hi = (double)rp_hist_q(h, o->jitter_quantile);
+    double thr = o->jitter_ratio * *med;
+    if (thr < *med + floor_ticks)
+        thr = *med + floor_ticks;
+    *slow = 0;
+    for (unsigned b = 0; h->counts && b < h->len; b++)
+        if (h->counts[b] && (double)rp_hist_value(h->lo + b) >= thr)
+            *slow += h->counts[b];
 }
 
 /* RATE's period: whether n's starts are periodic (idle: the share of its
@@ -182,12 +189,12 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
     return *per > 0.0 && *q3 - *q1 <= o->rate_spread * *per && med_dur <= o->rate_duty * *per;
 }
 
-/* The largest duration RATE judges: the wall one, waits and preemption
- * included (a deadline is missed also while the task waits or is not run). */
+/* The largest duration RATE judges: less the time the thread was preempted
+ * (a deadline missed because the machine is busy is not the code's), with
+ * its waits (a task that waits for a device past its period misses it). */
 static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
 {
-    (void)p;
-    return n->max;
+    return p->oncpu_known ? n->run_max : n->max;
 }
 
 /* All on-CPU time: the own time of every node that is work.  Cannot fail. */
@@ -293,17 +300,12 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         /* the self share of its time less what was neither its work nor
          * work it handed on (off CPU, waiting, holding a lock) */
         double on_incl = (double)nd->incl - blocked[i];
+        double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
         if (on_incl > 0 && nd->fanout >= o->dispatch_fanout &&
-            nd->involvement >= o->dispatch_involvement &&
-            (double)nd->excl <= o->dispatch_self * on_incl &&
-            nd->fanout_time >= o->dispatch_fanout) {
-            /* clearly over every threshold, or clearly by calls */
-            int clear = nd->involvement >= DISPATCH_MARGIN * o->dispatch_involvement &&
-                        (double)nd->excl <= o->dispatch_self / DISPATCH_MARGIN * on_incl &&
-                        nd->fanout_time >= DISPATCH_MARGIN * o->dispatch_fanout;
-            if (clear || nd->fanout >= DISPATCH_MARGIN * o->dispatch_fanout)
-                nd->flags |= RP_FLAG_DISPATCH;
-        }
+            nd->fanout_time >= o->dispatch_fanout &&
+            nd->involvement >= o->dispatch_involvement * m &&
+            (double)nd->excl <= o->dispatch_self / m * on_incl)
+            nd->flags |= RP_FLAG_DISPATCH;
         if (nd->budget > 0 && nd->overruns > 0)
             nd->flags |= RP_FLAG_BUDGET;
         if (is_lock(nd)) {
@@ -319,8 +321,9 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         const struct rp_hist *own = own_hist(p, nd, self[i] & 2);
         if (own && own->n >= o->jitter_calls && own->n > 0) {
             double hi, med;
-            jitter_q(own, o, &hi, &med);
-            if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks)
+            uint64_t slow;
+            jitter_q(own, o, floor_ticks, &hi, &med, &slow);
+            if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow)
                 nd->flags |= RP_FLAG_JITTER;
         }
         double per, q1, q3;
@@ -445,12 +448,14 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     if (n->flags & RP_FLAG_JITTER) {
         const struct rp_hist *own = n->own.counts ? &n->own : &n->hist;
         double hi, med;
-        jitter_q(own, o, &hi, &med);
+        uint64_t slow;
+        jitter_q(own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
         put(buf, bufsz, &len, "%sJITTER own time p%g ", sep, o->jitter_quantile * 100.0);
         put_dur(buf, bufsz, &len, hi, tick);
         put(buf, bufsz, &len, " is %.0fx its median ", hi / med);
         put_dur(buf, bufsz, &len, med, tick);
-        put(buf, bufsz, &len, " (%llu calls)", (unsigned long long)own->n);
+        put(buf, bufsz, &len, " (%llu of %llu calls slow)", (unsigned long long)slow,
+            (unsigned long long)own->n);
         sep = "; ";
     }
     if (n->flags & RP_FLAG_RATE) {

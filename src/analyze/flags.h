@@ -15,13 +15,15 @@ struct rp_flag_opts {
     double dispatch_involvement; /* >= 0.10 */
     double dispatch_self;        /* exclusive/inclusive <= 0.10 */
     double dispatch_fanout;      /* exp(H) >= 2, of callee calls and of callee time */
+    double dispatch_margin;      /* 1.5: involvement >= 0.10 x it, self <= 0.10 / it */
     double hot_self;             /* own time >= 0.05 of all on-CPU time */
     uint64_t jitter_calls;       /* >= 100 activations with a known own time */
     double jitter_quantile;      /* 0.99: the high percentile judged */
     double jitter_ratio;         /* pNN >= 10 x median (own on-CPU time per call) */
-    double jitter_floor_ns;      /* and pNN - median >= 1000 ns */
+    double jitter_floor_ns;      /* and pNN - median >= 2000 ns */
+    uint64_t jitter_slow;        /* and >= 5 activations that slow */
     uint64_t rate_calls;         /* >= 10 intervals between starts */
-    double rate_spread;          /* periodic: q3 - q1 of the intervals <= 0.25 x median */
+    double rate_spread;          /* periodic: q3 - q1 of the intervals <= 0.5 x median */
     double rate_duty;            /* periodic: median duration <= 0.5 x period */
     double rate_idle;            /* periodic: its callers blocked >= 0.5 of their time */
     double rate_period;          /* on-CPU max >= 0.5 x period */

@@ -66,6 +66,10 @@ struct rp_node {
                               activation's duration less the off-CPU and wait time below it (in
                               the chunk it ended in); min, max, mean, m2 and hist stay of
                               wall durations */
+    uint64_t run_max;              /* the largest duration less the time its thread was preempted
+                                      below it (off CPU outside any wait, in the chunk it ended in):
+                                      waits count, the scheduler's delays do not.  RATE judges it
+                                      (a replayed trace; direct mode: max) */
     struct rp_hist own;            /* own on-CPU time per activation (duration less the time in its
                                       callees, off-CPU time and waits among them), a replayed trace's
                                       nodes whose spans had callee time; counts NULL where hist is it

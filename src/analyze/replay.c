@@ -94,6 +94,8 @@ struct frame {
                        its on-CPU statistics (format 1.3, see "Off-CPU" above) */
     uint64_t acts;  /* activations ended below it (in this chunk; in a thread's stack
                        between chunks, summed over them): its edge's incl_calls */
+    uint64_t pre;   /* ticks its thread was preempted below it (in this chunk): off
+                       CPU, but not inside a wait (a sleep's off-CPU time is the wait) */
 };
 
 /*
@@ -122,11 +124,12 @@ struct hot {
     uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
     uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, omin;          /* on-CPU duration (less the off-CPU time below): the largest,
-                                     and the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;              /* a node of kind offcpu, wait or lock-wait: its spans are time
-                                     off CPU for the frames above them (frame.off) */
-    uint8_t ivl_off;              /* intervals too spread for a period: no more counted */
+    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
+                            and the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
+                            off CPU for the frames above them (frame.off) */
+    uint8_t ivl_off;     /* intervals too spread for a period: no more counted */
+    uint64_t rmax;       /* the largest duration less the preempted time below (frame.pre) */
     uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
                                      span, for the interval to the next one */
     struct rp_hist own;           /* own time per span (rp_node.own), allocated at the first span
@@ -539,8 +542,11 @@ static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
 static inline __attribute__((always_inline)) int
 span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
            uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp,
-           uint64_t acts, int partial)
+           uint64_t acts, int partial, uint64_t pre)
 {
+    uint64_t run = pre < dur ? dur - pre : 0;
+    if (unlikely(run > h->rmax))
+        h->rmax = run;
     if (unlikely(child | (uint64_t)partial) || unlikely(h->own.counts != NULL))
         if (own_count(h, dur, child, partial))
             return RP_ENOMEM;
@@ -610,6 +616,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
         pf->child += dur;
         pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         pf->acts += acts;
+        pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
         parent = pf->id;
     }
     if (unlikely(*depth < j->low)) {
@@ -618,7 +625,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
             j->closed[*depth] = 1;
     }
     return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
-                      --a->active[id] == 0, cp, acts, f->ev <= 0);
+                      --a->active[id] == 0, cp, acts, f->ev <= 0, f->pre);
 }
 
 /*
@@ -728,7 +735,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     j->nsnap = ns;
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0, 0};
+        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0, 0, 0};
     }
     a->depth = j->u = j->low = u;
     a->chunk = j->offset + 1;
@@ -786,7 +793,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
     if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
-                   dur, dur, 0, (how >> 1) & 1, cp, 0, 0) < 0)
+                   dur, dur, 0, (how >> 1) & 1, cp, 0, 0, 0) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
 }
@@ -871,6 +878,8 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     if (unlikely(x == j->offid)) { /* the writer's: not compensated */
                         dur = raw;
                         syn += 2;
+                        if (depth) /* (preempted, in the frame below) */
+                            stack[depth - 1].pre += dur;
                     }
                     uint32_t parent = 0;
                     uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
@@ -883,7 +892,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     }
                     n++;
                     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
-                                            act == 0, cp, acts, 0) < 0))
+                                            act == 0, cp, acts, 0, 0) < 0))
                         goto nomem;
                     now += raw;
                     ev0 = q;
@@ -893,7 +902,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0};
+                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0, 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -901,7 +910,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0, 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -1171,7 +1180,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] = (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0, 0};
+            t->stack[i] =
+                (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0, 0, 0};
         t->depth = j->u;
     }
     for (uint32_t i = j->low; i < j->u; i++)
@@ -1731,6 +1741,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->cut += h->cut;
         n->offcpu_below += h->offb;
         n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
+        n->run_max = h->rmax > n->run_max ? h->rmax : n->run_max;
         n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
         sq[i] += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
@@ -1760,6 +1771,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
             return RP_ENOMEM;
         e->calls += s->calls;
         e->incl += s->incl;
+        e->incl_calls += s->incl_calls;
         e->min = s->min < e->min ? s->min : e->min;
         e->max = s->max > e->max ? s->max : e->max;
         struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
@@ -1814,11 +1826,12 @@ static int close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp
             /* (the off-CPU time below it in its last chunk) */
             f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             f[-1].acts += acts;
+            f[-1].pre += f->id == v->offid ? dur : a->hot[f->id].blocked ? 0 : f->pre;
             parent = f[-1].id;
         }
         a->hot[f->id].cut++;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
-                             --a->active[f->id] == 0, cp, acts, 0)) < 0)
+                             --a->active[f->id] == 0, cp, acts, 0, f->pre)) < 0)
             return rc;
     }
     return 0;

@@ -28,12 +28,16 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->dispatch_self = rp_opt_double("--threshold dispatch-self", v, 0, 1);
     else if (K("dispatch-fanout"))
         f->dispatch_fanout = rp_opt_double("--threshold dispatch-fanout", v, 0, 1e9);
+    else if (K("dispatch-margin"))
+        f->dispatch_margin = rp_opt_double("--threshold dispatch-margin", v, 1, 1e9);
     else if (K("hot-self"))
         f->hot_self = rp_opt_double("--threshold hot-self", v, 0, 1);
     else if (K("jitter-calls"))
         f->jitter_calls = rp_opt_u64("--threshold jitter-calls", v);
     else if (K("jitter-quantile"))
         f->jitter_quantile = rp_opt_double("--threshold jitter-quantile", v, 0.5, 1);
+    else if (K("jitter-slow"))
+        f->jitter_slow = rp_opt_u64("--threshold jitter-slow", v);
     else if (K("jitter-ratio"))
         f->jitter_ratio = rp_opt_double("--threshold jitter-ratio", v, 0, 1e12);
     else if (K("jitter-floor-ns"))
@@ -53,7 +57,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
     else
         rp_usage_die("report",
                      "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
-                     "dispatch-fanout, hot-self, jitter-calls, jitter-quantile, jitter-ratio, "
+                     "dispatch-fanout, dispatch-margin, hot-self, jitter-calls, jitter-quantile, "
+                     "jitter-ratio, jitter-slow, "
                      "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-period, "
                      "contended-ratio)",
                      (int)n, kv);

@@ -110,6 +110,21 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
+    if (p->own_known) { /* the flags' statistics (docs/ranking.md, "Flags") */
+        const struct rp_hist *own = n->own.counts ? &n->own : &n->hist;
+        if (own->counts && own->n) {
+            put_u64_field(out, "own_calls", own->n);
+            put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_hist_q(own, 0.50)));
+            put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_hist_q(own, 0.99)));
+        }
+        put_u64_field(out, "run_max_ns", rp_ticks_ns(p, n->run_max));
+        if (n->ivl.counts && n->ivl.n) {
+            put_u64_field(out, "intervals", n->ivl.n);
+            put_u64_field(out, "interval_p25_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.25)));
+            put_u64_field(out, "interval_p50_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.50)));
+            put_u64_field(out, "interval_p75_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.75)));
+        }
+    }
     /* activations not ended by their own exit (replay.c: unwound, or open at
      * the thread's or the process's end), counted in calls with their time */
     put_u64_field(out, "cut", n->cut);

@@ -20,7 +20,9 @@
  *                 SLOW_EVERY-th call a slow path of its own (~40 us of
  *                 arithmetic): 2.5 % of its calls, so p99 is the slow path;
  *   counter_lock  CONTENDED: two threads (locker) take it HOLDS times each
- *                 and hold it for ~200 us of work (critical).
+ *                 and hold it for ~80 us of work (critical); they start at
+ *                 a barrier with the lock taken by one for FIRST_HOLD_MS
+ *                 more, so the other's first attempt waits for certain.
  * Traps (must carry no flag):
  *   op_0 .. op_24 each ~2 % of the on-CPU time (not HOT), steady;
  *   tiny          a ~2-ns leaf called TINY times (not JITTER, not HOT);
@@ -36,20 +38,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS     1500
-#define NOPS       25
-#define OP_ITERS   12000  /* ~2 % of the work each */
-#define HOT_ITERS  300000 /* = NOPS * OP_ITERS: half of dispatch */
-#define LOOKUPS    4000
-#define SLOW_EVERY 40
-#define TINY       1000000
-#define PERIOD_MS  20
-#define RUNS       60
-#define LATE_A     20
-#define LATE_B     45
-#define SLOW_MS    30
-#define HOLDS      40
-#define NAP_MS     150
+#define ROUNDS        1500
+#define NOPS          25
+#define OP_ITERS      12000  /* ~2 % of the work each */
+#define HOT_ITERS     300000 /* = NOPS * OP_ITERS: half of dispatch */
+#define LOOKUPS       4000
+#define SLOW_EVERY    40
+#define TINY          1000000
+#define PERIOD_MS     20
+#define RUNS          60
+#define LATE_A        20
+#define LATE_B        45
+#define SLOW_MS       30
+#define HOLDS         40
+#define FIRST_HOLD_MS 20
+#define NAP_MS        150
 
 static volatile uint64_t sink;
 
@@ -81,19 +84,42 @@ void hot_leaf(void)
     sink += spin(HOT_ITERS);
 }
 
+/* an op: its definition, then its declaration again (for the semicolon) */
 #define OP(k)                                                                                      \
     void op_##k(void)                                                                              \
     {                                                                                              \
         sink += spin(OP_ITERS);                                                                    \
-    }
-OP(0)
-OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
-    OP(16) OP(17) OP(18) OP(19) OP(20) OP(21) OP(22) OP(23) OP(24)
+    }                                                                                              \
+    void op_##k(void)
+OP(0);
+OP(1);
+OP(2);
+OP(3);
+OP(4);
+OP(5);
+OP(6);
+OP(7);
+OP(8);
+OP(9);
+OP(10);
+OP(11);
+OP(12);
+OP(13);
+OP(14);
+OP(15);
+OP(16);
+OP(17);
+OP(18);
+OP(19);
+OP(20);
+OP(21);
+OP(22);
+OP(23);
+OP(24);
 
-        static void (*const ops[NOPS])(void) = {op_0,  op_1,  op_2,  op_3,  op_4,  op_5,  op_6,
-                                                op_7,  op_8,  op_9,  op_10, op_11, op_12, op_13,
-                                                op_14, op_15, op_16, op_17, op_18, op_19, op_20,
-                                                op_21, op_22, op_23, op_24};
+static void (*const ops[NOPS])(void) = {
+    op_0,  op_1,  op_2,  op_3,  op_4,  op_5,  op_6,  op_7,  op_8,  op_9,  op_10, op_11, op_12,
+    op_13, op_14, op_15, op_16, op_17, op_18, op_19, op_20, op_21, op_22, op_23, op_24};
 
 void dispatch(int round)
 {
@@ -162,15 +188,27 @@ void *overrun_thread(void *arg)
 }
 
 static pthread_mutex_t counter_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t lockers_ready;
+static int first_locker = 1;
 
 void critical(void)
 {
     sink += spin(60000);
 }
 
+/* The first locker takes the lock before the barrier and keeps it
+ * FIRST_HOLD_MS more (asleep), so that the other's first attempt waits for
+ * certain; after that they compete. */
 void *locker(void *arg)
 {
-    (void)arg;
+    int first = arg != NULL;
+    if (first)
+        pthread_mutex_lock(&counter_lock);
+    pthread_barrier_wait(&lockers_ready);
+    if (first) {
+        usleep(FIRST_HOLD_MS * 1000);
+        pthread_mutex_unlock(&counter_lock);
+    }
     for (int i = 0; i < HOLDS; i++) {
         pthread_mutex_lock(&counter_lock);
         critical();
@@ -197,7 +235,8 @@ int main(void)
     pthread_create(&st, NULL, steady_thread, NULL);
     pthread_create(&ot, NULL, overrun_thread, NULL);
     pthread_create(&sl, NULL, sleeper, NULL);
-    pthread_create(&l1, NULL, locker, NULL);
+    pthread_barrier_init(&lockers_ready, NULL, 2);
+    pthread_create(&l1, NULL, locker, &first_locker);
     pthread_create(&l2, NULL, locker, NULL);
     int acc = 0;
     for (int i = 0; i < TINY; i++)
