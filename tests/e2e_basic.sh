@@ -417,9 +417,11 @@ def check_json(spec_name, path, trace_events, extra):
         if not t["max_ns"] >= 10 * t["p50_ns"]:
             die(f"{what}: task_telemetry max {t['max_ns']} should be >= 10 x its median "
                 f"{t['p50_ns']} (the flush every 100th run)")
-        if "JITTER" not in t["flags"]:
-            die(f"{what}: task_telemetry (200 calls, max >= 10 x median) lacks the JITTER "
-                f"flag: {t['flags']}")
+        # its slow runs are its callee's (telemetry_flush): its own time per
+        # call does not vary, so it is not JITTER (docs/ranking.md, "Flags")
+        if "JITTER" in t["flags"]:
+            die(f"{what}: task_telemetry is JITTER although its slow runs are in its "
+                f"callee telemetry_flush: {t['flags']}")
     print(f"e2e_basic: {spec_name}: {len(funcs)} functions, {len(fedges)} edges, "
           f"{r['threads']} threads, total {total} ns, exclusive sum {excl} ns: ok")
 

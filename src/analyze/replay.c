@@ -547,9 +547,17 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint64_t run = pre < dur ? dur - pre : 0;
     if (unlikely(run > h->rmax))
         h->rmax = run;
-    if (unlikely(child | (uint64_t)partial) || unlikely(h->own.counts != NULL))
-        if (own_count(h, dur, child, partial))
+    if (unlikely(child | (uint64_t)partial) || unlikely(h->own.counts != NULL)) {
+        unsigned ob = rp_hist_index(child < dur ? dur - child : 0);
+        if (likely(h->own.counts != NULL) && likely(!partial) &&
+            likely(ob - h->own.lo < h->own.len)) { /* the common case, inline */
+            uint32_t *c = &h->own.counts[ob - h->own.lo];
+            *c += *c != UINT32_MAX;
+            h->own.n++;
+        } else if (own_count(h, dur, child, partial)) {
             return RP_ENOMEM;
+        }
+    }
     if (outer && !h->ivl_off && a->chunk) {
         if (h->ivl_chunk == a->chunk && start > h->ivl_prev && ivl_count(h, start - h->ivl_prev))
             return RP_ENOMEM;

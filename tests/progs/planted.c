@@ -45,11 +45,11 @@
 #define LOOKUPS       4000
 #define SLOW_EVERY    40
 #define TINY          1000000
-#define PERIOD_MS     20
-#define RUNS          60
-#define LATE_A        20
-#define LATE_B        45
-#define SLOW_MS       30
+#define PERIOD_MS     40
+#define RUNS          50
+#define LATE_A        15
+#define LATE_B        35
+#define SLOW_MS       60
 #define HOLDS         40
 #define FIRST_HOLD_MS 20
 #define NAP_MS        150
