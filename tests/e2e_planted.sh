@@ -9,7 +9,8 @@
 #   - no other row carries a flag: the traps (a ~2-ns leaf called a million
 #     times, a steady periodic task, a thread that sleeps and is joined, 25
 #     ops of ~2 % each, the thread functions) are not flagged;
-#   - every flagged row has its why line in the table and in the JSON;
+#   - every flagged row has its why line in the table, in the JSON and on
+#     the HTML page;
 #   - the edges' inclusive calls (--weight calls): every activation counted
 #     once under each edge above it, the same with 0 and 4 replay workers
 #     (chunks replayed apart and joined), and the flags too;
@@ -86,10 +87,13 @@ for nm in ["tiny", "steady_task", "nap", "sleeper", "main", "critical", "op_0", 
         die(f"no node {nm} (nodes: {sorted(nodes)})")
 got = {n["name"]: sorted(n["flags"]) for n in r["nodes"] if n["flags"]}
 if got != {k: sorted(v) for k, v in want.items()}:
-    die(f"flagged rows {got}, expected exactly {want}; why: "
-        + "; ".join(f"{n['name']}: {n.get('why')}" for n in r["nodes"] if n["flags"])
-        + "; planted and traps: " + "; ".join(str(nodes[k]) for k in list(want) + [
-            "steady_task", "tiny", "op_0"] if k in nodes))
+    die(f"flagged rows {got}, expected exactly {want}; "
+        + "; planted and traps: " + "; ".join(
+            str({k: v for k, v in nodes[nm].items() if k in (
+                "name", "calls", "max_ns", "p50_ns", "own_calls", "own_p50_ns", "own_p99_ns",
+                "run_max_ns", "intervals", "interval_p25_ns", "interval_p50_ns",
+                "interval_p75_ns", "exclusive_ns", "involvement")})
+            for nm in ["overrun_task", "steady_task", "lookup", "tiny", "op_0"] if nm in nodes))
 text = open(table).read()
 for nm, fl in want.items():
     why = nodes[nm].get("why", "")
@@ -147,6 +151,18 @@ fa = {n["name"]: n["flags"] for n in a["nodes"]}
 fb = {n["name"]: n["flags"] for n in b["nodes"]}
 if fa != fb:
     sys.exit("e2e_planted: FAIL: flags differ between 0 and 4 replay workers")
+PYEOF
+
+# the HTML page shows every flagged row's why line
+"$RANKPROF" export --format html -i "$tmp/pl.data" -o "$tmp/pl.html" >/dev/null 2>"$tmp/herr" ||
+    fail "export --format html failed: $(head -c 400 "$tmp/herr")"
+python3 - "$tmp/r.json" "$tmp/pl.html" <<'PYEOF' || exit 1
+import html, json, sys
+r = json.load(open(sys.argv[1]))
+page = open(sys.argv[2]).read()
+for n in r["nodes"]:
+    if n["flags"] and f"<small class=why>{html.escape(n['why'], quote=False)}</small>" not in page:
+        sys.exit(f"e2e_planted: FAIL: the HTML page lacks {n['name']}'s why line {n['why']!r}")
 PYEOF
 
 # each rule's switch takes its flag, and only it, away

@@ -104,7 +104,7 @@ struct rp_edge {
 };
 
 /* RATE's intervals (rp_node.ivl): wider than this many octaves is no period. */
-#define RP_IVL_OCTAVES 4
+#define RP_IVL_OCTAVES 8
 
 struct rp_thread {
     uint32_t tid;
