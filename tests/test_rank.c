@@ -999,6 +999,20 @@ static void test_flags(void)
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
     rp_flag_opts_default(&fo);
+    /* the margin: 0.7 x 1.5 = 1.05 is over d's 0.95; without it (1) d is over
+     * 0.7; the self share 0.42 % against 0.10 / 100 = 0.1 % is under */
+    fo.dispatch_involvement = 0.7;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    fo.dispatch_margin = 1;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[2].flags & RP_FLAG_DISPATCH);
+    rp_flag_opts_default(&fo);
+    fo.dispatch_margin = 100; /* self share must be <= 0.1 %: d has 0.42 % */
+    fo.dispatch_involvement = 0.001;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    rp_flag_opts_default(&fo);
 
     /*
      * Recursion and DISPATCH.  d now also calls itself: 20 nested
@@ -1137,6 +1151,25 @@ static void test_flags(void)
     CHECK(fn[1].flags == 0 && fn[4].flags == 0);
     rp_flag_opts_default(&fo);
     fo.hot_self = 2;
+    /* JITTER wants jitter_slow activations that slow: j has 8 */
+    fo.jitter_slow = 9;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0 && fn[4].flags == RP_FLAG_RATE);
+    fo.jitter_slow = 8;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER);
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
+    /* RATE judges run_max in a replayed trace: r's longest run less the time
+     * it was preempted, 300 (30 % of the period), is no overrun */
+    p.oncpu_known = 1;
+    fn[4].run_max = 300;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[4].flags == 0);
+    fn[4].run_max = 600;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[4].flags == RP_FLAG_RATE);
+    p.oncpu_known = 0;
 
     /*
      * Recursion: JITTER and RATE are not judged on a node that recursed.

@@ -406,8 +406,9 @@ static void put_dur(char *buf, size_t bufsz, size_t *len, double ticks, double n
 }
 
 /*
- * Writes why n carries its flags.  With o NULL the defaults are assumed (the
- * options only name the thresholds).  Returns the length in buf, 0 when n
+ * Writes why n carries its flags, with the quantities the rules judged under
+ * the options o (the defaults when o is NULL: pass the options the flags
+ * were set with).  Returns the length in buf, 0 when n
  * has no flags, buf is NULL/empty, or p or n is NULL (buf is then "" if it
  * can hold it).
  */
