@@ -13,7 +13,8 @@
 #     the HTML page;
 #   - the edges' inclusive calls (--weight calls): every activation counted
 #     once under each edge above it, the same with 0 and 4 replay workers
-#     (chunks replayed apart and joined), and the flags too;
+#     (chunks replayed apart and joined), and the flags too; and the
+#     ranking with --weight calls against a dense solve from those counts;
 #   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
 #     rate-spread set high / low take exactly their flag away.
 #
@@ -151,6 +152,51 @@ fa = {n["name"]: n["flags"] for n in a["nodes"]}
 fb = {n["name"]: n["flags"] for n in b["nodes"]}
 if fa != fb:
     sys.exit("e2e_planted: FAIL: flags differ between 0 and 4 replay workers")
+PYEOF
+
+# --weight calls against a dense solve of pi = pi P built from the JSON:
+# stop weight = calls, edge weight = inclusive_calls (exact counts: no
+# rounding to allow for)
+"$RANKPROF" report -i "$tmp/pl.data" --format json --weight calls >"$tmp/rc.json" ||
+    fail "report --weight calls failed"
+python3 - "$tmp/rc.json" <<'PYEOF' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r["rank"]["weight"] != "calls":
+    sys.exit("e2e_planted: FAIL: --weight calls: the report says weight " + r["rank"]["weight"])
+N = max(n["id"] for n in r["nodes"]) + 1
+alpha = r["rank"]["alpha"]
+stop = [0.0] * N
+for n in r["nodes"]:
+    stop[n["id"]] = float(n["calls"])
+tot = stop[:]
+for e in r["edges"]:
+    tot[e["caller_id"]] += e["inclusive_calls"]
+Q = [[0.0] * N for _ in range(N)]
+for e in r["edges"]:
+    if tot[e["caller_id"]] > 0:
+        Q[e["caller_id"]][e["callee_id"]] += e["inclusive_calls"] / tot[e["caller_id"]]
+for i in range(N):
+    if tot[i] == 0:
+        Q[i][0] = 1.0
+    elif i:
+        Q[i][0] += stop[i] / tot[i]
+A = [[(1 - alpha) * Q[i][j] + alpha / N - (i == j) for i in range(N)] + [0.0] for j in range(N)]
+A[N - 1] = [1.0] * (N + 1)
+for c in range(N):
+    p = max(range(c, N), key=lambda k: abs(A[k][c]))
+    A[c], A[p] = A[p], A[c]
+    for k in range(N):
+        if k != c and A[k][c]:
+            f = A[k][c] / A[c][c]
+            A[k] = [a - f * b for a, b in zip(A[k], A[c])]
+pi = [A[i][N] / A[i][i] for i in range(N)]
+for n in r["nodes"]:
+    want = pi[n["id"]] / pi[0]
+    if abs(n["involvement"] - want) > 1e-6 * max(1.0, want):
+        sys.exit(f"e2e_planted: FAIL: --weight calls: {n['name']} involvement "
+                 f"{n['involvement']}, the dense solve gives {want}")
+print(f"e2e_planted: --weight calls matches a dense solve over {N} nodes")
 PYEOF
 
 # the HTML page shows every flagged row's why line
