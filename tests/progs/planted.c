@@ -25,7 +25,8 @@
  *                 more, so the other's first attempt waits for certain.
  * Traps (must carry no flag):
  *   op_0 .. op_24 each ~2 % of the on-CPU time (not HOT), steady;
- *   tiny          a ~2-ns leaf called TINY times (not JITTER, not HOT);
+ *   tiny          a ~2-ns leaf called TINY times, or argv[1] times (not
+ *                 JITTER, not HOT);
  *   steady_task   the same period, 50 us every run, on a thread of its own
  *                 (not RATE: its worst run is far below its period);
  *   sleeper, nap  a thread that sleeps NAP_MS and is joined (waits: never
@@ -35,6 +36,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -229,8 +231,9 @@ void *sleeper(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    long tiny_calls = argc > 1 ? atol(argv[1]) : TINY;
     pthread_t st, ot, l1, l2, sl;
     pthread_create(&st, NULL, steady_thread, NULL);
     pthread_create(&ot, NULL, overrun_thread, NULL);
@@ -239,7 +242,7 @@ int main(void)
     pthread_create(&l1, NULL, locker, &first_locker);
     pthread_create(&l2, NULL, locker, NULL);
     int acc = 0;
-    for (int i = 0; i < TINY; i++)
+    for (int i = 0; i < tiny_calls; i++)
         acc += tiny(i);
     sink += (uint64_t)acc;
     for (int i = 0; i < LOOKUPS; i++)
