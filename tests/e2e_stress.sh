@@ -132,6 +132,12 @@ if not m or int(m.group(1)) != lost:
     bad.append(f"info says lost {m.group(1) if m else '?'}, the trace holds {lost}")
 if rep["lost_events"] != lost:
     bad.append(f"report says lost {rep['lost_events']}, the trace holds {lost}")
+# every drop here is for want of a free buffer, and says so
+why = rep.get("lost_by_reason", {})
+if why.get("full") != lost or sum(why.values()) != lost:
+    bad.append(f"lost_by_reason {why}, expected all {lost} as full")
+if f"({lost} with no free buffer (--drop))" not in info:
+    bad.append("info does not give the reason: " + (m.group(0) if m else "?"))
 for b in bad:
     print("e2e_stress: drop:", b, file=sys.stderr)
 print(f"e2e_stress: drop: {spans} recorded + {lost} lost = 2 x {made} calls")

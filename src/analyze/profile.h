@@ -105,6 +105,22 @@ struct rp_rank_info {
     double residual;
 };
 
+/* Why the recorder dropped events: the INFO key is "lost_" and the name
+ * rp_why_name gives (docs/trace-format.md). */
+enum {
+    RP_WHY_FULL,      /* no free buffer under the drop policy */
+    RP_WHY_STOPPED,   /* after recording had stopped (exit, a fatal signal) */
+    RP_WHY_FAILED,    /* writing the trace had failed */
+    RP_WHY_NOMEM,     /* no memory for a buffer or a thread's state */
+    RP_WHY_REENTERED, /* a signal handler's, while it interrupted the recorder */
+    RP_WHY_GONE,      /* a thread's, after its state was released at its exit */
+    RP_WHY_UNENCODED, /* records the writer could not encode */
+    RP_WHY_N
+};
+
+/* The name of reason why ("full", "stopped", ...), NULL past the last. */
+const char *rp_why_name(unsigned why);
+
 struct rp_profile {
     /* run metadata, from INFO and CLOCK chunks */
     char *program;
@@ -159,8 +175,13 @@ struct rp_profile {
     char offcpu_err[64];
     uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
     int offcpu_runq_known;
-    uint64_t paused; /* ticks the threads waited for the recorder's writer, summed */
-    int oncpu_known; /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
+    /* Why the recorder dropped events (INFO lost_REASON keys, format 1.3),
+     * by RP_WHY_*: every drop counted until the end was written, so the sum
+     * may exceed `lost` by the drops after a thread's last LOST record. */
+    uint64_t lost_why[RP_WHY_N];
+    int lost_why_known; /* the trace said (0: an older trace) */
+    uint64_t paused;    /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known;    /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

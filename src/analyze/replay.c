@@ -1505,6 +1505,17 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
+        } else if (klen > 5 && !memcmp(k, "lost_", 5)) { /* drops by reason */
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            for (unsigned w = 0; w < RP_WHY_N; w++)
+                if ((size_t)klen - 5 == strlen(rp_why_name(w)) &&
+                    !memcmp(k + 5, rp_why_name(w), klen - 5)) {
+                    p->lost_why[w] = strtoull(tmp, NULL, 10);
+                    p->lost_why_known = 1;
+                }
         } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
@@ -2122,4 +2133,14 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
         snprintf(buf, bufsz, "0x%llx", (unsigned long long)n->key);
     }
     return buf;
+}
+
+const char *rp_why_name(unsigned why)
+{
+    static const char *const name[RP_WHY_N] = {
+        [RP_WHY_FULL] = "full",           [RP_WHY_STOPPED] = "stopped",
+        [RP_WHY_FAILED] = "failed",       [RP_WHY_NOMEM] = "nomem",
+        [RP_WHY_REENTERED] = "reentered", [RP_WHY_GONE] = "gone",
+        [RP_WHY_UNENCODED] = "unencoded"};
+    return why < RP_WHY_N ? name[why] : NULL;
 }

@@ -76,8 +76,9 @@ int cmd_info(int argc, char **argv)
     for (uint32_t i = 1; i < p.n_nodes; i++)
         defined += p.nodes[i].kind != 0xff;
     printf("ids:         %llu defined, %u edges\n", (unsigned long long)defined, p.n_edges);
-    printf("lost events: %llu%s\n", (unsigned long long)p.lost,
-           p.lost ? "  (the recorder dropped these: --drop under load)" : "");
+    printf("lost events: %llu", (unsigned long long)p.lost);
+    rp_report_lost_why(stdout, &p); /* the reasons, when the trace gives them */
+    putchar('\n');
     printf("unmatched:   %llu exits without an entry, %llu spans dropped at lost events\n",
            (unsigned long long)p.unmatched_exits, (unsigned long long)p.unclosed);
     printf("cut:         %llu frames unwound without their exit (longjmp, exceptions), %llu "

@@ -235,6 +235,12 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fprintf(out, ",\n  \"total_ns\": %" PRIu64, rp_ticks_ns(p, p->total));
     fprintf(out, ",\n  \"threads\": %" PRIu32, p->n_threads);
     fprintf(out, ",\n  \"lost_events\": %" PRIu64, p->lost);
+    if (p->lost_why_known) { /* format 1.3: every reason, zeros included */
+        fputs(",\n  \"lost_by_reason\": {", out);
+        for (unsigned w = 0; w < RP_WHY_N; w++)
+            fprintf(out, "%s\"%s\": %" PRIu64, w ? ", " : " ", rp_why_name(w), p->lost_why[w]);
+        fputs(" }", out);
+    }
     fprintf(out, ",\n  \"events\": %" PRIu64, p->events);
     fprintf(out, ",\n  \"unmatched_exits\": %" PRIu64 ",\n  \"unclosed\": %" PRIu64, unmatched,
             unclosed);

@@ -309,11 +309,11 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     fprintf(out, "  total %s  %" PRIu32 " thread%s  %" PRIu64 " events  %s%" PRIu64 " lost%s\n",
             total, p->n_threads, p->n_threads == 1 ? "" : "s", p->events, p->lost ? warn : "",
             p->lost, p->lost ? reset : "");
-    if (p->lost)
-        fprintf(out,
-                "%sWARNING: the recorder dropped %" PRIu64
-                " events; counts and times below are incomplete%s\n",
-                warn, p->lost, reset);
+    if (p->lost) {
+        fprintf(out, "%sWARNING: the recorder dropped %" PRIu64 " events", warn, p->lost);
+        rp_report_lost_why(out, p);
+        fprintf(out, "; counts and times below are incomplete%s\n", reset);
+    }
     if (unmatched || unclosed)
         fprintf(out,
                 "note: %" PRIu64 " unmatched exit%s and %" PRIu64
