@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_flags.sh - end-to-end test of the ranking and the flags (DESIGN §6-7)
+# e2e_flags.sh - end-to-end test of the ranking and the flags (docs/design.md §6-7)
 # on real recorded runs: records tests/progs/{dispatch,periodic,jitter,fib}
 # with the real recorder and checks `report --format json` and the table's
 # "why" lines:
@@ -14,7 +14,7 @@
 #     threshold), and the fan-out in the DISPATCH line against the entropy of
 #     the JSON edges;
 #   - standing and involvement against an independent dense solve of
-#     pi = pi P (DESIGN §6, Gaussian elimination in Python) built from the
+#     pi = pi P (docs/design.md §6, Gaussian elimination in Python) built from the
 #     JSON nodes and edges, to 1e-6 plus what the JSON's rounding to whole
 #     ns moves the solve;
 #   - that every threshold is an option: `report --threshold KEY=VALUE` with

@@ -35,7 +35,7 @@
 /* ---- an independent dense solve ---------------------------------------- */
 
 /*
- * pi of P = (1-alpha) Q + alpha/N 11^T with Q built straight from DESIGN §6,
+ * pi of P = (1-alpha) Q + alpha/N 11^T with Q built straight from docs/design.md §6,
  * by Gaussian elimination with partial pivoting on (P^T - I) pi = 0 with the
  * last equation replaced by sum pi = 1.  Returns 0, or -1 if singular.
  */

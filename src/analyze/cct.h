@@ -1,5 +1,5 @@
 /*
- * cct.h - the calling-context tree (call-path profile of DESIGN §5): one
+ * cct.h - the calling-context tree (call-path profile of docs/design.md §5): one
  * node per distinct path of spans from a thread's empty stack, e.g.
  * main;a;b;leaf, with the calls, inclusive and exclusive time of the
  * activations that ran on exactly that path.  It feeds the folded stacks,

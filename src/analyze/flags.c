@@ -1,5 +1,5 @@
 /*
- * flags.c - the flags of DESIGN §7: which nodes dispatch, are hot, jitter,
+ * flags.c - the flags of docs/design.md §7: which nodes dispatch, are hot, jitter,
  * run too slowly for their rate, are contended locks, or overrun a budget;
  * and one human line per flagged node saying why.
  *

@@ -21,7 +21,7 @@
 
 #include "hist.h"
 
-/* Flags of DESIGN §7, a bit each in rp_node.flags. */
+/* Flags of docs/design.md §7, a bit each in rp_node.flags. */
 enum {
     RP_FLAG_DISPATCH = 1u << 0,
     RP_FLAG_HOT = 1u << 1,

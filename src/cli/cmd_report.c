@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "report/report.h"
 
-/* --threshold KEY=VALUE: every flag threshold of DESIGN §7. */
+/* --threshold KEY=VALUE: every flag threshold of docs/design.md §7. */
 static void set_threshold(struct rp_flag_opts *f, const char *kv)
 {
     const char *eq = strchr(kv, '=');

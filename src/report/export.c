@@ -14,7 +14,7 @@
 #include "trace/format.h"
 
 const struct rp_export_format rp_export_formats[] = {
-    {"json", RP_EXPORT_RANK, "json", "the report of DESIGN §9 (docs/report-json.md)",
+    {"json", RP_EXPORT_RANK, "json", "the report of `report --format json` (docs/report-json.md)",
      rp_export_json},
     {"csv", RP_EXPORT_RANK, "csv", "the report's rows, one per node", rp_export_csv},
     {"chrome", RP_EXPORT_PROFILE, "json",

@@ -1,5 +1,5 @@
 /*
- * json.c - `report --format json`: the stable machine interface of DESIGN §9,
+ * json.c - `report --format json`: the stable machine interface of docs/design.md §9,
  * documented field by field in docs/report-json.md.  Version 1 fields never
  * change meaning; new fields may be added.
  *

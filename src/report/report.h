@@ -1,6 +1,6 @@
 /*
  * report.h - printing an analysed profile: the terminal table, JSON (the
- * stable interface of DESIGN §9) and CSV.  Exports (chrome, folded, ...) live
+ * stable interface of docs/design.md §9) and CSV.  Exports (chrome, folded, ...) live
  * beside these in src/report/ with one ops table per format.
  */
 #ifndef RP_REPORT_REPORT_H

@@ -1,7 +1,8 @@
 /*
- * table.c - the terminal table, `rankprof report`'s default output (DESIGN
- * §8): a header saying what run this is and how trustworthy it is (lost
- * events, unmatched exits, how the run ended, how the ranking converged),
+ * table.c - the terminal table, `rankprof report`'s default output
+ * (docs/design.md §8): a header saying what run this is and how
+ * trustworthy it is (lost events, unmatched exits, how the run ended, how
+ * the ranking converged),
  * one aligned row per span node in the requested order, then one line per
  * flagged row saying why it was flagged.
  *
