@@ -164,6 +164,7 @@ int cmd_export(int argc, char **argv)
 
     rp_load_opts_default(&a.load);
     a.report.sort = RP_SORT_RANK;
+    a.report.chains = 1;
     parse(argc, argv, &a);
 
     struct rp_profile p = {0};

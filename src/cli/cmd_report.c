@@ -63,6 +63,8 @@ int cmd_report(int argc, char **argv)
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"threshold", required_argument, NULL, 'T'},
                                        {"color", no_argument, NULL, 'C'},
+                                       {"wide", no_argument, NULL, 'W'},
+                                       {"no-chains", no_argument, NULL, 'K'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     struct rp_load_opts lo_opts;
@@ -72,6 +74,7 @@ int cmd_report(int argc, char **argv)
 
     rp_load_opts_default(&lo_opts);
     ro.sort = RP_SORT_RANK;
+    ro.chains = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
         switch (c) {
@@ -127,6 +130,12 @@ int cmd_report(int argc, char **argv)
             break;
         case 'C':
             ro.color = 1;
+            break;
+        case 'W':
+            ro.width = RP_WIDTH_WIDE;
+            break;
+        case 'K':
+            ro.chains = 0;
             break;
         case 'h':
             rp_usage_die("report", "report prints the ranked profile");

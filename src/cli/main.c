@@ -22,7 +22,8 @@ static const struct rp_cmd commands[] = {
     {"report", cmd_report,
      "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
-     "                [--threshold KEY=VALUE]... [--color] [--no-compensate]"},
+     "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
+     "                [--no-compensate]"},
     {"graph", cmd_graph, "graph [-i FILE] [--no-compensate] NAME"},
     {"locks", cmd_locks,
      "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
