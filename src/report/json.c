@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "analyze/chains.h"
 #include "report/report.h"
 #include "report/util.h"
 #include "trace/format.h"
@@ -79,7 +80,8 @@ static void put_num_field(FILE *out, const char *key, double v)
 
 /* One element of "nodes".  Write errors are left for ferror(). */
 static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
-                     const struct rp_report_opts *o, const uint64_t *wait)
+                     const struct rp_report_opts *o, const uint64_t *wait,
+                     const struct rp_chains *ch)
 {
     const struct rp_node *n = &p->nodes[idx];
     double npt = p->ns_per_tick;
@@ -136,6 +138,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         }
         fputc(']', out);
     }
+    if (rp_chain_of(ch, idx) >= 0) /* its pass-through chain, in "chains" */
+        fprintf(out, ", \"chain\": %" PRId64, rp_chain_of(ch, idx));
     /* extras (allowed by the shape): where the node is, and its trace id */
     if (n->file) {
         fputs(", \"file\": ", out);
@@ -219,6 +223,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 {
     uint32_t *order = NULL, n_rows;
     uint64_t *wait = NULL;
+    struct rp_chains ch = {0};
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     int rc = 0;
 
@@ -229,6 +234,8 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         rc = RP_ENOMEM;
         goto out;
     }
+    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
+        goto out;
 
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");
@@ -289,11 +296,21 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         put_num(out, p->rank.residual);
         fputs(" }", out);
     }
+    if (o->chains && o->flagged) { /* pass-through chains: node ids, caller first */
+        fputs(",\n  \"chains\": [", out);
+        for (uint32_t c = 0; c < ch.n; c++) {
+            fprintf(out, "%s\n    { \"chain\": %" PRIu32 ", \"ids\": [", c ? "," : "", c);
+            for (uint32_t k = ch.start[c]; k < ch.start[c + 1]; k++)
+                fprintf(out, "%s%" PRIu32, k > ch.start[c] ? ", " : "", ch.member[k]);
+            fputs("] }", out);
+        }
+        fputs(ch.n ? "\n  ]" : "]", out);
+    }
 
     fputs(",\n  \"nodes\": [", out);
     for (uint32_t i = 0; i < n_rows; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_node(out, p, order[i], o, wait);
+        put_node(out, p, order[i], o, wait, &ch);
     }
     fputs(n_rows ? "\n  ],\n  \"edges\": [" : "],\n  \"edges\": [", out);
     uint32_t n_edges = 0;
@@ -316,5 +333,6 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 out:
     free(order);
     free(wait);
+    rp_chains_free(&ch);
     return rc;
 }
