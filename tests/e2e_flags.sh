@@ -254,7 +254,7 @@ for p in dispatch periodic jitter fib; do
     ((rc == 0)) || fail "$p: 'rankprof record -- prog_$p' exited $rc: $(head -c 800 "$tmp/$p.err")"
     "$RANKPROF" report -i "$tmp/$p.data" --format json >"$tmp/$p.json" 2>"$tmp/$p.rerr" ||
         fail "$p: 'rankprof report --format json' failed: $(head -c 800 "$tmp/$p.rerr")"
-    "$RANKPROF" report -i "$tmp/$p.data" >"$tmp/$p.table" 2>"$tmp/$p.rerr" ||
+    "$RANKPROF" report --wide -i "$tmp/$p.data" >"$tmp/$p.table" 2>"$tmp/$p.rerr" ||
         fail "$p: 'rankprof report' failed: $(head -c 800 "$tmp/$p.rerr")"
     python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
     note "$(cat "$tmp/$p.ok")"

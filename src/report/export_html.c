@@ -393,7 +393,22 @@ static char *render_svg(const char *tool, const char *path, const char *text, si
         snprintf(why, whysz, "%s failed (exit status %d)", tool, st);
         goto fail;
     }
-    memmove(svg, start, strlen(start) + 1);
+    /* from "<svg", without comments (plantuml puts its source in one) and
+     * control bytes (CR line ends) */
+    char *w = svg;
+    for (const char *r = start; *r;) {
+        if (!strncmp(r, "<!--", 4)) {
+            const char *e = strstr(r + 4, "-->");
+            r = e ? e + 3 : r + strlen(r);
+            continue;
+        }
+        unsigned char c = (unsigned char)*r++;
+        if (c >= 0x20 || c == '\n' || c == '\t')
+            *w++ = (char)c;
+        else if (c != '\r')
+            *w++ = ' ';
+    }
+    *w = '\0';
     goto out;
 fail:
     free(svg);
