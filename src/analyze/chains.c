@@ -5,14 +5,18 @@
  * can show each run of them as one row.
  *
  * A procedure i "passes through" to j when an edge i -> j carries at least
- * RP_CHAIN_SHARE of i's time (dur_sum: every activation), i is not
- * recursive (incl == dur_sum and no edge to itself: only then are the
- * shares of its edges shares of one time) and i carries no flag (a flagged
- * node is worth its own row).  i and j are linked when both pass through
- * and j gets at least RP_CHAIN_SHARE of its own time from i.  Each node has
- * at most one link out (one callee can take 95 %) and one in (one caller can
- * give 95 %), so the links form simple paths; a chain is a maximal path of
- * two nodes or more.  Linear in nodes and edges.
+ * RP_CHAIN_SHARE of i's time (dur_sum: every activation, of which the
+ * edges and the own time are a partition even under recursion), i has no
+ * edge to itself (a recursive procedure is not a wrapper) and i carries no
+ * flag (a flagged node is worth its own row).  i and j are linked when both
+ * pass through and the edge also carries RP_CHAIN_SHARE of j's inclusive
+ * time (outermost activations: j is entered almost only from i; an
+ * interpreter's pcall -> call -> pcall re-entry makes dur_sum count the
+ * nested calls again).  The first link into a node wins, so each node has
+ * at most one link in and one out (one callee can take 95 %): the links
+ * form simple paths and cycles, and a chain is a maximal path of two nodes
+ * or more from a node without a link in (a cycle has none and is no
+ * chain).  Linear in nodes and edges.
  */
 #include "analyze/chains.h"
 
@@ -23,12 +27,11 @@
 #include "common/error.h"
 #include "trace/format.h"
 
-/* Whether node i may be a member: a non-recursive, unflagged procedure. */
+/* Whether node i may pass through: an unflagged procedure with time. */
 static int candidate(const struct rp_profile *p, uint32_t i)
 {
     const struct rp_node *n = &p->nodes[i];
-    return i && n->kind == RP_KIND_FUNC && n->calls && !n->flags && n->dur_sum &&
-           n->incl == n->dur_sum;
+    return i && n->kind == RP_KIND_FUNC && n->calls && !n->flags && n->dur_sum;
 }
 
 void rp_chains_free(struct rp_chains *c)
@@ -63,7 +66,7 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
         goto out;
     }
     c->n_nodes = n;
-    /* a recursive node: an edge to itself (incl == dur_sum catches the rest) */
+    /* the edge each node passes through, if any */
     for (uint32_t e = 0; e < p->n_edges; e++) {
         const struct rp_edge *x = &p->edges[e];
         if (x->caller >= n || x->callee >= n || x->caller == x->callee)
@@ -85,7 +88,7 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
         uint32_t j = x->callee;
         if (!pass[j] || prev[j])
             continue;
-        if ((double)x->incl >= RP_CHAIN_SHARE * (double)p->nodes[j].dur_sum) {
+        if ((double)x->incl >= RP_CHAIN_SHARE * (double)p->nodes[j].incl) {
             next[i] = j;
             prev[j] = i;
         }

@@ -25,12 +25,12 @@ struct rp_chains {
 
 /*
  * Finds the chains of a named, ranked and flagged profile into c (zeroed
- * first).  A node belongs to a chain when it is a procedure that is not
- * recursive, carries no flag, and hands at least RP_CHAIN_SHARE of its time
- * (every activation's) to one procedure callee; two such nodes i -> j are
- * linked when j also gets at least RP_CHAIN_SHARE of its time from i.  A
- * chain is a maximal run of links.  Returns 0, RP_EINVAL for a NULL
- * argument, or RP_ENOMEM (c is then empty).
+ * first).  A node passes through when it is a procedure that carries no
+ * flag, has no edge to itself, and hands at least RP_CHAIN_SHARE of its
+ * time (dur_sum: every activation) to one procedure callee; two such nodes
+ * i -> j are linked when that edge also carries at least RP_CHAIN_SHARE of
+ * j's inclusive time.  A chain is a maximal run of links.  Returns 0,
+ * RP_EINVAL for a NULL argument, or RP_ENOMEM (c is then empty).
  */
 int rp_chains_find(const struct rp_profile *p, struct rp_chains *c);
 

@@ -7,8 +7,10 @@
 #ifndef NAMES_H
 #define NAMES_H
 
-namespace geo {
-namespace detail {
+namespace geo
+{
+namespace detail
+{
 template <typename T> T sum_dots(const T *a, const T *b, unsigned long n)
 {
     T s = 0;
