@@ -469,7 +469,7 @@ static void put_name(FILE *out, const char *name, size_t avail, size_t indent)
 }
 
 /* Whether a row named like row r (same[]) is in another module.  Cannot fail. */
-static int other_module(const struct rp_profile *p, const uint32_t *order, char (*names)[1024],
+static int other_module(const struct rp_profile *p, const uint32_t *order, char **names,
                         const unsigned char *same, uint32_t n, uint32_t r)
 {
     const char *m = p->nodes[order[r]].module;
@@ -482,8 +482,19 @@ static int other_module(const struct rp_profile *p, const uint32_t *order, char 
     return 0;
 }
 
+/* Replaces *slot by a copy of s.  Returns 0 or RP_ENOMEM. */
+static int set_name(char **slot, const char *s)
+{
+    char *c = strdup(s);
+    if (!c)
+        return RP_ENOMEM;
+    free(*slot);
+    *slot = c;
+    return 0;
+}
+
 /* qsort order of row indices by their names (rows_by_name). */
-static char (*sort_names)[1024];
+static char **sort_names;
 static int by_name(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -493,7 +504,7 @@ static int by_name(const void *a, const void *b)
 
 /* Sets same[r] for every name that another row has too.  Returns 0 or
  * RP_ENOMEM. */
-static int mark_same(char (*names)[1024], uint32_t n, unsigned char *same)
+static int mark_same(char **names, uint32_t n, unsigned char *same)
 {
     uint32_t *idx = malloc((n ? n : 1) * sizeof *idx);
 
@@ -514,9 +525,9 @@ static int mark_same(char (*names)[1024], uint32_t n, unsigned char *same)
 static int put_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
                      size_t lw)
 {
-    uint32_t *order = NULL, *chain_row = NULL, n_rows, n_all;
+    uint32_t *order = NULL, *chain_row = NULL, n_rows = 0, n_all;
     char(*cells)[NCOL][CELL] = NULL;
-    char(*names)[1024] = NULL;
+    char **names = NULL, nbuf[1024];
     unsigned char *same = NULL;
     int on[NCOL], width[NCOL];
     size_t used = 0, avail;
@@ -616,10 +627,11 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
      * whole names and locations are the same (static copies of one function) */
     for (uint32_t r = 0; r < n_rows; r++) {
         if (chain_row[r])
-            fmt_chain(names[r], sizeof names[r], p, &ch, chain_row[r] - 1, avail);
+            fmt_chain(nbuf, sizeof nbuf, p, &ch, chain_row[r] - 1, avail);
         else
-            fmt_name(names[r], sizeof names[r], p, &p->nodes[order[r]], avail, RP_NAME_NOTEMPLATE,
-                     1);
+            fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, RP_NAME_NOTEMPLATE, 1);
+        if ((rc = set_name(&names[r], nbuf)) < 0)
+            goto out;
     }
     for (int max = RP_NAME_NOTEMPLATE; max >= RP_NAME_FULL; max--) {
         int any = 0;
@@ -627,7 +639,9 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
             goto out;
         for (uint32_t r = 0; r < n_rows; r++)
             if (same[r] && !chain_row[r]) {
-                fmt_name(names[r], sizeof names[r], p, &p->nodes[order[r]], avail, max, 0);
+                fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, max, 0);
+                if ((rc = set_name(&names[r], nbuf)) < 0)
+                    goto out;
                 any = 1;
             }
         if (!any)
@@ -639,13 +653,16 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
             goto out;
         for (uint32_t r = 0; r < n_rows; r++) {
             const struct rp_node *n = &p->nodes[order[r]];
-            size_t len = strlen(names[r]);
             if (!same[r] || chain_row[r])
                 continue;
             if (!pass && n->module && *n->module && other_module(p, order, names, same, n_rows, r))
-                snprintf(names[r] + len, sizeof names[r] - len, " [%s]", base_name(n->module));
+                snprintf(nbuf, sizeof nbuf, "%s [%s]", names[r], base_name(n->module));
             else if (pass)
-                snprintf(names[r] + len, sizeof names[r] - len, " @0x%" PRIx64, n->key);
+                snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], n->key);
+            else
+                continue;
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
         }
     }
 
@@ -766,6 +783,8 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
 
 out:
     rp_chains_free(&ch);
+    for (uint32_t r = 0; names && r < n_rows; r++)
+        free(names[r]);
     free(names);
     free(same);
     free(cells);
