@@ -13,7 +13,8 @@
 #   - unique names (tests/progs/cxx/names_*.cpp, when a C++ compiler built
 #     it): at 80 columns no two rows read the same, every row keeps its
 #     file:line, sum_dots<int> and sum_dots<double> are told apart and the
-#     two static copies of scale_copy carry their addresses;
+#     two static copies of scale_copy carry their addresses, also in the
+#     why lines under the table;
 #   - graph: `sum_dots` is ambiguous (exit 1, both candidates on stderr),
 #     `sum_dots<int>` and `detail::sum_dots<double>` find one, `scale_copy`
 #     shows both copies, callees sorted by time; on tests/progs/fib no share
@@ -172,6 +173,13 @@ sc = [c for c in cells if c.startswith("scale_copy")]
 if len(sc) != 2 or not all(re.search(r"@0x[0-9a-f]+$", c) for c in sc):
     sys.exit(f"the two copies of scale_copy are not told apart by address: {sc}")
 print("e2e_table: names", cells)
+# the why lines under the table: one per flagged row, no two under one name
+text = open(sys.argv[1], encoding="utf-8").read()
+whyn = [l.split("  ")[0] for l in text.split("\n\n")[-1].split("\n")
+        if l and not l.startswith(" ")]
+flagged = [n["name"] for n in r["nodes"] if n["flags"]]
+if len(set(whyn)) != len(whyn) or len(whyn) != len(flagged):
+    sys.exit(f"why lines under {whyn}, flagged rows {flagged}")
 EOF
 
     # --- graph NAME ----------------------------------------------------------

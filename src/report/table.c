@@ -135,20 +135,6 @@ static size_t disp_cat(char *dst, size_t dstsz, const char *str, size_t max_cols
     return w;
 }
 
-/*
- * Appends str to dst trimmed to max_cols columns: whole if it fits, else its
- * first max_cols - 3 characters and "...".  Returns the columns appended.
- */
-static size_t disp_cat_trim(char *dst, size_t dstsz, const char *str, size_t max_cols)
-{
-    if (disp_width(str) <= max_cols)
-        return disp_cat(dst, dstsz, str, max_cols);
-    if (max_cols <= 3)
-        return disp_cat(dst, dstsz, "...", max_cols);
-    size_t w = disp_cat(dst, dstsz, str, max_cols - 3);
-    return w + disp_cat(dst, dstsz, "...", 3);
-}
-
 /* A duration in ns with three significant digits and a unit.  Cannot fail. */
 static void fmt_dur(char *b, size_t n, double ns)
 {
@@ -482,6 +468,32 @@ static int other_module(const struct rp_profile *p, const uint32_t *order, char 
     return 0;
 }
 
+/*
+ * Prints s, which starts at column indent, and ends the line; where it
+ * would pass column lw it goes on over more lines broken at spaces, each
+ * indented to column indent (a word longer than the room is left whole, for
+ * the final wrap).  Errors are left for ferror().
+ */
+static void put_hanging(FILE *out, const char *s, size_t indent, size_t lw)
+{
+    size_t room = lw > indent + 20 ? lw - indent : SIZE_MAX;
+
+    while (disp_width(s) > room) {
+        const unsigned char *q = (const unsigned char *)s, *brk = NULL;
+        int ok;
+        for (size_t w = 0; w <= room && *q; w++) {
+            if (*q == ' ')
+                brk = q;
+            q += disp_next(q, &ok);
+        }
+        if (!brk || brk == (const unsigned char *)s)
+            break;
+        fprintf(out, "%.*s\n%*s", (int)(brk - (const unsigned char *)s), s, (int)indent, "");
+        s = (const char *)brk + 1;
+    }
+    fprintf(out, "%s\n", s);
+}
+
 /* Replaces *slot by a copy of s.  Returns 0 or RP_ENOMEM. */
 static int set_name(char **slot, const char *s)
 {
@@ -696,7 +708,8 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     if (dropped[0])
         fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", dropped, lw);
 
-    /* why each flagged row is flagged */
+    /* why each flagged row is flagged, under a name form that fits
+     * WHY_NAME columns, told apart by address where two would read the same */
     if (o->flagged) {
         size_t nw = 0;
         int any = 0;
@@ -706,22 +719,52 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
         }
         for (uint32_t r = 0; r < n_rows; r++) {
             const struct rp_node *n = &p->nodes[order[r]];
-            char nb[RP_NAME_BUF];
-            size_t w = disp_width(rp_node_name(p, n, nb, sizeof nb));
-            if (n->flags && w > nw)
+            char nb[RP_NAME_BUF], form[RP_NAME_BUF];
+            const char *full = rp_node_name(p, n, nb, sizeof nb);
+            free(names[r]);
+            names[r] = NULL;
+            if (!n->flags)
+                continue;
+            for (int l = RP_NAME_FULL; l < RP_NAME_LEVELS; l++)
+                if (disp_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
+                    break;
+            nbuf[0] = '\0';
+            disp_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
+        }
+        for (uint32_t r = 0; r < n_rows; r++) /* unflagged rows: distinct, unused */
+            if (!names[r] && (rc = set_name(&names[r], "")) < 0)
+                goto out;
+        if ((rc = mark_same(names, n_rows, same)) < 0)
+            goto out;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            if (!same[r] || !p->nodes[order[r]].flags)
+                continue;
+            snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], p->nodes[order[r]].key);
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
+        }
+        for (uint32_t r = 0; r < n_rows; r++) {
+            size_t w = disp_width(names[r]);
+            if (p->nodes[order[r]].flags && w > nw)
                 nw = w;
         }
         if (nw > WHY_NAME)
             nw = WHY_NAME;
         for (uint32_t r = 0; r < n_rows; r++) {
             const struct rp_node *n = &p->nodes[order[r]];
-            char why[512], name[256] = "", nb[RP_NAME_BUF];
+            char why[512];
             if (!n->flags || !rp_flags_explain(p, n, fo, why, sizeof why))
                 continue;
             if (!any++)
                 fputc('\n', out);
-            size_t w = disp_cat_trim(name, sizeof name, rp_node_name(p, n, nb, sizeof nb), nw);
-            fprintf(out, "%s%*s", name, (int)(nw - w), "");
+            size_t w = disp_width(names[r]);
+            fputs(names[r], out);
+            if (w > nw)
+                fprintf(out, "\n%*s", (int)nw, "");
+            else
+                fprintf(out, "%*s", (int)(nw - w), "");
             /* one explanation per line; continuation lines under the first */
             int first = 1;
             for (char *line = why, *next; line; line = next) {
@@ -732,7 +775,8 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
                 if (!*line)
                     continue;
                 disp_cat(safe, sizeof safe, line, SIZE_MAX);
-                fprintf(out, "%*s%s\n", first ? 2 : (int)nw + 2, "", safe);
+                fprintf(out, "%*s", first ? 2 : (int)nw + 2, "");
+                put_hanging(out, safe, nw + 2, lw);
                 first = 0;
             }
             if (first)
