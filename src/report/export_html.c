@@ -100,7 +100,8 @@ static const char script[] =
 
 /*
  * The part of why (rp_flags_explain's text: one explanation per flag, each
- * starting with the flag's name, separated by "; " or newlines) about flag
+ * starting with the flag's name and a space or a colon, separated by "; "
+ * or newlines) about flag
  * name, into buf (n bytes); "" when there is none.  Cannot fail.
  */
 static void flag_why(const char *why, const char *name, char *buf, size_t n)
@@ -110,7 +111,7 @@ static void flag_why(const char *why, const char *name, char *buf, size_t n)
     buf[0] = '\0';
     for (const char *s = why; *s;) {
         size_t k = strcspn(s, ";\n");
-        if (k > len && !strncmp(s, name, len) && s[len] == ' ') {
+        if (k > len && !strncmp(s, name, len) && (s[len] == ' ' || s[len] == ':')) {
             snprintf(buf, n, "%.*s", (int)k, s);
             return;
         }
