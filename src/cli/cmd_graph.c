@@ -10,6 +10,7 @@
  * itself, or an edge carrying more than that time, as mutual recursion
  * does) is marked "recursive" instead, its time being inside the others.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "report/names.h"
 #include "trace/format.h"
 
+/* One caller or callee line: the edge's statistics and its share of
+ * denom_ticks ("recursive" when the edge is under recursion).  Cannot fail. */
 static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint32_t other,
                       uint64_t denom_ticks, const char *arrow)
 {
@@ -36,10 +39,10 @@ static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint3
            rp_fmt_ns((double)e->max * k, b4, sizeof(b4)), share);
 }
 
-static const struct rp_edge *sort_edges;
-/* qsort: edge indices by time, descending, then by index. */
-static int by_time(const void *a, const void *b)
+/* qsort_r: edge indices by time, descending, then by index (ctx: the edges). */
+static int by_time(const void *a, const void *b, void *ctx)
 {
+    const struct rp_edge *sort_edges = ctx;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     uint64_t tx = sort_edges[x].incl, ty = sort_edges[y].incl;
     return tx != ty ? (tx < ty) - (tx > ty) : (x > y) - (x < y);
@@ -58,8 +61,7 @@ static void edges_of(const struct rp_profile *p, uint32_t i, int want, const cha
         if (want == 0 ? x->callee == i : x->caller == i && hold == (want == 2))
             idx[n++] = e;
     }
-    sort_edges = p->edges;
-    qsort(idx, n, sizeof *idx, by_time);
+    qsort_r(idx, n, sizeof *idx, by_time, p->edges);
     for (uint32_t k = 0; k < n; k++) {
         const struct rp_edge *x = &p->edges[idx[k]];
         edge_line(p, x, want == 0 ? x->caller : x->callee, p->nodes[i].incl, arrow);
@@ -67,7 +69,8 @@ static void edges_of(const struct rp_profile *p, uint32_t i, int want, const cha
     free(idx);
 }
 
-/* Prints the graph of node i, called name. */
+/* Prints the graph of node i, called name, with its address when copies.
+ * Dies when out of memory. */
 static void show(const struct rp_profile *p, uint32_t i, const char *name, int copies)
 {
     const struct rp_node *n = &p->nodes[i];

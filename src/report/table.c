@@ -505,12 +505,12 @@ static int set_name(char **slot, const char *s)
     return 0;
 }
 
-/* qsort order of row indices by their names (rows_by_name). */
-static char **sort_names;
-static int by_name(const void *a, const void *b)
+/* qsort_r order of row indices by their names (ctx: the names). */
+static int by_name(const void *a, const void *b, void *ctx)
 {
+    char **names = ctx;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    int c = strcmp(sort_names[x], sort_names[y]);
+    int c = strcmp(names[x], names[y]);
     return c ? c : (x > y) - (x < y);
 }
 
@@ -525,8 +525,7 @@ static int mark_same(char **names, uint32_t n, unsigned char *same)
     memset(same, 0, n);
     for (uint32_t r = 0; r < n; r++)
         idx[r] = r;
-    sort_names = names;
-    qsort(idx, n, sizeof *idx, by_name);
+    qsort_r(idx, n, sizeof *idx, by_name, names);
     for (uint32_t k = 1; k < n; k++)
         if (!strcmp(names[idx[k - 1]], names[idx[k]]))
             same[idx[k - 1]] = same[idx[k]] = 1;
@@ -534,6 +533,11 @@ static int mark_same(char **names, uint32_t n, unsigned char *same)
     return 0;
 }
 
+/*
+ * The whole table (header, rows, the notes and why lines under it) into
+ * out, laid out for lw columns (SIZE_MAX: no limit).  Returns 0 or
+ * RP_ENOMEM; write errors are left for ferror().
+ */
 static int put_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
                      size_t lw)
 {
