@@ -39,6 +39,9 @@ static void test_names(void)
     /* C names are their own forms */
     CHECK_FORM("luaV_execute", RP_NAME_NOTEMPLATE, "luaV_execute");
     CHECK_FORM("foo.isra.0", RP_NAME_NOTEMPLATE, "foo.isra.0");
+    /* names of locks, waits and devices are no C++: a space is no return type */
+    CHECK_FORM("nanosleep [wait]", RP_NAME_NOTEMPLATE, "nanosleep [wait]");
+    CHECK_FORM("<lock 0x55d0> [hold]", RP_NAME_NOTEMPLATE, "<lock 0x55d0> [hold]");
     /* empty parameters stay "()"; a trailing const stays */
     CHECK_FORM("ns::A::get() const", RP_NAME_NOSCOPE, "get() const");
     /* spaces inside template arguments are not the return type's end */

@@ -130,10 +130,10 @@ int cmd_graph(int argc, char **argv)
     uint32_t *hit = malloc(((size_t)p.n_nodes + 1) * sizeof *hit), n_hit = 0;
     if (!hit)
         rp_die("graph: out of memory");
-    /* whole names first; else short ones */
+    /* whole names first; else short ones (of procedures only) */
     for (int want = 2; want >= 1 && !n_hit; want--)
         for (uint32_t i = 1; i < p.n_nodes; i++)
-            if (p.nodes[i].calls &&
+            if (p.nodes[i].calls && (want == 2 || p.nodes[i].kind == RP_KIND_FUNC) &&
                 rp_name_match(rp_node_name(&p, &p.nodes[i], nb, sizeof(nb)), name) == want)
                 hit[n_hit++] = i;
     if (!n_hit) {

@@ -41,8 +41,8 @@ static int split(const char *s, struct parts *pt)
 
     memset(pt, 0, sizeof *pt);
     pt->params = len;
-    if (!strchr(s, '(') && !strchr(s, ':') && !strchr(s, '<'))
-        return 0;
+    if (!strchr(s, '(') && !strstr(s, "::"))
+        return 0; /* no parameters, no scope: a C name ("nanosleep [wait]", "<lock>") */
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (c == '(' || c == '<') {

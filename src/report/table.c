@@ -316,6 +316,10 @@ static void fmt_name(char *b, size_t n, const struct rp_profile *p, const struct
     b[0] = '\0';
     fmt_loc(loc, sizeof loc, nd);
     lw = disp_width(loc);
+    /* only a procedure's name is parsed as C++: a lock's or a device's is
+     * its own, only ever cut at the front */
+    if (nd->kind != RP_KIND_FUNC)
+        max = RP_NAME_FULL;
     for (int l = RP_NAME_FULL; l <= max; l++) {
         rp_name_form(name, l, form, sizeof form);
         if (disp_width(form) + lw <= avail)
