@@ -216,7 +216,9 @@ lines = open(sys.argv[1]).read().split("\n")
 i = next(k for k, l in enumerate(lines) if l.startswith("callees"))
 t = [ns(l.split("total")[1].split()[0]) for l in lines[i + 1:] if l.startswith("  ->")]
 names = [l.split()[1] for l in lines[i + 1:] if l.startswith("  ->")]
-if names[:2] != ["leaf_a", "leaf_b"] or t != sorted(t, reverse=True):
+# leaf_b is called first (the edges' order) and leaf_a does 4 times its
+# work: sorted, leaf_a comes first unless the machine's load turns that
+if "leaf_a" not in names or "leaf_b" not in names or t != sorted(t, reverse=True):
     sys.exit(f"callees {names} with totals {t}")
 EOF
 "$RANKPROF" graph -i fib.data fib >fib.graph || fail "graph fib"

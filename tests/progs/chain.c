@@ -2,8 +2,9 @@
  * chain.c - a test program for pass-through chains, recorded by
  * tests/e2e_table.sh: main -> app_main -> run_all -> run_once -> engine
  * each hand all their time to the next (one call each), engine calls step
- * 200 times, and step spreads its time over leaf_a (3 parts) and leaf_b
- * (2 parts).  The chain is main ... engine, 5 frames; step, leaf_a and
+ * 200 times, and step spreads its time over leaf_b (1 part, called
+ * first) and leaf_a (4 parts): graph step lists leaf_a first only when it
+ * sorts by time.  The chain is main ... engine, 5 frames; step, leaf_a and
  * leaf_b are rows of their own.  Prints "sum = <n>".
  */
 #include <stdio.h>
@@ -18,18 +19,18 @@ __attribute__((noinline, no_instrument_function)) static void spin(unsigned long
 
 void leaf_a(void)
 {
-    spin(30000);
+    spin(40000);
 }
 
 void leaf_b(void)
 {
-    spin(20000);
+    spin(10000);
 }
 
 void step(void)
 {
-    leaf_a();
     leaf_b();
+    leaf_a();
 }
 
 void engine(void)
