@@ -96,6 +96,20 @@ struct rp_thread {
     uint64_t cut;             /* spans ended at the thread's end (still open then) */
     uint64_t paused;          /* ticks it waited for the recorder's writer (PAUSE events),
                                  taken out of every span open then (format 1.3) */
+    uint32_t pid; /* its process, in a profile merged from a run's files (merge.h); else 0 */
+};
+
+/* One process of a profile merged from the files of a run (merge.h, set.h):
+ * one trace file each. */
+struct rp_proc {
+    char *file; /* owned: the trace file */
+    char *run;  /* owned, may be NULL: INFO "run" (the run's id) */
+    char *host; /* owned, may be NULL: INFO "host" */
+    uint32_t pid, ppid;
+    uint64_t start_ns; /* CLOCK_REALTIME of its first CLOCK chunk; 0 if unknown */
+    uint64_t events, lost;
+    uint32_t threads;
+    int ended; /* an END chunk was read, not after a fatal signal */
 };
 
 struct rp_rank_info {
@@ -189,6 +203,11 @@ struct rp_profile {
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
 
     void *priv; /* replay.c's hash tables */
+
+    /* The processes a merged profile holds (merge.h), in the order merged;
+     * NULL and 0 for a profile of one file. */
+    struct rp_proc *procs;
+    uint32_t n_procs, cap_procs;
 };
 
 /*

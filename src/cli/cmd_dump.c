@@ -116,12 +116,15 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
 
 int cmd_dump(int argc, char **argv)
 {
-    struct rp_replay_opts ro = {0};
-    const char *in = RP_DEFAULT_DATA;
-    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &in, &ro);
+    struct rp_load_opts o;
+    rp_load_opts_default(&o);
+    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &o);
 
     if (optind_ < argc)
         rp_usage_die("dump", "unexpected argument '%s'", argv[optind_]);
+    rp_pick_one("dump", &o);
+    const char *in = o.input;
+    struct rp_replay_opts ro = o.replay;
 
     /* Times need the clock rate, which the whole file gives: a first pass. */
     struct rp_profile p = {0};

@@ -49,7 +49,7 @@ struct export_args {
 
 static void parse(int argc, char **argv, struct export_args *a)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"output", required_argument, NULL, 'o'},
                                        {"format", required_argument, NULL, 'f'},
                                        {"force", no_argument, NULL, 'F'},
@@ -66,10 +66,9 @@ static void parse(int argc, char **argv, struct export_args *a)
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:o:f:n:O:h", lo, NULL)) != -1) {
+        if (rp_opt_input("export", c, optarg, &a->load))
+            continue;
         switch (c) {
-        case 'i':
-            a->load.input = optarg;
-            break;
         case 'o':
             a->output = optarg;
             break;
@@ -168,6 +167,17 @@ int cmd_export(int argc, char **argv)
 
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
+    /* the formats made from the profile alone read a run's set merged; the
+     * others walk one trace's events (rp_pick_one says which) */
+    static const char *const merged[] = {"json", "csv", "callgrind"};
+    int one = 1;
+    for (size_t i = 0; i < sizeof(merged) / sizeof(merged[0]); i++)
+        one &= strcmp(a.fmt->name, merged[i]) != 0;
+    if (one) {
+        char what[64];
+        snprintf(what, sizeof(what), "export --format %s", a.fmt->name);
+        rp_pick_one(what, &a.load);
+    }
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
         rp_load(&a.load, &p);

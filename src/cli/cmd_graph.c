@@ -28,8 +28,8 @@ int cmd_graph(int argc, char **argv)
     struct rp_load_opts o;
 
     rp_load_opts_default(&o);
-    int first = rp_parse_input_opts("graph", "graph shows the callers and callees of NAME", argc,
-                                    argv, &o.input, &o.replay);
+    int first =
+        rp_parse_input_opts("graph", "graph shows the callers and callees of NAME", argc, argv, &o);
     if (first != argc - 1)
         rp_usage_die("graph", first >= argc ? "no NAME given" : "one NAME expected");
     const char *name = argv[first];
