@@ -318,14 +318,13 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
     return fail ? RP_ENOMEM : 0;
 }
 
-int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who,
-                 uint32_t *map)
+int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who)
 {
     struct rp_profile *d = m->dst;
-    uint32_t *own = map;
+    uint32_t *own;
     int rc = 0, fail = 0;
 
-    if (!own && !(own = calloc(src->n_nodes ? src->n_nodes : 1, sizeof(*own))))
+    if (!(own = calloc(src->n_nodes ? src->n_nodes : 1, sizeof(*own))))
         return RP_ENOMEM;
     if ((rc = add_meta(d, src, who->file)) < 0)
         goto out;
@@ -373,11 +372,19 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
                            .events = src->events,
                            .lost = src->lost,
                            .threads = src->n_threads,
-                           .ended = src->ended && !(src->end_flags & RP_END_SIGNAL)};
+                           .ended = src->ended && !(src->end_flags & RP_END_SIGNAL),
+                           .map = own,
+                           .n_map = src->n_nodes,
+                           .overhead_known = src->overhead_known,
+                           .end_read = src->ended,
+                           .overhead_pair = src->overhead_pair,
+                           .overhead_self = src->overhead_self,
+                           .overhead_spread = src->overhead_spread,
+                           .end_ticks = src->end_ticks};
+    own = NULL;
     if (fail)
         rc = RP_ENOMEM;
 out:
-    if (own != map)
-        free(own);
+    free(own);
     return rc;
 }

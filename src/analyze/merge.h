@@ -36,13 +36,13 @@ int rp_merge_init(struct rp_merge *m, struct rp_profile *dst);
  * Adds src, a finished and named profile (rp_replay_file, then
  * rp_profile_symbolize), to the merged profile; who says which process it
  * is (file, run, host, ppid, start_ns: copied; pid, events, lost, threads
- * and ended are taken from src).  When map is not NULL it receives, for
- * every node index of src, the merged node's (0 for undefined ids): what a
- * second pass over src's file needs.  Returns 0 or RP_ENOMEM (the merged
- * profile is then incomplete but consistent, and must still be freed).
+ * and ended are taken from src).  The new rp_proc keeps, for every node
+ * index of src, the merged node's (map; 0 for undefined ids), and src's
+ * overhead and end: what a second pass over src's file needs (4 bytes per
+ * id of each file).  Returns 0 or RP_ENOMEM (the merged profile is then
+ * incomplete but consistent, and must still be freed).
  */
-int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who,
-                 uint32_t *map);
+int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who);
 
 /* Frees the merge's own tables; the merged profile stays the caller's. */
 void rp_merge_free(struct rp_merge *m);

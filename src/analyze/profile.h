@@ -110,6 +110,12 @@ struct rp_proc {
     uint64_t events, lost;
     uint32_t threads;
     int ended; /* an END chunk was read, not after a fatal signal */
+    /* what a second pass over its file needs (cct.h: rp_cct_build_set) */
+    uint32_t *map; /* owned: its file's node index -> the merged node's (0: undefined) */
+    uint32_t n_map;
+    int overhead_known, end_read; /* its file's overhead_known and ended */
+    double overhead_pair, overhead_self, overhead_spread;
+    uint64_t end_ticks;
 };
 
 struct rp_rank_info {

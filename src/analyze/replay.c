@@ -2092,6 +2092,7 @@ void rp_profile_free(struct rp_profile *p)
         free(p->procs[i].file);
         free(p->procs[i].run);
         free(p->procs[i].host);
+        free(p->procs[i].map);
     }
     free(p->procs);
     free(p->nodes);

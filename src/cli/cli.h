@@ -70,16 +70,19 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p);
 
 /*
  * Reads one option of the input family into o: 'i' (-i FILE, repeatable),
- * 'P' (--process), 'O' (--one-file).  Returns 1 when c was one of them, 0
- * otherwise.  Dies (usage) after RP_MAX_INPUTS files.
+ * RP_OPT_PROCESS (--process), RP_OPT_ONE_FILE (--one-file).  Returns 1
+ * when c was one of them, 0 otherwise.  Dies (usage) after RP_MAX_INPUTS
+ * files.
  */
 int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o);
 
-/* The long options rp_opt_input reads, for a getopt_long table. */
+/* The long options rp_opt_input reads, for a getopt_long table (values above
+ * any short option's). */
+enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE };
 #define RP_INPUT_LONGOPTS                                                                          \
-    {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, 'P'},            \
+    {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, RP_OPT_PROCESS}, \
     {                                                                                              \
-        "one-file", no_argument, NULL, 'O'                                                         \
+        "one-file", no_argument, NULL, RP_OPT_ONE_FILE                                             \
     }
 
 /*
@@ -91,6 +94,17 @@ int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o
  * --process or several -i.
  */
 void rp_pick_one(const char *what, struct rp_load_opts *o);
+
+/*
+ * The files o asks for, into *s (free with rp_set_free): the set of
+ * o->input (set.h), or only it (--one-file), the -i files when there are
+ * several, narrowed by --process (every file of that pid: one per image
+ * when it exec'd).  Warns about the files of NAME.PID form it leaves out.
+ * Dies naming the file or the option on any error; a --process that names
+ * no process of the set lists those there are.
+ */
+struct rp_set;
+void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s);
 
 /*
  * Parses the options of the commands that only read a trace (info, dump,

@@ -167,9 +167,11 @@ int cmd_export(int argc, char **argv)
 
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
-    /* the formats made from the profile alone read a run's set merged; the
-     * others walk one trace's events (rp_pick_one says which) */
-    static const char *const merged[] = {"json", "csv", "callgrind"};
+    /* the formats made from the profile and the call paths read a run's set
+     * merged; the timelines and sequence diagrams walk one trace's events in
+     * time (rp_pick_one says which) */
+    static const char *const merged[] = {"json",       "csv",   "callgrind", "folded",
+                                         "flamegraph", "pprof", "html"};
     int one = 1;
     for (size_t i = 0; i < sizeof(merged) / sizeof(merged[0]); i++)
         one &= strcmp(a.fmt->name, merged[i]) != 0;

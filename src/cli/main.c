@@ -152,11 +152,11 @@ int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o
             o->input = val;
         return 1;
     }
-    if (c == 'P') {
+    if (c == RP_OPT_PROCESS) {
         in->process = val;
         return 1;
     }
-    if (c == 'O') {
+    if (c == RP_OPT_ONE_FILE) {
         in->one_file = 1;
         return 1;
     }
@@ -189,14 +189,7 @@ static const char *proc_list(const struct rp_set *s, char *buf, size_t n)
     return buf;
 }
 
-/*
- * The files o asks for, into *s: the set of o->input (or only it), the -i
- * files when there are several, narrowed by --process (every file of that
- * pid: one per image when it exec'd).  Dies naming the file
- * or the option on any error; a --process that names no process of the set
- * lists those there are.
- */
-static void find_inputs(struct rp_load_opts *o, struct rp_set *s)
+void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
 {
     char err[1024], list[2048];
     int rc = 0;
@@ -246,7 +239,7 @@ void rp_pick_one(const char *what, struct rp_load_opts *o)
                      "-i given %u times: this command reads one process's file (give one "
                      "-i, or --process)",
                      o->in.n_files);
-    find_inputs(o, &s);
+    rp_find_inputs(o, &s);
     snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
     o->input = chosen;
     o->in.one_file = 1; /* rp_load reads this one */
@@ -334,7 +327,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
     struct rp_set s;
     int rc;
 
-    find_inputs(o, &s);
+    rp_find_inputs(o, &s);
     snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
     if (s.n == 1) {
         o->input = chosen;
@@ -361,7 +354,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         for (uint32_t i = 0; i < s.n; i++) {
             struct rp_profile one = {0};
             load_file(o, s.files[i].who.file, &one);
-            rc = rp_merge_add(&m, &one, &s.files[i].who, NULL);
+            rc = rp_merge_add(&m, &one, &s.files[i].who);
             rp_profile_free(&one);
             if (rc < 0)
                 rp_die("%s: merging: %s", s.files[i].who.file, rp_strerror(rc));

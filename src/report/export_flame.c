@@ -45,6 +45,9 @@
 static int build(struct rp_cct *t, const struct rp_export_ctx *ctx)
 {
     const char *th = rp_export_param(ctx, "threads");
+    if (ctx->p->n_procs > 1) /* a run's files, merged */
+        return rp_cct_build_set(t, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
+                                ctx->err, ctx->errsz);
     return rp_cct_build(t, ctx->input, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
                         ctx->err, ctx->errsz);
 }
