@@ -114,12 +114,33 @@ R report -i "$tmp/rp.data" --process nosuch.file >/dev/null 2>"$tmp/bad.err" || 
 [[ $rc -ne 0 ]] && grep -q "no such process" "$tmp/bad.err" ||
     fail "--process nosuch.file: exit $rc: $(cat "$tmp/bad.err")"
 
-# the commands that read one process say which, and how to choose
-R dump -i "$tmp/rp.data" >/dev/null 2>"$tmp/d.err"
-grep -q "dump reads one process: .*rp.data (pid [0-9]*); the run has 4 processes.*--process PID" \
-    "$tmp/d.err" || fail "dump does not say it reads one process: $(cat "$tmp/d.err")"
+# the commands that walk events in time read every file of the run: one
+# track per process, one time axis
+R dump -i "$tmp/rp.data" >"$tmp/d.txt" 2>/dev/null
+[[ $(grep -c "^# file .*: process [1-4] of 4 of the run, pid " "$tmp/d.txt") -eq 4 ]] ||
+    fail "dump does not read the run's 4 files: $(grep '^# file' "$tmp/d.txt")"
+[[ $(grep -c " enter *child_work$" "$tmp/d.txt") -eq 30 ]] ||
+    fail "dump: $(grep -c " enter *child_work$" "$tmp/d.txt") child_work entries, expected 30"
 R dump -i "$tmp/rp.data" --process "$a" 2>/dev/null | grep -q "pid $a" ||
     fail "dump --process $a does not read rp.data.$a"
+R export --format chrome -i "$tmp/rp.data" -o "$tmp/c.json" 2>/dev/null || fail "chrome export"
+python3 - "$tmp/c.json" "$a" "$b" <<'PY' || fail "chrome export: spans per process"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+a, b = int(sys.argv[2]), int(sys.argv[3])
+n = {}
+for e in ev:
+    if e.get("ph") in ("B", "X") and e.get("name") in ("child_work", "exec_work"):
+        n[(e["pid"], e["name"])] = n.get((e["pid"], e["name"]), 0) + 1
+want = {(a, "child_work"): 10, (b, "child_work"): 20, (b, "exec_work"): 5}
+assert n == want, (n, want)
+names = {e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"}
+assert {a, b} <= names, names
+PY
+R export --format folded -i "$tmp/rp.data" -o "$tmp/f.folded" 2>/dev/null || fail "folded export"
+grep -q "^main;calls;exec_work " "$tmp/f.folded" && grep -q "^calls;child_work " "$tmp/f.folded" &&
+    grep -q "^main;calls;parent_work " "$tmp/f.folded" ||
+    fail "folded export: not every process's paths: $(cat "$tmp/f.folded")"
 
 # a launcher's siblings: no mark, their own run ids, written while NAME was
 R record -o "$tmp/sib.data" -- bash -c '

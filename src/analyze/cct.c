@@ -168,12 +168,6 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 
     if (!th)
         return RP_ENOMEM;
-    /* the writer's events (replay.c): not among the thread's for compensation */
-    if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
-          (v->offid && ev->op == RP_OP_EXIT && th->depth &&
-           t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
-        th->events++;
-    th->last = ev->ticks;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND) &&
         ev->id >= v->n_ids)
         return RP_EFORMAT;
@@ -185,6 +179,12 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             return RP_EFORMAT;
         ev = &mapped;
     }
+    /* the writer's events (replay.c): not among the thread's for compensation */
+    if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
+          (v->offid && ev->op == RP_OP_EXIT && th->depth &&
+           t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
+        th->events++;
+    th->last = ev->ticks;
     switch (ev->op) {
     case RP_OP_ENTER: {
         uint32_t parent = th->depth ? th->stack[th->depth - 1].node : th->root;

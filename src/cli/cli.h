@@ -86,16 +86,6 @@ enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE };
     }
 
 /*
- * For the commands that walk one trace's events in time (dump, locks, the
- * timeline and call-path exports): picks the one file to read, o->input
- * (--process, --one-file or the first -i); when the run has other processes
- * that will not be read, says on stderr which file is read and how to
- * choose another.  what names the command for the message.  Dies on a bad
- * --process or several -i.
- */
-void rp_pick_one(const char *what, struct rp_load_opts *o);
-
-/*
  * The files o asks for, into *s (free with rp_set_free): the set of
  * o->input (set.h), or only it (--one-file), the -i files when there are
  * several, narrowed by --process (every file of that pid: one per image

@@ -167,19 +167,6 @@ int cmd_export(int argc, char **argv)
 
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
-    /* the formats made from the profile and the call paths read a run's set
-     * merged; the timelines and sequence diagrams walk one trace's events in
-     * time (rp_pick_one says which) */
-    static const char *const merged[] = {"json",       "csv",   "callgrind", "folded",
-                                         "flamegraph", "pprof", "html"};
-    int one = 1;
-    for (size_t i = 0; i < sizeof(merged) / sizeof(merged[0]); i++)
-        one &= strcmp(a.fmt->name, merged[i]) != 0;
-    if (one) {
-        char what[64];
-        snprintf(what, sizeof(what), "export --format %s", a.fmt->name);
-        rp_pick_one(what, &a.load);
-    }
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
         rp_load(&a.load, &p);

@@ -228,29 +228,6 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
     o->input = s->files[0].who.file;
 }
 
-void rp_pick_one(const char *what, struct rp_load_opts *o)
-{
-    static char chosen[4096];
-    struct rp_set s;
-    char list[2048];
-
-    if (o->in.n_files > 1)
-        rp_usage_die(what,
-                     "-i given %u times: this command reads one process's file (give one "
-                     "-i, or --process)",
-                     o->in.n_files);
-    rp_find_inputs(o, &s);
-    snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
-    o->input = chosen;
-    o->in.one_file = 1; /* rp_load reads this one */
-    o->in.process = NULL;
-    o->in.n_files = 0;
-    if (s.n > 1)
-        rp_warn("%s reads one process: %s (pid %u); the run has %u processes, %s: --process "
-                "PID picks another",
-                what, chosen, s.files[0].who.pid, s.n, proc_list(&s, list, sizeof(list)));
-    rp_set_free(&s);
-}
 void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *o)
 {
     if (!val || !strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "0"))
