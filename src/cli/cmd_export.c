@@ -108,7 +108,9 @@ static void parse(int argc, char **argv, struct export_args *a)
             a->params[a->n_params++] = optarg;
             break;
         case 'h':
-            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE] [--force]\n"
+            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE]... [--process "
+                   "PID|FILE]\n"
+                   "       [--one-file] [--force]\n"
                    "       [--thread TID] [--limit N] [--title T] [--weight time|calls]\n"
                    "       [--alpha A] [--no-compensate] [-O KEY=VALUE]...\n"
                    "writes the trace in a format another tool reads (docs/exports.md)\n");

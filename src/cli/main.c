@@ -23,20 +23,24 @@ static const struct rp_cmd commands[] = {
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop]\n"
      "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
-     "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
+     "report [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
      "                [--threshold KEY=VALUE]... [--color] [--no-compensate]"},
-    {"graph", cmd_graph, "graph [-i FILE] [--no-compensate] NAME"},
+    {"graph", cmd_graph,
+     "graph [-i FILE]... [--process PID|FILE] [--one-file] [--no-compensate] NAME"},
     {"locks", cmd_locks,
-     "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
+     "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
+     "                [--sort wait|hold|acquisitions|contended|name]\n"
      "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]"},
     {"export", cmd_export,
-     "export --format FORMAT [-o OUT] [-i FILE] [--force] [--thread TID] [--limit N]\n"
+     "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
      "                [--no-compensate]\n"
      "                (`rankprof export --help` lists the formats)"},
-    {"info", cmd_info, "info [-i FILE] [--force]"},
-    {"dump", cmd_dump, "dump [-i FILE] [--force]"},
+    {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
+    {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))
@@ -206,8 +210,11 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
     }
     if (rc < 0)
         rp_die("%s", err);
-    for (uint32_t i = 0; i < s->n_skipped; i++)
+    for (uint32_t i = 0; i < s->n_skipped && i < 3; i++)
         rp_warn("left out %s", s->skipped[i]);
+    if (s->n_skipped > 3)
+        rp_warn("left out %u more files of the form %s.PID (not of this run)", s->n_skipped - 3,
+                o->input);
     if (o->in.process) { /* keep its files: a pid that exec'd has one per image */
         uint32_t k = 0;
         proc_list(s, list, sizeof(list));
@@ -367,7 +374,11 @@ static void usage(FILE *f)
                "by standing probability.  Commands:\n\n");
     for (size_t i = 0; i < NCMDS; i++)
         fprintf(f, "  rankprof %s\n", commands[i].usage);
-    fprintf(f, "\nThe trace file is %s unless -i/-o says otherwise.  See docs/.\n",
+    fprintf(f,
+            "\nThe trace file is %s unless -i/-o says otherwise.  A program that forks\n"
+            "or execs also writes FILE.PID, one per other process: the commands read a\n"
+            "run's files together (--process PID: one process; --one-file: FILE alone).\n"
+            "See docs/.\n",
             RP_DEFAULT_DATA);
 }
 
