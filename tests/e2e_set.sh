@@ -17,7 +17,8 @@
 # files stay beside the second's and must be left out (and named).  A
 # launcher's siblings (a recorded shell starts two workers without the
 # recorder's mark: their own run ids) must be read with it.  A --process
-# that names no process of the run fails with a message.
+# that names no process of the run fails with a message; a file of the run
+# that cannot be read is named and left out, the others are read.
 set -euo pipefail
 fail() { echo "e2e_set: FAIL: $*" >&2; exit 1; }
 for v in RANKPROF PROGS RP_LIB; do
@@ -141,6 +142,17 @@ R export --format folded -i "$tmp/rp.data" -o "$tmp/f.folded" 2>/dev/null || fai
 grep -q "^main;calls;exec_work " "$tmp/f.folded" && grep -q "^calls;child_work " "$tmp/f.folded" &&
     grep -q "^main;calls;parent_work " "$tmp/f.folded" ||
     fail "folded export: not every process's paths: $(cat "$tmp/f.folded")"
+
+# a file of the run that cannot be read (its end cut off, as a kill inside a
+# write leaves it) is left out with a warning, the others are read; --force
+# reads its valid part
+sz=$(stat -c %s "$tmp/rp.data.$a")
+truncate -s $((sz - 5)) "$tmp/rp.data.$a"
+touch -r "$tmp/rp.data.$b" "$tmp/rp.data.$a"
+check "cut file" "7 20 5 9" -i "$tmp/rp.data"
+grep -q "left out .*rp.data.$a.*truncated.*(--force reads the valid part of it)" "$tmp/s.err" ||
+    fail "the cut rp.data.$a is not named as left out: $(cat "$tmp/s.err")"
+check "cut file, --force" "7 30 5 12" -i "$tmp/rp.data" --force
 
 # a launcher's siblings: no mark, their own run ids, written while NAME was
 R record -o "$tmp/sib.data" -- bash -c '

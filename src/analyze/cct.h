@@ -57,7 +57,7 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
 
 /*
  * rp_cct_build over every file of a profile merged from a run's files
- * (merge.h: p->n_procs > 1, each rp_proc with its id map): one tree whose
+ * (merge.h: rp_profile_merged, each rp_proc with its id map): one tree whose
  * ids are p's, each file with its own overhead and end.  Fails as
  * rp_cct_build, or RP_EINVAL for a profile that is not merged.
  */

@@ -44,6 +44,13 @@ int rp_merge_init(struct rp_merge *m, struct rp_profile *dst);
  */
 int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who);
 
+/* Whether p was merged (rp_merge_add): its ids are not any one file's, and
+ * a second pass reads p->procs' files with their maps.  Cannot fail. */
+static inline int rp_profile_merged(const struct rp_profile *p)
+{
+    return p->n_procs && p->procs[0].map;
+}
+
 /* Frees the merge's own tables; the merged profile stays the caller's. */
 void rp_merge_free(struct rp_merge *m);
 

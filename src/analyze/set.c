@@ -80,6 +80,8 @@ int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errs
         snprintf(err, errsz, "%s", r.err);
         return rc;
     }
+    /* best effort: a damaged chunk ends the probe, and the replay says what
+     * is wrong with the file */
     while ((rc = rp_reader_next(&r, &c)) == 1) {
         if (c.type == RP_CH_THREAD || c.type == RP_CH_EVENTS)
             break;
@@ -92,12 +94,10 @@ int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errs
             break; /* the prologue's last chunk (trace-format.md 3.2) */
         }
     }
-    if (rc < 0 && rc != RP_ENOMEM)
-        snprintf(err, errsz, "%s", r.err);
     if (fstat(fileno(r.f), &st) == 0)
         f->end_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
     rp_reader_close(&r);
-    return rc < 0 ? rc : 0;
+    return rc == RP_ENOMEM ? rc : 0;
 }
 
 static void file_free(struct rp_set_file *f)
@@ -126,12 +126,12 @@ int rp_set_add(struct rp_set *s, const char *path, char *err, size_t errsz)
         return RP_ENOMEM;
     }
     int rc = rp_set_probe(path, &s->files[s->n], err, errsz);
-    if (rc < 0) {
+    if (rc == RP_ENOMEM) {
         file_free(&s->files[s->n]);
         return rc;
     }
-    s->n++;
-    return 0;
+    s->n++; /* (one that cannot be read: the replay says why) */
+    return rc < 0 ? 1 : 0;
 }
 
 /* Whether name (a directory entry) is base.PID or base.PID.N. */
@@ -198,8 +198,8 @@ int rp_set_find(const char *name, struct rp_set *s, char *err, size_t errsz)
     int rc;
 
     memset(s, 0, sizeof(*s));
-    if ((rc = rp_set_add(s, name, err, errsz)) < 0)
-        return rc;
+    if ((rc = rp_set_add(s, name, err, errsz)) != 0)
+        return rc < 0 ? rc : 0; /* not a trace: no run to find */
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
     size_t blen = strlen(base);

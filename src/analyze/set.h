@@ -38,20 +38,26 @@ struct rp_set {
  * Reads what says which process and run a trace file is: INFO pid, ppid,
  * run and host and the first CLOCK chunk's wall-clock time (only the chunks
  * before the first THREAD or EVENTS), and the file's modification time.
- * Fills f (f->who.file is a copy of path).  Returns 0, or a reader's
- * negative RP_E* code or RP_ENOMEM with err naming the file.
+ * Fills f (f->who.file is a copy of path).  Best effort: a damaged chunk
+ * ends the probe with what was read.  Returns 0, RP_ENOMEM, or the
+ * reader's negative RP_E* code when the file cannot be opened as a trace
+ * (err names the file and says why).
  */
 int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errsz);
 
 /*
- * Finds the set of name (see the top): name itself, probed (its error is
- * the set's), then its siblings.  With one set, only name.  Returns 0, or
- * a negative RP_E* code with err naming the file; *s must be freed with
- * rp_set_free in all cases.
+ * Finds the set of name (see the top): name itself, then its siblings.  A
+ * name that cannot be opened as a trace is the set alone (reading it says
+ * why).  Returns 0, or RP_ENOMEM with err naming the file; *s must be
+ * freed with rp_set_free in all cases.
  */
 int rp_set_find(const char *name, struct rp_set *s, char *err, size_t errsz);
 
-/* Adds path to s as given (no rule applied).  0, or an error as rp_set_probe. */
+/*
+ * Adds path to s as given (no rule applied), probed.  Returns 0; 1 when it
+ * cannot be opened as a trace (it is added all the same, without its
+ * identity: reading it says why); or RP_ENOMEM.
+ */
 int rp_set_add(struct rp_set *s, const char *path, char *err, size_t errsz);
 
 /* Frees what s owns and zeroes it. */

@@ -200,7 +200,7 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
 
     if (o->in.n_files > 1) {
         memset(s, 0, sizeof(*s));
-        for (unsigned i = 0; i < o->in.n_files && rc == 0; i++)
+        for (unsigned i = 0; i < o->in.n_files && rc >= 0; i++)
             rc = rp_set_add(s, o->in.files[i], err, sizeof(err));
     } else if (o->in.one_file && !o->in.process) {
         memset(s, 0, sizeof(*s));
@@ -208,7 +208,7 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
     } else {
         rc = rp_set_find(o->input, s, err, sizeof(err));
     }
-    if (rc < 0)
+    if (rc < 0) /* (out of memory; a file that cannot be read fails when it is read) */
         rp_die("%s", err);
     for (uint32_t i = 0; i < s->n_skipped && i < 3; i++)
         rp_warn("left out %s", s->skipped[i]);
@@ -305,6 +305,28 @@ static void load_file(const struct rp_load_opts *o, const char *file, struct rp_
         rp_die("%s: naming functions: %s", file, rp_strerror(rc));
 }
 
+/*
+ * load_file for a file the run's set found beside the one named: one that
+ * cannot be read (a process killed inside a write) is left out with a
+ * warning that names it and says why, so that the others are still read.
+ * Returns 0, or -1 when it was left out.  Dies when out of memory.
+ */
+static int load_sibling(const struct rp_load_opts *o, const char *file, struct rp_profile *p)
+{
+    char err[768];
+    int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
+    if (rc == RP_ENOMEM)
+        rp_die("%s", err);
+    if (rc < 0) {
+        rp_warn("left out %s%s", err,
+                o->replay.force ? "" : " (--force reads the valid part of it)");
+        return -1;
+    }
+    if ((rc = rp_profile_symbolize(p)) < 0)
+        rp_die("%s: naming functions: %s", file, rp_strerror(rc));
+    return 0;
+}
+
 void rp_load(struct rp_load_opts *o, struct rp_profile *p)
 {
     static char chosen[4096];
@@ -337,7 +359,12 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
             rp_die("%s: out of memory", chosen);
         for (uint32_t i = 0; i < s.n; i++) {
             struct rp_profile one = {0};
-            load_file(o, s.files[i].who.file, &one);
+            if (i == 0 || o->in.n_files > 1) { /* a file the user named */
+                load_file(o, s.files[i].who.file, &one);
+            } else if (load_sibling(o, s.files[i].who.file, &one) < 0) {
+                rp_profile_free(&one);
+                continue;
+            }
             rc = rp_merge_add(&m, &one, &s.files[i].who);
             rp_profile_free(&one);
             if (rc < 0)

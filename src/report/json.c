@@ -306,8 +306,11 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fputs(n_edges++ ? ",\n" : "\n", out);
         put_edge(out, p, e);
     }
-    fputs(n_edges ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [", out);
-    for (uint32_t i = 0; i < p->n_procs; i++) {
+    /* a run's files merged: which processes (only then, so that the report of
+     * one file does not depend on its name) */
+    if (p->n_procs > 1)
+        fputs(n_edges ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [", out);
+    for (uint32_t i = 0; i < p->n_procs && p->n_procs > 1; i++) {
         const struct rp_proc *r = &p->procs[i];
         fprintf(out,
                 "%s    { \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"file\": ", i ? ",\n" : "\n",
@@ -326,7 +329,10 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fprintf(out, ", \"threads\": %" PRIu32 ", \"ended_normally\": %s }", r->threads,
                 r->ended ? "true" : "false");
     }
-    fputs(p->n_procs ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
+    if (p->n_procs > 1)
+        fputs("\n  ],\n  \"thread_list\": [", out);
+    else
+        fputs(n_edges ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
     for (uint32_t i = 0; i < p->n_threads; i++) {
         fputs(i ? ",\n" : "\n", out);
         put_thread(out, p, &p->threads[i]);

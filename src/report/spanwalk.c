@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "analyze/comp.h"
+#include "analyze/merge.h"
 #include "analyze/walk.h"
 #include "common/array.h"
 #include "common/bytes.h"
@@ -301,7 +302,7 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
     for (uint32_t i = 1; i < p->n_nodes && !w.offid; i++)
         if (p->nodes[i].kind == RP_KIND_OFFCPU)
             w.offid = i;
-    if (p->n_procs <= 1 || !p->procs[0].map) {
+    if (!rp_profile_merged(p)) {
         rp_comp_init(&w.comp, p, o->no_compensate);
         w.n_ids = p->n_nodes;
         w.end_ticks = p->ended ? p->end_ticks : 0;

@@ -77,7 +77,7 @@ struct rp_sw_ops {
  * RP_ENOMEM, the reader's code or RP_EFORMAT with err naming the file and
  * offset, or a callback's negative code (err left empty).
  *
- * When p is a profile merged from a run's files (merge.h: p->n_procs > 1),
+ * When p is a profile merged from a run's files (merge.h: rp_profile_merged),
  * path is not read: every file of p is walked in turn, in p->procs order,
  * its ids mapped to p's and its own overhead subtracted; thread ids are
  * the kernel's (rp_thread.pid says whose).
