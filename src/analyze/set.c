@@ -4,6 +4,7 @@
  * while NAME was.
  */
 #define _GNU_SOURCE
+#define _FILE_OFFSET_BITS 64
 #include "set.h"
 
 #include <dirent.h>
@@ -64,6 +65,31 @@ static int read_info(const struct rp_chunk *c, struct rp_proc *w)
     return 0;
 }
 
+/*
+ * The wall-clock time of the last CLOCK chunk at or after off (the one a
+ * process writes at its exit), found by reading only the chunk headers
+ * (checked) and the CLOCK payloads (checked): one seek per chunk.  0 when
+ * there is none, or at the first damaged header.
+ */
+static uint64_t last_clock(FILE *f, uint64_t off)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE], c[24];
+    uint64_t last = 0;
+    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
+        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
+        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
+            break;
+        if (type == RP_CH_CLOCK && len == sizeof(c)) {
+            if (fread(c, 1, sizeof(c), f) != sizeof(c))
+                break;
+            if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8))
+                last = rp_get64(c + 16);
+        }
+        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
+    }
+    return last;
+}
+
 int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errsz)
 {
     struct rp_reader r;
@@ -96,6 +122,11 @@ int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errs
     }
     if (fstat(fileno(r.f), &st) == 0)
         f->end_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+    if (rc >= 0 && f->who.start_ns) {
+        uint64_t last = last_clock(r.f, r.off);
+        if (last >= f->who.start_ns)
+            f->end_ns = last;
+    }
     rp_reader_close(&r);
     return rc == RP_ENOMEM ? rc : 0;
 }

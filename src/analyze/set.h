@@ -7,9 +7,10 @@
  *   - both carry the same INFO "run" id (the recorder's: made by the run's
  *     first process and inherited by its children, fork or exec), or
  *   - their recording intervals overlap, each from the wall-clock time of
- *     its first CLOCK chunk to the file's last modification: the processes
- *     of a launcher (mpirun, a shell's worker pool) that did not inherit the
- *     mark but ran at the same time.
+ *     its first CLOCK chunk to that of its last (written at the process's
+ *     exit), or to the file's last modification when it has only one: the
+ *     processes of a launcher (mpirun, a shell's worker pool) that did not
+ *     inherit the mark but ran at the same time.
  * Any other such file is left out and named, with the reason, in the set's
  * list of skipped files: an older run's (it ended before NAME's began, or
  * began after NAME's ended), or a file that is not a readable trace.
@@ -24,7 +25,8 @@
 
 struct rp_set_file {
     struct rp_proc who; /* file, run, host, pid, ppid, start_ns (owned) */
-    uint64_t end_ns;    /* the file's last modification, ns since the epoch */
+    uint64_t end_ns;    /* ns since the epoch: its last CLOCK chunk's wall-clock time, or
+                           without one after the first, the file's last modification */
 };
 
 struct rp_set {
@@ -37,7 +39,9 @@ struct rp_set {
 /*
  * Reads what says which process and run a trace file is: INFO pid, ppid,
  * run and host and the first CLOCK chunk's wall-clock time (only the chunks
- * before the first THREAD or EVENTS), and the file's modification time.
+ * before the first THREAD or EVENTS), and when it ended: the last CLOCK
+ * chunk's wall-clock time (only chunk headers are read to find it), else
+ * the file's modification time.
  * Fills f (f->who.file is a copy of path).  Best effort: a damaged chunk
  * ends the probe with what was read.  Returns 0, RP_ENOMEM, or the
  * reader's negative RP_E* code when the file cannot be opened as a trace
