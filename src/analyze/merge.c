@@ -328,6 +328,13 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
         return RP_ENOMEM;
     if ((rc = add_meta(d, src, who->file)) < 0)
         goto out;
+    if (d->n_procs && who->host && d->procs[0].host && strcmp(who->host, d->procs[0].host)) {
+        size_t n = strlen(d->warn); /* another machine's clock: not on one time axis */
+        snprintf(d->warn + n, sizeof(d->warn) - n,
+                 "%s: recorded on %s, not %s: its clock is another machine's, its events are "
+                 "not on the others' time axis\n",
+                 who->file, who->host, d->procs[0].host);
+    }
     own[0] = 0;
     for (uint32_t i = 1; i < src->n_nodes; i++) {
         const struct rp_node *s = &src->nodes[i];

@@ -11,7 +11,8 @@
  * rp_proc.  Ticks are summed as they are: the processes of a run on one
  * machine share the clock, and the merged profile takes the first file's
  * ns_per_tick (a process whose tick length differs by more than 1% is
- * named in a warning).  Rank and flags are computed on the merged profile
+ * named in a warning, as is one recorded on another host: its ticks are
+ * another clock's, and nothing aligns them yet).  Rank and flags are computed on the merged profile
  * afterwards, as for a single file.
  */
 #ifndef RP_ANALYZE_MERGE_H
