@@ -84,6 +84,14 @@ grep -q "^run: *4 processes" "$tmp/info.txt" || fail "info: $(head -3 "$tmp/info
 grep -q "pid $b .*rp.data.$b.1" "$tmp/info.txt" || fail "info does not list rp.data.$b.1"
 R graph -i "$tmp/rp.data" shared 2>/dev/null | grep -q "^shared: 12 calls" ||
     fail "graph: shared is not 12 calls merged"
+R locks -i "$tmp/rp.data" --format json >"$tmp/l.json" 2>/dev/null || fail "locks"
+R locks -i "$tmp/rp.data" --process "$b" --format json >"$tmp/lb.json" 2>/dev/null ||
+    fail "locks --process"
+python3 - "$tmp/l.json" "$tmp/lb.json" <<'PY' || fail "locks: mu is not acquired 12 times merged, 7 in B"
+import json, sys
+acq = lambda f: sum(l["acquisitions"] for l in json.load(open(f))["locks"] if l["name"] == "mu")
+assert (acq(sys.argv[1]), acq(sys.argv[2])) == (12, 7), (acq(sys.argv[1]), acq(sys.argv[2]))
+PY
 R export --format csv -i "$tmp/rp.data" -o "$tmp/m.csv" 2>/dev/null
 grep -q "^child_work,func,30," "$tmp/m.csv" || fail "csv export: child_work is not 30 calls"
 

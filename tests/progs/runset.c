@@ -9,9 +9,11 @@
  *                        both, then shared() 2 times
  *   prog_runset image    exec_work() 5 times, shared() 4 times
  *
- * Merged: parent_work 7, child_work 30, exec_work 5, shared 12.  Prints
+ * shared() takes the mutex mu once per call.  Merged: parent_work 7,
+ * child_work 30, exec_work 5, shared 12 (mu acquired 12 times).  Prints
  * "a PID" and "b PID" (B's pid is also the exec'd image's).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 static volatile unsigned sink;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void parent_work(unsigned i)
 {
@@ -35,9 +38,11 @@ void exec_work(unsigned i)
     sink += i * 5;
 }
 
-void shared(unsigned i)
+void shared(unsigned i) /* takes mu once */
 {
+    pthread_mutex_lock(&mu);
     sink ^= i;
+    pthread_mutex_unlock(&mu);
 }
 
 static void calls(void (*f)(unsigned), unsigned n)
