@@ -36,6 +36,8 @@ int cmd_graph(int argc, char **argv)
 
     struct rp_profile p = {0};
     rp_load(&o, &p);
+    if (p.n_procs > 1) /* a run's files, merged */
+        printf("%u processes of the run, merged (--process PID: one of them)\n", p.n_procs);
     char nb[128], b1[32], b2[32], b3[32];
     int found = 0;
     for (uint32_t i = 1; i < p.n_nodes; i++) {
