@@ -189,7 +189,8 @@ static void add_node(struct rp_node *a, const struct rp_node *b)
         a->max = b->max > a->max ? b->max : a->max;
         a->oncpu_max = b->oncpu_max > a->oncpu_max ? b->oncpu_max : a->oncpu_max;
     }
-    pool(a, a->calls, b, b->calls);
+    /* the mean is of the recorded activations (not the throttle's counted ones) */
+    pool(a, a->calls - a->throttled, b, b->calls - b->throttled);
     a->calls += b->calls;
     a->incl += b->incl;
     a->dur_sum += b->dur_sum;
