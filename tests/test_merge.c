@@ -111,6 +111,7 @@ int main(void)
     struct rp_profile m = {0};
     struct rp_merge mg;
     CHECK_EQ(rp_merge_init(&mg, &m), 0);
+    mg.keep_maps = 1;
     CHECK_EQ(rp_merge_add(&mg, &a, &(struct rp_proc){.file = "rp.data", .run = "r1"}), 0);
     CHECK_EQ(rp_merge_add(&mg, &b, &(struct rp_proc){.file = "rp.data.200", .ppid = 100}), 0);
     rp_merge_free(&mg);

@@ -326,8 +326,10 @@ int rp_cct_build_set(struct rp_cct *t, const struct rp_replay_opts *o, const str
     v->offid = offcpu_of(p);
     for (uint32_t k = 0; k < p->n_procs && rc == 0; k++) {
         const struct rp_proc *r = &p->procs[k];
-        if (!r->map)
+        if (!r->map) { /* merged without keep_maps */
+            snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
             return RP_EINVAL;
+        }
         int on = !o->no_compensate && r->overhead_known;
         rp_comp_set(&v->comp, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
                     rp_comp_res(on, r->overhead_spread));

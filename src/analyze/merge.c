@@ -381,7 +381,7 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
                            .lost = src->lost,
                            .threads = src->n_threads,
                            .ended = src->ended && !(src->end_flags & RP_END_SIGNAL),
-                           .map = own,
+                           .map = m->keep_maps ? own : NULL,
                            .n_map = src->n_nodes,
                            .overhead_known = src->overhead_known,
                            .end_read = src->ended,
@@ -389,7 +389,8 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
                            .overhead_self = src->overhead_self,
                            .overhead_spread = src->overhead_spread,
                            .end_ticks = src->end_ticks};
-    own = NULL;
+    if (m->keep_maps)
+        own = NULL;
     if (fail)
         rc = RP_ENOMEM;
 out:

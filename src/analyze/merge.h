@@ -24,6 +24,8 @@
 
 struct rp_merge {
     struct rp_profile *dst;
+    int keep_maps;    /* keep each rp_proc's map (set after rp_merge_init): the second
+                         passes over the files need them, the profile alone does not */
     uint32_t *nslots; /* open addressing on the node key: node index, 0 = empty */
     uint32_t n_nslots;
     uint32_t *eslots; /* on (caller, callee): edge index + 1, 0 = empty */
@@ -37,19 +39,20 @@ int rp_merge_init(struct rp_merge *m, struct rp_profile *dst);
  * Adds src, a finished and named profile (rp_replay_file, then
  * rp_profile_symbolize), to the merged profile; who says which process it
  * is (file, run, host, ppid, start_ns: copied; pid, events, lost, threads
- * and ended are taken from src).  The new rp_proc keeps, for every node
- * index of src, the merged node's (map; 0 for undefined ids), and src's
- * overhead and end: what a second pass over src's file needs (4 bytes per
- * id of each file).  Returns 0 or RP_ENOMEM (the merged profile is then
- * incomplete but consistent, and must still be freed).
+ * and ended are taken from src).  The new rp_proc keeps src's overhead and
+ * end and, with m->keep_maps, for every node index of src the merged
+ * node's (map; 0 for undefined ids): what a second pass over src's file
+ * needs (4 bytes per id of each file).  Returns 0 or RP_ENOMEM (the merged
+ * profile is then incomplete but consistent, and must still be freed).
  */
 int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who);
 
 /* Whether p was merged (rp_merge_add): its ids are not any one file's, and
- * a second pass reads p->procs' files with their maps.  Cannot fail. */
+ * a second pass reads p->procs' files with their maps (kept only with
+ * keep_maps).  Cannot fail. */
 static inline int rp_profile_merged(const struct rp_profile *p)
 {
-    return p->n_procs && p->procs[0].map;
+    return p->n_procs && p->procs[0].n_map;
 }
 
 /* Frees the merge's own tables; the merged profile stays the caller's. */

@@ -169,6 +169,9 @@ int cmd_export(int argc, char **argv)
 
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
+    /* the formats that read the files again need the id maps of a run's set */
+    a.load.keep_maps = strcmp(a.fmt->name, "json") && strcmp(a.fmt->name, "csv") &&
+                       strcmp(a.fmt->name, "callgrind");
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
         rp_load(&a.load, &p);

@@ -78,6 +78,7 @@ int cmd_locks(int argc, char **argv)
     struct rp_profile p = {0};
     struct rp_locks L = {0};
     char err[768];
+    lo_opts.keep_maps = 1; /* rp_locks_build reads the files again */
     rp_load(&lo_opts, &p);
     int rc = rp_locks_build(&L, lo_opts.input, &lo_opts.replay, &p, sort, err, sizeof(err));
     if (rc < 0)

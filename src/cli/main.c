@@ -357,6 +357,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         struct rp_merge m;
         if (rp_merge_init(&m, p) < 0)
             rp_die("%s: out of memory", chosen);
+        m.keep_maps = o->keep_maps;
         for (uint32_t i = 0; i < s.n; i++) {
             struct rp_profile one = {0};
             if (i == 0 || o->in.n_files > 1) { /* a file the user named */
