@@ -161,6 +161,9 @@ check "cut file" "7 20 5 9" -i "$tmp/rp.data"
 grep -q "left out .*rp.data.$a.*truncated.*(--force reads the valid part of it)" "$tmp/s.err" ||
     fail "the cut rp.data.$a is not named as left out: $(cat "$tmp/s.err")"
 check "cut file, --force" "7 30 5 12" -i "$tmp/rp.data" --force
+R dump -i "$tmp/rp.data" >"$tmp/d.txt" 2>"$tmp/d.err" || fail "dump with a cut file failed"
+grep -q "left out .*rp.data.$a" "$tmp/d.err" && [[ $(grep -c "^# file" "$tmp/d.txt") -eq 3 ]] ||
+    fail "dump does not leave the cut rp.data.$a out with a warning: $(cat "$tmp/d.err")"
 
 # a launcher's siblings: no mark, their own run ids, written while NAME was
 R record -o "$tmp/sib.data" -- bash -c '

@@ -133,9 +133,18 @@ int cmd_dump(int argc, char **argv)
     struct dump d = {0};
     char err[768];
     uint64_t t0 = UINT64_MAX;
+    char *left = calloc(s.n, 1);
+    if (!left)
+        rp_die("out of memory");
     for (uint32_t i = 0; i < s.n; i++) {
-        if (rp_replay_file(s.files[i].who.file, &o.replay, &p, NULL, NULL, err, sizeof(err)) < 0)
-            rp_die("%s", err);
+        if (rp_replay_file(s.files[i].who.file, &o.replay, &p, NULL, NULL, err, sizeof(err)) < 0) {
+            /* a file the set found beside the one named: left out, as rp_load does */
+            if (i == 0 || o.in.n_files > 1)
+                rp_die("%s", err);
+            rp_warn("left out %s%s", err,
+                    o.replay.force ? "" : " (--force reads the valid part of it)");
+            left[i] = 1;
+        }
         if (!i)
             d.ns_per_tick = p.ns_per_tick;
         if (p.events && p.first_tick < t0)
@@ -146,6 +155,8 @@ int cmd_dump(int argc, char **argv)
     d.have_t0 = s.n > 1;
     int rc = 0;
     for (uint32_t i = 0; i < s.n && rc == 0; i++) {
+        if (left[i])
+            continue;
         if (s.n > 1)
             printf("# file %s: process %u of %u of the run, pid %u\n", s.files[i].who.file, i + 1,
                    s.n, s.files[i].who.pid);
@@ -165,6 +176,7 @@ int cmd_dump(int argc, char **argv)
     if (d.sym)
         rp_sym_close(d.sym);
     rp_set_free(&s);
+    free(left);
     if (rc < 0)
         rp_die("%s", err);
     return 0;
