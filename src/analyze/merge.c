@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "trace/format.h"
 
+/* FNV-1a of s (NULL: nothing) continued from h, then mixed.  Cannot fail. */
 static uint64_t hash_str(uint64_t h, const char *s)
 {
     for (; s && *s; s++)
@@ -25,6 +26,8 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return h * 0x9e3779b97f4a7c15ull;
 }
 
+/* The hash of a node's key: kind, class, name, module (address when unnamed).
+ * Cannot fail. */
 static uint64_t node_hash(const struct rp_node *n)
 {
     uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n->kind << 8 | n->cls);
@@ -35,11 +38,13 @@ static uint64_t node_hash(const struct rp_node *n)
     return h ^ h >> 31;
 }
 
+/* Whether a and b are the same text, NULL being "".  Cannot fail. */
 static int str_eq(const char *a, const char *b)
 {
     return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
 }
 
+/* Whether a and b are the same node of two processes (merge.h).  Cannot fail. */
 static int node_eq(const struct rp_node *a, const struct rp_node *b)
 {
     if (a->kind != b->kind || a->cls != b->cls || !str_eq(a->name, b->name) ||
@@ -48,6 +53,7 @@ static int node_eq(const struct rp_node *a, const struct rp_node *b)
     return (a->name && a->name[0]) || a->key == b->key;
 }
 
+/* The home slot of edge (caller, callee).  Cannot fail. */
 static uint32_t edge_slot(uint32_t caller, uint32_t callee, uint32_t mask)
 {
     uint64_t k = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
@@ -113,6 +119,7 @@ void rp_merge_free(struct rp_merge *m)
     memset(m, 0, sizeof(*m));
 }
 
+/* strdup of s, NULL for NULL; sets *fail when out of memory. */
 static char *dup_or_null(const char *s, int *fail)
 {
     if (!s)
@@ -123,7 +130,8 @@ static char *dup_or_null(const char *s, int *fail)
     return d;
 }
 
-/* Pools the Welford sums of b into a (counts na, nb before the sum). */
+/* Pools the Welford sums of b into a (counts na, nb before the sum).  Cannot
+ * fail. */
 static void pool(struct rp_node *a, uint64_t na, const struct rp_node *b, uint64_t nb)
 {
     if (!nb)
@@ -172,6 +180,8 @@ static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
     return i;
 }
 
+/* Adds b's statistics to a (the same node of another process).  Cannot fail
+ * (the histogram is merged by the caller). */
 static void add_node(struct rp_node *a, const struct rp_node *b)
 {
     if (b->calls) {

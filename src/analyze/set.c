@@ -25,6 +25,7 @@ static char *value_dup(const uint8_t *v, uint32_t n)
     return rp_text_dup(v, n, 0, NULL);
 }
 
+/* The decimal number at v (n bytes), 0 if none or too large.  Cannot fail. */
 static uint32_t value_u32(const uint8_t *v, uint32_t n)
 {
     uint64_t x = 0;
@@ -131,6 +132,7 @@ int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errs
     return rc == RP_ENOMEM ? rc : 0;
 }
 
+/* Frees what f owns and zeroes it.  Cannot fail. */
 static void file_free(struct rp_set_file *f)
 {
     free(f->who.file);
@@ -203,6 +205,7 @@ static const char *not_of_run(const struct rp_set_file *n, const struct rp_set_f
     return NULL;
 }
 
+/* Notes "PATH: why" among the files left out.  Returns 0 or RP_ENOMEM. */
 static int skip(struct rp_set *s, const char *path, const char *why)
 {
     char *m;
@@ -213,6 +216,7 @@ static int skip(struct rp_set *s, const char *path, const char *why)
     return 0;
 }
 
+/* qsort order: by start, then by name.  Cannot fail. */
 static int by_start(const void *a, const void *b)
 {
     const struct rp_set_file *x = a, *y = b;
