@@ -56,6 +56,8 @@ struct rp_load_opts {
     struct rp_rank_opts rank_opt;
     int weight_calls;
     struct rp_flag_opts flag; /* thresholds; flags computed when rank is */
+    int no_names;             /* one file: do not name its functions (info: their names
+                                 are not shown); a run's files are always named, to merge */
     int keep_maps;            /* a run's set: keep the id maps the second passes over its
                                  files need (locks, the exports that walk events) */
     rp_chunk_fn chunk_fn;     /* when set, called for every chunk of every file read */

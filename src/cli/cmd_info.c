@@ -39,6 +39,7 @@ int cmd_info(int argc, char **argv)
     struct counts k = {0};
     char b[32];
     o.rank = 0;
+    o.no_names = 1; /* (a run's files are named all the same: to be merged) */
     o.chunk_fn = count_chunk;
     o.chunk_ctx = &k;
     rp_load(&o, &p);

@@ -294,14 +294,16 @@ static void put_warnings(struct rp_profile *p)
     }
 }
 
-/* Replays and names the file f into *p; dies naming the file on any error. */
-static void load_file(const struct rp_load_opts *o, const char *file, struct rp_profile *p)
+/* Replays the file into *p and (with name) names its functions; dies naming
+ * the file on any error. */
+static void load_file(const struct rp_load_opts *o, const char *file, struct rp_profile *p,
+                      int name)
 {
     char err[768];
     int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
     if (rc < 0)
         rp_die("%s", err);
-    if ((rc = rp_profile_symbolize(p)) < 0)
+    if (name && (rc = rp_profile_symbolize(p)) < 0)
         rp_die("%s: naming functions: %s", file, rp_strerror(rc));
 }
 
@@ -337,7 +339,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
     snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
     if (s.n == 1) {
         o->input = chosen;
-        load_file(o, chosen, p);
+        load_file(o, chosen, p, !o->no_names);
         put_warnings(p);
         struct rp_set_file *f = &s.files[0];
         if (rp_grow(&p->procs, &p->cap_procs, 1, sizeof(*p->procs), 1) == 0) {
@@ -361,7 +363,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         for (uint32_t i = 0; i < s.n; i++) {
             struct rp_profile one = {0};
             if (i == 0 || o->in.n_files > 1) { /* a file the user named */
-                load_file(o, s.files[i].who.file, &one);
+                load_file(o, s.files[i].who.file, &one, 1);
             } else if (load_sibling(o, s.files[i].who.file, &one) < 0) {
                 rp_profile_free(&one);
                 continue;
