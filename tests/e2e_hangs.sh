@@ -40,7 +40,7 @@ T=${RP_HANGS_TIMEOUT:-60} # generous: a hang is forever, a slow sanitizer run is
 calls() { # file name... -> "name=calls ... lost=N ended=0|1[ reentered=N when lost]"
     local f=$1
     shift
-    "$RANKPROF" report -i "$f" --format json 2>/dev/null | python3 -c '
+    "$RANKPROF" report -i "$f" --one-file --format json 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 c = {x["name"]: x["calls"] for x in r["nodes"]}

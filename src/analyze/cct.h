@@ -55,6 +55,15 @@ struct rp_cct {
 int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
                  const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz);
 
+/*
+ * rp_cct_build over every file of a profile merged from a run's files
+ * (merge.h: rp_profile_merged, each rp_proc with its id map): one tree whose
+ * ids are p's, each file with its own overhead and end.  Fails as
+ * rp_cct_build, or RP_EINVAL for a profile that is not merged.
+ */
+int rp_cct_build_set(struct rp_cct *t, const struct rp_replay_opts *o, const struct rp_profile *p,
+                     int by_thread, int progress, char *err, size_t errsz);
+
 /* Frees what *t owns and zeroes it. */
 void rp_cct_free(struct rp_cct *t);
 

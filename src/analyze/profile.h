@@ -96,6 +96,26 @@ struct rp_thread {
     uint64_t cut;             /* spans ended at the thread's end (still open then) */
     uint64_t paused;          /* ticks it waited for the recorder's writer (PAUSE events),
                                  taken out of every span open then (format 1.3) */
+    uint32_t pid; /* its process, in a profile merged from a run's files (merge.h); else 0 */
+};
+
+/* One process of a profile merged from the files of a run (merge.h, set.h):
+ * one trace file each. */
+struct rp_proc {
+    char *file; /* owned: the trace file */
+    char *run;  /* owned, may be NULL: INFO "run" (the run's id) */
+    char *host; /* owned, may be NULL: INFO "host" */
+    uint32_t pid, ppid;
+    uint64_t start_ns; /* CLOCK_REALTIME of its first CLOCK chunk; 0 if unknown */
+    uint64_t events, lost;
+    uint32_t threads;
+    int ended; /* an END chunk was read, not after a fatal signal */
+    /* what a second pass over its file needs (cct.h: rp_cct_build_set) */
+    uint32_t *map; /* owned: its file's node index -> the merged node's (0: undefined) */
+    uint32_t n_map;
+    int overhead_known, end_read; /* its file's overhead_known and ended */
+    double overhead_pair, overhead_self, overhead_spread;
+    uint64_t end_ticks;
 };
 
 struct rp_rank_info {
@@ -189,6 +209,11 @@ struct rp_profile {
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
 
     void *priv; /* replay.c's hash tables */
+
+    /* The processes a merged profile holds (merge.h), in the order merged;
+     * NULL and 0 for a profile of one file. */
+    struct rp_proc *procs;
+    uint32_t n_procs, cap_procs;
 };
 
 /*

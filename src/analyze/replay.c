@@ -2088,6 +2088,13 @@ void rp_profile_free(struct rp_profile *p)
     }
     for (uint32_t i = 0; i < p->n_threads; i++)
         free(p->threads[i].name);
+    for (uint32_t i = 0; i < p->n_procs; i++) {
+        free(p->procs[i].file);
+        free(p->procs[i].run);
+        free(p->procs[i].host);
+        free(p->procs[i].map);
+    }
+    free(p->procs);
     free(p->nodes);
     free(p->edges);
     free(p->threads);

@@ -119,13 +119,15 @@ int cmd_graph(int argc, char **argv)
         "graph",
         "graph shows the callers and callees of NAME, a whole name or a short one "
         "(sum_dots for int geo::sum_dots<int>(int const*))",
-        argc, argv, &o.input, &o.replay);
+        argc, argv, &o);
     if (first != argc - 1)
         rp_usage_die("graph", first >= argc ? "no NAME given" : "one NAME expected");
     const char *name = argv[first];
 
     struct rp_profile p = {0};
     rp_load(&o, &p);
+    if (p.n_procs > 1) /* a run's files, merged */
+        printf("%u processes of the run, merged (--process PID: one of them)\n", p.n_procs);
     char nb[512];
     uint32_t *hit = malloc(((size_t)p.n_nodes + 1) * sizeof *hit), n_hit = 0;
     if (!hit)

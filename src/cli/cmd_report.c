@@ -51,7 +51,7 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"sort", required_argument, NULL, 's'},
                                        {"weight", required_argument, NULL, 'w'},
                                        {"alpha", required_argument, NULL, 'a'},
@@ -77,10 +77,9 @@ int cmd_report(int argc, char **argv)
     ro.chains = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
+        if (rp_opt_input("report", c, optarg, &lo_opts))
+            continue;
         switch (c) {
-        case 'i':
-            lo_opts.input = optarg;
-            break;
         case 's':
             if (!strcmp(optarg, "rank"))
                 ro.sort = RP_SORT_RANK;

@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "calib.h"
@@ -333,6 +334,8 @@ static void out_maps(void)
     free(m);
 }
 
+static char rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
+
 static void out_info(void)
 {
     size_t cap = 65536, len = 0, n;
@@ -353,6 +356,12 @@ static void out_info(void)
     rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));
     snprintf(tmp, sizeof(tmp), "%d", (int)getppid());
     rp_info_put(buf, cap, &len, "ppid", tmp, strlen(tmp));
+    if (rt_run[0])
+        rp_info_put(buf, cap, &len, "run", rt_run, strlen(rt_run));
+    if (gethostname(tmp, sizeof(tmp)) == 0) {
+        tmp[sizeof(tmp) - 1] = 0;
+        rp_info_put(buf, cap, &len, "host", tmp, strlen(tmp));
+    }
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
@@ -1280,6 +1289,28 @@ static uint32_t parse_classes(const char *s)
 }
 
 /*
+ * The run this process belongs to (INFO "run", docs/trace-format.md): the
+ * mark's value when it inherited one (a child, an exec), else a new id made
+ * from the pid, the wall clock and an address (ASLR), 16 hex digits.  A
+ * forked child keeps its parent's in memory.  Cannot fail.
+ */
+static void run_id_take(const char *mark)
+{
+    size_t n = mark ? strspn(mark, "0123456789abcdef") : 0;
+    if (n == 16 && !mark[16]) {
+        memcpy(rt_run, mark, 17);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) * 0xc2b2ae3d27d4eb4full;
+    h ^= (uint64_t)(uintptr_t)&ts * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    snprintf(rt_run, sizeof(rt_run), "%016llx", (unsigned long long)h);
+}
+
+/*
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
  * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
@@ -1296,11 +1327,14 @@ static int open_output(int child)
     const char *base = getenv("RANKPROF_OUTPUT");
     if (!base || !*base)
         base = "rankprof.data";
-    int first = !child && !getenv("RANKPROF_CLAIMED");
+    const char *mark = getenv("RANKPROF_CLAIMED");
+    int first = !child && !mark;
+    if (!child)
+        run_id_take(mark);
     if (first) {
         snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
         rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        setenv("RANKPROF_CLAIMED", "1", 1);
+        setenv("RANKPROF_CLAIMED", rt_run, 1);
         if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
             syscall(SYS_close, rp_rt.fd); /* a live process writes it */
             rp_rt.fd = -1;

@@ -173,3 +173,11 @@ double rp_export_us(const struct rp_profile *p, uint64_t ticks)
 {
     return ticks > p->first_tick ? (double)(ticks - p->first_tick) * p->ns_per_tick / 1e3 : 0;
 }
+
+uint32_t rp_export_pid(const struct rp_profile *p, uint32_t tid)
+{
+    for (uint32_t i = 0; i < p->n_threads; i++)
+        if (p->threads[i].tid == tid && p->threads[i].pid)
+            return p->threads[i].pid;
+    return p->pid;
+}

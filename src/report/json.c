@@ -176,6 +176,8 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
      * told apart by its generation and stream (format 1.3) */
     fprintf(out, "    { \"tid\": %" PRIu32 ", \"generation\": %" PRIu32 ", \"stream\": %" PRIu32,
             rp_tid_of(t->tid), rp_tid_gen(t->tid), t->tid);
+    if (t->pid)
+        fprintf(out, ", \"pid\": %" PRIu32, t->pid);
     if (t->name) {
         fputs(", \"name\": ", out);
         put_str(out, t->name);
@@ -321,7 +323,33 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fputs(n_edges++ ? ",\n" : "\n", out);
         put_edge(out, p, e);
     }
-    fputs(n_edges ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
+    /* a run's files merged: which processes (only then, so that the report of
+     * one file does not depend on its name) */
+    if (p->n_procs > 1)
+        fputs(n_edges ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [", out);
+    for (uint32_t i = 0; i < p->n_procs && p->n_procs > 1; i++) {
+        const struct rp_proc *r = &p->procs[i];
+        fprintf(out,
+                "%s    { \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"file\": ", i ? ",\n" : "\n",
+                r->pid, r->ppid);
+        put_str(out, r->file ? r->file : "");
+        if (r->run) {
+            fputs(", \"run\": ", out);
+            put_str(out, r->run);
+        }
+        if (r->host) {
+            fputs(", \"host\": ", out);
+            put_str(out, r->host);
+        }
+        put_u64_field(out, "events", r->events);
+        put_u64_field(out, "lost", r->lost);
+        fprintf(out, ", \"threads\": %" PRIu32 ", \"ended_normally\": %s }", r->threads,
+                r->ended ? "true" : "false");
+    }
+    if (p->n_procs > 1)
+        fputs("\n  ],\n  \"thread_list\": [", out);
+    else
+        fputs(n_edges ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
     for (uint32_t i = 0; i < p->n_threads; i++) {
         fputs(i ? ",\n" : "\n", out);
         put_thread(out, p, &p->threads[i]);

@@ -385,6 +385,17 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     fprintf(out, "  total %s  %" PRIu32 " thread%s  %" PRIu64 " events  %s%" PRIu64 " lost%s\n",
             total, p->n_threads, p->n_threads == 1 ? "" : "s", p->events, p->lost ? warn : "",
             p->lost, p->lost ? reset : "");
+    if (p->n_procs > 1) { /* a run's files, merged (docs/robustness.md) */
+        fprintf(out, "processes: %" PRIu32 ", merged:", p->n_procs);
+        for (uint32_t i = 0; i < p->n_procs && i < 8; i++) {
+            char f[512] = "";
+            disp_cat(f, sizeof f, p->procs[i].file ? p->procs[i].file : "?", SIZE_MAX);
+            fprintf(out, "%s %" PRIu32 " (%s)", i ? "," : "", p->procs[i].pid, f);
+        }
+        if (p->n_procs > 8)
+            fprintf(out, ", and %" PRIu32 " more (rankprof info lists them)", p->n_procs - 8);
+        fputs("; --process PID reports one\n", out);
+    }
     if (p->lost) {
         fprintf(out, "%sWARNING: the recorder dropped %" PRIu64 " events", warn, p->lost);
         rp_report_lost_why(out, p);
