@@ -148,6 +148,12 @@ struct acc {
     struct emap em;
     struct frame *stack;
     uint32_t depth, cap;
+    uint64_t pz;     /* PAUSE ticks so far (in the chunk, or the resident chunks): a
+                        frame's start on `stack` is its start less pz at its push, so
+                        a PAUSE moves every open span's start by adding to pz */
+    uint64_t *froff; /* ACC_MAIN with a resident stack: per frame, its off as its
+                        thread's stack keeps it (the off of the chunk it was pushed in) */
+    uint32_t capfroff;
 };
 
 #define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
@@ -165,6 +171,9 @@ struct job {
     uint32_t ti;      /* the thread, index in p->threads */
     _Atomic int done; /* replayed (release: the results below are written) */
     int from_snap;    /* U is the chunk's snapshot, not j->in */
+    int resident;     /* U is ACC_MAIN's resident stack (see "Deep stacks" below) */
+    uint64_t evbase;  /* resident: the events of the thread's resident chunks before */
+    int res_same;     /* resident: the snapshot (if any) matched the stack */
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
     uint64_t res;     /* the resolution in ticks (comp.h) */
@@ -208,9 +217,28 @@ struct tstate {
 #define RP_WORKERS_MAX 8
 enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
 
-/* Open spans per thread at most: twice the writer's shadow stack (writer.c),
- * so that a hostile file cannot make the stack grow with its length. */
-#define RP_REPLAY_DEPTH_MAX (2u << 20)
+/* Open spans per thread at most (40 bytes each), so that a hostile file
+ * cannot make the stack grow with its length.  The recorder writes deeper
+ * stacks than its shadow stack (1 M frames) holds, with exit ids. */
+#define RP_REPLAY_DEPTH_MAX (16u << 20)
+
+/*
+ * Deep stacks.  A chunk replayed in order gets its thread's whole stack as
+ * U: copied in, counted in `active`, copied out and joined back, each O(its
+ * depth), which made a deep recursion (whose chunks carry no snapshot, and
+ * are many) quadratic in its depth.  From RP_RESIDENT_MIN frames on, the
+ * thread's stack instead stays in ACC_MAIN between its chunks (resident):
+ * a chunk costs its events, whatever the depth.  The frames keep their
+ * callee time summed over all chunks (so no excl_adj), their event numbers
+ * counted from the first resident chunk (evbase), and their `off` is reset
+ * where the chunk first reaches a frame (span_end's new low, and the top at
+ * the start), which is where the copy would have held 0; acc.froff keeps
+ * the value the thread's stack would hold.  The stack goes back to its
+ * thread (resident_evict) before another thread's in-order chunk, before a
+ * job of the same thread, and before finish(): the same numbers as the
+ * copy, whatever the order.
+ */
+#define RP_RESIDENT_MIN 4096
 
 struct priv {
     struct tstate *ts;
@@ -228,6 +256,8 @@ struct priv {
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
     uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;          /* the first node of kind offcpu (0 = none) */
+    uint32_t resident;       /* 1 + the thread (index) whose stack is in ACC_MAIN, 0 = none */
+    uint64_t res_base;       /* its events in the resident chunks so far */
 
     /* the workers */
     struct rp_profile *p;
@@ -326,6 +356,7 @@ static void acc_free(struct acc *a)
     free(a->em.vals);
     free(a->em.edges);
     free(a->stack);
+    free(a->froff);
     memset(a, 0, sizeof(*a));
 }
 
@@ -535,22 +566,25 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
-    uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
+    uint64_t start = f->start + a->pz; /* (acc.pz) */
+    uint64_t raw = now >= start ? now - start : 0, dur = raw;
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
+    if (unlikely(*depth < j->low)) {
+        j->low = *depth;
+        if (*depth < j->u)
+            j->closed[*depth] = 1;
+        if (j->resident && *depth) /* first reached in this chunk (Deep stacks) */
+            f[-1].off = 0;
+    }
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
         pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         parent = pf->id;
     }
-    if (unlikely(*depth < j->low)) {
-        j->low = *depth;
-        if (*depth < j->u)
-            j->closed[*depth] = 1;
-    }
-    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
+    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off,
                       --a->active[id] == 0, cp);
 }
 
@@ -645,7 +679,9 @@ static int adj_reserve(struct priv *v, uint32_t n)
  */
 static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 {
-    uint32_t ns = d->snap ? d->snap_depth : 0, u = j->from_snap ? ns : j->nin;
+    uint32_t ns = d->snap ? d->snap_depth : 0, u = j->resident    ? a->depth
+                                                   : j->from_snap ? ns
+                                                                  : j->nin;
     if (rp_grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
         rp_grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
         rp_grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
@@ -659,6 +695,16 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
         j->snap[i] = f;
     }
     j->nsnap = ns;
+    if (j->resident) { /* U stays where it is (Deep stacks); closed[] is not read */
+        j->res_same = !ns || ns == u;
+        for (uint32_t i = 0; j->res_same && i < ns; i++)
+            j->res_same =
+                j->snap[i].id == a->stack[i].id && j->snap[i].start == a->stack[i].start + a->pz;
+        if (u)
+            a->stack[u - 1].off = 0;
+        j->u = j->low = u;
+        return 0;
+    }
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
         a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0};
@@ -823,7 +869,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
+                stack[depth++] = (struct frame){(uint32_t)x, now - a->pz, 0, (int64_t)(n - syn), 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -831,7 +877,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now - a->pz, 0, (int64_t)(n - syn), 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -911,8 +957,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 goto bad;
             j->paused += arg;
             syn++;
-            for (uint32_t d = 0; d < depth; d++)
-                stack[d].start += arg;
+            a->pz += arg; /* (acc.pz: not a loop over the stack) */
             break;
         default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
             ev->op = op; /* (the escape admits no other) */
@@ -961,6 +1006,8 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
+    if (!j->resident)
+        a->pz = 0; /* U's starts are as its thread keeps them */
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = j->syn = 0;
     j->unwound = j->cut = 0;
     j->holds = 0;
@@ -972,7 +1019,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     }
     if ((rc = acc_reserve(a, p)) < 0 || (rc = stack_start(a, j, &d)) < 0)
         goto fail;
-    for (uint32_t i = 0; i < a->depth; i++) {
+    for (uint32_t i = 0; !j->resident && i < a->depth; i++) {
         ev.id = a->stack[i].id;
         if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff) {
             a->depth = i;
@@ -982,6 +1029,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         a->active[ev.id]++;
     }
     ev.q = d.p;
+    ev.n = j->evbase; /* (0 unless resident) */
     ev.now = j->first = d.now;
     if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
         j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
@@ -1002,13 +1050,27 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     case LOOP_DEEP:
         goto too_deep;
     }
-    if (ev.n != d.count) /* format 4.6: the writer's own events are in the count */
+    if (ev.n - j->evbase != d.count) /* format 4.6: the writer's own events are in the count */
         goto miscount;
     j->last = ev.now;
-    j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
+    j->events = ev.n - j->evbase - j->syn; /* the thread's own: the writer's are not counted */
 out:
     j->clamped = cp.clamped;
-    /* hand the stack over and leave a clean replayer for the next chunk */
+    if (j->resident) { /* the stack stays; its pushed frames' off as a copy keeps it */
+        uint32_t keep = j->low < j->u ? j->low : j->u;
+        if (rc == 0 && rp_grow(&a->froff, &a->capfroff, a->depth + 1, sizeof(*a->froff), 64) < 0)
+            rc = RP_ENOMEM;
+        for (uint32_t i = keep; rc == 0 && i < a->depth; i++)
+            a->froff[i] = a->stack[i].off;
+        j->nout = a->depth;
+        j->rc = rc;
+        return;
+    }
+    /* hand the stack over (starts with the PAUSEs in) and leave a clean
+     * replayer for the next chunk */
+    for (uint32_t i = 0; a->pz && i < a->depth; i++)
+        a->stack[i].start += a->pz;
+    a->pz = 0;
     if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
         rc = RP_ENOMEM;
     if (rc == 0) {
@@ -1040,7 +1102,7 @@ miscount:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err),
              "EVENTS chunk at offset %llu states %u events, its stream holds %llu",
-             (unsigned long long)j->offset, d.count, (unsigned long long)ev.n);
+             (unsigned long long)j->offset, d.count, (unsigned long long)(ev.n - j->evbase));
     goto out;
 undefined:
     rc = RP_EFORMAT;
@@ -1086,8 +1148,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
      * recorder; a file that says otherwise gets what it says, and a warning.) */
-    int same = !j->nsnap || j->nsnap == t->depth;
-    for (uint32_t i = 0; same && i < j->nsnap; i++)
+    int same = j->resident ? j->res_same : !j->nsnap || j->nsnap == t->depth;
+    for (uint32_t i = 0; !j->resident && same && i < j->nsnap; i++)
         same = j->snap[i].id == t->stack[i].id && j->snap[i].start == t->stack[i].start;
     if (!same && !v->snap_warned++)
         warnf(p,
@@ -1095,6 +1157,10 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
               "thread's previous chunk%s",
               (unsigned long long)j->offset,
               j->from_snap ? "; spans across that boundary were dropped" : "");
+    if (j->resident) { /* the stack is ACC_MAIN's (Deep stacks) */
+        v->res_base += j->events;
+        return 0;
+    }
     if (!same && j->from_snap) {
         th->unclosed += t->depth;
         t->depth = 0;
@@ -1293,6 +1359,61 @@ static void workers_stop(struct priv *v)
 }
 
 /*
+ * Gives the resident stack (Deep stacks, above) back to its thread: frames,
+ * off as the thread keeps it, event numbers from the end of its last chunk,
+ * and the counts in ACC_MAIN's `active` undone.  O(depth).  Returns 0 or
+ * RP_ENOMEM (the stack then stays resident).
+ */
+static int resident_evict(struct priv *v)
+{
+    struct acc *a = &v->acc[ACC_MAIN];
+    if (!v->resident)
+        return 0;
+    struct tstate *t = &v->ts[v->resident - 1];
+    if (rp_grow(&t->stack, &t->cap, a->depth + 1, sizeof(*t->stack), 64) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < a->depth; i++) {
+        struct frame f = a->stack[i];
+        f.start += a->pz;
+        f.ev -= (int64_t)v->res_base;
+        f.off = a->froff[i];
+        t->stack[i] = f;
+        a->active[f.id]--;
+    }
+    t->depth = a->depth;
+    a->depth = 0;
+    a->pz = 0;
+    v->resident = 0;
+    return 0;
+}
+
+/*
+ * Makes thread t's stack resident in ACC_MAIN (no stack is): the reverse of
+ * resident_evict.  O(depth), once.  Returns 0 or RP_ENOMEM (nothing
+ * changed).
+ */
+static int resident_enter(struct rp_profile *p, struct tstate *t)
+{
+    struct priv *v = p->priv;
+    struct acc *a = &v->acc[ACC_MAIN];
+    if (acc_reserve(a, p) < 0 ||
+        rp_grow(&a->stack, &a->cap, t->depth + 1, sizeof(*a->stack), 64) < 0 ||
+        rp_grow(&a->froff, &a->capfroff, t->depth + 1, sizeof(*a->froff), 64) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < t->depth; i++) {
+        a->stack[i] = t->stack[i];
+        a->froff[i] = t->stack[i].off;
+        a->active[t->stack[i].id]++;
+    }
+    a->depth = t->depth;
+    a->pz = 0;
+    t->depth = 0; /* until resident_evict */
+    v->resident = t->ti + 1;
+    v->res_base = 0;
+    return 0;
+}
+
+/*
  * Replays an EVENTS chunk: as a job for the workers when it carries a
  * snapshot and there are workers, else here after the jobs before it.
  * Returns 0, or < 0 with the message in err.
@@ -1325,6 +1446,13 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
+    /* in order: another thread's resident stack goes back (Deep stacks);
+     * a job of the resident thread needs its stack on the thread */
+    int mine = v->resident == t->ti + 1;
+    if (v->resident && (parallel ? mine : !mine) && (rc = resident_evict(v)) < 0)
+        return rc;
+    if (!parallel && !v->resident && t->depth >= RP_RESIDENT_MIN && (rc = resident_enter(p, t)) < 0)
+        return rc;
     uint64_t seq = atomic_load_explicit(&v->submitted, memory_order_relaxed); /* ours to write */
     if (parallel && seq - v->joined == RP_JOBS_MAX && (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
@@ -1343,6 +1471,12 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     j->res = comp ? v->res_comp : 1;
+    j->resident = !parallel && v->resident == t->ti + 1;
+    j->evbase = j->resident ? v->res_base : 0;
+    if (j->resident) {
+        replay_chunk(p, &v->acc[ACC_MAIN], j);
+        return join(p, j, err, errsz);
+    }
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
         if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
@@ -1733,6 +1867,8 @@ static int finish(struct rp_profile *p)
 
     int on = v->want_comp && p->overhead_known;
     rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : 1);
+    if ((rc = resident_evict(v)) < 0)
+        return rc;
     for (uint32_t i = 0; i < v->nts; i++)
         if (v->ts[i].depth && (rc = close_open(p, &v->ts[i], &cp)) < 0)
             return rc;
