@@ -60,6 +60,7 @@
  * a histogram, per edge one record; nothing grows with the length of the
  * trace.
  */
+#define _GNU_SOURCE /* mremap */
 #include "replay.h"
 
 #include <math.h>
@@ -69,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/array.h"
@@ -111,19 +113,20 @@ struct frame {
  */
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
-    uint64_t calls, incl, first, last;
-    uint64_t excl;       /* signed, modulo 2^64 */
-    struct rp_hist hist; /* window of counts (not n: the edges count) */
-    uintptr_t hbase;     /* hist.counts - hist.lo, as an address: a bucket's count is
-                            at hbase + 4 * bucket, without a subtraction in the way */
-    uint32_t last_caller[2], last_edge[2]; /* edge_of() */
-    uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t calls, incl;
+    uint64_t nfirst, last; /* ~ the first start (so that 0 is "none"), the last start */
+    uint64_t excl;         /* signed, modulo 2^64 */
+    struct rp_hist hist;   /* window of counts (not n: the edges count) */
+    uintptr_t hbase;       /* hist.counts - hist.lo, as an address: a bucket's count is
+                              at hbase + 4 * bucket, without a subtraction in the way */
+    uint32_t last_caller[2], last_edge[2]; /* edge_of(); ~ the caller (0 = none) */
+    uint64_t nbudget, overruns;            /* ~ the budget in ticks (0 = none); spans longer */
     uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
-                            and the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
-                            off CPU for the frames above them (frame.off) */
+    uint64_t omax, nomin; /* on-CPU duration (less the off-CPU time below): the largest,
+                             and ~ the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;      /* a node of kind offcpu, wait or lock-wait: its spans are time
+                             off CPU for the frames above them (frame.off) */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -145,6 +148,8 @@ struct acc {
     uint32_t *active;             /* per node: open activations on the current stack, and
                                      RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
     uint32_t nhot;
+    size_t hot_bytes, active_bytes; /* allocated (zarr_grow): pages of ids a replayer
+                                       never sees are never written, so cost nothing */
     struct emap em;
     struct frame *stack;
     uint32_t depth, cap;
@@ -321,26 +326,70 @@ static inline uint8_t blocked_kind(uint8_t kind)
 }
 
 /*
- * Makes a's per-node arrays cover the profile's n nodes (new entries take
- * their budget from the node).  Returns 0 or RP_ENOMEM.
+ * Makes the zero-filled array *arr (*bytes allocated) hold need bytes,
+ * doubling; new bytes are zero.  On Linux it is an anonymous mapping grown
+ * by mremap: a page is memory only once written, so a replayer's per-node
+ * arrays cost the pages of the ids it sees, not one entry per id of the
+ * trace per replayer.  Returns 0, or RP_ENOMEM with the array unchanged.
+ */
+static int zarr_grow(void *arr, size_t *bytes, size_t need)
+{
+    void *old = *(void **)arr, *n;
+    size_t cap = *bytes ? *bytes : 65536;
+    if (need <= *bytes)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+#ifdef __linux__
+    n = old ? mremap(old, *bytes, cap, MREMAP_MAYMOVE)
+            : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED)
+        return RP_ENOMEM;
+#else
+    if (!(n = realloc(old, cap)))
+        return RP_ENOMEM;
+    memset((char *)n + *bytes, 0, cap - *bytes);
+#endif
+    *(void **)arr = n;
+    *bytes = cap;
+    return 0;
+}
+
+/* Frees what zarr_grow allocated.  Cannot fail. */
+static void zarr_free(void *p, size_t bytes)
+{
+#ifdef __linux__
+    if (p)
+        munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
+}
+
+/*
+ * Makes a's per-node arrays cover the profile's n nodes.  A new entry is all
+ * zero (struct hot stores ~first, ~omin, ~budget, ~caller for that), except
+ * where the node says otherwise: a budget, a blocking kind, not defined
+ * yet; so entries of ids this replayer never sees are never written.
+ * Returns 0 or RP_ENOMEM.
  */
 static int acc_reserve(struct acc *a, const struct rp_profile *p)
 {
-    uint32_t n = p->n_nodes, cap = a->nhot, cap2 = a->nhot;
+    uint32_t n = p->n_nodes;
     if (n <= a->nhot)
         return 0;
-    if (rp_grow(&a->hot, &cap, n, sizeof(*a->hot), 256) < 0 ||
-        rp_grow(&a->active, &cap2, n, sizeof(*a->active), 256) < 0)
+    if (zarr_grow(&a->hot, &a->hot_bytes, (size_t)n * sizeof(*a->hot)) < 0 ||
+        zarr_grow(&a->active, &a->active_bytes, (size_t)n * sizeof(*a->active)) < 0)
         return RP_ENOMEM;
     for (uint32_t i = a->nhot; i < n; i++) {
-        struct hot *h = &a->hot[i];
-        memset(h, 0, sizeof(*h));
-        h->first = UINT64_MAX;
-        h->omin = UINT64_MAX;
-        h->blocked = blocked_kind(p->nodes[i].kind);
-        h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
-        h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
-        a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
+        const struct rp_node *nd = &p->nodes[i];
+        if (blocked_kind(nd->kind))
+            a->hot[i].blocked = 1;
+        if (nd->budget)
+            a->hot[i].nbudget = ~nd->budget;
+        if (i == 0 || nd->kind == 0xff)
+            a->active[i] = RP_ACTIVE_UNDEF;
     }
     a->nhot = n;
     return 0;
@@ -349,9 +398,10 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
 static void acc_free(struct acc *a)
 {
     for (uint32_t i = 0; i < a->nhot; i++)
-        rp_hist_free(&a->hot[i].hist);
-    free(a->hot);
-    free(a->active);
+        if (a->hot[i].hist.counts) /* (reads only: untouched pages stay so) */
+            rp_hist_free(&a->hot[i].hist);
+    zarr_free(a->hot, a->hot_bytes);
+    zarr_free(a->active, a->active_bytes);
     free(a->em.keys);
     free(a->em.vals);
     free(a->em.edges);
@@ -465,7 +515,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
                                                            uint32_t caller, uint32_t callee)
 {
     uint32_t i;
-    if (h->last_caller[1] == caller) {
+    if (h->last_caller[1] == ~caller) {
         i = h->last_edge[1];
     } else {
         struct rp_edge *e = edge_get(&a->em, caller, callee);
@@ -475,7 +525,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
     }
     h->last_caller[1] = h->last_caller[0];
     h->last_edge[1] = h->last_edge[0];
-    h->last_caller[0] = caller;
+    h->last_caller[0] = ~caller;
     h->last_edge[0] = i;
     return &a->em.edges[i];
 }
@@ -488,7 +538,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
 static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t caller,
                                       uint32_t callee)
 {
-    if (likely(h->last_caller[0] == caller))
+    if (likely(h->last_caller[0] == ~caller))
         return &a->em.edges[h->last_edge[0]];
     return edge_miss(a, h, caller, callee);
 }
@@ -522,8 +572,8 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
         h->offb += dur - on;
-        if (on < h->omin)
-            h->omin = on;
+        if (~on > h->nomin)
+            h->nomin = ~on;
     }
     if (unlikely(on > h->omax))
         h->omax = on;
@@ -534,11 +584,11 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
     if (*c != UINT32_MAX)
         (*c)++;
-    if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
-        h->first = start;           /* no store and no chain through memory */
+    if (unlikely(~start > h->nfirst)) /* branches, not selects: rarely taken, so */
+        h->nfirst = ~start;           /* no store and no chain through memory */
     if (start > h->last)
         h->last = start;
-    if (unlikely(raw > h->budget))
+    if (unlikely(raw > ~h->nbudget))
         h->overruns++;
     if (outer)
         h->incl += dur;
@@ -1542,8 +1592,8 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
 static void defined(struct priv *v, uint32_t id)
 {
     for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
-        if (id < v->acc[k].nhot)
-            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF;
+        if (id < v->acc[k].nhot && (v->acc[k].active[id] & RP_ACTIVE_UNDEF))
+            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF; /* (untouched pages stay so) */
 }
 
 /* Records the kind of a node that the accumulators already hold (struct hot's
@@ -1551,7 +1601,7 @@ static void defined(struct priv *v, uint32_t id)
 static void defined_kind(struct priv *v, uint32_t id, uint8_t kind)
 {
     for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
-        if (id < v->acc[k].nhot)
+        if (id < v->acc[k].nhot && v->acc[k].hot[id].blocked != blocked_kind(kind))
             v->acc[k].hot[id].blocked = blocked_kind(kind);
 }
 
@@ -1773,13 +1823,14 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->calls += h->calls;
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
-        n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
+        n->first_start =
+            !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
         n->cut += h->cut;
         n->offcpu_below += h->offb;
         n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
-        n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
+        n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
         sq[i] += h->sq;
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
@@ -1912,9 +1963,11 @@ static int finish(struct rp_profile *p)
     unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
     if (!sq || adj_reserve(v, p->n_nodes) < 0)
         goto out;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
         if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
             goto out;
+        acc_free(&v->acc[k]); /* summed: its memory goes before the next one's is read */
+    }
     free(p->edges);
     p->edges = v->em.edges;
     p->n_edges = v->em.n;
