@@ -10,6 +10,11 @@
 #           deep_main -> rec (the recursion test across the many chunks of
 #           a stack too deep for snapshots).  Its time, linear in the depth,
 #           is a benchmark number (docs/performance.md), not tested here.
+#   waves   2 threads at once, each recursing 100,000 deep 16 times: deep
+#           stacks of several threads whose chunks alternate, going deep
+#           and coming back (their stacks kept by the analyzer between
+#           chunks, and given back: replay.c, "Deep stacks"): the same exact
+#           counts and inclusive time.
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` (GNU time) stays within the documented
 #           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
@@ -24,17 +29,19 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_scale.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 prog="$PROGS/prog_scale"
 
-# --- deep ---------------------------------------------------------------
-n=2500000
-[[ -n "${RP_SANITIZE:-}" ]] && n=300000 # (ten times slower, and bigger frames)
-"$RANKPROF" record -o "$tmp/deep.rp" -- "$prog" deep $n >"$tmp/deep.out" 2>"$tmp/deep.err" ||
-    fail "record deep $n: $(cat "$tmp/deep.err")"
-grep -qx "deep $n" "$tmp/deep.out" || fail "prog_scale deep $n printed '$(cat "$tmp/deep.out")'"
-"$RANKPROF" report --format json -i "$tmp/deep.rp" >"$tmp/deep.json" 2>"$tmp/r.err" ||
-    fail "report of a $n-deep recursion: $(cat "$tmp/r.err")"
-python3 - "$tmp/deep.json" $n <<'PY' || fail "deep $n: wrong report"
+# --- deep, waves -----------------------------------------------------------
+deep() { # N THREADS WAVES
+    local n=$1 t=$2 w=$3
+    "$RANKPROF" record -o "$tmp/deep.rp" -- "$prog" deep $n $t $w >"$tmp/deep.out" \
+        2>"$tmp/deep.err" || fail "record deep $n $t $w: $(cat "$tmp/deep.err")"
+    [[ $(grep -cx "deep $n" "$tmp/deep.out") == $((t * w)) ]] ||
+        fail "prog_scale deep $n $t $w printed '$(cat "$tmp/deep.out")'"
+    "$RANKPROF" report --format json -i "$tmp/deep.rp" >"$tmp/deep.json" 2>"$tmp/r.err" ||
+        fail "report of a $n-deep recursion: $(cat "$tmp/r.err")"
+    python3 - "$tmp/deep.json" $n $t $w <<'PY' || fail "deep $n $t $w: wrong report"
 import json, sys
-r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+r, depth, t, w = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+n, outer = t * w * depth, t * w
 node = {x["name"]: x for x in r["nodes"]}
 edge = {(e["caller"], e["callee"]): e for e in r["edges"]}
 bad = []
@@ -47,17 +54,25 @@ if rec["cut"] or r["cut"] or r["unwound"] or r["unmatched_exits"] or r["lost_eve
     bad.append(f"cut {rec['cut']}/{r['cut']}, unwound {r['unwound']}, unmatched "
                f"{r['unmatched_exits']}, lost {r['lost_events']}: expected 0")
 rr, dr = edge.get(("rec", "rec")), edge.get(("deep_main", "rec"))
-if not rr or rr["calls"] != n - 1:
-    bad.append(f"rec -> rec: {rr and rr['calls']} calls, expected {n - 1}")
-if not dr or dr["calls"] != 1:
-    bad.append(f"deep_main -> rec: {dr and dr['calls']} calls, expected 1")
+if not rr or rr["calls"] != n - outer:
+    bad.append(f"rec -> rec: {rr and rr['calls']} calls, expected {n - outer}")
+if not dr or dr["calls"] != outer:
+    bad.append(f"deep_main -> rec: {dr and dr['calls']} calls, expected {outer}")
 elif rec["inclusive_ns"] != dr["inclusive_ns"]:
     bad.append(f"rec's inclusive {rec['inclusive_ns']} ns is not its outermost "
-               f"activation's {dr['inclusive_ns']} ns")
+               f"activations' {dr['inclusive_ns']} ns")
 if bad:
     sys.exit("\n".join(bad))
 PY
-echo "e2e_scale: deep $n: exact"
+    echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
+}
+if [[ -n "${RP_SANITIZE:-}" ]]; then # (ten times slower, and bigger frames)
+    deep 300000 1 1
+    deep 20000 2 8
+else
+    deep 2500000 1 1
+    deep 100000 2 16
+fi
 
 # --- memory -------------------------------------------------------------
 if [[ -n "${RP_SANITIZE:-}" ]]; then

@@ -144,10 +144,10 @@ struct emap {
  * the profile at the end, so replayers never share a counter.
  */
 struct acc {
-    _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
-    uint32_t *active;             /* per node: open activations on the current stack, and
-                                     RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
-    uint32_t nhot;
+    _Alignas(64) struct hot *hot;   /* per node; aligned: replayers share no cache line */
+    uint32_t *active;               /* per node: open activations on the current stack, and
+                                       RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
+    uint32_t nhot, nact;            /* entries of hot and of active */
     size_t hot_bytes, active_bytes; /* allocated (zarr_grow): pages of ids a replayer
                                        never sees are never written, so cost nothing */
     struct emap em;
@@ -156,9 +156,23 @@ struct acc {
     uint64_t pz;     /* PAUSE ticks so far (in the chunk, or the resident chunks): a
                         frame's start on `stack` is its start less pz at its push, so
                         a PAUSE moves every open span's start by adding to pz */
-    uint64_t *froff; /* ACC_MAIN with a resident stack: per frame, its off as its
-                        thread's stack keeps it (the off of the chunk it was pushed in) */
+    uint64_t *froff; /* a resident stack: per frame, its off as its thread's stack
+                        keeps it (the off of the chunk it was pushed in) */
     uint32_t capfroff;
+};
+
+/* What a resident thread keeps while it is not replaying (Deep stacks,
+ * below): the part of struct acc swapped into ACC_MAIN for its chunks. */
+struct rstate {
+    struct frame *stack;
+    uint32_t depth, cap;
+    uint32_t *active; /* its own activation counts: the recursion test */
+    size_t active_bytes;
+    uint32_t nact;
+    uint64_t pz;
+    uint64_t *froff;
+    uint32_t capfroff;
+    uint64_t base; /* its events in its resident chunks so far (job.evbase) */
 };
 
 #define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
@@ -216,6 +230,7 @@ struct tstate {
     int64_t holds;       /* lock holds begun and not ended (unclosed at the end) */
     struct frame *stack; /* child = callee time summed over all chunks so far */
     uint32_t depth, cap;
+    struct rstate *rs; /* resident (Deep stacks): the stack is there, depth is 0 */
 };
 
 #define RP_JOBS_MAX    16
@@ -238,10 +253,12 @@ enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
  * counted from the first resident chunk (evbase), and their `off` is reset
  * where the chunk first reaches a frame (span_end's new low, and the top at
  * the start), which is where the copy would have held 0; acc.froff keeps
- * the value the thread's stack would hold.  The stack goes back to its
- * thread (resident_evict) before another thread's in-order chunk, before a
- * job of the same thread, and before finish(): the same numbers as the
- * copy, whatever the order.
+ * the value the thread's stack would hold.  Each resident thread has its
+ * own struct rstate: stack, activation counts (a zero-filled array: pages
+ * of the ids on its stack), PAUSE offset; its chunks swap them into
+ * ACC_MAIN (O(1)), so deep threads whose chunks alternate stay linear too.
+ * The stack goes back to its thread (resident_evict) before a job of the
+ * same thread, and before finish(): the same numbers as the copy.
  */
 #define RP_RESIDENT_MIN 4096
 
@@ -261,8 +278,8 @@ struct priv {
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
     uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;          /* the first node of kind offcpu (0 = none) */
-    uint32_t resident;       /* 1 + the thread (index) whose stack is in ACC_MAIN, 0 = none */
-    uint64_t res_base;       /* its events in the resident chunks so far */
+    uint32_t *res;           /* the resident threads (indexes in ts) */
+    uint32_t nres, capres;
 
     /* the workers */
     struct rp_profile *p;
@@ -377,7 +394,7 @@ static void zarr_free(void *p, size_t bytes)
 static int acc_reserve(struct acc *a, const struct rp_profile *p)
 {
     uint32_t n = p->n_nodes;
-    if (n <= a->nhot)
+    if (n <= a->nhot && n <= a->nact)
         return 0;
     if (zarr_grow(&a->hot, &a->hot_bytes, (size_t)n * sizeof(*a->hot)) < 0 ||
         zarr_grow(&a->active, &a->active_bytes, (size_t)n * sizeof(*a->active)) < 0)
@@ -388,10 +405,11 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
             a->hot[i].blocked = 1;
         if (nd->budget)
             a->hot[i].nbudget = ~nd->budget;
-        if (i == 0 || nd->kind == 0xff)
-            a->active[i] = RP_ACTIVE_UNDEF;
     }
-    a->nhot = n;
+    for (uint32_t i = a->nact; i < n; i++)
+        if (i == 0 || p->nodes[i].kind == 0xff)
+            a->active[i] = RP_ACTIVE_UNDEF;
+    a->nhot = a->nact = n;
     return 0;
 }
 
@@ -1207,8 +1225,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
               "thread's previous chunk%s",
               (unsigned long long)j->offset,
               j->from_snap ? "; spans across that boundary were dropped" : "");
-    if (j->resident) { /* the stack is ACC_MAIN's (Deep stacks) */
-        v->res_base += j->events;
+    if (j->resident) { /* the stack is the thread's rstate (Deep stacks) */
+        t->rs->base += j->events;
         return 0;
     }
     if (!same && j->from_snap) {
@@ -1408,58 +1426,96 @@ static void workers_stop(struct priv *v)
     pthread_mutex_destroy(&v->mu);
 }
 
-/*
- * Gives the resident stack (Deep stacks, above) back to its thread: frames,
- * off as the thread keeps it, event numbers from the end of its last chunk,
- * and the counts in ACC_MAIN's `active` undone.  O(depth).  Returns 0 or
- * RP_ENOMEM (the stack then stays resident).
- */
-static int resident_evict(struct priv *v)
+/* Swaps the resident part of ACC_MAIN (struct rstate) with rs.  O(1). */
+static void rs_swap(struct acc *a, struct rstate *rs)
 {
-    struct acc *a = &v->acc[ACC_MAIN];
-    if (!v->resident)
+#define RP_SWAP(x)                                                                                 \
+    do {                                                                                           \
+        __typeof__(a->x) tmp_ = a->x;                                                              \
+        a->x = rs->x;                                                                              \
+        rs->x = tmp_;                                                                              \
+    } while (0)
+    RP_SWAP(stack);
+    RP_SWAP(depth);
+    RP_SWAP(cap);
+    RP_SWAP(active);
+    RP_SWAP(active_bytes);
+    RP_SWAP(nact);
+    RP_SWAP(pz);
+    RP_SWAP(froff);
+    RP_SWAP(capfroff);
+#undef RP_SWAP
+}
+
+/*
+ * Gives thread t's resident stack (Deep stacks, above) back to it: frames,
+ * off as the thread keeps it, event numbers from the end of its last
+ * chunk.  O(depth).  Returns 0 or RP_ENOMEM (the stack then stays
+ * resident).
+ */
+static int resident_evict(struct priv *v, struct tstate *t)
+{
+    struct rstate *rs = t->rs;
+    if (!rs)
         return 0;
-    struct tstate *t = &v->ts[v->resident - 1];
-    if (rp_grow(&t->stack, &t->cap, a->depth + 1, sizeof(*t->stack), 64) < 0)
+    if (rp_grow(&t->stack, &t->cap, rs->depth + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
-    for (uint32_t i = 0; i < a->depth; i++) {
-        struct frame f = a->stack[i];
-        f.start += a->pz;
-        f.ev -= (int64_t)v->res_base;
-        f.off = a->froff[i];
+    for (uint32_t i = 0; i < rs->depth; i++) {
+        struct frame f = rs->stack[i];
+        f.start += rs->pz;
+        f.ev -= (int64_t)rs->base;
+        f.off = rs->froff[i];
         t->stack[i] = f;
-        a->active[f.id]--;
     }
-    t->depth = a->depth;
-    a->depth = 0;
-    a->pz = 0;
-    v->resident = 0;
+    t->depth = rs->depth;
+    free(rs->stack);
+    free(rs->froff);
+    zarr_free(rs->active, rs->active_bytes);
+    free(rs);
+    t->rs = NULL;
+    for (uint32_t k = 0; k < v->nres; k++)
+        if (v->res[k] == (uint32_t)(t - v->ts)) {
+            v->res[k] = v->res[--v->nres];
+            break;
+        }
     return 0;
 }
 
 /*
- * Makes thread t's stack resident in ACC_MAIN (no stack is): the reverse of
- * resident_evict.  O(depth), once.  Returns 0 or RP_ENOMEM (nothing
- * changed).
+ * Makes thread t's stack resident: the reverse of resident_evict, with
+ * activation counts of its own (RP_ACTIVE_UNDEF where ACC_MAIN has it).
+ * O(depth + nodes), once per thread that gets deep.  Returns 0 or
+ * RP_ENOMEM (nothing changed).
  */
 static int resident_enter(struct rp_profile *p, struct tstate *t)
 {
     struct priv *v = p->priv;
-    struct acc *a = &v->acc[ACC_MAIN];
-    if (acc_reserve(a, p) < 0 ||
-        rp_grow(&a->stack, &a->cap, t->depth + 1, sizeof(*a->stack), 64) < 0 ||
-        rp_grow(&a->froff, &a->capfroff, t->depth + 1, sizeof(*a->froff), 64) < 0)
+    struct rstate *rs = calloc(1, sizeof(*rs));
+    uint32_t n = p->n_nodes;
+    if (!rs || rp_grow(&v->res, &v->capres, v->nres + 1, sizeof(*v->res), 16) < 0 ||
+        zarr_grow(&rs->active, &rs->active_bytes, (size_t)n * sizeof(*rs->active)) < 0 ||
+        rp_grow(&rs->stack, &rs->cap, t->depth + 1, sizeof(*rs->stack), 64) < 0 ||
+        rp_grow(&rs->froff, &rs->capfroff, t->depth + 1, sizeof(*rs->froff), 64) < 0) {
+        if (rs) {
+            free(rs->stack);
+            zarr_free(rs->active, rs->active_bytes);
+        }
+        free(rs);
         return RP_ENOMEM;
-    for (uint32_t i = 0; i < t->depth; i++) {
-        a->stack[i] = t->stack[i];
-        a->froff[i] = t->stack[i].off;
-        a->active[t->stack[i].id]++;
     }
-    a->depth = t->depth;
-    a->pz = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (i == 0 || p->nodes[i].kind == 0xff)
+            rs->active[i] = RP_ACTIVE_UNDEF;
+    rs->nact = n;
+    for (uint32_t i = 0; i < t->depth; i++) {
+        rs->stack[i] = t->stack[i];
+        rs->froff[i] = t->stack[i].off;
+        rs->active[t->stack[i].id]++;
+    }
+    rs->depth = t->depth;
     t->depth = 0; /* until resident_evict */
-    v->resident = t->ti + 1;
-    v->res_base = 0;
+    t->rs = rs;
+    v->res[v->nres++] = (uint32_t)(t - v->ts);
     return 0;
 }
 
@@ -1496,12 +1552,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
-    /* in order: another thread's resident stack goes back (Deep stacks);
-     * a job of the resident thread needs its stack on the thread */
-    int mine = v->resident == t->ti + 1;
-    if (v->resident && (parallel ? mine : !mine) && (rc = resident_evict(v)) < 0)
+    /* Deep stacks: a job of a resident thread needs its stack on the thread */
+    if (parallel && t->rs && (rc = resident_evict(v, t)) < 0)
         return rc;
-    if (!parallel && !v->resident && t->depth >= RP_RESIDENT_MIN && (rc = resident_enter(p, t)) < 0)
+    if (!parallel && !t->rs && t->depth >= RP_RESIDENT_MIN && (rc = resident_enter(p, t)) < 0)
         return rc;
     uint64_t seq = atomic_load_explicit(&v->submitted, memory_order_relaxed); /* ours to write */
     if (parallel && seq - v->joined == RP_JOBS_MAX && (rc = join_oldest(p, err, errsz)) < 0)
@@ -1521,10 +1575,13 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     j->res = comp ? v->res_comp : 1;
-    j->resident = !parallel && v->resident == t->ti + 1;
-    j->evbase = j->resident ? v->res_base : 0;
+    j->resident = !parallel && t->rs;
+    j->evbase = j->resident ? t->rs->base : 0;
     if (j->resident) {
-        replay_chunk(p, &v->acc[ACC_MAIN], j);
+        struct acc *a = &v->acc[ACC_MAIN];
+        rs_swap(a, t->rs);
+        replay_chunk(p, a, j);
+        rs_swap(a, t->rs);
         return join(p, j, err, errsz);
     }
     if (!parallel) {
@@ -1592,8 +1649,13 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
 static void defined(struct priv *v, uint32_t id)
 {
     for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
-        if (id < v->acc[k].nhot && (v->acc[k].active[id] & RP_ACTIVE_UNDEF))
+        if (id < v->acc[k].nact && (v->acc[k].active[id] & RP_ACTIVE_UNDEF))
             v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF; /* (untouched pages stay so) */
+    for (uint32_t k = 0; k < v->nres; k++) {          /* resident threads' own counts */
+        struct rstate *rs = v->ts[v->res[k]].rs;
+        if (id < rs->nact)
+            rs->active[id] &= ~RP_ACTIVE_UNDEF;
+    }
 }
 
 /* Records the kind of a node that the accumulators already hold (struct hot's
@@ -1918,8 +1980,9 @@ static int finish(struct rp_profile *p)
 
     int on = v->want_comp && p->overhead_known;
     rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : 1);
-    if ((rc = resident_evict(v)) < 0)
-        return rc;
+    while (v->nres)
+        if ((rc = resident_evict(v, &v->ts[v->res[v->nres - 1]])) < 0)
+            return rc;
     for (uint32_t i = 0; i < v->nts; i++)
         if (v->ts[i].depth && (rc = close_open(p, &v->ts[i], &cp)) < 0)
             return rc;
@@ -2233,9 +2296,18 @@ static void priv_free(struct rp_profile *p)
     if (!v)
         return;
     workers_stop(v);
-    for (uint32_t i = 0; i < v->nts; i++)
+    for (uint32_t i = 0; i < v->nts; i++) {
+        struct rstate *rs = v->ts[i].rs;
+        if (rs) {
+            free(rs->stack);
+            free(rs->froff);
+            zarr_free(rs->active, rs->active_bytes);
+            free(rs);
+        }
         free(v->ts[i].stack);
+    }
     free(v->ts);
+    free(v->res);
     free(v->tidx);
     free(v->em.keys);
     free(v->em.vals);
