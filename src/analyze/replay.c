@@ -240,7 +240,7 @@ enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
 /* Open spans per thread at most (40 bytes each), so that a hostile file
  * cannot make the stack grow with its length.  The recorder writes deeper
  * stacks than its shadow stack (1 M frames) holds, with exit ids. */
-#define RP_REPLAY_DEPTH_MAX (16u << 20)
+#define RP_REPLAY_DEPTH_MAX (8u << 20)
 
 /*
  * Deep stacks.  A chunk replayed in order gets its thread's whole stack as
@@ -1901,17 +1901,32 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
             h->hist = (struct rp_hist){0};
         } else if (rp_hist_merge(&n->hist, &h->hist)) {
             return RP_ENOMEM;
+        } else {
+            rp_hist_free(&h->hist);
         }
     }
-    for (uint32_t k = 0; k < a->em.n; k++) {
-        const struct rp_edge *s = &a->em.edges[k];
-        struct rp_edge *e = edge_get(&v->em, s->caller, s->callee);
-        if (!e)
-            return RP_ENOMEM;
-        e->calls += s->calls;
-        e->incl += s->incl;
-        e->min = s->min < e->min ? s->min : e->min;
-        e->max = s->max > e->max ? s->max : e->max;
+    /* summed (its histograms are the nodes' or freed): its memory goes before
+     * the edges are, which the profile takes over when it has none yet */
+    zarr_free(a->hot, a->hot_bytes);
+    a->hot = NULL;
+    a->hot_bytes = a->nhot = 0;
+    int took = !v->em.n && !v->em.cap && a->em.n;
+    if (took) {
+        v->em = a->em;
+        memset(&a->em, 0, sizeof(a->em));
+    }
+    const struct emap *m = took ? &v->em : &a->em;
+    for (uint32_t k = 0; k < m->n; k++) {
+        const struct rp_edge *s = &m->edges[k];
+        if (!took) {
+            struct rp_edge *e = edge_get(&v->em, s->caller, s->callee);
+            if (!e)
+                return RP_ENOMEM;
+            e->calls += s->calls;
+            e->incl += s->incl;
+            e->min = s->min < e->min ? s->min : e->min;
+            e->max = s->max > e->max ? s->max : e->max;
+        }
         struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
         n->calls += s->calls;
         n->dur_sum += s->incl;
