@@ -624,17 +624,17 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
 
 /*
  * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
- * chunk's event number ev; j records it when it is a span of U.  Returns 0
- * or RP_ENOMEM.
+ * chunk's event number ev, with the PAUSE offset pz (acc.pz); j records it
+ * when it is a span of U.  Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                           struct frame *stack, uint32_t *depth,
-                                                          uint64_t now, int64_t ev,
+                                                          uint64_t now, uint64_t pz, int64_t ev,
                                                           struct rp_comp *cp)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
-    uint64_t start = f->start + a->pz; /* (acc.pz) */
+    uint64_t start = f->start + pz; /* (acc.pz) */
     uint64_t raw = now >= start ? now - start : 0, dur = raw;
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
@@ -674,7 +674,7 @@ static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, stru
         j->unwound += *depth - to;
     while (*depth > to) {
         a->hot[stack[*depth - 1].id].cut++;
-        if (span_end(a, j, stack, depth, now, ev, cp) < 0)
+        if (span_end(a, j, stack, depth, now, a->pz, ev, cp) < 0)
             return RP_ENOMEM;
     }
     return 0;
@@ -874,6 +874,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
+    uint64_t pz = a->pz; /* (a copy: pushes read it; PAUSE writes both) */
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -937,7 +938,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now - a->pz, 0, (int64_t)(n - syn), 0};
+                stack[depth++] = (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -945,7 +946,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now - a->pz, 0, (int64_t)(n - syn), 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -953,7 +954,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -973,7 +974,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
              * longjmp, an exception): they end here, with time (span_cut) */
             if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, 0) < 0)
                 goto nomem;
-            if (span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0)
+            if (span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0)
                 goto nomem;
             break;
         }
@@ -1025,7 +1026,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 goto bad;
             j->paused += arg;
             syn++;
-            a->pz += arg; /* (acc.pz: not a loop over the stack) */
+            a->pz = pz += arg; /* (acc.pz: not a loop over the stack) */
             break;
         default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
             ev->op = op; /* (the escape admits no other) */
