@@ -1163,7 +1163,7 @@ bad_at:
 too_deep:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err),
-             "spans nested deeper than %u at offset %llu (the recorder never writes that)",
+             "spans nested deeper than %u at offset %llu (the analyzer's limit)",
              RP_REPLAY_DEPTH_MAX,
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)));
     goto out;
