@@ -3,7 +3,7 @@
 # the programs of tests/progs (fib, calltree, threads) and examples/firmware
 # with the real recorder, then checks the trace file's framing (CRCs, event
 # counts, decoded event stream, per docs/trace-format.md) and the
-# `report --format json` output (DESIGN §9) against the exact call counts and
+# `report --format json` output (docs/design.md §9) against the exact call counts and
 # edges documented at the top of each program.  Also checks that missing,
 # empty, truncated and corrupted files and unknown options give a clear error
 # and a non-zero exit (never a signal).
@@ -158,7 +158,7 @@ def check_trace(path):
     pos = mid if cands else c[0] + 16 + c[2] // 2
     print(f"events={events} truncate_at={pos} flip_at={pos} size={len(b)}")
 
-# ---- the JSON report (DESIGN §9) ------------------------------------------
+# ---- the JSON report (docs/design.md §9) ------------------------------------------
 KINDS = {"func", "point", "lock-wait", "lock-hold", "io", "wait", "offcpu"}
 FLAGS = {"DISPATCH", "HOT", "JITTER", "RATE", "CONTENDED", "BUDGET"}
 NODE_KEYS = {"name": str, "kind": str, "calls": int, "inclusive_ns": int,
@@ -406,7 +406,7 @@ def check_json(spec_name, path, trace_events, extra):
                 die(f"{what}: the shortest {nm} took {ratio:.2f} x the shortest leaf, "
                     f"expected ~{u} (work units)")
     if spec_name == "calltree":
-        # DESIGN §6: on a call DAG, involvement ~ inclusive / total (alpha small)
+        # docs/design.md §6: on a call DAG, involvement ~ inclusive / total (alpha small)
         for nm, n in funcs.items():
             want = n["inclusive_ns"] / total
             if not close(n["involvement"], want, 0, 0.1):

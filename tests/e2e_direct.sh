@@ -224,7 +224,7 @@ ASAN_OPTIONS=$asan_opts timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fo
 child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
 [[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
 counts() {
-    rp report -i "$1" --format json | python3 -c '
+    rp report -i "$1" --one-file --format json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 print(" ".join("%s=%d" % (n["name"], n["calls"]) for n in sorted(d["nodes"], key=lambda n: n["name"])
@@ -234,6 +234,14 @@ print(" ".join("%s=%d" % (n["name"], n["calls"]) for n in sorted(d["nodes"], key
     fail "fork: parent has $(counts "$tmp/fork/f.data"), expected work=170"
 [[ "$(counts "$tmp/fork/$child")" == "child_work=30 work=30" ]] ||
     fail "fork: child has $(counts "$tmp/fork/$child"), expected child_work=30 work=30"
+# the run's two files together (docs/robustness.md, "One file per process")
+rp report -i "$tmp/fork/f.data" --format json >"$tmp/fork.json" || fail "fork: merged report"
+python3 - "$tmp/fork.json" <<'PY' || fail "fork: the run's files merged are not child_work=30 work=200"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {n["name"]: n["calls"] for n in d["nodes"]}
+assert (c.get("work"), c.get("child_work"), len(d["processes"])) == (200, 30, 2), c
+PY
 else
     note "fork: skipped under TSan (its allocator is not fork-safe in a threaded parent)"
 fi

@@ -32,9 +32,9 @@ T="timeout -k 5 120"
 
 check_trace() { # name data-file want-end(exit|N)
     local name=$1 data=$2 end=$3
-    $T "$RANKPROF" report -i "$data" --format json >"$tmp/$name.json" 2>"$tmp/$name.rerr" ||
+    $T "$RANKPROF" report -i "$data" --one-file --format json >"$tmp/$name.json" 2>"$tmp/$name.rerr" ||
         fail "$name: report failed: $(cat "$tmp/$name.rerr")"
-    $T "$RANKPROF" info -i "$data" >"$tmp/$name.info" 2>&1 || fail "$name: info failed"
+    $T "$RANKPROF" info -i "$data" --one-file >"$tmp/$name.info" 2>&1 || fail "$name: info failed"
     python3 - "$tmp/$name.json" "$N" <<'PY' || fail "$name: wrong report"
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_flags.sh - end-to-end test of the ranking and the flags (DESIGN §6-7)
+# e2e_flags.sh - end-to-end test of the ranking and the flags (docs/design.md §6-7)
 # on real recorded runs: records tests/progs/{dispatch,periodic,jitter,fib}
 # with the real recorder and checks `report --format json` and the table's
 # "why" lines:
@@ -14,7 +14,7 @@
 #     threshold), and the fan-out in the DISPATCH line against the entropy of
 #     the JSON edges;
 #   - standing and involvement against an independent dense solve of
-#     pi = pi P (DESIGN §6, Gaussian elimination in Python) built from the
+#     pi = pi P (docs/design.md §6, Gaussian elimination in Python) built from the
 #     JSON nodes and edges, to 1e-6 plus what the JSON's rounding to whole
 #     ns moves the solve;
 #   - that every threshold is an option: `report --threshold KEY=VALUE` with
@@ -260,7 +260,7 @@ for p in dispatch periodic jitter fib; do
     ((rc == 0)) || fail "$p: 'rankprof record -- prog_$p' exited $rc: $(head -c 800 "$tmp/$p.err")"
     "$RANKPROF" report -i "$tmp/$p.data" --format json >"$tmp/$p.json" 2>"$tmp/$p.rerr" ||
         fail "$p: 'rankprof report --format json' failed: $(head -c 800 "$tmp/$p.rerr")"
-    "$RANKPROF" report -i "$tmp/$p.data" >"$tmp/$p.table" 2>"$tmp/$p.rerr" ||
+    "$RANKPROF" report --wide -i "$tmp/$p.data" >"$tmp/$p.table" 2>"$tmp/$p.rerr" ||
         fail "$p: 'rankprof report' failed: $(head -c 800 "$tmp/$p.rerr")"
     python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
     note "$(cat "$tmp/$p.ok")"

@@ -41,7 +41,7 @@ out=$(cat "$tmp/out")
 child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
 [ -n "$child" ] || fail "no child pid printed: $out"
 [ -f "$tmp/f.data.$child" ] || fail "no child trace $tmp/f.data.$child: $(ls "$tmp")"
-"$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/p.json"
+"$RANKPROF" report -i "$tmp/f.data" --one-file --format json > "$tmp/p.json"
 "$RANKPROF" report -i "$tmp/f.data.$child" --format json > "$tmp/c.json"
 python3 - "$tmp/p.json" "$tmp/c.json" <<'PY' || fail "counts differ"
 import json, sys
@@ -56,4 +56,13 @@ if p["threads"] != 2:
     print(f"parent threads {p['threads']}, expected 2", file=sys.stderr); ok = False
 sys.exit(0 if ok else 1)
 PY
-echo "e2e_fork: parent and child ($child) traces exact: ok"
+# the run's set, merged (docs/robustness.md, "One file per process")
+"$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/m.json"
+python3 - "$tmp/m.json" <<'PY' || fail "merged counts differ"
+import json, sys
+m = json.load(open(sys.argv[1]))
+calls = lambda n: sum(x["calls"] for x in m["nodes"] if x["name"] == n)
+assert (calls("work"), calls("child_work"), m["threads"], len(m["processes"])) == (200, 30, 3, 2), \
+    (calls("work"), calls("child_work"), m["threads"], len(m["processes"]))
+PY
+echo "e2e_fork: parent and child ($child) traces exact, and merged: ok"

@@ -37,15 +37,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_hangs.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 T=${RP_HANGS_TIMEOUT:-60} # generous: a hang is forever, a slow sanitizer run is not
 
-calls() { # file name... -> "name=calls ... lost=N ended=0|1"
+calls() { # file name... -> "name=calls ... lost=N ended=0|1[ reentered=N when lost]"
     local f=$1
     shift
-    "$RANKPROF" report -i "$f" --format json 2>/dev/null | python3 -c '
+    "$RANKPROF" report -i "$f" --one-file --format json 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 c = {x["name"]: x["calls"] for x in r["nodes"]}
 print(" ".join("%s=%d" % (n, c.get(n, 0)) for n in sys.argv[1:]),
-      "lost=%d ended=%d" % (r["lost_events"], int(r["ended_normally"])))' "$@"
+      "lost=%d ended=%d" % (r["lost_events"], int(r["ended_normally"])),
+      *(["reentered=%d" % r.get("lost_by_reason", {}).get("reentered", -1)]
+        if r["lost_events"] else []))' "$@"
 }
 
 # ---- cancel -----------------------------------------------------------------
@@ -110,7 +112,11 @@ for i in $(seq 1 "$runs"); do
         >"$tmp/sigjmp.out" 2>"$tmp/sigjmp.err" || rc=$?
     [[ $rc -eq 0 ]] || fail "sigjmp run $i: exited $rc: $(cat "$tmp/sigjmp.err")"
     got=$(calls "$tmp/sigjmp.data" after tick)
-    [[ $got =~ ^after=100000\ tick=([0-9]+)\ lost=([0-9]+)\ ended=1$ ]] || fail "sigjmp run $i: $got"
+    [[ $got =~ ^after=100000\ tick=([0-9]+)\ lost=([0-9]+)\ ended=1(\ reentered=([0-9]+))?$ ]] ||
+        fail "sigjmp run $i: $got"
+    # every drop is a handler's that interrupted the recorder, and says so
+    [[ ${BASH_REMATCH[2]} == 0 || ${BASH_REMATCH[2]} == "${BASH_REMATCH[4]}" ]] ||
+        fail "sigjmp run $i: not all drops re-entered: $got"
     tick=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
     jumps=$(sed -n 's/^sigjmp: \([0-9]*\) jumps$/\1/p' "$tmp/sigjmp.out")
     ((lost % 3 == 0 && tick + lost / 3 == jumps)) ||
@@ -139,7 +145,7 @@ if [[ ${RP_SANITIZE:-} != *thread* ]]; then
     got=$(calls "$tmp/term.data" main after)
     # on_term is instrumented: when SIGTERM lands inside an append, its enter
     # and exit are dropped by the recursion guard and counted (lost=2)
-    [[ $got == "main=1 after=1000 lost=0 ended=1" || $got == "main=1 after=1000 lost=2 ended=1" ]] ||
+    [[ $got == "main=1 after=1000 lost=0 ended=1" || $got == "main=1 after=1000 lost=2 ended=1 reentered=2" ]] ||
         fail "term: $got"
     echo "e2e_hangs: term: record passed SIGTERM on, waited, exited with the program's status: ok"
 fi

@@ -32,7 +32,7 @@ grep -q done "$tmp/a.out" && grep -q done "$tmp/b.out" || fail "the workers did 
 
 workers=0
 for f in "$tmp"/rp.data*; do
-    $T "$RANKPROF" report -i "$f" --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
+    $T "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
         fail "$(basename "$f"): report failed: $(cat "$tmp/r.err")"
     w=$(python3 -c '
 import json, sys

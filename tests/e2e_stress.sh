@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # report --format json of $1, checked against the expected counts
 expect() { # file threads n_per_thread nthreads_with_events lost(0|any)
-    "$RANKPROF" report -i "$1" --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
+    "$RANKPROF" report -i "$1" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
         fail "$1: report failed: $(cat "$tmp/r.err")"
     python3 - "$tmp/r.json" "$2" "$3" "$4" "$5" <<'PY' || fail "$1: wrong counts"
 import json, sys
@@ -86,7 +86,7 @@ r = json.load(open(sys.argv[1]))
 c = {x['name']: x['calls'] for x in r['nodes']}
 sys.exit(0 if c.get('step') == 25 and c.get('main') == 1 and r['ended_normally'] else 1)" \
     "$tmp/ex.json" || fail "exec: the new image's trace is not exact: $(cat "$tmp/ex.json")"
-"$RANKPROF" report -i "$tmp/ex.data" --format json >"$tmp/ex0.json" 2>/dev/null ||
+"$RANKPROF" report -i "$tmp/ex.data" --one-file --format json >"$tmp/ex0.json" 2>/dev/null ||
     fail "exec: the old image's trace does not read"
 python3 -c "
 import json, sys
@@ -132,6 +132,12 @@ if not m or int(m.group(1)) != lost:
     bad.append(f"info says lost {m.group(1) if m else '?'}, the trace holds {lost}")
 if rep["lost_events"] != lost:
     bad.append(f"report says lost {rep['lost_events']}, the trace holds {lost}")
+# every drop here is for want of a free buffer, and says so
+why = rep.get("lost_by_reason", {})
+if why.get("full") != lost or sum(why.values()) != lost:
+    bad.append(f"lost_by_reason {why}, expected all {lost} as full")
+if f"({lost} with no free buffer (--drop))" not in info:
+    bad.append("info does not give the reason: " + (m.group(0) if m else "?"))
 for b in bad:
     print("e2e_stress: drop:", b, file=sys.stderr)
 print(f"e2e_stress: drop: {spans} recorded + {lost} lost = 2 x {made} calls")

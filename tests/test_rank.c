@@ -35,7 +35,7 @@
 /* ---- an independent dense solve ---------------------------------------- */
 
 /*
- * pi of P = (1-alpha) Q + alpha/N 11^T with Q built straight from DESIGN §6,
+ * pi of P = (1-alpha) Q + alpha/N 11^T with Q built straight from docs/design.md §6,
  * by Gaussian elimination with partial pivoting on (P^T - I) pi = 0 with the
  * last equation replaced by sum pi = 1.  Returns 0, or -1 if singular.
  */
@@ -1093,10 +1093,12 @@ static void test_flags(void)
     fn[4].max = 600;
     set_node(5, RP_KIND_FUNC, 21, 2400, 2400);
     fn[5].max = 400;
+    static struct rp_flag_hists fh[2];
     for (uint32_t i = 4; i <= 5; i++) {
+        fn[i].fh = &fh[i - 4];
         for (int c = 0; c < 20; c++) {
             CHECK(rp_hist_add(&fn[i].hist, 100) == 0);
-            CHECK(rp_hist_add(&fn[i].ivl, 1000) == 0);
+            CHECK(rp_hist_add(&fh[i - 4].ivl, 1000) == 0);
         }
         CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
     }
@@ -1198,8 +1200,12 @@ static void test_flags(void)
     CHECK(strcmp(rp_flags_str(0, buf, sizeof buf), "") == 0);
     CHECK(strcmp(rp_flags_str(RP_FLAG_CONTENDED | RP_FLAG_BUDGET, buf, sizeof buf),
                  "CONTENDED,BUDGET") == 0);
-    for (int i = 0; i < NN; i++)
+    for (int i = 0; i < NN; i++) {
         rp_hist_free(&fn[i].hist);
+        if (fn[i].fh)
+            rp_hist_free(&fn[i].fh->ivl);
+        fn[i].fh = NULL;
+    }
 }
 
 /*

@@ -57,9 +57,10 @@ struct priv {
     uint32_t n_ids;
     int by_thread;
     struct rp_comp comp;
-    uint64_t end_ticks; /* the END chunk's, 0 without one */
-    uint32_t offid;     /* the off-CPU node's trace id (0 = none): its spans and PAUSE
-                           events are the writer's, not counted, not compensated */
+    uint64_t end_ticks;  /* the END chunk's, 0 without one */
+    uint32_t offid;      /* the off-CPU node's trace id (0 = none): its spans and PAUSE
+                            events are the writer's, not counted, not compensated */
+    const uint32_t *map; /* the file's ids -> the tree's (a merged profile's), or NULL */
 };
 
 /* The home slot of path (parent, id): a Fibonacci hash of both. */
@@ -167,15 +168,23 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 
     if (!th)
         return RP_ENOMEM;
+    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND) &&
+        ev->id >= v->n_ids)
+        return RP_EFORMAT;
+    struct rp_event mapped;
+    if (v->map && ev->id && ev->id < v->n_ids) { /* a merged profile's id */
+        mapped = *ev;
+        if (!(mapped.id = v->map[ev->id]) &&
+            (ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND))
+            return RP_EFORMAT;
+        ev = &mapped;
+    }
     /* the writer's events (replay.c): not among the thread's for compensation */
     if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
           (v->offid && ev->op == RP_OP_EXIT && th->depth &&
            t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
         th->events++;
     th->last = ev->ticks;
-    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_UNWIND) &&
-        ev->id >= v->n_ids)
-        return RP_EFORMAT;
     switch (ev->op) {
     case RP_OP_ENTER: {
         uint32_t parent = th->depth ? th->stack[th->depth - 1].node : th->root;
@@ -232,14 +241,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     return 0;
 }
 
-int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
-                 const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz)
+/* Starts *t (zeroed): the root and the hash.  RP_ENOMEM. */
+static int start(struct rp_cct *t, int by_thread)
 {
-    static const struct rp_walk_ops ops = {.event = on_event};
     struct priv *v = calloc(1, sizeof(*v));
-    int rc;
-
-    err[0] = 0;
     if (!v || !(t->nodes = calloc(16, sizeof(*t->nodes)))) {
         free(v);
         return RP_ENOMEM;
@@ -247,16 +252,27 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
     t->priv = v;
     t->cap = 16;
     t->n = 1; /* the root */
-    v->n_ids = p->n_nodes;
     v->by_thread = by_thread;
-    rp_comp_init(&v->comp, p, o->no_compensate);
-    for (uint32_t i = 1; i < p->n_nodes && !v->offid; i++)
+    return rehash(t, v);
+}
+
+/* The first node of kind offcpu in p (0 = none). */
+static uint32_t offcpu_of(const struct rp_profile *p)
+{
+    for (uint32_t i = 1; i < p->n_nodes; i++)
         if (p->nodes[i].kind == RP_KIND_OFFCPU)
-            v->offid = i;
-    if ((rc = rehash(t, v)) < 0)
-        return rc;
-    v->end_ticks = p->ended ? p->end_ticks : 0;
-    rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
+            return i;
+    return 0;
+}
+
+/* Walks one file into t with v's ids, overhead and end set; ends what is
+ * still open then and forgets its threads.  Fails as rp_cct_build. */
+static int add_file(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
+                    int progress, char *err, size_t errsz)
+{
+    static const struct rp_walk_ops ops = {.event = on_event};
+    struct priv *v = t->priv;
+    int rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", path);
     for (uint32_t i = 0; i < v->nthreads; i++) { /* still open: cut, as replay.c's close_open */
@@ -266,10 +282,63 @@ int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts
         th->events++; /* span_end counts the events before the end's own: none here */
         while (th->depth)
             span_end(t, th, end);
+        free(th->stack);
     }
-    for (uint32_t i = 1; i < t->n; i++) /* a negative exclusive total shows 0 */
+    v->nthreads = v->last = 0;
+    return rc;
+}
+
+/* A negative exclusive total shows 0. */
+static void finish(struct rp_cct *t)
+{
+    for (uint32_t i = 1; i < t->n; i++)
         if ((int64_t)t->nodes[i].excl < 0)
             t->nodes[i].excl = 0;
+}
+
+int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
+                 const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz)
+{
+    int rc;
+
+    err[0] = 0;
+    if ((rc = start(t, by_thread)) < 0)
+        return rc;
+    struct priv *v = t->priv;
+    v->n_ids = p->n_nodes;
+    rp_comp_init(&v->comp, p, o->no_compensate);
+    v->offid = offcpu_of(p);
+    v->end_ticks = p->ended ? p->end_ticks : 0;
+    rc = add_file(t, path, o, progress, err, errsz);
+    finish(t);
+    return rc;
+}
+
+int rp_cct_build_set(struct rp_cct *t, const struct rp_replay_opts *o, const struct rp_profile *p,
+                     int by_thread, int progress, char *err, size_t errsz)
+{
+    int rc;
+
+    err[0] = 0;
+    if ((rc = start(t, by_thread)) < 0)
+        return rc;
+    struct priv *v = t->priv;
+    v->offid = offcpu_of(p);
+    for (uint32_t k = 0; k < p->n_procs && rc == 0; k++) {
+        const struct rp_proc *r = &p->procs[k];
+        if (!r->map) { /* merged without keep_maps */
+            snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
+            return RP_EINVAL;
+        }
+        int on = !o->no_compensate && r->overhead_known;
+        rp_comp_set(&v->comp, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
+                    rp_comp_res(on, r->overhead_spread));
+        v->map = r->map;
+        v->n_ids = r->n_map;
+        v->end_ticks = r->end_read ? r->end_ticks : 0;
+        rc = add_file(t, r->file, o, progress, err, errsz);
+    }
+    finish(t);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /*
- * cct.h - the calling-context tree (call-path profile of DESIGN §5): one
+ * cct.h - the calling-context tree (call-path profile of docs/design.md §5): one
  * node per distinct path of spans from a thread's empty stack, e.g.
  * main;a;b;leaf, with the calls, inclusive and exclusive time of the
  * activations that ran on exactly that path.  It feeds the folded stacks,
@@ -54,6 +54,15 @@ struct rp_cct {
  */
 int rp_cct_build(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
                  const struct rp_profile *p, int by_thread, int progress, char *err, size_t errsz);
+
+/*
+ * rp_cct_build over every file of a profile merged from a run's files
+ * (merge.h: rp_profile_merged, each rp_proc with its id map): one tree whose
+ * ids are p's, each file with its own overhead and end.  Fails as
+ * rp_cct_build, or RP_EINVAL for a profile that is not merged.
+ */
+int rp_cct_build_set(struct rp_cct *t, const struct rp_replay_opts *o, const struct rp_profile *p,
+                     int by_thread, int progress, char *err, size_t errsz);
 
 /* Frees what *t owns and zeroes it. */
 void rp_cct_free(struct rp_cct *t);

@@ -1,5 +1,5 @@
 /*
- * flags.c - the flags of DESIGN §7: which nodes dispatch, are hot, jitter,
+ * flags.c - the flags of docs/design.md §7: which nodes dispatch, are hot, jitter,
  * run too slowly for their period, are contended locks, or overrun a
  * budget; and one human line per flagged node saying why.  docs/ranking.md
  * ("Flags") gives every rule with its reasons.
@@ -22,7 +22,7 @@
  *   HOT       own time (excl: its own frame, on CPU, less its callees and
  *             the off-CPU time and waits in its frame) >= [0.05] of all
  *             on-CPU time (the excl of every node that is work);
- *   JITTER    its own on-CPU time per activation (rp_node.own, or the
+ *   JITTER    its own on-CPU time per activation (rp_flag_hists.own, or the
  *             duration histogram of a node that never had callee time) over
  *             >= [100] activations: the [0.99] quantile >= [10] x the median
  *             (the median taken as at least one tick) and at least [2000] ns
@@ -31,9 +31,9 @@
  * its own time, a percentile ignores a rare preempted or interrupted call, and the floor keeps
  * ticks of noise on a 2-ns function from being a "ratio".  A node with callees whose own time is
  * unknown (direct mode) is not judged; RATE      periodic: >= [10] intervals between the starts of
- * its outermost activations on one thread (rp_node.ivl), their quartiles q3 - q1 <= [0.5] x their
- * median, the period (the middle half of the intervals within half a period: late wake-ups on a
- * busy machine move the others; random arrivals have q3 - q1 = 1.6 x the median), and its median
+ * its outermost activations on one thread (rp_flag_hists.ivl), their quartiles q3 - q1 <= [0.5] x
+ * their median, the period (the middle half of the intervals within half a period: late wake-ups on
+ * a busy machine move the others; random arrivals have q3 - q1 = 1.6 x the median), and its median
  *             duration <= [0.25] x the period (a task that idles between
  *             runs; back-to-back work has regular intervals too, and no
  *             period), and its callers blocked (in waits: a sleep, a poll,
@@ -144,8 +144,8 @@ static int handed_on(const struct rp_node *n)
 static const struct rp_hist *own_hist(const struct rp_profile *p, const struct rp_node *n,
                                       int has_callee)
 {
-    if (n->own.counts)
-        return &n->own;
+    if (rp_node_own(n))
+        return rp_node_own(n);
     /* every span a leaf (replay made no own counts), or a leaf in direct mode */
     if (p->own_known || !has_callee)
         return n->hist.counts ? &n->hist : NULL;
@@ -179,12 +179,12 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
                      double *per, double *q1, double *q3)
 {
     *per = *q1 = *q3 = 0.0;
-    if (idle < o->rate_idle || !n->ivl.counts || n->ivl.n < o->rate_calls || n->aperiodic ||
-        !n->ivl.n)
+    const struct rp_hist *ivl = rp_node_ivl(n);
+    if (idle < o->rate_idle || !ivl || ivl->n < o->rate_calls || rp_node_aperiodic(n) || !ivl->n)
         return 0;
-    *per = (double)rp_hist_q(&n->ivl, 0.5);
-    *q1 = (double)rp_hist_q(&n->ivl, 0.25);
-    *q3 = (double)rp_hist_q(&n->ivl, 0.75);
+    *per = (double)rp_hist_q(ivl, 0.5);
+    *q1 = (double)rp_hist_q(ivl, 0.25);
+    *q3 = (double)rp_hist_q(ivl, 0.75);
     double med_dur = (double)rp_hist_q(&n->hist, 0.5);
     return *per > 0.0 && *q3 - *q1 <= o->rate_spread * *per && med_dur <= o->rate_duty * *per;
 }
@@ -447,7 +447,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         sep = "; ";
     }
     if (n->flags & RP_FLAG_JITTER) {
-        const struct rp_hist *own = n->own.counts ? &n->own : &n->hist;
+        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
         double hi, med;
         uint64_t slow;
         jitter_q(own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
@@ -465,7 +465,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double mx = (double)rate_max(p, n);
         put(buf, bufsz, &len, "%sRATE runs every ", sep);
         put_dur(buf, bufsz, &len, per, tick);
-        put(buf, bufsz, &len, " (%llu intervals, half within ", (unsigned long long)n->ivl.n);
+        put(buf, bufsz, &len, " (%llu intervals, half within ",
+            (unsigned long long)(rp_node_ivl(n) ? rp_node_ivl(n)->n : 0));
         put_dur(buf, bufsz, &len, q1, tick);
         put(buf, bufsz, &len, "-");
         put_dur(buf, bufsz, &len, q3, tick);

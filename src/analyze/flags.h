@@ -1,5 +1,5 @@
 /*
- * flags.h - the flags of DESIGN §7 (DISPATCH, HOT, JITTER, RATE, CONTENDED,
+ * flags.h - the flags of docs/design.md §7 (DISPATCH, HOT, JITTER, RATE, CONTENDED,
  * BUDGET), each threshold an option.
  */
 #ifndef RP_ANALYZE_FLAGS_H
@@ -30,7 +30,7 @@ struct rp_flag_opts {
     double contended_ratio;      /* wait >= 0.10 x hold */
 };
 
-/* Fills o with the defaults of DESIGN §7. */
+/* Fills o with the defaults of docs/design.md §7. */
 void rp_flag_opts_default(struct rp_flag_opts *o);
 
 /* Sets every node's flags and fanout.  Needs ranked nodes (involvement).

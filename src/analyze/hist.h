@@ -4,15 +4,16 @@
  *
  * A row is the RP_HIST_SUB buckets of one octave of durations.  A
  * procedure's durations usually span a few octaves, so the counts kept are
- * those of the rows from the lowest to the highest one a value fell in,
- * allocated on the first value and grown (rp_hist_cover) when a value falls
- * outside: a few hundred bytes per node where all RP_HIST_BUCKETS buckets
- * took 7.5 KB, which on a program with 50,000 procedures was 384 MB per
- * replaying thread.
+ * a window: on the first value (or merge) exactly the buckets it needs - one
+ * count, 4 bytes, for a node whose spans all fell in one bucket, as most
+ * spans of a procedure called once or a few times do - and, once a value
+ * falls outside, the whole rows from the lowest to the highest one a value
+ * fell in (rp_hist_cover): a few hundred bytes per node where all
+ * RP_HIST_BUCKETS buckets took 7.5 KB, which on a program with 50,000
+ * procedures was 384 MB per replaying thread.
  *
- * Invariant: counts is NULL and lo == len == 0, or counts holds len counts,
- * for the buckets lo .. lo + len - 1; lo and len are multiples of
- * RP_HIST_SUB and lo + len <= RP_HIST_BUCKETS.
+ * Invariant: counts is NULL and lo == len == 0, or counts holds len >= 1
+ * counts, for the buckets lo .. lo + len - 1, lo + len <= RP_HIST_BUCKETS.
  */
 #ifndef RP_ANALYZE_HIST_H
 #define RP_ANALYZE_HIST_H
@@ -29,18 +30,20 @@ struct rp_hist {
 };
 
 /* Grows h's window to hold the buckets b0 .. b1 (b0 <= b1 <
- * RP_HIST_BUCKETS), in one allocation; nothing if it does already.
- * Returns 0, or -1 when the counts cannot be allocated (h is then
- * unchanged). */
+ * RP_HIST_BUCKETS), in one allocation; nothing if it does already.  A new
+ * window is exactly b0 .. b1; a grown one, whole rows.  Returns 0, or -1
+ * when the counts cannot be allocated (h is then unchanged). */
 static inline int rp_hist_cover(struct rp_hist *h, unsigned b0, unsigned b1)
 {
-    unsigned lo = b0 - b0 % RP_HIST_SUB, hi = b1 - b1 % RP_HIST_SUB + RP_HIST_SUB;
+    unsigned lo = b0, hi = b1 + 1;
 
     if (h->counts && b0 >= h->lo && b1 < (unsigned)h->lo + h->len)
         return 0;
-    if (h->counts) {
+    if (h->counts) { /* values spread: whole rows, so it grows a few times at most */
         lo = h->lo < lo ? h->lo : lo;
         hi = (unsigned)h->lo + h->len > hi ? (unsigned)h->lo + h->len : hi;
+        lo -= lo % RP_HIST_SUB;
+        hi += (RP_HIST_SUB - hi % RP_HIST_SUB) % RP_HIST_SUB;
     }
     uint32_t *c = calloc(hi - lo, sizeof *c);
     if (!c)

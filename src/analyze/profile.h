@@ -21,7 +21,7 @@
 
 #include "hist.h"
 
-/* Flags of DESIGN §7, a bit each in rp_node.flags. */
+/* Flags of docs/design.md §7, a bit each in rp_node.flags. */
 enum {
     RP_FLAG_DISPATCH = 1u << 0,
     RP_FLAG_HOT = 1u << 1,
@@ -29,6 +29,21 @@ enum {
     RP_FLAG_RATE = 1u << 3,
     RP_FLAG_CONTENDED = 1u << 4,
     RP_FLAG_BUDGET = 1u << 5,
+};
+
+/* The distributions the flags judge (flags.c), of a node that has any. */
+struct rp_flag_hists {
+    struct rp_hist own; /* own on-CPU time per activation (duration less the time in its
+                           callees, off-CPU time and waits among them) of a node whose spans
+                           had callee time; counts NULL where hist is it (every span a leaf).
+                           own.n: the activations counted; one that began in an earlier
+                           chunk is not (only part of its callee time is known there).
+                           JITTER judges it */
+    struct rp_hist ivl; /* intervals between the starts of consecutive outermost activations
+                           on one thread (within one chunk), for RATE's period; counts NULL
+                           when none was seen or aperiodic is set */
+    uint8_t aperiodic;  /* its intervals spread over more than RP_IVL_OCTAVES octaves: no
+                           period (ivl is then dropped) */
 };
 
 struct rp_node {
@@ -70,18 +85,8 @@ struct rp_node {
                                       below it (off CPU outside any wait, in the chunk it ended in):
                                       waits count, the scheduler's delays do not.  RATE judges it
                                       (a replayed trace; direct mode: max) */
-    struct rp_hist own;            /* own on-CPU time per activation (duration less the time in its
-                                      callees, off-CPU time and waits among them), a replayed trace's
-                                      nodes whose spans had callee time; counts NULL where hist is it
-                                      (every span a leaf) or where unknown (direct mode).  own.n: the
-                                      activations counted; an activation that began in an earlier
-                                      chunk is not (only part of its callee time is known there).
-                                      JITTER judges it (flags.c) */
-    struct rp_hist ivl;            /* intervals between the starts of consecutive outermost
-                                      activations on one thread (within one chunk), for RATE's
-                                      period; counts NULL when none was seen or aperiodic is set */
-    uint8_t aperiodic;             /* its intervals spread over more than RP_IVL_OCTAVES octaves:
-                                      no period (ivl is then dropped) */
+    struct rp_flag_hists *fh;      /* owned, NULL when it has neither: the flags'
+                                      distributions (a replayed trace) */
 
     /* Filled by rank.c and flags.c. */
     double standing;    /* pi_i with ROOT removed, renormalised */
@@ -103,7 +108,22 @@ struct rp_edge {
                             included (a replayed trace; see rp_profile.incl_calls_known) */
 };
 
-/* RATE's intervals (rp_node.ivl): wider than this many octaves is no period. */
+/* n's own-time histogram, its intervals between starts (NULL: none), and
+ * whether they were too spread for a period.  Cannot fail. */
+static inline const struct rp_hist *rp_node_own(const struct rp_node *n)
+{
+    return n->fh && n->fh->own.counts ? &n->fh->own : NULL;
+}
+static inline const struct rp_hist *rp_node_ivl(const struct rp_node *n)
+{
+    return n->fh && n->fh->ivl.counts ? &n->fh->ivl : NULL;
+}
+static inline int rp_node_aperiodic(const struct rp_node *n)
+{
+    return n->fh && n->fh->aperiodic;
+}
+
+/* RATE's intervals (rp_flag_hists.ivl): wider than this many octaves is no period. */
 #define RP_IVL_OCTAVES 8
 
 struct rp_thread {
@@ -118,6 +138,26 @@ struct rp_thread {
     uint64_t cut;             /* spans ended at the thread's end (still open then) */
     uint64_t paused;          /* ticks it waited for the recorder's writer (PAUSE events),
                                  taken out of every span open then (format 1.3) */
+    uint32_t pid; /* its process, in a profile merged from a run's files (merge.h); else 0 */
+};
+
+/* One process of a profile merged from the files of a run (merge.h, set.h):
+ * one trace file each. */
+struct rp_proc {
+    char *file; /* owned: the trace file */
+    char *run;  /* owned, may be NULL: INFO "run" (the run's id) */
+    char *host; /* owned, may be NULL: INFO "host" */
+    uint32_t pid, ppid;
+    uint64_t start_ns; /* CLOCK_REALTIME of its first CLOCK chunk; 0 if unknown */
+    uint64_t events, lost;
+    uint32_t threads;
+    int ended; /* an END chunk was read, not after a fatal signal */
+    /* what a second pass over its file needs (cct.h: rp_cct_build_set) */
+    uint32_t *map; /* owned: its file's node index -> the merged node's (0: undefined) */
+    uint32_t n_map;
+    int overhead_known, end_read; /* its file's overhead_known and ended */
+    double overhead_pair, overhead_self, overhead_spread;
+    uint64_t end_ticks;
 };
 
 struct rp_rank_info {
@@ -126,6 +166,22 @@ struct rp_rank_info {
     uint32_t iterations;
     double residual;
 };
+
+/* Why the recorder dropped events: the INFO key is "lost_" and the name
+ * rp_why_name gives (docs/trace-format.md). */
+enum {
+    RP_WHY_FULL,      /* no free buffer under the drop policy */
+    RP_WHY_STOPPED,   /* after recording had stopped (exit, a fatal signal) */
+    RP_WHY_FAILED,    /* writing the trace had failed */
+    RP_WHY_NOMEM,     /* no memory for a buffer or a thread's state */
+    RP_WHY_REENTERED, /* a signal handler's, while it interrupted the recorder */
+    RP_WHY_GONE,      /* a thread's, after its state was released at its exit */
+    RP_WHY_UNENCODED, /* records the writer could not encode */
+    RP_WHY_N
+};
+
+/* The name of reason why ("full", "stopped", ...), NULL past the last. */
+const char *rp_why_name(unsigned why);
 
 struct rp_profile {
     /* run metadata, from INFO and CLOCK chunks */
@@ -181,6 +237,11 @@ struct rp_profile {
     char offcpu_err[64];
     uint64_t offcpu_lost, offcpu_late, offcpu_runq_ns;
     int offcpu_runq_known;
+    /* Why the recorder dropped events (INFO lost_REASON keys, format 1.3),
+     * by RP_WHY_*: every drop counted until the end was written, so the sum
+     * may exceed `lost` by the drops after a thread's last LOST record. */
+    uint64_t lost_why[RP_WHY_N];
+    int lost_why_known;   /* the trace said (0: an older trace) */
     uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
     int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
     int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
@@ -193,6 +254,11 @@ struct rp_profile {
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
 
     void *priv; /* replay.c's hash tables */
+
+    /* The processes a merged profile holds (merge.h), in the order merged;
+     * NULL and 0 for a profile of one file. */
+    struct rp_proc *procs;
+    uint32_t n_procs, cap_procs;
 };
 
 /*

@@ -1,5 +1,5 @@
 /*
- * rank.c - standing probability of DESIGN §6.
+ * rank.c - standing probability of docs/design.md §6.
  *
  * The chain: from node i the walk calls callee j with probability
  * Q_ij = w_ij / T_i, or finishes and restarts at ROOT with probability

@@ -1,5 +1,5 @@
 /*
- * rank.h - standing probability of DESIGN §6: the call-or-finish Markov
+ * rank.h - standing probability of docs/design.md §6: the call-or-finish Markov
  * chain over the caller->callee graph, with restart at ROOT and an
  * alpha/N teleport, solved in its regenerative form one strongly connected
  * component at a time (the method is explained at the top of rank.c).

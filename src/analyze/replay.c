@@ -60,6 +60,7 @@
  * a histogram, per edge one record; nothing grows with the length of the
  * trace.
  */
+#define _GNU_SOURCE /* mremap */
 #include "replay.h"
 
 #include <math.h>
@@ -69,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/array.h"
@@ -115,26 +117,26 @@ struct frame {
  */
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
-    uint64_t calls, incl, first, last;
-    uint64_t excl;       /* signed, modulo 2^64 */
-    struct rp_hist hist; /* window of counts (not n: the edges count) */
-    uintptr_t hbase;     /* hist.counts - hist.lo, as an address: a bucket's count is
-                            at hbase + 4 * bucket, without a subtraction in the way */
-    uint32_t last_caller[2], last_edge[2]; /* edge_of() */
-    uint64_t budget, overruns;             /* ticks (UINT64_MAX = none); spans longer than it */
+    uint64_t calls, incl;
+    uint64_t nfirst, last; /* ~ the first start (so that 0 is "none"), the last start */
+    uint64_t excl;         /* signed, modulo 2^64 */
+    struct rp_hist hist;   /* window of counts (not n: the edges count) */
+    uintptr_t hbase;       /* hist.counts - hist.lo, as an address: a bucket's count is
+                              at hbase + 4 * bucket, without a subtraction in the way */
+    uint32_t last_caller[2], last_edge[2]; /* edge_of(); ~ the caller (0 = none) */
+    uint64_t nbudget, overruns;            /* ~ the budget in ticks (0 = none); spans longer */
     uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
     uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, omin; /* on-CPU duration (less the off-CPU time below): the largest,
-                            and the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;     /* a node of kind offcpu, wait or lock-wait: its spans are time
-                            off CPU for the frames above them (frame.off) */
-    uint8_t ivl_off;     /* intervals too spread for a period: no more counted */
-    uint64_t rmax;       /* the largest duration less the preempted time below (frame.pre) */
+    uint64_t omax, nomin; /* on-CPU duration (less the off-CPU time below): the largest,
+                             and ~ the smallest of the spans that had any off-CPU time */
+    uint8_t blocked;      /* a node of kind offcpu, wait or lock-wait: its spans are time
+                             off CPU for the frames above them (frame.off) */
+    uint8_t ivl_off;      /* intervals too spread for a period: no more counted */
+    uint64_t rmax;        /* the largest duration less the preempted time below (frame.pre) */
     uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
                                      span, for the interval to the next one */
-    struct rp_hist own;           /* own time per span (rp_node.own), allocated at the first span
-                                     with callee time (own_count); counts n only from then on */
-    struct rp_hist ivl;           /* intervals between starts (rp_node.ivl); n unused */
+    struct rp_flag_hists *fh;     /* own time per span and intervals between starts (profile.h),
+                                     allocated when first needed (fh_get) */
 };
 
 /* Edges keyed by (caller, callee): an open-addressing index over an array. */
@@ -152,15 +154,37 @@ struct emap {
  * the profile at the end, so replayers never share a counter.
  */
 struct acc {
-    _Alignas(64) struct hot *hot; /* per node; aligned: replayers share no cache line */
-    uint32_t *active;             /* per node: open activations on the current stack, and
-                                     RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
-    uint32_t nhot;
+    _Alignas(64) struct hot *hot;   /* per node; aligned: replayers share no cache line */
+    uint32_t *active;               /* per node: open activations on the current stack, and
+                                       RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
+    uint32_t nhot, nact;            /* entries of hot and of active */
+    size_t hot_bytes, active_bytes; /* allocated (zarr_grow): pages of ids a replayer
+                                       never sees are never written, so cost nothing */
     struct emap em;
     struct frame *stack;
     uint32_t depth, cap;
-    uint64_t chunk; /* the chunk being replayed (its offset + 1; 0 = none): intervals
-                       between starts are taken within one chunk, one thread's */
+    uint64_t chunk;  /* the chunk being replayed (its offset + 1; 0 = none): intervals
+                        between starts are taken within one chunk, one thread's */
+    uint64_t pz;     /* PAUSE ticks so far (in the chunk, or the resident chunks): a
+                        frame's start on `stack` is its start less pz at its push, so
+                        a PAUSE moves every open span's start by adding to pz */
+    uint64_t *froff; /* a resident stack: per frame, its off as its thread's stack
+                        keeps it (the off of the chunk it was pushed in) */
+    uint32_t capfroff;
+};
+
+/* What a resident thread keeps while it is not replaying (Deep stacks,
+ * below): the part of struct acc swapped into ACC_MAIN for its chunks. */
+struct rstate {
+    struct frame *stack;
+    uint32_t depth, cap;
+    uint32_t *active; /* its own activation counts: the recursion test */
+    size_t active_bytes;
+    uint32_t nact;
+    uint64_t pz;
+    uint64_t *froff;
+    uint32_t capfroff;
+    uint64_t base; /* its events in its resident chunks so far (job.evbase) */
 };
 
 #define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
@@ -178,6 +202,9 @@ struct job {
     uint32_t ti;      /* the thread, index in p->threads */
     _Atomic int done; /* replayed (release: the results below are written) */
     int from_snap;    /* U is the chunk's snapshot, not j->in */
+    int resident;     /* U is ACC_MAIN's resident stack (see "Deep stacks" below) */
+    uint64_t evbase;  /* resident: the events of the thread's resident chunks before */
+    int res_same;     /* resident: the snapshot (if any) matched the stack */
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
     uint64_t res;     /* the resolution in ticks (comp.h) */
@@ -215,15 +242,37 @@ struct tstate {
     int64_t holds;       /* lock holds begun and not ended (unclosed at the end) */
     struct frame *stack; /* child = callee time summed over all chunks so far */
     uint32_t depth, cap;
+    struct rstate *rs; /* resident (Deep stacks): the stack is there, depth is 0 */
 };
 
 #define RP_JOBS_MAX    16
 #define RP_WORKERS_MAX 8
 enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
 
-/* Open spans per thread at most: twice the writer's shadow stack (writer.c),
- * so that a hostile file cannot make the stack grow with its length. */
-#define RP_REPLAY_DEPTH_MAX (2u << 20)
+/* Open spans per thread at most (40 bytes each), so that a hostile file
+ * cannot make the stack grow with its length.  The recorder writes deeper
+ * stacks than its shadow stack (1 M frames) holds, with exit ids. */
+#define RP_REPLAY_DEPTH_MAX (8u << 20)
+
+/*
+ * Deep stacks.  A chunk replayed in order gets its thread's whole stack as
+ * U: copied in, counted in `active`, copied out and joined back, each O(its
+ * depth), which made a deep recursion (whose chunks carry no snapshot, and
+ * are many) quadratic in its depth.  From RP_RESIDENT_MIN frames on, the
+ * thread's stack instead stays in ACC_MAIN between its chunks (resident):
+ * a chunk costs its events, whatever the depth.  The frames keep their
+ * callee time summed over all chunks (so no excl_adj), their event numbers
+ * counted from the first resident chunk (evbase), and their `off` is reset
+ * where the chunk first reaches a frame (span_end's new low, and the top at
+ * the start), which is where the copy would have held 0; acc.froff keeps
+ * the value the thread's stack would hold.  Each resident thread has its
+ * own struct rstate: stack, activation counts (a zero-filled array: pages
+ * of the ids on its stack), PAUSE offset; its chunks swap them into
+ * ACC_MAIN (O(1)), so deep threads whose chunks alternate stay linear too.
+ * The stack goes back to its thread (resident_evict) before a job of the
+ * same thread, and before finish(): the same numbers as the copy.
+ */
+#define RP_RESIDENT_MIN 4096
 
 struct priv {
     struct tstate *ts;
@@ -241,6 +290,8 @@ struct priv {
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
     uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;          /* the first node of kind offcpu (0 = none) */
+    uint32_t *res;           /* the resident threads (indexes in ts) */
+    uint32_t nres, capres;
 
     /* the workers */
     struct rp_profile *p;
@@ -304,44 +355,102 @@ static inline uint8_t blocked_kind(uint8_t kind)
 }
 
 /*
- * Makes a's per-node arrays cover the profile's n nodes (new entries take
- * their budget from the node).  Returns 0 or RP_ENOMEM.
+ * Makes the zero-filled array *arr (*bytes allocated) hold need bytes,
+ * doubling; new bytes are zero.  On Linux it is an anonymous mapping grown
+ * by mremap: a page is memory only once written, so a replayer's per-node
+ * arrays cost the pages of the ids it sees, not one entry per id of the
+ * trace per replayer.  Returns 0, or RP_ENOMEM with the array unchanged.
+ */
+static int zarr_grow(void *arr, size_t *bytes, size_t need)
+{
+    void *old = *(void **)arr, *n;
+    size_t cap = *bytes ? *bytes : 65536;
+    if (need <= *bytes)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+#ifdef __linux__
+    n = old ? mremap(old, *bytes, cap, MREMAP_MAYMOVE)
+            : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED)
+        return RP_ENOMEM;
+#else
+    if (!(n = realloc(old, cap)))
+        return RP_ENOMEM;
+    memset((char *)n + *bytes, 0, cap - *bytes);
+#endif
+    *(void **)arr = n;
+    *bytes = cap;
+    return 0;
+}
+
+/* Frees what zarr_grow allocated.  Cannot fail. */
+static void zarr_free(void *p, size_t bytes)
+{
+#ifdef __linux__
+    if (p)
+        munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
+}
+
+/*
+ * Makes a's per-node arrays cover the profile's n nodes.  A new entry is all
+ * zero (struct hot stores ~first, ~omin, ~budget, ~caller for that), except
+ * where the node says otherwise: a budget, a blocking kind, not defined
+ * yet; so entries of ids this replayer never sees are never written.
+ * Returns 0 or RP_ENOMEM.
  */
 static int acc_reserve(struct acc *a, const struct rp_profile *p)
 {
-    uint32_t n = p->n_nodes, cap = a->nhot, cap2 = a->nhot;
-    if (n <= a->nhot)
+    uint32_t n = p->n_nodes;
+    if (n <= a->nhot && n <= a->nact)
         return 0;
-    if (rp_grow(&a->hot, &cap, n, sizeof(*a->hot), 256) < 0 ||
-        rp_grow(&a->active, &cap2, n, sizeof(*a->active), 256) < 0)
+    if (zarr_grow(&a->hot, &a->hot_bytes, (size_t)n * sizeof(*a->hot)) < 0 ||
+        zarr_grow(&a->active, &a->active_bytes, (size_t)n * sizeof(*a->active)) < 0)
         return RP_ENOMEM;
     for (uint32_t i = a->nhot; i < n; i++) {
-        struct hot *h = &a->hot[i];
-        memset(h, 0, sizeof(*h));
-        h->first = UINT64_MAX;
-        h->omin = UINT64_MAX;
-        h->blocked = blocked_kind(p->nodes[i].kind);
-        h->last_caller[0] = h->last_caller[1] = UINT32_MAX;
-        h->budget = p->nodes[i].budget ? p->nodes[i].budget : UINT64_MAX;
-        a->active[i] = i == 0 || p->nodes[i].kind == 0xff ? RP_ACTIVE_UNDEF : 0;
+        const struct rp_node *nd = &p->nodes[i];
+        if (blocked_kind(nd->kind))
+            a->hot[i].blocked = 1;
+        if (nd->budget)
+            a->hot[i].nbudget = ~nd->budget;
     }
-    a->nhot = n;
+    for (uint32_t i = a->nact; i < n; i++)
+        if (i == 0 || p->nodes[i].kind == 0xff)
+            a->active[i] = RP_ACTIVE_UNDEF;
+    a->nhot = a->nact = n;
     return 0;
+}
+
+/* Frees *fh and its histograms, and sets it NULL. */
+static void fh_free(struct rp_flag_hists **fh)
+{
+    if (!*fh)
+        return;
+    rp_hist_free(&(*fh)->own);
+    rp_hist_free(&(*fh)->ivl);
+    free(*fh);
+    *fh = NULL;
 }
 
 static void acc_free(struct acc *a)
 {
     for (uint32_t i = 0; i < a->nhot; i++) {
-        rp_hist_free(&a->hot[i].hist);
-        rp_hist_free(&a->hot[i].own);
-        rp_hist_free(&a->hot[i].ivl);
+        if (a->hot[i].hist.counts) /* (reads only: untouched pages stay so) */
+            rp_hist_free(&a->hot[i].hist);
+        if (a->hot[i].fh)
+            fh_free(&a->hot[i].fh);
     }
-    free(a->hot);
-    free(a->active);
+    zarr_free(a->hot, a->hot_bytes);
+    zarr_free(a->active, a->active_bytes);
     free(a->em.keys);
     free(a->em.vals);
     free(a->em.edges);
     free(a->stack);
+    free(a->froff);
     memset(a, 0, sizeof(*a));
 }
 
@@ -450,7 +559,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
                                                            uint32_t caller, uint32_t callee)
 {
     uint32_t i;
-    if (h->last_caller[1] == caller) {
+    if (h->last_caller[1] == ~caller) {
         i = h->last_edge[1];
     } else {
         struct rp_edge *e = edge_get(&a->em, caller, callee);
@@ -460,7 +569,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
     }
     h->last_caller[1] = h->last_caller[0];
     h->last_edge[1] = h->last_edge[0];
-    h->last_caller[0] = caller;
+    h->last_caller[0] = ~caller;
     h->last_edge[0] = i;
     return &a->em.edges[i];
 }
@@ -473,7 +582,7 @@ static __attribute__((noinline)) struct rp_edge *edge_miss(struct acc *a, struct
 static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t caller,
                                       uint32_t callee)
 {
-    if (likely(h->last_caller[0] == caller))
+    if (likely(h->last_caller[0] == ~caller))
         return &a->em.edges[h->last_edge[0]];
     return edge_miss(a, h, caller, callee);
 }
@@ -499,29 +608,40 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
  * more than RP_IVL_OCTAVES octaves.  Return 0 or -1 (out of memory: not
  * counted).
  */
+static __attribute__((noinline)) struct rp_flag_hists *fh_get(struct hot *h)
+{
+    if (!h->fh)
+        h->fh = calloc(1, sizeof(*h->fh));
+    return h->fh;
+}
+
 static __attribute__((noinline)) int own_count(struct hot *h, uint64_t dur, uint64_t child,
                                                int partial)
 {
-    if (!h->own.counts) {
-        if (rp_hist_merge(&h->own, &h->hist))
+    struct rp_flag_hists *fh = fh_get(h);
+    if (!fh)
+        return -1;
+    if (!fh->own.counts) {
+        if (rp_hist_merge(&fh->own, &h->hist))
             return -1;
         for (unsigned i = 0; i < h->hist.len; i++)
-            h->own.n += h->hist.counts[i];
-        if (!h->own.counts && rp_hist_cover(&h->own, 0, 0)) /* (no span before) */
+            fh->own.n += h->hist.counts[i];
+        if (!fh->own.counts && rp_hist_cover(&fh->own, 0, 0)) /* (no span before) */
             return -1;
     }
     if (partial)
         return 0;
-    return rp_hist_add(&h->own, child < dur ? dur - child : 0);
+    return rp_hist_add(&fh->own, child < dur ? dur - child : 0);
 }
 
 static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
 {
-    if (rp_hist_add(&h->ivl, d))
+    struct rp_flag_hists *fh = fh_get(h);
+    if (!fh || rp_hist_add(&fh->ivl, d))
         return -1;
-    if (h->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
-        rp_hist_free(&h->ivl);
-        h->ivl_off = 1;
+    if (fh->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
+        rp_hist_free(&fh->ivl);
+        fh->aperiodic = h->ivl_off = 1;
     }
     return 0;
 }
@@ -547,13 +667,13 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint64_t run = pre < dur ? dur - pre : 0;
     if (unlikely(run > h->rmax))
         h->rmax = run;
-    if (unlikely(child | (uint64_t)partial) || unlikely(h->own.counts != NULL)) {
+    struct rp_hist *oh = h->fh ? &h->fh->own : NULL;
+    if (unlikely(child | (uint64_t)partial) || unlikely(oh && oh->counts)) {
         unsigned ob = rp_hist_index(child < dur ? dur - child : 0);
-        if (likely(h->own.counts != NULL) && likely(!partial) &&
-            likely(ob - h->own.lo < h->own.len)) { /* the common case, inline */
-            uint32_t *c = &h->own.counts[ob - h->own.lo];
+        if (likely(oh && oh->counts) && likely(!partial) && likely(ob - oh->lo < oh->len)) {
+            uint32_t *c = &oh->counts[ob - oh->lo]; /* the common case, inline */
             *c += *c != UINT32_MAX;
-            h->own.n++;
+            oh->n++;
         } else if (own_count(h, dur, child, partial)) {
             return RP_ENOMEM;
         }
@@ -569,8 +689,8 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
         h->offb += dur - on;
-        if (on < h->omin)
-            h->omin = on;
+        if (~on > h->nomin)
+            h->nomin = ~on;
     }
     if (unlikely(on > h->omax))
         h->omax = on;
@@ -581,11 +701,11 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
     if (*c != UINT32_MAX)
         (*c)++;
-    if (unlikely(start < h->first)) /* branches, not selects: rarely taken, so */
-        h->first = start;           /* no store and no chain through memory */
+    if (unlikely(~start > h->nfirst)) /* branches, not selects: rarely taken, so */
+        h->nfirst = ~start;           /* no store and no chain through memory */
     if (start > h->last)
         h->last = start;
-    if (unlikely(raw > h->budget))
+    if (unlikely(raw > ~h->nbudget))
         h->overruns++;
     if (outer)
         h->incl += dur;
@@ -604,21 +724,29 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
 
 /*
  * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
- * chunk's event number ev; j records it when it is a span of U.  Returns 0
- * or RP_ENOMEM.
+ * chunk's event number ev, with the PAUSE offset pz (acc.pz); j records it
+ * when it is a span of U.  Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
                                                           struct frame *stack, uint32_t *depth,
-                                                          uint64_t now, int64_t ev,
+                                                          uint64_t now, uint64_t pz, int64_t ev,
                                                           struct rp_comp *cp)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
-    uint64_t raw = now >= f->start ? now - f->start : 0, dur = raw;
+    uint64_t start = f->start + pz; /* (acc.pz) */
+    uint64_t raw = now >= start ? now - start : 0, dur = raw;
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
     uint64_t acts = id != j->offid ? 1 + f->acts : 0; /* (off-CPU time is no call) */
+    if (unlikely(*depth < j->low)) {
+        j->low = *depth;
+        if (*depth < j->u)
+            j->closed[*depth] = 1;
+        if (j->resident && *depth) /* first reached in this chunk (Deep stacks) */
+            f[-1].off = 0;
+    }
     if (*depth) {
         struct frame *pf = f - 1;
         pf->child += dur;
@@ -627,12 +755,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
         pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
         parent = pf->id;
     }
-    if (unlikely(*depth < j->low)) {
-        j->low = *depth;
-        if (*depth < j->u)
-            j->closed[*depth] = 1;
-    }
-    return span_count(a, &a->hot[id], id, parent, f->start, raw, dur, f->child, f->off,
+    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off,
                       --a->active[id] == 0, cp, acts, f->ev <= 0, f->pre);
 }
 
@@ -654,7 +777,7 @@ static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, stru
         j->unwound += *depth - to;
     while (*depth > to) {
         a->hot[stack[*depth - 1].id].cut++;
-        if (span_end(a, j, stack, depth, now, ev, cp) < 0)
+        if (span_end(a, j, stack, depth, now, a->pz, ev, cp) < 0)
             return RP_ENOMEM;
     }
     return 0;
@@ -727,11 +850,14 @@ static int adj_reserve(struct priv *v, uint32_t n)
  */
 static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 {
-    uint32_t ns = d->snap ? d->snap_depth : 0, u = j->from_snap ? ns : j->nin;
+    uint32_t ns = d->snap ? d->snap_depth : 0, u = j->resident    ? a->depth
+                                                   : j->from_snap ? ns
+                                                                  : j->nin;
     if (rp_grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
         rp_grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
         rp_grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
         return RP_ENOMEM;
+    a->chunk = j->offset + 1;
     const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
     for (uint32_t i = 0; i < ns; i++) {
         struct frame f = {0};
@@ -741,12 +867,21 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
         j->snap[i] = f;
     }
     j->nsnap = ns;
+    if (j->resident) { /* U stays where it is (Deep stacks); closed[] is not read */
+        j->res_same = !ns || ns == u;
+        for (uint32_t i = 0; j->res_same && i < ns; i++)
+            j->res_same =
+                j->snap[i].id == a->stack[i].id && j->snap[i].start == a->stack[i].start + a->pz;
+        if (u)
+            a->stack[u - 1].off = 0;
+        j->u = j->low = u;
+        return 0;
+    }
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
         a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0, 0, 0};
     }
     a->depth = j->u = j->low = u;
-    a->chunk = j->offset + 1;
     memset(j->closed, 0, u);
     return 0;
 }
@@ -843,6 +978,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
+    uint64_t pz = a->pz; /* (a copy: pushes read it; PAUSE writes both) */
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -910,7 +1046,8 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0, 0};
+                stack[depth++] =
+                    (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0, 0, 0};
                 active[x] = act + 1;
                 ev0 = q;
                 q = q2;
@@ -918,7 +1055,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now, 0, (int64_t)(n - syn), 0, 0, 0};
+            stack[depth++] = (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0, 0, 0};
             active[x] = act + 1;
             break;
         case RP_OP_EXIT:
@@ -926,7 +1063,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID: {
@@ -946,7 +1083,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
              * longjmp, an exception): they end here, with time (span_cut) */
             if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, 0) < 0)
                 goto nomem;
-            if (span_end(a, j, stack, &depth, now, (int64_t)(n - syn), cp) < 0)
+            if (span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0)
                 goto nomem;
             break;
         }
@@ -998,8 +1135,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 goto bad;
             j->paused += arg;
             syn++;
-            for (uint32_t d = 0; d < depth; d++)
-                stack[d].start += arg;
+            a->pz = pz += arg; /* (acc.pz: not a loop over the stack) */
             break;
         default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
             ev->op = op; /* (the escape admits no other) */
@@ -1048,6 +1184,8 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
                           alias the job's fields and make them reload per span */
 
     rp_comp_set(&cp, j->comp, j->pairfp, j->selffp, j->res);
+    if (!j->resident)
+        a->pz = 0; /* U's starts are as its thread keeps them */
     j->events = j->unmatched = j->unclosed = j->lost = j->clamped = j->paused = j->syn = 0;
     j->unwound = j->cut = 0;
     j->holds = 0;
@@ -1059,7 +1197,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     }
     if ((rc = acc_reserve(a, p)) < 0 || (rc = stack_start(a, j, &d)) < 0)
         goto fail;
-    for (uint32_t i = 0; i < a->depth; i++) {
+    for (uint32_t i = 0; !j->resident && i < a->depth; i++) {
         ev.id = a->stack[i].id;
         if (ev.id >= p->n_nodes || p->nodes[ev.id].kind == 0xff) {
             a->depth = i;
@@ -1069,6 +1207,7 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
         a->active[ev.id]++;
     }
     ev.q = d.p;
+    ev.n = j->evbase; /* (0 unless resident) */
     ev.now = j->first = d.now;
     if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
         j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
@@ -1089,13 +1228,27 @@ static void replay_chunk(const struct rp_profile *p, struct acc *a, struct job *
     case LOOP_DEEP:
         goto too_deep;
     }
-    if (ev.n != d.count) /* format 4.6: the writer's own events are in the count */
+    if (ev.n - j->evbase != d.count) /* format 4.6: the writer's own events are in the count */
         goto miscount;
     j->last = ev.now;
-    j->events = ev.n - j->syn; /* the thread's own: the writer's are not counted */
+    j->events = ev.n - j->evbase - j->syn; /* the thread's own: the writer's are not counted */
 out:
     j->clamped = cp.clamped;
-    /* hand the stack over and leave a clean replayer for the next chunk */
+    if (j->resident) { /* the stack stays; its pushed frames' off as a copy keeps it */
+        uint32_t keep = j->low < j->u ? j->low : j->u;
+        if (rc == 0 && rp_grow(&a->froff, &a->capfroff, a->depth + 1, sizeof(*a->froff), 64) < 0)
+            rc = RP_ENOMEM;
+        for (uint32_t i = keep; rc == 0 && i < a->depth; i++)
+            a->froff[i] = a->stack[i].off;
+        j->nout = a->depth;
+        j->rc = rc;
+        return;
+    }
+    /* hand the stack over (starts with the PAUSEs in) and leave a clean
+     * replayer for the next chunk */
+    for (uint32_t i = 0; a->pz && i < a->depth; i++)
+        a->stack[i].start += a->pz;
+    a->pz = 0;
     if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
         rc = RP_ENOMEM;
     if (rc == 0) {
@@ -1119,7 +1272,7 @@ bad_at:
 too_deep:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err),
-             "spans nested deeper than %u at offset %llu (the recorder never writes that)",
+             "spans nested deeper than %u at offset %llu (the analyzer's limit)",
              RP_REPLAY_DEPTH_MAX,
              (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(ev.ev0 - j->data)));
     goto out;
@@ -1127,7 +1280,7 @@ miscount:
     rc = RP_EFORMAT;
     snprintf(j->err, sizeof(j->err),
              "EVENTS chunk at offset %llu states %u events, its stream holds %llu",
-             (unsigned long long)j->offset, d.count, (unsigned long long)ev.n);
+             (unsigned long long)j->offset, d.count, (unsigned long long)(ev.n - j->evbase));
     goto out;
 undefined:
     rc = RP_EFORMAT;
@@ -1173,8 +1326,8 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
 
     /* Does the snapshot continue the thread's stack?  (Always, from our
      * recorder; a file that says otherwise gets what it says, and a warning.) */
-    int same = !j->nsnap || j->nsnap == t->depth;
-    for (uint32_t i = 0; same && i < j->nsnap; i++)
+    int same = j->resident ? j->res_same : !j->nsnap || j->nsnap == t->depth;
+    for (uint32_t i = 0; !j->resident && same && i < j->nsnap; i++)
         same = j->snap[i].id == t->stack[i].id && j->snap[i].start == t->stack[i].start;
     if (!same && !v->snap_warned++)
         warnf(p,
@@ -1182,6 +1335,10 @@ static int join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
               "thread's previous chunk%s",
               (unsigned long long)j->offset,
               j->from_snap ? "; spans across that boundary were dropped" : "");
+    if (j->resident) { /* the stack is the thread's rstate (Deep stacks) */
+        t->rs->base += j->events;
+        return 0;
+    }
     if (!same && j->from_snap) {
         th->unclosed += t->depth;
         t->depth = 0;
@@ -1396,6 +1553,99 @@ static void workers_stop(struct priv *v)
     pthread_mutex_destroy(&v->mu);
 }
 
+/* Swaps the resident part of ACC_MAIN (struct rstate) with rs.  O(1). */
+static void rs_swap(struct acc *a, struct rstate *rs)
+{
+#define RP_SWAP(x)                                                                                 \
+    do {                                                                                           \
+        __typeof__(a->x) tmp_ = a->x;                                                              \
+        a->x = rs->x;                                                                              \
+        rs->x = tmp_;                                                                              \
+    } while (0)
+    RP_SWAP(stack);
+    RP_SWAP(depth);
+    RP_SWAP(cap);
+    RP_SWAP(active);
+    RP_SWAP(active_bytes);
+    RP_SWAP(nact);
+    RP_SWAP(pz);
+    RP_SWAP(froff);
+    RP_SWAP(capfroff);
+#undef RP_SWAP
+}
+
+/*
+ * Gives thread t's resident stack (Deep stacks, above) back to it: frames,
+ * off as the thread keeps it, event numbers from the end of its last
+ * chunk.  O(depth).  Returns 0 or RP_ENOMEM (the stack then stays
+ * resident).
+ */
+static int resident_evict(struct priv *v, struct tstate *t)
+{
+    struct rstate *rs = t->rs;
+    if (!rs)
+        return 0;
+    if (rp_grow(&t->stack, &t->cap, rs->depth + 1, sizeof(*t->stack), 64) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < rs->depth; i++) {
+        struct frame f = rs->stack[i];
+        f.start += rs->pz;
+        f.ev -= (int64_t)rs->base;
+        f.off = rs->froff[i];
+        t->stack[i] = f;
+    }
+    t->depth = rs->depth;
+    free(rs->stack);
+    free(rs->froff);
+    zarr_free(rs->active, rs->active_bytes);
+    free(rs);
+    t->rs = NULL;
+    for (uint32_t k = 0; k < v->nres; k++)
+        if (v->res[k] == (uint32_t)(t - v->ts)) {
+            v->res[k] = v->res[--v->nres];
+            break;
+        }
+    return 0;
+}
+
+/*
+ * Makes thread t's stack resident: the reverse of resident_evict, with
+ * activation counts of its own (RP_ACTIVE_UNDEF where ACC_MAIN has it).
+ * O(depth + nodes), once per thread that gets deep.  Returns 0 or
+ * RP_ENOMEM (nothing changed).
+ */
+static int resident_enter(struct rp_profile *p, struct tstate *t)
+{
+    struct priv *v = p->priv;
+    struct rstate *rs = calloc(1, sizeof(*rs));
+    uint32_t n = p->n_nodes;
+    if (!rs || rp_grow(&v->res, &v->capres, v->nres + 1, sizeof(*v->res), 16) < 0 ||
+        zarr_grow(&rs->active, &rs->active_bytes, (size_t)n * sizeof(*rs->active)) < 0 ||
+        rp_grow(&rs->stack, &rs->cap, t->depth + 1, sizeof(*rs->stack), 64) < 0 ||
+        rp_grow(&rs->froff, &rs->capfroff, t->depth + 1, sizeof(*rs->froff), 64) < 0) {
+        if (rs) {
+            free(rs->stack);
+            zarr_free(rs->active, rs->active_bytes);
+        }
+        free(rs);
+        return RP_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (i == 0 || p->nodes[i].kind == 0xff)
+            rs->active[i] = RP_ACTIVE_UNDEF;
+    rs->nact = n;
+    for (uint32_t i = 0; i < t->depth; i++) {
+        rs->stack[i] = t->stack[i];
+        rs->froff[i] = t->stack[i].off;
+        rs->active[t->stack[i].id]++;
+    }
+    rs->depth = t->depth;
+    t->depth = 0; /* until resident_evict */
+    t->rs = rs;
+    v->res[v->nres++] = (uint32_t)(t - v->ts);
+    return 0;
+}
+
 /*
  * Replays an EVENTS chunk: as a job for the workers when it carries a
  * snapshot and there are workers, else here after the jobs before it.
@@ -1429,6 +1679,11 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
         v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
     if (!parallel && (rc = drain(p, err, errsz)) < 0)
         return rc;
+    /* Deep stacks: a job of a resident thread needs its stack on the thread */
+    if (parallel && t->rs && (rc = resident_evict(v, t)) < 0)
+        return rc;
+    if (!parallel && !t->rs && t->depth >= RP_RESIDENT_MIN && (rc = resident_enter(p, t)) < 0)
+        return rc;
     uint64_t seq = atomic_load_explicit(&v->submitted, memory_order_relaxed); /* ours to write */
     if (parallel && seq - v->joined == RP_JOBS_MAX && (rc = join_oldest(p, err, errsz)) < 0)
         return rc;
@@ -1447,6 +1702,15 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     j->res = comp ? v->res_comp : 1;
+    j->resident = !parallel && t->rs;
+    j->evbase = j->resident ? t->rs->base : 0;
+    if (j->resident) {
+        struct acc *a = &v->acc[ACC_MAIN];
+        rs_swap(a, t->rs);
+        replay_chunk(p, a, j);
+        rs_swap(a, t->rs);
+        return join(p, j, err, errsz);
+    }
     if (!parallel) {
         /* U is the thread's stack as the chunks before left it */
         if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
@@ -1512,8 +1776,13 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
 static void defined(struct priv *v, uint32_t id)
 {
     for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
-        if (id < v->acc[k].nhot)
-            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF;
+        if (id < v->acc[k].nact && (v->acc[k].active[id] & RP_ACTIVE_UNDEF))
+            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF; /* (untouched pages stay so) */
+    for (uint32_t k = 0; k < v->nres; k++) {          /* resident threads' own counts */
+        struct rstate *rs = v->ts[v->res[k]].rs;
+        if (id < rs->nact)
+            rs->active[id] &= ~RP_ACTIVE_UNDEF;
+    }
 }
 
 /* Records the kind of a node that the accumulators already hold (struct hot's
@@ -1521,7 +1790,7 @@ static void defined(struct priv *v, uint32_t id)
 static void defined_kind(struct priv *v, uint32_t id, uint8_t kind)
 {
     for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
-        if (id < v->acc[k].nhot)
+        if (id < v->acc[k].nhot && v->acc[k].hot[id].blocked != blocked_kind(kind))
             v->acc[k].hot[id].blocked = blocked_kind(kind);
 }
 
@@ -1609,6 +1878,17 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
+        } else if (klen > 5 && !memcmp(k, "lost_", 5)) { /* drops by reason */
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            for (unsigned w = 0; w < RP_WHY_N; w++)
+                if ((size_t)klen - 5 == strlen(rp_why_name(w)) &&
+                    !memcmp(k + 5, rp_why_name(w), klen - 5)) {
+                    p->lost_why[w] = strtoull(tmp, NULL, 10);
+                    p->lost_why_known = 1;
+                }
         } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
@@ -1743,26 +2023,37 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->calls += h->calls;
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
-        n->first_start = !n->first_start || h->first < n->first_start ? h->first : n->first_start;
+        n->first_start =
+            !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
         n->last_start = h->last > n->last_start ? h->last : n->last_start;
         n->overruns += h->overruns;
         n->cut += h->cut;
         n->offcpu_below += h->offb;
         n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
         n->run_max = h->rmax > n->run_max ? h->rmax : n->run_max;
-        n->oncpu_min = h->omin < n->oncpu_min ? h->omin : n->oncpu_min;
+        n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
         sq[i] += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
-         * of it was a leaf (finish() made n->own where any acc had one) */
-        if (n->own.counts && rp_hist_merge(&n->own, h->own.counts ? &h->own : &h->hist))
-            return RP_ENOMEM;
-        if (n->own.counts && !h->own.counts)
-            for (unsigned b = 0; b < h->hist.len; b++)
-                n->own.n += h->hist.counts[b];
-        n->own.n += h->own.n;
-        n->aperiodic |= h->ivl_off;
-        if (h->ivl.counts && !n->aperiodic && rp_hist_merge(&n->ivl, &h->ivl))
-            return RP_ENOMEM;
+         * of it was a leaf (finish() made n's where any acc had one) */
+        struct rp_flag_hists *hf = h->fh, *x = n->fh;
+        if (x && x->own.counts) {
+            const struct rp_hist *src = hf && hf->own.counts ? &hf->own : &h->hist;
+            if (rp_hist_merge(&x->own, src))
+                return RP_ENOMEM;
+            if (src == &h->hist)
+                for (unsigned b = 0; b < h->hist.len; b++)
+                    x->own.n += h->hist.counts[b];
+            else
+                x->own.n += src->n;
+        }
+        if (hf) {
+            if (!x && !(x = n->fh = calloc(1, sizeof(*n->fh))))
+                return RP_ENOMEM;
+            x->aperiodic |= hf->aperiodic;
+            if (hf->ivl.counts && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
+                return RP_ENOMEM;
+            fh_free(&h->fh);
+        }
         if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
             n->hist.lo = h->hist.lo;
@@ -1770,18 +2061,33 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
             h->hist = (struct rp_hist){0};
         } else if (rp_hist_merge(&n->hist, &h->hist)) {
             return RP_ENOMEM;
+        } else {
+            rp_hist_free(&h->hist);
         }
     }
-    for (uint32_t k = 0; k < a->em.n; k++) {
-        const struct rp_edge *s = &a->em.edges[k];
-        struct rp_edge *e = edge_get(&v->em, s->caller, s->callee);
-        if (!e)
-            return RP_ENOMEM;
-        e->calls += s->calls;
-        e->incl += s->incl;
-        e->incl_calls += s->incl_calls;
-        e->min = s->min < e->min ? s->min : e->min;
-        e->max = s->max > e->max ? s->max : e->max;
+    /* summed (its histograms are the nodes' or freed): its memory goes before
+     * the edges are, which the profile takes over when it has none yet */
+    zarr_free(a->hot, a->hot_bytes);
+    a->hot = NULL;
+    a->hot_bytes = a->nhot = 0;
+    int took = !v->em.n && !v->em.cap && a->em.n;
+    if (took) {
+        v->em = a->em;
+        memset(&a->em, 0, sizeof(a->em));
+    }
+    const struct emap *m = took ? &v->em : &a->em;
+    for (uint32_t k = 0; k < m->n; k++) {
+        const struct rp_edge *s = &m->edges[k];
+        if (!took) {
+            struct rp_edge *e = edge_get(&v->em, s->caller, s->callee);
+            if (!e)
+                return RP_ENOMEM;
+            e->calls += s->calls;
+            e->incl += s->incl;
+            e->incl_calls += s->incl_calls;
+            e->min = s->min < e->min ? s->min : e->min;
+            e->max = s->max > e->max ? s->max : e->max;
+        }
         struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
         n->calls += s->calls;
         n->dur_sum += s->incl;
@@ -1854,6 +2160,9 @@ static int finish(struct rp_profile *p)
 
     int on = v->want_comp && p->overhead_known;
     rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : 1);
+    while (v->nres)
+        if ((rc = resident_evict(v, &v->ts[v->res[v->nres - 1]])) < 0)
+            return rc;
     for (uint32_t i = 0; i < v->nts; i++)
         if (v->ts[i].depth && (rc = close_open(p, &v->ts[i], &cp)) < 0)
             return rc;
@@ -1899,12 +2208,16 @@ static int finish(struct rp_profile *p)
         goto out;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
         for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++)
-            if (v->acc[k].hot[i].own.counts && !p->nodes[i].own.counts &&
-                rp_hist_cover(&p->nodes[i].own, 0, 0))
+            if (v->acc[k].hot[i].fh && v->acc[k].hot[i].fh->own.counts &&
+                !rp_node_own(&p->nodes[i]) &&
+                ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
+                 rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 goto out;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
         if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
             goto out;
+        acc_free(&v->acc[k]); /* summed: its memory goes before the next one's is read */
+    }
     free(p->edges);
     p->edges = v->em.edges;
     p->n_edges = v->em.n;
@@ -1935,12 +2248,15 @@ static int finish(struct rp_profile *p)
             n->kind = RP_KIND_FUNC;
         int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
         n->excl = x > 0 ? (uint64_t)x : 0;
-        if (n->aperiodic || (n->ivl.counts && n->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB)) {
-            n->aperiodic = 1;
-            rp_hist_free(&n->ivl);
+        if (n->fh) { /* intervals too spread are no period */
+            struct rp_flag_hists *fx = n->fh;
+            if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
+                fx->aperiodic = 1;
+                rp_hist_free(&fx->ivl);
+            }
+            for (unsigned b = 0; b < fx->ivl.len; b++)
+                fx->ivl.n += fx->ivl.counts[b];
         }
-        for (unsigned b = 0; b < n->ivl.len; b++)
-            n->ivl.n += n->ivl.counts[b];
         if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
             unsigned ib = rp_hist_index(res);
             for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
@@ -2177,9 +2493,18 @@ static void priv_free(struct rp_profile *p)
     if (!v)
         return;
     workers_stop(v);
-    for (uint32_t i = 0; i < v->nts; i++)
+    for (uint32_t i = 0; i < v->nts; i++) {
+        struct rstate *rs = v->ts[i].rs;
+        if (rs) {
+            free(rs->stack);
+            free(rs->froff);
+            zarr_free(rs->active, rs->active_bytes);
+            free(rs);
+        }
         free(v->ts[i].stack);
+    }
     free(v->ts);
+    free(v->res);
     free(v->tidx);
     free(v->em.keys);
     free(v->em.vals);
@@ -2207,11 +2532,17 @@ void rp_profile_free(struct rp_profile *p)
         free(p->nodes[i].file);
         free(p->nodes[i].module);
         rp_hist_free(&p->nodes[i].hist);
-        rp_hist_free(&p->nodes[i].own);
-        rp_hist_free(&p->nodes[i].ivl);
+        fh_free(&p->nodes[i].fh);
     }
     for (uint32_t i = 0; i < p->n_threads; i++)
         free(p->threads[i].name);
+    for (uint32_t i = 0; i < p->n_procs; i++) {
+        free(p->procs[i].file);
+        free(p->procs[i].run);
+        free(p->procs[i].host);
+        free(p->procs[i].map);
+    }
+    free(p->procs);
     free(p->nodes);
     free(p->edges);
     free(p->threads);
@@ -2257,4 +2588,14 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
         snprintf(buf, bufsz, "0x%llx", (unsigned long long)n->key);
     }
     return buf;
+}
+
+const char *rp_why_name(unsigned why)
+{
+    static const char *const name[RP_WHY_N] = {
+        [RP_WHY_FULL] = "full",           [RP_WHY_STOPPED] = "stopped",
+        [RP_WHY_FAILED] = "failed",       [RP_WHY_NOMEM] = "nomem",
+        [RP_WHY_REENTERED] = "reentered", [RP_WHY_GONE] = "gone",
+        [RP_WHY_UNENCODED] = "unencoded"};
+    return why < RP_WHY_N ? name[why] : NULL;
 }

@@ -35,14 +35,33 @@ __attribute__((noreturn, format(printf, 2, 3))) void rp_usage_die(const char *cm
                                                                   ...);
 __attribute__((format(printf, 1, 2))) void rp_warn(const char *fmt, ...);
 
+/* Which files a reader command reads (docs/robustness.md, "One file per
+ * process"): the run's set of -i FILE (the default), the files -i names when
+ * it is repeated, one of them (--process), or FILE alone (--one-file). */
+#define RP_MAX_INPUTS 256
+struct rp_input_opts {
+    const char *files[RP_MAX_INPUTS]; /* every -i, in order */
+    unsigned n_files;
+    const char *process; /* --process PID|FILE, or NULL */
+    int one_file;        /* --one-file */
+};
+
 /* What loading does beyond the replay. */
 struct rp_load_opts {
-    const char *input;
+    const char *input; /* -i (the first), else RP_DEFAULT_DATA; after rp_load: the file read,
+                          when it read one */
+    struct rp_input_opts in;
     struct rp_replay_opts replay;
     int rank; /* compute the ranking */
     struct rp_rank_opts rank_opt;
     int weight_calls;
     struct rp_flag_opts flag; /* thresholds; flags computed when rank is */
+    int no_names;             /* one file: do not name its functions (info: their names
+                                 are not shown); a run's files are always named, to merge */
+    int keep_maps;            /* a run's set: keep the id maps the second passes over its
+                                 files need (locks, the exports that walk events) */
+    rp_chunk_fn chunk_fn;     /* when set, called for every chunk of every file read */
+    void *chunk_ctx;
 };
 
 void rp_load_opts_default(struct rp_load_opts *o);
@@ -51,16 +70,44 @@ void rp_load_opts_default(struct rp_load_opts *o);
  * Replays, names and (if asked) ranks and flags the trace; dies with a
  * message naming the file on any error.  Warnings go to stderr.
  */
-void rp_load(const struct rp_load_opts *o, struct rp_profile *p);
+void rp_load(struct rp_load_opts *o, struct rp_profile *p);
+
+/*
+ * Reads one option of the input family into o: 'i' (-i FILE, repeatable),
+ * RP_OPT_PROCESS (--process), RP_OPT_ONE_FILE (--one-file).  Returns 1
+ * when c was one of them, 0 otherwise.  Dies (usage) after RP_MAX_INPUTS
+ * files.
+ */
+int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o);
+
+/* The long options rp_opt_input reads, for a getopt_long table (values above
+ * any short option's). */
+enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE };
+#define RP_INPUT_LONGOPTS                                                                          \
+    {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, RP_OPT_PROCESS}, \
+    {                                                                                              \
+        "one-file", no_argument, NULL, RP_OPT_ONE_FILE                                             \
+    }
+
+/*
+ * The files o asks for, into *s (free with rp_set_free): the set of
+ * o->input (set.h), or only it (--one-file), the -i files when there are
+ * several, narrowed by --process (every file of that pid: one per image
+ * when it exec'd).  Warns about the files of NAME.PID form it leaves out.
+ * Dies naming the file or the option on any error; a --process that names
+ * no process of the set lists those there are.
+ */
+struct rp_set;
+void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s);
 
 /*
  * Parses the options of the commands that only read a trace (info, dump,
- * graph): -i FILE, --force and --[no-]compensate.  Sets *input and o->force,
- * o->no_compensate; returns optind
+ * graph): -i FILE, --process, --one-file, --force and --[no-]compensate.
+ * Sets o->input, o->in and o->replay's force and no_compensate; returns optind
  * (the first operand).  Dies on anything else, naming the option.
  */
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
-                        const char **input, struct rp_replay_opts *o);
+                        struct rp_load_opts *o);
 
 /*
  * --compensate=on|off (val) or --no-compensate (val NULL): whether the

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/symbols.h"
+#include "analyze/set.h"
 #include "cli.h"
 #include "common/error.h"
 #include "trace/reader.h"
@@ -116,29 +117,66 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
 
 int cmd_dump(int argc, char **argv)
 {
-    struct rp_replay_opts ro = {0};
-    const char *in = RP_DEFAULT_DATA;
-    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &in, &ro);
+    struct rp_load_opts o;
+    rp_load_opts_default(&o);
+    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &o);
 
     if (optind_ < argc)
         rp_usage_die("dump", "unexpected argument '%s'", argv[optind_]);
+    struct rp_set s;
+    rp_find_inputs(&o, &s);
 
-    /* Times need the clock rate, which the whole file gives: a first pass. */
+    /* Times need the clock rate, which the whole file gives: a first pass.
+     * A run's files share one time axis: from the earliest first event (the
+     * processes of a run on one machine share the clock). */
     struct rp_profile p = {0};
     struct dump d = {0};
     char err[768];
-    if (rp_replay_file(in, &ro, &p, NULL, NULL, err, sizeof(err)) < 0)
-        rp_die("%s", err);
-    d.ns_per_tick = p.ns_per_tick;
-    rp_profile_free(&p);
-    memset(&p, 0, sizeof(p));
-    int rc = rp_replay_file(in, &ro, &p, dump_chunk, &d, err, sizeof(err));
+    uint64_t t0 = UINT64_MAX;
+    char *left = calloc(s.n, 1);
+    if (!left)
+        rp_die("out of memory");
+    for (uint32_t i = 0; i < s.n; i++) {
+        if (rp_replay_file(s.files[i].who.file, &o.replay, &p, NULL, NULL, err, sizeof(err)) < 0) {
+            /* a file the set found beside the one named: left out, as rp_load does */
+            if (i == 0 || o.in.n_files > 1)
+                rp_die("%s", err);
+            rp_warn("left out %s%s", err,
+                    o.replay.force ? "" : " (--force reads the valid part of it)");
+            left[i] = 1;
+        }
+        if (!i)
+            d.ns_per_tick = p.ns_per_tick;
+        if (p.events && p.first_tick < t0)
+            t0 = p.first_tick;
+        rp_profile_free(&p);
+    }
+    d.t0 = t0 == UINT64_MAX ? 0 : t0;
+    d.have_t0 = s.n > 1;
+    int rc = 0;
+    for (uint32_t i = 0; i < s.n && rc == 0; i++) {
+        if (left[i])
+            continue;
+        if (s.n > 1)
+            printf("# file %s: process %u of %u of the run, pid %u\n", s.files[i].who.file, i + 1,
+                   s.n, s.files[i].who.pid);
+        for (uint32_t k = 0; k < d.nnames; k++)
+            free(d.names[k]);
+        d.nnames = 0;
+        if (d.sym)
+            rp_sym_close(d.sym);
+        d.sym = NULL;
+        memset(&p, 0, sizeof(p));
+        rc = rp_replay_file(s.files[i].who.file, &o.replay, &p, dump_chunk, &d, err, sizeof(err));
+        rp_profile_free(&p);
+    }
     for (uint32_t i = 0; i < d.nnames; i++)
         free(d.names[i]);
     free(d.names);
     if (d.sym)
         rp_sym_close(d.sym);
-    rp_profile_free(&p);
+    rp_set_free(&s);
+    free(left);
     if (rc < 0)
         rp_die("%s", err);
     return 0;

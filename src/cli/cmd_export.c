@@ -49,7 +49,7 @@ struct export_args {
 
 static void parse(int argc, char **argv, struct export_args *a)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"output", required_argument, NULL, 'o'},
                                        {"format", required_argument, NULL, 'f'},
                                        {"force", no_argument, NULL, 'F'},
@@ -66,10 +66,9 @@ static void parse(int argc, char **argv, struct export_args *a)
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:o:f:n:O:h", lo, NULL)) != -1) {
+        if (rp_opt_input("export", c, optarg, &a->load))
+            continue;
         switch (c) {
-        case 'i':
-            a->load.input = optarg;
-            break;
         case 'o':
             a->output = optarg;
             break;
@@ -109,7 +108,9 @@ static void parse(int argc, char **argv, struct export_args *a)
             a->params[a->n_params++] = optarg;
             break;
         case 'h':
-            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE] [--force]\n"
+            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE]... [--process "
+                   "PID|FILE]\n"
+                   "       [--one-file] [--force]\n"
                    "       [--thread TID] [--limit N] [--title T] [--weight time|calls]\n"
                    "       [--alpha A] [--no-compensate] [-O KEY=VALUE]...\n"
                    "writes the trace in a format another tool reads (docs/exports.md)\n");
@@ -164,10 +165,14 @@ int cmd_export(int argc, char **argv)
 
     rp_load_opts_default(&a.load);
     a.report.sort = RP_SORT_RANK;
+    a.report.chains = 1;
     parse(argc, argv, &a);
 
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
+    /* the formats that read the files again need the id maps of a run's set */
+    a.load.keep_maps = strcmp(a.fmt->name, "json") && strcmp(a.fmt->name, "csv") &&
+                       strcmp(a.fmt->name, "callgrind");
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
         rp_load(&a.load, &p);

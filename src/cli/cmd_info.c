@@ -27,28 +27,53 @@ static int count_chunk(void *ctx, const struct rp_profile *p, const struct rp_ch
 
 int cmd_info(int argc, char **argv)
 {
-    struct rp_replay_opts ro = {0};
-    const char *in = RP_DEFAULT_DATA;
-    int optind_ =
-        rp_parse_input_opts("info", "info says what a trace file holds", argc, argv, &in, &ro);
+    struct rp_load_opts o;
+    rp_load_opts_default(&o);
+    int optind_ = rp_parse_input_opts(
+        "info", "info says what a trace file (or a run's files) holds", argc, argv, &o);
 
     if (optind_ < argc)
         rp_usage_die("info", "unexpected argument '%s'", argv[optind_]);
 
     struct rp_profile p = {0};
     struct counts k = {0};
-    char err[768], b[32];
-    if (rp_replay_file(in, &ro, &p, count_chunk, &k, err, sizeof(err)) < 0)
-        rp_die("%s", err);
-    struct stat st;
-    printf("file:        %s (%lld bytes)\n", in, stat(in, &st) == 0 ? (long long)st.st_size : -1LL);
+    char b[32];
+    o.rank = 0;
+    o.no_names = 1; /* (a run's files are named all the same: to be merged) */
+    o.chunk_fn = count_chunk;
+    o.chunk_ctx = &k;
+    rp_load(&o, &p);
+    if (p.n_procs > 1) {
+        printf("run:         %u processes (%s), merged below\n", p.n_procs,
+               p.procs[0].run ? p.procs[0].run : "no run id");
+        for (uint32_t i = 0; i < p.n_procs; i++) {
+            const struct rp_proc *r = &p.procs[i];
+            struct stat st;
+            printf("  pid %-8u ppid %-8u %10llu events  %3u thread%s  lost %llu  %-8s %s (%lld "
+                   "bytes)%s%s\n",
+                   r->pid, r->ppid, (unsigned long long)r->events, r->threads,
+                   r->threads == 1 ? " " : "s", (unsigned long long)r->lost,
+                   r->ended ? "ended" : "ABNORMAL", r->file,
+                   stat(r->file, &st) == 0 ? (long long)st.st_size : -1LL,
+                   r->run && p.procs[0].run && strcmp(r->run, p.procs[0].run) ? ", run " : "",
+                   r->run && p.procs[0].run && strcmp(r->run, p.procs[0].run) ? r->run : "");
+        }
+    } else {
+        struct stat st;
+        const char *in = p.n_procs ? p.procs[0].file : o.input;
+        printf("file:        %s (%lld bytes)\n", in,
+               stat(in, &st) == 0 ? (long long)st.st_size : -1LL);
+    }
     printf("program:     %s\n", p.program ? p.program : "?");
     printf("arguments:  ");
     for (size_t i = 0; i < p.argv_len;) {
         printf(" %s", p.argv + i);
         i += strlen(p.argv + i) + 1;
     }
-    printf("\npid:         %u\n", p.pid);
+    printf("\npid:         %u", p.pid);
+    if (p.n_procs == 1 && p.procs[0].run)
+        printf("  (run %s)", p.procs[0].run);
+    printf("\n");
     printf("mode:        %s\n", p.mode ? p.mode : "?");
     printf("clock:       %s, %.6f ns per tick (%.1f MHz)\n", p.clock_name ? p.clock_name : "?",
            p.ns_per_tick, 1e3 / p.ns_per_tick);
@@ -76,8 +101,9 @@ int cmd_info(int argc, char **argv)
     for (uint32_t i = 1; i < p.n_nodes; i++)
         defined += p.nodes[i].kind != 0xff;
     printf("ids:         %llu defined, %u edges\n", (unsigned long long)defined, p.n_edges);
-    printf("lost events: %llu%s\n", (unsigned long long)p.lost,
-           p.lost ? "  (the recorder dropped these: --drop under load)" : "");
+    printf("lost events: %llu", (unsigned long long)p.lost);
+    rp_report_lost_why(stdout, &p); /* the reasons, when the trace gives them */
+    putchar('\n');
     printf("unmatched:   %llu exits without an entry, %llu spans dropped at lost events\n",
            (unsigned long long)p.unmatched_exits, (unsigned long long)p.unclosed);
     printf("cut:         %llu frames unwound without their exit (longjmp, exceptions), %llu "
@@ -94,6 +120,8 @@ int cmd_info(int argc, char **argv)
     for (uint32_t i = 0; i < p.n_threads; i++) {
         const struct rp_thread *t = &p.threads[i];
         char tb[24];
+        if (t->pid && (i == 0 || t->pid != p.threads[i - 1].pid))
+            printf(" process %u:\n", t->pid);
         printf("  tid %-8s %-16s %10llu events  %s active  lost %llu\n",
                rp_tid_str(t->tid, tb, sizeof(tb)), t->name ? t->name : "",
                (unsigned long long)t->events,

@@ -14,7 +14,7 @@
 
 int cmd_locks(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"sort", required_argument, NULL, 's'},
                                        {"format", required_argument, NULL, 'f'},
                                        {"thread", required_argument, NULL, 't'},
@@ -33,10 +33,9 @@ int cmd_locks(int argc, char **argv)
     rp_load_opts_default(&lo_opts);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
+        if (rp_opt_input("locks", c, optarg, &lo_opts))
+            continue;
         switch (c) {
-        case 'i':
-            lo_opts.input = optarg;
-            break;
         case 's': {
             unsigned k = 0;
             while (k < sizeof(sorts) / sizeof(sorts[0]) && strcmp(optarg, sorts[k]))
@@ -79,6 +78,7 @@ int cmd_locks(int argc, char **argv)
     struct rp_profile p = {0};
     struct rp_locks L = {0};
     char err[768];
+    lo_opts.keep_maps = 1; /* rp_locks_build reads the files again */
     rp_load(&lo_opts, &p);
     int rc = rp_locks_build(&L, lo_opts.input, &lo_opts.replay, &p, sort, err, sizeof(err));
     if (rc < 0)

@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "analyze/set.h"
 #include "cli.h"
 #include "common/bytes.h"
 #include "trace/format.h"
@@ -287,6 +288,22 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     if (lost)
         fprintf(stderr, ", %llu events lost", (unsigned long long)lost);
     fprintf(stderr, ")\n");
+    /* the run's other processes (docs/robustness.md, "One file per process") */
+    struct rp_set set;
+    char err[768];
+    if (rp_set_find(abs_out, &set, err, sizeof(err)) == 0 && set.n > 1)
+        fprintf(stderr,
+                "rankprof: and %u more file%s, one per other process of the run (%s.PID): "
+                "report, graph, info, locks, dump and export read them together (--one-file: "
+                "%s alone)\n",
+                set.n - 1, set.n == 2 ? "" : "s", out, out);
+    if (set.n_skipped)
+        fprintf(stderr,
+                "rankprof: %u %s.PID file%s beside it %s not of this run: the reader commands "
+                "leave %s out\n",
+                set.n_skipped, out, set.n_skipped == 1 ? "" : "s",
+                set.n_skipped == 1 ? "is" : "are", set.n_skipped == 1 ? "it" : "them");
+    rp_set_free(&set);
     if (flags & RP_END_TIMEOUT) {
         fprintf(stderr, "rankprof: %s is incomplete: the final flush gave up on some buffers\n",
                 out);

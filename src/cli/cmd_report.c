@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "report/report.h"
 
-/* --threshold KEY=VALUE: every flag threshold of DESIGN §7. */
+/* --threshold KEY=VALUE: every flag threshold of docs/design.md §7. */
 static void set_threshold(struct rp_flag_opts *f, const char *kv)
 {
     const char *eq = strchr(kv, '=');
@@ -67,7 +67,7 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"sort", required_argument, NULL, 's'},
                                        {"weight", required_argument, NULL, 'w'},
                                        {"alpha", required_argument, NULL, 'a'},
@@ -79,6 +79,8 @@ int cmd_report(int argc, char **argv)
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"threshold", required_argument, NULL, 'T'},
                                        {"color", no_argument, NULL, 'C'},
+                                       {"wide", no_argument, NULL, 'W'},
+                                       {"no-chains", no_argument, NULL, 'K'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     struct rp_load_opts lo_opts;
@@ -88,12 +90,12 @@ int cmd_report(int argc, char **argv)
 
     rp_load_opts_default(&lo_opts);
     ro.sort = RP_SORT_RANK;
+    ro.chains = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
+        if (rp_opt_input("report", c, optarg, &lo_opts))
+            continue;
         switch (c) {
-        case 'i':
-            lo_opts.input = optarg;
-            break;
         case 's':
             if (!strcmp(optarg, "rank"))
                 ro.sort = RP_SORT_RANK;
@@ -143,6 +145,12 @@ int cmd_report(int argc, char **argv)
             break;
         case 'C':
             ro.color = 1;
+            break;
+        case 'W':
+            ro.width = RP_WIDTH_WIDE;
+            break;
+        case 'K':
+            ro.chains = 0;
             break;
         case 'h':
             rp_usage_die("report", "report prints the ranked profile");

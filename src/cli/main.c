@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/merge.h"
+#include "analyze/set.h"
 #include "cli.h"
+#include "common/array.h"
 #include "common/error.h"
 #include "trace/format.h"
 
@@ -20,20 +23,25 @@ static const struct rp_cmd commands[] = {
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop]\n"
      "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
-     "report [-i FILE] [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
+     "report [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
-     "                [--threshold KEY=VALUE]... [--color] [--no-compensate]"},
-    {"graph", cmd_graph, "graph [-i FILE] [--no-compensate] NAME"},
+     "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
+     "                [--no-compensate]"},
+    {"graph", cmd_graph,
+     "graph [-i FILE]... [--process PID|FILE] [--one-file] [--no-compensate] NAME"},
     {"locks", cmd_locks,
-     "locks [-i FILE] [--format table|json] [--sort wait|hold|acquisitions|contended|name]\n"
+     "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
+     "                [--sort wait|hold|acquisitions|contended|name]\n"
      "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]"},
     {"export", cmd_export,
-     "export --format FORMAT [-o OUT] [-i FILE] [--force] [--thread TID] [--limit N]\n"
+     "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
      "                [--no-compensate]\n"
      "                (`rankprof export --help` lists the formats)"},
-    {"info", cmd_info, "info [-i FILE] [--force]"},
-    {"dump", cmd_dump, "dump [-i FILE] [--force]"},
+    {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
+    {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))
@@ -112,28 +120,120 @@ uint32_t rp_opt_tid(const char *opt, const char *val)
 }
 
 int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
-                        const char **input, struct rp_replay_opts *o)
+                        struct rp_load_opts *o)
 {
-    static const struct option lo[] = {
-        {"input", required_argument, NULL, 'i'},   {"force", no_argument, NULL, 'F'},
-        {"no-compensate", no_argument, NULL, 'N'}, {"compensate", required_argument, NULL, 'M'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {RP_INPUT_LONGOPTS,
+                                       {"force", no_argument, NULL, 'F'},
+                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"compensate", required_argument, NULL, 'M'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
-        if (c == 'i')
-            *input = optarg;
-        else if (c == 'F')
-            o->force = 1;
+        if (rp_opt_input(cmd, c, optarg, o))
+            continue;
+        if (c == 'F')
+            o->replay.force = 1;
         else if (c == 'N' || c == 'M')
-            rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, o);
+            rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, &o->replay);
         else if (c == 'h')
             rp_usage_die(cmd, "%s", help);
         else
             rp_usage_die(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
     return optind;
+}
+
+int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o)
+{
+    struct rp_input_opts *in = &o->in;
+    if (c == 'i') {
+        if (in->n_files == RP_MAX_INPUTS)
+            rp_usage_die(cmd, "-i: at most %d files", RP_MAX_INPUTS);
+        in->files[in->n_files++] = val;
+        if (in->n_files == 1)
+            o->input = val;
+        return 1;
+    }
+    if (c == RP_OPT_PROCESS) {
+        in->process = val;
+        return 1;
+    }
+    if (c == RP_OPT_ONE_FILE) {
+        in->one_file = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether f is what --process sel names: its pid, its path or its base name. */
+static int proc_matches(const struct rp_set_file *f, const char *sel)
+{
+    char *end;
+    unsigned long v = strtoul(sel, &end, 10);
+    if (end != sel && !*end && sel[0] != '-')
+        return f->who.pid == v;
+    const char *b = strrchr(f->who.file, '/');
+    return !strcmp(f->who.file, sel) || !strcmp(b ? b + 1 : f->who.file, sel);
+}
+
+/* "PID (FILE), ..." of the set's processes, into buf. */
+static const char *proc_list(const struct rp_set *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < s->n && i < 8 && k + 1 < n; i++) {
+        int w = snprintf(buf + k, n - k, "%s%u (%s)", i ? ", " : "", s->files[i].who.pid,
+                         s->files[i].who.file);
+        k += w > 0 ? (size_t)w : 0;
+    }
+    if (s->n > 8 && k + 1 < n)
+        snprintf(buf + k, n - k, ", and %u more (rankprof info lists them)", s->n - 8);
+    return buf;
+}
+
+void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
+{
+    char err[1024], list[2048];
+    int rc = 0;
+
+    if (o->in.n_files > 1) {
+        memset(s, 0, sizeof(*s));
+        for (unsigned i = 0; i < o->in.n_files && rc >= 0; i++)
+            rc = rp_set_add(s, o->in.files[i], err, sizeof(err));
+    } else if (o->in.one_file && !o->in.process) {
+        memset(s, 0, sizeof(*s));
+        rc = rp_set_add(s, o->input, err, sizeof(err));
+    } else {
+        rc = rp_set_find(o->input, s, err, sizeof(err));
+    }
+    if (rc < 0) /* (out of memory; a file that cannot be read fails when it is read) */
+        rp_die("%s", err);
+    for (uint32_t i = 0; i < s->n_skipped && i < 3; i++)
+        rp_warn("left out %s", s->skipped[i]);
+    if (s->n_skipped > 3)
+        rp_warn("left out %u more files of the form %s.PID (not of this run)", s->n_skipped - 3,
+                o->input);
+    if (o->in.process) { /* keep its files: a pid that exec'd has one per image */
+        uint32_t k = 0;
+        proc_list(s, list, sizeof(list));
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (!proc_matches(&s->files[i], o->in.process)) {
+                free(s->files[i].who.file);
+                free(s->files[i].who.run);
+                free(s->files[i].who.host);
+                continue;
+            }
+            s->files[k++] = s->files[i];
+        }
+        if (!k)
+            rp_die("--process %s: no such process in the run of %s; its processes: %s",
+                   o->in.process, o->input, list);
+        s->n = k;
+    }
+    o->input = s->files[0].who.file;
 }
 
 void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *o)
@@ -183,40 +283,118 @@ static int refs_cyg(const char *path)
     return found;
 }
 
-void rp_load(const struct rp_load_opts *o, struct rp_profile *p)
+/* Prints the profile's warnings, one per line, on stderr. */
+static void put_warnings(struct rp_profile *p)
+{
+    char *s = p->warn, *nl;
+    while ((nl = strchr(s, '\n'))) {
+        *nl = 0;
+        rp_warn("%s", s);
+        *nl = '\n';
+        s = nl + 1;
+    }
+}
+
+/* Replays the file into *p and (with name) names its functions; dies naming
+ * the file on any error. */
+static void load_file(const struct rp_load_opts *o, const char *file, struct rp_profile *p,
+                      int name)
 {
     char err[768];
-    int rc = rp_replay_file(o->input, &o->replay, p, NULL, NULL, err, sizeof(err));
+    int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
     if (rc < 0)
         rp_die("%s", err);
-    if (p->warn[0]) {
-        char *s = p->warn, *nl;
-        while ((nl = strchr(s, '\n'))) {
-            *nl = 0;
-            rp_warn("%s", s);
-            *nl = '\n';
-            s = nl + 1;
-        }
+    if (name && (rc = rp_profile_symbolize(p)) < 0)
+        rp_die("%s: naming functions: %s", file, rp_strerror(rc));
+}
+
+/*
+ * load_file for a file the run's set found beside the one named: one that
+ * cannot be read (a process killed inside a write) is left out with a
+ * warning that names it and says why, so that the others are still read.
+ * Returns 0, or -1 when it was left out.  Dies when out of memory.
+ */
+static int load_sibling(const struct rp_load_opts *o, const char *file, struct rp_profile *p)
+{
+    char err[768];
+    int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
+    if (rc == RP_ENOMEM)
+        rp_die("%s", err);
+    if (rc < 0) {
+        rp_warn("left out %s%s", err,
+                o->replay.force ? "" : " (--force reads the valid part of it)");
+        return -1;
     }
+    if ((rc = rp_profile_symbolize(p)) < 0)
+        rp_die("%s: naming functions: %s", file, rp_strerror(rc));
+    return 0;
+}
+
+void rp_load(struct rp_load_opts *o, struct rp_profile *p)
+{
+    static char chosen[4096];
+    struct rp_set s;
+    int rc;
+
+    rp_find_inputs(o, &s);
+    snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
+    if (s.n == 1) {
+        o->input = chosen;
+        load_file(o, chosen, p, !o->no_names);
+        put_warnings(p);
+        struct rp_set_file *f = &s.files[0];
+        if (rp_grow(&p->procs, &p->cap_procs, 1, sizeof(*p->procs), 1) == 0) {
+            p->procs[0] = f->who;
+            p->procs[0].pid = p->pid;
+            p->procs[0].events = p->events;
+            p->procs[0].lost = p->lost;
+            p->procs[0].threads = p->n_threads;
+            p->procs[0].ended = p->ended && !(p->end_flags & RP_END_SIGNAL);
+            p->n_procs = 1;
+            memset(&f->who, 0, sizeof(f->who)); /* now the profile's */
+        }
+        for (uint32_t i = 0; i < p->n_threads; i++)
+            p->threads[i].pid = p->pid;
+    } else {
+        /* a run's processes: one file at a time, merged (merge.h) */
+        struct rp_merge m;
+        if (rp_merge_init(&m, p) < 0)
+            rp_die("%s: out of memory", chosen);
+        m.keep_maps = o->keep_maps;
+        for (uint32_t i = 0; i < s.n; i++) {
+            struct rp_profile one = {0};
+            if (i == 0 || o->in.n_files > 1) { /* a file the user named */
+                load_file(o, s.files[i].who.file, &one, 1);
+            } else if (load_sibling(o, s.files[i].who.file, &one) < 0) {
+                rp_profile_free(&one);
+                continue;
+            }
+            rc = rp_merge_add(&m, &one, &s.files[i].who);
+            rp_profile_free(&one);
+            if (rc < 0)
+                rp_die("%s: merging: %s", s.files[i].who.file, rp_strerror(rc));
+        }
+        rp_merge_free(&m);
+        put_warnings(p);
+    }
+    rp_set_free(&s);
     if (!p->events) {
         int inst = p->program ? refs_cyg(p->program) : -1;
         if (inst == 0)
             rp_warn("%s holds no events: %s has no -finstrument-functions hooks (build it with "
                     "-finstrument-functions, or use the rankprof macros)",
-                    o->input, p->program);
+                    chosen, p->program);
         else
             rp_warn("%s holds no events: the program made no recorded call before the recording "
                     "ended%s",
-                    o->input, p->warn[0] ? " (see the warnings above)" : "");
+                    chosen, p->warn[0] ? " (see the warnings above)" : "");
     }
-    if ((rc = rp_profile_symbolize(p)) < 0)
-        rp_die("%s: naming functions: %s", o->input, rp_strerror(rc));
     if (o->rank) {
         p->rank.weight_calls = o->weight_calls;
         if ((rc = rp_rank_profile(p, &o->rank_opt)) < 0)
-            rp_die("%s: ranking: %s", o->input, rp_strerror(rc));
+            rp_die("%s: ranking: %s", chosen, rp_strerror(rc));
         if ((rc = rp_flags_apply(p, &o->flag)) < 0)
-            rp_die("%s: flags: %s", o->input, rp_strerror(rc));
+            rp_die("%s: flags: %s", chosen, rp_strerror(rc));
     }
 }
 
@@ -227,7 +405,11 @@ static void usage(FILE *f)
                "by standing probability.  Commands:\n\n");
     for (size_t i = 0; i < NCMDS; i++)
         fprintf(f, "  rankprof %s\n", commands[i].usage);
-    fprintf(f, "\nThe trace file is %s unless -i/-o says otherwise.  See docs/.\n",
+    fprintf(f,
+            "\nThe trace file is %s unless -i/-o says otherwise.  A program that forks\n"
+            "or execs also writes FILE.PID, one per other process: the commands read a\n"
+            "run's files together (--process PID: one process; --one-file: FILE alone).\n"
+            "See docs/.\n",
             RP_DEFAULT_DATA);
 }
 

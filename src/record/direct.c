@@ -16,7 +16,7 @@
  *           row allocated on its first value; per caller->callee edge
  *           (struct dedge): calls, total, min, max.
  *
- * When a span ends (the same rule as the analyzer's replay, DESIGN §2):
+ * When a span ends (the same rule as the analyzer's replay, docs/design.md §2):
  *
  *     dur = end - start            self = dur - child
  *     id.calls++, dur, excl += self, min, max, moments, histogram(dur)

@@ -1,5 +1,5 @@
 /*
- * direct.h - direct mode: the statistics of DESIGN §2 kept in the process
+ * direct.h - direct mode: the statistics of docs/design.md §2 kept in the process
  * instead of a trace (docs/direct-mode.md).
  *
  * In direct mode a thread's rp_self has no trace buffers but a batch of

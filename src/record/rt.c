@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "calib.h"
@@ -145,6 +146,12 @@ static void rt_warn(const char *fmt, const char *arg, int err)
 static dev_t out_dev;
 static ino_t out_ino;
 static uint64_t unwritten; /* events not written because writing failed */
+/* Drops counted where no thread state holds them (enum rp_loss; relaxed:
+ * counters, read once at the end) and the records the encoder could not
+ * keep (writer only). */
+static _Atomic uint64_t loss_nostate[RP_LOSS_N];
+static uint64_t loss_retired[RP_LOSS_N]; /* of threads retired (under rp_rt.lock) */
+static uint64_t unencoded;
 
 /* Moves fd to a high number, close-on-exec (the old one is closed).
  * Returns the new number, or fd itself when that fails. */
@@ -327,6 +334,8 @@ static void out_maps(void)
     free(m);
 }
 
+static char rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
+
 static void out_info(void)
 {
     size_t cap = 65536, len = 0, n;
@@ -347,6 +356,12 @@ static void out_info(void)
     rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));
     snprintf(tmp, sizeof(tmp), "%d", (int)getppid());
     rp_info_put(buf, cap, &len, "ppid", tmp, strlen(tmp));
+    if (rt_run[0])
+        rp_info_put(buf, cap, &len, "run", rt_run, strlen(rt_run));
+    if (gethostname(tmp, sizeof(tmp)) == 0) {
+        tmp[sizeof(tmp) - 1] = 0;
+        rp_info_put(buf, cap, &len, "host", tmp, strlen(tmp));
+    }
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
@@ -447,6 +462,7 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
     if (atomic_load(&rp_rt.failed))
         unwritten += n;
     rp_rt.lost_total += t->enc.lost - lost0;
+    unencoded += t->enc.skipped - skipped0;
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
                              rp_raw_word(RP_RAW_LOST, t->enc.skipped - skipped0)};
@@ -522,6 +538,8 @@ static unsigned drain_once(void)
             write_pending_loss(x);
             write_thread_end(x);
             rp_offcpu_forget(x);
+            for (unsigned r = 0; r < RP_LOSS_N; r++) /* (its counters are final) */
+                loss_retired[r] += x->why[r];
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
@@ -582,12 +600,64 @@ static void info_put(void *ctx, const char *key, const char *val)
     rp_info_put(ib->b, sizeof(ib->b), &ib->len, key, val, strlen(val));
 }
 
+/* n in decimal into v (at least 21 bytes); async-signal-safe. */
+static void u64_dec(char *v, uint64_t n)
+{
+    char tmp[21];
+    size_t k = 0;
+    do
+        tmp[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    for (size_t i = 0; i < k; i++)
+        v[i] = tmp[k - 1 - i];
+    v[k] = 0;
+}
+
+/* The drops so far by reason, as lost_REASON keys (the non-zero ones):
+ * every thread's counters and those held by none.  in_handler: called in a
+ * signal handler, which takes no lock (async-signal-safe then). */
+static void loss_info(struct info_buf *ib, int in_handler)
+{
+    static const char *const key[RP_LOSS_N] = {
+        [RP_LOSS_FULL] = "lost_full",           [RP_LOSS_STOPPED] = "lost_stopped",
+        [RP_LOSS_FAILED] = "lost_failed",       [RP_LOSS_NOMEM] = "lost_nomem",
+        [RP_LOSS_REENTERED] = "lost_reentered", [RP_LOSS_GONE] = "lost_gone"};
+    uint64_t n[RP_LOSS_N];
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        n[r] = atomic_load_explicit(&loss_nostate[r], memory_order_relaxed);
+    /* (the writer retires threads under the lock; a child's handler holds
+     * drain_lock, under which its threads retire, and takes no other lock) */
+    if (!in_handler)
+        rp_own_lock(&rp_rt.lock);
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        n[r] += loss_retired[r];
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+        for (unsigned r = 0; r < RP_LOSS_N; r++)
+            n[r] += __atomic_load_n(&t->why[r], __ATOMIC_RELAXED);
+    if (!in_handler)
+        rp_own_unlock(&rp_rt.lock);
+    char v[24];
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        if (n[r]) {
+            u64_dec(v, n[r]);
+            info_put(ib, key[r], v);
+        }
+    if (unencoded) {
+        u64_dec(v, unencoded);
+        info_put(ib, "lost_unencoded", v);
+    }
+}
+
 /* A second INFO chunk at the end of a run (format 1.3): what is only known
- * then (offcpu.c: lost switch records, the schedstat run-queue delay). */
-static void out_end_info(void)
+ * then (offcpu.c: lost switch records, the schedstat run-queue delay; the
+ * drops by reason).  full: not after a fatal signal, when only what is
+ * async-signal-safe may run (in the handler itself, with no writer thread). */
+static void out_end_info(int full)
 {
     struct info_buf ib = {.len = 0};
-    rp_offcpu_end_info(info_put, &ib);
+    if (full)
+        rp_offcpu_end_info(info_put, &ib);
+    loss_info(&ib, !full && rp_rt.sync_write);
     if (ib.len)
         out_chunk(RP_CH_INFO, ib.b, ib.len);
 }
@@ -622,6 +692,7 @@ static void fatal_flush(int sig)
     while (drain_once())
         ;
     flush_partials();
+    out_end_info(0);
     out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
     out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
@@ -867,32 +938,36 @@ static void buf_publish(struct rp_tbuf *t)
 }
 
 /*
- * Makes a free buffer current.  Returns 0, or -1 when there is none (drop
- * policy, a failed writer, or shutdown): the caller then counts a loss.
- * *waited_from is set to the ticks when the thread began to wait for the
- * writer (or to write other buffers itself), left alone when it did not.
+ * Makes a free buffer current.  Returns 0, or -1 when there is none, with
+ * *why the reason (drop policy, a failed writer, shutdown, no memory): the
+ * caller then counts a loss.  *waited_from is set to the ticks when the
+ * thread began to wait for the writer (or to write other buffers itself),
+ * left alone when it did not.
  */
-static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
+static int buf_next(struct rp_tbuf *t, uint64_t *waited_from, enum rp_loss *why)
 {
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     while (p - atomic_load_explicit(&t->consumed, memory_order_acquire) >= rp_rt.nbuf) {
         if (!*waited_from)
             *waited_from = rp_ticks();
-        if (rp_rt.drop || atomic_load(&rp_rt.failed) || atomic_load(&rp_rt.stopped))
+        *why = atomic_load(&rp_rt.stopped)  ? RP_LOSS_STOPPED
+               : atomic_load(&rp_rt.failed) ? RP_LOSS_FAILED
+                                            : RP_LOSS_FULL;
+        if (rp_rt.drop || *why != RP_LOSS_FULL)
             return -1;
         if (rp_rt.sync_write) { /* another thread's buffers may be pending too */
             rp_own_lock(&rp_rt.drain_lock);
             unsigned n = drain_once();
             rp_own_unlock(&rp_rt.drain_lock);
-            if (!n)
-                return -1;
+            if (!n) /* nothing could be written: the write failed */
+                return *why = RP_LOSS_FAILED, -1;
             continue;
         }
         rp_own_lock(&rp_rt.lock);
         writer_ensure_locked();
-        if (!rp_rt.writer_running) {
+        if (!rp_rt.writer_running) { /* it could not be started */
             rp_own_unlock(&rp_rt.lock);
-            return -1;
+            return *why = RP_LOSS_NOMEM, -1;
         }
         rp_rt.waiters++;
         while (p - atomic_load(&t->consumed) >= rp_rt.nbuf && !atomic_load(&rp_rt.stopped))
@@ -902,22 +977,37 @@ static int buf_next(struct rp_tbuf *t, uint64_t *waited_from)
     }
     uint32_t idx = (uint32_t)(p % rp_rt.nbuf);
     if (!t->bufs[idx] && !(t->bufs[idx] = buf_alloc()))
-        return -1;
+        return *why = RP_LOSS_NOMEM, -1;
     t->base = t->bufs[idx];
     t->end = t->base + rp_rt.bufrecs;
     rp_pos_set(t, t->base);
     return 0;
 }
 
+/* Counts a drop for reason why on t, the calling thread's (relaxed store:
+ * the writer reads the counters at the end; t is the only writer). */
+static inline void loss_count(struct rp_tbuf *t, enum rp_loss why)
+{
+    __atomic_store_n(&t->why[why], t->why[why] + 1, __ATOMIC_RELAXED);
+}
+
+/* Counts a drop for reason why where no thread state holds it. */
+static void loss_count_nostate(enum rp_loss why)
+{
+    atomic_fetch_add_explicit(&loss_nostate[why], 1, memory_order_relaxed);
+}
+
 /* Records word into t's next buffer (t->guard is set by the caller). */
 static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
     uint64_t now = rp_ticks(), waited = 0;
+    enum rp_loss why = RP_LOSS_FULL;
     if (t->base)
         buf_publish(t);
-    if (buf_next(t, &waited) < 0) {
+    if (buf_next(t, &waited, &why) < 0) {
         if (!t->lost++)
             t->lost_first = now;
+        loss_count(t, why);
         return;
     }
     struct rp_raw *p = t->pos;
@@ -948,6 +1038,7 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     if (t) {
         if (t->guard) { /* a signal handler interrupted an append */
             t->reentered++;
+            loss_count(t, RP_LOSS_REENTERED);
             return;
         }
         t->guard = 1;
@@ -967,16 +1058,21 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
         return;
     }
     /* the thread's first event */
-    if (rp_initing || rp_gone)
+    if (rp_initing || rp_gone) { /* a handler's while it began; or after its end */
+        loss_count_nostate(rp_gone ? RP_LOSS_GONE : RP_LOSS_REENTERED);
         return;
+    }
     rp_initing = 1;
     struct rt_section sec;
     section_enter(&sec);
-    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask) &&
-        (t = thread_init())) {
-        append_locked(t, word); /* thread_init returns with t->guard set */
-        atomic_signal_fence(memory_order_seq_cst);
-        t->guard = 0;
+    if (pthread_once(&rt_once, rt_start_once) == 0 && !rt_start_err && atomic_load(&rp_rt.mask)) {
+        if ((t = thread_init())) {
+            append_locked(t, word); /* thread_init returns with t->guard set */
+            atomic_signal_fence(memory_order_seq_cst);
+            t->guard = 0;
+        } else {
+            loss_count_nostate(RP_LOSS_NOMEM);
+        }
     }
     section_leave(&sec);
     rp_initing = 0;
@@ -1058,6 +1154,7 @@ static void fatal_flush_sync(int sig)
         ;
     if (rp_self)
         flush_partial(rp_self);
+    out_end_info(0);
     out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
     out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
@@ -1195,6 +1292,28 @@ static uint32_t parse_classes(const char *s)
 }
 
 /*
+ * The run this process belongs to (INFO "run", docs/trace-format.md): the
+ * mark's value when it inherited one (a child, an exec), else a new id made
+ * from the pid, the wall clock and an address (ASLR), 16 hex digits.  A
+ * forked child keeps its parent's in memory.  Cannot fail.
+ */
+static void run_id_take(const char *mark)
+{
+    size_t n = mark ? strspn(mark, "0123456789abcdef") : 0;
+    if (n == 16 && !mark[16]) {
+        memcpy(rt_run, mark, 17);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) * 0xc2b2ae3d27d4eb4full;
+    h ^= (uint64_t)(uintptr_t)&ts * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    snprintf(rt_run, sizeof(rt_run), "%016llx", (unsigned long long)h);
+}
+
+/*
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
  * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
@@ -1211,11 +1330,14 @@ static int open_output(int child)
     const char *base = getenv("RANKPROF_OUTPUT");
     if (!base || !*base)
         base = "rankprof.data";
-    int first = !child && !getenv("RANKPROF_CLAIMED");
+    const char *mark = getenv("RANKPROF_CLAIMED");
+    int first = !child && !mark;
+    if (!child)
+        run_id_take(mark);
     if (first) {
         snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
         rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        setenv("RANKPROF_CLAIMED", "1", 1);
+        setenv("RANKPROF_CLAIMED", rt_run, 1);
         if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
             syscall(SYS_close, rp_rt.fd); /* a live process writes it */
             rp_rt.fd = -1;
@@ -1538,7 +1660,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
     if (!rp_rt.direct)
-        out_end_info();
+        out_end_info(1);
     out_maps();
     out_clock();
     out_end(RP_END_EXIT, 0, end_ticks);
@@ -1619,7 +1741,8 @@ RP_API int rp_flush(void)
             rp_rt.waiters--;
             rp_own_unlock(&rp_rt.lock);
             uint64_t waited = 0; /* an explicit flush waits on purpose: no pause */
-            if (buf_next(t, &waited) < 0) {
+            enum rp_loss why;    /* (nothing dropped: the next event tries again) */
+            if (buf_next(t, &waited, &why) < 0) {
                 rp_pos_set(t, NULL);
                 t->base = t->end = NULL;
             }

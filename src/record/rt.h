@@ -65,6 +65,21 @@
 
 #define RP_NBUF_MAX 16
 
+/*
+ * Why events were dropped, counted per reason besides the in-band LOST
+ * records (which say how many and where, not why), and written as
+ * `lost_REASON` INFO keys at the end (format.h).
+ */
+enum rp_loss {
+    RP_LOSS_FULL,      /* no free buffer under the drop policy */
+    RP_LOSS_STOPPED,   /* recording had stopped: the final flush or a fatal signal */
+    RP_LOSS_FAILED,    /* writing the trace had failed */
+    RP_LOSS_NOMEM,     /* no memory for a buffer or a thread's state */
+    RP_LOSS_REENTERED, /* a signal handler's, while it interrupted an append */
+    RP_LOSS_GONE,      /* after the thread's state was released at its exit */
+    RP_LOSS_N
+};
+
 struct rp_tbuf {
     /* hot: touched by every event */
     struct rp_raw *pos, *end;
@@ -72,11 +87,13 @@ struct rp_tbuf {
 
     /* the ring (thread side) */
     struct rp_raw *base;
-    uint64_t lost;       /* events dropped since the last LOST record */
-    uint64_t lost_first; /* ticks of the first of them */
-    uint64_t reentered;  /* events dropped by the recursion guard */
-    uint64_t end_ticks;  /* when the thread ended (thread_exit), 0 while it runs */
-    uint32_t tid;        /* a stream id: kernel tid and reuse generation (format.h) */
+    uint64_t lost;           /* events dropped since the last LOST record */
+    uint64_t lost_first;     /* ticks of the first of them */
+    uint64_t reentered;      /* events dropped by the recursion guard */
+    uint64_t why[RP_LOSS_N]; /* drops by reason, this thread's own (written by it
+                                only, read by the writer at the end: relaxed) */
+    uint64_t end_ticks;      /* when the thread ended (thread_exit), 0 while it runs */
+    uint32_t tid;            /* a stream id: kernel tid and reuse generation (format.h) */
 
     /* shared with the writer */
     struct rp_raw *bufs[RP_NBUF_MAX];

@@ -14,7 +14,7 @@
 #include "trace/format.h"
 
 const struct rp_export_format rp_export_formats[] = {
-    {"json", RP_EXPORT_RANK, "json", "the report of DESIGN §9 (docs/report-json.md)",
+    {"json", RP_EXPORT_RANK, "json", "the report of `report --format json` (docs/report-json.md)",
      rp_export_json},
     {"csv", RP_EXPORT_RANK, "csv", "the report's rows, one per node", rp_export_csv},
     {"chrome", RP_EXPORT_PROFILE, "json",
@@ -172,4 +172,12 @@ const char *rp_export_cat(uint8_t kind)
 double rp_export_us(const struct rp_profile *p, uint64_t ticks)
 {
     return ticks > p->first_tick ? (double)(ticks - p->first_tick) * p->ns_per_tick / 1e3 : 0;
+}
+
+uint32_t rp_export_pid(const struct rp_profile *p, uint32_t tid)
+{
+    for (uint32_t i = 0; i < p->n_threads; i++)
+        if (p->threads[i].tid == tid && p->threads[i].pid)
+            return p->threads[i].pid;
+    return p->pid;
 }

@@ -103,6 +103,10 @@ void rp_export_names_free(const struct rp_profile *p, char **names);
 /* The category of a kind in timelines: rp_kind_str's, "instant", "counter". */
 const char *rp_export_cat(uint8_t kind);
 
+/* The process of thread tid: its rp_thread.pid in a profile merged from a
+ * run's files, else the profile's pid.  Cannot fail. */
+uint32_t rp_export_pid(const struct rp_profile *p, uint32_t tid);
+
 /* Microseconds from the run's first event to ticks (0 before it). */
 double rp_export_us(const struct rp_profile *p, uint64_t ticks);
 

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* open_memstream */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "common/error.h"
@@ -50,7 +51,8 @@ static const char *thread_part(struct chrome *c, uint32_t tid)
             return c->th[i].s;
     unsigned i = c->nth < 8 ? c->nth++ : (c->next++ & 7);
     c->th[i].tid = tid;
-    snprintf(c->th[i].s, sizeof(c->th[i].s), ",\"pid\":%u,\"tid\":%u", c->p->pid, tid);
+    snprintf(c->th[i].s, sizeof(c->th[i].s), ",\"pid\":%u,\"tid\":%u", rp_export_pid(c->p, tid),
+             tid);
     return c->th[i].s;
 }
 
@@ -207,12 +209,27 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
             p->pid);
     rp_export_put_json(out, rp_export_title(ctx));
     fputs("}}", out);
+    for (uint32_t i = 1; i < p->n_procs; i++) { /* a run's other processes: by their files */
+        uint32_t k = 0;
+        while (k < i && p->procs[k].pid != p->procs[i].pid)
+            k++;
+        if (k < i)
+            continue; /* a pid's later image (exec): one track */
+        fprintf(out,
+                ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,\"name\":\"process_name\",\"args\":{"
+                "\"name\":",
+                p->procs[i].pid);
+        const char *file = p->procs[i].file ? p->procs[i].file : "";
+        const char *b = strrchr(file, '/');
+        rp_export_put_json(out, b ? b + 1 : file);
+        fputs("}}", out);
+    }
     for (uint32_t i = 0; i < p->n_threads; i++) {
         const struct rp_thread *t = &p->threads[i];
         fprintf(
             out,
             ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":",
-            p->pid, t->tid);
+            t->pid ? t->pid : p->pid, t->tid);
         /* the events' "tid" is the stream id: a reused kernel tid (format 1.3)
          * is another thread, named with its generation */
         char nb[64], tb[24];

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "analyze/cct.h"
+#include "analyze/merge.h"
 #include "common/error.h"
 #include "report/export.h"
 #include "report/util.h"
@@ -45,6 +46,9 @@
 static int build(struct rp_cct *t, const struct rp_export_ctx *ctx)
 {
     const char *th = rp_export_param(ctx, "threads");
+    if (rp_profile_merged(ctx->p)) /* a run's files */
+        return rp_cct_build_set(t, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
+                                ctx->err, ctx->errsz);
     return rp_cct_build(t, ctx->input, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
                         ctx->err, ctx->errsz);
 }

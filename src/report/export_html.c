@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/flags.h"
 #include "common/error.h"
@@ -46,10 +47,12 @@ static const char style[] =
     "table{border-collapse:collapse}th,td{padding:2px 8px;text-align:right;"
     "border-bottom:1px solid #eee;white-space:nowrap}"
     "th{cursor:pointer;background:#f3f3f3;position:sticky;top:0}th.sorted{background:#dde}"
-    "td.name,th.name,td.kind,td.flags{text-align:left}td.name{font-family:monospace}"
+    "td.name,th.name,td.kind,td.flags,td.why{text-align:left}td.why{white-space:normal}td.name{"
+    "font-family:monospace}"
     "#profile tbody tr{cursor:pointer}#profile tbody tr:hover{background:#f6f6ff}"
     "#profile tr.sel{background:#ffe9b0}.flag{font-size:.8em;background:#c33;color:#fff;"
     "border-radius:3px;padding:0 4px;margin-right:2px}"
+    ".seq-svg{overflow:auto;max-height:60em}.seq-note{color:#a40}"
     ".panes{display:flex;gap:3em;flex-wrap:wrap}pre{background:#f7f7f7;padding:.6em;"
     "max-height:30em;overflow:auto}";
 
@@ -65,8 +68,8 @@ static const char script[] =
     "<th class=name>name</th><th>calls</th><th>time</th><th>share</th></tr></thead><tbody>';\n"
     " rows.sort(function(a,b){return b[3]-a[3];});\n"
     " rows.forEach(function(r){h+='<tr data-id='+r[0]+'><td class=name>'+esc(D.names[r[0]])+"
-    "'</td><td>'+r[2]+'</td><td>'+fmt(r[3])+'</td><td>'+(total?(100*r[3]/total).toFixed(1):"
-    "'0')+'%</td></tr>';});\n"
+    "'</td><td>'+r[2]+'</td><td>'+fmt(r[3])+'</td><td>'+(r[0]===r[1]||r[3]>total?'recursive':"
+    "(total?(100*r[3]/total).toFixed(1):'0')+'%')+'</td></tr>';});\n"
     " if(!rows.length)h+='<tr><td class=name>(none)</td></tr>';\n"
     " document.getElementById(id).innerHTML=h+'</tbody></table>';}\n"
     "function select(id){var tot=0;document.querySelectorAll('#profile tbody tr')."
@@ -95,14 +98,52 @@ static const char script[] =
     "if(tb.rows.length)select(+tb.rows[0].getAttribute('data-id'));\n"
     "})();\n";
 
-/* The flags as badges; put_flags_key as the sort key "HOT,JITTER". */
-static void put_flags(FILE *out, uint32_t flags)
+/*
+ * The part of why (rp_flags_explain's text: one explanation per flag, each
+ * starting with the flag's name and a space or a colon, separated by "; "
+ * or newlines) about flag
+ * name, into buf (n bytes); "" when there is none.  Cannot fail.
+ */
+static void flag_why(const char *why, const char *name, char *buf, size_t n)
 {
+    size_t len = strlen(name);
+
+    buf[0] = '\0';
+    for (const char *s = why; *s;) {
+        size_t k = strcspn(s, ";\n");
+        if (k > len && !strncmp(s, name, len) && (s[len] == ' ' || s[len] == ':')) {
+            snprintf(buf, n, "%.*s", (int)k, s);
+            return;
+        }
+        s += k;
+        while (*s == ';' || *s == '\n' || *s == ' ')
+            s++;
+    }
+}
+
+/* The flags as badges, each with its why as a tooltip; put_flags_key as
+ * the sort key "HOT,JITTER". */
+static void put_flags(FILE *out, const struct rp_export_ctx *ctx, const struct rp_node *n)
+{
+    char why[1024] = "", one[512];
+    struct rp_flag_opts def;
+    const struct rp_flag_opts *fo = ctx->report ? ctx->report->flag : NULL;
+
+    if (!fo) {
+        rp_flag_opts_default(&def);
+        fo = &def;
+    }
+    if (n->flags)
+        rp_flags_explain(ctx->p, n, fo, why, sizeof why);
     for (unsigned b = 0; b < 32; b++)
-        if (flags & (1u << b)) {
-            const char *n = rp_flag_name(b);
-            if (n)
-                fprintf(out, "<span class=flag>%s</span>", n);
+        if (n->flags & (1u << b)) {
+            const char *name = rp_flag_name(b);
+            if (!name)
+                continue;
+            flag_why(why, name, one, sizeof one);
+            fputs("<span class=flag title=\"", out);
+            put_html(out, one);
+            fprintf(out, "\">%s</span>", name);
         }
 }
 
@@ -141,14 +182,7 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     fputs("<td class=flags data-v=\"", out);
     put_flags_key(out, n->flags);
     fputs("\">", out);
-    put_flags(out, n->flags);
-    char why[512]; /* why each flag: one line, as in the table */
-    if (n->flags &&
-        rp_flags_explain(p, n, ctx->report ? ctx->report->flag : NULL, why, sizeof why)) {
-        fputs("<br><small class=why>", out);
-        put_html(out, why);
-        fputs("</small>", out);
-    }
+    put_flags(out, ctx, n);
     fprintf(out, "</td><td class=kind data-v=\"%s\">%s</td><td class=name data-v=\"",
             rp_kind_str(n->kind), rp_kind_str(n->kind));
     put_html(out, names[i]);
@@ -161,6 +195,54 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
         fprintf(out, ":%u)</small>", n->line);
     }
     fputs("</td></tr>\n", out);
+}
+
+/*
+ * Why each flagged row is flagged: a table of name and explanation, one
+ * line per flag, as the analysis words it (rp_flags_explain).  Write errors
+ * are left for ferror().
+ */
+static void put_whys(FILE *out, const struct rp_export_ctx *ctx, char **names, const uint32_t *rows,
+                     uint32_t nrows)
+{
+    struct rp_flag_opts def;
+    const struct rp_flag_opts *fo = ctx->report ? ctx->report->flag : NULL;
+    int any = 0;
+
+    if (!fo) {
+        rp_flag_opts_default(&def);
+        fo = &def;
+    }
+    for (uint32_t r = 0; r < nrows; r++) {
+        const struct rp_node *n = &ctx->p->nodes[rows[r]];
+        char why[1024];
+        if (!n->flags || !rp_flags_explain(ctx->p, n, fo, why, sizeof why))
+            continue;
+        if (!any++)
+            fputs("<h3>Why the flags</h3>\n<table id=\"why\"><thead><tr><th class=name>name"
+                  "</th><th class=name>why</th></tr></thead><tbody>\n",
+                  out);
+        fputs("<tr><td class=name>", out);
+        put_html(out, names[rows[r]]);
+        fputs("</td><td class=why>", out);
+        for (char *s = why, *e; *s; s = e) {
+            size_t k = strcspn(s, ";\n");
+            e = s + k;
+            char keep = *e;
+            *e = '\0';
+            put_html(out, s);
+            *e = keep;
+            while (*e == ';' || *e == '\n' || *e == ' ')
+                e++;
+            if (*e)
+                fputs("<br>", out);
+        }
+        fputs("</td></tr>\n", out);
+    }
+    if (any)
+        fputs("</tbody></table>\n", out);
+    else if (ctx->report && ctx->report->flagged)
+        fputs("<p class=meta>No row carries a flag.</p>\n", out);
 }
 
 /* The ranked table in report order.  Returns 0 or RP_ENOMEM. */
@@ -183,7 +265,9 @@ static int put_table(FILE *out, const struct rp_export_ctx *ctx, char **names)
           out);
     for (uint32_t r = 0; r < nrows; r++)
         put_row(out, ctx, names, rows[r]);
-    fputs("</tbody></table></section>\n", out);
+    fputs("</tbody></table>\n", out);
+    put_whys(out, ctx, names, rows, nrows);
+    fputs("</section>\n", out);
     free(rows);
     return 0;
 }
@@ -207,14 +291,155 @@ static void put_data(FILE *out, const struct rp_profile *p, char **names)
 }
 
 /*
- * The sequence diagram, from the "mermaid" format when this build has it:
- * its text, cut at SEQ_MAX_BYTES.  A format error is shown in the page
- * rather than failing the whole report.  Returns 0 or RP_ENOMEM.
+ * The full path of the executable `name` on $PATH into buf (n bytes), as
+ * `command -v` finds it; NULL when there is none (or its path holds a
+ * quote, which the shell command below could not carry).  Cannot fail.
+ */
+static const char *find_tool(const char *name, char *buf, size_t n)
+{
+    const char *path = getenv("PATH");
+
+    for (const char *s = path ? path : ""; *s;) {
+        size_t k = strcspn(s, ":");
+        if (k && (size_t)snprintf(buf, n, "%.*s/%s", (int)k, s, name) < n && !strchr(buf, '\'') &&
+            access(buf, X_OK) == 0)
+            return buf;
+        s += k;
+        if (*s)
+            s++;
+    }
+    return NULL;
+}
+
+/* The output of format f (a sequence diagram source) in a malloc'd string
+ * *text.  Returns 0, or f's code with its message in err. */
+static int seq_source(const struct rp_export_ctx *ctx, const struct rp_export_format *f,
+                      char **text, size_t *len, char *err, size_t errsz)
+{
+    FILE *m = open_memstream(text, len);
+    if (!m)
+        return RP_ENOMEM;
+    struct rp_export_ctx sub = *ctx;
+    sub.err = err;
+    sub.errsz = errsz;
+    int rc = f->run(m, &sub);
+    if (fclose(m) != 0 && rc == 0)
+        rc = RP_ENOMEM;
+    return rc;
+}
+
+/*
+ * Renders the diagram source text to SVG with tool (plantuml or mmdc at
+ * path): writes it to a temporary file, runs the tool, reads the SVG.
+ * Returns the malloc'd SVG text from its "<svg", or NULL with the reason
+ * in why (the tool failed, no temporary file, out of memory).
+ */
+static char *render_svg(const char *tool, const char *path, const char *text, size_t len, char *why,
+                        size_t whysz)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char in[1024], outp[1100], cfg[1100], cmd[8192];
+    char *svg = NULL, *start;
+    size_t svglen = 0;
+    int fd, is_mmdc = !strcmp(tool, "mmdc");
+    FILE *p = NULL, *m = NULL;
+
+    if (!tmpdir || !*tmpdir || strchr(tmpdir, '\'') || strlen(tmpdir) > 900)
+        tmpdir = "/tmp";
+    snprintf(in, sizeof in, "%s/rankprof-seq.XXXXXX", tmpdir);
+    if ((fd = mkstemp(in)) < 0) {
+        snprintf(why, whysz, "no temporary file in %s", tmpdir);
+        return NULL;
+    }
+    snprintf(outp, sizeof outp, "%s.svg", in);
+    snprintf(cfg, sizeof cfg, "%s.json", in);
+    FILE *f = fdopen(fd, "w");
+    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+        if (!f)
+            close(fd);
+        snprintf(why, whysz, "cannot write %.300s", in);
+        goto out;
+    }
+    if (is_mmdc) {
+        /* mermaid-cli drives a headless browser; no sandbox when run as root */
+        FILE *c = fopen(cfg, "w");
+        if (!c || fputs("{\"args\": [\"--no-sandbox\", \"--disable-gpu\"]}\n", c) < 0 ||
+            fclose(c) != 0) {
+            snprintf(why, whysz, "cannot write %.300s", cfg);
+            goto out;
+        }
+        snprintf(cmd, sizeof cmd, "'%s' -q -p '%s' -i '%s' -o '%s' >/dev/null 2>&1 && cat '%s'",
+                 path, cfg, in, outp, outp);
+    } else {
+        snprintf(cmd, sizeof cmd, "'%s' -tsvg -pipe <'%s' 2>/dev/null", path, in);
+    }
+    fflush(NULL);
+    if (!(p = popen(cmd, "r")) || !(m = open_memstream(&svg, &svglen))) {
+        snprintf(why, whysz, "cannot run %s", tool);
+        goto out;
+    }
+    char buf[8192];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, p)) > 0)
+        fwrite(buf, 1, got, m);
+    int st = pclose(p);
+    p = NULL;
+    if (fclose(m) != 0) {
+        m = NULL;
+        snprintf(why, whysz, "out of memory");
+        goto fail;
+    }
+    m = NULL;
+    if (st != 0 || !svg || !(start = strstr(svg, "<svg"))) {
+        snprintf(why, whysz, "%s failed (exit status %d)", tool, st);
+        goto fail;
+    }
+    /* from "<svg", without comments (plantuml puts its source in one) and
+     * control bytes (CR line ends) */
+    char *w = svg;
+    for (const char *r = start; *r;) {
+        if (!strncmp(r, "<!--", 4)) {
+            const char *e = strstr(r + 4, "-->");
+            r = e ? e + 3 : r + strlen(r);
+            continue;
+        }
+        unsigned char c = (unsigned char)*r++;
+        if (c >= 0x20 || c == '\n' || c == '\t')
+            *w++ = (char)c;
+        else if (c != '\r')
+            *w++ = ' ';
+    }
+    *w = '\0';
+    goto out;
+fail:
+    free(svg);
+    svg = NULL;
+out:
+    if (p)
+        pclose(p);
+    if (m)
+        fclose(m);
+    unlink(in);
+    unlink(outp);
+    unlink(cfg);
+    return svg;
+}
+
+/*
+ * The sequence diagram as a picture: rendered to SVG at export time by
+ * plantuml, else mermaid-cli (mmdc), whichever is installed (not looked for
+ * when RANKPROF_RENDER=none), and inlined; where neither is, a note says so.
+ * The Mermaid source follows in a <details> element (cut at SEQ_MAX_BYTES).
+ * A format or tool error is shown in the page rather than failing the whole
+ * report.  Returns 0 or RP_ENOMEM.
  */
 static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
 {
     const struct rp_export_format *f = rp_export_find("mermaid");
-    char *text = NULL;
+    const struct rp_export_format *fp = rp_export_find("plantuml");
+    const char *render = getenv("RANKPROF_RENDER");
+    char *text = NULL, *svg = NULL, path[4096], why[600] = "";
+    const char *tool = NULL, *tpath = NULL;
     size_t len = 0;
 
     fputs("<section id=\"seq\"><h2>Sequence diagram</h2>\n", out);
@@ -222,34 +447,62 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         fputs("<p class=meta>This build has no sequence diagram generator.</p></section>\n", out);
         return 0;
     }
-    FILE *m = open_memstream(&text, &len);
-    if (!m)
-        return RP_ENOMEM;
     char err[512] = "";
-    struct rp_export_ctx sub = *ctx;
-    sub.err = err;
-    sub.errsz = sizeof(err);
-    int rc = f->run(m, &sub);
-    if (fclose(m) != 0 && rc == 0)
-        rc = RP_ENOMEM;
+    int rc = seq_source(ctx, f, &text, &len, err, sizeof err);
     if (rc < 0) {
         fputs("<p class=meta>No sequence diagram: ", out);
         put_html(out, err[0] ? err : rp_strerror(rc));
         fputs("</p>", out);
-    } else {
-        fputs("<p class=meta>Mermaid source (render it with mermaid-cli or any Mermaid "
-              "viewer; <code>rankprof export --format plantuml</code> gives the same diagram "
-              "for PlantUML).</p>\n<pre class=\"mermaid-src\">",
-              out);
-        if (len > SEQ_MAX_BYTES) {
-            text[SEQ_MAX_BYTES] = 0;
-            put_html(out, text);
-            fprintf(out, "\n... cut at %u KiB of %zu bytes", SEQ_MAX_BYTES >> 10, len);
-        } else {
-            put_html(out, text);
-        }
-        fputs("</pre>", out);
+        goto out;
     }
+    if (!(render && !strcmp(render, "none"))) {
+        if (fp && (tpath = find_tool("plantuml", path, sizeof path)))
+            tool = "plantuml";
+        else if ((tpath = find_tool("mmdc", path, sizeof path)))
+            tool = "mmdc";
+    }
+    if (tool && !strcmp(tool, "plantuml")) {
+        char *src = NULL, perr[512] = "";
+        size_t slen = 0;
+        if (seq_source(ctx, fp, &src, &slen, perr, sizeof perr) == 0)
+            svg = render_svg(tool, tpath, src, slen, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "%s", perr[0] ? perr : "no PlantUML source");
+        free(src);
+    } else if (tool) {
+        svg = render_svg(tool, tpath, text, len, why, sizeof why);
+    }
+    if (svg) {
+        fprintf(out,
+                "<p class=meta>Rendered by %s when the page was written.</p>\n<div "
+                "class=\"seq-svg\">",
+                tool);
+        fputs(svg, out);
+        fputs("</div>\n", out);
+    } else if (tool) {
+        fprintf(out, "<p class=\"meta seq-note\">The diagram could not be drawn: ");
+        put_html(out, why);
+        fputs(". Its source is below.</p>\n", out);
+    } else {
+        fputs("<p class=\"meta seq-note\">Neither plantuml nor mermaid-cli (mmdc) is installed "
+              "where this page was written, so the diagram is not drawn: install one (Debian: "
+              "<code>apt-get install plantuml</code>) and export again, or render the source "
+              "below with <code>rankprof export --format plantuml</code> or "
+              "<code>--format mermaid</code>.</p>\n",
+              out);
+    }
+    fprintf(out, "<details%s><summary>Mermaid source</summary><pre class=\"mermaid-src\">",
+            svg ? "" : " open");
+    if (len > SEQ_MAX_BYTES) {
+        text[SEQ_MAX_BYTES] = 0;
+        put_html(out, text);
+        fprintf(out, "\n... cut at %u KiB of %zu bytes", SEQ_MAX_BYTES >> 10, len);
+    } else {
+        put_html(out, text);
+    }
+    fputs("</pre></details>", out);
+out:
+    free(svg);
     free(text);
     fputs("</section>\n", out);
     return rc == RP_ENOMEM ? rc : 0;

@@ -137,6 +137,13 @@ static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
     return 2 + (uint64_t)f->p->n_threads + id;
 }
 
+/* The track of process pid: PROC_UUID for the profile's own, bit 61 and
+ * the pid for a run's other processes (a merged profile).  Cannot fail. */
+static uint64_t proc_uuid(const struct rp_profile *p, uint32_t pid)
+{
+    return pid == p->pid ? PROC_UUID : 1ull << 61 | pid;
+}
+
 /* A thread's TrackDescriptor.  Fails like packet_end. */
 static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
 {
@@ -144,9 +151,10 @@ static int thread_track(struct perfetto *f, uint32_t tid, const char *name)
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
     pb_uint(&f->pb, TD_UUID, thread_uuid(f, tid));
-    pb_uint(&f->pb, TD_PARENT, PROC_UUID);
+    uint32_t pid = rp_export_pid(f->p, tid);
+    pb_uint(&f->pb, TD_PARENT, proc_uuid(f->p, pid));
     pb_open(&f->pb, TD_THREAD);
-    pb_uint(&f->pb, THD_PID, f->p->pid);
+    pb_uint(&f->pb, THD_PID, pid);
     pb_uint(&f->pb, THD_TID, tid);
     if (rp_tid_gen(tid)) /* a reused kernel tid: the track's tid is the stream id */
         snprintf(buf, sizeof(buf), "%s (tid %s)", name && name[0] ? name : "thread",
@@ -383,8 +391,31 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     pb_close(&f.pb);
     if ((rc = packet_end(&f)) < 0)
         goto out;
-    for (uint32_t i = 0; i < p->n_threads && rc == 0; i++)
-        rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
+    for (uint32_t i = 1; i < p->n_procs && rc == 0; i++) { /* a run's other processes */
+        uint32_t k = 0;
+        while (k < i && p->procs[k].pid != p->procs[i].pid)
+            k++;
+        if (k < i || p->procs[i].pid == p->pid)
+            continue; /* a pid's later image (exec): one track */
+        const char *file = p->procs[i].file ? p->procs[i].file : "";
+        const char *b = strrchr(file, '/');
+        packet_begin(&f);
+        pb_open(&f.pb, PKT_TRACK_DESC);
+        pb_uint(&f.pb, TD_UUID, proc_uuid(p, p->procs[i].pid));
+        pb_open(&f.pb, TD_PROCESS);
+        pb_uint(&f.pb, PD_PID, p->procs[i].pid);
+        pb_str(&f.pb, PD_NAME, b ? b + 1 : file);
+        pb_close(&f.pb);
+        pb_close(&f.pb);
+        rc = packet_end(&f);
+    }
+    for (uint32_t i = 0; i < p->n_threads && rc == 0; i++) {
+        uint32_t k = 0; /* a merged run: a pid's later image (exec) has the same tid */
+        while (p->n_procs > 1 && k < i && p->threads[k].tid != p->threads[i].tid)
+            k++;
+        if (p->n_procs <= 1 || k == i)
+            rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
+    }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
 out:

@@ -1,5 +1,5 @@
 /*
- * export_report.c - the `report` formats as exports: the JSON of DESIGN §9
+ * export_report.c - the `report` formats as exports: the JSON of docs/design.md §9
  * and the CSV, written by the report code itself so both commands give the
  * same bytes for the same options.
  */

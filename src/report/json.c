@@ -1,5 +1,5 @@
 /*
- * json.c - `report --format json`: the stable machine interface of DESIGN §9,
+ * json.c - `report --format json`: the stable machine interface of docs/design.md §9,
  * documented field by field in docs/report-json.md.  Version 1 fields never
  * change meaning; new fields may be added.
  *
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "analyze/chains.h"
 #include "report/report.h"
 #include "report/util.h"
 #include "trace/format.h"
@@ -79,7 +80,8 @@ static void put_num_field(FILE *out, const char *key, double v)
 
 /* One element of "nodes".  Write errors are left for ferror(). */
 static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
-                     const struct rp_report_opts *o, const uint64_t *wait)
+                     const struct rp_report_opts *o, const uint64_t *wait,
+                     const struct rp_chains *ch)
 {
     const struct rp_node *n = &p->nodes[idx];
     double npt = p->ns_per_tick;
@@ -111,18 +113,19 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
     if (p->own_known) { /* the flags' statistics (docs/ranking.md, "Flags") */
-        const struct rp_hist *own = n->own.counts ? &n->own : &n->hist;
+        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
         if (own->counts && own->n) {
             put_u64_field(out, "own_calls", own->n);
             put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_hist_q(own, 0.50)));
             put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_hist_q(own, 0.99)));
         }
         put_u64_field(out, "run_max_ns", rp_ticks_ns(p, n->run_max));
-        if (n->ivl.counts && n->ivl.n) {
-            put_u64_field(out, "intervals", n->ivl.n);
-            put_u64_field(out, "interval_p25_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.25)));
-            put_u64_field(out, "interval_p50_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.50)));
-            put_u64_field(out, "interval_p75_ns", rp_ticks_ns(p, rp_hist_q(&n->ivl, 0.75)));
+        const struct rp_hist *ivl = rp_node_ivl(n);
+        if (ivl && ivl->n) {
+            put_u64_field(out, "intervals", ivl->n);
+            put_u64_field(out, "interval_p25_ns", rp_ticks_ns(p, rp_hist_q(ivl, 0.25)));
+            put_u64_field(out, "interval_p50_ns", rp_ticks_ns(p, rp_hist_q(ivl, 0.50)));
+            put_u64_field(out, "interval_p75_ns", rp_ticks_ns(p, rp_hist_q(ivl, 0.75)));
         }
     }
     /* activations not ended by their own exit (replay.c: unwound, or open at
@@ -156,6 +159,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
             put_str(out, why);
         }
     }
+    if (rp_chain_of(ch, idx) >= 0) /* its pass-through chain, in "chains" */
+        fprintf(out, ", \"chain\": %" PRId64, rp_chain_of(ch, idx));
     /* extras (allowed by the shape): where the node is, and its trace id */
     if (n->file) {
         fputs(", \"file\": ", out);
@@ -194,6 +199,8 @@ static void put_thread(FILE *out, const struct rp_profile *p, const struct rp_th
      * told apart by its generation and stream (format 1.3) */
     fprintf(out, "    { \"tid\": %" PRIu32 ", \"generation\": %" PRIu32 ", \"stream\": %" PRIu32,
             rp_tid_of(t->tid), rp_tid_gen(t->tid), t->tid);
+    if (t->pid)
+        fprintf(out, ", \"pid\": %" PRIu32, t->pid);
     if (t->name) {
         fputs(", \"name\": ", out);
         put_str(out, t->name);
@@ -241,6 +248,7 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 {
     uint32_t *order = NULL, n_rows;
     uint64_t *wait = NULL;
+    struct rp_chains ch = {0};
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     int rc = 0;
 
@@ -251,12 +259,20 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         rc = RP_ENOMEM;
         goto out;
     }
+    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
+        goto out;
 
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");
     fprintf(out, ",\n  \"total_ns\": %" PRIu64, rp_ticks_ns(p, p->total));
     fprintf(out, ",\n  \"threads\": %" PRIu32, p->n_threads);
     fprintf(out, ",\n  \"lost_events\": %" PRIu64, p->lost);
+    if (p->lost_why_known) { /* format 1.3: every reason, zeros included */
+        fputs(",\n  \"lost_by_reason\": {", out);
+        for (unsigned w = 0; w < RP_WHY_N; w++)
+            fprintf(out, "%s\"%s\": %" PRIu64, w ? ", " : " ", rp_why_name(w), p->lost_why[w]);
+        fputs(" }", out);
+    }
     fprintf(out, ",\n  \"events\": %" PRIu64, p->events);
     fprintf(out, ",\n  \"unmatched_exits\": %" PRIu64 ",\n  \"unclosed\": %" PRIu64, unmatched,
             unclosed);
@@ -305,11 +321,21 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         put_num(out, p->rank.residual);
         fputs(" }", out);
     }
+    if (o->chains && o->flagged) { /* pass-through chains: node ids, caller first */
+        fputs(",\n  \"chains\": [", out);
+        for (uint32_t c = 0; c < ch.n; c++) {
+            fprintf(out, "%s\n    { \"chain\": %" PRIu32 ", \"ids\": [", c ? "," : "", c);
+            for (uint32_t k = ch.start[c]; k < ch.start[c + 1]; k++)
+                fprintf(out, "%s%" PRIu32, k > ch.start[c] ? ", " : "", ch.member[k]);
+            fputs("] }", out);
+        }
+        fputs(ch.n ? "\n  ]" : "]", out);
+    }
 
     fputs(",\n  \"nodes\": [", out);
     for (uint32_t i = 0; i < n_rows; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_node(out, p, order[i], o, wait);
+        put_node(out, p, order[i], o, wait, &ch);
     }
     fputs(n_rows ? "\n  ],\n  \"edges\": [" : "],\n  \"edges\": [", out);
     uint32_t n_edges = 0;
@@ -320,7 +346,33 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fputs(n_edges++ ? ",\n" : "\n", out);
         put_edge(out, p, e);
     }
-    fputs(n_edges ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
+    /* a run's files merged: which processes (only then, so that the report of
+     * one file does not depend on its name) */
+    if (p->n_procs > 1)
+        fputs(n_edges ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [", out);
+    for (uint32_t i = 0; i < p->n_procs && p->n_procs > 1; i++) {
+        const struct rp_proc *r = &p->procs[i];
+        fprintf(out,
+                "%s    { \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"file\": ", i ? ",\n" : "\n",
+                r->pid, r->ppid);
+        put_str(out, r->file ? r->file : "");
+        if (r->run) {
+            fputs(", \"run\": ", out);
+            put_str(out, r->run);
+        }
+        if (r->host) {
+            fputs(", \"host\": ", out);
+            put_str(out, r->host);
+        }
+        put_u64_field(out, "events", r->events);
+        put_u64_field(out, "lost", r->lost);
+        fprintf(out, ", \"threads\": %" PRIu32 ", \"ended_normally\": %s }", r->threads,
+                r->ended ? "true" : "false");
+    }
+    if (p->n_procs > 1)
+        fputs("\n  ],\n  \"thread_list\": [", out);
+    else
+        fputs(n_edges ? "\n  ],\n  \"thread_list\": [" : "],\n  \"thread_list\": [", out);
     for (uint32_t i = 0; i < p->n_threads; i++) {
         fputs(i ? ",\n" : "\n", out);
         put_thread(out, p, &p->threads[i]);
@@ -332,5 +384,6 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
 out:
     free(order);
     free(wait);
+    rp_chains_free(&ch);
     return rc;
 }

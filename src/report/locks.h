@@ -1,5 +1,5 @@
 /*
- * locks.h - the lock profile (DESIGN §5): wait and hold per lock and per
+ * locks.h - the lock profile (docs/design.md §5): wait and hold per lock and per
  * call site, and the outcome of every acquisition, for `rankprof locks`.
  *
  * Collected by a second, streamed pass over the trace (spanwalk.h) after

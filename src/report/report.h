@@ -1,6 +1,6 @@
 /*
  * report.h - printing an analysed profile: the terminal table, JSON (the
- * stable interface of DESIGN §9) and CSV.  Exports (chrome, folded, ...) live
+ * stable interface of docs/design.md §9) and CSV.  Exports (chrome, folded, ...) live
  * beside these in src/report/ with one ops table per format.
  */
 #ifndef RP_REPORT_REPORT_H
@@ -20,7 +20,13 @@ struct rp_report_opts {
     int flagged;                     /* flags are filled */
     const struct rp_flag_opts *flag; /* thresholds, for the "why" lines */
     int color;                       /* the table may use ANSI colours */
+    int chains;                      /* pass-through chains: one table row each, marked in
+                                        the JSON (analyze/chains.h); needs flagged */
+    uint32_t width;                  /* the table's line width: 0 = the terminal's, else
+                                        $COLUMNS, else 120; RP_WIDTH_WIDE = no limit */
 };
+
+#define RP_WIDTH_WIDE UINT32_MAX
 
 /*
  * Each returns 0, or RP_EIO when writing to out fails (checked with ferror at

@@ -1,5 +1,5 @@
 /*
- * seq.h - sequence diagrams of a trace (DESIGN §1, §8): PlantUML or Mermaid
+ * seq.h - sequence diagrams of a trace (docs/design.md §1, §8): PlantUML or Mermaid
  * text with a lifeline per thread, lock, device and timer (and, as an
  * option, per procedure of one thread), and a message per lock request,
  * grant, release and failure, device transaction, timer fire, user mark and

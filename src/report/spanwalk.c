@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "analyze/comp.h"
+#include "analyze/merge.h"
 #include "analyze/walk.h"
 #include "common/array.h"
 #include "common/bytes.h"
@@ -56,8 +57,11 @@ struct sw {
     void *ctx;
     struct sw_thread *th;
     uint32_t nth, capth, last;
-    uint32_t offid; /* the off-CPU node (0 = none): its spans and PAUSE events are the
-                       writer's, not counted for compensation and not compensated */
+    uint32_t offid;      /* the off-CPU node (0 = none): its spans and PAUSE events are the
+                            writer's, not counted for compensation and not compensated */
+    const uint32_t *map; /* the file's ids -> p's (a merged profile), or NULL */
+    uint32_t n_ids;      /* the file's ids */
+    uint64_t end_ticks;  /* the file's END ticks, 0 without one */
 };
 
 /* The state of thread tid, created if new; NULL when out of memory. */
@@ -193,15 +197,26 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     if (!t)
         return RP_ENOMEM;
     t->last = ev->ticks;
+    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
+         ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND || ev->op == RP_OP_HOLD_BEGIN ||
+         ev->op == RP_OP_HOLD_END) &&
+        (ev->id >= w->n_ids || (ev->arg3 >> 2) >= w->n_ids))
+        return RP_EFORMAT; /* the replay of the same file would have failed */
+    struct rp_event mapped;
+    if (w->map && (ev->id || ev->arg3 >> 2) && ev->op != RP_OP_ARG && ev->op != RP_OP_LOST &&
+        ev->op != RP_OP_PAUSE) { /* into a merged profile's ids */
+        mapped = *ev;
+        mapped.id = w->map[ev->id < w->n_ids ? ev->id : 0];
+        if (ev->op == RP_OP_HOLD_END)
+            mapped.arg3 = (uint64_t)w->map[ev->arg3 >> 2] << 2 | (ev->arg3 & 3);
+        if (ev->id && !mapped.id)
+            return RP_EFORMAT;
+        ev = &mapped;
+    }
     if (!(ev->op == RP_OP_PAUSE || (w->offid && ev->op == RP_OP_ENTER && ev->id == w->offid) ||
           (w->offid && ev->op == RP_OP_EXIT && t->depth &&
            t->stack[t->depth - 1].s.id == w->offid)))
         t->events++;
-    if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
-         ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND || ev->op == RP_OP_HOLD_BEGIN ||
-         ev->op == RP_OP_HOLD_END) &&
-        (ev->id >= w->p->n_nodes || (ev->arg3 >> 2) >= w->p->n_nodes))
-        return RP_EFORMAT; /* the replay of the same file would have failed */
     switch (ev->op) {
     case RP_OP_ENTER:
         return push(w, t, ev->id, ev->ticks);
@@ -251,32 +266,62 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     }
 }
 
+/* Walks one file with w's ids, overhead and end set; ends what is open
+ * then.  Fails as rp_sw_file. */
+static int walk_one(struct sw *w, const char *path, const struct rp_replay_opts *o, int progress,
+                    char *err, size_t errsz)
+{
+    struct rp_walk_ops wo = {.thread = on_thread, .event = on_event};
+    int rc = rp_walk_file(path, o, &wo, w, progress, err, errsz);
+    if (rc == RP_EFORMAT && !err[0])
+        snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
+    for (uint32_t i = 0; i < w->nth; i++) { /* still open: cut, as replay.c's close_open */
+        struct sw_thread *t = &w->th[i];
+        uint64_t end = w->end_ticks > t->last ? w->end_ticks : t->last;
+        t->events++; /* pop counts the events before the end's own: none here */
+        if (rc == 0)
+            rc = pop_to(w, t, 0, end, RP_SW_CUT);
+        if (rc == 0) /* held locks never released: unclosed, as the replay counts them */
+            rc = drop_held(w, t, end);
+        free(t->stack);
+        free(t->held);
+    }
+    free(w->th);
+    w->th = NULL;
+    w->nth = w->capth = w->last = 0;
+    return rc;
+}
+
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
                const struct rp_sw_ops *ops, void *ctx, int progress, char *err, size_t errsz)
 {
     static const struct rp_replay_opts none;
     struct sw w = {.p = p, .ops = ops, .ctx = ctx};
-    struct rp_walk_ops wo = {.thread = on_thread, .event = on_event};
     if (!o)
         o = &none;
-    rp_comp_init(&w.comp, p, o->no_compensate);
     for (uint32_t i = 1; i < p->n_nodes && !w.offid; i++)
         if (p->nodes[i].kind == RP_KIND_OFFCPU)
             w.offid = i;
-    int rc = rp_walk_file(path, o, &wo, &w, progress, err, errsz);
-    if (rc == RP_EFORMAT && !err[0])
-        snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < w.nth; i++) { /* still open: cut, as replay.c's close_open */
-        struct sw_thread *t = &w.th[i];
-        uint64_t end = p->ended && p->end_ticks > t->last ? p->end_ticks : t->last;
-        t->events++; /* pop counts the events before the end's own: none here */
-        if (rc == 0)
-            rc = pop_to(&w, t, 0, end, RP_SW_CUT);
-        if (rc == 0) /* held locks never released: unclosed, as the replay counts them */
-            rc = drop_held(&w, t, end);
-        free(t->stack);
-        free(t->held);
+    if (!rp_profile_merged(p)) {
+        rp_comp_init(&w.comp, p, o->no_compensate);
+        w.n_ids = p->n_nodes;
+        w.end_ticks = p->ended ? p->end_ticks : 0;
+        return walk_one(&w, path, o, progress, err, errsz);
     }
-    free(w.th);
+    int rc = 0; /* a run's files, merged (merge.h): each in turn, its ids mapped */
+    for (uint32_t k = 0; k < p->n_procs && rc == 0; k++) {
+        const struct rp_proc *r = &p->procs[k];
+        if (!r->map) { /* merged without keep_maps */
+            snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
+            return RP_EINVAL;
+        }
+        int on = !o->no_compensate && r->overhead_known;
+        rp_comp_set(&w.comp, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
+                    rp_comp_res(on, r->overhead_spread));
+        w.map = r->map;
+        w.n_ids = r->n_map;
+        w.end_ticks = r->end_read ? r->end_ticks : 0;
+        rc = walk_one(&w, r->file, o, progress, err, errsz);
+    }
     return rc;
 }

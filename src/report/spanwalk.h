@@ -76,6 +76,11 @@ struct rp_sw_ops {
  * and stderr a terminal, the share of the file read is shown.  Returns 0,
  * RP_ENOMEM, the reader's code or RP_EFORMAT with err naming the file and
  * offset, or a callback's negative code (err left empty).
+ *
+ * When p is a profile merged from a run's files (merge.h: rp_profile_merged),
+ * path is not read: every file of p is walked in turn, in p->procs order,
+ * its ids mapped to p's and its own overhead subtracted; thread ids are
+ * the kernel's (rp_thread.pid says whose).
  */
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
                const struct rp_sw_ops *ops, void *ctx, int progress, char *err, size_t errsz);

@@ -1,7 +1,8 @@
 /*
- * table.c - the terminal table, `rankprof report`'s default output (DESIGN
- * §8): a header saying what run this is and how trustworthy it is (lost
- * events, unmatched exits, how the run ended, how the ranking converged),
+ * table.c - the terminal table, `rankprof report`'s default output
+ * (docs/design.md §8): a header saying what run this is and how
+ * trustworthy it is (lost events, unmatched exits, how the run ended, how
+ * the ranking converged),
  * one aligned row per span node in the requested order, then one line per
  * flagged row saying why it was flagged.
  *
@@ -10,12 +11,17 @@
  * computed.  Names and paths may come from untrusted trace files, so control
  * characters and invalid UTF-8 are shown as '?' (never sent to the terminal).
  */
+#define _GNU_SOURCE /* open_memstream */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include "analyze/chains.h"
 #include "common/error.h"
+#include "report/names.h"
 #include "report/report.h"
 #include "report/util.h"
 #include "trace/format.h"
@@ -23,10 +29,13 @@
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
 #define RP_NAME_BUF 512
 
-#define CELL       32  /* bytes of one formatted numeric cell */
-#define NAME_MIN   24  /* never trim a name below this many columns */
-#define WHY_NAME   40  /* name column width of the "why" lines, at most */
-#define WIDTH_DEF  120 /* line width when $COLUMNS does not say */
+#define CELL       32             /* bytes of one formatted numeric cell */
+#define NAME_MIN   24             /* never trim a name below this many columns */
+#define WHY_NAME   40             /* name column width of the "why" lines, at most */
+#define WIDTH_DEF  120            /* line width when $COLUMNS does not say */
+#define WIDTH_MIN  40             /* narrower widths are taken as this */
+#define NAME_WANT  32             /* columns are left out until the name has this many */
+#define ARROW      "\xe2\x86\x92" /* U+2192, between the frames of a chain */
 #define ANSI_RESET "\033[0m"
 
 enum col { C_RANK, C_STAND, C_INVOL, C_CALLS, C_TOTAL, C_SELF, C_AVG, C_MAX, C_P95, C_FLAGS, NCOL };
@@ -126,20 +135,6 @@ static size_t disp_cat(char *dst, size_t dstsz, const char *str, size_t max_cols
     return w;
 }
 
-/*
- * Appends str to dst trimmed to max_cols columns: whole if it fits, else its
- * first max_cols - 3 characters and "...".  Returns the columns appended.
- */
-static size_t disp_cat_trim(char *dst, size_t dstsz, const char *str, size_t max_cols)
-{
-    if (disp_width(str) <= max_cols)
-        return disp_cat(dst, dstsz, str, max_cols);
-    if (max_cols <= 3)
-        return disp_cat(dst, dstsz, "...", max_cols);
-    size_t w = disp_cat(dst, dstsz, str, max_cols - 3);
-    return w + disp_cat(dst, dstsz, "...", 3);
-}
-
 /* A duration in ns with three significant digits and a unit.  Cannot fail. */
 static void fmt_dur(char *b, size_t n, double ns)
 {
@@ -237,17 +232,27 @@ static void put_flags_color(FILE *out, uint32_t flags, const char *plain, int wi
     fprintf(out, "%*s", width - (int)strlen(plain), "");
 }
 
-/* The line width to fit: $COLUMNS when it is sane, else WIDTH_DEF. */
-static size_t line_width(void)
+/*
+ * The line width to fit: o->width when set, else the terminal's (stdout a
+ * terminal), else $COLUMNS when it is sane, else WIDTH_DEF.  Cannot fail.
+ */
+static size_t line_width(FILE *out, const struct rp_report_opts *o)
 {
     const char *c = getenv("COLUMNS");
+    struct winsize ws;
     char *end;
     long v;
 
+    if (o->width == RP_WIDTH_WIDE)
+        return SIZE_MAX;
+    if (o->width)
+        return o->width < WIDTH_MIN ? WIDTH_MIN : o->width;
+    if (isatty(fileno(out)) && ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= WIDTH_MIN)
+        return ws.ws_col;
     if (!c || !*c)
         return WIDTH_DEF;
     v = strtol(c, &end, 10);
-    return (*end || v < 40 || v > 4096) ? WIDTH_DEF : (size_t)v;
+    return (*end || v < WIDTH_MIN || v > 4096) ? WIDTH_DEF : (size_t)v;
 }
 
 /* The last path component of path. */
@@ -257,39 +262,110 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* " (file:line)" of a node, made safe, into loc (n bytes); "" when unknown. */
+static void fmt_loc(char *loc, size_t n, const struct rp_node *nd)
+{
+    char raw[512];
+
+    loc[0] = '\0';
+    if (!nd->file || !*nd->file)
+        return;
+    if (nd->line)
+        snprintf(raw, sizeof raw, "%s:%" PRIu32, base_name(nd->file), nd->line);
+    else
+        snprintf(raw, sizeof raw, "%s", base_name(nd->file));
+    strcpy(loc, " (");
+    disp_cat(loc, n - 2, raw, SIZE_MAX);
+    strcat(loc, ")");
+}
+
 /*
- * The name cell of a row: the node name, then " (file:line)" when known,
- * trimmed to avail columns (the name is trimmed first, the location dropped
- * only when it would take more than half the room).  Cannot fail.
+ * Appends the last max_cols characters of str (all when it is shorter),
+ * after "..." when some were left out.  Returns the columns appended.
+ */
+static size_t disp_cat_tail(char *dst, size_t dstsz, const char *str, size_t max_cols)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t w = disp_width(str);
+    int ok;
+
+    if (w <= max_cols)
+        return disp_cat(dst, dstsz, str, SIZE_MAX);
+    if (max_cols <= 3)
+        return disp_cat(dst, dstsz, "...", max_cols);
+    for (size_t skip = w - (max_cols - 3); skip; skip--)
+        s += disp_next(s, &ok);
+    return disp_cat(dst, dstsz, "...", 3) + disp_cat(dst, dstsz, (const char *)s, SIZE_MAX);
+}
+
+/*
+ * The name cell of a row: the longest form of the node's name (names.h, at
+ * most shortened to level max) that fits avail columns with its
+ * " (file:line)", which is never dropped.  When none fits, the form of
+ * level max; with cut its front is then cut ("...sum_dots<...>(...)"),
+ * never its end, as long as 16 columns of it stay, else it is left long
+ * for the row to wrap.  Cannot fail.
  */
 static void fmt_name(char *b, size_t n, const struct rp_profile *p, const struct rp_node *nd,
-                     size_t avail)
+                     size_t avail, int max, int cut)
 {
-    char nb[RP_NAME_BUF], loc[512] = "";
+    char nb[RP_NAME_BUF], form[RP_NAME_BUF], loc[512];
     const char *name = rp_node_name(p, nd, nb, sizeof nb);
-    size_t nw, lw;
+    size_t lw;
 
     b[0] = '\0';
-    if (nd->file && *nd->file) {
-        char raw[512];
-        if (nd->line)
-            snprintf(raw, sizeof raw, "%s:%" PRIu32, base_name(nd->file), nd->line);
-        else
-            snprintf(raw, sizeof raw, "%s", base_name(nd->file));
-        strcpy(loc, " (");
-        disp_cat(loc, sizeof loc - 2, raw, SIZE_MAX);
-        strcat(loc, ")");
-    }
-    nw = disp_width(name);
+    fmt_loc(loc, sizeof loc, nd);
     lw = disp_width(loc);
-    if (nw + lw <= avail) {
-        disp_cat(b, n, name, SIZE_MAX);
-        disp_cat(b, n, loc, SIZE_MAX);
-    } else if (lw && lw <= avail / 2) {
-        disp_cat_trim(b, n, name, avail - lw);
-        disp_cat(b, n, loc, SIZE_MAX);
-    } else {
-        disp_cat_trim(b, n, name, avail);
+    /* only a procedure's name is parsed as C++: a lock's or a device's is
+     * its own, only ever cut at the front */
+    if (nd->kind != RP_KIND_FUNC)
+        max = RP_NAME_FULL;
+    for (int l = RP_NAME_FULL; l <= max; l++) {
+        rp_name_form(name, l, form, sizeof form);
+        if (disp_width(form) + lw <= avail)
+            break;
+    }
+    if (cut && disp_width(form) + lw > avail && avail >= lw + 16)
+        disp_cat_tail(b, n, form, avail - lw);
+    else
+        disp_cat(b, n, form, SIZE_MAX);
+    disp_cat(b, n, loc, SIZE_MAX);
+}
+
+/*
+ * The name cell of chain c's row: "first -> second -> ... -> last (file:line),
+ * K frames" with the middle frames left out ("first -> ... -> last") when
+ * they do not fit avail.  Cannot fail.
+ */
+static void fmt_chain(char *b, size_t n, const struct rp_profile *p, const struct rp_chains *ch,
+                      uint32_t c, size_t avail)
+{
+    const uint32_t *m = ch->member + ch->start[c];
+    uint32_t k = ch->start[c + 1] - ch->start[c];
+    char tail[64], last[1024];
+
+    snprintf(tail, sizeof tail, ", %" PRIu32 " frames", k);
+    fmt_name(last, sizeof last, p, &p->nodes[m[k - 1]], avail, RP_NAME_NOTEMPLATE, 1);
+    /* from all frames down to first and last only */
+    for (uint32_t shown = k; shown >= 2; shown--) {
+        b[0] = '\0';
+        for (uint32_t i = 0; i + 1 < k; i++) {
+            char nb[RP_NAME_BUF], form[RP_NAME_BUF];
+            /* the first shown - 2 frames after the first are kept, then "..." */
+            if (i && i > shown - 2) {
+                if (i == shown - 1)
+                    strncat(b, "... " ARROW " ", n - strlen(b) - 1);
+                continue;
+            }
+            rp_name_form(rp_node_name(p, &p->nodes[m[i]], nb, sizeof nb), RP_NAME_NOTEMPLATE, form,
+                         sizeof form);
+            disp_cat(b, n, form, SIZE_MAX);
+            strncat(b, " " ARROW " ", n - strlen(b) - 1);
+        }
+        disp_cat(b, n, last, SIZE_MAX);
+        strncat(b, tail, n - strlen(b) - 1);
+        if (disp_width(b) <= avail)
+            return;
     }
 }
 
@@ -309,11 +385,22 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     fprintf(out, "  total %s  %" PRIu32 " thread%s  %" PRIu64 " events  %s%" PRIu64 " lost%s\n",
             total, p->n_threads, p->n_threads == 1 ? "" : "s", p->events, p->lost ? warn : "",
             p->lost, p->lost ? reset : "");
-    if (p->lost)
-        fprintf(out,
-                "%sWARNING: the recorder dropped %" PRIu64
-                " events; counts and times below are incomplete%s\n",
-                warn, p->lost, reset);
+    if (p->n_procs > 1) { /* a run's files, merged (docs/robustness.md) */
+        fprintf(out, "processes: %" PRIu32 ", merged:", p->n_procs);
+        for (uint32_t i = 0; i < p->n_procs && i < 8; i++) {
+            char f[512] = "";
+            disp_cat(f, sizeof f, p->procs[i].file ? p->procs[i].file : "?", SIZE_MAX);
+            fprintf(out, "%s %" PRIu32 " (%s)", i ? "," : "", p->procs[i].pid, f);
+        }
+        if (p->n_procs > 8)
+            fprintf(out, ", and %" PRIu32 " more (rankprof info lists them)", p->n_procs - 8);
+        fputs("; --process PID reports one\n", out);
+    }
+    if (p->lost) {
+        fprintf(out, "%sWARNING: the recorder dropped %" PRIu64 " events", warn, p->lost);
+        rp_report_lost_why(out, p);
+        fprintf(out, "; counts and times below are incomplete%s\n", reset);
+    }
     if (unmatched || unclosed)
         fprintf(out,
                 "note: %" PRIu64 " unmatched exit%s and %" PRIu64
@@ -351,24 +438,164 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
  * See report.h.  Fails with RP_EINVAL for a NULL argument, RP_ENOMEM when
  * the rows cannot be allocated, RP_EIO when writing fails.
  */
-int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
+/*
+ * Prints a row's name cell and ends the line; a name wider than avail goes
+ * on over more lines, each broken at its last space that fits (at avail
+ * columns when there is none) and indented by `indent` to the name column.
+ * Errors are left for ferror().
+ */
+static void put_name(FILE *out, const char *name, size_t avail, size_t indent)
 {
-    uint32_t *order = NULL, n_rows, n_all;
+    const unsigned char *s = (const unsigned char *)name;
+    int first = 1, ok;
+
+    while (disp_width((const char *)s) > avail) {
+        const unsigned char *q = s, *brk = NULL;
+        for (size_t w = 0; w < avail && *q; w++) {
+            if (*q == ' ' && q != s)
+                brk = q;
+            q += disp_next(q, &ok);
+        }
+        if (*q == ' ')
+            brk = q;
+        if (!brk)
+            brk = q;
+        fprintf(out, "%*s%.*s\n", first ? 0 : (int)indent, "", (int)(brk - s), (const char *)s);
+        while (*brk == ' ')
+            brk++;
+        s = brk;
+        first = 0;
+    }
+    fprintf(out, "%*s%s\n", first ? 0 : (int)indent, "", (const char *)s);
+}
+
+/* Whether a row named like row r (same[]) is in another module.  Cannot fail. */
+static int other_module(const struct rp_profile *p, const uint32_t *order, char **names,
+                        const unsigned char *same, uint32_t n, uint32_t r)
+{
+    const char *m = p->nodes[order[r]].module;
+    for (uint32_t q = 0; q < n; q++) {
+        const char *o = p->nodes[order[q]].module;
+        if (q != r && same[q] && !strcmp(names[q], names[r]) &&
+            (!m || !o || strcmp(base_name(m), base_name(o))))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Prints s, which starts at column indent, and ends the line; where it
+ * would pass column lw it goes on over more lines broken at spaces, each
+ * indented to column indent (a word longer than the room is left whole, for
+ * the final wrap).  Errors are left for ferror().
+ */
+static void put_hanging(FILE *out, const char *s, size_t indent, size_t lw)
+{
+    size_t room = lw > indent + 20 ? lw - indent : SIZE_MAX;
+
+    while (disp_width(s) > room) {
+        const unsigned char *q = (const unsigned char *)s, *brk = NULL;
+        int ok;
+        for (size_t w = 0; w <= room && *q; w++) {
+            if (*q == ' ')
+                brk = q;
+            q += disp_next(q, &ok);
+        }
+        if (!brk || brk == (const unsigned char *)s)
+            break;
+        fprintf(out, "%.*s\n%*s", (int)(brk - (const unsigned char *)s), s, (int)indent, "");
+        s = (const char *)brk + 1;
+    }
+    fprintf(out, "%s\n", s);
+}
+
+/* Replaces *slot by a copy of s.  Returns 0 or RP_ENOMEM. */
+static int set_name(char **slot, const char *s)
+{
+    char *c = strdup(s);
+    if (!c)
+        return RP_ENOMEM;
+    free(*slot);
+    *slot = c;
+    return 0;
+}
+
+/* qsort_r order of row indices by their names (ctx: the names). */
+static int by_name(const void *a, const void *b, void *ctx)
+{
+    char **names = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int c = strcmp(names[x], names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* Sets same[r] for every name that another row has too.  Returns 0 or
+ * RP_ENOMEM. */
+static int mark_same(char **names, uint32_t n, unsigned char *same)
+{
+    uint32_t *idx = malloc((n ? n : 1) * sizeof *idx);
+
+    if (!idx)
+        return RP_ENOMEM;
+    memset(same, 0, n);
+    for (uint32_t r = 0; r < n; r++)
+        idx[r] = r;
+    qsort_r(idx, n, sizeof *idx, by_name, names);
+    for (uint32_t k = 1; k < n; k++)
+        if (!strcmp(names[idx[k - 1]], names[idx[k]]))
+            same[idx[k - 1]] = same[idx[k]] = 1;
+    free(idx);
+    return 0;
+}
+
+/*
+ * The whole table (header, rows, the notes and why lines under it) into
+ * out, laid out for lw columns (SIZE_MAX: no limit).  Returns 0 or
+ * RP_ENOMEM; write errors are left for ferror().
+ */
+static int put_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
+                     size_t lw)
+{
+    uint32_t *order = NULL, *chain_row = NULL, n_rows = 0, n_all;
     char(*cells)[NCOL][CELL] = NULL;
+    char **names = NULL, nbuf[1024];
+    unsigned char *same = NULL;
     int on[NCOL], width[NCOL];
     size_t used = 0, avail;
     struct rp_flag_opts fo_def;
-    const struct rp_flag_opts *fo = o ? o->flag : NULL;
+    const struct rp_flag_opts *fo = o->flag;
+    struct rp_chains ch = {0};
+    struct rp_report_opts all = *o;
     int rc = 0;
 
-    if (!out || !p || !o || (p->n_nodes && !p->nodes))
-        return RP_EINVAL;
-    if (!(order = rp_report_rows(p, o, &n_rows, &n_all))) {
+    all.limit = 0;
+    if (!(order = rp_report_rows(p, &all, &n_all, NULL))) {
         rc = RP_ENOMEM;
         goto out;
     }
+    /* a chain is one row, where its last frame ranks; its other frames go */
+    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
+        goto out;
+    chain_row = calloc(n_all ? n_all : 1, sizeof *chain_row); /* chain + 1, 0 none */
+    if (!chain_row) {
+        rc = RP_ENOMEM;
+        goto out;
+    }
+    n_rows = 0;
+    for (uint32_t r = 0; r < n_all; r++) {
+        int64_t c = rp_chain_of(&ch, order[r]);
+        if (c >= 0 && ch.member[ch.start[c + 1] - 1] != order[r])
+            continue;
+        chain_row[n_rows] = (uint32_t)(c + 1);
+        order[n_rows++] = order[r];
+    }
+    n_all = n_rows;
+    if (o->limit && n_rows > o->limit)
+        n_rows = o->limit;
     cells = calloc(n_rows ? n_rows : 1, sizeof *cells);
-    if (!cells) {
+    names = calloc(n_rows ? n_rows : 1, sizeof *names);
+    same = calloc(n_rows ? n_rows : 1, 1);
+    if (!cells || !names || !same) {
         rc = RP_ENOMEM;
         goto out;
     }
@@ -376,7 +603,7 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
     put_header(out, p, o);
     if (!n_rows) {
         fputs("\nno spans recorded\n", out);
-        goto flush;
+        goto out;
     }
 
     for (int c = 0; c < NCOL; c++)
@@ -413,7 +640,62 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         if (on[c])
             used += (size_t)width[c] + 2;
     }
-    avail = line_width() > used + NAME_MIN ? line_width() - used : NAME_MIN;
+    /* a narrow line leaves out the columns that matter least, saying so */
+    static const int drop[] = {C_P95, C_MAX, C_AVG, C_STAND};
+    char dropped[64] = "";
+    for (size_t d = 0; d < sizeof drop / sizeof drop[0] && used + NAME_WANT > lw; d++) {
+        if (!on[drop[d]])
+            continue;
+        on[drop[d]] = 0;
+        used -= (size_t)width[drop[d]] + 2;
+        snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), "%s%s",
+                 dropped[0] ? ", " : "", col_head[drop[d]]);
+    }
+    avail = lw > used + NAME_MIN ? lw - used : NAME_MIN;
+
+    /* names: the longest form that fits, then longer forms where two rows
+     * would read the same, then the module or the address where even the
+     * whole names and locations are the same (static copies of one function) */
+    for (uint32_t r = 0; r < n_rows; r++) {
+        if (chain_row[r])
+            fmt_chain(nbuf, sizeof nbuf, p, &ch, chain_row[r] - 1, avail);
+        else
+            fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, RP_NAME_NOTEMPLATE, 1);
+        if ((rc = set_name(&names[r], nbuf)) < 0)
+            goto out;
+    }
+    for (int max = RP_NAME_NOTEMPLATE; max >= RP_NAME_FULL; max--) {
+        int any = 0;
+        if ((rc = mark_same(names, n_rows, same)) < 0)
+            goto out;
+        for (uint32_t r = 0; r < n_rows; r++)
+            if (same[r] && !chain_row[r]) {
+                fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, max, 0);
+                if ((rc = set_name(&names[r], nbuf)) < 0)
+                    goto out;
+                any = 1;
+            }
+        if (!any)
+            break;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        /* the module first, then (modules alike too) the address */
+        if ((rc = mark_same(names, n_rows, same)) < 0)
+            goto out;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            const struct rp_node *n = &p->nodes[order[r]];
+            if (!same[r] || chain_row[r])
+                continue;
+            if (!pass && n->module && *n->module && other_module(p, order, names, same, n_rows, r))
+                snprintf(nbuf, sizeof nbuf, "%s [%s]", names[r], base_name(n->module));
+            else if (pass)
+                snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], n->key);
+            else
+                continue;
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
+        }
+    }
 
     fputc('\n', out);
     for (int c = 0; c < NCOL; c++)
@@ -422,7 +704,6 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
     fputs("name\n", out);
     for (uint32_t r = 0; r < n_rows; r++) {
         const struct rp_node *n = &p->nodes[order[r]];
-        char name[1024];
         for (int c = 0; c < NCOL; c++) {
             if (!on[c])
                 continue;
@@ -433,14 +714,21 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
                 fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", width[c], cells[r][c]);
             }
         }
-        fmt_name(name, sizeof name, p, n, avail);
-        fprintf(out, "%s\n", name);
+        put_name(out, names[r], avail, used);
     }
     if (n_rows < n_all)
         fprintf(out, "(%" PRIu32 " more row%s not shown)\n", n_all - n_rows,
                 n_all - n_rows == 1 ? "" : "s");
+    if (ch.n)
+        fprintf(out,
+                "(%" PRIu32 " pass-through chain%s shown as one row each, with the numbers of "
+                "its last frame: --no-chains shows every frame)\n",
+                ch.n, ch.n == 1 ? "" : "s");
+    if (dropped[0])
+        fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", dropped, lw);
 
-    /* why each flagged row is flagged */
+    /* why each flagged row is flagged, under a name form that fits
+     * WHY_NAME columns, told apart by address where two would read the same */
     if (o->flagged) {
         size_t nw = 0;
         int any = 0;
@@ -450,22 +738,52 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         }
         for (uint32_t r = 0; r < n_rows; r++) {
             const struct rp_node *n = &p->nodes[order[r]];
-            char nb[RP_NAME_BUF];
-            size_t w = disp_width(rp_node_name(p, n, nb, sizeof nb));
-            if (n->flags && w > nw)
+            char nb[RP_NAME_BUF], form[RP_NAME_BUF];
+            const char *full = rp_node_name(p, n, nb, sizeof nb);
+            free(names[r]);
+            names[r] = NULL;
+            if (!n->flags)
+                continue;
+            for (int l = RP_NAME_FULL; l < RP_NAME_LEVELS; l++)
+                if (disp_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
+                    break;
+            nbuf[0] = '\0';
+            disp_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
+        }
+        for (uint32_t r = 0; r < n_rows; r++) /* unflagged rows: distinct, unused */
+            if (!names[r] && (rc = set_name(&names[r], "")) < 0)
+                goto out;
+        if ((rc = mark_same(names, n_rows, same)) < 0)
+            goto out;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            if (!same[r] || !p->nodes[order[r]].flags)
+                continue;
+            snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], p->nodes[order[r]].key);
+            if ((rc = set_name(&names[r], nbuf)) < 0)
+                goto out;
+        }
+        for (uint32_t r = 0; r < n_rows; r++) {
+            size_t w = disp_width(names[r]);
+            if (p->nodes[order[r]].flags && w > nw)
                 nw = w;
         }
         if (nw > WHY_NAME)
             nw = WHY_NAME;
         for (uint32_t r = 0; r < n_rows; r++) {
             const struct rp_node *n = &p->nodes[order[r]];
-            char why[512], name[256] = "", nb[RP_NAME_BUF];
+            char why[512];
             if (!n->flags || !rp_flags_explain(p, n, fo, why, sizeof why))
                 continue;
             if (!any++)
                 fputc('\n', out);
-            size_t w = disp_cat_trim(name, sizeof name, rp_node_name(p, n, nb, sizeof nb), nw);
-            fprintf(out, "%s%*s", name, (int)(nw - w), "");
+            size_t w = disp_width(names[r]);
+            fputs(names[r], out);
+            if (w > nw)
+                fprintf(out, "\n%*s", (int)nw, "");
+            else
+                fprintf(out, "%*s", (int)(nw - w), "");
             /* one explanation per line; continuation lines under the first */
             int first = 1;
             for (char *line = why, *next; line; line = next) {
@@ -476,7 +794,8 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
                 if (!*line)
                     continue;
                 disp_cat(safe, sizeof safe, line, SIZE_MAX);
-                fprintf(out, "%*s%s\n", first ? 2 : (int)nw + 2, "", safe);
+                fprintf(out, "%*s", first ? 2 : (int)nw + 2, "");
+                put_hanging(out, safe, nw + 2, lw);
                 first = 0;
             }
             if (first)
@@ -525,11 +844,114 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, n->cut, n->calls);
     }
 
-flush:
-    if (fflush(out) != 0 || ferror(out))
-        rc = RP_EIO;
 out:
+    rp_chains_free(&ch);
+    for (uint32_t r = 0; names && r < n_rows; r++)
+        free(names[r]);
+    free(names);
+    free(same);
     free(cells);
+    free(chain_row);
     free(order);
+    return rc;
+}
+
+/* Columns a line takes on a terminal, ANSI colour sequences taking none. */
+static size_t line_cols(const char *s, size_t len)
+{
+    size_t w = 0, i = 0;
+    int ok;
+
+    while (i < len) {
+        if (s[i] == '\033') {
+            while (i < len && s[i] != 'm')
+                i++;
+            i++;
+            continue;
+        }
+        i += disp_next((const unsigned char *)s + i, &ok);
+        w++;
+    }
+    return w;
+}
+
+/*
+ * Writes the line s (len bytes, no newline) to out wrapped at lw columns:
+ * each piece ends at the last space that fits (at lw columns when there is
+ * none), and continuation lines are indented by two spaces.  Rows are made
+ * to fit before this, so it wraps only text lines and names that could not
+ * be shortened.  Errors are left for ferror().
+ */
+static void put_wrapped(FILE *out, const char *s, size_t len, size_t lw)
+{
+    size_t indent = 0;
+    int ok;
+
+    while (len && line_cols(s, len) + indent > lw) {
+        size_t i = 0, w = indent, cut = 0;
+        while (i < len && w < lw) {
+            if (s[i] == '\033') {
+                while (i < len && s[i] != 'm')
+                    i++;
+                i++;
+                continue;
+            }
+            if (s[i] == ' ' && w > indent)
+                cut = i;
+            i += disp_next((const unsigned char *)s + i, &ok);
+            w++;
+        }
+        if (i < len && s[i] == ' ')
+            cut = i;
+        if (!cut)
+            cut = i;
+        size_t show = cut;
+        while (show > 1 && s[show - 1] == ' ')
+            show--;
+        fprintf(out, "%*s%.*s\n", (int)indent, "", (int)show, s);
+        while (cut < len && s[cut] == ' ')
+            cut++;
+        s += cut;
+        len -= cut;
+        indent = 2;
+    }
+    if (len || !indent)
+        fprintf(out, "%*s%.*s\n", (int)indent, "", (int)len, s);
+}
+
+/*
+ * See report.h.  Fails with RP_EINVAL for a NULL argument, RP_ENOMEM when
+ * the rows cannot be allocated, RP_EIO when writing fails.
+ */
+int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
+{
+    char *text = NULL;
+    size_t len = 0, lw;
+    FILE *mem;
+    int rc;
+
+    if (!out || !p || !o || (p->n_nodes && !p->nodes))
+        return RP_EINVAL;
+    lw = line_width(out, o);
+    if (lw == SIZE_MAX) {
+        rc = put_table(out, p, o, lw);
+        if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+            rc = RP_EIO;
+        return rc;
+    }
+    if (!(mem = open_memstream(&text, &len)))
+        return RP_ENOMEM;
+    rc = put_table(mem, p, o, lw);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = RP_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < len;) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        put_wrapped(out, text + i, n, lw);
+        i += n + 1;
+    }
+    free(text);
+    if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+        rc = RP_EIO;
     return rc;
 }

@@ -84,6 +84,26 @@ uint64_t rp_node_q(const struct rp_node *n, double q)
     return v;
 }
 
+void rp_report_lost_why(FILE *out, const struct rp_profile *p)
+{
+    static const char *const text[RP_WHY_N] = {
+        [RP_WHY_FULL] = "with no free buffer (--drop)",
+        [RP_WHY_STOPPED] = "after recording stopped",
+        [RP_WHY_FAILED] = "not written (the trace could not be)",
+        [RP_WHY_NOMEM] = "for want of memory",
+        [RP_WHY_REENTERED] = "in signal handlers that interrupted the recorder",
+        [RP_WHY_GONE] = "after their thread's end",
+        [RP_WHY_UNENCODED] = "not encodable"};
+    const char *sep = " (";
+    for (unsigned w = 0; w < RP_WHY_N; w++)
+        if (p->lost_why[w]) {
+            fprintf(out, "%s%" PRIu64 " %s", sep, p->lost_why[w], text[w]);
+            sep = ", ";
+        }
+    if (*sep == ',')
+        fputc(')', out);
+}
+
 const char *rp_kind_str(uint8_t kind)
 {
     switch (kind) {

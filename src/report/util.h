@@ -68,6 +68,13 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p);
  */
 const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz);
 
+/*
+ * Why the recorder dropped events, as " (N reason, M reason)" with the
+ * non-zero reasons the trace gave (nothing when it gave none).  Write
+ * errors are left to the caller's ferror.
+ */
+void rp_report_lost_why(FILE *out, const struct rp_profile *p);
+
 /* "func", "point", "lock-wait", "lock-hold", "io", "wait",
  * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);

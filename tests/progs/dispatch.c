@@ -1,5 +1,5 @@
 /*
- * dispatch.c - a dispatcher, recorded by tests/e2e_flags.sh (DESIGN §7
+ * dispatch.c - a dispatcher, recorded by tests/e2e_flags.sh (docs/design.md §7
  * DISPATCH and HOT): main calls dispatch() once; dispatch() runs ROUNDS
  * rounds, each calling worker_a, worker_b and worker_c (each busy for
  * WORK_MS of wall-clock time) and note() (which only counts).  dispatch only

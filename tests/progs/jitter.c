@@ -1,5 +1,5 @@
 /*
- * jitter.c - one outlier, recorded by tests/e2e_flags.sh (DESIGN §7 JITTER):
+ * jitter.c - one outlier, recorded by tests/e2e_flags.sh (docs/design.md §7 JITTER):
  * main calls spiky() CALLS times, busy for TYPICAL_MS each except once for
  * 100 x TYPICAL_MS, then steady() CALLS times, busy for STEADY_MS each.
  *

@@ -1,5 +1,5 @@
 /*
- * periodic.c - a periodic loop, recorded by tests/e2e_flags.sh (DESIGN §7
+ * periodic.c - a periodic loop, recorded by tests/e2e_flags.sh (docs/design.md §7
  * RATE): main wakes up every PERIOD_MS (absolute deadlines, so the mean
  * period stays PERIOD_MS even when one run is late) and calls sensor() and
  * control(), RUNS times.  Both are busy for SHORT_US, except that control()

@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS        1500
+#define ROUNDS        3000
 #define NOPS          25
 #define OP_ITERS      12000  /* ~2 % of the work each */
 #define HOT_ITERS     300000 /* = NOPS * OP_ITERS: half of dispatch */

@@ -1,0 +1,453 @@
+/*
+ * merge.c - merging the profiles of a run's processes into one (merge.h).
+ *
+ * The merged profile's node i is found from (kind, class, name, module) by
+ * an open-addressing hash whose slots hold node indices (ROOT, index 0, is
+ * never looked up), its edges from (caller, callee) by another; both stay
+ * at most half full.  A node without a name (an address symbolization
+ * could not name) is matched by its address, which only a forked child
+ * shares with its parent.
+ */
+#include "merge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/array.h"
+#include "common/error.h"
+#include "trace/format.h"
+
+/* FNV-1a of s (NULL: nothing) continued from h, then mixed.  Cannot fail. */
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h * 0x9e3779b97f4a7c15ull;
+}
+
+/* The hash of a node's key: kind, class, name, module (address when unnamed).
+ * Cannot fail. */
+static uint64_t node_hash(const struct rp_node *n)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n->kind << 8 | n->cls);
+    h = hash_str(h, n->name);
+    h = hash_str(h, n->module);
+    if (!n->name || !n->name[0])
+        h ^= n->key * 0xc2b2ae3d27d4eb4full;
+    return h ^ h >> 31;
+}
+
+/* Whether a and b are the same text, NULL being "".  Cannot fail. */
+static int str_eq(const char *a, const char *b)
+{
+    return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
+}
+
+/* Whether a and b are the same node of two processes (merge.h).  Cannot fail. */
+static int node_eq(const struct rp_node *a, const struct rp_node *b)
+{
+    if (a->kind != b->kind || a->cls != b->cls || !str_eq(a->name, b->name) ||
+        !str_eq(a->module, b->module))
+        return 0;
+    return (a->name && a->name[0]) || a->key == b->key;
+}
+
+/* The home slot of edge (caller, callee).  Cannot fail. */
+static uint32_t edge_slot(uint32_t caller, uint32_t callee, uint32_t mask)
+{
+    uint64_t k = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(k >> 32) & mask;
+}
+
+/* Doubles both hashes as needed for the dst's counts.  RP_ENOMEM. */
+static int rehash(struct rp_merge *m)
+{
+    struct rp_profile *d = m->dst;
+    if (2 * (uint64_t)d->n_nodes >= m->n_nslots) {
+        uint32_t n = m->n_nslots ? m->n_nslots * 2 : 1024;
+        while (2 * (uint64_t)d->n_nodes >= n)
+            n *= 2;
+        uint32_t *s = calloc(n, sizeof(*s));
+        if (!s)
+            return RP_ENOMEM;
+        for (uint32_t i = 1; i < d->n_nodes; i++) {
+            uint32_t h = (uint32_t)node_hash(&d->nodes[i]) & (n - 1);
+            while (s[h])
+                h = (h + 1) & (n - 1);
+            s[h] = i;
+        }
+        free(m->nslots);
+        m->nslots = s;
+        m->n_nslots = n;
+    }
+    if (2 * (uint64_t)d->n_edges >= m->n_eslots) {
+        uint32_t n = m->n_eslots ? m->n_eslots * 2 : 1024;
+        while (2 * (uint64_t)d->n_edges >= n)
+            n *= 2;
+        uint32_t *s = calloc(n, sizeof(*s));
+        if (!s)
+            return RP_ENOMEM;
+        for (uint32_t i = 0; i < d->n_edges; i++) {
+            uint32_t h = edge_slot(d->edges[i].caller, d->edges[i].callee, n - 1);
+            while (s[h])
+                h = (h + 1) & (n - 1);
+            s[h] = i + 1;
+        }
+        free(m->eslots);
+        m->eslots = s;
+        m->n_eslots = n;
+    }
+    return 0;
+}
+
+int rp_merge_init(struct rp_merge *m, struct rp_profile *dst)
+{
+    memset(m, 0, sizeof(*m));
+    m->dst = dst;
+    if (rp_grow(&dst->nodes, &dst->cap_nodes, 1, sizeof(*dst->nodes), 64) < 0)
+        return RP_ENOMEM;
+    dst->nodes[0] = (struct rp_node){.kind = RP_KIND_FUNC};
+    dst->n_nodes = 1;
+    return rehash(m);
+}
+
+void rp_merge_free(struct rp_merge *m)
+{
+    free(m->nslots);
+    free(m->eslots);
+    memset(m, 0, sizeof(*m));
+}
+
+/* strdup of s, NULL for NULL; sets *fail when out of memory. */
+static char *dup_or_null(const char *s, int *fail)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *fail = 1;
+    return d;
+}
+
+/* Pools the Welford sums of b into a (counts na, nb before the sum).  Cannot
+ * fail. */
+static void pool(struct rp_node *a, uint64_t na, const struct rp_node *b, uint64_t nb)
+{
+    if (!nb)
+        return;
+    if (!na) {
+        a->mean = b->mean;
+        a->m2 = b->m2;
+        return;
+    }
+    double n = (double)na + (double)nb, delta = b->mean - a->mean;
+    a->mean += delta * (double)nb / n;
+    a->m2 += b->m2 + delta * delta * (double)na * (double)nb / n;
+}
+
+/* The merged node matching s, created as a copy of its identity when new;
+ * 0 when out of memory. */
+static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
+{
+    struct rp_profile *d = m->dst;
+    uint32_t mask = m->n_nslots - 1, h = (uint32_t)node_hash(s) & mask;
+    for (uint32_t i; (i = m->nslots[h]); h = (h + 1) & mask)
+        if (node_eq(&d->nodes[i], s))
+            return i;
+    if (rp_grow(&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof(*d->nodes), 64) < 0)
+        return 0;
+    int fail = 0;
+    uint32_t i = d->n_nodes;
+    d->nodes[i] = (struct rp_node){.id = i,
+                                   .kind = s->kind,
+                                   .cls = s->cls,
+                                   .key = s->key,
+                                   .name = dup_or_null(s->name, &fail),
+                                   .file = dup_or_null(s->file, &fail),
+                                   .line = s->line,
+                                   .module = dup_or_null(s->module, &fail)};
+    if (fail) {
+        free(d->nodes[i].name);
+        free(d->nodes[i].file);
+        free(d->nodes[i].module);
+        return 0;
+    }
+    d->n_nodes++;
+    m->nslots[h] = i;
+    if (rehash(m) < 0)
+        return 0;
+    return i;
+}
+
+/* Adds b's statistics to a (the same node of another process).  Cannot fail
+ * (the histogram is merged by the caller). */
+static void add_node(struct rp_node *a, const struct rp_node *b)
+{
+    if (b->calls) {
+        if (!a->calls) {
+            a->min = b->min;
+            a->oncpu_min = b->oncpu_min;
+            a->first_start = b->first_start;
+            a->last_start = b->last_start;
+        } else {
+            a->min = b->min < a->min ? b->min : a->min;
+            a->oncpu_min = b->oncpu_min < a->oncpu_min ? b->oncpu_min : a->oncpu_min;
+            a->first_start = b->first_start < a->first_start ? b->first_start : a->first_start;
+            a->last_start = b->last_start > a->last_start ? b->last_start : a->last_start;
+        }
+        a->max = b->max > a->max ? b->max : a->max;
+        a->oncpu_max = b->oncpu_max > a->oncpu_max ? b->oncpu_max : a->oncpu_max;
+        a->run_max = b->run_max > a->run_max ? b->run_max : a->run_max;
+    }
+    /* the mean is of the recorded activations (not the throttle's counted ones) */
+    pool(a, a->calls - a->throttled, b, b->calls - b->throttled);
+    a->calls += b->calls;
+    a->incl += b->incl;
+    a->dur_sum += b->dur_sum;
+    a->excl += b->excl;
+    if (!a->budget)
+        a->budget = b->budget;
+    a->overruns += b->overruns;
+    a->throttled += b->throttled;
+    a->cut += b->cut;
+    a->below_res += b->below_res;
+    a->offcpu += b->offcpu;
+    a->offcpu_below += b->offcpu_below;
+}
+
+/*
+ * Adds the flags' histograms of source node b to a (before a's duration
+ * histogram takes b's): own time per call, where a node has none its
+ * duration histogram (every span a leaf), and the intervals between starts
+ * unless either is aperiodic.  Returns 0 or RP_ENOMEM.
+ */
+static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
+{
+    if (!a->fh && !b->fh)
+        return 0;
+    if (!a->fh && !(a->fh = calloc(1, sizeof(*a->fh))))
+        return RP_ENOMEM;
+    struct rp_flag_hists *x = a->fh;
+    const struct rp_hist *bo = rp_node_own(b), *bi = rp_node_ivl(b);
+    if (bo || x->own.counts) {
+        if (!x->own.counts && a->hist.counts) {
+            if (rp_hist_merge(&x->own, &a->hist))
+                return RP_ENOMEM;
+            x->own.n = a->hist.n;
+        }
+        const struct rp_hist *src = bo ? bo : &b->hist;
+        if (rp_hist_merge(&x->own, src))
+            return RP_ENOMEM;
+        x->own.n += src->n;
+    }
+    x->aperiodic |= rp_node_aperiodic(b);
+    if (x->aperiodic) {
+        rp_hist_free(&x->ivl);
+    } else if (bi) {
+        if (rp_hist_merge(&x->ivl, bi))
+            return RP_ENOMEM;
+        x->ivl.n += bi->n;
+    }
+    return 0;
+}
+
+/* Adds edge e of a source, its ends mapped, to the merged profile.  RP_ENOMEM. */
+static int add_edge(struct rp_merge *m, const struct rp_edge *e, uint32_t caller, uint32_t callee)
+{
+    struct rp_profile *d = m->dst;
+    uint32_t mask = m->n_eslots - 1, h = edge_slot(caller, callee, mask);
+    for (uint32_t i; (i = m->eslots[h]); h = (h + 1) & mask) {
+        struct rp_edge *x = &d->edges[i - 1];
+        if (x->caller == caller && x->callee == callee) {
+            if (e->calls) {
+                x->min = !x->calls || e->min < x->min ? e->min : x->min;
+                x->max = e->max > x->max ? e->max : x->max;
+            }
+            x->calls += e->calls;
+            x->incl += e->incl;
+            x->incl_calls += e->incl_calls;
+            return 0;
+        }
+    }
+    if (rp_grow(&d->edges, &d->cap_edges, d->n_edges + 1, sizeof(*d->edges), 64) < 0)
+        return RP_ENOMEM;
+    d->edges[d->n_edges] = *e;
+    d->edges[d->n_edges].caller = caller;
+    d->edges[d->n_edges].callee = callee;
+    m->eslots[h] = ++d->n_edges;
+    return rehash(m);
+}
+
+/* The run's metadata: the first file's, then sums and extremes.  RP_ENOMEM. */
+static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char *file)
+{
+    int first = d->n_procs == 0, fail = 0;
+    if (first) {
+        d->program = dup_or_null(s->program, &fail);
+        if (s->argv && (d->argv = malloc(s->argv_len ? s->argv_len : 1))) {
+            memcpy(d->argv, s->argv, s->argv_len);
+            d->argv_len = s->argv_len;
+        } else if (s->argv) {
+            fail = 1;
+        }
+        d->pid = s->pid;
+        d->clock_name = dup_or_null(s->clock_name, &fail);
+        d->mode = dup_or_null(s->mode, &fail);
+        d->ns_per_tick = s->ns_per_tick;
+        d->first_tick = s->first_tick;
+        d->last_tick = s->last_tick;
+        d->ended = s->ended;
+        d->end_ticks = s->end_ticks;
+        d->end_flags = s->end_flags;
+        d->end_status = s->end_status;
+        d->overhead_known = s->overhead_known;
+        d->overhead_pair = s->overhead_pair;
+        d->overhead_self = s->overhead_self;
+        d->compensated = s->compensated;
+        d->overhead_spread = s->overhead_spread;
+        d->resolution = s->resolution;
+        d->hold_intervals = s->hold_intervals;
+        memcpy(d->offcpu_src, s->offcpu_src, sizeof(d->offcpu_src));
+        memcpy(d->offcpu_err, s->offcpu_err, sizeof(d->offcpu_err));
+        d->oncpu_known = s->oncpu_known;
+        d->own_known = s->own_known;
+        d->incl_calls_known = s->incl_calls_known;
+        d->rank = s->rank;
+    } else {
+        d->first_tick = s->first_tick < d->first_tick ? s->first_tick : d->first_tick;
+        d->last_tick = s->last_tick > d->last_tick ? s->last_tick : d->last_tick;
+        if (!s->ended || (s->end_flags & RP_END_SIGNAL)) { /* the run: as its worst process */
+            if (d->ended && !(d->end_flags & RP_END_SIGNAL)) {
+                d->ended = s->ended;
+                d->end_flags = s->end_flags;
+                d->end_status = s->end_status;
+            }
+        }
+        if (s->end_ticks > d->end_ticks)
+            d->end_ticks = s->end_ticks;
+        d->overhead_known &= s->overhead_known;
+        d->compensated &= s->compensated;
+        d->resolution = s->resolution > d->resolution ? s->resolution : d->resolution;
+        d->hold_intervals |= s->hold_intervals;
+        d->oncpu_known &= s->oncpu_known;
+        d->own_known &= s->own_known;
+        d->incl_calls_known &= s->incl_calls_known;
+        double r = s->ns_per_tick / (d->ns_per_tick > 0 ? d->ns_per_tick : 1);
+        if (r > 1.01 || r < 0.99) {
+            size_t n = strlen(d->warn);
+            snprintf(d->warn + n, sizeof(d->warn) - n,
+                     "%s: its clock ticks are %.4f ns, the merged profile's %.4f ns: its "
+                     "times are summed in ticks\n",
+                     file, s->ns_per_tick, d->ns_per_tick);
+        }
+    }
+    d->events += s->events;
+    d->lost += s->lost;
+    d->total += s->total;
+    d->comp_clamped += s->comp_clamped;
+    d->below_res += s->below_res;
+    d->skipped_chunks += s->skipped_chunks;
+    d->unmatched_exits += s->unmatched_exits;
+    d->unclosed += s->unclosed;
+    d->unwound += s->unwound;
+    d->cut += s->cut;
+    d->paused += s->paused;
+    d->offcpu_lost += s->offcpu_lost;
+    d->offcpu_late += s->offcpu_late;
+    d->offcpu_runq_ns += s->offcpu_runq_ns;
+    d->offcpu_runq_known |= s->offcpu_runq_known;
+    d->lost_why_known |= s->lost_why_known;
+    for (unsigned w = 0; w < RP_WHY_N; w++)
+        d->lost_why[w] += s->lost_why[w];
+    /* its warnings, each naming the file */
+    for (const char *w = s->warn, *nl; *w; w = nl + 1) {
+        if (!(nl = strchr(w, '\n')))
+            break;
+        size_t n = strlen(d->warn);
+        if (n + 2 < sizeof(d->warn))
+            snprintf(d->warn + n, sizeof(d->warn) - n, "%s: %.*s\n", file, (int)(nl - w), w);
+    }
+    return fail ? RP_ENOMEM : 0;
+}
+
+int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct rp_proc *who)
+{
+    struct rp_profile *d = m->dst;
+    uint32_t *own;
+    int rc = 0, fail = 0;
+
+    if (!(own = calloc(src->n_nodes ? src->n_nodes : 1, sizeof(*own))))
+        return RP_ENOMEM;
+    if ((rc = add_meta(d, src, who->file)) < 0)
+        goto out;
+    if (d->n_procs && who->host && d->procs[0].host && strcmp(who->host, d->procs[0].host)) {
+        size_t n = strlen(d->warn); /* another machine's clock: not on one time axis */
+        snprintf(d->warn + n, sizeof(d->warn) - n,
+                 "%s: recorded on %s, not %s: its clock is another machine's, its events are "
+                 "not on the others' time axis\n",
+                 who->file, who->host, d->procs[0].host);
+    }
+    own[0] = 0;
+    for (uint32_t i = 1; i < src->n_nodes; i++) {
+        const struct rp_node *s = &src->nodes[i];
+        own[i] = 0;
+        if (s->kind == 0xff)
+            continue;
+        if (!(own[i] = node_of(m, s))) {
+            rc = RP_ENOMEM;
+            goto out;
+        }
+        add_node(&d->nodes[own[i]], s);
+        if ((rc = add_flag_hists(&d->nodes[own[i]], s)) < 0)
+            goto out;
+        if (rp_hist_merge(&d->nodes[own[i]].hist, &s->hist) == 0)
+            d->nodes[own[i]].hist.n += s->hist.n;
+    }
+    add_node(&d->nodes[0], &src->nodes[0]);
+    for (uint32_t k = 0; k < src->n_edges; k++) {
+        const struct rp_edge *e = &src->edges[k];
+        if (e->caller >= src->n_nodes || e->callee >= src->n_nodes)
+            continue;
+        if ((rc = add_edge(m, e, own[e->caller], own[e->callee])) < 0)
+            goto out;
+    }
+    if (rp_grow(&d->threads, &d->cap_threads, d->n_threads + src->n_threads + 1,
+                sizeof(*d->threads), 16) < 0 ||
+        rp_grow(&d->procs, &d->cap_procs, d->n_procs + 1, sizeof(*d->procs), 8) < 0) {
+        rc = RP_ENOMEM;
+        goto out;
+    }
+    for (uint32_t t = 0; t < src->n_threads; t++) {
+        struct rp_thread *x = &d->threads[d->n_threads++];
+        *x = src->threads[t];
+        x->name = dup_or_null(src->threads[t].name, &fail);
+        x->pid = src->pid;
+    }
+    struct rp_proc *pr = &d->procs[d->n_procs++];
+    *pr = (struct rp_proc){.file = dup_or_null(who->file, &fail),
+                           .run = dup_or_null(who->run, &fail),
+                           .host = dup_or_null(who->host, &fail),
+                           .pid = src->pid,
+                           .ppid = who->ppid,
+                           .start_ns = who->start_ns,
+                           .events = src->events,
+                           .lost = src->lost,
+                           .threads = src->n_threads,
+                           .ended = src->ended && !(src->end_flags & RP_END_SIGNAL),
+                           .map = m->keep_maps ? own : NULL,
+                           .n_map = src->n_nodes,
+                           .overhead_known = src->overhead_known,
+                           .end_read = src->ended,
+                           .overhead_pair = src->overhead_pair,
+                           .overhead_self = src->overhead_self,
+                           .overhead_spread = src->overhead_spread,
+                           .end_ticks = src->end_ticks};
+    if (m->keep_maps)
+        own = NULL;
+    if (fail)
+        rc = RP_ENOMEM;
+out:
+    free(own);
+    return rc;
+}

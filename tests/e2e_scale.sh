@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# e2e_scale.sh - the analyzer at scale (docs/robustness.md, "Memory";
+# docs/performance.md): traces of prog_scale (tests/progs/scale.c).
+#
+#   deep    rec() recursing 2,500,000 deep on one thread (deeper than the
+#           recorder's 1 Mi-frame shadow stack, so the exits beyond carry
+#           ids, and than the analyzer's former 2 Mi-frame limit): the
+#           report has exactly N calls of rec, N - 1 of rec -> rec, none cut,
+#           and rec's inclusive time is its outermost activation's, the edge
+#           deep_main -> rec (the recursion test across the many chunks of
+#           a stack too deep for snapshots).  Its time, linear in the depth,
+#           is a benchmark number (docs/performance.md), not tested here.
+#   waves   2 threads at once, each recursing 100,000 deep 16 times: deep
+#           stacks of several threads whose chunks alternate, going deep
+#           and coming back (their stacks kept by the analyzer between
+#           chunks, and given back: replay.c, "Deep stacks"): the same exact
+#           counts and inclusive time.
+#   memory  200,000 distinct profile points, each called once: the peak RSS
+#           of `report --format json` (GNU time) stays within the documented
+#           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
+#           whose allocators keep freed memory and add their own.
+set -euo pipefail
+fail() { echo "e2e_scale: FAIL: $*" >&2; exit 1; }
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_scale.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prog="$PROGS/prog_scale"
+
+# --- deep, waves -----------------------------------------------------------
+deep() { # N THREADS WAVES
+    local n=$1 t=$2 w=$3
+    "$RANKPROF" record -o "$tmp/deep.rp" -- "$prog" deep $n $t $w >"$tmp/deep.out" \
+        2>"$tmp/deep.err" || fail "record deep $n $t $w: $(cat "$tmp/deep.err")"
+    [[ $(grep -cx "deep $n" "$tmp/deep.out") == $((t * w)) ]] ||
+        fail "prog_scale deep $n $t $w printed '$(cat "$tmp/deep.out")'"
+    "$RANKPROF" report --format json -i "$tmp/deep.rp" >"$tmp/deep.json" 2>"$tmp/r.err" ||
+        fail "report of a $n-deep recursion: $(cat "$tmp/r.err")"
+    python3 - "$tmp/deep.json" $n $t $w <<'PY' || fail "deep $n $t $w: wrong report"
+import json, sys
+r, depth, t, w = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+n, outer = t * w * depth, t * w
+node = {x["name"]: x for x in r["nodes"]}
+edge = {(e["caller"], e["callee"]): e for e in r["edges"]}
+bad = []
+rec = node.get("rec")
+if not rec:
+    sys.exit("no node rec")
+if rec["calls"] != n:
+    bad.append(f"rec: {rec['calls']} calls, expected {n}")
+if rec["cut"] or r["cut"] or r["unwound"] or r["unmatched_exits"] or r["lost_events"]:
+    bad.append(f"cut {rec['cut']}/{r['cut']}, unwound {r['unwound']}, unmatched "
+               f"{r['unmatched_exits']}, lost {r['lost_events']}: expected 0")
+rr, dr = edge.get(("rec", "rec")), edge.get(("deep_main", "rec"))
+if not rr or rr["calls"] != n - outer:
+    bad.append(f"rec -> rec: {rr and rr['calls']} calls, expected {n - outer}")
+if not dr or dr["calls"] != outer:
+    bad.append(f"deep_main -> rec: {dr and dr['calls']} calls, expected {outer}")
+elif rec["inclusive_ns"] != dr["inclusive_ns"]:
+    bad.append(f"rec's inclusive {rec['inclusive_ns']} ns is not its outermost "
+               f"activations' {dr['inclusive_ns']} ns")
+if bad:
+    sys.exit("\n".join(bad))
+PY
+    echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
+}
+if [[ -n "${RP_SANITIZE:-}" ]]; then # (ten times slower, and bigger frames)
+    deep 300000 1 1
+    deep 20000 2 8
+else
+    deep 2500000 1 1
+    deep 100000 2 16
+fi
+
+# --- memory -------------------------------------------------------------
+if [[ -n "${RP_SANITIZE:-}" ]]; then
+    echo "e2e_scale: memory part skipped under sanitizers ($RP_SANITIZE)"
+    exit 0
+fi
+[[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
+ids=200000
+"$RANKPROF" record -o "$tmp/ids.rp" -- "$prog" ids $ids >"$tmp/ids.out" 2>"$tmp/ids.err" ||
+    fail "record ids $ids: $(cat "$tmp/ids.err")"
+/usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
+    >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
+python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
+import json, sys
+r, ids, rss_kb = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+pts = [x for x in r["nodes"] if x["name"].startswith("p") and x["calls"] == 1]
+if len(pts) != ids:
+    sys.exit(f"{len(pts)} points called once, expected {ids}")
+bound = 700 * ids + (16 << 20)
+print(f"e2e_scale: {ids} ids: report --format json peak RSS {rss_kb} KiB, "
+      f"{rss_kb * 1024 / ids:.0f} bytes per id; bound {bound >> 10} KiB")
+if rss_kb * 1024 > bound:
+    sys.exit(f"peak RSS {rss_kb} KiB is over the bound of 700 bytes per id + 16 MiB "
+             f"({bound >> 10} KiB)")
+PY

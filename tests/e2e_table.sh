@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# e2e_table.sh - end-to-end test of the terminal table's rows and names,
+# `graph NAME` and the HTML page's flags and sequence diagram:
+#   - pass-through chains (tests/progs/chain.c): main -> app_main -> run_all
+#     -> run_once -> engine is one row "main → app_main → run_all →
+#     run_once → engine (chain.c:N), 5 frames" with engine's numbers, no
+#     row of its own for any of the five; step, leaf_a and leaf_b keep
+#     theirs; --no-chains shows all eight; the JSON keeps every node, marks
+#     the five with "chain": 0 and lists their ids caller first in "chains";
+#   - width: with COLUMNS=80 every line of the table is at most 80
+#     columns, on a terminal (a pty of 70 columns, COLUMNS unset) at most
+#     70; --wide prints every C++ name whole on its row;
+#   - unique names (tests/progs/cxx/names_*.cpp, when a C++ compiler built
+#     it): at 80 columns no two rows read the same, every row keeps its
+#     file:line, sum_dots<int> and sum_dots<double> are told apart and the
+#     two static copies of scale_copy carry their addresses, also in the
+#     why lines under the table;
+#   - graph: `sum_dots` is ambiguous (exit 1, both candidates on stderr),
+#     `sum_dots<int>` and `detail::sum_dots<double>` find one, `scale_copy`
+#     shows both copies, callees sorted by time; on tests/progs/fib no share
+#     is above 100 %, fib -> fib says "recursive", main -> fib is 100.0 %;
+#   - html: every flag badge has its why as a tooltip and the "Why the
+#     flags" table the table's reasons; the sequence diagram is an inline
+#     SVG drawn by plantuml (when installed), and with RANKPROF_RENDER=none
+#     the page says neither tool is there; the callers/callees panel of fib
+#     (headless chromium, when installed) shows "recursive", no share > 100 %.
+#
+# Run by ctest with RANKPROF and PROGS in the environment.
+set -euo pipefail
+
+fail() {
+    echo "e2e_table: FAIL: $*" >&2
+    exit 1
+}
+note() { echo "e2e_table: $*"; }
+
+for v in RANKPROF PROGS RP_LIB; do
+    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
+done
+command -v python3 >/dev/null || fail "python3 is needed"
+export RANKPROF_LIB="$RP_LIB"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_table.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# widest line of a file, in characters (UTF-8), ANSI colours taking none
+widest() {
+    python3 -c '
+import re, sys
+w = 0
+for l in open(sys.argv[1], encoding="utf-8"):
+    w = max(w, len(re.sub(r"\x1b\[[0-9;]*m", "", l.rstrip("\r\n"))))
+print(w)' "$1"
+}
+
+# --- pass-through chains -------------------------------------------------
+"$RANKPROF" record -o chain.data -- "$PROGS/prog_chain" >/dev/null 2>&1 || fail "recording prog_chain"
+COLUMNS=200 "$RANKPROF" report -i chain.data >chain.txt || fail "report of chain.data"
+COLUMNS=200 "$RANKPROF" report -i chain.data --no-chains >all.txt || fail "report --no-chains"
+"$RANKPROF" report -i chain.data --format json >chain.json || fail "report --format json"
+python3 - chain.txt all.txt chain.json <<'EOF' || fail "chains (see above)"
+import json, re, sys
+def rows(path):
+    """(rank, name cell) with the name's continuation lines joined."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    head = next(i for i, l in enumerate(lines) if l.startswith("rank  "))
+    col = lines[head].index("name")
+    out = []
+    for l in lines[head + 1:]:
+        if not l.strip() or l.startswith("("):
+            break
+        if l[:col].strip():
+            out.append([int(l.split()[0]), l[col:]])
+        else:
+            out[-1][1] += " " + l.strip()
+    return out
+chain, every = rows(sys.argv[1]), rows(sys.argv[2])
+r = json.load(open(sys.argv[3]))
+ids = {n["name"]: n["id"] for n in r["nodes"]}
+five = ["main", "app_main", "run_all", "run_once", "engine"]
+want = re.compile(r"main → app_main → run_all → run_once → engine \(chain\.c:\d+\), 5 frames$")
+hits = [x for x in chain if want.search(x[1])]
+if len(hits) != 1:
+    sys.exit(f"no single chain row in {chain}")
+eng = next(n for n in r["nodes"] if n["name"] == "engine")
+if hits[0][0] != eng["rank"]:
+    sys.exit(f"the chain row has rank {hits[0][0]}, engine's is {eng['rank']}")
+for name in five:
+    if any(re.match(re.escape(name) + r" \(", x[1]) for x in chain):
+        sys.exit(f"{name} has a row of its own beside its chain: {chain}")
+for name in ["step", "leaf_a", "leaf_b"]:
+    if not any(x[1].startswith(name + " (") for x in chain):
+        sys.exit(f"{name} lost its row: {chain}")
+    if "chain" in next(n for n in r["nodes"] if n["name"] == name):
+        sys.exit(f"{name} is marked as in a chain")
+for name in five + ["step", "leaf_a", "leaf_b"]:
+    if not any(x[1].startswith(name + " (") for x in every):
+        sys.exit(f"--no-chains shows no row for {name}: {every}")
+if len(chain) != len(every) - 4:
+    sys.exit(f"{len(chain)} rows with chains, {len(every)} without: expected 4 fewer")
+if r["chains"] != [{"chain": 0, "ids": [ids[n] for n in five]}]:
+    sys.exit(f"chains {r['chains']}, expected the ids of {five}")
+for name in five:
+    if next(n for n in r["nodes"] if n["name"] == name).get("chain") != 0:
+        sys.exit(f"{name} is not marked \"chain\": 0")
+if len(r["nodes"]) != len(every):
+    sys.exit("the JSON does not keep every node")
+print("e2e_table: chain row", hits[0])
+EOF
+
+# --- width -----------------------------------------------------------------
+"$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
+for d in chain fib; do
+    COLUMNS=80 "$RANKPROF" report -i $d.data >$d.80 || fail "report of $d.data"
+    w=$(widest $d.80)
+    ((w <= 80)) || fail "COLUMNS=80: the $d table has a line of $w columns: $(cat $d.80)"
+done
+if command -v script >/dev/null; then
+    # a terminal of 70 columns: its width wins over COLUMNS and the 120 default
+    env -u COLUMNS script -qec "stty cols 70 rows 40; '$RANKPROF' report -i chain.data" /dev/null \
+        >pty.txt || fail "report on a pty"
+    w=$(widest pty.txt)
+    ((w <= 70)) || fail "a 70-column terminal got a line of $w columns: $(cat pty.txt)"
+    ((w >= 60)) || fail "a 70-column terminal got lines of at most $w columns"
+else
+    note "no script(1): the terminal's width is not checked"
+fi
+
+names="$PROGS/prog_names_gxx"
+[[ -x "$names" ]] || names="$PROGS/prog_names_clangxx"
+if [[ -x "$names" ]]; then
+    "$RANKPROF" record -o names.data -- "$names" >/dev/null 2>&1 || fail "recording $names"
+    COLUMNS=80 "$RANKPROF" report -i names.data >names.80 || fail "report of names.data"
+    COLUMNS=80 "$RANKPROF" report -i names.data --wide >names.wide || fail "report --wide"
+    w=$(widest names.80)
+    ((w <= 80)) || fail "COLUMNS=80: the names table has a line of $w columns: $(cat names.80)"
+    "$RANKPROF" report -i names.data --format json >names.json
+    python3 - names.80 names.wide names.json <<'EOF' || fail "unique names (see above)"
+import json, re, sys
+def rows(path):
+    """(rank, name cell) with the name's continuation lines joined."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    head = next(i for i, l in enumerate(lines) if l.startswith("rank  "))
+    col = lines[head].index("name")
+    out = []
+    for l in lines[head + 1:]:
+        if not l.strip() or l.startswith("("):
+            break
+        if l[:col].strip():
+            out.append([int(l.split()[0]), l[col:]])
+        else:
+            out[-1][1] += " " + l.strip()
+    return out
+r = json.load(open(sys.argv[3]))
+narrow, wide = rows(sys.argv[1]), rows(sys.argv[2])
+cells = [c for _, c in narrow]
+if len(set(cells)) != len(cells):
+    sys.exit(f"two rows read the same at 80 columns: {cells}")
+for n in r["nodes"]:
+    if n.get("file") and n.get("line"):
+        loc = f"({n['file'].rsplit('/', 1)[-1]}:{n['line']})"
+        cell = next(c for k, c in narrow if k == n["rank"])
+        if loc not in cell:
+            sys.exit(f"row {n['rank']} ({n['name']}) lost its {loc}: {cell!r}")
+        wcell = next(c for k, c in wide if k == n["rank"])
+        if not wcell.startswith(n["name"] + " " + loc):
+            sys.exit(f"--wide cut {n['name']}: {wcell!r}")
+si = [c for c in cells if "sum_dots<int>" in c]
+sd = [c for c in cells if "sum_dots<double>" in c]
+if len(si) != 1 or len(sd) != 1:
+    sys.exit(f"sum_dots<int> and sum_dots<double> not told apart: {cells}")
+sc = [c for c in cells if c.startswith("scale_copy")]
+if len(sc) != 2 or not all(re.search(r"@0x[0-9a-f]+$", c) for c in sc):
+    sys.exit(f"the two copies of scale_copy are not told apart by address: {sc}")
+print("e2e_table: names", cells)
+# the why lines under the table: one per flagged row, no two under one name
+text = open(sys.argv[1], encoding="utf-8").read()
+whyn = [l.split("  ")[0] for l in text.split("\n\n")[-1].split("\n")
+        if l and not l.startswith(" ")]
+flagged = [n["name"] for n in r["nodes"] if n["flags"]]
+if len(set(whyn)) != len(whyn) or len(whyn) != len(flagged):
+    sys.exit(f"why lines under {whyn}, flagged rows {flagged}")
+EOF
+
+    # --- graph NAME ----------------------------------------------------------
+    if "$RANKPROF" graph -i names.data sum_dots >g.out 2>g.err; then
+        fail "graph sum_dots (two templates) was not refused as ambiguous"
+    fi
+    grep -q "sum_dots<int>(int const\*" g.err && grep -q "sum_dots<double>(double const\*" g.err ||
+        fail "graph sum_dots does not list both candidates: $(cat g.err)"
+    "$RANKPROF" graph -i names.data 'sum_dots<int>' >g.out || fail "graph 'sum_dots<int>'"
+    head -1 g.out | grep -q '^int geo::detail::sum_dots<int>(int const\*, int const\*, unsigned long) (names.h:' ||
+        fail "graph 'sum_dots<int>' found $(head -1 g.out)"
+    "$RANKPROF" graph -i names.data 'detail::sum_dots<double>' >g.out ||
+        fail "graph 'detail::sum_dots<double>'"
+    head -1 g.out | grep -q '^double geo::detail::sum_dots<double>' || fail "found $(head -1 g.out)"
+    "$RANKPROF" graph -i names.data scale_copy >g.out || fail "graph scale_copy (two copies)"
+    [[ $(grep -c '^scale_copy(long) (names.h:[0-9]*) @0x' g.out) == 2 ]] ||
+        fail "graph scale_copy does not show both copies: $(cat g.out)"
+else
+    note "no C++ test program (no g++ or clang++): names and graph NAME not checked"
+fi
+if "$RANKPROF" graph -i chain.data no_such_fn >/dev/null 2>g.err; then
+    fail "graph of an unknown name succeeded"
+fi
+grep -q "no_such_fn" g.err || fail "the error does not name the unknown name"
+"$RANKPROF" graph -i chain.data step >g.out || fail "graph step"
+python3 - g.out <<'EOF' || fail "graph step: callees not sorted by time"
+import sys
+def ns(v):
+    for u, k in (("ns", 1), ("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        if v.endswith(u) and v[: -len(u)].replace(".", "").isdigit():
+            return float(v[: -len(u)]) * k
+    raise ValueError(v)
+lines = open(sys.argv[1]).read().split("\n")
+i = next(k for k, l in enumerate(lines) if l.startswith("callees"))
+t = [ns(l.split("total")[1].split()[0]) for l in lines[i + 1:] if l.startswith("  ->")]
+names = [l.split()[1] for l in lines[i + 1:] if l.startswith("  ->")]
+# leaf_b is called first (the edges' order) and leaf_a does 4 times its
+# work: sorted, leaf_a comes first unless the machine's load turns that
+if "leaf_a" not in names or "leaf_b" not in names or t != sorted(t, reverse=True):
+    sys.exit(f"callees {names} with totals {t}")
+EOF
+"$RANKPROF" graph -i fib.data fib >fib.graph || fail "graph fib"
+python3 - fib.graph <<'EOF' || fail "graph fib shares (see above)"
+import re, sys
+text = open(sys.argv[1]).read()
+for l in text.split("\n"):
+    for v in re.findall(r"([0-9.]+)%$", l):
+        if float(v) > 100.0 and "involvement" not in l:
+            sys.exit(f"a share above 100 %: {l}")
+fibs = [l for l in text.split("\n") if re.match(r"  (<-|->) fib\s", l)]
+if len(fibs) != 2 or not all(l.endswith("recursive") for l in fibs):
+    sys.exit(f"fib -> fib is not marked recursive: {fibs}")
+if not re.search(r"  <- main\s.*100\.0%$", text, re.M):
+    sys.exit("main -> fib is not 100.0 % of fib's time")
+EOF
+
+# --- html: flags' why, the sequence diagram ----------------------------------
+"$RANKPROF" report -i chain.data >why.txt
+"$RANKPROF" export -i chain.data --format html -o chain.html || fail "export html"
+python3 - why.txt chain.html <<'EOF' || fail "html flags' why (see above)"
+import html, re, sys
+table = open(sys.argv[1], encoding="utf-8").read()
+page = open(sys.argv[2], encoding="utf-8").read()
+# the table's why lines: "name  FLAG reason; FLAG reason"
+whys = []
+for l in table.split("\n\n")[-1].split("\n"):
+    m = re.match(r"(\S+)\s{2,}(.*)$", l)
+    if m:
+        whys += [w.strip() for w in m.group(2).split(";")]
+if not whys:
+    sys.exit("the table has no why lines to compare with")
+titles = [html.unescape(t) for t in re.findall(r'<span class=flag title="([^"]*)"', page)]
+for w in whys:
+    if w not in titles:
+        sys.exit(f"no badge has the why {w!r}: {titles}")
+    if html.escape(w, quote=False) not in page.split('id="why"', 1)[-1]:
+        sys.exit(f"the why table lacks {w!r}")
+print("e2e_table: html whys", whys)
+EOF
+"$RANKPROF" record -o contend.data -- "$PROGS/prog_contend" >/dev/null 2>&1 || fail "recording prog_contend"
+RANKPROF_RENDER=none "$RANKPROF" export -i contend.data --format html -o none.html ||
+    fail "export html without a renderer"
+grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
+    fail "no note where no renderer is used"
+grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
+if command -v plantuml >/dev/null; then
+    "$RANKPROF" export -i contend.data --format html -o seq.html || fail "export html"
+    python3 - seq.html <<'EOF' || fail "html sequence diagram (see above)"
+import re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<div class="seq-svg">(<svg.*?</svg>)</div>', page, re.S)
+if not m:
+    sys.exit("no inline SVG sequence diagram")
+svg = m.group(1)
+for word in ("wakes via", "grant after"):
+    if word not in svg:
+        sys.exit(f"the diagram lacks {word!r}")
+if "seq-note" in page.split('id="seq"', 1)[1].split("</p>", 2)[0]:
+    sys.exit("the note is shown beside a drawn diagram")
+print(f"e2e_table: sequence diagram drawn, {len(svg)} bytes of SVG")
+EOF
+else
+    note "plantuml is not installed: the drawn diagram is not checked (the note is)"
+fi
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [[ -n "$chromium" ]]; then
+    "$RANKPROF" export -i fib.data --format html -o fib.html || fail "export html of fib"
+    timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$tmp/chromium" --dump-dom "file://$tmp/fib.html" >fib.dom 2>chromium.log ||
+        fail "chromium --dump-dom: $(tail -3 chromium.log)"
+    python3 - fib.dom <<'EOF' || fail "html panel shares of fib (see above)"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+panes = re.search(r'id="callers">(.*?)</div><div id="callees">(.*?)</div>', dom, re.S)
+if not panes:
+    sys.exit("no callers/callees panel in the DOM")
+cells = re.findall(r"<td>([^<]*)</td></tr>", panes.group(1) + panes.group(2))
+shares = [c for c in cells if c.endswith("%")]
+if "recursive" not in cells or not shares:
+    sys.exit(f"fib's panel: {cells}")
+if any(float(c[:-1]) > 100 for c in shares):
+    sys.exit(f"a share above 100 % in fib's panel: {cells}")
+print("e2e_table: fib's panel", cells)
+EOF
+else
+    note "no chromium: the HTML panel's shares are not checked"
+fi
+note "ok"

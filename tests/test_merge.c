@@ -1,0 +1,200 @@
+/*
+ * test_merge.c - tests of merging the profiles of a run's processes
+ * (src/analyze/merge.c) on two profiles built by hand, every expected number
+ * worked out below: nodes matched by kind, name and module (not by address),
+ * unnamed nodes by address, undefined ids skipped, sums, extremes, the
+ * pooled mean and variance, histograms, edges, threads and processes.
+ * Exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/merge.h"
+#include "common/error.h"
+#include "trace/format.h"
+#include "check.h"
+
+static void node(struct rp_profile *p, uint32_t i, const char *name, const char *module,
+                 uint64_t key, const uint64_t *durs, unsigned n)
+{
+    struct rp_node *x = &p->nodes[i];
+    x->id = i;
+    x->kind = RP_KIND_FUNC;
+    x->name = (char *)name;
+    x->module = (char *)module;
+    x->key = key;
+    x->min = n ? UINT64_MAX : 0;
+    for (unsigned k = 0; k < n; k++) { /* Welford, as replay.c keeps it */
+        x->calls++;
+        x->incl += durs[k];
+        x->dur_sum += durs[k];
+        x->excl += durs[k];
+        x->min = durs[k] < x->min ? durs[k] : x->min;
+        x->max = durs[k] > x->max ? durs[k] : x->max;
+        double d = (double)durs[k] - x->mean;
+        x->mean += d / (double)x->calls;
+        x->m2 += d * ((double)durs[k] - x->mean);
+        CHECK(rp_hist_add(&x->hist, durs[k]) == 0);
+    }
+}
+
+static const uint32_t *map_of(const struct rp_profile *m, uint32_t k)
+{
+    return k < m->n_procs ? m->procs[k].map : NULL;
+}
+
+/* The merged node named name in module (NULL: unnamed with key), or NULL. */
+static const struct rp_node *find(const struct rp_profile *m, const char *name, const char *module,
+                                  uint64_t key)
+{
+    for (uint32_t i = 1; i < m->n_nodes; i++) {
+        const struct rp_node *x = &m->nodes[i];
+        if (name ? x->name && !strcmp(x->name, name) && !strcmp(x->module, module)
+                 : !x->name && x->key == key)
+            return x;
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    /* process A (pid 100): f (/bin/a) 10 20 30, g (/bin/a) 5, an unnamed
+     * function at 0x5000, an undefined id; root -> f, f -> g */
+    struct rp_node na[5] = {0}, nb[6] = {0};
+    struct rp_edge ea[2] = {{0, 1, 3, 60, 10, 30, 0}, {1, 2, 1, 5, 5, 5, 0}};
+    struct rp_thread ta[1] = {{.tid = 100, .events = 8}};
+    struct rp_profile a = {.nodes = na,
+                           .n_nodes = 5,
+                           .edges = ea,
+                           .n_edges = 2,
+                           .threads = ta,
+                           .n_threads = 1,
+                           .pid = 100,
+                           .events = 8,
+                           .lost = 1,
+                           .ended = 1,
+                           .ns_per_tick = 1.0,
+                           .first_tick = 1000,
+                           .last_tick = 2000};
+    a.program = "/bin/a";
+    node(&a, 1, "f", "/bin/a", 0x1000, (const uint64_t[]){10, 20, 30}, 3);
+    node(&a, 2, "g", "/bin/a", 0x1100, (const uint64_t[]){5}, 1);
+    node(&a, 3, NULL, "/bin/a", 0x5000, (const uint64_t[]){7}, 1);
+    na[4].id = 4;
+    na[4].kind = 0xff;
+
+    /* process B (pid 200, another layout): g 1 3, f 50, an f of another
+     * module, the unnamed 0x5000 again and an unnamed 0x6000; root -> f,
+     * f -> g twice */
+    struct rp_edge eb[2] = {{0, 2, 1, 50, 50, 50, 0}, {2, 1, 2, 4, 1, 3, 0}};
+    struct rp_thread tb[2] = {{.tid = 200, .events = 9}, {.tid = 201, .events = 3}};
+    struct rp_profile b = {.nodes = nb,
+                           .n_nodes = 6,
+                           .edges = eb,
+                           .n_edges = 2,
+                           .threads = tb,
+                           .n_threads = 2,
+                           .pid = 200,
+                           .events = 12,
+                           .lost = 2,
+                           .ended = 0,
+                           .ns_per_tick = 1.0,
+                           .first_tick = 900,
+                           .last_tick = 1500};
+    node(&b, 1, "g", "/bin/a", 0x2222, (const uint64_t[]){1, 3}, 2);
+    node(&b, 2, "f", "/bin/a", 0x9999, (const uint64_t[]){50}, 1);
+    node(&b, 3, "f", "/lib/b", 0x1000, (const uint64_t[]){4}, 1);
+    node(&b, 4, NULL, "/bin/a", 0x5000, (const uint64_t[]){9}, 1);
+    node(&b, 5, NULL, "/bin/a", 0x6000, (const uint64_t[]){2}, 1);
+
+    struct rp_profile m = {0};
+    struct rp_merge mg;
+    CHECK_EQ(rp_merge_init(&mg, &m), 0);
+    mg.keep_maps = 1;
+    CHECK_EQ(rp_merge_add(&mg, &a, &(struct rp_proc){.file = "rp.data", .run = "r1"}), 0);
+    CHECK_EQ(rp_merge_add(&mg, &b, &(struct rp_proc){.file = "rp.data.200", .ppid = 100}), 0);
+    rp_merge_free(&mg);
+
+    /* root, f, g, 0x5000, f of /lib/b, 0x6000 */
+    CHECK_EQ(m.n_nodes, 6);
+    const struct rp_node *f = find(&m, "f", "/bin/a", 0), *g = find(&m, "g", "/bin/a", 0);
+    const struct rp_node *fb = find(&m, "f", "/lib/b", 0), *u5 = find(&m, NULL, NULL, 0x5000);
+    CHECK(f && g && fb && u5 && find(&m, NULL, NULL, 0x6000));
+    if (f && g && fb && u5) {
+        /* f: 10 20 30 50: mean 27.5, m2 17.5^2 + 7.5^2 + 2.5^2 + 22.5^2 = 875 */
+        CHECK_EQ(f->calls, 4);
+        CHECK_EQ(f->incl, 110);
+        CHECK_EQ(f->min, 10);
+        CHECK_EQ(f->max, 50);
+        CHECK(fabs(f->mean - 27.5) < 1e-9);
+        CHECK(fabs(f->m2 - 875.0) < 1e-9);
+        CHECK_EQ(f->hist.n, 4);
+        CHECK_EQ(f->key, 0x1000); /* the first process's address */
+        /* g: 5 1 3: mean 3, m2 8 */
+        CHECK_EQ(g->calls, 3);
+        CHECK_EQ(g->min, 1);
+        CHECK_EQ(g->max, 5);
+        CHECK(fabs(g->mean - 3.0) < 1e-9);
+        CHECK(fabs(g->m2 - 8.0) < 1e-9);
+        CHECK_EQ(fb->calls, 1);
+        CHECK_EQ(u5->calls, 2);
+        CHECK_EQ(u5->incl, 16);
+        for (uint32_t i = 0; i < m.n_nodes; i++)
+            CHECK_EQ(m.nodes[i].id, i);
+        /* edges: root -> f 4 calls 110, min 10, max 50; f -> g 3 calls 9 */
+        CHECK_EQ(m.n_edges, 2);
+        for (uint32_t e = 0; e < m.n_edges; e++) {
+            const struct rp_edge *x = &m.edges[e];
+            if (x->caller == 0) {
+                CHECK_EQ(x->callee, f->id);
+                CHECK_EQ(x->calls, 4);
+                CHECK_EQ(x->incl, 110);
+                CHECK_EQ(x->min, 10);
+                CHECK_EQ(x->max, 50);
+            } else {
+                CHECK_EQ(x->caller, f->id);
+                CHECK_EQ(x->callee, g->id);
+                CHECK_EQ(x->calls, 3);
+                CHECK_EQ(x->incl, 9);
+                CHECK_EQ(x->min, 1);
+                CHECK_EQ(x->max, 5);
+            }
+        }
+        /* the maps a second pass needs: the undefined id maps to 0 */
+        const uint32_t *ma = map_of(&m, 0), *mb = map_of(&m, 1);
+        CHECK(ma && mb);
+        if (ma && mb) {
+            CHECK_EQ(ma[1], f->id);
+            CHECK_EQ(ma[4], 0);
+            CHECK_EQ(mb[2], f->id);
+            CHECK_EQ(mb[1], g->id);
+            CHECK_EQ(mb[4], u5->id);
+        }
+    }
+    /* the run: sums, the earliest start, the worst ending, threads per process */
+    CHECK_EQ(m.events, 20);
+    CHECK_EQ(m.lost, 3);
+    CHECK_EQ(m.first_tick, 900);
+    CHECK_EQ(m.last_tick, 2000);
+    CHECK_EQ(m.ended, 0);
+    CHECK_EQ(m.pid, 100);
+    CHECK(m.program && !strcmp(m.program, "/bin/a"));
+    CHECK_EQ(m.n_threads, 3);
+    CHECK_EQ(m.threads[0].pid, 100);
+    CHECK_EQ(m.threads[2].pid, 200);
+    CHECK_EQ(m.n_procs, 2);
+    CHECK(!strcmp(m.procs[1].file, "rp.data.200") && m.procs[1].ppid == 100);
+    CHECK(m.procs[0].run && !strcmp(m.procs[0].run, "r1") && !m.procs[1].run);
+    CHECK_EQ(m.procs[1].threads, 2);
+    CHECK_EQ(m.procs[1].events, 12);
+    CHECK(rp_profile_merged(&m));
+    rp_profile_free(&m);
+    for (unsigned i = 0; i < 5; i++)
+        rp_hist_free(&na[i].hist);
+    for (unsigned i = 0; i < 6; i++)
+        rp_hist_free(&nb[i].hist);
+    if (failures)
+        fprintf(stderr, "test_merge: %d failures\n", (int)failures);
+    return failures != 0;
+}
