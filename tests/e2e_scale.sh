@@ -14,7 +14,8 @@
 #           stacks of several threads whose chunks alternate, going deep
 #           and coming back (their stacks kept by the analyzer between
 #           chunks, and given back: replay.c, "Deep stacks"): the same exact
-#           counts and inclusive time.
+#           counts and inclusive time; in both, every activation counted
+#           once in the inclusive calls of each edge above it.
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` (GNU time) stays within the documented
 #           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
@@ -61,6 +62,17 @@ if not dr or dr["calls"] != outer:
 elif rec["inclusive_ns"] != dr["inclusive_ns"]:
     bad.append(f"rec's inclusive {rec['inclusive_ns']} ns is not its outermost "
                f"activations' {dr['inclusive_ns']} ns")
+# --weight calls' inclusive calls across stacks kept between chunks: every
+# activation counted once under each edge above it
+inn, out = {}, {}
+for e in r["edges"]:
+    inn[e["callee_id"]] = inn.get(e["callee_id"], 0) + e["inclusive_calls"]
+    out[e["caller_id"]] = out.get(e["caller_id"], 0) + e["inclusive_calls"]
+for x in r["nodes"]:
+    if x["kind"] not in ("offcpu", "lock-hold") and \
+            inn.get(x["id"], 0) != x["calls"] + out.get(x["id"], 0):
+        bad.append(f"{x['name']}: inclusive calls in {inn.get(x['id'], 0)} != calls "
+                   f"{x['calls']} + out {out.get(x['id'], 0)}")
 if bad:
     sys.exit("\n".join(bad))
 PY
