@@ -56,7 +56,7 @@
 #define FIRST_HOLD_MS 20
 #define NAP_MS        150
 
-static volatile uint64_t sink;
+static __thread volatile uint64_t sink; /* per thread: the threads share nothing */
 
 /* n iterations of arithmetic that the compiler cannot drop. */
 static __attribute__((no_instrument_function, noinline)) uint64_t spin(uint64_t n)
