@@ -113,7 +113,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
         sq[i] += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
-         * of it was a leaf (finish() made n's where any acc had one) */
+         * of it was a leaf (finish_accs made n's where any acc had one) */
         struct rp_flag_hists *hf = h->fh, *x = n->fh;
         if (x && x->own.counts) {
             const struct rp_hist *src = hf && hf->own.counts ? &hf->own : &h->hist;

@@ -235,7 +235,7 @@ int rp_resident_enter(struct rp_profile *p, struct tstate *t)
         rs->active[t->stack[i].id]++;
     }
     rs->depth = t->depth;
-    t->depth = 0; /* until resident_evict */
+    t->depth = 0; /* until rp_resident_evict */
     t->rs = rs;
     v->res[v->nres++] = (uint32_t)(t - v->ts);
     return 0;

@@ -414,7 +414,20 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     return 0;
 }
 
-/* How replay_loop ends (replay_chunk writes the message). */
+/*
+ * GCC's basic-block vectorizer pairs the span path's neighbouring counter
+ * updates (an edge's calls and incl, a frame's fields) into vector
+ * operations that take more instructions than the scalar ones; it does so
+ * in a function other files call, not in a static one.  So the chunk's
+ * replay, which holds the event loop, is compiled without it.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RP_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define RP_NO_SLP
+#endif
+
+/* How replay_loop ends (rp_replay_chunk writes the message). */
 enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP, LOOP_HOLD };
 
 /*
@@ -472,11 +485,11 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
 /*
  * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
  * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
- * a constant in each of replay_chunk's two copies.  On return ev holds the
+ * a constant in each of rp_replay_chunk's two copies.  On return ev holds the
  * position, the event being read (ev0), the time, the events so far and
  * the last id read, for the message.  Returns LOOP_OK or what failed, or
  * LOOP_HOLD at a lock-hold op (format 1.3; its op in ev->op, ev->q at its
- * operands): replay_chunk counts it (hold_op) and calls the loop again,
+ * operands): rp_replay_chunk counts it (hold_op) and calls the loop again,
  * which goes on from ev (the events so far included).  Holds are handled
  * outside the loop so that the code of its span path stays as it was.
  *
@@ -665,7 +678,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             syn++;
             a->pz = pz += arg; /* (acc.pz: not a loop over the stack) */
             break;
-        default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by replay_chunk */
+        default:         /* HOLD_BEGIN, HOLD_END (format 1.3): counted by rp_replay_chunk */
             ev->op = op; /* (the escape admits no other) */
             rc = LOOP_HOLD;
             goto out;
@@ -701,7 +714,7 @@ push_failed:
  * is followed by RP_REPLAY_PAD zero bytes.  Sets j->rc to 0, RP_ENOMEM, or
  * RP_EFORMAT with j->err naming the offset.
  */
-void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
+RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct job *j)
 {
     struct rp_evdec d;
     struct loopst ev = {0};

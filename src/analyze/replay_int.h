@@ -100,7 +100,7 @@ struct acc {
     uint32_t *active;               /* per node: open activations on the current stack, and
                                        RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
     uint32_t nhot, nact;            /* entries of hot and of active */
-    size_t hot_bytes, active_bytes; /* allocated (zarr_grow): pages of ids a replayer
+    size_t hot_bytes, active_bytes; /* allocated (rp_zarr_grow): pages of ids a replayer
                                        never sees are never written, so cost nothing */
     struct rp_emap em;
     struct frame *stack;
@@ -135,7 +135,7 @@ struct rstate {
  * One EVENTS chunk to replay.  Its stack at the start (U: from the chunk's
  * snapshot, or handed over from the thread's previous chunk) is put under
  * the chunk's own spans; what the chunk does to U and the stack it leaves
- * are reported back and joined to the thread in file order (join()).
+ * are reported back and joined to the thread in file order (rp_replay_join()).
  */
 struct job {
     _Alignas(64) uint8_t *data; /* aligned: jobs replayed at once share no cache line */
@@ -211,8 +211,9 @@ enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
  * own struct rstate: stack, activation counts (a zero-filled array: pages
  * of the ids on its stack), PAUSE offset; its chunks swap them into
  * ACC_MAIN (O(1)), so deep threads whose chunks alternate stay linear too.
- * The stack goes back to its thread (resident_evict) before a job of the
- * same thread, and before finish(): the same numbers as the copy.
+ * The stack goes back to its thread (rp_resident_evict) before a job of the
+ * same thread, and before the threads end (rp_threads_end): the same
+ * numbers as the copy.
  */
 #define RP_RESIDENT_MIN 4096
 
@@ -265,7 +266,7 @@ static inline uint8_t blocked_kind(uint8_t kind)
 }
 
 /*
- * Zero bytes after every chunk replay_chunk reads.  The per-event decoding
+ * Zero bytes after every chunk rp_replay_chunk reads.  The per-event decoding
  * (pget) reads a varint's first two bytes without testing the end: a chunk
  * whose last event runs over its end stops in the padding (a zero byte ends
  * any varint), and the loop's end test, q == end, finds it malformed.
