@@ -82,6 +82,31 @@ static inline void tarjan_row_prefetch(const uint32_t *idx, const uint32_t *off,
     }
 }
 
+/*
+ * Makes the nodes on fin[0 .. *nfin) found at or after discovery number iv
+ * (those of the component that the node numbered iv roots) a component:
+ * the next positions from the top down, in reverse postorder; byid: the
+ * id order weighs less (when it has two nodes or more).  Cannot fail.
+ */
+static inline void place_component(struct solver *sv, uint32_t *idx, const uint32_t *fin,
+                                   uint32_t *nfin, uint32_t iv, int byid, uint32_t *top,
+                                   uint32_t *ncomp)
+{
+    uint32_t b = *nfin, e = *nfin;
+    while (e && (idx[fin[e - 1]] & ~FIN) >= iv)
+        e--;
+    *top -= b - e;
+    sv->byid[*ncomp] = b - e > 1 && byid;
+    sv->cbeg[(*ncomp)++] = *top;
+    for (uint32_t k = b, p = *top; k-- > e; p++) {
+        uint32_t x = fin[k];
+        idx[x] = DONE;
+        sv->order[p] = x;
+        sv->pos[x] = p;
+    }
+    *nfin = e;
+}
+
 static int tarjan(struct solver *sv)
 {
     uint32_t n = sv->n, next = 0, ncomp = 0, top = n, nfin = 0, nin = 0;
@@ -166,19 +191,7 @@ static int tarjan(struct solver *sv)
             }
             if (--depth)
                 nin--; /* the edge from the parent leaves the component */
-            /* v roots a component: the nodes on fin found after it */
-            uint32_t b = nfin;
-            while (nfin && (idx[fin[nfin - 1]] & ~FIN) >= iv)
-                nfin--;
-            top -= b - nfin;
-            sv->byid[ncomp] = b - nfin > 1 && bid < bpo;
-            sv->cbeg[ncomp++] = top;
-            for (uint32_t k = b, p = top; k-- > nfin; p++) {
-                uint32_t x = fin[k];
-                idx[x] = DONE;
-                sv->order[p] = x;
-                sv->pos[x] = p;
-            }
+            place_component(sv, idx, fin, &nfin, iv, bid < bpo, &top, &ncomp);
         }
     }
     sv->ncomp = ncomp;

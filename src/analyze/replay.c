@@ -414,19 +414,6 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     return 0;
 }
 
-/*
- * GCC's basic-block vectorizer pairs the span path's neighbouring counter
- * updates (an edge's calls and incl, a frame's fields) into vector
- * operations that take more instructions than the scalar ones; it does so
- * in a function other files call, not in a static one.  So the chunk's
- * replay, which holds the event loop, is compiled without it.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define RP_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
-#else
-#define RP_NO_SLP
-#endif
-
 /* How replay_loop ends (rp_replay_chunk writes the message). */
 enum { LOOP_OK, LOOP_BAD, LOOP_UNDEFINED, LOOP_NOMEM, LOOP_DEEP, LOOP_HOLD };
 
@@ -709,6 +696,55 @@ push_failed:
 }
 
 /*
+ * The end of a chunk's replay with result rc (0 or < 0): a resident stack
+ * stays in a, its frames' off kept as its thread's stack keeps them; any
+ * other is handed over in j->out (starts with the PAUSEs in) and a is left
+ * clean for the next chunk.  Sets j->nout and j->rc (RP_ENOMEM when the
+ * hand-over cannot be stored).
+ */
+static void chunk_end(struct acc *a, struct job *j, int rc)
+{
+    if (j->resident) { /* the stack stays; its pushed frames' off as a copy keeps it */
+        uint32_t keep = j->low < j->u ? j->low : j->u;
+        if (rc == 0 && rp_grow(&a->froff, &a->capfroff, a->depth + 1, sizeof(*a->froff), 64) < 0)
+            rc = RP_ENOMEM;
+        for (uint32_t i = keep; rc == 0 && i < a->depth; i++)
+            a->froff[i] = a->stack[i].off;
+        j->nout = a->depth;
+        j->rc = rc;
+        return;
+    }
+    /* hand the stack over (starts with the PAUSEs in) and leave a clean
+     * replayer for the next chunk */
+    for (uint32_t i = 0; a->pz && i < a->depth; i++)
+        a->stack[i].start += a->pz;
+    a->pz = 0;
+    if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
+        rc = RP_ENOMEM;
+    if (rc == 0) {
+        if (a->depth) /* a->stack is NULL until the first push */
+            memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
+        j->nout = a->depth;
+    }
+    while (a->depth)
+        a->active[a->stack[--a->depth].id]--;
+    j->rc = rc;
+}
+
+/*
+ * GCC's basic-block vectorizer pairs the span path's neighbouring counter
+ * updates (an edge's calls and incl, a frame's fields) into vector
+ * operations that take more instructions than the scalar ones; it does so
+ * in a function other files call, not in a static one.  So the chunk's
+ * replay, which holds the event loop, is compiled without it.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RP_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define RP_NO_SLP
+#endif
+
+/*
  * Replays the EVENTS chunk of j with the accumulators a, ids checked against
  * the profile's definitions (which do not change while jobs run).  j->data
  * is followed by RP_REPLAY_PAD zero bytes.  Sets j->rc to 0, RP_ENOMEM, or
@@ -775,31 +811,7 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
     j->events = ev.n - j->evbase - j->syn; /* the thread's own: the writer's are not counted */
 out:
     j->clamped = cp.clamped;
-    if (j->resident) { /* the stack stays; its pushed frames' off as a copy keeps it */
-        uint32_t keep = j->low < j->u ? j->low : j->u;
-        if (rc == 0 && rp_grow(&a->froff, &a->capfroff, a->depth + 1, sizeof(*a->froff), 64) < 0)
-            rc = RP_ENOMEM;
-        for (uint32_t i = keep; rc == 0 && i < a->depth; i++)
-            a->froff[i] = a->stack[i].off;
-        j->nout = a->depth;
-        j->rc = rc;
-        return;
-    }
-    /* hand the stack over (starts with the PAUSEs in) and leave a clean
-     * replayer for the next chunk */
-    for (uint32_t i = 0; a->pz && i < a->depth; i++)
-        a->stack[i].start += a->pz;
-    a->pz = 0;
-    if (rc == 0 && rp_grow(&j->out, &j->capout, a->depth + 1, sizeof(*j->out), 64) < 0)
-        rc = RP_ENOMEM;
-    if (rc == 0) {
-        if (a->depth) /* a->stack is NULL until the first push */
-            memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
-        j->nout = a->depth;
-    }
-    while (a->depth)
-        a->active[a->stack[--a->depth].id]--;
-    j->rc = rc;
+    chunk_end(a, j, rc);
     return;
 fail:
     snprintf(j->err, sizeof(j->err), "out of memory");
