@@ -1,9 +1,9 @@
 /*
  * profile.h - the analyzer's model of one recorded run: nodes (every span id
  * seen: functions, points, locks, devices), caller->callee edges, threads and
- * the run's metadata.  Built by replay (replay.c) from a trace, or loaded from
- * a direct-mode file, then named (symbols.c), ranked (rank.c), flagged
- * (flags.c) and printed (src/report/).
+ * the run's metadata.  Built by the replay (load.c, replay.c) from a trace,
+ * or loaded from a direct-mode file, then named (symbols.c), ranked
+ * (rank.c), flagged (flags.c) and printed (src/report/).
  *
  * Invariants, once rp_profile_finish() has run:
  *   - nodes[0] is ROOT; nodes[i] for i >= 1 is trace id i (ids are dense);
