@@ -470,6 +470,73 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
 }
 
 /*
+ * Counts a leaf of node x, an ENTER whose next event (head h) is its EXIT,
+ * at now, without a push and a pop: as span_end would, called from the
+ * frame on top of stack[0..depth); act: x's open activations.  The
+ * writer's off-CPU spans are not compensated and add 2 to *syn.  Returns
+ * LOOP_OK or LOOP_NOMEM.
+ */
+static inline __attribute__((always_inline)) int
+leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, struct frame *stack,
+           uint32_t depth, uint64_t x, uint32_t act, uint64_t now, uint64_t h, uint64_t *syn)
+{
+    uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
+    if (unlikely(x == j->offid)) { /* the writer's: not compensated */
+        dur = raw;
+        *syn += 2;
+        if (depth) /* (preempted, in the frame below) */
+            stack[depth - 1].pre += dur;
+    }
+    uint32_t parent = 0;
+    uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
+    if (depth) {
+        stack[depth - 1].child += dur;
+        stack[depth - 1].acts += acts;
+        if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
+            stack[depth - 1].off += dur;
+        parent = stack[depth - 1].id;
+    }
+    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0, act == 0, cp,
+                            acts, 0, 0) < 0))
+        return LOOP_NOMEM;
+    return LOOP_OK;
+}
+
+/*
+ * An EXIT_ID of node x, or (unwind) an UNWIND to x, at now, the chunk's
+ * event ev, on stack[0..*depth).  The spans opened above x's innermost
+ * frame were left without their exits (a longjmp, an exception): they end
+ * here, with time (span_cut); an EXIT_ID then ends x's frame, an UNWIND
+ * leaves it open (x 0: the thread ends, every span ends).  An EXIT_ID of
+ * an id not open is an unmatched exit; an UNWIND to one ends nothing (our
+ * writer never says so).  Returns LOOP_OK, LOOP_UNDEFINED (x is no defined
+ * node) or LOOP_NOMEM.
+ */
+static inline __attribute__((always_inline)) int exit_to(const struct rp_profile *p, struct acc *a,
+                                                         struct job *j, struct rp_comp *cp,
+                                                         struct frame *stack, uint32_t *depth,
+                                                         uint64_t x, int unwind, uint64_t now,
+                                                         uint64_t pz, int64_t ev)
+{
+    uint32_t at = 0;
+    if (unwind && !x)
+        return span_cut(a, j, stack, depth, 0, now, ev, cp, 1) < 0 ? LOOP_NOMEM : LOOP_OK;
+    if (x == 0 || x >= a->nhot || p->nodes[x].kind == 0xff)
+        return LOOP_UNDEFINED;
+    for (at = *depth; at > 0 && stack[at - 1].id != x; at--)
+        ;
+    if (!at) {
+        j->unmatched += !unwind;
+        return LOOP_OK;
+    }
+    if ((unwind || at < *depth) && span_cut(a, j, stack, depth, at, now, ev, cp, 0) < 0)
+        return LOOP_NOMEM;
+    if (!unwind && span_end(a, j, stack, depth, now, pz, ev, cp) < 0)
+        return LOOP_NOMEM;
+    return LOOP_OK;
+}
+
+/*
  * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
  * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
  * a constant in each of rp_replay_chunk's two copies.  On return ev holds the
@@ -546,27 +613,10 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                     goto bad;
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
-                    uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
-                    if (unlikely(x == j->offid)) { /* the writer's: not compensated */
-                        dur = raw;
-                        syn += 2;
-                        if (depth) /* (preempted, in the frame below) */
-                            stack[depth - 1].pre += dur;
-                    }
-                    uint32_t parent = 0;
-                    uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
-                    if (depth) {
-                        stack[depth - 1].child += dur;
-                        stack[depth - 1].acts += acts;
-                        if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
-                            stack[depth - 1].off += dur;
-                        parent = stack[depth - 1].id;
-                    }
                     n++;
-                    if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0,
-                                            act == 0, cp, acts, 0, 0) < 0))
+                    if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn)))
                         goto nomem;
-                    now += raw;
+                    now += h >> 1;
                     ev0 = q;
                     q = q2;
                     break;
@@ -594,44 +644,15 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
             if (unlikely(span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0))
                 goto nomem;
             break;
-        case RP_OP_EXIT_ID: {
-            if (!(q = rp_get_varint(q, end, &x)))
+        case RP_OP_EXIT_ID:
+        case RP_OP_UNWIND: /* format.h; UNWIND in the compact stream only */
+            if ((op == RP_OP_UNWIND && !compact) || !(q = rp_get_varint(q, end, &x)))
                 goto bad;
             ev->id = (uint32_t)x;
-            if (x == 0 || x >= nn || nodes[x].kind == 0xff)
-                goto undefined;
-            uint32_t at = depth;
-            while (at > 0 && stack[at - 1].id != x)
-                at--;
-            if (!at) {
-                j->unmatched++;
-                break;
-            }
-            /* spans opened above it were left without their exits (a
-             * longjmp, an exception): they end here, with time (span_cut) */
-            if (at < depth && span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, 0) < 0)
-                goto nomem;
-            if (span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0)
-                goto nomem;
+            if ((rc = exit_to(p, a, j, cp, stack, &depth, x, op == RP_OP_UNWIND, now, pz,
+                              (int64_t)(n - syn))) != LOOP_OK)
+                goto out;
             break;
-        }
-        case RP_OP_UNWIND: { /* format.h; the compact stream only */
-            if (!compact || !(q = rp_get_varint(q, end, &x)))
-                goto bad;
-            ev->id = (uint32_t)x;
-            uint32_t at = 0; /* id 0: the thread ends, every span ends */
-            if (x) {
-                if (x >= nn || nodes[x].kind == 0xff)
-                    goto undefined;
-                for (at = depth; at > 0 && stack[at - 1].id != x; at--)
-                    ;
-                if (!at) /* not open: nothing to end (our writer never says so) */
-                    break;
-            }
-            if (span_cut(a, j, stack, &depth, at, now, (int64_t)(n - syn), cp, x == 0) < 0)
-                goto nomem;
-            break;
-        }
         case RP_OP_INSTANT:
         case RP_OP_COUNTER:
             if (!(q = rp_get_varint(q, end, &x)))
