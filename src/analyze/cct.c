@@ -275,7 +275,7 @@ static int add_file(struct rp_cct *t, const char *path, const struct rp_replay_o
     int rc = rp_walk_file(path, o, &ops, t, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < v->nthreads; i++) { /* still open: cut, as replay.c's close_open */
+    for (uint32_t i = 0; i < v->nthreads; i++) { /* still open: cut, as rp_replay_close_open */
         struct thread *th = &v->threads[i];
         uint64_t end = v->end_ticks > th->last ? v->end_ticks : th->last;
         t->cut += th->depth;

@@ -1,9 +1,9 @@
 /*
  * profile.h - the analyzer's model of one recorded run: nodes (every span id
  * seen: functions, points, locks, devices), caller->callee edges, threads and
- * the run's metadata.  Built by replay (replay.c) from a trace, or loaded from
- * a direct-mode file, then named (symbols.c), ranked (rank.c), flagged
- * (flags.c) and printed (src/report/).
+ * the run's metadata.  Built by the replay (load.c, replay.c) from a trace,
+ * or loaded from a direct-mode file, then named (symbols.c), ranked
+ * (rank.c), flagged (flags.c) and printed (src/report/).
  *
  * Invariants, once rp_profile_finish() has run:
  *   - nodes[0] is ROOT; nodes[i] for i >= 1 is trace id i (ids are dense);
@@ -253,7 +253,7 @@ struct rp_profile {
     uint64_t unmatched_exits, unclosed; /* sums over threads */
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
 
-    void *priv; /* replay.c's hash tables */
+    void *priv; /* the replay's state while rp_replay_file runs (replay_int.h); NULL after */
 
     /* The processes a merged profile holds (merge.h), in the order merged;
      * NULL and 0 for a profile of one file. */
@@ -279,5 +279,13 @@ const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, ch
 
 /* Frees everything a profile owns; the struct itself is the caller's. */
 void rp_profile_free(struct rp_profile *p);
+
+/* Adds a line to p->warn (problems that did not stop the analysis), printf
+ * style; a line that does not fit is left out.  Cannot fail. */
+void rp_profile_warn(struct rp_profile *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Frees *fh and its histograms, and sets it NULL.  Cannot fail. */
+void rp_flag_hists_free(struct rp_flag_hists **fh);
 
 #endif /* RP_ANALYZE_PROFILE_H */

@@ -52,7 +52,7 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
  */
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o);
 
-/* For the tests (rank.c, "The whole graph in id order"): the edges from
+/* For the tests (rank_solve.c, "The whole graph in id order"): the edges from
  * which a graph is first swept whole (lowered so that small graphs take
  * that path), how far back an edge to a lower id is short (lowered so that
  * a small graph has long ones), and the sweeps the whole graph took in this

@@ -28,6 +28,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "emap.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 
@@ -145,7 +146,8 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
     return 0;
 }
 
-static int read_edge_rec(struct rp_profile *p, const uint8_t *q, const char **why)
+static int read_edge_rec(struct rp_profile *p, struct rp_emap *em, const uint8_t *q,
+                         const char **why)
 {
     uint32_t caller = rp_get32(q), callee = rp_get32(q + 4);
     uint64_t calls = rp_get64(q + 8), incl = rp_get64(q + 16);
@@ -156,7 +158,7 @@ static int read_edge_rec(struct rp_profile *p, const uint8_t *q, const char **wh
         return *why = "inconsistent times (min > max, or max over the total)", RP_EFORMAT;
     if (!calls)
         return 0;
-    struct rp_edge *e = rp_profile_edge(p, caller, callee);
+    struct rp_edge *e = rp_emap_get(em, caller, callee);
     if (!e)
         return RP_ENOMEM;
     e->min = !e->calls || mn < e->min ? mn : e->min;
@@ -177,8 +179,8 @@ static void warn_thread_filter(struct rp_profile *p)
         memcpy(p->warn + n, msg, sizeof(msg));
 }
 
-int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
-                  size_t errsz)
+int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chunk *c,
+                  uint32_t only_tid, char *err, size_t errsz)
 {
     if (only_tid)
         warn_thread_filter(p);
@@ -202,7 +204,7 @@ int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_
                                           : (why = "wrong length", RP_EFORMAT);
             break;
         case RP_STATS_EDGE:
-            rc = len == RP_STATS_EDGE_LEN ? read_edge_rec(p, body, &why)
+            rc = len == RP_STATS_EDGE_LEN ? read_edge_rec(p, em, body, &why)
                                           : (why = "wrong length", RP_EFORMAT);
             break;
         default:

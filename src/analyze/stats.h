@@ -11,17 +11,19 @@
 #include "profile.h"
 
 struct rp_chunk;
+struct rp_emap;
 
 /*
  * Adds the records of one STATS chunk to p: node statistics to the nodes
  * the DEFS chunks defined, edges, and thread totals to the threads the
- * THREAD chunks announced.  With only_tid non-zero, thread records of other
- * threads are skipped (node statistics are per process: they stay).
+ * THREAD chunks announced; edges through em, the index of p's edges while
+ * they are counted (emap.h).  With only_tid non-zero, thread records of
+ * other threads are skipped (node statistics are per process: they stay).
  * Returns 0, RP_ENOMEM, or RP_EFORMAT with a message naming the offset of
  * the bad record in err.
  */
-int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
-                  size_t errsz);
+int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chunk *c,
+                  uint32_t only_tid, char *err, size_t errsz);
 
 /*
  * Adds one FCOUNT chunk (the calls of throttled functions that the recorder
@@ -35,11 +37,5 @@ int rp_stats_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_
  */
 int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
                    size_t errsz);
-
-/*
- * The edge caller -> callee of p, created if new (replay.c keeps the edge
- * index).  Returns NULL when out of memory.
- */
-struct rp_edge *rp_profile_edge(struct rp_profile *p, uint32_t caller, uint32_t callee);
 
 #endif /* RP_ANALYZE_STATS_H */

@@ -275,7 +275,7 @@ static int walk_one(struct sw *w, const char *path, const struct rp_replay_opts 
     int rc = rp_walk_file(path, o, &wo, w, progress, err, errsz);
     if (rc == RP_EFORMAT && !err[0])
         snprintf(err, errsz, "%s: an event uses an id no DEFS chunk defined", path);
-    for (uint32_t i = 0; i < w->nth; i++) { /* still open: cut, as replay.c's close_open */
+    for (uint32_t i = 0; i < w->nth; i++) { /* still open: cut, as rp_replay_close_open */
         struct sw_thread *t = &w->th[i];
         uint64_t end = w->end_ticks > t->last ? w->end_ticks : t->last;
         t->events++; /* pop counts the events before the end's own: none here */

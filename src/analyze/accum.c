@@ -1,0 +1,333 @@
+/*
+ * accum.c - the replayers' accumulators (struct acc, replay_int.h): the
+ * memory of their per-node arrays, and summing them into the profile's
+ * final fields once every chunk is replayed (rp_replay_finish).
+ *
+ * Sums are exact and taken in one order (edges sorted by caller and callee),
+ * so the profile is the same bit for bit whatever the number of replayers.
+ */
+#define _GNU_SOURCE /* mremap */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/error.h"
+#include "replay_int.h"
+
+/*
+ * Makes the zero-filled array *arr (*bytes allocated) hold need bytes,
+ * doubling; new bytes are zero.  On Linux it is an anonymous mapping grown
+ * by mremap: a page is memory only once written, so a replayer's per-node
+ * arrays cost the pages of the ids it sees, not one entry per id of the
+ * trace per replayer.  Returns 0, or RP_ENOMEM with the array unchanged.
+ */
+int rp_zarr_grow(void *arr, size_t *bytes, size_t need)
+{
+    void *old = *(void **)arr, *n;
+    size_t cap = *bytes ? *bytes : 65536;
+    if (need <= *bytes)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+#ifdef __linux__
+    n = old ? mremap(old, *bytes, cap, MREMAP_MAYMOVE)
+            : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED)
+        return RP_ENOMEM;
+#else
+    if (!(n = realloc(old, cap)))
+        return RP_ENOMEM;
+    memset((char *)n + *bytes, 0, cap - *bytes);
+#endif
+    *(void **)arr = n;
+    *bytes = cap;
+    return 0;
+}
+
+void rp_zarr_free(void *p, size_t bytes)
+{
+#ifdef __linux__
+    if (p)
+        munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
+}
+
+void rp_acc_free(struct acc *a)
+{
+    for (uint32_t i = 0; i < a->nhot; i++) {
+        if (a->hot[i].hist.counts) /* (reads only: untouched pages stay so) */
+            rp_hist_free(&a->hot[i].hist);
+        if (a->hot[i].fh)
+            rp_flag_hists_free(&a->hot[i].fh);
+    }
+    rp_zarr_free(a->hot, a->hot_bytes);
+    rp_zarr_free(a->active, a->active_bytes);
+    rp_emap_free(&a->em);
+    free(a->stack);
+    free(a->froff);
+    memset(a, 0, sizeof(*a));
+}
+
+int rp_adj_reserve(struct priv *v, uint32_t n)
+{
+    uint32_t old = v->nadj;
+    if (n <= old)
+        return 0;
+    if (rp_grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
+        return RP_ENOMEM;
+    memset(v->excl_adj + old, 0, (v->nadj - old) * sizeof(*v->excl_adj));
+    return 0;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+    const struct rp_edge *x = a, *y = b;
+    uint64_t kx = (uint64_t)x->caller << 32 | x->callee, ky = (uint64_t)y->caller << 32 | y->callee;
+    return kx < ky ? -1 : kx > ky;
+}
+
+/* Adds the accumulators of a into the nodes, and its edges into v->em.
+ * Returns 0 or RP_ENOMEM. */
+static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
+{
+    struct priv *v = p->priv;
+    for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
+        struct hot *h = &a->hot[i];
+        struct rp_node *n = &p->nodes[i];
+        if (!h->calls && !h->hist.counts) /* no instant, no span */
+            continue;
+        n->calls += h->calls;
+        v->excl_adj[i] += h->excl;
+        n->incl += h->incl;
+        n->first_start =
+            !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
+        n->last_start = h->last > n->last_start ? h->last : n->last_start;
+        n->overruns += h->overruns;
+        n->cut += h->cut;
+        n->offcpu_below += h->offb;
+        n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
+        n->run_max = h->rmax > n->run_max ? h->rmax : n->run_max;
+        n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
+        sq[i] += h->sq;
+        /* own time: the acc's own counts, or its histogram where every span
+         * of it was a leaf (finish_accs made n's where any acc had one) */
+        struct rp_flag_hists *hf = h->fh, *x = n->fh;
+        if (x && x->own.counts) {
+            const struct rp_hist *src = hf && hf->own.counts ? &hf->own : &h->hist;
+            if (rp_hist_merge(&x->own, src))
+                return RP_ENOMEM;
+            if (src == &h->hist)
+                for (unsigned b = 0; b < h->hist.len; b++)
+                    x->own.n += h->hist.counts[b];
+            else
+                x->own.n += src->n;
+        }
+        if (hf) {
+            if (!x && !(x = n->fh = calloc(1, sizeof(*n->fh))))
+                return RP_ENOMEM;
+            x->aperiodic |= hf->aperiodic;
+            if (hf->ivl.counts && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
+                return RP_ENOMEM;
+            rp_flag_hists_free(&h->fh);
+        }
+        if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
+            n->hist.counts = h->hist.counts;
+            n->hist.lo = h->hist.lo;
+            n->hist.len = h->hist.len;
+            h->hist = (struct rp_hist){0};
+        } else if (rp_hist_merge(&n->hist, &h->hist)) {
+            return RP_ENOMEM;
+        } else {
+            rp_hist_free(&h->hist);
+        }
+    }
+    /* summed (its histograms are the nodes' or freed): its memory goes before
+     * the edges are, which the profile takes over when it has none yet */
+    rp_zarr_free(a->hot, a->hot_bytes);
+    a->hot = NULL;
+    a->hot_bytes = a->nhot = 0;
+    int took = !v->em.n && !v->em.cap && a->em.n;
+    if (took) {
+        v->em = a->em;
+        memset(&a->em, 0, sizeof(a->em));
+    }
+    const struct rp_emap *m = took ? &v->em : &a->em;
+    for (uint32_t k = 0; k < m->n; k++) {
+        const struct rp_edge *s = &m->edges[k];
+        if (!took) {
+            struct rp_edge *e = rp_emap_get(&v->em, s->caller, s->callee);
+            if (!e)
+                return RP_ENOMEM;
+            e->calls += s->calls;
+            e->incl += s->incl;
+            e->incl_calls += s->incl_calls;
+            e->min = s->min < e->min ? s->min : e->min;
+            e->max = s->max > e->max ? s->max : e->max;
+        }
+        struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
+        n->calls += s->calls;
+        n->dur_sum += s->incl;
+        n->min = s->min < n->min ? s->min : n->min;
+        n->max = s->max > n->max ? s->max : n->max;
+        n->hist.n += s->calls;
+    }
+    return 0;
+}
+
+/* The clock (ns per tick) and the profile's sums over its threads.  Cannot
+ * fail. */
+static void finish_threads(struct rp_profile *p, const struct priv *v)
+{
+    if (v->nclk >= 2 && v->clk_last_ns - v->clk_first_ns >= 10000000u &&
+        v->clk_last_ticks > v->clk_first_ticks)
+        p->ns_per_tick = (double)(v->clk_last_ns - v->clk_first_ns) /
+                         (double)(v->clk_last_ticks - v->clk_first_ticks);
+    else if (v->freq_hz > 0)
+        p->ns_per_tick = 1e9 / v->freq_hz;
+    else
+        p->ns_per_tick = 1.0;
+    p->total = 0;
+    for (uint32_t i = 0; i < p->n_threads; i++) {
+        struct rp_thread *th = &p->threads[i];
+        if (th->events)
+            p->total += th->last - th->first;
+        p->lost += th->lost;
+        p->unmatched_exits += th->unmatched_exits;
+        p->unclosed += th->unclosed;
+        p->unwound += th->unwound;
+        p->cut += th->cut;
+        if (!p->first_tick || (th->events && th->first < p->first_tick))
+            p->first_tick = th->first;
+        if (th->last > p->last_tick)
+            p->last_tick = th->last;
+    }
+}
+
+/* Sums every replayer's accumulators into the nodes (sq: the exact sums of
+ * squares) and v->em, freeing each once summed.  Returns 0 or RP_ENOMEM. */
+static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *sq)
+{
+    int rc;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
+        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++)
+            if (v->acc[k].hot[i].fh && v->acc[k].hot[i].fh->own.counts &&
+                !rp_node_own(&p->nodes[i]) &&
+                ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
+                 rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
+                return RP_ENOMEM;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+        if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
+            return rc;
+        rp_acc_free(&v->acc[k]); /* summed: its memory goes before the next one's is read */
+    }
+    return 0;
+}
+
+/* Gives the summed edges to the profile, in one order, and adds each
+ * node's off-CPU time in its own frame.  Cannot fail. */
+static void finish_edges(struct rp_profile *p, struct priv *v)
+{
+    free(p->edges);
+    p->edges = v->em.edges;
+    p->n_edges = v->em.n;
+    p->cap_edges = v->em.capn;
+    v->em.edges = NULL;
+    v->em.n = v->em.capn = 0;
+    v->em.cap = 0; /* the index is stale now */
+    free(v->em.keys);
+    free(v->em.vals);
+    v->em.keys = NULL;
+    v->em.vals = NULL;
+    /* one order whatever the number of replayers: the results are identical */
+    if (p->n_edges)
+        qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
+    for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
+        if (p->edges[k].min == UINT64_MAX)
+            p->edges[k].min = 0;
+    /* off-CPU time in a node's own frame: its edges to the off-CPU node */
+    for (uint32_t k = 0; k < p->n_edges; k++) {
+        const struct rp_edge *e = &p->edges[k];
+        if (e->callee < p->n_nodes && p->nodes[e->callee].kind == RP_KIND_OFFCPU &&
+            e->caller < p->n_nodes)
+            p->nodes[e->caller].offcpu += e->incl;
+    }
+}
+
+/* Node i's final fields: exclusive time with the join's corrections, the
+ * flags' histograms, the spans below the resolution res (0: none set
+ * aside), minima, mean and m2 from the exact sum of squares sq.  Cannot
+ * fail. */
+static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
+                        unsigned __int128 sq)
+{
+    struct rp_node *n = &p->nodes[i];
+    if (n->kind == 0xff)
+        n->kind = RP_KIND_FUNC;
+    int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
+    n->excl = x > 0 ? (uint64_t)x : 0;
+    if (n->fh) { /* intervals too spread are no period */
+        struct rp_flag_hists *fx = n->fh;
+        if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
+            fx->aperiodic = 1;
+            rp_hist_free(&fx->ivl);
+        }
+        for (unsigned b = 0; b < fx->ivl.len; b++)
+            fx->ivl.n += fx->ivl.counts[b];
+    }
+    if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
+        unsigned ib = rp_hist_index(res);
+        for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
+            n->below_res += n->hist.counts[b - n->hist.lo];
+            n->hist.counts[b - n->hist.lo] = 0;
+        }
+        n->hist.n -= n->below_res;
+    }
+    p->below_res += n->below_res;
+    if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
+        n->min = 0;
+    /* on-CPU min: the wall minimum, or less where off-CPU time was below */
+    n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
+    if (!n->calls)
+        n->oncpu_min = 0;
+    if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq)
+        return;
+    double cnt = (double)n->calls;
+    n->mean = (double)n->dur_sum / cnt;
+    /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
+    long double m2 =
+        (long double)sq - (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
+    n->m2 = m2 > 0 ? (double)m2 : 0.0;
+}
+
+int rp_replay_finish(struct rp_profile *p)
+{
+    struct priv *v = p->priv;
+    int rc = RP_ENOMEM;
+
+    finish_threads(p, v);
+    /* the resolution (comp.h): spans below it are set aside from the
+     * histograms here; direct mode's statistics set nothing aside */
+    int direct = p->mode && !strcmp(p->mode, "direct");
+    uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
+
+    /* the replayers' sums; m2 from the exact sum of squares */
+    unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
+    if (!sq || rp_adj_reserve(v, p->n_nodes) < 0)
+        goto out;
+    if ((rc = finish_accs(p, v, sq)) < 0)
+        goto out;
+    finish_edges(p, v);
+    for (uint32_t i = 0; i < p->n_nodes; i++)
+        finish_node(p, v, i, res, sq[i]);
+    p->nodes[0].kind = RP_KIND_FUNC;
+    /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
+    p->oncpu_known = !direct;
+    p->own_known = p->incl_calls_known = p->oncpu_known;
+    rc = 0;
+out:
+    free(sq);
+    return rc;
+}

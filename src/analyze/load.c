@@ -1,0 +1,628 @@
+/*
+ * load.c - reading a trace into a profile (rp_replay_file): the chunks in
+ * file order, definitions (DEFS), key/value records (INFO), clocks,
+ * threads, the end; EVENTS chunks are replayed (replay.c) by the workers
+ * or in order, direct mode's STATS are read by stats.c.  Naming the nodes
+ * from the binaries (rp_profile_symbolize) comes after.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/array.h"
+#include "common/bytes.h"
+#include "common/error.h"
+#include "replay_int.h"
+#include "stats.h"
+#include "symbols.h"
+#include "trace/reader.h"
+
+/* Makes nodes[0..id] exist.  Returns 0 or RP_ENOMEM. */
+static int nodes_reserve(struct rp_profile *p, uint32_t id)
+{
+    if (id < p->n_nodes)
+        return 0;
+    if (rp_grow(&p->nodes, &p->cap_nodes, id + 1, sizeof(*p->nodes), 256) < 0)
+        return RP_ENOMEM;
+    for (uint32_t i = p->n_nodes; i <= id; i++) {
+        memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
+        p->nodes[i].id = i;
+        p->nodes[i].min = UINT64_MAX;
+        p->nodes[i].oncpu_min = UINT64_MAX;
+        p->nodes[i].kind = 0xff; /* undefined until DEFS says */
+    }
+    p->n_nodes = id + 1;
+    return 0;
+}
+
+/*
+ * Replays an EVENTS chunk: as a job for the workers when it carries a
+ * snapshot and there are workers, else here after the jobs before it.
+ * Returns 0, or < 0 with the message in err.
+ */
+static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid,
+                         char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    int rc;
+
+    if (c->len < 16) {
+        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
+                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE),
+                 (unsigned long long)c->offset);
+        return RP_EFORMAT;
+    }
+    uint32_t tid = rp_get32(c->data);
+    if (only_tid && !rp_tid_match(only_tid, tid))
+        return 0;
+    struct tstate *t = rp_tstate_get(p, tid);
+    if (!t)
+        return RP_ENOMEM;
+    if (rp_adj_reserve(v, p->n_nodes) < 0)
+        return RP_ENOMEM;
+    /* Compensation needs every frame's event count: a snapshot without them
+     * (not from this recorder) is not enough, the chunk replays in order. */
+    uint32_t word = rp_get32(c->data + 4);
+    int comp = v->want_comp && p->overhead_known;
+    int parallel =
+        v->started && v->nworkers && (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT));
+    if (!parallel && (rc = rp_jobs_drain(p, err, errsz)) < 0)
+        return rc;
+    /* Deep stacks: a job of a resident thread needs its stack on the thread */
+    if (parallel && t->rs && (rc = rp_resident_evict(v, t)) < 0)
+        return rc;
+    if (!parallel && !t->rs && t->depth >= RP_RESIDENT_MIN && (rc = rp_resident_enter(p, t)) < 0)
+        return rc;
+    uint64_t seq = atomic_load_explicit(&v->submitted, memory_order_relaxed); /* ours to write */
+    if (parallel && seq - v->joined == RP_JOBS_MAX && (rc = rp_jobs_join_oldest(p, err, errsz)) < 0)
+        return rc;
+    struct job *j = &v->jobs[seq % RP_JOBS_MAX];
+    if (rp_grow(&j->data, &j->cap, c->len + RP_REPLAY_PAD, 1, 65536) < 0)
+        return RP_ENOMEM;
+    memcpy(j->data, c->data, c->len);
+    memset(j->data + c->len, 0, RP_REPLAY_PAD);
+    j->len = c->len;
+    j->offset = c->offset;
+    j->ti = t->ti;
+    atomic_store_explicit(&j->done, 0, memory_order_relaxed);
+    j->from_snap = parallel;
+    j->comp = comp;
+    j->offid = v->offid;
+    j->pairfp = v->pairfp;
+    j->selffp = v->selffp;
+    j->res = comp ? v->res_comp : 1;
+    j->resident = !parallel && t->rs;
+    j->evbase = j->resident ? t->rs->base : 0;
+    if (j->resident) {
+        struct acc *a = &v->acc[ACC_MAIN];
+        rp_rs_swap(a, t->rs);
+        rp_replay_chunk(p, a, j);
+        rp_rs_swap(a, t->rs);
+        return rp_replay_join(p, j, err, errsz);
+    }
+    if (!parallel) {
+        /* U is the thread's stack as the chunks before left it */
+        if (rp_grow(&j->in, &j->capin, t->depth + 1, sizeof(*j->in), 64) < 0)
+            return RP_ENOMEM;
+        if (t->depth) /* t->stack is NULL until the first push */
+            memcpy(j->in, t->stack, t->depth * sizeof(*j->in));
+        j->nin = t->depth;
+        rp_replay_chunk(p, &v->acc[ACC_MAIN], j);
+        return rp_replay_join(p, j, err, errsz);
+    }
+    rp_jobs_submit(v, seq);
+    return 0;
+}
+
+static char *dupn(const void *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* Tells the replayers' id checks that node id is defined (no job runs). */
+static void defined(struct priv *v, uint32_t id)
+{
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        if (id < v->acc[k].nact && (v->acc[k].active[id] & RP_ACTIVE_UNDEF))
+            v->acc[k].active[id] &= ~RP_ACTIVE_UNDEF; /* (untouched pages stay so) */
+    for (uint32_t k = 0; k < v->nres; k++) {          /* resident threads' own counts */
+        struct rstate *rs = v->ts[v->res[k]].rs;
+        if (id < rs->nact)
+            rs->active[id] &= ~RP_ACTIVE_UNDEF;
+    }
+}
+
+/* Records the kind of a node that the accumulators already hold (struct hot's
+ * `blocked`). */
+static void defined_kind(struct priv *v, uint32_t id, uint8_t kind)
+{
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        if (id < v->acc[k].nhot && v->acc[k].hot[id].blocked != blocked_kind(kind))
+            v->acc[k].hot[id].blocked = blocked_kind(kind);
+}
+
+static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
+{
+    const uint8_t *q = c->data, *end = c->data + c->len;
+    while (q < end) {
+        if ((size_t)(end - q) < RP_DEF_FIXED)
+            goto bad;
+        uint32_t id = rp_get32(q);
+        uint8_t kind = q[4], cls = q[5];
+        uint16_t nlen = rp_get16(q + 6), flen = rp_get16(q + 20), xlen = rp_get16(q + 22);
+        if ((size_t)(end - q) < RP_DEF_FIXED + (size_t)nlen + flen + xlen || id == 0 ||
+            kind >= RP_KIND_MAX ||
+            (uint64_t)id * RP_DEF_FIXED > c->offset + RP_CHUNK_HDR_SIZE + c->len)
+            goto bad; /* ids are dense, each defined by a record of 24+ bytes */
+        if (nodes_reserve(p, id) < 0)
+            return RP_ENOMEM;
+        struct rp_node *n = &p->nodes[id];
+        if (n->kind != 0xff)
+            goto bad; /* an id is defined once */
+        n->kind = kind;
+        defined(p->priv, id);
+        defined_kind(p->priv, id, kind);
+        if (kind == RP_KIND_OFFCPU && !((struct priv *)p->priv)->offid)
+            ((struct priv *)p->priv)->offid = id;
+        n->cls = cls;
+        n->key = rp_get64(q + 8);
+        n->line = rp_get32(q + 16);
+        if (nlen && !(n->name = rp_text_dup(q + RP_DEF_FIXED, nlen, 0, NULL)))
+            return RP_ENOMEM;
+        if (flen && !(n->file = rp_text_dup(q + RP_DEF_FIXED + nlen, flen, 0, NULL)))
+            return RP_ENOMEM;
+        if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
+            n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
+        q += RP_DEF_FIXED + nlen + flen + xlen;
+    }
+    return 0;
+bad:
+    snprintf(err, errsz, "malformed definition at offset %llu",
+             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(q - c->data)));
+    return RP_EFORMAT;
+}
+
+/*
+ * Reads the key/value records of an INFO chunk into p.  Returns 0, or
+ * RP_EFORMAT (err names the record's file offset) for a record that runs
+ * past the payload (format 4.1); the records before it are kept.
+ */
+static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    const uint8_t *q = c->data, *end = c->data + c->len;
+    while (q < end) {
+        if ((size_t)(end - q) < 6)
+            goto bad;
+        uint16_t klen = rp_get16(q);
+        if ((size_t)(end - q) < 6u + klen)
+            goto bad;
+        uint32_t vlen = rp_get32(q + 2 + klen);
+        size_t rec = (size_t)6 + klen + vlen; /* in size_t: 6u + klen + vlen wraps */
+        if ((size_t)(end - q) < rec)
+            goto bad;
+        const char *k = (const char *)q + 2;
+        const char *val = (const char *)q + 6 + klen;
+        char **dst = NULL;
+#define KEY(s) (klen == sizeof(s) - 1 && !memcmp(k, s, klen))
+        if (KEY("program"))
+            dst = &p->program;
+        else if (KEY("clock"))
+            dst = &p->clock_name;
+        else if (KEY("mode"))
+            dst = &p->mode;
+        else if (KEY("argv")) {
+            free(p->argv);
+            p->argv = rp_text_dup(val, vlen, 1, &p->argv_len);
+        } else if (KEY("offcpu")) { /* format 1.3: how off-CPU time is known */
+            size_t l = vlen < sizeof(p->offcpu_src) - 1 ? vlen : sizeof(p->offcpu_src) - 1;
+            memcpy(p->offcpu_src, val, l);
+            p->offcpu_src[l] = 0;
+        } else if (KEY("offcpu_error")) {
+            size_t l = vlen < sizeof(p->offcpu_err) - 1 ? vlen : sizeof(p->offcpu_err) - 1;
+            memcpy(p->offcpu_err, val, l);
+            p->offcpu_err[l] = 0;
+            for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
+                if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
+                    p->offcpu_err[i] = '?';
+        } else if (klen > 5 && !memcmp(k, "lost_", 5)) { /* drops by reason */
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            for (unsigned w = 0; w < RP_WHY_N; w++)
+                if ((size_t)klen - 5 == strlen(rp_why_name(w)) &&
+                    !memcmp(k + 5, rp_why_name(w), klen - 5)) {
+                    p->lost_why[w] = strtoull(tmp, NULL, 10);
+                    p->lost_why_known = 1;
+                }
+        } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            uint64_t x = strtoull(tmp, NULL, 10);
+            if (KEY("offcpu_lost"))
+                p->offcpu_lost = x;
+            else if (KEY("offcpu_late"))
+                p->offcpu_late = x;
+            else {
+                p->offcpu_runq_ns = x;
+                p->offcpu_runq_known = 1;
+            }
+        } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
+                   KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            if (KEY("pid"))
+                p->pid = (uint32_t)strtoul(tmp, NULL, 10);
+            else if (KEY("freq_hz"))
+                v->freq_hz = strtod(tmp, NULL);
+            else if (KEY("overhead_ticks"))
+                p->overhead_pair = strtod(tmp, NULL);
+            else if (KEY("overhead_spread_ticks"))
+                p->overhead_spread = strtod(tmp, NULL);
+            else
+                p->overhead_self = strtod(tmp, NULL);
+            if (KEY("overhead_ticks"))
+                p->overhead_known = 1;
+        }
+#undef KEY
+        if (dst) {
+            free(*dst);
+            *dst = rp_text_dup(val, vlen, 0, NULL);
+        }
+        q += rec;
+    }
+    return 0;
+bad:
+    snprintf(err, errsz,
+             "malformed INFO record at offset %llu: it runs past the end of its chunk at offset "
+             "%llu (%u bytes)",
+             (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(q - c->data)),
+             (unsigned long long)c->offset, c->len);
+    return RP_EFORMAT;
+}
+
+/* Whether the fixed-size payload of chunk c has at least need bytes (format
+ * section 4: longer is a later minor version, shorter is malformed).
+ * Returns 0, or RP_EFORMAT with err naming the chunk's offset. */
+static int fixed_len(const struct rp_chunk *c, const char *name, uint32_t need, char *err,
+                     size_t errsz)
+{
+    if (c->len >= need)
+        return 0;
+    snprintf(err, errsz, "malformed %s chunk at offset %llu: %u bytes, the format says %u", name,
+             (unsigned long long)c->offset, c->len, need);
+    return RP_EFORMAT;
+}
+
+/*
+ * Checks the overhead INFO read so far and fixes what compensation uses:
+ * a value that is not a number in [0, 1e6] ticks makes the trace count as
+ * one without a measurement (with a warning); self is at most pair.
+ */
+static void overhead_check(struct rp_profile *p)
+{
+    struct priv *v = p->priv;
+    if (!p->overhead_known)
+        return;
+    if (!(p->overhead_pair >= 0 && p->overhead_pair <= 1e6) ||
+        !(p->overhead_self >= 0 && p->overhead_self <= 1e6)) {
+        rp_profile_warn(
+            p, "the trace's overhead measurement is not a number in range; not compensated");
+        p->overhead_known = 0;
+        p->overhead_pair = p->overhead_self = 0;
+        return;
+    }
+    if (p->overhead_self > p->overhead_pair)
+        p->overhead_self = p->overhead_pair;
+    if (!(p->overhead_spread >= 0 && p->overhead_spread <= 1e6)) /* format 1.3; else 0 */
+        p->overhead_spread = 0;
+    v->res_comp = rp_comp_res(1, p->overhead_spread);
+    v->pairfp = rp_comp_fixed(p->overhead_pair);
+    v->selffp = rp_comp_fixed(p->overhead_self);
+}
+
+static void read_clock(struct rp_profile *p, const struct rp_chunk *c)
+{
+    struct priv *v = p->priv;
+    if (c->len < 16)
+        return;
+    uint64_t t = rp_get64(c->data), ns = rp_get64(c->data + 8);
+    if (!v->nclk++) {
+        v->clk_first_ticks = t;
+        v->clk_first_ns = ns;
+    }
+    v->clk_last_ticks = t;
+    v->clk_last_ns = ns;
+}
+
+static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
+{
+    if (c->len < 8 || (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
+        return;
+    struct tstate *t = rp_tstate_get(p, rp_get32(c->data));
+    if (!t)
+        return;
+    struct rp_thread *th = &p->threads[t->ti];
+    free(th->name);
+    th->name = rp_text_dup(c->data + 8, c->len - 8, 0, NULL);
+}
+
+/* Frees the replay's state (p->priv) and sets it NULL.  Cannot fail. */
+static void priv_free(struct rp_profile *p)
+{
+    struct priv *v = p->priv;
+    if (!v)
+        return;
+    rp_workers_stop(v);
+    for (uint32_t i = 0; i < v->nts; i++) {
+        struct rstate *rs = v->ts[i].rs;
+        if (rs) {
+            free(rs->stack);
+            free(rs->froff);
+            rp_zarr_free(rs->active, rs->active_bytes);
+            free(rs);
+        }
+        free(v->ts[i].stack);
+    }
+    free(v->ts);
+    free(v->res);
+    free(v->tidx);
+    rp_emap_free(&v->em);
+    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++)
+        rp_acc_free(&v->acc[k]);
+    for (int i = 0; i < RP_JOBS_MAX; i++) {
+        struct job *j = &v->jobs[i];
+        free(j->data);
+        free(j->in);
+        free(j->closed);
+        free(j->out);
+        free(j->snap);
+    }
+    free(v->excl_adj);
+    free(v);
+    p->priv = NULL;
+}
+
+/* The END chunk c (format 4.x): how the process ended, and from 1.3 on
+ * when (minor: the file's minor version).  Returns 0 or RP_EFORMAT. */
+static int read_end(struct rp_profile *p, const struct rp_chunk *c, unsigned minor, char *err,
+                    size_t errsz)
+{
+    int rc;
+    if ((rc = fixed_len(c, "END", 32, err, errsz)) < 0)
+        return rc;
+    p->ended = 1;
+    p->end_status = (int32_t)rp_get32(c->data + 24);
+    p->end_flags = rp_get32(c->data + 28);
+    /* where frames still open end (rp_replay_close_open): from 1.3 on, when
+     * the process ended; before, when the file was closed, which may be long
+     * after: those end at their thread's last event */
+    if (minor >= 3)
+        p->end_ticks = rp_get64(c->data);
+    return 0;
+}
+
+/* A LOST chunk c (format 4.7; the recorder uses the LOST op instead): the
+ * events its thread lost.  Returns 0, RP_EFORMAT or RP_ENOMEM. */
+static int read_lost(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid, char *err,
+                     size_t errsz)
+{
+    int rc;
+    if ((rc = fixed_len(c, "LOST", 32, err, errsz)) < 0 ||
+        (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
+        return rc;
+    struct tstate *t = rp_tstate_get(p, rp_get32(c->data));
+    if (!t)
+        return RP_ENOMEM;
+    p->threads[t->ti].lost += rp_get64(c->data + 8);
+    return 0;
+}
+
+/* Reads chunk c of the file r into p: EVENTS chunks are replayed here or
+ * handed to the workers (replay_events).  Returns 0, or < 0 with the
+ * message in err. */
+static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const struct rp_chunk *c,
+                      uint32_t only_tid, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    int rc = 0;
+
+    switch (c->type) {
+    case RP_CH_INFO:
+        rc = read_info(p, c, err, errsz);
+        overhead_check(p);
+        break;
+    case RP_CH_CLOCK:
+        if ((rc = fixed_len(c, "CLOCK", 24, err, errsz)) == 0)
+            read_clock(p, c);
+        break;
+    case RP_CH_MAPS:
+        free(p->maps);
+        p->maps = dupn(c->data, c->len);
+        p->maps_len = p->maps ? c->len : 0;
+        break;
+    case RP_CH_THREAD:
+        if ((rc = fixed_len(c, "THREAD", 8, err, errsz)) == 0)
+            read_thread(p, c, only_tid);
+        break;
+    case RP_CH_DEFS:
+        rc = read_defs(p, c, err, errsz);
+        break;
+    case RP_CH_EVENTS:
+        rc = replay_events(p, c, only_tid, err, errsz);
+        break;
+    case RP_CH_STATS: /* direct mode: stats.c */
+        rc = rp_stats_read(p, &v->em, c, only_tid, err, errsz);
+        /* direct mode counts lock holds as intervals from format 1.3 on */
+        p->hold_intervals |= r->major == 1 && r->minor >= 3;
+        break;
+    case RP_CH_FCOUNT: /* throttled calls: stats.c */
+        rc = rp_fcount_read(p, c, only_tid, err, errsz);
+        break;
+    case RP_CH_LOST:
+        rc = read_lost(p, c, only_tid, err, errsz);
+        break;
+    case RP_CH_END:
+        rc = read_end(p, c, r->minor, err, errsz);
+        break;
+    default:
+        break; /* unknown chunk types are skipped: newer minor versions */
+    }
+    return rc;
+}
+
+/*
+ * After the last chunk: the reader's error rc (a damaged end, kept as a
+ * warning under force), the chunks it skipped, and how the program ended,
+ * as warnings.  Returns 0, or rc with the message in err.
+ */
+static int read_done(struct rp_profile *p, const struct rp_reader *r, int rc, const char *path,
+                     int force, char *err, size_t errsz)
+{
+    if (rc < 0) {
+        if (force && (rc == RP_ETRUNC || rc == RP_ECRC)) {
+            rp_profile_warn(p, "%s; analysed the %llu bytes before it", r->err,
+                            (unsigned long long)r->off);
+        } else if (rc == RP_ETRUNC || rc == RP_ECRC) {
+            snprintf(err, errsz, "%s (--force analyses the chunks before it)", r->err);
+            return rc;
+        } else {
+            snprintf(err, errsz, "%s", r->err);
+            return rc;
+        }
+    }
+    if (r->skipped) {
+        p->skipped_chunks = r->skipped;
+        rp_profile_warn(p, "%s: skipped %llu damaged chunk(s), the first at offset %llu", path,
+                        (unsigned long long)r->skipped, (unsigned long long)r->skipped_off);
+    }
+    if (p->ended && (p->end_flags & RP_END_SIGNAL))
+        rp_profile_warn(p,
+                        "%s: the program was killed by signal %d; events recorded until then "
+                        "are all here (the recorder's signal handler flushed them)",
+                        path, p->end_status);
+    if (!p->ended)
+        rp_profile_warn(p,
+                        "%s: no END record: the program ended abnormally (crash, signal, "
+                        "_exit) or is still running; events not flushed before that are "
+                        "missing",
+                        path);
+    return 0;
+}
+
+/* rp_replay_file with the replay's state in p->priv.  Returns as it. */
+static int replay_run(const char *path, const struct rp_replay_opts *o, struct rp_profile *p,
+                      rp_chunk_fn fn, void *ctx, char *err, size_t errsz)
+{
+    struct priv *v = p->priv;
+    struct rp_reader r;
+    struct rp_chunk c;
+    char sub[256];
+    int rc;
+
+    if ((rc = nodes_reserve(p, 0)) < 0)
+        return rc;
+    p->nodes[0].kind = RP_KIND_FUNC;
+    if ((rc = rp_reader_open(&r, path)) < 0) {
+        snprintf(err, errsz, "%s", r.err);
+        return rc;
+    }
+    r.force = o->force;
+    /* A per-chunk callback sees the profile as of its chunk: replay in order. */
+    if (!fn)
+        rp_workers_start(v, rp_workers_count());
+    while ((rc = rp_reader_next(&r, &c)) > 0) {
+        sub[0] = 0;
+        /* jobs read the node table: join them before it changes */
+        if (c.type != RP_CH_EVENTS && c.type != RP_CH_CLOCK && c.type != RP_CH_THREAD &&
+            (rc = rp_jobs_drain(p, sub, sizeof(sub))) < 0)
+            goto fail;
+        rc = read_chunk(p, &r, &c, o->tid, sub, sizeof(sub));
+        if (rc >= 0 && fn)
+            rc = fn(ctx, p, &c);
+        if (rc < 0)
+            goto fail;
+    }
+    int rd = rc;
+    if ((rc = rp_jobs_drain(p, sub, sizeof(sub))) < 0)
+        goto fail;
+    if ((rc = read_done(p, &r, rd, path, o->force, err, errsz)) < 0)
+        goto out;
+    rp_workers_stop(v);
+    if ((rc = rp_threads_end(p)) < 0 || (rc = rp_replay_finish(p)) < 0)
+        goto fail;
+    p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
+    p->resolution = p->compensated ? v->res_comp : 1;
+
+    rc = 0;
+out:
+    rp_workers_stop(v);
+    rp_reader_close(&r);
+    return rc;
+fail:
+    rp_jobs_drain(p, sub + strlen(sub), 0); /* release the jobs; the first error stands */
+    if (rc == RP_ENOMEM && !sub[0])
+        snprintf(sub, sizeof(sub), "out of memory");
+    snprintf(err, errsz, "%s: %s", path, sub);
+    goto out;
+}
+
+int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_profile *p,
+                   rp_chunk_fn fn, void *ctx, char *err, size_t errsz)
+{
+    struct rp_replay_opts none = {0};
+
+    err[0] = 0;
+    if (!(p->priv = calloc(1, sizeof(struct priv))))
+        return RP_ENOMEM;
+    struct priv *v = p->priv;
+    v->p = p;
+    v->want_comp = !(o ? o : &none)->no_compensate;
+    int rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
+    priv_free(p); /* the profile holds the results: the replay's state goes */
+    return rc;
+}
+
+int rp_profile_symbolize(struct rp_profile *p)
+{
+    if (!p->maps || !p->maps_len)
+        return 0;
+    struct rp_symbolizer *s = rp_sym_open(p->maps, p->maps_len);
+    if (!s)
+        return RP_ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++) {
+        struct rp_node *n = &p->nodes[i];
+        /* functions and locks by their address, and the waits on a
+         * condition variable (kind wait, class lock) by the condition's */
+        if (n->name || !n->calls ||
+            (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
+             n->kind != RP_KIND_LOCK_HOLD && !(n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK)))
+            continue;
+        struct rp_symbol sym = {0};
+        if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)
+            break;
+        n->name = sym.name;
+        if (!n->file) {
+            n->file = sym.file;
+            n->line = sym.line;
+            sym.file = NULL;
+        }
+        free(n->module);
+        n->module = sym.module;
+        sym.name = sym.module = NULL;
+        rp_sym_clear(&sym);
+    }
+    rp_sym_close(s);
+    return rc;
+}

@@ -1,0 +1,429 @@
+/*
+ * rank_solve.c - the ranking's solve (rank.c explains the method): the
+ * whole graph swept in id order when that order is good enough, else the
+ * component solver (its graph from rank_graph.c and rank_layout.c),
+ * Gauss-Seidel sweeps in push form over each cycle; and rp_rank_solve.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bigmem.h"
+#include "common/error.h"
+#include "rank_int.h"
+
+static void rp_rank_solver_free(struct solver *sv)
+{
+    free(sv->off1);
+    free(sv->dst1);
+    free(sv->c1);
+    free(sv->invden1);
+    free(sv->order);
+    free(sv->pos);
+    free(sv->cbeg);
+    free(sv->byid);
+    free(sv->invden);
+    free(sv->ioff);
+    free(sv->xoff);
+    free(sv->edst);
+    free(sv->ec);
+    free(sv->in);
+    free(sv->x);
+}
+
+/* Checks the options and the size (discovery numbers must stay below FIN).
+ * Returns 0 or RP_EINVAL. */
+static int validate(uint32_t n, double alpha, double tol, uint32_t max_iter)
+{
+    if (n == 0 || n > FIN)
+        return RP_EINVAL;
+    if (!(alpha >= 0.0 && alpha < 1.0) || !(tol >= 0.0) || !isfinite(tol) || max_iter == 0)
+        return RP_EINVAL;
+    return 0;
+}
+
+/*
+ * Adds d times each coefficient c[e], e in [e0, e1), to the flow into the
+ * callee dst[e], prefetching the flow AHEAD edges on (dst has AHEAD spare
+ * entries).  Cannot fail.
+ */
+static inline void push(struct uv *in, const uint32_t *dst, const double *c, uint32_t e0,
+                        uint32_t e1, struct uv d)
+{
+    for (uint32_t e = e0; e < e1; e++) {
+        __builtin_prefetch(&in[dst[e + AHEAD]], 1);
+        struct uv *t = &in[dst[e]];
+        t->u += c[e] * d.u;
+        t->v += c[e] * d.v;
+    }
+}
+
+/* What a sweep measured: the L1 change of u and of v, the sums of the new
+ * u and v. */
+struct sweep_sums {
+    double cu, cv, su, sv;
+};
+
+/*
+ * One Gauss-Seidel sweep in push form over the nodes [a, b) (positions, or
+ * node ids for the whole graph; the callees in dst are of the same kind):
+ * each node's x becomes in * invden (in + x when invden is 0: a node that
+ * never leaves itself keeps all it receives), and its change is pushed
+ * along its edges, unless it is exactly 0 (pushing it would add 0.0 to
+ * values that are never -0.0: skipping it changes no bit).  Cannot fail.
+ */
+static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double *invden,
+                                      const uint32_t *off, const uint32_t *dst, const double *c,
+                                      uint32_t a, uint32_t b)
+{
+    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
+
+    for (uint32_t k = a; k < b; k++) {
+        struct uv nx = in[k], d;
+        if (invden[k] > 0.0) {
+            nx.u *= invden[k];
+            nx.v *= invden[k];
+        } else {
+            nx.u += x[k].u;
+            nx.v += x[k].v;
+        }
+        d.u = nx.u - x[k].u;
+        d.v = nx.v - x[k].v;
+        cu += fabs(d.u);
+        cv += fabs(d.v);
+        su += nx.u;
+        svs += nx.v;
+        x[k] = nx;
+        if (d.u != 0.0 || d.v != 0.0)
+            push(in, dst, c, off[k], off[k + 1], d);
+    }
+    return (struct sweep_sums){cu, cv, su, svs};
+}
+
+/* The rule that ends the sweeps (solve_cycle's and the whole graph's):
+ * the L1 change of pi, r * cu + cv with r a bound on pi_ROOT, is at most
+ * tol, or the change is down to rounding (FLOOR_ULPS units in the last
+ * place of the sums).  Cannot fail. */
+#define FLOOR_ULPS 64.0
+
+static inline int settled(double r, struct sweep_sums m, double tol)
+{
+    return r * m.cu + m.cv <= tol || m.cu + m.cv <= FLOOR_ULPS * DBL_EPSILON * (m.su + m.sv);
+}
+
+/*
+ * Gauss-Seidel sweeps over the component at positions [a, b), in push form:
+ * in[k] always holds the flow from earlier components plus the sum of
+ * c * x over k's callers inside the component at their current values, so
+ * when node k is updated, x_k = in[k] * invden (exactly the Gauss-Seidel
+ * update of the pull form), and the change of x_k is pushed along k's edges
+ * inside the component: callees after k see it in this sweep, those before
+ * it in the next.  Starting from 0 every change is >= 0 (in[] only grows),
+ * so the iterates increase monotonically to the solution.
+ *
+ * Runs until the L1 change of the component's pi is at most tol, or is down
+ * to rounding (FLOOR_ULPS units in the last place of the component's sum),
+ * or max_iter sweeps were made.  The change of pi is bounded with
+ *     pi_ROOT <= (rv - sum v) / (ru + sum u),
+ * the sums over the component, where ru = 1 + sum u and rv = 1 - sum v over
+ * the components solved before (all of u and v only grow).  A node that
+ * never leaves itself (invden 0: alpha == 0 and a pure self loop) keeps all
+ * it receives: it grows every sweep and never converges, which the residual
+ * then says.  Adds the last sweep's change of u and v to *du, *dv; returns
+ * the number of sweeps.  Cannot fail.
+ */
+static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru, double rv,
+                            double tol, uint32_t max_iter, double *du, double *dv)
+{
+    const uint32_t *off = sv->ioff, *dst = sv->idst;
+    const double *c = sv->ic, *invden = sv->invden;
+    struct uv *x = sv->x, *in = sv->in;
+    uint32_t it = 0;
+    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
+
+    while (it < max_iter) {
+        m = sweep(in, x, invden, off, dst, c, a, b);
+        it++;
+        /* the component's sums tighten the bound on pi_ROOT */
+        if (settled((rv - m.sv) / (ru + m.su), m, tol))
+            break;
+    }
+    *du += m.cu;
+    *dv += m.cv;
+    return it;
+}
+
+/*
+ * Solves for u and v component by component (x by position), then pi.
+ * Returns the largest number of sweeps a component needed in *iters (1 for
+ * an acyclic graph) and the L1 change of pi in the last sweep of every
+ * component, summed, in *resid.  Cannot fail.
+ */
+static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
+                  uint32_t *iters, double *resid)
+{
+    uint32_t n = sv->n, it = 1, ncyc = 0; /* nodes that need sweeps */
+    double tele = alpha / (double)n, du = 0.0, dv = 0.0, su = 0.0, svs = 0.0;
+    struct uv *x = sv->x;
+
+    for (uint32_t k = 0; k < n; k++)
+        sv->in[k] = (struct uv){0.0, sv->order[k] ? tele : 0.0};
+    for (uint32_t r = 0; r < sv->ncomp; r++) {
+        uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n;
+        if (b - a > 1 || sv->invden[a] == 0.0)
+            ncyc += b - a;
+    }
+    for (uint32_t r = sv->ncomp; r-- > 0;) {
+        uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n, i = sv->order[a];
+        if (b - a == 1 && (i == 0 || sv->invden[a] > 0.0)) {
+            struct uv in = sv->in[a];
+            x[a] = i == 0 ? (struct uv){1.0, 0.0}
+                          : (struct uv){in.u * sv->invden[a], in.v * sv->invden[a]};
+        } else {
+            /* this component's share of the tolerance: all sum to tol */
+            double t = tol * (double)(b - a) / (double)ncyc;
+            uint32_t k = solve_cycle(sv, a, b, 1.0 + su, 1.0 - svs, t, max_iter, &du, &dv);
+            it = k > it ? k : it;
+        }
+        for (uint32_t k = a; k < b; k++) {
+            push(sv->in, sv->xdst, sv->xc, sv->xoff[k], sv->xoff[k + 1], x[k]);
+            if (sv->order[k]) {
+                su += x[k].u;
+                svs += x[k].v;
+            }
+        }
+    }
+    double root = (1.0 - svs) / (1.0 + su);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = sv->order[k];
+        pi[i] = i ? root * x[k].u + x[k].v : root;
+    }
+    *iters = it;
+    *resid = root * du + dv;
+}
+
+/*
+ * The whole graph in id order, first.  Tarjan's search and the layout by
+ * position cost more than half of a large ranking, and a profile's ids come
+ * nearly in the order the solve wants: a node's id is given when it is
+ * first seen, which is after its first caller's, so most edges point to a
+ * higher id and the edges that do not are mostly the ones that close
+ * cycles.  So a large graph (WHOLE_MIN edges or more) is first swept
+ * whole, Gauss-Seidel in push form as in solve_cycle, over the adjacency by
+ * node as it was built (rows in id order, read in sequence), x and in[] by
+ * node: each sweep updates every node but ROOT (x_ROOT = (1, 0), pushed
+ * once) and pushes its change along its row, skipping rows whose change is
+ * exactly 0 (a node all of whose callers are settled).  It stops as
+ * solve_cycle does, with the whole tolerance: when the L1 change of pi is
+ * at most tol, or down to rounding.  With no edge to a lower id the graph
+ * is acyclic and its ids a topological order: one sweep is then exact, as
+ * the component solver would be (1 sweep, residual 0).
+ *
+ * It does not start when the order is not good enough for it: more than
+ * WHOLE_BACK of the edges go to lower ids, or most of those are short (at
+ * most WHOLE_SPAN ids back, a window whose rows stay in the cache).  The
+ * component search is cheap when the cycles stay within such windows (it
+ * walks memory nearby), and short cycles can hold the flow for many sweeps,
+ * each of which costs the whole graph here; long edges back make the
+ * search wander through memory at random, and the long cycles they close
+ * lose more flow on their way round.  It gives up, and the component
+ * solver runs from scratch, when the change fails to fall, the sweeps so
+ * far say more than WHOLE_MAX will be needed (the change of the last sweep
+ * over that of the one before, extrapolated to tol), or max_iter is
+ * reached first: the search and the layout cost about as much as six
+ * sweeps, and the components' own sweeps come on top.  On the 1M-node
+ * benchmark graphs (bench_rank): 1 % of edges back anywhere up, 7 sweeps
+ * (as many as the component solver's largest cycle); 5 % back, 13 sweeps,
+ * faster than the components' 13 in their largest cycle; edges back at
+ * most 100 or 1000 ids up, left to the components, which are faster there
+ * (0.34 s against 0.81 s whole; 0.38-0.53 s against 0.47-0.72 s); uniformly
+ * random edges (half to a lower id), left to the components.
+ * Which solver ranks a graph depends on the graph alone, so one thread or
+ * two still give the same bits.
+ */
+#define WHOLE_MIN  (1u << 19)
+#define WHOLE_BACK 0.10
+#define WHOLE_MAX  16u
+
+/* Edges from which a graph is swept whole first (the tests lower it), and
+ * the sweeps the whole-graph solve took in this thread's last ranking (0:
+ * the component solver ranked it), for the tests to see which ran. */
+uint32_t rp_rank_whole_min = WHOLE_MIN;
+_Thread_local uint32_t rp_rank_whole_sweeps;
+
+/* Half of whole_init's nodes: [i0, i1). */
+struct whole_init_part {
+    struct solver *sv;
+    uint32_t i0, i1;
+    double tele;
+};
+
+/* Sets in[] to the teleport's flow and x to 0 over a part of the nodes (the
+ * first writes fault the pages in, which two threads do in half the time).
+ * Takes a void * to run on a thread (rp_rank_run_pair).  Cannot fail. */
+static void whole_init(void *arg)
+{
+    struct whole_init_part *pt = arg;
+
+    for (uint32_t i = pt->i0; i < pt->i1; i++) {
+        pt->sv->in[i] = (struct uv){0.0, i ? pt->tele : 0.0};
+        pt->sv->x[i] = (struct uv){0.0, 0.0};
+    }
+}
+
+/* The number of sweeps that a change of ch after a change of prev says the
+ * whole-graph solve needs in all after it, it sweeps made, to bring the
+ * change to tol; UINT32_MAX when the change does not fall.  Cannot fail. */
+static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
+{
+    if (!(ch < prev))
+        return UINT32_MAX;
+    if (ch <= tol || ch == 0.0)
+        return it;
+    double more = ceil(log(tol / ch) / log(ch / prev));
+    return more < (double)WHOLE_MAX ? it + (uint32_t)more : UINT32_MAX;
+}
+
+/*
+ * Solves the graph whole in id order (see above) into pi, with the
+ * caller's blocks (t) faulted in on a helper meanwhile, if one can be
+ * started (t is then emptied: its blocks and job are done).  Returns 1 when
+ * it did (*iters and *resid set), 0 when it gave up (sv->in and sv->x are
+ * left allocated, their contents garbage), or RP_ENOMEM.
+ */
+static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
+                       uint32_t *iters, double *resid, struct touch *t)
+{
+    uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX;
+    const uint32_t *off = sv->off1, *dst = sv->dst1;
+    const double *c = sv->c1, *invden = sv->invden1;
+    double prev = 0.0, ch = 0.0, root = 0.0;
+    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
+    int done = 0;
+
+    if ((double)sv->nback > WHOLE_BACK * (double)off[n] || sv->nshort > sv->nback / 2)
+        return 0;
+    sv->in = rp_big_malloc((size_t)n * sizeof *sv->in);
+    sv->x = rp_big_malloc((size_t)n * sizeof *sv->x);
+    if (!sv->in || !sv->x)
+        return RP_ENOMEM;
+    struct uv *in = sv->in, *x = sv->x;
+    struct whole_init_part lo = {sv, 0, n / 2, alpha / (double)n}, hi = {sv, n / 2, n, lo.tele};
+    rp_rank_run_pair(sv->threads, whole_init, &lo, whole_init, &hi);
+    struct helper h;
+    int helped = rp_rank_helper_start(&h, sv->threads, rp_rank_touch_pages, t);
+    x[0] = (struct uv){1.0, 0.0};
+    push(in, dst, c, off[0], off[1], x[0]);
+    while (it < cap) {
+        m = sweep(in, x, invden, off, dst, c, 1, n);
+        it++;
+        root = (1.0 - m.sv) / (1.0 + m.su);
+        prev = ch;
+        ch = root * m.cu + m.cv;
+        if (sv->nback == 0) { /* acyclic, in topological order: exact */
+            m.cu = m.cv = 0.0;
+            done = 1;
+            break;
+        }
+        if (settled(root, m, tol)) {
+            done = 1;
+            break;
+        }
+        if (it >= 2 && whole_forecast(it, prev, ch, tol) > cap)
+            break;
+    }
+    rp_rank_helper_join(&h);
+    if (helped) { /* the component solver need not fault t's blocks in again */
+        t->k = 0;
+        t->then = NULL;
+    }
+    if (!done)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        pi[i] = i ? root * x[i].u + x[i].v : root;
+    rp_rank_whole_sweeps = it;
+    *iters = it;
+    *resid = root * m.cu + m.cv;
+    return 1;
+}
+
+/* How many threads to rank with: as asked (at most 2), or with 0, two when
+ * a pass has PAR_MIN items (edges; nodes for the ranks) or more and two
+ * processors are online (below that the dozen thread starts cost more than
+ * the halves save: on 100K edges two threads took 0.0051-0.0062 s, one
+ * 0.0048-0.0049 s; on 1M edges two took 0.056-0.067 s, one 0.072-0.079 s).
+ * Cannot fail. */
+#define PAR_MIN (1u << 19)
+
+int rp_rank_threads(uint32_t threads, uint32_t items)
+{
+    if (threads)
+        return threads > 1 ? 2 : 1;
+    return items >= PAR_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+}
+
+/* rp_rank_solve on an input of either kind; see there.  t holds the
+ * caller's own uninitialized blocks to be faulted in with the solver's
+ * (the profile's ranks), if any.  Returns 0, RP_EINVAL or RP_ENOMEM. */
+int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_t max_iter,
+                        uint32_t threads, double *pi, uint32_t *iterations, double *residual,
+                        struct touch *t)
+{
+    struct solver sv = {.threads = rp_rank_threads(threads, g->m)};
+    uint32_t it = 0;
+    double res = 0.0;
+    int rc = validate(g->n, alpha, tol, max_iter);
+
+    if (rc)
+        return rc;
+    if (g->n == 1) {
+        pi[0] = 1.0;
+    } else {
+        sv.n = g->n;
+        rp_rank_whole_sweeps = 0;
+        if ((rc = rp_rank_adjacency(g, alpha, &sv)))
+            goto out;
+        int whole = g->m >= rp_rank_whole_min
+                        ? whole_graph(&sv, alpha, tol, max_iter, pi, &it, &res, t)
+                        : 0;
+        if (whole < 0) {
+            rc = whole;
+            goto out;
+        }
+        if (!whole) {
+            if ((rc = rp_rank_layout(&sv, t)))
+                goto out;
+            solve(&sv, alpha, tol, max_iter, pi, &it, &res);
+        }
+    }
+    if (iterations)
+        *iterations = it;
+    if (residual)
+        *residual = res;
+out:
+    rp_rank_solver_free(&sv);
+    return rc;
+}
+
+int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double *pi,
+                  uint32_t *iterations, double *residual)
+{
+    if (!pi || !g || !g->stop || (g->m && (!g->src || !g->dst || !g->w)))
+        return RP_EINVAL;
+    struct input in = {g->n,
+                       g->m,
+                       (const char *)g->stop,
+                       (const char *)g->src,
+                       (const char *)g->dst,
+                       (const char *)g->w,
+                       sizeof *g->stop,
+                       sizeof *g->src,
+                       sizeof *g->dst,
+                       sizeof *g->w,
+                       0};
+    return rp_rank_solve_input(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
+                               o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi,
+                               iterations, residual, &(struct touch){0});
+}
