@@ -22,7 +22,8 @@
 #   sanitized          true under any sanitizer (RP_SANITIZE non-empty)
 #   under_tsan         true under ThreadSanitizer
 #   under_asan         true under AddressSanitizer
-#   tmo CMD...         CMD under `timeout -k 5 ${RP_TIMEOUT:-120}`
+#   $TMO CMD...        CMD under `timeout -k 5 120` ($TMO unquoted: a
+#                      plain command, so `$TMO cmd &` gives timeout's pid)
 #   at_exit CMD        run CMD (a string, eval'ed) at exit, before $tmp goes
 #
 # Scenarios: `scenario NAME FUNC [ARG...]` runs FUNC in a subshell with
@@ -118,7 +119,7 @@ sanitized() { [[ -n "${RP_SANITIZE:-}" ]]; }
 under_tsan() { [[ "${RP_SANITIZE:-}" == *thread* ]]; }
 under_asan() { [[ "${RP_SANITIZE:-}" == *address* ]]; }
 
-tmo() { timeout -k 5 "${RP_TIMEOUT:-120}" "$@"; }
+TMO="timeout -k 5 120"
 
 # scenario NAME FUNC [ARG...]: runs FUNC in a subshell under set -e; never
 # fails itself (a failure is recorded for `finish`).
