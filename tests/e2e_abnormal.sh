@@ -31,14 +31,9 @@
 # Then the final flush is bounded: a writer slowed to 1 s per buffer
 # (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
 # RANKPROF_EXIT_TIMEOUT_MS at exit() or at a crash.
-set -euo pipefail
-fail() { echo "e2e_abnormal: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_abnormal RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=50
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_abnormal.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=1000
 
 # Under ASan/TSan the sanitizer's own SIGSEGV/SIGFPE handling comes first

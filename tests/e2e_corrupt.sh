@@ -11,16 +11,11 @@
 #     exits 0 or 1 within 20 s (never a signal, never a hang); a failure
 #     names the offset; a success on a damaged copy warns, or prints exactly
 #     the report of the intact trace.
-set -euo pipefail
-fail() { echo "e2e_corrupt: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_corrupt RANKPROF PROGS RP_LIB
 sweep="$PROGS/fuzz/corrupt_sweep"
 [[ -x "$sweep" ]] || fail "$sweep is missing"
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_corrupt.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # A one-thread trace (calltree), and a three-thread one cut into many small
 # EVENTS chunks (4 KiB buffers), with a LOST record (drop mode, tiny ring).
@@ -34,7 +29,7 @@ RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
 # 1. in process: every truncation; flips at every byte of the small trace,
 #    every 5th of the larger one.  Under the sanitizers (ten times slower) a
 #    sample: every flip offset 4th / 25th, every 4th cut of the larger one.
-if [[ -n "${RP_SANITIZE:-}" ]]; then
+if sanitized; then
     "$sweep" "$tmp/one.data" 4 || fail "sweep of one.data"
     "$sweep" "$tmp/three.data" 25 4 || fail "sweep of three.data"
 else

@@ -12,24 +12,12 @@
 #   forker    fork from a threaded process: the child's own file, exact counts
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_direct RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_direct: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_direct: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-for p in twomode points forker; do
-    [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_progs twomode points forker
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_direct.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 cat >"$tmp/check.py" <<'PYEOF'
 import json, os, struct, sys, zlib
@@ -199,7 +187,7 @@ done
 if rp record --print -o "$tmp/x.data" -- true 2>/dev/null; then fail "--print without --mode direct was accepted"; fi
 if rp record --mode sample -o "$tmp/x.data" -- true 2>/dev/null; then fail "--mode sample was accepted"; fi
 
-if [[ -z "${RP_SANITIZE:-}" ]]; then # a sanitized recorder needs its runtime preloaded first
+if ! sanitized; then # a sanitized recorder needs its runtime preloaded first
     env LD_PRELOAD="$RP_LIB" RANKPROF_MODE=direct RANKPROF_OUTPUT="$tmp/env.data" RANKPROF_PRINT=1 \
         "$PROGS/prog_twomode" >/dev/null 2>"$tmp/env.err" || fail "preloaded direct mode run failed"
     grep -Eq " 8000 " "$tmp/env.err" || fail "RANKPROF_PRINT=1: no table: $(cat "$tmp/env.err")"
@@ -215,10 +203,10 @@ fi
 # allocator that another thread of the parent held at the fork (GCC 12's
 # libasan has no fork handlers for it), so the leak check is off for this
 # run; the parent and the child are still checked by ASan itself.
-if [[ "${RP_SANITIZE:-}" != *thread* ]]; then
+if ! under_tsan; then
 mkdir "$tmp/fork"
 asan_opts=${ASAN_OPTIONS:-}
-[[ "${RP_SANITIZE:-}" == *address* ]] && asan_opts="${asan_opts:+$asan_opts:}detect_leaks=0"
+under_asan && asan_opts="${asan_opts:+$asan_opts:}detect_leaks=0"
 ASAN_OPTIONS=$asan_opts timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
     fail "record --mode direct forker (exit status $?)"
 child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)

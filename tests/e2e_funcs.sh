@@ -16,24 +16,15 @@
 # No unmatched exit and no unclosed span anywhere.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_funcs RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_funcs: FAIL: $*" >&2
-    exit 1
-}
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
 prog="$PROGS/prog_funcs"
 dl="$PROGS/libfuncs_dl.so"
 [[ -x "$prog" && -f "$dl" ]] || fail "$prog or $dl is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_funcs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=3000
 
 # check.py JSON CASE N: the nodes and edges of CASE

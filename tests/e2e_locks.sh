@@ -19,22 +19,12 @@
 #   - a pthread_cond_wait ends the mutex's hold (no hold spans the wait).
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_locks RANKPROF PROGS RP_LIB EXAMPLES
 
-fail() {
-    echo "e2e_locks: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_locks: $*"; }
-
-for v in RANKPROF PROGS RP_LIB EXAMPLES; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_locks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 ITERS=10000

@@ -14,25 +14,15 @@
 # Then examples/firmware's points, io spans and timer ticks (its header).
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB and EXAMPLES in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_points RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_points: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_points: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
 prog="$PROGS/prog_points"
 off="$PROGS/prog_points_off"
 [[ -x "$prog" && -x "$off" ]] || fail "$prog or $off is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_points.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=36
 
 # check.py JSON DUMP MODE: MODE is "all" ("small": the same with small

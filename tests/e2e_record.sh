@@ -10,20 +10,11 @@
 #   - -i naming a FIFO: refused at once;
 #   - the -finstrument-functions hint only for a program without the hooks.
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
-set -euo pipefail
-fail() { echo "e2e_record: FAIL: $*" >&2; exit 1; }
-note() { echo "e2e_record: $*"; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_record RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_record.XXXXXX")
 mnt=""
-cleanup() {
-    [[ -n "$mnt" ]] && umount "$mnt" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+at_exit '[[ -n "$mnt" ]] && umount "$mnt" 2>/dev/null || true'
 cd "$tmp"
 T="$PROGS/prog_tiny"
 

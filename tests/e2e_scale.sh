@@ -20,14 +20,9 @@
 #           of `report --format json` (GNU time) stays within the documented
 #           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
 #           whose allocators keep freed memory and add their own.
-set -euo pipefail
-fail() { echo "e2e_scale: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_scale RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_scale.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 prog="$PROGS/prog_scale"
 
 # --- deep, waves -----------------------------------------------------------
@@ -78,7 +73,7 @@ if bad:
 PY
     echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
 }
-if [[ -n "${RP_SANITIZE:-}" ]]; then # (ten times slower, and bigger frames)
+if sanitized; then # (ten times slower, and bigger frames)
     deep 300000 1 1
     deep 20000 2 8
 else
@@ -87,7 +82,7 @@ else
 fi
 
 # --- memory -------------------------------------------------------------
-if [[ -n "${RP_SANITIZE:-}" ]]; then
+if sanitized; then
     echo "e2e_scale: memory part skipped under sanitizers ($RP_SANITIZE)"
     exit 0
 fi

@@ -17,14 +17,9 @@
 #             the recorded program's (ring buffers, nothing per event)
 #
 # prog_stress prints "calls C", the function calls it made (docs at its top).
-set -euo pipefail
-fail() { echo "e2e_stress: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_stress RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_stress.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # report --format json of $1, checked against the expected counts
 expect() { # file threads n_per_thread nthreads_with_events lost(0|any)

@@ -26,21 +26,11 @@
 #     (headless chromium, when installed) shows "recursive", no share > 100 %.
 #
 # Run by ctest with RANKPROF and PROGS in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_table RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_table: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_table: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_table.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 # widest line of a file, in characters (UTF-8), ANSI colours taking none

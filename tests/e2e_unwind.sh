@@ -7,15 +7,10 @@
 #
 # tests/progs/unwind.c and tests/progs/cxx/exc.cpp document the exact
 # counts checked here.  Run by ctest with RANKPROF, PROGS and RP_LIB set.
-set -euo pipefail
-fail() { echo "e2e_unwind: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_unwind RANKPROF PROGS RP_LIB
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_unwind.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 san=${RP_SANITIZE:-}
 N=200
 

@@ -30,31 +30,21 @@
 # not model the recorder's locks, and reports races that are not.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_waits RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_waits: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_waits: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_waits.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 # 50 items: 150 ms of crunch, long enough that main's own time (creating
 # the threads, a few ms when the machine is busy) stays well under its 10 %;
 # 100 under sanitizers, whose pthread_create is slower still
 N=50
-[[ -n "${RP_SANITIZE:-}" ]] && N=100
+sanitized && N=100
 tsan=0 cancel=cancel
-[[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 cancel=nocancel &&
+under_tsan && tsan=1 cancel=nocancel &&
     note "TSan: the condition and cancellation checks are skipped"
 # record DATA MODE [CLASSES]: records prog_waits, checks what it printed
 # and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.

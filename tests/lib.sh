@@ -150,7 +150,8 @@ scenario() {
     return 0
 }
 
-# finish: the summary line and the script's exit status (see above).
+# finish: the summary line and the script's exit status (see above); in a
+# script without scenarios, 77 when `missing` skipped something, else 0.
 finish() {
     local skipped=()
     [[ -f "$_rp_state/skipped" ]] && mapfile -t skipped <"$_rp_state/skipped"
@@ -160,10 +161,12 @@ finish() {
         echo "$RP_TEST: ${#_rp_failed[@]} of $_rp_ran scenarios failed: ${list//,/, }" >&2
         exit 1
     fi
+    local what="all $_rp_ran scenarios passed"
+    ((_rp_ran)) || what="all checks passed"
     if ((${#skipped[@]})); then
-        echo "$RP_TEST: $_rp_ran scenarios passed, consumers missing (skipped): ${skipped[*]}"
+        echo "$RP_TEST: $what, but skipped (consumers missing): ${skipped[*]}"
         exit 77
     fi
-    echo "$RP_TEST: all $_rp_ran scenarios passed"
+    echo "$RP_TEST: $what"
     exit 0
 }
