@@ -18,7 +18,7 @@
 #   - `report --thread TID` on a reused tid selects all of its threads,
 #     `--thread TID#1` (as `info` lists it) only the second.
 # Under sanitizers N is 4000 (a thread costs much more there): no tid is
-# reused then, and the counts are checked the same way; test_trace checks
+# reused then, and the counts are checked the same way; test_replay checks
 # the replay of two threads sharing a tid in a synthesised trace.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
