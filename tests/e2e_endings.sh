@@ -85,7 +85,7 @@ killed() { # SIG
     rec=$!
     pid=
     for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/kill$sig.out")
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/kill$sig.out" 2>/dev/null || true)
         [[ -n $pid ]] && break
         sleep 0.1
     done
@@ -120,7 +120,7 @@ forkwait() {
     rec=$!
     pid=
     for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out")
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out" 2>/dev/null || true)
         [[ -n $pid ]] && break
         sleep 0.1
     done
