@@ -85,7 +85,7 @@ rp_init() {
         case $v in
         RANKPROF) [[ -x "$RANKPROF" ]] || fail "RANKPROF=$RANKPROF is not an executable" ;;
         RP_LIB) [[ -f "$RP_LIB" ]] || fail "RP_LIB=$RP_LIB does not exist" ;;
-        PROGS | EXAMPLES) [[ -d "${!v}" ]] || fail "$v=${!v} is not a directory" ;;
+        PROGS) [[ -d "$PROGS" ]] || fail "PROGS=$PROGS is not a directory" ;;
         esac
     done
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_${RP_TEST#e2e_}.XXXXXX") || fail "mktemp failed"
@@ -136,7 +136,11 @@ scenario() {
     (
         set -eE
         RP_SCENARIO=$name
-        trap '_rp_rc=$?; echo "$(_rp_who): FAIL: line $LINENO: \"$BASH_COMMAND\" exited $_rp_rc" >&2' ERR
+        _rp_level=$BASH_SUBSHELL
+        # the command that ends the scenario under set -e, named once (not
+        # in a set +e stretch, not again from inside a $(...))
+        trap '_rp_rc=$?; [[ $- == *e* && $BASH_SUBSHELL == "$_rp_level" ]] &&
+            echo "$(_rp_who): FAIL: line $LINENO: \"$BASH_COMMAND\" exited $_rp_rc" >&2' ERR
         "$@"
     )
     rc=$?
