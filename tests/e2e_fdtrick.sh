@@ -20,8 +20,8 @@ printf 'data\n' >"$tmp/want.txt"
 # that number as a race)
 modes="dup2 sysdup close"
 under_tsan && modes="dup2 sysdup"
-for mode in $modes; do
-    rc=0
+fdtrick() { # MODE
+    local mode=$1 rc=0
     $TMO "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_fdtrick" $mode $N "$tmp/$mode.txt" \
         >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
     [[ $rc -eq 0 ]] || fail "$mode: exit $rc: $(cat "$tmp/$mode.err")"
@@ -53,4 +53,8 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
     echo "e2e_fdtrick: $mode: data file untouched, all calls in the trace: ok"
+}
+for mode in $modes; do
+    scenario "$mode" fdtrick "$mode"
 done
+finish
