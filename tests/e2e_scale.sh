@@ -74,25 +74,23 @@ PY
     echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
 }
 if sanitized; then # (ten times slower, and bigger frames)
-    deep 300000 1 1
-    deep 20000 2 8
+    scenario deep_one deep 300000 1 1
+    scenario deep_waves deep 20000 2 8
 else
-    deep 2500000 1 1
-    deep 100000 2 16
+    scenario deep_one deep 2500000 1 1
+    scenario deep_waves deep 100000 2 16
 fi
 
 # --- memory -------------------------------------------------------------
-if sanitized; then
-    echo "e2e_scale: memory part skipped under sanitizers ($RP_SANITIZE)"
-    exit 0
-fi
-[[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
-ids=200000
-"$RANKPROF" record -o "$tmp/ids.rp" -- "$prog" ids $ids >"$tmp/ids.out" 2>"$tmp/ids.err" ||
-    fail "record ids $ids: $(cat "$tmp/ids.err")"
-/usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
-    >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
-python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
+memory() {
+    local ids
+    [[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
+    ids=200000
+    "$RANKPROF" record -o "$tmp/ids.rp" -- "$prog" ids $ids >"$tmp/ids.out" 2>"$tmp/ids.err" ||
+        fail "record ids $ids: $(cat "$tmp/ids.err")"
+    /usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
+        >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
+    python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
 import json, sys
 r, ids, rss_kb = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
 pts = [x for x in r["nodes"] if x["name"].startswith("p") and x["calls"] == 1]
@@ -105,3 +103,10 @@ if rss_kb * 1024 > bound:
     sys.exit(f"peak RSS {rss_kb} KiB is over the bound of 700 bytes per id + 16 MiB "
              f"({bound >> 10} KiB)")
 PY
+}
+if sanitized; then
+    note "memory part skipped under sanitizers ($RP_SANITIZE)"
+else
+    scenario memory memory
+fi
+finish
