@@ -5,7 +5,8 @@
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   rp_init NAME [VAR...]     # e.g. rp_init e2e_basic RANKPROF PROGS RP_LIB
 #
-# rp_init sets `set -euo pipefail`, checks that each named environment
+# Sourcing it sets `set -euo pipefail` (a script that takes each status
+# itself says `set +e` after rp_init).  rp_init checks that each named environment
 # variable is set (ctest sets RANKPROF, PROGS, RP_LIB, EXAMPLES, RP_SANITIZE;
 # RANKPROF must be executable and RP_LIB must exist when named), makes the
 # temporary directory $tmp (removed on exit, with whatever `at_exit` added)
@@ -29,9 +30,9 @@
 # Scenarios: `scenario NAME FUNC [ARG...]` runs FUNC in a subshell with
 # `set -e`, so a failed check (fail, or a command failing) ends only that
 # scenario; the others still run.  `finish` prints the summary and exits:
-# 1 when any scenario failed ("e2e_basic: 2 of 14 scenarios failed: json,
-# truncated"), 77 when something was skipped by `missing` and none failed,
-# else 0.  A scenario's subshell keeps no variables: scenarios that feed
+# 1 when any scenario failed ("e2e_basic: 2 of 11 scenarios failed:
+# calltree, bad_command_line"), 77 when something was skipped by `missing`
+# and none failed, else 0 (also in a script without scenarios).  A scenario's subshell keeps no variables: scenarios that feed
 # later ones leave files in $tmp.  RP_SCENARIOS="a b" (a
 # space-separated list) runs just the named scenarios, for debugging.
 
