@@ -141,7 +141,7 @@ scenario() {
         # the command that ends the scenario under set -e, named once (not
         # in a set +e stretch, not again from inside a $(...))
         trap '_rp_rc=$?; [[ $- == *e* && $BASH_SUBSHELL == "$_rp_level" ]] &&
-            echo "$(_rp_who): FAIL: line $LINENO: \"$BASH_COMMAND\" exited $_rp_rc" >&2' ERR
+            echo "$(_rp_who): FAIL: line $LINENO: \"${BASH_COMMAND%%$'"'\\n'"'*}\" exited $_rp_rc" >&2' ERR
         "$@"
     )
     rc=$?
