@@ -62,17 +62,24 @@ w=$(record t.data trace)
 wd=$(record d.data direct)
 wn=$(record nowait.data trace -wait)
 wl=$(record nolock.data trace func,wait)
-"$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
-((tsan)) || grep -q "cond ready_cv" locks.txt ||
-    fail "the locks table does not show the condition ready_cv"
-"$RANKPROF" report -i t.data >report.txt || fail "report (table)"
-grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+
+# the tables
+tables() {
+    "$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
+    ((tsan)) || grep -q "cond ready_cv" locks.txt ||
+        fail "the locks table does not show the condition ready_cv"
+    "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
+    grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+}
+scenario tables tables
+
 # exports: waits are frames; every cost is in some function's own cost
-for f in callgrind pprof folded; do
-    "$RANKPROF" export -i t.data --format $f -o t.$f || fail "export $f"
-done
-grep -q "^sleeper;nanosleep \[wait\] [0-9]" t.folded || fail "folded: no sleeper;nanosleep [wait] stack"
-python3 - <<'PYEOF' || exit 1
+exports() {
+    for f in callgrind pprof folded; do
+        "$RANKPROF" export -i t.data --format $f -o t.$f || fail "export $f"
+    done
+    grep -q "^sleeper;nanosleep \[wait\] [0-9]" t.folded || fail "folded: no sleeper;nanosleep [wait] stack"
+    python3 - <<'PYEOF' || exit 1
 import gzip, sys
 def die(msg):
     print("e2e_waits: FAIL: " + msg, file=sys.stderr)
@@ -138,8 +145,12 @@ for f, t, v in fields(b):
 if used - locs or any(fn not in funcs for l in loc_fn.values() for fn in l):
     die("pprof: samples name undefined locations %s or functions" % sorted(used - locs))
 PYEOF
+}
+scenario exports exports
 
-python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
+# the report and the locks of the four runs
+runs() {
+    python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
 import json, os, sys
 
 N, tsan, san = int(sys.argv[1]), sys.argv[2] == "1", bool(os.environ.get("RP_SANITIZE"))
@@ -263,4 +274,6 @@ if any(x["kind"] in ("lock-wait", "lock-hold") or x["name"].startswith("cond ")
     die("without the lock class there are lock or condition nodes")
 print("e2e_waits: report and locks checked")
 PYEOF
-note "PASS"
+}
+scenario runs runs
+finish
