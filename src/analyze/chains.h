@@ -1,5 +1,5 @@
 /*
- * chains.h - pass-through chains (docs/ranking.md, "Pass-through chains"):
+ * chains.h - pass-through chains (docs/table.md, "Pass-through chains"):
  * runs of procedures that each hand nearly all their time to one callee,
  * each called almost only by the one before.  The table shows a chain as one
  * row; the JSON marks its nodes.

@@ -721,9 +721,11 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
                 n_all - n_rows == 1 ? "" : "s");
     if (ch.n)
         fprintf(out,
-                "(%" PRIu32 " pass-through chain%s shown as one row each, with the numbers of "
-                "its last frame: --no-chains shows every frame)\n",
-                ch.n, ch.n == 1 ? "" : "s");
+                ch.n == 1 ? "(1 pass-through chain shown as one row, with the numbers of its "
+                            "last frame: --no-chains shows every frame)\n"
+                          : "(%" PRIu32 " pass-through chains shown as one row each, with the "
+                            "numbers of their last frame: --no-chains shows every frame)\n",
+                ch.n);
     if (dropped[0])
         fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", dropped, lw);
 

@@ -105,8 +105,10 @@ static int run_sigjmp(int n)
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
     struct itimerval it = {{0, 100}, {0, 100}};
-    setitimer(ITIMER_REAL, &it, NULL);
-    sigsetjmp(jb, 1);
+    /* jb first: a process descheduled for 100 us right after setitimer
+     * would otherwise take the first alarm before jb is set */
+    if (sigsetjmp(jb, 1) == 0)
+        setitimer(ITIMER_REAL, &it, NULL);
     while (jumps < 2000)
         work();
     struct itimerval off = {{0, 0}, {0, 0}};

@@ -241,9 +241,9 @@ int main(int argc, char **argv)
     pthread_barrier_init(&lockers_ready, NULL, 2);
     pthread_create(&l1, NULL, locker, &first_locker);
     pthread_create(&l2, NULL, locker, NULL);
-    int acc = 0;
+    unsigned acc = 0; /* wraps: unsigned */
     for (int i = 0; i < tiny_calls; i++)
-        acc += tiny(i);
+        acc += (unsigned)tiny(i);
     sink += (uint64_t)acc;
     for (int i = 0; i < LOOKUPS; i++)
         lookup(i);
