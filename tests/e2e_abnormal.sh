@@ -31,14 +31,9 @@
 # Then the final flush is bounded: a writer slowed to 1 s per buffer
 # (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
 # RANKPROF_EXIT_TIMEOUT_MS at exit() or at a crash.
-set -euo pipefail
-fail() { echo "e2e_abnormal: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_abnormal RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=50
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_abnormal.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=1000
 
 # Under ASan/TSan the sanitizer's own SIGSEGV/SIGFPE handling comes first
@@ -104,34 +99,39 @@ PY
     echo "e2e_abnormal: $mode: exit $rc, $end, all $N calls in the trace: ok"
 }
 
-check normal 0 exit 0
-check segv 139 "signal 11" 1
-check abort 134 "signal 6" 1
-check fpe 136 "signal 8" 1
-check chain 139 "signal 11" 1
-check exit 3 exit 2,3
-check _exit 4 exit 1
+ending() { scenario "$1" check "$@"; }
+ending normal 0 exit 0
+ending segv 139 "signal 11" 1
+ending abort 134 "signal 6" 1
+ending fpe 136 "signal 8" 1
+ending chain 139 "signal 11" 1
+ending exit 3 exit 2,3
+ending _exit 4 exit 1
 # main's sleep is an open wait, unless a sanitizer's sleep interceptor
 # bypasses the recorder
 sleep_open=2
 [[ -n "$san" ]] && sleep_open=1,2
-check kill 137 none $sleep_open
+ending kill 137 none $sleep_open
 
 # RANKPROF_SIGNALS=0: no handler, so a crash leaves only what the periodic
 # flush wrote (nothing here: the crash comes at once), but still a trace.
-rc=0
-RANKPROF_SIGNALS=0 "$RANKPROF" record -o "$tmp/nosig.data" -- "$PROGS/prog_crash" segv 10 \
-    >/dev/null 2>&1 || rc=$?
-[[ -n "$san" || $rc -eq 139 ]] || fail "RANKPROF_SIGNALS=0: exit $rc, expected 139"
-"$RANKPROF" info -i "$tmp/nosig.data" | grep -q "^ended: *ABNORMALLY: no END" ||
-    fail "RANKPROF_SIGNALS=0: the recorder still handled the signal"
+nosig() {
+    local rc=0
+    RANKPROF_SIGNALS=0 "$RANKPROF" record -o "$tmp/nosig.data" -- "$PROGS/prog_crash" segv 10 \
+        >/dev/null 2>&1 || rc=$?
+    [[ -n "$san" || $rc -eq 139 ]] || fail "RANKPROF_SIGNALS=0: exit $rc, expected 139"
+    "$RANKPROF" info -i "$tmp/nosig.data" | grep -q "^ended: *ABNORMALLY: no END" ||
+        fail "RANKPROF_SIGNALS=0: the recorder still handled the signal"
+}
+scenario nosig nosig
 
 # The final flush is bounded.  Buffers of 256 records, a writer that takes
 # 1 s per buffer, drop mode (so the program itself never waits): 30000
 # calls fill ~230 buffers, which the writer could not write in 200 s.  The
 # program must still end within RANKPROF_EXIT_TIMEOUT_MS (500 ms) plus
 # start-up; 20 s is generous for loaded CI machines and sanitizers.
-for mode in normal segv; do
+slow_writer() { # MODE
+    local mode=$1 start rc took
     start=$(date +%s)
     rc=0
     RANKPROF_BUFSIZE=4096 RANKPROF_TEST_WRITER_DELAY_US=1000000 RANKPROF_EXIT_TIMEOUT_MS=500 \
@@ -147,4 +147,8 @@ for mode in normal segv; do
     [[ $mode == segv ]] || grep -q "final flush .* timed out" "$tmp/slow.err" ||
         fail "slow writer: the recorder did not say the final flush timed out"
     echo "e2e_abnormal: slow writer, $mode: ended in ${took}s (exit $rc), trace readable: ok"
+}
+for mode in normal segv; do
+    scenario "slow_$mode" slow_writer "$mode"
 done
+finish

@@ -10,34 +10,16 @@
 #
 # Run by ctest with RANKPROF (the command), PROGS (where prog_* are), RP_LIB
 # (the recorder .so) and EXAMPLES (where firmware is) in the environment.
-# Exits 1 with a "FAIL:" line on the first mismatch.
-set -euo pipefail
-
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-srcdir=$(dirname "$here")
-
-fail() {
-    echo "e2e_basic: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_basic: $*"; }
-
-for v in RANKPROF PROGS RP_LIB EXAMPLES; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-[[ -x "$RANKPROF" ]] || fail "RANKPROF=$RANKPROF is not an executable"
-[[ -f "$RP_LIB" ]] || fail "RP_LIB=$RP_LIB does not exist"
-for p in fib calltree threads; do
-    [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
-done
+# Each program and each kind of bad input is a scenario: every failure is
+# reported, and the script exits 1 with a summary naming them.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_basic RANKPROF PROGS RP_LIB EXAMPLES
+need_progs fib calltree threads
 [[ -x "$EXAMPLES/firmware" ]] || fail "$EXAMPLES/firmware is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 # record preloads exactly the recorder under test (one check below runs
 # without this, to test that record finds the library by itself)
 export RANKPROF_LIB="$RP_LIB"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_e2e.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # ---------------------------------------------------------------------------
 # The checker: `check.py trace FILE` validates the file framing and prints
@@ -463,7 +445,7 @@ expect_fail() {
 
 # Records one program and checks its trace and report.  $1 = spec name,
 # $2 = program path, rest = its arguments.
-declare -A TRACE_EVENTS TRACE_POS
+# The truncation point is left in $tmp/NAME.pos for the bad-input scenarios.
 record_and_check() {
     local name=$1 prog=$2
     shift 2
@@ -474,15 +456,16 @@ record_and_check() {
     [[ -s "$data" ]] || fail "$name: record wrote no trace at $data"
     local info
     info=$(python3 "$tmp/check.py" trace "$data") || exit 1
-    TRACE_EVENTS[$name]=$(sed -E 's/.*events=([0-9]+).*/\1/' <<<"$info")
-    TRACE_POS[$name]=$(sed -E 's/.*truncate_at=([0-9]+).*/\1/' <<<"$info")
+    local events
+    events=$(sed -E 's/.*events=([0-9]+).*/\1/' <<<"$info")
+    sed -E 's/.*truncate_at=([0-9]+).*/\1/' <<<"$info" >"$tmp/$name.pos"
     note "$name: trace $info"
 
     rc=0
     "$RANKPROF" report -i "$data" --format json >"$tmp/$name.json" 2>"$tmp/$name.report.err" ||
         rc=$?
     ((rc == 0)) || fail "$name: 'rankprof report -i $data --format json' exited $rc: $(head -c 800 "$tmp/$name.report.err")"
-    python3 "$tmp/check.py" json "$name" "$tmp/$name.json" "${TRACE_EVENTS[$name]}" \
+    python3 "$tmp/check.py" json "$name" "$tmp/$name.json" "$events" \
         "$srcdir/examples/firmware.c" || exit 1
 
     local base
@@ -493,7 +476,7 @@ record_and_check() {
         ((rc == 0)) || fail "$name: 'rankprof $cmd -i $data' exited $rc: $(head -c 800 "$tmp/$name.$cmd.err")"
         grep -q -- "$base" "$tmp/$name.$cmd" || fail "$name: 'rankprof $cmd' does not mention $base"
     done
-    local lines events=${TRACE_EVENTS[$name]}
+    local lines
     lines=$(wc -l <"$tmp/$name.dump")
     ((lines >= events)) ||
         fail "$name: 'rankprof dump' printed $lines lines for $events events (one per event expected)"
@@ -506,63 +489,76 @@ record_and_check() {
 }
 
 # ---------------------------------------------------------------------------
-"$PROGS/prog_fib" | grep -qx 'fib(20) = 6765' || fail "prog_fib does not print fib(20) = 6765"
-
-record_and_check fib "$PROGS/prog_fib"
-grep -qx 'fib(20) = 6765' "$tmp/fib.stdout" || fail "fib: the program's output under record is lost"
-record_and_check calltree "$PROGS/prog_calltree"
-record_and_check threads "$PROGS/prog_threads"
-record_and_check firmware "$EXAMPLES/firmware"
-grep -q '^firmware: ticks=2000 sensor=2000 control=1000 telemetry=200 flushes=2 housekeeping=40 monitor=100 ' \
-    "$tmp/firmware.stdout" || fail "firmware: unexpected summary line: $(cat "$tmp/firmware.stdout")"
+fib() {
+    "$PROGS/prog_fib" | grep -qx 'fib(20) = 6765' || fail "prog_fib does not print fib(20) = 6765"
+    record_and_check fib "$PROGS/prog_fib"
+    grep -qx 'fib(20) = 6765' "$tmp/fib.stdout" || fail "fib: the program's output under record is lost"
+}
+firmware() {
+    record_and_check firmware "$EXAMPLES/firmware"
+    grep -q '^firmware: ticks=2000 sensor=2000 control=1000 telemetry=200 flushes=2 housekeeping=40 monitor=100 ' \
+        "$tmp/firmware.stdout" || fail "firmware: unexpected summary line: $(cat "$tmp/firmware.stdout")"
+}
 
 # The default file is ./rankprof.data, read back without -i; record finds the
 # recorder beside the command.
-mkdir "$tmp/cwd"
-(cd "$tmp/cwd" && env -u RANKPROF_LIB "$RANKPROF" record -- "$PROGS/prog_fib" >/dev/null \
-    2>"$tmp/cwd.err") ||
-    fail "record without -o (and without RANKPROF_LIB) failed: $(head -c 500 "$tmp/cwd.err")"
-[[ -s "$tmp/cwd/rankprof.data" ]] || fail "record without -o did not write ./rankprof.data"
-(cd "$tmp/cwd" && "$RANKPROF" report --format json >"$tmp/cwd.json" 2>"$tmp/cwd.err") ||
-    fail "report without -i failed: $(head -c 500 "$tmp/cwd.err")"
-python3 "$tmp/check.py" json fib "$tmp/cwd.json" - || exit 1
+default_file() {
+    mkdir "$tmp/cwd"
+    (cd "$tmp/cwd" && env -u RANKPROF_LIB "$RANKPROF" record -- "$PROGS/prog_fib" >/dev/null \
+        2>"$tmp/cwd.err") ||
+        fail "record without -o (and without RANKPROF_LIB) failed: $(head -c 500 "$tmp/cwd.err")"
+    [[ -s "$tmp/cwd/rankprof.data" ]] || fail "record without -o did not write ./rankprof.data"
+    (cd "$tmp/cwd" && "$RANKPROF" report --format json >"$tmp/cwd.json" 2>"$tmp/cwd.err") ||
+        fail "report without -i failed: $(head -c 500 "$tmp/cwd.err")"
+    python3 "$tmp/check.py" json fib "$tmp/cwd.json" - || exit 1
+}
 
 # ---------------------------------------------------------------------------
 # Bad input: clean errors naming the file (and the offset), never a signal.
+# Made from the fib scenario's trace.
 good="$tmp/fib.data"
-size=$(stat -c %s "$good")
-pos=${TRACE_POS[fib]}
-
 missing="$tmp/no-such-file.data"
 empty="$tmp/empty.data"
-: >"$empty"
 trunc="$tmp/truncated.data"
-head -c "$pos" "$good" >"$trunc"
 flipped="$tmp/flipped.data"
-python3 - "$good" "$flipped" "$pos" <<'PYEOF'
+damaged_files() {
+    [[ -s "$good" && -s "$tmp/fib.pos" ]] || fail "no trace from the fib scenario to damage"
+    local size pos
+    size=$(stat -c %s "$good")
+    pos=$(cat "$tmp/fib.pos")
+    : >"$empty"
+    head -c "$pos" "$good" >"$trunc"
+    python3 - "$good" "$flipped" "$pos" <<'PYEOF'
 import sys
 b = bytearray(open(sys.argv[1], "rb").read())
 b[int(sys.argv[3])] ^= 0xFF
 open(sys.argv[2], "wb").write(b)
 PYEOF
-cmp -s "$good" "$flipped" && fail "the flipped file is identical to the original"
-note "bad input made from $good ($size bytes): truncated to $pos bytes, byte $pos flipped"
+    cmp -s "$good" "$flipped" && fail "the flipped file is identical to the original"
+    note "bad input made from $good ($size bytes): truncated to $pos bytes, byte $pos flipped"
+}
 
 # "offset N" or "byte N", decimal or hex
 offset_re='(offset|byte)[^0-9a-z]{0,3}(0x[0-9a-f]+|[0-9]+)'
-for cmd in report info dump; do
+bad_input() { # CMD
+    local cmd=$1
+    [[ -s "$trunc" && -s "$flipped" ]] || fail "no damaged files (see damaged_files)"
     expect_fail "$cmd: missing file" 1 "$(basename "$missing")" "$RANKPROF" "$cmd" -i "$missing"
     expect_fail "$cmd: empty file" 1 "$(basename "$empty")" "$RANKPROF" "$cmd" -i "$empty"
     expect_fail "$cmd: truncated file" 2 "$(basename "$trunc")" "$offset_re" \
         "$RANKPROF" "$cmd" -i "$trunc"
     expect_fail "$cmd: corrupted file" 2 "$(basename "$flipped")" "$offset_re" \
         "$RANKPROF" "$cmd" -i "$flipped"
-done
+}
 
 # The offset named must lie within the damaged file (at or before the damage).
-for f in "$trunc" "$flipped"; do
-    "$RANKPROF" report -i "$f" >/dev/null 2>"$tmp/off.err" || true
-    python3 - "$tmp/off.err" "$pos" "$f" <<'PYEOF' || exit 1
+error_offsets() {
+    [[ -s "$trunc" && -s "$flipped" ]] || fail "no damaged files (see damaged_files)"
+    local f pos
+    pos=$(cat "$tmp/fib.pos")
+    for f in "$trunc" "$flipped"; do
+        "$RANKPROF" report -i "$f" >/dev/null 2>"$tmp/off.err" || true
+        python3 - "$tmp/off.err" "$pos" "$f" <<'PYEOF' || exit 1
 import re, sys
 err, pos, f = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3]
 nums = [int(m.group(2), 0) for m in
@@ -572,9 +568,24 @@ if not any(0 <= n <= pos for n in nums):
           f"damage at byte {pos}: {err.strip()[:300]}", file=sys.stderr)
     sys.exit(1)
 PYEOF
+    done
+}
+
+bad_command_line() {
+    [[ -s "$good" ]] || fail "no trace from the fib scenario"
+    expect_fail "unknown option" 1 "--no-such-option" "$RANKPROF" report --no-such-option -i "$good"
+    expect_fail "unknown command" 1 "frobnicate" "$RANKPROF" frobnicate
+}
+
+scenario fib fib
+scenario calltree record_and_check calltree "$PROGS/prog_calltree"
+scenario threads record_and_check threads "$PROGS/prog_threads"
+scenario firmware firmware
+scenario default_file default_file
+scenario damaged_files damaged_files
+for cmd in report info dump; do
+    scenario "bad_input_$cmd" bad_input "$cmd"
 done
-
-expect_fail "unknown option" 1 "--no-such-option" "$RANKPROF" report --no-such-option -i "$good"
-expect_fail "unknown command" 1 "frobnicate" "$RANKPROF" frobnicate
-
-note "all checks passed"
+scenario error_offsets error_offsets
+scenario bad_command_line bad_command_line
+finish

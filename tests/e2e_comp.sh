@@ -35,15 +35,11 @@
 #       the surrounding work, and the second core is shared.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -uo pipefail
-fail() { echo "e2e_comp: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_comp RANKPROF PROGS RP_LIB
+set +e # (each status is checked where it matters)
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d /tmp/rp_e2e_comp.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 REPS=41 ITERS=5000 FIB=18 WORK=0
 
 attempt() {
@@ -197,7 +193,7 @@ PY
     [[ $? -eq 0 ]] || exit 1
 }
 
-if [[ -n "${RP_SANITIZE:-}" ]]; then
+if sanitized; then
     attempt 1
     echo "e2e_comp: timing part skipped under sanitizers ($RP_SANITIZE): the exact parts passed"
     exit 0

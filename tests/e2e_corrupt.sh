@@ -11,16 +11,11 @@
 #     exits 0 or 1 within 20 s (never a signal, never a hang); a failure
 #     names the offset; a success on a damaged copy warns, or prints exactly
 #     the report of the intact trace.
-set -euo pipefail
-fail() { echo "e2e_corrupt: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_corrupt RANKPROF PROGS RP_LIB
 sweep="$PROGS/fuzz/corrupt_sweep"
 [[ -x "$sweep" ]] || fail "$sweep is missing"
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_corrupt.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # A one-thread trace (calltree), and a three-thread one cut into many small
 # EVENTS chunks (4 KiB buffers), with a LOST record (drop mode, tiny ring).
@@ -34,16 +29,23 @@ RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
 # 1. in process: every truncation; flips at every byte of the small trace,
 #    every 5th of the larger one.  Under the sanitizers (ten times slower) a
 #    sample: every flip offset 4th / 25th, every 4th cut of the larger one.
-if [[ -n "${RP_SANITIZE:-}" ]]; then
-    "$sweep" "$tmp/one.data" 4 || fail "sweep of one.data"
-    "$sweep" "$tmp/three.data" 25 4 || fail "sweep of three.data"
+sweep() { # NAME ARGS...
+    local name=$1
+    shift
+    "$sweep" "$tmp/$name.data" "$@" || fail "sweep of $name.data"
+}
+if sanitized; then
+    scenario sweep_one sweep one 4
+    scenario sweep_three sweep three 25 4
 else
-    "$sweep" "$tmp/one.data" 1 || fail "sweep of one.data"
-    "$sweep" "$tmp/three.data" 5 || fail "sweep of three.data"
+    scenario sweep_one sweep one 1
+    scenario sweep_three sweep three 5
 fi
 
 # 2. the command line on a sample
-python3 - "$tmp/three.data" "$tmp" >"$tmp/offsets" <<'PY'
+cli() {
+    local n off
+    python3 - "$tmp/three.data" "$tmp" >"$tmp/offsets" <<'PY'
 import os, struct, sys
 b = open(sys.argv[1], "rb").read()
 san = bool(os.environ.get("RP_SANITIZE"))  # ten times slower: fewer runs
@@ -60,19 +62,19 @@ for o in offs:  # the flipped copies, made here at once
     open(f"{sys.argv[2]}/flip.{o}", "wb").write(c)
 print(" ".join(str(o) for o in offs))
 PY
-"$RANKPROF" report -i "$tmp/three.data" --format json >"$tmp/orig.json" 2>/dev/null
-n=0
-run() { # what offset cmd...: exit 0/1 within 20 s; an error names an offset
-    local what=$1 off=$2 rc=0
-    shift 2
-    timeout 20 "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-    ((rc == 124)) && fail "$what at $off: '$*' hung"
-    ((rc <= 1)) || fail "$what at $off: '$*' exited $rc (a signal?): $(head -3 "$tmp/err")"
-    if ((rc == 1)); then
-        grep -q "offset" "$tmp/err" || fail "$what at $off: error names no offset: $(cat "$tmp/err")"
-    fi
-    n=$((n + 1))
-    return $rc
+    "$RANKPROF" report -i "$tmp/three.data" --format json >"$tmp/orig.json" 2>/dev/null
+    n=0
+    run() { # what offset cmd...: exit 0/1 within 20 s; an error names an offset
+        local what=$1 off=$2 rc=0
+        shift 2
+        timeout 20 "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+        ((rc == 124)) && fail "$what at $off: '$*' hung"
+        ((rc <= 1)) || fail "$what at $off: '$*' exited $rc (a signal?): $(head -3 "$tmp/err")"
+        if ((rc == 1)); then
+            grep -q "offset" "$tmp/err" || fail "$what at $off: error names no offset: $(cat "$tmp/err")"
+        fi
+        n=$((n + 1))
+        return $rc
 }
 for off in $(cat "$tmp/offsets"); do
     head -c "$off" "$tmp/three.data" >"$tmp/cut.data"
@@ -92,3 +94,6 @@ for off in $(cat "$tmp/offsets"); do
     run "flip" "$off" "$RANKPROF" report --force -i "$tmp/flip.data" || true
 done
 echo "e2e_corrupt: $n runs of the command on damaged copies: no signal, no hang, errors name the offset: ok"
+}
+scenario cli cli
+finish

@@ -12,24 +12,12 @@
 #   forker    fork from a threaded process: the child's own file, exact counts
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_direct RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_direct: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_direct: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-for p in twomode points forker; do
-    [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_progs twomode points forker
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_direct.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 cat >"$tmp/check.py" <<'PYEOF'
 import json, os, struct, sys, zlib
@@ -156,7 +144,8 @@ PYEOF
 rp() { "$RANKPROF" "$@"; }
 
 # ---- the same programs in both modes ------------------------------------
-for p in twomode points; do
+both_modes() { # P
+    local p=$1 out
     rp record -o "$tmp/$p.trace" -- "$PROGS/prog_$p" >/dev/null 2>"$tmp/$p.trace.err" ||
         fail "record $p (trace): $(cat "$tmp/$p.trace.err")"
     rp record --mode direct -o "$tmp/$p.direct" -- "$PROGS/prog_$p" >/dev/null \
@@ -168,44 +157,57 @@ for p in twomode points; do
         fail "report on the $p direct-mode file"
     out=$(python3 "$tmp/check.py" compare "$tmp/$p.trace.json" "$tmp/$p.direct.json" "$p") || exit 1
     note "$out"
+}
+for p in twomode points; do
+    scenario "modes_$p" both_modes "$p"
 done
 
 # ---- the other commands read a direct-mode file -------------------------
-rp info -i "$tmp/twomode.direct" >"$tmp/info.txt" || fail "info on a direct-mode file"
-grep -q "^mode: *direct" "$tmp/info.txt" || fail "info does not say mode direct: $(cat "$tmp/info.txt")"
-rp graph -i "$tmp/twomode.direct" step >"$tmp/graph.txt" || fail "graph on a direct-mode file"
-grep -q "leaf" "$tmp/graph.txt" || fail "graph step does not show its callee leaf"
-rp report -i "$tmp/twomode.direct" --format csv >"$tmp/r.csv" || fail "csv report on a direct-mode file"
-grep -q "leaf" "$tmp/r.csv" || fail "csv report lacks leaf"
+commands() {
+    [[ -s "$tmp/twomode.direct" ]] || fail "no direct-mode file from the modes_twomode scenario"
+    rp info -i "$tmp/twomode.direct" >"$tmp/info.txt" || fail "info on a direct-mode file"
+    grep -q "^mode: *direct" "$tmp/info.txt" || fail "info does not say mode direct: $(cat "$tmp/info.txt")"
+    rp graph -i "$tmp/twomode.direct" step >"$tmp/graph.txt" || fail "graph on a direct-mode file"
+    grep -q "leaf" "$tmp/graph.txt" || fail "graph step does not show its callee leaf"
+    rp report -i "$tmp/twomode.direct" --format csv >"$tmp/r.csv" || fail "csv report on a direct-mode file"
+    grep -q "leaf" "$tmp/r.csv" || fail "csv report lacks leaf"
+}
+scenario commands commands
 
 # ---- --print, and the environment alone ---------------------------------
-rp record --mode direct --print -o "$tmp/pr.data" -- "$PROGS/prog_twomode" >/dev/null 2>"$tmp/pr.err" ||
-    fail "record --print"
-grep -Eq "^name +calls +total +avg +max +status" "$tmp/pr.err" || fail "--print: no table header: $(cat "$tmp/pr.err")"
-grep -Eq " 24000 .* ok$" "$tmp/pr.err" || fail "--print: no row for leaf's 24000 calls: $(cat "$tmp/pr.err")"
-# rp_report(stdout) from a worker thread while the others run
-rp record --mode direct -o "$tmp/rr.data" -- "$PROGS/prog_twomode" report >"$tmp/rr.out" 2>/dev/null ||
-    fail "record twomode report"
-grep -q "^rp_report: 0$" "$tmp/rr.out" || fail "rp_report did not return 0: $(cat "$tmp/rr.out")"
-grep -Eq "^name +calls +total +avg +max +status" "$tmp/rr.out" || fail "rp_report printed no table"
-grep -Eq " (2000|[0-9]{4,}) .* ok$" "$tmp/rr.out" || fail "rp_report: no row for worker 0's steps: $(cat "$tmp/rr.out")"
+print_table() {
+    local row
+    rp record --mode direct --print -o "$tmp/pr.data" -- "$PROGS/prog_twomode" >/dev/null 2>"$tmp/pr.err" ||
+        fail "record --print"
+    grep -Eq "^name +calls +total +avg +max +status" "$tmp/pr.err" || fail "--print: no table header: $(cat "$tmp/pr.err")"
+    grep -Eq " 24000 .* ok$" "$tmp/pr.err" || fail "--print: no row for leaf's 24000 calls: $(cat "$tmp/pr.err")"
+    # rp_report(stdout) from a worker thread while the others run
+    rp record --mode direct -o "$tmp/rr.data" -- "$PROGS/prog_twomode" report >"$tmp/rr.out" 2>/dev/null ||
+        fail "record twomode report"
+    grep -q "^rp_report: 0$" "$tmp/rr.out" || fail "rp_report did not return 0: $(cat "$tmp/rr.out")"
+    grep -Eq "^name +calls +total +avg +max +status" "$tmp/rr.out" || fail "rp_report printed no table"
+    grep -Eq " (2000|[0-9]{4,}) .* ok$" "$tmp/rr.out" || fail "rp_report: no row for worker 0's steps: $(cat "$tmp/rr.out")"
 
-# instants and counters are in the printed table (the reports list spans)
-rp record --mode direct --print -o "$tmp/pp.data" -- "$PROGS/prog_points" >/dev/null 2>"$tmp/pp.err" ||
-    fail "record --print points"
-for row in "tick +36 " "mark +18 " "level +36 " "budgeted .*OVER BUDGET"; do
-    grep -Eq "^$row" "$tmp/pp.err" || fail "--print points: no row '$row': $(cat "$tmp/pp.err")"
-done
-if rp record --print -o "$tmp/x.data" -- true 2>/dev/null; then fail "--print without --mode direct was accepted"; fi
-if rp record --mode sample -o "$tmp/x.data" -- true 2>/dev/null; then fail "--mode sample was accepted"; fi
+    # instants and counters are in the printed table (the reports list spans)
+    rp record --mode direct --print -o "$tmp/pp.data" -- "$PROGS/prog_points" >/dev/null 2>"$tmp/pp.err" ||
+        fail "record --print points"
+    for row in "tick +36 " "mark +18 " "level +36 " "budgeted .*OVER BUDGET"; do
+        grep -Eq "^$row" "$tmp/pp.err" || fail "--print points: no row '$row': $(cat "$tmp/pp.err")"
+    done
+    if rp record --print -o "$tmp/x.data" -- true 2>/dev/null; then fail "--print without --mode direct was accepted"; fi
+    if rp record --mode sample -o "$tmp/x.data" -- true 2>/dev/null; then fail "--mode sample was accepted"; fi
+}
+scenario print print_table
 
-if [[ -z "${RP_SANITIZE:-}" ]]; then # a sanitized recorder needs its runtime preloaded first
-    env LD_PRELOAD="$RP_LIB" RANKPROF_MODE=direct RANKPROF_OUTPUT="$tmp/env.data" RANKPROF_PRINT=1 \
-        "$PROGS/prog_twomode" >/dev/null 2>"$tmp/env.err" || fail "preloaded direct mode run failed"
-    grep -Eq " 8000 " "$tmp/env.err" || fail "RANKPROF_PRINT=1: no table: $(cat "$tmp/env.err")"
-    rp report -i "$tmp/env.data" --format json >"$tmp/env.json" || fail "report on the env-only file"
-    python3 "$tmp/check.py" compare "$tmp/twomode.trace.json" "$tmp/env.json" twomode >/dev/null || exit 1
-fi
+env_only() {
+        env LD_PRELOAD="$RP_LIB" RANKPROF_MODE=direct RANKPROF_OUTPUT="$tmp/env.data" RANKPROF_PRINT=1 \
+            "$PROGS/prog_twomode" >/dev/null 2>"$tmp/env.err" || fail "preloaded direct mode run failed"
+        grep -Eq " 8000 " "$tmp/env.err" || fail "RANKPROF_PRINT=1: no table: $(cat "$tmp/env.err")"
+        rp report -i "$tmp/env.data" --format json >"$tmp/env.json" || fail "report on the env-only file"
+        python3 "$tmp/check.py" compare "$tmp/twomode.trace.json" "$tmp/env.json" twomode >/dev/null || exit 1
+}
+# (not sanitized: a sanitized recorder needs its runtime preloaded first)
+sanitized || scenario env_only env_only
 
 # ---- fork: the child starts with empty tables and writes NAME.PID ---------
 # Not under TSan: its allocator is not fork-safe when other threads run at
@@ -215,45 +217,53 @@ fi
 # allocator that another thread of the parent held at the fork (GCC 12's
 # libasan has no fork handlers for it), so the leak check is off for this
 # run; the parent and the child are still checked by ASan itself.
-if [[ "${RP_SANITIZE:-}" != *thread* ]]; then
-mkdir "$tmp/fork"
-asan_opts=${ASAN_OPTIONS:-}
-[[ "${RP_SANITIZE:-}" == *address* ]] && asan_opts="${asan_opts:+$asan_opts:}detect_leaks=0"
-ASAN_OPTIONS=$asan_opts timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
-    fail "record --mode direct forker (exit status $?)"
-child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
-[[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
-counts() {
-    rp report -i "$1" --one-file --format json | python3 -c '
+fork_child() {
+    local asan_opts child
+    mkdir "$tmp/fork"
+    asan_opts=${ASAN_OPTIONS:-}
+    under_asan && asan_opts="${asan_opts:+$asan_opts:}detect_leaks=0"
+    ASAN_OPTIONS=$asan_opts timeout 120 "$RANKPROF" record --mode direct -o "$tmp/fork/f.data" -- "$PROGS/prog_forker" >/dev/null 2>&1 ||
+        fail "record --mode direct forker (exit status $?)"
+    child=$(ls "$tmp/fork" | grep -v '^f.data$' || true)
+    [[ $(echo "$child" | wc -w) -eq 1 ]] || fail "fork: expected one child file, got: $(ls "$tmp/fork")"
+    counts() {
+        rp report -i "$1" --one-file --format json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 print(" ".join("%s=%d" % (n["name"], n["calls"]) for n in sorted(d["nodes"], key=lambda n: n["name"])
                if n["name"] in ("work", "child_work")))'
-}
-[[ "$(counts "$tmp/fork/f.data")" == "work=170" ]] ||
-    fail "fork: parent has $(counts "$tmp/fork/f.data"), expected work=170"
-[[ "$(counts "$tmp/fork/$child")" == "child_work=30 work=30" ]] ||
-    fail "fork: child has $(counts "$tmp/fork/$child"), expected child_work=30 work=30"
-# the run's two files together (docs/robustness.md, "One file per process")
-rp report -i "$tmp/fork/f.data" --format json >"$tmp/fork.json" || fail "fork: merged report"
-python3 - "$tmp/fork.json" <<'PY' || fail "fork: the run's files merged are not child_work=30 work=200"
+    }
+    [[ "$(counts "$tmp/fork/f.data")" == "work=170" ]] ||
+        fail "fork: parent has $(counts "$tmp/fork/f.data"), expected work=170"
+    [[ "$(counts "$tmp/fork/$child")" == "child_work=30 work=30" ]] ||
+        fail "fork: child has $(counts "$tmp/fork/$child"), expected child_work=30 work=30"
+    # the run's two files together (docs/robustness.md, "One file per process")
+    rp report -i "$tmp/fork/f.data" --format json >"$tmp/fork.json" || fail "fork: merged report"
+    python3 - "$tmp/fork.json" <<'PY' || fail "fork: the run's files merged are not child_work=30 work=200"
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = {n["name"]: n["calls"] for n in d["nodes"]}
 assert (c.get("work"), c.get("child_work"), len(d["processes"])) == (200, 30, 2), c
 PY
-else
+}
+if under_tsan; then
     note "fork: skipped under TSan (its allocator is not fork-safe in a threaded parent)"
+else
+    scenario fork fork_child
 fi
 
 # ---- a damaged STATS chunk ------------------------------------------------
-at=$(python3 "$tmp/check.py" corrupt "$tmp/twomode.direct" "$tmp/bad.data") || exit 1
-set +e
-rp report -i "$tmp/bad.data" >/dev/null 2>"$tmp/bad.err"
-rc=$?
-set -e
-[[ $rc -ne 0 && $rc -lt 128 ]] || fail "a damaged STATS chunk gave exit status $rc"
-grep -q "STATS record at offset $at " "$tmp/bad.err" ||
-    fail "the error does not name the record's offset $at: $(cat "$tmp/bad.err")"
-note "damaged STATS: $(cat "$tmp/bad.err")"
-note "all checks passed"
+damaged_stats() {
+    local at rc
+    at=$(python3 "$tmp/check.py" corrupt "$tmp/twomode.direct" "$tmp/bad.data") || exit 1
+    set +e
+    rp report -i "$tmp/bad.data" >/dev/null 2>"$tmp/bad.err"
+    rc=$?
+    set -e
+    [[ $rc -ne 0 && $rc -lt 128 ]] || fail "a damaged STATS chunk gave exit status $rc"
+    grep -q "STATS record at offset $at " "$tmp/bad.err" ||
+        fail "the error does not name the record's offset $at: $(cat "$tmp/bad.err")"
+    note "damaged STATS: $(cat "$tmp/bad.err")"
+}
+scenario damaged_stats damaged_stats
+finish

@@ -19,22 +19,17 @@
 #
 # The periodic flush is off (RANKPROF_FLUSH_MS=0) and buffers are small, so
 # the last partial buffer is only written if the ending writes it.
-set -euo pipefail
-fail() { echo "e2e_endings: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+# Each ending is a scenario: every failure is reported.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_endings RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=0 RANKPROF_BUFSIZE=65536
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_endings.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=100000
-T="timeout -k 5 120"
 
 check_trace() { # name data-file want-end(exit|N)
     local name=$1 data=$2 end=$3
-    $T "$RANKPROF" report -i "$data" --one-file --format json >"$tmp/$name.json" 2>"$tmp/$name.rerr" ||
+    $TMO "$RANKPROF" report -i "$data" --one-file --format json >"$tmp/$name.json" 2>"$tmp/$name.rerr" ||
         fail "$name: report failed: $(cat "$tmp/$name.rerr")"
-    $T "$RANKPROF" info -i "$data" --one-file >"$tmp/$name.info" 2>&1 || fail "$name: info failed"
+    $TMO "$RANKPROF" info -i "$data" --one-file >"$tmp/$name.info" 2>&1 || fail "$name: info failed"
     python3 - "$tmp/$name.json" "$N" <<'PY' || fail "$name: wrong report"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -56,40 +51,41 @@ PY
         grep -q "^ended: *ABNORMALLY: killed by signal $end\b" "$tmp/$name.info" ||
             fail "$name: info: $(grep ended "$tmp/$name.info")"
     fi
-    echo "e2e_endings: $name: all $N calls, END $end: ok"
+    note "all $N calls, END $end: ok"
 }
 
 run() { # mode want-status want-end
     local mode=$1 want=$2 end=$3 rc=0
-    $T "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_endings" "$mode" $N \
+    $TMO "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_endings" "$mode" $N \
         >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
     [[ $rc -eq $want ]] || fail "$mode: exit $rc, expected $want: $(cat "$tmp/$mode.err")"
     check_trace "$mode" "$tmp/$mode.data" "$end"
 }
 
-run raise-TERM 143 15
-run raise-INT 130 2
-run raise-HUP 129 1
-run raise-PIPE 141 13
-run raise-XCPU 152 24
-run raise-USR1 138 10
-run raise-ALRM 142 14
+ending() { scenario "$1" run "$@"; }
+ending raise-TERM 143 15
+ending raise-INT 130 2
+ending raise-HUP 129 1
+ending raise-PIPE 141 13
+ending raise-XCPU 152 24
+ending raise-USR1 138 10
+ending raise-ALRM 142 14
 rt=$(kill -l RTMIN+3) # a real-time signal: glibc's SIGRTMIN moves with its own use
-run raise-RTMIN+3 $((128 + rt)) $rt
-run _exit 5 exit
-run _Exit 6 exit
-run quick_exit 7 exit
-run daemon 0 exit
+ending raise-RTMIN+3 $((128 + rt)) $rt
+ending _exit 5 exit
+ending _Exit 6 exit
+ending quick_exit 7 exit
+ending daemon 0 exit
 
 # killed from outside once it has made its calls and says so
-for sig in TERM INT HUP; do
-    rc=0
-    $T "$RANKPROF" record -o "$tmp/kill$sig.data" -- "$PROGS/prog_endings" wait $N \
+killed() { # SIG
+    local sig=$1 rc=0 rec pid want
+    $TMO "$RANKPROF" record -o "$tmp/kill$sig.data" -- "$PROGS/prog_endings" wait $N \
         >"$tmp/kill$sig.out" 2>"$tmp/kill$sig.err" &
     rec=$!
     pid=
     for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/kill$sig.out")
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/kill$sig.out" 2>/dev/null || true)
         [[ -n $pid ]] && break
         sleep 0.1
     done
@@ -99,33 +95,43 @@ for sig in TERM INT HUP; do
     want=$((128 + $(kill -l $sig)))
     [[ $rc -eq $want ]] || fail "kill $sig: exit $rc, expected $want: $(cat "$tmp/kill$sig.err")"
     check_trace "kill$sig" "$tmp/kill$sig.data" "$(kill -l $sig)"
+}
+for sig in TERM INT HUP; do
+    scenario "kill$sig" killed $sig
 done
 
 # a forked child that makes the calls and _exits: its own trace, complete
-rc=0
-$T "$RANKPROF" record -o "$tmp/fork.data" -- "$PROGS/prog_endings" fork $N \
-    >"$tmp/fork.out" 2>"$tmp/fork.err" || rc=$?
-[[ $rc -eq 0 ]] || fail "fork: exit $rc: $(cat "$tmp/fork.err")"
-child=$(ls "$tmp"/fork.data.* 2>/dev/null | head -1)
-[[ -n $child ]] || fail "fork: no trace for the child: $(ls "$tmp")"
-check_trace fork "$child" exit
+fork() {
+    local rc=0 child
+    $TMO "$RANKPROF" record -o "$tmp/fork.data" -- "$PROGS/prog_endings" fork $N \
+        >"$tmp/fork.out" 2>"$tmp/fork.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "fork: exit $rc: $(cat "$tmp/fork.err")"
+    child=$(ls "$tmp"/fork.data.* 2>/dev/null | head -1)
+    [[ -n $child ]] || fail "fork: no trace for the child: $(ls "$tmp")"
+    check_trace fork "$child" exit
+}
 
 # a forked child killed (SIGKILL) while it waits: it has no writer thread,
 # so its own flush at the start of the wait is what keeps its calls
-rc=0
-RANKPROF_FLUSH_MS=50 $T "$RANKPROF" record -o "$tmp/fw.data" -- "$PROGS/prog_endings" forkwait $N \
-    >"$tmp/fw.out" 2>"$tmp/fw.err" &
-rec=$!
-pid=
-for _ in $(seq 600); do
-    pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out")
-    [[ -n $pid ]] && break
-    sleep 0.1
-done
-[[ -n $pid ]] || { kill $rec 2>/dev/null; fail "forkwait: the child never said done"; }
-sleep 0.5 # the child is in its wait by now
-kill -KILL "$pid"
-wait $rec || rc=$?
-[[ $rc -eq 137 ]] || fail "forkwait: exit $rc, expected 137: $(cat "$tmp/fw.err")"
-[[ -f "$tmp/fw.data.$pid" ]] || fail "forkwait: no trace for the child: $(ls "$tmp")"
-check_trace forkwait "$tmp/fw.data.$pid" none
+forkwait() {
+    local rc=0 rec pid
+    RANKPROF_FLUSH_MS=50 $TMO "$RANKPROF" record -o "$tmp/fw.data" -- "$PROGS/prog_endings" forkwait $N \
+        >"$tmp/fw.out" 2>"$tmp/fw.err" &
+    rec=$!
+    pid=
+    for _ in $(seq 600); do
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out" 2>/dev/null || true)
+        [[ -n $pid ]] && break
+        sleep 0.1
+    done
+    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "forkwait: the child never said done"; }
+    sleep 0.5 # the child is in its wait by now
+    kill -KILL "$pid"
+    wait $rec || rc=$?
+    [[ $rc -eq 137 ]] || fail "forkwait: exit $rc, expected 137: $(cat "$tmp/fw.err")"
+    [[ -f "$tmp/fw.data.$pid" ]] || fail "forkwait: no trace for the child: $(ls "$tmp")"
+    check_trace forkwait "$tmp/fw.data.$pid" none
+}
+scenario fork fork
+scenario forkwait forkwait
+finish

@@ -9,20 +9,12 @@
 # must not hold the raw sequences and must hold their escaped form.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_escape RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_escape: FAIL: $*" >&2
-    exit 1
-}
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_escape.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 "$RANKPROF" record -o h.data -- "$PROGS/prog_hostile" >/dev/null 2>rec.err ||

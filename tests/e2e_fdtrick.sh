@@ -8,27 +8,21 @@
 # The interposers move the trace before dup2/close take its number (no
 # message); the raw system call is noticed before the next write, and the
 # file reopened (a message says so).
-set -euo pipefail
-fail() { echo "e2e_fdtrick: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_fdtrick RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=20 RANKPROF_BUFSIZE=65536
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_fdtrick.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=50000
 printf 'data\n' >"$tmp/want.txt"
-T="timeout -k 5 120"
 
 # (not "close" under ThreadSanitizer: its close interceptor, which runs
 # before the recorder's, records the close of the trace's descriptor before
 # the recorder has moved the trace away, and reports the writer's fstat of
 # that number as a race)
 modes="dup2 sysdup close"
-[[ ${RP_SANITIZE:-} == *thread* ]] && modes="dup2 sysdup"
-for mode in $modes; do
-    rc=0
-    $T "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_fdtrick" $mode $N "$tmp/$mode.txt" \
+under_tsan && modes="dup2 sysdup"
+fdtrick() { # MODE
+    local mode=$1 rc=0
+    $TMO "$RANKPROF" record -o "$tmp/$mode.data" -- "$PROGS/prog_fdtrick" $mode $N "$tmp/$mode.txt" \
         >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
     [[ $rc -eq 0 ]] || fail "$mode: exit $rc: $(cat "$tmp/$mode.err")"
     cmp -s "$tmp/$mode.txt" "$tmp/want.txt" ||
@@ -41,9 +35,9 @@ for mode in $modes; do
     elif grep -q "descriptor of" "$tmp/$mode.err"; then
         fail "$mode: the interposers did not move the trace: $(cat "$tmp/$mode.err")"
     fi
-    $T "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" 2>"$tmp/$mode.rerr" ||
+    $TMO "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" 2>"$tmp/$mode.rerr" ||
         fail "$mode: report failed: $(cat "$tmp/$mode.rerr")"
-    $T "$RANKPROF" info -i "$tmp/$mode.data" >"$tmp/$mode.info" 2>&1 || fail "$mode: info failed"
+    $TMO "$RANKPROF" info -i "$tmp/$mode.data" >"$tmp/$mode.info" 2>&1 || fail "$mode: info failed"
     grep -q "^ended: *normally" "$tmp/$mode.info" || fail "$mode: info: $(grep ended "$tmp/$mode.info")"
     python3 - "$tmp/$mode.json" "$N" <<'PY' || fail "$mode: wrong report"
 import json, sys
@@ -59,4 +53,8 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
     echo "e2e_fdtrick: $mode: data file untouched, all calls in the trace: ok"
+}
+for mode in $modes; do
+    scenario "$mode" fdtrick "$mode"
 done
+finish

@@ -22,27 +22,13 @@
 # The programs time their work with the clock, with margins that survive a
 # loaded machine and sanitizers (see each program's header).
 #
-# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.  Exits 1
-# with a "FAIL:" line on the first mismatch.
-set -euo pipefail
-
-fail() {
-    echo "e2e_flags: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_flags: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-for p in dispatch periodic jitter fib; do
-    [[ -x "$PROGS/prog_$p" ]] || fail "$PROGS/prog_$p is missing"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.  Each
+# program and each threshold is a scenario: every failure is reported.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_flags RANKPROF PROGS RP_LIB
+need_progs dispatch periodic jitter fib
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_flags.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # check.py NAME JSON TABLE: the checks above for program NAME.
 cat >"$tmp/check.py" <<'PYEOF'
@@ -254,8 +240,8 @@ if not r["rank"]["residual"] <= 1e-12:
 print(f"{name}: ok, flags " + ", ".join(f"{n['name']}={'|'.join(n['flags']) or '-'}" for n in r["nodes"]))
 PYEOF
 
-for p in dispatch periodic jitter fib; do
-    rc=0
+program() { # P: record prog_P, check its report and table
+    local p=$1 rc=0
     "$RANKPROF" record -o "$tmp/$p.data" -- "$PROGS/prog_$p" >"$tmp/$p.out" 2>"$tmp/$p.err" || rc=$?
     ((rc == 0)) || fail "$p: 'rankprof record -- prog_$p' exited $rc: $(head -c 800 "$tmp/$p.err")"
     "$RANKPROF" report -i "$tmp/$p.data" --format json >"$tmp/$p.json" 2>"$tmp/$p.rerr" ||
@@ -264,6 +250,9 @@ for p in dispatch periodic jitter fib; do
         fail "$p: 'rankprof report' failed: $(head -c 800 "$tmp/$p.rerr")"
     python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
     note "$(cat "$tmp/$p.ok")"
+}
+for p in dispatch periodic jitter fib; do
+    scenario "$p" program "$p"
 done
 
 # Every threshold is an option (report --threshold KEY=VALUE): the same
@@ -280,6 +269,7 @@ if (flag in n[0]["flags"]) != (want == "yes"):
     sys.exit(f"e2e_flags: FAIL: {js}: {name} flags {n[0]['flags']}, expected {flag}: {want}")
 PYEOF
 threshold() { # PROG KEY=VALUE NAME FLAG: FLAG on NAME goes away with KEY=VALUE
+    [[ -s "$tmp/$1.data" ]] || fail "no trace from the $1 scenario"
     local out="$tmp/$1.${2%%=*}.json"
     "$RANKPROF" report -i "$tmp/$1.data" --format json --threshold "$2" >"$out" ||
         fail "$1: report --threshold $2 failed"
@@ -287,23 +277,27 @@ threshold() { # PROG KEY=VALUE NAME FLAG: FLAG on NAME goes away with KEY=VALUE
     python3 "$tmp/flagged.py" "$out" "$3" "$4" no || exit 1
     note "--threshold $2 takes $4 from $3"
 }
-threshold dispatch dispatch-fanout=3.5 dispatch DISPATCH   # it spreads over ~3.0
-threshold dispatch dispatch-involvement=1.5 dispatch DISPATCH
-threshold dispatch dispatch-self=0.000001 dispatch DISPATCH  # ~1e-4 self
-threshold dispatch hot-self=0.9 worker_a HOT               # ~33 % each
+threshold_scenario() { scenario "threshold_${2%%=*}" threshold "$@"; }
+threshold_scenario dispatch dispatch-fanout=3.5 dispatch DISPATCH # it spreads over ~3.0
+threshold_scenario dispatch dispatch-involvement=1.5 dispatch DISPATCH
+threshold_scenario dispatch dispatch-self=0.000001 dispatch DISPATCH # ~1e-4 self
+threshold_scenario dispatch hot-self=0.9 worker_a HOT                # ~33 % each
 # spiky: 12 calls, one slow: JITTER once 10 calls and one slow call are
 # enough for the rule, not with a ratio of 1000 (it is ~100x)
-"$RANKPROF" report -i "$tmp/jitter.data" --format json --threshold jitter-calls=10 \
-    --threshold jitter-slow=1 >"$tmp/jitter.calls.json" ||
-    fail "jitter: report --threshold jitter-calls=10 failed"
-python3 "$tmp/flagged.py" "$tmp/jitter.calls.json" spiky JITTER yes || exit 1
-python3 "$tmp/flagged.py" "$tmp/jitter.calls.json" steady JITTER no || exit 1
-"$RANKPROF" report -i "$tmp/jitter.data" --format json --threshold jitter-calls=10 \
-    --threshold jitter-slow=1 --threshold jitter-ratio=1000 >"$tmp/jitter.ratio.json" ||
-    fail "jitter: report failed"
-python3 "$tmp/flagged.py" "$tmp/jitter.ratio.json" spiky JITTER no || exit 1
-threshold periodic rate-period=3 control RATE              # 80 % of the period
-threshold periodic rate-calls=100 control RATE             # ~15 intervals
-threshold periodic rate-idle=1 control RATE                # main waits ~99 %
-
-echo "e2e_flags: all checks passed"
+jitter_thresholds() {
+    [[ -s "$tmp/jitter.data" ]] || fail "no trace from the jitter scenario"
+    "$RANKPROF" report -i "$tmp/jitter.data" --format json --threshold jitter-calls=10 \
+        --threshold jitter-slow=1 >"$tmp/jitter.calls.json" ||
+        fail "jitter: report --threshold jitter-calls=10 failed"
+    python3 "$tmp/flagged.py" "$tmp/jitter.calls.json" spiky JITTER yes || exit 1
+    python3 "$tmp/flagged.py" "$tmp/jitter.calls.json" steady JITTER no || exit 1
+    "$RANKPROF" report -i "$tmp/jitter.data" --format json --threshold jitter-calls=10 \
+        --threshold jitter-slow=1 --threshold jitter-ratio=1000 >"$tmp/jitter.ratio.json" ||
+        fail "jitter: report failed"
+    python3 "$tmp/flagged.py" "$tmp/jitter.ratio.json" spiky JITTER no || exit 1
+}
+scenario threshold_jitter jitter_thresholds
+threshold_scenario periodic rate-period=3 control RATE  # 80 % of the period
+threshold_scenario periodic rate-calls=100 control RATE # ~15 intervals
+threshold_scenario periodic rate-idle=1 control RATE    # main waits ~99 %
+finish

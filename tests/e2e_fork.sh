@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # e2e_fork.sh - a process that forks from a multi-threaded state: the parent
 # keeps the trace file, the child writes its own NAME.PID, both exact.
-set -euo pipefail
-tmp=$(mktemp -d /tmp/rp_fork.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "e2e_fork: FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_fork RANKPROF PROGS RP_LIB
 
 # One run, given 60 s.  A run that hangs prints the stacks of the program's
 # processes (gdb, when there is one) and fails - except under

@@ -16,24 +16,15 @@
 # No unmatched exit and no unclosed span anywhere.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_funcs RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_funcs: FAIL: $*" >&2
-    exit 1
-}
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
 prog="$PROGS/prog_funcs"
 dl="$PROGS/libfuncs_dl.so"
 [[ -x "$prog" && -f "$dl" ]] || fail "$prog or $dl is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_funcs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=3000
 
 # check.py JSON CASE N: the nodes and edges of CASE
@@ -114,28 +105,36 @@ run() {
     python3 "$tmp/check.py" "$tmp/$case.$mode.json" "$case" $N || fail "$case ($mode), above"
 }
 
+api() { # MODE
+    run api "$1" X=1 -- "$prog" api $N "$dl"
+    grep -qx "matched 3" "$tmp/api.$1.out" ||
+        fail "api ($1): rp_func_enable matched: $(cat "$tmp/api.$1.out")"
+}
 for mode in trace direct; do
-    run all $mode X=1 -- "$prog" plain $N "$dl"
-    run exclude $mode 'RANKPROF_FILTER=-skip_me,-keep_static,-lib_inner,-dl_inner' -- \
+    scenario "all.$mode" run all $mode X=1 -- "$prog" plain $N "$dl"
+    scenario "exclude.$mode" run exclude $mode 'RANKPROF_FILTER=-skip_me,-keep_static,-lib_inner,-dl_inner' -- \
         "$prog" plain $N "$dl"
-    run include $mode 'RANKPROF_FILTER=main,mid,leaf_*,dl_in*' -- "$prog" plain $N "$dl"
-    run api $mode X=1 -- "$prog" api $N "$dl"
-    grep -qx "matched 3" "$tmp/api.$mode.out" ||
-        fail "api ($mode): rp_func_enable matched: $(cat "$tmp/api.$mode.out")"
-    run throttle $mode RANKPROF_THROTTLE=200:15000 -- "$prog" plain $N "$dl"
+    scenario "include.$mode" run include $mode 'RANKPROF_FILTER=main,mid,leaf_*,dl_in*' -- "$prog" plain $N "$dl"
+    scenario "api.$mode" api $mode
+    scenario "throttle.$mode" run throttle $mode RANKPROF_THROTTLE=200:15000 -- "$prog" plain $N "$dl"
 done
 
 # record --throttle sets RANKPROF_THROTTLE; the table notes what was throttled
-"$RANKPROF" record --throttle=200:15000 -o "$tmp/cli.data" -- "$prog" plain $N "$dl" >/dev/null 2>&1 ||
-    fail "record --throttle failed"
-"$RANKPROF" report -i "$tmp/cli.data" --format json >"$tmp/cli.json"
-python3 "$tmp/check.py" "$tmp/cli.json" throttle $N || fail "record --throttle, above"
-"$RANKPROF" report -i "$tmp/cli.data" >"$tmp/cli.table"
-# (201 recorded, or more if a preempted call kept the mean over 15 us for a
-# while: as check.py allows; under TSan on a busy host it happened)
-rec=$(sed -n "s/^  leaf_a  \([0-9][0-9]*\) of $N calls recorded\$/\1/p" "$tmp/cli.table")
-[ -n "$rec" ] && [ "$rec" -ge 201 ] && [ "$rec" -lt $N ] ||
-    fail "the table does not note the throttled leaf_a: $(grep leaf_a "$tmp/cli.table")"
-"$RANKPROF" record --throttle=x -o "$tmp/bad.data" -- "$prog" plain 1 >/dev/null 2>&1 &&
-    fail "record --throttle=x was accepted"
-echo "e2e_funcs: ok"
+throttle_option() {
+    local rec
+    "$RANKPROF" record --throttle=200:15000 -o "$tmp/cli.data" -- "$prog" plain $N "$dl" >/dev/null 2>&1 ||
+        fail "record --throttle failed"
+    "$RANKPROF" report -i "$tmp/cli.data" --format json >"$tmp/cli.json"
+    python3 "$tmp/check.py" "$tmp/cli.json" throttle $N || fail "record --throttle, above"
+    "$RANKPROF" report -i "$tmp/cli.data" >"$tmp/cli.table"
+    # (201 recorded, or more if a preempted call kept the mean over 15 us for a
+    # while: as check.py allows; under TSan on a busy host it happened)
+    rec=$(sed -n "s/^  leaf_a  \([0-9][0-9]*\) of $N calls recorded\$/\1/p" "$tmp/cli.table")
+    [ -n "$rec" ] && [ "$rec" -ge 201 ] && [ "$rec" -lt $N ] ||
+        fail "the table does not note the throttled leaf_a: $(grep leaf_a "$tmp/cli.table")"
+    if "$RANKPROF" record --throttle=x -o "$tmp/bad.data" -- "$prog" plain 1 >/dev/null 2>&1; then
+        fail "record --throttle=x was accepted"
+    fi
+}
+scenario throttle_option throttle_option
+finish

@@ -27,14 +27,10 @@
 #            program gets it (prints "got signal 15", calls after() 1000
 #            times, exits 3), and record waits for it: exits 3 after it,
 #            with the whole trace written.
-set -euo pipefail
-fail() { echo "e2e_hangs: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+# Each case is a scenario: every failure is reported.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_hangs RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_hangs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 T=${RP_HANGS_TIMEOUT:-60} # generous: a hang is forever, a slow sanitizer run is not
 
 calls() { # file name... -> "name=calls ... lost=N ended=0|1[ reentered=N when lost]"
@@ -51,36 +47,38 @@ print(" ".join("%s=%d" % (n, c.get(n, 0)) for n in sys.argv[1:]),
 }
 
 # ---- cancel -----------------------------------------------------------------
-rc=0
-RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
-    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/cancel.data" -- "$PROGS/prog_hangs" cancel 20 \
-    >"$tmp/cancel.out" 2>"$tmp/cancel.err" || rc=$?
-[[ $rc -eq 0 ]] || fail "cancel: record exited $rc (124: hung): $(cat "$tmp/cancel.err")"
-grep -q "cancel: 20 rounds" "$tmp/cancel.out" || fail "cancel: the program did not finish"
-got=$(calls "$tmp/cancel.data" main run_cancel)
-[[ $got == "main=1 run_cancel=1 lost=0 ended=1" ]] || fail "cancel: $got"
-echo "e2e_hangs: cancel: 20 rounds of 4 cancelled threads, no hang: ok"
+cancel() {
+    local rc=0 got
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
+        timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/cancel.data" -- "$PROGS/prog_hangs" cancel 20 \
+        >"$tmp/cancel.out" 2>"$tmp/cancel.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "cancel: record exited $rc (124: hung): $(cat "$tmp/cancel.err")"
+    grep -q "cancel: 20 rounds" "$tmp/cancel.out" || fail "cancel: the program did not finish"
+    got=$(calls "$tmp/cancel.data" main run_cancel)
+    [[ $got == "main=1 run_cancel=1 lost=0 ended=1" ]] || fail "cancel: $got"
+    note "20 rounds of 4 cancelled threads, no hang: ok"
+}
+scenario cancel cancel
 
 # ---- pexit ------------------------------------------------------------------
 # (not under ThreadSanitizer: its own background thread keeps a process
 # whose main called pthread_exit alive, with or without the recorder)
-if [[ ${RP_SANITIZE:-} != *thread* ]]; then
-    rc=0
+pexit() {
+    local rc=0 got
     timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/pexit.data" -- "$PROGS/prog_hangs" pexit 100000 \
         >"$tmp/pexit.out" 2>"$tmp/pexit.err" || rc=$?
     [[ $rc -eq 0 ]] || fail "pexit: record exited $rc (124: the process never ended): $(cat "$tmp/pexit.err")"
     got=$(calls "$tmp/pexit.data" main late leaf)
     [[ $got == "main=1 late=1 leaf=100000 lost=0 ended=1" ]] || fail "pexit: $got"
-    echo "e2e_hangs: pexit: the process ended with its last thread, all calls recorded: ok"
-fi
+    note "the process ended with its last thread, all calls recorded: ok"
+}
+under_tsan || scenario pexit pexit
 
 # ---- static -----------------------------------------------------------------
 # (two recorders in one process, the static copy and the preloaded one, are
 # not supported under ThreadSanitizer: their own locks go through TSan there)
-hows="direct trace record-direct record-trace"
-[[ ${RP_SANITIZE:-} == *thread* ]] && hows="direct trace"
-for how in $hows; do
-    rc=0
+static() { # HOW
+    local how=$1 rc=0 got ok f
     case $how in
     direct | trace)
         RANKPROF_MODE=$how RANKPROF_OUTPUT="$tmp/static.data" \
@@ -101,34 +99,43 @@ for how in $hows; do
     done
     [[ -n $ok ]] || fail "static ($how): no trace with all points: $got"
     rm -f "$tmp"/static.data*
-    echo "e2e_hangs: static ($how): 4 threads, 80000 points, no deadlock: ok"
+    note "4 threads, 80000 points, no deadlock: ok"
+}
+hows="direct trace record-direct record-trace"
+if under_tsan; then hows="direct trace"; fi
+for how in $hows; do
+    scenario "static_$how" static "$how"
 done
 
 # ---- sigjmp -----------------------------------------------------------------
-runs=${RP_HANGS_SIGJMP_RUNS:-20}
-for i in $(seq 1 "$runs"); do
-    rc=0
-    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/sigjmp.data" -- "$PROGS/prog_hangs" sigjmp 100000 \
-        >"$tmp/sigjmp.out" 2>"$tmp/sigjmp.err" || rc=$?
-    [[ $rc -eq 0 ]] || fail "sigjmp run $i: exited $rc: $(cat "$tmp/sigjmp.err")"
-    got=$(calls "$tmp/sigjmp.data" after tick)
-    [[ $got =~ ^after=100000\ tick=([0-9]+)\ lost=([0-9]+)\ ended=1(\ reentered=([0-9]+))?$ ]] ||
-        fail "sigjmp run $i: $got"
-    # every drop is a handler's that interrupted the recorder, and says so
-    [[ ${BASH_REMATCH[2]} == 0 || ${BASH_REMATCH[2]} == "${BASH_REMATCH[4]}" ]] ||
-        fail "sigjmp run $i: not all drops re-entered: $got"
-    tick=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
-    jumps=$(sed -n 's/^sigjmp: \([0-9]*\) jumps$/\1/p' "$tmp/sigjmp.out")
-    ((lost % 3 == 0 && tick + lost / 3 == jumps)) ||
-        fail "sigjmp run $i: tick $tick + lost $lost / 3 is not the $jumps handler runs"
-done
-echo "e2e_hangs: sigjmp: $runs runs exit 0, after() complete, handler drops counted: ok"
+sigjmp() {
+    local runs=${RP_HANGS_SIGJMP_RUNS:-20} i rc got tick lost jumps
+    for i in $(seq 1 "$runs"); do
+        rc=0
+        timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/sigjmp.data" -- "$PROGS/prog_hangs" sigjmp 100000 \
+            >"$tmp/sigjmp.out" 2>"$tmp/sigjmp.err" || rc=$?
+        [[ $rc -eq 0 ]] || fail "sigjmp run $i: exited $rc: $(cat "$tmp/sigjmp.err")"
+        got=$(calls "$tmp/sigjmp.data" after tick)
+        [[ $got =~ ^after=100000\ tick=([0-9]+)\ lost=([0-9]+)\ ended=1(\ reentered=([0-9]+))?$ ]] ||
+            fail "sigjmp run $i: $got"
+        # every drop is a handler's that interrupted the recorder, and says so
+        [[ ${BASH_REMATCH[2]} == 0 || ${BASH_REMATCH[2]} == "${BASH_REMATCH[4]}" ]] ||
+            fail "sigjmp run $i: not all drops re-entered: $got"
+        tick=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
+        jumps=$(sed -n 's/^sigjmp: \([0-9]*\) jumps$/\1/p' "$tmp/sigjmp.out")
+        ((lost % 3 == 0 && tick + lost / 3 == jumps)) ||
+            fail "sigjmp run $i: tick $tick + lost $lost / 3 is not the $jumps handler runs"
+    done
+    note "$runs runs exit 0, after() complete, handler drops counted: ok"
+}
+scenario sigjmp sigjmp
 
 # ---- term -------------------------------------------------------------------
 # (not under ThreadSanitizer: there the program does not receive the
 # SIGTERM that record forwards - record and the program both run under
 # TSan's own signal handling; the cause is not yet known)
-if [[ ${RP_SANITIZE:-} != *thread* ]]; then
+term() {
+    local rec rc got
     "$RANKPROF" record -o "$tmp/term.data" -- "$PROGS/prog_hangs" term 1000 \
         >"$tmp/term.out" 2>"$tmp/term.err" &
     rec=$!
@@ -147,5 +154,7 @@ if [[ ${RP_SANITIZE:-} != *thread* ]]; then
     # and exit are dropped by the recursion guard and counted (lost=2)
     [[ $got == "main=1 after=1000 lost=0 ended=1" || $got == "main=1 after=1000 lost=2 ended=1 reentered=2" ]] ||
         fail "term: $got"
-    echo "e2e_hangs: term: record passed SIGTERM on, waited, exited with the program's status: ok"
-fi
+    note "record passed SIGTERM on, waited, exited with the program's status: ok"
+}
+under_tsan || scenario term term
+finish

@@ -25,15 +25,11 @@
 #     no unmatched exit or unclosed span, and the same time model.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -uo pipefail
-fail() { echo "e2e_holds: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_holds RANKPROF PROGS RP_LIB
+set +e # (each status is checked where it matters)
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d /tmp/rp_e2e_holds.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 
 out=$("$RANKPROF" record -o "$tmp/w.data" -- "$PROGS/prog_wrapped" 2>"$tmp/err") ||
     fail "record failed: $(cat "$tmp/err")"

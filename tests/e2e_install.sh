@@ -2,12 +2,10 @@
 # e2e_install.sh - `cmake --install` gives a usable package: a program built
 # against it with pkg-config, and one with find_package(rankprof), link the
 # recorder, run, and write a trace that rankprof reads.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_install RANKPROF
 build=$(dirname "$RANKPROF")
 src=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d /tmp/rp_inst.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "e2e_install: FAIL: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install"
 libdir=$(dirname "$(find "$tmp/prefix" -name librankprof.so -print -quit)")

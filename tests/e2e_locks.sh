@@ -19,43 +19,36 @@
 #   - a pthread_cond_wait ends the mutex's hold (no hold spans the wait).
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_locks RANKPROF PROGS RP_LIB EXAMPLES
 
-fail() {
-    echo "e2e_locks: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_locks: $*"; }
-
-for v in RANKPROF PROGS RP_LIB EXAMPLES; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_locks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 ITERS=10000
-out=$("$RANKPROF" record -o c.data -- "$PROGS/prog_contend" $ITERS 2>rec.err) ||
-    fail "recording prog_contend: $(cat rec.err)"
-[[ "$out" == "counter=40000 table=4000 spin=2000 tries=5 timeouts=1" ]] ||
-    fail "prog_contend printed '$out'"
-"$RANKPROF" locks -i c.data --format json >locks.json || fail "locks --format json"
-"$RANKPROF" locks -i c.data >locks.txt || fail "locks (table)"
-"$RANKPROF" report -i c.data --format json >report.json || fail "report --format json"
-# the same two without overhead compensation: the measured times
-"$RANKPROF" locks -i c.data --format json --no-compensate >locks_raw.json ||
-    fail "locks --no-compensate"
-"$RANKPROF" report -i c.data --format json --no-compensate >report_raw.json ||
-    fail "report --no-compensate"
-for tid in $("$RANKPROF" info -i c.data | awk '$1 == "tid" { print $2 }'); do
-    "$RANKPROF" locks -i c.data --thread "$tid" --format json >"thread_$tid.json" ||
-        fail "locks --thread $tid"
-done
+# prog_contend: exact counts, the table, compensation, threads, sorting
+contend() {
+    local out tid sort
+    out=$("$RANKPROF" record -o c.data -- "$PROGS/prog_contend" $ITERS 2>rec.err) ||
+        fail "recording prog_contend: $(cat rec.err)"
+    [[ "$out" == "counter=40000 table=4000 spin=2000 tries=5 timeouts=1" ]] ||
+        fail "prog_contend printed '$out'"
+    "$RANKPROF" locks -i c.data --format json >locks.json || fail "locks --format json"
+    "$RANKPROF" locks -i c.data >locks.txt || fail "locks (table)"
+    "$RANKPROF" report -i c.data --format json >report.json || fail "report --format json"
+    # the same two without overhead compensation: the measured times
+    "$RANKPROF" locks -i c.data --format json --no-compensate >locks_raw.json ||
+        fail "locks --no-compensate"
+    "$RANKPROF" report -i c.data --format json --no-compensate >report_raw.json ||
+        fail "report --no-compensate"
+    for tid in $("$RANKPROF" info -i c.data | awk '$1 == "tid" { print $2 }'); do
+        "$RANKPROF" locks -i c.data --thread "$tid" --format json >"thread_$tid.json" ||
+            fail "locks --thread $tid"
+    done
 
-python3 - "$ITERS" <<'PYEOF' || exit 1
+    python3 - "$ITERS" <<'PYEOF' || exit 1
 import glob, json, os, sys
 
 I = int(sys.argv[1])
@@ -181,31 +174,37 @@ edges = {(e["caller"], e["callee"]): e for e in R["edges"]}
 if edges.get(("mutex_worker", counter["name"] + " [hold]"), {}).get("calls") != 4 * I:
     die("report: edge mutex_worker -> %s [hold] is not %d calls" % (counter["name"], 4 * I))
 PYEOF
-for sort in acquisitions name; do
-    "$RANKPROF" locks -i c.data --sort $sort --format json >sort_$sort.json || fail "locks --sort $sort"
-done
-python3 - <<'PYEOF' || exit 1
+    for sort in acquisitions name; do
+        "$RANKPROF" locks -i c.data --sort $sort --format json >sort_$sort.json || fail "locks --sort $sort"
+    done
+    python3 - <<'PYEOF' || exit 1
 import json, sys
 acq = [l["name"] for l in json.load(open("sort_acquisitions.json"))["locks"]]
 names = [l["name"] for l in json.load(open("sort_name.json"))["locks"]]
 if acq[:3] != ["counter_lock", "table_lock", "spin"] or names != sorted(names):
     sys.exit("e2e_locks: FAIL: --sort acquisitions gave %s, --sort name %s" % (acq, names))
 PYEOF
-grep -q "CONTENDED" locks.txt || fail "the table shows no CONTENDED lock"
-grep -q "<- mutex_worker" locks.txt || fail "the table shows no call site"
+    grep -q "CONTENDED" locks.txt || fail "the table shows no CONTENDED lock"
+    grep -q "<- mutex_worker" locks.txt || fail "the table shows no call site"
+}
+scenario contend contend
 
 # the lock class switched off: no lock events at all
-RANKPROF_CLASSES=func "$RANKPROF" record -o nolock.data -- "$PROGS/prog_contend" 100 >/dev/null 2>&1 ||
-    fail "recording with RANKPROF_CLASSES=func"
-"$RANKPROF" locks -i nolock.data | grep -q "no lock events" ||
-    fail "RANKPROF_CLASSES=func still recorded lock events"
+nolock() {
+    RANKPROF_CLASSES=func "$RANKPROF" record -o nolock.data -- "$PROGS/prog_contend" 100 >/dev/null 2>&1 ||
+        fail "recording with RANKPROF_CLASSES=func"
+    "$RANKPROF" locks -i nolock.data | grep -q "no lock events" ||
+        fail "RANKPROF_CLASSES=func still recorded lock events"
+}
+scenario nolock nolock
 
 # direct mode counts the same acquisitions, and an uncontended one (a hold
 # with no wait before it) is no unmatched exit
-"$RANKPROF" record --mode direct -o d.data -- "$PROGS/prog_contend" 1000 >/dev/null 2>&1 ||
-    fail "recording prog_contend in direct mode"
-"$RANKPROF" report -i d.data --format json >d.json || fail "report of the direct-mode file"
-python3 - <<'PYEOF' || exit 1
+direct() {
+    "$RANKPROF" record --mode direct -o d.data -- "$PROGS/prog_contend" 1000 >/dev/null 2>&1 ||
+        fail "recording prog_contend in direct mode"
+    "$RANKPROF" report -i d.data --format json >d.json || fail "report of the direct-mode file"
+    python3 - <<'PYEOF' || exit 1
 import json, sys
 R = json.load(open("d.json"))
 n = {x["name"]: x for x in R["nodes"]}
@@ -216,11 +215,14 @@ if got != want or R["unmatched_exits"] != 0:
     sys.exit("e2e_locks: FAIL: direct mode: %s, %d unmatched exits; expected %s, 0"
              % (got, R["unmatched_exits"], want))
 PYEOF
+}
+scenario direct direct
 
 # the firmware's bus lock: one acquisition per I2C transaction (i2c_xfer)
-"$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
-"$RANKPROF" locks -i fw.data --format json >fw.json || fail "locks on firmware"
-python3 - <<'PYEOF' || exit 1
+firmware() {
+    "$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
+    "$RANKPROF" locks -i fw.data --format json >fw.json || fail "locks on firmware"
+    python3 - <<'PYEOF' || exit 1
 import json, sys
 L = json.load(open("fw.json"))["locks"]
 if len(L) != 1 or L[0]["acquisitions"] != 3384 or L[0]["name"] != "bus":
@@ -231,12 +233,16 @@ if [s["caller"] for s in L[0]["sites"]] != ["i2c_xfer"]:
     print("e2e_locks: FAIL: firmware: the bus lock's site is not i2c_xfer", file=sys.stderr)
     sys.exit(1)
 PYEOF
+}
+scenario firmware firmware
 
 # RANKPROF_DISABLE: the lock API compiles away (no warning, no symbol); the
 # same file without it calls the API (the control that the check can fail)
-src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if command -v "${CC:-cc}" >/dev/null && command -v nm >/dev/null; then
-    cat >api.c <<'CEOF'
+disabled() {
+    local src
+    src=$srcdir
+    if command -v "${CC:-cc}" >/dev/null && command -v nm >/dev/null; then
+        cat >api.c <<'CEOF'
 #include "rankprof.h"
 static int fw_lock;
 int main(void)
@@ -249,24 +255,29 @@ int main(void)
     return rp_lock_name(&fw_lock, "again") != 0;
 }
 CEOF
-    "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_DISABLE -I"$src/include" api.c -o api_off ||
-        fail "the lock API does not compile away cleanly under RANKPROF_DISABLE"
-    ./api_off || fail "the RANKPROF_DISABLE build's rp_lock_name did not return 0"
-    nm api_off >api_off.sym
-    if grep -E ' rp_' api_off.sym; then
-        fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+        "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_DISABLE -I"$src/include" api.c -o api_off ||
+            fail "the lock API does not compile away cleanly under RANKPROF_DISABLE"
+        ./api_off || fail "the RANKPROF_DISABLE build's rp_lock_name did not return 0"
+        nm api_off >api_off.sym
+        if grep -E ' rp_' api_off.sym; then
+            fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+        fi
+        "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_WEAK -I"$src/include" -c api.c -o api_on.o ||
+            fail "the lock API does not compile"
+        nm api_on.o >api_on.sym
+        grep -q ' rp_lock_acquired' api_on.sym || fail "the normal build does not call rp_lock_acquired (test broken?)"
+    else
+        note "cc/nm missing: the RANKPROF_DISABLE check is skipped"
     fi
-    "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -DRANKPROF_WEAK -I"$src/include" -c api.c -o api_on.o ||
-        fail "the lock API does not compile"
-    nm api_on.o >api_on.sym
-    grep -q ' rp_lock_acquired' api_on.sym || fail "the normal build does not call rp_lock_acquired (test broken?)"
-else
-    note "cc/nm missing: the RANKPROF_DISABLE check is skipped"
-fi
+}
+scenario disabled disabled
 
 # errors: a bad option names itself
-if "$RANKPROF" locks -i c.data --sort nosuch >/dev/null 2>err.txt; then
-    fail "--sort nosuch was accepted"
-fi
-grep -q "nosuch" err.txt || fail "the --sort error does not name the value"
-note "ok"
+bad_option() {
+    if "$RANKPROF" locks -i c.data --sort nosuch >/dev/null 2>err.txt; then
+        fail "--sort nosuch was accepted"
+    fi
+    grep -q "nosuch" err.txt || fail "the --sort error does not name the value"
+}
+scenario bad_option bad_option
+finish

@@ -33,15 +33,11 @@
 #    (a sanitizer's stalls stay under that).
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -uo pipefail
-fail() { echo "e2e_offcpu: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_offcpu RANKPROF PROGS RP_LIB
+set +e # (each status is checked where it matters)
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d /tmp/rp_e2e_offcpu.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 prog="$PROGS/prog_busy"
 # twice as many spinning threads as CPUs (at least 4): they must be preempted
 THREADS=$((2 * $(nproc 2>/dev/null || echo 2)))
@@ -83,7 +79,7 @@ else
     # a call of tiny was seen to stall 10 ms on CPU without a context switch
     # (the stall of a virtual CPU is no context switch the kernel reports)
     bound=4000000
-    [[ -n "${RP_SANITIZE:-}" ]] && bound=0
+    sanitized && bound=0
     python3 - "$tmp/busy.json" $THREADS $CALLS $bound <<'PY' || exit 1
 import json, sys
 j = json.load(open(sys.argv[1]))

@@ -20,27 +20,15 @@
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.  Exits 1
 # with a "FAIL:" line on the first mismatch.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_planted RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_planted: FAIL: $*" >&2
-    exit 1
-}
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-[[ -x "$PROGS/prog_planted" ]] || fail "$PROGS/prog_planted is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_progs planted
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_planted.XXXXXX")
 hogs=()
-cleanup() {
-    for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+at_exit 'for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done'
 
 # the CPU hog: one busy loop per processor
 ncpu=$(nproc 2>/dev/null || echo 2)
@@ -53,7 +41,7 @@ done
 # recorded call costs microseconds and its compensation is coarser, 200000
 # times (its share of the on-CPU time must stay far from HOT's 5 %).
 tiny=1000000
-[[ -n "${RP_SANITIZE:-}" ]] && tiny=200000
+sanitized && tiny=200000
 rc=0
 "$RANKPROF" record -o "$tmp/pl.data" -- "$PROGS/prog_planted" $tiny >"$tmp/out" 2>"$tmp/err" || rc=$?
 for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done

@@ -14,25 +14,15 @@
 # Then examples/firmware's points, io spans and timer ticks (its header).
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB and EXAMPLES in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_points RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_points: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_points: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
 prog="$PROGS/prog_points"
 off="$PROGS/prog_points_off"
 [[ -x "$prog" && -x "$off" ]] || fail "$prog or $off is missing"
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_points.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=36
 
 # check.py JSON DUMP MODE: MODE is "all" ("small": the same with small
@@ -122,71 +112,86 @@ run() { # run MODE [env...]
     python3 "$tmp/check.py" "$tmp/$mode.json" "$tmp/$mode.dump" "$mode" $N
 }
 
-run all
-grep -qx "points $N hooked 1 hidden 1 hooks $((N / 3)) overruns $((N / 9)) slow_ge_8ms 1" \
-    "$tmp/all.out" || fail "program summary: $(cat "$tmp/all.out")"
-"$RANKPROF" report -i "$tmp/all.data" >"$tmp/all.table"
-grep -q "BUDGET $((N / 9)) of $((N / 3)) runs over" "$tmp/all.table" ||
-    fail "the table does not explain the BUDGET flag"
+all_points() {
+    run all
+    grep -qx "points $N hooked 1 hidden 1 hooks $((N / 3)) overruns $((N / 9)) slow_ge_8ms 1" \
+        "$tmp/all.out" || fail "program summary: $(cat "$tmp/all.out")"
+    "$RANKPROF" report -i "$tmp/all.data" >"$tmp/all.table"
+    grep -q "BUDGET $((N / 9)) of $((N / 3)) runs over" "$tmp/all.table" ||
+        fail "the table does not explain the BUDGET flag"
+}
+scenario all all_points
 
 # 256-record buffers: instants and counters (two records each) meet buffer
 # ends, and must still arrive whole (nothing skipped, nothing lost)
-run small RANKPROF_BUFSIZE=4096
-run classes RANKPROF_CLASSES=func,point
-run filter RANKPROF_FILTER=-inner,-i2c*
+scenario small run small RANKPROF_BUFSIZE=4096
+scenario classes run classes RANKPROF_CLASSES=func,point
+scenario filter run filter RANKPROF_FILTER=-inner,-i2c*
+
 # record --classes sets the same variable
-"$RANKPROF" record --classes func,point -o "$tmp/c2.data" -- "$prog" $N >/dev/null 2>&1 ||
-    fail "record --classes failed"
-"$RANKPROF" report -i "$tmp/c2.data" --format json >"$tmp/c2.json"
-"$RANKPROF" dump -i "$tmp/c2.data" >"$tmp/c2.dump"
-python3 "$tmp/check.py" "$tmp/c2.json" "$tmp/c2.dump" classes $N
+classes_option() {
+    "$RANKPROF" record --classes func,point -o "$tmp/c2.data" -- "$prog" $N >/dev/null 2>&1 ||
+        fail "record --classes failed"
+    "$RANKPROF" report -i "$tmp/c2.data" --format json >"$tmp/c2.json"
+    "$RANKPROF" dump -i "$tmp/c2.data" >"$tmp/c2.dump"
+    python3 "$tmp/check.py" "$tmp/c2.json" "$tmp/c2.dump" classes $N
+}
+scenario classes_option classes_option
 
 # include rules: only names matching one are recorded
-RANKPROF_FILTER='w*,b*' "$RANKPROF" record -o "$tmp/inc.data" -- "$prog" $N >/dev/null 2>&1
-"$RANKPROF" report -i "$tmp/inc.data" --format json | python3 -c '
+include() {
+    RANKPROF_FILTER='w*,b*' "$RANKPROF" record -o "$tmp/inc.data" -- "$prog" $N >/dev/null 2>&1
+    "$RANKPROF" report -i "$tmp/inc.data" --format json | python3 -c '
 import json, sys
 names = sorted({x["name"] for x in json.load(sys.stdin)["nodes"]
                 if x["kind"] not in ("func", "wait", "offcpu")})
 want = ["budgeted", "bus [hold]", "bus [wait]", "worker"]
 sys.exit(0 if names == want else "e2e_points: FAIL: include filter gave %s, want %s" % (names, want))'
+}
+scenario include include
 
 # RANKPROF_DISABLE: no rankprof symbol, no section, same output
 # (outputs are captured first: `cmd | grep -q` fails under pipefail when
 # grep exits early)
-if command -v nm >/dev/null && command -v readelf >/dev/null; then
-    nm -D --undefined-only "$off" >"$tmp/off.dyn"
-    nm "$off" >"$tmp/off.sym"
-    readelf -S "$off" >"$tmp/off.sec"
-    nm "$prog" >"$tmp/on.sym"
-    readelf -S "$prog" >"$tmp/on.sec"
-    if grep -E ' (rp_|__cyg_)' "$tmp/off.dyn"; then
-        fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+disabled() {
+    if command -v nm >/dev/null && command -v readelf >/dev/null; then
+        nm -D --undefined-only "$off" >"$tmp/off.dyn"
+        nm "$off" >"$tmp/off.sym"
+        readelf -S "$off" >"$tmp/off.sec"
+        nm "$prog" >"$tmp/on.sym"
+        readelf -S "$prog" >"$tmp/on.sec"
+        if grep -E ' (rp_|__cyg_)' "$tmp/off.dyn"; then
+            fail "the RANKPROF_DISABLE build references rankprof symbols (above)"
+        fi
+        if grep -E ' (rp_|rp__|__start_rp_sites)' "$tmp/off.sym"; then
+            fail "the RANKPROF_DISABLE build has rankprof symbols (above)"
+        fi
+        grep -q rp_sites "$tmp/off.sec" && fail "the RANKPROF_DISABLE build has an rp_sites section"
+        grep -q rp_sites "$tmp/on.sec" || fail "the normal build has no rp_sites section (test broken?)"
+        grep -q ' U rp_site_begin' "$tmp/on.sym" || fail "the normal build does not call rp_site_begin (test broken?)"
+    else
+        note "nm/readelf missing: symbol check skipped"
     fi
-    if grep -E ' (rp_|rp__|__start_rp_sites)' "$tmp/off.sym"; then
-        fail "the RANKPROF_DISABLE build has rankprof symbols (above)"
-    fi
-    grep -q rp_sites "$tmp/off.sec" && fail "the RANKPROF_DISABLE build has an rp_sites section"
-    grep -q rp_sites "$tmp/on.sec" || fail "the normal build has no rp_sites section (test broken?)"
-    grep -q ' U rp_site_begin' "$tmp/on.sym" || fail "the normal build does not call rp_site_begin (test broken?)"
-else
-    note "nm/readelf missing: symbol check skipped"
-fi
-"$off" $N >"$tmp/off.out"
-grep -qx "points $N hooked 0 hidden 0 hooks 0 overruns 0 slow_ge_8ms 0" "$tmp/off.out" ||
-    fail "the RANKPROF_DISABLE build printed: $("$off" $N)"
+    "$off" $N >"$tmp/off.out"
+    grep -qx "points $N hooked 0 hidden 0 hooks 0 overruns 0 slow_ge_8ms 0" "$tmp/off.out" ||
+        fail "the RANKPROF_DISABLE build printed: $("$off" $N)"
+}
+scenario disabled disabled
+
 # examples/firmware: points, an io span per I2C transfer, a timer instant
 # per tick (its header comment's table), built with RANKPROF_WEAK and not
 # linked with the recorder
-fw="${EXAMPLES:-}/firmware"
-if [[ -x "$fw" ]]; then
-    "$fw" 2000 >"$tmp/fw0.out" || fail "firmware without the recorder failed"
-    "$RANKPROF" record -o "$tmp/fw.data" -- "$fw" 2000 >"$tmp/fw.out" 2>&1 ||
-        fail "firmware: record failed: $(cat "$tmp/fw.out")"
-    cmp -s <(grep '^firmware:' "$tmp/fw0.out") <(grep '^firmware:' "$tmp/fw.out") ||
-        fail "firmware prints differently under the recorder"
-    "$RANKPROF" report -i "$tmp/fw.data" --format json >"$tmp/fw.json"
-    "$RANKPROF" dump -i "$tmp/fw.data" >"$tmp/fw.dump"
-    python3 - "$tmp/fw.json" "$tmp/fw.dump" <<'PYEOF'
+firmware() {
+    fw="${EXAMPLES:-}/firmware"
+    if [[ -x "$fw" ]]; then
+        "$fw" 2000 >"$tmp/fw0.out" || fail "firmware without the recorder failed"
+        "$RANKPROF" record -o "$tmp/fw.data" -- "$fw" 2000 >"$tmp/fw.out" 2>&1 ||
+            fail "firmware: record failed: $(cat "$tmp/fw.out")"
+        cmp -s <(grep '^firmware:' "$tmp/fw0.out") <(grep '^firmware:' "$tmp/fw.out") ||
+            fail "firmware prints differently under the recorder"
+        "$RANKPROF" report -i "$tmp/fw.data" --format json >"$tmp/fw.json"
+        "$RANKPROF" dump -i "$tmp/fw.data" >"$tmp/fw.dump"
+        python3 - "$tmp/fw.json" "$tmp/fw.dump" <<'PYEOF'
 import json, sys
 def die(m):
     print("e2e_points: FAIL: firmware: " + m, file=sys.stderr); sys.exit(1)
@@ -227,7 +232,9 @@ if (ticks, status, byn) != (2000, 100, want_byn):
     die("tick %d monitor.status %d io bytes %s, want 2000, 100, %s" % (ticks, status, byn, want_byn))
 print("e2e_points: firmware ok")
 PYEOF
-else
-    note "EXAMPLES/firmware not built: firmware checks skipped"
-fi
-note "ok"
+    else
+        note "EXAMPLES/firmware not built: firmware checks skipped"
+    fi
+}
+scenario firmware firmware
+finish

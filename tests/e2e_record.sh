@@ -10,20 +10,11 @@
 #   - -i naming a FIFO: refused at once;
 #   - the -finstrument-functions hint only for a program without the hooks.
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
-set -euo pipefail
-fail() { echo "e2e_record: FAIL: $*" >&2; exit 1; }
-note() { echo "e2e_record: $*"; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_record RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_record.XXXXXX")
 mnt=""
-cleanup() {
-    [[ -n "$mnt" ]] && umount "$mnt" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+at_exit '[[ -n "$mnt" ]] && umount "$mnt" 2>/dev/null || true'
 cd "$tmp"
 T="$PROGS/prog_tiny"
 
@@ -36,44 +27,55 @@ expect() { # expect RC PATTERN -- command...: exit status and a message
 }
 
 # the ordinary case: written, complete, exit 0
-expect 0 "wrote ok.data" -- "$RANKPROF" record -o ok.data -- "$T"
+scenario ordinary expect 0 "wrote ok.data" -- "$RANKPROF" record -o ok.data -- "$T"
 
 # a missing directory: refused before the program runs
-expect 1 "cannot create nodir/x.data: directory" -- "$RANKPROF" record -o nodir/x.data -- "$T"
-grep -q "fib" out.txt && fail "the program ran although its output could not be created"
+nodir() {
+    expect 1 "cannot create nodir/x.data: directory" -- "$RANKPROF" record -o nodir/x.data -- "$T"
+    if grep -q "fib" out.txt; then fail "the program ran although its output could not be created"; fi
+}
+scenario nodir nodir
 
 # a symbolic link: refused; --force writes through it
-ln -s target.data link.data
-expect 1 "is a symbolic link" -- "$RANKPROF" record -o link.data -- "$T"
-[[ -e target.data ]] && fail "the trace was written through the symbolic link"
-expect 0 "wrote link.data" -- "$RANKPROF" record --force -o link.data -- "$T"
-[[ -s target.data ]] || fail "--force did not write through the link"
+symlink() {
+    ln -s target.data link.data
+    expect 1 "is a symbolic link" -- "$RANKPROF" record -o link.data -- "$T"
+    if [[ -e target.data ]]; then fail "the trace was written through the symbolic link"; fi
+    expect 0 "wrote link.data" -- "$RANKPROF" record --force -o link.data -- "$T"
+    [[ -s target.data ]] || fail "--force did not write through the link"
+}
+scenario symlink symlink
 
-# a FIFO as -o: refused, no hang
-mkfifo out.fifo
-expect 1 "not a regular file" -- "$RANKPROF" record -o out.fifo -- "$T"
-
-# a FIFO as -i: refused at once, no hang
-expect 1 "is a FIFO" -- "$RANKPROF" report -i out.fifo
-expect 1 "is a FIFO" -- "$RANKPROF" info -i out.fifo
+# a FIFO as -o: refused, no hang; as -i: refused at once, no hang
+fifo() {
+    mkfifo out.fifo
+    expect 1 "not a regular file" -- "$RANKPROF" record -o out.fifo -- "$T"
+    expect 1 "is a FIFO" -- "$RANKPROF" report -i out.fifo
+    expect 1 "is a FIFO" -- "$RANKPROF" info -i out.fifo
+}
+scenario fifo fifo
 
 # a static program: nothing preloaded, nothing written
-cc=${CC:-cc}
-if printf 'int main(void){return 0;}\n' >s.c && "$cc" -static -o static s.c 2>/dev/null; then
-    expect 1 "was not written: ./static is statically linked" -- \
-        "$RANKPROF" record -o st.data -- ./static
-    # with an older trace in place: not reported as written, left as it was
-    cp ok.data st.data
-    sum=$(cksum <st.data)
-    expect 1 "st.data was not written: the file there is from an earlier run" -- \
-        "$RANKPROF" record -o st.data -- ./static
-    grep -q "wrote" err.txt && fail "a stale file was reported as written"
-    [[ $(cksum <st.data) == "$sum" ]] || fail "the older trace was changed"
-else
-    note "SKIP the static program: $cc -static does not link here"
-fi
+static() {
+    local cc=${CC:-cc} sum
+    if printf 'int main(void){return 0;}\n' >s.c && "$cc" -static -o static s.c 2>/dev/null; then
+        expect 1 "was not written: ./static is statically linked" -- \
+            "$RANKPROF" record -o st.data -- ./static
+        # with an older trace in place: not reported as written, left as it was
+        cp ok.data st.data
+        sum=$(cksum <st.data)
+        expect 1 "st.data was not written: the file there is from an earlier run" -- \
+            "$RANKPROF" record -o st.data -- ./static
+        if grep -q "wrote" err.txt; then fail "a stale file was reported as written"; fi
+        [[ $(cksum <st.data) == "$sum" ]] || fail "the older trace was changed"
+    else
+        note "SKIP the static program: $cc -static does not link here"
+    fi
+}
+scenario static static
 
 # a full disk: the recorder stops, record says the trace is incomplete
+# (not a scenario: the clean-up at exit must see the mount)
 if [[ $(id -u) == 0 ]] && mkdir -p full && mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
     mnt=$tmp/full
     expect 1 "full/x.data (65536 bytes) is incomplete" -- "$RANKPROF" record -o full/x.data -- "$T"
@@ -85,12 +87,17 @@ else
 fi
 
 # the hint blames -finstrument-functions only when the hooks are missing
-"$RANKPROF" record -o true.data -- /bin/true 2>/dev/null || fail "recording /bin/true"
-"$RANKPROF" report -i true.data >/dev/null 2>err.txt || fail "report of true.data"
-grep -q "has no -finstrument-functions hooks" err.txt || fail "no hint for /bin/true: $(cat err.txt)"
-RANKPROF_CLASSES=point "$RANKPROF" record -o pt.data -- "$T" >/dev/null 2>&1 ||
-    fail "recording with RANKPROF_CLASSES=point"
-"$RANKPROF" report -i pt.data >/dev/null 2>err.txt || fail "report of pt.data"
-grep -q "holds no events" err.txt || fail "no 'holds no events' warning: $(cat err.txt)"
-grep -q "finstrument" err.txt && fail "blamed -finstrument-functions for an instrumented program"
-note "ok"
+hint() {
+    "$RANKPROF" record -o true.data -- /bin/true 2>/dev/null || fail "recording /bin/true"
+    "$RANKPROF" report -i true.data >/dev/null 2>err.txt || fail "report of true.data"
+    grep -q "has no -finstrument-functions hooks" err.txt || fail "no hint for /bin/true: $(cat err.txt)"
+    RANKPROF_CLASSES=point "$RANKPROF" record -o pt.data -- "$T" >/dev/null 2>&1 ||
+        fail "recording with RANKPROF_CLASSES=point"
+    "$RANKPROF" report -i pt.data >/dev/null 2>err.txt || fail "report of pt.data"
+    grep -q "holds no events" err.txt || fail "no 'holds no events' warning: $(cat err.txt)"
+    if grep -q "finstrument" err.txt; then
+        fail "blamed -finstrument-functions for an instrumented program"
+    fi
+}
+scenario hint hint
+finish

@@ -11,18 +11,15 @@
 # must replay in order to the same result.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -uo pipefail
-fail() { echo "e2e_replay: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_replay RANKPROF PROGS RP_LIB
+set +e # (each status is checked where it matters)
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d /tmp/rp_e2e_replay.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 
 # program and the least number of chunks its trace must have
-for spec in fib:20 calltree:1 threads:20 contend:20; do
+replay_prog() { # PROG:MINCHUNKS
+    local spec=$1 prog minchunks j
     prog=${spec%:*} minchunks=${spec#*:}
     RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/$prog.data" -- "$PROGS/prog_$prog" \
         >"$tmp/$prog.out" 2>"$tmp/$prog.err" || fail "$prog: record failed: $(cat "$tmp/$prog.err")"
@@ -78,10 +75,14 @@ PY
         >"$tmp/$prog.nosnap.json" || fail "$prog: report of the file without snapshots failed"
     cmp -s "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" ||
         fail "$prog: without snapshots the result differs: $(diff "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" | head -4)"
+}
+for spec in fib:20 calltree:1 threads:20 contend:20; do
+    scenario "${spec%:*}" replay_prog "$spec"
 done
 
 # known counts (see the programs' header comments)
-python3 - "$tmp" <<'PY' || exit 1
+counts() {
+    python3 - "$tmp" <<'PY' || exit 1
 import json, sys
 d = sys.argv[1]
 def nodes(p):
@@ -112,3 +113,6 @@ for prog in ("calltree", "fib"):
                  f"is most of the run {total}: callee time was lost across chunks")
 print("e2e_replay: ok")
 PY
+}
+scenario counts counts
+finish

@@ -20,14 +20,9 @@
 #           of `report --format json` (GNU time) stays within the documented
 #           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
 #           whose allocators keep freed memory and add their own.
-set -euo pipefail
-fail() { echo "e2e_scale: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_scale RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_scale.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 prog="$PROGS/prog_scale"
 
 # --- deep, waves -----------------------------------------------------------
@@ -78,29 +73,27 @@ if bad:
 PY
     echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
 }
-if [[ ${RP_SANITIZE:-} == *thread* ]]; then # (ThreadSanitizer's own stack of calls is bounded)
-    deep 30000 1 1
-    deep 20000 2 8
-elif [[ -n "${RP_SANITIZE:-}" ]]; then # (ten times slower, and bigger frames)
-    deep 300000 1 1
-    deep 20000 2 8
+if under_tsan; then # (ThreadSanitizer's own stack of calls is bounded)
+    scenario deep_one deep 30000 1 1
+    scenario deep_waves deep 20000 2 8
+elif sanitized; then # (ten times slower, and bigger frames)
+    scenario deep_one deep 300000 1 1
+    scenario deep_waves deep 20000 2 8
 else
-    deep 2500000 1 1
-    deep 100000 2 16
+    scenario deep_one deep 2500000 1 1
+    scenario deep_waves deep 100000 2 16
 fi
 
 # --- memory -------------------------------------------------------------
-if [[ -n "${RP_SANITIZE:-}" ]]; then
-    echo "e2e_scale: memory part skipped under sanitizers ($RP_SANITIZE)"
-    exit 0
-fi
-[[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
-ids=200000
-"$RANKPROF" record -o "$tmp/ids.rp" -- "$prog" ids $ids >"$tmp/ids.out" 2>"$tmp/ids.err" ||
-    fail "record ids $ids: $(cat "$tmp/ids.err")"
-/usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
-    >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
-python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
+memory() {
+    local ids
+    [[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
+    ids=200000
+    "$RANKPROF" record -o "$tmp/ids.rp" -- "$prog" ids $ids >"$tmp/ids.out" 2>"$tmp/ids.err" ||
+        fail "record ids $ids: $(cat "$tmp/ids.err")"
+    /usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
+        >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
+    python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
 import json, sys
 r, ids, rss_kb = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
 pts = [x for x in r["nodes"] if x["name"].startswith("p") and x["calls"] == 1]
@@ -113,3 +106,10 @@ if rss_kb * 1024 > bound:
     sys.exit(f"peak RSS {rss_kb} KiB is over the bound of 700 bytes per id + 16 MiB "
              f"({bound >> 10} KiB)")
 PY
+}
+if sanitized; then
+    note "memory part skipped under sanitizers ($RP_SANITIZE)"
+else
+    scenario memory memory
+fi
+finish

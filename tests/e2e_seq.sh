@@ -17,67 +17,55 @@
 # end, unless RP_REQUIRE_CONSUMERS=1, which makes it a failure.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_seq RANKPROF PROGS RP_LIB EXAMPLES
 
-fail() {
-    echo "e2e_seq: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_seq: $*"; }
-skipped=()
-missing() {
-    if [[ "${RP_REQUIRE_CONSUMERS:-0}" == 1 ]]; then
-        fail "consumer $1 is missing ($2) and RP_REQUIRE_CONSUMERS=1"
-    fi
-    note "SKIP $1 checks: $2"
-    skipped+=("$1")
-}
-
-for v in RANKPROF PROGS RP_LIB EXAMPLES; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_seq.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 # --- firmware: exact counts through the diagram --------------------------------
-fw_out=$("$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" 2>/dev/null) || fail "recording firmware"
-bus_bytes=$(sed -n 's/.*bus_bytes=\([0-9]*\).*/\1/p' <<<"$fw_out")
-[[ -n "$bus_bytes" ]] || fail "firmware did not print bus_bytes: $fw_out"
-"$RANKPROF" export -i fw.data --format plantuml -O classes=timer,io -O max=100000 -o all.puml ||
-    fail "export plantuml (all timer and io messages)"
-ticks=$(grep -c ' : [0-9.]* [mun]*s fire$' all.puml || true)
-[[ "$ticks" == 2000 ]] || fail "firmware: $ticks timer fires in the diagram, expected 2000"
-xfers=$(grep -c ' i2c0 @0x6b [0-9]* B$' all.puml || true)
-[[ "$xfers" == 3384 ]] || fail "firmware: $xfers I2C transactions in the diagram, expected 3384"
-bytes=$(sed -n 's/.* i2c0 @0x6b \([0-9]*\) B$/\1/p' all.puml | awk '{ s += $1 } END { print s }')
-[[ "$bytes" == "$bus_bytes" ]] || fail "firmware: the diagram's bytes add up to $bytes, the program says $bus_bytes"
-dones=$(grep -c ' done in ' all.puml || true)
-[[ "$dones" == 3384 ]] || fail "firmware: $dones transaction replies, expected 3384"
-grep -q '^database "i2c0" as P' all.puml || fail "firmware: no device lifeline i2c0"
-grep -q '^control "tick" as P' all.puml || fail "firmware: no timer lifeline tick"
-grep -q 'cut:' all.puml && fail "firmware: a note says messages were cut under a cap of 100000"
+firmware() {
+    fw_out=$("$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" 2>/dev/null) || fail "recording firmware"
+    bus_bytes=$(sed -n 's/.*bus_bytes=\([0-9]*\).*/\1/p' <<<"$fw_out")
+    [[ -n "$bus_bytes" ]] || fail "firmware did not print bus_bytes: $fw_out"
+    "$RANKPROF" export -i fw.data --format plantuml -O classes=timer,io -O max=100000 -o all.puml ||
+        fail "export plantuml (all timer and io messages)"
+    ticks=$(grep -c ' : [0-9.]* [mun]*s fire$' all.puml || true)
+    [[ "$ticks" == 2000 ]] || fail "firmware: $ticks timer fires in the diagram, expected 2000"
+    xfers=$(grep -c ' i2c0 @0x6b [0-9]* B$' all.puml || true)
+    [[ "$xfers" == 3384 ]] || fail "firmware: $xfers I2C transactions in the diagram, expected 3384"
+    bytes=$(sed -n 's/.* i2c0 @0x6b \([0-9]*\) B$/\1/p' all.puml | awk '{ s += $1 } END { print s }')
+    [[ "$bytes" == "$bus_bytes" ]] || fail "firmware: the diagram's bytes add up to $bytes, the program says $bus_bytes"
+    dones=$(grep -c ' done in ' all.puml || true)
+    [[ "$dones" == 3384 ]] || fail "firmware: $dones transaction replies, expected 3384"
+    grep -q '^database "i2c0" as P' all.puml || fail "firmware: no device lifeline i2c0"
+    grep -q '^control "tick" as P' all.puml || fail "firmware: no timer lifeline tick"
+    if grep -q 'cut:' all.puml; then fail "firmware: a note says messages were cut under a cap of 100000"; fi
+}
 
 # the default cap (400) cuts, and says so
-"$RANKPROF" export -i fw.data --format plantuml -o fw.puml || fail "export plantuml"
-"$RANKPROF" export -i fw.data --format mermaid -o fw.mmd || fail "export mermaid"
-# (wake-ups are derived from the kept messages and come on top of the cap)
-kept=$(grep -- '->' fw.puml | grep -vc ' wakes via ' || true)
-[[ "$kept" == 400 ]] || fail "firmware: the capped diagram has $kept messages, not 400"
-grep -q '^note over P1, P[0-9]* : cut: [0-9]* more messages from .* on are not shown (the cap is 400' fw.puml ||
-    fail "firmware: no note about the cut"
-grep -q 'Note over P1,P[0-9]*: cut: ' fw.mmd || fail "firmware: no cut note in the Mermaid diagram"
+capped() {
+    [[ -s fw.data ]] || fail "no trace from the firmware scenario"
+    "$RANKPROF" export -i fw.data --format plantuml -o fw.puml || fail "export plantuml"
+    "$RANKPROF" export -i fw.data --format mermaid -o fw.mmd || fail "export mermaid"
+    # (wake-ups are derived from the kept messages and come on top of the cap)
+    kept=$(grep -- '->' fw.puml | grep -vc ' wakes via ' || true)
+    [[ "$kept" == 400 ]] || fail "firmware: the capped diagram has $kept messages, not 400"
+    grep -q '^note over P1, P[0-9]* : cut: [0-9]* more messages from .* on are not shown (the cap is 400' fw.puml ||
+        fail "firmware: no note about the cut"
+    grep -q 'Note over P1,P[0-9]*: cut: ' fw.mmd || fail "firmware: no cut note in the Mermaid diagram"
+}
 
 # --- contend: locks, wake-ups, filters -------------------------------------------
-"$RANKPROF" record -o c.data -- "$PROGS/prog_contend" 1000 >/dev/null 2>&1 || fail "recording prog_contend"
-"$RANKPROF" export -i c.data --format plantuml -O classes=lock -O max=60 -o c.puml || fail "export contend"
-"$RANKPROF" export -i c.data --format mermaid -O classes=lock -O max=60 -o c.mmd || fail "export contend mermaid"
-for what in ' request$' ' grant after ' ' release, held ' ' wakes via '; do
-    grep -q -- "$what" c.puml || fail "contend: no '$what' message in the lock diagram"
-done
-# each wake-up comes right before the grant it causes, to the same thread
-python3 - <<'PYEOF' || exit 1
+contend() {
+    "$RANKPROF" record -o c.data -- "$PROGS/prog_contend" 1000 >/dev/null 2>&1 || fail "recording prog_contend"
+    "$RANKPROF" export -i c.data --format plantuml -O classes=lock -O max=60 -o c.puml || fail "export contend"
+    "$RANKPROF" export -i c.data --format mermaid -O classes=lock -O max=60 -o c.mmd || fail "export contend mermaid"
+    for what in ' request$' ' grant after ' ' release, held ' ' wakes via '; do
+        grep -q -- "$what" c.puml || fail "contend: no '$what' message in the lock diagram"
+    done
+    # each wake-up comes right before the grant it causes, to the same thread
+    python3 - <<'PYEOF' || exit 1
 import re, sys
 lines = open("c.puml").read().splitlines()
 msgs = [re.match(r"P(\d+) (-->|->) P(\d+) : ", l) for l in lines]
@@ -91,57 +79,70 @@ for i, m in enumerate(msgs):
 if n < 1:
     sys.exit("e2e_seq: FAIL: no wake-up in the contend diagram")
 PYEOF
-if "$RANKPROF" export -i c.data --format plantuml -O classes=nosuch >/dev/null 2>err.txt; then
-    fail "classes=nosuch was accepted"
-fi
-grep -q nosuch err.txt || fail "the classes error does not name the class"
-if "$RANKPROF" export -i c.data --format plantuml -O from=soon >/dev/null 2>err.txt; then
-    fail "from=soon was accepted"
-fi
+    if "$RANKPROF" export -i c.data --format plantuml -O classes=nosuch >/dev/null 2>err.txt; then
+        fail "classes=nosuch was accepted"
+    fi
+    grep -q nosuch err.txt || fail "the classes error does not name the class"
+    if "$RANKPROF" export -i c.data --format plantuml -O from=soon >/dev/null 2>err.txt; then
+        fail "from=soon was accepted"
+    fi
+}
 
 # --- the consumers ------------------------------------------------------------------
 # A sanitizer build writes the same text: its consumers run in the plain build
 # (one JVM and two browsers per run are CI's slowest steps).
-if [[ -n "${RP_SANITIZE:-}" ]]; then
-    note "ok (consumers are checked in the plain build, not under RP_SANITIZE=$RP_SANITIZE)"
-    exit 0
-fi
-if command -v plantuml >/dev/null; then
-    # one JVM for both files; exits 200 if either has a syntax error
-    plantuml -tsvg fw.puml c.puml >plantuml.log 2>&1 || fail "plantuml rejected a diagram: $(cat plantuml.log)"
-    for f in fw.svg c.svg; do
-        [[ -s "$f" ]] || fail "plantuml wrote no $f"
-    done
-    grep -q 'i2c0' fw.svg && grep -q 'tick' fw.svg && grep -q 'fire' fw.svg ||
-        fail "fw.svg lacks the i2c0/tick lifelines or the fire messages"
-    grep -q 'cut: ' fw.svg || fail "fw.svg lacks the cut note"
-    grep -q 'wakes via' c.svg && grep -q 'grant after' c.svg || fail "c.svg lacks the lock messages"
-    note "plantuml rendered both diagrams"
-else
-    missing plantuml "apt-get install plantuml"
-fi
-
-mmdc=${RP_MMDC:-$(command -v mmdc || true)}
-[[ -z "$mmdc" && -x "$HOME/.cache/rankprof-npm/node_modules/.bin/mmdc" ]] &&
-    mmdc="$HOME/.cache/rankprof-npm/node_modules/.bin/mmdc"
-chromium=${RP_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
-if [[ -n "$mmdc" && -n "$chromium" ]]; then
-    printf '{"executablePath": "%s", "args": ["--no-sandbox", "--disable-gpu"]}\n' "$chromium" >pptr.json
-    for f in fw c; do
-        "$mmdc" -q -p pptr.json -i "$f.mmd" -o "$f.mmd.svg" >mmdc.log 2>&1 ||
-            fail "mermaid-cli rejected $f.mmd: $(cat mmdc.log)"
-    done
-    grep -q 'i2c0' fw.mmd.svg && grep -q 'fire' fw.mmd.svg || fail "fw.mmd.svg lacks the i2c0 lifeline or fire messages"
-    grep -q 'wakes via' c.mmd.svg && grep -q 'grant after' c.mmd.svg || fail "c.mmd.svg lacks the lock messages"
-    # the negative control: mermaid-cli does reject a broken diagram
-    printf 'sequenceDiagram\n    P1->>: broken\n' >bad.mmd
-    if "$mmdc" -q -p pptr.json -i bad.mmd -o bad.svg >/dev/null 2>&1; then
-        fail "mermaid-cli accepted a broken diagram: the check above proves nothing"
+plantuml_check() {
+    [[ -s fw.puml && -s c.puml ]] || fail "no diagrams from the capped and contend scenarios"
+    if command -v plantuml >/dev/null; then
+        # one JVM for both files; exits 200 if either has a syntax error
+        plantuml -tsvg fw.puml c.puml >plantuml.log 2>&1 || fail "plantuml rejected a diagram: $(cat plantuml.log)"
+        for f in fw.svg c.svg; do
+            [[ -s "$f" ]] || fail "plantuml wrote no $f"
+        done
+        grep -q 'i2c0' fw.svg && grep -q 'tick' fw.svg && grep -q 'fire' fw.svg ||
+            fail "fw.svg lacks the i2c0/tick lifelines or the fire messages"
+        grep -q 'cut: ' fw.svg || fail "fw.svg lacks the cut note"
+        grep -q 'wakes via' c.svg && grep -q 'grant after' c.svg || fail "c.svg lacks the lock messages"
+        note "plantuml rendered both diagrams"
+    else
+        missing plantuml "apt-get install plantuml"
     fi
-    note "mermaid-cli parsed and rendered both diagrams"
-else
-    missing mermaid-cli "scripts/deps.sh ci installs chromium and @mermaid-js/mermaid-cli"
-fi
+}
 
-[[ ${#skipped[@]} -eq 0 ]] || exit 77
-note "ok"
+mermaid_check() {
+    [[ -s fw.mmd && -s c.mmd ]] || fail "no diagrams from the capped and contend scenarios"
+
+    mmdc=${RP_MMDC:-$(command -v mmdc || true)}
+    [[ -z "$mmdc" && -x "$HOME/.cache/rankprof-npm/node_modules/.bin/mmdc" ]] &&
+        mmdc="$HOME/.cache/rankprof-npm/node_modules/.bin/mmdc"
+    chromium=${RP_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+    if [[ -n "$mmdc" && -n "$chromium" ]]; then
+        printf '{"executablePath": "%s", "args": ["--no-sandbox", "--disable-gpu"]}\n' "$chromium" >pptr.json
+        for f in fw c; do
+            "$mmdc" -q -p pptr.json -i "$f.mmd" -o "$f.mmd.svg" >mmdc.log 2>&1 ||
+                fail "mermaid-cli rejected $f.mmd: $(cat mmdc.log)"
+        done
+        grep -q 'i2c0' fw.mmd.svg && grep -q 'fire' fw.mmd.svg || fail "fw.mmd.svg lacks the i2c0 lifeline or fire messages"
+        grep -q 'wakes via' c.mmd.svg && grep -q 'grant after' c.mmd.svg || fail "c.mmd.svg lacks the lock messages"
+        # the negative control: mermaid-cli does reject a broken diagram
+        printf 'sequenceDiagram\n    P1->>: broken\n' >bad.mmd
+        if "$mmdc" -q -p pptr.json -i bad.mmd -o bad.svg >/dev/null 2>&1; then
+            fail "mermaid-cli accepted a broken diagram: the check above proves nothing"
+        fi
+        note "mermaid-cli parsed and rendered both diagrams"
+    else
+        missing mermaid-cli "scripts/deps.sh ci installs chromium and @mermaid-js/mermaid-cli"
+    fi
+
+}
+
+scenario firmware firmware
+scenario capped capped
+scenario contend contend
+if sanitized; then
+    note "consumers are checked in the plain build, not under RP_SANITIZE=$RP_SANITIZE"
+else
+    scenario plantuml plantuml_check
+    scenario mermaid mermaid_check
+fi
+finish

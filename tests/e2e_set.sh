@@ -19,16 +19,10 @@
 # recorder's mark: their own run ids) must be read with it.  A --process
 # that names no process of the run fails with a message; a file of the run
 # that cannot be read is named and left out, the others are read.
-set -euo pipefail
-fail() { echo "e2e_set: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_set RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_set.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-T="timeout -k 5 120"
-R() { $T "$RANKPROF" "$@"; }
+R() { $TMO "$RANKPROF" "$@"; }
 
 # calls FILE.json NAME... : the calls of each NAME, space separated
 calls() {

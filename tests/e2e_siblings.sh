@@ -6,19 +6,13 @@
 # thinks it is the first); each makes N calls, says it is done, and is
 # ended by SIGTERM.  No file may be shared: every file of the run reads
 # without error, and exactly two of them hold the workers' calls, N each.
-set -euo pipefail
-fail() { echo "e2e_siblings: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_siblings RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_siblings.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 N=30000
-T="timeout -k 5 120"
 
 rc=0
-$T "$RANKPROF" record -o "$tmp/rp.data" -- bash -c '
+$TMO "$RANKPROF" record -o "$tmp/rp.data" -- bash -c '
     unset RANKPROF_CLAIMED
     "$1" wait "$2" >"$3/a.out" & a=$!
     "$1" wait "$2" >"$3/b.out" & b=$!
@@ -32,7 +26,7 @@ grep -q done "$tmp/a.out" && grep -q done "$tmp/b.out" || fail "the workers did 
 
 workers=0
 for f in "$tmp"/rp.data*; do
-    $T "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
+    $TMO "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
         fail "$(basename "$f"): report failed: $(cat "$tmp/r.err")"
     w=$(python3 -c '
 import json, sys

@@ -17,14 +17,9 @@
 #             the recorded program's (ring buffers, nothing per event)
 #
 # prog_stress prints "calls C", the function calls it made (docs at its top).
-set -euo pipefail
-fail() { echo "e2e_stress: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_stress RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_stress.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # report --format json of $1, checked against the expected counts
 expect() { # file threads n_per_thread nthreads_with_events lost(0|any)
@@ -51,64 +46,73 @@ PY
 }
 
 # --- lossless: 32 threads, tiny rings --------------------------------------
-RANKPROF_BUFSIZE=16384 RANKPROF_NBUF=2 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t32.data" -- \
-    "$PROGS/prog_stress" threads 32 2000 >"$tmp/out" 2>&1 || fail "threads 32: $(cat "$tmp/out")"
-expect "$tmp/t32.data" 32 2000 33 0
-chunks=$("$RANKPROF" info -i "$tmp/t32.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
-echo "e2e_stress: 32 threads x 6000 calls, 2 x 16 KiB buffers, flush every 1 ms" \
-    "($chunks EVENTS chunks), lossless: exact: ok"
+stress_lossless() {
+    RANKPROF_BUFSIZE=16384 RANKPROF_NBUF=2 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t32.data" -- \
+        "$PROGS/prog_stress" threads 32 2000 >"$tmp/out" 2>&1 || fail "threads 32: $(cat "$tmp/out")"
+    expect "$tmp/t32.data" 32 2000 33 0
+    chunks=$("$RANKPROF" info -i "$tmp/t32.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
+    echo "e2e_stress: 32 threads x 6000 calls, 2 x 16 KiB buffers, flush every 1 ms" \
+        "($chunks EVENTS chunks), lossless: exact: ok"
+}
 
 # the default 256 KiB buffers, which these threads (pausing 1 ms every 100
 # calls) hardly fill: almost every chunk is a periodic flush of a buffer
 # still being filled
-RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t8.data" -- "$PROGS/prog_stress" paced 8 3000 \
-    >"$tmp/out" 2>&1 || fail "threads 8: $(cat "$tmp/out")"
-expect "$tmp/t8.data" 8 3000 9 0
-chunks=$("$RANKPROF" info -i "$tmp/t8.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
-echo "e2e_stress: 8 threads x 9000 calls, flush every 1 ms ($chunks EVENTS chunks): exact: ok"
+stress_paced() {
+    RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/t8.data" -- "$PROGS/prog_stress" paced 8 3000 \
+        >"$tmp/out" 2>&1 || fail "threads 8: $(cat "$tmp/out")"
+    expect "$tmp/t8.data" 8 3000 9 0
+    chunks=$("$RANKPROF" info -i "$tmp/t8.data" | sed -n 's/^ *EVENTS *\([0-9]*\) chunks.*/\1/p')
+    echo "e2e_stress: 8 threads x 9000 calls, flush every 1 ms ($chunks EVENTS chunks): exact: ok"
+}
 
 # --- churn: threads come and go ----------------------------------------------
-"$RANKPROF" record -o "$tmp/churn.data" -- "$PROGS/prog_stress" churn 20 8 200 \
-    >"$tmp/out" 2>&1 || fail "churn: $(cat "$tmp/out")"
-expect "$tmp/churn.data" 160 200 161 0
-echo "e2e_stress: 160 short-lived threads in 20 waves: exact: ok"
+stress_churn() {
+    "$RANKPROF" record -o "$tmp/churn.data" -- "$PROGS/prog_stress" churn 20 8 200 \
+        >"$tmp/out" 2>&1 || fail "churn: $(cat "$tmp/out")"
+    expect "$tmp/churn.data" 160 200 161 0
+    echo "e2e_stress: 160 short-lived threads in 20 waves: exact: ok"
+}
 
 # --- exec: the new image writes NAME.PID -------------------------------------
-"$RANKPROF" record -o "$tmp/ex.data" -- "$PROGS/prog_execer" >"$tmp/out" 2>&1 ||
-    fail "execer: $(cat "$tmp/out")"
-pid=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$tmp/out")
-[[ -n $pid && -f "$tmp/ex.data.$pid" ]] || fail "exec: no $tmp/ex.data.PID: $(ls "$tmp")"
-"$RANKPROF" report -i "$tmp/ex.data.$pid" --format json >"$tmp/ex.json" 2>/dev/null ||
-    fail "exec: the new image's trace does not read"
-python3 -c "
+stress_exec() {
+    "$RANKPROF" record -o "$tmp/ex.data" -- "$PROGS/prog_execer" >"$tmp/out" 2>&1 ||
+        fail "execer: $(cat "$tmp/out")"
+    pid=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$tmp/out")
+    [[ -n $pid && -f "$tmp/ex.data.$pid" ]] || fail "exec: no $tmp/ex.data.PID: $(ls "$tmp")"
+    "$RANKPROF" report -i "$tmp/ex.data.$pid" --format json >"$tmp/ex.json" 2>/dev/null ||
+        fail "exec: the new image's trace does not read"
+    python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
 c = {x['name']: x['calls'] for x in r['nodes']}
 sys.exit(0 if c.get('step') == 25 and c.get('main') == 1 and r['ended_normally'] else 1)" \
-    "$tmp/ex.json" || fail "exec: the new image's trace is not exact: $(cat "$tmp/ex.json")"
-"$RANKPROF" report -i "$tmp/ex.data" --one-file --format json >"$tmp/ex0.json" 2>/dev/null ||
-    fail "exec: the old image's trace does not read"
-python3 -c "
+        "$tmp/ex.json" || fail "exec: the new image's trace is not exact: $(cat "$tmp/ex.json")"
+    "$RANKPROF" report -i "$tmp/ex.data" --one-file --format json >"$tmp/ex0.json" 2>/dev/null ||
+        fail "exec: the old image's trace does not read"
+    python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
 c = {x['name']: x['calls'] for x in r['nodes']}
 sys.exit(0 if c.get('step') == 10 and r['ended_normally'] and r['unclosed'] == 0 and r['cut'] == 1 else 1)" \
-    "$tmp/ex0.json" || fail "exec: the old image's trace is not complete: $(cat "$tmp/ex0.json")"
-echo "e2e_stress: exec: the old image flushed at exec (a vfork child left it alone), the new" \
-    "one wrote ex.data.$pid, both exact: ok"
+        "$tmp/ex0.json" || fail "exec: the old image's trace is not complete: $(cat "$tmp/ex0.json")"
+    echo "e2e_stress: exec: the old image flushed at exec (a vfork child left it alone), the new" \
+        "one wrote ex.data.$pid, both exact: ok"
+}
 
 # --- overload: drop mode, a writer that cannot keep up -----------------------
 # (the counts are of function events: the joins' wait spans are left out)
-RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=500 \
-    "$RANKPROF" record --drop --classes=-wait -o "$tmp/drop.data" -- \
-    "$PROGS/prog_stress" threads 4 5000 \
-    >"$tmp/out" 2>&1 || fail "drop: $(cat "$tmp/out")"
-made=$(sed -n 's/^calls \([0-9]*\)$/\1/p' "$tmp/out")
-"$RANKPROF" dump -i "$tmp/drop.data" >"$tmp/drop.dump" 2>/dev/null || fail "drop: dump failed"
-"$RANKPROF" info -i "$tmp/drop.data" >"$tmp/drop.info" 2>&1 || fail "drop: info failed"
-"$RANKPROF" report -i "$tmp/drop.data" --format json >"$tmp/drop.json" 2>/dev/null ||
-    fail "drop: report failed"
-python3 - "$tmp/drop.dump" "$tmp/drop.info" "$tmp/drop.json" "$made" <<'PY' || fail "drop: losses do not add up"
+stress_drop() {
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=500 \
+        "$RANKPROF" record --drop --classes=-wait -o "$tmp/drop.data" -- \
+        "$PROGS/prog_stress" threads 4 5000 \
+        >"$tmp/out" 2>&1 || fail "drop: $(cat "$tmp/out")"
+    made=$(sed -n 's/^calls \([0-9]*\)$/\1/p' "$tmp/out")
+    "$RANKPROF" dump -i "$tmp/drop.data" >"$tmp/drop.dump" 2>/dev/null || fail "drop: dump failed"
+    "$RANKPROF" info -i "$tmp/drop.data" >"$tmp/drop.info" 2>&1 || fail "drop: info failed"
+    "$RANKPROF" report -i "$tmp/drop.data" --format json >"$tmp/drop.json" 2>/dev/null ||
+        fail "drop: report failed"
+    python3 - "$tmp/drop.dump" "$tmp/drop.info" "$tmp/drop.json" "$made" <<'PY' || fail "drop: losses do not add up"
 import json, re, sys
 dump, info, rep, made = sys.argv[1], open(sys.argv[2]).read(), json.load(open(sys.argv[3])), int(sys.argv[4])
 spans = lost = 0
@@ -143,10 +147,12 @@ for b in bad:
 print(f"e2e_stress: drop: {spans} recorded + {lost} lost = 2 x {made} calls")
 sys.exit(1 if bad else 0)
 PY
+}
 
 # --- memory: 10x longer run, same peak RSS -----------------------------------
-[[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
-python3 - "$RANKPROF" "$PROGS/prog_stress" "$tmp" <<'PY' || fail "memory grows with the trace"
+stress_memory() {
+    [[ -x /usr/bin/time ]] || fail "/usr/bin/time (GNU time) is needed: scripts/deps.sh test installs it"
+    python3 - "$RANKPROF" "$PROGS/prog_stress" "$tmp" <<'PY' || fail "memory grows with the trace"
 import os, subprocess, sys
 rankprof, prog, tmp = sys.argv[1:4]
 
@@ -172,4 +178,10 @@ slack = (64 if os.environ.get("RP_SANITIZE") else 4) * 1024
 ok = ana[200000] <= ana[20000] + slack and rec[200000] <= rec[20000] + slack
 sys.exit(0 if ok else 1)
 PY
-echo "e2e_stress: ok"
+    echo "e2e_stress: ok"
+}
+
+for s in lossless paced churn exec drop memory; do
+    scenario "$s" "stress_$s"
+done
+finish

@@ -26,21 +26,11 @@
 #     (headless chromium, when installed) shows "recursive", no share > 100 %.
 #
 # Run by ctest with RANKPROF and PROGS in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_table RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_table: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_table: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_table.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 # widest line of a file, in characters (UTF-8), ANSI colours taking none
@@ -53,12 +43,16 @@ for l in open(sys.argv[1], encoding="utf-8"):
 print(w)' "$1"
 }
 
-# --- pass-through chains -------------------------------------------------
+# the programs every scenario reads
 "$RANKPROF" record -o chain.data -- "$PROGS/prog_chain" >/dev/null 2>&1 || fail "recording prog_chain"
-COLUMNS=200 "$RANKPROF" report -i chain.data >chain.txt || fail "report of chain.data"
-COLUMNS=200 "$RANKPROF" report -i chain.data --no-chains >all.txt || fail "report --no-chains"
-"$RANKPROF" report -i chain.data --format json >chain.json || fail "report --format json"
-python3 - chain.txt all.txt chain.json <<'EOF' || fail "chains (see above)"
+"$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
+
+# --- pass-through chains -------------------------------------------------
+chains() {
+    COLUMNS=200 "$RANKPROF" report -i chain.data >chain.txt || fail "report of chain.data"
+    COLUMNS=200 "$RANKPROF" report -i chain.data --no-chains >all.txt || fail "report --no-chains"
+    "$RANKPROF" report -i chain.data --format json >chain.json || fail "report --format json"
+    python3 - chain.txt all.txt chain.json <<'EOF' || fail "chains (see above)"
 import json, re, sys
 def rows(path):
     """(rank, name cell) with the name's continuation lines joined."""
@@ -107,35 +101,42 @@ if len(r["nodes"]) != len(every):
     sys.exit("the JSON does not keep every node")
 print("e2e_table: chain row", hits[0])
 EOF
+}
 
 # --- width -----------------------------------------------------------------
-"$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
-for d in chain fib; do
-    COLUMNS=80 "$RANKPROF" report -i $d.data >$d.80 || fail "report of $d.data"
-    w=$(widest $d.80)
-    ((w <= 80)) || fail "COLUMNS=80: the $d table has a line of $w columns: $(cat $d.80)"
-done
-if command -v script >/dev/null; then
-    # a terminal of 70 columns: its width wins over COLUMNS and the 120 default
-    env -u COLUMNS script -qec "stty cols 70 rows 40; '$RANKPROF' report -i chain.data" /dev/null \
-        >pty.txt || fail "report on a pty"
-    w=$(widest pty.txt)
-    ((w <= 70)) || fail "a 70-column terminal got a line of $w columns: $(cat pty.txt)"
-    ((w >= 60)) || fail "a 70-column terminal got lines of at most $w columns"
-else
-    note "no script(1): the terminal's width is not checked"
-fi
+width() {
+    local d w
+    for d in chain fib; do
+        COLUMNS=80 "$RANKPROF" report -i $d.data >$d.80 || fail "report of $d.data"
+        w=$(widest $d.80)
+        ((w <= 80)) || fail "COLUMNS=80: the $d table has a line of $w columns: $(cat $d.80)"
+    done
+    if command -v script >/dev/null; then
+        # a terminal of 70 columns: its width wins over COLUMNS and the 120 default
+        env -u COLUMNS script -qec "stty cols 70 rows 40; '$RANKPROF' report -i chain.data" /dev/null \
+            >pty.txt || fail "report on a pty"
+        w=$(widest pty.txt)
+        ((w <= 70)) || fail "a 70-column terminal got a line of $w columns: $(cat pty.txt)"
+        ((w >= 60)) || fail "a 70-column terminal got lines of at most $w columns"
+    else
+        note "no script(1): the terminal's width is not checked"
+    fi
 
-names="$PROGS/prog_names_gxx"
-[[ -x "$names" ]] || names="$PROGS/prog_names_clangxx"
-if [[ -x "$names" ]]; then
-    "$RANKPROF" record -o names.data -- "$names" >/dev/null 2>&1 || fail "recording $names"
-    COLUMNS=80 "$RANKPROF" report -i names.data >names.80 || fail "report of names.data"
-    COLUMNS=80 "$RANKPROF" report -i names.data --wide >names.wide || fail "report --wide"
-    w=$(widest names.80)
-    ((w <= 80)) || fail "COLUMNS=80: the names table has a line of $w columns: $(cat names.80)"
-    "$RANKPROF" report -i names.data --format json >names.json
-    python3 - names.80 names.wide names.json <<'EOF' || fail "unique names (see above)"
+}
+
+# --- unique C++ names, and graph NAME on them --------------------------------
+names() {
+    local names w
+    names="$PROGS/prog_names_gxx"
+    [[ -x "$names" ]] || names="$PROGS/prog_names_clangxx"
+    if [[ -x "$names" ]]; then
+        "$RANKPROF" record -o names.data -- "$names" >/dev/null 2>&1 || fail "recording $names"
+        COLUMNS=80 "$RANKPROF" report -i names.data >names.80 || fail "report of names.data"
+        COLUMNS=80 "$RANKPROF" report -i names.data --wide >names.wide || fail "report --wide"
+        w=$(widest names.80)
+        ((w <= 80)) || fail "COLUMNS=80: the names table has a line of $w columns: $(cat names.80)"
+        "$RANKPROF" report -i names.data --format json >names.json
+        python3 - names.80 names.wide names.json <<'EOF' || fail "unique names (see above)"
 import json, re, sys
 def rows(path):
     """(rank, name cell) with the name's continuation lines joined."""
@@ -182,30 +183,34 @@ if len(set(whyn)) != len(whyn) or len(whyn) != len(flagged):
     sys.exit(f"why lines under {whyn}, flagged rows {flagged}")
 EOF
 
-    # --- graph NAME ----------------------------------------------------------
-    if "$RANKPROF" graph -i names.data sum_dots >g.out 2>g.err; then
-        fail "graph sum_dots (two templates) was not refused as ambiguous"
+        # --- graph NAME ----------------------------------------------------------
+        if "$RANKPROF" graph -i names.data sum_dots >g.out 2>g.err; then
+            fail "graph sum_dots (two templates) was not refused as ambiguous"
+        fi
+        grep -q "sum_dots<int>(int const\*" g.err && grep -q "sum_dots<double>(double const\*" g.err ||
+            fail "graph sum_dots does not list both candidates: $(cat g.err)"
+        "$RANKPROF" graph -i names.data 'sum_dots<int>' >g.out || fail "graph 'sum_dots<int>'"
+        head -1 g.out | grep -q '^int geo::detail::sum_dots<int>(int const\*, int const\*, unsigned long) (names.h:' ||
+            fail "graph 'sum_dots<int>' found $(head -1 g.out)"
+        "$RANKPROF" graph -i names.data 'detail::sum_dots<double>' >g.out ||
+            fail "graph 'detail::sum_dots<double>'"
+        head -1 g.out | grep -q '^double geo::detail::sum_dots<double>' || fail "found $(head -1 g.out)"
+        "$RANKPROF" graph -i names.data scale_copy >g.out || fail "graph scale_copy (two copies)"
+        [[ $(grep -c '^scale_copy(long) (names.h:[0-9]*) @0x' g.out) == 2 ]] ||
+            fail "graph scale_copy does not show both copies: $(cat g.out)"
+    else
+        note "no C++ test program (no g++ or clang++): names and graph NAME not checked"
     fi
-    grep -q "sum_dots<int>(int const\*" g.err && grep -q "sum_dots<double>(double const\*" g.err ||
-        fail "graph sum_dots does not list both candidates: $(cat g.err)"
-    "$RANKPROF" graph -i names.data 'sum_dots<int>' >g.out || fail "graph 'sum_dots<int>'"
-    head -1 g.out | grep -q '^int geo::detail::sum_dots<int>(int const\*, int const\*, unsigned long) (names.h:' ||
-        fail "graph 'sum_dots<int>' found $(head -1 g.out)"
-    "$RANKPROF" graph -i names.data 'detail::sum_dots<double>' >g.out ||
-        fail "graph 'detail::sum_dots<double>'"
-    head -1 g.out | grep -q '^double geo::detail::sum_dots<double>' || fail "found $(head -1 g.out)"
-    "$RANKPROF" graph -i names.data scale_copy >g.out || fail "graph scale_copy (two copies)"
-    [[ $(grep -c '^scale_copy(long) (names.h:[0-9]*) @0x' g.out) == 2 ]] ||
-        fail "graph scale_copy does not show both copies: $(cat g.out)"
-else
-    note "no C++ test program (no g++ or clang++): names and graph NAME not checked"
-fi
-if "$RANKPROF" graph -i chain.data no_such_fn >/dev/null 2>g.err; then
-    fail "graph of an unknown name succeeded"
-fi
-grep -q "no_such_fn" g.err || fail "the error does not name the unknown name"
-"$RANKPROF" graph -i chain.data step >g.out || fail "graph step"
-python3 - g.out <<'EOF' || fail "graph step: callees not sorted by time"
+}
+
+# --- graph ------------------------------------------------------------------
+graph() {
+    if "$RANKPROF" graph -i chain.data no_such_fn >/dev/null 2>g.err; then
+        fail "graph of an unknown name succeeded"
+    fi
+    grep -q "no_such_fn" g.err || fail "the error does not name the unknown name"
+    "$RANKPROF" graph -i chain.data step >g.out || fail "graph step"
+    python3 - g.out <<'EOF' || fail "graph step: callees not sorted by time"
 import sys
 def ns(v):
     for u, k in (("ns", 1), ("us", 1e3), ("ms", 1e6), ("s", 1e9)):
@@ -221,8 +226,8 @@ names = [l.split()[1] for l in lines[i + 1:] if l.startswith("  ->")]
 if "leaf_a" not in names or "leaf_b" not in names or t != sorted(t, reverse=True):
     sys.exit(f"callees {names} with totals {t}")
 EOF
-"$RANKPROF" graph -i fib.data fib >fib.graph || fail "graph fib"
-python3 - fib.graph <<'EOF' || fail "graph fib shares (see above)"
+    "$RANKPROF" graph -i fib.data fib >fib.graph || fail "graph fib"
+    python3 - fib.graph <<'EOF' || fail "graph fib shares (see above)"
 import re, sys
 text = open(sys.argv[1]).read()
 for l in text.split("\n"):
@@ -236,10 +241,13 @@ if not re.search(r"  <- main\s.*100\.0%$", text, re.M):
     sys.exit("main -> fib is not 100.0 % of fib's time")
 EOF
 
+}
+
 # --- html: flags' why, the sequence diagram ----------------------------------
-"$RANKPROF" report -i chain.data >why.txt
-"$RANKPROF" export -i chain.data --format html -o chain.html || fail "export html"
-python3 - why.txt chain.html <<'EOF' || fail "html flags' why (see above)"
+html() {
+    "$RANKPROF" report -i chain.data >why.txt
+    "$RANKPROF" export -i chain.data --format html -o chain.html || fail "export html"
+    python3 - why.txt chain.html <<'EOF' || fail "html flags' why (see above)"
 import html, re, sys
 table = open(sys.argv[1], encoding="utf-8").read()
 page = open(sys.argv[2], encoding="utf-8").read()
@@ -259,15 +267,15 @@ for w in whys:
         sys.exit(f"the why table lacks {w!r}")
 print("e2e_table: html whys", whys)
 EOF
-"$RANKPROF" record -o contend.data -- "$PROGS/prog_contend" >/dev/null 2>&1 || fail "recording prog_contend"
-RANKPROF_RENDER=none "$RANKPROF" export -i contend.data --format html -o none.html ||
-    fail "export html without a renderer"
-grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
-    fail "no note where no renderer is used"
-grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
-if command -v plantuml >/dev/null; then
-    "$RANKPROF" export -i contend.data --format html -o seq.html || fail "export html"
-    python3 - seq.html <<'EOF' || fail "html sequence diagram (see above)"
+    "$RANKPROF" record -o contend.data -- "$PROGS/prog_contend" >/dev/null 2>&1 || fail "recording prog_contend"
+    RANKPROF_RENDER=none "$RANKPROF" export -i contend.data --format html -o none.html ||
+        fail "export html without a renderer"
+    grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
+        fail "no note where no renderer is used"
+    grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
+    if command -v plantuml >/dev/null; then
+        "$RANKPROF" export -i contend.data --format html -o seq.html || fail "export html"
+        python3 - seq.html <<'EOF' || fail "html sequence diagram (see above)"
 import re, sys
 page = open(sys.argv[1], encoding="utf-8").read()
 m = re.search(r'<div class="seq-svg">(<svg.*?</svg>)</div>', page, re.S)
@@ -281,16 +289,16 @@ if "seq-note" in page.split('id="seq"', 1)[1].split("</p>", 2)[0]:
     sys.exit("the note is shown beside a drawn diagram")
 print(f"e2e_table: sequence diagram drawn, {len(svg)} bytes of SVG")
 EOF
-else
-    note "plantuml is not installed: the drawn diagram is not checked (the note is)"
-fi
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [[ -n "$chromium" ]]; then
-    "$RANKPROF" export -i fib.data --format html -o fib.html || fail "export html of fib"
-    timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
-        --user-data-dir="$tmp/chromium" --dump-dom "file://$tmp/fib.html" >fib.dom 2>chromium.log ||
-        fail "chromium --dump-dom: $(tail -3 chromium.log)"
-    python3 - fib.dom <<'EOF' || fail "html panel shares of fib (see above)"
+    else
+        note "plantuml is not installed: the drawn diagram is not checked (the note is)"
+    fi
+    chromium=$(command -v chromium || command -v chromium-browser || true)
+    if [[ -n "$chromium" ]]; then
+        "$RANKPROF" export -i fib.data --format html -o fib.html || fail "export html of fib"
+        timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+            --user-data-dir="$tmp/chromium" --dump-dom "file://$tmp/fib.html" >fib.dom 2>chromium.log ||
+            fail "chromium --dump-dom: $(tail -3 chromium.log)"
+        python3 - fib.dom <<'EOF' || fail "html panel shares of fib (see above)"
 import re, sys
 dom = open(sys.argv[1], encoding="utf-8").read()
 panes = re.search(r'id="callers">(.*?)</div><div id="callees">(.*?)</div>', dom, re.S)
@@ -304,7 +312,12 @@ if any(float(c[:-1]) > 100 for c in shares):
     sys.exit(f"a share above 100 % in fib's panel: {cells}")
 print("e2e_table: fib's panel", cells)
 EOF
-else
-    note "no chromium: the HTML panel's shares are not checked"
-fi
-note "ok"
+    else
+        note "no chromium: the HTML panel's shares are not checked"
+    fi
+}
+
+for s in chains width names graph html; do
+    scenario $s $s
+done
+finish

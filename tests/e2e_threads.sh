@@ -18,21 +18,17 @@
 #   - `report --thread TID` on a reused tid selects all of its threads,
 #     `--thread TID#1` (as `info` lists it) only the second.
 # Under sanitizers N is 4000 (a thread costs much more there): no tid is
-# reused then, and the counts are checked the same way; test_trace checks
+# reused then, and the counts are checked the same way; test_replay checks
 # the replay of two threads sharing a tid in a synthesised trace.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -uo pipefail
-fail() { echo "e2e_threads: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_threads RANKPROF PROGS RP_LIB
+set +e # (each status is checked where it matters)
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d /tmp/rp_e2e_threads.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 N=40000 K=3
-[[ -n "${RP_SANITIZE:-}" ]] && N=4000
+sanitized && N=4000
 echo "e2e_threads: pid_max $(cat /proc/sys/kernel/pid_max 2>/dev/null || echo ?), $N threads"
 
 "$RANKPROF" record -o "$tmp/t.data" -- "$PROGS/prog_shortthreads" $N $K >"$tmp/out" 2>"$tmp/err" ||

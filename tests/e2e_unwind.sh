@@ -7,15 +7,10 @@
 #
 # tests/progs/unwind.c and tests/progs/cxx/exc.cpp document the exact
 # counts checked here.  Run by ctest with RANKPROF, PROGS and RP_LIB set.
-set -euo pipefail
-fail() { echo "e2e_unwind: FAIL: $*" >&2; exit 1; }
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_unwind RANKPROF PROGS RP_LIB
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_unwind.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 san=${RP_SANITIZE:-}
 N=200
 
@@ -116,39 +111,50 @@ PY
     echo "e2e_unwind: $1: ok"
 }
 
+need_progs unwind unwind_fortify
+# run_check NAME KIND PROGRAM ARGS...: run, then check as KIND
+run_check() {
+    local name=$1 kind=$2
+    shift 2
+    run "$name" "$@"
+    check "$name" "$kind"
+}
 for prog in unwind unwind_fortify; do
-    [[ -x "$PROGS/prog_$prog" ]] || fail "$PROGS/prog_$prog is missing"
     for mode in longjmp siglongjmp; do
-        run "$prog.$mode" "$PROGS/prog_$prog" $mode $N
-        check "$prog.$mode" $mode
+        scenario "$prog.$mode" run_check "$prog.$mode" $mode "$PROGS/prog_$prog" $mode $N
     done
 done
 if [[ $(nm -D "$PROGS/prog_unwind_fortify" 2>/dev/null | grep -c __longjmp_chk) -eq 0 ]]; then
     echo "e2e_unwind: note: prog_unwind_fortify does not call __longjmp_chk here"
 fi
 
-run threadexit "$PROGS/prog_unwind" threadexit $N
-check threadexit threadexit
-run exit "$PROGS/prog_unwind" exit $N
-check exit exit
-[[ $(cat "$tmp/exit.rc") -eq 0 ]] || fail "exit: record exited $(cat "$tmp/exit.rc")"
+scenario threadexit run_check threadexit threadexit "$PROGS/prog_unwind" threadexit $N
+exit_frames() {
+    run_check exit exit "$PROGS/prog_unwind" exit $N
+    [[ $(cat "$tmp/exit.rc") -eq 0 ]] || fail "exit: record exited $(cat "$tmp/exit.rc")"
+}
+scenario exit exit_frames
 
 # a crash from deep frames: every frame open at the crash is cut (under a
 # sanitizer its own SIGSEGV report comes first: only the counts are checked)
-run segv "$PROGS/prog_unwind" segv $N
-check segv segv
-if [[ -z "$san" ]]; then
-    [[ $(cat "$tmp/segv.rc") -eq 139 ]] || fail "segv: record exited $(cat "$tmp/segv.rc")"
-    grep -q "killed by signal 11" "$tmp/segv.rerr" || fail "segv: the report does not say so"
-fi
-"$RANKPROF" report -i "$tmp/segv.data" >"$tmp/segv.txt" 2>/dev/null
-grep -q "1 of 1 calls cut" "$tmp/segv.txt" || fail "segv: the table does not list the cut frames"
-"$RANKPROF" info -i "$tmp/segv.data" | grep -q "^cut: *0 frames unwound .*, 4 open" ||
-    fail "segv: info does not count the cut frames"
+segv() {
+    run segv "$PROGS/prog_unwind" segv $N
+    check segv segv
+    if [[ -z "$san" ]]; then
+        [[ $(cat "$tmp/segv.rc") -eq 139 ]] || fail "segv: record exited $(cat "$tmp/segv.rc")"
+        grep -q "killed by signal 11" "$tmp/segv.rerr" || fail "segv: the report does not say so"
+    fi
+    "$RANKPROF" report -i "$tmp/segv.data" >"$tmp/segv.txt" 2>/dev/null
+    grep -q "1 of 1 calls cut" "$tmp/segv.txt" || fail "segv: the table does not list the cut frames"
+    "$RANKPROF" info -i "$tmp/segv.data" | grep -q "^cut: *0 frames unwound .*, 4 open" ||
+        fail "segv: info does not count the cut frames"
+}
+scenario segv segv
 
 # direct mode ends the frames open at a thread's end and on the thread that
 # calls exit() the same way (not counted as cut: STATS has no such field)
-for mode in exit threadexit; do
+direct() { # MODE
+    local mode=$1
     "$RANKPROF" record --mode direct -o "$tmp/direct.$mode.data" -- "$PROGS/prog_unwind" $mode $N \
         >/dev/null 2>"$tmp/direct.$mode.err" || fail "direct $mode: $(cat "$tmp/direct.$mode.err")"
     "$RANKPROF" report -i "$tmp/direct.$mode.data" --format json >"$tmp/direct.$mode.json" ||
@@ -168,17 +174,23 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
     echo "e2e_unwind: direct $mode: ok"
+}
+for mode in exit threadexit; do
+    scenario "direct_$mode" direct $mode
 done
 
 # coroutines: switches are not followed, but nothing is lost or corrupt
-run context "$PROGS/prog_unwind" context $N
-check context context
+scenario context run_check context context "$PROGS/prog_unwind" context $N
 
+run_exc() { # CXX
+    run "exc_$1" "$PROGS/prog_exc_$1" $N
+    check "exc_$1" exc "$1"
+}
 for cxx in gxx clangxx; do
     if [[ ! -x "$PROGS/prog_exc_$cxx" ]]; then
         echo "e2e_unwind: prog_exc_$cxx not built (no ${cxx//x/+} found): skipped"
         continue
     fi
-    run "exc_$cxx" "$PROGS/prog_exc_$cxx" $N
-    check "exc_$cxx" exc $cxx
+    scenario "exc_$cxx" run_exc "$cxx"
 done
+finish

@@ -30,31 +30,21 @@
 # not model the recorder's locks, and reports races that are not.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_waits RANKPROF PROGS RP_LIB
 
-fail() {
-    echo "e2e_waits: FAIL: $*" >&2
-    exit 1
-}
-note() { echo "e2e_waits: $*"; }
-
-for v in RANKPROF PROGS RP_LIB; do
-    [[ -n "${!v:-}" ]] || fail "environment variable $v is not set (run through ctest)"
-done
-command -v python3 >/dev/null || fail "python3 is needed"
+need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rp_waits.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 # 50 items: 150 ms of crunch, long enough that main's own time (creating
 # the threads, a few ms when the machine is busy) stays well under its 10 %;
 # 100 under sanitizers, whose pthread_create is slower still
 N=50
-[[ -n "${RP_SANITIZE:-}" ]] && N=100
+sanitized && N=100
 tsan=0 cancel=cancel
-[[ "${RP_SANITIZE:-}" == *thread* ]] && tsan=1 cancel=nocancel &&
+under_tsan && tsan=1 cancel=nocancel &&
     note "TSan: the condition and cancellation checks are skipped"
 # record DATA MODE [CLASSES]: records prog_waits, checks what it printed
 # and writes DATA.json (report) and DATA.locks.json; prints the wake-ups.
@@ -72,17 +62,24 @@ w=$(record t.data trace)
 wd=$(record d.data direct)
 wn=$(record nowait.data trace -wait)
 wl=$(record nolock.data trace func,wait)
-"$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
-((tsan)) || grep -q "cond ready_cv" locks.txt ||
-    fail "the locks table does not show the condition ready_cv"
-"$RANKPROF" report -i t.data >report.txt || fail "report (table)"
-grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+
+# the tables
+tables() {
+    "$RANKPROF" locks -i t.data >locks.txt || fail "locks (table)"
+    ((tsan)) || grep -q "cond ready_cv" locks.txt ||
+        fail "the locks table does not show the condition ready_cv"
+    "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
+    grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+}
+scenario tables tables
+
 # exports: waits are frames; every cost is in some function's own cost
-for f in callgrind pprof folded; do
-    "$RANKPROF" export -i t.data --format $f -o t.$f || fail "export $f"
-done
-grep -q "^sleeper;nanosleep \[wait\] [0-9]" t.folded || fail "folded: no sleeper;nanosleep [wait] stack"
-python3 - <<'PYEOF' || exit 1
+exports() {
+    for f in callgrind pprof folded; do
+        "$RANKPROF" export -i t.data --format $f -o t.$f || fail "export $f"
+    done
+    grep -q "^sleeper;nanosleep \[wait\] [0-9]" t.folded || fail "folded: no sleeper;nanosleep [wait] stack"
+    python3 - <<'PYEOF' || exit 1
 import gzip, sys
 def die(msg):
     print("e2e_waits: FAIL: " + msg, file=sys.stderr)
@@ -148,8 +145,12 @@ for f, t, v in fields(b):
 if used - locs or any(fn not in funcs for l in loc_fn.values() for fn in l):
     die("pprof: samples name undefined locations %s or functions" % sorted(used - locs))
 PYEOF
+}
+scenario exports exports
 
-python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
+# the report and the locks of the four runs
+runs() {
+    python3 - "$N" "$tsan" "$w" "$wd" "$wn" "$wl" <<'PYEOF' || exit 1
 import json, os, sys
 
 N, tsan, san = int(sys.argv[1]), sys.argv[2] == "1", bool(os.environ.get("RP_SANITIZE"))
@@ -273,4 +274,6 @@ if any(x["kind"] in ("lock-wait", "lock-hold") or x["name"].startswith("cond ")
     die("without the lock class there are lock or condition nodes")
 print("e2e_waits: report and locks checked")
 PYEOF
-note "PASS"
+}
+scenario runs runs
+finish

@@ -321,28 +321,39 @@ static void test_pb(void)
     free(pb.b);
 }
 
-int main(void)
+static char trace_path[] = "/tmp/rp_test_export.XXXXXX";
+static struct rp_profile trace_prof;
+
+static void test_cct_trace(void)
 {
-    char path[] = "/tmp/rp_test_export.XXXXXX";
-    int fd = mkstemp(path);
+    test_cct(trace_path, &trace_prof);
+}
+static void test_timeline_trace(void)
+{
+    test_timeline(trace_path, &trace_prof);
+}
+
+static const struct check_case cases[] = {
+    {"pb", test_pb},
+    {"cct", test_cct_trace},
+    {"timeline", test_timeline_trace},
+};
+
+int main(int argc, char **argv)
+{
+    int fd = mkstemp(trace_path);
     CHECK(fd >= 0);
     close(fd);
-    write_trace(path);
+    write_trace(trace_path);
 
     struct rp_replay_opts o = {0};
-    struct rp_profile p = {0};
     char err[512];
-    int rc = rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err));
+    int rc = rp_replay_file(trace_path, &o, &trace_prof, NULL, NULL, err, sizeof(err));
     if (rc < 0)
         fprintf(stderr, "%s\n", err);
     CHECK_EQ(rc, 0);
-    test_pb();
-    test_cct(path, &p);
-    test_timeline(path, &p);
-    rp_profile_free(&p);
-    unlink(path);
-    if (failures)
-        return 1;
-    printf("test_export: ok\n");
-    return 0;
+    rc = check_run("test_export", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    rp_profile_free(&trace_prof);
+    unlink(trace_path);
+    return rc;
 }

@@ -511,26 +511,21 @@ static void test_report(void)
     free(buf);
 }
 
-int main(void)
+static const struct check_case cases[] = {
+    {"percentiles", test_percentiles}, {"exclusive", test_exclusive},
+    {"recursion", test_recursion},     {"matching", test_matching},
+    {"buckets", test_buckets},         {"threads", test_threads},
+    {"bounds", test_bounds},           {"stats_chunk", test_stats_chunk},
+    {"report", test_report},
+};
+
+/* (all of them: buckets before bounds, which fills the process table) */
+int main(int argc, char **argv)
 {
     /* stop the trace recorder the constructor started; the engine is ours */
     rp_rt_shutdown();
     if (rp_rt.path[0])
         unlink(rp_rt.path);
     CHECK_EQ(rp_direct_init(), 0);
-
-    test_percentiles();
-    test_exclusive();
-    test_recursion();
-    test_matching();
-    test_buckets(); /* before test_bounds fills the process table */
-    test_threads();
-    test_bounds();
-    test_stats_chunk();
-    test_report();
-    if (failures)
-        fprintf(stderr, "test_rec_direct: %d check(s) failed\n", failures);
-    else
-        printf("test_rec_direct: all checks passed\n");
-    return failures != 0;
+    return check_run("test_rec_direct", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -203,22 +203,25 @@ static void test_threads(void)
     CHECK_EQ(hook_tid_calls, NT * NITER);
 }
 
-static int child(void)
+static const struct check_case cases[] = {
+    {"registry", test_registry},
+    {"switches", test_switches},
+    {"hooks_budgets", test_hooks_budgets},
+    {"threads", test_threads},
+};
+
+/* The child, recording: the cases named in argv (all without). */
+static int child(int argc, char **argv)
 {
     CHECK(atomic_load(&rp_rt.mask) != 0); /* recording */
     CHECK((uintptr_t)__stop_rp_sites > (uintptr_t)__start_rp_sites);
-    test_registry();
-    test_switches();
-    test_hooks_budgets();
-    test_threads();
-    return failures ? 1 : 0;
+    return check_run("test_rec_points", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv)
 {
-    (void)argc;
     if (getenv("RP_TEST_CHILD"))
-        return child();
+        return child(argc, argv);
     /* the parent: stop what our own constructor started, run the child */
     rp_rt_shutdown();
     if (rp_rt.path[0])

@@ -624,7 +624,24 @@ static void test_clock(void)
     CHECK(!strcmp(rp_clock_init(), name));
 }
 
-int main(void)
+static char self_exe[4096];
+
+static void test_wait(void)
+{
+    run_child(self_exe, "wait");
+}
+static void test_drop(void)
+{
+    run_child(self_exe, "drop");
+}
+
+static const struct check_case cases[] = {
+    {"clock", test_clock},
+    {"wait", test_wait},
+    {"drop", test_drop},
+};
+
+int main(int argc, char **argv)
 {
     const char *mode = getenv("RP_TEST_CHILD");
     alarm(120); /* a hung run fails instead of blocking the suite */
@@ -644,27 +661,17 @@ int main(void)
     /* a second shutdown (the destructor's) is harmless */
     rp_rt_shutdown();
 
-    test_clock();
-
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
         return 2;
     }
-    char self[4096];
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    ssize_t sl = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
     if (sl <= 0) {
         perror("/proc/self/exe");
         return 2;
     }
-    self[sl] = 0;
-    run_child(self, "wait");
-    run_child(self, "drop");
+    self_exe[sl] = 0;
+    int rc = check_run("test_rec_runtime", argc, argv, cases, sizeof cases / sizeof cases[0]);
     rmdir(tmpdir);
-
-    if (failures) {
-        fprintf(stderr, "test_rec_runtime: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_rec_runtime: all checks passed\n");
-    return 0;
+    return rc;
 }

@@ -498,50 +498,58 @@ static void test_order(const struct rp_profile *p)
     CHECK(ord[4] == POOL && ord[5] == WORKER_B);
 }
 
-int main(void)
+static struct rp_profile prof;
+
+static void test_order_prof(void)
 {
-    struct rp_profile p;
+    test_order(&prof);
+}
+static void test_table_prof(void)
+{
+    test_table(&prof);
+}
+
+/* JSON and CSV, read back by Python; NaN and infinities (which it leaves in
+ * the profile); a write error. */
+static void test_render(void)
+{
     char dir[] = "/tmp/rp_test_report.XXXXXX";
     static const char *const files[] = {"ranked.json", "unranked.json", "limit.json",
                                         "ranked.csv",  "unranked.csv",  "check.py"};
-
-    build(&p);
-    test_order(&p);
-    test_table(&p);
 
     CHECK(mkdtemp(dir) != NULL);
     struct rp_report_opts r = {.sort = RP_SORT_RANK, .ranked = 1, .flagged = 1};
     struct rp_report_opts u = {.sort = RP_SORT_TOTAL};
     struct rp_report_opts l = {.sort = RP_SORT_RANK, .ranked = 1, .flagged = 1, .limit = 2};
-    char *j = render_to(dir, "ranked.json", rp_report_json, &p, &r);
-    char warn[sizeof p.warn];
-    memcpy(warn, p.warn, sizeof warn);
-    p.warn[0] = '\0';
-    free(render_to(dir, "unranked.json", rp_report_json, &p, &u));
-    memcpy(p.warn, warn, sizeof warn);
-    free(render_to(dir, "limit.json", rp_report_json, &p, &l));
-    free(render_to(dir, "ranked.csv", rp_report_csv, &p, &r));
-    free(render_to(dir, "unranked.csv", rp_report_csv, &p, &u));
+    char *j = render_to(dir, "ranked.json", rp_report_json, &prof, &r);
+    char warn[sizeof prof.warn];
+    memcpy(warn, prof.warn, sizeof warn);
+    prof.warn[0] = '\0';
+    free(render_to(dir, "unranked.json", rp_report_json, &prof, &u));
+    memcpy(prof.warn, warn, sizeof warn);
+    free(render_to(dir, "limit.json", rp_report_json, &prof, &l));
+    free(render_to(dir, "ranked.csv", rp_report_csv, &prof, &r));
+    free(render_to(dir, "unranked.csv", rp_report_csv, &prof, &u));
     /* the raw bytes never reach the JSON text */
     CHECK(j && !strchr(j, '\x01') && !strstr(j, "\xff") && strstr(j, "\\u0001"));
     free(j);
     char mtx[256];
-    const char *mtx_name = rp_node_name(&p, &nodes[MTX], mtx, sizeof mtx);
+    const char *mtx_name = rp_node_name(&prof, &nodes[MTX], mtx, sizeof mtx);
     CHECK(strncmp(mtx_name, "mtx", 3) == 0 && !strchr(mtx_name, '\''));
     CHECK(run_python(dir, mtx_name) == 0);
 
     /* NaN and infinities never reach JSON */
     nodes[WORKER_B].standing = 0.0 / 0.0;
     nodes[WORKER_B].involvement = 1.0 / 0.0;
-    p.rank.residual = -1.0 / 0.0;
-    j = render(rp_report_json, &p, &r, NULL);
+    prof.rank.residual = -1.0 / 0.0;
+    j = render(rp_report_json, &prof, &r, NULL);
     CHECK(j && !strstr(j, "nan") && !strstr(j, "inf") && !strstr(j, "NaN"));
     free(j);
 
     /* a write error is reported */
     FILE *full = fopen("/dev/full", "w");
     if (full) {
-        CHECK(rp_report_json(full, &p, &r) == RP_EIO);
+        CHECK(rp_report_json(full, &prof, &r) == RP_EIO);
         fclose(full);
     }
 
@@ -551,13 +559,20 @@ int main(void)
         unlink(path);
     }
     rmdir(dir);
+}
+
+static const struct check_case cases[] = {
+    {"order", test_order_prof},
+    {"table", test_table_prof},
+    {"render", test_render},
+};
+
+int main(int argc, char **argv)
+{
+    build(&prof);
+    int rc = check_run("test_report", argc, argv, cases, sizeof cases / sizeof cases[0]);
     rp_hist_free(&nodes[DISPATCH].hist);
     rp_hist_free(&nodes[WORKER_A].hist);
     rp_hist_free(&nodes[WORKER_B].hist);
-
-    if (failures)
-        fprintf(stderr, "test_report: %d check(s) failed\n", failures);
-    else
-        printf("test_report: all checks passed\n");
-    return failures ? 1 : 0;
+    return rc;
 }

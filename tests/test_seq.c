@@ -374,26 +374,42 @@ static void test_mermaid(const char *path, const struct rp_profile *p)
     CHECK_STR(err, "bogus");
 }
 
+static char trace_path[] = "/tmp/rp_test_seq.XXXXXX";
+static struct rp_profile trace_prof;
+
+static void test_locks_trace(void)
+{
+    test_locks(trace_path, &trace_prof);
+}
+static void test_plantuml_trace(void)
+{
+    test_plantuml(trace_path, &trace_prof);
+}
+static void test_mermaid_trace(void)
+{
+    test_mermaid(trace_path, &trace_prof);
+}
+
+static const struct check_case cases[] = {
+    {"locks", test_locks_trace},
+    {"plantuml", test_plantuml_trace},
+    {"mermaid", test_mermaid_trace},
+};
+
 int main(int argc, char **argv)
 {
-    char path[] = "/tmp/rp_test_seq.XXXXXX";
-    if (argc > 1) { /* test_seq FILE: only write the trace (to look at it) */
-        write_trace(argv[1]);
+    if (argc == 3 && !strcmp(argv[1], "--write")) { /* only write the trace (to look at it) */
+        write_trace(argv[2]);
         return failures != 0;
     }
-    int fd = mkstemp(path);
+    int fd = mkstemp(trace_path);
     if (fd < 0)
         return 1;
     close(fd);
-    write_trace(path);
-    struct rp_profile p;
-    load(path, &p);
-    test_locks(path, &p);
-    test_plantuml(path, &p);
-    test_mermaid(path, &p);
-    rp_profile_free(&p);
-    unlink(path);
-    if (failures)
-        fprintf(stderr, "test_seq: %d failure(s)\n", failures);
-    return failures != 0;
+    write_trace(trace_path);
+    load(trace_path, &trace_prof);
+    int rc = check_run("test_seq", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    rp_profile_free(&trace_prof);
+    unlink(trace_path);
+    return rc;
 }

@@ -356,19 +356,19 @@ static void test_hist_window(void)
     rp_hist_free(&s);
 }
 
-int main(void)
+static const struct check_case cases[] = {
+    {"load", test_load},
+    {"damage", test_damage},
+    {"hist_window", test_hist_window},
+};
+
+int main(int argc, char **argv)
 {
     int fd = mkstemp(path);
     if (fd < 0)
         return 1;
     close(fd);
-    test_load();
-    test_damage();
-    test_hist_window();
+    int rc = check_run("test_stats", argc, argv, cases, sizeof cases / sizeof cases[0]);
     unlink(path);
-    if (failures)
-        fprintf(stderr, "test_stats: %d check(s) failed\n", failures);
-    else
-        printf("test_stats: all checks passed\n");
-    return failures != 0;
+    return rc;
 }

@@ -23,8 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
+#include "check.h"
 
+/* CHECK with a printf message (check.h's counts in the same `failures`) */
+#undef CHECK
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
@@ -504,38 +506,60 @@ static void test_mixed(const char *maps, size_t len, const char *self_path, int 
     free(buf);
 }
 
-int main(void)
+/* What every case looks at: this process's maps (exactly as read), its
+ * executable, whether it has line tables and is PIE. */
+static char *self_maps;
+static size_t self_maps_len;
+static char self_exe[PATH_MAX];
+static int self_lines, self_pie;
+
+static void test_self_now(void)
+{
+    test_self(self_maps, self_maps_len, self_exe, self_lines);
+}
+static void test_moved_now(void)
+{
+    test_moved(self_maps, self_maps_len, self_exe, self_lines, self_pie);
+}
+static void test_mixed_now(void)
+{
+    test_mixed(self_maps, self_maps_len, self_exe, self_lines);
+}
+static void test_spoiled_now(void)
+{
+    test_spoiled(self_maps, self_maps_len);
+}
+static void test_garbage_now(void)
+{
+    test_garbage(self_exe);
+}
+
+static const struct check_case cases[] = {
+    {"self", test_self_now},       {"moved", test_moved_now},     {"mixed", test_mixed_now},
+    {"spoiled", test_spoiled_now}, {"garbage", test_garbage_now},
+};
+
+int main(int argc, char **argv)
 {
     size_t len;
     char *text = read_proc("/proc/self/maps", &len);
-    char *maps = exact_copy(text, len);
-    char self_path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    int is_pie = 0;
-    int with_lines = self_has_debug_line(&is_pie);
+    self_maps = exact_copy(text, len);
+    self_maps_len = len;
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    self_lines = self_has_debug_line(&self_pie);
 
     free(text);
     if (n <= 0) {
         perror("readlink");
         return 2;
     }
-    self_path[n] = '\0';
-    if (!with_lines)
+    self_exe[n] = '\0';
+    if (!self_lines)
         printf("note: built without -g, file:line not checked\n");
 
-    test_self(maps, len, self_path, with_lines);
-    test_moved(maps, len, self_path, with_lines, is_pie);
-    test_mixed(maps, len, self_path, with_lines);
-    test_spoiled(maps, len);
-    test_garbage(self_path);
+    int rc = check_run("test_symbols", argc, argv, cases, sizeof cases / sizeof cases[0]);
     rp_sym_clear(NULL);
     rp_sym_close(NULL);
-    free(maps);
-
-    if (failures) {
-        fprintf(stderr, "test_symbols: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_symbols: ok\n");
-    return 0;
+    free(self_maps);
+    return rc;
 }

@@ -183,11 +183,12 @@ static void test_chains(void)
     CHECK_EQ(rp_chains_find(NULL, &c), RP_EINVAL);
 }
 
-int main(void)
+static const struct check_case cases[] = {
+    {"names", test_names},
+    {"chains", test_chains},
+};
+
+int main(int argc, char **argv)
 {
-    test_names();
-    test_chains();
-    if (failures)
-        fprintf(stderr, "test_table: %d failure%s\n", failures, failures == 1 ? "" : "s");
-    return failures != 0;
+    return check_run("test_table", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

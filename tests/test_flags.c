@@ -1,0 +1,395 @@
+/*
+ * test_flags.c - checks the flags (flags.c: rp_flags_apply, rp_flags_explain,
+ * rp_flags_str) on hand-built profiles, each with a near miss that must not
+ * be flagged, and off-CPU, wait and lock-wait time in them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/flags.h"
+#include "analyze/profile.h"
+#include "analyze/rank.h"
+#include "common/error.h"
+#include "trace/format.h"
+#include "check.h"
+
+#define NN 16
+static struct rp_node fn[NN];
+static struct rp_edge fe[NN];
+
+static void set_node(uint32_t i, uint8_t kind, uint64_t calls, uint64_t excl, uint64_t dur)
+{
+    fn[i].id = i;
+    fn[i].kind = kind;
+    fn[i].calls = calls;
+    fn[i].excl = excl;
+    fn[i].incl = fn[i].dur_sum = dur;
+}
+
+static void test_flags(void)
+{
+    struct rp_profile p;
+    struct rp_flag_opts fo;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+    char buf[512];
+
+    rp_flag_opts_default(&fo);
+    CHECK(fo.dispatch_involvement == 0.10 && fo.hot_self == 0.05 && fo.jitter_calls == 100);
+
+    /*
+     * Dispatch profile, total 10000 ticks:
+     *   <root> -> main 10000: self 10, calls d 9500, e 490
+     *   d 9500: self 40 (0.42 %), calls w1 3160, w2 3160, w3 3140
+     *   e 490 (4.9 % of all: near miss for HOT), w1..w3 leaves (31.6 % ...)
+     *   d2: a second dispatcher-like node under ROOT with 11 % self: near
+     *   miss for DISPATCH (d2 -> v1, v2 equally, 2 callees).
+     * main: involvement 1, self 0.1 %, but fanout exp(H(9500/9990,
+     * 490/9990)) = 1.22 < 2: near miss for DISPATCH.
+     * d: involvement 0.95 (alpha -> 0), fanout exp(H(.334, .334, .332))
+     * = 3.0, so DISPATCH "95% involved, 0.4% self, spreads over 3.0 callees".
+     * Indices: 0 ROOT, 1 main, 2 d, 3 e, 4 w1, 5 w2, 6 w3.
+     */
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+    set_node(1, RP_KIND_FUNC, 1, 10, 10000);
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+    set_node(3, RP_KIND_FUNC, 1, 490, 490);
+    set_node(4, RP_KIND_FUNC, 1, 3160, 3160);
+    set_node(5, RP_KIND_FUNC, 1, 3160, 3160);
+    set_node(6, RP_KIND_FUNC, 1, 3140, 3140);
+    fn[0].excl = 10000; /* ROOT must never be flagged, whatever it holds */
+    static const uint32_t es[6] = {0, 1, 1, 2, 2, 2}, ed[6] = {1, 2, 3, 4, 5, 6};
+    static const uint64_t ew[6] = {10000, 9500, 490, 3160, 3160, 3140};
+    for (int e = 0; e < 6; e++)
+        fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 7;
+    p.edges = fe;
+    p.n_edges = 6;
+    p.total = 10000;
+    p.ns_per_tick = 1.0;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[0].flags == 0);
+    CHECK(fn[2].flags == RP_FLAG_DISPATCH);
+    CHECK(fn[1].flags == 0); /* fanout near miss: by time (by calls 2) */
+    CHECK_NEAR(fn[1].fanout, 2.0, 1e-12);
+    CHECK_NEAR(fn[1].fanout_time,
+               exp(-(9500.0 / 9990 * log(9500.0 / 9990) + 490.0 / 9990 * log(490.0 / 9990))),
+               1e-12);
+    CHECK(fn[3].flags == 0); /* 4.9 % self: not HOT */
+    CHECK(fn[4].flags == RP_FLAG_HOT && fn[5].flags == RP_FLAG_HOT && fn[6].flags == RP_FLAG_HOT);
+    double h = -(2 * (3160.0 / 9460) * log(3160.0 / 9460) + 3140.0 / 9460 * log(3140.0 / 9460));
+    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
+    CHECK_NEAR(fn[2].fanout, 3.0, 1e-12);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "DISPATCH 95% involved, 0.4% self, hands work to 3.0 callees by calls, 3.0 by "
+                   "time");
+    CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "HOT 31.6% of all on-CPU time is its own");
+    CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) == 0 && buf[0] == 0);
+
+    /* self-share near miss: d with 11 % self (1045 of 9500) is not DISPATCH
+     * (but then 10.45 % of all time: HOT) */
+    set_node(2, RP_KIND_FUNC, 1, 1045, 9500);
+    fe[3].incl = 2820;
+    fe[4].incl = 2820;
+    fe[5].incl = 2815;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[2].flags == RP_FLAG_HOT);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    /* of all on-CPU time: the nodes' own times, 11005 here (w1..w3 kept theirs) */
+    CHECK_STR(buf, "HOT 9.5% of all on-CPU time is its own");
+
+    /* involvement near miss: d is involved in 95 % of the time; with the
+     * threshold raised to 96 % it is no longer DISPATCH */
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+    fe[3].incl = 3160;
+    fe[4].incl = 3160;
+    fe[5].incl = 3140;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    fo.dispatch_involvement = 0.96; /* d's is 0.95 */
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    rp_flag_opts_default(&fo);
+    /* the margin: 0.7 x 1.5 = 1.05 is over d's 0.95; without it (1) d is over
+     * 0.7; the self share 0.42 % against 0.10 / 100 = 0.1 % is under */
+    fo.dispatch_involvement = 0.7;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    fo.dispatch_margin = 1;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[2].flags & RP_FLAG_DISPATCH);
+    rp_flag_opts_default(&fo);
+    fo.dispatch_margin = 100; /* self share must be <= 0.1 %: d has 0.42 % */
+    fo.dispatch_involvement = 0.001;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    rp_flag_opts_default(&fo);
+
+    /*
+     * Recursion and DISPATCH.  d now also calls itself: 20 nested
+     * activations adding 6 ticks of self time and 9000 ticks of edge time
+     * (the nested frames' durations, counted again), so that excl = 46,
+     * incl = 9500 (outermost), dur_sum = 18500.  The self edge is not a
+     * callee to spread over: fanout stays 3.0, not the 2.9 the self edge's
+     * 49 % share would make, and the self share is 46 / 9500 = 0.5 %.
+     * Then w2 and w3 are dropped from d's callees: with the self edge
+     * counted d would spread over exp(H(9000/12160, 3160/12160)) = 1.78
+     * callees, without it over 1.0: no DISPATCH either way, and fanout 1.
+     */
+    set_node(2, RP_KIND_FUNC, 21, 46, 9500);
+    fn[2].dur_sum = 18500;
+    fe[6] = (struct rp_edge){.caller = 2, .callee = 2, .calls = 20, .incl = 9000};
+    p.n_edges = 7;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fn[2].flags == RP_FLAG_DISPATCH);
+    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
+    CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "0.5% self, hands work to 3.0 callees by calls, 3.0 by time");
+    p.n_edges = 5;
+    fe[4] = fe[6]; /* edges: root->main, main->d, main->e, d->w1, d->d */
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
+    CHECK_NEAR(fn[2].fanout, 1.0, 1e-15);
+    CHECK_NEAR(fn[2].fanout_time, 1.0, 1e-15);
+    fe[4] = (struct rp_edge){.caller = 2, .callee = 5, .calls = 1, .incl = 3160};
+    p.n_edges = 6;
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+
+    /*
+     * JITTER, RATE, CONTENDED, BUDGET; ns_per_tick 2 to see the conversion,
+     * HOT switched off (fo.hot_self 2).  JITTER judges the histogram of own
+     * time (here hist: the nodes have no callees), RATE the intervals.
+     *   1 j:  200 calls, 192 x 1000 ticks and 8 x 100000 (4 %): p99 100000
+     *         is 100x the median, 8 calls that slow -> JITTER, "p99 199 us
+     *         is 99x its median 2.00 us (8 of 200 calls slow)" (the
+     *         histogram's bucket midpoints)
+     *   2 j2: the same with 8 x 9000: 9x -> not
+     *   3 j3: 200 calls, 192 x 10 and 8 x 200: 20x, but 380 ns over the
+     *         median, under the 2 us floor (a tiny function) -> not
+     *   4 r:  20 intervals of 1000 between starts, durations 100 but one
+     *         600 (60 % of the period), its caller 12 blocked 90 % of its
+     *         time -> RATE
+     *   5 r2: the same with max 400 (40 %) -> not
+     *   6 wait / 7 hold of lock 0x1000: 150 / 1000 = 15 % -> CONTENDED both
+     *   8 wait / 9 hold of lock 0x2000: 90 / 1000 = 9 % -> neither
+     *   10 b: budget 500, 3 overruns -> BUDGET; 11 b2: no overruns -> not
+     *   12 the loop calling r and r2, 13 its wait
+     */
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 14;
+    p.total = 100000000;
+    p.ns_per_tick = 2.0;
+    p.own_known = 1;
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
+    struct {
+        uint32_t i;
+        uint64_t usual, outlier;
+    } jit[] = {{1, 1000, 100000}, {2, 1000, 9000}, {3, 10, 200}};
+    for (size_t k = 0; k < 3; k++) {
+        uint32_t i = jit[k].i;
+        set_node(i, RP_KIND_FUNC, 200, 0, 0);
+        for (uint32_t c = 0; c < 200; c++)
+            CHECK(rp_hist_add(&fn[i].hist, c % 25 == 24 ? jit[k].outlier : jit[k].usual) == 0);
+        fn[i].max = jit[k].outlier;
+        fn[i].min = jit[k].usual;
+        fn[i].excl = fn[i].incl = fn[i].dur_sum = 192 * jit[k].usual + 8 * jit[k].outlier;
+    }
+    set_node(4, RP_KIND_FUNC, 21, 2600, 2600);
+    fn[4].max = 600;
+    set_node(5, RP_KIND_FUNC, 21, 2400, 2400);
+    fn[5].max = 400;
+    static struct rp_flag_hists fh[2];
+    for (uint32_t i = 4; i <= 5; i++) {
+        fn[i].fh = &fh[i - 4];
+        for (int c = 0; c < 20; c++) {
+            CHECK(rp_hist_add(&fn[i].hist, 100) == 0);
+            CHECK(rp_hist_add(&fh[i - 4].ivl, 1000) == 0);
+        }
+        CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
+    }
+    set_node(12, RP_KIND_FUNC, 1, 0, 50000);
+    set_node(13, RP_KIND_WAIT, 21, 45000, 45000);
+    fe[1] = (struct rp_edge){.caller = 12, .callee = 4, .calls = 21, .incl = 2600};
+    fe[2] = (struct rp_edge){.caller = 12, .callee = 5, .calls = 21, .incl = 2400};
+    fe[3] = (struct rp_edge){.caller = 12, .callee = 13, .calls = 21, .incl = 45000};
+    p.edges = fe + 1;
+    p.n_edges = 3;
+    set_node(6, RP_KIND_LOCK_WAIT, 10, 150, 150);
+    set_node(7, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
+    set_node(8, RP_KIND_LOCK_WAIT, 10, 90, 90);
+    set_node(9, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
+    fn[6].key = fn[7].key = 0x1000;
+    fn[8].key = fn[9].key = 0x2000;
+    set_node(10, RP_KIND_POINT, 5, 100, 100);
+    fn[10].budget = 500;
+    fn[10].overruns = 3;
+    set_node(11, RP_KIND_POINT, 5, 100, 100);
+    fn[11].budget = 500;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER);
+    CHECK(fn[2].flags == 0);
+    CHECK(fn[3].flags == 0);
+    CHECK(fn[4].flags == RP_FLAG_RATE);
+    CHECK(fn[5].flags == 0);
+    CHECK(fn[6].flags == RP_FLAG_CONTENDED && fn[7].flags == RP_FLAG_CONTENDED);
+    CHECK(fn[8].flags == 0 && fn[9].flags == 0);
+    CHECK(fn[10].flags == RP_FLAG_BUDGET && fn[11].flags == 0);
+
+    CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "JITTER own time p99 199 us is 99x its median 2.00 us (8 of 200 calls slow)");
+    CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "RATE runs every 2.00 us (20 intervals, half within 2.00 us-2.00 us), its "
+                   "longest run 1.20 us is 60.0% of the period");
+    CHECK(rp_flags_explain(&p, &fn[6], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "CONTENDED waited 300 ns = 15.0% of 2.00 us held");
+    CHECK(rp_flags_explain(&p, &fn[7], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "15.0%");
+    CHECK(rp_flags_explain(&p, &fn[10], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "BUDGET 3 of 5 runs over 1.00 us");
+    /* truncation keeps the buffer terminated and reports what is in it */
+    size_t k = rp_flags_explain(&p, &fn[1], NULL, buf, 8);
+    CHECK(k == 7 && strlen(buf) == 7);
+
+    /* a stricter option turns a flag off: JITTER needs 200x now; RATE a
+     * caller blocked 95 % of its time */
+    fo.jitter_ratio = 200;
+    fo.rate_idle = 0.95;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0 && fn[4].flags == 0);
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
+    /* JITTER wants jitter_slow activations that slow: j has 8 */
+    fo.jitter_slow = 9;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0 && fn[4].flags == RP_FLAG_RATE);
+    fo.jitter_slow = 8;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER);
+    rp_flag_opts_default(&fo);
+    fo.hot_self = 2;
+    /* RATE judges run_max in a replayed trace: r's longest run less the time
+     * it was preempted, 300 (30 % of the period), is no overrun */
+    p.oncpu_known = 1;
+    fn[4].run_max = 300;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[4].flags == 0);
+    fn[4].run_max = 600;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[4].flags == RP_FLAG_RATE);
+    p.oncpu_known = 0;
+
+    /*
+     * Recursion: JITTER and RATE are not judged on a node that recursed.
+     * Node 1 (the JITTER case) and node 4 (the RATE case) keep their
+     * statistics but now one of their activations ran inside another:
+     * node 1 through dur_sum > incl, node 4 through a self edge (its nested
+     * activation took no time at all).  Then node 1 is made flat again and
+     * node 4's self edge has no calls, which is no recursion: the flags
+     * return.
+     */
+    fn[1].incl = fn[1].dur_sum - 1;
+    fe[0] = (struct rp_edge){.caller = 4, .callee = 4, .calls = 1, .incl = 0};
+    p.edges = fe;
+    p.n_edges = 4;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0);
+    CHECK(fn[4].flags == 0);
+    CHECK(fn[6].flags == RP_FLAG_CONTENDED); /* the rest is untouched */
+    fn[1].incl = fn[1].dur_sum;
+    fe[0].calls = 0;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER && fn[4].flags == RP_FLAG_RATE);
+
+    CHECK(strcmp(rp_flags_str(RP_FLAG_DISPATCH | RP_FLAG_HOT, buf, sizeof buf), "DISPATCH,HOT") ==
+          0);
+    CHECK(strcmp(rp_flags_str(0, buf, sizeof buf), "") == 0);
+    CHECK(strcmp(rp_flags_str(RP_FLAG_CONTENDED | RP_FLAG_BUDGET, buf, sizeof buf),
+                 "CONTENDED,BUDGET") == 0);
+    for (int i = 0; i < NN; i++) {
+        rp_hist_free(&fn[i].hist);
+        if (fn[i].fh)
+            rp_hist_free(&fn[i].fh->ivl);
+        fn[i].fh = NULL;
+    }
+}
+
+/*
+ * Off-CPU time (format 1.3) in the flags: the [off-cpu] node is never
+ * flagged (35 % of all time, its "self", would be HOT); DISPATCH leaves it
+ * out (d: 900 self of 9500, 3500 of it off CPU: 15 % self on CPU, not
+ * DISPATCH, though 9.5 % by wall time and fan-out 3.0 with [off-cpu] as a
+ * callee would be); JITTER judges the on-CPU maximum (w1: max 1000 ticks,
+ * 5 of it on CPU, median 1 tick: not JITTER).
+ * Indices: 0 ROOT, 1 main, 2 d, 3 [off-cpu], 4 w1, 5 w2.
+ * The same holds when node 3 is a wait or a lock wait instead: blocked
+ * time is not work handed on, and d is a driver that waits, not a
+ * dispatcher.
+ */
+static void test_flags_offcpu_as(uint8_t kind)
+{
+    struct rp_profile p;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+    set_node(1, RP_KIND_FUNC, 1, 500, 10000);
+    set_node(2, RP_KIND_FUNC, 1, 900, 9500);
+    set_node(3, kind, 20, 3500, 3500);
+    set_node(4, RP_KIND_FUNC, 20, 2550, 2550);
+    set_node(5, RP_KIND_FUNC, 1, 2550, 2550);
+    if (kind == RP_KIND_OFFCPU)
+        fn[2].offcpu = 3500;
+    fn[4].max = 1000;
+    fn[4].oncpu_max = 5;
+    static const uint32_t es[5] = {0, 1, 2, 2, 2}, ed[5] = {1, 2, 3, 4, 5};
+    static const uint64_t ew[5] = {10000, 9500, 3500, 2550, 2550};
+    for (int e = 0; e < 5; e++)
+        fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 6;
+    p.edges = fe;
+    p.n_edges = 5;
+    p.total = 10000;
+    p.ns_per_tick = 1.0;
+    p.oncpu_known = 1;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    if (kind != RP_KIND_LOCK_WAIT) /* (a lock wait with no hold is CONTENDED) */
+        CHECK_EQ(fn[3].flags, 0);
+    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);  /* 9 % of all time self; not DISPATCH */
+    CHECK_NEAR(fn[2].fanout, 2.0, 1e-9); /* w1 and w2 only */
+    CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
+    p.oncpu_known = 0; /* (direct mode: no own time of a node with callees) */
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
+}
+
+static void test_flags_offcpu(void)
+{
+    test_flags_offcpu_as(RP_KIND_OFFCPU);
+    test_flags_offcpu_as(RP_KIND_WAIT);
+    test_flags_offcpu_as(RP_KIND_LOCK_WAIT);
+}
+
+static const struct check_case cases[] = {
+    {"flags", test_flags},
+    {"offcpu", test_flags_offcpu},
+};
+
+int main(int argc, char **argv)
+{
+    return check_run("test_flags", argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
