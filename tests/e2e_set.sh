@@ -70,7 +70,7 @@ assert len({p["run"] for p in ps}) == 1, "one run id expected"
 assert sum(p["threads"] for p in ps) == r["threads"] == len(r["thread_list"])
 assert {t["pid"] for t in r["thread_list"]} == {p["pid"] for p in ps}
 PY
-R report -i "$tmp/rp.data" >"$tmp/m.txt" 2>/dev/null
+R report --wide -i "$tmp/rp.data" >"$tmp/m.txt" 2>/dev/null
 grep -q "^processes: 4, merged:.* $a (.*rp.data.$a)" "$tmp/m.txt" ||
     fail "the table does not list the processes: $(head -3 "$tmp/m.txt")"
 R info -i "$tmp/rp.data" >"$tmp/info.txt" 2>/dev/null
