@@ -6,7 +6,8 @@
  *
  * A procedure i "passes through" to j when an edge i -> j carries at least
  * RP_CHAIN_SHARE of i's time (dur_sum: every activation, of which the
- * edges and the own time are a partition even under recursion), i has no
+ * edges and the own time are a partition even under recursion; less the
+ * time i was off CPU in its own frame, which a busy machine adds), i has no
  * edge to itself (a recursive procedure is not a wrapper) and i carries no
  * flag (a flagged node is worth its own row).  i and j are linked when both
  * pass through and the edge also carries RP_CHAIN_SHARE of j's inclusive
@@ -73,7 +74,11 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
             continue;
         if (!candidate(p, x->caller) || p->nodes[x->callee].kind != RP_KIND_FUNC)
             continue;
-        if ((double)x->incl >= RP_CHAIN_SHARE * (double)p->nodes[x->caller].dur_sum)
+        /* (of its time on CPU: being descheduled in its own frame is no
+         * time it keeps from the callee) */
+        const struct rp_node *ci = &p->nodes[x->caller];
+        double time = (double)ci->dur_sum - (double)(ci->offcpu < ci->dur_sum ? ci->offcpu : 0);
+        if ((double)x->incl >= RP_CHAIN_SHARE * time)
             pass[x->caller] = e + 1;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {
