@@ -4,9 +4,10 @@
  * 16384 records shaped like bench/workload.c (a dispatcher calling 8 leaves
  * and fib(5), 24 calls per iteration, 20-60 ticks between events).
  *
- *   bench_encode [REPEATS]          prints ns per record of encode and CRC
- *                                   (median, min, max over REPEATS passes
- *                                   of 64 buffers) and bytes per call
+ *   bench_encode [REPEATS]          prints ns per record of encode, CRC and
+ *                                   the merge of four off-CPU intervals per
+ *                                   buffer (median, min, max over REPEATS
+ *                                   passes of 64 buffers) and bytes per call
  *   bench_encode --dump FILE [N]    encodes N (default 200) buffers of a
  *                                   random mix of every raw op and writes
  *                                   every DEFS and EVENTS payload to FILE,
@@ -200,7 +201,8 @@ int main(int argc, char **argv)
     gen_workload(NBUF * BUFRECS);
     uint8_t *out = malloc(rp_enc_bound(BUFRECS));
     double *te = calloc(reps, sizeof(double)), *tc = calloc(reps, sizeof(double));
-    if (!out || !te || !tc)
+    double *tm = calloc(reps, sizeof(double));
+    if (!out || !te || !tc || !tm)
         return 1;
     size_t bytes = 0;
     uint32_t sink = 0;
@@ -211,9 +213,21 @@ int main(int argc, char **argv)
         struct rp_enc_thread t = {0};
         if (rp_enc_init(&e, describe, NULL) < 0)
             return 1;
-        double enc = 0, crc = 0;
+        double enc = 0, crc = 0, mrg = 0;
+        struct rp_offq q = {0};
         bytes = 0;
         for (size_t b = 0; b < NBUF; b++) {
+            /* four context switches in each buffer, as the writer merges
+             * them (measured apart, encoded without them) */
+            const struct rp_raw *rb = recs + b * BUFRECS;
+            for (int s = 1; s <= 4; s++) {
+                rp_offq_switch(&q, rb[s * 3000].ticks + 1, 1);
+                rp_offq_switch(&q, rb[s * 3000].ticks + 5, 0);
+            }
+            size_t nm = BUFRECS;
+            double t_m = nsec();
+            sink += rp_offq_merge(&q, rb, &nm)[nm - 1].word == 0;
+            mrg += nsec() - t_m;
             double t0 = nsec();
             size_t len = rp_enc_events(&e, &t, 1, recs + b * BUFRECS, BUFRECS, out), dlen;
             rp_enc_take_defs(&e, &dlen);
@@ -224,6 +238,8 @@ int main(int argc, char **argv)
             crc += t2 - t1;
             bytes += len;
         }
+        tm[r] = mrg / (NBUF * BUFRECS);
+        rp_offq_free(&q);
         te[r] = enc / (NBUF * BUFRECS);
         tc[r] = crc / (NBUF * BUFRECS);
         rp_enc_thread_free(&t);
@@ -231,12 +247,14 @@ int main(int argc, char **argv)
     }
     qsort(te, reps, sizeof(double), cmpd);
     qsort(tc, reps, sizeof(double), cmpd);
+    qsort(tm, reps, sizeof(double), cmpd);
     printf("encode ns/record %.3f (min %.3f max %.3f)  crc ns/record %.3f (min %.3f max %.3f)  "
-           "bytes/call %.4f  [%u]\n",
-           te[reps / 2], te[0], te[reps - 1], tc[reps / 2], tc[0], tc[reps - 1],
-           2.0 * bytes / (NBUF * BUFRECS), sink & 1);
+           "merge ns/record %.3f (min %.3f max %.3f)  bytes/call %.4f  [%u]\n",
+           te[reps / 2], te[0], te[reps - 1], tc[reps / 2], tc[0], tc[reps - 1], tm[reps / 2],
+           tm[0], tm[reps - 1], 2.0 * bytes / (NBUF * BUFRECS), sink & 1);
     free(te);
     free(tc);
+    free(tm);
     free(out);
     free(recs);
     return 0;

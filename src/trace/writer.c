@@ -654,6 +654,27 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
         q->tmpcap = nr + m;
     }
     for (size_t i = 0; i < nr; i++) {
+        /* The records before the next interval starts go in as they are
+         * (most of them: an interval goes in before the first record after
+         * its start), copied in runs. */
+        size_t j = i;
+        if (k < m) {
+            for (uint64_t a = q->iv[k].ticks; j < nr; j++) {
+                if (recs[j].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+                    continue;
+                if (recs[j].ticks > a)
+                    break;
+                last = recs[j].ticks > last ? recs[j].ticks : last;
+            }
+        } else {
+            for (; j < nr; j++)
+                if (recs[j].word >> RP_RAW_SHIFT != RP_RAW_DATA)
+                    last = recs[j].ticks > last ? recs[j].ticks : last;
+        }
+        memcpy(q->tmp + o, recs + i, (j - i) * sizeof(*recs));
+        o += j - i;
+        if ((i = j) == nr)
+            break;
         uint64_t t = recs[i].ticks, lim = t;
         if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA) {
             q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
