@@ -48,7 +48,7 @@ static void crc_build(void)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 }
 
-/* The tables' loop on the register itself (no inversions). */
+/* The tables' loop on the register itself (no inversions).  Cannot fail. */
 static uint32_t crc_tables(uint32_t crc, const uint8_t *p, size_t len)
 {
     while (len >= 8) {
@@ -77,7 +77,7 @@ static uint32_t crc_tables(uint32_t crc, const uint8_t *p, size_t len)
  * folded lane is a message of 16 bytes with the same remainder as
  * everything before, so no Barrett reduction is needed).  The constants are
  * x^(512+-32) and x^(128+-32) mod P, bit-reflected (Intel's "Fast CRC
- * Computation Using PCLMULQDQ", as in Linux's crc32-pclmul).
+ * Computation Using PCLMULQDQ", as in Linux's crc32-pclmul).  Cannot fail.
  */
 __attribute__((target("pclmul,sse2"))) static uint32_t crc_clmul(uint32_t crc, const uint8_t *p,
                                                                  size_t len)
@@ -114,6 +114,7 @@ __attribute__((target("pclmul,sse2"))) static uint32_t crc_clmul(uint32_t crc, c
 static int crc_has_clmul;
 #endif
 
+/* Builds the tables and looks for PCLMULQDQ, once. */
 static void crc_init(void)
 {
     crc_build();
