@@ -354,47 +354,50 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
 {
     uint8_t *o = *op;
     uint64_t prev = *prevp;
-    uint32_t nev = *nevp, depth = t->depth, cap = t->cap;
-    struct rp_enc_frame *st = t->stack;
-    uint64_t ev1 = t->seq + 1; /* + nev: the event number of the next event */
+    uint64_t ev = t->seq + 1 + *nevp; /* the event number of the next event */
+    const struct rp_raw *r = recs + i, *end = recs + n;
+    struct rp_enc_frame *base = t->stack, *top = base + t->depth, *lim = base + t->cap;
+    const uint64_t *ckeys = e->ckeys;
 
-    for (; i < n; i++) {
-        uint64_t w = recs[i].word, ticks = recs[i].ticks;
+    if (unlikely(!base)) /* no stack yet: the general loop makes one */
+        return i;
+    for (; r < end; r++) {
+        uint64_t w = r->word, ticks = r->ticks;
         if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
             break;
         uint64_t delta = ticks >= prev ? ticks - prev : 0;
         uint64_t k = enc_key(RP_KIND_FUNC, w);
         if (w >> RP_RAW_SHIFT) {
-            if (unlikely(!depth || st[depth - 1].key != k))
+            if (unlikely(top == base || top[-1].key != k))
                 break;
-            depth--;
+            top--;
             o = rp_put_varint(o, delta << 1 | 1);
         } else {
             uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
-            if (unlikely(e->ckeys[slot] != k || depth == cap))
+            if (unlikely(ckeys[slot] != k || top == lim))
                 break;
             uint32_t id = e->cids[slot];
             o = rp_put_varint(o, delta << 1);
             o = rp_put_varint(o, id);
-            if (i + 1 < n && recs[i + 1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
+            if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
                 prev += delta;
-                uint64_t t2 = recs[++i].ticks;
+                uint64_t t2 = (++r)->ticks;
                 uint64_t d2 = t2 >= prev ? t2 - prev : 0;
                 o = rp_put_varint(o, d2 << 1 | 1);
                 prev += d2;
-                nev += 2;
+                ev += 2;
                 continue;
             }
-            st[depth++] = (struct rp_enc_frame){k, id, RP_KIND_FUNC, prev + delta, ev1 + nev};
+            *top++ = (struct rp_enc_frame){k, id, RP_KIND_FUNC, prev + delta, ev};
         }
         prev += delta;
-        nev++;
+        ev++;
     }
-    t->depth = depth;
+    t->depth = (uint32_t)(top - base);
     *op = o;
     *prevp = prev;
-    *nevp = nev;
-    return i;
+    *nevp = (uint32_t)(ev - t->seq - 1);
+    return (size_t)(r - recs);
 }
 
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
