@@ -516,11 +516,12 @@ static void test_roundtrip(void)
     free(out);
 }
 
-int main(void)
+static const struct check_case cases[] = {
+    {"crc", test_crc},
+    {"roundtrip", test_roundtrip},
+};
+
+int main(int argc, char **argv)
 {
-    test_crc();
-    test_roundtrip();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures != 0;
+    return check_run("test_encode", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
