@@ -155,10 +155,15 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
  * by the lock_name hook, if any).  A direct-mapped cache in front of the
  * table makes the common case (a hot function seen again) one compare.
  */
+static inline uint32_t enc_cache_slot(uint8_t kind, uint64_t key)
+{
+    return (uint32_t)((key >> 4) ^ (key >> 16) ^ kind) & (RP_ENC_CACHE - 1);
+}
+
 static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
 {
     uint64_t k = enc_key(kind, key);
-    uint32_t slot = (uint32_t)((key >> 4) ^ (key >> 16) ^ kind) & (RP_ENC_CACHE - 1);
+    uint32_t slot = enc_cache_slot(kind, key);
     if (e->ckeys[slot] == k)
         return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
@@ -333,6 +338,68 @@ static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta
     return o;
 }
 
+/*
+ * The fast loop of rp_enc_events: encodes the run of FUNC_ENTER and
+ * FUNC_EXIT records from recs[i] on (nearly all records) with the stack
+ * depth, the previous ticks, the output position and the event count in
+ * registers (stores through the output would otherwise make the compiler
+ * reload them), and returns the index of the first record it leaves to the
+ * general loop: another op, an id not in the cache, an exit that is not of
+ * the innermost span, an enter onto a full stack.  An enter whose next
+ * record is its exit (a leaf) writes both events without a push and a
+ * pop.  The bytes are those the general loop would write.  Cannot fail.
+ */
+static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const struct rp_raw *recs,
+                               size_t i, size_t n, uint8_t **op, uint64_t *prevp, uint32_t *nevp)
+{
+    uint8_t *o = *op;
+    uint64_t prev = *prevp;
+    uint64_t ev = t->seq + 1 + *nevp; /* the event number of the next event */
+    const struct rp_raw *r = recs + i, *end = recs + n;
+    struct rp_enc_frame *base = t->stack, *top = base + t->depth, *lim = base + t->cap;
+    const uint64_t *ckeys = e->ckeys;
+
+    if (unlikely(!base)) /* no stack yet: the general loop makes one */
+        return i;
+    for (; r < end; r++) {
+        uint64_t w = r->word, ticks = r->ticks;
+        if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
+            break;
+        uint64_t delta = ticks >= prev ? ticks - prev : 0;
+        uint64_t k = enc_key(RP_KIND_FUNC, w);
+        if (w >> RP_RAW_SHIFT) {
+            if (unlikely(top == base || top[-1].key != k))
+                break;
+            top--;
+            o = rp_put_varint(o, delta << 1 | 1);
+        } else {
+            uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
+            if (unlikely(ckeys[slot] != k || top == lim))
+                break;
+            uint32_t id = e->cids[slot];
+            o = rp_put_varint(o, delta << 1);
+            o = rp_put_varint(o, id);
+            if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
+                prev += delta;
+                uint64_t t2 = (++r)->ticks;
+                uint64_t d2 = t2 >= prev ? t2 - prev : 0;
+                o = rp_put_varint(o, d2 << 1 | 1);
+                prev += d2;
+                ev += 2;
+                continue;
+            }
+            *top++ = (struct rp_enc_frame){k, id, RP_KIND_FUNC, prev + delta, ev};
+        }
+        prev += delta;
+        ev++;
+    }
+    t->depth = (uint32_t)(top - base);
+    *op = o;
+    *prevp = prev;
+    *nevp = (uint32_t)(ev - t->seq - 1);
+    return (size_t)(r - recs);
+}
+
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out)
 {
@@ -357,6 +424,8 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         }
     }
     for (size_t i = 0; i < n; i++) {
+        if ((i = enc_calls(e, t, recs, i, n, &o, &prev, &nev)) >= n)
+            break;
         const struct rp_raw *r = &recs[i];
         unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);
         uint64_t pl = r->word & RP_RAW_PAYLOAD;
@@ -588,6 +657,27 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
         q->tmpcap = nr + m;
     }
     for (size_t i = 0; i < nr; i++) {
+        /* The records before the next interval starts go in as they are
+         * (most of them: an interval goes in before the first record after
+         * its start), copied in runs. */
+        size_t j = i;
+        if (k < m) {
+            for (uint64_t a = q->iv[k].ticks; j < nr; j++) {
+                if (recs[j].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+                    continue;
+                if (recs[j].ticks > a)
+                    break;
+                last = recs[j].ticks > last ? recs[j].ticks : last;
+            }
+        } else {
+            for (; j < nr; j++)
+                if (recs[j].word >> RP_RAW_SHIFT != RP_RAW_DATA)
+                    last = recs[j].ticks > last ? recs[j].ticks : last;
+        }
+        memcpy(q->tmp + o, recs + i, (j - i) * sizeof(*recs));
+        o += j - i;
+        if ((i = j) == nr)
+            break;
         uint64_t t = recs[i].ticks, lim = t;
         if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA) {
             q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
