@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # rankprof - the two commands of the README, and a few more.
 #
 #   make demo    build everything (installing missing Debian packages),

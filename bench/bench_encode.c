@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_encode.c - the writer's CPU per record: rp_enc_events (and the CRC
  * of its output, as the recorder's writer computes it) on raw buffers of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_funcs.c - what an instrumented function costs per call under the
  * function filter: an uninstrumented call (the floor), a recorded call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_locks.c - what a recorded lock event costs next to a recorded
  * function event, measured in one run: ns per uncontended

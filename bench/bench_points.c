@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_points.c - what a profile point costs: nanoseconds per RP_POINT
  * scope when the site is switched off (rp_site_enable), when its class is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_rank.c - times rp_rank_solve (rank.c) on synthetic call graphs.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # smoke.sh - ctest's bench_quick: runs scripts/bench.sh in quick mode with a
 # tiny workload (Tracy left out: building it takes minutes) and checks that
 # the table and results.json have every row, that each row that ran has

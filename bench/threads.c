@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * threads.c - recorder memory per thread: starts N threads that each make
  * CALLS instrumented calls (0: they only start and wait), stops them all at

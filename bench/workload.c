@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * workload.c - the benchmark workload of the issues: per iteration a
  * dispatch() calls 8 small noinline leaves (a few multiply-adds each) and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * firmware.c - an example program shaped like microcontroller firmware, to be
  * profiled with `rankprof record -- ./firmware [TICKS]`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rankprof.h - the public API of the rankprof recorder.
  *

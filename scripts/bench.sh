@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench.sh - what `make bench` runs: one workload (bench/workload.c: a
 # dispatcher, 8 leaves and fib(5), 24 calls per iteration, 48M calls at the
 # default 2M iterations) measured side by side under every profiler at hand,

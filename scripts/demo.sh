@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # demo.sh - what `make demo` shows: the firmware example recorded and ranked.
 set -euo pipefail
 build=${1:-build}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deps.sh - installs the Debian packages rankprof needs to build and test,
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fuzz.sh [SECONDS] - fuzzes the trace reader and the report pipeline
 # (tests/fuzz/fuzz_trace.c) with libFuzzer for SECONDS (default 60).
 #

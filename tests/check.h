@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * check.h - the assertions the unit tests share.  A failed check prints
  * file:line and what it compared, counts the failure and lets the test go on,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_abnormal.sh - every way a recorded program can end abnormally leaves a
 # trace that `rankprof report` and `info` read, holding every event recorded
 # before the end, and saying how the run ended (docs/robustness.md).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_basic.sh - end-to-end test of `rankprof record/report/info/dump`: records
 # the programs of tests/progs (fib, calltree, threads) and examples/firmware
 # with the real recorder, then checks the trace file's framing (CRCs, event

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_comp.sh - overhead compensation (docs/performance.md): the recorder
 # measures its cost per event at start-up, the analysis subtracts it.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_corrupt.sh - the corruption sweep (docs/robustness.md): damaged copies
 # of real traces never crash or hang `rankprof report` / `info`, and never
 # give silently wrong numbers.

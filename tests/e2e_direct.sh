@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_direct.sh - end-to-end test of direct mode (docs/direct-mode.md): the
 # same programs recorded with `record --mode direct` and in trace mode must
 # give the same call counts and edges exactly, and times that agree within

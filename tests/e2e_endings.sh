@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_endings.sh - every ordinary way a program ends keeps every event it
 # recorded (docs/robustness.md, "Endings").  prog_endings MODE N makes
 # exactly N calls of work() (2N of leaf()) and then ends by MODE; the trace

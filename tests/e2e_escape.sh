@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_escape.sh - no output of rankprof passes on a control byte from a
 # trace.  Records tests/progs/hostile.c, whose point, lock, io, mark and
 # thread names hold an OSC-52 clipboard sequence, CSI sequences, C0 bytes,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_export.sh - end-to-end test of `rankprof export`: records
 # tests/progs/calltree (exact call tree documented in its header) and checks
 # every format's output, with numbers compared against `report --format

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_fdtrick.sh - the trace descriptor belongs to the recorder
 # (docs/robustness.md, "Descriptors").  prog_fdtrick MODE N DATA makes N
 # calls, then takes every descriptor from 3 to 1023 (dup2 of /dev/null and

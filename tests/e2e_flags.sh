@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_flags.sh - end-to-end test of the ranking and the flags (docs/design.md §6-7)
 # on real recorded runs: records tests/progs/{dispatch,periodic,jitter,fib}
 # with the real recorder and checks `report --format json` and the table's

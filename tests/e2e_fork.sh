@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_fork.sh - a process that forks from a multi-threaded state: the parent
 # keeps the trace file, the child writes its own NAME.PID, both exact.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_funcs.sh - end-to-end test of per-function control in the recorder:
 # the function name filter (RANKPROF_FILTER, rp_func_enable,
 # rp_func_enable_addr) and the auto-throttle (RANKPROF_THROTTLE, record

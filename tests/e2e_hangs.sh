@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_hangs.sh - the recorder never hangs or crashes the program
 # (docs/robustness.md, "Never hang, never crash").  Each case runs under
 # `timeout`, so a hang fails instead of blocking ctest:

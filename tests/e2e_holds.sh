@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_holds.sh - lock holds are intervals, not call frames (docs/locks.md,
 # "Holds are intervals"; format 1.3 HOLD_BEGIN/HOLD_END).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_install.sh - `cmake --install` gives a usable package: a program built
 # against it with pkg-config, and one with find_package(rankprof), link the
 # recorder, run, and write a trace that rankprof reads.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_locks.sh - end-to-end test of lock profiling: records tests/progs/contend
 # (4 threads x ITERS lock/unlock of one mutex, rwlocks, a spinlock, failed
 # try-locks, a timed-out timedlock and the address API; exact counts at the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_offcpu.sh - time off CPU and time waiting for the recorder are not the
 # program's (docs/recording.md, "Off-CPU time" and "Recorder waits").
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_planted.sh - the flags on a program with planted behaviour
 # (tests/progs/planted.c, docs/ranking.md "Flags"), recorded beside a CPU
 # hog (one busy loop per processor), so that preemption and late wake-ups

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_points.sh - end-to-end test of profile points (include/rankprof.h):
 # records tests/progs/points.c with the real recorder and checks, against
 # the exact counts in its header comment, the spans in `report --format json`

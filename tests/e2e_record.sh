@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_record.sh - `rankprof record` tells the truth about its output: it
 # exits non-zero and says why when it recorded nothing or not everything,
 # and never reports a stale file as written.

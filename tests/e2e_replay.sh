@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_replay.sh - the parallel replay gives exactly what the replay in order
 # gives.  Programs are recorded with 4 KiB buffers, so spans (main, the
 # recursion of fib, the threads' loops) cross hundreds of chunk boundaries;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_scale.sh - the analyzer at scale (docs/robustness.md, "Memory";
 # docs/performance.md): traces of prog_scale (tests/progs/scale.c).
 #

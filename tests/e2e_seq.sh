@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_seq.sh - end-to-end test of the sequence diagrams (`rankprof export
 # --format plantuml|mermaid`, docs/sequence.md):
 #   - examples/firmware: every timer tick (2000) and I2C transaction (3384)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_set.sh - the reader commands read the set of files a run produced
 # (docs/robustness.md, "One file per process"): NAME and the NAME.PID[.N]
 # files of its other processes, merged into one profile.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_siblings.sh - one file per process, also for processes that are not
 # parent and child (docs/robustness.md, "One file per process").  A shell
 # recorded with RANKPROF_OUTPUT=NAME starts two prog_endings at once (a

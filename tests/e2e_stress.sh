@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_stress.sh - concurrency, overload and memory (docs/robustness.md).
 #
 #   lossless  32 threads at once, with buffers so small (2 x 16 KiB) that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_table.sh - end-to-end test of the terminal table's rows and names,
 # `graph NAME` and the HTML page's flags and sequence diagram:
 #   - pass-through chains (tests/progs/chain.c): main -> app_main -> run_all

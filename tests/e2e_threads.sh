@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_threads.sh - a thread is a thread: reused kernel thread ids
 # (docs/trace-format.md, "Thread streams", format 1.3).
 #

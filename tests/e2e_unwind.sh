@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_unwind.sh - no frame vanishes (docs/robustness.md): functions left by
 # longjmp, siglongjmp (out of a signal handler), C++ exceptions (g++ and
 # clang++), pthread_exit from deep frames, exit() from deep frames and a

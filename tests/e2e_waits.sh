@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_waits.sh - end-to-end test of wait spans (docs/waits.md): records
 # tests/progs/waits (main joins 6 threads; a thread in a pthread_cond_wait
 # loop, one in a nanosleep loop, one in poll/select/read on a pipe, a

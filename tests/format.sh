@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # format.sh - every C source and header of the repository is as .clang-format
 # lays it out.  Skipped (77) without clang-format 14, the version the style
 # was checked with: other versions lay out some constructs differently.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/lib.sh - the start-up and reporting shared by the e2e_*.sh scripts.
 #
 # Sourced at the top of each script:

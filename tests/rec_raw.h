@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rec_raw.h - reading back the raw records the calling thread appended, for
  * the recorder's unit tests (test_rec_*.c): they call the recorder's

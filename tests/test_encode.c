@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_encode.c - the writer's encoder and the recorder's CRC, checked
  * against independent models:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_export.c - the calling-context tree (src/analyze/cct.c) and the span
  * matching of the timeline exports (src/report/export_timeline.c) on a

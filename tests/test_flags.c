@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_flags.c - checks the flags (flags.c: rp_flags_apply, rp_flags_explain,
  * rp_flags_str) on hand-built profiles, each with a near miss that must not

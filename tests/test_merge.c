@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_merge.c - tests of merging the profiles of a run's processes
  * (src/analyze/merge.c) on two profiles built by hand, every expected number

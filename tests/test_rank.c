@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rank.c - checks the ranking (rank.c) against numbers computed by hand
  * and against an independent dense solve, and the flags (flags.c) on

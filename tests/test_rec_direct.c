@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rec_direct.c - unit tests of the direct-mode engine (record/direct.c),
  * driven with given timestamps through rp_direct_feed(), so every number is

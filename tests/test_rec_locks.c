@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rec_locks.c - unit test of the lock interposers (src/record/locks.c)
  * linked statically: the test's own calls of pthread_mutex_* land in the

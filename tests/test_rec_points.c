@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rec_points.c - unit tests of the profile-point runtime (record/
  * sites.c), linked with the static recorder: the registry found through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rec_runtime.c - unit tests of the recorder runtime, linked with the
  * static recorder (librankprof.a): the clock (record/clock.c) and the whole

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rec_waits.c - unit test of the blocking-call interposers
  * (src/record/waits.c, and the condition waits of src/record/locks.c)

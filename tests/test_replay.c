@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_replay.c - unit tests of the replay (analyze/replay.c): the synthetic
  * trace of trace_fixture.h replayed to the profile derived by hand, without

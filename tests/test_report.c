@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_report.c - tests of the reports (src/report/: table, JSON, CSV, row
  * order) on a profile built by hand, with every expected number worked out

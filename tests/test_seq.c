@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_seq.c - the lock profile (src/report/locks.c) and the sequence
  * diagrams (src/report/seq.c) on a synthetic trace whose every span is known.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_stats.c - unit tests of the analyzer's STATS reader (analyze/stats.c)
  * through rp_replay_file: a direct-mode file written here record by record

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_symbols.c - tests the symbolizer (src/analyze/symbols.c) on this very
  * process: names of its own global and static functions with file:line (when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_table.c - unit tests of the table's pieces that need no trace:
  * the name forms and short-name matching of report/names.c, and the

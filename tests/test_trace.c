@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_trace.c - unit tests of the trace format: the CRC, varints and
  * zigzag (common/bytes.h, crc32.c), the encoder (trace/writer.c) and the

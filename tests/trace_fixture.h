@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * trace_fixture.h - what test_trace.c and test_replay.c build traces with:
  * the synthetic trace whose every number is derived by hand (build_trace)

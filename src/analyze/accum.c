@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * accum.c - the replayers' accumulators (struct acc, replay_int.h): the
  * memory of their per-node arrays, and summing them into the profile's

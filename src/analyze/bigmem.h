@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bigmem.h - allocation of the analyzer's large arrays (the ranking's
  * per-node and per-edge arrays: tens to hundreds of megabytes, read in

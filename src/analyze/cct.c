@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cct.c - building the calling-context tree (cct.h) from the event stream.
  *

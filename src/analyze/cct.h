@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cct.h - the calling-context tree (call-path profile of docs/design.md §5): one
  * node per distinct path of spans from a thread's empty stack, e.g.

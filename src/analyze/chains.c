@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * chains.c - pass-through chains (chains.h): the wrappers between main and
  * the work (main -> run -> eval -> call ...) that each hand nearly all their

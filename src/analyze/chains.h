@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * chains.h - pass-through chains (docs/table.md, "Pass-through chains"):
  * runs of procedures that each hand nearly all their time to one callee,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * comp.h - overhead compensation (docs/performance.md), the one formula
  * every consumer of span durations applies: the replay (replay.c), the

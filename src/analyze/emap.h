@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * emap.h - the index of a profile's edges while they are counted: edges
  * keyed by (caller, callee), an open-addressing hash over an array of

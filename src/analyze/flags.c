@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * flags.c - the flags of docs/design.md §7: which nodes dispatch, are hot, jitter,
  * run too slowly for their period, are contended locks, or overrun a

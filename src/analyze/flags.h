@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * flags.h - the flags of docs/design.md §7 (DISPATCH, HOT, JITTER, RATE, CONTENDED,
  * BUDGET), each threshold an option.

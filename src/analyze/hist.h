@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist.h - the analyzer's per-node histogram: the shared log-linear buckets
  * of src/common/hist.h, stored as a window of whole rows.

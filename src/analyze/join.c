@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * join.c - the threads' state between their chunks (struct tstate,
  * replay_int.h): a thread's open spans after its last chunk, joined with

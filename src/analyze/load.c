@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * load.c - reading a trace into a profile (rp_replay_file): the chunks in
  * file order, definitions (DEFS), key/value records (INFO), clocks,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * merge.c - merging the profiles of a run's processes into one (merge.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * merge.h - one profile from the trace files of several processes (a run's
  * set, set.h): each file is replayed and named on its own, then merged into

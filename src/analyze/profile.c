@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * profile.c - the profile data structure's own functions (profile.h):
  * warnings, display copies of trace text, node names, freeing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * profile.h - the analyzer's model of one recorded run: nodes (every span id
  * seen: functions, points, locks, devices), caller->callee edges, threads and

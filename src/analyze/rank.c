@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank.c - standing probability of docs/design.md §6.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank.h - standing probability of docs/design.md §6: the call-or-finish Markov
  * chain over the caller->callee graph, with restart at ROOT and an

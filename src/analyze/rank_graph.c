@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_graph.c - pass (1) of the ranking (rank.c): the out-adjacency by
  * node, read from the input in place, with the coefficients (1 - alpha)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_int.h - the ranking's internals, shared by its files (rank.h is the
  * interface; the method is explained at the top of rank.c):

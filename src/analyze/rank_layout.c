@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_layout.c - passes (2) and (3) of the ranking (rank.c): Tarjan's
  * search for the strongly connected components, which lays the nodes out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_solve.c - the ranking's solve (rank.c explains the method): the
  * whole graph swept in id order when that order is good enough, else the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_sort.c - the ranks: the nodes sorted by standing, a radix sort in
  * two halves side by side with two threads (rp_rank_assign).

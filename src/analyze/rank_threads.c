@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rank_threads.c - the ranking's two threads: a helper thread that runs one
  * job (a half of a pass, or faulting pages in) beside the caller.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * replay.c - the replay of one EVENTS chunk: the event loop, and what a
  * span's end adds to the statistics.  The other files of the replay are

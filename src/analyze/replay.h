@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * replay.h - turning a trace into a profile: every thread's events are
  * replayed on a stack of open spans, streaming, one chunk at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * replay_int.h - the replay's internals, shared by its files (replay.h is
  * the interface):

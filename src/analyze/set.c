@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * set.c - finding the trace files of one run (set.h): NAME and the
  * NAME.PID[.N] files beside it that carry NAME's run id or were written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * set.h - the trace files one run produced (docs/robustness.md, "One file
  * per process"): the file a run was recorded to (NAME) and the NAME.PID and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * stats.c - the analyzer's side of direct mode: STATS chunks (layout in
  * src/trace/format.h) added to a profile's nodes, edges and threads.

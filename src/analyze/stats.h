@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * stats.h - loading direct-mode STATS chunks (src/trace/format.h) into a
  * profile, so that every analysis works on a direct-mode run as on a trace.

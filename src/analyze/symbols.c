@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * symbols.c - names code addresses of a recorded process (symbols.h).
  *

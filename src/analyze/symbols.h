@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * symbols.h - names code addresses of a recorded process: the MAPS chunk
  * says which file is mapped where, elfutils (libdwfl) reads each file's

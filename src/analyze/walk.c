@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * walk.c - event-by-event streaming of a trace (walk.h).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * walk.h - streaming over a trace's events one at a time, in file order, for
  * the exports that need every span (src/report/spanwalk.c: timelines,

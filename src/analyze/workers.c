@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * workers.c - the worker threads that replay chunks, and the ring of jobs
  * they take.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli.h - what the `rankprof` subcommands share: one signature per command
  * (cmd_*.c), the messages, and loading a trace into an analysed profile.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_dump.c - `rankprof dump`: every chunk and every event, one per line,
  * in file order:  time since the first event (ns), thread, event, name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_export.c - `rankprof export --format F [-o OUT]`: writes the trace in a
  * format another tool reads (src/report/export.h has the table).

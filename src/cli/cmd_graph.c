@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_graph.c - `rankprof graph NAME`: who calls NAME and whom NAME calls,
  * with the statistics of each edge ("how A calls B and how long that takes").

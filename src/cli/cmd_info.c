@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_info.c - `rankprof info`: what a trace holds: the program, the clock,
  * threads, events, losses, and how the run ended.

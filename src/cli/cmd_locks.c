@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_locks.c - `rankprof locks`: wait and hold per lock and per call site
  * and then the waits on each condition variable, as a table or JSON

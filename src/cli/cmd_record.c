@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_record.c - `rankprof record`: runs a program with the recorder
  * preloaded.  Everything is passed through environment variables, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_report.c - `rankprof report`: the flat profile ranked by standing
  * probability, as a table, JSON (the stable interface, docs/report-json.md)

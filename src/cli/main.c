@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * main.c - the `rankprof` command: picks the subcommand and holds what the
  * subcommands share (messages, option parsing helpers, loading a trace).

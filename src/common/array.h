@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * array.h - the two pieces the growing tables share: doubling an array to a
  * needed length (the analyzer), and mixing a 64-bit key into a hash (the

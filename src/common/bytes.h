@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bytes.h - little-endian loads/stores and LEB128 varints, shared by the
  * trace writer (in the recorder) and the reader (in the analyzer).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * crc32.c - CRC-32 with the zlib/IEEE polynomial (reflected 0xEDB88320),
  * computed slicing-by-8: eight 256-entry tables let the loop consume eight

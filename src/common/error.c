@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * error.c - messages for the RP_E* result codes.
  */

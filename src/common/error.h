@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * error.h - result codes, for the sources that do not otherwise include the
  * public header.  The codes themselves are public: include/rankprof.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist.h - the log-linear duration histogram shared by direct mode (in the
  * recorder) and the analyzer, so both report the same percentiles.

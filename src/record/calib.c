@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * calib.c - the two empty functions the start-up measurement of the
  * recorder's own cost calls (calib.h; the measurement is in rt.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * calib.h - the recorder's measurement of its own cost per event, made once
  * at start-up (trace mode) so that the analyzer can subtract it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * clock.h - the recorder's time source.
  *

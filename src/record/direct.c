@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * direct.c - direct mode: span statistics computed in the process.
  *

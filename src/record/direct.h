@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * direct.h - direct mode: the statistics of docs/design.md §2 kept in the process
  * instead of a trace (docs/direct-mode.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * exec.c - the exec family, interposed, so that a program that execs
  * leaves a complete trace of the image it replaces.

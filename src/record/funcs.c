@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * funcs.c - functions switched on and off by name, and the auto-throttle.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * funcs.h - per-function control in the recorder (funcs.c): the function
  * name filter (RANKPROF_FILTER, rp_func_enable) and the auto-throttle

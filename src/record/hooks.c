@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hooks.c - the entry points that -finstrument-functions calls.  GCC and
  * clang emit a call to __cyg_profile_func_enter at the start of every

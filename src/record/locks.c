@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * locks.c - lock profiling: the pthread lock functions, interposed, and the
  * address-based API for every other kind of lock (rp_lock_* in rankprof.h).

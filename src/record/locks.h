@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * locks.h - what the lock recorder (locks.c) offers the rest of the
  * recorder: the names given to locks through rp_lock_name(), for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * offcpu.c - when were the recorded threads off CPU (offcpu.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * offcpu.h - when the recorded threads were off CPU (offcpu.c).  The kernel
  * writes the threads' context switches into perf rings; the writer thread

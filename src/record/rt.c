@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rt.c - the recorder runtime: start-up from the environment, per-thread
  * buffers, the writer thread that encodes full buffers into trace chunks,

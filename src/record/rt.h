@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rt.h - the recorder runtime shared by its files: per-thread buffers, the
  * hot-path append, and the state of the writer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * sites.c - profile points: the registry of sites, their run-time switch and
  * name filter, hooks, budgets, and the functions the public macros call.

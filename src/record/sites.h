@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * sites.h - the recorder's side of profile points (sites.c): describing a
  * site for the trace's DEFS, and what direct mode needs to know about the

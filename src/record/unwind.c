@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * unwind.c - where the stack unwinds without exits: longjmp and friends, and
  * C++ exceptions caught.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * waits.c - blocking calls as wait spans: nanosleep, poll, pthread_join,
  * read on a pipe ... interposed, so that the time a thread spends blocked is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * waits.h - what the wait recorder (waits.c) offers the rest of the
  * recorder: one static site per interposed blocking call, and the inline

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * csv.c - `report --format csv`: one row per node, the same fields as the
  * JSON "nodes" (docs/report-json.md), as RFC 4180 CSV: a header row, CRLF

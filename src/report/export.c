@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export.c - the table of export formats and the helpers they share.
  *

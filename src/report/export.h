@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export.h - `rankprof export`: one entry per output format, like the ops
  * tables of uftrace's cmds/dump.c.  A format says what it needs (a loaded

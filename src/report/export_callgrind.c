@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_callgrind.c - the callgrind profile format, for KCachegrind,
  * QCachegrind and callgrind_annotate (valgrind's docs/cl-format.html).

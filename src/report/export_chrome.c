@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_chrome.c - the Chrome trace event format (JSON), read by
  * chrome://tracing, ui.perfetto.dev, Perfetto's trace_processor and

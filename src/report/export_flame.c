@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_flame.c - call paths as Brendan Gregg's folded stacks and as an
  * interactive SVG flame graph drawn by rankprof itself.

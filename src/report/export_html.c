@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_html.c - one self-contained HTML page a person can open: the
  * ranked, flagged, sortable table; callers and callees of the function

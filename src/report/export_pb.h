@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_pb.h - a minimal protobuf encoder for the exports that write
  * protobuf by hand (perfetto, pprof): varints, strings, and nested messages

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_perfetto.c - Perfetto's native protobuf trace (TrackEvent), for
  * ui.perfetto.dev and trace_processor: several times smaller and faster to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_pprof.c - pprof's profile.proto, gzipped, for `go tool pprof`,
  * pprof's web UI and speedscope (github.com/google/pprof, proto/

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_report.c - the `report` formats as exports: the JSON of docs/design.md §9
  * and the CSV, written by the report code itself so both commands give the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * export_timeline.c - matched spans for the timeline formats (chrome,
  * perfetto), streamed from the events (export.h, rp_export_timeline).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * json.c - `report --format json`: the stable machine interface of docs/design.md §9,
  * documented field by field in docs/report-json.md.  Version 1 fields never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * locks.c - the lock profile: for every lock and every call site that took
  * it, acquisitions, contended and failed waits, wait and hold totals, means

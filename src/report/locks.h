@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * locks.h - the lock profile (docs/design.md §5): wait and hold per lock and per
  * call site, and the outcome of every acquisition, for `rankprof locks`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * names.c - shorter forms of C++ names and the short names that find them
  * (names.h).  Demangled names are parsed with a bracket count only: the

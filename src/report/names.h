@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * names.h - shorter forms of a procedure's name that keep the part that
  * tells it apart (a C++ name loses its return type, then its parameters,

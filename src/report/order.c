@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * order.c - the row order shared by every report (table, JSON, CSV): which
  * nodes are rows and in what order, by rank, self, total, calls or max.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * report.h - printing an analysed profile: the terminal table, JSON (the
  * stable interface of docs/design.md §9) and CSV.  Exports (chrome, folded, ...) live

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * seq.c - sequence diagrams (seq.h), PlantUML or Mermaid.
  *

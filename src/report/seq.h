@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * seq.h - sequence diagrams of a trace (docs/design.md §1, §8): PlantUML or Mermaid
  * text with a lifeline per thread, lock, device and timer (and, as an

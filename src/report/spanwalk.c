@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * spanwalk.c - the spans of a trace one by one (spanwalk.h).
  *

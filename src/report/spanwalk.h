@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * spanwalk.h - the spans of a trace one by one, with their start, end,
  * parent and argument: each thread's events (streamed by rp_walk_file,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * table.c - the terminal table, `rankprof report`'s default output
  * (docs/design.md §8): a header saying what run this is and how

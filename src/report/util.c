@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * util.c - what the report formats share: the UTF-8 rule for names, number
  * formatting, tick conversion, quantiles and kind names.

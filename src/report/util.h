@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * util.h - small pieces every report format shares, so that the table, JSON
  * and CSV give the same numbers and the same names for the same profile.

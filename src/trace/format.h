@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * format.h - the rankprof trace file format (version 1), shared by the
  * recorder's writer and the analyzer's reader.  docs/trace-format.md is the

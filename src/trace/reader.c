@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * reader.c - chunk-by-chunk reading of a trace with every length and
  * checksum verified before use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * reader.h - reading a trace file chunk by chunk, streaming: one chunk in
  * memory at a time, each checked before it is handed out.

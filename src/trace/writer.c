@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * writer.c - the trace encoder: raw records in, chunk payloads out.
  *

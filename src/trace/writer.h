@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * writer.h - turning raw hot-path records into trace chunks.  Used by the
  * recorder's writer thread, and by tests and tools that synthesise traces.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_export.py - checks rankprof's exports against `report --format json`
 (docs/design.md §9) and against the exact call tree of tests/progs/calltree.c.
 

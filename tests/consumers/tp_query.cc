@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tp_query.cc - runs SQL on a trace with Perfetto's trace processor, as
 // shipped by Debian's chromium-shell in /usr/lib/chromium/
 // libtest_trace_processor.so (Chromium's base::test::TestTraceProcessorImpl,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * corpus_main.c - replays fuzz inputs through LLVMFuzzerTestOneInput without
  * libFuzzer, so that the committed corpus (seeds and every input that once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fuzz_trace.c - the libFuzzer target for everything that reads a trace
  * file: the chunk reader with its event decoder, and the whole report

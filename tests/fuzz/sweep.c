@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * sweep.c - the corruption sweep (docs/robustness.md): every truncation and
  * many byte flips of a real trace, each read strictly and with --force,

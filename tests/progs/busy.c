@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * busy.c - more runnable threads than cores, doing fixed work in small
  * instrumented functions, so that the scheduler preempts them (e2e_offcpu).

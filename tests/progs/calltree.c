@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * calltree.c - a test program with an exactly known call tree, recorded by
  * tests/e2e_basic.sh.  Every function does a deterministic busy loop of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * chain.c - a test program for pass-through chains, recorded by
  * tests/e2e_table.sh: main -> app_main -> run_all -> run_once -> engine

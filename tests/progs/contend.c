@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * contend.c - a multi-threaded program with known lock traffic, for the
  * lock profiling tests (tests/e2e_locks.sh).

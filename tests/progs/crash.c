@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * crash.c - a program that ends abnormally in a chosen way, for
  * tests/e2e_abnormal.sh.  usage: prog_crash MODE [N]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dispatch.c - a dispatcher, recorded by tests/e2e_flags.sh (docs/design.md §7
  * DISPATCH and HOT): main calls dispatch() once; dispatch() runs ROUNDS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * endings.c - a program that makes exactly N calls of work() and then ends
  * in a chosen ordinary way, for tests/e2e_endings.sh.

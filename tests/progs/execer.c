@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * execer.c - a recorded program that execs, for tests/e2e_stress.sh.
  *

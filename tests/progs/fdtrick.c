@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fdtrick.c - a program that takes every descriptor from 3 up, for
  * tests/e2e_fdtrick.sh.  usage: prog_fdtrick MODE N DATAFILE

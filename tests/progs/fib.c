@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fib.c - a test program for recursion, recorded by tests/e2e_basic.sh:
  * main calls fib(20) once; fib recurses naively.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * forker.c - fork from a multi-threaded process.  The parent calls work()
  * 100 times, starts a helper thread that calls work() 50 times, forks while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * funcs.c - a program with exactly known call counts for the function
  * filter and the throttle (tests/e2e_funcs.sh).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hangs.c - programs that used to hang or crash the recorder, for
  * tests/e2e_hangs.sh (docs/robustness.md, "Never hang, never crash").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hostile.c - a program whose profile point, lock, io and thread names hold
  * control bytes: an OSC-52 clipboard sequence (ESC ] 52 ; c ; ... BEL), a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * jitter.c - one outlier, recorded by tests/e2e_flags.sh (docs/design.md §7 JITTER):
  * main calls spiky() CALLS times, busy for TYPICAL_MS each except once for

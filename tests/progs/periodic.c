@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * periodic.c - a periodic loop, recorded by tests/e2e_flags.sh (docs/design.md §7
  * RATE): main wakes up every PERIOD_MS (absolute deadlines, so the

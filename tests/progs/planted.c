@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * planted.c - a program with planted behaviour for the flags
  * (tests/e2e_planted.sh, docs/ranking.md "Flags"): every flag it plants

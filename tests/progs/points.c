@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * points.c - a program with exactly known profile points, lock and io spans,
  * instants and counters, for tests/e2e_points.sh.  Built twice: normally

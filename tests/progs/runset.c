@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * runset.c - a run of several processes for tests/e2e_set.sh: a parent that
  * forks two children, one of which execs, each making known calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * scale.c - traces whose size is in the number of ids or in the depth of
  * the stack, for the analyzer's memory bound and its time against

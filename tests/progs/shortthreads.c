@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * shortthreads.c - many short-lived threads, one after another, recorded by
  * tests/e2e_threads.sh: main starts N threads (argv[1], default 40000)

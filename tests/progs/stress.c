@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * stress.c - many threads recording at once, for tests/e2e_stress.sh.
  *

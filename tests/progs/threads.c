@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * threads.c - a multi-threaded test program, recorded by tests/e2e_basic.sh:
  * main starts NTHREADS threads running worker(); each worker calls work()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tiny.c - known tiny functions, for the recorder's overhead compensation
  * (tests/e2e_comp.sh, docs/performance.md).

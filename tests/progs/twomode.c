@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * twomode.c - a program with exactly known counts, recorded in both trace
  * and direct mode by tests/e2e_direct.sh, which checks that the two modes

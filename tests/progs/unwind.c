@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * unwind.c - frames left without their exit, for tests/e2e_unwind.sh.
  * usage: prog_unwind MODE [N]   (N default 100)

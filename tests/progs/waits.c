@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * waits.c - a program that mostly waits, beside one function that computes,
  * for the wait-span tests (tests/e2e_waits.sh).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * wrapped.c - locks that do not nest like calls, recorded by
  * tests/e2e_holds.sh (docs/locks.md, "Holds are intervals"):

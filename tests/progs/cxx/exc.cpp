@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // exc.cpp - C++ exceptions out of deep frames, for tests/e2e_unwind.sh;
 // built twice, with g++ (prog_exc_gxx) and with clang++ (prog_exc_clangxx).
 // usage: prog_exc_* [N]   (N default 100)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * names.h - for tests/progs/cxx/names_a.cpp and names_b.cpp (e2e_table.sh):
  * a template in nested namespaces, instantiated for int and double, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * names_a.cpp - with names_b.cpp, the program of names.h: main calls
  * geo::detail::sum_dots<int> 300 times, sum_dots<double> 200 times, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * names_b.cpp - the second translation unit of names.h's program: its own
  * copy of scale_copy.

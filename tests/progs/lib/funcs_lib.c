@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * funcs_lib.c - the shared libraries of tests/progs/funcs.c: built twice,
  * as libfuncs_lib.so (linked with prog_funcs) and, with -DDL, as
