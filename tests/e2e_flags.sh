@@ -35,6 +35,8 @@ export RANKPROF_LIB="$RP_LIB"
 cat >"$tmp/check.py" <<'PYEOF'
 import json, math, re, sys
 
+import dense_rank
+
 name, js, table = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def die(msg):
@@ -187,29 +189,7 @@ inc = [(e["caller_id"], e["callee_id"], float(e["inclusive_ns"])) for e in r["ed
 
 
 def dense(stop, inc):
-    tot = stop[:]
-    for a, b, w in inc:
-        tot[a] += w
-    Q = [[0.0] * N for _ in range(N)]
-    for a, b, w in inc:
-        if tot[a] > 0:
-            Q[a][b] += w / tot[a]
-    for i in range(N):
-        if tot[i] == 0:
-            Q[i][0] = 1.0
-        elif i:
-            Q[i][0] += stop[i] / tot[i]
-    # (P^T - I) pi = 0 with the last row replaced by sum pi = 1
-    A = [[(1 - alpha) * Q[i][j] + alpha / N - (i == j) for i in range(N)] + [0.0] for j in range(N)]
-    A[N - 1] = [1.0] * (N + 1)
-    for c in range(N):
-        p = max(range(c, N), key=lambda k: abs(A[k][c]))
-        A[c], A[p] = A[p], A[c]
-        for k in range(N):
-            if k != c and A[k][c]:
-                f = A[k][c] / A[c][c]
-                A[k] = [a - f * b for a, b in zip(A[k], A[c])]
-    pi = [A[i][N] / A[i][i] for i in range(N)]
+    pi = dense_rank.solve(N, alpha, stop, inc)
     rest = sum(pi[1:])
     return [pi[i] / rest for i in range(N)], [pi[i] / pi[0] for i in range(N)]
 

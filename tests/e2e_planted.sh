@@ -156,6 +156,8 @@ PYEOF
     fail "report --weight calls failed"
 python3 - "$tmp/rc.json" <<'PYEOF' || exit 1
 import json, sys
+
+import dense_rank
 r = json.load(open(sys.argv[1]))
 if r["rank"]["weight"] != "calls":
     sys.exit("e2e_planted: FAIL: --weight calls: the report says weight " + r["rank"]["weight"])
@@ -164,28 +166,8 @@ alpha = r["rank"]["alpha"]
 stop = [0.0] * N
 for n in r["nodes"]:
     stop[n["id"]] = float(n["calls"])
-tot = stop[:]
-for e in r["edges"]:
-    tot[e["caller_id"]] += e["inclusive_calls"]
-Q = [[0.0] * N for _ in range(N)]
-for e in r["edges"]:
-    if tot[e["caller_id"]] > 0:
-        Q[e["caller_id"]][e["callee_id"]] += e["inclusive_calls"] / tot[e["caller_id"]]
-for i in range(N):
-    if tot[i] == 0:
-        Q[i][0] = 1.0
-    elif i:
-        Q[i][0] += stop[i] / tot[i]
-A = [[(1 - alpha) * Q[i][j] + alpha / N - (i == j) for i in range(N)] + [0.0] for j in range(N)]
-A[N - 1] = [1.0] * (N + 1)
-for c in range(N):
-    p = max(range(c, N), key=lambda k: abs(A[k][c]))
-    A[c], A[p] = A[p], A[c]
-    for k in range(N):
-        if k != c and A[k][c]:
-            f = A[k][c] / A[c][c]
-            A[k] = [a - f * b for a, b in zip(A[k], A[c])]
-pi = [A[i][N] / A[i][i] for i in range(N)]
+pi = dense_rank.solve(N, alpha, stop,
+                     [(e["caller_id"], e["callee_id"], e["inclusive_calls"]) for e in r["edges"]])
 for n in r["nodes"]:
     want = pi[n["id"]] / pi[0]
     if abs(n["involvement"] - want) > 1e-6 * max(1.0, want):

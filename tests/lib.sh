@@ -43,6 +43,8 @@ RP_TEST=e2e
 RP_SCENARIO=
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 srcdir=$(dirname "$here")
+# the tests' Python helpers (consumers/dense_rank.py ...) for every python3
+export PYTHONPATH="$here/consumers${PYTHONPATH:+:$PYTHONPATH}"
 _rp_exit_cmds=()
 _rp_failed=()
 _rp_ran=0

@@ -327,13 +327,8 @@ int rp_cct_build_set(struct rp_cct *t, const struct rp_replay_opts *o, const str
     v->offid = offcpu_of(p);
     for (uint32_t k = 0; k < p->n_procs && rc == 0; k++) {
         const struct rp_proc *r = &p->procs[k];
-        if (!r->map) { /* merged without keep_maps */
-            snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
-            return RP_EINVAL;
-        }
-        int on = !o->no_compensate && r->overhead_known;
-        rp_comp_set(&v->comp, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
-                    rp_comp_res(on, r->overhead_spread));
+        if ((rc = rp_comp_init_proc(&v->comp, r, o->no_compensate, err, errsz)) < 0)
+            return rc;
         v->map = r->map;
         v->n_ids = r->n_map;
         v->end_ticks = r->end_read ? r->end_ticks : 0;

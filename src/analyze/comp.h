@@ -36,7 +36,9 @@
 #define RP_ANALYZE_COMP_H
 
 #include <stdint.h>
+#include <stdio.h>
 
+#include "common/error.h"
 #include "profile.h"
 
 #define RP_COMP_ONE 65536u /* fixed point of the overhead: 1 tick */
@@ -101,6 +103,24 @@ static inline void rp_comp_init(struct rp_comp *c, const struct rp_profile *p, i
     int on = !off && p->overhead_known;
     rp_comp_set(c, on, rp_comp_fixed(p->overhead_pair), rp_comp_fixed(p->overhead_self),
                 rp_comp_res(on, p->overhead_spread));
+}
+
+/*
+ * Sets c for the spans of process r of a merged run (merge.h), its ids
+ * mapped: as rp_comp_init for its own file.  Returns 0, or RP_EINVAL with
+ * the message in err when the merge kept no id maps.
+ */
+static inline int rp_comp_init_proc(struct rp_comp *c, const struct rp_proc *r, int off, char *err,
+                                    size_t errsz)
+{
+    if (!r->map) { /* merged without keep_maps */
+        snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
+        return RP_EINVAL;
+    }
+    int on = !off && r->overhead_known;
+    rp_comp_set(c, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
+                rp_comp_res(on, r->overhead_spread));
+    return 0;
 }
 
 /* The duration of a span that lasted raw ticks with e events inside. */

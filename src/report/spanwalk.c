@@ -312,13 +312,8 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
     int rc = 0; /* a run's files, merged (merge.h): each in turn, its ids mapped */
     for (uint32_t k = 0; k < p->n_procs && rc == 0; k++) {
         const struct rp_proc *r = &p->procs[k];
-        if (!r->map) { /* merged without keep_maps */
-            snprintf(err, errsz, "%s: the merged profile kept no id maps", r->file);
-            return RP_EINVAL;
-        }
-        int on = !o->no_compensate && r->overhead_known;
-        rp_comp_set(&w.comp, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
-                    rp_comp_res(on, r->overhead_spread));
+        if ((rc = rp_comp_init_proc(&w.comp, r, o->no_compensate, err, errsz)) < 0)
+            return rc;
         w.map = r->map;
         w.n_ids = r->n_map;
         w.end_ticks = r->end_read ? r->end_ticks : 0;
