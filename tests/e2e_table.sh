@@ -55,20 +55,7 @@ chains() {
     "$RANKPROF" report -i chain.data --format json >chain.json || fail "report --format json"
     python3 - chain.txt all.txt chain.json <<'EOF' || fail "chains (see above)"
 import json, re, sys
-def rows(path):
-    """(rank, name cell) with the name's continuation lines joined."""
-    lines = open(path, encoding="utf-8").read().split("\n")
-    head = next(i for i, l in enumerate(lines) if l.startswith("rank  "))
-    col = lines[head].index("name")
-    out = []
-    for l in lines[head + 1:]:
-        if not l.strip() or l.startswith("("):
-            break
-        if l[:col].strip():
-            out.append([int(l.split()[0]), l[col:]])
-        else:
-            out[-1][1] += " " + l.strip()
-    return out
+from table_rows import rows
 chain, every = rows(sys.argv[1]), rows(sys.argv[2])
 r = json.load(open(sys.argv[3]))
 ids = {n["name"]: n["id"] for n in r["nodes"]}
@@ -139,20 +126,7 @@ names() {
         "$RANKPROF" report -i names.data --format json >names.json
         python3 - names.80 names.wide names.json <<'EOF' || fail "unique names (see above)"
 import json, re, sys
-def rows(path):
-    """(rank, name cell) with the name's continuation lines joined."""
-    lines = open(path, encoding="utf-8").read().split("\n")
-    head = next(i for i, l in enumerate(lines) if l.startswith("rank  "))
-    col = lines[head].index("name")
-    out = []
-    for l in lines[head + 1:]:
-        if not l.strip() or l.startswith("("):
-            break
-        if l[:col].strip():
-            out.append([int(l.split()[0]), l[col:]])
-        else:
-            out[-1][1] += " " + l.strip()
-    return out
+from table_rows import rows
 r = json.load(open(sys.argv[3]))
 narrow, wide = rows(sys.argv[1]), rows(sys.argv[2])
 cells = [c for _, c in narrow]
