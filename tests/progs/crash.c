@@ -28,20 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile unsigned sink;
+#include "lib/calls.h"
+
 static long n_calls = 1000;
 static struct sigaction old_segv;
-
-void leaf(unsigned x)
-{
-    sink += x;
-}
-
-void work(unsigned x)
-{
-    leaf(x);
-    leaf(x + 1);
-}
 
 static __attribute__((no_instrument_function)) void program_handler(int sig, siginfo_t *si,
                                                                     void *uc)

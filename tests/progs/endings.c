@@ -26,24 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile unsigned sink;
-
-void leaf(unsigned x)
-{
-    sink += x;
-}
-
-void work(unsigned x)
-{
-    leaf(x);
-    leaf(x + 1);
-}
-
-static void calls(long n)
-{
-    for (long i = 0; i < n; i++)
-        work((unsigned)i);
-}
+#include "lib/calls.h"
 
 int main(int argc, char **argv)
 {
