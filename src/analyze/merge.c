@@ -54,14 +54,7 @@ static int node_eq(const struct rp_node *a, const struct rp_node *b)
     return (a->name && a->name[0]) || a->key == b->key;
 }
 
-/* The home slot of edge (caller, callee).  Cannot fail. */
-static uint32_t edge_slot(uint32_t caller, uint32_t callee, uint32_t mask)
-{
-    uint64_t k = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(k >> 32) & mask;
-}
-
-/* Doubles both hashes as needed for the dst's counts.  RP_ENOMEM. */
+/* Doubles the node hash as needed for the dst's count.  RP_ENOMEM. */
 static int rehash(struct rp_merge *m)
 {
     struct rp_profile *d = m->dst;
@@ -82,23 +75,6 @@ static int rehash(struct rp_merge *m)
         m->nslots = s;
         m->n_nslots = n;
     }
-    if (2 * (uint64_t)d->n_edges >= m->n_eslots) {
-        uint32_t n = m->n_eslots ? m->n_eslots * 2 : 1024;
-        while (2 * (uint64_t)d->n_edges >= n)
-            n *= 2;
-        uint32_t *s = calloc(n, sizeof(*s));
-        if (!s)
-            return RP_ENOMEM;
-        for (uint32_t i = 0; i < d->n_edges; i++) {
-            uint32_t h = edge_slot(d->edges[i].caller, d->edges[i].callee, n - 1);
-            while (s[h])
-                h = (h + 1) & (n - 1);
-            s[h] = i + 1;
-        }
-        free(m->eslots);
-        m->eslots = s;
-        m->n_eslots = n;
-    }
     return 0;
 }
 
@@ -116,7 +92,8 @@ int rp_merge_init(struct rp_merge *m, struct rp_profile *dst)
 void rp_merge_free(struct rp_merge *m)
 {
     free(m->nslots);
-    free(m->eslots);
+    free(m->edges.keys); /* (its edges are the merged profile's) */
+    free(m->edges.vals);
     memset(m, 0, sizeof(*m));
 }
 
@@ -253,31 +230,32 @@ static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
     return 0;
 }
 
-/* Adds edge e of a source, its ends mapped, to the merged profile.  RP_ENOMEM. */
+/* Adds edge e of a source, its ends mapped, to the merged profile, whose
+ * edges are the index's (rp_emap).  RP_ENOMEM. */
 static int add_edge(struct rp_merge *m, const struct rp_edge *e, uint32_t caller, uint32_t callee)
 {
     struct rp_profile *d = m->dst;
-    uint32_t mask = m->n_eslots - 1, h = edge_slot(caller, callee, mask);
-    for (uint32_t i; (i = m->eslots[h]); h = (h + 1) & mask) {
-        struct rp_edge *x = &d->edges[i - 1];
-        if (x->caller == caller && x->callee == callee) {
-            if (e->calls) {
-                x->min = !x->calls || e->min < x->min ? e->min : x->min;
-                x->max = e->max > x->max ? e->max : x->max;
-            }
-            x->calls += e->calls;
-            x->incl += e->incl;
-            x->incl_calls += e->incl_calls;
-            return 0;
-        }
-    }
-    if (rp_grow(&d->edges, &d->cap_edges, d->n_edges + 1, sizeof(*d->edges), 64) < 0)
+    uint32_t n = m->edges.n;
+    struct rp_edge *x = rp_emap_get(&m->edges, caller, callee);
+    if (!x)
         return RP_ENOMEM;
-    d->edges[d->n_edges] = *e;
-    d->edges[d->n_edges].caller = caller;
-    d->edges[d->n_edges].callee = callee;
-    m->eslots[h] = ++d->n_edges;
-    return rehash(m);
+    d->edges = m->edges.edges; /* (moved when it grew) */
+    d->n_edges = m->edges.n;
+    d->cap_edges = m->edges.capn;
+    if (m->edges.n != n) { /* new: the source's edge as it is */
+        *x = *e;
+        x->caller = caller;
+        x->callee = callee;
+        return 0;
+    }
+    if (e->calls) {
+        x->min = !x->calls || e->min < x->min ? e->min : x->min;
+        x->max = e->max > x->max ? e->max : x->max;
+    }
+    x->calls += e->calls;
+    x->incl += e->incl;
+    x->incl_calls += e->incl_calls;
+    return 0;
 }
 
 /* The run's metadata: the first file's, then sums and extremes.  RP_ENOMEM. */

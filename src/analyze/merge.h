@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "emap.h"
 #include "profile.h"
 
 struct rp_merge {
@@ -29,8 +30,7 @@ struct rp_merge {
                          passes over the files need them, the profile alone does not */
     uint32_t *nslots; /* open addressing on the node key: node index, 0 = empty */
     uint32_t n_nslots;
-    uint32_t *eslots; /* on (caller, callee): edge index + 1, 0 = empty */
-    uint32_t n_eslots;
+    struct rp_emap edges; /* on (caller, callee); its edges are dst's */
 };
 
 /* Starts merging into *dst, which must be zeroed.  Returns 0 or RP_ENOMEM. */
