@@ -29,6 +29,7 @@ int cmd_locks(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints "rankprof: <message>" on stderr and exits with status 1 (2 for usage). */
 __attribute__((noreturn, format(printf, 1, 2))) void rp_die(const char *fmt, ...);

@@ -43,6 +43,10 @@ static const struct rp_cmd commands[] = {
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
     {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
+    {"diff", cmd_diff,
+     "diff [--threshold PCT] [--confidence C] [--min-share PCT] [--relative]\n"
+     "                [--format table|json] [--limit N] [--all] [--one-file] [--force]\n"
+     "                [--no-compensate] BASE NEW"},
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))

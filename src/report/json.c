@@ -26,31 +26,7 @@
 /* Writes s as a JSON string literal.  Write errors are left for ferror(). */
 static void put_str(FILE *out, const char *str)
 {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    size_t len = strlen((const char *)s);
-
-    fputc('"', out);
-    for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc(c, out);
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            fprintf(out, "\\u%04x", c);
-            i++;
-        } else {
-            int k = rp_utf8_seq(s + i, len - i);
-            if (k < 0) {
-                fputs("\\ufffd", out);
-                i += (size_t)-k;
-            } else {
-                fwrite(s + i, 1, (size_t)k, out);
-                i += (size_t)k;
-            }
-        }
-    }
-    fputc('"', out);
+    rp_json_str(out, str);
 }
 
 /* Writes a double as a JSON number (rp_num_str). */

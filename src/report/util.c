@@ -232,3 +232,32 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p)
             p->compensated ? "1 tick + the spread of the measured overhead" : "1 tick",
             p->below_res, p->below_res == 1 ? "" : "s");
 }
+
+void rp_json_str(FILE *out, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    size_t len = strlen((const char *)s);
+
+    fputc('"', out);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc(c, out);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(out, "\\u%04x", c);
+            i++;
+        } else {
+            int k = rp_utf8_seq(s + i, len - i);
+            if (k < 0) {
+                fputs("\\ufffd", out);
+                i += (size_t)-k;
+            } else {
+                fwrite(s + i, 1, (size_t)k, out);
+                i += (size_t)k;
+            }
+        }
+    }
+    fputc('"', out);
+}

@@ -88,4 +88,11 @@ const char *rp_kind_str(uint8_t kind);
  */
 uint64_t *rp_wait_ticks(const struct rp_profile *p);
 
+/*
+ * Writes str (NULL: "") as a JSON string: quotes, backslashes and control
+ * bytes escaped, invalid UTF-8 as U+FFFD.  Write errors are left to the
+ * caller's ferror.
+ */
+void rp_json_str(FILE *out, const char *str);
+
 #endif /* RP_REPORT_UTIL_H */
