@@ -12,7 +12,9 @@
  * to take longer than one of the base run, whatever the shape of the two
  * distributions (bimodal ones included, which a t-test mistakes).  With
  * many calls the test finds tiny shifts significant, so a row is slower
- * only when its mean own time per call also moved past the threshold; the
+ * only when its mean own time per call also moved past the threshold, and
+ * only rows with a share of the run's own time are judged (a 40-ns
+ * function's own time moves by half from run to run on its own); the
  * noise a shared machine puts on every procedure alike is the drift (the
  * median ratio over the rows, weighted by their own time), shown, and taken
  * out of every row under --relative.
@@ -277,12 +279,21 @@ int rp_diff_compute(const struct rp_profile *a, const struct rp_profile *b,
         d->total_a += own_ns(a, i);
     for (uint32_t i = 1; i < b->n_nodes; i++)
         d->total_b += own_ns(b, i);
+    for (uint32_t i = 0; i < d->n; i++) {
+        struct rp_diff_row *r = &d->rows[i];
+        double sa = d->total_a > 0 ? r->self_a / d->total_a : 0;
+        double sb = d->total_b > 0 ? r->self_b / d->total_b : 0;
+        r->share = sa > sb ? sa : sb;
+        if (!r->verdict && r->share < o->min_share)
+            r->verdict = RP_DIFF_SMALL;
+    }
     /* judged as measured first: the drift comes from those ratios */
     for (int pass = 0; pass < 1 + (o->relative != 0); pass++) {
         double scale = pass ? d->drift : 1;
         for (uint32_t i = 0; i < d->n; i++) {
             struct rp_diff_row *r = &d->rows[i];
-            if (r->a != RP_DIFF_NONE && r->b != RP_DIFF_NONE && (rc = judge(a, b, r, o, scale)) < 0)
+            if (r->a != RP_DIFF_NONE && r->b != RP_DIFF_NONE && r->verdict != RP_DIFF_SMALL &&
+                (rc = judge(a, b, r, o, scale)) < 0)
                 goto out;
         }
         if (!pass)
@@ -290,12 +301,9 @@ int rp_diff_compute(const struct rp_profile *a, const struct rp_profile *b,
     }
     for (uint32_t i = 0; i < d->n; i++) {
         struct rp_diff_row *r = &d->rows[i];
-        double sa = d->total_a > 0 ? r->self_a / d->total_a : 0;
-        double sb = d->total_b > 0 ? r->self_b / d->total_b : 0;
-        r->share = sa > sb ? sa : sb;
-        r->regression = r->verdict == RP_DIFF_SLOWER && r->share >= o->min_share;
+        r->regression = r->verdict == RP_DIFF_SLOWER;
         d->regressions += r->regression;
-        d->improvements += r->verdict == RP_DIFF_FASTER && r->share >= o->min_share;
+        d->improvements += r->verdict == RP_DIFF_FASTER;
     }
     qsort(d->rows, d->n, sizeof(*d->rows), row_cmp);
     rc = 0;

@@ -18,6 +18,7 @@ enum rp_verdict {
     RP_DIFF_SLOWER, /* per call slower past the threshold, with confidence */
     RP_DIFF_FASTER, /* per call faster past the threshold, with confidence */
     RP_DIFF_FEW,    /* too few calls on one side to judge */
+    RP_DIFF_SMALL,  /* less than min_share of either run's own time: not judged */
     RP_DIFF_NEW,    /* only in the new run */
     RP_DIFF_GONE    /* only in the base run */
 };
@@ -25,8 +26,8 @@ enum rp_verdict {
 struct rp_diff_opts {
     double threshold;  /* a change per call counts past 1 + threshold (or below 1/(1 + it)) */
     double confidence; /* ... and when the test's two-sided p-value is below 1 - confidence */
-    double min_share;  /* a slower row is a regression when its own time is at least this
-                          share of the run's (either run's) */
+    double min_share;  /* a row is judged when its own time is at least this share of
+                          either run's own time (else RP_DIFF_SMALL) */
     int relative;      /* judge each row against the run-wide drift (rp_diff.drift) */
 };
 

@@ -20,7 +20,8 @@
 
 const char *rp_verdict_str(unsigned verdict)
 {
-    static const char *const s[] = {"same", "slower", "faster", "few-calls", "new", "gone"};
+    static const char *const s[] = {"same",  "slower", "faster", "few-calls",
+                                    "small", "new",    "gone"};
     return verdict < sizeof(s) / sizeof(s[0]) ? s[verdict] : "unknown";
 }
 
@@ -91,8 +92,8 @@ static void table_head(FILE *out, const struct rp_diff_view *v)
     fprintf(out,
             "judged on the time per call (own time where the trace has it): a change past "
             "%+.0f%% or %+.0f%% (--threshold) with %g%% confidence (--confidence; "
-            "Mann-Whitney U); a regression is a slower row with at least %g%% of a run's own "
-            "time (--min-share)\n",
+            "Mann-Whitney U), for the rows with at least %g%% of a run's own time "
+            "(--min-share); a slower row is a regression\n",
             o->threshold * 100, (1 / (1 + o->threshold) - 1) * 100, o->confidence * 100,
             o->min_share * 100);
     fprintf(out,
@@ -116,7 +117,8 @@ int rp_diff_table(FILE *out, const struct rp_diff_view *v)
             "stand B", "name");
     for (uint32_t i = 0; i < d->n; i++) {
         const struct rp_diff_row *r = &d->rows[i];
-        if (!v->all && (r->verdict == RP_DIFF_SAME || r->verdict == RP_DIFF_FEW)) {
+        if (!v->all && (r->verdict == RP_DIFF_SAME || r->verdict == RP_DIFF_FEW ||
+                        r->verdict == RP_DIFF_SMALL)) {
             hidden++;
             continue;
         }
