@@ -30,6 +30,7 @@
 
 #include "common/error.h"
 #include "hist.h"
+#include "trace/format.h"
 
 #define MIN_CALLS 5 /* per side, for a verdict on the time per call */
 
@@ -170,10 +171,16 @@ static int judge(const struct rp_profile *a, const struct rp_profile *b, struct 
     double ma = r->self_a / (double)(xa->calls ? xa->calls : 1);
     double mb = r->self_b / scale / (double)(xb->calls ? xb->calls : 1);
     r->ratio = ma > 0 ? mb / ma : (mb > 0 ? INFINITY : 1);
-    /* a change per call below either run's resolution (comp.h) is not one */
-    double res = (double)a->resolution * a->ns_per_tick;
-    if ((double)b->resolution * b->ns_per_tick > res)
-        res = (double)b->resolution * b->ns_per_tick;
+    /* A change per call below either run's resolution (comp.h), or below
+     * what the recorder adds to a call (its measured overhead: the error
+     * of compensation is a part of it, and differs from run to run), is
+     * not one that can be told. */
+    double res =
+        fmax((double)a->resolution * a->ns_per_tick, (double)b->resolution * b->ns_per_tick);
+    if (a->overhead_known)
+        res = fmax(res, a->overhead_pair * a->ns_per_tick);
+    if (b->overhead_known)
+        res = fmax(res, b->overhead_pair * b->ns_per_tick);
     size_t room = (size_t)ha->len + hb->len;
     double *buf = malloc(room * 4 * sizeof(*buf));
     if (!buf)
@@ -231,7 +238,10 @@ static double drift_of(const struct rp_diff *d)
         return 1;
     for (uint32_t i = 0; i < d->n; i++) {
         const struct rp_diff_row *x = &d->rows[i];
-        if (x->verdict != RP_DIFF_FEW && x->ratio > 0 && isfinite(x->ratio) && x->self_b > 0) {
+        if ((x->verdict == RP_DIFF_SAME || x->verdict == RP_DIFF_SLOWER ||
+             x->verdict == RP_DIFF_FASTER) &&
+            (x->kind == RP_KIND_FUNC || x->kind == RP_KIND_POINT) && x->ratio > 0 &&
+            isfinite(x->ratio) && x->self_b > 0) {
             w[k++] = (struct wr){x->ratio, x->self_b};
             total += x->self_b;
         }
@@ -274,17 +284,21 @@ int rp_diff_compute(const struct rp_profile *a, const struct rp_profile *b,
         r->self_a = own_ns(a, r->a);
         r->self_b = own_ns(b, r->b);
         r->verdict = r->a == RP_DIFF_NONE ? RP_DIFF_NEW : r->b == RP_DIFF_NONE ? RP_DIFF_GONE : 0;
+        r->kind = (r->b != RP_DIFF_NONE ? b->nodes[r->b] : a->nodes[r->a]).kind;
     }
+    /* (time off CPU is the scheduler's: not in the shares) */
     for (uint32_t i = 1; i < a->n_nodes; i++)
-        d->total_a += own_ns(a, i);
+        d->total_a += a->nodes[i].kind == RP_KIND_OFFCPU ? 0 : own_ns(a, i);
     for (uint32_t i = 1; i < b->n_nodes; i++)
-        d->total_b += own_ns(b, i);
+        d->total_b += b->nodes[i].kind == RP_KIND_OFFCPU ? 0 : own_ns(b, i);
     for (uint32_t i = 0; i < d->n; i++) {
         struct rp_diff_row *r = &d->rows[i];
         double sa = d->total_a > 0 ? r->self_a / d->total_a : 0;
         double sb = d->total_b > 0 ? r->self_b / d->total_b : 0;
         r->share = sa > sb ? sa : sb;
-        if (!r->verdict && r->share < o->min_share)
+        if (!r->verdict && r->kind == RP_KIND_OFFCPU)
+            r->verdict = RP_DIFF_SCHED;
+        else if (!r->verdict && r->share < o->min_share)
             r->verdict = RP_DIFF_SMALL;
     }
     /* judged as measured first: the drift comes from those ratios */
@@ -293,7 +307,7 @@ int rp_diff_compute(const struct rp_profile *a, const struct rp_profile *b,
         for (uint32_t i = 0; i < d->n; i++) {
             struct rp_diff_row *r = &d->rows[i];
             if (r->a != RP_DIFF_NONE && r->b != RP_DIFF_NONE && r->verdict != RP_DIFF_SMALL &&
-                (rc = judge(a, b, r, o, scale)) < 0)
+                r->verdict != RP_DIFF_SCHED && (rc = judge(a, b, r, o, scale)) < 0)
                 goto out;
         }
         if (!pass)

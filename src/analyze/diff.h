@@ -19,6 +19,7 @@ enum rp_verdict {
     RP_DIFF_FASTER, /* per call faster past the threshold, with confidence */
     RP_DIFF_FEW,    /* too few calls on one side to judge */
     RP_DIFF_SMALL,  /* less than min_share of either run's own time: not judged */
+    RP_DIFF_SCHED,  /* time off CPU: the scheduler's, not the program's; not judged */
     RP_DIFF_NEW,    /* only in the new run */
     RP_DIFF_GONE    /* only in the base run */
 };
@@ -39,6 +40,7 @@ void rp_diff_opts_default(struct rp_diff_opts *o);
 struct rp_diff_row {
     uint32_t a, b; /* node indices in the base and the new profile, or RP_DIFF_NONE */
     uint8_t verdict;
+    uint8_t kind;          /* enum rp_kind of its node */
     uint8_t regression;    /* slower, and its share is at least min_share */
     double ratio;          /* new / base mean own time per call (under --relative, the new
                               one divided by the drift); 0 when not judged */
@@ -54,7 +56,8 @@ struct rp_diff {
     uint32_t n;
     double drift;            /* the run-wide ratio per call: the median of the rows' ratios,
                                 weighted by their own time (1 when there is none) */
-    double total_a, total_b; /* ns: own time summed over every node of each run */
+    double total_a, total_b; /* ns: own time summed over the nodes of each run, those of
+                                time off CPU left out */
     uint32_t regressions, improvements;
 };
 

@@ -118,7 +118,7 @@ int rp_diff_table(FILE *out, const struct rp_diff_view *v)
     for (uint32_t i = 0; i < d->n; i++) {
         const struct rp_diff_row *r = &d->rows[i];
         if (!v->all && (r->verdict == RP_DIFF_SAME || r->verdict == RP_DIFF_FEW ||
-                        r->verdict == RP_DIFF_SMALL)) {
+                        r->verdict == RP_DIFF_SMALL || r->verdict == RP_DIFF_SCHED)) {
             hidden++;
             continue;
         }
