@@ -20,8 +20,10 @@
 
 const char *rp_verdict_str(unsigned verdict)
 {
-    static const char *const s[] = {"same",  "slower", "faster", "few-calls",
-                                    "small", "new",    "gone"};
+    static const char *const s[] = {
+        [RP_DIFF_SAME] = "same",     [RP_DIFF_SLOWER] = "slower", [RP_DIFF_FASTER] = "faster",
+        [RP_DIFF_FEW] = "few-calls", [RP_DIFF_SMALL] = "small",   [RP_DIFF_SCHED] = "off-cpu",
+        [RP_DIFF_NEW] = "new",       [RP_DIFF_GONE] = "gone"};
     return verdict < sizeof(s) / sizeof(s[0]) ? s[verdict] : "unknown";
 }
 
