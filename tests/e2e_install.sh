@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # e2e_install.sh - `cmake --install` gives a usable package: a program built
 # against it with pkg-config, and one with find_package(rankprof), link the
-# recorder, run, and write a trace that rankprof reads.
+# recorder, run, and write a trace that rankprof reads; the man pages are
+# installed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_install RANKPROF
 build=$(dirname "$RANKPROF")
@@ -11,6 +12,9 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install"
 libdir=$(dirname "$(find "$tmp/prefix" -name librankprof.so -print -quit)")
 [ -f "$tmp/prefix/include/rankprof.h" ] || fail "rankprof.h not installed"
+for page in rankprof rankprof-report rankprof-diff; do
+    [ -f "$tmp/prefix/share/man/man1/$page.1" ] || fail "man page $page.1 not installed"
+done
 cat > "$tmp/app.c" <<'C'
 #include <rankprof.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
 #define RP_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyze/flags.h"
 #include "analyze/profile.h"
@@ -30,6 +31,23 @@ int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+
+/* The usage line of cmd (after "rankprof "), or NULL for no such command. */
+const char *rp_cmd_usage(const char *cmd);
+
+/* `rankprof CMD --help`: the usage line, what CMD does and what each of
+ * its options means, on stdout; exits 0 (1 when stdout cannot be written). */
+__attribute__((noreturn)) void rp_help(const char *cmd);
+/* The same text, without exiting (a command that adds to it). */
+void rp_help_print(const char *cmd);
+
+/* cmd's man page (NULL: rankprof(1)) in roff on f.  Returns 0, or -1 for
+ * an unknown command or a failed write. */
+int rp_man(FILE *f, const char *cmd);
+
+/* Writes every man page (rankprof.1, rankprof-CMD.1) into the directory
+ * dir, creating it.  Returns 0, or -1 with a message on stderr. */
+int rp_man_dir(const char *dir);
 
 /* Prints "rankprof: <message>" on stderr and exits with status 1 (2 for usage). */
 __attribute__((noreturn, format(printf, 1, 2))) void rp_die(const char *fmt, ...);
@@ -75,6 +93,12 @@ void rp_load_opts_default(struct rp_load_opts *o);
 void rp_load(struct rp_load_opts *o, struct rp_profile *p);
 
 /*
+ * The arguments argv[first..argc) as traces, as if each were given with -i
+ * (`rankprof report run.data`).  Dies (usage) past RP_MAX_INPUTS files.
+ */
+void rp_opt_input_args(const char *cmd, int first, int argc, char **argv, struct rp_load_opts *o);
+
+/*
  * Reads one option of the input family into o: 'i' (-i FILE, repeatable),
  * RP_OPT_PROCESS (--process), RP_OPT_ONE_FILE (--one-file).  Returns 1
  * when c was one of them, 0 otherwise.  Dies (usage) after RP_MAX_INPUTS
@@ -108,8 +132,7 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s);
  * Sets o->input, o->in and o->replay's force and no_compensate; returns optind
  * (the first operand).  Dies on anything else, naming the option.
  */
-int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
-                        struct rp_load_opts *o);
+int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o);
 
 /*
  * --compensate=on|off (val) or --no-compensate (val NULL): whether the

@@ -107,10 +107,7 @@ int cmd_diff(int argc, char **argv)
             v.color = 1;
             break;
         case 'h':
-            rp_usage_die("diff",
-                         "diff compares two runs, BASE and NEW (each read with the files of its "
-                         "run),\nprocedure by procedure; exit status 3 when one regressed "
-                         "(docs/diff.md)");
+            rp_help("diff");
         default:
             rp_usage_die("diff", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

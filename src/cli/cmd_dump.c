@@ -120,10 +120,7 @@ int cmd_dump(int argc, char **argv)
 {
     struct rp_load_opts o;
     rp_load_opts_default(&o);
-    int optind_ = rp_parse_input_opts("dump", "dump prints every event", argc, argv, &o);
-
-    if (optind_ < argc)
-        rp_usage_die("dump", "unexpected argument '%s'", argv[optind_]);
+    rp_opt_input_args("dump", rp_parse_input_opts("dump", argc, argv, &o), argc, argv, &o);
     struct rp_set s;
     rp_find_inputs(&o, &s);
 

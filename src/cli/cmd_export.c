@@ -109,20 +109,15 @@ static void parse(int argc, char **argv, struct export_args *a)
             a->params[a->n_params++] = optarg;
             break;
         case 'h':
-            printf("usage: rankprof export --format FORMAT [-o OUT] [-i FILE]... [--process "
-                   "PID|FILE]\n"
-                   "       [--one-file] [--force]\n"
-                   "       [--thread TID] [--limit N] [--title T] [--weight time|calls]\n"
-                   "       [--alpha A] [--no-compensate] [-O KEY=VALUE]...\n"
-                   "writes the trace in a format another tool reads (docs/exports.md)\n");
+            rp_help_print("export");
+            printf("\n");
             formats_help(stdout);
-            exit(0);
+            exit(fflush(stdout) == 0 ? 0 : 1);
         default:
             rp_usage_die("export", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        rp_usage_die("export", "unexpected argument '%s'", argv[optind]);
+    rp_opt_input_args("export", optind, argc, argv, &a->load);
     if (!a->fmt) {
         fprintf(stderr, "rankprof: export needs --format\n");
         formats_help(stderr);

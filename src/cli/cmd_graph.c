@@ -116,14 +116,11 @@ int cmd_graph(int argc, char **argv)
     struct rp_load_opts o;
 
     rp_load_opts_default(&o);
-    int first = rp_parse_input_opts(
-        "graph",
-        "graph shows the callers and callees of NAME, a whole name or a short one "
-        "(sum_dots for int geo::sum_dots<int>(int const*))",
-        argc, argv, &o);
-    if (first != argc - 1)
-        rp_usage_die("graph", first >= argc ? "no NAME given" : "one NAME expected");
+    int first = rp_parse_input_opts("graph", argc, argv, &o);
+    if (first >= argc)
+        rp_usage_die("graph", "no NAME given");
     const char *name = argv[first];
+    rp_opt_input_args("graph", first + 1, argc, argv, &o); /* NAME FILE... */
 
     struct rp_profile p = {0};
     rp_load(&o, &p);

@@ -30,11 +30,7 @@ int cmd_info(int argc, char **argv)
 {
     struct rp_load_opts o;
     rp_load_opts_default(&o);
-    int optind_ = rp_parse_input_opts(
-        "info", "info says what a trace file (or a run's files) holds", argc, argv, &o);
-
-    if (optind_ < argc)
-        rp_usage_die("info", "unexpected argument '%s'", argv[optind_]);
+    rp_opt_input_args("info", rp_parse_input_opts("info", argc, argv, &o), argc, argv, &o);
 
     struct rp_profile p = {0};
     struct counts k = {0};

@@ -67,14 +67,12 @@ int cmd_locks(int argc, char **argv)
             lo_opts.flag.contended_ratio = rp_opt_double("--contended-ratio", optarg, 0, 1e12);
             break;
         case 'h':
-            rp_usage_die("locks", "locks prints wait and hold per lock and per call site, "
-                                  "and the waits on condition variables");
+            rp_help("locks");
         default:
             rp_usage_die("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        rp_usage_die("locks", "unexpected argument '%s'", argv[optind]);
+    rp_opt_input_args("locks", optind, argc, argv, &lo_opts);
 
     struct rp_profile p = {0};
     struct rp_locks L = {0};

@@ -383,7 +383,7 @@ int cmd_record(int argc, char **argv)
             break;
         }
         case 'h':
-            rp_usage_die("record", "record runs PROGRAM with the recorder preloaded");
+            rp_help("record");
         default:
             rp_usage_die("record", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

@@ -154,13 +154,12 @@ int cmd_report(int argc, char **argv)
             ro.chains = 0;
             break;
         case 'h':
-            rp_usage_die("report", "report prints the ranked profile");
+            rp_help("report");
         default:
             rp_usage_die("report", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        rp_usage_die("report", "unexpected argument '%s'", argv[optind]);
+    rp_opt_input_args("report", optind, argc, argv, &lo_opts);
 
     struct rp_profile p = {0};
     rp_load(&lo_opts, &p);

@@ -28,21 +28,23 @@ static const struct rp_cmd commands[] = {
      "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
      "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
-     "                [--no-compensate]"},
+     "                [--no-compensate] [FILE...]"},
     {"graph", cmd_graph,
-     "graph [-i FILE]... [--process PID|FILE] [--one-file] [--no-compensate] NAME"},
+     "graph [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate]\n"
+     "                NAME [FILE...]"},
     {"locks", cmd_locks,
      "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
      "                [--sort wait|hold|acquisitions|contended|name]\n"
-     "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]"},
+     "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]\n"
+     "                [FILE...]"},
     {"export", cmd_export,
      "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
      "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
-     "                [--no-compensate]\n"
+     "                [--no-compensate] [FILE...]\n"
      "                (`rankprof export --help` lists the formats)"},
-    {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
-    {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]"},
+    {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
+    {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
     {"diff", cmd_diff,
      "diff [--threshold PCT] [--confidence C] [--min-share PCT] [--relative]\n"
      "                [--format table|json] [--limit N] [--all] [--one-file] [--force]\n"
@@ -50,6 +52,20 @@ static const struct rp_cmd commands[] = {
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))
+
+const char *rp_cmd_usage(const char *cmd)
+{
+    for (size_t i = 0; i < NCMDS; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].usage;
+    return NULL;
+}
+
+void rp_opt_input_args(const char *cmd, int first, int argc, char **argv, struct rp_load_opts *o)
+{
+    for (int k = first; k < argc; k++)
+        rp_opt_input(cmd, 'i', argv[k], o);
+}
 
 void rp_die(const char *fmt, ...)
 {
@@ -124,8 +140,7 @@ uint32_t rp_opt_tid(const char *opt, const char *val)
     return (uint32_t)v;
 }
 
-int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv,
-                        struct rp_load_opts *o)
+int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o)
 {
     static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"force", no_argument, NULL, 'F'},
@@ -144,7 +159,7 @@ int rp_parse_input_opts(const char *cmd, const char *help, int argc, char **argv
         else if (c == 'N' || c == 'M')
             rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, &o->replay);
         else if (c == 'h')
-            rp_usage_die(cmd, "%s", help);
+            rp_help(cmd);
         else
             rp_usage_die(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -414,7 +429,7 @@ static void usage(FILE *f)
             "\nThe trace file is %s unless -i/-o says otherwise.  A program that forks\n"
             "or execs also writes FILE.PID, one per other process: the commands read a\n"
             "run's files together (--process PID: one process; --one-file: FILE alone).\n"
-            "See docs/.\n",
+            "`rankprof COMMAND --help` says what each option does; see docs/.\n",
             RP_DEFAULT_DATA);
 }
 
@@ -424,8 +439,19 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (!strcmp(argv[1], "help") && argc == 3 && rp_cmd_usage(argv[2]))
+        rp_help(argv[2]);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--man-dir") && argc == 3) /* the build writes them so */
+        return rp_man_dir(argv[2]) < 0;
+    if (!strcmp(argv[1], "--man")) {
+        if (argc > 3 || rp_man(stdout, argc == 3 ? argv[2] : NULL) < 0 || fflush(stdout) != 0) {
+            fprintf(stderr, "rankprof: --man [COMMAND]: no such command or a write failed\n");
+            return 1;
+        }
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+/*
+ * help.c - what each subcommand does and what each of its options means:
+ * `rankprof CMD --help` prints it, `rankprof --man [CMD]` writes it as a
+ * man page (roff), which the build installs (one text, two forms).  The
+ * synopsis is the usage line of main.c's command table.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+struct opt_help {
+    const char *opt, *meaning;
+};
+
+struct cmd_help {
+    const char *name, *summary, *description;
+    struct opt_help opts[32]; /* ends at a NULL opt */
+    const char *exit_status;
+};
+
+#define INPUT_OPTS                                                                                 \
+    {"-i, --input FILE",                                                                           \
+     "the trace (default rankprof.data), read with the other files of its run (the "               \
+     "processes it forked or exec'd: FILE.PID); a trace named without -i is read the same; "       \
+     "given more than once, exactly those files, merged"},                                         \
+        {"--process PID|FILE", "only the process PID (every image it exec'd), or that one file "   \
+                               "of the run"},                                                      \
+        {"--one-file", "only the file -i names, not the rest of its run"},                         \
+    {                                                                                              \
+        "--force", "analyse a damaged or cut trace up to the damage (and a file of the run that "  \
+                   "is cut), with a warning"                                                       \
+    }
+#define COMP_OPT                                                                                   \
+    {                                                                                              \
+        "--no-compensate", "show the measured times, without subtracting the recorder's own "      \
+                           "cost per event (--compensate=off is the same)"                         \
+    }
+#define TID_OPT                                                                                    \
+    {                                                                                              \
+        "--thread TID", "only thread TID (TID#G: the G-th thread that reused that tid)"            \
+    }
+
+static const struct cmd_help helps[] = {
+    {"record",
+     "run a program under the recorder",
+     "Runs PROGRAM with the recorder preloaded and writes the trace (or, in direct mode, the "
+     "statistics) to FILE. The program needs -finstrument-functions for its functions, or the "
+     "macros of rankprof.h; locks and blocking calls are recorded without either. Ctrl-C, "
+     "SIGTERM and SIGHUP go to the program; the trace keeps everything it recorded.",
+     {{"-o, --output FILE", "the trace (default rankprof.data); a child process writes FILE.PID"},
+      {"--mode trace|direct", "trace: every event, analysed later (default); direct: the "
+                              "statistics kept in the process, a few kilobytes whatever the run"},
+      {"--print", "direct mode: print the table when the program exits"},
+      {"--classes LIST", "the event classes to record, e.g. func,lock or -wait (all by default: "
+                         "func, point, lock, io, timer, mark, counter, wait)"},
+      {"--drop", "when the writer cannot keep up, drop events (counted, shown as lost) "
+                 "instead of making the program wait"},
+      {"--throttle[=CALLS:NS]", "count, no longer record, a function once it has run CALLS "
+                                "times with a mean under NS ns (default 100000:10000)"},
+      {"--force", "write FILE even when it is a symbolic link"},
+      {NULL, NULL}},
+     "the program's exit status (128 + N when signal N ended it), or 1 when it succeeded but "
+     "the trace was not written whole (cannot create, disk full, a static program)"},
+    {"report",
+     "the ranked profile",
+     "Prints every procedure, lock, device and blocking call of the run, ranked by standing "
+     "probability (the stationary distribution of the call matrix), with calls, total and own "
+     "time, percentiles and flags (DISPATCH, HOT, JITTER, RATE, CONTENDED, BUDGET) and why each "
+     "flag was set.",
+     {INPUT_OPTS,
+      {"--sort rank|self|total|calls|max", "the order of the rows (default rank)"},
+      {"--weight time|calls", "weigh the call matrix by time (default) or by calls"},
+      {"--alpha A", "the teleport probability of the ranking (default 0.01)"},
+      {"-n, --limit N", "at most N rows"},
+      {"--format table|json|csv", "a table (default), or JSON (docs/report-json.md) or CSV"},
+      TID_OPT,
+      COMP_OPT,
+      {"--threshold KEY=VALUE", "a flag threshold, e.g. hot-self=0.2 (docs/ranking.md, Flags)"},
+      {"--color", "colour the flags (the default on a terminal; NO_COLOR switches it off)"},
+      {"--wide", "do not fit the table to the terminal's width"},
+      {"--no-chains", "one row per frame of a pass-through chain"},
+      {NULL, NULL}},
+     NULL},
+    {"graph",
+     "callers and callees of one procedure",
+     "Shows who calls NAME and whom it calls, with calls, time per edge and the share of NAME's "
+     "time each callee takes. NAME is a whole name or a short one (sum_dots for "
+     "int geo::sum_dots<int>(int const*)).",
+     {INPUT_OPTS, COMP_OPT, {NULL, NULL}},
+     NULL},
+    {"locks",
+     "wait and hold per lock",
+     "Prints, per lock and per call site, acquisitions, contended ones, time waited and time "
+     "held, and the waits on condition variables.",
+     {INPUT_OPTS,
+      {"--format table|json", "a table (default) or JSON"},
+      {"--sort wait|hold|acquisitions|contended|name", "the order of the rows (default wait)"},
+      TID_OPT,
+      {"--contended-ratio R", "the CONTENDED flag's threshold: waited / held"},
+      COMP_OPT,
+      {NULL, NULL}},
+     NULL},
+    {"export",
+     "the trace for another tool",
+     "Writes the run in a format another tool reads: timelines (chrome, perfetto), call paths "
+     "(folded, flamegraph, callgrind, pprof), sequence diagrams (plantuml, mermaid), the report "
+     "(json, csv) or one HTML page. `rankprof export --help` lists the formats.",
+     {INPUT_OPTS,
+      {"--format FORMAT", "the format (`rankprof export --help` lists them)"},
+      {"-o, --output OUT", "the file (default: standard output, but not a binary format to a "
+                           "terminal); written whole or not at all"},
+      TID_OPT,
+      {"-n, --limit N", "the report's rows at most (json, csv, html)"},
+      {"--title T", "the title of the flame graph or the page"},
+      {"--weight time|calls", "as for report"},
+      {"--alpha A", "as for report"},
+      {"-O KEY=VALUE", "an option of the format (docs/exports.md)"},
+      COMP_OPT,
+      {NULL, NULL}},
+     NULL},
+    {"info",
+     "what a trace holds",
+     "Prints the program, the clock, the recorder's settings and measured cost, every process "
+     "of the run and its threads, events, losses (by reason) and how the run ended.",
+     {INPUT_OPTS, {NULL, NULL}},
+     NULL},
+    {"dump",
+     "every event, one per line",
+     "Prints every event of the trace in file order: time, thread, what happened, with names.",
+     {INPUT_OPTS, {NULL, NULL}},
+     NULL},
+    {"diff",
+     "compare two runs",
+     "Compares BASE and NEW procedure by procedure: own time, total, calls, time per call and "
+     "standing. A row is slower or faster when its mean own time per call moved past the "
+     "threshold and the Mann-Whitney U test on the two runs' times per call is confident "
+     "(docs/diff.md).",
+     {{"--threshold PCT", "the smallest change per call that counts (default 20%)"},
+      {"--confidence C", "the test's confidence (default 0.99)"},
+      {"--min-share PCT", "rows under this share of a run's own time are not judged (default "
+                          "1%)"},
+      {"--relative", "judge each row against the drift of the whole run (machine noise)"},
+      {"--format table|json", "a table (default) or JSON"},
+      {"-n, --limit N", "table rows at most (default 20, 0: all)"},
+      {"--all", "the table shows unchanged rows too"},
+      {"--one-file", "each trace alone, not with the rest of its run"},
+      {"--force", "as for report"},
+      COMP_OPT,
+      {"--color", "colour the verdicts (the default on a terminal)"},
+      {NULL, NULL}},
+     "0 when nothing regressed, 3 when a row is slower, 1 on an error, 2 on a bad command line"},
+};
+
+#define NHELPS (sizeof(helps) / sizeof(helps[0]))
+
+static const struct cmd_help *find(const char *cmd)
+{
+    for (size_t i = 0; i < NHELPS; i++)
+        if (!strcmp(helps[i].name, cmd))
+            return &helps[i];
+    return NULL;
+}
+
+/* Writes s folded at width columns, each line indented by ind. */
+static void fold(FILE *f, const char *s, int ind, int width)
+{
+    int col = 0;
+    while (*s) {
+        size_t w = strcspn(s, " ");
+        if (col > ind && col + 1 + (int)w > width) {
+            fprintf(f, "\n%*s", ind, "");
+            col = ind;
+        } else if (col) {
+            fputc(' ', f);
+            col++;
+        } else {
+            fprintf(f, "%*s", ind, "");
+            col = ind;
+        }
+        fwrite(s, 1, w, f);
+        col += (int)w;
+        s += w;
+        s += strspn(s, " ");
+    }
+    fputc('\n', f);
+}
+
+void rp_help(const char *cmd)
+{
+    rp_help_print(cmd);
+    exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+void rp_help_print(const char *cmd)
+{
+    const struct cmd_help *h = find(cmd);
+    const char *usage = rp_cmd_usage(cmd);
+    if (usage)
+        printf("usage: rankprof %s\n\n", usage);
+    if (h) {
+        fold(stdout, h->description, 0, 78);
+        printf("\noptions:\n");
+        for (const struct opt_help *o = h->opts; o->opt; o++) {
+            printf("  %s\n", o->opt);
+            fold(stdout, o->meaning, 6, 78);
+        }
+        printf("  -h, --help\n      this text\n");
+        if (h->exit_status) {
+            printf("\nexit status:\n");
+            fold(stdout, h->exit_status, 2, 78);
+        }
+    }
+}
+
+/* Writes s for roff: a leading '.' or '\'' escaped, backslashes and
+ * hyphens escaped, a line break and the spaces after it one space (the
+ * usage lines' layout is the terminal's; roff fills its own). */
+static void roff(FILE *f, const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", f);
+    for (; *s; s++) {
+        if (*s == '\\') {
+            fputs("\\e", f);
+        } else if (*s == '-') {
+            fputs("\\-", f);
+        } else if (*s == '\n') {
+            fputc(' ', f);
+            s += strspn(s + 1, " ");
+        } else {
+            fputc(*s, f);
+        }
+    }
+}
+
+/* "REPORT" for "report" (man page titles are upper case). */
+static void upper(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputc(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s, f);
+}
+
+int rp_man(FILE *f, const char *cmd)
+{
+    const struct cmd_help *h = cmd ? find(cmd) : NULL;
+    if (cmd && !h)
+        return -1;
+    fputs(".TH RANKPROF", f);
+    if (cmd) {
+        fputs("\\-", f);
+        upper(f, cmd);
+    }
+    fputs(" 1 \"\" \"rankprof 0.1.0\" \"rankprof manual\"\n", f);
+    if (!h) {
+        fprintf(f, ".SH NAME\nrankprof \\- rank the procedures of a C program by standing "
+                   "probability\n.SH SYNOPSIS\n");
+        for (size_t i = 0; i < NHELPS; i++) {
+            fputs(".br\n.B rankprof\n", f);
+            roff(f, rp_cmd_usage(helps[i].name));
+            fputc('\n', f);
+        }
+        fputs(".SH DESCRIPTION\nrankprof records C programs (functions built with "
+              "\\-finstrument\\-functions, profile points, locks, blocking calls, devices) and "
+              "ranks what they run by standing probability.\n.SH COMMANDS\n",
+              f);
+        for (size_t i = 0; i < NHELPS; i++)
+            fprintf(f, ".TP\n.B %s\n%s (rankprof\\-%s(1))\n", helps[i].name, helps[i].summary,
+                    helps[i].name);
+        fputs(".SH FILES\n.TP\n.I rankprof.data\nthe default trace\n"
+              ".SH SEE ALSO\nThe docs/ directory of the source: docs/design.md and the guides.\n",
+              f);
+        return ferror(f) ? -1 : 0;
+    }
+    fprintf(f, ".SH NAME\nrankprof\\-%s \\- %s\n.SH SYNOPSIS\n.B rankprof\n", h->name, h->summary);
+    roff(f, rp_cmd_usage(h->name));
+    fputs("\n.SH DESCRIPTION\n", f);
+    roff(f, h->description);
+    fputs("\n.SH OPTIONS\n", f);
+    for (const struct opt_help *o = h->opts; o->opt; o++) {
+        fputs(".TP\n.B ", f);
+        roff(f, o->opt);
+        fputc('\n', f);
+        roff(f, o->meaning);
+        fputc('\n', f);
+    }
+    if (h->exit_status) {
+        fputs(".SH EXIT STATUS\n", f);
+        roff(f, h->exit_status);
+        fputc('\n', f);
+    }
+    fputs(".SH SEE ALSO\nrankprof(1)\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int rp_man_dir(const char *dir)
+{
+    char path[4096];
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+        fprintf(stderr, "rankprof: --man-dir: cannot create %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i <= NHELPS; i++) {
+        const char *cmd = i < NHELPS ? helps[i].name : NULL;
+        snprintf(path, sizeof path, "%s/rankprof%s%s.1", dir, cmd ? "-" : "", cmd ? cmd : "");
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "rankprof: --man-dir: cannot create %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        int rc = rp_man(f, cmd);
+        if (fclose(f) != 0 || rc < 0) {
+            fprintf(stderr, "rankprof: --man-dir: writing %s failed\n", path);
+            return -1;
+        }
+    }
+    return 0;
+}
