@@ -13,6 +13,11 @@
 #   positional a trace named without -i is read as with -i: report, info,
 #              dump, locks, export, graph NAME FILE
 #   bad        an unknown command or option: exit 2 and the usage
+#   hints      a program built without -finstrument-functions (only its lock
+#              waits recorded) gets a hint saying so; a stripped one, that
+#              its functions have no name because it is stripped (and both
+#              are in the JSON's warnings); an instrumented one with
+#              symbols, neither
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -97,8 +102,46 @@ bad() {
     [[ $rc == 2 ]] && grep -q "usage: rankprof report" "$tmp/e2" || fail "unknown option: rc $rc"
 }
 
+hints() {
+    need_tools cc strip
+    cat >"$tmp/h.c" <<'C'
+#include <pthread.h>
+#include <stdio.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long s;
+__attribute__((noinline)) void work(int i) { pthread_mutex_lock(&m); s += i; pthread_mutex_unlock(&m); }
+static void *th(void *a) { for (int i = 0; i < 1000; i++) work(i); return a; }
+int main(void) { pthread_t t; pthread_create(&t, 0, th, 0); for (int i = 0; i < 1000; i++) work(i);
+                 pthread_join(t, 0); printf("%ld\n", s); return 0; }
+C
+    cc -O1 -pthread -fno-sanitize=all -o "$tmp/plain" "$tmp/h.c" || fail "cc plain"
+    cc -O1 -g -finstrument-functions -pthread -fno-sanitize=all -o "$tmp/inst" "$tmp/h.c" ||
+        fail "cc instrumented"
+    cp "$tmp/inst" "$tmp/stripped" && strip "$tmp/stripped" || fail "strip"
+    local b
+    for b in plain stripped inst; do
+        "$RANKPROF" record -o "$tmp/$b.rp" -- "$tmp/$b" >/dev/null 2>&1 || fail "record $b"
+        "$RANKPROF" report --format json "$tmp/$b.rp" >"$tmp/$b.json" 2>"$tmp/$b.err" ||
+            fail "report $b: $(cat "$tmp/$b.err")"
+    done
+    grep -q "no function was recorded.*build .*plain with -finstrument-functions" "$tmp/plain.err" ||
+        fail "no hint for a program without -finstrument-functions: $(cat "$tmp/plain.err")"
+    grep -q "3 of 3 functions have no name .*stripped is stripped" "$tmp/stripped.err" ||
+        fail "no hint for a stripped program: $(cat "$tmp/stripped.err")"
+    python3 - "$tmp" <<'PY' || fail "the hints in the JSON"
+import json, sys
+d = sys.argv[1]
+w = {b: json.load(open(f"{d}/{b}.json"))["warnings"] for b in ("plain", "stripped", "inst")}
+ok = any("no function was recorded" in x for x in w["plain"]) and \
+     any("is stripped" in x for x in w["stripped"]) and \
+     not any("no function" in x or "no name" in x for x in w["inst"])
+sys.exit(0 if ok else f"warnings: {w}")
+PY
+}
+
 scenario help help_all
 scenario man man_pages
 scenario positional positional
 scenario bad bad
+scenario hints hints
 finish

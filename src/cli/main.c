@@ -16,6 +16,7 @@
 #include "analyze/set.h"
 #include "cli.h"
 #include "common/array.h"
+#include "analyze/hints.h"
 #include "common/error.h"
 #include "trace/format.h"
 
@@ -357,6 +358,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
     int rc;
 
     rp_find_inputs(o, &s);
+    int s_many = s.n > 1; /* (a run's files are always named, to merge) */
     snprintf(chosen, sizeof(chosen), "%s", s.files[0].who.file);
     if (s.n == 1) {
         o->input = chosen;
@@ -398,6 +400,12 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         put_warnings(p);
     }
     rp_set_free(&s);
+    if (!o->no_names || s_many) { /* named: hints on what is missing (hints.h) */
+        size_t before = strlen(p->warn);
+        rp_profile_hints(p);
+        for (char *l = p->warn + before, *nl; (nl = strchr(l, '\n')); l = nl + 1)
+            rp_warn("%.*s", (int)(nl - l), l);
+    }
     if (!p->events) {
         int inst = p->program ? refs_cyg(p->program) : -1;
         if (inst == 0)
