@@ -134,6 +134,27 @@ static const struct cmd_help helps[] = {
      "Prints every event of the trace in file order: time, thread, what happened, with names.",
      {INPUT_OPTS, {NULL, NULL}},
      NULL},
+    {"replay",
+     "every call as a tree, with its duration",
+     "Prints each call of the trace on a line, indented under its caller, with its duration "
+     "(compensated, as in the report) and thread: `name() {` when it calls something shown, "
+     "closed by `} /* name */` with the duration, or `name();` with the duration when it does "
+     "not. Threads come in the order the file holds their events, each line naming its thread. "
+     "On a terminal the output goes through the pager ($PAGER, else less -FRX).",
+     {INPUT_OPTS,
+      TID_OPT,
+      {"-D, --depth DEPTH", "show calls to this depth (1: the outermost only); deeper calls' "
+                            "time stays in their callers'"},
+      {"-t, --time-filter TIME", "show only calls at least TIME long (e.g. 10us, 2ms), with "
+                                 "what they call"},
+      {"-F, --filter NAME", "only NAME and what it calls (whole or short names, repeatable); "
+                            "indentation starts there"},
+      {"-N, --notrace NAME", "leave NAME and what it calls out (repeatable)"},
+      {"--color", "colour long calls (the default on a terminal; NO_COLOR switches it off)"},
+      {"--no-pager", "write to the terminal directly"},
+      COMP_OPT,
+      {NULL, NULL}},
+     NULL},
     {"diff",
      "compare two runs",
      "Compares BASE and NEW procedure by procedure: own time, total, calls, time per call and "

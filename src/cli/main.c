@@ -46,6 +46,10 @@ static const struct rp_cmd commands[] = {
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
     {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
+    {"replay", cmd_replay,
+     "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
+     "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
+     "                [--force] [--no-compensate] [FILE...]"},
     {"diff", cmd_diff,
      "diff [--threshold PCT] [--confidence C] [--min-share PCT] [--relative]\n"
      "                [--format table|json] [--limit N] [--all] [--one-file] [--force]\n"
