@@ -18,6 +18,10 @@
 #   threads   prog_threads: 5 threads in the TID column; --thread TID only
 #             that thread's lines
 #   bad       -D 0, -t x: usage errors naming the option
+#   dump      `rankprof dump` of the same traces: every exit named, the name
+#             of the span its enter opened (each thread's stack across
+#             chunks); times from the run's first event, so one event at
+#             0 and none before, in prog_threads' five threads too
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -210,5 +214,39 @@ scenario depth depth
 scenario filter filter
 scenario time time_filter
 scenario threads threads
+dump() {
+    "$RANKPROF" record -o "$tmp/th.rp" -- "$PROGS/prog_threads" >/dev/null 2>&1 || fail "record prog_threads"
+    local f
+    for f in ct th; do
+        "$RANKPROF" dump "$tmp/$f.rp" >"$tmp/$f.dump" || fail "dump $f"
+        python3 - "$tmp/$f.dump" <<'PY' || fail "dump of $f.rp"
+import sys
+stacks, zero, bad, n = {}, 0, [], 0
+for l in open(sys.argv[1]):
+    if l.startswith("#"):
+        continue
+    f = l.split()
+    t, tid, op = float(f[0]), f[1], f[2]
+    name = " ".join(f[3:])
+    n += 1
+    zero += t == 0
+    if t < 0:
+        bad.append(f"negative time: {l!r}")
+    st = stacks.setdefault(tid, [])
+    if op == "enter":
+        st.append(name)
+    elif op == "exit":
+        want = st.pop() if st else None
+        if name != want:
+            bad.append(f"exit named {name!r}, the open span is {want!r}")
+if zero != 1:
+    bad.append(f"{zero} events at time 0, expected 1 (the run's first)")
+if bad or not n:
+    sys.exit("\n".join(bad[:5]) or "no events")
+PY
+    done
+}
+
 scenario bad bad
+scenario dump dump
 finish

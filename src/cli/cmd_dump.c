@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * cmd_dump.c - `rankprof dump`: every chunk and every event, one per line,
- * in file order:  time since the first event (ns), thread, event, name.
+ * in file order:  time since the run's first event (ns; negative for an event
+ * before it, which cannot be), thread, event, name, exits named from each
+ * thread's stack of open spans.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,14 +16,49 @@
 #include "common/error.h"
 #include "trace/reader.h"
 
+/* A thread's open spans, kept across its chunks (file order is each
+ * thread's order): the names of its exits, and the indentation. */
+struct dstack {
+    uint32_t tid;
+    uint32_t *ids, n, cap;
+};
+
 struct dump {
+    struct dstack *st;
+    uint32_t nst;
     struct rp_symbolizer *sym;
     char **names; /* per id, lazily */
     uint32_t nnames;
-    uint64_t t0;
-    int have_t0;
+    uint64_t t0; /* the run's first event */
     double ns_per_tick;
 };
+
+/* The stack of thread tid, made on first use; NULL when out of memory. */
+static struct dstack *stack_of(struct dump *d, uint32_t tid)
+{
+    for (uint32_t i = 0; i < d->nst; i++)
+        if (d->st[i].tid == tid)
+            return &d->st[i];
+    struct dstack *n = realloc(d->st, (d->nst + 1) * sizeof(*n));
+    if (!n)
+        return NULL;
+    d->st = n;
+    d->st[d->nst] = (struct dstack){.tid = tid};
+    return &d->st[d->nst++];
+}
+
+static void push(struct dstack *s, uint32_t id)
+{
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 64;
+        uint32_t *n = realloc(s->ids, cap * sizeof(*n));
+        if (!n)
+            return; /* (deeper spans go unnamed at their exits) */
+        s->ids = n;
+        s->cap = cap;
+    }
+    s->ids[s->n++] = id;
+}
 
 static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t id)
 {
@@ -39,12 +76,21 @@ static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t 
     const struct rp_node *n = id < p->n_nodes ? &p->nodes[id] : NULL;
     char buf[160];
     const char *s = n ? rp_node_name(p, n, buf, sizeof(buf)) : "?";
-    if (n && !n->name && n->kind == RP_KIND_FUNC) {
+    /* named from the binaries as rp_profile_symbolize names them: functions,
+     * locks, condition waits; then formatted as the report formats them */
+    if (n && !n->name &&
+        (n->kind == RP_KIND_FUNC || n->kind == RP_KIND_LOCK_WAIT || n->kind == RP_KIND_LOCK_HOLD ||
+         (n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK))) {
         if (!d->sym && p->maps)
             d->sym = rp_sym_open(p->maps, p->maps_len);
         struct rp_symbol sym = {0};
-        if (d->sym && rp_sym_lookup(d->sym, n->key, &sym) == 0 && sym.name)
-            snprintf(buf, sizeof(buf), "%s", sym.name), s = buf;
+        if (d->sym && rp_sym_lookup(d->sym, n->key, &sym) == 0 && sym.name) {
+            struct rp_node named = *n;
+            named.name = sym.name;
+            s = rp_node_name(p, &named, buf, sizeof(buf));
+            if (s != buf) /* (the name itself: freed below) */
+                s = (snprintf(buf, sizeof(buf), "%s", s), buf);
+        }
         rp_sym_clear(&sym);
     }
     d->names[id] = strdup(s);
@@ -72,21 +118,31 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     struct rp_event ev;
     int rc;
     if (rp_evdec_init(&dec, c->data, c->len) < 0)
-        return 0;                 /* the replay has already reported it */
-    uint32_t depth = 0, ids[256]; /* the chunk's open spans, for the indent of an unwind */
+        return 0; /* the replay has already reported it */
+    struct dstack *st = stack_of(d, dec.tid);
+    if (!st)
+        return RP_ENOMEM;
     while ((rc = rp_evdec_next(&dec, &ev)) > 0) {
-        if (!d->have_t0) {
-            d->t0 = ev.ticks;
-            d->have_t0 = 1;
+        /* signed: from the run's first event (every file of the run, every
+         * thread), the origin of the timelines and sequence diagrams */
+        double ns = ((double)ev.ticks - (double)d->t0) * (d->ns_per_tick > 0 ? d->ns_per_tick : 1);
+        uint32_t id = ev.id;
+        if (ev.op == RP_OP_EXIT) { /* the innermost span: named from the stack */
+            id = st->n ? st->ids[st->n - 1] : 0;
+            st->n -= st->n > 0;
+        } else if (ev.op == RP_OP_EXIT_ID) { /* the named one, and those above it */
+            uint32_t at = st->n;
+            while (at > 0 && st->ids[at - 1] != ev.id)
+                at--;
+            st->n = at ? at - 1 : st->n;
         }
-        double ns = ev.ticks >= d->t0 ? (double)(ev.ticks - d->t0) : 0;
-        double k = d->ns_per_tick > 0 ? d->ns_per_tick : 1;
-        if (ev.op == RP_OP_EXIT || ev.op == RP_OP_EXIT_ID)
-            depth = depth ? depth - 1 : 0;
-        printf("%14.0f %7u %-7s %*s", ns * k, dec.tid, on[ev.op & 15],
+        uint32_t depth = st->n;
+        printf("%14.0f %7u %-7s %*s", ns, dec.tid, on[ev.op & 15],
                (int)(2 * (depth < 40 ? depth : 40)), "");
-        if (ev.id)
-            printf("%s", id_name(d, p, ev.id));
+        if (id)
+            printf("%s", id_name(d, p, id));
+        else if (ev.op == RP_OP_EXIT)
+            printf("(no open span: unmatched)");
         else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
             printf("(thread end: every open span ends)");
         if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
@@ -100,18 +156,16 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         else if (ev.op == RP_OP_HOLD_END)
             printf(" (never acquired: unmatched)");
         putchar('\n');
-        if (ev.op == RP_OP_ENTER) {
-            if (depth < 256)
-                ids[depth] = ev.id;
-            depth++;
-        }
-        if (ev.op == RP_OP_UNWIND) { /* back to the named span (open in this chunk), or 0 */
-            uint32_t at = depth < 256 ? depth : 256;
-            while (ev.id && at > 0 && ids[at - 1] != ev.id)
+        if (ev.op == RP_OP_ENTER)
+            push(st, ev.id);
+        else if (ev.op == RP_OP_UNWIND) { /* back to the named span, or all (id 0) */
+            uint32_t at = st->n;
+            while (ev.id && at > 0 && st->ids[at - 1] != ev.id)
                 at--;
             if (!ev.id || at)
-                depth = at;
-        }
+                st->n = at;
+        } else if (ev.op == RP_OP_LOST) /* (the replay drops every open span there) */
+            st->n = 0;
     }
     return 0;
 }
@@ -150,7 +204,6 @@ int cmd_dump(int argc, char **argv)
         rp_profile_free(&p);
     }
     d.t0 = t0 == UINT64_MAX ? 0 : t0;
-    d.have_t0 = s.n > 1;
     int rc = 0;
     for (uint32_t i = 0; i < s.n && rc == 0; i++) {
         if (left[i])
@@ -161,6 +214,9 @@ int cmd_dump(int argc, char **argv)
         for (uint32_t k = 0; k < d.nnames; k++)
             free(d.names[k]);
         d.nnames = 0;
+        for (uint32_t k = 0; k < d.nst; k++) /* (another process: other threads) */
+            free(d.st[k].ids);
+        d.nst = 0;
         if (d.sym)
             rp_sym_close(d.sym);
         d.sym = NULL;
@@ -171,6 +227,9 @@ int cmd_dump(int argc, char **argv)
     for (uint32_t i = 0; i < d.nnames; i++)
         free(d.names[i]);
     free(d.names);
+    for (uint32_t k = 0; k < d.nst; k++)
+        free(d.st[k].ids);
+    free(d.st);
     if (d.sym)
         rp_sym_close(d.sym);
     rp_set_free(&s);
