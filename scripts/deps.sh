@@ -3,7 +3,7 @@
 # deps.sh - installs the Debian packages rankprof needs to build and test,
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib,
-#          libdeflate
+#          libdeflate, ncurses
 #   test:  + python3 (the tests check JSON/CSV with python's parsers), g++
 #          and clang++ (tests/progs/cxx: exceptions from both compilers)
 #   ci:    what CI needs beyond test: the third-party consumers the tests
@@ -33,6 +33,7 @@ have_pkg libdw-dev || need+=(libdw-dev)
 have_pkg libelf-dev || need+=(libelf-dev)
 have_pkg zlib1g-dev || need+=(zlib1g-dev) # pprof exports are gzipped
 have_pkg libdeflate-dev || need+=(libdeflate-dev) # the analyzer's chunk CRC
+have_pkg libncurses-dev || need+=(libncurses-dev) # rankprof tui
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
   [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report
@@ -40,6 +41,7 @@ if [ "$level" != build ]; then
   # hooks while unwinding, clang++ does not)
   have_cmd g++ || need+=(g++)
   have_cmd clang++ || need+=(clang)
+  have_cmd tmux || need+=(tmux) # e2e_tui drives the terminal browser
 fi
 if [ "$level" = ci ]; then
   have_cmd clang || need+=(clang) # the fuzzer (tests/fuzz, scripts/fuzz.sh)

@@ -155,6 +155,14 @@ static const struct cmd_help helps[] = {
       COMP_OPT,
       {NULL, NULL}},
      NULL},
+    {"tui",
+     "browse the profile in the terminal",
+     "Shows the ranked table in the terminal; Enter opens a row: its numbers, why it carries "
+     "its flags, its callers and callees (Enter opens one of them), and r its calls as a tree "
+     "(rankprof replay -F NAME). s changes the order, / searches a name, ? lists the keys, q "
+     "goes back and quits.",
+     {INPUT_OPTS, COMP_OPT, {NULL, NULL}},
+     NULL},
     {"diff",
      "compare two runs",
      "Compares BASE and NEW procedure by procedure: own time, total, calls, time per call and "

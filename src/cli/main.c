@@ -50,6 +50,8 @@ static const struct rp_cmd commands[] = {
      "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
+    {"tui", cmd_tui,
+     "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate] [FILE...]"},
     {"diff", cmd_diff,
      "diff [--threshold PCT] [--confidence C] [--min-share PCT] [--relative]\n"
      "                [--format table|json] [--limit N] [--all] [--one-file] [--force]\n"
