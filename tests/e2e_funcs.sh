@@ -15,6 +15,9 @@
 #   - the throttle: exact call counts (recorded + counted) for throttled
 #     functions, which are marked, and slow() (mean over the limit) is not.
 # No unmatched exit and no unclosed span anywhere.
+#   - dlclose: prog_dlclose unloads libfuncs_dl.so before it ends; its
+#     functions are still named (dl_work, dl_inner: exact calls), in trace
+#     and in direct mode, and in dump (the maps written before dlclose)
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -137,5 +140,23 @@ throttle_option() {
         fail "record --throttle=x was accepted"
     fi
 }
+unloaded() {
+    local mode
+    for mode in trace direct; do
+        "$RANKPROF" record --mode $mode -o "$tmp/dl.$mode" -- "$PROGS/prog_dlclose" "$dl" 500 \
+            >"$tmp/dl.out" 2>&1 || fail "record $mode prog_dlclose: $(cat "$tmp/dl.out")"
+        grep -q "^closed 500$" "$tmp/dl.out" || fail "prog_dlclose said $(cat "$tmp/dl.out")"
+        "$RANKPROF" report --format json "$tmp/dl.$mode" >"$tmp/dl.json" || fail "report $mode"
+        python3 -c "
+import json, sys
+n = {x['name']: x['calls'] for x in json.load(open(sys.argv[1]))['nodes']}
+sys.exit(0 if n.get('dl_work') == 500 and n.get('dl_inner') == 500 else f'nodes {n}')" \
+            "$tmp/dl.json" || fail "$mode: the unloaded library's functions are not named"
+    done
+    "$RANKPROF" dump "$tmp/dl.trace" >"$tmp/dl.dump" || fail "dump"
+    grep -E -q "enter +dl_work" "$tmp/dl.dump" || fail "dump does not name dl_work"
+}
+
 scenario throttle_option throttle_option
+scenario unloaded unloaded
 finish

@@ -115,16 +115,6 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     return 0;
 }
 
-static char *dupn(const void *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
-
 /* Tells the replayers' id checks that node id is defined (no job runs). */
 static void defined(struct priv *v, uint32_t id)
 {
@@ -429,6 +419,63 @@ static int read_lost(struct rp_profile *p, const struct rp_chunk *c, uint32_t on
     return 0;
 }
 
+/* The address range of a maps line "start-end perms ...": 0 when it has
+ * none. */
+static int map_range(const char *l, const char *end, uint64_t *lo, uint64_t *hi)
+{
+    char buf[48];
+    size_t n = (size_t)(end - l) < sizeof buf - 1 ? (size_t)(end - l) : sizeof buf - 1;
+    memcpy(buf, l, n);
+    buf[n] = 0;
+    unsigned long long a, b;
+    if (sscanf(buf, "%llx-%llx", &a, &b) != 2 || b <= a)
+        return 0;
+    *lo = a;
+    *hi = b;
+    return 1;
+}
+
+/*
+ * A MAPS chunk: its mappings, and those of the MAPS before it that none of
+ * them overlaps (a library closed since: the recorder writes the maps
+ * before each dlclose, dl.c).  So every library the run had mapped can be
+ * named, and a range mapped again names what is there at the end.
+ * Returns 0 or RP_ENOMEM.
+ */
+static int maps_add(struct rp_profile *p, const char *m, size_t len)
+{
+    size_t cap = len + p->maps_len + 1, o = len;
+    char *out = malloc(cap);
+    if (!out)
+        return RP_ENOMEM;
+    memcpy(out, m, len);
+    if (len && m[len - 1] != '\n')
+        out[o++] = '\n';
+    for (const char *l = p->maps, *pe = p->maps + p->maps_len; l && l < pe;) {
+        const char *le = memchr(l, '\n', (size_t)(pe - l));
+        le = le ? le : pe;
+        uint64_t a, b, x, y;
+        int keep = map_range(l, le, &a, &b);
+        for (const char *k = m, *ke = m + len; keep && k < ke;) {
+            const char *kl = memchr(k, '\n', (size_t)(ke - k));
+            kl = kl ? kl : ke;
+            if (map_range(k, kl, &x, &y) && x < b && a < y)
+                keep = 0; /* mapped again: the later mapping names it */
+            k = kl + 1;
+        }
+        if (keep && o + (size_t)(le - l) + 1 <= cap) {
+            memcpy(out + o, l, (size_t)(le - l));
+            o += (size_t)(le - l);
+            out[o++] = '\n';
+        }
+        l = le + 1;
+    }
+    free(p->maps);
+    p->maps = out;
+    p->maps_len = o;
+    return 0;
+}
+
 /* Reads chunk c of the file r into p: EVENTS chunks are replayed here or
  * handed to the workers (replay_events).  Returns 0, or < 0 with the
  * message in err. */
@@ -448,9 +495,7 @@ static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const str
             read_clock(p, c);
         break;
     case RP_CH_MAPS:
-        free(p->maps);
-        p->maps = dupn(c->data, c->len);
-        p->maps_len = p->maps ? c->len : 0;
+        rc = maps_add(p, (const char *)c->data, c->len);
         break;
     case RP_CH_THREAD:
         if ((rc = fixed_len(c, "THREAD", 8, err, errsz)) == 0)

@@ -29,6 +29,8 @@ struct dump {
     struct rp_symbolizer *sym;
     char **names; /* per id, lazily */
     uint32_t nnames;
+    const char *maps; /* the file's mappings, all its MAPS chunks read (the first pass) */
+    size_t maps_len;
     uint64_t t0; /* the run's first event */
     double ns_per_tick;
 };
@@ -78,11 +80,13 @@ static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t 
     const char *s = n ? rp_node_name(p, n, buf, sizeof(buf)) : "?";
     /* named from the binaries as rp_profile_symbolize names them: functions,
      * locks, condition waits; then formatted as the report formats them */
+    const char *maps = d->maps ? d->maps : p->maps;
+    size_t maps_len = d->maps ? d->maps_len : p->maps_len;
     if (n && !n->name &&
         (n->kind == RP_KIND_FUNC || n->kind == RP_KIND_LOCK_WAIT || n->kind == RP_KIND_LOCK_HOLD ||
          (n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK))) {
-        if (!d->sym && p->maps)
-            d->sym = rp_sym_open(p->maps, p->maps_len);
+        if (!d->sym && maps)
+            d->sym = rp_sym_open(maps, maps_len);
         struct rp_symbol sym = {0};
         if (d->sym && rp_sym_lookup(d->sym, n->key, &sym) == 0 && sym.name) {
             struct rp_node named = *n;
@@ -186,7 +190,9 @@ int cmd_dump(int argc, char **argv)
     char err[768];
     uint64_t t0 = UINT64_MAX;
     char *left = calloc(s.n, 1);
-    if (!left)
+    char **maps = calloc(s.n, sizeof(*maps));
+    size_t *maps_len = calloc(s.n, sizeof(*maps_len));
+    if (!left || !maps || !maps_len)
         rp_die("out of memory");
     for (uint32_t i = 0; i < s.n; i++) {
         if (rp_replay_file(s.files[i].who.file, &o.replay, &p, NULL, NULL, err, sizeof(err)) < 0) {
@@ -201,6 +207,10 @@ int cmd_dump(int argc, char **argv)
             d.ns_per_tick = p.ns_per_tick;
         if (p.events && p.first_tick < t0)
             t0 = p.first_tick;
+        maps[i] = p.maps; /* (names come from every MAPS of the file: one written
+                             before a dlclose comes after the library's events) */
+        maps_len[i] = p.maps_len;
+        p.maps = NULL;
         rp_profile_free(&p);
     }
     d.t0 = t0 == UINT64_MAX ? 0 : t0;
@@ -220,6 +230,8 @@ int cmd_dump(int argc, char **argv)
         if (d.sym)
             rp_sym_close(d.sym);
         d.sym = NULL;
+        d.maps = maps[i];
+        d.maps_len = maps_len[i];
         memset(&p, 0, sizeof(p));
         rc = rp_replay_file(s.files[i].who.file, &o.replay, &p, dump_chunk, &d, err, sizeof(err));
         rp_profile_free(&p);
@@ -232,7 +244,11 @@ int cmd_dump(int argc, char **argv)
     free(d.st);
     if (d.sym)
         rp_sym_close(d.sym);
+    for (uint32_t i = 0; i < s.n; i++)
+        free(maps[i]);
     rp_set_free(&s);
+    free(maps);
+    free(maps_len);
     free(left);
     if (rc < 0)
         rp_die("%s", err);

@@ -335,6 +335,17 @@ static void out_maps(void)
     free(m);
 }
 
+RP_HIDDEN void rp_rt_maps_now(void)
+{
+    if (rt_start_err || atomic_load(&rp_rt.stopped) ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || (rp_self && rp_self->guard))
+        return;
+    struct rt_section sec; /* (writev is a cancellation point, under fd_lock) */
+    section_enter(&sec);
+    out_maps();
+    section_leave(&sec);
+}
+
 static char rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
 
 static void out_info(void)

@@ -311,6 +311,12 @@ RP_HIDDEN int rp_rt_start(void);
 /* Final flush: bounded by RANKPROF_EXIT_TIMEOUT_MS; safe to call twice. */
 RP_HIDDEN void rp_rt_shutdown(void);
 
+/* Writes a MAPS chunk now (the dlclose interposer, dl.c: the library's
+ * mapping before it goes).  Nothing when the trace is not open or
+ * recording has stopped.  Cannot fail: a failed write stops the recorder
+ * as any other does. */
+RP_HIDDEN void rp_rt_maps_now(void);
+
 /* A forked child's periodic flush, at the start of a blocking call (rt.c). */
 RP_HIDDEN void rp_rt_child_flush(void);
 
