@@ -221,6 +221,18 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
+        } else if (KEY("windows") || KEY("recorded_ns") || KEY("window_exits")) {
+            char tmp[32]; /* recording switched at run time (rankprof ctl) */
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            uint64_t x = strtoull(tmp, NULL, 10);
+            if (KEY("windows"))
+                p->windows = (uint32_t)(x > UINT32_MAX ? UINT32_MAX : x);
+            else if (KEY("recorded_ns"))
+                p->recorded_ns = x;
+            else
+                p->window_exits = x;
         } else if (klen > 5 && !memcmp(k, "lost_", 5)) { /* drops by reason */
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;

@@ -106,6 +106,7 @@ int cmd_info(int argc, char **argv)
     printf("cut:         %llu frames unwound without their exit (longjmp, exceptions), %llu "
            "open when their thread or the run ended; ended there with their time\n",
            (unsigned long long)p.unwound, (unsigned long long)p.cut);
+    rp_report_windows_line(stdout, &p);
     if (p.ended && (p.end_flags & RP_END_SIGNAL))
         printf("ended:       ABNORMALLY: killed by signal %d (%s); the recorder flushed what "
                "it had\n",

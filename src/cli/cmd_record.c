@@ -11,6 +11,8 @@
  *   RANKPROF_PRINT      1: print the direct-mode table at exit (--print)
  *   RANKPROF_POLICY     wait (lossless, default) or drop
  *   RANKPROF_CLASSES    event classes to record, e.g. func,lock
+ *   RANKPROF_START      off: loaded but not recording until `rankprof ctl PID
+ *                       start` (--off)
  *   RANKPROF_THROTTLE   CALLS:NS, or 1 for TAU's 100000:10000 (--throttle[=...]):
  *                       functions called more than CALLS times with a mean
  *                       under NS ns are then counted, not recorded
@@ -336,17 +338,14 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 
 int cmd_record(int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
-                                       {"mode", required_argument, NULL, 'm'},
-                                       {"classes", required_argument, NULL, 'c'},
-                                       {"drop", no_argument, NULL, 'd'},
-                                       {"print", no_argument, NULL, 'p'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {"throttle", optional_argument, NULL, 't'},
-                                       {"force", no_argument, NULL, 'f'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"output", required_argument, NULL, 'o'},  {"mode", required_argument, NULL, 'm'},
+        {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
+        {"print", no_argument, NULL, 'p'},         {"off", no_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},          {"throttle", optional_argument, NULL, 't'},
+        {"force", no_argument, NULL, 'f'},         {NULL, 0, NULL, 0}};
     const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL, *throttle = NULL;
-    int drop = 0, print = 0, force = 0, c;
+    int drop = 0, print = 0, force = 0, off = 0, c;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -361,6 +360,9 @@ int cmd_record(int argc, char **argv)
             break;
         case 'p':
             print = 1;
+            break;
+        case 'O':
+            off = 1;
             break;
         case 'c':
             classes = check_classes(optarg);
@@ -417,6 +419,8 @@ int cmd_record(int argc, char **argv)
     setenv("LD_PRELOAD", preload, 1);
     setenv("RANKPROF_OUTPUT", abs_out, 1);
     setenv("RANKPROF_MODE", mode, 1);
+    if (off) /* armed, not recording: rankprof ctl PID start */
+        setenv("RANKPROF_START", "off", 1);
     if (print)
         setenv("RANKPROF_PRINT", "1", 1);
     setenv("RANKPROF_POLICY", drop ? "drop" : "wait", 1);

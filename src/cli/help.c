@@ -62,6 +62,7 @@ static const struct cmd_help helps[] = {
                  "instead of making the program wait"},
       {"--throttle[=CALLS:NS]", "count, no longer record, a function once it has run CALLS "
                                 "times with a mean under NS ns (default 100000:10000)"},
+      {"--off", "load the recorder but record nothing until `rankprof ctl PID start`"},
       {"--force", "write FILE even when it is a symbolic link"},
       {NULL, NULL}},
      "the program's exit status (128 + N when signal N ended it), or 1 when it succeeded but "
@@ -155,6 +156,16 @@ static const struct cmd_help helps[] = {
       COMP_OPT,
       {NULL, NULL}},
      NULL},
+    {"ctl",
+     "switch the recording of a running process",
+     "Switches recording on (start) or off (stop) in the running process PID, which has the "
+     "recorder (started by `rankprof record`, with --off to start switched off, or linked with "
+     "librankprof), or says whether it records (status). It returns once the process has "
+     "switched: the calls made after it are recorded, or not. The frames open at a switch end "
+     "there, so every window of recording is complete. Without this command, a plain signal "
+     "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another).",
+     {{NULL, NULL}},
+     "0 when done; 1 when the process has no recorder, no control signal, or did not answer"},
     {"tui",
      "browse the profile in the terminal",
      "Shows the ranked table in the terminal; Enter opens a row: its numbers, why it carries "

@@ -22,7 +22,7 @@
 
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
-     "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop]\n"
+     "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] [--off]\n"
      "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE]... [--process PID|FILE] [--one-file]\n"
@@ -50,6 +50,7 @@ static const struct rp_cmd commands[] = {
      "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
+    {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status"},
     {"tui", cmd_tui,
      "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate] [FILE...]"},
     {"diff", cmd_diff,

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "calib.h"
+#include "ctl.h"
 #include "common/bytes.h"
 #include "direct.h"
 #include "funcs.h"
@@ -151,6 +152,7 @@ static uint64_t unwritten; /* events not written because writing failed */
  * counters, read once at the end) and the records the encoder could not
  * keep (writer only). */
 static _Atomic uint64_t loss_nostate[RP_LOSS_N];
+static uint64_t orphans_retired;         /* exits left out at windows' edges, of retired threads */
 static uint64_t loss_retired[RP_LOSS_N]; /* of threads retired (under rp_rt.lock) */
 static uint64_t unencoded;
 
@@ -438,8 +440,12 @@ static size_t out_recs;
  * (offcpu.c reads the rings first: the switch-in before a record that is
  * already visible here is in a ring by now).
  */
-static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
+static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
 {
+    if (t->win_off) { /* after a switch off: the ends of what began before it */
+        t->enc.orphans += n;
+        return;
+    }
     if (!t->announced) {
         out_thread(t);
         t->announced = 1;
@@ -478,8 +484,74 @@ static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
                              rp_raw_word(RP_RAW_LOST, t->enc.skipped - skipped0)};
-        write_buffer(t, &rec, 1);
+        encode_buffer(t, &rec, 1);
     }
+}
+
+/*
+ * A recording window's edge reaches thread t (ctl.c): the frames open then
+ * end there, with their time up to it (an UNWIND record, as at a thread's
+ * end), so do the holds of its locks (LOCK_REL records).  What the thread
+ * records between a switch off and the next switch on (the ends of spans
+ * begun before, which are recorded whatever the mask) is left out, and so
+ * are, in a window, the exits and releases of what began before it (the
+ * encoder's windowed state).  Writer only.
+ */
+static void win_apply(struct rp_tbuf *t, const struct rp_win_edge *e)
+{
+    /* the locks it holds are released there, latest first, and its frames
+     * end there (their releases and exits, later, are left out) */
+    while (t->enc.nholds) {
+        struct rp_raw rel = {e->ticks,
+                             rp_raw_word(RP_RAW_LOCK_REL, t->enc.holds[t->enc.nholds - 1].key)};
+        uint32_t before = t->enc.nholds;
+        encode_buffer(t, &rel, 1);
+        if (t->enc.nholds >= before) /* (not encoded: out of memory) */
+            t->enc.nholds = before - 1;
+    }
+    if (t->enc.depth) {
+        struct rp_raw rec = {e->ticks, rp_raw_word(RP_RAW_UNWIND, 0)};
+        encode_buffer(t, &rec, 1);
+    }
+    t->enc.windowed = 1;
+    t->win_off = !e->on;
+}
+
+/* Applies to t the edges up to ticks `until` it has not had yet. */
+static void win_catch_up(struct rp_tbuf *t, uint64_t until)
+{
+    const struct rp_win_edge *e;
+    uint32_t n = rp_ctl_edges(&e);
+    for (; t->win_done < n && e[t->win_done].ticks <= until; t->win_done++)
+        win_apply(t, &e[t->win_done]);
+}
+
+/*
+ * Encodes and writes records of thread t (writer thread only), cut at the
+ * edges of the recording windows that fall among them: the records before
+ * an edge, the edge, the rest.  An edge after the last record waits for
+ * the thread's next records, its end, or win_catch_up.  (A DATA record's
+ * ticks field is a value: it goes with the record before it.)
+ */
+static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
+{
+    const struct rp_win_edge *e;
+    uint32_t ne = rp_ctl_edges(&e);
+    while (t->win_done < ne && n) {
+        size_t k = 0;
+        while (k < n && (recs[k].ticks < e[t->win_done].ticks ||
+                         (k && recs[k].word >> RP_RAW_SHIFT == RP_RAW_DATA)))
+            k++;
+        if (k == n)
+            break;
+        if (k)
+            encode_buffer(t, recs, k);
+        win_apply(t, &e[t->win_done++]);
+        recs += k;
+        n -= k;
+    }
+    if (n)
+        encode_buffer(t, recs, n);
 }
 
 /*
@@ -547,6 +619,8 @@ static unsigned drain_once(void)
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
+            win_catch_up(x, x->end_ticks ? x->end_ticks : UINT64_MAX);
+            orphans_retired += x->enc.orphans;
             write_pending_loss(x);
             write_thread_end(x);
             rp_offcpu_forget(x);
@@ -589,15 +663,27 @@ static int flush_partial(struct rp_tbuf *t)
     return 1;
 }
 
-/* Writes every thread's partial buffer (writer only); returns how many. */
+/* Writes every thread's partial buffer (writer only); returns how many.
+ * A thread whose records are all written then gets the windows' edges
+ * older than 20 ms (any record of its from before them is in its buffer by
+ * then), so that a thread that records nothing after an edge still has its
+ * frames ended there. */
 static unsigned flush_partials(void)
 {
     unsigned n = 0;
     rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
     rp_own_unlock(&rp_rt.lock);
-    for (; t; t = t->next)
+    uint64_t old = rp_ticks() - (uint64_t)(rp_rt.freq / 50);
+    for (; t; t = t->next) {
         n += (unsigned)flush_partial(t);
+        uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+        struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+        struct rp_raw *b = t->bufs[c % rp_rt.nbuf];
+        if (atomic_load_explicit(&t->produced, memory_order_acquire) == c &&
+            (!pos || (b && pos == b + t->part)))
+            win_catch_up(t, old);
+    }
     return n;
 }
 
@@ -658,6 +744,17 @@ static void loss_info(struct info_buf *ib, int in_handler)
         u64_dec(v, unencoded);
         info_put(ib, "lost_unencoded", v);
     }
+    if (!in_handler) { /* exits of frames entered before a window (ctl.c) */
+        uint64_t o = orphans_retired;
+        rp_own_lock(&rp_rt.lock);
+        for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+            o += t->enc.orphans;
+        rp_own_unlock(&rp_rt.lock);
+        if (o) {
+            u64_dec(v, o);
+            info_put(ib, "window_exits", v);
+        }
+    }
 }
 
 /* A second INFO chunk at the end of a run (format 1.3): what is only known
@@ -667,8 +764,10 @@ static void loss_info(struct info_buf *ib, int in_handler)
 static void out_end_info(int full)
 {
     struct info_buf ib = {.len = 0};
-    if (full)
+    if (full) {
         rp_offcpu_end_info(info_put, &ib);
+        rp_ctl_info(info_put, &ib, rp_ticks());
+    }
     loss_info(&ib, !full && rp_rt.sync_write);
     if (ib.len)
         out_chunk(RP_CH_INFO, ib.b, ib.len);
@@ -708,6 +807,7 @@ static void fatal_flush(int sig)
     out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
     out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    rp_ctl_shutdown(); /* the control page goes with the process */
     atomic_store(&rp_rt.fatal_done, 1);
 }
 
@@ -1170,6 +1270,7 @@ static void fatal_flush_sync(int sig)
     out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
     out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    rp_ctl_shutdown(); /* (munmap and unlink: async-signal-safe) */
     atomic_store(&rp_rt.fatal_done, 1);
     rp_own_unlock(&rp_rt.drain_lock);
 }
@@ -1438,6 +1539,7 @@ static void atfork_child(void)
     rp_rt.enc.func_start = rp_funcs_start_of;
     if (!rp_rt.direct)
         rp_offcpu_atfork_child();
+    rp_ctl_atfork_child();
     out_prologue();
     if (rp_self) {
         /* A fresh tbuf: the old one's ring is shared state with a writer
@@ -1587,6 +1689,9 @@ static int rt_start(void)
         return rt_start_err;
     out_prologue();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    /* the control signal first: fatal_install takes the real-time signals
+     * still at their default */
+    mask = rp_ctl_start(mask); /* 0 when started off (record --off) */
     if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
         fatal_install();
     rp_funcs_start(rp_rt.quiet); /* function filter, throttle: before the first event */
@@ -1664,10 +1769,17 @@ RP_HIDDEN void rp_rt_shutdown(void)
     }
     if (!done) {
         rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
+        rp_ctl_shutdown();
         return;
     }
     if (self)
         write_pending_loss(self); /* the writer is gone: this thread writes */
+    if (!rp_rt.direct) { /* (the writer is gone: the edges left are this thread's to write) */
+        rp_own_lock(&rp_rt.lock);
+        for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
+            win_catch_up(x, UINT64_MAX);
+        rp_own_unlock(&rp_rt.lock);
+    }
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(out_chunk); /* throttled functions' call counts */
@@ -1697,6 +1809,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
     rp_rt.out = NULL;
+    rp_ctl_shutdown();
 }
 
 __attribute__((constructor)) static void rt_ctor(void)

@@ -112,6 +112,8 @@ struct rp_tbuf {
     uint8_t off_reg;     /* offcpu.c has seen this tbuf */
     uint8_t rq_have;     /* rq1 is set */
     uint32_t part;       /* records of bufs[consumed % nbuf] already written */
+    uint32_t win_done;   /* recording windows' edges applied to its stream (ctl.c) */
+    int win_off;         /* the last edge applied switched recording off */
     int announced;
     struct rp_tbuf *next;
 };

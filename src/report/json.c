@@ -256,6 +256,11 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fprintf(out, ",\n  \"unwound\": %" PRIu64 ",\n  \"cut\": %" PRIu64, p->unwound, p->cut);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
+    if (p->windows) /* recording switched at run time (rankprof ctl) */
+        fprintf(out,
+                ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64
+                ", \"window_exits\": %" PRIu64,
+                p->windows, p->recorded_ns, p->window_exits);
     fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64 ",\n  \"warnings\": [", p->skipped_chunks);
     put_warnings(out, p->warn);
     fputs("],\n  \"ns_per_tick\": ", out);

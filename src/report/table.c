@@ -429,6 +429,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 reset);
     rp_report_comp_line(out, p);
     rp_report_offcpu_line(out, p);
+    rp_report_windows_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",
                 p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,

@@ -261,3 +261,14 @@ void rp_json_str(FILE *out, const char *str)
     }
     fputc('"', out);
 }
+
+void rp_report_windows_line(FILE *out, const struct rp_profile *p)
+{
+    char b[32];
+    if (!p->windows)
+        return;
+    fprintf(out,
+            "recording: switched on %" PRIu32 " time%s (rankprof ctl), %s recorded; frames open "
+            "at a switch end there\n",
+            p->windows, p->windows == 1 ? "" : "s", rp_fmt_ns((double)p->recorded_ns, b, sizeof b));
+}

@@ -55,6 +55,11 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p);
  * recorder's waits (when there were any).  Cannot fail. */
 void rp_report_offcpu_line(FILE *out, const struct rp_profile *p);
 
+/* When recording was switched on and off while the program ran (rankprof
+ * ctl), a line saying so: how many windows, the time recorded.  Write
+ * errors are left to the caller's ferror. */
+void rp_report_windows_line(FILE *out, const struct rp_profile *p);
+
 /*
  * Writes one line with the profile's resolution (comp.h) and the spans
  * below it (rp_report_comp_line writes it too); nothing in direct mode.

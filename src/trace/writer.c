@@ -314,6 +314,15 @@ static uint8_t *enc_hold_begin(struct rp_enc_thread *t, uint8_t *o, uint64_t del
     return o;
 }
 
+/* Whether t holds the lock at key (as far as its holds say). */
+static inline int enc_holds(const struct rp_enc_thread *t, uint64_t key)
+{
+    for (uint32_t i = t->nholds; i > 0; i--)
+        if (t->holds[i - 1].key == key)
+            return 1;
+    return 0;
+}
+
 static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t key,
                              uint32_t id, uint64_t now, uint32_t nev)
 {
@@ -443,6 +452,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, RP_KIND_FUNC, now, nev);
             break;
         case RP_RAW_FUNC_EXIT:
+            if (t->windowed && !t->depth) { /* entered before the window */
+                t->orphans++;
+                continue;
+            }
             if (unlikely(!(no = enc_exit(e, t, o, delta, RP_KIND_FUNC, RP_CLASS_FUNC, pl))))
                 goto skip;
             o = no;
@@ -453,6 +466,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, e->kinds[id], now, nev);
             break;
         case RP_RAW_SITE_END:
+            if (t->windowed && !t->depth) { /* entered before the window */
+                t->orphans++;
+                continue;
+            }
             if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
                 goto skip;
             if (!(no = enc_exit(e, t, o, delta, RP_KIND_POINT, RP_CLASS_POINT, pl)))
@@ -473,6 +490,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                           nev);
             break;
         case RP_RAW_LOCK_FAIL:
+            if (t->windowed && !t->depth) { /* a wait begun before the window */
+                t->orphans++;
+                continue;
+            }
             if (pl & RP_RAW_COND_BIT) { /* a condition wait ends */
                 pl &= ~RP_RAW_COND_BIT;
                 if (!(no = enc_exit(e, t, o, delta, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
@@ -493,6 +514,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = no;
             break;
         case RP_RAW_LOCK_REL: /* the hold ends: an interval, off the stack */
+            if (t->windowed && !enc_holds(t, pl)) { /* taken before the window */
+                t->orphans++;
+                continue;
+            }
             if (!(id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = enc_hold_end(t, o, delta, pl, id2, now, nev);

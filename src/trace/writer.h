@@ -123,6 +123,9 @@ struct rp_enc_thread {
     uint64_t offcpu;         /* off-CPU intervals written as spans */
     uint64_t offcpu_skipped; /* off-CPU intervals left out: inside a wait span, or
                                 with no span open */
+    int windowed;            /* recording was switched on or off (rankprof ctl): an exit with no
+                                span open is of a frame entered before, and is left out */
+    uint64_t orphans;        /* such exits */
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table */

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_ctl.c - `rankprof ctl PID start|stop|toggle|status`: switches the
+ * recording of a running process that has the recorder (preloaded by
+ * `rankprof record`, or linked), through its control page and signal
+ * (src/trace/control.h, docs/services.md).
+ *
+ * A command is a queued signal whose value says what to do; the process's
+ * handler does it and counts it in the page (seq), which this command
+ * waits for (2 s at most), so that when it returns the switch has taken:
+ * every call the program makes after that is recorded (start), or not
+ * (stop).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "trace/control.h"
+
+/* Whether process pid has the recorder loaded (its maps name it). */
+static int has_recorder(long pid)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+    FILE *f = fopen(path, "r");
+    int found = 0;
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, "librankprof") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* The control page of pid, mapped read-only; dies saying why there is none. */
+static const struct rp_ctl_page *page_of(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "%s/rankprof.%ld", RP_CTL_DIR, pid);
+    if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+        rp_die("ctl: no process %ld", pid);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (has_recorder(pid))
+            rp_die("ctl: process %ld has the recorder but no control page (%s: %s); a plain "
+                   "signal still switches it: kill -s RTMIN+8 %ld",
+                   pid, path, strerror(errno), pid);
+        rp_die("ctl: process %ld has no rankprof recorder: start it with `rankprof record "
+               "--off -- PROGRAM` (or link librankprof)",
+               pid);
+    }
+    void *m = mmap(NULL, sizeof(struct rp_ctl_page), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    const struct rp_ctl_page *pg = m;
+    if (m == MAP_FAILED || pg->magic != RP_CTL_MAGIC || pg->version != RP_CTL_VERSION ||
+        pg->pid != (uint32_t)pid)
+        rp_die("ctl: %s is not the control page of process %ld (a stale or foreign file)", path,
+               pid);
+    return pg;
+}
+
+static void print_status(long pid, const struct rp_ctl_page *pg)
+{
+    printf("process %ld: %s (%u window%s), %s mode, trace %s, control signal %d\n", pid,
+           pg->recording ? "recording" : "not recording", pg->windows, pg->windows == 1 ? "" : "s",
+           pg->direct ? "direct" : "trace", pg->path, pg->signo);
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        rp_help("ctl");
+    if (argc != 3)
+        rp_usage_die("ctl", "expected PID and a command (start, stop, toggle or status)");
+    char *end;
+    errno = 0;
+    long pid = strtol(argv[1], &end, 10);
+    if (errno || end == argv[1] || *end || pid <= 0)
+        rp_usage_die("ctl", "'%s' is not a process id", argv[1]);
+    const char *what = argv[2];
+    int cmd = !strcmp(what, "start")    ? RP_CTL_START
+              : !strcmp(what, "stop")   ? RP_CTL_STOP
+              : !strcmp(what, "toggle") ? RP_CTL_TOGGLE
+              : !strcmp(what, "status") ? -1
+                                        : -2;
+    if (cmd == -2)
+        rp_usage_die("ctl", "unknown command '%s' (start, stop, toggle or status)", what);
+
+    const struct rp_ctl_page *pg = page_of(pid);
+    if (cmd == -1) {
+        print_status(pid, pg);
+        return 0;
+    }
+    if (pg->signo <= 0)
+        rp_die("ctl: process %ld's recorder has no control signal (the program handles it: "
+               "set RANKPROF_CTL_SIGNAL to a free one when starting it)",
+               pid);
+    uint64_t seq = __atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE);
+    union sigval v = {.sival_int = cmd};
+    if (sigqueue((pid_t)pid, pg->signo, v) < 0)
+        rp_die("ctl: cannot signal process %ld: %s", pid, strerror(errno));
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 2000 && __atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE) == seq; i++)
+        nanosleep(&ms, NULL);
+    if (__atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE) == seq)
+        rp_die("ctl: process %ld did not answer in 2 s (its control signal %d blocked?)", pid,
+               pg->signo);
+    print_status(pid, pg);
+    return 0;
+}

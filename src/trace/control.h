@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+/*
+ * control.h - the control page of a recorded process (docs/services.md):
+ * a small file the recorder keeps mapped, shared, at RP_CTL_DIR/rankprof.PID
+ * while the process runs, through which `rankprof ctl` finds the process's
+ * recorder and sees its state.  Commands go the other way as a queued
+ * signal (sigqueue) whose value is an RP_CTL_* command; a plain signal
+ * (kill) switches recording over.
+ *
+ * The recorder writes the page (its signal handler, the recorder's
+ * start-up); readers only read it.  seq changes after each command is done,
+ * so a reader that saw seq before sending knows when its command took.
+ */
+#ifndef RP_TRACE_CONTROL_H
+#define RP_TRACE_CONTROL_H
+
+#include <stdint.h>
+
+#define RP_CTL_DIR     "/dev/shm"
+#define RP_CTL_MAGIC   0x54435052u /* "RPCT" */
+#define RP_CTL_VERSION 1
+#define RP_CTL_PATH    4096
+
+enum { RP_CTL_TOGGLE = 0, RP_CTL_START = 1, RP_CTL_STOP = 2 };
+
+struct rp_ctl_page {
+    uint32_t magic, version;
+    uint32_t pid;
+    int32_t signo;      /* the control signal; 0: none (the program has it) */
+    uint32_t recording; /* 1 while recording */
+    uint32_t windows;   /* times recording was switched on, the start included */
+    uint64_t seq;       /* commands done */
+    uint64_t start_ns;  /* CLOCK_REALTIME when the recorder started */
+    uint32_t direct;    /* direct mode */
+    uint32_t pad;
+    char path[RP_CTL_PATH]; /* the trace */
+};
+
+#endif /* RP_TRACE_CONTROL_H */

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e_ctl.sh - recording switched on and off in a running service
+# (src/record/ctl.c, src/cli/cmd_ctl.c, docs/services.md), on prog_server
+# (tests/progs/server.c): an epoll loop on 127.0.0.1 and two worker threads;
+# each request the client sends is handle_request -> parse_request, compute
+# once, and the client waits for each answer.
+#
+#   windows   started --off: 100 requests (not recorded), ctl start, 250,
+#             ctl stop, 70, ctl start, 30, 40 and quit: handle_request,
+#             parse_request and compute have exactly 320 calls; no unmatched
+#             exit, no unclosed span (frames and lock holds open at a switch
+#             end there); the JSON says 2 windows and their time; ctl status
+#             says what is going on; the control page is gone after the end
+#   signal    a plain signal (kill -s RTMIN+8) switches over: 60 requests
+#             recorded between two of them, 25 after not
+#   on        started on (no --off): ctl stop, 45 requests not recorded, the
+#             first 35 are
+#   refused   a process without the recorder, one that does not exist, bad
+#             command lines: exit status 1 or 2 and a message saying why
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_ctl RANKPROF PROGS RP_LIB
+need_progs server
+need_tools python3
+export RANKPROF_LIB="$RP_LIB"
+
+cat >"$tmp/client.py" <<'PY'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rw")
+for _ in range(n):
+    f.write("req\n"); f.flush()
+    if f.readline() != "ok\n":
+        sys.exit("no answer")
+if sys.argv[3:] == ["quit"]:
+    f.write("quit\n"); f.flush()
+PY
+
+start_server() { # NAME [record options]: sets pid, port, rec
+    local name=$1
+    shift
+    "$RANKPROF" record "$@" -o "$tmp/$name.rp" -- "$PROGS/prog_server" >"$tmp/$name.out" 2>&1 &
+    rec=$!
+    local i
+    for i in $(seq 100); do
+        grep -q "^pid" "$tmp/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    pid=$(awk '/^pid/ {print $2}' "$tmp/$name.out")
+    port=$(awk '/^pid/ {print $4}' "$tmp/$name.out")
+    [[ -n $pid && -n $port ]] || fail "$name: the server did not start: $(cat "$tmp/$name.out")"
+}
+req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
+ctl() { "$RANKPROF" ctl "$pid" "$1" >>"$tmp/ctl.out" 2>&1 || fail "ctl $1: $(tail -1 "$tmp/ctl.out")"; }
+finish_server() { # NAME
+    wait "$rec" || fail "$1: record exited $?: $(cat "$tmp/$1.out")"
+    grep -q "^served" "$tmp/$1.out" || fail "$1: the server did not end: $(cat "$tmp/$1.out")"
+    "$RANKPROF" report --format json "$tmp/$1.rp" >"$tmp/$1.json" 2>"$tmp/$1.err" ||
+        fail "$1: report: $(cat "$tmp/$1.err")"
+}
+calls() { # JSON N WINDOWS: the request path has N calls, the trace WINDOWS windows
+    python3 - "$@" <<'PY' || fail "$1: wrong counts"
+import json, sys
+d, n, w = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+c = {x["name"]: x["calls"] for x in d["nodes"]}
+bad = [f"{f}: {c.get(f, 0)} calls, expected {n}" for f in ("handle_request", "parse_request", "compute")
+       if c.get(f, 0) != n]
+if d["unmatched_exits"] or d["unclosed"]:
+    bad.append(f"unmatched {d['unmatched_exits']}, unclosed {d['unclosed']}")
+if d.get("windows", 0) != w:
+    bad.append(f"{d.get('windows')} windows, expected {w}")
+if w and not 0 < d["recorded_ns"] < 60e9:
+    bad.append(f"recorded_ns {d['recorded_ns']}")
+if bad:
+    sys.exit("\n".join(bad))
+PY
+}
+
+windows() {
+    start_server win --off
+    "$RANKPROF" ctl "$pid" status >"$tmp/st0" || fail "ctl status"
+    grep -q "not recording (0 windows)" "$tmp/st0" || fail "status before: $(cat "$tmp/st0")"
+    [[ -f /dev/shm/rankprof.$pid ]] || fail "no control page /dev/shm/rankprof.$pid"
+    req 100
+    ctl start
+    req 250
+    "$RANKPROF" ctl "$pid" status | grep -q "recording (1 window)" || fail "status in the window"
+    ctl stop
+    req 70
+    ctl start
+    req 30
+    req 40 quit
+    finish_server win
+    calls "$tmp/win.json" 320 2
+    [[ ! -e /dev/shm/rankprof.$pid ]] || fail "the control page is left after the end"
+    "$RANKPROF" report "$tmp/win.rp" 2>/dev/null | grep -q "^recording: switched on 2 times" ||
+        fail "the table does not say recording was switched"
+}
+
+signal() {
+    start_server sig --off
+    local i
+    kill -s RTMIN+8 "$pid"
+    for i in $(seq 50); do # (a plain signal has no answer: ask)
+        "$RANKPROF" ctl "$pid" status | grep -q "^process $pid: recording" && break
+        sleep 0.1
+    done
+    req 60
+    kill -s RTMIN+8 "$pid"
+    for i in $(seq 50); do
+        "$RANKPROF" ctl "$pid" status | grep -q "not recording" && break
+        sleep 0.1
+    done
+    req 25 quit
+    finish_server sig
+    calls "$tmp/sig.json" 60 1
+}
+
+on() {
+    start_server on
+    req 35
+    ctl stop
+    req 45 quit
+    finish_server on
+    calls "$tmp/on.json" 35 1
+}
+
+refused() {
+    local rc
+    set +e
+    "$RANKPROF" ctl $$ status >"$tmp/r1" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 1 ]] && grep -q "has no rankprof recorder" "$tmp/r1" || fail "no recorder: rc $rc, $(cat "$tmp/r1")"
+    set +e
+    "$RANKPROF" ctl 999999999 start >"$tmp/r2" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 1 ]] && grep -q "no process" "$tmp/r2" || fail "no process: rc $rc, $(cat "$tmp/r2")"
+    for args in "" "12" "12 jump" "x start"; do
+        set +e
+        "$RANKPROF" ctl $args >"$tmp/r3" 2>&1
+        rc=$?
+        set -e
+        [[ $rc == 2 ]] || fail "ctl $args: rc $rc, $(cat "$tmp/r3")"
+    done
+}
+
+scenario windows windows
+scenario signal signal
+scenario on on
+scenario refused refused
+finish
