@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_offcpu.sh - time off CPU and time waiting for the recorder are not the
-# program's (docs/recording.md, "Off-CPU time" and "Recorder waits").
+# program's (docs/recording.md, "Off-CPU time" and "When the writer cannot
+# keep up").
 #
 # 1. perf context switches (where perf_event_open is allowed: the test
 #    requires it when kernel.perf_event_paranoid <= 2 and no seccomp filter

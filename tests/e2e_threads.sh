@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_threads.sh - a thread is a thread: reused kernel thread ids
-# (docs/trace-format.md, "Thread streams", format 1.3).
+# (docs/trace-format.md, "4.4 THREAD (4)": thread streams, format 1.3).
 #
 # prog_shortthreads starts N short threads one after another (each joined
 # before the next; 40,000 by default, more than this machine's pid_max of
