@@ -3,23 +3,18 @@
  * direct.c - direct mode's engine: the events of one thread applied to its
  * shadow stack and tables (direct_int.h), batch by batch.
  *
- * When a span ends (the same rule as the analyzer's replay, docs/design.md §2):
- *
- *     dur = end - start            self = dur - child
- *     id.calls++, dur, excl += self, min, max, moments, histogram(dur)
- *     id.incl += dur               only if no other activation of id is open
- *                                  below it on this stack (recursion)
- *     parent.child += dur          edge(parent or ROOT, id) += dur
- *
- * An exit that matches no open span is counted as unmatched; an exit of a
- * span open deeper ends the spans above it there, with their time (frames
- * left by a longjmp or an exception, as in trace mode; not counted apart:
- * STATS has no field for it).  Spans open when a thread ends, and on the
- * thread that calls exit(), end there with their time (rp_dengine_close).
+ * Where a span ends and what its end counts is the rule of src/common/span.h
+ * (docs/design.md, "1.2 Where a span ends"), the replay's too: an exit ends
+ * the innermost span with its key; an exit of a span open deeper, or an
+ * UNWIND record's landing, ends the spans above it with their time
+ * (unwound); the thread's end, and exit() on its thread, end the spans
+ * still open (cut, rp_dengine_close); an exit that matches nothing is
+ * unmatched.  Unwound and cut are kept per id and thread for the snapshot's
+ * lookups and totals; STATS has no field for them.
  *
  * Time.  Durations are measured on the thread's engine-free clock: ticks
- * as read less `stolen`, the ticks the thread has spent in rp_dengine_run, so no
- * span includes the engine's work.  First/last starts and the thread's
+ * as read less `stolen`, the ticks the thread has spent in rp_dengine_run,
+ * so no span includes the engine's work.  First/last starts and the thread's
  * first/last event keep the ticks as read.  A batch holds at most BATCH - 1
  * events that a snapshot of a running thread does not see yet; a thread
  * applies its own before a snapshot (drain_self) and when it ends.
@@ -30,7 +25,9 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "common/span.h"
 #include "direct_int.h"
+#include "funcs.h"
 
 /* ---- the engine --------------------------------------------------------- */
 
@@ -56,15 +53,16 @@ static inline __attribute__((always_inline)) void hist_add(struct dtable *t, str
         ST(*c, *c + 1);
 }
 
-/* One finished activation of s. */
+/* One finished activation of s: dur, and excl its share of the exclusive
+ * time (rp_span_excl). */
 static inline __attribute__((always_inline)) void
-stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t self, uint64_t start)
+stat_add(struct dtable *t, struct dstat *s, uint64_t dur, uint64_t excl, uint64_t start)
 {
     uint64_t n = s->calls + 1;
     ST(s->calls, n);
     ST(s->dur, s->dur + dur);
-    ST(s->excl, s->excl + self);
-    if (dur < s->min)
+    ST(s->excl, s->excl + excl);
+    if (rp_span_min(dur, s->min, 0)) /* no resolution in direct mode */
         ST(s->min, dur);
     if (dur > s->max)
         ST(s->max, dur);
@@ -99,7 +97,7 @@ edge_add(struct dtable *t, struct dstat *s, uint32_t caller, uint32_t callee, ui
     }
     ST(e->calls, e->calls + 1);
     ST(e->incl, e->incl + dur);
-    if (dur < e->min)
+    if (rp_span_min(dur, e->min, 0))
         ST(e->min, dur);
     if (dur > e->max)
         ST(e->max, dur);
@@ -160,25 +158,43 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
 {
     struct dframe *f = d->top;
     struct dstat *s = f->s;
-    uint64_t dur = now > f->start ? now - f->start : 0;
-    uint64_t self = dur > f->child ? dur - f->child : 0;
+    uint64_t dur = rp_span_dur(f->start, now);
     d->top = f - 1;
     f[-1].child += dur; /* the root sentinel's is never read */
     uint32_t parent = f[-1].idx;
     if (__builtin_expect(!s, 0))
         return; /* counted as dropped when it began */
-    stat_add(&d->tab, s, dur, self, f->t0);
-    if (--s->active == 0)
+    stat_add(&d->tab, s, dur, rp_span_excl(dur, f->child), f->t0);
+    if (rp_span_outer(&s->active))
         ST(s->incl, s->incl + dur);
     if (__builtin_expect(parent == NOID, 0))
         return; /* the caller's id was not recorded: no edge to name */
     edge_add(&d->tab, s, parent, f->idx, dur);
 }
 
+/* Ends the spans above frame `to` at now with their time, innermost first,
+ * counted as cut per id and, per thread, as cut (thread_end) or unwound
+ * (span.h). */
+static RP_NOINLINE void frames_cut(struct rp_dthread *d, struct dframe *to, uint64_t now,
+                                   int thread_end)
+{
+    uint64_t n = (uint64_t)(d->top - to);
+    if (thread_end)
+        ST(d->cut, d->cut + n);
+    else
+        ST(d->unwound, d->unwound + n);
+    while (d->top > to) {
+        struct dstat *s = d->top->s;
+        if (s)
+            ST(s->cut, s->cut + 1);
+        frame_end(d, now);
+    }
+}
+
 /* An exit that is not of the innermost span: one beyond the stack's bound,
  * or it ends the spans above the one it ends (left by a longjmp or an
- * exception: with their time, as trace mode's replay does), or it is
- * unmatched. */
+ * exception: unwound, with their time, as trace mode's replay does), or it
+ * is unmatched (span.h). */
 static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64_t now)
 {
     if (d->over) {
@@ -186,16 +202,38 @@ static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64
             d->top = d->full;
         return;
     }
-    struct dframe *f = d->top;
-    while (f > d->stack && f->key != key)
-        f--;
-    if (f == d->stack) {
+    uint64_t at, depth = (uint64_t)(d->top - d->stack);
+    RP_SPAN_MATCH(at, depth, d->stack[at].key, key);
+    if (!at) {
         ST(d->unmatched, d->unmatched + 1);
         return;
     }
-    while (d->top > f)
-        frame_end(d, now);
+    frames_cut(d, d->stack + at, now, 0);
     frame_end(d, now);
+}
+
+uint64_t (*rp_direct_start_of)(uint64_t pc) = rp_funcs_start_of_loaded;
+
+/*
+ * An RP_RAW_UNWIND record (unwind.c): the stack landed in the function
+ * holding pc after a longjmp or a caught exception, so the spans above its
+ * innermost open activation end now, unwound, as the trace writer and the
+ * replay end them; pc 0: the thread ends, every span is cut.  A pc in no
+ * known function, or in none open, ends nothing (as in trace mode).
+ */
+static RP_NOINLINE void unwind_to(struct rp_dthread *d, uint64_t pc, uint64_t now)
+{
+    if (!pc) {
+        rp_dengine_close(d, now);
+        return;
+    }
+    uint64_t fn = d->over ? 0 : rp_direct_start_of(pc);
+    if (!fn)
+        return;
+    uint64_t at, depth = (uint64_t)(d->top - d->stack), key = TKEY(RP_KIND_FUNC, fn);
+    RP_SPAN_MATCH(at, depth, d->stack[at].key, key);
+    if (at && at < depth)
+        frames_cut(d, d->stack + at, now, 0);
 }
 
 static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d, uint64_t key,
@@ -248,7 +286,7 @@ static void hold_end(struct rp_dthread *d, uint64_t key, uint64_t now)
         outer = d->held[k].key != key;
     memmove(&d->held[i - 1], &d->held[i], (d->nheld - i) * sizeof(*d->held));
     d->nheld--;
-    uint64_t dur = now > h.start ? now - h.start : 0;
+    uint64_t dur = rp_span_dur(h.start, now);
     stat_add(&d->tab, h.s, dur, 0, h.t0);
     if (outer)
         ST(h.s->incl, h.s->incl + dur);
@@ -339,6 +377,9 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
     case RP_RAW_DATA: /* an instant's or counter's value: not kept, not an event */
         d->ndata++;
         break;
+    case RP_RAW_UNWIND:
+        unwind_to(d, pl, now);
+        break;
     default: /* ARG: nothing to count in direct mode */
         break;
     }
@@ -378,20 +419,23 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
 }
 
 /*
- * Ends every span still open on d at this moment (the engine-free clock),
- * with its time, as trace mode ends the frames left open when a thread or
- * the process ends (docs/robustness.md): pthread_exit from deep frames,
- * exit() from deep frames.  Spans beyond the stack's bound have no frame
- * and stay counted as dropped.  d's own thread only, batch drained, guard
- * held.  Not counted as cut: the STATS records have no field for it.
+ * Ends every span still open on d at now, with its time, as trace mode ends
+ * the frames left open when a thread or the process ends
+ * (docs/robustness.md): pthread_exit from deep frames, exit() from deep
+ * frames.  Spans beyond the stack's bound have no frame and stay counted
+ * as dropped.  Counted as cut (span.h; STATS has no field for it, the
+ * snapshot's totals have).
  */
-RP_HIDDEN void rp_dengine_close(struct rp_dthread *d)
+RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now)
 {
-    uint64_t now = rp_ticks() - d->stolen;
     if (d->over) {
         d->over = 0;
         d->top = d->full;
     }
-    while (d->top > d->stack)
-        frame_end(d, now);
+    frames_cut(d, d->stack, now, 1);
+}
+
+RP_HIDDEN void rp_direct_close(struct rp_dthread *d, uint64_t ticks)
+{
+    rp_dengine_close(d, ticks);
 }

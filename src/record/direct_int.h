@@ -86,6 +86,7 @@ struct dstat {
     uint64_t key;    /* immutable once published */
     uint64_t budget; /* ticks; UINT64_MAX = none */
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
+    uint64_t cut;   /* activations unwound or cut (span.h), not written to STATS */
     uint64_t shift; /* K: the first duration; sx = sum(x - K), sxx = sum((x - K)^2) */
     double sx, sxx;
     uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
@@ -171,8 +172,9 @@ struct rp_dthread {
     struct dhold held[HELD_MAX]; /* lock holds open, oldest first (owner only) */
     uint32_t nheld;
     uint64_t events, first, last, unmatched, unclosed, reentered;
-    uint64_t ndata;  /* DATA records in the batch being run (not events) */
-    uint64_t stolen; /* ticks the engine spent on batches (owner only) */
+    uint64_t unwound, cut; /* spans ended by an unwinding, by the thread's end (span.h) */
+    uint64_t ndata;        /* DATA records in the batch being run (not events) */
+    uint64_t stolen;       /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
     struct rp_dthread *next; /* in dg.live, under rp_rt.direct_lock */
     /* tb.pos/tb.end walk batch[]; `before` is never a real record, so that
@@ -187,6 +189,7 @@ struct tsum {
     uint32_t tid;
     char name[16];
     uint64_t first, last, events, unmatched, unclosed, dropped;
+    uint64_t unwound, cut;
 };
 
 /* ---- memory ------------------------------------------------------------- */
@@ -291,9 +294,10 @@ static inline uint64_t stack_depth(const struct rp_dthread *d)
  * and holds d->tb.guard).  Cannot fail: what does not fit is dropped. */
 RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d);
 
-/* Ends every span still open on d now, with its time (d's own thread,
- * batch drained, guard held).  Cannot fail. */
-RP_HIDDEN void rp_dengine_close(struct rp_dthread *d);
+/* Ends every span still open on d at `now` on its engine-free clock, with
+ * its time, counted as cut (span.h); d's own thread with its batch drained
+ * and guard held, or a table fed by rp_direct_feed.  Cannot fail. */
+RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now);
 
 /* ---- snapshots (direct_thread.c) ---------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/span.h"
 #include "direct_int.h"
 #include "rankprof.h"
 #include "sites.h"
@@ -43,7 +44,8 @@ static void view_of(const struct dtable *t, const struct dstat *s, uint32_t *cou
     v->calls = s->calls;
     v->incl = s->incl;
     v->dur = s->dur;
-    v->excl = s->excl;
+    v->excl = rp_span_excl_total(s->excl);
+    v->cut = s->cut;
     v->min = s->min != UINT64_MAX ? s->min : 0;
     v->max = s->max;
     v->first = s->first;
@@ -111,6 +113,8 @@ RP_HIDDEN int rp_direct_totals(struct rp_dtotals *out)
         out->dropped += s.th[i].dropped;
         out->unmatched += s.th[i].unmatched;
         out->unclosed += s.th[i].unclosed;
+        out->unwound += s.th[i].unwound;
+        out->cut += s.th[i].cut;
     }
     rp_dsnap_free(&s);
     return 0;
@@ -201,10 +205,17 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     rp_put32(q + 4, nb);
     double mean, m2;
     rp_dstat_moments(s, s->calls, &mean, &m2);
-    const uint64_t f[] = {
-        s->calls, s->incl,  s->dur,  s->excl,     s->min != UINT64_MAX ? s->min : 0,
-        s->max,   s->first, s->last, s->overruns, dbits(mean),
-        dbits(m2)};
+    const uint64_t f[] = {s->calls,
+                          s->incl,
+                          s->dur,
+                          rp_span_excl_total(s->excl),
+                          s->min != UINT64_MAX ? s->min : 0,
+                          s->max,
+                          s->first,
+                          s->last,
+                          s->overruns,
+                          dbits(mean),
+                          dbits(m2)};
     for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
         rp_put64(q + 8 + 8 * i, f[i]);
     q += RP_STATS_NODE_LEN;

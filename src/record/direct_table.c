@@ -181,7 +181,8 @@ static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *s
     ST(a->calls, n);
     ST(a->incl, a->incl + LD(b->incl));
     ST(a->dur, a->dur + LD(b->dur));
-    ST(a->excl, a->excl + LD(b->excl));
+    ST(a->excl, a->excl + LD(b->excl)); /* signed sums (rp_span_excl) */
+    ST(a->cut, a->cut + LD(b->cut));
     ST(a->overruns, a->overruns + LD(b->overruns));
     uint64_t bmin = LD(b->min), bmax = LD(b->max), bf = LD(b->first), bl = LD(b->last);
     if (bmin < a->min)

@@ -86,6 +86,8 @@ static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
     s->unmatched = LD(d->unmatched);
     s->unclosed = LD(d->unclosed) + (own ? stack_depth(d) + d->nheld : 0);
     s->dropped = LD(d->tab.dropped) + LD(d->reentered);
+    s->unwound = LD(d->unwound);
+    s->cut = LD(d->cut);
 }
 
 RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
@@ -122,7 +124,7 @@ static void run_self(int close)
     atomic_signal_fence(memory_order_seq_cst);
     rp_dengine_run(d);
     if (close)
-        rp_dengine_close(d);
+        rp_dengine_close(d, rp_ticks() - d->stolen);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
 }

@@ -365,6 +365,16 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
     return start;
 }
 
+RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
+{
+    if (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
+        return 0;
+    const struct fsym *s = fs.loaded ? sym_find_locked(a) : NULL;
+    uint64_t start = s ? s->addr : 0;
+    fs_unlock();
+    return start;
+}
+
 /* ---- rules and the table -------------------------------------------------- */
 
 /* Whether the rules switch the function named name on (lock held). */
