@@ -24,6 +24,10 @@
 
 #include "analyze/symbols.h"
 
+#ifndef RP_HIDDEN
+#define RP_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
 #define SYM_MAX_PATH    4096 /* longer paths in maps are skipped */
 #define SYM_MAX_MODULES 512  /* ELF files reported at most (each holds an fd) */
 #define SYM_NO_MODULE   UINT32_MAX
@@ -91,26 +95,26 @@ struct rp_symbolizer {
 /* Parses maps (untrusted text, not NUL-terminated), reports every usable
  * file to s->dwfl and keeps the modules dwfl still holds; s->maps end
  * sorted by start.  Fails with RP_ENOMEM or when dwfl fails (symbols_maps.c). */
-int rp_sym_report(struct rp_symbolizer *s, const char *maps, size_t maps_len);
+RP_HIDDEN int rp_sym_report(struct rp_symbolizer *s, const char *maps, size_t maps_len);
 
 /* Opens path read-only if it is a regular file outside /proc, /sys and /dev;
  * returns the fd or -1 (symbols_maps.c). */
-int rp_sym_open_regular(const char *path);
+RP_HIDDEN int rp_sym_open_regular(const char *path);
 
 /* libdwfl's callbacks: the mapped files by path, their debug files by
  * build-id or .gnu_debuglink, never over the network (symbols_debug.c). */
-extern const Dwfl_Callbacks rp_sym_callbacks;
+RP_HIDDEN extern const Dwfl_Callbacks rp_sym_callbacks;
 
 /* A symbol name without its version, demangled when possible; NULL when out
  * of memory (symbols_names.c). */
-char *rp_sym_name_dup(struct rp_symbolizer *s, const char *name);
+RP_HIDDEN char *rp_sym_name_dup(struct rp_symbolizer *s, const char *name);
 
 /* The name of the symbol of sm containing addr, or NULL (none; RP_ENOMEM
  * through *rc) (symbols_names.c). */
-const char *rp_sym_name_by_fn(struct sym_module *sm, uint64_t addr, int *rc);
+RP_HIDDEN const char *rp_sym_name_by_fn(struct sym_module *sm, uint64_t addr, int *rc);
 
 /* The line row of addr from sm's CU ranges, or NULL (none; RP_ENOMEM
  * through *rc) (symbols_names.c). */
-Dwarf_Line *rp_sym_line_by_cu(struct sym_module *sm, uint64_t addr, int *rc);
+RP_HIDDEN Dwarf_Line *rp_sym_line_by_cu(struct sym_module *sm, uint64_t addr, int *rc);
 
 #endif /* RP_ANALYZE_SYMBOLS_INT_H */
