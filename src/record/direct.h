@@ -26,7 +26,8 @@
 
 struct rp_dthread;
 
-/* Sets up direct mode (the thread-exit key).  Returns 0 or RP_ENOMEM. */
+/* Sets up direct mode (the thread-exit key) and loads the modules' symbol
+ * tables for UNWIND records.  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_direct_init(void);
 
 /* One raw event of the calling thread, timed now: the rare path of direct
@@ -53,9 +54,10 @@ RP_HIDDEN void rp_direct_close(struct rp_dthread *d, uint64_t ticks);
 /*
  * The start of the function holding code address pc, or 0 when unknown:
  * how the engine maps an RP_RAW_UNWIND record's landing address to the
- * function that goes on.  By default the symbol tables funcs.c has already
- * loaded (the engine may run in a signal handler, so it never loads them);
- * the unit tests set their own.
+ * function that goes on.  By default the symbol tables of the modules
+ * loaded when direct mode started (rp_direct_init loads them: the engine
+ * may run in a signal handler, so it never does); the unit tests set their
+ * own.
  */
 RP_HIDDEN extern uint64_t (*rp_direct_start_of)(uint64_t pc);
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "direct_int.h"
+#include "funcs.h"
 
 static struct {
     pthread_key_t key;
@@ -203,6 +204,10 @@ RP_HIDDEN int rp_direct_init(void)
     if (pthread_key_create(&dg.key, dthread_exit) != 0)
         return RP_ENOMEM;
     rp_dtab_init(&dg.done);
+    /* the symbol tables an UNWIND record's landing is looked up in
+     * (rp_direct_start_of): loaded here, where it is safe, since the engine
+     * may run in a signal handler, where it is not */
+    rp_funcs_preload();
     dg.key_ok = 1;
     return 0;
 }
