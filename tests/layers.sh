@@ -4,7 +4,8 @@
 # common/ at the bottom; trace/ on common/; the recorder (record/) and the
 # analyzer (analyze/) each on trace/ and common/, never on each other;
 # report/ on analyze/; cli/ on report/.  Fails, naming the file and line,
-# when a file includes a header of a folder its own may not use.
+# when a file includes a header of a folder its own may not use, or names
+# one by a relative path ("../x/y.h") instead of from src/ ("x/y.h").
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/src" || exit 1
@@ -24,6 +25,10 @@ for dir in "${!may[@]}"; do
         n=$((n + 1))
         # "folder/x.h" and "../folder/x.h"; a bare "x.h" is the file's own folder
         while IFS=: read -r line inc; do
+            if [[ $inc == ../* ]]; then
+                echo "layers: src/$f:$line includes \"$inc\": name it from src/ (\"${inc#../}\")"
+                bad=1
+            fi
             top=${inc#../}
             top=${top%%/*}
             [ -d "$top" ] || continue

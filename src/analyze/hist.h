@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hist.h"
+#include "common/hist.h"
 
 struct rp_hist {
     uint32_t *counts; /* len counts from bucket lo on; NULL until the first add */
