@@ -218,6 +218,7 @@ static inline void std_(double *p, double v)
 {
     __atomic_store(p, &v, __ATOMIC_RELAXED);
 }
+
 /* ---- tables (direct_table.c) -------------------------------------------- */
 
 static inline struct dstat *stat_at(const struct dtable *t, uint32_t i)
