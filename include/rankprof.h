@@ -8,11 +8,18 @@
  * and for naming regions ("profile points"), locks, devices, instants and
  * counters.  docs/api.md is the user's guide to it.
  *
- * Sections of this file, one per area:
- *   1. result codes and event classes
- *   2. control: classes, flush
- *   3. profile points: the site struct, spans, instants, counters, hooks
- *   (other areas add their own section below these)
+ * The file has three parts:
+ *   the API, one section per area:
+ *     1. result codes and event classes
+ *     2. control: classes, flush
+ *     3. profile points: the site struct, spans, instants, counters, hooks
+ *     4. locks by address
+ *     5. direct mode
+ *     6. functions by name
+ *   the disabled build: with RANKPROF_DISABLE defined before this header,
+ *     one block turns every call and macro above into nothing
+ *   internals: what the macros expand to (rp__*, RP__*) and the constructor
+ *     that registers a module's sites; not for direct use
  *
  * Every function returns 0 (or a count) or a negative RP_E* code;
  * rp_strerror() says what the code means.  None of them ever terminates the
@@ -31,6 +38,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ==== 1. result codes and event classes ================================= */
 
 /* Result codes. */
 #define RP_OK       0
@@ -60,7 +69,23 @@ extern "C" {
 #define RP_API
 #endif
 
-#ifndef RANKPROF_DISABLE
+/*
+ * RANKPROF_WEAK: the functions the macros call are weak references and the
+ * macros test them first, so a program that is not linked with the recorder
+ * still builds and runs (the points do nothing) and records its points when
+ * the recorder is preloaded (`rankprof record`).  Costs one more test per
+ * macro.  The control functions (rp_site_enable ...) are weak too: test
+ * them against NULL before calling them.
+ */
+#if defined(RANKPROF_WEAK) && !defined(RP_BUILDING_RUNTIME)
+#define RP__FN      __attribute__((weak))
+#define RP__HAVE(f) ((f) != 0)
+#else
+#define RP__FN
+#define RP__HAVE(f) 1
+#endif
+
+/* ==== 2. control ========================================================= */
 
 /* The message for a result code; never NULL. */
 RP_API const char *rp_strerror(int code);
@@ -78,24 +103,6 @@ RP_API uint32_t rp_classes_set(uint32_t on, uint32_t off);
  * the recorder is not recording, or RP_EIO when the writer has failed.
  */
 RP_API int rp_flush(void);
-
-#else /* RANKPROF_DISABLE: everything compiles to nothing */
-
-/* statement expressions: usable as values, and as statements without a
- * "statement with no effect" warning; the arguments are not evaluated */
-#define rp_strerror(code)                                                                          \
-    __extension__({                                                                                \
-        (void)sizeof(code);                                                                        \
-        "rankprof disabled";                                                                       \
-    })
-#define rp_classes_set(on, off)                                                                    \
-    __extension__({                                                                                \
-        (void)sizeof(on), (void)sizeof(off);                                                       \
-        0u;                                                                                        \
-    })
-#define rp_flush() __extension__({ 0; })
-
-#endif /* RANKPROF_DISABLE */
 
 /* ==== 3. profile points ===================================================
  *
@@ -182,24 +189,6 @@ struct rp_span {
 #define RP_IO_ARG(addr, nbytes)                                                                    \
     ((((uint64_t)(addr)&0xfffffffu) << 32) | ((uint64_t)(nbytes)&0xffffffffu))
 
-#ifndef RANKPROF_DISABLE
-
-/*
- * RANKPROF_WEAK: the functions the macros call are weak references and the
- * macros test them first, so a program that is not linked with the recorder
- * still builds and runs (the points do nothing) and records its points when
- * the recorder is preloaded (`rankprof record`).  Costs one more test per
- * macro.  The control functions (rp_site_enable ...) are weak too: test
- * them against NULL before calling them.
- */
-#if defined(RANKPROF_WEAK) && !defined(RP_BUILDING_RUNTIME)
-#define RP__FN      __attribute__((weak))
-#define RP__HAVE(f) ((f) != 0)
-#else
-#define RP__FN
-#define RP__HAVE(f) 1
-#endif
-
 /*
  * Records the begin of a span of site s on the calling thread.  Returns the
  * begin's clock ticks (never 0), or 0 when nothing was recorded (the
@@ -245,6 +234,241 @@ RP_API RP__FN int rp_site_hook(const char *pattern, rp_hook_fn fn, void *arg);
 /* Overruns counted so far for the sites named name (summed).  Returns the
  * sum, or 0 when no site has that name. */
 RP_API RP__FN uint64_t rp_site_overruns(const char *name);
+
+/* Profile points: a named region of code. */
+#define RP_POINT(name)                     RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
+#define RP_POINT_BUDGET(name, ns)          RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
+#define RP_POINT_BEGIN(h, name)            RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
+#define RP_POINT_BEGIN_BUDGET(h, name, ns) RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
+#define RP_POINT_END(h)                    rp__end(&(h))
+
+/* Waiting for and holding a named lock (a lock the recorder cannot see). */
+#define RP_LOCK_WAIT(name)          RP__SCOPED(name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_WAIT_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_WAIT_END(h)         rp__end(&(h))
+#define RP_LOCK_HOLD(name)          RP__SCOPED(name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_HOLD_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
+#define RP_LOCK_HOLD_END(h)         rp__end(&(h))
+
+/* A device transaction of nbytes with the device at addr, e.g. an I2C read. */
+#define RP_IO(name, addr, nbytes)                                                                  \
+    RP__SITE(RP__CAT(rp__site_, __LINE__), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                  \
+    struct rp_span RP__CAT(rp__span_, __LINE__) __attribute__((cleanup(rp__end), unused)) =        \
+        rp__begin_arg(&RP__CAT(rp__site_, __LINE__), RP_IO_ARG(addr, nbytes))
+#define RP_IO_BEGIN(h, name, addr, nbytes)                                                         \
+    RP__SITE(RP__CAT(rp__site_, h), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                         \
+    struct rp_span h = rp__begin_arg(&RP__CAT(rp__site_, h), RP_IO_ARG(addr, nbytes))
+#define RP_IO_END(h) rp__end(&(h))
+
+/* Instants and counters. */
+#define RP_TIMER(name) RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_TIMER, rp_site_instant, 0)
+#define RP_MARK(name, arg)                                                                         \
+    RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_USER, rp_site_instant, (uint64_t)(arg))
+#define RP_COUNTER(name, value)                                                                    \
+    RP__INSTANT(name, RP_SITE_COUNTER, RP_CLASS_IDX_USER, rp_site_counter, (int64_t)(value))
+
+/* ==== 4. locks by address ================================================
+ *
+ * pthread mutexes, rwlocks and spinlocks are recorded with no source change
+ * (librankprof interposes them, docs/locks.md).  For any other lock - an
+ * RTOS mutex, a firmware spinlock, a lock-free retry loop - report its
+ * life by address; the recorder treats the calls exactly like a pthread
+ * lock's:
+ *
+ *     rp_lock_wait(l);        about to block on l          (lock-wait begins)
+ *     rp_lock_acquired(l);    got it (after a wait, or     (wait ends, hold
+ *                             directly when uncontended)    begins)
+ *     rp_lock_failed(l);      gave up waiting              (wait ends)
+ *     rp_lock_released(l);    let it go                    (hold ends)
+ *
+ * A lock is shown by rp_lock_name()'s name, else by its variable's name from
+ * the symbol table, else by its address.  Names are kept in a fixed table of
+ * 256 locks, RP_LOCK_NAME_MAX - 1 bytes each; name a lock before its first
+ * event (the name goes into the trace when the lock is first seen).
+ */
+#define RP_LOCK_NAME_MAX 64
+
+/* With RANKPROF_WEAK (section 3) these are weak: test them against NULL. */
+RP_API RP__FN void rp_lock_wait(const volatile void *lock);
+RP_API RP__FN void rp_lock_acquired(const volatile void *lock);
+RP_API RP__FN void rp_lock_failed(const volatile void *lock);
+RP_API RP__FN void rp_lock_released(const volatile void *lock);
+
+/*
+ * Names the lock at address lock (the name is copied, truncated to
+ * RP_LOCK_NAME_MAX - 1 bytes).  Returns 0, RP_EINVAL for a NULL lock or an
+ * empty name, RP_EBUSY when the lock already has a name (the first stays),
+ * or RP_ENOMEM when the table of names is full.
+ */
+RP_API RP__FN int rp_lock_name(const volatile void *lock, const char *name);
+
+/* ==== 5. direct mode ======================================================
+ *
+ * With RANKPROF_MODE=direct (`rankprof record --mode direct`) the recorder
+ * keeps the statistics in the process instead of writing a trace
+ * (docs/direct-mode.md): per function, point, lock and device calls,
+ * inclusive and exclusive time, min, max, mean, variance, percentiles, and
+ * per caller->callee edge calls and time.  They are saved to the output file
+ * at exit, and printed then when RANKPROF_PRINT=1.
+ */
+
+/*
+ * Prints the direct-mode table (name, calls, total, avg, max, status) of
+ * everything measured so far, all threads merged, to f.  Callable from any
+ * thread at any time; running threads are read as they are (events in
+ * flight may be missing).  Returns 0, RP_EINVAL for a NULL f, RP_EBUSY when
+ * the recorder is not in direct mode, or RP_ENOMEM.
+ */
+RP_API int rp_report(FILE *f);
+
+/* ==== 6. functions by name ================================================
+ *
+ * Functions built with -finstrument-functions are switched on and off by
+ * name (globs on their symbol names) or by address.  The recorder reads the
+ * loaded modules' ELF symbol tables itself the first time a function rule
+ * exists (RANKPROF_FILTER at start, or a call below); from then on every
+ * function event looks its address up in a table (docs/api.md: a few ns
+ * per call).  A switched-off function's enter and exit are both left out,
+ * so its callees appear under its caller and its time is its caller's own.
+ * A function switched while it runs keeps the decision of its enter for its
+ * exit.  RANKPROF_THROTTLE (docs/recording.md) switches busy tiny functions
+ * to counting only.
+ */
+
+/*
+ * Switches every function whose symbol name matches the glob pattern
+ * (fnmatch(3)) on (on != 0) or off, now and for functions first called
+ * later, in every module (a dlopen'ed one too).  Rules apply in order, the
+ * last matching one wins (after RANKPROF_FILTER's).  Returns the number of
+ * function symbols in the modules loaded now that match, or RP_EINVAL for a
+ * NULL pattern.  Takes a spin lock and may read symbol tables: not from a
+ * signal handler.
+ */
+RP_API RP__FN int rp_func_enable(const char *pattern, int on);
+
+/*
+ * Switches the function at address fn on or off (a function pointer; for
+ * a function without a symbol, or a faster switch than a glob).  Returns 0,
+ * RP_EINVAL for NULL, or RP_ENOMEM when the recorder's function table is
+ * full.
+ */
+RP_API RP__FN int rp_func_enable_addr(void (*fn)(void), int on);
+
+/* ==== the disabled build =================================================
+ *
+ * With RANKPROF_DISABLE every call above compiles to nothing: no code, no
+ * symbol, no "rp_sites" section; arguments are not evaluated (sizeof only
+ * names them, so no "unused" warning).  The functions that give a value are
+ * statement expressions of that value, usable as values and as statements
+ * without a "statement with no effect" warning.  The declarations above
+ * stay: they reference nothing by themselves.
+ */
+#ifdef RANKPROF_DISABLE
+
+/* 1-2. control */
+#define rp_strerror(code)                                                                          \
+    __extension__({                                                                                \
+        (void)sizeof(code);                                                                        \
+        "rankprof disabled";                                                                       \
+    })
+#define rp_classes_set(on, off)                                                                    \
+    __extension__({                                                                                \
+        (void)sizeof(on), (void)sizeof(off);                                                       \
+        0u;                                                                                        \
+    })
+#define rp_flush() __extension__({ 0; })
+
+/* 3. profile points: the enabled macros above, replaced */
+#undef RP_POINT
+#undef RP_POINT_BUDGET
+#undef RP_POINT_BEGIN
+#undef RP_POINT_BEGIN_BUDGET
+#undef RP_POINT_END
+#undef RP_LOCK_WAIT
+#undef RP_LOCK_WAIT_BEGIN
+#undef RP_LOCK_WAIT_END
+#undef RP_LOCK_HOLD
+#undef RP_LOCK_HOLD_BEGIN
+#undef RP_LOCK_HOLD_END
+#undef RP_IO
+#undef RP_IO_BEGIN
+#undef RP_IO_END
+#undef RP_TIMER
+#undef RP_MARK
+#undef RP_COUNTER
+
+#define rp_site_enable(pattern, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof(on);                                                   \
+        0;                                                                                         \
+    })
+#define rp_site_hook(pattern, fn, arg)                                                             \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof((rp_hook_fn)(fn)), (void)sizeof(arg);                  \
+        0;                                                                                         \
+    })
+#define rp_site_overruns(name)                                                                     \
+    __extension__({                                                                                \
+        (void)sizeof(name);                                                                        \
+        (uint64_t)0;                                                                               \
+    })
+#define RP_POINT(name)                     /* nothing */
+#define RP_POINT_BUDGET(name, ns)          /* nothing */
+#define RP_POINT_BEGIN(h, name)            /* nothing */
+#define RP_POINT_BEGIN_BUDGET(h, name, ns) /* nothing */
+#define RP_POINT_END(h)                    ((void)0)
+#define RP_LOCK_WAIT(name)                 /* nothing */
+#define RP_LOCK_WAIT_BEGIN(h, name)        /* nothing */
+#define RP_LOCK_WAIT_END(h)                ((void)0)
+#define RP_LOCK_HOLD(name)                 /* nothing */
+#define RP_LOCK_HOLD_BEGIN(h, name)        /* nothing */
+#define RP_LOCK_HOLD_END(h)                ((void)0)
+#define RP_IO(name, addr, nbytes)          /* nothing */
+#define RP_IO_BEGIN(h, name, addr, nbytes) /* nothing */
+#define RP_IO_END(h)                       ((void)0)
+#define RP_TIMER(name)                     ((void)0)
+#define RP_MARK(name, arg)                 ((void)sizeof(arg))
+#define RP_COUNTER(name, value)            ((void)sizeof(value))
+
+/* 4. locks by address */
+/* clang-format off: one line each, as the declarations above */
+#define rp_lock_wait(lock)     ((void)sizeof(lock))
+#define rp_lock_acquired(lock) ((void)sizeof(lock))
+#define rp_lock_failed(lock)   ((void)sizeof(lock))
+#define rp_lock_released(lock) ((void)sizeof(lock))
+#define rp_lock_name(lock, name)                                                                   \
+    (__extension__({                                                                               \
+        (void)sizeof(lock), (void)sizeof(name);                                                    \
+        0;                                                                                         \
+    }))
+/* clang-format on */
+
+/* 5. direct mode */
+#define rp_report(f)                                                                               \
+    __extension__({                                                                                \
+        (void)sizeof(f);                                                                           \
+        0;                                                                                         \
+    })
+
+/* 6. functions by name */
+#define rp_func_enable(pattern, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(pattern), (void)sizeof(on);                                                   \
+        0;                                                                                         \
+    })
+#define rp_func_enable_addr(fn, on)                                                                \
+    __extension__({                                                                                \
+        (void)sizeof(fn), (void)sizeof(on);                                                        \
+        0;                                                                                         \
+    })
+
+#endif /* RANKPROF_DISABLE */
+
+/* ==== internals: what the macros expand to ================================
+ *
+ * Not for direct use; none of it exists in the disabled build.
+ */
+#ifndef RANKPROF_DISABLE
 
 /*
  * Called by the constructor below (once per translation unit that includes
@@ -336,204 +560,7 @@ static inline RP__ATTR void rp__end(struct rp_span *h)
             call(&rp__site, (val));                                                                \
     } while (0)
 
-/* Profile points: a named region of code. */
-#define RP_POINT(name)                     RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
-#define RP_POINT_BUDGET(name, ns)          RP__SCOPED(name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
-#define RP_POINT_BEGIN(h, name)            RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, 0)
-#define RP_POINT_BEGIN_BUDGET(h, name, ns) RP__BEGIN(h, name, RP_SITE_POINT, RP_CLASS_IDX_POINT, ns)
-#define RP_POINT_END(h)                    rp__end(&(h))
-
-/* Waiting for and holding a named lock (a lock the recorder cannot see). */
-#define RP_LOCK_WAIT(name)          RP__SCOPED(name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
-#define RP_LOCK_WAIT_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_WAIT, RP_CLASS_IDX_LOCK, 0)
-#define RP_LOCK_WAIT_END(h)         rp__end(&(h))
-#define RP_LOCK_HOLD(name)          RP__SCOPED(name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
-#define RP_LOCK_HOLD_BEGIN(h, name) RP__BEGIN(h, name, RP_SITE_LOCK_HOLD, RP_CLASS_IDX_LOCK, 0)
-#define RP_LOCK_HOLD_END(h)         rp__end(&(h))
-
-/* A device transaction of nbytes with the device at addr, e.g. an I2C read. */
-#define RP_IO(name, addr, nbytes)                                                                  \
-    RP__SITE(RP__CAT(rp__site_, __LINE__), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                  \
-    struct rp_span RP__CAT(rp__span_, __LINE__) __attribute__((cleanup(rp__end), unused)) =        \
-        rp__begin_arg(&RP__CAT(rp__site_, __LINE__), RP_IO_ARG(addr, nbytes))
-#define RP_IO_BEGIN(h, name, addr, nbytes)                                                         \
-    RP__SITE(RP__CAT(rp__site_, h), name, RP_SITE_IO, RP_CLASS_IDX_IO, 0);                         \
-    struct rp_span h = rp__begin_arg(&RP__CAT(rp__site_, h), RP_IO_ARG(addr, nbytes))
-#define RP_IO_END(h) rp__end(&(h))
-
-/* Instants and counters. */
-#define RP_TIMER(name) RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_TIMER, rp_site_instant, 0)
-#define RP_MARK(name, arg)                                                                         \
-    RP__INSTANT(name, RP_SITE_INSTANT, RP_CLASS_IDX_USER, rp_site_instant, (uint64_t)(arg))
-#define RP_COUNTER(name, value)                                                                    \
-    RP__INSTANT(name, RP_SITE_COUNTER, RP_CLASS_IDX_USER, rp_site_counter, (int64_t)(value))
-
-#else /* RANKPROF_DISABLE: no code, no symbol, arguments not evaluated */
-
-#define rp_site_enable(pattern, on)                                                                \
-    __extension__({                                                                                \
-        (void)sizeof(pattern), (void)sizeof(on);                                                   \
-        0;                                                                                         \
-    })
-#define rp_site_hook(pattern, fn, arg)                                                             \
-    __extension__({                                                                                \
-        (void)sizeof(pattern), (void)sizeof((rp_hook_fn)(fn)), (void)sizeof(arg);                  \
-        0;                                                                                         \
-    })
-#define rp_site_overruns(name)                                                                     \
-    __extension__({                                                                                \
-        (void)sizeof(name);                                                                        \
-        (uint64_t)0;                                                                               \
-    })
-#define RP_POINT(name)                     /* nothing */
-#define RP_POINT_BUDGET(name, ns)          /* nothing */
-#define RP_POINT_BEGIN(h, name)            /* nothing */
-#define RP_POINT_BEGIN_BUDGET(h, name, ns) /* nothing */
-#define RP_POINT_END(h)                    ((void)0)
-#define RP_LOCK_WAIT(name)                 /* nothing */
-#define RP_LOCK_WAIT_BEGIN(h, name)        /* nothing */
-#define RP_LOCK_WAIT_END(h)                ((void)0)
-#define RP_LOCK_HOLD(name)                 /* nothing */
-#define RP_LOCK_HOLD_BEGIN(h, name)        /* nothing */
-#define RP_LOCK_HOLD_END(h)                ((void)0)
-#define RP_IO(name, addr, nbytes)          /* nothing */
-#define RP_IO_BEGIN(h, name, addr, nbytes) /* nothing */
-#define RP_IO_END(h)                       ((void)0)
-#define RP_TIMER(name)                     ((void)0)
-#define RP_MARK(name, arg)                 ((void)sizeof(arg))
-#define RP_COUNTER(name, value)            ((void)sizeof(value))
-
-#endif /* RANKPROF_DISABLE */
-
-/* ==== 4. locks by address ================================================
- *
- * pthread mutexes, rwlocks and spinlocks are recorded with no source change
- * (librankprof interposes them, docs/locks.md).  For any other lock - an
- * RTOS mutex, a firmware spinlock, a lock-free retry loop - report its
- * life by address; the recorder treats the calls exactly like a pthread
- * lock's:
- *
- *     rp_lock_wait(l);        about to block on l          (lock-wait begins)
- *     rp_lock_acquired(l);    got it (after a wait, or     (wait ends, hold
- *                             directly when uncontended)    begins)
- *     rp_lock_failed(l);      gave up waiting              (wait ends)
- *     rp_lock_released(l);    let it go                    (hold ends)
- *
- * A lock is shown by rp_lock_name()'s name, else by its variable's name from
- * the symbol table, else by its address.  Names are kept in a fixed table of
- * 256 locks, RP_LOCK_NAME_MAX - 1 bytes each; name a lock before its first
- * event (the name goes into the trace when the lock is first seen).
- */
-#define RP_LOCK_NAME_MAX 64
-
-#ifndef RANKPROF_DISABLE
-
-/* With RANKPROF_WEAK (section 3) these are weak: test them against NULL. */
-RP_API RP__FN void rp_lock_wait(const volatile void *lock);
-RP_API RP__FN void rp_lock_acquired(const volatile void *lock);
-RP_API RP__FN void rp_lock_failed(const volatile void *lock);
-RP_API RP__FN void rp_lock_released(const volatile void *lock);
-
-/*
- * Names the lock at address lock (the name is copied, truncated to
- * RP_LOCK_NAME_MAX - 1 bytes).  Returns 0, RP_EINVAL for a NULL lock or an
- * empty name, RP_EBUSY when the lock already has a name (the first stays),
- * or RP_ENOMEM when the table of names is full.
- */
-RP_API RP__FN int rp_lock_name(const volatile void *lock, const char *name);
-
-#else
-
-/* clang-format off: one line each, as the declarations above */
-#define rp_lock_wait(lock)     ((void)sizeof(lock))
-#define rp_lock_acquired(lock) ((void)sizeof(lock))
-#define rp_lock_failed(lock)   ((void)sizeof(lock))
-#define rp_lock_released(lock) ((void)sizeof(lock))
-#define rp_lock_name(lock, name)                                                                   \
-    (__extension__({                                                                               \
-        (void)sizeof(lock), (void)sizeof(name);                                                    \
-        0;                                                                                         \
-    }))
-/* clang-format on */
-
-#endif /* RANKPROF_DISABLE */
-
-/* ==== 5. direct mode ======================================================
- *
- * With RANKPROF_MODE=direct (`rankprof record --mode direct`) the recorder
- * keeps the statistics in the process instead of writing a trace
- * (docs/direct-mode.md): per function, point, lock and device calls,
- * inclusive and exclusive time, min, max, mean, variance, percentiles, and
- * per caller->callee edge calls and time.  They are saved to the output file
- * at exit, and printed then when RANKPROF_PRINT=1.
- */
-
-#ifndef RANKPROF_DISABLE
-
-/*
- * Prints the direct-mode table (name, calls, total, avg, max, status) of
- * everything measured so far, all threads merged, to f.  Callable from any
- * thread at any time; running threads are read as they are (events in
- * flight may be missing).  Returns 0, RP_EINVAL for a NULL f, RP_EBUSY when
- * the recorder is not in direct mode, or RP_ENOMEM.
- */
-RP_API int rp_report(FILE *f);
-
-#else
-
-#define rp_report(f) ((void)sizeof(f), 0)
-
-#endif /* RANKPROF_DISABLE */
-
-/* ==== 6. functions by name ================================================
- *
- * Functions built with -finstrument-functions are switched on and off by
- * name (globs on their symbol names) or by address.  The recorder reads the
- * loaded modules' ELF symbol tables itself the first time a function rule
- * exists (RANKPROF_FILTER at start, or a call below); from then on every
- * function event looks its address up in a table (docs/api.md: a few ns
- * per call).  A switched-off function's enter and exit are both left out,
- * so its callees appear under its caller and its time is its caller's own.
- * A function switched while it runs keeps the decision of its enter for its
- * exit.  RANKPROF_THROTTLE (docs/recording.md) switches busy tiny functions
- * to counting only.
- */
-
-#ifndef RANKPROF_DISABLE
-
-/*
- * Switches every function whose symbol name matches the glob pattern
- * (fnmatch(3)) on (on != 0) or off, now and for functions first called
- * later, in every module (a dlopen'ed one too).  Rules apply in order, the
- * last matching one wins (after RANKPROF_FILTER's).  Returns the number of
- * function symbols in the modules loaded now that match, or RP_EINVAL for a
- * NULL pattern.  Takes a spin lock and may read symbol tables: not from a
- * signal handler.
- */
-RP_API RP__FN int rp_func_enable(const char *pattern, int on);
-
-/*
- * Switches the function at address fn on or off (a function pointer; for
- * a function without a symbol, or a faster switch than a glob).  Returns 0,
- * RP_EINVAL for NULL, or RP_ENOMEM when the recorder's function table is
- * full.
- */
-RP_API RP__FN int rp_func_enable_addr(void (*fn)(void), int on);
-
-#else
-
-#define rp_func_enable(pattern, on)                                                                \
-    __extension__({                                                                                \
-        (void)sizeof(pattern), (void)sizeof(on);                                                   \
-        0;                                                                                         \
-    })
-#define rp_func_enable_addr(fn, on)                                                                \
-    __extension__({                                                                                \
-        (void)sizeof(fn), (void)sizeof(on);                                                        \
-        0;                                                                                         \
-    })
-
-#endif /* RANKPROF_DISABLE */
+#endif /* !RANKPROF_DISABLE */
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@
 # the programs of tests/progs (fib, calltree, threads) and examples/firmware
 # with the real recorder, then checks the trace file's framing (CRCs, event
 # counts, decoded event stream, per docs/trace-format.md) and the
-# `report --format json` output (docs/design.md §9) against the exact call counts and
+# `report --format json` output (docs/design.md §8) against the exact call counts and
 # edges documented at the top of each program.  Also checks that missing,
 # empty, truncated and corrupted files and unknown options give a clear error
 # and a non-zero exit (never a signal).
@@ -141,7 +141,7 @@ def check_trace(path):
     pos = mid if cands else c[0] + 16 + c[2] // 2
     print(f"events={events} truncate_at={pos} flip_at={pos} size={len(b)}")
 
-# ---- the JSON report (docs/design.md §9) ------------------------------------------
+# ---- the JSON report (docs/design.md §8) ------------------------------------------
 KINDS = {"func", "point", "lock-wait", "lock-hold", "io", "wait", "offcpu"}
 FLAGS = {"DISPATCH", "HOT", "JITTER", "RATE", "CONTENDED", "BUDGET"}
 NODE_KEYS = {"name": str, "kind": str, "calls": int, "inclusive_ns": int,

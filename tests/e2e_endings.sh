@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_endings.sh - every ordinary way a program ends keeps every event it
-# recorded (docs/robustness.md, "Endings").  prog_endings MODE N makes
-# exactly N calls of work() (2N of leaf()) and then ends by MODE; the trace
+# recorded (docs/robustness.md, "How a run can end, and what the file
+# holds").  prog_endings MODE N makes exactly N calls of work() (2N of
+# leaf()) and then ends by MODE; the trace
 # must hold all of them, with no loss, an END chunk saying how it ended,
 # and the program's exit status must be what it would be unrecorded.
 #

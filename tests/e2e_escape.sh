@@ -18,27 +18,34 @@ export RANKPROF_LIB="$RP_LIB"
 
 cd "$tmp"
 
-"$RANKPROF" record -o h.data -- "$PROGS/prog_hostile" >/dev/null 2>rec.err ||
-    fail "recording prog_hostile: $(cat rec.err)"
+# every text output, then the text exports (their names in text.list)
+outputs() {
+    "$RANKPROF" record -o h.data -- "$PROGS/prog_hostile" >/dev/null 2>rec.err ||
+        fail "recording prog_hostile: $(cat rec.err)"
 
-"$RANKPROF" report -i h.data >report.txt || fail "report"
-"$RANKPROF" report -i h.data --format json >report.json || fail "report json"
-"$RANKPROF" report -i h.data --format csv >report.csv || fail "report csv"
-"$RANKPROF" graph -i h.data work >graph.txt || fail "graph"
-"$RANKPROF" locks -i h.data >locks.txt || fail "locks"
-"$RANKPROF" locks -i h.data --format json >locks.json || fail "locks json"
-"$RANKPROF" info -i h.data >info.txt || fail "info"
-"$RANKPROF" dump -i h.data >dump.txt || fail "dump"
-text=(report.txt report.json report.csv graph.txt locks.txt locks.json info.txt dump.txt)
-for f in json csv chrome folded flamegraph callgrind plantuml mermaid html; do
-    "$RANKPROF" export -i h.data --format "$f" -o "x.$f" || fail "export $f"
-    text+=("x.$f")
-done
-"$RANKPROF" export -i h.data --format perfetto -o x.pftrace || fail "export perfetto"
-"$RANKPROF" export -i h.data --format pprof -o x.pb.gz || fail "export pprof"
-gunzip -c x.pb.gz >x.pb || fail "pprof output is not gzip"
+    "$RANKPROF" report -i h.data >report.txt || fail "report"
+    "$RANKPROF" report -i h.data --format json >report.json || fail "report json"
+    "$RANKPROF" report -i h.data --format csv >report.csv || fail "report csv"
+    "$RANKPROF" graph -i h.data work >graph.txt || fail "graph"
+    "$RANKPROF" locks -i h.data >locks.txt || fail "locks"
+    "$RANKPROF" locks -i h.data --format json >locks.json || fail "locks json"
+    "$RANKPROF" info -i h.data >info.txt || fail "info"
+    "$RANKPROF" dump -i h.data >dump.txt || fail "dump"
+    for f in json csv chrome folded flamegraph callgrind plantuml mermaid html; do
+        "$RANKPROF" export -i h.data --format "$f" -o "x.$f" || fail "export $f"
+    done
+    "$RANKPROF" export -i h.data --format perfetto -o x.pftrace || fail "export perfetto"
+    "$RANKPROF" export -i h.data --format pprof -o x.pb.gz || fail "export pprof"
+    gunzip -c x.pb.gz >x.pb || fail "pprof output is not gzip"
+    printf '%s\n' report.txt report.json report.csv graph.txt locks.txt locks.json info.txt \
+        dump.txt x.{json,csv,chrome,folded,flamegraph,callgrind,plantuml,mermaid,html} >text.list
+}
 
-python3 - "${text[@]}" <<'PY' || fail "control bytes in the output (above)"
+# no control byte in any text output
+text_bytes() {
+    [[ -s text.list ]] || fail "no outputs (scenario outputs failed)"
+    mapfile -t text <text.list
+    python3 - "${text[@]}" <<'PY' || fail "control bytes in the output (above)"
 import re, sys
 bad = 0
 for path in sys.argv[1:]:
@@ -51,7 +58,11 @@ for path in sys.argv[1:]:
         break
 sys.exit(1 if bad else 0)
 PY
-python3 - x.pftrace x.pb <<'PY' || fail "raw control sequences in a binary export (above)"
+}
+
+# the binary exports hold the escaped names, not the raw sequences
+binary_exports() {
+    python3 - x.pftrace x.pb <<'PY' || fail "raw control sequences in a binary export (above)"
 import sys
 bad = 0
 for path in sys.argv[1:]:
@@ -65,10 +76,19 @@ for path in sys.argv[1:]:
         bad = 1
 sys.exit(bad)
 PY
+}
+
 # the escaped names are there, once per form (a name lost is no escape)
-grep -qF 'pt\x1b]52;c;aGVsbG8K\x07\x01\x7f\xc2\x9b[2J\x;end' graph.txt || fail "graph: point name"
-grep -qF 'lk\x1b[31m\x08' locks.txt || fail "locks: lock name"
-grep -qF 't\x1b[31mred' info.txt || fail "info: thread name"
-grep -qF 'io\x0d\x0a\x1b]52' x.csv || fail "csv: io name"
-grep -qF 'mk\x1bc' dump.txt || fail "dump: mark name"
-echo "e2e_escape: ok (${#text[@]} text outputs, 2 binary exports)"
+escaped_names() {
+    grep -qF 'pt\x1b]52;c;aGVsbG8K\x07\x01\x7f\xc2\x9b[2J\x;end' graph.txt || fail "graph: point name"
+    grep -qF 'lk\x1b[31m\x08' locks.txt || fail "locks: lock name"
+    grep -qF 't\x1b[31mred' info.txt || fail "info: thread name"
+    grep -qF 'io\x0d\x0a\x1b]52' x.csv || fail "csv: io name"
+    grep -qF 'mk\x1bc' dump.txt || fail "dump: mark name"
+}
+
+scenario outputs outputs
+scenario text_bytes text_bytes
+scenario binary_exports binary_exports
+scenario escaped_names escaped_names
+finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_fdtrick.sh - the trace descriptor belongs to the recorder
-# (docs/robustness.md, "Descriptors").  prog_fdtrick MODE N DATA makes N
+# (docs/robustness.md, "The trace's descriptor").  prog_fdtrick MODE N DATA makes N
 # calls, then takes every descriptor from 3 to 1023 (dup2 of /dev/null and
 # of its data file over them; the same by the raw dup3 system call; close),
 # then N more calls.  The data file must hold exactly what the program

@@ -28,21 +28,29 @@ attempt() {
     wait $rec 2>/dev/null || true
     return 124
 }
-rc=0
-attempt || rc=$?
-if [[ $rc -eq 124 && ${RP_SANITIZE:-} == *thread* ]]; then
-    echo "e2e_fork: hung under ThreadSanitizer (open finding); trying once more" >&2
+# the run: the parent's file and the child's NAME.PID
+record() {
     rc=0
     attempt || rc=$?
-fi
-[[ $rc -eq 0 ]] || fail "record exited $rc (124: hung)"
-out=$(cat "$tmp/out")
-child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
-[ -n "$child" ] || fail "no child pid printed: $out"
-[ -f "$tmp/f.data.$child" ] || fail "no child trace $tmp/f.data.$child: $(ls "$tmp")"
-"$RANKPROF" report -i "$tmp/f.data" --one-file --format json > "$tmp/p.json"
-"$RANKPROF" report -i "$tmp/f.data.$child" --format json > "$tmp/c.json"
-python3 - "$tmp/p.json" "$tmp/c.json" <<'PY' || fail "counts differ"
+    if [[ $rc -eq 124 && ${RP_SANITIZE:-} == *thread* ]]; then
+        echo "e2e_fork: hung under ThreadSanitizer (open finding); trying once more" >&2
+        rc=0
+        attempt || rc=$?
+    fi
+    [[ $rc -eq 0 ]] || fail "record exited $rc (124: hung)"
+    out=$(cat "$tmp/out")
+    child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
+    [ -n "$child" ] || fail "no child pid printed: $out"
+    [ -f "$tmp/f.data.$child" ] || fail "no child trace $tmp/f.data.$child: $(ls "$tmp")"
+    echo "$child" >"$tmp/child"
+}
+
+# each file by itself: exact counts
+parent_and_child() {
+    child=$(cat "$tmp/child") || fail "no child pid (scenario record failed)"
+    "$RANKPROF" report -i "$tmp/f.data" --one-file --format json > "$tmp/p.json"
+    "$RANKPROF" report -i "$tmp/f.data.$child" --format json > "$tmp/c.json"
+    python3 - "$tmp/p.json" "$tmp/c.json" <<'PY' || fail "counts differ"
 import json, sys
 p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
 calls = lambda r, n: sum(x["calls"] for x in r["nodes"] if x["name"] == n)
@@ -55,13 +63,21 @@ if p["threads"] != 2:
     print(f"parent threads {p['threads']}, expected 2", file=sys.stderr); ok = False
 sys.exit(0 if ok else 1)
 PY
+}
+
 # the run's set, merged (docs/robustness.md, "One file per process")
-"$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/m.json"
-python3 - "$tmp/m.json" <<'PY' || fail "merged counts differ"
+merged() {
+    "$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/m.json"
+    python3 - "$tmp/m.json" <<'PY' || fail "merged counts differ"
 import json, sys
 m = json.load(open(sys.argv[1]))
 calls = lambda n: sum(x["calls"] for x in m["nodes"] if x["name"] == n)
 assert (calls("work"), calls("child_work"), m["threads"], len(m["processes"])) == (200, 30, 3, 2), \
     (calls("work"), calls("child_work"), m["threads"], len(m["processes"]))
 PY
-echo "e2e_fork: parent and child ($child) traces exact, and merged: ok"
+}
+
+scenario record record
+scenario parent_and_child parent_and_child
+scenario merged merged
+finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_offcpu.sh - time off CPU and time waiting for the recorder are not the
-# program's (docs/recording.md, "Off-CPU time" and "Recorder waits").
+# program's (docs/recording.md, "Off-CPU time" and "When the writer cannot
+# keep up").
 #
 # 1. perf context switches (where perf_event_open is allowed: the test
 #    requires it when kernel.perf_event_paranoid <= 2 and no seccomp filter
@@ -36,7 +37,6 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_offcpu RANKPROF PROGS RP_LIB
-set +e # (each status is checked where it matters)
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 prog="$PROGS/prog_busy"
@@ -53,35 +53,36 @@ seccomp=$(sed -n 's/^Seccomp:[[:space:]]*//p' /proc/self/status 2>/dev/null)
 want_perf=0
 [[ "$paranoid" -le 2 && "${seccomp:-0}" == 0 ]] && want_perf=1
 
-# ---- 1. perf ----------------------------------------------------------------
-"$RANKPROF" record -o "$tmp/busy.data" -- "$prog" $THREADS $CALLS $SPIN \
-    >"$tmp/busy.out" 2>"$tmp/busy.err" || fail "record failed: $(cat "$tmp/busy.err")"
-# measured times: the arithmetic below is exact without overhead compensation
-# (with it, a span shorter than its correction is clamped at 0: under a
-# sanitizer the measured cost per event varies, and step's own time is small)
-"$RANKPROF" report -i "$tmp/busy.data" --format json --no-compensate >"$tmp/busy.json" ||
-    fail "report failed"
-"$RANKPROF" report -i "$tmp/busy.data" >"$tmp/busy.txt" || fail "report (table) failed"
-"$RANKPROF" info -i "$tmp/busy.data" >"$tmp/busy.info" || fail "info failed"
-src=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["offcpu"]["source"])' \
-    "$tmp/busy.json")
-if [[ "$src" != perf ]]; then
-    [[ $want_perf == 1 ]] &&
-        fail "perf_event_paranoid is $paranoid, no seccomp, yet the source is $src: $(grep off-CPU "$tmp/busy.info")"
-    # a refusal, not a malformed request
-    grep -Eq '^off-CPU: not separated \(perf_event_open: (EACCES|EPERM|ENOSYS|ENOENT|ENODEV)\)' \
-        "$tmp/busy.info" || fail "perf refused for a reason that is no refusal: $(grep off-CPU "$tmp/busy.info")"
-    echo "e2e_offcpu: perf not available here (source $src): part 1 skipped"
-else
-    grep -q '^off-CPU: perf context switches' "$tmp/busy.txt" ||
-        fail "the report's header does not say perf: $(grep off-CPU "$tmp/busy.txt")"
-    grep -q '^off-CPU: perf context switches' "$tmp/busy.info" || fail "info does not say perf"
-    # the bound on tiny's on-CPU maximum: 4 ms; none under a sanitizer, where
-    # a call of tiny was seen to stall 10 ms on CPU without a context switch
-    # (the stall of a virtual CPU is no context switch the kernel reports)
-    bound=4000000
-    sanitized && bound=0
-    python3 - "$tmp/busy.json" $THREADS $CALLS $bound <<'PY' || exit 1
+# 1. perf: off-CPU spans under the frames they fell in
+perf() {
+    "$RANKPROF" record -o "$tmp/busy.data" -- "$prog" $THREADS $CALLS $SPIN \
+        >"$tmp/busy.out" 2>"$tmp/busy.err" || fail "record failed: $(cat "$tmp/busy.err")"
+    # measured times: the arithmetic below is exact without overhead compensation
+    # (with it, a span shorter than its correction is clamped at 0: under a
+    # sanitizer the measured cost per event varies, and step's own time is small)
+    "$RANKPROF" report -i "$tmp/busy.data" --format json --no-compensate >"$tmp/busy.json" ||
+        fail "report failed"
+    "$RANKPROF" report -i "$tmp/busy.data" >"$tmp/busy.txt" || fail "report (table) failed"
+    "$RANKPROF" info -i "$tmp/busy.data" >"$tmp/busy.info" || fail "info failed"
+    src=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["offcpu"]["source"])' \
+        "$tmp/busy.json")
+    if [[ "$src" != perf ]]; then
+        [[ $want_perf == 1 ]] &&
+            fail "perf_event_paranoid is $paranoid, no seccomp, yet the source is $src: $(grep off-CPU "$tmp/busy.info")"
+        # a refusal, not a malformed request
+        grep -Eq '^off-CPU: not separated \(perf_event_open: (EACCES|EPERM|ENOSYS|ENOENT|ENODEV)\)' \
+            "$tmp/busy.info" || fail "perf refused for a reason that is no refusal: $(grep off-CPU "$tmp/busy.info")"
+        echo "e2e_offcpu: perf not available here (source $src): part 1 skipped"
+    else
+        grep -q '^off-CPU: perf context switches' "$tmp/busy.txt" ||
+            fail "the report's header does not say perf: $(grep off-CPU "$tmp/busy.txt")"
+        grep -q '^off-CPU: perf context switches' "$tmp/busy.info" || fail "info does not say perf"
+        # the bound on tiny's on-CPU maximum: 4 ms; none under a sanitizer, where
+        # a call of tiny was seen to stall 10 ms on CPU without a context switch
+        # (the stall of a virtual CPU is no context switch the kernel reports)
+        bound=4000000
+        sanitized && bound=0
+        python3 - "$tmp/busy.json" $THREADS $CALLS $bound <<'PY' || fail "(above)"
 import json, sys
 j = json.load(open(sys.argv[1]))
 threads, calls, bound = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -127,15 +128,17 @@ if "JITTER" in t["flags"] and t["oncpu_max_ns"] < 10 * t["p50_ns"]:
 print(f"e2e_offcpu: perf: {o['calls']} off-CPU spans, {o['inclusive_ns'] / 1e6:.1f} ms; "
       f"tiny max {t['max_ns']} ns wall, {t['oncpu_max_ns']} ns on CPU: ok")
 PY
-fi
+    fi
+}
 
-# ---- 2. the fallback, forced ------------------------------------------------
-RANKPROF_TEST_OFFCPU_REFUSE=1 "$RANKPROF" record -o "$tmp/fb.data" -- "$prog" $THREADS 20000 $SPIN \
-    >/dev/null 2>"$tmp/fb.err" || fail "record (fallback) failed: $(cat "$tmp/fb.err")"
-"$RANKPROF" report -i "$tmp/fb.data" --format json >"$tmp/fb.json" || fail "report failed"
-"$RANKPROF" report -i "$tmp/fb.data" >"$tmp/fb.txt" || fail "report (table) failed"
-"$RANKPROF" info -i "$tmp/fb.data" >"$tmp/fb.info" || fail "info failed"
-python3 - "$tmp/fb.json" <<'PY' || exit 1
+# 2. the fallback, forced: no perf, the run-queue delay instead
+fallback() {
+    RANKPROF_TEST_OFFCPU_REFUSE=1 "$RANKPROF" record -o "$tmp/fb.data" -- "$prog" $THREADS 20000 $SPIN \
+        >/dev/null 2>"$tmp/fb.err" || fail "record (fallback) failed: $(cat "$tmp/fb.err")"
+    "$RANKPROF" report -i "$tmp/fb.data" --format json >"$tmp/fb.json" || fail "report failed"
+    "$RANKPROF" report -i "$tmp/fb.data" >"$tmp/fb.txt" || fail "report (table) failed"
+    "$RANKPROF" info -i "$tmp/fb.data" >"$tmp/fb.info" || fail "info failed"
+    python3 - "$tmp/fb.json" <<'PY' || fail "(above)"
 import json, os, sys
 j = json.load(open(sys.argv[1]))
 def die(m):
@@ -153,35 +156,43 @@ if want == "schedstat" and not o.get("runq_delay_ns", 0) > 0:
 if o["separated_ns"] != 0:
     die(f"separated_ns {o['separated_ns']}")
 PY
-grep -q '^off-CPU: not separated (perf_event_open: EACCES)' "$tmp/fb.txt" ||
-    fail "the report's header does not say off-CPU time is not separated: $(grep off-CPU "$tmp/fb.txt")"
-grep -q '^off-CPU: not separated (perf_event_open: EACCES)' "$tmp/fb.info" ||
-    fail "info does not say off-CPU time is not separated"
-RANKPROF_OFFCPU=0 "$RANKPROF" record -o "$tmp/none.data" -- "$prog" 1 10 1 >/dev/null 2>&1 ||
-    fail "record (switched off) failed"
-"$RANKPROF" report -i "$tmp/none.data" | grep -q '^off-CPU: not separated (switched off' ||
-    fail "RANKPROF_OFFCPU=0: the header does not say so"
+    grep -q '^off-CPU: not separated (perf_event_open: EACCES)' "$tmp/fb.txt" ||
+        fail "the report's header does not say off-CPU time is not separated: $(grep off-CPU "$tmp/fb.txt")"
+    grep -q '^off-CPU: not separated (perf_event_open: EACCES)' "$tmp/fb.info" ||
+        fail "info does not say off-CPU time is not separated"
+}
+
+# off-CPU time switched off: the header says so
+switched_off() {
+    RANKPROF_OFFCPU=0 "$RANKPROF" record -o "$tmp/none.data" -- "$prog" 1 10 1 >/dev/null 2>&1 ||
+        fail "record (switched off) failed"
+    "$RANKPROF" report -i "$tmp/none.data" | grep -q '^off-CPU: not separated (switched off' ||
+        fail "RANKPROF_OFFCPU=0: the header does not say so"
+}
+
 # direct mode separates nothing and keeps its wall maxima (JITTER judges them)
-"$RANKPROF" record --mode direct -o "$tmp/direct.data" -- "$prog" 2 2000 $SPIN >/dev/null 2>&1 ||
-    fail "record (direct mode) failed"
-"$RANKPROF" report -i "$tmp/direct.data" | grep -q '^off-CPU: not separated (direct mode)' ||
-    fail "direct mode: the header does not say off-CPU time is not separated"
-"$RANKPROF" report -i "$tmp/direct.data" --format json | python3 -c '
+direct_mode() {
+    "$RANKPROF" record --mode direct -o "$tmp/direct.data" -- "$prog" 2 2000 $SPIN >/dev/null 2>&1 ||
+        fail "record (direct mode) failed"
+    "$RANKPROF" report -i "$tmp/direct.data" | grep -q '^off-CPU: not separated (direct mode)' ||
+        fail "direct mode: the header does not say off-CPU time is not separated"
+    "$RANKPROF" report -i "$tmp/direct.data" --format json | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
 t = {n["name"]: n for n in j["nodes"]}["tiny"]
 sys.exit("oncpu_max_ns" in t or j["offcpu"]["source"] != "none" or t["max_ns"] <= 0)' ||
-    fail "direct mode: on-CPU fields, or a source, or no maximum"
-echo "e2e_offcpu: fallback: ok"
+        fail "direct mode: on-CPU fields, or a source, or no maximum"
+}
 
-# ---- 3. recorder waits -------------------------------------------------------
-RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=30000 \
-    "$RANKPROF" record -o "$tmp/wait.data" -- "$prog" 1 4000 $SPIN >/dev/null 2>"$tmp/wait.err" ||
-    fail "record (slow writer) failed: $(cat "$tmp/wait.err")"
-"$RANKPROF" report -i "$tmp/wait.data" --format json >"$tmp/wait.json" || fail "report failed"
-"$RANKPROF" info -i "$tmp/wait.data" | grep -Eq '^recorder wait: [0-9.]+(ms|s) ' ||
-    fail "info does not show the recorder wait: $("$RANKPROF" info -i "$tmp/wait.data" | grep wait)"
-python3 - "$tmp/wait.json" <<'PY' || exit 1
+# 3. recorder waits: taken out of the spans
+recorder_waits() {
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=30000 \
+        "$RANKPROF" record -o "$tmp/wait.data" -- "$prog" 1 4000 $SPIN >/dev/null 2>"$tmp/wait.err" ||
+        fail "record (slow writer) failed: $(cat "$tmp/wait.err")"
+    "$RANKPROF" report -i "$tmp/wait.data" --format json >"$tmp/wait.json" || fail "report failed"
+    "$RANKPROF" info -i "$tmp/wait.data" | grep -Eq '^recorder wait: [0-9.]+(ms|s) ' ||
+        fail "info does not show the recorder wait: $("$RANKPROF" info -i "$tmp/wait.data" | grep wait)"
+    python3 - "$tmp/wait.json" <<'PY' || fail "(above)"
 import json, sys
 j = json.load(open(sys.argv[1]))
 def die(m):
@@ -205,4 +216,11 @@ if m >= 15_000_000:
     die(f"tiny's maximum is {m} ns: it holds a wait for the writer (30 ms)")
 print(f"e2e_offcpu: recorder wait {w / 1e6:.1f} ms taken out; tiny max {m} ns: ok")
 PY
-exit 0
+}
+
+scenario perf perf
+scenario fallback fallback
+scenario switched_off switched_off
+scenario direct_mode direct_mode
+scenario recorder_waits recorder_waits
+finish

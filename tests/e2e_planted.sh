@@ -19,8 +19,7 @@
 #   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
 #     rate-spread set high / low take exactly their flag away.
 #
-# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.  Exits 1
-# with a "FAIL:" line on the first mismatch.
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_planted RANKPROF PROGS RP_LIB
 
@@ -29,30 +28,9 @@ need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
 hogs=()
-at_exit 'for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done'
 
-# the CPU hog: one busy loop per processor
-ncpu=$(nproc 2>/dev/null || echo 2)
-for ((k = 0; k < ncpu; k++)); do
-    (while :; do :; done) &
-    hogs+=($!)
-done
-
-# The 2-ns leaf is called a million times; under sanitizers, where a
-# recorded call costs microseconds and its compensation is coarser, 200000
-# times (its share of the on-CPU time must stay far from HOT's 5 %).
-tiny=1000000
-sanitized && tiny=200000
-rc=0
-"$RANKPROF" record -o "$tmp/pl.data" -- "$PROGS/prog_planted" $tiny >"$tmp/out" 2>"$tmp/err" || rc=$?
-for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done
-hogs=()
-((rc == 0)) || fail "record exited $rc: $(head -c 800 "$tmp/err")"
-grep -q "planted: done" "$tmp/out" || fail "prog_planted did not finish: $(cat "$tmp/out")"
-
-"$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r.json" || fail "report --format json failed"
-"$RANKPROF" report -i "$tmp/pl.data" --limit 0 >"$tmp/r.txt" || fail "report failed"
-
+# The check of the flags of one report (JSON and table):
+# python3 "$tmp/check.py" JSON TABLE WHAT [NAME FLAGS]...
 cat >"$tmp/check.py" <<'PYEOF'
 import json, re, sys
 
@@ -127,15 +105,45 @@ if out.get(0, 0) != acts:
 print(f"e2e_planted: inclusive calls conserved over {len(r['nodes'])} nodes, {acts} activations")
 PYEOF
 
-python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults"
+# the run, beside a CPU hog (one busy loop per processor)
+record() {
+    # (the hogs are this scenario's children: they end with it, however it ends)
+    trap 'for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done' EXIT
+    ncpu=$(nproc 2>/dev/null || echo 2)
+    for ((k = 0; k < ncpu; k++)); do
+        (while :; do :; done) &
+        hogs+=($!)
+    done
+
+    # The 2-ns leaf is called a million times; under sanitizers, where a
+    # recorded call costs microseconds and its compensation is coarser, 200000
+    # times (its share of the on-CPU time must stay far from HOT's 5 %).
+    tiny=1000000
+    sanitized && tiny=200000
+    rc=0
+    "$RANKPROF" record -o "$tmp/pl.data" -- "$PROGS/prog_planted" $tiny >"$tmp/out" 2>"$tmp/err" || rc=$?
+    for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done
+    hogs=()
+    ((rc == 0)) || fail "record exited $rc: $(head -c 800 "$tmp/err")"
+    grep -q "planted: done" "$tmp/out" || fail "prog_planted did not finish: $(cat "$tmp/out")"
+
+    "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r.json" || fail "report --format json failed"
+    "$RANKPROF" report -i "$tmp/pl.data" --limit 0 >"$tmp/r.txt" || fail "report failed"
+}
+
+# the flags as planted, their why lines, and --weight calls' edge weights
+flags() {
+    python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults" || fail "(above)"
+}
 
 # the same edges replayed in order on one thread (no join of chunks
 # replayed apart) and with workers: the same inclusive calls
-RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r0.json" ||
-    fail "report with RANKPROF_REPLAY_JOBS=0 failed"
-RANKPROF_REPLAY_JOBS=4 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r4.json" ||
-    fail "report with RANKPROF_REPLAY_JOBS=4 failed"
-python3 - "$tmp/r0.json" "$tmp/r4.json" <<'PYEOF' || exit 1
+replay_workers() {
+    RANKPROF_REPLAY_JOBS=0 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r0.json" ||
+        fail "report with RANKPROF_REPLAY_JOBS=0 failed"
+    RANKPROF_REPLAY_JOBS=4 "$RANKPROF" report -i "$tmp/pl.data" --format json >"$tmp/r4.json" ||
+        fail "report with RANKPROF_REPLAY_JOBS=4 failed"
+    python3 - "$tmp/r0.json" "$tmp/r4.json" <<'PYEOF' || fail "(above)"
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 ea = {(e["caller_id"], e["callee_id"]): e["inclusive_calls"] for e in a["edges"]}
@@ -148,13 +156,15 @@ fb = {n["name"]: n["flags"] for n in b["nodes"]}
 if fa != fb:
     sys.exit("e2e_planted: FAIL: flags differ between 0 and 4 replay workers")
 PYEOF
+}
 
 # --weight calls against a dense solve of pi = pi P built from the JSON:
 # stop weight = calls, edge weight = inclusive_calls (exact counts: no
 # rounding to allow for)
-"$RANKPROF" report -i "$tmp/pl.data" --format json --weight calls >"$tmp/rc.json" ||
-    fail "report --weight calls failed"
-python3 - "$tmp/rc.json" <<'PYEOF' || exit 1
+weight_calls() {
+    "$RANKPROF" report -i "$tmp/pl.data" --format json --weight calls >"$tmp/rc.json" ||
+        fail "report --weight calls failed"
+    python3 - "$tmp/rc.json" <<'PYEOF' || fail "(above)"
 import json, sys
 
 import dense_rank
@@ -175,11 +185,13 @@ for n in r["nodes"]:
                  f"{n['involvement']}, the dense solve gives {want}")
 print(f"e2e_planted: --weight calls matches a dense solve over {N} nodes")
 PYEOF
+}
 
 # the HTML page shows every flagged row's why line
-"$RANKPROF" export --format html -i "$tmp/pl.data" -o "$tmp/pl.html" >/dev/null 2>"$tmp/herr" ||
-    fail "export --format html failed: $(head -c 400 "$tmp/herr")"
-python3 - "$tmp/r.json" "$tmp/pl.html" <<'PYEOF' || exit 1
+html() {
+    "$RANKPROF" export --format html -i "$tmp/pl.data" -o "$tmp/pl.html" >/dev/null 2>"$tmp/herr" ||
+        fail "export --format html failed: $(head -c 400 "$tmp/herr")"
+    python3 - "$tmp/r.json" "$tmp/pl.html" <<'PYEOF' || fail "(above)"
 import html, json, sys
 r = json.load(open(sys.argv[1]))
 page = open(sys.argv[2]).read()
@@ -188,8 +200,10 @@ for n in r["nodes"]:
         if f'title="{html.escape(part, quote=False)}"' not in page:
             sys.exit(f"e2e_planted: FAIL: the HTML page lacks {n['name']}'s why {part!r}")
 PYEOF
+}
 
-# each rule's switch takes its flag, and only it, away
+# t KEY=VALUE NAME [NAME FLAGS]...: with --threshold KEY=VALUE, NAME loses
+# its flag and nothing else changes
 t() {
     local key=$1 name=$2
     shift 2
@@ -199,9 +213,22 @@ t() {
         fail "report --threshold $key failed"
     python3 "$tmp/check.py" "$tmp/t.json" "$tmp/t.txt" "--threshold $key" "$name" "$@"
 }
-t jitter-floor-ns=1000000 lookup ""
-t rate-idle=1 overrun_task ""
-t rate-duty=0 overrun_task ""
-t hot-self=0.9 hot_leaf ""
-t dispatch-fanout=30 dispatch ""
-echo "e2e_planted: ok"
+
+# each rule's switch takes its flag, and only it, away
+thresholds() {
+    local bad=0
+    t jitter-floor-ns=1000000 lookup "" || bad=1
+    t rate-idle=1 overrun_task "" || bad=1
+    t rate-duty=0 overrun_task "" || bad=1
+    t hot-self=0.9 hot_leaf "" || bad=1
+    t dispatch-fanout=30 dispatch "" || bad=1
+    ((bad == 0)) || fail "a threshold took more or less than its flag away (above)"
+}
+
+scenario record record
+scenario flags flags
+scenario replay_workers replay_workers
+scenario weight_calls weight_calls
+scenario html html
+scenario thresholds thresholds
+finish

@@ -12,32 +12,41 @@ rp_init e2e_siblings RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
 N=30000
 
-rc=0
-$TMO "$RANKPROF" record -o "$tmp/rp.data" -- bash -c '
-    unset RANKPROF_CLAIMED
-    "$1" wait "$2" >"$3/a.out" & a=$!
-    "$1" wait "$2" >"$3/b.out" & b=$!
-    for f in a b; do
-        for _ in $(seq 600); do grep -q done "$3/$f.out" && break; sleep 0.1; done
-    done
-    kill -TERM $a $b
-    wait' sh "$PROGS/prog_endings" $N "$tmp" >"$tmp/rec.out" 2>"$tmp/rec.err" || rc=$?
-[[ $rc -eq 0 ]] || fail "record: exit $rc: $(cat "$tmp/rec.err")"
-grep -q done "$tmp/a.out" && grep -q done "$tmp/b.out" || fail "the workers did not both run"
+# the shell and its two workers, recorded
+record() {
+    rc=0
+    $TMO "$RANKPROF" record -o "$tmp/rp.data" -- bash -c '
+        unset RANKPROF_CLAIMED
+        "$1" wait "$2" >"$3/a.out" & a=$!
+        "$1" wait "$2" >"$3/b.out" & b=$!
+        for f in a b; do
+            for _ in $(seq 600); do grep -q done "$3/$f.out" && break; sleep 0.1; done
+        done
+        kill -TERM $a $b
+        wait' sh "$PROGS/prog_endings" $N "$tmp" >"$tmp/rec.out" 2>"$tmp/rec.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "record: exit $rc: $(cat "$tmp/rec.err")"
+    grep -q done "$tmp/a.out" && grep -q done "$tmp/b.out" || fail "the workers did not both run"
+}
 
-workers=0
-for f in "$tmp"/rp.data*; do
-    $TMO "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
-        fail "$(basename "$f"): report failed: $(cat "$tmp/r.err")"
-    w=$(python3 -c '
+# every file readable, two of them the workers' with N calls each
+one_file_each() {
+    workers=0
+    for f in "$tmp"/rp.data*; do
+        $TMO "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/r.json" 2>"$tmp/r.err" ||
+            fail "$(basename "$f"): report failed: $(cat "$tmp/r.err")"
+        w=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 calls = {x["name"]: x["calls"] for x in r["nodes"]}
 print(calls.get("work", 0))' "$tmp/r.json")
-    if [[ $w -ne 0 ]]; then
-        [[ $w -eq $N ]] || fail "$(basename "$f"): work $w calls, expected $N"
-        workers=$((workers + 1))
-    fi
-done
-[[ $workers -eq 2 ]] || fail "$workers files hold a worker's calls, expected 2: $(ls "$tmp")"
-echo "e2e_siblings: two workers, two files of $N calls each, every file readable: ok"
+        if [[ $w -ne 0 ]]; then
+            [[ $w -eq $N ]] || fail "$(basename "$f"): work $w calls, expected $N"
+            workers=$((workers + 1))
+        fi
+    done
+    [[ $workers -eq 2 ]] || fail "$workers files hold a worker's calls, expected 2: $(ls "$tmp")"
+}
+
+scenario record record
+scenario one_file_each one_file_each
+finish

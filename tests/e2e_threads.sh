@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_threads.sh - a thread is a thread: reused kernel thread ids
-# (docs/trace-format.md, "Thread streams", format 1.3).
+# (docs/trace-format.md, "4.4 THREAD (4)": thread streams, format 1.3).
 #
 # prog_shortthreads starts N short threads one after another (each joined
 # before the next; 40,000 by default, more than this machine's pid_max of
@@ -25,20 +25,25 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_threads RANKPROF PROGS RP_LIB
-set +e # (each status is checked where it matters)
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 N=40000 K=3
 sanitized && N=4000
 echo "e2e_threads: pid_max $(cat /proc/sys/kernel/pid_max 2>/dev/null || echo ?), $N threads"
 
-"$RANKPROF" record -o "$tmp/t.data" -- "$PROGS/prog_shortthreads" $N $K >"$tmp/out" 2>"$tmp/err" ||
-    fail "record failed: $(cat "$tmp/err")"
-"$RANKPROF" report -i "$tmp/t.data" --format json --no-compensate >"$tmp/t.json" ||
-    fail "report failed"
-"$RANKPROF" info -i "$tmp/t.data" >"$tmp/info" || fail "info failed"
-grep -q "^threads: *$((N + 1))\$" "$tmp/info" || fail "info: $(grep '^threads' "$tmp/info")"
-python3 - "$tmp" $N $K <<'PY' || exit 1
+# the run, its JSON report and `info`
+record() {
+    "$RANKPROF" record -o "$tmp/t.data" -- "$PROGS/prog_shortthreads" $N $K >"$tmp/out" 2>"$tmp/err" ||
+        fail "record failed: $(cat "$tmp/err")"
+    "$RANKPROF" report -i "$tmp/t.data" --format json --no-compensate >"$tmp/t.json" ||
+        fail "report failed"
+    "$RANKPROF" info -i "$tmp/t.data" >"$tmp/info" || fail "info failed"
+}
+
+# threads, calls, generations and times, exactly
+counts() {
+    grep -q "^threads: *$((N + 1))\$" "$tmp/info" || fail "info: $(grep '^threads' "$tmp/info")"
+    python3 - "$tmp" $N $K <<'PY' || fail "counts (above)"
 import collections, json, sys
 d, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def die(msg):
@@ -79,28 +84,38 @@ print(f"e2e_threads: {n + 1} threads, {distinct} distinct worker tids, {reused} 
       f"total {j['total_ns'] / 1e9:.3f} s, workers {workers / 1e9:.3f} s, wall {wall / 1e9:.3f} s")
 open(f"{d}/again", "w").write(f"{again[0]} {len(by[again[0]])}" if again else "")
 PY
-if [[ -s "$tmp/again" ]]; then
-    read -r tid cnt <"$tmp/again"
-    "$RANKPROF" report -i "$tmp/t.data" --format json --thread "$tid" >"$tmp/one.json" ||
-        fail "report --thread $tid failed"
-    python3 -c "
+}
+
+# --thread TID selects every thread of a reused tid, TID#1 the second
+thread_filter() {
+    [[ -f "$tmp/again" ]] || fail "no result of the counts scenario"
+    if [[ -s "$tmp/again" ]]; then
+        read -r tid cnt <"$tmp/again" || true # (no newline at its end)
+        "$RANKPROF" report -i "$tmp/t.data" --format json --thread "$tid" >"$tmp/one.json" ||
+            fail "report --thread $tid failed"
+        python3 -c "
 import json, sys
 j = json.load(open('$tmp/one.json'))
 tl = j['thread_list']
 if len(tl) != $cnt or {t['tid'] for t in tl} != {$tid} or j['threads'] != $cnt:
     sys.exit('e2e_threads: FAIL: --thread $tid: %d threads %s, want $cnt' % (j['threads'], tl))
-" || exit 1
-    "$RANKPROF" report -i "$tmp/t.data" --format json --thread "$tid#1" >"$tmp/one.json" ||
-        fail "report --thread $tid#1 failed"
-    python3 -c "
+" || fail "--thread (above)"
+        "$RANKPROF" report -i "$tmp/t.data" --format json --thread "$tid#1" >"$tmp/one.json" ||
+            fail "report --thread $tid#1 failed"
+        python3 -c "
 import json, sys
 j = json.load(open('$tmp/one.json'))
 tl = j['thread_list']
 if j['threads'] != 1 or [(t['tid'], t['generation']) for t in tl] != [($tid, 1)]:
     sys.exit('e2e_threads: FAIL: --thread $tid#1: %s' % tl)
-" || exit 1
-    echo "e2e_threads: --thread $tid selects its $cnt threads, --thread $tid#1 the second"
-else
-    echo "e2e_threads: no tid was reused (pid_max above $N): the counts were checked without reuse"
-fi
-echo "e2e_threads: ok"
+" || fail "--thread (above)"
+        echo "e2e_threads: --thread $tid selects its $cnt threads, --thread $tid#1 the second"
+    else
+        echo "e2e_threads: no tid was reused (pid_max above $N): the counts were checked without reuse"
+    fi
+}
+
+scenario record record
+scenario counts counts
+scenario thread_filter thread_filter
+finish

@@ -153,7 +153,9 @@ segv() {
 scenario segv segv
 
 # direct mode ends the frames open at a thread's end and on the thread that
-# calls exit() the same way (not counted as cut: STATS has no such field)
+# calls exit() the same way, and the frames a longjmp or siglongjmp leaves
+# where it lands: the calls after the landing are the landing function's
+# (src/common/span.h; not counted as cut: STATS has no such field)
 direct() { # MODE
     local mode=$1
     "$RANKPROF" record --mode direct -o "$tmp/direct.$mode.data" -- "$PROGS/prog_unwind" $mode $N \
@@ -165,9 +167,23 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 mode, n = sys.argv[2], int(sys.argv[3])
 calls = {x["name"]: x["calls"] for x in r["nodes"]}
+edge = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"] if e["callee"] != "[off-cpu]"}
+sig = mode == "siglongjmp"
 want = {"main": 1, "deep1": 1, "deep2": 1, "deep3": 1, "leaf": n + 3} if mode == "exit" else \
-       {"main": 1, "tstart": n, "deep1": n, "deep2": n, "deep3": n, "leaf": 3 * n, "after": 1}
+       {"main": 1, "tstart": n, "deep1": n, "deep2": n, "deep3": n, "leaf": 3 * n, "after": 1} \
+       if mode == "threadexit" else \
+       {"main": 1, "landing": n, "deep1": n, "deep2": n, "deep3": n, "after": n,
+        "leaf": 3 * n + n * sig}
 bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if calls.get(k, 0) != v]
+if mode in ("longjmp", "siglongjmp"):
+    wedge = {("main", "landing"): n, ("landing", "deep1"): n, ("landing", "after"): n,
+             ("deep1", "deep2"): n, ("deep2", "deep3"): n}
+    if sig:
+        wedge[("deep3", "on_usr1")] = n
+    bad += [f"edge {k}: {edge.get(k, 0)} calls, expected {v}" for k, v in wedge.items()
+            if edge.get(k, 0) != v]
+    bad += [f"edge {k}: {v} calls, expected none (a stale frame as the caller)"
+            for k, v in edge.items() if k[1] == "after" and k[0] != "landing"]
 if r["unclosed"] or r["unmatched_exits"]:
     bad.append(f"unclosed {r['unclosed']}, unmatched {r['unmatched_exits']}")
 for b in bad:
@@ -176,7 +192,7 @@ sys.exit(1 if bad else 0)
 PY
     echo "e2e_unwind: direct $mode: ok"
 }
-for mode in exit threadexit; do
+for mode in exit threadexit longjmp siglongjmp; do
     scenario "direct_$mode" direct $mode
 done
 

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "common/error.h"
+#include "common/span.h"
 #include "replay_int.h"
 
 /*
@@ -267,8 +268,7 @@ static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, 
     struct rp_node *n = &p->nodes[i];
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
-    int64_t x = (int64_t)(n->excl + v->excl_adj[i]);
-    n->excl = x > 0 ? (uint64_t)x : 0;
+    n->excl = rp_span_excl_total(n->excl + v->excl_adj[i]);
     if (n->fh) { /* intervals too spread are no period */
         struct rp_flag_hists *fx = n->fh;
         if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {

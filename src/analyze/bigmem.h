@@ -5,10 +5,10 @@
  * random order).  Blocks of 4 MiB or more are aligned to 2 MiB and, where
  * the kernel offers transparent huge pages on request (Linux, THP mode
  * "madvise" or "always"), marked for them: one page fault per 2 MiB instead
- * of 512, and one TLB entry covering what took 512.  On a 1M-node graph
- * that made the ranking about 10 % faster (docs/ranking.md).  Elsewhere, and
- * for smaller blocks, it is plain malloc.  Blocks are freed with free() and
- * may be shrunk with realloc().
+ * of 512, and one TLB entry covering what took 512: random reads over
+ * arrays far larger than the TLB's reach miss it on nearly every access
+ * otherwise.  Elsewhere, and for smaller blocks, it is plain malloc.
+ * Blocks are freed with free() and may be shrunk with realloc().
  */
 #ifndef RP_ANALYZE_BIGMEM_H
 #define RP_ANALYZE_BIGMEM_H

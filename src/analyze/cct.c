@@ -32,6 +32,7 @@
 
 #include "common/array.h"
 #include "common/error.h"
+#include "common/span.h"
 #include "comp.h"
 #include "walk.h"
 
@@ -146,12 +147,12 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
     struct rp_cct_node *n = &t->nodes[f->node];
-    uint64_t raw = now >= f->start ? now - f->start : 0;
+    uint64_t raw = rp_span_dur(f->start, now);
     uint64_t dur =
         v->offid && n->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
     n->calls++;
     n->incl += dur;
-    n->excl += dur - f->callees; /* modulo 2^64: a signed sum until the end */
+    n->excl += rp_span_excl(dur, f->callees); /* a signed sum until the end */
     if (th->depth)
         th->stack[th->depth - 1].callees += dur;
 }
@@ -202,8 +203,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             span_end(t, th, ev->ticks);
         break;
     case RP_OP_EXIT_ID:
-        for (at = th->depth; at > 0 && t->nodes[th->stack[at - 1].node].id != ev->id; at--)
-            ;
+        RP_SPAN_MATCH(at, th->depth, t->nodes[th->stack[at - 1].node].id, ev->id);
         if (!at) {
             t->unmatched++;
             break;

@@ -65,8 +65,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "../trace/format.h"
+#include "common/error.h"
+#include "trace/format.h"
 #include "profile.h"
 
 void rp_flag_opts_default(struct rp_flag_opts *o)

@@ -10,8 +10,8 @@
  * spans of a procedure called once or a few times do - and, once a value
  * falls outside, the whole rows from the lowest to the highest one a value
  * fell in (rp_hist_cover): a few hundred bytes per node where all
- * RP_HIST_BUCKETS buckets took 7.5 KB, which on a program with 50,000
- * procedures was 384 MB per replaying thread.
+ * RP_HIST_BUCKETS buckets take 7.5 KB, which for a program with 50,000
+ * procedures would be 384 MB per replaying thread.
  *
  * Invariant: counts is NULL and lo == len == 0, or counts holds len >= 1
  * counts, for the buckets lo .. lo + len - 1, lo + len <= RP_HIST_BUCKETS.
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hist.h"
+#include "common/hist.h"
 
 struct rp_hist {
     uint32_t *counts; /* len counts from bucket lo on; NULL until the first add */

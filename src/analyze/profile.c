@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/util.h" /* rp_utf8_seq */
+#include "common/utf8.h"
 #include "trace/format.h"
 
 void rp_profile_warn(struct rp_profile *p, const char *fmt, ...)

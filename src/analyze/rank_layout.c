@@ -405,9 +405,8 @@ static int lay_out_alloc(struct solver *sv)
     sv->xoff = rp_big_malloc((n + 1) * sizeof *sv->xoff);
     /* read and written in order: plain pages.  A huge page saves nothing on
      * sequential access, and a fresh one costs more to fault in (the kernel
-     * may compact memory first): the helper's system time while Tarjan
-     * searches fell from 0.20 to 0.07 s, the CPU time of a ranking from
-     * 1.17 to 1.01 s (1M nodes / 10M edges, medians) */
+     * may compact memory first), which the helper thread pays for while
+     * Tarjan's search runs */
     sv->edst = malloc((ne + 2 * AHEAD) * sizeof *sv->edst);
     sv->ec = malloc((ne + 1) * sizeof *sv->ec);
     return sv->invden && sv->ioff && sv->xoff && sv->edst && sv->ec ? 0 : RP_ENOMEM;

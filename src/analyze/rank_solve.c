@@ -234,13 +234,11 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
  * far say more than WHOLE_MAX will be needed (the change of the last sweep
  * over that of the one before, extrapolated to tol), or max_iter is
  * reached first: the search and the layout cost about as much as six
- * sweeps, and the components' own sweeps come on top.  On the 1M-node
- * benchmark graphs (bench_rank): 1 % of edges back anywhere up, 7 sweeps
- * (as many as the component solver's largest cycle); 5 % back, 13 sweeps,
- * faster than the components' 13 in their largest cycle; edges back at
- * most 100 or 1000 ids up, left to the components, which are faster there
- * (0.34 s against 0.81 s whole; 0.38-0.53 s against 0.47-0.72 s); uniformly
- * random edges (half to a lower id), left to the components.
+ * sweeps, and the components' own sweeps come on top.  bench_rank's graphs
+ * cover the cases: a few edges back anywhere up are swept whole (in about
+ * as many sweeps as the component solver's largest cycle needs, without
+ * the search); edges back at most a window up, and uniformly random edges
+ * (half to a lower id), are left to the components.
  * Which solver ranks a graph depends on the graph alone, so one thread or
  * two still give the same bits.
  */
@@ -353,9 +351,7 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
 /* How many threads to rank with: as asked (at most 2), or with 0, two when
  * a pass has PAR_MIN items (edges; nodes for the ranks) or more and two
  * processors are online (below that the dozen thread starts cost more than
- * the halves save: on 100K edges two threads took 0.0051-0.0062 s, one
- * 0.0048-0.0049 s; on 1M edges two took 0.056-0.067 s, one 0.072-0.079 s).
- * Cannot fail. */
+ * the halves save).  Cannot fail. */
 #define PAR_MIN (1u << 19)
 
 int rp_rank_threads(uint32_t threads, uint32_t items)

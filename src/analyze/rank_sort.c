@@ -23,9 +23,9 @@
  * order (sort_run).  A key is a double's bits: its prefix keeps 52 - b bits
  * of the mantissa, so a run holds keys within 2^(b - 52) of each other (or
  * equal): with a million nodes, b = 20 and the runs are few and short,
- * where a fixed 32-bit prefix left keys within 2^-20 of each other to
- * sort_run, which reads them at random (0.02 s of the 0.04 s this took,
- * against one radix pass more now).  With threads > 1 the items are made,
+ * where a fixed 32-bit prefix would leave keys within 2^-20 of each other
+ * to sort_run, which reads them at random and costs more than the one
+ * radix pass this takes in addition.  With threads > 1 the items are made,
  * each radix pass moves them, and the ranks are stored, in two halves side by
  * side: the first half's items of a digit go before the second's, so the
  * order is the one a single pass gives.  Returns 0 or RP_ENOMEM.

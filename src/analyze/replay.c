@@ -70,6 +70,7 @@
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/span.h"
 #include "replay_int.h"
 #include "trace/reader.h"
 
@@ -179,7 +180,7 @@ static __attribute__((noinline)) int own_count(struct hot *h, uint64_t dur, uint
     }
     if (partial)
         return 0;
-    return rp_hist_add(&fh->own, child < dur ? dur - child : 0);
+    return rp_hist_add(&fh->own, rp_span_own(dur, child));
 }
 
 static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
@@ -218,7 +219,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         h->rmax = run;
     struct rp_hist *oh = h->fh ? &h->fh->own : NULL;
     if (unlikely(child | (uint64_t)partial) || unlikely(oh && oh->counts)) {
-        unsigned ob = rp_hist_index(child < dur ? dur - child : 0);
+        unsigned ob = rp_hist_index(rp_span_own(dur, child));
         if (likely(oh && oh->counts) && likely(!partial) && likely(ob - oh->lo < oh->len)) {
             uint32_t *c = &oh->counts[ob - oh->lo]; /* the common case, inline */
             *c += *c != UINT32_MAX;
@@ -233,7 +234,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
         h->ivl_chunk = a->chunk;
         h->ivl_prev = start;
     }
-    h->excl += dur - child;
+    h->excl += rp_span_excl(dur, child);
     uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
@@ -264,7 +265,7 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     e->calls++;
     e->incl += dur;
     e->incl_calls += acts;
-    if (unlikely(dur < e->min) && dur >= cp->res) /* (below resolution: no minimum) */
+    if (unlikely(dur < e->min) && rp_span_min(dur, e->min, cp->res)) /* (below res.: none) */
         e->min = dur;
     if (unlikely(dur > e->max))
         e->max = dur;
@@ -284,7 +285,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
     uint64_t start = f->start + pz; /* (acc.pz) */
-    uint64_t raw = now >= start ? now - start : 0, dur = raw;
+    uint64_t raw = rp_span_dur(start, now), dur = raw;
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
@@ -305,7 +306,7 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
         parent = pf->id;
     }
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off,
-                      --a->active[id] == 0, cp, acts, f->ev <= 0, f->pre);
+                      rp_span_outer(&a->active[id]), cp, acts, f->ev <= 0, f->pre);
 }
 
 /*
@@ -524,8 +525,7 @@ static inline __attribute__((always_inline)) int exit_to(const struct rp_profile
         return span_cut(a, j, stack, depth, 0, now, ev, cp, 1) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (x == 0 || x >= a->nhot || p->nodes[x].kind == 0xff)
         return LOOP_UNDEFINED;
-    for (at = *depth; at > 0 && stack[at - 1].id != x; at--)
-        ;
+    RP_SPAN_MATCH(at, *depth, stack[at - 1].id, x);
     if (!at) {
         j->unmatched += !unwind;
         return LOOP_OK;

@@ -19,9 +19,10 @@
  * There are as many workers as CPUs less one, and the main thread replays
  * too: when it must wait for the oldest job it takes the next untaken one
  * itself (with its own accumulators, ACC_HELP).  Nobody sleeps while there
- * is work.  That matters more than it seems: a wake-up across CPUs costs
- * some 30 us in a VM (an IPI), a job about 170 us, and a mutex and two
- * condition variables per job took a third of the time on two CPUs.  So the
+ * is work.  That matters more than it seems: a wake-up across CPUs (an
+ * inter-processor interrupt, slow in a virtual machine) costs a sizeable
+ * part of a job, so a mutex and two condition variables per job would cost
+ * a large share of the time on two CPUs.  So the
  * ring's counters are atomics, a job is taken with a compare-and-swap, and
  * the locks are only for sleeping:
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * direct.h - direct mode: the statistics of docs/design.md §2 kept in the process
+ * direct.h - direct mode: the statistics of docs/design.md §1-2 kept in the process
  * instead of a trace (docs/direct-mode.md).
  *
  * In direct mode a thread's rp_self has no trace buffers but a batch of
@@ -26,7 +26,8 @@
 
 struct rp_dthread;
 
-/* Sets up direct mode (the thread-exit key).  Returns 0 or RP_ENOMEM. */
+/* Sets up direct mode (the thread-exit key) and loads the modules' symbol
+ * tables for UNWIND records.  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_direct_init(void);
 
 /* One raw event of the calling thread, timed now: the rare path of direct
@@ -46,6 +47,20 @@ RP_HIDDEN struct rp_dthread *rp_direct_thread_new(uint32_t tid);
 RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t word);
 RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d);
 
+/* Ends the spans open on d at `ticks`, as its thread's end does (counted as
+ * cut); for a table fed by rp_direct_feed.  Cannot fail. */
+RP_HIDDEN void rp_direct_close(struct rp_dthread *d, uint64_t ticks);
+
+/*
+ * The start of the function holding code address pc, or 0 when unknown:
+ * how the engine maps an RP_RAW_UNWIND record's landing address to the
+ * function that goes on.  By default the symbol tables of the modules
+ * loaded when direct mode started (rp_direct_init loads them: the engine
+ * may run in a signal handler, so it never does); the unit tests set their
+ * own.
+ */
+RP_HIDDEN extern uint64_t (*rp_direct_start_of)(uint64_t pc);
+
 /*
  * At exit, on the exiting thread: applies its pending events and ends the
  * spans still open on it (main, after exit() from deep frames) with their
@@ -57,6 +72,7 @@ RP_HIDDEN void rp_direct_exit_self(void);
 /* What a merged snapshot says about one id (tests, and the printed table). */
 struct rp_dview {
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
+    uint64_t cut; /* activations unwound or cut (src/common/span.h) */
     double mean, m2;
     uint64_t p50, p95, p99; /* from the histogram, in ticks */
 };
@@ -78,6 +94,7 @@ RP_HIDDEN int rp_direct_lookup_edge(uint8_t ckind, uint64_t ckey, uint8_t kind, 
 /* Totals of a snapshot: events fed, and what could not be recorded. */
 struct rp_dtotals {
     uint64_t events, dropped, unmatched, unclosed;
+    uint64_t unwound, cut; /* spans ended by an unwinding, by a thread's end */
     uint32_t threads;
 };
 RP_HIDDEN int rp_direct_totals(struct rp_dtotals *out);

@@ -298,16 +298,17 @@ static int mod_add(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* The function symbol holding address a, or NULL (lock held).  Rescans
- * the loaded modules once when no known module holds a. */
-static const struct fsym *sym_find_locked(uint64_t a)
+/* The function symbol holding address a in the modules scanned so far, or
+ * NULL; *held: a scanned module holds a (lock held).  Reads memory only:
+ * async-signal-safe. */
+static const struct fsym *sym_in_mods_locked(uint64_t a, int *held)
 {
-    int rescanned = 0;
-again:
+    *held = 0;
     for (unsigned i = 0; i < fs.nmods; i++) {
         const struct fmod *m = &fs.mods[i];
         if (a < m->lo || a >= m->hi)
             continue;
+        *held = 1;
         size_t lo = 0, hi = m->nsyms; /* the last symbol at or below a */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -320,11 +321,20 @@ again:
             return &m->syms[lo - 1];
         return NULL;
     }
-    if (!rescanned++) {
-        dl_iterate_phdr(mod_add, NULL);
-        goto again;
-    }
     return NULL;
+}
+
+/* The function symbol holding address a, or NULL (lock held).  Rescans
+ * the loaded modules once when no known module holds a. */
+static const struct fsym *sym_find_locked(uint64_t a)
+{
+    int held;
+    const struct fsym *s = sym_in_mods_locked(a, &held);
+    if (!held) {
+        dl_iterate_phdr(mod_add, NULL);
+        s = sym_in_mods_locked(a, &held);
+    }
+    return s;
 }
 
 /* The symbol holding address a, or NULL (lock held). */
@@ -363,6 +373,24 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
     uint64_t start = s ? s->addr : 0;
     fs_unlock();
     return start;
+}
+
+RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
+{
+    int held;
+    if (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
+        return 0;
+    const struct fsym *s = sym_in_mods_locked(a, &held); /* no rescan, no loading */
+    uint64_t start = s ? s->addr : 0;
+    fs_unlock();
+    return start;
+}
+
+RP_HIDDEN void rp_funcs_preload(void)
+{
+    fs_lock();
+    syms_load_locked();
+    fs_unlock();
 }
 
 /* ---- rules and the table -------------------------------------------------- */

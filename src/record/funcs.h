@@ -60,4 +60,15 @@ RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, si
  */
 RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a);
 
+/* As rp_funcs_start_of, from the symbol tables already loaded only (no
+ * loading, no rescan of the modules) and without waiting for the lock:
+ * async-signal-safe (direct mode's engine may run in a signal handler).
+ * 0 when unknown, not loaded or locked. */
+RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a);
+
+/* Loads the loaded modules' symbol tables now, where that is safe (direct
+ * mode's start-up), for rp_funcs_start_of_loaded.  What cannot be read
+ * leaves its functions unknown; cannot fail otherwise. */
+RP_HIDDEN void rp_funcs_preload(void);
+
 #endif /* RP_RECORD_FUNCS_H */

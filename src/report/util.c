@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * util.c - what the report formats share: the UTF-8 rule for names, number
+ * util.c - what the report formats share: number
  * formatting, tick conversion, quantiles and kind names.
  */
 #include "util.h"
@@ -12,41 +12,6 @@
 #include <string.h>
 
 #include "trace/format.h"
-
-int rp_utf8_seq(const unsigned char *s, size_t len)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2)
-        return -1;
-    if (c < 0xE0) {
-        need = 1;
-    } else if (c < 0xF0) {
-        need = 2;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        need = 3;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return -1;
-    }
-    for (int k = 1; k <= need; k++) {
-        if ((size_t)k >= len || s[k] < lo || s[k] > hi)
-            return -k;
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    return need + 1;
-}
 
 const char *rp_num_str(char *buf, double v)
 {

@@ -11,13 +11,7 @@
 #include <stdio.h>
 
 #include "analyze/profile.h"
-
-/*
- * Length of the valid UTF-8 sequence at s[0..len) (len >= 1), or minus the
- * length of the maximal invalid subpart there, which one U+FFFD replaces
- * (the Unicode "substitution of maximal subparts" rule).  Cannot fail.
- */
-int rp_utf8_seq(const unsigned char *s, size_t len);
+#include "common/utf8.h" /* rp_utf8_seq */
 
 /*
  * Formats v as the shortest of %.15g/%.17g that reads back exactly, "0" for

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """check_export.py - checks rankprof's exports against `report --format json`
-(docs/design.md §9) and against the exact call tree of tests/progs/calltree.c.
+(docs/design.md §8) and against the exact call tree of tests/progs/calltree.c.
 
     check_export.py folded REPORT.json FOLDED          paths and exclusive ns
     check_export.py folded-threads REPORT.json FOLDED N   -O threads=1: N thread frames first
