@@ -242,18 +242,18 @@ struct rp_profile {
      * by RP_WHY_*: every drop counted until the end was written, so the sum
      * may exceed `lost` by the drops after a thread's last LOST record. */
     uint64_t lost_why[RP_WHY_N];
-    int lost_why_known;   /* the trace said (0: an older trace) */
+    int lost_why_known; /* the trace said (0: an older trace) */
     /* Recording switched on and off while the program ran (rankprof ctl;
      * INFO windows, recorded_ns, window_exits): windows 0 when it was on
      * from start to end. */
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
-    uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
-    int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
-    int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
-    int incl_calls_known; /* the edges' incl_calls are set (a replayed trace); else
-                             --weight calls weighs an edge by its direct calls */
+    uint64_t paused;       /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known;       /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
+    int own_known;         /* the nodes' own and ivl histograms are set (a replayed trace) */
+    int incl_calls_known;  /* the edges' incl_calls are set (a replayed trace); else
+                              --weight calls weighs an edge by its direct calls */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

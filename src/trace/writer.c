@@ -513,7 +513,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 goto skip;
             o = no;
             break;
-        case RP_RAW_LOCK_REL: /* the hold ends: an interval, off the stack */
+        case RP_RAW_LOCK_REL:                       /* the hold ends: an interval, off the stack */
             if (t->windowed && !enc_holds(t, pl)) { /* taken before the window */
                 t->orphans++;
                 continue;
