@@ -56,7 +56,7 @@ first = rows[0]
 if first["name"] != "target" or first["verdict"] != "slower" or not first["regression"]:
     bad.append(f"first row {first['name']} {first['verdict']} regression={first['regression']}")
 if not 2.5 <= first.get("ratio", 0) <= 6:
-    bad.append(f"target's ratio per call {first['ratio']}, expected about 4")
+    bad.append(f"target's ratio per call {first.get('ratio')}, expected about 4")
 if d["regressions"] != 1:
     bad.append(f"{d['regressions']} regressions, expected 1")
 for r in rows:

@@ -207,9 +207,20 @@ static double own_ns(const struct rp_profile *p, uint32_t idx)
     return idx == RP_DIFF_NONE ? 0 : (double)p->nodes[idx].excl * p->ns_per_tick;
 }
 
+/* Rows that changed come first, then those only in one run, then the
+ * rest; each group by the size of the change of own time. */
+static int row_group(const struct rp_diff_row *r)
+{
+    return r->verdict == RP_DIFF_SLOWER || r->verdict == RP_DIFF_FASTER ? 0
+           : r->verdict == RP_DIFF_NEW || r->verdict == RP_DIFF_GONE    ? 1
+                                                                        : 2;
+}
+
 static int row_cmp(const void *x, const void *y)
 {
     const struct rp_diff_row *a = x, *b = y;
+    if (row_group(a) != row_group(b))
+        return row_group(a) < row_group(b) ? -1 : 1;
     double da = fabs(a->self_b - a->self_a), db = fabs(b->self_b - b->self_a);
     if (da != db)
         return da > db ? -1 : 1;

@@ -52,7 +52,8 @@ struct rp_diff_row {
 };
 
 struct rp_diff {
-    struct rp_diff_row *rows; /* sorted by |self_b - self_a|, the largest first */
+    struct rp_diff_row *rows; /* slower and faster rows, then new and gone ones, then
+                                 the rest; each by |self_b - self_a|, largest first */
     uint32_t n;
     double drift;            /* the run-wide ratio per call: the median of the rows' ratios,
                                 weighted by their own time (1 when there is none) */
