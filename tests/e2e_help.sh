@@ -17,7 +17,9 @@
 #              waits recorded) gets a hint saying so; a stripped one, that
 #              its functions have no name because it is stripped (and both
 #              are in the JSON's warnings); an instrumented one with
-#              symbols, neither
+#              symbols, neither; and functions are named alike in the report
+#              and in direct mode's printed table (BINARY+0xOFFSET without a
+#              symbol, static functions by name)
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -128,6 +130,27 @@ C
         fail "no hint for a program without -finstrument-functions: $(cat "$tmp/plain.err")"
     grep -q "3 of 3 functions have no name .*stripped is stripped" "$tmp/stripped.err" ||
         fail "no hint for a stripped program: $(cat "$tmp/stripped.err")"
+    # one naming in every mode: BINARY+0xOFFSET without a symbol, the symbol
+    # (static functions too) with one, in the report and in direct mode's
+    # printed table
+    for b in stripped inst; do
+        "$RANKPROF" record --mode direct --print -o "$tmp/$b.d" -- "$tmp/$b" >/dev/null \
+            2>"$tmp/$b.print" || fail "record --mode direct $b"
+    done
+    python3 - "$tmp" <<'PY' || fail "names differ between the report and direct mode"
+import json, re, sys
+d = sys.argv[1]
+for b, want in (("stripped", None), ("inst", {"main", "work", "th"})):
+    rep = {n["name"] for n in json.load(open(f"{d}/{b}.json"))["nodes"] if n["kind"] == "func"}
+    printed = {l.split()[0] for l in open(f"{d}/{b}.print") if l[:1].isalpha() or l.startswith("stripped+")}
+    if want is None:
+        if not rep or not all(re.fullmatch(r"stripped\+0x[0-9a-f]+", x) for x in rep):
+            sys.exit(f"stripped: report names {rep}")
+    elif rep != want:
+        sys.exit(f"{b}: report names {rep}, expected {want}")
+    if not rep <= printed:
+        sys.exit(f"{b}: report names {sorted(rep)}, direct mode printed {sorted(printed)}")
+PY
     python3 - "$tmp" <<'PY' || fail "the hints in the JSON"
 import json, sys
 d = sys.argv[1]

@@ -51,6 +51,20 @@ static void hint_no_functions(struct rp_profile *p)
                     p->program ? p->program : "the program");
 }
 
+/* Whether n has no symbol: no name, or the binary+0xOFFSET that naming
+ * gives it then (load.c). */
+static int unnamed(const struct rp_node *n)
+{
+    if (!n->name)
+        return 1;
+    if (!n->module)
+        return 0;
+    const char *b = strrchr(n->module, '/');
+    b = b ? b + 1 : n->module;
+    size_t l = strlen(b);
+    return !strncmp(n->name, b, l) && !strncmp(n->name + l, "+0x", 3);
+}
+
 /* Functions with calls and no name, per module: stripped binaries. */
 static void hint_unnamed(struct rp_profile *p)
 {
@@ -61,7 +75,7 @@ static void hint_unnamed(struct rp_profile *p)
         if (n->kind != RP_KIND_FUNC || !n->calls)
             continue;
         total++;
-        if (n->name)
+        if (!unnamed(n))
             continue;
         if (!n->module) {
             none++;
@@ -79,8 +93,8 @@ static void hint_unnamed(struct rp_profile *p)
     }
     for (uint32_t k = 0; k < nmod; k++) {
         int st = has_symtab(mod[k]);
-        rp_profile_warn(p, "%u of %u functions have no name (shown as addresses): %s %s", count[k],
-                        total, mod[k],
+        rp_profile_warn(p, "%u of %u functions have no name (shown as BINARY+0xOFFSET): %s %s",
+                        count[k], total, mod[k],
                         st == 0  ? "is stripped (no symbol table): profile a build that keeps "
                                    "its symbols (not stripped; -g gives file:line too)"
                         : st > 0 ? "has no symbol for them (local symbols removed, or code "

@@ -670,6 +670,15 @@ int rp_profile_symbolize(struct rp_profile *p)
         struct rp_symbol sym = {0};
         if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)
             break;
+        if (!sym.name && sym.module && sym.has_offset && n->kind == RP_KIND_FUNC) {
+            /* no symbol: the binary and the address in it, as direct mode's
+             * printed table names it, the same from run to run (ASLR) */
+            const char *b = strrchr(sym.module, '/');
+            char buf[600];
+            snprintf(buf, sizeof buf, "%s+0x%llx", b ? b + 1 : sym.module,
+                     (unsigned long long)sym.offset);
+            sym.name = strdup(buf);
+        }
         n->name = sym.name;
         if (!n->file) {
             n->file = sym.file;

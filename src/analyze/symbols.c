@@ -215,6 +215,10 @@ static int copy_out(const struct rp_symbolizer *s, const struct sym_entry *e, st
     if (e->file != NULL && (out->file = rp_text_dup(e->file, strlen(e->file), 0, NULL)) == NULL)
         goto fail;
     out->line = e->line;
+    if (e->module != SYM_NO_MODULE && s->modules[e->module].mod) {
+        out->offset = e->addr - s->modules[e->module].bias;
+        out->has_offset = 1;
+    }
     if (e->module != SYM_NO_MODULE &&
         (out->module = rp_text_dup(s->modules[e->module].path, strlen(s->modules[e->module].path),
                                    0, NULL)) == NULL)

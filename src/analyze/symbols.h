@@ -16,7 +16,9 @@ struct rp_symbol {
     char *name; /* malloc'd, demangled where needed; NULL if unknown */
     char *file; /* malloc'd source file, NULL if no DWARF line info */
     uint32_t line;
-    char *module; /* malloc'd path of the binary, NULL if unmapped */
+    char *module;    /* malloc'd path of the binary, NULL if unmapped */
+    uint64_t offset; /* the address in the binary (less its load bias), when has_offset */
+    int has_offset;  /* the binary could be read (its load bias is known) */
 };
 
 /*

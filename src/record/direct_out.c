@@ -16,6 +16,7 @@
 
 #include "common/span.h"
 #include "direct_int.h"
+#include "funcs.h"
 #include "rankprof.h"
 #include "sites.h"
 #include "trace/writer.h"
@@ -325,9 +326,12 @@ static const char *key_name(uint64_t k, char *buf, size_t bufsz)
     Dl_info di;
     switch (kind) {
     case RP_KIND_FUNC:
-        /* dladdr sees dynamic symbols only; otherwise module+offset, which
-         * `rankprof report` turns into the full name */
-        if (!dladdr((void *)(uintptr_t)a, &di) || !di.dli_fname) {
+        /* the symbol tables funcs.c reads (static functions too), as
+         * `rankprof report` names them; else module+offset, as the report
+         * names an address without a symbol */
+        if (rp_funcs_name_of(a, buf, bufsz)) {
+            return buf;
+        } else if (!dladdr((void *)(uintptr_t)a, &di) || !di.dli_fname) {
             snprintf(buf, bufsz, "0x%llx", (unsigned long long)a);
         } else if (di.dli_sname && (uintptr_t)di.dli_saddr == (uintptr_t)a) {
             snprintf(buf, bufsz, "%s", di.dli_sname);

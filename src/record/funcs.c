@@ -386,6 +386,20 @@ RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
     return start;
 }
 
+RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n)
+{
+    const char *r = NULL;
+    fs_lock();
+    syms_load_locked();
+    const struct fsym *s = sym_find_locked(a);
+    if (s && s->addr == a && s->name && *s->name) {
+        snprintf(buf, n, "%s", s->name);
+        r = buf;
+    }
+    fs_unlock();
+    return r;
+}
+
 RP_HIDDEN void rp_funcs_preload(void)
 {
     fs_lock();

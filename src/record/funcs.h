@@ -66,6 +66,12 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a);
  * 0 when unknown, not loaded or locked. */
 RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a);
 
+/* The name of the function that starts at code address a, from the loaded
+ * modules' ELF symbol tables (.symtab where the file has one: static
+ * functions too), into buf; NULL when none starts there.  Not in a signal
+ * handler (it may load the tables). */
+RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n);
+
 /* Loads the loaded modules' symbol tables now, where that is safe (direct
  * mode's start-up), for rp_funcs_start_of_loaded.  What cannot be read
  * leaves its functions unknown; cannot fail otherwise. */
