@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rt_int.h - what the parts of the recorder runtime share, hidden from the
+ * program:
+ *
+ *   rt.c         the state, the threads' buffers and their hand-off, the
+ *                rare path of an append, the public switches
+ *   rt_writer.c  the writer thread: drain, encode, cut at windows, retire
+ *   rt_out.c     the trace descriptor and every chunk the file gets
+ *   rt_start.c   start-up, fork, fatal signals, the cost measurement, the
+ *                final flush: the only part that calls all the others
+ *
+ * The rules of the buffers (one writer per ring, the barriers) are in rt.h.
+ */
+#ifndef RP_RECORD_RT_INT_H
+#define RP_RECORD_RT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "calib.h"
+#include "rt.h"
+#include "trace/writer.h"
+
+#define RP_VERSION_STR "rankprof 0.1.0"
+
+/* ---- rt.c ---------------------------------------------------------------- */
+
+RP_HIDDEN extern __thread int rp_rt_initing; /* inside thread_init or start-up */
+RP_HIDDEN extern __thread int rp_rt_gone;    /* this thread's tbuf was handed back */
+RP_HIDDEN extern pthread_once_t rp_rt_once;
+RP_HIDDEN extern struct rp_overhead rp_rt_overhead; /* measured at start-up; rounds 0 = not */
+RP_HIDDEN extern int rp_rt_start_err;               /* start-up failed: RP_E* */
+/* per kernel tid, the threads seen with it (rp_thread_stream) */
+RP_HIDDEN extern uint16_t *_Atomic rp_rt_stream_gen;
+
+/* "rankprof: " fmt (one %s: arg), ": strerror(err)" when err; unless quiet. */
+RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err);
+/* A thread's end (the key's destructor): its partial buffer is published. */
+RP_HIDDEN void rp_rt_thread_exit(void *arg);
+/* Publishes the current buffer of t (with its record count). */
+RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t);
+
+/* ---- rt_out.c ------------------------------------------------------------ */
+
+struct info_buf {
+    uint8_t b[1024];
+    size_t len;
+};
+
+RP_HIDDEN extern dev_t rp_out_dev; /* the trace file, as opened */
+RP_HIDDEN extern ino_t rp_out_ino;
+RP_HIDDEN extern char rp_rt_run[24];       /* the run's id, "" before the file is opened */
+RP_HIDDEN extern uint64_t rp_rt_unwritten; /* events not written because writing failed */
+/* drops counted where no thread state holds them (relaxed counters) */
+RP_HIDDEN extern _Atomic uint64_t rp_rt_loss_nostate[RP_LOSS_N];
+RP_HIDDEN extern uint64_t rp_rt_loss_retired[RP_LOSS_N]; /* of retired threads (rp_rt.lock) */
+RP_HIDDEN extern uint64_t rp_rt_orphans_retired; /* left out at windows' edges, retired threads */
+RP_HIDDEN extern uint64_t rp_rt_unencoded;       /* records the encoder could not keep */
+
+/* fd at a high number, close-on-exec; fd itself when that fails */
+RP_HIDDEN int rp_rt_fd_high(int fd);
+/* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
+RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
+RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);
+RP_HIDDEN void rp_out_clock(void);
+RP_HIDDEN void rp_out_maps(void);
+RP_HIDDEN void rp_out_info(void);
+RP_HIDDEN void rp_out_thread(struct rp_tbuf *t);
+/* the drops by reason into ib; in_handler: take no lock */
+RP_HIDDEN void rp_rt_loss_info(struct info_buf *ib, int in_handler);
+/* the INFO of the end of a run (full: not in a fatal signal's handler) */
+RP_HIDDEN void rp_out_end_info(int full);
+RP_HIDDEN void rp_out_end(uint32_t flags, int32_t status, uint64_t ticks);
+
+/* ---- rt_writer.c ----------------------------------------------------------- */
+
+RP_HIDDEN extern size_t rp_rt_out_recs;      /* rp_rt.out's size in records */
+RP_HIDDEN extern atomic_int rp_rt_main_gone; /* main called pthread_exit */
+RP_HIDDEN extern pthread_key_t rp_rt_main_key;
+
+/* the encoder's describe callback: a profile point's definition */
+RP_HIDDEN int rp_rt_describe_site(void *ctx, uint64_t site, struct rp_def *out);
+/* the windows' edges up to ticks `until` that t has not had yet */
+RP_HIDDEN void rp_rt_win_catch_up(struct rp_tbuf *t, uint64_t until);
+RP_HIDDEN void rp_rt_write_pending_loss(struct rp_tbuf *x);
+RP_HIDDEN void rp_rt_write_thread_end(struct rp_tbuf *x);
+/* every published buffer written; retires ended threads; returns the count */
+RP_HIDDEN unsigned rp_rt_drain_once(void);
+RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t);
+RP_HIDDEN unsigned rp_rt_flush_partials(void);
+RP_HIDDEN void rp_rt_fatal_flush(int sig);
+RP_HIDDEN void rp_rt_main_exit(void *arg);
+/* starts the writer if it is not running (rp_rt.lock held) */
+RP_HIDDEN void rp_rt_writer_ensure_locked(void);
+
+/* ---- rt_start.c ------------------------------------------------------------ */
+
+RP_HIDDEN void rp_rt_start_once(void);
+
+#endif /* RP_RECORD_RT_INT_H */

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rt_out.c - the recorder's output: the trace descriptor (kept out of the
+ * program's way), chunks written whole, and what the file says about the
+ * run: INFO, CLOCK, MAPS, THREAD, the losses, END.  Called by the writer
+ * and by start-up and shutdown (rt_start.c); calls nothing of theirs.
+ */
+#define _GNU_SOURCE
+#include "rt_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calib.h"
+#include "ctl.h"
+#include "common/bytes.h"
+#include "direct.h"
+#include "funcs.h"
+#include "locks.h"
+#include "offcpu.h"
+#include "rankprof.h"
+#include "sites.h"
+
+/* ---- output ------------------------------------------------------------- */
+
+/*
+ * The trace descriptor belongs to the recorder, but the program may close
+ * it or dup2 something over its number (daemons close every descriptor,
+ * some programs dup2 stderr over 3..63).  So it is opened out of the way
+ * (rp_rt_fd_high: a high number, close-on-exec), the close/dup2/dup3 interposers
+ * move it before the program takes its number (rp_rt_fd_taken), and before
+ * every write fstat says whether it is still the file opened (rp_out_dev,
+ * rp_out_ino): a descriptor taken past the interposers (the raw system call,
+ * close_range) is then noticed and the file reopened by its path in append
+ * mode, or recording stops with a message and the count of the events not
+ * written.  rp_rt.fd_lock (in struct rp_rt, so locks.c leaves it
+ * unrecorded) makes a write and a move one after the other.  The fstat
+ * costs about 0.2 us per chunk, a chunk being thousands of events.
+ */
+RP_HIDDEN dev_t rp_out_dev;
+RP_HIDDEN ino_t rp_out_ino;
+RP_HIDDEN uint64_t rp_rt_unwritten; /* events not written because writing failed */
+/* Drops counted where no thread state holds them (enum rp_loss; relaxed:
+ * counters, read once at the end) and the records the encoder could not
+ * keep (writer only). */
+RP_HIDDEN _Atomic uint64_t rp_rt_loss_nostate[RP_LOSS_N];
+RP_HIDDEN uint64_t rp_rt_orphans_retired; /* exits left out at windows' edges, of retired threads */
+RP_HIDDEN uint64_t rp_rt_loss_retired[RP_LOSS_N]; /* of threads retired (under rp_rt.lock) */
+RP_HIDDEN uint64_t rp_rt_unencoded;
+
+/* Moves fd to a high number, close-on-exec (the old one is closed).
+ * Returns the new number, or fd itself when that fails. */
+RP_HIDDEN int rp_rt_fd_high(int fd)
+{
+    struct rlimit rl;
+    long lo = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)lo + 24 > rl.rlim_cur)
+        lo = rl.rlim_cur > 48 ? (long)rl.rlim_cur - 24 : 3;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    if (nfd < 0)
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* at least close-on-exec */
+    if (nfd < 0)
+        return fd;
+    syscall(SYS_close, fd); /* not close(): the interposer would move it */
+    return nfd;
+}
+
+/* Called by the close, dup2 and dup3 interposers (rt.h: rp_rt_fd_check)
+ * before the program takes descriptor fd when it is the trace's: the
+ * trace moves to another number.  Waits at most about 100 ms for a write
+ * in progress (a signal handler may have interrupted this thread inside
+ * one); if it cannot move, the check before the next write reopens. */
+RP_HIDDEN void rp_rt_fd_taken(int fd)
+{
+    struct timespec us = {0, 100000};
+    int locked = 0;
+    for (int i = 0; i < 1000 && !(locked = rp_own_trylock(&rp_rt.fd_lock) == 0); i++)
+        nanosleep(&us, NULL);
+    if (!locked)
+        return;
+    if (fd == rp_rt.fd) {
+        struct rlimit rl;
+        int lo = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 ? 64 : 3;
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+        if (nfd >= 0)
+            __atomic_store_n(&rp_rt.fd, nfd, __ATOMIC_RELAXED);
+    }
+    rp_own_unlock(&rp_rt.fd_lock);
+}
+
+/* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and
+ * reopens the file by its path (append, no symlink, close-on-exec) if it is
+ * not.  The number the program took is left to it.  Returns 0, or -1 when
+ * the file cannot be reopened (recording stops). */
+static int out_check(void)
+{
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino)
+        return 0;
+    int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino) {
+        __atomic_store_n(&rp_rt.fd, rp_rt_fd_high(fd), __ATOMIC_RELAXED);
+        rp_rt_warn("the program closed or replaced the descriptor of %s; reopened it", rp_rt.path,
+                   0);
+        return 0;
+    }
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    rp_rt_warn("the program closed or replaced the descriptor of %s and the file cannot be "
+               "reopened; recording stops",
+               rp_rt.path, 0);
+    return -1;
+}
+
+/* Writes all of iov to the trace file.  On the first failure the recorder
+ * stops writing (rp_rt.failed) and says so once; data is then lost, never
+ * the program. */
+RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
+{
+    /* atomic: the interposers move rp_rt.fd (under fd_lock, taken below) */
+    if (atomic_load(&rp_rt.failed) || __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0)
+        return;
+    rp_own_lock(&rp_rt.fd_lock);
+    if (out_check() < 0) {
+        atomic_store(&rp_rt.failed, EBADF);
+        n = 0;
+    }
+    while (n > 0) {
+        ssize_t w = writev(rp_rt.fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            atomic_store(&rp_rt.failed, errno);
+            rp_rt_warn("writing %s failed, recording stops", rp_rt.path, errno);
+            break;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    rp_own_unlock(&rp_rt.fd_lock);
+}
+
+RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len)
+{
+    uint8_t hdr[RP_CHUNK_HDR_SIZE];
+    rp_chunk_header(hdr, type, payload, (uint32_t)len);
+    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
+    rp_out_writev(iov, 2);
+}
+
+RP_HIDDEN void rp_out_clock(void)
+{
+    uint8_t p[24];
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    rp_put64(p, rp_ticks());
+    rp_put64(p + 8, rp_mono_ns());
+    rp_put64(p + 16, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    rp_out_chunk(RP_CH_CLOCK, p, sizeof(p));
+}
+
+/* Reads a whole small file (procfs) into a malloc'd buffer; NULL on error. */
+static char *read_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *nb = cap < RP_CHUNK_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return buf;
+}
+
+/* MAPS: the executable, file-backed mappings, which is all the analyzer
+ * needs to name code addresses. */
+RP_HIDDEN void rp_out_maps(void)
+{
+    size_t len, o = 0;
+    /* thread-self: after main's pthread_exit, /proc/self (the main thread, a
+     * zombie) has no maps left */
+    char *m = read_file("/proc/thread-self/maps", &len);
+    if (!m || !len) {
+        free(m);
+        m = read_file("/proc/self/maps", &len);
+    }
+    if (!m)
+        return;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && m[j] != '\n')
+            j++;
+        /* "start-end perms offset dev inode path": keep x with a '/' path */
+        char *perm = memchr(m + i, ' ', j - i);
+        char *path = memchr(m + i, '/', j - i);
+        if (perm && perm + 4 < m + j && perm[3] == 'x' && path) {
+            memmove(m + o, m + i, j - i);
+            o += j - i;
+            m[o++] = '\n';
+        }
+        i = j + 1;
+    }
+    rp_out_chunk(RP_CH_MAPS, m, o);
+    free(m);
+}
+
+RP_HIDDEN void rp_rt_maps_now(void)
+{
+    if (rp_rt_start_err || atomic_load(&rp_rt.stopped) ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || (rp_self && rp_self->guard))
+        return;
+    struct rt_section sec; /* (writev is a cancellation point, under fd_lock) */
+    section_enter(&sec);
+    rp_out_maps();
+    section_leave(&sec);
+}
+
+RP_HIDDEN char rp_rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
+
+RP_HIDDEN void rp_out_info(void)
+{
+    size_t cap = 65536, len = 0, n;
+    uint8_t *buf = malloc(cap);
+    char tmp[64];
+    if (!buf)
+        return;
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe));
+    if (el > 0)
+        rp_info_put(buf, cap, &len, "program", exe, (size_t)el);
+    char *argv = read_file("/proc/self/cmdline", &n);
+    if (argv) {
+        rp_info_put(buf, cap, &len, "argv", argv, n < 32768 ? n : 32768);
+        free(argv);
+    }
+    snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
+    rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));
+    snprintf(tmp, sizeof(tmp), "%d", (int)getppid());
+    rp_info_put(buf, cap, &len, "ppid", tmp, strlen(tmp));
+    if (rp_rt_run[0])
+        rp_info_put(buf, cap, &len, "run", rp_rt_run, strlen(rp_rt_run));
+    if (gethostname(tmp, sizeof(tmp)) == 0) {
+        tmp[sizeof(tmp) - 1] = 0;
+        rp_info_put(buf, cap, &len, "host", tmp, strlen(tmp));
+    }
+    rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
+    snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
+    rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
+    rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace", rp_rt.direct ? 6 : 5);
+    rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
+    if (rp_rt_overhead.rounds) {
+        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.pair);
+        rp_info_put(buf, cap, &len, "overhead_ticks", tmp, strlen(tmp));
+        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.self);
+        rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
+        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.spread);
+        rp_info_put(buf, cap, &len, "overhead_spread_ticks", tmp, strlen(tmp));
+    }
+    /* how off-CPU time is known (offcpu.c), and why perf is not used */
+    const char *src = rp_offcpu_source_name(), *oerr = rp_offcpu_error();
+    if (!rp_rt.direct) {
+        rp_info_put(buf, cap, &len, "offcpu", src, strlen(src));
+        if (*oerr)
+            rp_info_put(buf, cap, &len, "offcpu_error", oerr, strlen(oerr));
+    }
+    rp_info_put(buf, cap, &len, "recorder", RP_VERSION_STR, strlen(RP_VERSION_STR));
+    rp_out_chunk(RP_CH_INFO, buf, len);
+    free(buf);
+}
+
+RP_HIDDEN void rp_out_thread(struct rp_tbuf *t)
+{
+    char path[64], name[64];
+    uint8_t p[8 + sizeof(name)];
+    size_t n = 0;
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", rp_tid_of(t->tid));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, name, sizeof(name));
+        n = r > 0 ? (size_t)r : 0;
+        if (n && name[n - 1] == '\n')
+            n--;
+        close(fd);
+    }
+    rp_put32(p, t->tid);
+    rp_put32(p + 4, 0);
+    memcpy(p + 8, name, n);
+    rp_out_chunk(RP_CH_THREAD, p, 8 + n);
+}
+
+static void info_put(void *ctx, const char *key, const char *val)
+{
+    struct info_buf *ib = ctx;
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, key, val, strlen(val));
+}
+
+/* n in decimal into v (at least 21 bytes); async-signal-safe. */
+static void u64_dec(char *v, uint64_t n)
+{
+    char tmp[21];
+    size_t k = 0;
+    do
+        tmp[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    for (size_t i = 0; i < k; i++)
+        v[i] = tmp[k - 1 - i];
+    v[k] = 0;
+}
+
+/* The drops so far by reason, as lost_REASON keys (the non-zero ones):
+ * every thread's counters and those held by none.  in_handler: called in a
+ * signal handler, which takes no lock (async-signal-safe then). */
+RP_HIDDEN void rp_rt_loss_info(struct info_buf *ib, int in_handler)
+{
+    static const char *const key[RP_LOSS_N] = {
+        [RP_LOSS_FULL] = "lost_full",           [RP_LOSS_STOPPED] = "lost_stopped",
+        [RP_LOSS_FAILED] = "lost_failed",       [RP_LOSS_NOMEM] = "lost_nomem",
+        [RP_LOSS_REENTERED] = "lost_reentered", [RP_LOSS_GONE] = "lost_gone"};
+    uint64_t n[RP_LOSS_N];
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        n[r] = atomic_load_explicit(&rp_rt_loss_nostate[r], memory_order_relaxed);
+    /* (the writer retires threads under the lock; a child's handler holds
+     * drain_lock, under which its threads retire, and takes no other lock) */
+    if (!in_handler)
+        rp_own_lock(&rp_rt.lock);
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        n[r] += rp_rt_loss_retired[r];
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+        for (unsigned r = 0; r < RP_LOSS_N; r++)
+            n[r] += __atomic_load_n(&t->why[r], __ATOMIC_RELAXED);
+    if (!in_handler)
+        rp_own_unlock(&rp_rt.lock);
+    char v[24];
+    for (unsigned r = 0; r < RP_LOSS_N; r++)
+        if (n[r]) {
+            u64_dec(v, n[r]);
+            info_put(ib, key[r], v);
+        }
+    if (rp_rt_unencoded) {
+        u64_dec(v, rp_rt_unencoded);
+        info_put(ib, "lost_unencoded", v);
+    }
+    if (!in_handler) { /* exits of frames entered before a window (ctl.c) */
+        uint64_t o = rp_rt_orphans_retired;
+        rp_own_lock(&rp_rt.lock);
+        for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+            o += t->enc.orphans;
+        rp_own_unlock(&rp_rt.lock);
+        if (o) {
+            u64_dec(v, o);
+            info_put(ib, "window_exits", v);
+        }
+    }
+}
+
+/* A second INFO chunk at the end of a run (format 1.3): what is only known
+ * then (offcpu.c: lost switch records, the schedstat run-queue delay; the
+ * drops by reason).  full: not after a fatal signal, when only what is
+ * async-signal-safe may run (in the handler itself, with no writer thread). */
+RP_HIDDEN void rp_out_end_info(int full)
+{
+    struct info_buf ib = {.len = 0};
+    if (full) {
+        rp_offcpu_end_info(info_put, &ib);
+        rp_ctl_info(info_put, &ib, rp_ticks());
+    }
+    rp_rt_loss_info(&ib, !full && rp_rt.sync_write);
+    if (ib.len)
+        rp_out_chunk(RP_CH_INFO, ib.b, ib.len);
+}
+
+/* The END chunk: flags RP_END_*, status the exit status or signal number,
+ * ticks when the process ended (exit() began the final flush, the fatal
+ * signal arrived): where the analyzer ends the frames still open. */
+RP_HIDDEN void rp_out_end(uint32_t flags, int32_t status, uint64_t ticks)
+{
+    uint8_t end[32];
+    rp_put64(end, ticks);
+    rp_put64(end + 8, rp_rt.events_written);
+    rp_put64(end + 16, rp_rt.lost_total);
+    rp_put32(end + 24, (uint32_t)status);
+    rp_put32(end + 28, flags);
+    rp_out_chunk(RP_CH_END, end, sizeof(end));
+}

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rt_start.c - the top of the recorder: start-up from the environment, fork,
+ * the fatal signals, the measurement of the recorder's own cost, and the
+ * final flush.  The only code that calls every other part of the recorder
+ * (the writer, the output, the event sources' start-up).
+ */
+#define _GNU_SOURCE
+#include "rt_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calib.h"
+#include "ctl.h"
+#include "common/bytes.h"
+#include "direct.h"
+#include "funcs.h"
+#include "locks.h"
+#include "offcpu.h"
+#include "rankprof.h"
+#include "sites.h"
+
+/* ---- fatal signals ------------------------------------------------------- */
+
+/*
+ * A signal whose default action ends the process (a crash, abort(), kill,
+ * Ctrl-C, timeout, a broken pipe, a CPU limit) would lose every event not
+ * yet written.  The handler does only async-signal-safe things: it stops
+ * recording, asks the writer thread (through rp_rt.fatal) to write all that
+ * the threads have recorded, the partial buffers included, and an END chunk
+ * with RP_END_SIGNAL, and waits for it with nanosleep, at most
+ * RANKPROF_EXIT_TIMEOUT_MS.  In a forked child, which has no writer thread
+ * (sync_write), the handler writes itself, unless it interrupted the
+ * recorder.  Then it puts back the disposition it replaced and lets the
+ * signal go on: a fault is raised again by the faulting instruction when
+ * the handler returns, every other signal is raised again (it stays pending
+ * until the handler returns).  The program's own handlers, and the default
+ * action (core dump, exit status 128 + N), still happen; the signal is
+ * never swallowed.  The writer notices the request within one wait (at
+ * most 200 ms).
+ *
+ * The crash signals (the first NCRASH) are taken over unless ignored, and
+ * chain to the handler the program had installed before the recorder
+ * started; the others only while their disposition is the default one: a
+ * program's own handler for SIGTERM or SIGINT decides what happens, and
+ * the exit() or _exit() it ends with flushes.  The real-time signals
+ * (SIGRTMIN to SIGRTMAX, those glibc leaves to programs) end the process
+ * by default too and are treated like the second group.
+ */
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SIGTERM,
+                                 SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,  SIGXCPU, SIGXFSZ,
+                                 SIGTRAP, SIGSYS, SIGUSR1, SIGUSR2,  SIGALRM, SIGVTALRM,
+                                 SIGPROF, SIGIO,  SIGPWR,  SIGSTKFLT};
+#define NCRASH 5
+#define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
+static struct sigaction fatal_old[NSIG]; /* by signal number */
+
+/* The forked child's part of a fatal signal: no writer thread, so the
+ * handler writes what is recorded and END itself.  Not when it interrupted
+ * the recorder on this thread or another thread is writing (drain_lock). */
+static void fatal_flush_sync(int sig)
+{
+    if ((rp_self && rp_self->guard) || rp_own_trylock(&rp_rt.drain_lock) != 0)
+        return;
+    atomic_store(&rp_rt.stopped, 1);
+    while (rp_rt_drain_once())
+        ;
+    if (rp_self)
+        rp_rt_flush_partial(rp_self);
+    rp_out_end_info(0);
+    rp_out_clock();
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    rp_ctl_shutdown(); /* (munmap and unlink: async-signal-safe) */
+    atomic_store(&rp_rt.fatal_done, 1);
+    rp_own_unlock(&rp_rt.drain_lock);
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    (void)uc;
+    atomic_store(&rp_rt.mask, 0);
+    /* the first fatal signal's time, for the END chunk (seq_cst: before
+     * rp_rt.fatal below, which the writer reads before it) */
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
+    int none = 0;
+    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
+        (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
+        if (rp_rt.sync_write) {
+            fatal_flush_sync(sig);
+        } else if (__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
+            /* A crash inside the recorder may hold the lock the writer
+             * needs: then wait less, the writer may never come. */
+            unsigned limit = rp_rt.exit_timeout_ms;
+            if (rp_self && rp_self->guard && limit > 1000)
+                limit = 1000;
+            struct timespec ms = {0, 1000000};
+            for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
+                nanosleep(&ms, NULL);
+        }
+    }
+    sigaction(sig, &fatal_old[sig], NULL);
+    /* a fault comes back by itself when the instruction runs again */
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+    if (!fault || si == NULL || si->si_code <= 0)
+        raise(sig);
+    errno = saved_errno;
+}
+
+/* Installs fatal_handler for signal sig when the program leaves it at its
+ * default (a crash signal: unless it ignores it).  A signal the kernel
+ * refuses is left alone. */
+static void fatal_take(int sig, int crash, const struct sigaction *sa)
+{
+    struct sigaction *old = &fatal_old[sig];
+    if (sig > 0 && sig < NSIG && sigaction(sig, NULL, old) == 0 &&
+        (crash ? old->sa_handler != SIG_IGN
+               : !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL))
+        sigaction(sig, sa, NULL);
+}
+
+/* Installs fatal_handler for the crash signals a program does not ignore
+ * and the other ending signals, real-time ones included, it leaves at
+ * their default. */
+static void fatal_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = fatal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (unsigned i = 0; i < NFATAL; i++)
+        fatal_take(fatal_sigs[i], i < NCRASH, &sa);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        fatal_take(sig, 0, &sa);
+}
+
+/* ---- start, fork, shutdown ---------------------------------------------- */
+
+static int rt_start(void);
+
+RP_HIDDEN void rp_rt_start_once(void)
+{
+    (void)rt_start();
+}
+
+/* Starts the recorder if it has not started; returns 0 or the start error. */
+RP_HIDDEN int rp_rt_start(void)
+{
+    pthread_once(&rp_rt_once, rp_rt_start_once);
+    return rp_rt_start_err;
+}
+
+static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *e;
+    errno = 0;
+    unsigned long long v = strtoull(s, &e, 0);
+    if (errno || *e || v < lo || v > hi) {
+        rp_rt_warn("ignoring %s: not a number in range", name, 0);
+        return def;
+    }
+    return v;
+}
+
+/* Parses a class list like "func,lock" ("all" for every class); "-wait"
+ * takes a class away, from all when the list names none to add. */
+static uint32_t parse_classes(const char *s)
+{
+    static const char *const names[] = {"func", "point", "lock", "io", "timer", "user", "wait"};
+    uint32_t mask = 0, off = 0;
+    if (s && *s == '-')
+        mask = RP_CLASS_BIT_ALL;
+    while (s && *s) {
+        int neg = *s == '-';
+        s += neg;
+        size_t n = strcspn(s, ",");
+        int ok = 0;
+        uint32_t bits = 0;
+        if (n == 3 && !strncmp(s, "all", 3)) {
+            bits |= RP_CLASS_BIT_ALL;
+            ok = 1;
+        }
+        for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strlen(names[i]) == n && !strncmp(s, names[i], n)) {
+                bits |= 1u << i;
+                ok = 1;
+            }
+        if (neg)
+            off |= bits;
+        else
+            mask |= bits;
+        if (!ok)
+            rp_rt_warn("RANKPROF_CLASSES: unknown class in '%s'", s, 0);
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    return mask & ~off;
+}
+
+/*
+ * The run this process belongs to (INFO "run", docs/trace-format.md): the
+ * mark's value when it inherited one (a child, an exec), else a new id made
+ * from the pid, the wall clock and an address (ASLR), 16 hex digits.  A
+ * forked child keeps its parent's in memory.  Cannot fail.
+ */
+static void run_id_take(const char *mark)
+{
+    size_t n = mark ? strspn(mark, "0123456789abcdef") : 0;
+    if (n == 16 && !mark[16]) {
+        memcpy(rp_rt_run, mark, 17);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) * 0xc2b2ae3d27d4eb4full;
+    h ^= (uint64_t)(uintptr_t)&ts * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    snprintf(rp_rt_run, sizeof(rp_rt_run), "%016llx", (unsigned long long)h);
+}
+
+/*
+ * Opens the trace file.  The first recorded process of a run takes the name
+ * as given and marks the environment; its children (fork or exec) write
+ * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
+ * another's trace.  Processes that are not parent and child can both think
+ * they are first (MPI ranks, a worker pool started by a shell, which does
+ * not pass the mark on): the one writing the name holds an exclusive flock
+ * on it for its life (its forked children too, which share the open file),
+ * and a process that finds it held takes NAME.PID instead.  Only a name no
+ * live process holds is truncated and reused.  The suffixed names are
+ * created with O_EXCL, so they are never shared either.
+ */
+static int open_output(int child)
+{
+    const char *base = getenv("RANKPROF_OUTPUT");
+    if (!base || !*base)
+        base = "rankprof.data";
+    const char *mark = getenv("RANKPROF_CLAIMED");
+    int first = !child && !mark;
+    if (!child)
+        run_id_take(mark);
+    if (first) {
+        snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
+        rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        setenv("RANKPROF_CLAIMED", rp_rt_run, 1);
+        if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+            syscall(SYS_close, rp_rt.fd); /* a live process writes it */
+            rp_rt.fd = -1;
+            first = 0;
+        } else if (rp_rt.fd >= 0 && ftruncate(rp_rt.fd, 0) < 0) {
+            syscall(SYS_close, rp_rt.fd); /* not a regular file we may reuse */
+            rp_rt.fd = open(rp_rt.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        }
+    }
+    if (!first) {
+        for (int i = 0; i < 1000; i++) {
+            if (i == 0)
+                snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d", base, (int)getpid());
+            else
+                snprintf(rp_rt.path, sizeof(rp_rt.path), "%s.%d.%d", base, (int)getpid(), i);
+            rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (rp_rt.fd >= 0 || errno != EEXIST)
+                break;
+        }
+    }
+    if (rp_rt.fd < 0) {
+        rp_rt_warn("cannot open %s, nothing will be recorded", rp_rt.path, errno);
+        return RP_EIO;
+    }
+    rp_rt.fd = rp_rt_fd_high(rp_rt.fd);
+    struct stat st;
+    if (fstat(rp_rt.fd, &st) == 0) {
+        rp_out_dev = st.st_dev;
+        rp_out_ino = st.st_ino;
+    }
+    uint8_t hdr[RP_FILE_HDR_SIZE];
+    rp_file_header(hdr);
+    struct iovec iov = {hdr, sizeof(hdr)};
+    rp_out_writev(&iov, 1);
+    return 0;
+}
+
+/* Writes the chunks every trace starts with. */
+static void out_prologue(void)
+{
+    rp_out_info();
+    rp_out_maps();
+    rp_out_clock();
+}
+
+static void atfork_prepare(void)
+{
+    rp_own_lock(&rp_rt.lock);
+}
+
+static void atfork_parent(void)
+{
+    rp_own_unlock(&rp_rt.lock);
+}
+
+/*
+ * In the child only the forking thread exists.  The parent's buffers are the
+ * parent's to write, so the child forgets them (their memory stays mapped:
+ * a bounded, one-time leak per fork) and starts its own trace.
+ */
+static void atfork_child(void)
+{
+    pthread_mutex_init(&rp_rt.lock, NULL);
+    pthread_cond_init(&rp_rt.wake, NULL);
+    pthread_cond_init(&rp_rt.space, NULL);
+    pthread_mutex_init(&rp_rt.drain_lock, NULL);
+    pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
+    rp_rt.writer_running = 0;
+    rp_rt.sync_write = 1;
+    rp_rt.waiters = 0;
+    rp_rt.threads = NULL;
+    rp_rt.fd = -1;
+    uint16_t *g = atomic_exchange(&rp_rt_stream_gen, NULL); /* the child's trace: one thread */
+    if (g)
+        munmap(g, (size_t)(RP_TID_MASK + 1) * sizeof(*g));
+    atomic_store(&rp_rt.failed, 0);
+    rp_rt.events_written = rp_rt.lost_total = 0;
+    rp_enc_free(&rp_rt.enc);
+    if (rp_rt.direct)
+        rp_direct_atfork_child();
+    if (rp_enc_init(&rp_rt.enc, rp_rt_describe_site, NULL) < 0 || open_output(1) < 0) {
+        atomic_store(&rp_rt.mask, 0);
+        return;
+    }
+    rp_rt.enc.lock_name = rp_lock_name_of;
+    rp_rt.enc.func_start = rp_funcs_start_of;
+    if (!rp_rt.direct)
+        rp_offcpu_atfork_child();
+    rp_ctl_atfork_child();
+    out_prologue();
+    if (rp_self) {
+        /* A fresh tbuf: the old one's ring is shared state with a writer
+         * that does not exist here. */
+        rp_self = NULL;
+        pthread_setspecific(rp_rt.key, NULL);
+    }
+}
+/* ---- the cost of an event (calib.h) -------------------------------------- */
+
+#define CALIB_CALLS  1000 /* calls per round */
+#define CALIB_ROUNDS 15
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Measures the recorder's cost per event (the model is in calib.h): rounds
+ * of CALIB_CALLS calls of the instrumented empty function, recorded by the
+ * real hooks into a scratch buffer that is never written out, alternate
+ * with rounds of the uninstrumented one.  With the time per call of each
+ * (the minimum over the rounds: a round that a preemption or an interrupt
+ * hit only counts if no round was clean)
+ *
+ *     pair = per call (instrumented) - per call (uninstrumented)
+ *     self = median over every recorded call of (exit stamp - enter stamp)
+ *     spread = 95th percentile of the same - self
+ *
+ * about 1 ms in all.  Runs in rt_start, before recording begins (the mask
+ * is off, so no other thread records; it is set to "func" for the
+ * measurement and put back), with the calling thread's rp_self pointing to
+ * the scratch buffer.  Fails silently: when memory is short or no round
+ * recorded exactly its calls (a signal handler ran instrumented code), *o
+ * stays zero and the trace says nothing about overhead (no compensation).
+ * Invariant on success: 0 <= self <= pair.
+ */
+static void measure_overhead(struct rp_overhead *o)
+{
+    static struct rp_tbuf scratch; /* big (the encoder's state): not on the stack */
+    size_t cap = 2 * CALIB_CALLS + 1024;
+    struct rp_raw *buf = malloc(cap * sizeof(*buf));
+    uint64_t *self = malloc((size_t)CALIB_ROUNDS * CALIB_CALLS * sizeof(*self));
+    size_t nself = 0;
+    double best_a = 1e300, best_b = 1e300;
+    unsigned used = 0;
+
+    memset(o, 0, sizeof(*o));
+    if (!buf || !self)
+        goto out;
+    struct rp_tbuf *saved = rp_self;
+    uint32_t saved_mask = atomic_load(&rp_rt.mask);
+    memset(&scratch, 0, sizeof(scratch));
+    scratch.base = buf;
+    scratch.end = buf + cap;
+    rp_self = &scratch;
+    atomic_store(&rp_rt.mask, RP_CLASS_BIT_FUNC);
+    for (unsigned r = 0; r < CALIB_ROUNDS; r++) {
+        rp_pos_set(&scratch, buf);
+        for (unsigned i = 0; i < CALIB_CALLS; i++)
+            rp_calib_leaf();
+        size_t n = (size_t)(scratch.pos - buf);
+        uint64_t b0 = rp_ticks();
+        for (unsigned i = 0; i < CALIB_CALLS; i++)
+            rp_calib_bare();
+        uint64_t b1 = rp_ticks();
+        int ok = n == 2 * CALIB_CALLS;
+        for (size_t i = 0; ok && i < n; i += 2)
+            ok = buf[i].word >> RP_RAW_SHIFT == RP_RAW_FUNC_ENTER &&
+                 buf[i + 1].word == rp_raw_word(RP_RAW_FUNC_EXIT, buf[i].word) &&
+                 buf[i + 1].ticks >= buf[i].ticks;
+        if (!ok || buf[n - 2].ticks <= buf[0].ticks)
+            continue; /* disturbed: signal handler events, a clock step */
+        double a = (double)(buf[n - 2].ticks - buf[0].ticks) / (CALIB_CALLS - 1);
+        double b = (double)(b1 - b0) / CALIB_CALLS;
+        best_a = a < best_a ? a : best_a;
+        best_b = b < best_b ? b : best_b;
+        for (size_t i = 0; i < n; i += 2)
+            self[nself++] = buf[i + 1].ticks - buf[i].ticks;
+        used++;
+    }
+    atomic_store(&rp_rt.mask, saved_mask);
+    rp_self = saved;
+    if (!used)
+        goto out;
+    qsort(self, nself, sizeof(*self), cmp_u64);
+    o->pair = best_a > best_b ? best_a - best_b : 0;
+    o->self = (double)self[nself / 2];
+    /* An empty call's compensated span lies in [0, spread] 95 times in 100:
+     * the analysis counts a span no longer than that as below resolution. */
+    o->spread = (double)(self[nself * 95 / 100] - self[nself / 2]);
+    if (o->self > o->pair)
+        o->self = o->pair;
+    o->rounds = used;
+out:
+    free(buf);
+    free(self);
+}
+
+/* The once-only start.  Sets rp_rt_start_err on failure (nothing recorded). */
+static int rt_start(void)
+{
+    rp_rt.quiet = getenv("RANKPROF_QUIET") != NULL;
+    const char *mode = getenv("RANKPROF_MODE");
+    rp_rt.direct = mode && !strcmp(mode, "direct");
+    if (mode && !rp_rt.direct && strcmp(mode, "trace") != 0)
+        rp_rt_warn("RANKPROF_MODE=%s is not 'trace' or 'direct'; using trace", mode, 0);
+    if (rp_rt.direct && rp_direct_init() < 0) {
+        rp_rt_start_err = RP_ENOMEM;
+        return RP_ENOMEM;
+    }
+    rp_rt.clock_name = rp_clock_init();
+    rp_rt.freq = rp_clock_calibrate(2);
+    rp_rt.start_ticks = rp_ticks();
+    rp_rt.start_mono = rp_mono_ns();
+    uint64_t bufsize = env_u64("RANKPROF_BUFSIZE", 256 * 1024, 4096, 1u << 30);
+    rp_rt.bufrecs = (uint32_t)(bufsize / sizeof(struct rp_raw));
+    rp_rt.nbuf = (uint32_t)env_u64("RANKPROF_NBUF", 4, 2, RP_NBUF_MAX);
+    rp_rt.exit_timeout_ms = (unsigned)env_u64("RANKPROF_EXIT_TIMEOUT_MS", 10000, 0, 3600000);
+    rp_rt.flush_ms = (unsigned)env_u64("RANKPROF_FLUSH_MS", 200, 0, 3600000);
+    rp_rt.writer_delay_us = (unsigned)env_u64("RANKPROF_TEST_WRITER_DELAY_US", 0, 0, 1000000);
+    const char *pol = getenv("RANKPROF_POLICY");
+    rp_rt.drop = pol && !strcmp(pol, "drop");
+    const char *cls = getenv("RANKPROF_CLASSES");
+    uint32_t mask = cls ? parse_classes(cls) : RP_CLASS_BIT_ALL;
+    /* before the file's INFO, which carries the result; not in direct mode,
+     * whose statistics are not compensated (docs/performance.md) */
+    if (!rp_rt.direct && env_u64("RANKPROF_CALIBRATE", 1, 0, 1))
+        measure_overhead(&rp_rt_overhead);
+
+    rp_rt.out = malloc(rp_enc_bound(rp_rt.bufrecs));
+    rp_rt_out_recs = rp_rt.bufrecs;
+    /* before the INFO, which names the source, and before any thread is
+     * created (they inherit the context-switch events) */
+    if (!rp_rt.direct)
+        rp_offcpu_start();
+    if (!rp_rt.out || rp_enc_init(&rp_rt.enc, rp_rt_describe_site, NULL) < 0 ||
+        pthread_key_create(&rp_rt.key, rp_rt_thread_exit) != 0) {
+        rp_rt_start_err = RP_ENOMEM;
+        return RP_ENOMEM;
+    }
+    rp_rt.enc.lock_name = rp_lock_name_of;
+    rp_rt.enc.func_start = rp_funcs_start_of;
+    if ((rp_rt_start_err = open_output(0)) < 0)
+        return rp_rt_start_err;
+    out_prologue();
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    /* the control signal first: fatal_install takes the real-time signals
+     * still at their default */
+    mask = rp_ctl_start(mask); /* 0 when started off (record --off) */
+    if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
+        fatal_install();
+    rp_funcs_start(rp_rt.quiet); /* function filter, throttle: before the first event */
+    atomic_store(&rp_rt.mask, mask);
+    rp_sites_sync_classes(); /* switched-off classes: the sites' off bytes */
+    return 0;
+}
+
+/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
+ * table when RANKPROF_PRINT is set. */
+static void direct_finish(void)
+{
+    rp_direct_exit_self(); /* main's frames, after exit() from deep down */
+    int64_t n = rp_direct_write(rp_out_chunk);
+    if (n < 0)
+        rp_rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
+    else
+        rp_rt.events_written = (uint64_t)n;
+    const char *pr = getenv("RANKPROF_PRINT");
+    if (pr && *pr && strcmp(pr, "0") != 0)
+        rp_direct_print(stderr, 1e9 / rp_rt.freq);
+}
+
+/*
+ * The final flush.  Recording stops (mask = 0), the calling thread publishes
+ * its partial buffer, and the writer gets until the deadline to write what
+ * is published.  Other threads still running keep their partial buffers:
+ * taking them would race with their appends.  If the writer finishes in time
+ * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
+ * ends without END and the analyzer says the run ended abnormally.
+ */
+RP_HIDDEN void rp_rt_shutdown(void)
+{
+    static atomic_int once;
+    uint64_t end_ticks = rp_ticks(); /* the process ends now, not after the flush */
+    if (atomic_exchange(&once, 1) || rp_rt_start_err ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || atomic_load(&rp_rt.fatal))
+        return; /* after a fatal signal the trace has its END already */
+    atomic_store(&rp_rt.mask, 0);
+    /* the calling thread's buffer and its counted losses are written here
+     * (direct mode: direct_finish does it); the buffer not when the exit
+     * interrupted its own append (a handler calling exit), the losses
+     * always: that append never resumes, and the writer is gone by then */
+    struct rp_tbuf *t = rp_rt.direct ? NULL : rp_self;
+    struct rp_tbuf *self = t;
+    if (t && t->guard)
+        t = NULL;
+    if (t && t->base && t->pos > t->base) {
+        t->guard = 1;
+        rp_rt_buf_publish(t);
+    }
+    rp_own_lock(&rp_rt.lock);
+    atomic_store(&rp_rt.stopped, 1);
+    int running = rp_rt.writer_running;
+    pthread_cond_broadcast(&rp_rt.wake);
+    pthread_cond_broadcast(&rp_rt.space);
+    rp_own_unlock(&rp_rt.lock);
+
+    int done = 1;
+    if (running) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += rp_rt.exit_timeout_ms / 1000;
+        ts.tv_nsec += (long)(rp_rt.exit_timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
+    } else {
+        rp_own_lock(&rp_rt.drain_lock);
+        while (rp_rt_drain_once())
+            ;
+        rp_own_unlock(&rp_rt.drain_lock);
+    }
+    if (!done) {
+        rp_rt_warn("final flush of %s timed out; the trace ends early", rp_rt.path, 0);
+        rp_ctl_shutdown();
+        return;
+    }
+    if (self)
+        rp_rt_write_pending_loss(self); /* the writer is gone: this thread writes */
+    if (!rp_rt.direct) { /* (the writer is gone: the edges left are this thread's to write) */
+        rp_own_lock(&rp_rt.lock);
+        for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
+            rp_rt_win_catch_up(x, UINT64_MAX);
+        rp_own_unlock(&rp_rt.lock);
+    }
+    if (rp_rt.direct)
+        direct_finish();
+    rp_funcs_write(rp_out_chunk); /* throttled functions' call counts */
+    if (!rp_rt.direct)
+        rp_out_end_info(1);
+    rp_out_maps();
+    rp_out_clock();
+    rp_out_end(RP_END_EXIT, 0, end_ticks);
+    if (atomic_load(&rp_rt.failed) && rp_rt_unwritten) {
+        char num[32];
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)rp_rt_unwritten);
+        rp_rt_warn("%s events could not be written to the trace", num, 0);
+    }
+    int fd = rp_rt.fd;
+    /* first: the close interposer would move it (atomic: other threads'
+     * close() compare with it) */
+    __atomic_store_n(&rp_rt.fd, -1, __ATOMIC_RELAXED);
+    close(fd);
+    /* The writer is gone: its state can go too (the threads' buffers stay
+     * mapped, since threads still running may touch them). */
+    rp_own_lock(&rp_rt.lock);
+    for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
+        rp_enc_thread_free(&x->enc);
+        rp_offq_free(&x->offq);
+    }
+    rp_own_unlock(&rp_rt.lock);
+    rp_enc_free(&rp_rt.enc);
+    free(rp_rt.out);
+    rp_rt.out = NULL;
+    rp_ctl_shutdown();
+}
+
+__attribute__((constructor)) static void rt_ctor(void)
+{
+    rp_rt_initing = 1;
+    pthread_once(&rp_rt_once, rp_rt_start_once);
+    /* constructors run on the main thread: its pthread_exit is seen */
+    if (!rp_rt_start_err && !rp_rt.direct &&
+        pthread_key_create(&rp_rt_main_key, rp_rt_main_exit) == 0)
+        pthread_setspecific(rp_rt_main_key, &rp_rt_main_key);
+    rp_rt_initing = 0;
+}
+
+__attribute__((destructor)) static void rt_dtor(void)
+{
+    /* the join of the writer is a cancellation point: a thread with a
+     * cancel pending that calls exit() must not be cancelled in the flush */
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    rp_rt_shutdown();
+    pthread_setcancelstate(cs, &cs);
+}

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rt_writer.c - the writer thread: it takes the buffers the threads publish
+ * (rt.c), encodes them (src/trace/writer.c), cuts them at the recording
+ * windows' edges (ctl.c), writes them (rt_out.c), writes the filled part of
+ * buffers still being filled every RANKPROF_FLUSH_MS, and retires threads
+ * that have ended.  The protocol with the threads is drawn in rt.h.
+ */
+#define _GNU_SOURCE
+#include "rt_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calib.h"
+#include "ctl.h"
+#include "common/bytes.h"
+#include "direct.h"
+#include "funcs.h"
+#include "locks.h"
+#include "offcpu.h"
+#include "rankprof.h"
+#include "sites.h"
+
+/* ---- the writer --------------------------------------------------------- */
+
+/* Describes a site pointer for DEFS (sites.c): -1 for an address that is
+ * no registered site, so the encoder skips the record. */
+RP_HIDDEN int rp_rt_describe_site(void *ctx, uint64_t site, struct rp_def *out)
+{
+    (void)ctx;
+    return rp_sites_describe(site, out);
+}
+
+/* rp_rt.out's size in records (rp_enc_bound) */
+RP_HIDDEN size_t rp_rt_out_recs;
+
+/*
+ * Encodes and writes one buffer of thread t (writer thread only), with the
+ * thread's off-CPU intervals that fall before its last record merged in
+ * (offcpu.c reads the rings first: the switch-in before a record that is
+ * already visible here is in a ring by now).
+ */
+static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
+{
+    if (t->win_off) { /* after a switch off: the ends of what began before it */
+        t->enc.orphans += n;
+        return;
+    }
+    if (!t->announced) {
+        rp_out_thread(t);
+        t->announced = 1;
+    }
+    uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped, pause0 = t->enc.npause;
+    size_t nm = n;
+    const struct rp_raw *m = recs;
+    if (rp_offcpu_source() == RP_OFFCPU_PERF) {
+        rp_offcpu_poll();
+        m = rp_offq_merge(&t->offq, recs, &nm);
+        /* an off-CPU record takes up to two events' bytes */
+        if (nm > n && 2 * nm > rp_rt_out_recs) {
+            uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
+            if (no) {
+                rp_rt.out = no;
+                rp_rt_out_recs = 2 * nm;
+            } else {
+                m = recs; /* the intervals are dropped (counted late) */
+                t->offq.late += nm - n;
+                nm = n;
+            }
+        }
+    }
+    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, rp_rt.out);
+    size_t dlen;
+    const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
+    if (dlen)
+        rp_out_chunk(RP_CH_DEFS, defs, dlen);
+    if (len)
+        rp_out_chunk(RP_CH_EVENTS, rp_rt.out, len);
+    rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
+    if (atomic_load(&rp_rt.failed))
+        rp_rt_unwritten += n;
+    rp_rt.lost_total += t->enc.lost - lost0;
+    rp_rt_unencoded += t->enc.skipped - skipped0;
+    if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
+        struct rp_raw rec = {recs[n - 1].ticks,
+                             rp_raw_word(RP_RAW_LOST, t->enc.skipped - skipped0)};
+        encode_buffer(t, &rec, 1);
+    }
+}
+
+/*
+ * A recording window's edge reaches thread t (ctl.c): the frames open then
+ * end there, with their time up to it (an UNWIND record, as at a thread's
+ * end), so do the holds of its locks (LOCK_REL records).  What the thread
+ * records between a switch off and the next switch on (the ends of spans
+ * begun before, which are recorded whatever the mask) is left out, and so
+ * are, in a window, the exits and releases of what began before it (the
+ * encoder's windowed state).  Writer only.
+ */
+static void win_apply(struct rp_tbuf *t, const struct rp_win_edge *e)
+{
+    /* the locks it holds are released there, latest first, and its frames
+     * end there (their releases and exits, later, are left out) */
+    while (t->enc.nholds) {
+        struct rp_raw rel = {e->ticks,
+                             rp_raw_word(RP_RAW_LOCK_REL, t->enc.holds[t->enc.nholds - 1].key)};
+        uint32_t before = t->enc.nholds;
+        encode_buffer(t, &rel, 1);
+        if (t->enc.nholds >= before) /* (not encoded: out of memory) */
+            t->enc.nholds = before - 1;
+    }
+    if (t->enc.depth) {
+        struct rp_raw rec = {e->ticks, rp_raw_word(RP_RAW_UNWIND, 0)};
+        encode_buffer(t, &rec, 1);
+    }
+    t->enc.windowed = 1;
+    t->win_off = !e->on;
+}
+
+/* Applies to t the edges up to ticks `until` it has not had yet. */
+RP_HIDDEN void rp_rt_win_catch_up(struct rp_tbuf *t, uint64_t until)
+{
+    const struct rp_win_edge *e;
+    uint32_t n = rp_ctl_edges(&e);
+    for (; t->win_done < n && e[t->win_done].ticks <= until; t->win_done++)
+        win_apply(t, &e[t->win_done]);
+}
+
+/*
+ * Encodes and writes records of thread t (writer thread only), cut at the
+ * edges of the recording windows that fall among them: the records before
+ * an edge, the edge, the rest.  An edge after the last record waits for
+ * the thread's next records, its end, or rp_rt_win_catch_up.  (A DATA record's
+ * ticks field is a value: it goes with the record before it.)
+ */
+static void write_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n)
+{
+    const struct rp_win_edge *e;
+    uint32_t ne = rp_ctl_edges(&e);
+    while (t->win_done < ne && n) {
+        size_t k = 0;
+        while (k < n && (recs[k].ticks < e[t->win_done].ticks ||
+                         (k && recs[k].word >> RP_RAW_SHIFT == RP_RAW_DATA)))
+            k++;
+        if (k == n)
+            break;
+        if (k)
+            encode_buffer(t, recs, k);
+        win_apply(t, &e[t->win_done++]);
+        recs += k;
+        n -= k;
+    }
+    if (n)
+        encode_buffer(t, recs, n);
+}
+
+/*
+ * Writes the losses a thread has counted but not yet put in a buffer: events
+ * dropped while it had no free buffer, and events of signal handlers that
+ * interrupted an append.  Called for a thread that has ended (its counters
+ * are final: `exited` was stored with release after them) or for the
+ * calling thread at shutdown.
+ */
+RP_HIDDEN void rp_rt_write_pending_loss(struct rp_tbuf *x)
+{
+    uint64_t n = x->lost + x->reentered;
+    if (!n)
+        return;
+    struct rp_raw rec = {x->lost ? x->lost_first : rp_ticks(), rp_raw_word(RP_RAW_LOST, n)};
+    x->lost = x->reentered = 0;
+    write_buffer(x, &rec, 1);
+}
+
+/*
+ * A thread that has ended (pthread_exit from deep frames, a longjmp out of
+ * its start function) may leave frames open: the writer's shadow stack
+ * says so.  They end where the thread ended, as one RP_RAW_UNWIND 0 record
+ * (writer.h) at its end ticks, so the analyzer keeps their time up to
+ * there instead of guessing.  Writer only, for a retired thread whose
+ * buffers are all written.
+ */
+RP_HIDDEN void rp_rt_write_thread_end(struct rp_tbuf *x)
+{
+    if (!x->enc.depth || !x->end_ticks)
+        return;
+    struct rp_raw rec = {x->end_ticks, rp_raw_word(RP_RAW_UNWIND, 0)};
+    write_buffer(x, &rec, 1);
+}
+
+/* Writes every published buffer of every thread; retires exited threads
+ * whose buffers are all written.  Returns the number of buffers written. */
+RP_HIDDEN unsigned rp_rt_drain_once(void)
+{
+    unsigned done = 0;
+    rp_own_lock(&rp_rt.lock);
+    struct rp_tbuf *t = rp_rt.threads;
+    rp_own_unlock(&rp_rt.lock);
+
+    for (; t; t = t->next) {
+        uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+        uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
+        for (; c < p; c++) {
+            uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
+            if (t->lens[idx] > t->part)
+                write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
+            t->part = 0;
+            atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+            done++;
+            if (rp_rt.writer_delay_us)
+                usleep(rp_rt.writer_delay_us);
+            rp_own_lock(&rp_rt.lock);
+            if (rp_rt.waiters)
+                pthread_cond_broadcast(&rp_rt.space);
+            rp_own_unlock(&rp_rt.lock);
+        }
+    }
+    /* retire threads that have ended and been written out */
+    rp_own_lock(&rp_rt.lock);
+    for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
+        struct rp_tbuf *x = *pp;
+        if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
+            rp_rt_win_catch_up(x, x->end_ticks ? x->end_ticks : UINT64_MAX);
+            rp_rt_orphans_retired += x->enc.orphans;
+            rp_rt_write_pending_loss(x);
+            rp_rt_write_thread_end(x);
+            rp_offcpu_forget(x);
+            for (unsigned r = 0; r < RP_LOSS_N; r++) /* (its counters are final) */
+                rp_rt_loss_retired[r] += x->why[r];
+            *pp = x->next;
+            for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
+                if (x->bufs[i])
+                    munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
+            rp_enc_thread_free(&x->enc);
+            munmap(x, sizeof(*x));
+        } else {
+            pp = &x->next;
+        }
+    }
+    rp_own_unlock(&rp_rt.lock);
+    return done;
+}
+
+/*
+ * Writes the filled, not yet written part of the buffer t is still filling,
+ * if that buffer is the next one to consume (the invariant is in rt.h).
+ * Writer only.  Returns 1 if it wrote something.
+ */
+RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t)
+{
+    uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+    if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
+        return 0; /* published buffers first: rp_rt_drain_once */
+    struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+    struct rp_raw *b = pos ? t->bufs[c % rp_rt.nbuf] : NULL;
+    if (!b || pos <= b + t->part || pos > b + rp_rt.bufrecs)
+        return 0; /* nothing new, or the thread has moved on to another buffer */
+    uint32_t n = (uint32_t)(pos - b);
+    unsigned op = (unsigned)(pos[-1].word >> RP_RAW_SHIFT);
+    if ((op == RP_RAW_INSTANT || op == RP_RAW_COUNTER) && --n <= t->part)
+        return 0; /* its DATA record may still come */
+    write_buffer(t, b + t->part, n - t->part);
+    t->part = n;
+    return 1;
+}
+
+/* Writes every thread's partial buffer (writer only); returns how many.
+ * A thread whose records are all written then gets the windows' edges
+ * older than 20 ms (any record of its from before them is in its buffer by
+ * then), so that a thread that records nothing after an edge still has its
+ * frames ended there. */
+RP_HIDDEN unsigned rp_rt_flush_partials(void)
+{
+    unsigned n = 0;
+    rp_own_lock(&rp_rt.lock);
+    struct rp_tbuf *t = rp_rt.threads;
+    rp_own_unlock(&rp_rt.lock);
+    uint64_t old = rp_ticks() - (uint64_t)(rp_rt.freq / 50);
+    for (; t; t = t->next) {
+        n += (unsigned)rp_rt_flush_partial(t);
+        uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+        struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+        struct rp_raw *b = t->bufs[c % rp_rt.nbuf];
+        if (atomic_load_explicit(&t->produced, memory_order_acquire) == c &&
+            (!pos || (b && pos == b + t->part)))
+            rp_rt_win_catch_up(t, old);
+    }
+    return n;
+}
+
+/*
+ * The writer's part of a fatal signal (fatal_handler waits for it): write
+ * everything recorded so far, published or not, then CLOCK and END with
+ * RP_END_SIGNAL.  No MAPS: reading /proc allocates, and the program may
+ * have died inside malloc; the one written at start-up names the code.
+ * Recording stops for good: threads waiting for a buffer are released.
+ */
+RP_HIDDEN void rp_rt_fatal_flush(int sig)
+{
+    rp_own_lock(&rp_rt.lock);
+    atomic_store(&rp_rt.stopped, 1);
+    pthread_cond_broadcast(&rp_rt.space);
+    rp_own_unlock(&rp_rt.lock);
+    while (rp_rt_drain_once())
+        ;
+    rp_rt_flush_partials();
+    rp_out_end_info(0);
+    rp_out_clock();
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    rp_ctl_shutdown(); /* the control page goes with the process */
+    atomic_store(&rp_rt.fatal_done, 1);
+}
+
+static int work_pending_locked(void)
+{
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+        if (atomic_load(&t->produced) != atomic_load(&t->consumed) || atomic_load(&t->exited))
+            return 1;
+    return 0;
+}
+
+/*
+ * Set when the main thread has called pthread_exit (the destructor of
+ * rp_rt_main_key, which only main holds: exit() runs no key destructors).  From
+ * then on the process ends when its last thread does, and glibc counts the
+ * writer among its threads, so the writer must not stay: it retires whenever
+ * it has nothing to write (writer_main), and a thread that publishes a
+ * buffer or needs a free one starts it again (rp_rt_writer_ensure_locked).  The
+ * last thread's end then runs exit(0), whose final flush writes the rest.
+ * The periodic flush of partial buffers pauses while the writer is retired.
+ */
+RP_HIDDEN atomic_int rp_rt_main_gone;
+RP_HIDDEN pthread_key_t rp_rt_main_key;
+
+RP_HIDDEN void rp_rt_main_exit(void *arg)
+{
+    (void)arg;
+    atomic_store(&rp_rt_main_gone, 1);
+    rp_own_lock(&rp_rt.lock);
+    pthread_cond_signal(&rp_rt.wake);
+    rp_own_unlock(&rp_rt.lock);
+}
+
+/* Whether the writer retires now (rp_rt_main_gone): called with the lock held
+ * after a pass that wrote nothing; if so it is marked not running and
+ * detached (nobody joins it), and must return without touching the lock. */
+static int writer_retire_locked(void)
+{
+    if (!atomic_load(&rp_rt_main_gone) || atomic_load(&rp_rt.stopped) ||
+        atomic_load(&rp_rt.fatal) || work_pending_locked())
+        return 0;
+    rp_rt.writer_running = 0;
+    pthread_detach(pthread_self());
+    return 1;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    rp_is_writer = 1;
+    rp_offcpu_writer_started();
+
+    /* A fatal signal cannot wake the writer (a condition variable is not
+     * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
+    unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
+    uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
+    for (;;) {
+        rp_own_lock(&rp_rt.lock);
+        if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)wait_ms * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            rp_own_cond_timedwait(&rp_rt.wake, &rp_rt.lock, &ts);
+        }
+        int stopping = atomic_load(&rp_rt.stopped);
+        rp_own_unlock(&rp_rt.lock);
+
+        int sig = atomic_load(&rp_rt.fatal);
+        if (sig) {
+            rp_rt_fatal_flush(sig);
+            return NULL;
+        }
+        unsigned n = rp_rt_drain_once();
+        rp_offcpu_poll(); /* at least every wait: the rings do not fill up while
+                             the threads record nothing (all blocked) */
+        uint64_t now = rp_mono_ns();
+        if (rp_rt.flush_ms && now - last_flush >= (uint64_t)rp_rt.flush_ms * 1000000u) {
+            rp_offcpu_tick(); /* schedstat fallback: the threads' run-queue delay */
+            n += rp_rt_flush_partials();
+            last_flush = now;
+        }
+        if (n && now - last_clock > 500000000u) {
+            rp_out_clock(); /* calibration points for runs that never end cleanly */
+            last_clock = now;
+        }
+        if (stopping && !n) {
+            rp_rt_flush_partials(); /* what the threads still running have recorded */
+            return NULL;
+        }
+        if (!n && atomic_load(&rp_rt_main_gone)) {
+            rp_rt_flush_partials();
+            rp_own_lock(&rp_rt.lock);
+            int retire = writer_retire_locked();
+            rp_own_unlock(&rp_rt.lock);
+            if (retire)
+                return NULL;
+        }
+    }
+}
+
+/* Starts the writer thread if it is not running.  Called with the lock. */
+RP_HIDDEN void rp_rt_writer_ensure_locked(void)
+{
+    if (rp_rt.writer_running || rp_rt.sync_write || atomic_load(&rp_rt.stopped))
+        return;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    if (pthread_create(&rp_rt.writer, &a, writer_main, NULL) == 0)
+        rp_rt.writer_running = 1;
+    pthread_attr_destroy(&a);
+}
