@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "analyze/diff.h"
-#include "analyze/hist.h"
+#include "analyze/histwin.h"
 #include "check.h"
 #include "trace/format.h"
 

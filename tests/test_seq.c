@@ -39,7 +39,7 @@
 #include "check.h"
 #include "common/bytes.h"
 #include "common/error.h"
-#include "report/locks.h"
+#include "report/lock_report.h"
 #include "report/seq.h"
 #include "trace/writer.h"
 

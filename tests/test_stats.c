@@ -7,7 +7,7 @@
  * chunks add up (Chan's merge of mean and M2 against the two-pass values);
  * then each kind of damage, with valid checksums so that only the STATS
  * checks can catch it, must fail with RP_EFORMAT and a message naming the
- * offset of the bad record.  Also the analyzer's histogram (analyze/hist.h),
+ * offset of the bad record.  Also the analyzer's histogram (analyze/histwin.h),
  * a window of rows: against the full array of src/common/hist.h filled with
  * the same values (percentiles equal, the window exactly the rows from the
  * lowest value's to the highest's), merged from parts, and saturating.

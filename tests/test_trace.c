@@ -25,7 +25,7 @@
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "check.h"
-#include "report/spanwalk.h"
+#include "analyze/spanwalk.h"
 #include "trace_fixture.h"
 
 /* ---- CRC ----------------------------------------------------------------- */

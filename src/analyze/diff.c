@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "hist.h"
+#include "histwin.h"
 #include "trace/format.h"
 
 #define MIN_CALLS 5 /* per side, for a verdict on the time per call */

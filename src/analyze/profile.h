@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hist.h"
+#include "histwin.h"
 
 /* Flags of docs/design.md §7, a bit each in rp_node.flags. */
 enum {

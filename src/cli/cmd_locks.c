@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "common/error.h"
-#include "report/locks.h"
+#include "report/lock_report.h"
 
 int cmd_locks(int argc, char **argv)
 {

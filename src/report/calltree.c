@@ -27,7 +27,7 @@
 
 #include "common/error.h"
 #include "names.h"
-#include "spanwalk.h"
+#include "analyze/spanwalk.h"
 #include "util.h"
 
 #define NAME_BUF   512

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze/hist.h"
+#include "analyze/histwin.h"
 #include "common/error.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "report/export.h"
-#include "report/spanwalk.h"
+#include "analyze/spanwalk.h"
 #include "trace/format.h"
 
 struct tl {

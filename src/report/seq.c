@@ -35,8 +35,8 @@
 #include "analyze/profile.h"
 #include "common/error.h"
 #include "export.h"
-#include "locks.h"
-#include "spanwalk.h"
+#include "analyze/lockprof.h"
+#include "analyze/spanwalk.h"
 #include "report/util.h"
 #include "trace/format.h"
 

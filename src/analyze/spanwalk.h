@@ -18,8 +18,8 @@
  * Memory: the open spans and held locks of each thread; nothing grows with
  * the trace.
  */
-#ifndef RP_REPORT_SPANWALK_H
-#define RP_REPORT_SPANWALK_H
+#ifndef RP_ANALYZE_SPANWALK_H
+#define RP_ANALYZE_SPANWALK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -86,4 +86,4 @@ struct rp_sw_ops {
 int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp_profile *p,
                const struct rp_sw_ops *ops, void *ctx, int progress, char *err, size_t errsz);
 
-#endif /* RP_REPORT_SPANWALK_H */
+#endif /* RP_ANALYZE_SPANWALK_H */

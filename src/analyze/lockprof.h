@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * locks.h - the lock profile (docs/design.md §5): wait and hold per lock and per
+ * lockprof.h - the lock profile (docs/design.md §5): wait and hold per lock and per
  * call site, and the outcome of every acquisition, for `rankprof locks`.
  *
  * Collected by a second, streamed pass over the trace (spanwalk.h) after
  * the replay has built, named and flagged the profile.  Memory grows with
  * distinct (call site, lock) pairs, not with the trace.
  */
-#ifndef RP_REPORT_LOCKS_H
-#define RP_REPORT_LOCKS_H
+#ifndef RP_ANALYZE_LOCKPROF_H
+#define RP_ANALYZE_LOCKPROF_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyze/replay.h" /* struct rp_profile, rp_node, rp_replay_opts */
+#include "replay.h" /* struct rp_profile, rp_node, rp_replay_opts */
 
 /* Counts and sums of one lock, or of one lock at one call site. */
 struct rp_lock_stat {
@@ -65,10 +65,6 @@ enum rp_locks_sort {
 int rp_locks_build(struct rp_locks *L, const char *path, const struct rp_replay_opts *o,
                    const struct rp_profile *p, enum rp_locks_sort sort, char *err, size_t errsz);
 
-/* Prints the table / JSON of the lock profile.  Return 0 or RP_EIO. */
-int rp_locks_table(FILE *f, const struct rp_locks *L, const struct rp_profile *p);
-int rp_locks_json(FILE *f, const struct rp_locks *L, const struct rp_profile *p);
-
 void rp_locks_free(struct rp_locks *L);
 
 /* The name of the lock of a lock-wait or lock-hold node, without the
@@ -78,4 +74,4 @@ void rp_locks_free(struct rp_locks *L);
  * Cannot fail. */
 const char *rp_lock_display_name(const struct rp_node *n, char *buf, size_t bufsz);
 
-#endif /* RP_REPORT_LOCKS_H */
+#endif /* RP_ANALYZE_LOCKPROF_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * hist.h - the analyzer's per-node histogram: the shared log-linear buckets
+ * histwin.h - the analyzer's per-node histogram: the shared log-linear buckets
  * of src/common/hist.h, stored as a window of whole rows.
  *
  * A row is the RP_HIST_SUB buckets of one octave of durations.  A
@@ -16,8 +16,8 @@
  * Invariant: counts is NULL and lo == len == 0, or counts holds len >= 1
  * counts, for the buckets lo .. lo + len - 1, lo + len <= RP_HIST_BUCKETS.
  */
-#ifndef RP_ANALYZE_HIST_H
-#define RP_ANALYZE_HIST_H
+#ifndef RP_ANALYZE_HISTWIN_H
+#define RP_ANALYZE_HISTWIN_H
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +106,4 @@ static inline void rp_hist_free(struct rp_hist *h)
     h->lo = h->len = 0;
 }
 
-#endif /* RP_ANALYZE_HIST_H */
+#endif /* RP_ANALYZE_HISTWIN_H */
