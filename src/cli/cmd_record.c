@@ -336,7 +336,15 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-int cmd_record(int argc, char **argv)
+/* What the command line asks for. */
+struct rec_opts {
+    const char *out, *mode, *classes, *throttle;
+    int drop, print, force, off;
+};
+
+/* Reads the options into r; returns the index of PROGRAM.  Dies (usage) on
+ * a bad option or when there is no program. */
+static int parse_args(int argc, char **argv, struct rec_opts *r)
 {
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'},  {"mode", required_argument, NULL, 'm'},
@@ -344,44 +352,44 @@ int cmd_record(int argc, char **argv)
         {"print", no_argument, NULL, 'p'},         {"off", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},          {"throttle", optional_argument, NULL, 't'},
         {"force", no_argument, NULL, 'f'},         {NULL, 0, NULL, 0}};
-    const char *out = RP_DEFAULT_DATA, *mode = "trace", *classes = NULL, *throttle = NULL;
-    int drop = 0, print = 0, force = 0, off = 0, c;
+    int c;
 
+    *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'o':
-            out = optarg;
+            r->out = optarg;
             break;
         case 'm':
-            mode = optarg;
-            if (strcmp(mode, "trace") != 0 && strcmp(mode, "direct") != 0)
-                rp_usage_die("record", "--mode %s: the modes are 'trace' and 'direct'", mode);
+            r->mode = optarg;
+            if (strcmp(r->mode, "trace") != 0 && strcmp(r->mode, "direct") != 0)
+                rp_usage_die("record", "--mode %s: the modes are 'trace' and 'direct'", r->mode);
             break;
         case 'p':
-            print = 1;
+            r->print = 1;
             break;
         case 'O':
-            off = 1;
+            r->off = 1;
             break;
         case 'c':
-            classes = check_classes(optarg);
+            r->classes = check_classes(optarg);
             break;
         case 'd':
-            drop = 1;
+            r->drop = 1;
             break;
         case 'f':
-            force = 1;
+            r->force = 1;
             break;
         case 't': {
             /* CALLS[:NS] or :NS, numbers; the recorder applies the defaults */
-            const char *q = throttle = optarg ? optarg : "1";
+            const char *q = r->throttle = optarg ? optarg : "1";
             q += strspn(q, "0123456789");
             if (*q == ':' && q[1])
                 q += 1 + strspn(q + 1, "0123456789");
-            if (*q || !strcmp(throttle, ":"))
+            if (*q || !strcmp(r->throttle, ":"))
                 rp_usage_die("record", "--throttle=%s: give CALLS:NS (e.g. 100000:10000)",
-                             throttle);
+                             r->throttle);
             break;
         }
         case 'h':
@@ -392,21 +400,16 @@ int cmd_record(int argc, char **argv)
     }
     if (optind >= argc)
         rp_usage_die("record", "no program given");
-    if (print && strcmp(mode, "direct") != 0)
+    if (r->print && strcmp(r->mode, "direct") != 0)
         rp_usage_die("record", "--print needs --mode direct (a trace is printed by report)");
+    return optind;
+}
 
-    char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
-    find_lib(lib, sizeof(lib));
-    if (out[0] == '/') {
-        snprintf(abs_out, sizeof(abs_out), "%s", out);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof(cwd)))
-            rp_die("cannot get the current directory: %s", strerror(errno));
-        snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, out);
-    }
-    struct stat before;
-    check_output(out, abs_out, force, &before);
+/* The environment the recorder reads (cmd_record.c's top comment), with
+ * the recorder lib preloaded and the trace at abs_out.  Dies when out of
+ * memory. */
+static void set_env(const struct rec_opts *r, const char *lib, const char *abs_out)
+{
     const char *pre = getenv("LD_PRELOAD");
     char *preload;
 #ifdef RP_PRELOAD_FIRST /* a sanitizer build: its runtime must come first */
@@ -418,19 +421,24 @@ int cmd_record(int argc, char **argv)
         rp_die("out of memory");
     setenv("LD_PRELOAD", preload, 1);
     setenv("RANKPROF_OUTPUT", abs_out, 1);
-    setenv("RANKPROF_MODE", mode, 1);
-    if (off) /* armed, not recording: rankprof ctl PID start */
+    setenv("RANKPROF_MODE", r->mode, 1);
+    if (r->off) /* armed, not recording: rankprof ctl PID start */
         setenv("RANKPROF_START", "off", 1);
-    if (print)
+    if (r->print)
         setenv("RANKPROF_PRINT", "1", 1);
-    setenv("RANKPROF_POLICY", drop ? "drop" : "wait", 1);
-    if (classes)
-        setenv("RANKPROF_CLASSES", classes, 1);
-    if (throttle)
-        setenv("RANKPROF_THROTTLE", throttle, 1);
+    setenv("RANKPROF_POLICY", r->drop ? "drop" : "wait", 1);
+    if (r->classes)
+        setenv("RANKPROF_CLASSES", r->classes, 1);
+    if (r->throttle)
+        setenv("RANKPROF_THROTTLE", r->throttle, 1);
     unsetenv("RANKPROF_CLAIMED");
     free(preload);
+}
 
+/* Runs argv[0] with argv, passing SIGINT, SIGTERM and SIGHUP on to it, and
+ * returns its wait status.  Dies when it cannot be started or waited for. */
+static int run_program(char **argv)
+{
     /* SIGINT, SIGTERM and SIGHUP are the program's: record passes them on
      * and waits for it (forward_signal).  Blocked across the fork, so that
      * one arriving before the handlers know the child is not lost. */
@@ -444,8 +452,8 @@ int cmd_record(int argc, char **argv)
         rp_die("fork: %s", strerror(errno));
     if (pid == 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
-        execvp(argv[optind], argv + optind);
-        fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[optind], strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     child_pid = pid;
@@ -462,9 +470,31 @@ int cmd_record(int argc, char **argv)
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             rp_die("waitpid: %s", strerror(errno));
-    int bad = report_output(out, abs_out, &before, argv[optind], WIFSIGNALED(st));
+    return st;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    struct rec_opts r;
+    int prog = parse_args(argc, argv, &r);
+
+    char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
+    find_lib(lib, sizeof(lib));
+    if (r.out[0] == '/') {
+        snprintf(abs_out, sizeof(abs_out), "%s", r.out);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)))
+            rp_die("cannot get the current directory: %s", strerror(errno));
+        snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, r.out);
+    }
+    struct stat before;
+    check_output(r.out, abs_out, r.force, &before);
+    set_env(&r, lib, abs_out);
+    int st = run_program(argv + prog);
+    int bad = report_output(r.out, abs_out, &before, argv[prog], WIFSIGNALED(st));
     if (WIFSIGNALED(st)) {
-        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[prog], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
         return 128 + WTERMSIG(st);
     }
