@@ -66,7 +66,10 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
 #undef K
 }
 
-int cmd_report(int argc, char **argv)
+/* Reads report's options into lo_opts, ro and *format.  Dies (usage) on a
+ * bad one. */
+static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp_report_opts *ro,
+                       const char **format)
 {
     static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"sort", required_argument, NULL, 's'},
@@ -84,74 +87,68 @@ int cmd_report(int argc, char **argv)
                                        {"no-chains", no_argument, NULL, 'K'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-    struct rp_load_opts lo_opts;
-    struct rp_report_opts ro = {0};
-    const char *format = "table";
     int c;
 
-    rp_load_opts_default(&lo_opts);
-    ro.sort = RP_SORT_RANK;
-    ro.chains = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
-        if (rp_opt_input("report", c, optarg, &lo_opts))
+        if (rp_opt_input("report", c, optarg, ld))
             continue;
         switch (c) {
         case 's':
             if (!strcmp(optarg, "rank"))
-                ro.sort = RP_SORT_RANK;
+                ro->sort = RP_SORT_RANK;
             else if (!strcmp(optarg, "self"))
-                ro.sort = RP_SORT_SELF;
+                ro->sort = RP_SORT_SELF;
             else if (!strcmp(optarg, "total"))
-                ro.sort = RP_SORT_TOTAL;
+                ro->sort = RP_SORT_TOTAL;
             else if (!strcmp(optarg, "calls"))
-                ro.sort = RP_SORT_CALLS;
+                ro->sort = RP_SORT_CALLS;
             else if (!strcmp(optarg, "max"))
-                ro.sort = RP_SORT_MAX;
+                ro->sort = RP_SORT_MAX;
             else
                 rp_usage_die("report", "--sort %s: expected rank, self, total, calls or max",
                              optarg);
             break;
         case 'w':
             if (!strcmp(optarg, "time"))
-                lo_opts.weight_calls = 0;
+                ld->weight_calls = 0;
             else if (!strcmp(optarg, "calls"))
-                lo_opts.weight_calls = 1;
+                ld->weight_calls = 1;
             else
                 rp_usage_die("report", "--weight %s: expected time or calls", optarg);
             break;
         case 'a':
-            lo_opts.rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);
+            ld->rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);
             break;
         case 'n':
-            ro.limit = (uint32_t)rp_opt_u64("--limit", optarg);
+            ro->limit = (uint32_t)rp_opt_u64("--limit", optarg);
             break;
         case 'f':
-            format = optarg;
-            if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
-                rp_usage_die("report", "--format %s: expected table, json or csv", format);
+            *format = optarg;
+            if (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "csv"))
+                rp_usage_die("report", "--format %s: expected table, json or csv", *format);
             break;
         case 't':
-            lo_opts.replay.tid = rp_opt_tid("--thread", optarg);
+            ld->replay.tid = rp_opt_tid("--thread", optarg);
             break;
         case 'F':
-            lo_opts.replay.force = 1;
+            ld->replay.force = 1;
             break;
         case 'N':
         case 'M':
-            rp_opt_compensate("report", c == 'M' ? optarg : NULL, &lo_opts.replay);
+            rp_opt_compensate("report", c == 'M' ? optarg : NULL, &ld->replay);
             break;
         case 'T':
-            set_threshold(&lo_opts.flag, optarg);
+            set_threshold(&ld->flag, optarg);
             break;
         case 'C':
-            ro.color = 1;
+            ro->color = 1;
             break;
         case 'W':
-            ro.width = RP_WIDTH_WIDE;
+            ro->width = RP_WIDTH_WIDE;
             break;
         case 'K':
-            ro.chains = 0;
+            ro->chains = 0;
             break;
         case 'h':
             rp_help("report");
@@ -159,7 +156,17 @@ int cmd_report(int argc, char **argv)
             rp_usage_die("report", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    rp_opt_input_args("report", optind, argc, argv, &lo_opts);
+    rp_opt_input_args("report", optind, argc, argv, ld);
+}
+
+int cmd_report(int argc, char **argv)
+{
+    struct rp_load_opts lo_opts;
+    struct rp_report_opts ro = {.sort = RP_SORT_RANK, .chains = 1};
+    const char *format = "table";
+
+    rp_load_opts_default(&lo_opts);
+    parse_args(argc, argv, &lo_opts, &ro, &format);
 
     struct rp_profile p = {0};
     rp_load(&lo_opts, &p);
