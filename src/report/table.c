@@ -375,17 +375,24 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
 {
     const char *warn = o->color ? "\033[1;31m" : "", *reset = o->color ? ANSI_RESET : "";
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
-    char total[CELL], prog[1024] = "";
+    char total[CELL], run[CELL], prog[1024] = "";
 
     disp_cat(prog, sizeof prog, p->program && *p->program ? p->program : "(unknown program)",
              SIZE_MAX);
     fmt_dur(total, sizeof total, ns_of(p, (double)p->total));
+    fmt_dur(run, sizeof run,
+            ns_of(p, p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) : 0));
     fprintf(out, "rankprof: %s", prog);
     if (p->pid)
         fprintf(out, " (pid %" PRIu32 ")", p->pid);
-    fprintf(out, "  total %s  %" PRIu32 " thread%s  %" PRIu64 " events  %s%" PRIu64 " lost%s\n",
-            total, p->n_threads, p->n_threads == 1 ? "" : "s", p->events, p->lost ? warn : "",
-            p->lost, p->lost ? reset : "");
+    /* the run's length and, with threads, their summed time (what the
+     * shares of the table are of) */
+    fprintf(out, "  run %s", run);
+    if (p->n_threads > 1)
+        fprintf(out, ", threads' time %s", total);
+    fprintf(out, "  %" PRIu32 " thread%s  %" PRIu64 " events  %s%" PRIu64 " lost%s\n", p->n_threads,
+            p->n_threads == 1 ? "" : "s", p->events, p->lost ? warn : "", p->lost,
+            p->lost ? reset : "");
     if (p->n_procs > 1) { /* a run's files, merged (docs/robustness.md) */
         fprintf(out, "processes: %" PRIu32 ", merged:", p->n_procs);
         for (uint32_t i = 0; i < p->n_procs && i < 8; i++) {
