@@ -136,6 +136,9 @@ throttle_option() {
     rec=$(sed -n "s/^  leaf_a  \([0-9][0-9]*\) of $N calls recorded\$/\1/p" "$tmp/cli.table")
     [ -n "$rec" ] && [ "$rec" -ge 201 ] && [ "$rec" -lt $N ] ||
         fail "the table does not note the throttled leaf_a: $(grep leaf_a "$tmp/cli.table")"
+    # and its row says so: its calls marked '~'
+    grep -E -q "^ +[0-9]+ .* $N~ .* leaf_a" "$tmp/cli.table" ||
+        fail "leaf_a's row does not mark its calls as throttled: $(grep leaf_a "$tmp/cli.table")"
     if "$RANKPROF" record --throttle=x -o "$tmp/bad.data" -- "$prog" plain 1 >/dev/null 2>&1; then
         fail "record --throttle=x was accepted"
     fi

@@ -626,8 +626,10 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
         snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
         fmt_pct(row[C_STAND], CELL, n->standing);
         fmt_pct(row[C_INVOL], CELL, n->involvement);
-        /* '*': some activations were cut (left without their exit), listed below */
-        snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s", n->calls + n->throttled, n->cut ? "*" : "");
+        /* '~': throttled, its times are of the recorded calls only; '*': some
+         * activations were cut (left without their exit); both listed below */
+        snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + n->throttled,
+                 n->throttled ? "~" : "", n->cut ? "*" : "");
         fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
         fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
         fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
@@ -832,7 +834,7 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
         if (!n->throttled)
             continue;
         if (!any++)
-            fputs("\nthrottled (counted, not recorded, after they proved busy and short; their "
+            fputs("\n~ throttled (counted, not recorded, after they proved busy and short; their "
                   "times are of the\nrecorded calls only, and the time of the others is in "
                   "their callers' self time):\n",
                   out);
