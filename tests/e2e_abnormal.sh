@@ -11,6 +11,8 @@
 #   mode    how it ends                 status  END chunk        cut
 #   normal  return 0                    0       exit             0
 #   segv    NULL write (SIGSEGV)        139     signal 11        1 (main)
+#   deep    the same 4 calls deep       139     signal 11        5 (main,
+#                                                                  crash_in x4)
 #   abort   abort() (SIGABRT)           134     signal 6         1
 #   fpe     division by zero (SIGFPE)   136     signal 8         1
 #   chain   its own handler, chained    139     signal 11        1
@@ -27,7 +29,9 @@
 # No frame vanishes (docs/robustness.md): main, open when the run ends, is
 # one call, cut (ended at the END chunk's ticks, or at its thread's last
 # event without one), with its time: its involvement stays near 100 %.
-# Nothing is dropped without time (unclosed 0).
+# Nothing is dropped without time (unclosed 0).  After a fatal signal the
+# JSON's fatal_stack names the frames open in the thread it hit, main
+# outermost (deep: main, crash_in x4); after any other ending there is none.
 #
 # Then the final flush is bounded: a writer slowed to 1 s per buffer
 # (RANKPROF_TEST_WRITER_DELAY_US) cannot hold a program past
@@ -85,6 +89,15 @@ if r["ended_normally"] != (end == "exit"):
     bad.append(f"ended_normally {r['ended_normally']} for end {end}")
 if end != "exit" and not r["warnings"]:
     bad.append("no warning for an abnormal end")
+# the frames open in the thread the signal hit: main outermost; in deep the
+# whole stack of the crash
+if end.startswith("signal"):
+    st = r.get("fatal_stack", [])
+    want_st = ["main"] + ["crash_in"] * 4 if mode == "deep" else None
+    if (want_st and st != want_st) or not st or st[0] != "main":
+        bad.append(f"fatal_stack {st}, expected {want_st or 'main first'}")
+elif "fatal_stack" in r:
+    bad.append(f"fatal_stack {r['fatal_stack']} without a fatal signal")
 for b in bad:
     print(f"e2e_abnormal: {mode}: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)
@@ -103,6 +116,7 @@ PY
 ending() { scenario "$1" check "$@"; }
 ending normal 0 exit 0
 ending segv 139 "signal 11" 1
+ending deep 139 "signal 11" 5
 ending abort 134 "signal 6" 1
 ending fpe 136 "signal 8" 1
 ending chain 139 "signal 11" 1

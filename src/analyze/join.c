@@ -253,9 +253,18 @@ int rp_threads_end(struct rp_profile *p)
     while (v->nres)
         if ((rc = rp_resident_evict(v, &v->ts[v->res[v->nres - 1]])) < 0)
             return rc;
-    for (uint32_t i = 0; i < v->nts; i++)
+    for (uint32_t i = 0; i < v->nts; i++) {
+        const struct tstate *ts = &v->ts[i];
+        if (p->fatal_tid && ts->tid == p->fatal_tid && ts->depth) { /* its stack at the signal */
+            uint32_t n = ts->depth < RP_FATAL_FRAMES ? ts->depth : RP_FATAL_FRAMES;
+            p->fatal_depth = ts->depth;
+            p->fatal_n = n;
+            for (uint32_t k = 0; k < n; k++)
+                p->fatal_stack[k] = ts->stack[ts->depth - n + k].id;
+        }
         if (v->ts[i].depth && (rc = rp_replay_close_open(p, &v->ts[i], &cp)) < 0)
             return rc;
+    }
     p->comp_clamped += cp.clamped;
     for (uint32_t i = 0; i < v->nts; i++) { /* locks never released (or before a LOST) */
         if (v->ts[i].holds > 0)

@@ -221,6 +221,12 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
+        } else if (KEY("fatal_tid")) { /* the thread a fatal signal hit */
+            char tmp[24];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            p->fatal_tid = (uint32_t)strtoul(tmp, NULL, 10);
         } else if (KEY("windows") || KEY("recorded_ns") || KEY("window_exits")) {
             char tmp[32]; /* recording switched at run time (rankprof ctl) */
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;

@@ -249,11 +249,17 @@ struct rp_profile {
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
-    uint64_t paused;       /* ticks the threads waited for the recorder's writer, summed */
-    int oncpu_known;       /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
-    int own_known;         /* the nodes' own and ivl histograms are set (a replayed trace) */
-    int incl_calls_known;  /* the edges' incl_calls are set (a replayed trace); else
-                              --weight calls weighs an edge by its direct calls */
+    /* The thread a fatal signal was delivered to (INFO fatal_tid; 0: none) and
+     * its frames open then, outermost first: the innermost RP_FATAL_FRAMES of
+     * fatal_depth (node indices). */
+#define RP_FATAL_FRAMES 64
+    uint32_t fatal_tid, fatal_depth, fatal_n;
+    uint32_t fatal_stack[RP_FATAL_FRAMES];
+    uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
+    int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
+    int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
+    int incl_calls_known; /* the edges' incl_calls are set (a replayed trace); else
+                             --weight calls weighs an edge by its direct calls */
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */

@@ -135,6 +135,9 @@ struct rp_rt {
     _Atomic int fatal_done;   /* the writer has written the trace's end for it */
     /* when the first fatal signal arrived (for END's ticks), 0 if none */
     _Atomic uint64_t fatal_ticks;
+    /* the stream id of the thread the first fatal signal was delivered to,
+     * 0 if none or not recorded (INFO fatal_tid: the stack shown there) */
+    _Atomic uint32_t fatal_tid;
 
     pthread_mutex_t lock; /* guards the list, the conds and writer_running */
     pthread_cond_t wake;  /* writer: there is work */

@@ -97,7 +97,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     /* the first fatal signal's time, for the END chunk (seq_cst: before
      * rp_rt.fatal below, which the writer reads before it) */
     uint64_t zero = 0;
-    atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks());
+    if (atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks()) && rp_self)
+        atomic_store(&rp_rt.fatal_tid, rp_self->tid);
     int none = 0;
     if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
         __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&

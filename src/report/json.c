@@ -256,6 +256,18 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     fprintf(out, ",\n  \"unwound\": %" PRIu64 ",\n  \"cut\": %" PRIu64, p->unwound, p->cut);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
+    if (p->fatal_n) { /* the frames open in the thread a fatal signal hit */
+        fprintf(out,
+                ",\n  \"fatal_thread\": %" PRIu32 ", \"fatal_depth\": %" PRIu32
+                ", \"fatal_stack\": [",
+                p->fatal_tid, p->fatal_depth);
+        for (uint32_t k = 0; k < p->fatal_n; k++) {
+            char nb[RP_NAME_BUF];
+            fputs(k ? ", " : "", out);
+            put_str(out, rp_node_name(p, &p->nodes[p->fatal_stack[k]], nb, sizeof nb));
+        }
+        fputs("]", out);
+    }
     if (p->windows) /* recording switched at run time (rankprof ctl) */
         fprintf(out,
                 ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64

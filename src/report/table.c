@@ -427,7 +427,20 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 warn, reset);
     else if (p->end_flags & RP_END_SIGNAL)
         fprintf(out, "%srun: killed by signal %" PRId32 "%s\n", warn, p->end_status, reset);
-    else if (p->end_flags & RP_END_EXIT)
+    if (p->fatal_n) { /* where the thread the signal hit was (innermost last) */
+        char tb[24], line[2048] = "";
+        rp_tid_str(p->fatal_tid, tb, sizeof tb);
+        for (uint32_t k = 0; k < p->fatal_n; k++) {
+            char nb[RP_NAME_BUF];
+            if (k)
+                disp_cat(line, sizeof line, " -> ", SIZE_MAX);
+            disp_cat(line, sizeof line,
+                     rp_node_name(p, &p->nodes[p->fatal_stack[k]], nb, sizeof nb), 60);
+        }
+        fprintf(out, "  at the signal, thread %s was in: %s%s%s\n", tb,
+                p->fatal_depth > p->fatal_n ? "... " : "", line,
+                p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
+    } else if (p->end_flags & RP_END_EXIT)
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
     else
         fputs("run: ended normally\n", out);

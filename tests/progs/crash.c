@@ -6,6 +6,8 @@
  * main calls work() N times (default 1000); work() calls leaf() twice.  Then:
  *
  *   segv     writes through a NULL pointer            (SIGSEGV)
+ *   deep     the same in crash_in(0), called as main -> crash_in(3) ->
+ *            crash_in(2) -> crash_in(1) -> crash_in(0)
  *   abort    calls abort()                            (SIGABRT)
  *   fpe      divides by zero                          (SIGFPE)
  *   chain    installs its own SIGSEGV handler, which prints "program handler"
@@ -72,6 +74,16 @@ static void *exiter(void *arg)
     exit(3);
 }
 
+/* Recurses d more times, then writes through p (deep). */
+__attribute__((noinline)) int crash_in(int d, volatile int *p)
+{
+    if (d == 0) {
+        store_null(p);
+        return 0;
+    }
+    return crash_in(d - 1, p) + 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "normal";
@@ -86,6 +98,8 @@ int main(int argc, char **argv)
     volatile int zero = 0;
     if (!strcmp(mode, "segv")) {
         store_null(null);
+    } else if (!strcmp(mode, "deep")) {
+        sink = (unsigned)crash_in(3, null);
     } else if (!strcmp(mode, "abort")) {
         abort();
     } else if (!strcmp(mode, "fpe")) {
