@@ -389,10 +389,10 @@ static void test_table(struct rp_profile *p)
     if (!t)
         return;
     fputs(t, stdout);
-    /* header: program, total, threads, events, the lost-events warning,
+    /* header: program, run, threads' time, threads, events, the lost-events warning,
      * unmatched/unclosed, how the run ended, the ranking */
     CHECK(strstr(t, "/usr/bin/demo") && strstr(t, "pid 4242"));
-    CHECK(strstr(t, "total 2.00us") && strstr(t, "2 threads") && strstr(t, "80 events"));
+    CHECK(strstr(t, "threads' time 2.00us") && strstr(t, "2 threads") && strstr(t, "80 events"));
     CHECK(strstr(t, "WARNING") && strstr(t, "dropped 3 events"));
     CHECK(strstr(t, "1 unmatched exit ") && strstr(t, "2 unclosed spans"));
     CHECK(strstr(t, "ended normally, exit status 0"));
@@ -467,7 +467,7 @@ static void test_table(struct rp_profile *p)
     for (size_t i = 0; i < sizeof durs / sizeof durs[0]; i++) {
         char want[64];
         p->total = durs[i].ticks;
-        snprintf(want, sizeof want, "total %s ", durs[i].shown);
+        snprintf(want, sizeof want, "threads' time %s ", durs[i].shown);
         t = render(rp_report_table, p, &u, NULL);
         CHECK(t && strstr(t, want));
         if (t && !strstr(t, want))
@@ -475,6 +475,15 @@ static void test_table(struct rp_profile *p)
         free(t);
     }
     p->total = total;
+    /* the run: first to last event (2 ticks per ns), beside the threads' time */
+    uint64_t first = p->first_tick, last = p->last_tick;
+    p->first_tick = 1000;
+    p->last_tick = 4000;
+    t = render(rp_report_table, p, &u, NULL);
+    CHECK(t && strstr(t, "run 1.50us, threads' time 2.00us  2 threads"));
+    free(t);
+    p->first_tick = first;
+    p->last_tick = last;
 
     /* a run that did not end */
     p->ended = 0;
