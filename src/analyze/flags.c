@@ -213,15 +213,169 @@ static double oncpu_total(const struct rp_profile *p)
  * defaults when o is NULL.  Returns 0, RP_EINVAL for a NULL profile or an
  * edge naming a node that does not exist, or RP_ENOMEM (flags then unset).
  */
+/* Per node, what the flags are judged on, summed over the edges. */
+struct flag_work {
+    double *out, *outc;  /* edge time / calls handed on to others */
+    double *h, *hc;      /* the entropies of those shares */
+    double *blocked;     /* time of its edges that is not work handed on */
+    double *waits;       /* time of its edges to waits */
+    double *idle, *cin;  /* RATE: its callers' blocked time, and their time */
+    unsigned char *self; /* bit 0: a self edge with calls (recursion); bit 1: callees */
+    struct lock_ref *locks;
+    uint32_t nl;
+};
+
+static void work_free(struct flag_work *w)
+{
+    free(w->out);
+    free(w->h);
+    free(w->outc);
+    free(w->hc);
+    free(w->blocked);
+    free(w->self);
+    free(w->locks);
+    free(w->waits);
+    free(w->idle);
+    free(w->cin);
+}
+
+/* Zeroed arrays for n nodes.  Returns 0 or RP_ENOMEM (w then freed). */
+static int work_alloc(struct flag_work *w, uint32_t n)
+{
+    size_t k = n ? n : 1;
+    memset(w, 0, sizeof *w);
+    w->out = calloc(k, sizeof *w->out);
+    w->h = calloc(k, sizeof *w->h);
+    w->outc = calloc(k, sizeof *w->outc);
+    w->hc = calloc(k, sizeof *w->hc);
+    w->blocked = calloc(k, sizeof *w->blocked);
+    w->locks = malloc(k * sizeof *w->locks);
+    w->self = calloc(k, 1);
+    w->waits = calloc(k, sizeof *w->waits);
+    w->idle = calloc(k, sizeof *w->idle);
+    w->cin = calloc(k, sizeof *w->cin);
+    if (w->out && w->h && w->outc && w->hc && w->blocked && w->locks && w->self && w->waits &&
+        w->idle && w->cin)
+        return 0;
+    work_free(w);
+    return RP_ENOMEM;
+}
+
+/* The sums of w from the edges: time and calls handed on (fanout), blocked
+ * time, waits, RATE's idle share, the entropies.  Cannot fail. */
+static void edge_sums(const struct rp_profile *p, struct flag_work *w)
+{
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *ed = &p->edges[e];
+        if (ed->calls)
+            w->self[ed->caller] |= 2;
+        if (ed->caller == ed->callee)
+            w->self[ed->caller] |= ed->calls > 0;
+        else if (handed_on(&p->nodes[ed->callee])) {
+            w->out[ed->caller] += (double)ed->incl;
+            w->outc[ed->caller] += (double)ed->calls;
+        } else
+            w->blocked[ed->caller] += (double)ed->incl;
+        if (p->nodes[ed->callee].kind == RP_KIND_WAIT)
+            w->waits[ed->caller] += (double)ed->incl;
+    }
+    /* RATE's idle share: how much of its callers' time they spend blocked */
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *ed = &p->edges[e];
+        if (ed->caller && ed->caller != ed->callee && ed->calls) {
+            w->idle[ed->callee] += w->waits[ed->caller];
+            w->cin[ed->callee] += (double)p->nodes[ed->caller].incl;
+        }
+    }
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        const struct rp_edge *ed = &p->edges[e];
+        if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
+            continue;
+        if (ed->incl) {
+            double q = (double)ed->incl / w->out[ed->caller];
+            w->h[ed->caller] -= q * log(q);
+        }
+        if (ed->calls) {
+            double q = (double)ed->calls / w->outc[ed->caller];
+            w->hc[ed->caller] -= q * log(q);
+        }
+    }
+}
+
+/* The flags of node i but CONTENDED (its fanouts and blocked time set);
+ * a lock node is noted in w->locks for contended().  Cannot fail. */
+static void node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opts *o,
+                       struct flag_work *w, double cpu, double floor_ticks)
+{
+    struct rp_node *nd = &p->nodes[i];
+    nd->fanout = w->outc[i] > 0.0 ? exp(w->hc[i]) : 0.0;
+    nd->fanout_time = w->out[i] > 0.0 ? exp(w->h[i]) : 0.0;
+    nd->blocked = w->blocked[i];
+    nd->flags = 0;
+    /* the off-CPU node is time the threads were not running: never HOT,
+     * JITTER or RATE (its durations are the scheduler's, not code's) */
+    if (i == 0 || nd->kind == RP_KIND_OFFCPU)
+        return;
+    /* the self share of its time less what was neither its work nor
+     * work it handed on (off CPU, waiting, holding a lock) */
+    double on_incl = (double)nd->incl - w->blocked[i];
+    double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
+    if (on_incl > 0 && nd->fanout >= o->dispatch_fanout && nd->fanout_time >= o->dispatch_fanout &&
+        nd->involvement >= o->dispatch_involvement * m &&
+        (double)nd->excl <= o->dispatch_self / m * on_incl)
+        nd->flags |= RP_FLAG_DISPATCH;
+    if (nd->budget > 0 && nd->overruns > 0)
+        nd->flags |= RP_FLAG_BUDGET;
+    if (is_lock(nd)) {
+        w->locks[w->nl].key = nd->key;
+        w->locks[w->nl++].idx = i;
+    }
+    if (not_work(nd))
+        return;
+    if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu)
+        nd->flags |= RP_FLAG_HOT;
+    if ((w->self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
+        return;
+    const struct rp_hist *own = own_hist(p, nd, w->self[i] & 2);
+    if (own && own->n >= o->jitter_calls && own->n > 0) {
+        double hi, med;
+        uint64_t slow;
+        jitter_q(own, o, floor_ticks, &hi, &med, &slow);
+        if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow)
+            nd->flags |= RP_FLAG_JITTER;
+    }
+    double per, q1, q3;
+    if (period_of(nd, o, w->cin[i] > 0 ? w->idle[i] / w->cin[i] : 0.0, &per, &q1, &q3) &&
+        rate_max(p, nd) > 0 && (double)rate_max(p, nd) >= o->rate_period * per)
+        nd->flags |= RP_FLAG_RATE;
+}
+
+/* CONTENDED: the lock nodes of w grouped by lock, flagged together when
+ * the lock's waits reach contended_ratio of its holds.  Cannot fail. */
+static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct flag_work *w)
+{
+    qsort(w->locks, w->nl, sizeof *w->locks, cmp_key);
+    for (uint32_t a = 0; a < w->nl;) {
+        uint32_t b = a;
+        double wait = 0.0, hold = 0.0;
+        for (; b < w->nl && w->locks[b].key == w->locks[a].key; b++) {
+            const struct rp_node *nd = &p->nodes[w->locks[b].idx];
+            if (nd->kind == RP_KIND_LOCK_WAIT)
+                wait += (double)nd->dur_sum;
+            else
+                hold += (double)nd->dur_sum;
+        }
+        if (wait > 0.0 && wait >= o->contended_ratio * hold)
+            for (uint32_t k = a; k < b; k++)
+                p->nodes[w->locks[k].idx].flags |= RP_FLAG_CONTENDED;
+        a = b;
+    }
+}
+
 int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 {
     struct rp_flag_opts def;
-    double *out = NULL, *h = NULL, *blocked = NULL, *outc = NULL, *hc = NULL;
-    double *waits = NULL, *idle = NULL, *cin = NULL;
-    unsigned char *self = NULL; /* bit 0: a self edge with calls (recursion); bit 1: callees */
-    struct lock_ref *locks = NULL;
-    uint32_t nl = 0;
-    int rc = RP_EINVAL;
+    struct flag_work w;
 
     if (!p || (p->n_nodes && !p->nodes) || (p->n_edges && !p->edges))
         return RP_EINVAL;
@@ -233,136 +387,16 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     for (uint32_t e = 0; e < p->n_edges; e++)
         if (p->edges[e].caller >= n || p->edges[e].callee >= n)
             return RP_EINVAL;
-    rc = RP_ENOMEM;
-    out = calloc(n ? n : 1, sizeof *out);
-    h = calloc(n ? n : 1, sizeof *h);
-    outc = calloc(n ? n : 1, sizeof *outc);
-    hc = calloc(n ? n : 1, sizeof *hc);
-    blocked = calloc(n ? n : 1, sizeof *blocked);
-    locks = malloc((size_t)(n ? n : 1) * sizeof *locks);
-    self = calloc(n ? n : 1, 1);
-    waits = calloc(n ? n : 1, sizeof *waits);
-    idle = calloc(n ? n : 1, sizeof *idle);
-    cin = calloc(n ? n : 1, sizeof *cin);
-    if (!out || !h || !outc || !hc || !blocked || !locks || !self || !waits || !idle || !cin)
-        goto out;
-
-    /* fanout: out[i] / outc[i] = i's outgoing edge time / calls to others
-     * that is work handed on, blocked[i] the time of its other edges;
-     * h[i] / hc[i] = the entropies */
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->calls)
-            self[ed->caller] |= 2;
-        if (ed->caller == ed->callee)
-            self[ed->caller] |= ed->calls > 0;
-        else if (handed_on(&p->nodes[ed->callee])) {
-            out[ed->caller] += (double)ed->incl;
-            outc[ed->caller] += (double)ed->calls;
-        } else
-            blocked[ed->caller] += (double)ed->incl;
-        if (p->nodes[ed->callee].kind == RP_KIND_WAIT)
-            waits[ed->caller] += (double)ed->incl;
-    }
-    /* RATE's idle share: how much of its callers' time they spend blocked */
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->caller && ed->caller != ed->callee && ed->calls) {
-            idle[ed->callee] += waits[ed->caller];
-            cin[ed->callee] += (double)p->nodes[ed->caller].incl;
-        }
-    }
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
-            continue;
-        if (ed->incl) {
-            double q = (double)ed->incl / out[ed->caller];
-            h[ed->caller] -= q * log(q);
-        }
-        if (ed->calls) {
-            double q = (double)ed->calls / outc[ed->caller];
-            hc[ed->caller] -= q * log(q);
-        }
-    }
-
+    if (work_alloc(&w, n) < 0)
+        return RP_ENOMEM;
+    edge_sums(p, &w);
     double cpu = oncpu_total(p);
     double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
-    for (uint32_t i = 0; i < n; i++) {
-        struct rp_node *nd = &p->nodes[i];
-        nd->fanout = outc[i] > 0.0 ? exp(hc[i]) : 0.0;
-        nd->fanout_time = out[i] > 0.0 ? exp(h[i]) : 0.0;
-        nd->blocked = blocked[i];
-        nd->flags = 0;
-        /* the off-CPU node is time the threads were not running: never HOT,
-         * JITTER or RATE (its durations are the scheduler's, not code's) */
-        if (i == 0 || nd->kind == RP_KIND_OFFCPU)
-            continue;
-        /* the self share of its time less what was neither its work nor
-         * work it handed on (off CPU, waiting, holding a lock) */
-        double on_incl = (double)nd->incl - blocked[i];
-        double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
-        if (on_incl > 0 && nd->fanout >= o->dispatch_fanout &&
-            nd->fanout_time >= o->dispatch_fanout &&
-            nd->involvement >= o->dispatch_involvement * m &&
-            (double)nd->excl <= o->dispatch_self / m * on_incl)
-            nd->flags |= RP_FLAG_DISPATCH;
-        if (nd->budget > 0 && nd->overruns > 0)
-            nd->flags |= RP_FLAG_BUDGET;
-        if (is_lock(nd)) {
-            locks[nl].key = nd->key;
-            locks[nl++].idx = i;
-        }
-        if (not_work(nd))
-            continue;
-        if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu)
-            nd->flags |= RP_FLAG_HOT;
-        if ((self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
-            continue;
-        const struct rp_hist *own = own_hist(p, nd, self[i] & 2);
-        if (own && own->n >= o->jitter_calls && own->n > 0) {
-            double hi, med;
-            uint64_t slow;
-            jitter_q(own, o, floor_ticks, &hi, &med, &slow);
-            if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow)
-                nd->flags |= RP_FLAG_JITTER;
-        }
-        double per, q1, q3;
-        if (period_of(nd, o, cin[i] > 0 ? idle[i] / cin[i] : 0.0, &per, &q1, &q3) &&
-            rate_max(p, nd) > 0 && (double)rate_max(p, nd) >= o->rate_period * per)
-            nd->flags |= RP_FLAG_RATE;
-    }
-
-    /* CONTENDED: group lock nodes by key */
-    qsort(locks, nl, sizeof *locks, cmp_key);
-    for (uint32_t a = 0; a < nl;) {
-        uint32_t b = a;
-        double wait = 0.0, hold = 0.0;
-        for (; b < nl && locks[b].key == locks[a].key; b++) {
-            const struct rp_node *nd = &p->nodes[locks[b].idx];
-            if (nd->kind == RP_KIND_LOCK_WAIT)
-                wait += (double)nd->dur_sum;
-            else
-                hold += (double)nd->dur_sum;
-        }
-        if (wait > 0.0 && wait >= o->contended_ratio * hold)
-            for (uint32_t k = a; k < b; k++)
-                p->nodes[locks[k].idx].flags |= RP_FLAG_CONTENDED;
-        a = b;
-    }
-    rc = 0;
-out:
-    free(out);
-    free(h);
-    free(outc);
-    free(hc);
-    free(blocked);
-    free(self);
-    free(locks);
-    free(waits);
-    free(idle);
-    free(cin);
-    return rc;
+    for (uint32_t i = 0; i < n; i++)
+        node_flags(p, i, o, &w, cpu, floor_ticks);
+    contended(p, o, &w);
+    work_free(&w);
+    return 0;
 }
 
 /* Appends printf output at *len, keeping buf NUL-terminated and *len the
