@@ -82,7 +82,7 @@ struct rp_poolblk {
 };
 
 struct rp_strpool {
-    struct rp_poolblk *blk; /* the one being filled is the last */
+    struct rp_poolblk *blk; /* strings are taken from the last one */
     uint32_t nblk, capblk;
     int sorted;      /* blk is sorted by base (rp_profile_free's lookups) */
     char **set;      /* interned strings, NULL = empty */
@@ -117,6 +117,7 @@ static char *pool_take(struct rp_strpool *sp, size_t n)
             return NULL;
         b = &sp->blk[sp->nblk++];
         *b = (struct rp_poolblk){base, 0, cap};
+        sp->sorted = 0;
     }
     char *r = b->base + b->used;
     b->used += n + 1;
@@ -173,7 +174,6 @@ char *rp_profile_strndup(struct rp_profile *p, const char *s, size_t n, int inte
         return NULL;
     memcpy(r, s, n);
     r[n] = 0;
-    sp->sorted = 0;
     if (intern) {
         sp->set[slot] = r;
         sp->setn++;
@@ -193,7 +193,7 @@ static int in_pool(struct rp_profile *p, const char *s)
     struct rp_strpool *sp = p->strs;
     if (!sp || !s || !sp->nblk)
         return 0;
-    if (!sp->sorted) { /* (the block being filled moves: a new one is then taken) */
+    if (!sp->sorted) { /* (the last is then another block: any has room or not) */
         qsort(sp->blk, sp->nblk, sizeof(*sp->blk), blk_cmp);
         sp->sorted = 1;
     }
