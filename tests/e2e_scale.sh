@@ -18,8 +18,9 @@
 #           counts and inclusive time; in both, every activation counted
 #           once in the inclusive calls of each edge above it.
 #   memory  200,000 distinct profile points, each called once: the peak RSS
-#           of `report --format json` (GNU time) stays within the documented
-#           bound, 700 bytes per id + 16 MiB.  Not under the sanitizers,
+#           of `report --format json` and of the table (`report`, every row
+#           printed) (GNU time) stays within the documented bound, 600
+#           bytes per id + 16 MiB.  Not under the sanitizers,
 #           whose allocators keep freed memory and add their own.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_scale RANKPROF PROGS RP_LIB
@@ -94,18 +95,27 @@ memory() {
         fail "record ids $ids: $(cat "$tmp/ids.err")"
     /usr/bin/time -f %M -o "$tmp/rss" "$RANKPROF" report --format json -i "$tmp/ids.rp" \
         >"$tmp/ids.json" 2>"$tmp/r.err" || fail "report of $ids ids: $(cat "$tmp/r.err")"
-    python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" <<'PY' || fail "memory"
+    # the table at its full width: every row's cells and name formatted
+    COLUMNS=200 /usr/bin/time -f %M -o "$tmp/rss.table" "$RANKPROF" report -i "$tmp/ids.rp" \
+        >"$tmp/ids.table" 2>"$tmp/r.err" || fail "report (table) of $ids ids: $(cat "$tmp/r.err")"
+    python3 - "$tmp/ids.json" $ids "$(tail -1 "$tmp/rss")" "$tmp/ids.table" \
+        "$(tail -1 "$tmp/rss.table")" <<'PY' || fail "memory"
 import json, sys
-r, ids, rss_kb = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+r, ids = json.load(open(sys.argv[1])), int(sys.argv[2])
 pts = [x for x in r["nodes"] if x["name"].startswith("p") and x["calls"] == 1]
 if len(pts) != ids:
     sys.exit(f"{len(pts)} points called once, expected {ids}")
-bound = 700 * ids + (16 << 20)
-print(f"e2e_scale: {ids} ids: report --format json peak RSS {rss_kb} KiB, "
-      f"{rss_kb * 1024 / ids:.0f} bytes per id; bound {bound >> 10} KiB")
-if rss_kb * 1024 > bound:
-    sys.exit(f"peak RSS {rss_kb} KiB is over the bound of 700 bytes per id + 16 MiB "
-             f"({bound >> 10} KiB)")
+rows = [l for l in open(sys.argv[4]) if l.split()[:1] and l.split()[0].isdigit()
+        and any(w[:1] == "p" and w[1:].isdigit() for w in l.split()[1:])]
+if len(rows) != ids:
+    sys.exit(f"{len(rows)} rows of points in the table, expected {ids}")
+bound = 600 * ids + (16 << 20)
+for what, rss_kb in (("report --format json", int(sys.argv[3])), ("report", int(sys.argv[5]))):
+    print(f"e2e_scale: {ids} ids: {what} peak RSS {rss_kb} KiB, "
+          f"{rss_kb * 1024 / ids:.0f} bytes per id; bound {bound >> 10} KiB")
+    if rss_kb * 1024 > bound:
+        sys.exit(f"{what}: peak RSS {rss_kb} KiB is over the bound of 600 bytes per id + "
+                 f"16 MiB ({bound >> 10} KiB)")
 PY
 }
 if sanitized; then

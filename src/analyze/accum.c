@@ -73,6 +73,26 @@ void rp_acc_free(struct acc *a)
     memset(a, 0, sizeof(*a));
 }
 
+/* Pages of a zero-filled array given back at a time as it is read for the
+ * last time (zarr_release). */
+#define ZARR_RELEASE ((size_t)1 << 20)
+
+/*
+ * Gives back the memory of bytes [from, to) of the zero-filled array arr
+ * (multiples of the page size), which is not read again: the peak of the
+ * finish is then not the accumulators and the nodes at once.  Elsewhere
+ * than Linux it does nothing.  Cannot fail (the advice may be declined).
+ */
+static void zarr_release(void *arr, size_t from, size_t to)
+{
+#ifdef __linux__
+    if (to > from)
+        (void)madvise((char *)arr + from, to - from, MADV_DONTNEED);
+#else
+    (void)arr, (void)from, (void)to;
+#endif
+}
+
 int rp_adj_reserve(struct priv *v, uint32_t n)
 {
     uint32_t old = v->nadj;
@@ -91,14 +111,19 @@ static int edge_cmp(const void *a, const void *b)
     return kx < ky ? -1 : kx > ky;
 }
 
-/* Adds the accumulators of a into the nodes, and its edges into v->em.
- * Returns 0 or RP_ENOMEM. */
+/* Adds the accumulators of a, and its edges' spans, into the nodes (its
+ * edges stay in a->em).  Returns 0 or RP_ENOMEM. */
 static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
 {
     struct priv *v = p->priv;
+    size_t gone = 0; /* bytes of a->hot given back */
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
         struct hot *h = &a->hot[i];
         struct rp_node *n = &p->nodes[i];
+        if ((size_t)i * sizeof(*h) >= gone + ZARR_RELEASE) { /* read: give its pages back */
+            zarr_release(a->hot, gone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
+            gone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
+        }
         if (!h->calls && !h->hist.counts) /* no instant, no span */
             continue;
         n->calls += h->calls;
@@ -147,28 +172,12 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         }
     }
     /* summed (its histograms are the nodes' or freed): its memory goes before
-     * the edges are, which the profile takes over when it has none yet */
+     * its edges are read */
     rp_zarr_free(a->hot, a->hot_bytes);
     a->hot = NULL;
     a->hot_bytes = a->nhot = 0;
-    int took = !v->em.n && !v->em.cap && a->em.n;
-    if (took) {
-        v->em = a->em;
-        memset(&a->em, 0, sizeof(a->em));
-    }
-    const struct rp_emap *m = took ? &v->em : &a->em;
-    for (uint32_t k = 0; k < m->n; k++) {
-        const struct rp_edge *s = &m->edges[k];
-        if (!took) {
-            struct rp_edge *e = rp_emap_get(&v->em, s->caller, s->callee);
-            if (!e)
-                return RP_ENOMEM;
-            e->calls += s->calls;
-            e->incl += s->incl;
-            e->incl_calls += s->incl_calls;
-            e->min = s->min < e->min ? s->min : e->min;
-            e->max = s->max > e->max ? s->max : e->max;
-        }
+    for (uint32_t k = 0; k < a->em.n; k++) {
+        const struct rp_edge *s = &a->em.edges[k];
         struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
         n->calls += s->calls;
         n->dur_sum += s->incl;
@@ -208,8 +217,15 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
     }
 }
 
-/* Sums every replayer's accumulators into the nodes (sq: the exact sums of
- * squares) and v->em, freeing each once summed.  Returns 0 or RP_ENOMEM. */
+/*
+ * Sums every replayer's accumulators into the nodes (sq: the exact sums of
+ * squares), freeing each once summed, and gives the profile the edges: the
+ * replayers' and v->em's (the joins' and a STATS chunk's) side by side,
+ * sorted, each caller -> callee's summed into one, in one order whatever
+ * the number of replayers (so the results are identical), with no hash
+ * index over them.  Adds each node's off-CPU time in its own frame.
+ * Returns 0 or RP_ENOMEM.
+ */
 static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *sq)
 {
     int rc;
@@ -220,42 +236,60 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
                 ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
                  rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 return RP_ENOMEM;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
         if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
             return rc;
-        rp_acc_free(&v->acc[k]); /* summed: its memory goes before the next one's is read */
+    size_t total = v->em.n;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
+        total += v->acc[k].em.n;
+    if (total > UINT32_MAX)
+        return RP_ENOMEM;
+    struct rp_edge *e = malloc((total ? total : 1) * sizeof(*e));
+    if (!e)
+        return RP_ENOMEM;
+    size_t ne = 0;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+        struct acc *a = &v->acc[k];
+        if (a->em.n)
+            memcpy(e + ne, a->em.edges, a->em.n * sizeof(*e));
+        ne += a->em.n;
+        rp_acc_free(a); /* its memory goes before the next one's edges are read */
     }
-    return 0;
-}
-
-/* Gives the summed edges to the profile, in one order, and adds each
- * node's off-CPU time in its own frame.  Cannot fail. */
-static void finish_edges(struct rp_profile *p, struct priv *v)
-{
+    if (v->em.n)
+        memcpy(e + ne, v->em.edges, v->em.n * sizeof(*e));
+    ne += v->em.n;
+    rp_emap_free(&v->em);
+    if (ne)
+        qsort(e, ne, sizeof(*e), edge_cmp);
+    size_t m = 0;
+    for (size_t k = 0; k < ne; k++) {
+        if (m && e[m - 1].caller == e[k].caller && e[m - 1].callee == e[k].callee) {
+            struct rp_edge *d = &e[m - 1];
+            d->calls += e[k].calls;
+            d->incl += e[k].incl;
+            d->incl_calls += e[k].incl_calls;
+            d->min = e[k].min < d->min ? e[k].min : d->min;
+            d->max = e[k].max > d->max ? e[k].max : d->max;
+        } else {
+            e[m++] = e[k];
+        }
+    }
+    struct rp_edge *fit = m && m < ne ? realloc(e, m * sizeof(*e)) : NULL;
     free(p->edges);
-    p->edges = v->em.edges;
-    p->n_edges = v->em.n;
-    p->cap_edges = v->em.capn;
-    v->em.edges = NULL;
-    v->em.n = v->em.capn = 0;
-    v->em.cap = 0; /* the index is stale now */
-    free(v->em.keys);
-    free(v->em.vals);
-    v->em.keys = NULL;
-    v->em.vals = NULL;
-    /* one order whatever the number of replayers: the results are identical */
-    if (p->n_edges)
-        qsort(p->edges, p->n_edges, sizeof(*p->edges), edge_cmp);
+    p->edges = fit ? fit : e; /* (a failed shrink keeps the larger block) */
+    p->n_edges = (uint32_t)m;
+    p->cap_edges = (uint32_t)(fit ? m : total ? total : 1);
     for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
         if (p->edges[k].min == UINT64_MAX)
             p->edges[k].min = 0;
     /* off-CPU time in a node's own frame: its edges to the off-CPU node */
     for (uint32_t k = 0; k < p->n_edges; k++) {
-        const struct rp_edge *e = &p->edges[k];
-        if (e->callee < p->n_nodes && p->nodes[e->callee].kind == RP_KIND_OFFCPU &&
-            e->caller < p->n_nodes)
-            p->nodes[e->caller].offcpu += e->incl;
+        const struct rp_edge *x = &p->edges[k];
+        if (x->callee < p->n_nodes && p->nodes[x->callee].kind == RP_KIND_OFFCPU &&
+            x->caller < p->n_nodes)
+            p->nodes[x->caller].offcpu += x->incl;
     }
+    return 0;
 }
 
 /* Node i's final fields: exclusive time with the join's corrections, the
@@ -320,7 +354,6 @@ int rp_replay_finish(struct rp_profile *p)
         goto out;
     if ((rc = finish_accs(p, v, sq)) < 0)
         goto out;
-    finish_edges(p, v);
     for (uint32_t i = 0; i < p->n_nodes; i++)
         finish_node(p, v, i, res, sq[i]);
     p->nodes[0].kind = RP_KIND_FUNC;

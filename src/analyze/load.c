@@ -19,6 +19,24 @@
 #include "trace/reader.h"
 
 /* Makes nodes[0..id] exist.  Returns 0 or RP_ENOMEM. */
+/*
+ * A DEFS text (n bytes at s) for display (rp_text_dup) in p's string arena;
+ * intern: one copy per distinct text (files).  Printable ASCII, the usual
+ * case, is copied as it is.  Returns NULL when out of memory.
+ */
+static char *def_text(struct rp_profile *p, const uint8_t *s, size_t n, int intern)
+{
+    size_t i = 0;
+    while (i < n && s[i] >= 0x20 && s[i] < 0x7f)
+        i++;
+    if (i == n)
+        return rp_profile_strndup(p, (const char *)s, n, intern);
+    size_t len;
+    char *t = rp_text_dup(s, n, 0, &len), *r = t ? rp_profile_strndup(p, t, len, intern) : NULL;
+    free(t);
+    return r;
+}
+
 static int nodes_reserve(struct rp_profile *p, uint32_t id)
 {
     if (id < p->n_nodes)
@@ -163,9 +181,9 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         n->cls = cls;
         n->key = rp_get64(q + 8);
         n->line = rp_get32(q + 16);
-        if (nlen && !(n->name = rp_text_dup(q + RP_DEF_FIXED, nlen, 0, NULL)))
+        if (nlen && !(n->name = def_text(p, q + RP_DEF_FIXED, nlen, 0)))
             return RP_ENOMEM;
-        if (flen && !(n->file = rp_text_dup(q + RP_DEF_FIXED + nlen, flen, 0, NULL)))
+        if (flen && !(n->file = def_text(p, q + RP_DEF_FIXED + nlen, flen, 1)))
             return RP_ENOMEM;
         if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
             n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
@@ -676,24 +694,33 @@ int rp_profile_symbolize(struct rp_profile *p)
         struct rp_symbol sym = {0};
         if ((rc = rp_sym_lookup(s, n->key, &sym)) < 0)
             break;
-        if (!sym.name && sym.module && sym.has_offset && n->kind == RP_KIND_FUNC) {
+        char buf[600];
+        const char *sname = sym.name;
+        if (!sname && sym.module && sym.has_offset && n->kind == RP_KIND_FUNC) {
             /* no symbol: the binary and the address in it, as direct mode's
              * printed table names it, the same from run to run (ASLR) */
             const char *b = strrchr(sym.module, '/');
-            char buf[600];
             snprintf(buf, sizeof buf, "%s+0x%llx", b ? b + 1 : sym.module,
                      (unsigned long long)sym.offset);
-            sym.name = strdup(buf);
+            sname = buf;
         }
-        n->name = sym.name;
+        /* in the profile's arena, files and modules once each */
+        char *name = NULL, *file = NULL, *module = NULL;
+        if ((sname && !(name = rp_profile_strndup(p, sname, strlen(sname), 0))) ||
+            (!n->file && sym.file &&
+             !(file = rp_profile_strndup(p, sym.file, strlen(sym.file), 1))) ||
+            (sym.module && !(module = rp_profile_strndup(p, sym.module, strlen(sym.module), 1)))) {
+            rp_sym_clear(&sym);
+            rc = RP_ENOMEM;
+            break;
+        }
+        n->name = name;
         if (!n->file) {
-            n->file = sym.file;
+            n->file = file;
             n->line = sym.line;
-            sym.file = NULL;
         }
-        free(n->module);
-        n->module = sym.module;
-        sym.name = sym.module = NULL;
+        rp_profile_strfree(p, n->module);
+        n->module = module;
         rp_sym_clear(&sym);
     }
     rp_sym_close(s);

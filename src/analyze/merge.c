@@ -92,8 +92,7 @@ int rp_merge_init(struct rp_merge *m, struct rp_profile *dst)
 void rp_merge_free(struct rp_merge *m)
 {
     free(m->nslots);
-    free(m->edges.keys); /* (its edges are the merged profile's) */
-    free(m->edges.vals);
+    free(m->edges.vals); /* (its edges are the merged profile's) */
     memset(m, 0, sizeof(*m));
 }
 

@@ -69,12 +69,158 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
     return r ? r : d;
 }
 
+/*
+ * The string arena (rp_profile_strndup): blocks of RP_POOL_BLOCK bytes (or
+ * one string, when longer) filled one after the other, and an open-
+ * addressing set of the interned strings.
+ */
+#define RP_POOL_BLOCK ((size_t)256 << 10)
+
+struct rp_poolblk {
+    char *base;
+    size_t used, cap;
+};
+
+struct rp_strpool {
+    struct rp_poolblk *blk; /* strings are taken from the last one */
+    uint32_t nblk, capblk;
+    int sorted;      /* blk is sorted by base (rp_profile_free's lookups) */
+    char **set;      /* interned strings, NULL = empty */
+    uint32_t setcap; /* a power of two, at least twice setn */
+    uint32_t setn;
+};
+
+static uint64_t str_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* n + 1 bytes in the arena.  Returns NULL when out of memory. */
+static char *pool_take(struct rp_strpool *sp, size_t n)
+{
+    struct rp_poolblk *b = sp->nblk ? &sp->blk[sp->nblk - 1] : NULL;
+    if (!b || b->cap - b->used < n + 1) {
+        if (sp->nblk == sp->capblk) {
+            uint32_t cap = sp->capblk ? sp->capblk * 2 : 16;
+            struct rp_poolblk *nb = realloc(sp->blk, cap * sizeof(*nb));
+            if (!nb)
+                return NULL;
+            sp->blk = nb;
+            sp->capblk = cap;
+        }
+        size_t cap = n + 1 > RP_POOL_BLOCK ? n + 1 : RP_POOL_BLOCK;
+        char *base = malloc(cap);
+        if (!base)
+            return NULL;
+        b = &sp->blk[sp->nblk++];
+        *b = (struct rp_poolblk){base, 0, cap};
+        sp->sorted = 0;
+    }
+    char *r = b->base + b->used;
+    b->used += n + 1;
+    return r;
+}
+
+/* The interned copy of s[0..n) in sp's set, NULL when it has none; *slot
+ * is where it goes.  Cannot fail. */
+static char *pool_find(const struct rp_strpool *sp, const char *s, size_t n, uint32_t *slot)
+{
+    uint32_t mask = sp->setcap - 1, i = (uint32_t)str_hash(s, n) & mask;
+    for (; sp->set[i]; i = (i + 1) & mask)
+        if (!strncmp(sp->set[i], s, n) && !sp->set[i][n])
+            break;
+    *slot = i;
+    return sp->set[i];
+}
+
+/* Doubles sp's set (64 slots at first).  Returns 0 or -1 (out of memory). */
+static int pool_set_grow(struct rp_strpool *sp)
+{
+    uint32_t cap = sp->setcap ? sp->setcap * 2 : 64, old = sp->setcap;
+    char **set = calloc(cap, sizeof(*set)), **was = sp->set;
+    if (!set)
+        return -1;
+    sp->set = set;
+    sp->setcap = cap;
+    for (uint32_t k = 0; k < old; k++) {
+        uint32_t slot;
+        if (was[k]) {
+            (void)pool_find(sp, was[k], strlen(was[k]), &slot);
+            set[slot] = was[k];
+        }
+    }
+    free(was);
+    return 0;
+}
+
+char *rp_profile_strndup(struct rp_profile *p, const char *s, size_t n, int intern)
+{
+    struct rp_strpool *sp = p->strs;
+    uint32_t slot = 0;
+    if (!sp && !(sp = p->strs = calloc(1, sizeof(*sp))))
+        return NULL;
+    if (intern) {
+        char *had;
+        if ((sp->setn + 1) * 2 > sp->setcap && pool_set_grow(sp) < 0)
+            return NULL;
+        if ((had = pool_find(sp, s, n, &slot)))
+            return had;
+    }
+    char *r = pool_take(sp, n);
+    if (!r)
+        return NULL;
+    memcpy(r, s, n);
+    r[n] = 0;
+    if (intern) {
+        sp->set[slot] = r;
+        sp->setn++;
+    }
+    return r;
+}
+
+static int blk_cmp(const void *a, const void *b)
+{
+    const struct rp_poolblk *x = a, *y = b;
+    return x->base < y->base ? -1 : x->base > y->base;
+}
+
+/* Whether s is in p's arena.  Cannot fail. */
+static int in_pool(struct rp_profile *p, const char *s)
+{
+    struct rp_strpool *sp = p->strs;
+    if (!sp || !s || !sp->nblk)
+        return 0;
+    if (!sp->sorted) { /* (the last is then another block: any has room or not) */
+        qsort(sp->blk, sp->nblk, sizeof(*sp->blk), blk_cmp);
+        sp->sorted = 1;
+    }
+    uint32_t lo = 0, hi = sp->nblk; /* the last block with base <= s */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sp->blk[mid].base <= (uintptr_t)s)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const struct rp_poolblk *b = &sp->blk[lo];
+    return (uintptr_t)s >= (uintptr_t)b->base && (uintptr_t)s < (uintptr_t)b->base + b->cap;
+}
+
+void rp_profile_strfree(struct rp_profile *p, char *s)
+{
+    if (!in_pool(p, s))
+        free(s);
+}
+
 void rp_profile_free(struct rp_profile *p)
 {
     for (uint32_t i = 0; i < p->n_nodes; i++) {
-        free(p->nodes[i].name);
-        free(p->nodes[i].file);
-        free(p->nodes[i].module);
+        rp_profile_strfree(p, p->nodes[i].name);
+        rp_profile_strfree(p, p->nodes[i].file);
+        rp_profile_strfree(p, p->nodes[i].module);
         rp_hist_free(&p->nodes[i].hist);
         rp_flag_hists_free(&p->nodes[i].fh);
     }
@@ -95,6 +241,13 @@ void rp_profile_free(struct rp_profile *p)
     free(p->clock_name);
     free(p->mode);
     free(p->maps);
+    if (p->strs) {
+        for (uint32_t i = 0; i < p->strs->nblk; i++)
+            free(p->strs->blk[i].base);
+        free(p->strs->blk);
+        free(p->strs->set);
+        free(p->strs);
+    }
     memset(p, 0, sizeof(*p));
 }
 

@@ -272,6 +272,9 @@ struct rp_profile {
      * NULL and 0 for a profile of one file. */
     struct rp_proc *procs;
     uint32_t n_procs, cap_procs;
+
+    struct rp_strpool *strs; /* owned, NULL when empty: the arena some node names,
+                                files and modules are in (rp_profile_strndup) */
 };
 
 /*
@@ -289,6 +292,19 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen);
 /* Returns a node's name, never NULL ("<root>", the name, or "0x<addr>"). */
 const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, char *buf,
                          size_t bufsz);
+
+/*
+ * A NUL-terminated copy of the n bytes at s in p's string arena, for a
+ * node's name, file or module: a few bytes more than the string, not a
+ * malloc block each; with intern, one copy per distinct string (files and
+ * modules repeat).  Such a string is freed with the profile, never with
+ * free(): replace one through rp_profile_strfree.  Returns NULL when out of
+ * memory.
+ */
+char *rp_profile_strndup(struct rp_profile *p, const char *s, size_t n, int intern);
+
+/* Frees s (NULL, malloc'd, or in p's arena, which keeps it).  Cannot fail. */
+void rp_profile_strfree(struct rp_profile *p, char *s);
 
 /* Frees everything a profile owns; the struct itself is the caller's. */
 void rp_profile_free(struct rp_profile *p);

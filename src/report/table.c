@@ -12,7 +12,7 @@
  * computed.  Names and paths may come from untrusted trace files, so control
  * characters and invalid UTF-8 are shown as '?' (never sent to the terminal).
  */
-#define _GNU_SOURCE /* open_memstream */
+#define _GNU_SOURCE /* fopencookie */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -570,6 +570,32 @@ static int mark_same(char **names, uint32_t n, unsigned char *same)
     return 0;
 }
 
+/* The numeric cells of node n's row into row; sets *p95 when it has a p95.
+ * Cannot fail. */
+static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char row[NCOL][CELL],
+                    int *p95)
+{
+    snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
+    fmt_pct(row[C_STAND], CELL, n->standing);
+    fmt_pct(row[C_INVOL], CELL, n->involvement);
+    /* '~': throttled, its times are of the recorded calls only; '*': some
+     * activations were cut (left without their exit); both listed below */
+    snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + n->throttled,
+             n->throttled ? "~" : "", n->cut ? "*" : "");
+    fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
+    fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
+    fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
+    /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
+    fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
+    if (n->hist.counts && n->hist.n) {
+        fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
+        *p95 = 1;
+    } else {
+        strcpy(row[C_P95], "-");
+    }
+    fmt_flags(row[C_FLAGS], CELL, n->flags);
+}
+
 /*
  * The whole table (header, rows, the notes and why lines under it) into
  * out, laid out for lw columns (SIZE_MAX: no limit).  Returns 0 or
@@ -579,7 +605,7 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
                      size_t lw)
 {
     uint32_t *order = NULL, *chain_row = NULL, n_rows = 0, n_all;
-    char(*cells)[NCOL][CELL] = NULL;
+    char row[NCOL][CELL];
     char **names = NULL, nbuf[1024];
     unsigned char *same = NULL;
     int on[NCOL], width[NCOL];
@@ -614,10 +640,9 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     n_all = n_rows;
     if (o->limit && n_rows > o->limit)
         n_rows = o->limit;
-    cells = calloc(n_rows ? n_rows : 1, sizeof *cells);
     names = calloc(n_rows ? n_rows : 1, sizeof *names);
     same = calloc(n_rows ? n_rows : 1, 1);
-    if (!cells || !names || !same) {
+    if (!names || !same) {
         rc = RP_ENOMEM;
         goto out;
     }
@@ -633,37 +658,17 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     on[C_RANK] = on[C_STAND] = on[C_INVOL] = o->ranked;
     on[C_FLAGS] = o->flagged;
     on[C_P95] = 0;
-    for (uint32_t r = 0; r < n_rows; r++) {
-        const struct rp_node *n = &p->nodes[order[r]];
-        char(*row)[CELL] = cells[r];
-        snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
-        fmt_pct(row[C_STAND], CELL, n->standing);
-        fmt_pct(row[C_INVOL], CELL, n->involvement);
-        /* '~': throttled, its times are of the recorded calls only; '*': some
-         * activations were cut (left without their exit); both listed below */
-        snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + n->throttled,
-                 n->throttled ? "~" : "", n->cut ? "*" : "");
-        fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
-        fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
-        fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
-        /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
-        fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
-        if (n->hist.counts && n->hist.n) {
-            fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
-            on[C_P95] = 1;
-        } else {
-            strcpy(row[C_P95], "-");
-        }
-        fmt_flags(row[C_FLAGS], CELL, n->flags);
-    }
-    for (int c = 0; c < NCOL; c++) {
+    for (int c = 0; c < NCOL; c++)
         width[c] = (int)strlen(col_head[c]);
-        for (uint32_t r = 0; r < n_rows; r++)
-            if ((int)strlen(cells[r][c]) > width[c])
-                width[c] = (int)strlen(cells[r][c]);
+    for (uint32_t r = 0; r < n_rows; r++) { /* the widths; rows are formatted again to print */
+        fmt_row(p, &p->nodes[order[r]], row, &on[C_P95]);
+        for (int c = 0; c < NCOL; c++)
+            if ((int)strlen(row[c]) > width[c])
+                width[c] = (int)strlen(row[c]);
+    }
+    for (int c = 0; c < NCOL; c++)
         if (on[c])
             used += (size_t)width[c] + 2;
-    }
     /* a narrow line leaves out the columns that matter least, saying so */
     static const int drop[] = {C_P95, C_MAX, C_AVG, C_STAND};
     char dropped[64] = "";
@@ -728,14 +733,16 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     fputs("name\n", out);
     for (uint32_t r = 0; r < n_rows; r++) {
         const struct rp_node *n = &p->nodes[order[r]];
+        int p95;
+        fmt_row(p, n, row, &p95);
         for (int c = 0; c < NCOL; c++) {
             if (!on[c])
                 continue;
             if (c == C_FLAGS && o->color && n->flags) {
-                put_flags_color(out, n->flags, cells[r][c], width[c]);
+                put_flags_color(out, n->flags, row[c], width[c]);
                 fputs("  ", out);
             } else {
-                fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", width[c], cells[r][c]);
+                fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", width[c], row[c]);
             }
         }
         put_name(out, names[r], avail, used);
@@ -876,7 +883,6 @@ out:
         free(names[r]);
     free(names);
     free(same);
-    free(cells);
     free(chain_row);
     free(order);
     return rc;
@@ -945,14 +951,60 @@ static void put_wrapped(FILE *out, const char *s, size_t len, size_t lw)
         fprintf(out, "%*s%.*s\n", (int)indent, "", (int)len, s);
 }
 
+/* The table's text on its way to out: whole lines wrapped at lw columns,
+ * one line held at a time (not the whole table). */
+struct wrap {
+    FILE *out;
+    size_t lw;
+    char *line; /* the line so far, len bytes of cap */
+    size_t len, cap;
+    int nomem; /* the line could not grow */
+};
+
+/* fopencookie's write: wraps and writes each line completed by buf.
+ * Returns size, or 0 (an error) when the line cannot grow (w->nomem). */
+static ssize_t wrap_write(void *cookie, const char *buf, size_t size)
+{
+    struct wrap *w = cookie;
+    for (size_t i = 0; i < size;) {
+        const char *nl = memchr(buf + i, '\n', size - i);
+        size_t n = nl ? (size_t)(nl - (buf + i)) : size - i;
+        if (nl && !w->len) { /* a whole line in buf: no copy */
+            put_wrapped(w->out, buf + i, n, w->lw);
+            i += n + 1;
+            continue;
+        }
+        if (w->len + n > w->cap) {
+            size_t cap = w->cap ? w->cap : 256;
+            while (cap < w->len + n)
+                cap *= 2;
+            char *l = realloc(w->line, cap);
+            if (!l) {
+                w->nomem = 1;
+                return 0;
+            }
+            w->line = l;
+            w->cap = cap;
+        }
+        memcpy(w->line + w->len, buf + i, n);
+        w->len += n;
+        i += n;
+        if (nl) {
+            put_wrapped(w->out, w->line, w->len, w->lw);
+            w->len = 0;
+            i++;
+        }
+    }
+    return (ssize_t)size;
+}
+
 /*
  * See report.h.  Fails with RP_EINVAL for a NULL argument, RP_ENOMEM when
  * the rows cannot be allocated, RP_EIO when writing fails.
  */
 int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
-    char *text = NULL;
-    size_t len = 0, lw;
+    size_t lw;
     FILE *mem;
     int rc;
 
@@ -965,18 +1017,17 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
             rc = RP_EIO;
         return rc;
     }
-    if (!(mem = open_memstream(&text, &len)))
+    struct wrap w = {.out = out, .lw = lw};
+    if (!(mem = fopencookie(&w, "w", (cookie_io_functions_t){.write = wrap_write}))) {
+        free(w.line);
         return RP_ENOMEM;
-    rc = put_table(mem, p, o, lw);
-    if (fclose(mem) != 0 && rc == 0)
-        rc = RP_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < len;) {
-        const char *nl = memchr(text + i, '\n', len - i);
-        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
-        put_wrapped(out, text + i, n, lw);
-        i += n + 1;
     }
-    free(text);
+    rc = put_table(mem, p, o, lw);
+    if ((fclose(mem) != 0 || w.nomem) && rc == 0)
+        rc = RP_ENOMEM;
+    if (rc == 0 && w.len) /* a last line without its newline */
+        put_wrapped(out, w.line, w.len, lw);
+    free(w.line);
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = RP_EIO;
     return rc;
