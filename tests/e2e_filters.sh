@@ -5,7 +5,8 @@
 # tests/progs/calltree, whose call tree is exact (its header): the folded
 # paths and their time, the timelines' spans counted per name in the Chrome
 # JSON, and, where installed, the slices and depths trace_processor reads
-# from chrome and perfetto output.  A missing consumer skips its part
+# from chrome and perfetto output; and the compact perfetto encoding (at
+# most 10 bytes per call, the same slices as plain).  A missing consumer skips its part
 # (exit 77) unless RP_REQUIRE_CONSUMERS=1.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
@@ -170,7 +171,48 @@ errors() {
     bad --function --format callgrind -F main
 }
 
-for s in folded timelines errors; do
+# --- compact perfetto: deflated batches, at most 10 bytes per call ----------
+compact() {
+    "$RANKPROF" record -o tiny.data -- "$PROGS/prog_tiny" 20 5000 16 >/dev/null 2>&1 ||
+        fail "recording prog_tiny"
+    "$RANKPROF" report -i tiny.data --format json >tiny.json || fail "report prog_tiny"
+    "$RANKPROF" export -i tiny.data --format perfetto -o tiny.pftrace || fail "export perfetto"
+    "$RANKPROF" export -i tiny.data --format perfetto -O compress=0 -o plain.pftrace ||
+        fail "export perfetto -O compress=0"
+    python3 - <<'EOF2' || fail "perfetto size: $(cat size_err.txt)"
+import json, os
+calls = sum(n["calls"] for n in json.load(open("tiny.json"))["nodes"])
+z, plain = os.path.getsize("tiny.pftrace"), os.path.getsize("plain.pftrace")
+err = []
+if calls < 100000:
+    err.append(f"prog_tiny made only {calls} calls")
+if z > 10 * calls:
+    err.append(f"{z} bytes for {calls} calls: {z / calls:.2f} per call, more than 10")
+if plain < 20 * calls:
+    err.append(f"-O compress=0 is {plain / calls:.2f} bytes per call: not plain")
+open("size_err.txt", "w").write("; ".join(err))
+print(f"perfetto: {z / calls:.2f} bytes per call, {plain / calls:.2f} plain")
+exit(1 if err else 0)
+EOF2
+    if "$RANKPROF" export -i tiny.data --format perfetto -O compress=2 -o bad.pftrace 2>err.txt; then
+        fail "-O compress=2 was accepted"
+    fi
+    grep -q "compress=2" err.txt || fail "-O compress=2: the error does not name it: $(cat err.txt)"
+    if [[ -x ./tp_query ]]; then
+        q="select name, count(*), sum(dur) from slice group by name order by name"
+        ./tp_query tiny.pftrace "$q" >z.tsv || fail "trace_processor rejected tiny.pftrace"
+        ./tp_query plain.pftrace "$q" >plain.tsv || fail "trace_processor rejected plain.pftrace"
+        cmp -s z.tsv plain.tsv || fail "compressed and plain perfetto differ: $(diff z.tsv plain.tsv | head -5)"
+        want=$(python3 -c 'import json; print(next(n["calls"] for n in
+            json.load(open("tiny.json"))["nodes"] if n["name"] == "leaf"))')
+        got=$(awk -F'\t' '$1 == "leaf" { print $2 }' z.tsv)
+        [[ "$got" == "$want" ]] || fail "trace_processor counts $got leaf slices, the report $want calls"
+    else
+        missing trace_processor "Debian packages chromium-shell, clang, libc++-dev"
+    fi
+}
+
+for s in folded timelines errors compact; do
     scenario $s $s
 done
 finish
