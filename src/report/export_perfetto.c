@@ -22,7 +22,7 @@
  * SEQ_NEEDS_INCREMENTAL_STATE, as the format requires.
  *
  * Each packet is built in one buffer (export_pb.h).  The packets are
- * gathered into batches of BATCH bytes, each written deflated (zlib) as
+ * gathered into batches of BATCH bytes, each written deflated (zlib format, libdeflate level 1) as
  * one packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
  * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
@@ -32,7 +32,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "common/array.h"
 #include "common/error.h"
@@ -100,8 +100,9 @@ struct perfetto {
     int compress;            /* batches of packets deflated */
     uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
     size_t nbatch, capbatch; /* bytes in batch, its size */
-    uLongf capz;             /* zbuf's size */
-    uint64_t *hold_tracks;   /* lock-hold tracks described: uuid + 1, open addressing */
+    size_t capz;             /* zbuf's size */
+    struct libdeflate_compressor *z;
+    uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
 
@@ -119,12 +120,12 @@ static int batch_flush(struct perfetto *f)
 {
     uint8_t head[24];
     size_t n = 0;
-    uLongf zn = f->capz;
 
     if (!f->nbatch)
         return 0;
-    if (compress2(f->zbuf, &zn, f->batch, f->nbatch, 3) != Z_OK)
-        return RP_ENOMEM;
+    size_t zn = libdeflate_zlib_compress(f->z, f->batch, f->nbatch, f->zbuf, f->capz);
+    if (!zn)
+        return RP_ENOMEM; /* not reached: zbuf has the bound's size */
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
     for (v = zn; v >= 0x80; v >>= 7)
@@ -160,7 +161,8 @@ static int packet_end(struct perfetto *f)
             return rc;
         if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
             uint8_t *nb = realloc(f->batch, f->pb.n);
-            uint8_t *nz = realloc(f->zbuf, compressBound(f->pb.n));
+            size_t bound = libdeflate_zlib_compress_bound(f->z, f->pb.n);
+            uint8_t *nz = realloc(f->zbuf, bound);
             if (nb)
                 f->batch = nb;
             if (nz)
@@ -168,7 +170,7 @@ static int packet_end(struct perfetto *f)
             if (!nb || !nz)
                 return RP_ENOMEM;
             f->capbatch = f->pb.n;
-            f->capz = compressBound(f->pb.n);
+            f->capz = bound;
         }
     }
     memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
@@ -455,7 +457,9 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         goto out;
     if (f.compress) {
         f.capbatch = BATCH;
-        f.capz = compressBound(BATCH);
+        if (!(f.z = libdeflate_alloc_compressor(1)))
+            goto out;
+        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
         if (!(f.batch = malloc(f.capbatch)) || !(f.zbuf = malloc(f.capz)))
             goto out;
     }
@@ -499,6 +503,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     if (rc == 0)
         rc = batch_flush(&f);
 out:
+    if (f.z)
+        libdeflate_free_compressor(f.z);
     free(f.batch);
     free(f.zbuf);
     free(f.pb.b);
