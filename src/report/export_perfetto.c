@@ -26,7 +26,7 @@
  * one packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
  * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
- * writes the packets plain, for readers without zlib.  Memory: the packet
+ * writes the batches plain, for readers without zlib.  Memory: the packet
  * buffer, a batch and its deflated copy, and two bits per id.
  */
 #include <math.h>
@@ -123,6 +123,11 @@ static int batch_flush(struct perfetto *f)
 
     if (!f->nbatch)
         return 0;
+    if (!f->compress) {
+        size_t nb = f->nbatch;
+        f->nbatch = 0;
+        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
+    }
     size_t zn = libdeflate_zlib_compress(f->z, f->batch, f->nbatch, f->zbuf, f->capz);
     if (!zn)
         return RP_ENOMEM; /* not reached: zbuf has the bound's size */
@@ -153,15 +158,13 @@ static int packet_end(struct perfetto *f)
     pb_close(&f->pb);
     if (f->pb.bad)
         return RP_ENOMEM;
-    if (!f->compress)
-        return fwrite(f->pb.b, 1, f->pb.n, f->out) != f->pb.n ? RP_EIO : 0;
     if (f->nbatch + f->pb.n > f->capbatch) {
         int rc = batch_flush(f);
         if (rc < 0)
             return rc;
         if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
             uint8_t *nb = realloc(f->batch, f->pb.n);
-            size_t bound = libdeflate_zlib_compress_bound(f->z, f->pb.n);
+            size_t bound = f->compress ? libdeflate_zlib_compress_bound(f->z, f->pb.n) : 1;
             uint8_t *nz = realloc(f->zbuf, bound);
             if (nb)
                 f->batch = nb;
@@ -455,14 +458,12 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
     if (!f.names || !f.interned)
         goto out;
-    if (f.compress) {
-        f.capbatch = BATCH;
-        if (!(f.z = libdeflate_alloc_compressor(1)))
-            goto out;
-        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
-        if (!(f.batch = malloc(f.capbatch)) || !(f.zbuf = malloc(f.capz)))
-            goto out;
-    }
+    f.capbatch = BATCH;
+    if (f.compress && !(f.z = libdeflate_alloc_compressor(1)))
+        goto out;
+    f.capz = f.compress ? libdeflate_zlib_compress_bound(f.z, BATCH) : 1;
+    if (!(f.batch = malloc(f.capbatch)) || !(f.zbuf = malloc(f.capz)))
+        goto out;
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
