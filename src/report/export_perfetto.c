@@ -26,10 +26,13 @@
  * one packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
  * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
- * writes the batches plain, for readers without zlib.  Memory: the packet
- * buffer, a batch and its deflated copy, and two bits per id.
+ * writes the batches plain, for readers without zlib.  A thread of its own
+ * deflates and writes each batch while the next one is encoded, in order.
+ * Memory: the packet buffer, two batches and a deflated copy, and two bits
+ * per id.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
@@ -101,6 +104,13 @@ struct perfetto {
     uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
     size_t nbatch, capbatch; /* bytes in batch, its size */
     size_t capz;             /* zbuf's size */
+    /* the deflating thread (when threaded): it owns job, zbuf, z and out */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int threaded, busy, quit, wrc; /* busy: job holds a batch; wrc: its first error */
+    uint8_t *job;
+    size_t njob, capjob;
     struct libdeflate_compressor *z;
     uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
@@ -114,21 +124,21 @@ static void packet_begin(struct perfetto *f)
     pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
 }
 
-/* Writes the batch as one packet of compressed_packets and empties it.
- * Returns 0, RP_ENOMEM (zlib failed) or RP_EIO. */
-static int batch_flush(struct perfetto *f)
+/* Writes nb bytes of packets at b as one packet of compressed_packets.
+ * Returns 0, RP_ENOMEM or RP_EIO. */
+static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
 {
     uint8_t head[24];
-    size_t n = 0;
+    size_t n = 0, bound = libdeflate_zlib_compress_bound(f->z, nb);
 
-    if (!f->nbatch)
-        return 0;
-    if (!f->compress) {
-        size_t nb = f->nbatch;
-        f->nbatch = 0;
-        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
+    if (bound > f->capz) { /* a huge packet (a long name) made a batch longer */
+        uint8_t *nz = realloc(f->zbuf, bound);
+        if (!nz)
+            return RP_ENOMEM;
+        f->zbuf = nz;
+        f->capz = bound;
     }
-    size_t zn = libdeflate_zlib_compress(f->z, f->batch, f->nbatch, f->zbuf, f->capz);
+    size_t zn = libdeflate_zlib_compress(f->z, b, nb, f->zbuf, f->capz);
     if (!zn)
         return RP_ENOMEM; /* not reached: zbuf has the bound's size */
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
@@ -145,10 +155,81 @@ static int batch_flush(struct perfetto *f)
     for (v = zn; v >= 0x80; v >>= 7)
         head[n++] = (uint8_t)(v | 0x80);
     head[n++] = (uint8_t)v;
-    f->nbatch = 0;
     if (fwrite(head, 1, n, f->out) != n || fwrite(f->zbuf, 1, zn, f->out) != zn)
         return RP_EIO;
     return 0;
+}
+
+/* The deflating thread: deflate_out each batch handed to it, until quit. */
+static void *deflater(void *arg)
+{
+    struct perfetto *f = arg;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->busy && !f->quit)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (!f->busy)
+            break;
+        pthread_mutex_unlock(&f->mu);
+        int rc = f->wrc ? 0 : deflate_out(f, f->job, f->njob); /* after an error: skip */
+        pthread_mutex_lock(&f->mu);
+        if (rc < 0)
+            f->wrc = rc;
+        f->busy = 0;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Stops the deflating thread after its last batch.  Returns its first
+ * error, or 0. */
+static int deflater_stop(struct perfetto *f)
+{
+    if (!f->threaded)
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    f->quit = 1;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->th, NULL);
+    f->threaded = 0;
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    return f->wrc;
+}
+
+/* Writes the batch (plain, or deflated here or by the deflating thread,
+ * whose error a later call returns) and empties it.  Returns 0, RP_ENOMEM
+ * or RP_EIO. */
+static int batch_flush(struct perfetto *f)
+{
+    size_t nb = f->nbatch;
+    int rc = 0;
+
+    if (!nb)
+        return 0;
+    f->nbatch = 0;
+    if (!f->compress)
+        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
+    if (!f->threaded)
+        return deflate_out(f, f->batch, nb);
+    pthread_mutex_lock(&f->mu);
+    while (f->busy)
+        pthread_cond_wait(&f->cv, &f->mu);
+    if (!(rc = f->wrc)) { /* hand the batch over, take the thread's buffer */
+        uint8_t *b = f->job;
+        size_t cap = f->capjob;
+        f->job = f->batch;
+        f->capjob = f->capbatch;
+        f->njob = nb;
+        f->batch = b;
+        f->capbatch = cap;
+        f->busy = 1;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
 }
 
 /* Closes the packet and writes it, or adds it to the batch.  RP_ENOMEM
@@ -164,16 +245,10 @@ static int packet_end(struct perfetto *f)
             return rc;
         if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
             uint8_t *nb = realloc(f->batch, f->pb.n);
-            size_t bound = f->compress ? libdeflate_zlib_compress_bound(f->z, f->pb.n) : 1;
-            uint8_t *nz = realloc(f->zbuf, bound);
-            if (nb)
-                f->batch = nb;
-            if (nz)
-                f->zbuf = nz;
-            if (!nb || !nz)
+            if (!nb)
                 return RP_ENOMEM;
+            f->batch = nb;
             f->capbatch = f->pb.n;
-            f->capz = bound;
         }
     }
     memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
@@ -459,11 +534,26 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     if (!f.names || !f.interned)
         goto out;
     f.capbatch = BATCH;
-    if (f.compress && !(f.z = libdeflate_alloc_compressor(1)))
+    if (!(f.batch = malloc(f.capbatch)))
         goto out;
-    f.capz = f.compress ? libdeflate_zlib_compress_bound(f.z, BATCH) : 1;
-    if (!(f.batch = malloc(f.capbatch)) || !(f.zbuf = malloc(f.capz)))
-        goto out;
+    if (f.compress) {
+        if (!(f.z = libdeflate_alloc_compressor(1)))
+            goto out;
+        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
+        if (!(f.zbuf = malloc(f.capz)))
+            goto out;
+        /* without a second buffer or a thread, the batches are deflated here */
+        if ((f.job = malloc(BATCH))) {
+            f.capjob = BATCH;
+            pthread_mutex_init(&f.mu, NULL);
+            pthread_cond_init(&f.cv, NULL);
+            f.threaded = pthread_create(&f.th, NULL, deflater, &f) == 0;
+            if (!f.threaded) {
+                pthread_cond_destroy(&f.cv);
+                pthread_mutex_destroy(&f.mu);
+            }
+        }
+    }
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
@@ -503,10 +593,14 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         rc = rp_export_timeline(ctx, &ops, &f);
     if (rc == 0)
         rc = batch_flush(&f);
-out:
+out:;
+    int wrc = deflater_stop(&f);
+    if (rc == 0)
+        rc = wrc;
     if (f.z)
         libdeflate_free_compressor(f.z);
     free(f.batch);
+    free(f.job);
     free(f.zbuf);
     free(f.pb.b);
     free(f.hold_tracks);
