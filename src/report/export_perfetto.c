@@ -47,12 +47,20 @@
 /* field numbers */
 enum {
     TRACE_PACKET = 1,
+    PKT_CLOCK_SNAPSHOT = 6,
     PKT_TIMESTAMP = 8,
     PKT_SEQ_ID = 10,
     PKT_TRACK_EVENT = 11,
     PKT_INTERNED = 12,
     PKT_SEQ_FLAGS = 13,
     PKT_COMPRESSED = 50,
+    PKT_CLOCK_ID = 58,
+    PKT_DEFAULTS = 59,
+    DEF_CLOCK_ID = 58,
+    CS_CLOCKS = 1,
+    CLK_ID = 1,
+    CLK_TIMESTAMP = 2,
+    CLK_INCREMENTAL = 3,
     PKT_TRACK_DESC = 60,
     TD_UUID = 1,
     TD_NAME = 2,
@@ -83,6 +91,11 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 
 #define SEQ_ID 1u
+/* The sequence's own incremental clock (ids 64-127 are sequence-scoped): an
+ * event's timestamp is ns since the previous one on it; BOOTTIME, the
+ * trace's clock, for an event earlier than that one (absolute). */
+#define CLOCK_DELTA 64u
+#define CLOCK_BOOT  6u
 /* Track uuids are small, so that each event's track_uuid is one or two
  * bytes: the process 1, threads 2.. in the order the profile lists them,
  * counters after them. */
@@ -97,8 +110,9 @@ struct perfetto {
     char **names;
     uint8_t *interned; /* per id: bit 0 name sent, bit 1 counter track sent */
     uint8_t cat_sent[RP_KIND_MAX + 1];
-    int first;    /* the next event packet is the sequence's first */
-    uint32_t hit; /* index in p->threads of the last thread looked up */
+    int first;        /* the next event packet is the sequence's first */
+    uint64_t last_ns; /* the incremental clock's value: the latest event's ns */
+    uint32_t hit;     /* index in p->threads of the last thread looked up */
     struct pb pb;
     int compress;            /* batches of packets deflated */
     uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
@@ -387,7 +401,14 @@ static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigne
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
 
     packet_begin(f);
-    pb_uint(pb, PKT_TIMESTAMP, ts_ns(f, ticks));
+    uint64_t ns = ts_ns(f, ticks);
+    if (ns >= f->last_ns) {
+        pb_uint(pb, PKT_TIMESTAMP, ns - f->last_ns);
+        f->last_ns = ns;
+    } else { /* out of order (a lock hold, a filter's late begin): absolute */
+        pb_uint(pb, PKT_TIMESTAMP, ns);
+        pb_uint(pb, PKT_CLOCK_ID, CLOCK_BOOT);
+    }
     pb_uint(pb, PKT_SEQ_FLAGS, f->first ? SEQ_CLEARED | SEQ_NEEDS : SEQ_NEEDS);
     f->first = 0;
     if (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])) {
@@ -588,6 +609,26 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
             k++;
         if (p->n_procs <= 1 || k == i)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
+    }
+    if (rc == 0) { /* the incremental clock at 0 = BOOTTIME 0, the default clock */
+        packet_begin(&f);
+        pb_uint(&f.pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
+        pb_open(&f.pb, PKT_DEFAULTS);
+        pb_uint(&f.pb, DEF_CLOCK_ID, CLOCK_DELTA);
+        pb_close(&f.pb);
+        pb_open(&f.pb, PKT_CLOCK_SNAPSHOT);
+        pb_open(&f.pb, CS_CLOCKS);
+        pb_uint(&f.pb, CLK_ID, CLOCK_DELTA);
+        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
+        pb_uint(&f.pb, CLK_INCREMENTAL, 1);
+        pb_close(&f.pb);
+        pb_open(&f.pb, CS_CLOCKS);
+        pb_uint(&f.pb, CLK_ID, CLOCK_BOOT);
+        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
+        pb_close(&f.pb);
+        pb_close(&f.pb);
+        rc = packet_end(&f);
+        f.first = 0;
     }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
