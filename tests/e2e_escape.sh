@@ -34,7 +34,9 @@ outputs() {
     for f in json csv chrome folded flamegraph callgrind plantuml mermaid html; do
         "$RANKPROF" export -i h.data --format "$f" -o "x.$f" || fail "export $f"
     done
-    "$RANKPROF" export -i h.data --format perfetto -o x.pftrace || fail "export perfetto"
+    # plain packets, not deflated ones, so that the bytes can be searched
+    "$RANKPROF" export -i h.data --format perfetto -O compress=0 -o x.pftrace ||
+        fail "export perfetto"
     "$RANKPROF" export -i h.data --format pprof -o x.pb.gz || fail "export pprof"
     gunzip -c x.pb.gz >x.pb || fail "pprof output is not gzip"
     printf '%s\n' report.txt report.json report.csv graph.txt locks.txt locks.json info.txt \

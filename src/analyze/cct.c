@@ -37,7 +37,11 @@
 #include "walk.h"
 
 struct frame {
-    uint32_t node;
+    uint32_t node;          /* its path, 0 when the filter leaves it out */
+    uint32_t id;            /* its span id */
+    uint32_t up;            /* 1 + the index of its nearest kept caller's frame, 0 = none */
+    uint32_t kdepth;        /* kept spans on the stack down from it, itself included */
+    uint8_t in_inc, in_exc; /* it or a caller is an included / excluded function */
     uint64_t start, callees;
     uint64_t ev; /* the number of its ENTER among the thread's events */
 };
@@ -146,15 +150,54 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     assert(th->depth > 0);
     struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
-    struct rp_cct_node *n = &t->nodes[f->node];
     uint64_t raw = rp_span_dur(f->start, now);
     uint64_t dur =
-        v->offid && n->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
+        v->offid && f->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
+    if (!f->node || (t->filter && dur < t->filter->min_ticks)) {
+        /* left out: its own time is its kept caller's, its kept callees stay theirs */
+        if (f->up)
+            th->stack[f->up - 1].callees += f->callees;
+        return;
+    }
+    struct rp_cct_node *n = &t->nodes[f->node];
     n->calls++;
     n->incl += dur;
     n->excl += rp_span_excl(dur, f->callees); /* a signed sum until the end */
-    if (th->depth)
-        th->stack[th->depth - 1].callees += dur;
+    if (f->up)
+        th->stack[f->up - 1].callees += dur;
+}
+
+/*
+ * Pushes a frame for span id entered at ticks on th: kept or not by
+ * t->filter, its path under its nearest kept caller's.  Returns 0 or
+ * RP_ENOMEM.
+ */
+static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint32_t id,
+                      uint64_t ticks)
+{
+    const struct rp_span_filter *flt = t->filter;
+    const struct frame *top = th->depth ? &th->stack[th->depth - 1] : NULL;
+    struct frame f = {.id = id, .start = ticks, .ev = th->events};
+
+    f.up = !top ? 0 : top->node ? th->depth : top->up;
+    f.in_inc = top && top->in_inc;
+    f.in_exc = top && top->in_exc;
+    uint32_t kd = f.up ? th->stack[f.up - 1].kdepth : 0;
+    int keep = 1;
+    if (flt) {
+        uint8_t m = flt->mark ? flt->mark[id] : 0;
+        f.in_inc |= m == RP_SF_INCLUDE;
+        f.in_exc |= m == RP_SF_EXCLUDE;
+        keep = !f.in_exc && (!flt->has_include || f.in_inc) &&
+               (!flt->max_depth || kd < flt->max_depth);
+    }
+    f.kdepth = kd + !!keep;
+    if (keep && !(f.node = child_of(t, v, f.up ? th->stack[f.up - 1].node : th->root, id)))
+        return RP_ENOMEM;
+    if (rp_grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack), 16) < 0)
+        return RP_ENOMEM;
+    th->stack[th->depth++] = f;
+    return 0;
 }
 
 /*
@@ -184,18 +227,14 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     /* the writer's events (replay.c): not among the thread's for compensation */
     if (!(ev->op == RP_OP_PAUSE || (v->offid && ev->op == RP_OP_ENTER && ev->id == v->offid) ||
           (v->offid && ev->op == RP_OP_EXIT && th->depth &&
-           t->nodes[th->stack[th->depth - 1].node].id == v->offid)))
+           th->stack[th->depth - 1].id == v->offid)))
         th->events++;
     th->last = ev->ticks;
     switch (ev->op) {
-    case RP_OP_ENTER: {
-        uint32_t parent = th->depth ? th->stack[th->depth - 1].node : th->root;
-        uint32_t node = child_of(t, v, parent, ev->id);
-        if (!node || rp_grow(&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack), 16) < 0)
+    case RP_OP_ENTER:
+        if (span_begin(t, v, th, ev->id, ev->ticks) < 0)
             return RP_ENOMEM;
-        th->stack[th->depth++] = (struct frame){node, ev->ticks, 0, th->events};
         break;
-    }
     case RP_OP_EXIT:
         if (!th->depth)
             t->unmatched++;
@@ -203,7 +242,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
             span_end(t, th, ev->ticks);
         break;
     case RP_OP_EXIT_ID:
-        RP_SPAN_MATCH(at, th->depth, t->nodes[th->stack[at - 1].node].id, ev->id);
+        RP_SPAN_MATCH(at, th->depth, th->stack[at - 1].id, ev->id);
         if (!at) {
             t->unmatched++;
             break;
@@ -214,8 +253,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         span_end(t, th, ev->ticks);
         break;
     case RP_OP_UNWIND: /* id 0: the thread ends; else the spans above id end */
-        for (at = th->depth; ev->id && at > 0 && t->nodes[th->stack[at - 1].node].id != ev->id;
-             at--)
+        for (at = th->depth; ev->id && at > 0 && th->stack[at - 1].id != ev->id; at--)
             ;
         if (ev->id && !at)
             break;

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@
 #include "report/export.h"
 
 #define MAX_PARAMS 32
+#define MAX_NAMES  64
+
+/* long-only options' codes, clear of the short letters and RP_OPT_* */
+enum { OPT_FORCE = 0x200, OPT_NO_COMP, OPT_COMP, OPT_THREAD, OPT_TITLE, OPT_WEIGHT, OPT_ALPHA };
 
 static void formats_help(FILE *f)
 {
@@ -46,27 +51,99 @@ struct export_args {
     const char *title;
     const char *params[MAX_PARAMS];
     unsigned n_params;
+    /* the filters: --depth, --min-duration (ns, < 0 = none), -F and -N names */
+    uint32_t depth;
+    double min_ns;
+    const char *opt_filter; /* the first filter option given, for messages */
+    const char *inc[MAX_NAMES], *exc[MAX_NAMES];
+    unsigned n_inc, n_exc;
 };
+
+/*
+ * A duration: a number and a unit, ns, us, ms or s (ns when none), as
+ * nanoseconds.  Dies naming opt on anything else.
+ */
+static double opt_duration(const char *opt, const char *val)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } units[] = {{"", 1}, {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (end != val && errno == 0 && isfinite(v) && v >= 0)
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+            if (!strcmp(end, units[i].unit))
+                return v * units[i].ns;
+    rp_usage_die("export", "%s %s: expected a duration such as 500ns, 10us, 2ms or 1s", opt, val);
+    return 0;
+}
+
+/* Adds name to a filter's list; dies when there are too many. */
+static void add_name(const char *opt, const char **list, unsigned *n, const char *name)
+{
+    if (*n == MAX_NAMES)
+        rp_usage_die("export", "%s: at most %d of them", opt, MAX_NAMES);
+    list[(*n)++] = name;
+}
+
+/*
+ * Marks the ids named by a's -F and -N in mark (p->n_nodes bytes) and
+ * fills f.  Dies naming the option when a name is no span of the trace.
+ */
+static void make_filter(const struct export_args *a, const struct rp_profile *p, uint8_t *mark,
+                        struct rp_span_filter *f)
+{
+    char buf[512];
+    for (int pass = 0; pass < 2; pass++) {
+        const char *const *list = pass ? a->exc : a->inc;
+        unsigned n = pass ? a->n_exc : a->n_inc;
+        for (unsigned k = 0; k < n; k++) {
+            int found = 0;
+            for (uint32_t i = 1; i < p->n_nodes; i++)
+                if (!strcmp(rp_node_name(p, &p->nodes[i], buf, sizeof(buf)), list[k])) {
+                    mark[i] = pass ? RP_SF_EXCLUDE : RP_SF_INCLUDE;
+                    found = 1;
+                }
+            if (!found)
+                rp_die("export %s %s: no span of that name in the trace",
+                       pass ? "--exclude" : "--function", list[k]);
+        }
+    }
+    f->max_depth = a->depth;
+    f->mark = mark;
+    f->has_include = a->n_inc > 0;
+    f->min_ticks = 0;
+    if (a->min_ns > 0 && p->ns_per_tick > 0) {
+        double t = ceil(a->min_ns / p->ns_per_tick);
+        f->min_ticks = t < 1.8e19 ? (uint64_t)t : UINT64_MAX;
+    }
+}
 
 static void parse(int argc, char **argv, struct export_args *a)
 {
     static const struct option lo[] = {RP_INPUT_LONGOPTS,
                                        {"output", required_argument, NULL, 'o'},
                                        {"format", required_argument, NULL, 'f'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"no-compensate", no_argument, NULL, 'N'},
-                                       {"compensate", required_argument, NULL, 'M'},
-                                       {"thread", required_argument, NULL, 't'},
+                                       {"force", no_argument, NULL, OPT_FORCE},
+                                       {"no-compensate", no_argument, NULL, OPT_NO_COMP},
+                                       {"compensate", required_argument, NULL, OPT_COMP},
+                                       {"thread", required_argument, NULL, OPT_THREAD},
                                        {"limit", required_argument, NULL, 'n'},
-                                       {"title", required_argument, NULL, 'T'},
-                                       {"weight", required_argument, NULL, 'w'},
-                                       {"alpha", required_argument, NULL, 'a'},
+                                       {"title", required_argument, NULL, OPT_TITLE},
+                                       {"weight", required_argument, NULL, OPT_WEIGHT},
+                                       {"alpha", required_argument, NULL, OPT_ALPHA},
+                                       {"depth", required_argument, NULL, 'D'},
+                                       {"min-duration", required_argument, NULL, 't'},
+                                       {"function", required_argument, NULL, 'F'},
+                                       {"exclude", required_argument, NULL, 'N'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:o:f:n:O:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "i:o:f:n:O:D:t:F:N:h", lo, NULL)) != -1) {
         if (rp_opt_input("export", c, optarg, &a->load))
             continue;
         switch (c) {
@@ -77,28 +154,46 @@ static void parse(int argc, char **argv, struct export_args *a)
             if (!(a->fmt = rp_export_find(optarg)))
                 die_format(optarg);
             break;
-        case 'F':
+        case OPT_FORCE:
             a->load.replay.force = 1;
             break;
-        case 'N':
-        case 'M':
-            rp_opt_compensate("export", c == 'M' ? optarg : NULL, &a->load.replay);
+        case OPT_NO_COMP:
+        case OPT_COMP:
+            rp_opt_compensate("export", c == OPT_COMP ? optarg : NULL, &a->load.replay);
+            break;
+        case OPT_THREAD:
+            a->load.replay.tid = rp_opt_tid("--thread", optarg);
+            break;
+        case 'D':
+            a->depth = (uint32_t)rp_opt_u64("--depth", optarg);
+            if (!a->depth)
+                rp_usage_die("export", "--depth 0: expected 1 or more");
+            a->opt_filter = a->opt_filter ? a->opt_filter : "--depth";
             break;
         case 't':
-            a->load.replay.tid = rp_opt_tid("--thread", optarg);
+            a->min_ns = opt_duration("--min-duration", optarg);
+            a->opt_filter = a->opt_filter ? a->opt_filter : "--min-duration";
+            break;
+        case 'F':
+            add_name("--function", a->inc, &a->n_inc, optarg);
+            a->opt_filter = a->opt_filter ? a->opt_filter : "--function";
+            break;
+        case 'N':
+            add_name("--exclude", a->exc, &a->n_exc, optarg);
+            a->opt_filter = a->opt_filter ? a->opt_filter : "--exclude";
             break;
         case 'n':
             a->report.limit = (uint32_t)rp_opt_u64("--limit", optarg);
             break;
-        case 'T':
+        case OPT_TITLE:
             a->title = optarg;
             break;
-        case 'w':
+        case OPT_WEIGHT:
             if (strcmp(optarg, "time") && strcmp(optarg, "calls"))
                 rp_usage_die("export", "--weight %s: expected time or calls", optarg);
             a->load.weight_calls = !strcmp(optarg, "calls");
             break;
-        case 'a':
+        case OPT_ALPHA:
             a->load.rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);
             break;
         case 'O':
@@ -123,6 +218,11 @@ static void parse(int argc, char **argv, struct export_args *a)
         formats_help(stderr);
         exit(2);
     }
+    if (a->opt_filter && !(a->fmt->needs & RP_EXPORT_FILTER))
+        rp_usage_die("export",
+                     "--format %s does not take %s (chrome, perfetto, folded, flamegraph, "
+                     "pprof and html do)",
+                     a->fmt->name, a->opt_filter);
 }
 
 /*
@@ -176,7 +276,15 @@ int cmd_export(int argc, char **argv)
     a.report.ranked = a.report.flagged = !!(needs & RP_EXPORT_RANK);
     a.report.flag = &a.load.flag;
 
+    struct rp_span_filter filter = {0};
+    uint8_t *mark = NULL;
+    if (a.opt_filter) {
+        if (!(mark = calloc(p.n_nodes ? p.n_nodes : 1, 1)))
+            rp_die("export: %s", rp_strerror(RP_ENOMEM));
+        make_filter(&a, &p, mark, &filter);
+    }
     struct rp_export_ctx ctx = {
+        .filter = a.opt_filter ? &filter : NULL,
         .input = a.load.input,
         .replay = &a.load.replay,
         .p = needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK) ? &p : NULL,
@@ -194,6 +302,7 @@ int cmd_export(int argc, char **argv)
     if (out != stdout)
         werr |= fclose(out) != 0;
     rp_profile_free(&p);
+    free(mark);
     if (rc == 0 && werr)
         rc = RP_EIO;
     if (rc < 0) {

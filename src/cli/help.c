@@ -120,7 +120,13 @@ static const struct cmd_help helps[] = {
       {"--title T", "the title of the flame graph or the page"},
       {"--weight time|calls", "as for report"},
       {"--alpha A", "as for report"},
-      {"-O KEY=VALUE", "an option of the format (docs/exports.md)"},
+      {"-O KEY=VALUE", "an option of the format (docs/exports.md; perfetto: compress=0|1)"},
+      {"-D, --depth N", "only spans at most N deep (1: the outermost kept ones); chrome, "
+                        "perfetto, folded, flamegraph, pprof and the HTML page's flame graph"},
+      {"-t, --min-duration DUR", "only spans lasting at least DUR (500ns, 10us, 2ms, 1s)"},
+      {"-F, --function NAME", "only NAME's spans and what they call (repeatable)"},
+      {"-N, --exclude NAME", "not NAME's spans nor what they call (repeatable); a left-out "
+                             "span's time is its nearest kept caller's own time"},
       COMP_OPT,
       {NULL, NULL}},
      NULL},

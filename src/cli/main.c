@@ -42,7 +42,8 @@ static const struct rp_cmd commands[] = {
      "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
      "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
-     "                [--no-compensate] [FILE...]\n"
+     "                [--no-compensate] [-D N] [-t DUR] [-F NAME]... [-N NAME]...\n"
+     "                [FILE...]\n"
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
     {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},

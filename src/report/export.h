@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 
+#include "analyze/cct.h"
 #include "analyze/profile.h"
 #include "analyze/replay.h"
 #include "report/report.h"
@@ -29,6 +30,7 @@ enum {
     RP_EXPORT_PROFILE = 1u << 0, /* replayed and named: ctx->p is set */
     RP_EXPORT_RANK = 1u << 1,    /* also ranked and flagged (implies PROFILE) */
     RP_EXPORT_BINARY = 1u << 2,  /* output is not text: never to a terminal */
+    RP_EXPORT_FILTER = 1u << 3,  /* honours ctx->filter (the others refuse one) */
 };
 
 /* Everything a format may use; read-only for the format. */
@@ -39,6 +41,9 @@ struct rp_export_ctx {
     const struct rp_report_opts *report; /* sort, limit, ranked/flagged, thresholds */
     const char *title;                   /* from --title, or NULL: the program name */
     int progress;                        /* long passes may report progress on stderr */
+    const struct rp_span_filter *filter; /* --depth, --min-duration, --function,
+                                            --exclude (cct.h), or NULL: for the formats
+                                            with RP_EXPORT_FILTER */
     const char *const *params;           /* -O KEY=VALUE strings, n_params of them */
     unsigned n_params;
     char *err; /* a format's message on failure, errsz bytes */

@@ -47,6 +47,7 @@
 static int build(struct rp_cct *t, const struct rp_export_ctx *ctx)
 {
     const char *th = rp_export_param(ctx, "threads");
+    t->filter = ctx->filter;
     if (rp_profile_merged(ctx->p)) /* a run's files */
         return rp_cct_build_set(t, ctx->replay, ctx->p, th && !strcmp(th, "1"), ctx->progress,
                                 ctx->err, ctx->errsz);

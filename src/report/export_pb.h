@@ -115,7 +115,12 @@ static inline void pb_close(struct pb *pb)
     for (unsigned i = 0; i < k; i++, len >>= 7)
         pb->b[at + i] = (uint8_t)(len & 0x7f) | (i + 1 < k ? 0x80 : 0);
     if (k < 4) {
-        memmove(pb->b + at + k, pb->b + at + 4, pb->n - at - 4);
+        size_t body = pb->n - at - 4;
+        if (body <= 32) /* most messages: a call to memmove costs more than the copy */
+            for (size_t i = 0; i < body; i++)
+                pb->b[at + k + i] = pb->b[at + 4 + i];
+        else
+            memmove(pb->b + at + k, pb->b + at + 4, body);
         pb->n -= 4 - k;
     }
 }

@@ -21,12 +21,21 @@
  * + 1.  The first packet says SEQ_INCREMENTAL_STATE_CLEARED, later ones
  * SEQ_NEEDS_INCREMENTAL_STATE, as the format requires.
  *
- * Each packet is built in one buffer (export_pb.h) and written whole.
- * Memory: that buffer and two bits per id.
+ * Each packet is built in one buffer (export_pb.h).  The packets are
+ * gathered into batches of BATCH bytes, each written deflated (zlib format, libdeflate level 1) as
+ * one packet's `compressed_packets` (50), which trace_processor and the UI
+ * inflate: the events of a trace repeat a few shapes, so a call (two
+ * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
+ * writes the batches plain, for readers without zlib.  A thread of its own
+ * deflates and writes each batch while the next one is encoded, in order.
+ * Memory: the packet buffer, two batches and a deflated copy, and two bits
+ * per id.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 
 #include "common/array.h"
 #include "common/error.h"
@@ -38,11 +47,20 @@
 /* field numbers */
 enum {
     TRACE_PACKET = 1,
+    PKT_CLOCK_SNAPSHOT = 6,
     PKT_TIMESTAMP = 8,
     PKT_SEQ_ID = 10,
     PKT_TRACK_EVENT = 11,
     PKT_INTERNED = 12,
     PKT_SEQ_FLAGS = 13,
+    PKT_COMPRESSED = 50,
+    PKT_CLOCK_ID = 58,
+    PKT_DEFAULTS = 59,
+    DEF_CLOCK_ID = 58,
+    CS_CLOCKS = 1,
+    CLK_ID = 1,
+    CLK_TIMESTAMP = 2,
+    CLK_INCREMENTAL = 3,
     PKT_TRACK_DESC = 60,
     TD_UUID = 1,
     TD_NAME = 2,
@@ -73,10 +91,17 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 
 #define SEQ_ID 1u
+/* The sequence's own incremental clock (ids 64-127 are sequence-scoped): an
+ * event's timestamp is ns since the previous one on it; BOOTTIME, the
+ * trace's clock, for an event earlier than that one (absolute). */
+#define CLOCK_DELTA 64u
+#define CLOCK_BOOT  6u
 /* Track uuids are small, so that each event's track_uuid is one or two
  * bytes: the process 1, threads 2.. in the order the profile lists them,
  * counters after them. */
 #define PROC_UUID 1ull
+/* plain bytes of packets per compressed_packets */
+#define BATCH (1u << 20)
 
 struct perfetto {
     FILE *out;
@@ -85,9 +110,22 @@ struct perfetto {
     char **names;
     uint8_t *interned; /* per id: bit 0 name sent, bit 1 counter track sent */
     uint8_t cat_sent[RP_KIND_MAX + 1];
-    int first;    /* the next event packet is the sequence's first */
-    uint32_t hit; /* index in p->threads of the last thread looked up */
+    int first;        /* the next event packet is the sequence's first */
+    uint64_t last_ns; /* the incremental clock's value: the latest event's ns */
+    uint32_t hit;     /* index in p->threads of the last thread looked up */
     struct pb pb;
+    int compress;            /* batches of packets deflated */
+    uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
+    size_t nbatch, capbatch; /* bytes in batch, its size */
+    size_t capz;             /* zbuf's size */
+    /* the deflating thread (when threaded): it owns job, zbuf, z and out */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int threaded, busy, quit, wrc; /* busy: job holds a batch; wrc: its first error */
+    uint8_t *job;
+    size_t njob, capjob;
+    struct libdeflate_compressor *z;
     uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
@@ -100,14 +138,135 @@ static void packet_begin(struct perfetto *f)
     pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
 }
 
-/* Closes the packet and writes it.  RP_ENOMEM (the encoder failed) or RP_EIO. */
+/* Writes nb bytes of packets at b as one packet of compressed_packets.
+ * Returns 0, RP_ENOMEM or RP_EIO. */
+static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
+{
+    uint8_t head[24];
+    size_t n = 0, bound = libdeflate_zlib_compress_bound(f->z, nb);
+
+    if (bound > f->capz) { /* a huge packet (a long name) made a batch longer */
+        uint8_t *nz = realloc(f->zbuf, bound);
+        if (!nz)
+            return RP_ENOMEM;
+        f->zbuf = nz;
+        f->capz = bound;
+    }
+    size_t zn = libdeflate_zlib_compress(f->z, b, nb, f->zbuf, f->capz);
+    if (!zn)
+        return RP_ENOMEM; /* not reached: zbuf has the bound's size */
+    /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
+    uint64_t inner = 2 + (uint64_t)zn, v;
+    for (v = zn; v >= 0x80; v >>= 7)
+        inner++;
+    inner++;
+    head[n++] = TRACE_PACKET << 3 | 2;
+    for (v = inner; v >= 0x80; v >>= 7)
+        head[n++] = (uint8_t)(v | 0x80);
+    head[n++] = (uint8_t)v;
+    head[n++] = (uint8_t)((PKT_COMPRESSED << 3 | 2) | 0x80); /* field 50: two bytes */
+    head[n++] = (uint8_t)((PKT_COMPRESSED << 3 | 2) >> 7);
+    for (v = zn; v >= 0x80; v >>= 7)
+        head[n++] = (uint8_t)(v | 0x80);
+    head[n++] = (uint8_t)v;
+    if (fwrite(head, 1, n, f->out) != n || fwrite(f->zbuf, 1, zn, f->out) != zn)
+        return RP_EIO;
+    return 0;
+}
+
+/* The deflating thread: deflate_out each batch handed to it, until quit. */
+static void *deflater(void *arg)
+{
+    struct perfetto *f = arg;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->busy && !f->quit)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (!f->busy)
+            break;
+        pthread_mutex_unlock(&f->mu);
+        int rc = f->wrc ? 0 : deflate_out(f, f->job, f->njob); /* after an error: skip */
+        pthread_mutex_lock(&f->mu);
+        if (rc < 0)
+            f->wrc = rc;
+        f->busy = 0;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Stops the deflating thread after its last batch.  Returns its first
+ * error, or 0. */
+static int deflater_stop(struct perfetto *f)
+{
+    if (!f->threaded)
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    f->quit = 1;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->th, NULL);
+    f->threaded = 0;
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    return f->wrc;
+}
+
+/* Writes the batch (plain, or deflated here or by the deflating thread,
+ * whose error a later call returns) and empties it.  Returns 0, RP_ENOMEM
+ * or RP_EIO. */
+static int batch_flush(struct perfetto *f)
+{
+    size_t nb = f->nbatch;
+    int rc = 0;
+
+    if (!nb)
+        return 0;
+    f->nbatch = 0;
+    if (!f->compress)
+        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
+    if (!f->threaded)
+        return deflate_out(f, f->batch, nb);
+    pthread_mutex_lock(&f->mu);
+    while (f->busy)
+        pthread_cond_wait(&f->cv, &f->mu);
+    if (!(rc = f->wrc)) { /* hand the batch over, take the thread's buffer */
+        uint8_t *b = f->job;
+        size_t cap = f->capjob;
+        f->job = f->batch;
+        f->capjob = f->capbatch;
+        f->njob = nb;
+        f->batch = b;
+        f->capbatch = cap;
+        f->busy = 1;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* Closes the packet and writes it, or adds it to the batch.  RP_ENOMEM
+ * (the encoder failed) or RP_EIO. */
 static int packet_end(struct perfetto *f)
 {
     pb_close(&f->pb);
     if (f->pb.bad)
         return RP_ENOMEM;
-    if (fwrite(f->pb.b, 1, f->pb.n, f->out) != f->pb.n)
-        return RP_EIO;
+    if (f->nbatch + f->pb.n > f->capbatch) {
+        int rc = batch_flush(f);
+        if (rc < 0)
+            return rc;
+        if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
+            uint8_t *nb = realloc(f->batch, f->pb.n);
+            if (!nb)
+                return RP_ENOMEM;
+            f->batch = nb;
+            f->capbatch = f->pb.n;
+        }
+    }
+    memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
+    f->nbatch += f->pb.n;
     return 0;
 }
 
@@ -242,7 +401,14 @@ static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigne
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
 
     packet_begin(f);
-    pb_uint(pb, PKT_TIMESTAMP, ts_ns(f, ticks));
+    uint64_t ns = ts_ns(f, ticks);
+    if (ns >= f->last_ns) {
+        pb_uint(pb, PKT_TIMESTAMP, ns - f->last_ns);
+        f->last_ns = ns;
+    } else { /* out of order (a lock hold, a filter's late begin): absolute */
+        pb_uint(pb, PKT_TIMESTAMP, ns);
+        pb_uint(pb, PKT_CLOCK_ID, CLOCK_BOOT);
+    }
     pb_uint(pb, PKT_SEQ_FLAGS, f->first ? SEQ_CLEARED | SEQ_NEEDS : SEQ_NEEDS);
     f->first = 0;
     if (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])) {
@@ -378,10 +544,37 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
     int rc = RP_ENOMEM;
 
+    const char *cz = rp_export_param(ctx, "compress");
+    if (cz && strcmp(cz, "0") && strcmp(cz, "1")) {
+        snprintf(ctx->err, ctx->errsz, "-O compress=%s: expected 0 or 1", cz);
+        return RP_EINVAL;
+    }
+    f.compress = !cz || !strcmp(cz, "1");
     f.names = rp_export_names(p);
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
     if (!f.names || !f.interned)
         goto out;
+    f.capbatch = BATCH;
+    if (!(f.batch = malloc(f.capbatch)))
+        goto out;
+    if (f.compress) {
+        if (!(f.z = libdeflate_alloc_compressor(1)))
+            goto out;
+        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
+        if (!(f.zbuf = malloc(f.capz)))
+            goto out;
+        /* without a second buffer or a thread, the batches are deflated here */
+        if ((f.job = malloc(BATCH))) {
+            f.capjob = BATCH;
+            pthread_mutex_init(&f.mu, NULL);
+            pthread_cond_init(&f.cv, NULL);
+            f.threaded = pthread_create(&f.th, NULL, deflater, &f) == 0;
+            if (!f.threaded) {
+                pthread_cond_destroy(&f.cv);
+                pthread_mutex_destroy(&f.mu);
+            }
+        }
+    }
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
@@ -417,9 +610,39 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         if (p->n_procs <= 1 || k == i)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
+    if (rc == 0) { /* the incremental clock at 0 = BOOTTIME 0, the default clock */
+        packet_begin(&f);
+        pb_uint(&f.pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
+        pb_open(&f.pb, PKT_DEFAULTS);
+        pb_uint(&f.pb, DEF_CLOCK_ID, CLOCK_DELTA);
+        pb_close(&f.pb);
+        pb_open(&f.pb, PKT_CLOCK_SNAPSHOT);
+        pb_open(&f.pb, CS_CLOCKS);
+        pb_uint(&f.pb, CLK_ID, CLOCK_DELTA);
+        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
+        pb_uint(&f.pb, CLK_INCREMENTAL, 1);
+        pb_close(&f.pb);
+        pb_open(&f.pb, CS_CLOCKS);
+        pb_uint(&f.pb, CLK_ID, CLOCK_BOOT);
+        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
+        pb_close(&f.pb);
+        pb_close(&f.pb);
+        rc = packet_end(&f);
+        f.first = 0;
+    }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
-out:
+    if (rc == 0)
+        rc = batch_flush(&f);
+out:;
+    int wrc = deflater_stop(&f);
+    if (rc == 0)
+        rc = wrc;
+    if (f.z)
+        libdeflate_free_compressor(f.z);
+    free(f.batch);
+    free(f.job);
+    free(f.zbuf);
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);

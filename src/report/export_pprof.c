@@ -231,7 +231,8 @@ int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx)
     /* windowBits 15 + 16: a gzip wrapper, as pprof files are */
     if (deflateInit2(&g->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         goto out;
-    g->zerr = 1;                   /* deflateEnd needed */
+    g->zerr = 1; /* deflateEnd needed */
+    t.filter = ctx->filter;
     if ((rc = rp_profile_merged(p) /* a run's files */
                   ? rp_cct_build_set(&t, ctx->replay, p, 0, ctx->progress, ctx->err, ctx->errsz)
                   : rp_cct_build(&t, ctx->input, ctx->replay, p, 0, ctx->progress, ctx->err,

@@ -9,20 +9,147 @@
  * says why = "unwound" (a longjmp, an exception) or "cut" (its thread or
  * the process ended while it was open).  Lock holds of a trace where they
  * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
- * they go to ops->hold when they end, for a track of their own.  Memory:
+ * they go to ops->hold when they end, for a track of their own.
+ *
+ * With a filter (ctx->filter, cct.h) a span's begin is told only when it is
+ * kept: at once without a minimum duration, else when it (or a span it
+ * calls) ends long enough, so begins may come after later events of other
+ * spans, each with its own ticks.  Instants, counters and lock holds are
+ * told when their thread's innermost open span is inside the kept subtrees
+ * (not under an excluded function, under an included one if any).  Memory:
  * the open spans of each thread.
  */
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/array.h"
+#include "common/error.h"
 
 #include "report/export.h"
 #include "analyze/spanwalk.h"
 #include "trace/format.h"
 
+/* A filtered thread's open span (struct tl's). */
+struct tl_frame {
+    uint32_t id, kdepth;
+    uint64_t start;
+    uint8_t keep, begun, in_inc, in_exc;
+};
+
+struct tl_thread {
+    uint32_t tid, cap;
+    uint32_t open;          /* its open spans */
+    struct tl_frame *stack; /* by the span's depth */
+};
+
 struct tl {
     const struct rp_timeline_ops *ops;
     void *cookie;
     const struct rp_profile *p;
+    const struct rp_span_filter *filter; /* or NULL */
+    struct tl_thread *threads;
+    uint32_t nthreads, capthreads, last;
 };
+
+/* The state of thread tid, created on first use; NULL when out of memory. */
+static struct tl_thread *thread_of(struct tl *t, uint32_t tid)
+{
+    struct tl_thread *th = NULL;
+    if (t->last < t->nthreads && t->threads[t->last].tid == tid)
+        th = &t->threads[t->last];
+    for (uint32_t i = 0; !th && i < t->nthreads; i++)
+        if (t->threads[i].tid == tid)
+            th = &t->threads[t->last = i];
+    if (!th) {
+        if (rp_grow(&t->threads, &t->capthreads, t->nthreads + 1, sizeof(*t->threads), 8) < 0)
+            return NULL;
+        th = &t->threads[t->last = t->nthreads++];
+        *th = (struct tl_thread){.tid = tid};
+    }
+    return th;
+}
+
+/* The frame at depth of thread tid, created with room; NULL when out of
+ * memory.  Sets the thread's open spans to open. */
+static struct tl_frame *frame_at(struct tl *t, uint32_t tid, uint32_t depth, uint32_t open)
+{
+    struct tl_thread *th = thread_of(t, tid);
+    if (!th)
+        return NULL;
+    th->open = open;
+    if (rp_grow(&th->stack, &th->cap, depth + 1, sizeof(*th->stack), 16) < 0)
+        return NULL;
+    return &th->stack[depth];
+}
+
+/* Whether an instant or hold of thread tid, with depth spans open (-1:
+ * as many as the filter last saw), is inside the kept subtrees.  Out of
+ * memory it is. */
+static int inside(struct tl *t, uint32_t tid, int64_t depth)
+{
+    const struct rp_span_filter *flt = t->filter;
+    struct tl_thread *th = flt ? thread_of(t, tid) : NULL;
+    if (!th)
+        return 1;
+    if (depth < 0)
+        depth = th->open;
+    const struct tl_frame *f = depth && depth <= th->cap ? &th->stack[depth - 1] : NULL;
+    int inc = f && f->in_inc, exc = f && f->in_exc;
+    return !exc && (!flt->has_include || inc);
+}
+
+/* Tells the begins still untold of the kept spans of tid at depths 0..depth. */
+static int flush_begins(struct tl *t, uint32_t tid, uint32_t depth)
+{
+    for (uint32_t d = 0; d <= depth; d++) {
+        struct tl_frame *f = frame_at(t, tid, d, depth + 1);
+        if (!f)
+            return RP_ENOMEM;
+        if (f->keep && !f->begun) {
+            f->begun = 1;
+            int rc = t->ops->begin ? t->ops->begin(t->cookie, tid, f->id, f->start) : 0;
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Filters a span's begin: pushes its frame; returns 1 to tell it now, 0 not
+ * (yet), RP_ENOMEM. */
+static int filter_begin(struct tl *t, const struct rp_sw_span *s)
+{
+    const struct rp_span_filter *flt = t->filter;
+    struct tl_frame *f = frame_at(t, s->tid, s->depth, s->depth + 1);
+    if (!f)
+        return RP_ENOMEM;
+    const struct tl_frame *up = s->depth ? f - 1 : NULL;
+    uint8_t m = flt->mark ? flt->mark[s->id] : 0;
+    uint32_t kd = up ? up->kdepth : 0;
+    *f = (struct tl_frame){.id = s->id, .start = s->start};
+    f->in_inc = (up && up->in_inc) || m == RP_SF_INCLUDE;
+    f->in_exc = (up && up->in_exc) || m == RP_SF_EXCLUDE;
+    f->keep =
+        !f->in_exc && (!flt->has_include || f->in_inc) && (!flt->max_depth || kd < flt->max_depth);
+    f->kdepth = kd + f->keep;
+    f->begun = f->keep && !flt->min_ticks;
+    return f->begun;
+}
+
+/* Filters a span's end (dur: its time): 1 to tell it, 0 not, or a code. */
+static int filter_end(struct tl *t, const struct rp_sw_span *s, uint64_t dur)
+{
+    struct tl_frame *f = frame_at(t, s->tid, s->depth, s->depth + 1);
+    if (!f)
+        return RP_ENOMEM;
+    if (f->keep && !f->begun && dur >= t->filter->min_ticks) {
+        int rc = flush_begins(t, s->tid, s->depth);
+        if (rc < 0)
+            return rc;
+    }
+    thread_of(t, s->tid)->open = s->depth;
+    return f->begun; /* a begun span ends, even short: its callees were long */
+}
 
 /* A lock hold that is an interval, not a frame (format 1.3). */
 static int interval(const struct tl *t, const struct rp_sw_span *s)
@@ -32,35 +159,51 @@ static int interval(const struct tl *t, const struct rp_sw_span *s)
 
 static int on_begin(void *ctx, const struct rp_sw_span *s)
 {
-    const struct tl *t = ctx;
+    struct tl *t = ctx;
     if (interval(t, s)) /* told whole when it ends */
         return 0;
+    int rc = t->filter ? filter_begin(t, s) : 1;
+    if (rc <= 0)
+        return rc;
     return t->ops->begin ? t->ops->begin(t->cookie, s->tid, s->id, s->start) : 0;
 }
 
 static int on_end(void *ctx, const struct rp_sw_span *s)
 {
-    const struct tl *t = ctx;
+    struct tl *t = ctx;
     const char *why = s->cut == RP_SW_UNWOUND ? "unwound" : s->cut == RP_SW_CUT ? "cut" : NULL;
-    if (interval(t, s))
+    if (interval(t, s)) {
+        if (!inside(t, s->tid, s->depth))
+            return 0;
         return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, why) : 0;
+    }
+    int rc = t->filter ? filter_end(t, s, s->dur) : 1;
+    if (rc <= 0)
+        return rc;
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
 static int on_drop(void *ctx, const struct rp_sw_span *s)
 {
-    const struct tl *t = ctx;
+    struct tl *t = ctx;
+    if (interval(t, s) && !inside(t, s->tid, s->depth))
+        return 0;
     if (interval(t, s))
         return t->ops->hold ? t->ops->hold(t->cookie, s->tid, s->id, s->start, s->end, "unclosed")
                             : 0;
+    int rc = t->filter ? filter_end(t, s, s->end > s->start ? s->end - s->start : 0) : 1;
+    if (rc <= 0)
+        return rc;
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, "unclosed") : 0;
 }
 
 static int on_instant(void *ctx, uint32_t tid, uint32_t id, uint64_t ticks, int64_t value,
                       int counter, uint32_t parent)
 {
-    const struct tl *t = ctx;
+    struct tl *t = ctx;
     (void)parent;
+    if (!inside(t, tid, -1))
+        return 0;
     if (counter)
         return t->ops->counter ? t->ops->counter(t->cookie, tid, id, ticks, value) : 0;
     return t->ops->instant ? t->ops->instant(t->cookie, tid, id, ticks, (uint64_t)value) : 0;
@@ -94,7 +237,11 @@ int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline
                                            .instant = on_instant,
                                            .lost = on_lost,
                                            .thread = on_thread};
-    struct tl t = {.ops = ops, .cookie = cookie, .p = ctx->p};
-    return rp_sw_file(ctx->input, ctx->replay, ctx->p, &swops, &t, ctx->progress, ctx->err,
-                      ctx->errsz);
+    struct tl t = {.ops = ops, .cookie = cookie, .p = ctx->p, .filter = ctx->filter};
+    int rc = rp_sw_file(ctx->input, ctx->replay, ctx->p, &swops, &t, ctx->progress, ctx->err,
+                        ctx->errsz);
+    for (uint32_t i = 0; i < t.nthreads; i++)
+        free(t.threads[i].stack);
+    free(t.threads);
+    return rc;
 }
