@@ -601,107 +601,110 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
  * out, laid out for lw columns (SIZE_MAX: no limit).  Returns 0 or
  * RP_ENOMEM; write errors are left for ferror().
  */
-static int put_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
-                     size_t lw)
-{
-    uint32_t *order = NULL, *chain_row = NULL, n_rows = 0, n_all;
-    char row[NCOL][CELL];
-    char **names = NULL, nbuf[1024];
-    unsigned char *same = NULL;
+/* The table's state while it is written: its rows, columns and names. */
+struct tab {
+    const struct rp_profile *p;
+    const struct rp_report_opts *o;
+    size_t lw;                   /* the line width */
+    uint32_t *order, *chain_row; /* rows' nodes; chain + 1 of each, 0 none */
+    uint32_t n_rows, n_all;      /* rows shown, rows there are */
+    char **names;                /* each row's name as printed */
+    unsigned char *same;         /* scratch of mark_same */
     int on[NCOL], width[NCOL];
-    size_t used = 0, avail;
-    struct rp_flag_opts fo_def;
-    const struct rp_flag_opts *fo = o->flag;
-    struct rp_chains ch = {0};
-    struct rp_report_opts all = *o;
-    int rc = 0;
+    size_t used, avail; /* columns' width, the name's */
+    char dropped[64];   /* columns left out to fit */
+    struct rp_chains ch;
+};
 
+/* The rows: the report's order, a pass-through chain as one row where its
+ * last frame ranks, at most o->limit.  Returns 0 or RP_ENOMEM. */
+static int tab_rows(struct tab *t)
+{
+    struct rp_report_opts all = *t->o;
+    int rc;
     all.limit = 0;
-    if (!(order = rp_report_rows(p, &all, &n_all, NULL))) {
-        rc = RP_ENOMEM;
-        goto out;
-    }
-    /* a chain is one row, where its last frame ranks; its other frames go */
-    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
-        goto out;
-    chain_row = calloc(n_all ? n_all : 1, sizeof *chain_row); /* chain + 1, 0 none */
-    if (!chain_row) {
-        rc = RP_ENOMEM;
-        goto out;
-    }
-    n_rows = 0;
-    for (uint32_t r = 0; r < n_all; r++) {
-        int64_t c = rp_chain_of(&ch, order[r]);
-        if (c >= 0 && ch.member[ch.start[c + 1] - 1] != order[r])
+    if (!(t->order = rp_report_rows(t->p, &all, &t->n_all, NULL)))
+        return RP_ENOMEM;
+    if (t->o->chains && t->o->flagged && (rc = rp_chains_find(t->p, &t->ch)) < 0)
+        return rc;
+    t->chain_row = calloc(t->n_all ? t->n_all : 1, sizeof *t->chain_row);
+    if (!t->chain_row)
+        return RP_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < t->n_all; r++) {
+        int64_t c = rp_chain_of(&t->ch, t->order[r]);
+        if (c >= 0 && t->ch.member[t->ch.start[c + 1] - 1] != t->order[r])
             continue;
-        chain_row[n_rows] = (uint32_t)(c + 1);
-        order[n_rows++] = order[r];
+        t->chain_row[n] = (uint32_t)(c + 1);
+        t->order[n++] = t->order[r];
     }
-    n_all = n_rows;
-    if (o->limit && n_rows > o->limit)
-        n_rows = o->limit;
-    names = calloc(n_rows ? n_rows : 1, sizeof *names);
-    same = calloc(n_rows ? n_rows : 1, 1);
-    if (!names || !same) {
-        rc = RP_ENOMEM;
-        goto out;
-    }
+    t->n_all = n;
+    t->n_rows = t->o->limit && n > t->o->limit ? t->o->limit : n;
+    t->names = calloc(t->n_rows ? t->n_rows : 1, sizeof *t->names);
+    t->same = calloc(t->n_rows ? t->n_rows : 1, 1);
+    return t->names && t->same ? 0 : RP_ENOMEM;
+}
 
-    put_header(out, p, o);
-    if (!n_rows) {
-        fputs("\nno spans recorded\n", out);
-        goto out;
-    }
-
+/* The columns: their widths (rows formatted to measure them), and the ones
+ * that matter least left out when the line is narrow.  Cannot fail. */
+static void tab_columns(struct tab *t)
+{
+    char row[NCOL][CELL];
     for (int c = 0; c < NCOL; c++)
-        on[c] = 1;
-    on[C_RANK] = on[C_STAND] = on[C_INVOL] = o->ranked;
-    on[C_FLAGS] = o->flagged;
-    on[C_P95] = 0;
+        t->on[c] = 1;
+    t->on[C_RANK] = t->on[C_STAND] = t->on[C_INVOL] = t->o->ranked;
+    t->on[C_FLAGS] = t->o->flagged;
+    t->on[C_P95] = 0;
     for (int c = 0; c < NCOL; c++)
-        width[c] = (int)strlen(col_head[c]);
-    for (uint32_t r = 0; r < n_rows; r++) { /* the widths; rows are formatted again to print */
-        fmt_row(p, &p->nodes[order[r]], row, &on[C_P95]);
+        t->width[c] = (int)strlen(col_head[c]);
+    for (uint32_t r = 0; r < t->n_rows; r++) { /* the widths; rows are formatted again to print */
+        fmt_row(t->p, &t->p->nodes[t->order[r]], row, &t->on[C_P95]);
         for (int c = 0; c < NCOL; c++)
-            if ((int)strlen(row[c]) > width[c])
-                width[c] = (int)strlen(row[c]);
+            if ((int)strlen(row[c]) > t->width[c])
+                t->width[c] = (int)strlen(row[c]);
     }
     for (int c = 0; c < NCOL; c++)
-        if (on[c])
-            used += (size_t)width[c] + 2;
+        if (t->on[c])
+            t->used += (size_t)t->width[c] + 2;
     /* a narrow line leaves out the columns that matter least, saying so */
     static const int drop[] = {C_P95, C_MAX, C_AVG, C_STAND};
-    char dropped[64] = "";
-    for (size_t d = 0; d < sizeof drop / sizeof drop[0] && used + NAME_WANT > lw; d++) {
-        if (!on[drop[d]])
+    for (size_t d = 0; d < sizeof drop / sizeof drop[0] && t->used + NAME_WANT > t->lw; d++) {
+        if (!t->on[drop[d]])
             continue;
-        on[drop[d]] = 0;
-        used -= (size_t)width[drop[d]] + 2;
-        snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), "%s%s",
-                 dropped[0] ? ", " : "", col_head[drop[d]]);
+        t->on[drop[d]] = 0;
+        t->used -= (size_t)t->width[drop[d]] + 2;
+        snprintf(t->dropped + strlen(t->dropped), sizeof t->dropped - strlen(t->dropped), "%s%s",
+                 t->dropped[0] ? ", " : "", col_head[drop[d]]);
     }
-    avail = lw > used + NAME_MIN ? lw - used : NAME_MIN;
+    t->avail = t->lw > t->used + NAME_MIN ? t->lw - t->used : NAME_MIN;
+}
 
-    /* names: the longest form that fits, then longer forms where two rows
-     * would read the same, then the module or the address where even the
-     * whole names and locations are the same (static copies of one function) */
-    for (uint32_t r = 0; r < n_rows; r++) {
-        if (chain_row[r])
-            fmt_chain(nbuf, sizeof nbuf, p, &ch, chain_row[r] - 1, avail);
+/* The rows' names: the longest form that fits, then longer forms where two
+ * rows would read the same, then the module or the address where even the
+ * whole names and locations are the same (static copies of one function).
+ * Returns 0 or RP_ENOMEM. */
+static int tab_names(struct tab *t)
+{
+    const struct rp_profile *p = t->p;
+    char nbuf[1024];
+    int rc;
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        if (t->chain_row[r])
+            fmt_chain(nbuf, sizeof nbuf, p, &t->ch, t->chain_row[r] - 1, t->avail);
         else
-            fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, RP_NAME_NOTEMPLATE, 1);
-        if ((rc = set_name(&names[r], nbuf)) < 0)
-            goto out;
+            fmt_name(nbuf, sizeof nbuf, p, &p->nodes[t->order[r]], t->avail, RP_NAME_NOTEMPLATE, 1);
+        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+            return rc;
     }
     for (int max = RP_NAME_NOTEMPLATE; max >= RP_NAME_FULL; max--) {
         int any = 0;
-        if ((rc = mark_same(names, n_rows, same)) < 0)
-            goto out;
-        for (uint32_t r = 0; r < n_rows; r++)
-            if (same[r] && !chain_row[r]) {
-                fmt_name(nbuf, sizeof nbuf, p, &p->nodes[order[r]], avail, max, 0);
-                if ((rc = set_name(&names[r], nbuf)) < 0)
-                    goto out;
+        if ((rc = mark_same(t->names, t->n_rows, t->same)) < 0)
+            return rc;
+        for (uint32_t r = 0; r < t->n_rows; r++)
+            if (t->same[r] && !t->chain_row[r]) {
+                fmt_name(nbuf, sizeof nbuf, p, &p->nodes[t->order[r]], t->avail, max, 0);
+                if ((rc = set_name(&t->names[r], nbuf)) < 0)
+                    return rc;
                 any = 1;
             }
         if (!any)
@@ -709,136 +712,157 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     }
     for (int pass = 0; pass < 2; pass++) {
         /* the module first, then (modules alike too) the address */
-        if ((rc = mark_same(names, n_rows, same)) < 0)
-            goto out;
-        for (uint32_t r = 0; r < n_rows; r++) {
-            const struct rp_node *n = &p->nodes[order[r]];
-            if (!same[r] || chain_row[r])
+        if ((rc = mark_same(t->names, t->n_rows, t->same)) < 0)
+            return rc;
+        for (uint32_t r = 0; r < t->n_rows; r++) {
+            const struct rp_node *n = &p->nodes[t->order[r]];
+            if (!t->same[r] || t->chain_row[r])
                 continue;
-            if (!pass && n->module && *n->module && other_module(p, order, names, same, n_rows, r))
-                snprintf(nbuf, sizeof nbuf, "%s [%s]", names[r], base_name(n->module));
+            if (!pass && n->module && *n->module &&
+                other_module(p, t->order, t->names, t->same, t->n_rows, r))
+                snprintf(nbuf, sizeof nbuf, "%s [%s]", t->names[r], base_name(n->module));
             else if (pass)
-                snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], n->key);
+                snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, t->names[r], n->key);
             else
                 continue;
-            if ((rc = set_name(&names[r], nbuf)) < 0)
-                goto out;
+            if ((rc = set_name(&t->names[r], nbuf)) < 0)
+                return rc;
         }
     }
+    return 0;
+}
 
+/* The column heads and the rows, then what was left out.  Write errors are
+ * left for ferror(). */
+static void tab_put_rows(FILE *out, const struct tab *t)
+{
+    char row[NCOL][CELL];
     fputc('\n', out);
     for (int c = 0; c < NCOL; c++)
-        if (on[c])
-            fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", width[c], col_head[c]);
+        if (t->on[c])
+            fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", t->width[c], col_head[c]);
     fputs("name\n", out);
-    for (uint32_t r = 0; r < n_rows; r++) {
-        const struct rp_node *n = &p->nodes[order[r]];
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        const struct rp_node *n = &t->p->nodes[t->order[r]];
         int p95;
-        fmt_row(p, n, row, &p95);
+        fmt_row(t->p, n, row, &p95);
         for (int c = 0; c < NCOL; c++) {
-            if (!on[c])
+            if (!t->on[c])
                 continue;
-            if (c == C_FLAGS && o->color && n->flags) {
-                put_flags_color(out, n->flags, row[c], width[c]);
+            if (c == C_FLAGS && t->o->color && n->flags) {
+                put_flags_color(out, n->flags, row[c], t->width[c]);
                 fputs("  ", out);
             } else {
-                fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", width[c], row[c]);
+                fprintf(out, c == C_FLAGS ? "%-*s  " : "%*s  ", t->width[c], row[c]);
             }
         }
-        put_name(out, names[r], avail, used);
+        put_name(out, t->names[r], t->avail, t->used);
     }
-    if (n_rows < n_all)
-        fprintf(out, "(%" PRIu32 " more row%s not shown)\n", n_all - n_rows,
-                n_all - n_rows == 1 ? "" : "s");
-    if (ch.n)
+    if (t->n_rows < t->n_all)
+        fprintf(out, "(%" PRIu32 " more row%s not shown)\n", t->n_all - t->n_rows,
+                t->n_all - t->n_rows == 1 ? "" : "s");
+    if (t->ch.n)
         fprintf(out,
-                ch.n == 1 ? "(1 pass-through chain shown as one row, with the numbers of its "
-                            "last frame: --no-chains shows every frame)\n"
-                          : "(%" PRIu32 " pass-through chains shown as one row each, with the "
-                            "numbers of their last frame: --no-chains shows every frame)\n",
-                ch.n);
-    if (dropped[0])
-        fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", dropped, lw);
+                t->ch.n == 1 ? "(1 pass-through chain shown as one row, with the numbers of its "
+                               "last frame: --no-chains shows every frame)\n"
+                             : "(%" PRIu32 " pass-through chains shown as one row each, with the "
+                               "numbers of their last frame: --no-chains shows every frame)\n",
+                t->ch.n);
+    if (t->dropped[0])
+        fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", t->dropped,
+                t->lw);
+}
 
-    /* why each flagged row is flagged, under a name form that fits
-     * WHY_NAME columns, told apart by address where two would read the same */
-    if (o->flagged) {
-        size_t nw = 0;
-        int any = 0;
-        if (!fo) {
-            rp_flag_opts_default(&fo_def);
-            fo = &fo_def;
-        }
-        for (uint32_t r = 0; r < n_rows; r++) {
-            const struct rp_node *n = &p->nodes[order[r]];
-            char nb[RP_NAME_BUF], form[RP_NAME_BUF];
-            const char *full = rp_node_name(p, n, nb, sizeof nb);
-            free(names[r]);
-            names[r] = NULL;
-            if (!n->flags)
-                continue;
-            for (int l = RP_NAME_FULL; l < RP_NAME_LEVELS; l++)
-                if (disp_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
-                    break;
-            nbuf[0] = '\0';
-            disp_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
-            if ((rc = set_name(&names[r], nbuf)) < 0)
-                goto out;
-        }
-        for (uint32_t r = 0; r < n_rows; r++) /* unflagged rows: distinct, unused */
-            if (!names[r] && (rc = set_name(&names[r], "")) < 0)
-                goto out;
-        if ((rc = mark_same(names, n_rows, same)) < 0)
-            goto out;
-        for (uint32_t r = 0; r < n_rows; r++) {
-            if (!same[r] || !p->nodes[order[r]].flags)
-                continue;
-            snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, names[r], p->nodes[order[r]].key);
-            if ((rc = set_name(&names[r], nbuf)) < 0)
-                goto out;
-        }
-        for (uint32_t r = 0; r < n_rows; r++) {
-            size_t w = disp_width(names[r]);
-            if (p->nodes[order[r]].flags && w > nw)
-                nw = w;
-        }
-        if (nw > WHY_NAME)
-            nw = WHY_NAME;
-        for (uint32_t r = 0; r < n_rows; r++) {
-            const struct rp_node *n = &p->nodes[order[r]];
-            char why[512];
-            if (!n->flags || !rp_flags_explain(p, n, fo, why, sizeof why))
-                continue;
-            if (!any++)
-                fputc('\n', out);
-            size_t w = disp_width(names[r]);
-            fputs(names[r], out);
-            if (w > nw)
-                fprintf(out, "\n%*s", (int)nw, "");
-            else
-                fprintf(out, "%*s", (int)(nw - w), "");
-            /* one explanation per line; continuation lines under the first */
-            int first = 1;
-            for (char *line = why, *next; line; line = next) {
-                char safe[512] = "";
-                next = strchr(line, '\n');
-                if (next)
-                    *next++ = '\0';
-                if (!*line)
-                    continue;
-                disp_cat(safe, sizeof safe, line, SIZE_MAX);
-                fprintf(out, "%*s", first ? 2 : (int)nw + 2, "");
-                put_hanging(out, safe, nw + 2, lw);
-                first = 0;
-            }
-            if (first)
-                fputc('\n', out);
-        }
+/* Why each flagged row is flagged, under a name form that fits WHY_NAME
+ * columns, told apart by address where two would read the same.  The rows'
+ * names are replaced.  Returns 0 or RP_ENOMEM. */
+static int tab_put_whys(FILE *out, struct tab *t)
+{
+    const struct rp_profile *p = t->p;
+    struct rp_flag_opts fo_def;
+    const struct rp_flag_opts *fo = t->o->flag;
+    char nbuf[1024];
+    size_t nw = 0;
+    int any = 0, rc;
+    if (!fo) {
+        rp_flag_opts_default(&fo_def);
+        fo = &fo_def;
     }
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        const struct rp_node *n = &p->nodes[t->order[r]];
+        char nb[RP_NAME_BUF], form[RP_NAME_BUF];
+        const char *full = rp_node_name(p, n, nb, sizeof nb);
+        free(t->names[r]);
+        t->names[r] = NULL;
+        if (!n->flags)
+            continue;
+        for (int l = RP_NAME_FULL; l < RP_NAME_LEVELS; l++)
+            if (disp_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
+                break;
+        nbuf[0] = '\0';
+        disp_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
+        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+            return rc;
+    }
+    for (uint32_t r = 0; r < t->n_rows; r++) /* unflagged rows: distinct, unused */
+        if (!t->names[r] && (rc = set_name(&t->names[r], "")) < 0)
+            return rc;
+    if ((rc = mark_same(t->names, t->n_rows, t->same)) < 0)
+        return rc;
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        if (!t->same[r] || !p->nodes[t->order[r]].flags)
+            continue;
+        snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, t->names[r], p->nodes[t->order[r]].key);
+        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+            return rc;
+    }
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        size_t w = disp_width(t->names[r]);
+        if (p->nodes[t->order[r]].flags && w > nw)
+            nw = w;
+    }
+    if (nw > WHY_NAME)
+        nw = WHY_NAME;
+    for (uint32_t r = 0; r < t->n_rows; r++) {
+        const struct rp_node *n = &p->nodes[t->order[r]];
+        char why[512];
+        if (!n->flags || !rp_flags_explain(p, n, fo, why, sizeof why))
+            continue;
+        if (!any++)
+            fputc('\n', out);
+        size_t w = disp_width(t->names[r]);
+        fputs(t->names[r], out);
+        if (w > nw)
+            fprintf(out, "\n%*s", (int)nw, "");
+        else
+            fprintf(out, "%*s", (int)(nw - w), "");
+        /* one explanation per line; continuation lines under the first */
+        int first = 1;
+        for (char *line = why, *next; line; line = next) {
+            char safe[512] = "";
+            next = strchr(line, '\n');
+            if (next)
+                *next++ = '\0';
+            if (!*line)
+                continue;
+            disp_cat(safe, sizeof safe, line, SIZE_MAX);
+            fprintf(out, "%*s", first ? 2 : (int)nw + 2, "");
+            put_hanging(out, safe, nw + 2, t->lw);
+            first = 0;
+        }
+        if (first)
+            fputc('\n', out);
+    }
+    return 0;
+}
 
-    /* what a [wait] row is, once, when the table has one */
-    for (uint32_t r = 0; r < n_rows; r++) {
-        if (p->nodes[order[r]].kind != RP_KIND_WAIT)
+/* The notes under the table: what a [wait] row is, the throttled rows
+ * (~), the rows with cut calls (*).  Write errors are left for ferror(). */
+static void tab_put_notes(FILE *out, const struct tab *t)
+{
+    const struct rp_profile *p = t->p;
+    for (uint32_t r = 0; r < t->n_rows; r++) { /* once, when the table has one */
+        if (p->nodes[t->order[r]].kind != RP_KIND_WAIT)
             continue;
         fputs("\n[wait] rows are blocking calls (sleep, poll, join, condition waits ...): time "
               "spent blocked,\nnot working, and not in their callers' self time "
@@ -846,10 +870,9 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
               out);
         break;
     }
-
     /* functions the recorder's throttle switched to counting only */
-    for (uint32_t r = 0, any = 0; r < n_rows; r++) {
-        const struct rp_node *n = &p->nodes[order[r]];
+    for (uint32_t r = 0, any = 0; r < t->n_rows; r++) {
+        const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], safe[256] = "";
         if (!n->throttled)
             continue;
@@ -862,10 +885,9 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
                 n->calls + n->throttled);
     }
-
     /* functions with activations left without their exit (replay.c) */
-    for (uint32_t r = 0, any = 0; r < n_rows; r++) {
-        const struct rp_node *n = &p->nodes[order[r]];
+    for (uint32_t r = 0, any = 0; r < t->n_rows; r++) {
+        const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], safe[256] = "";
         if (!n->cut)
             continue;
@@ -876,15 +898,35 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
         disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, n->cut, n->calls);
     }
+}
 
+static int put_table(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
+                     size_t lw)
+{
+    struct tab t = {.p = p, .o = o, .lw = lw};
+    int rc = tab_rows(&t);
+    if (rc < 0)
+        goto out;
+    put_header(out, p, o);
+    if (!t.n_rows) {
+        fputs("\nno spans recorded\n", out);
+        goto out;
+    }
+    tab_columns(&t);
+    if ((rc = tab_names(&t)) < 0)
+        goto out;
+    tab_put_rows(out, &t);
+    if (o->flagged && (rc = tab_put_whys(out, &t)) < 0)
+        goto out;
+    tab_put_notes(out, &t);
 out:
-    rp_chains_free(&ch);
-    for (uint32_t r = 0; names && r < n_rows; r++)
-        free(names[r]);
-    free(names);
-    free(same);
-    free(chain_row);
-    free(order);
+    rp_chains_free(&t.ch);
+    for (uint32_t r = 0; t.names && r < t.n_rows; r++)
+        free(t.names[r]);
+    free(t.names);
+    free(t.same);
+    free(t.chain_row);
+    free(t.order);
     return rc;
 }
 
