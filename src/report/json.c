@@ -221,24 +221,11 @@ static void put_warnings(FILE *out, const char *warn)
  * the row order cannot be allocated, RP_EIO when writing fails.  o->limit,
  * when not 0, caps the "nodes" array (edges are always complete).
  */
-int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
+/* The run: program, threads, losses, how it ended (with the stack at a
+ * fatal signal), recording windows.  Write errors are left for ferror(). */
+static void put_run(FILE *out, const struct rp_profile *p)
 {
-    uint32_t *order = NULL, n_rows;
-    uint64_t *wait = NULL;
-    struct rp_chains ch = {0};
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
-    int rc = 0;
-
-    if (!out || !p || !o || (p->n_nodes && !p->nodes))
-        return RP_EINVAL;
-    if (!(order = rp_report_rows(p, o, &n_rows, NULL)) ||
-        (p->n_nodes && !(wait = rp_wait_ticks(p)))) {
-        rc = RP_ENOMEM;
-        goto out;
-    }
-    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
-        goto out;
-
     fputs("{\n  \"version\": 1,\n  \"program\": ", out);
     put_str(out, p->program ? p->program : "");
     fprintf(out, ",\n  \"total_ns\": %" PRIu64, rp_ticks_ns(p, p->total));
@@ -273,6 +260,12 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
                 ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64
                 ", \"window_exits\": %" PRIu64,
                 p->windows, p->recorded_ns, p->window_exits);
+}
+
+/* How far the times can be trusted: warnings, the recorder's cost
+ * subtracted, the resolution, off-CPU time, the recorder's waits. */
+static void put_measures(FILE *out, const struct rp_profile *p)
+{
     fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64 ",\n  \"warnings\": [", p->skipped_chunks);
     put_warnings(out, p->warn);
     fputs("],\n  \"ns_per_tick\": ", out);
@@ -307,6 +300,12 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fprintf(out, ", \"runq_delay_ns\": %" PRIu64, p->offcpu_runq_ns);
     fputs(" }", out);
     fprintf(out, ",\n  \"recorder_wait_ns\": %" PRIu64, rp_ticks_ns(p, p->paused));
+}
+
+/* The ranking's parameters and the pass-through chains, when asked for. */
+static void put_rank(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
+                     const struct rp_chains *ch)
+{
     if (o->ranked) {
         fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
                 p->rank.weight_calls ? "calls" : "time");
@@ -317,19 +316,25 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
     }
     if (o->chains && o->flagged) { /* pass-through chains: node ids, caller first */
         fputs(",\n  \"chains\": [", out);
-        for (uint32_t c = 0; c < ch.n; c++) {
+        for (uint32_t c = 0; c < ch->n; c++) {
             fprintf(out, "%s\n    { \"chain\": %" PRIu32 ", \"ids\": [", c ? "," : "", c);
-            for (uint32_t k = ch.start[c]; k < ch.start[c + 1]; k++)
-                fprintf(out, "%s%" PRIu32, k > ch.start[c] ? ", " : "", ch.member[k]);
+            for (uint32_t k = ch->start[c]; k < ch->start[c + 1]; k++)
+                fprintf(out, "%s%" PRIu32, k > ch->start[c] ? ", " : "", ch->member[k]);
             fputs("] }", out);
         }
-        fputs(ch.n ? "\n  ]" : "]", out);
+        fputs(ch->n ? "\n  ]" : "]", out);
     }
+}
 
+/* The nodes (order[0..n_rows)) and the edges; returns how many edges. */
+static uint32_t put_graph(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o,
+                          const uint32_t *order, uint32_t n_rows, const uint64_t *wait,
+                          const struct rp_chains *ch)
+{
     fputs(",\n  \"nodes\": [", out);
     for (uint32_t i = 0; i < n_rows; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_node(out, p, order[i], o, wait, &ch);
+        put_node(out, p, order[i], o, wait, ch);
     }
     fputs(n_rows ? "\n  ],\n  \"edges\": [" : "],\n  \"edges\": [", out);
     uint32_t n_edges = 0;
@@ -340,6 +345,12 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         fputs(n_edges++ ? ",\n" : "\n", out);
         put_edge(out, p, e);
     }
+    return n_edges;
+}
+
+/* The processes (a run's files merged) and the threads, and the end. */
+static void put_threads(FILE *out, const struct rp_profile *p, uint32_t n_edges)
+{
     /* a run's files merged: which processes (only then, so that the report of
      * one file does not depend on its name) */
     if (p->n_procs > 1)
@@ -372,7 +383,28 @@ int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report
         put_thread(out, p, &p->threads[i]);
     }
     fputs(p->n_threads ? "\n  ]\n}\n" : "]\n}\n", out);
+}
 
+int rp_report_json(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
+{
+    uint32_t *order = NULL, n_rows;
+    uint64_t *wait = NULL;
+    struct rp_chains ch = {0};
+    int rc = 0;
+
+    if (!out || !p || !o || (p->n_nodes && !p->nodes))
+        return RP_EINVAL;
+    if (!(order = rp_report_rows(p, o, &n_rows, NULL)) ||
+        (p->n_nodes && !(wait = rp_wait_ticks(p)))) {
+        rc = RP_ENOMEM;
+        goto out;
+    }
+    if (o->chains && o->flagged && (rc = rp_chains_find(p, &ch)) < 0)
+        goto out;
+    put_run(out, p);
+    put_measures(out, p);
+    put_rank(out, p, o, &ch);
+    put_threads(out, p, put_graph(out, p, o, order, n_rows, wait, &ch));
     if (fflush(out) != 0 || ferror(out))
         rc = RP_EIO;
 out:
