@@ -484,15 +484,17 @@ static int maps_add(struct rp_profile *p, const char *m, size_t len)
     char *out = malloc(cap);
     if (!out)
         return RP_ENOMEM;
-    memcpy(out, m, len);
+    if (len)
+        memcpy(out, m, len);
     if (len && m[len - 1] != '\n')
         out[o++] = '\n';
-    for (const char *l = p->maps, *pe = p->maps + p->maps_len; l && l < pe;) {
+    const char *pe = p->maps ? p->maps + p->maps_len : NULL;
+    for (const char *l = p->maps; l && l < pe;) {
         const char *le = memchr(l, '\n', (size_t)(pe - l));
         le = le ? le : pe;
         uint64_t a, b, x, y;
         int keep = map_range(l, le, &a, &b);
-        for (const char *k = m, *ke = m + len; keep && k < ke;) {
+        for (const char *k = m, *ke = len ? m + len : m; keep && k < ke;) {
             const char *kl = memchr(k, '\n', (size_t)(ke - k));
             kl = kl ? kl : ke;
             if (map_range(k, kl, &x, &y) && x < b && a < y)
