@@ -287,14 +287,21 @@ RP_HIDDEN unsigned rp_rt_flush_partials(void)
     rp_own_lock(&rp_rt.lock);
     struct rp_tbuf *t = rp_rt.threads;
     rp_own_unlock(&rp_rt.lock);
+    const struct rp_win_edge *e;
+    uint32_t ne = rp_ctl_edges(&e);
     uint64_t old = rp_ticks() - (uint64_t)(rp_rt.freq / 50);
     for (; t; t = t->next) {
         n += (unsigned)rp_rt_flush_partial(t);
+        if (t->win_done >= ne)
+            continue; /* (no edge left for it: nothing to look at) */
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+        if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
+            continue;
+        /* as rp_rt_flush_partial: the buffer is read only through a pos that
+         * points into it (its store comes before pos's, rt.h) */
         struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
-        struct rp_raw *b = t->bufs[c % rp_rt.nbuf];
-        if (atomic_load_explicit(&t->produced, memory_order_acquire) == c &&
-            (!pos || (b && pos == b + t->part)))
+        struct rp_raw *b = pos ? t->bufs[c % rp_rt.nbuf] : NULL;
+        if (!pos || (b && pos == b + t->part))
             rp_rt_win_catch_up(t, old);
     }
     return n;
