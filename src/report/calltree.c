@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/error.h"
 #include "names.h"
 #include "analyze/spanwalk.h"
@@ -69,14 +70,8 @@ static struct thr *thread_of(struct ct *c, uint32_t tid)
     for (uint32_t i = 0; i < c->n_thr; i++)
         if (c->thr[i].tid == tid)
             return &c->thr[c->last = i];
-    if (c->n_thr == c->cap_thr) {
-        uint32_t n = c->cap_thr ? 2 * c->cap_thr : 8;
-        struct thr *t = realloc(c->thr, n * sizeof(*t));
-        if (!t)
-            return NULL;
-        c->thr = t;
-        c->cap_thr = n;
-    }
+    if (rp_grow(&c->thr, &c->cap_thr, c->n_thr + 1, sizeof(*c->thr), 8) < 0)
+        return NULL;
     c->thr[c->n_thr] = (struct thr){.tid = tid};
     return &c->thr[c->last = c->n_thr++];
 }
@@ -131,14 +126,8 @@ static int ct_begin(void *ctx, const struct rp_sw_span *s)
         return RP_ENOMEM;
     if (t->depth > s->depth) /* (the walk closed them without telling: keep in step) */
         t->depth = s->depth;
-    if (t->depth == t->cap) {
-        uint32_t n = t->cap ? 2 * t->cap : 64;
-        struct frame *f = realloc(t->st, n * sizeof(*f));
-        if (!f)
-            return RP_ENOMEM;
-        t->st = f;
-        t->cap = n;
-    }
+    if (rp_grow(&t->st, &t->cap, t->depth + 1, sizeof(*t->st), 64) < 0)
+        return RP_ENOMEM;
     const struct frame *up = t->depth ? &t->st[t->depth - 1] : NULL;
     uint8_t m = s->id < c->p->n_nodes ? c->match[s->id] : 0;
     struct frame f = {.id = s->id, .start = s->start};
