@@ -71,7 +71,13 @@ calls=$((iters * 24 + 1))
 work=$(mktemp -d /tmp/rankprof-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-die() { echo "bench: $*" >&2; exit 1; }
+# die MSG: ends the bench; inside a row (run_row) it ends only the row,
+# whose reason is then printed in the table.
+die() {
+  echo "bench: $*" >&2
+  [ -n "${in_row:-}" ] && printf '%s' "$*" >"$work/row.why"
+  exit 1
+}
 # calc EXPR [FORMAT]: floating-point arithmetic (awk: always there, unlike bc)
 calc() { awk "BEGIN { printf \"${2:-%.6f}\", $1 }"; }
 skipped() { case $skips in *" $1 "*) return 0 ;; esac; return 1; }
@@ -128,6 +134,28 @@ measure() {
   nruns[$name]=$k
   stl[$name]=$(steal_pct "$s0" "$(steal_sample)")
   status[$name]=ok
+}
+
+# run_row NAME FUNC: runs the row function FUNC in a subshell and keeps the
+# table's state it left; when it fails (die, or a command failing), the row
+# NAME is marked failed with the reason and the bench goes on, so that the
+# table is always printed.
+run_row() {
+  local r=$1 f=$2 why
+  rm -f "$work/row.state" "$work/row.why"
+  (
+    in_row=1
+    "$f"
+    declare -p rows ana label status note ncalls med mn mx bytes nruns stl >"$work/row.state"
+  ) && [ -s "$work/row.state" ] && {
+    source <(sed 's/^declare -\([aA]\)/declare -g\1/' "$work/row.state")
+    return 0
+  }
+  why=$(cat "$work/row.why" 2>/dev/null || true)
+  case " ${rows[*]} " in *" $r "*) ;; *) add "$r" "$r" ;; esac
+  status[$r]=failed
+  note[$r]=${why:-"$f failed, see $work/$r.log"}
+  echo "  $r: failed: ${note[$r]}" >&2
 }
 
 # add NAME LABEL: appends a row to the table.
@@ -330,7 +358,11 @@ ana_tracy() {
   add report_tracy "Tracy csvexport"
   ana+=(report_tracy)
   mruns=$ana_runs measure report_tracy "$calls" "$csv" "$work/trace.tracy"
-  verify tracy fib "$(awk -F, '$1 == "fib" { print $6 }' "$work/report_tracy.log")"
+  # the capture's zone count was checked (row_tracy); csvexport's own
+  # statistics may count fewer zones: said, not fatal
+  local got want=$((iters * 15))
+  got=$(awk -F, '$1 == "fib" { print $6 }' "$work/report_tracy.log")
+  [ "$got" = "$want" ] || note[report_tracy]="csvexport counts ${got:-no} calls of fib, the capture all $want"
 }
 
 # ---- scaling -----------------------------------------------------------------
@@ -523,7 +555,7 @@ print_table() {
   for r in "${rows[@]}"; do
     case " ${ana[*]} " in *" $r "*) continue ;; esac
     if [ "${status[$r]}" != ok ]; then
-      printf '%-36s skipped: %s\n' "${label[$r]}" "${note[$r]}"
+      printf '%-36s %s: %s\n' "${label[$r]}" "${status[$r]}" "${note[$r]}"
       continue
     fi
     local xu="" b=""
@@ -603,14 +635,14 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
 row_baseline
 for r in instr_noop rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
-  skipped "$r" || "row_$r"
+  skipped "$r" || run_row "$r" "row_$r"
 done
 # the traces just recorded are on disk before anything reads them: a
 # writeback of 145 MB in the background made the first analysis row slower
 sync
-ana_rankprof
-ana_uftrace
-ana_tracy
+run_row report_rankprof ana_rankprof
+run_row report_uftrace ana_uftrace
+run_row report_tracy ana_tracy
 derive
 print_table
 skipped rank || scale_rank
