@@ -191,6 +191,13 @@ row_instr_noop() {
   measure instr_noop "$calls" "$bin/workload_instr" "$iters"
 }
 
+row_floor() {
+  add floor "floor: rdtsc + 16-byte TLS ring store"
+  local lib=$bin/libbench_floor.so
+  [ -f "$lib" ] || die "floor: $lib is missing (x86 only)"
+  measure floor "$calls" env LD_PRELOAD="$lib" "$bin/workload_instr" "$iters"
+}
+
 row_rankprof() {
   add rankprof "rankprof record (trace mode)"
   measure rankprof "$calls" "$rp" record -o "$work/rp.data" -- "$bin/workload_instr" "$iters"
@@ -530,10 +537,11 @@ ns() { calc "$1 * 1000000000 / $2" %.4f; }
 
 # derive: per measured row, ns per call, overhead over the baseline, the
 # ratios to the baseline and to uftrace's overhead, bytes per call.
-declare -A per over xbase xuf bpc
+declare -A per over xbase xuf xfl bpc
 derive() {
-  local base_ns uf_over="" r c
+  local base_ns uf_over="" fl_over="" r c
   base_ns=$(ns "${med[baseline]}" "${ncalls[baseline]}")
+  [ "${status[floor]:-}" = ok ] && fl_over=$(calc "$(ns "${med[floor]}" "${ncalls[floor]}") - $base_ns")
   [ "${status[uftrace]:-}" = ok ] && uf_over=$(calc "$(ns "${med[uftrace]}" "${ncalls[uftrace]}") - $base_ns")
   for r in "${rows[@]}"; do
     [ "${status[$r]}" = ok ] || continue
@@ -543,14 +551,15 @@ derive() {
     over[$r]=$(calc "${per[$r]} - $base_ns" %.4f)
     xbase[$r]=$(calc "${per[$r]} / $base_ns" %.3f)
     [ -n "$uf_over" ] && [ "$r" != baseline ] && xuf[$r]=$(calc "${over[$r]} / $uf_over" %.3f)
+    [ -n "$fl_over" ] && [ "$r" != baseline ] && xfl[$r]=$(calc "${over[$r]} / $fl_over" %.3f)
     [ -n "${bytes[$r]:-}" ] && bpc[$r]=$(calc "${bytes[$r]} / $c" %.3f)
   done
 }
 
 print_table() {
   echo
-  printf '%-36s %9s %20s %9s %9s %8s %8s %9s %6s\n' what "median" "[min .. max]" "ns/call" "overhead" \
-    "x base" "x uftr" "B/call" "steal"
+  printf '%-36s %9s %20s %9s %9s %8s %8s %8s %9s %6s\n' what "median" "[min .. max]" "ns/call" "overhead" \
+    "x base" "x floor" "x uftr" "B/call" "steal"
   local r
   for r in "${rows[@]}"; do
     case " ${ana[*]} " in *" $r "*) continue ;; esac
@@ -558,11 +567,12 @@ print_table() {
       printf '%-36s %s: %s\n' "${label[$r]}" "${status[$r]}" "${note[$r]}"
       continue
     fi
-    local xu="" b=""
+    local xu="" b="" xf=""
     [ -n "${xuf[$r]:-}" ] && xu=$(printf '%.2f' "${xuf[$r]}")
+    [ -n "${xfl[$r]:-}" ] && xf=$(printf '%.2f' "${xfl[$r]}")
     [ -n "${bpc[$r]:-}" ] && b=$(printf '%.2f' "${bpc[$r]}")
-    printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %9s %6s%s\n' "${label[$r]}" "${med[$r]}" \
-      "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xu" "$b" "${stl[$r]:+${stl[$r]}%}" \
+    printf '%-36s %7.3f s [%7.3f .. %7.3f] %9.2f %9.2f %8.1f %8s %8s %9s %6s%s\n' "${label[$r]}" "${med[$r]}" \
+      "${mn[$r]}" "${mx[$r]}" "${per[$r]}" "${over[$r]}" "${xbase[$r]}" "$xf" "$xu" "$b" "${stl[$r]:+${stl[$r]}%}" \
       "${note[$r]:+  (${note[$r]})}"
   done
   echo
@@ -585,7 +595,7 @@ json_row() {
       "${ncalls[$r]}" "${nruns[$r]}" "${med[$r]}" "${mn[$r]}" "${mx[$r]}" "${per[$r]}"
     [ -n "${bytes[$r]:-}" ] && printf ', "bytes": %s' "${bytes[$r]}"
     [ -n "${stl[$r]:-}" ] && printf ', "steal_percent": %s' "${stl[$r]}"
-    for k in over:overhead_ns_per_call xbase:x_baseline xuf:x_uftrace bpc:bytes_per_call; do
+    for k in over:overhead_ns_per_call xbase:x_baseline xfl:x_floor xuf:x_uftrace bpc:bytes_per_call; do
       local -n v=${k%%:*}
       [ -n "${v[$r]:-}" ] && printf ', "%s": %s' "${k#*:}" "${v[$r]}"
       unset -n v
@@ -634,7 +644,7 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 [ "${load%%.*}" -ge 1 ] && echo "warning: load average $load: numbers will be noisy" >&2
 echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
 row_baseline
-for r in instr_noop rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
+for r in instr_noop floor rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
   skipped "$r" || run_row "$r" "row_$r"
 done
 # the traces just recorded are on disk before anything reads them: a
