@@ -48,6 +48,10 @@ if platform.machine() in ("x86_64", "AMD64"):
     f = rows["floor"]
     assert f["status"] == "ok" and f["calls"] == calls and f["x_floor"] == 1, f
     assert rows["rankprof"]["x_floor"] > 0, rows["rankprof"]
+th = r["scaling"]["threads"]
+assert [x["threads"] for x in th] == [1, 2, 4, 8], th
+for x in th:
+    assert x["trace_cpu_ns_per_call"] > 0 and 0 <= x["drop_lost_percent"] <= 100, x
 b = rows["baseline"]
 assert b["x_baseline"] == 1 and b["overhead_ns_per_call"] == 0, b
 for x in rows.values():

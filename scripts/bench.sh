@@ -11,6 +11,8 @@
 # marked skipped, it never fails the run):
 #   baseline        workload_plain, -O2, no instrumentation
 #   instr_noop      workload_instr: -finstrument-functions, glibc's empty hooks
+#   floor           workload_instr with bench/floor.c preloaded: rdtsc + a 16-byte
+#                   store into a thread-local ring, the least a hook can do
 #   rankprof        `rankprof record` in trace mode (lossless)
 #   rankprof_nofunc the same with the function class switched off
 #   rankprof_throttle the same with --throttle (TAU's 100000 calls / 10 us):
@@ -22,12 +24,15 @@
 #                   ITERS/CG_DIV iterations (scaled per call)
 #   tracy           Tracy's C API, explicit zones (workload.c, TRACY_ENABLE)
 #                   and its capture tool, built in TRACY_DIR from TRACY_SRC
-# Each row checks that its profiler counted every call (verify).
+# Each row checks that its profiler counted every call (verify); a row that
+# fails says why in the table (run_row), which is always printed.
 # Analysis: `rankprof report` against `uftrace report` and Tracy's csvexport
 # on those traces.  Scaling: ranking 1K..1M nodes (bench_rank --scale),
 # report time and peak RSS at three trace lengths, recorder RSS per thread
 # (bench_threads); micro benchmarks (bench_locks, bench_funcs,
-# bench_points).  Sections for BENCH_SKIP: rank, report, memory, micro.
+# bench_points).  Threads: workload_mt with 1, 2, 4, 8 threads, hooks only
+# vs floor vs trace mode vs --drop (wall and CPU per call, events lost).
+# Sections for BENCH_SKIP: threads, rank, report, memory, micro.
 #
 # Every time is the whole process (start-up, recording, final flush to disk;
 # for Tracy until the capture tool has written its file), the median of RUNS
@@ -92,7 +97,7 @@ mkdir -p "$out"
 # Per row: label, status (ok | skipped), note, calls, median/min/max seconds,
 # bytes on disk, number of runs, the host's steal while it ran.  rows keeps
 # the order of the table.
-rows=()
+rows=() thr_json=()
 declare -A label status note ncalls med mn mx bytes nruns stl
 
 # steal_sample: "STEAL TOTAL", the jiffies all CPUs of this (virtual)
@@ -146,7 +151,7 @@ run_row() {
   (
     in_row=1
     "$f"
-    declare -p rows ana label status note ncalls med mn mx bytes nruns stl >"$work/row.state"
+    declare -p rows ana label status note ncalls med mn mx bytes nruns stl thr_json >"$work/row.state"
   ) && [ -s "$work/row.state" ] && {
     source <(sed 's/^declare -\([aA]\)/declare -g\1/' "$work/row.state")
     return 0
@@ -503,6 +508,81 @@ micro_json=()
 # best FILE KEY: the smallest value that follows KEY on FILE's lines
 best() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { v = $(i + 1) + 0; if (b == "" || v < b) b = v } }
   END { if (b == "") exit 1; print b }' "$1"; }
+# ---- threads -----------------------------------------------------------------
+
+# mt_once KIND T IT: one run of workload_mt with T threads of IT iterations,
+# KIND plain | floor | trace | drop; prints "WALL_S CPU_S LOST" (CPU: user +
+# system of every thread and process of the run, the writer included;
+# LOST: the events record says it lost).  Fails if the run fails.
+mt_once() {
+  local kind=$1 t=$2 it=$3 cmd=() tf=$work/mt.time lost=0
+  case $kind in
+  plain) cmd=("$bin/workload_mt" "$t" "$it") ;;
+  floor) cmd=(env LD_PRELOAD="$bin/libbench_floor.so" "$bin/workload_mt" "$t" "$it") ;;
+  trace) cmd=("$rp" record -o "$work/mt.data" -- "$bin/workload_mt" "$t" "$it") ;;
+  drop) cmd=("$rp" record --drop -o "$work/mt.data" -- "$bin/workload_mt" "$t" "$it") ;;
+  esac
+  local TIMEFORMAT='%R %U %S'
+  { time "${cmd[@]}" >"$work/mt.log" 2>&1; } 2>"$tf" || die "threads: $kind, $t threads: '${cmd[*]}' failed: $(tail -2 "$work/mt.log")"
+  grep -q "calls $((t * it * 24)) " "$work/mt.log" || die "threads: $kind, $t threads: $(head -1 "$work/mt.log")"
+  [ "$kind" = drop ] && lost=$(sed -n 's/.*, \([0-9]*\) events lost.*/\1/p' "$work/mt.log" | tail -1)
+  awk -v l="${lost:-0}" '{ printf "%s %.6f %s\n", $1, $2 + $3, l }' "$tf"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# scale_threads: trace mode with 1, 2, 4 and 8 threads sharing the same
+# total work (ITERS iterations of 24 calls), against the plain program and
+# the floor, runs interleaved; wall overhead and total CPU per call, and
+# the events lost with --drop.
+scale_threads() {
+  [ -x "$bin/workload_mt" ] || { echo "threads: skipped: $bin/workload_mt is missing" >&2; return 0; }
+  local ts=(1 2 4 8) kinds=(plain trace drop) k t rep it r w c l
+  [ -f "$bin/libbench_floor.so" ] && kinds=(plain floor trace drop)
+  local -A W C L
+  for ((rep = 0; rep < runs; rep++)); do
+    for t in "${ts[@]}"; do
+      it=$((iters / t))
+      for k in "${kinds[@]}"; do
+        read -r w c l < <(mt_once "$k" "$t" "$it")
+        W[$k.$t]+="$w " C[$k.$t]+="$c " L[$k.$t]+="$l "
+      done
+    done
+  done
+  echo
+  echo "threads (workload_mt: T threads, $iters iterations of 24 calls in all; median of $runs, runs interleaved; load $(cut -d' ' -f1 /proc/loadavg), $(nproc) cpus)"
+  echo "  hooks: the instrumented program, not recorded (glibc's empty hooks); +ns: added wall time per call;"
+  echo "  cpu: user + system time per call of the whole run, every thread (the writer's included)"
+  printf '  %-3s %10s %10s %10s %8s %10s %10s %10s %8s %12s\n' T "hooks ns" "floor +ns" "trace +ns" "x floor" \
+    "hooks cpu" "floor cpu" "trace cpu" "x floor" "--drop lost"
+  for t in "${ts[@]}"; do
+    local n=$((t * (iters / t) * 24)) m=()
+    for k in "${kinds[@]}"; do
+      m+=("$(tr ' ' '\n' <<<"${W[$k.$t]}" | grep . | median)" "$(tr ' ' '\n' <<<"${C[$k.$t]}" | grep . | median)")
+    done
+    local pw pc fw="" fc="" tw tc lost
+    pw=$(calc "${m[0]} * 1e9 / $n" %.2f) pc=$(calc "${m[1]} * 1e9 / $n" %.2f)
+    if [ "${kinds[1]}" = floor ]; then
+      fw=$(calc "(${m[2]} - ${m[0]}) * 1e9 / $n" %.2f) fc=$(calc "${m[3]} * 1e9 / $n" %.2f)
+      tw=$(calc "(${m[4]} - ${m[0]}) * 1e9 / $n" %.2f) tc=$(calc "${m[5]} * 1e9 / $n" %.2f)
+    else
+      tw=$(calc "(${m[2]} - ${m[0]}) * 1e9 / $n" %.2f) tc=$(calc "${m[3]} * 1e9 / $n" %.2f)
+    fi
+    lost=$(tr ' ' '\n' <<<"${L[drop.$t]}" | grep . | median)
+    local xw="" xc="" lp
+    lp=$(calc "100 * $lost / (2 * $n)" %.2f)
+    if [ -n "$fw" ]; then
+      xw=$(calc "$tw / $fw" %.2f)
+      xc=$(calc "($tc - $pc) / ($fc - $pc)" %.2f)
+    fi
+    printf '  %-3s %10s %10s %10s %8s %10s %10s %10s %8s %11s%%\n' "$t" "$pw" "$fw" "$tw" "$xw" "$pc" "$fc" "$tc" "$xc" "$lp"
+    thr_json+=("$(printf '{"threads": %s, "calls": %s, "hooks_ns_per_call": %s, "floor_added_ns_per_call": %s, "trace_added_ns_per_call": %s, "hooks_cpu_ns_per_call": %s, "floor_cpu_ns_per_call": %s, "trace_cpu_ns_per_call": %s, "drop_lost_percent": %s}' \
+      "$t" "$n" "$pw" "${fw:-null}" "$tw" "$pc" "${fc:-null}" "$tc" "$lp")")
+  done
+  echo "  x floor: trace's added wall time / the floor's; cpu: trace's added CPU / the floor's (added = minus plain)"
+}
+
 scale_micro() {
   local b f i k v
   for b in bench_locks bench_funcs bench_points; do
@@ -554,6 +634,7 @@ derive() {
     [ -n "$fl_over" ] && [ "$r" != baseline ] && xfl[$r]=$(calc "${over[$r]} / $fl_over" %.3f)
     [ -n "${bytes[$r]:-}" ] && bpc[$r]=$(calc "${bytes[$r]} / $c" %.3f)
   done
+  return 0
 }
 
 print_table() {
@@ -632,6 +713,7 @@ write_json() {
     printf '  "rank": [%s],\n' "$(join ', ' "${rank_json[@]}")"
     printf '  "report": [%s],\n' "$(join ', ' "${report_json[@]}")"
     printf '  "memory": [%s],\n' "$(join ', ' "${mem_json[@]}")"
+    printf '  "threads": [%s],\n' "$(join ', ' "${thr_json[@]}")"
     printf '  "micro": {%s}' "$(join ', ' "${micro_json[@]}")"
     [ -n "${mem_per_thread:-}" ] && printf ',\n  "memory_kb_per_recording_thread": %s' "$mem_per_thread"
     printf '\n}\n}\n'
@@ -655,6 +737,8 @@ run_row report_uftrace ana_uftrace
 run_row report_tracy ana_tracy
 derive
 print_table
+skipped threads || run_row threads scale_threads
+[ "${status[threads]:-}" = failed ] && echo "threads: failed: ${note[threads]}"
 skipped rank || scale_rank
 skipped report || scale_report
 skipped memory || scale_memory
