@@ -32,7 +32,8 @@
 # (bench_threads); micro benchmarks (bench_locks, bench_funcs,
 # bench_points).  Threads: workload_mt with 1, 2, 4, 8 threads, hooks only
 # vs floor vs trace mode vs --drop (wall and CPU per call, events lost).
-# Sections for BENCH_SKIP: threads, rank, report, memory, micro.
+# Real program: Lua built from source at bench time (scale_real).
+# Sections for BENCH_SKIP: threads, real, rank, report, memory, micro.
 #
 # Every time is the whole process (start-up, recording, final flush to disk;
 # for Tracy until the capture tool has written its file), the median of RUNS
@@ -97,7 +98,7 @@ mkdir -p "$out"
 # Per row: label, status (ok | skipped), note, calls, median/min/max seconds,
 # bytes on disk, number of runs, the host's steal while it ran.  rows keeps
 # the order of the table.
-rows=() thr_json=()
+rows=() thr_json=() real_json=()
 declare -A label status note ncalls med mn mx bytes nruns stl
 
 # steal_sample: "STEAL TOTAL", the jiffies all CPUs of this (virtual)
@@ -151,7 +152,7 @@ run_row() {
   (
     in_row=1
     "$f"
-    declare -p rows ana label status note ncalls med mn mx bytes nruns stl thr_json >"$work/row.state"
+    declare -p rows ana label status note ncalls med mn mx bytes nruns stl thr_json real_json >"$work/row.state"
   ) && [ -s "$work/row.state" ] && {
     source <(sed 's/^declare -\([aA]\)/declare -g\1/' "$work/row.state")
     return 0
@@ -583,6 +584,86 @@ scale_threads() {
   echo "  x floor: trace's added wall time / the floor's; cpu: trace's added CPU / the floor's (added = minus plain)"
 }
 
+# ---- a real program ------------------------------------------------------------
+
+# scale_real: the Lua interpreter (github.com/lua/lua, onelua.c: one
+# compiler run) built at bench time in REAL_DIR, never committed, four ways:
+# GCC and clang plain, GCC -finstrument-functions and clang
+# -finstrument-functions-after-inlining; runs a script of recursive calls
+# and a table sort: plain, instrumented not recorded, recorded (trace
+# mode), runs interleaved.  ns added per call = (recorded - not recorded) /
+# the calls the report counts.  Source: REAL_SRC (a Lua checkout), else a
+# shallow git clone; when neither works, it says why.
+scale_real() {
+  local dir=${REAL_DIR:-/tmp/rankprof-real} src=${REAL_SRC:-} v k rep
+  echo
+  if [ -z "$src" ]; then
+    src=$dir/src
+    if [ ! -f "$src/onelua.c" ]; then
+      if [ "$quick" = 1 ]; then
+        echo "real program (Lua): skipped: quick mode does not download (set REAL_SRC to a Lua checkout)"
+        return 0
+      fi
+      rm -rf "$src"
+      git clone -q --depth 1 https://github.com/lua/lua "$src" >"$dir.clone.log" 2>&1 || {
+        echo "real program (Lua): skipped: no REAL_SRC and 'git clone https://github.com/lua/lua' failed ($(tail -1 "$dir.clone.log"))"
+        return 0
+      }
+    fi
+  fi
+  [ -f "$src/onelua.c" ] || die "real: $src/onelua.c is missing (REAL_SRC must be a checkout of github.com/lua/lua)"
+  mkdir -p "$dir"
+  local -A cc=([gcc_plain]="gcc" [gcc_instr]="gcc -finstrument-functions" [clang_plain]="clang"
+    [clang_instr]="clang -finstrument-functions-after-inlining")
+  for v in gcc_plain gcc_instr clang_plain clang_instr; do
+    command -v "${cc[$v]%% *}" >/dev/null || continue
+    [ "$dir/lua_$v" -nt "$src/onelua.c" ] && continue
+    ${cc[$v]} -O2 -g -DLUA_USE_LINUX -o "$dir/lua_$v" "$src/onelua.c" -lm 2>"$dir/$v.log" ||
+      die "real: '${cc[$v]}' did not build Lua, see $dir/$v.log"
+  done
+  local n=$((quick == 1 ? 18 : 27))
+  cat >"$dir/work.lua" <<LUA
+local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+local t = {}
+for i = 1, 20000 * $n do t[i] = tostring(i * 7919 % 1000003) end
+table.sort(t)
+print(fib($n), #t)
+LUA
+  local -A T
+  for ((rep = 0; rep < runs; rep++)); do
+    for v in gcc_plain gcc_instr clang_plain clang_instr; do
+      [ -x "$dir/lua_$v" ] || continue
+      for k in run rec; do
+        [ "$k" = rec ] && [[ $v == *plain ]] && continue
+        local t0=$EPOCHREALTIME
+        if [ "$k" = rec ]; then
+          "$rp" record -o "$work/lua_$v.data" -- "$dir/lua_$v" "$dir/work.lua" >"$work/lua.log" 2>&1
+        else
+          "$dir/lua_$v" "$dir/work.lua" >"$work/lua.log" 2>&1
+        fi || die "real: lua_$v ($k) failed: $(tail -1 "$work/lua.log")"
+        T[$v.$k]+="$(calc "$EPOCHREALTIME - $t0") "
+      done
+    done
+  done
+  echo "real program: Lua ($src), fib($n) + sort of $((20000 * n)) strings; median of $runs, interleaved; load $(cut -d' ' -f1 /proc/loadavg)"
+  printf '  %-48s %9s %9s %9s %12s %12s\n' build "plain s" "hooks s" "recorded s" calls "rec +ns/call"
+  local c
+  for c in gcc clang; do
+    [ -x "$dir/lua_${c}_instr" ] || { echo "  $c: skipped: not installed (scripts/deps.sh bench installs clang)"; continue; }
+    local p i r calls
+    p=$(tr ' ' '\n' <<<"${T[${c}_plain.run]}" | grep . | median)
+    i=$(tr ' ' '\n' <<<"${T[${c}_instr.run]}" | grep . | median)
+    r=$(tr ' ' '\n' <<<"${T[${c}_instr.rec]}" | grep . | median)
+    calls=$("$rp" report -i "$work/lua_${c}_instr.data" --format csv | awk -F, 'NR > 1 && $2 == "func" { s += $3 } END { print s + 0 }')
+    [ "$calls" -gt 0 ] || die "real: the $c build recorded no calls"
+    printf '  %-48s %9.3f %9.3f %9.3f %12s %12.2f\n' "${cc[${c}_instr]} -O2" "$p" "$i" "$r" "$calls" \
+      "$(calc "($r - $i) * 1e9 / $calls")"
+    real_json+=("$(printf '{"build": "%s -O2", "plain_s": %s, "instrumented_s": %s, "recorded_s": %s, "calls": %s, "recorded_added_ns_per_call": %s}' \
+      "${cc[${c}_instr]}" "$p" "$i" "$r" "$calls" "$(calc "($r - $i) * 1e9 / $calls" %.3f)")")
+  done
+  echo "  hooks: built with the hooks, not recorded; rec +ns/call: (recorded - hooks) / the calls the report counts"
+}
+
 scale_micro() {
   local b f i k v
   for b in bench_locks bench_funcs bench_points; do
@@ -714,6 +795,7 @@ write_json() {
     printf '  "report": [%s],\n' "$(join ', ' "${report_json[@]}")"
     printf '  "memory": [%s],\n' "$(join ', ' "${mem_json[@]}")"
     printf '  "threads": [%s],\n' "$(join ', ' "${thr_json[@]}")"
+    printf '  "real": [%s],\n' "$(join ', ' "${real_json[@]}")"
     printf '  "micro": {%s}' "$(join ', ' "${micro_json[@]}")"
     [ -n "${mem_per_thread:-}" ] && printf ',\n  "memory_kb_per_recording_thread": %s' "$mem_per_thread"
     printf '\n}\n}\n'
@@ -739,6 +821,8 @@ derive
 print_table
 skipped threads || run_row threads scale_threads
 [ "${status[threads]:-}" = failed ] && echo "threads: failed: ${note[threads]}"
+skipped real || run_row real scale_real
+[ "${status[real]:-}" = failed ] && echo "real program: failed: ${note[real]}"
 skipped rank || scale_rank
 skipped report || scale_report
 skipped memory || scale_memory
