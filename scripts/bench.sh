@@ -160,6 +160,7 @@ run_row() {
   why=$(cat "$work/row.why" 2>/dev/null || true)
   case " ${rows[*]} " in *" $r "*) ;; *) add "$r" "$r" ;; esac
   status[$r]=failed
+  row_failed=1
   note[$r]=${why:-"$f failed, see $work/$r.log"}
   echo "  $r: failed: ${note[$r]}" >&2
 }
@@ -830,3 +831,4 @@ skipped micro || scale_micro
 write_json
 echo
 echo "machine-readable: $out/results.json"
+exit "${row_failed:-0}"
