@@ -582,7 +582,7 @@ scale_threads() {
     thr_json+=("$(printf '{"threads": %s, "calls": %s, "hooks_ns_per_call": %s, "floor_added_ns_per_call": %s, "trace_added_ns_per_call": %s, "hooks_cpu_ns_per_call": %s, "floor_cpu_ns_per_call": %s, "trace_cpu_ns_per_call": %s, "drop_lost_percent": %s}' \
       "$t" "$n" "$pw" "${fw:-null}" "$tw" "$pc" "${fc:-null}" "$tc" "$lp")")
   done
-  echo "  x floor: trace's added wall time / the floor's; cpu: trace's added CPU / the floor's (added = minus plain)"
+  echo "  x floor: trace's added wall time / the floor's; cpu: trace's added CPU / the floor's (added: minus hooks)"
 }
 
 # ---- a real program ------------------------------------------------------------
