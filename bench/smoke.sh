@@ -17,7 +17,7 @@ rm -f "$out/results.json"
 BENCH_QUICK=1 ITERS=$iters RANK_MAX=10000 BENCH_SKIP="tracy" BENCH_OUT="$out" \
   bash "$here/../scripts/bench.sh" "$build" >"$out/stdout.txt"
 cat "$out/stdout.txt"
-for want in "uninstrumented" "rankprof record (trace mode)" "rankprof, function class off" \
+for want in "uninstrumented" "floor: rdtsc" "rankprof record (trace mode)" "rankprof, function class off" \
   "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory" \
   "micro benchmarks" "lock_func_ratio" "func_off_by_name" "point_site_off"; do
   grep -qF "$want" "$out/stdout.txt" || { echo "smoke: no '$want' in the table" >&2; exit 1; }
@@ -43,6 +43,15 @@ for name in ("rankprof_direct", "uftrace", "callgrind", "tracy"):
         assert x.get("note"), x
     else:
         assert x["median_s"] > 0 and x["calls"] > 0, x
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    f = rows["floor"]
+    assert f["status"] == "ok" and f["calls"] == calls and f["x_floor"] == 1, f
+    assert rows["rankprof"]["x_floor"] > 0, rows["rankprof"]
+th = r["scaling"]["threads"]
+assert [x["threads"] for x in th] == [1, 2, 4, 8], th
+for x in th:
+    assert x["trace_cpu_ns_per_call"] > 0 and 0 <= x["drop_lost_percent"] <= 100, x
 b = rows["baseline"]
 assert b["x_baseline"] == 1 and b["overhead_ns_per_call"] == 0, b
 for x in rows.values():

@@ -73,6 +73,8 @@ if [ "$level" = bench ]; then
   have_cmd g++ || need+=(g++)
   have_pkg libcapstone-dev || need+=(libcapstone-dev)
   [ -x /usr/bin/time ] || need+=(time) # the analyzer's peak RSS
+  have_cmd clang || need+=(clang) # the real program built after inlining
+  have_cmd git || need+=(git)     # the real program's source (a shallow clone)
 fi
 
 [ ${#need[@]} -eq 0 ] && { ci_npm; exit 0; }
