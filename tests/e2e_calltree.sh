@@ -11,7 +11,8 @@
 #             rounding a line)
 #   depth     -D 2: main { a(); a(); a(); c(); }
 #   filter    -F c: the four c subtrees, indented from c; -N leaf: no leaf,
-#             b and c as single lines; -F a -N b: a { c { leaf x2 } }
+#             b and c as single lines; -F a -N b: a { c { leaf x2 } }; a
+#             glob (-N 'le?f*') as the name
 #   time      -t T: exactly the calls of the whole tree at least T long,
 #             with their callers, and the ones that show nothing as single
 #             lines (T between c's and a's durations)
@@ -131,6 +132,7 @@ filter() {
     want="known(only='c')" variant only_c -F c
     want="known(exclude=('leaf',))" variant no_leaf -N leaf
     want="[x for x in known(only='a', exclude=('b',))]" variant a_not_b -F a -N b
+    want="known(exclude=('leaf',))" variant no_leaf_glob -N 'le?f*' # (a glob)
 }
 
 time_filter() {

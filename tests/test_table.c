@@ -68,6 +68,16 @@ static void test_names(void)
     CHECK_EQ(rp_name_match("main", "main"), 2);
     CHECK_EQ(rp_name_match("main", "mai"), 0);
     CHECK_EQ(rp_name_match("main", ""), 0);
+    /* globs: the whole name, then the short forms */
+    CHECK_EQ(rp_name_match("parse_expr", "parse_*"), 2);
+    CHECK_EQ(rp_name_match("parse_expr", "p?rse_[a-f]xpr"), 2);
+    CHECK_EQ(rp_name_match("parse_expr", "*_stmt"), 0);
+    CHECK_EQ(rp_name_match(t, "sum_*"), 1);                 /* the last component */
+    CHECK_EQ(rp_name_match(t, "geo::detail::*"), 1);        /* the qualified name */
+    CHECK_EQ(rp_name_match(t, "*::detail::*"), 2);          /* (the whole name matches too) */
+    CHECK_EQ(rp_name_match(t, "sum_dots<*>"), 1);           /* with its template arguments */
+    CHECK_EQ(rp_name_match(t, "geo::*(int const*, *)"), 1); /* without the return type */
+    CHECK_EQ(rp_name_match(t, "mul_*"), 0);
 }
 
 /* A profile of n function nodes (index 1..n-1) and the given edges. */

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "common/error.h"
 #include "report/export.h"
+#include "report/names.h"
 
 #define MAX_PARAMS 32
 #define MAX_NAMES  64
@@ -102,7 +103,7 @@ static void make_filter(const struct export_args *a, const struct rp_profile *p,
         for (unsigned k = 0; k < n; k++) {
             int found = 0;
             for (uint32_t i = 1; i < p->n_nodes; i++)
-                if (!strcmp(rp_node_name(p, &p->nodes[i], buf, sizeof(buf)), list[k])) {
+                if (rp_name_match(rp_node_name(p, &p->nodes[i], buf, sizeof(buf)), list[k])) {
                     mark[i] = pass ? RP_SF_EXCLUDE : RP_SF_INCLUDE;
                     found = 1;
                 }

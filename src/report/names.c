@@ -11,6 +11,7 @@
 #include "report/names.h"
 
 #include <stdio.h>
+#include <fnmatch.h>
 #include <string.h>
 
 /* Where the parts of a name lie; all offsets into the name. */
@@ -133,12 +134,42 @@ static int ends_with(const char *s, size_t n, const char *q)
            s[n - qn - 2] == ':';
 }
 
+/* Whether s[0..n) matches the glob pattern q (fnmatch on a copy). */
+static int glob_n(const char *q, const char *s, size_t n)
+{
+    char buf[1024];
+    if (n >= sizeof buf)
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return fnmatch(q, buf, 0) == 0;
+}
+
+/* rp_name_match for a glob (a query with * ? or [): the whole name, then
+ * (a C++ one) without its return type, its qualified name with and without
+ * template arguments, and its last component with and without them. */
+static int glob_match(const char *name, const char *query)
+{
+    struct parts pt;
+    if (fnmatch(query, name, 0) == 0)
+        return 2;
+    if (!split(name, &pt))
+        return 0;
+    const char *b = name + pt.begin;
+    return glob_n(query, b, strlen(b)) || glob_n(query, b, pt.params - pt.begin) ||
+           glob_n(query, b, pt.tmpl - pt.begin) ||
+           glob_n(query, name + pt.scope, pt.params - pt.scope) ||
+           glob_n(query, name + pt.scope, pt.tmpl - pt.scope);
+}
+
 int rp_name_match(const char *name, const char *query)
 {
     struct parts pt;
 
     if (!strcmp(name, query))
         return 2;
+    if (strpbrk(query, "*?["))
+        return glob_match(name, query);
     if (!*query || !split(name, &pt))
         return 0;
     /* without the return type, whole */

@@ -33,8 +33,10 @@ char *rp_name_form(const char *name, int level, char *out, size_t outsz);
  * Whether query names name: equal to it, to it without its return type,
  * to its qualified name with or without parameters or template arguments,
  * or to a "::"-suffix of those (`detail::sum_dots`, `sum_dots<int>`,
- * `sum_dots`).  Returns 2 for equal to the whole name, 1 for a short match,
- * 0 for none.  Cannot fail.
+ * `sum_dots`).  A query with `*`, `?` or `[` is a glob (fnmatch) matched
+ * against the whole name and those forms (`parse_*`, `*::sum_*`).  Returns
+ * 2 for equal to (or a glob of) the whole name, 1 for a short match, 0 for
+ * none.  Cannot fail.
  */
 int rp_name_match(const char *name, const char *query);
 
