@@ -11,7 +11,8 @@
 #             parse_request and compute have exactly 320 calls; no unmatched
 #             exit, no unclosed span (frames and lock holds open at a switch
 #             end there); the JSON says 2 windows and their time; ctl status
-#             says what is going on; the control page is gone after the end
+#             says what is going on; the control page is gone after the end;
+#             dump starts each thread's calls again at depth 0 after an edge
 #   signal    a plain signal (kill -s RTMIN+8) switches over: 60 requests
 #             recorded between two of them, 25 after not
 #   on        started on (no --off): ctl stop, 45 requests not recorded, the
@@ -98,6 +99,34 @@ windows() {
     [[ ! -e /dev/shm/rankprof.$pid ]] || fail "the control page is left after the end"
     "$RANKPROF" report "$tmp/win.rp" 2>/dev/null | grep -q "^recording: switched on 2 times" ||
         fail "the table does not say recording was switched"
+    # dump follows the edges: after a thread's unwind at a switch, its calls
+    # start again at depth 0, and every exit is of the call it names
+    "$RANKPROF" dump "$tmp/win.rp" >"$tmp/win.dump" || fail "dump"
+    python3 - "$tmp/win.dump" <<'PY' || fail "dump across the windows' edges"
+import re, sys
+stacks, bad, edges = {}, [], 0
+for l in open(sys.argv[1]):
+    if l.startswith("#") or len(l) < 32:
+        continue
+    # time (14), thread (7), event (7), then the indentation and the name
+    tid, op, rest = l[15:22].strip(), l[23:30].strip(), l[31:].rstrip("\n")
+    name = rest.lstrip(" ")
+    ind = len(rest) - len(name)
+    st = stacks.setdefault(tid, [])
+    if op == "unwind" and name.startswith("(thread end"):
+        st.clear()
+        edges += 1
+    elif op == "enter":
+        if ind != 2 * len(st):
+            bad.append(f"{tid}: enter {name} indented {ind}, depth {len(st)}")
+        st.append(name)
+    elif op == "exit":
+        want = st.pop() if st else None
+        if name != want:
+            bad.append(f"{tid}: exit {name!r}, open {want!r}")
+if not edges or bad:
+    sys.exit(f"{edges} edges; " + "; ".join(bad[:4]))
+PY
 }
 
 signal() {

@@ -39,7 +39,7 @@ screen_has() {
 }
 
 browse() {
-    T new-session -d -s tui -x 120 -y 32 \
+    T new -d -s tui -x 120 -y 32 \
         "RANKPROF_LIB='$RP_LIB' '$RANKPROF' tui '$tmp/ct.rp'; echo EXITED \$?; sleep 30"
     screen_has "sorted by rank"
     screen_has "q: quit" # (the status line, drawn last)

@@ -201,6 +201,17 @@ bad:
  * RP_EFORMAT (err names the record's file offset) for a record that runs
  * past the payload (format 4.1); the records before it are kept.
  */
+/* An INFO value (not NUL-terminated, vlen bytes) as a decimal number; 0
+ * when it is not one.  Cannot fail. */
+static uint64_t info_u64(const char *val, uint32_t vlen)
+{
+    char tmp[32];
+    size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+    memcpy(tmp, val, l);
+    tmp[l] = 0;
+    return strtoull(tmp, NULL, 10);
+}
+
 static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
@@ -240,17 +251,10 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
         } else if (KEY("fatal_tid")) { /* the thread a fatal signal hit */
-            char tmp[24];
-            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
-            memcpy(tmp, val, l);
-            tmp[l] = 0;
-            p->fatal_tid = (uint32_t)strtoul(tmp, NULL, 10);
+            uint64_t x = info_u64(val, vlen);
+            p->fatal_tid = (uint32_t)(x > UINT32_MAX ? 0 : x);
         } else if (KEY("windows") || KEY("recorded_ns") || KEY("window_exits")) {
-            char tmp[32]; /* recording switched at run time (rankprof ctl) */
-            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
-            memcpy(tmp, val, l);
-            tmp[l] = 0;
-            uint64_t x = strtoull(tmp, NULL, 10);
+            uint64_t x = info_u64(val, vlen); /* recording switched at run time (ctl) */
             if (KEY("windows"))
                 p->windows = (uint32_t)(x > UINT32_MAX ? UINT32_MAX : x);
             else if (KEY("recorded_ns"))
@@ -258,22 +262,14 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             else
                 p->window_exits = x;
         } else if (klen > 5 && !memcmp(k, "lost_", 5)) { /* drops by reason */
-            char tmp[32];
-            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
-            memcpy(tmp, val, l);
-            tmp[l] = 0;
             for (unsigned w = 0; w < RP_WHY_N; w++)
                 if ((size_t)klen - 5 == strlen(rp_why_name(w)) &&
                     !memcmp(k + 5, rp_why_name(w), klen - 5)) {
-                    p->lost_why[w] = strtoull(tmp, NULL, 10);
+                    p->lost_why[w] = info_u64(val, vlen);
                     p->lost_why_known = 1;
                 }
         } else if (KEY("offcpu_lost") || KEY("offcpu_late") || KEY("offcpu_runq_ns")) {
-            char tmp[32];
-            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
-            memcpy(tmp, val, l);
-            tmp[l] = 0;
-            uint64_t x = strtoull(tmp, NULL, 10);
+            uint64_t x = info_u64(val, vlen);
             if (KEY("offcpu_lost"))
                 p->offcpu_lost = x;
             else if (KEY("offcpu_late"))

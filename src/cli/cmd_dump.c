@@ -14,6 +14,7 @@
 #include "analyze/set.h"
 #include "cli.h"
 #include "common/error.h"
+#include "common/span.h"
 #include "trace/reader.h"
 
 /* A thread's open spans, kept across its chunks (file order is each
@@ -135,9 +136,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             id = st->n ? st->ids[st->n - 1] : 0;
             st->n -= st->n > 0;
         } else if (ev.op == RP_OP_EXIT_ID) { /* the named one, and those above it */
-            uint32_t at = st->n;
-            while (at > 0 && st->ids[at - 1] != ev.id)
-                at--;
+            uint32_t at;
+            RP_SPAN_MATCH(at, st->n, st->ids[at - 1], ev.id);
             st->n = at ? at - 1 : st->n;
         }
         uint32_t depth = st->n;
@@ -162,11 +162,12 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
         putchar('\n');
         if (ev.op == RP_OP_ENTER)
             push(st, ev.id);
-        else if (ev.op == RP_OP_UNWIND) { /* back to the named span, or all (id 0) */
-            uint32_t at = st->n;
-            while (ev.id && at > 0 && st->ids[at - 1] != ev.id)
-                at--;
-            if (!ev.id || at)
+        else if (ev.op == RP_OP_UNWIND && !ev.id) { /* the thread's end, a window's edge */
+            st->n = 0;
+        } else if (ev.op == RP_OP_UNWIND) { /* back to the named span */
+            uint32_t at;
+            RP_SPAN_MATCH(at, st->n, st->ids[at - 1], ev.id);
+            if (at)
                 st->n = at;
         } else if (ev.op == RP_OP_LOST) /* (the replay drops every open span there) */
             st->n = 0;
