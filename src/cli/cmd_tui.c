@@ -17,8 +17,6 @@
  */
 #define _GNU_SOURCE /* memrchr */
 #include <curses.h>
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <locale.h>
 #include <stdio.h>
