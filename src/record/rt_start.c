@@ -311,14 +311,29 @@ static void out_prologue(void)
     rp_out_clock();
 }
 
+/*
+ * The child is forked with the writer waiting, never inside the allocator
+ * (not every allocator is fork-safe: a sanitizer's is not) or halfway
+ * through a chunk.  A writer just created is first let reach its loop (at
+ * most 50 ms); in the loop it works only under drain_lock (rt_writer.c),
+ * which comes before rp_rt.lock.
+ */
 static void atfork_prepare(void)
 {
+    for (int i = 0; i < 1000 && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
+                    !atomic_load(&rp_rt.writer_ready);
+         i++) {
+        struct timespec ts = {0, 50000};
+        syscall(SYS_nanosleep, &ts, NULL); /* (not the interposer, waits.c) */
+    }
+    rp_own_lock(&rp_rt.drain_lock);
     rp_own_lock(&rp_rt.lock);
 }
 
 static void atfork_parent(void)
 {
     rp_own_unlock(&rp_rt.lock);
+    rp_own_unlock(&rp_rt.drain_lock);
 }
 
 /*
@@ -334,6 +349,7 @@ static void atfork_child(void)
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
     pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
     rp_rt.writer_running = 0;
+    atomic_store(&rp_rt.writer_ready, 0);
     rp_rt.sync_write = 1;
     rp_rt.waiters = 0;
     rp_rt.threads = NULL;

@@ -380,8 +380,9 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    rp_is_writer = 1;
+    rp_is_writer = 1; /* (the first use of the recorder's TLS may allocate it) */
     rp_offcpu_writer_started();
+    atomic_store(&rp_rt.writer_ready, 1);
 
     /* A fatal signal cannot wake the writer (a condition variable is not
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
@@ -402,9 +403,15 @@ static void *writer_main(void *arg)
         int stopping = atomic_load(&rp_rt.stopped);
         rp_own_unlock(&rp_rt.lock);
 
+        /* A pass runs under drain_lock, which fork's prepare handler takes
+         * first: a fork never copies a writer caught inside the allocator
+         * (not every allocator is fork-safe: a sanitizer's is not) or
+         * between two halves of a chunk. */
+        rp_own_lock(&rp_rt.drain_lock);
         int sig = atomic_load(&rp_rt.fatal);
         if (sig) {
             rp_rt_fatal_flush(sig);
+            rp_own_unlock(&rp_rt.drain_lock);
             return NULL;
         }
         unsigned n = rp_rt_drain_once();
@@ -422,6 +429,7 @@ static void *writer_main(void *arg)
         }
         if (stopping && !n) {
             rp_rt_flush_partials(); /* what the threads still running have recorded */
+            rp_own_unlock(&rp_rt.drain_lock);
             return NULL;
         }
         if (!n && atomic_load(&rp_rt_main_gone)) {
@@ -429,9 +437,12 @@ static void *writer_main(void *arg)
             rp_own_lock(&rp_rt.lock);
             int retire = writer_retire_locked();
             rp_own_unlock(&rp_rt.lock);
-            if (retire)
+            if (retire) {
+                rp_own_unlock(&rp_rt.drain_lock);
                 return NULL;
+            }
         }
+        rp_own_unlock(&rp_rt.drain_lock);
     }
 }
 
@@ -443,6 +454,7 @@ RP_HIDDEN void rp_rt_writer_ensure_locked(void)
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
+    atomic_store(&rp_rt.writer_ready, 0);
     if (pthread_create(&rp_rt.writer, &a, writer_main, NULL) == 0)
         rp_rt.writer_running = 1;
     pthread_attr_destroy(&a);
