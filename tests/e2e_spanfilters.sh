@@ -15,6 +15,9 @@
 #             same filter (the sequential call-path tree, cct.c), calls
 #             exact where known (-F work, -N leaf)
 #   min       -t T: every function row kept has a minimum of at least T
+#   mutual    prog_mutual (x -> y -> x ...): -F y keeps x's inner calls under
+#             a left-out outer x; x's inclusive time is of its outermost kept
+#             calls (at least its longest call, not 0)
 #   deep      prog_scale deep 10000 (a stack resident across chunks):
 #             -D 5 keeps deep_main and 4 rec, -F rec every rec, -N rec none
 #   graph     `graph a -N b` lists no b; `diff A A -F work` finds nothing
@@ -23,7 +26,7 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_spanfilters RANKPROF PROGS RP_LIB
-need_progs calltree threads scale
+need_progs calltree threads scale mutual
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -154,6 +157,19 @@ PY
     done
 }
 
+mutual() {
+    "$RANKPROF" record -o "$tmp/mu.rp" -- "$PROGS/prog_mutual" >/dev/null 2>&1 ||
+        fail "record prog_mutual"
+    json "$tmp/mu.rp" -F y
+    python3 - "$tmp/r.json" <<'PY' || fail "-F y: x's calls or inclusive time"
+import json, sys
+n = {x["name"]: x for x in json.load(open(sys.argv[1]))["nodes"]}
+assert n["x"]["calls"] == 30 and n["y"]["calls"] == 30, (n["x"]["calls"], n["y"]["calls"])
+assert n["x"]["inclusive_ns"] >= n["x"]["max_ns"] > 0, (n["x"]["inclusive_ns"], n["x"]["max_ns"])
+assert n["y"]["inclusive_ns"] >= n["y"]["max_ns"] > 0, n["y"]
+PY
+}
+
 graph() {
     [[ -f "$tmp/ct.rp" ]] || fail "no trace (scenario exact failed)"
     "$RANKPROF" graph a -N b "$tmp/ct.rp" >"$tmp/g.txt" 2>"$tmp/g.err" ||
@@ -180,6 +196,7 @@ bad() {
 scenario exact exact
 scenario folded folded
 scenario min min
+scenario mutual mutual
 scenario deep deep
 scenario graph graph
 scenario bad bad

@@ -238,7 +238,7 @@ int rp_resident_enter(struct rp_profile *p, struct tstate *t)
     for (uint32_t i = 0; i < t->depth; i++) {
         rs->stack[i] = t->stack[i];
         rs->froff[i] = t->stack[i].off;
-        rs->active[t->stack[i].id]++;
+        rs->active[t->stack[i].id] += !v->flt || t->stack[i].sf.keep; /* (replay.c) */
     }
     rs->depth = t->depth;
     t->depth = 0; /* until rp_resident_evict */

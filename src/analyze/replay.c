@@ -311,7 +311,9 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
         pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
         parent = filtered ? pf->sf.kid : pf->id;
     }
-    int outer = rp_span_outer(&a->active[id]);
+    /* (filtered: active[] counts the open activations the filter keeps, so
+     * that a kept one under a left-out one of the same node is outermost) */
+    int outer = !filtered || f->sf.keep ? rp_span_outer(&a->active[id]) : 0;
     if (filtered && !kept)
         return 0;
     a->hot[id].cut += cut;
@@ -345,8 +347,10 @@ static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, stru
 static void stack_drop(struct acc *a, struct job *j, uint32_t to)
 {
     j->unclosed += a->depth - to;
-    while (a->depth > to)
-        a->active[a->stack[--a->depth].id]--;
+    while (a->depth > to) {
+        const struct frame *f = &a->stack[--a->depth];
+        a->active[f->id] -= !j->flt || f->sf.keep;
+    }
     if (a->depth < j->low)
         j->low = a->depth;
 }
@@ -664,7 +668,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                     rp_sf_enter(j->flt, depth ? &stack[depth - 1].sf : NULL, (uint32_t)x, now,
                                 &stack[depth].sf);
                 depth++;
-                active[x] = act + 1;
+                active[x] = act + (!filtered || stack[depth - 1].sf.keep);
                 ev0 = q;
                 q = q2;
                 goto have_head;
@@ -677,7 +681,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 rp_sf_enter(j->flt, depth ? &stack[depth - 1].sf : NULL, (uint32_t)x, now,
                             &stack[depth].sf);
             depth++;
-            active[x] = act + 1;
+            active[x] = act + (!filtered || stack[depth - 1].sf.keep);
             break;
         case RP_OP_EXIT:
             if (unlikely(!depth)) {
@@ -791,8 +795,10 @@ static void chunk_end(struct acc *a, struct job *j, int rc)
             memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
         j->nout = a->depth;
     }
-    while (a->depth)
-        a->active[a->stack[--a->depth].id]--;
+    while (a->depth) {
+        const struct frame *f = &a->stack[--a->depth];
+        a->active[f->id] -= !j->flt || f->sf.keep;
+    }
     j->rc = rc;
 }
 
@@ -846,7 +852,7 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
             ev.ev0 = d.snap;
             goto undefined;
         }
-        a->active[ev.id]++;
+        a->active[ev.id] += !j->flt || a->stack[i].sf.keep;
     }
     ev.q = d.p;
     ev.n = j->evbase; /* (0 unless resident) */
@@ -940,7 +946,7 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         return rc;
     a->chunk = 0;                           /* (no interval to a start in a chunk) */
     for (uint32_t i = 0; i < t->depth; i++) /* activations, for span_count's `outer` */
-        a->active[t->stack[i].id]++;
+        a->active[t->stack[i].id] += !v->flt || t->stack[i].sf.keep;
     th->cut += t->depth;
     while (t->depth) {
         struct frame *f = &t->stack[--t->depth];
@@ -961,7 +967,7 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
             f[-1].pre += f->id == v->offid ? dur : a->hot[f->id].blocked ? 0 : f->pre;
             parent = v->flt ? f[-1].sf.kid : f[-1].id;
         }
-        int outer = --a->active[f->id] == 0;
+        int outer = !v->flt || f->sf.keep ? --a->active[f->id] == 0 : 0;
         if (!kept)
             continue;
         a->hot[f->id].cut++;
