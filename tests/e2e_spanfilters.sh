@@ -8,12 +8,16 @@
 #             calls and edges of -F a, -N b, -D 2, -r ~1ns (only main, the
 #             first event), -r 1ns~ (all but main: its callees hang from
 #             <root>), a glob; -N b moves b's time into a's own: a's
-#             exclusive is the unfiltered a's plus b's inclusive
+#             exclusive is a's without the filter plus b's inclusive (both
+#             with -N '[off-cpu]': off-CPU time would stay off CPU)
 #   folded    prog_threads (many chunks, replayed in parallel) under eight
 #             filters: every function's exclusive time in the report equals
 #             the sum of its self time in `export --format folded` with the
 #             same filter (the sequential call-path tree, cct.c), calls
 #             exact where known (-F work, -N leaf)
+#   nosched   -N '[off-cpu]' (when there is any): no off-CPU row, its time
+#             its callers' own (the functions' exclusive times add up to the
+#             threads' time)
 #   min       -t T: every function row kept has a minimum of at least T
 #   mutual    prog_mutual (x -> y -> x ...): -F y keeps x's inner calls under
 #             a left-out outer x; x's inclusive time is of its outermost kept
@@ -73,9 +77,14 @@ exact() {
         "a:3 b:6 c:4 leaf:38 | <root>>a:3 <root>>c:1 a>b:6 a>c:3 b>leaf:30 c>leaf:8" -r '1ns~'
     expect_shape "--exclude 'l?af' --depth 3" \
         "a:3 b:6 c:4 main:1 | <root>>main:1 a>b:6 a>c:3 main>a:3 main>c:1" --exclude 'l?af' --depth 3
+    # (without [off-cpu] in both: time off CPU inside b would stay off CPU,
+    # not become a's own, on a loaded machine)
+    local nosched=()
     json "$tmp/ct.rp"
+    ! grep -qF '"[off-cpu]"' "$tmp/r.json" || nosched=(-N '[off-cpu]')
+    json "$tmp/ct.rp" "${nosched[@]}"
     cp "$tmp/r.json" "$tmp/all.json"
-    json "$tmp/ct.rp" -N b
+    json "$tmp/ct.rp" -N b "${nosched[@]}"
     python3 - "$tmp/all.json" "$tmp/r.json" <<'PY' || fail "-N b: a's own time"
 import json, sys
 a = {n["name"]: n for n in json.load(open(sys.argv[1]))["nodes"]}
@@ -122,6 +131,24 @@ if sys.argv[3] == "-N leaf":
     assert "leaf" not in calls or calls["leaf"] == 0, calls
 PY
     done
+}
+
+# -N '[off-cpu]' (when the run was descheduled at all): no off-CPU row, and
+# its time is its callers' own: the exclusive times add up to the threads'
+nosched() {
+    [[ -f "$tmp/th.rp" ]] || fail "no trace (scenario folded failed)"
+    json "$tmp/th.rp"
+    grep -qF '"[off-cpu]"' "$tmp/r.json" || return 0
+    json "$tmp/th.rp" -N '[off-cpu]'
+    python3 - "$tmp/r.json" <<'PY' || fail "-N '[off-cpu]'"
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = {n["name"]: n for n in r["nodes"] if n["calls"]}
+assert "[off-cpu]" not in names, names["[off-cpu]"]
+own = sum(n["exclusive_ns"] for n in r["nodes"])
+tot = sum(e["inclusive_ns"] for e in r["edges"] if e["caller"] == "<root>")
+assert abs(own - tot) <= 0.001 * tot + 1000, (own, tot)
+PY
 }
 
 min() {
@@ -195,6 +222,7 @@ bad() {
 
 scenario exact exact
 scenario folded folded
+scenario nosched nosched
 scenario min min
 scenario mutual mutual
 scenario deep deep

@@ -189,8 +189,8 @@ static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint3
         rp_sf_enter(flt, &su, id, ticks, &sf);
         f.in_inc = sf.inc;
         f.in_exc = sf.exc;
-        keep =
-            v->offid && id == v->offid ? rp_sf_offcpu_kept(flt, top ? &su : NULL, ticks) : sf.keep;
+        keep = v->offid && id == v->offid ? rp_sf_offcpu_kept(flt, top ? &su : NULL, id, ticks)
+                                          : sf.keep;
     }
     f.kdepth = kd + !!keep;
     if (keep && !(f.node = child_of(t, v, f.up ? th->stack[f.up - 1].node : th->root, id)))

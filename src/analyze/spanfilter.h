@@ -72,13 +72,20 @@ static inline int rp_sf_kept(const struct rp_span_filter *f, const struct rp_sf_
     return s->keep && dur >= f->min_ticks;
 }
 
-/* Whether time off CPU (a span of the recorder's off-CPU node) that began
- * at start under the span in state *up (NULL: none) is counted: whenever a
- * kept span is open below it, whatever its depth and its length, so that
- * off-CPU time never becomes a kept span's own time. */
+/* Whether time off CPU (a span of id, the recorder's off-CPU node) that
+ * began at start under the span in state *up (NULL: none) is counted:
+ * whenever a kept span is open below it, whatever its depth and its length,
+ * so that off-CPU time never becomes a kept span's own time; never when it
+ * is excluded itself or runs under an excluded span; always when it is
+ * included itself. */
 static inline int rp_sf_offcpu_kept(const struct rp_span_filter *f, const struct rp_sf_frame *up,
-                                    uint64_t start)
+                                    uint32_t id, uint64_t start)
 {
+    uint8_t m = f->mark && id < f->n_mark ? f->mark[id] : 0;
+    if (m == RP_SF_EXCLUDE || (up && up->exc))
+        return 0;
+    if (m == RP_SF_INCLUDE)
+        return 1;
     return up ? up->kid != 0 : !f->has_include && rp_sf_in_window(f, start);
 }
 

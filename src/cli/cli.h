@@ -80,6 +80,7 @@ struct rp_filter_args {
     int range;             /* -r FROM~TO given: ns after each process's first event */
     double from_ns, to_ns; /* (to_ns INFINITY: to the end) */
     const char *first;     /* the first filter option given, NULL = none */
+    char desc[512];        /* the filter options as given ("-F a -t 1us"), for the report */
 };
 
 /* The short and long options of rp_opt_filter, for getopt_long. */

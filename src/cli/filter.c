@@ -87,6 +87,8 @@ int rp_opt_filter(const char *cmd, int c, const char *val, struct rp_filter_args
     }
     if (!f->first)
         f->first = names[c];
+    size_t n = strlen(f->desc);
+    snprintf(f->desc + n, sizeof(f->desc) - n, "%s-%c %s", n ? " " : "", c, val);
     return 1;
 }
 

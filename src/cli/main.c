@@ -446,8 +446,11 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         put_warnings(p);
     }
     rp_set_free(&s);
-    if (o->filt.first)
+    if (o->filt.first) {
         rp_filter_check(o->cmd ? o->cmd : "rankprof", &o->filt);
+        if (!(p->filter = strdup(o->filt.desc)))
+            rp_die("out of memory");
+    }
     if (!o->no_names || s_many) { /* named: hints on what is missing (hints.h) */
         size_t before = strlen(p->warn);
         rp_profile_hints(p);
