@@ -543,6 +543,23 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
 }
 
 /*
+ * Pushes the frame of an ENTER of x at now, the chunk's event ev, on
+ * stack[depth] (frame_push made room), with its filter state when
+ * `filtered` (as for span_end); act: x's open activations, to which it
+ * adds one (filtered: one the filter keeps).  Cannot fail.
+ */
+static inline __attribute__((always_inline)) void
+span_push(const struct job *j, struct frame *stack, uint32_t depth, uint64_t x, uint64_t now,
+          uint64_t pz, int64_t ev, uint32_t *active, uint32_t act, const int filtered)
+{
+    struct frame *f = &stack[depth];
+    *f = (struct frame){.id = (uint32_t)x, .start = now - pz, .ev = ev};
+    if (filtered)
+        rp_sf_enter(j->flt, depth ? &f[-1].sf : NULL, (uint32_t)x, now, &f->sf);
+    active[x] = act + (!filtered || f->sf.keep);
+}
+
+/*
  * An EXIT_ID of node x, or (unwind) an UNWIND to x, at now, the chunk's
  * event ev, on stack[0..*depth).  The spans opened above x's innermost
  * frame were left without their exits (a longjmp, an exception): they end
@@ -662,26 +679,14 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth] =
-                    (struct frame){.id = (uint32_t)x, .start = now - pz, .ev = (int64_t)(n - syn)};
-                if (filtered)
-                    rp_sf_enter(j->flt, depth ? &stack[depth - 1].sf : NULL, (uint32_t)x, now,
-                                &stack[depth].sf);
-                depth++;
-                active[x] = act + (!filtered || stack[depth - 1].sf.keep);
+                span_push(j, stack, depth++, x, now, pz, (int64_t)(n - syn), active, act, filtered);
                 ev0 = q;
                 q = q2;
                 goto have_head;
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth] =
-                (struct frame){.id = (uint32_t)x, .start = now - pz, .ev = (int64_t)(n - syn)};
-            if (filtered)
-                rp_sf_enter(j->flt, depth ? &stack[depth - 1].sf : NULL, (uint32_t)x, now,
-                            &stack[depth].sf);
-            depth++;
-            active[x] = act + (!filtered || stack[depth - 1].sf.keep);
+            span_push(j, stack, depth++, x, now, pz, (int64_t)(n - syn), active, act, filtered);
             break;
         case RP_OP_EXIT:
             if (unlikely(!depth)) {
