@@ -153,7 +153,7 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     uint64_t raw = rp_span_dur(f->start, now);
     uint64_t dur =
         v->offid && f->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
-    if (!f->node || (t->filter && dur < t->filter->min_ticks && f->id != v->offid)) {
+    if (!f->node || (t->filter && dur < t->filter->min_ticks)) {
         /* left out: its own time is its kept caller's, its kept callees stay theirs */
         if (f->up)
             th->stack[f->up - 1].callees += f->callees;
@@ -189,8 +189,10 @@ static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint3
         rp_sf_enter(flt, &su, id, ticks, &sf);
         f.in_inc = sf.inc;
         f.in_exc = sf.exc;
-        keep = v->offid && id == v->offid ? rp_sf_offcpu_kept(flt, top ? &su : NULL, id, ticks)
-                                          : sf.keep;
+        /* (an off-CPU span's length is tested at its end, as every span's) */
+        keep = v->offid && id == v->offid
+                   ? rp_sf_offcpu_kept(flt, top ? &su : NULL, id, ticks, UINT64_MAX)
+                   : sf.keep;
     }
     f.kdepth = kd + !!keep;
     if (keep && !(f.node = child_of(t, v, f.up ? th->stack[f.up - 1].node : th->root, id)))

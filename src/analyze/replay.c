@@ -292,9 +292,9 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
-    int kept = !filtered ||
-               (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL, id, start)
-                               : rp_sf_kept(j->flt, &f->sf, dur));
+    int kept = !filtered || (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL,
+                                                                id, start, dur)
+                                            : rp_sf_kept(j->flt, &f->sf, dur));
     uint64_t acts = id == j->offid ? 0 : kept ? 1 + f->acts : f->acts; /* (off-CPU: no call) */
     if (unlikely(*depth < j->low)) {
         j->low = *depth;
@@ -520,7 +520,7 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
         const struct rp_sf_frame *up = depth ? &stack[depth - 1].sf : NULL;
         struct rp_sf_frame sf;
         if (x == j->offid) {
-            kept = rp_sf_offcpu_kept(j->flt, up, (uint32_t)x, now);
+            kept = rp_sf_offcpu_kept(j->flt, up, (uint32_t)x, now, dur);
         } else {
             rp_sf_enter(j->flt, up, (uint32_t)x, now, &sf);
             kept = rp_sf_kept(j->flt, &sf, dur);
@@ -959,10 +959,10 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         uint32_t parent = 0;
         if (cp->on)
             dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
-        int kept = !v->flt ||
-                   (f->id == v->offid
-                        ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL, f->id, f->start)
-                        : rp_sf_kept(v->flt, &f->sf, dur));
+        int kept =
+            !v->flt || (f->id == v->offid ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL,
+                                                              f->id, f->start, dur)
+                                          : rp_sf_kept(v->flt, &f->sf, dur));
         uint64_t acts = f->id == v->offid ? 0 : kept ? 1 + f->acts : f->acts;
         if (t->depth) {
             f[-1].child += kept ? dur : f->child;

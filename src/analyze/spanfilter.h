@@ -73,16 +73,18 @@ static inline int rp_sf_kept(const struct rp_span_filter *f, const struct rp_sf_
 }
 
 /* Whether time off CPU (a span of id, the recorder's off-CPU node) that
- * began at start under the span in state *up (NULL: none) is counted:
- * whenever a kept span is open below it, whatever its depth and its length,
+ * began at start under the span in state *up (NULL: none) and lasted dur
+ * is counted: whenever a kept span is open below it, whatever its depth,
  * so that off-CPU time never becomes a kept span's own time; never when it
- * is excluded itself or runs under an excluded span; always when it is
- * included itself. */
+ * is excluded itself or runs under an excluded span, or is shorter than
+ * min_ticks (like any span: its callers are longer, and a caller left out
+ * for its length would leave it without one); always when it is included
+ * itself. */
 static inline int rp_sf_offcpu_kept(const struct rp_span_filter *f, const struct rp_sf_frame *up,
-                                    uint32_t id, uint64_t start)
+                                    uint32_t id, uint64_t start, uint64_t dur)
 {
     uint8_t m = f->mark && id < f->n_mark ? f->mark[id] : 0;
-    if (m == RP_SF_EXCLUDE || (up && up->exc))
+    if (m == RP_SF_EXCLUDE || (up && up->exc) || dur < f->min_ticks)
         return 0;
     if (m == RP_SF_INCLUDE)
         return 1;
