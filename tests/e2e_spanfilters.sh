@@ -25,12 +25,15 @@
 #   deep      prog_scale deep 10000 (a stack resident across chunks):
 #             -D 5 keeps deep_main and 4 rec, -F rec every rec, -N rec none
 #   graph     `graph a -N b` lists no b; `diff A A -F work` finds nothing
+#   locks     prog_contend 200: `locks -F mutex_worker` is counter_lock's
+#             800 acquisitions of the workers alone (not main's); `locks -N
+#             rw_worker` has every lock but the rwlock, each named
 #   bad       -D 0, -t x, -r 5ms~1ms, -r 1s, -F nosuch: errors naming them
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_spanfilters RANKPROF PROGS RP_LIB
-need_progs calltree threads scale mutual
+need_progs calltree threads scale mutual contend
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -207,6 +210,25 @@ graph() {
         fail "diff -F work of a trace with itself: exit $?: $(cat "$tmp/d.err" "$tmp/d.txt")"
 }
 
+locks() {
+    "$RANKPROF" record -o "$tmp/lk.rp" -- "$PROGS/prog_contend" 200 >/dev/null 2>&1 ||
+        fail "record prog_contend"
+    local f want got
+    for f in "-F mutex_worker|counter_lock:800" \
+        "-N rw_worker|api_lock:3 counter_lock:801 cv_lock:3 spin:40 try_lock:1"; do
+        want=${f#*|}
+        # shellcheck disable=SC2086
+        "$RANKPROF" locks --format json ${f%|*} "$tmp/lk.rp" >"$tmp/lk.json" 2>"$tmp/lk.err" ||
+            fail "locks ${f%|*}: $(cat "$tmp/lk.err")"
+        got=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(" ".join(sorted("%s:%d" % (l["name"], l["acquisitions"]) for l in r["locks"])))
+' "$tmp/lk.json")
+        [[ $got == "$want" ]] || fail "locks ${f%|*}: $got, expected $want"
+    done
+}
+
 bad() {
     local a want
     for a in "-D 0|-D/--depth" "-t x|-t/--min-duration" "-r 5ms~1ms|-r/--time-range" \
@@ -227,5 +249,6 @@ scenario min min
 scenario mutual mutual
 scenario deep deep
 scenario graph graph
+scenario locks locks
 scenario bad bad
 finish

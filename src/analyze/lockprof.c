@@ -17,6 +17,11 @@
  * lock, keyed by the condition (src/record/locks.c); every such span is one
  * wait on that condition, listed after the locks ("conds" in JSON).
  *
+ * Filtered (rp_locks.filter), a wait is counted as the span it is, and a
+ * hold as a span under the innermost span open at its release (replay.c's
+ * rule): each thread keeps the filter state of its open spans, indexed by
+ * depth.
+ *
  * Pass two (spanwalk) accumulates per (call site, lock node) in an open
  * addressing table; rp_locks_build then groups the entries by lock name,
  * since one lock has a wait node and a hold node (and a named lock macro one
@@ -80,18 +85,100 @@ static struct rp_lock_acc *acc_get(struct rp_locks *L, uint32_t caller, uint32_t
     return &L->acc[i];
 }
 
+/* A thread's open spans' filter states, by depth (filtered walks only). */
+struct fthread {
+    uint32_t tid;
+    struct rp_sf_frame *st;
+    uint32_t cap;
+};
+
 struct collect {
     struct rp_locks *L;
     const struct rp_profile *p;
+    struct fthread *th; /* open addressing by tid, tid 0 = empty (nth used of cap) */
+    uint32_t nth, capth;
 };
+
+/* The filter states of thread tid, made room for depth + 1 of them; NULL
+ * when out of memory. */
+static struct rp_sf_frame *fstack(struct collect *c, uint32_t tid, uint32_t depth)
+{
+    if ((c->nth + 1) * 2 > c->capth) {
+        uint32_t ncap = c->capth ? c->capth * 2 : 16;
+        struct fthread *n = calloc(ncap, sizeof(*n));
+        if (!n)
+            return NULL;
+        for (uint32_t i = 0; i < c->capth; i++) {
+            if (!c->th[i].st)
+                continue;
+            uint32_t j = (uint32_t)rp_mix64(c->th[i].tid) & (ncap - 1);
+            while (n[j].st)
+                j = (j + 1) & (ncap - 1);
+            n[j] = c->th[i];
+        }
+        free(c->th);
+        c->th = n;
+        c->capth = ncap;
+    }
+    uint32_t i = (uint32_t)rp_mix64(tid) & (c->capth - 1);
+    while (c->th[i].st && c->th[i].tid != tid)
+        i = (i + 1) & (c->capth - 1);
+    struct fthread *t = &c->th[i];
+    if (!t->st)
+        c->nth++;
+    t->tid = tid;
+    if (depth + 1 > t->cap || !t->st) {
+        uint32_t ncap = t->cap ? t->cap : 16;
+        while (ncap < depth + 1)
+            ncap *= 2;
+        struct rp_sf_frame *n = realloc(t->st, ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        t->st = n;
+        t->cap = ncap;
+    }
+    return t->st;
+}
+
+static int is_lock_hold(const struct collect *c, uint32_t id)
+{
+    return c->p->nodes[id].kind == RP_KIND_LOCK_HOLD;
+}
+
+/* Filtered: the state of a span that begins (holds are no frames). */
+static int on_begin(void *ctx, const struct rp_sw_span *s)
+{
+    struct collect *c = ctx;
+    if (is_lock_hold(c, s->id))
+        return 0;
+    struct rp_sf_frame *st = fstack(c, s->tid, s->depth);
+    if (!st)
+        return RP_ENOMEM;
+    rp_sf_enter(c->L->filter, s->depth ? &st[s->depth - 1] : NULL, s->id, s->start, &st[s->depth]);
+    return 0;
+}
+
+/* Filtered: whether the lock span s is counted. */
+static int kept(struct collect *c, const struct rp_sw_span *s, int *nomem)
+{
+    struct rp_sf_frame *st = fstack(c, s->tid, s->depth), hold;
+    if (!st)
+        return *nomem = 1, 0;
+    if (!is_lock_hold(c, s->id))
+        return rp_sf_kept(c->L->filter, &st[s->depth], s->dur);
+    rp_sf_enter(c->L->filter, s->depth ? &st[s->depth - 1] : NULL, s->id, s->start, &hold);
+    return rp_sf_kept(c->L->filter, &hold, s->dur);
+}
 
 static int on_end(void *ctx, const struct rp_sw_span *s)
 {
     struct collect *c = ctx;
     uint8_t kind = c->p->nodes[s->id].kind;
-    int cond = kind == RP_KIND_WAIT && c->p->nodes[s->id].cls == RP_CLASS_LOCK;
+    int cond = kind == RP_KIND_WAIT && c->p->nodes[s->id].cls == RP_CLASS_LOCK, nomem = 0;
     if (kind != RP_KIND_LOCK_WAIT && kind != RP_KIND_LOCK_HOLD && !cond)
         return 0;
+    if (c->L->filter && !kept(c, s, &nomem))
+        return nomem ? RP_ENOMEM : 0;
     struct rp_lock_acc *a = acc_get(c->L, s->parent, s->id);
     if (!a)
         return RP_ENOMEM;
@@ -248,9 +335,12 @@ out:
 int rp_locks_build(struct rp_locks *L, const char *path, const struct rp_replay_opts *o,
                    const struct rp_profile *p, enum rp_locks_sort sort, char *err, size_t errsz)
 {
-    struct collect c = {L, p};
-    struct rp_sw_ops ops = {.end = on_end};
+    struct collect c = {L, p, NULL, 0, 0};
+    struct rp_sw_ops ops = {.begin = L->filter ? on_begin : NULL, .end = on_end};
     int rc = rp_sw_file(path, o, p, &ops, &c, 0, err, errsz);
+    for (uint32_t i = 0; i < c.capth; i++)
+        free(c.th[i].st);
+    free(c.th);
     if (rc < 0)
         return rc;
     if ((rc = group(L, p)) < 0)

@@ -45,6 +45,9 @@ struct rp_locks {
     uint32_t nacc, capacc;
     struct rp_lock *locks; /* after rp_locks_finish */
     uint32_t nlocks;
+    /* set by the caller before rp_locks_build, or NULL: only the waits and
+     * holds it keeps are counted (spanfilter.h; mark by p's node indices) */
+    const struct rp_span_filter *filter;
 };
 
 enum rp_locks_sort {

@@ -119,6 +119,7 @@ static const struct cmd_help helps[] = {
       TID_OPT,
       {"--contended-ratio R", "the CONTENDED flag's threshold: waited / held"},
       COMP_OPT,
+      FILTER_OPTS,
       {NULL, NULL}},
      NULL},
     {"export",

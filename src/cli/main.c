@@ -40,6 +40,7 @@ static const struct rp_cmd commands[] = {
      "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
      "                [--sort wait|hold|acquisitions|contended|name]\n"
      "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]"},
     {"export", cmd_export,
      "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
@@ -336,6 +337,30 @@ static void put_warnings(struct rp_profile *p)
 }
 
 /*
+ * Gives the nodes of p, a filtered profile, the names all (the same file's
+ * unfiltered profile, named) has for them: a node the filter left without
+ * calls is not named by rp_profile_symbolize, and later passes over the
+ * file (locks, exports) still see its spans.  Dies when out of memory.
+ */
+static void keep_names(struct rp_profile *p, const struct rp_profile *all)
+{
+    for (uint32_t i = 1; i < p->n_nodes && i < all->n_nodes; i++) {
+        struct rp_node *n = &p->nodes[i];
+        const struct rp_node *a = &all->nodes[i];
+        if (n->name || !a->name)
+            continue;
+        if (!(n->name = rp_profile_strndup(p, a->name, strlen(a->name), 0)) ||
+            (a->file && !n->file &&
+             !(n->file = rp_profile_strndup(p, a->file, strlen(a->file), 1))) ||
+            (a->module && !n->module &&
+             !(n->module = rp_profile_strndup(p, a->module, strlen(a->module), 1))))
+            rp_die("out of memory");
+        if (!n->line)
+            n->line = a->line;
+    }
+}
+
+/*
  * Replays file into *p, through o's filters when there are any (filter.c:
  * a first replay names the nodes the filter is made from).  Returns 0 or
  * the replay's code, with the message in err.
@@ -355,10 +380,12 @@ static int replay_one(struct rp_load_opts *o, const char *file, struct rp_profil
         return rc;
     }
     uint8_t *mark = rp_filter_make(&o->filt, &all, &f);
-    rp_profile_free(&all);
     struct rp_replay_opts ro = o->replay;
     ro.filter = &f;
     rc = rp_replay_file(file, &ro, p, o->chunk_fn, o->chunk_ctx, err, errsz);
+    if (rc == 0)
+        keep_names(p, &all);
+    rp_profile_free(&all);
     free(mark);
     return rc;
 }
