@@ -28,6 +28,9 @@
 #   locks     prog_contend 200: `locks -F mutex_worker` is counter_lock's
 #             800 acquisitions of the workers alone (not main's); `locks -N
 #             rw_worker` has every lock but the rwlock, each named
+#   dump      dump -F a: the 48 enters and 48 exits of a's subtree; -D 1:
+#             main's enter and exit alone; -t: refused (an enter is printed
+#             before its length is known)
 #   bad       -D 0, -t x, -r 5ms~1ms, -r 1s, -F nosuch: errors naming them
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
@@ -229,6 +232,22 @@ print(" ".join(sorted("%s:%d" % (l["name"], l["acquisitions"]) for l in r["locks
     done
 }
 
+dump() {
+    [[ -f "$tmp/ct.rp" ]] || fail "no trace (scenario exact failed)"
+    "$RANKPROF" dump -F a "$tmp/ct.rp" >"$tmp/d.txt" 2>"$tmp/d.err" || fail "dump -F a: $(cat "$tmp/d.err")"
+    local n x
+    n=$(grep -c ' enter ' "$tmp/d.txt") x=$(grep -c ' exit ' "$tmp/d.txt")
+    [[ $n == 48 && $x == 48 ]] || fail "dump -F a: $n enters, $x exits, expected 48 and 48"
+    grep -q ' main$' "$tmp/d.txt" && fail "dump -F a prints main"
+    "$RANKPROF" dump -D 1 "$tmp/ct.rp" >"$tmp/d.txt" 2>"$tmp/d.err" || fail "dump -D 1: $(cat "$tmp/d.err")"
+    got=$(grep -E ' (enter|exit) ' "$tmp/d.txt" | awk '{print $3, $4}' | tr '\n' ' ')
+    [[ $got == "enter main exit main " ]] || fail "dump -D 1: $got"
+    if "$RANKPROF" dump -t 1us "$tmp/ct.rp" >/dev/null 2>"$tmp/d.err"; then
+        fail "dump -t succeeded"
+    fi
+    grep -qF -- "-t/--min-duration" "$tmp/d.err" || fail "dump -t: $(cat "$tmp/d.err")"
+}
+
 bad() {
     local a want
     for a in "-D 0|-D/--depth" "-t x|-t/--min-duration" "-r 5ms~1ms|-r/--time-range" \
@@ -250,5 +269,6 @@ scenario mutual mutual
 scenario deep deep
 scenario graph graph
 scenario locks locks
+scenario dump dump
 scenario bad bad
 finish

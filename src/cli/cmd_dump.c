@@ -4,6 +4,13 @@
  * in file order:  time since the run's first event (ns; negative for an event
  * before it, which cannot be), thread, event, name, exits named from each
  * thread's stack of open spans.
+ *
+ * Filters (-F, -N, -D, -r; docs/filters.md) print the events of the kept
+ * spans: an enter and its exit when the span is kept (decided when it
+ * begins, from the filter state of the span below it, which each thread's
+ * stack keeps), any other event when the innermost open span is kept.
+ * Lost events are always printed.  Names are matched as they are first
+ * needed (an id's mark is computed with its name).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +22,7 @@
 #include "cli.h"
 #include "common/error.h"
 #include "common/span.h"
+#include "report/names.h"
 #include "trace/reader.h"
 
 /* A thread's open spans, kept across its chunks (file order is each
@@ -22,6 +30,7 @@
 struct dstack {
     uint32_t tid;
     uint32_t *ids, n, cap;
+    struct rp_sf_frame *sf; /* filtered: each open span's filter state */
 };
 
 struct dump {
@@ -34,6 +43,11 @@ struct dump {
     size_t maps_len;
     uint64_t t0; /* the run's first event */
     double ns_per_tick;
+    /* filtered: flt.mark is mark[], an id's entry valid once marked[id] */
+    const struct rp_filter_args *fa;
+    struct rp_span_filter flt;
+    uint8_t *mark, *marked;
+    uint32_t nmark;
 };
 
 /* The stack of thread tid, made on first use; NULL when out of memory. */
@@ -50,16 +64,20 @@ static struct dstack *stack_of(struct dump *d, uint32_t tid)
     return &d->st[d->nst++];
 }
 
-static void push(struct dstack *s, uint32_t id)
+static void push(struct dstack *s, uint32_t id, const struct rp_sf_frame *sf)
 {
     if (s->n == s->cap) {
         uint32_t cap = s->cap ? 2 * s->cap : 64;
         uint32_t *n = realloc(s->ids, cap * sizeof(*n));
-        if (!n)
+        struct rp_sf_frame *f = n ? realloc(s->sf, cap * sizeof(*f)) : NULL;
+        if (n)
+            s->ids = n;
+        if (!f)
             return; /* (deeper spans go unnamed at their exits) */
-        s->ids = n;
+        s->sf = f;
         s->cap = cap;
     }
+    s->sf[s->n] = *sf;
     s->ids[s->n++] = id;
 }
 
@@ -102,6 +120,61 @@ static const char *id_name(struct dump *d, const struct rp_profile *p, uint32_t 
     return d->names[id] ? d->names[id] : "?";
 }
 
+/* Makes d->mark[id] valid: the -F or -N mark of id's name.  Out of memory
+ * the id stays unmarked. */
+static void mark_id(struct dump *d, const struct rp_profile *p, uint32_t id)
+{
+    if (id >= d->nmark) {
+        uint32_t n = id + 1 > 2 * d->nmark ? id + 1 : 2 * d->nmark;
+        uint8_t *m = realloc(d->mark, n), *k = m ? realloc(d->marked, n) : NULL;
+        if (m)
+            d->mark = m;
+        if (!k)
+            return;
+        d->marked = k;
+        memset(d->mark + d->nmark, 0, n - d->nmark);
+        memset(d->marked + d->nmark, 0, n - d->nmark);
+        d->nmark = n;
+        d->flt.mark = d->mark;
+        d->flt.n_mark = n;
+    }
+    if (d->marked[id])
+        return;
+    d->marked[id] = 1;
+    const char *name = id_name(d, p, id);
+    for (unsigned k = 0; k < d->fa->n_inc; k++)
+        if (rp_name_match(name, d->fa->inc[k]))
+            d->mark[id] = RP_SF_INCLUDE;
+    for (unsigned k = 0; k < d->fa->n_exc; k++)
+        if (rp_name_match(name, d->fa->exc[k]))
+            d->mark[id] = RP_SF_EXCLUDE;
+}
+
+/* Filtered: whether event ev (of stack st, before it changes the stack) is
+ * printed; *sf gets the state of the span an enter begins. */
+static int shown(struct dump *d, const struct rp_profile *p, const struct dstack *st,
+                 const struct rp_event *ev, struct rp_sf_frame *sf)
+{
+    const struct rp_sf_frame *top = st->n && st->sf ? &st->sf[st->n - 1] : NULL;
+    switch (ev->op) {
+    case RP_OP_ENTER:
+        mark_id(d, p, ev->id);
+        rp_sf_enter(&d->flt, top, ev->id, ev->ticks, sf);
+        return sf->keep;
+    case RP_OP_EXIT:
+    case RP_OP_EXIT_ID: { /* the span it ends (EXIT_ID: the named one) */
+        uint32_t at = st->n;
+        if (ev->op == RP_OP_EXIT_ID)
+            RP_SPAN_MATCH(at, st->n, st->ids[at - 1], ev->id);
+        return at && st->sf ? st->sf[at - 1].keep : !d->flt.has_include;
+    }
+    case RP_OP_LOST:
+        return 1;
+    default:
+        return top ? top->keep : !d->flt.has_include && rp_sf_in_window(&d->flt, ev->ticks);
+    }
+}
+
 static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
 {
     struct dump *d = ctx;
@@ -132,6 +205,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
          * thread), the origin of the timelines and sequence diagrams */
         double ns = ((double)ev.ticks - (double)d->t0) * (d->ns_per_tick > 0 ? d->ns_per_tick : 1);
         uint32_t id = ev.id;
+        struct rp_sf_frame sf = {0};
+        int show = !d->fa || shown(d, p, st, &ev, &sf); /* (before the exits pop) */
         if (ev.op == RP_OP_EXIT) { /* the innermost span: named from the stack */
             id = st->n ? st->ids[st->n - 1] : 0;
             st->n -= st->n > 0;
@@ -141,27 +216,31 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             st->n = at ? at - 1 : st->n;
         }
         uint32_t depth = st->n;
-        printf("%14.0f %7u %-7s %*s", ns, dec.tid, on[ev.op & 15],
-               (int)(2 * (depth < 40 ? depth : 40)), "");
-        if (id)
-            printf("%s", id_name(d, p, id));
-        else if (ev.op == RP_OP_EXIT)
-            printf("(no open span: unmatched)");
-        else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
-            printf("(thread end: every open span ends)");
-        if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
-            ev.op == RP_OP_PAUSE)
-            printf(" %" PRIu64, ev.arg);
-        else if (ev.op == RP_OP_COUNTER)
-            printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
-        else if (ev.op == RP_OP_HOLD_END && ev.arg3) /* held for, acquired in */
-            printf(" held %" PRIu64 " ticks, taken in %s", ev.arg,
-                   ev.arg3 >> 2 ? id_name(d, p, (uint32_t)(ev.arg3 >> 2)) : "<root>");
-        else if (ev.op == RP_OP_HOLD_END)
-            printf(" (never acquired: unmatched)");
-        putchar('\n');
+        if (d->fa) /* (indented by the kept spans) */
+            depth = st->n && st->sf ? st->sf[st->n - 1].kdepth : 0;
+        if (show) {
+            printf("%14.0f %7u %-7s %*s", ns, dec.tid, on[ev.op & 15],
+                   (int)(2 * (depth < 40 ? depth : 40)), "");
+            if (id)
+                printf("%s", id_name(d, p, id));
+            else if (ev.op == RP_OP_EXIT)
+                printf("(no open span: unmatched)");
+            else if (ev.op == RP_OP_UNWIND) /* format.h: id 0, the thread ends here */
+                printf("(thread end: every open span ends)");
+            if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
+                ev.op == RP_OP_PAUSE)
+                printf(" %" PRIu64, ev.arg);
+            else if (ev.op == RP_OP_COUNTER)
+                printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
+            else if (ev.op == RP_OP_HOLD_END && ev.arg3) /* held for, acquired in */
+                printf(" held %" PRIu64 " ticks, taken in %s", ev.arg,
+                       ev.arg3 >> 2 ? id_name(d, p, (uint32_t)(ev.arg3 >> 2)) : "<root>");
+            else if (ev.op == RP_OP_HOLD_END)
+                printf(" (never acquired: unmatched)");
+            putchar('\n');
+        }
         if (ev.op == RP_OP_ENTER)
-            push(st, ev.id);
+            push(st, ev.id, &sf);
         else if (ev.op == RP_OP_UNWIND && !ev.id) { /* the thread's end, a window's edge */
             st->n = 0;
         } else if (ev.op == RP_OP_UNWIND) { /* back to the named span */
@@ -179,7 +258,10 @@ int cmd_dump(int argc, char **argv)
 {
     struct rp_load_opts o;
     rp_load_opts_default(&o);
-    rp_opt_input_args("dump", rp_parse_input_opts("dump", argc, argv, &o, 0), argc, argv, &o);
+    rp_opt_input_args("dump", rp_parse_input_opts("dump", argc, argv, &o, 1), argc, argv, &o);
+    if (o.filt.min_ns > 0)
+        rp_usage_die("dump", "-t/--min-duration: dump prints an enter before its span's length is "
+                             "known (rankprof replay -t shows calls by their length)");
     struct rp_set s;
     rp_find_inputs(&o, &s);
 
@@ -215,6 +297,15 @@ int cmd_dump(int argc, char **argv)
         rp_profile_free(&p);
     }
     d.t0 = t0 == UINT64_MAX ? 0 : t0;
+    if (o.filt.first) { /* (times from the run's first event, as printed) */
+        double npt = d.ns_per_tick > 0 ? d.ns_per_tick : 1, to = d.t0 + o.filt.to_ns / npt;
+        d.fa = &o.filt;
+        d.flt = (struct rp_span_filter){.max_depth = o.filt.depth,
+                                        .has_include = o.filt.n_inc > 0,
+                                        .window = o.filt.range,
+                                        .from = d.t0 + (uint64_t)(o.filt.from_ns / npt),
+                                        .to = to < 1.8e19 ? (uint64_t)to : UINT64_MAX};
+    }
     int rc = 0;
     for (uint32_t i = 0; i < s.n && rc == 0; i++) {
         if (left[i])
@@ -225,9 +316,12 @@ int cmd_dump(int argc, char **argv)
         for (uint32_t k = 0; k < d.nnames; k++)
             free(d.names[k]);
         d.nnames = 0;
-        for (uint32_t k = 0; k < d.nst; k++) /* (another process: other threads) */
+        for (uint32_t k = 0; k < d.nst; k++) { /* (another process: other threads) */
             free(d.st[k].ids);
+            free(d.st[k].sf);
+        }
         d.nst = 0;
+        memset(d.marked, 0, d.nmark); /* (another process: other ids) */
         if (d.sym)
             rp_sym_close(d.sym);
         d.sym = NULL;
@@ -240,9 +334,13 @@ int cmd_dump(int argc, char **argv)
     for (uint32_t i = 0; i < d.nnames; i++)
         free(d.names[i]);
     free(d.names);
-    for (uint32_t k = 0; k < d.nst; k++)
+    for (uint32_t k = 0; k < d.nst; k++) {
         free(d.st[k].ids);
+        free(d.st[k].sf);
+    }
     free(d.st);
+    free(d.mark);
+    free(d.marked);
     if (d.sym)
         rp_sym_close(d.sym);
     for (uint32_t i = 0; i < s.n; i++)

@@ -149,8 +149,16 @@ static const struct cmd_help helps[] = {
      NULL},
     {"dump",
      "every event, one per line",
-     "Prints every event of the trace in file order: time, thread, what happened, with names.",
-     {INPUT_OPTS, {NULL, NULL}},
+     "Prints every event of the trace in file order: time, thread, what happened, with names. "
+     "With filters, the enters and exits of the kept spans and the other events inside them "
+     "(lost events always).",
+     {INPUT_OPTS,
+      {"-F, --function NAME", "only NAME's spans and what they call (repeatable)"},
+      {"-N, --exclude NAME", "not NAME's spans nor what they call (repeatable)"},
+      {"-D, --depth N", "only spans at most N deep among the kept ones"},
+      {"-r, --time-range FROM~TO", "only spans that begin between FROM and TO after the run's "
+                                   "first event (the times dump prints)"},
+      {NULL, NULL}},
      NULL},
     {"replay",
      "every call as a tree, with its duration",

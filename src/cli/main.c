@@ -51,7 +51,9 @@ static const struct rp_cmd commands[] = {
      "                [FILE...]\n"
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
-    {"dump", cmd_dump, "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
+    {"dump", cmd_dump,
+     "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-r FROM~TO] [FILE...]"},
     {"replay", cmd_replay,
      "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
