@@ -239,14 +239,28 @@ static int trace_end(const char *path, uint32_t *flags, uint64_t *lost)
     return rc;
 }
 
+/* The program record runs; 0 until it is forked. */
+static volatile pid_t child_pid;
+
 /*
  * After the run: says what was written, or why not.  Returns 0 when the
  * trace is there, new and complete, else 1 (with the reason on stderr).
+ * When the program wrote OUT.PID (PID its own: another process held OUT,
+ * e.g. a sibling rank of an MPI job each started by `mpirun rankprof
+ * record`), that file is the one checked.
  */
 static int report_output(const char *out, const char *abs_out, const struct stat *before,
                          const char *prog, int killed)
 {
     struct stat sb;
+    static char own[4096 + 16], own_out[4096 + 16];
+    if (child_pid > 0 && snprintf(own, sizeof(own), "%s.%d", abs_out, (int)child_pid) > 0 &&
+        stat(own, &sb) == 0 && sb.st_mtim.tv_sec >= before->st_mtim.tv_sec) {
+        snprintf(own_out, sizeof(own_out), "%s.%d", out, (int)child_pid);
+        out = own_out;
+        abs_out = own;
+        before = &(struct stat){0};
+    }
     if (stat(abs_out, &sb) != 0) {
         int st = prog_static(prog);
         if (st == 1)
@@ -315,8 +329,6 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     return 0;
 }
 
-/* The program record runs; 0 until it is forked. */
-static volatile pid_t child_pid;
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 
 /*

@@ -30,6 +30,7 @@ struct cmd_help {
      "given more than once, exactly those files, merged"},                                         \
         {"--process PID|FILE", "only the process PID (every image it exec'd), or that one file "   \
                                "of the run"},                                                      \
+        {"--rank R", "only the processes of MPI rank R (INFO rank, from the launcher)"},           \
         {"--one-file", "only the file -i names, not the rest of its run"},                         \
     {                                                                                              \
         "--force", "analyse a damaged or cut trace up to the damage (and a file of the run that "  \

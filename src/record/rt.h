@@ -327,6 +327,14 @@ RP_HIDDEN void rp_rt_shutdown(void);
  * as any other does. */
 RP_HIDDEN void rp_rt_maps_now(void);
 
+/* The MPI rank the launcher's environment gives the process (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK, PMI_RANK, SLURM_PROCID), as decimal text into buf: 1, or 0 when
+ * none is set or it is not a number that fits (mpi.c).  Cannot fail. */
+RP_HIDDEN int rp_mpi_rank(char *buf, size_t n);
+/* Whether the program is an MPI launcher (mpirun, mpiexec, orted, srun, ...),
+ * which records nothing unless RANKPROF_LAUNCHER=record (mpi.c).  Cannot fail. */
+RP_HIDDEN int rp_mpi_launcher(void);
+
 /* A forked child's periodic flush, at the start of a blocking call (rt.c). */
 RP_HIDDEN void rp_rt_child_flush(void);
 

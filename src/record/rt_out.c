@@ -281,6 +281,8 @@ RP_HIDDEN void rp_out_info(void)
         tmp[sizeof(tmp) - 1] = 0;
         rp_info_put(buf, cap, &len, "host", tmp, strlen(tmp));
     }
+    if (rp_mpi_rank(tmp, sizeof(tmp)))
+        rp_info_put(buf, cap, &len, "rank", tmp, strlen(tmp));
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));

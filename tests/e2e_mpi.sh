@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e_mpi.sh - an MPI job recorded both ways docs/multi-process.md gives:
+# `mpirun -np N rankprof record -- prog` (each rank's rankprof: one file per
+# rank, NAME taken by the first and NAME.PID by the others) and `rankprof
+# record -- mpirun -np N prog` (the launcher's file holds no events; its
+# forks that exec leave no empty file).  Exact calls (tests/progs/mpi_ring.c)
+# over N ranks: rank_work 3N(N+1)/2, ring_step 10N, wait_token 10N; rank R
+# alone (--rank R): rank_work 3(R+1), ring_step 10, wait_token 10.  Each
+# rank's file says its rank (JSON processes[].rank), its pid and host.
+# Needs mpirun and prog_mpi_ring (built when CMake finds mpicc): skipped
+# (77) without them.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_mpi RANKPROF PROGS RP_LIB
+export RANKPROF_LIB="$RP_LIB"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+under_asan && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+R() { $TMO "$RANKPROF" "$@"; }
+if ! command -v mpirun >/dev/null || [[ ! -x $PROGS/prog_mpi_ring ]]; then
+    missing mpirun "no mpirun or no prog_mpi_ring (mpicc): scripts/deps.sh test installs openmpi"
+    finish
+fi
+MPIRUN=(mpirun --oversubscribe)
+
+# check FILE N [--rank R] : the calls of the run recorded to FILE over N
+# ranks (or rank R's), and processes[] names ranks 0..N-1 once each with
+# this host and the pids the program printed ($tmp/FILE.out)
+check() {
+    local f=$1 n=$2
+    shift 2
+    R report -i "$tmp/$f" --format json "$@" >"$tmp/$f.json" 2>"$tmp/$f.rerr" ||
+        fail "report $f $*: $(cat "$tmp/$f.rerr")"
+    python3 - "$tmp/$f.json" "$n" "$tmp/$f.out" "$(hostname)" "$@" <<'PY' || fail "$f $*: wrong counts or processes"
+import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); host = sys.argv[4]
+c = {}
+for x in r["nodes"]:
+    c[x["name"]] = c.get(x["name"], 0) + x["calls"]
+got = [c.get(k, 0) for k in ("rank_work", "ring_step", "wait_token")]
+pids = {}
+for l in open(sys.argv[3]):
+    w = l.split()
+    pids[int(w[1])] = int(w[5])
+if len(sys.argv) > 6:  # --rank R
+    k = int(sys.argv[6])
+    want = [3 * (k + 1), 10, 10]
+else:
+    want = [3 * n * (n + 1) // 2, 10 * n, 10 * n]
+if got != want:
+    sys.exit("calls rank_work ring_step wait_token = %s, expected %s" % (got, want))
+if len(sys.argv) > 6:
+    sys.exit(0)
+ranks = {}
+for p in r["processes"]:
+    if "rank" in p:
+        if p["rank"] in ranks: sys.exit("rank %d twice" % p["rank"])
+        ranks[p["rank"]] = p
+        if p["pid"] != pids[p["rank"]]: sys.exit("rank %d: pid %d, printed %d" % (p["rank"], p["pid"], pids[p["rank"]]))
+        if p.get("host") != host: sys.exit("rank %d: host %s" % (p["rank"], p.get("host")))
+        if not p["events"] or not p["ended_normally"]: sys.exit("rank %d: %s" % (p["rank"], p))
+    elif p["events"]:
+        sys.exit("a process without a rank has events: %s" % p)
+if sorted(ranks) != list(range(n)):
+    sys.exit("ranks %s, expected 0..%d" % (sorted(ranks), n - 1))
+PY
+}
+
+inside() { # inside N: mpirun -np N rankprof record -- prog
+    local n=$1 f=in$1.data
+    $TMO "${MPIRUN[@]}" -np "$n" "$RANKPROF" record -o "$tmp/$f" -- "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "mpirun -np $n rankprof record: $(cat "$tmp/$f.err")"
+    # one file per rank, each complete (the "one corrupted file" of a shared name)
+    [[ $(ls "$tmp" | grep -c "^$f\(\.[0-9]*\)\?$") == "$n" ]] || fail "files: $(ls "$tmp")"
+    check "$f" "$n"
+    for ((k = 0; k < n; k++)); do check "$f" "$n" --rank "$k"; done
+}
+
+outside() { # outside N: rankprof record -- mpirun -np N prog
+    local n=$1 f=out$1.data
+    R record -o "$tmp/$f" -- "${MPIRUN[@]}" -np "$n" "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "rankprof record -- mpirun: $(cat "$tmp/$f.err")"
+    # the launcher's file and one per rank: no empty file of a fork that exec'd
+    [[ $(ls "$tmp" | grep -c "^$f\(\.[0-9]*\)\?$") == $((n + 1)) ]] || fail "files: $(ls "$tmp")"
+    check "$f" "$n"
+    check "$f" "$n" --rank $((n - 1))
+}
+
+bad_rank() {
+    [[ -f $tmp/in2.data ]] || fail "no in2.data (scenario inside2 failed)"
+    ! R report -i "$tmp/in2.data" --rank 5 >/dev/null 2>"$tmp/bad.err" || fail "--rank 5 passed"
+    grep -q "rank 5.*rank 0" "$tmp/bad.err" || fail "message: $(cat "$tmp/bad.err")"
+    ! R report -i "$tmp/in2.data" --rank x >/dev/null 2>"$tmp/bad.err" || fail "--rank x passed"
+    grep -q -- "--rank x" "$tmp/bad.err" || fail "message: $(cat "$tmp/bad.err")"
+}
+
+scenario inside2 inside 2
+scenario inside4 inside 4
+scenario outside3 outside 3
+scenario bad_rank bad_rank
+finish
