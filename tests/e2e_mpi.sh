@@ -85,6 +85,73 @@ outside() { # outside N: rankprof record -- mpirun -np N prog
     check "$f" "$n" --rank $((n - 1))
 }
 
+# export --format otf2 of the 3-rank run, read back by otf2-print: one
+# location group per process (the launcher's and ranks 0..2), one location
+# per thread with its exact event count, Enter/Leave of each function as
+# many as its calls, timestamps never backwards per location, and the
+# processes on one axis: every rank > 0 leaves its first wait_token after
+# rank 0 has left its 100 ms nanosleep (the token is sent after it).
+otf2() {
+    [[ -f $tmp/out3.data ]] || fail "no out3.data (scenario outside3 failed)"
+    if ! command -v otf2-print >/dev/null; then
+        missing otf2-print "no otf2-print: scripts/deps.sh test installs otf2-tools"
+        return 0
+    fi
+    if ! R export --format otf2 -i "$tmp/out3.data" -o "$tmp/arch" 2>"$tmp/otf2.err"; then
+        grep -q "unavailable" "$tmp/otf2.err" || fail "export otf2: $(cat "$tmp/otf2.err")"
+        missing libotf2 "this build has no libotf2 (libotf2-trace-dev)"
+        return 0
+    fi
+    ! R export --format otf2 -i "$tmp/out3.data" -o "$tmp/arch" 2>"$tmp/otf2.err" ||
+        fail "export over an existing archive passed"
+    grep -q "exists" "$tmp/otf2.err" || fail "message: $(cat "$tmp/otf2.err")"
+    otf2-print -G "$tmp/arch/traces.otf2" >"$tmp/defs.txt" 2>"$tmp/print.err" || fail "otf2-print -G"
+    otf2-print "$tmp/arch/traces.otf2" >"$tmp/evts.txt" 2>>"$tmp/print.err" || fail "otf2-print"
+    [[ ! -s $tmp/print.err ]] || fail "otf2-print warns: $(head -3 "$tmp/print.err")"
+    R report -i "$tmp/out3.data" --format json >"$tmp/all.json" 2>/dev/null || fail "report"
+    python3 - "$tmp/defs.txt" "$tmp/evts.txt" "$tmp/all.json" <<'PY' || fail "otf2 archive"
+import json, re, sys
+defs = open(sys.argv[1]).read().splitlines()
+groups = [l for l in defs if l.startswith("LOCATION_GROUP ")]
+names = sorted(re.search(r'Name: "([^"]*)"', l).group(1).split(" (")[0] for l in groups)
+assert len(groups) == 4 and names[1:] == ["rank 0", "rank 1", "rank 2"] and names[0].startswith("pid "), groups
+locs = {}
+for l in defs:
+    if l.startswith("LOCATION "):
+        m = re.match(r'LOCATION\s+(\d+)\s.*# Events: (\d+), Group: "([^"]*)"', l)
+        locs[m.group(1)] = [int(m.group(2)), m.group(3), 0, -1]
+# one location per thread of the ranks (the launcher records none)
+r = json.load(open(sys.argv[3]))
+assert len(locs) == len(r["thread_list"]), (len(locs), len(r["thread_list"]))
+enter = {}; leave = {}; first_wait = {}; sleep_end = None
+for l in open(sys.argv[2]):
+    w = l.split()
+    if not w or w[0] not in ("ENTER", "LEAVE"):
+        continue
+    loc, ts = w[1], int(w[2])
+    name = re.search(r'Region: "([^"]*)"', l).group(1)
+    x = locs[loc]
+    x[2] += 1
+    assert ts >= x[3], "location %s goes backwards at %d" % (loc, ts)
+    x[3] = ts
+    d = enter if w[0] == "ENTER" else leave
+    d[name] = d.get(name, 0) + 1
+    grp = x[1].split(" (")[0]
+    if w[0] == "LEAVE" and name == "nanosleep [wait]" and grp == "rank 0":
+        sleep_end = ts
+    if w[0] == "LEAVE" and name == "wait_token" and grp != "rank 0" and grp not in first_wait:
+        first_wait[grp] = ts
+for k, x in locs.items():
+    assert x[0] == x[2], "location %s: %d events defined, %d read" % (k, x[0], x[2])
+want = {"rank_work": 18, "ring_step": 30, "wait_token": 30}
+for k, v in want.items():
+    assert enter.get(k) == v and leave.get(k) == v, (k, enter.get(k), leave.get(k), v)
+assert sleep_end is not None and len(first_wait) == 2, (sleep_end, first_wait)
+for g, ts in first_wait.items():
+    assert ts > sleep_end, "%s leaves wait_token at %d, before rank 0's sleep ends at %d" % (g, ts, sleep_end)
+PY
+}
+
 bad_rank() {
     [[ -f $tmp/in2.data ]] || fail "no in2.data (scenario inside2 failed)"
     ! R report -i "$tmp/in2.data" --rank 5 >/dev/null 2>"$tmp/bad.err" || fail "--rank 5 passed"
@@ -97,4 +164,5 @@ scenario inside2 inside 2
 scenario inside4 inside 4
 scenario outside3 outside 3
 scenario bad_rank bad_rank
+scenario otf2 otf2
 finish

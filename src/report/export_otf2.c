@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export_otf2.c - `rankprof export --format otf2 -o DIR`: an OTF2 archive
+ * (DIR/traces.otf2, DIR/traces.def, DIR/traces/) for Vampir, otf2-print and
+ * the Score-P tools, written with libotf2 when the build found it
+ * (RP_HAVE_OTF2; docs/exports.md, docs/multi-process.md).
+ *
+ * One location group per process (a pid: the images it exec'd are one),
+ * under one system tree node per host; one location per thread; one region
+ * per function, point, lock wait, io span, blocking call and MPI call
+ * that occurs, its Enter and Leave at the span's ends.  Timestamps are
+ * nanoseconds of CLOCK_MONOTONIC: each process's ticks are mapped through
+ * its own CLOCK chunks (trace-format.md) by linear interpolation, so that
+ * the processes of one host share one axis; a process with INFO
+ * clock_offset_ns (measured by librankprof-mpi against rank 0) has it
+ * added, which puts other hosts' ranks on rank 0's axis.  A location's
+ * timestamps never go backwards (libotf2 requires it): a later one that
+ * would is written at the previous one.  Not written: lock holds (they do
+ * not nest with the spans), instants, counters and losses.
+ *
+ * Memory: one writer per thread (libotf2's buffers) and the tables of
+ * processes and threads; nothing grows with the events.
+ */
+#define _GNU_SOURCE
+#define _FILE_OFFSET_BITS 64
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/array.h"
+#include "common/bytes.h"
+#include "common/error.h"
+#include "report/export.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+
+#ifndef RP_HAVE_OTF2
+
+int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
+{
+    (void)out;
+    snprintf(ctx->err, ctx->errsz,
+             "this rankprof was built without libotf2, so the otf2 format is unavailable "
+             "(install libotf2-trace-dev, e.g. `scripts/deps.sh build`, and rebuild)");
+    return RP_EINVAL;
+}
+
+#else
+
+#include <otf2/otf2.h>
+
+/* A process (a pid) and its clock: its CLOCK chunks' (ticks, monotonic ns). */
+struct grp {
+    uint32_t pid, proc; /* proc: its first file's index in p->procs */
+    uint32_t host;      /* system tree node */
+    uint64_t *tk, *ns;
+    uint32_t n, cap;
+    int64_t offset; /* INFO clock_offset_ns */
+};
+
+struct loc {
+    uint32_t tid, grp;
+    uint64_t last, events;
+    OTF2_EvtWriter *w;
+    char name[64];
+};
+
+struct otf {
+    const struct rp_export_ctx *ctx;
+    const struct rp_profile *p;
+    OTF2_Archive *ar;
+    struct grp *grps;
+    uint32_t ngrp, capgrp;
+    struct loc *locs;
+    uint32_t nloc, caploc, hit;
+    uint32_t *reg;  /* per node: its region + 1, 0 before it occurs (OTF2 wants dense ids) */
+    uint32_t *node; /* per region: its node */
+    uint32_t nreg;
+    uint64_t min_ns, max_ns, clamped;
+    int64_t real_minus_mono; /* of the first process's first CLOCK chunk */
+    int have_real;
+};
+
+/* libotf2's flush callbacks: flush when a buffer is full, no timestamp. */
+static OTF2_FlushType pre_flush(void *u, OTF2_FileType ft, OTF2_LocationRef l, void *c, bool fin)
+{
+    (void)u, (void)ft, (void)l, (void)c, (void)fin;
+    return OTF2_FLUSH;
+}
+static OTF2_TimeStamp post_flush(void *u, OTF2_FileType ft, OTF2_LocationRef l)
+{
+    (void)u, (void)ft, (void)l;
+    return 0;
+}
+static OTF2_FlushCallbacks flush_cbs = {.otf2_pre_flush = pre_flush, .otf2_post_flush = post_flush};
+
+/* Adds a (ticks, ns) sample to g.  RP_ENOMEM. */
+static int sample_add(struct grp *g, uint64_t tk, uint64_t ns)
+{
+    if (rp_grow(&g->tk, &g->cap, g->n + 1, sizeof(*g->tk), 16) < 0)
+        return RP_ENOMEM;
+    uint64_t *nns = realloc(g->ns, g->cap * sizeof(*g->ns));
+    if (!nns)
+        return RP_ENOMEM;
+    g->ns = nns;
+    g->tk[g->n] = tk;
+    g->ns[g->n++] = ns;
+    return 0;
+}
+
+/*
+ * Reads the CLOCK chunks of the trace at path into g (headers checked, one
+ * seek per chunk, as set.c does) and its INFO clock_offset_ns.  The first
+ * file's first chunk also gives the realtime - monotonic difference.  A
+ * damaged chunk ends it with what was read.  Returns 0 or RP_ENOMEM.
+ */
+static int read_clocks(struct otf *o, struct grp *g, const char *path)
+{
+    struct rp_reader r;
+    uint8_t h[RP_CHUNK_HDR_SIZE], c[24];
+    if (rp_reader_open(&r, path) < 0)
+        return 0; /* (the walk says why) */
+    uint64_t off = r.off;
+    FILE *f = r.f;
+    int rc = 0;
+    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
+        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
+        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
+            break;
+        if (type == RP_CH_CLOCK && len == sizeof(c)) {
+            if (fread(c, 1, sizeof(c), f) != sizeof(c))
+                break;
+            if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8)) {
+                if (!o->have_real) {
+                    o->real_minus_mono = (int64_t)(rp_get64(c + 16) - rp_get64(c + 8));
+                    o->have_real = 1;
+                }
+                if ((rc = sample_add(g, rp_get64(c), rp_get64(c + 8))) < 0)
+                    break;
+            }
+        } else if (type == RP_CH_INFO && len < (1u << 20)) {
+            uint8_t *b = malloc(len ? len : 1);
+            if (!b) {
+                rc = RP_ENOMEM;
+                break;
+            }
+            if (fread(b, 1, len, f) == len && rp_crc32(0, b, len) == rp_get32(h + 8)) {
+                for (uint32_t i = 0; i + 6 <= len;) {
+                    uint32_t k = rp_get16(b + i);
+                    if (i + 2 + k + 4 > len)
+                        break;
+                    uint32_t n = rp_get32(b + i + 2 + k);
+                    if (i + 6 + k + n > len)
+                        break;
+                    if (k == 15 && !memcmp(b + i + 2, "clock_offset_ns", 15) && n && n < 24) {
+                        char v[24];
+                        memcpy(v, b + i + 6 + k, n);
+                        v[n] = 0;
+                        g->offset = strtoll(v, NULL, 10);
+                    }
+                    i += 6 + k + n;
+                }
+            }
+            free(b);
+        }
+        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
+    }
+    rp_reader_close(&r);
+    return rc;
+}
+
+/* qsort order of sample indexes is not needed: samples are sorted in
+ * place by ticks (few of them).  Cannot fail. */
+static void samples_sort(struct grp *g)
+{
+    for (uint32_t i = 1; i < g->n; i++)
+        for (uint32_t j = i; j > 0 && g->tk[j - 1] > g->tk[j]; j--) {
+            uint64_t t = g->tk[j], n = g->ns[j];
+            g->tk[j] = g->tk[j - 1], g->ns[j] = g->ns[j - 1];
+            g->tk[j - 1] = t, g->ns[j - 1] = n;
+        }
+}
+
+/* ticks of process g as monotonic ns (plus its offset), interpolated
+ * between its CLOCK samples, extrapolated along the nearest segment, or
+ * at ns_per_tick with fewer than two.  Cannot fail. */
+static uint64_t to_ns(const struct otf *o, const struct grp *g, uint64_t t)
+{
+    double v;
+    if (!g->n) {
+        v = (double)t * o->p->ns_per_tick;
+    } else if (g->n == 1) {
+        v = (double)g->ns[0] + ((double)t - (double)g->tk[0]) * o->p->ns_per_tick;
+    } else {
+        uint32_t lo = 0, hi = g->n - 1; /* the segment [k, k+1] holding t, or the nearest */
+        while (hi - lo > 1) {
+            uint32_t mid = (lo + hi) / 2;
+            if (g->tk[mid] <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double dt = (double)g->tk[hi] - (double)g->tk[lo];
+        double slope = dt > 0 ? ((double)g->ns[hi] - (double)g->ns[lo]) / dt : o->p->ns_per_tick;
+        v = (double)g->ns[lo] + ((double)t - (double)g->tk[lo]) * slope;
+    }
+    v += (double)g->offset;
+    return v > 0 && v < 1.8e19 ? (uint64_t)v : 0;
+}
+
+/* The location of thread tid (made on first sight, with its writer).
+ * NULL when out of memory. */
+static struct loc *loc_of(struct otf *o, uint32_t tid)
+{
+    if (o->hit < o->nloc && o->locs[o->hit].tid == tid)
+        return &o->locs[o->hit];
+    uint32_t pid = rp_export_pid(o->p, tid), g = 0;
+    while (g < o->ngrp && o->grps[g].pid != pid)
+        g++;
+    if (g == o->ngrp)
+        g = 0;
+    for (uint32_t i = 0; i < o->nloc; i++)
+        if (o->locs[i].tid == tid && o->locs[i].grp == g)
+            return &o->locs[o->hit = i];
+    if (rp_grow(&o->locs, &o->caploc, o->nloc + 1, sizeof(*o->locs), 16) < 0)
+        return NULL;
+    struct loc *l = &o->locs[o->nloc];
+    memset(l, 0, sizeof(*l));
+    l->tid = tid;
+    l->grp = g;
+    snprintf(l->name, sizeof(l->name), "thread %u", tid);
+    if (!(l->w = OTF2_Archive_GetEvtWriter(o->ar, o->nloc)))
+        return NULL;
+    o->hit = o->nloc++;
+    return l;
+}
+
+/* The timestamp of ticks on l, never before l's last.  Cannot fail. */
+static uint64_t stamp(struct otf *o, struct loc *l, uint64_t ticks)
+{
+    uint64_t ns = to_ns(o, &o->grps[l->grp], ticks);
+    if (ns < l->last) {
+        ns = l->last;
+        o->clamped++;
+    }
+    l->last = ns;
+    if (ns < o->min_ns)
+        o->min_ns = ns;
+    if (ns > o->max_ns)
+        o->max_ns = ns;
+    return ns;
+}
+
+static int on_thread(void *cookie, uint32_t tid, const char *name)
+{
+    struct otf *o = cookie;
+    struct loc *l = loc_of(o, tid);
+    if (!l)
+        return RP_ENOMEM;
+    if (name && *name)
+        snprintf(l->name, sizeof(l->name), "%s (%u)", name, tid);
+    return 0;
+}
+
+static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
+{
+    struct otf *o = cookie;
+    struct loc *l = loc_of(o, tid);
+    if (!l)
+        return RP_ENOMEM;
+    if (!o->reg[id]) {
+        o->node[o->nreg] = id;
+        o->reg[id] = ++o->nreg;
+    }
+    l->events++;
+    return OTF2_EvtWriter_Enter(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
+               ? 0
+               : RP_EIO;
+}
+
+static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
+                  const char *why)
+{
+    struct otf *o = cookie;
+    (void)arg, (void)why;
+    struct loc *l = loc_of(o, tid);
+    if (!l)
+        return RP_ENOMEM;
+    l->events++;
+    if (!o->reg[id]) /* (cannot happen: a span ends after it began) */
+        return 0;
+    return OTF2_EvtWriter_Leave(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
+               ? 0
+               : RP_EIO;
+}
+
+/* The role and paradigm of a node's region.  Cannot fail. */
+static void region_kind(const struct rp_node *n, const char *name, OTF2_RegionRole *role,
+                        OTF2_Paradigm *par)
+{
+    *role = OTF2_REGION_ROLE_FUNCTION;
+    *par = OTF2_PARADIGM_USER;
+    if (!strncmp(name, "MPI_", 4)) {
+        *par = OTF2_PARADIGM_MPI;
+        if (strstr(name, "Barrier"))
+            *role = OTF2_REGION_ROLE_BARRIER;
+        else if (strstr(name, "Bcast") || strstr(name, "Scatter"))
+            *role = OTF2_REGION_ROLE_COLL_ONE2ALL;
+        else if (strstr(name, "Reduce") && !strstr(name, "Allreduce"))
+            *role = OTF2_REGION_ROLE_COLL_ALL2ONE;
+        else if (strstr(name, "Gather") && !strstr(name, "Allgather"))
+            *role = OTF2_REGION_ROLE_COLL_ALL2ONE;
+        else if (strstr(name, "All"))
+            *role = OTF2_REGION_ROLE_COLL_ALL2ALL;
+        else if (strstr(name, "Send") || strstr(name, "Recv") || strstr(name, "Wait"))
+            *role = OTF2_REGION_ROLE_POINT2POINT;
+        return;
+    }
+    switch (n->kind) {
+    case RP_KIND_FUNC:
+        *par = OTF2_PARADIGM_COMPILER;
+        break;
+    case RP_KIND_POINT:
+        *role = OTF2_REGION_ROLE_CODE;
+        break;
+    case RP_KIND_LOCK_WAIT:
+    case RP_KIND_LOCK_HOLD:
+        *par = OTF2_PARADIGM_PTHREAD;
+        break;
+    case RP_KIND_IO:
+        *role = OTF2_REGION_ROLE_FILE_IO;
+        break;
+    case RP_KIND_OFFCPU:
+        *role = OTF2_REGION_ROLE_ARTIFICIAL;
+        *par = OTF2_PARADIGM_MEASUREMENT_SYSTEM;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Sets up the processes: one per pid, with its clock.  RP_ENOMEM. */
+static int make_groups(struct otf *o)
+{
+    const struct rp_profile *p = o->p;
+    uint32_t n = p->n_procs ? p->n_procs : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t pid = p->n_procs ? p->procs[i].pid : p->pid, g = 0;
+        const char *file = p->n_procs && p->procs[i].file ? p->procs[i].file : o->ctx->input;
+        while (g < o->ngrp && o->grps[g].pid != pid)
+            g++;
+        if (g == o->ngrp) {
+            if (rp_grow(&o->grps, &o->capgrp, o->ngrp + 1, sizeof(*o->grps), 8) < 0)
+                return RP_ENOMEM;
+            memset(&o->grps[g], 0, sizeof(o->grps[g]));
+            o->grps[g].pid = pid;
+            o->grps[g].proc = i;
+            o->ngrp++;
+        }
+        int rc = read_clocks(o, &o->grps[g], file);
+        if (rc < 0)
+            return rc;
+    }
+    for (uint32_t g = 0; g < o->ngrp; g++)
+        samples_sort(&o->grps[g]);
+    return 0;
+}
+
+/* The global definitions: clock, strings, system tree, groups, locations,
+ * regions.  Returns 0 or RP_EIO. */
+static int write_defs(struct otf *o, char **names)
+{
+    const struct rp_profile *p = o->p;
+    OTF2_GlobalDefWriter *gw = OTF2_Archive_GetGlobalDefWriter(o->ar);
+    if (!gw)
+        return RP_EIO;
+    uint64_t len = o->max_ns > o->min_ns ? o->max_ns - o->min_ns : 0;
+    if (o->min_ns == UINT64_MAX)
+        o->min_ns = 0;
+    uint64_t real = o->have_real ? o->min_ns + (uint64_t)o->real_minus_mono : 0;
+    OTF2_ErrorCode e =
+        OTF2_GlobalDefWriter_WriteClockProperties(gw, 1000000000ull, o->min_ns, len, real);
+    uint32_t s = 0; /* string ids, in order */
+    char buf[512];
+#define STR(text) (e |= OTF2_GlobalDefWriter_WriteString(gw, s, (text)), s++)
+    uint32_t root = STR("rankprof"), cls_machine = STR("machine"), cls_node = STR("node");
+    e |= OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, 0, root, cls_machine,
+                                                  OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    /* hosts: one node each, numbered from 1 */
+    uint32_t nhost = 0;
+    for (uint32_t g = 0; g < o->ngrp; g++) {
+        const struct rp_proc *r = p->n_procs ? &p->procs[o->grps[g].proc] : NULL;
+        const char *h = r && r->host ? r->host : "localhost";
+        uint32_t k = 0;
+        for (; k < g; k++) {
+            const struct rp_proc *q = p->n_procs ? &p->procs[o->grps[k].proc] : NULL;
+            if (!strcmp(q && q->host ? q->host : "localhost", h))
+                break;
+        }
+        if (k < g) {
+            o->grps[g].host = o->grps[k].host;
+            continue;
+        }
+        o->grps[g].host = ++nhost;
+        uint32_t hs = STR(h);
+        e |= OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, nhost, hs, cls_node, 0);
+    }
+    for (uint32_t g = 0; g < o->ngrp; g++) {
+        const struct rp_proc *r = p->n_procs ? &p->procs[o->grps[g].proc] : NULL;
+        if (r && r->has_rank)
+            snprintf(buf, sizeof(buf), "rank %u (pid %u)", r->rank, o->grps[g].pid);
+        else
+            snprintf(buf, sizeof(buf), "pid %u", o->grps[g].pid);
+        uint32_t gs = STR(buf);
+        e |=
+            OTF2_GlobalDefWriter_WriteLocationGroup(gw, g, gs, OTF2_LOCATION_GROUP_TYPE_PROCESS,
+                                                    o->grps[g].host, OTF2_UNDEFINED_LOCATION_GROUP);
+    }
+    for (uint32_t i = 0; i < o->nloc; i++) {
+        uint32_t ls = STR(o->locs[i].name);
+        e |= OTF2_GlobalDefWriter_WriteLocation(gw, i, ls, OTF2_LOCATION_TYPE_CPU_THREAD,
+                                                o->locs[i].events, o->locs[i].grp);
+    }
+    uint32_t empty = STR("");
+    for (uint32_t r = 0; r < o->nreg; r++) {
+        uint32_t id = o->node[r];
+        const struct rp_node *n = &p->nodes[id];
+        OTF2_RegionRole role;
+        OTF2_Paradigm par;
+        region_kind(n, names[id], &role, &par);
+        uint32_t ns = STR(names[id]);
+        uint32_t fs = n->file ? STR(n->file) : empty;
+        uint32_t ds = STR(rp_export_cat(n->kind));
+        e |= OTF2_GlobalDefWriter_WriteRegion(gw, r, ns, ns, ds, role, par, OTF2_REGION_FLAG_NONE,
+                                              fs, n->line, n->line);
+    }
+#undef STR
+    return e == OTF2_SUCCESS ? 0 : RP_EIO;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes the directory tree at path (a failed archive).  Best effort. */
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
+{
+    static const struct rp_timeline_ops ops = {
+        .thread = on_thread, .begin = on_begin, .end = on_end};
+    const struct rp_profile *p = ctx->p;
+    struct otf o = {.ctx = ctx, .p = p, .min_ns = UINT64_MAX};
+    char tmp[4096 + 32];
+    char **names = NULL;
+    int rc = RP_ENOMEM;
+    struct stat st;
+
+    (void)out;
+    if (!ctx->output) {
+        snprintf(ctx->err, ctx->errsz, "an OTF2 archive is a directory: give -o DIR");
+        return RP_EINVAL;
+    }
+    if (stat(ctx->output, &st) == 0) {
+        snprintf(ctx->err, ctx->errsz,
+                 "%s exists: an OTF2 archive is written to a new directory (remove it or give "
+                 "another -o)",
+                 ctx->output);
+        return RP_EINVAL;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", ctx->output, (long)getpid());
+    if (!(names = rp_export_names(p)) ||
+        !(o.reg = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.reg))) ||
+        !(o.node = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.node))) ||
+        (rc = make_groups(&o)) < 0)
+        goto out;
+    o.ar = OTF2_Archive_Open(tmp, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
+                             OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    if (!o.ar) {
+        snprintf(ctx->err, ctx->errsz, "%s: libotf2 cannot create the archive", tmp);
+        rc = RP_EIO;
+        goto out;
+    }
+    if (OTF2_Archive_SetFlushCallbacks(o.ar, &flush_cbs, NULL) != OTF2_SUCCESS ||
+        OTF2_Archive_SetSerialCollectiveCallbacks(o.ar) != OTF2_SUCCESS ||
+        OTF2_Archive_OpenEvtFiles(o.ar) != OTF2_SUCCESS) {
+        snprintf(ctx->err, ctx->errsz, "%s: libotf2 cannot open its event files", tmp);
+        rc = RP_EIO;
+        goto out;
+    }
+    if ((rc = rp_export_timeline(ctx, &ops, &o)) < 0)
+        goto out;
+    rc = RP_EIO;
+    for (uint32_t i = 0; i < o.nloc; i++)
+        if (OTF2_Archive_CloseEvtWriter(o.ar, o.locs[i].w) != OTF2_SUCCESS)
+            goto fail;
+    if (OTF2_Archive_CloseEvtFiles(o.ar) != OTF2_SUCCESS ||
+        OTF2_Archive_OpenDefFiles(o.ar) != OTF2_SUCCESS)
+        goto fail;
+    for (uint32_t i = 0; i < o.nloc; i++) { /* empty local definitions: libotf2 wants them */
+        OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(o.ar, i);
+        if (!dw || OTF2_Archive_CloseDefWriter(o.ar, dw) != OTF2_SUCCESS)
+            goto fail;
+    }
+    if (OTF2_Archive_CloseDefFiles(o.ar) != OTF2_SUCCESS || (rc = write_defs(&o, names)) < 0)
+        goto fail;
+    OTF2_ErrorCode ce = OTF2_Archive_Close(o.ar);
+    o.ar = NULL;
+    if (ce != OTF2_SUCCESS)
+        goto fail;
+    if (rename(tmp, ctx->output) != 0) {
+        snprintf(ctx->err, ctx->errsz, "%s: cannot rename %s to it: %s", ctx->output, tmp,
+                 strerror(errno));
+        rc = RP_EIO;
+        goto out;
+    }
+    tmp[0] = 0;
+    if (o.clamped)
+        fprintf(stderr,
+                "rankprof: otf2: %llu timestamps written at their thread's previous one (a "
+                "thread's mapped clock may not go backwards)\n",
+                (unsigned long long)o.clamped);
+    rc = 0;
+    goto out;
+fail:
+    if (!ctx->err[0])
+        snprintf(ctx->err, ctx->errsz, "%s: libotf2 failed writing the archive", tmp);
+    rc = RP_EIO;
+out:
+    if (o.ar)
+        OTF2_Archive_Close(o.ar);
+    if (rc < 0 && tmp[0])
+        remove_tree(tmp);
+    for (uint32_t g = 0; g < o.ngrp; g++) {
+        free(o.grps[g].tk);
+        free(o.grps[g].ns);
+    }
+    free(o.grps);
+    free(o.locs);
+    free(o.reg);
+    free(o.node);
+    rp_export_names_free(p, names);
+    return rc;
+}
+
+#endif /* RP_HAVE_OTF2 */
