@@ -152,6 +152,63 @@ for g, ts in first_wait.items():
 PY
 }
 
+# librankprof-mpi (record --mpi), 2 ranks: MPI calls are wait spans with
+# exact counts (MPI_Send 20, MPI_Recv 20, MPI_Barrier 2), wait_token's
+# time is its MPI_Recv's (its self time under 10% of its total, not HOT),
+# each rank's file has its clock offsets, and in the OTF2 archive with the
+# offsets applied (-O offsets=on) the k-th send of a rank begins before
+# the k-th receive of its peer ends.
+pmpi() {
+    local f=mpi.data lib
+    lib=$(dirname "$RP_LIB")/librankprof-mpi.so
+    if [[ ! -f $lib ]]; then
+        missing librankprof-mpi "no $lib (built when mpicc is found)"
+        return 0
+    fi
+    $TMO "${MPIRUN[@]}" -np 2 "$RANKPROF" record --mpi -o "$tmp/$f" -- "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "mpirun rankprof record --mpi: $(cat "$tmp/$f.err")"
+    check "$f" 2
+    for x in "$tmp/$f" "$tmp/$f".*[0-9]; do
+        grep -aq clock_offset_init "$x" && grep -aq clock_offset_fini "$x" ||
+            fail "$x: no clock offsets"
+    done
+    python3 - "$tmp/$f.json" <<'PY' || fail "MPI spans"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = {}
+for x in r["nodes"]:
+    k = n.setdefault(x["name"], {"calls": 0, "self": 0, "total": 0, "kind": x["kind"], "flags": set()})
+    k["calls"] += x["calls"]; k["self"] += x["exclusive_ns"]; k["total"] += x["inclusive_ns"]
+    k["flags"] |= set(x.get("flags", []))
+for name, calls in (("MPI_Send [wait]", 20), ("MPI_Recv [wait]", 20), ("MPI_Barrier [wait]", 2)):
+    assert name in n and n[name]["calls"] == calls and n[name]["kind"] == "wait", (name, n.get(name))
+w = n["wait_token"]
+assert w["self"] * 10 < w["total"], "wait_token: self %d of %d ns" % (w["self"], w["total"])
+assert "HOT" not in w["flags"], w
+PY
+    R export --format otf2 -O offsets=on -i "$tmp/$f" -o "$tmp/march" 2>"$tmp/march.err" ||
+        fail "export: $(cat "$tmp/march.err")"
+    otf2-print -G "$tmp/march/traces.otf2" >"$tmp/mdefs.txt" 2>/dev/null || fail "otf2-print -G"
+    otf2-print "$tmp/march/traces.otf2" >"$tmp/mevts.txt" 2>/dev/null || fail "otf2-print"
+    python3 - "$tmp/mdefs.txt" "$tmp/mevts.txt" <<'PY' || fail "send/receive order"
+import re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+send = {0: [], 1: []}; recv = {0: [], 1: []}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[1] not in grp: continue
+    if w[0] == "ENTER" and '"MPI_Send' in l: send[grp[w[1]]].append(int(w[2]))
+    if w[0] == "LEAVE" and '"MPI_Recv' in l: recv[grp[w[1]]].append(int(w[2]))
+assert all(len(v) == 10 for v in send.values()) and all(len(v) == 10 for v in recv.values()), (send, recv)
+for a, b in ((0, 1), (1, 0)):
+    for k in range(10):
+        assert send[a][k] < recv[b][k], "rank %d's send %d at %d, rank %d's receive ends at %d" % (a, k, send[a][k], b, recv[b][k])
+PY
+}
+
 bad_rank() {
     [[ -f $tmp/in2.data ]] || fail "no in2.data (scenario inside2 failed)"
     ! R report -i "$tmp/in2.data" --rank 5 >/dev/null 2>"$tmp/bad.err" || fail "--rank 5 passed"
@@ -165,4 +222,5 @@ scenario inside4 inside 4
 scenario outside3 outside 3
 scenario bad_rank bad_rank
 scenario otf2 otf2
+scenario pmpi pmpi
 finish

@@ -352,6 +352,7 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 struct rec_opts {
     const char *out, *mode, *classes, *throttle;
     int drop, print, force, off;
+    int mpi; /* --mpi: librankprof-mpi.so preloaded too */
 };
 
 /* Reads the options into r; returns the index of PROGRAM.  Dies (usage) on
@@ -359,11 +360,17 @@ struct rec_opts {
 static int parse_args(int argc, char **argv, struct rec_opts *r)
 {
     static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'},  {"mode", required_argument, NULL, 'm'},
-        {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
-        {"print", no_argument, NULL, 'p'},         {"off", no_argument, NULL, 'O'},
-        {"help", no_argument, NULL, 'h'},          {"throttle", optional_argument, NULL, 't'},
-        {"force", no_argument, NULL, 'f'},         {NULL, 0, NULL, 0}};
+        {"output", required_argument, NULL, 'o'},
+        {"mode", required_argument, NULL, 'm'},
+        {"classes", required_argument, NULL, 'c'},
+        {"drop", no_argument, NULL, 'd'},
+        {"print", no_argument, NULL, 'p'},
+        {"off", no_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},
+        {"throttle", optional_argument, NULL, 't'},
+        {"force", no_argument, NULL, 'f'},
+        {"mpi", no_argument, NULL, 'M'}, /* (docs/multi-process.md) */
+        {NULL, 0, NULL, 0}};
     int c;
 
     *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
@@ -380,6 +387,9 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
             break;
         case 'p':
             r->print = 1;
+            break;
+        case 'M':
+            r->mpi = 1;
             break;
         case 'O':
             r->off = 1;
@@ -490,8 +500,20 @@ int cmd_record(int argc, char **argv)
     struct rec_opts r;
     int prog = parse_args(argc, argv, &r);
 
-    char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
-    find_lib(lib, sizeof(lib));
+    char lib[2 * PATH_MAX + 2], abs_out[2 * PATH_MAX + 2];
+    find_lib(lib, PATH_MAX);
+    if (r.mpi) { /* the PMPI layer beside the recorder: preloaded after it */
+        char *slash = strrchr(lib, '/');
+        size_t dir = slash ? (size_t)(slash - lib) + 1 : 0;
+        char mpi[PATH_MAX + 32];
+        snprintf(mpi, sizeof(mpi), "%.*slibrankprof-mpi.so", (int)dir, lib);
+        if (!is_file(mpi))
+            rp_die("--mpi: no %s (it is built when mpicc is found: install libopenmpi-dev and "
+                   "rebuild)",
+                   mpi);
+        size_t n = strlen(lib);
+        snprintf(lib + n, sizeof(lib) - n, ":%s", mpi);
+    }
     if (r.out[0] == '/') {
         snprintf(abs_out, sizeof(abs_out), "%s", r.out);
     } else {

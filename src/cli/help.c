@@ -57,6 +57,8 @@ static const struct cmd_help helps[] = {
       {"--mode trace|direct", "trace: every event, analysed later (default); direct: the "
                               "statistics kept in the process, a few kilobytes whatever the run"},
       {"--print", "direct mode: print the table when the program exits"},
+      {"--mpi", "also preload librankprof-mpi.so: MPI calls as waits, peers and sizes, clock "
+                "offsets to rank 0 (docs/multi-process.md)"},
       {"--classes LIST", "the event classes to record, e.g. func,lock or -wait (all by default: "
                          "func, point, lock, io, timer, mark, counter, wait)"},
       {"--drop", "when the writer cannot keep up, drop events (counted, shown as lost) "

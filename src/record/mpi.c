@@ -29,6 +29,13 @@ RP_HIDDEN int rp_mpi_rank(char *buf, size_t n)
     return 0;
 }
 
+RP_API int rp_info_add(const char *key, const char *value)
+{
+    if (!key || !value || !*key)
+        return RP_EINVAL;
+    return rp_rt_info_now(key, value);
+}
+
 RP_HIDDEN int rp_mpi_launcher(void)
 {
     static const char *const names[] = {

@@ -334,6 +334,9 @@ RP_HIDDEN int rp_mpi_rank(char *buf, size_t n);
 /* Whether the program is an MPI launcher (mpirun, mpiexec, orted, srun, ...),
  * which records nothing unless RANKPROF_LAUNCHER=record (mpi.c).  Cannot fail. */
 RP_HIDDEN int rp_mpi_launcher(void);
+/* Writes an INFO chunk of one pair now (rt_out.c; rp_info_add).  Returns 0, or
+ * RP_EINVAL when not recording a trace or the pair does not fit 512 bytes. */
+RP_HIDDEN int rp_rt_info_now(const char *key, const char *val);
 
 /* A forked child's periodic flush, at the start of a blocking call (rt.c). */
 RP_HIDDEN void rp_rt_child_flush(void);

@@ -11,9 +11,11 @@
  * that occurs, its Enter and Leave at the span's ends.  Timestamps are
  * nanoseconds of CLOCK_MONOTONIC: each process's ticks are mapped through
  * its own CLOCK chunks (trace-format.md) by linear interpolation, so that
- * the processes of one host share one axis; a process with INFO
- * clock_offset_ns (measured by librankprof-mpi against rank 0) has it
- * added, which puts other hosts' ranks on rank 0's axis.  A location's
+ * the processes of one host share one axis; a process recorded on another
+ * host than rank 0 with librankprof-mpi's offsets to rank 0's clock (INFO
+ * clock_offset_init and clock_offset_fini) has them added, interpolated
+ * linearly in time, which puts it on rank 0's axis (-O offsets=on: every
+ * process that has them; off: none).  A location's
  * timestamps never go backwards (libotf2 requires it): a later one that
  * would is written at the previous one.  Not written: lock holds (they do
  * not nest with the spans), instants, counters and losses.
@@ -59,7 +61,10 @@ struct grp {
     uint32_t host;      /* system tree node */
     uint64_t *tk, *ns;
     uint32_t n, cap;
-    int64_t offset; /* INFO clock_offset_ns */
+    /* librankprof-mpi's offsets to rank 0: INFO clock_offset_init and
+     * clock_offset_fini, "LOCAL_NS OFFSET_NS RTT_NS" (n_off of them) */
+    int64_t off_at[2], off[2];
+    int n_off, apply; /* apply: add them (-O offsets=) */
 };
 
 struct loc {
@@ -156,11 +161,19 @@ static int read_clocks(struct otf *o, struct grp *g, const char *path)
                     uint32_t n = rp_get32(b + i + 2 + k);
                     if (i + 6 + k + n > len)
                         break;
-                    if (k == 15 && !memcmp(b + i + 2, "clock_offset_ns", 15) && n && n < 24) {
-                        char v[24];
+                    int fini = k == 17 && !memcmp(b + i + 2, "clock_offset_fini", 17);
+                    if ((fini || (k == 17 && !memcmp(b + i + 2, "clock_offset_init", 17))) && n &&
+                        n < 64 && g->n_off < 2) {
+                        char v[64], *end;
                         memcpy(v, b + i + 6 + k, n);
                         v[n] = 0;
-                        g->offset = strtoll(v, NULL, 10);
+                        long long at = strtoll(v, &end, 10), d = strtoll(end, &end, 10);
+                        if (*end == ' ')
+                            strtoll(end, &end, 10); /* the round trip: not used */
+                        if (!*end) {
+                            g->off_at[g->n_off] = at;
+                            g->off[g->n_off++] = d;
+                        }
                     }
                     i += 6 + k + n;
                 }
@@ -208,7 +221,13 @@ static uint64_t to_ns(const struct otf *o, const struct grp *g, uint64_t t)
         double slope = dt > 0 ? ((double)g->ns[hi] - (double)g->ns[lo]) / dt : o->p->ns_per_tick;
         v = (double)g->ns[lo] + ((double)t - (double)g->tk[lo]) * slope;
     }
-    v += (double)g->offset;
+    if (g->apply && g->n_off == 1) {
+        v += (double)g->off[0];
+    } else if (g->apply && g->n_off == 2) { /* linear between the two measurements */
+        double span = (double)(g->off_at[1] - g->off_at[0]);
+        double f = span > 0 ? (v - (double)g->off_at[0]) / span : 0;
+        v += (double)g->off[0] + f * (double)(g->off[1] - g->off[0]);
+    }
     return v > 0 && v < 1.8e19 ? (uint64_t)v : 0;
 }
 
@@ -365,8 +384,24 @@ static int make_groups(struct otf *o)
         if (rc < 0)
             return rc;
     }
-    for (uint32_t g = 0; g < o->ngrp; g++)
+    /* -O offsets=auto (the default): another host's ranks only (one host's
+     * monotonic clock is one clock); on: every rank's; off: none */
+    const char *how = rp_export_param(o->ctx, "offsets");
+    if (how && strcmp(how, "auto") && strcmp(how, "on") && strcmp(how, "off")) {
+        snprintf(o->ctx->err, o->ctx->errsz, "-O offsets=%s: expected auto, on or off", how);
+        return RP_EINVAL;
+    }
+    const char *ref = NULL; /* rank 0's host, else the first process's */
+    for (uint32_t i = 0; i < p->n_procs; i++)
+        if (!ref || (p->procs[i].has_rank && p->procs[i].rank == 0))
+            ref = p->procs[i].host;
+    for (uint32_t g = 0; g < o->ngrp; g++) {
         samples_sort(&o->grps[g]);
+        const char *h = p->n_procs ? p->procs[o->grps[g].proc].host : NULL;
+        o->grps[g].apply = how && !strcmp(how, "on")    ? 1
+                           : how && !strcmp(how, "off") ? 0
+                                                        : h && ref && strcmp(h, ref) != 0;
+    }
     return 0;
 }
 
