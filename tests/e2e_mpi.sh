@@ -16,11 +16,37 @@ export RANKPROF_LIB="$RP_LIB"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 under_asan && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 R() { $TMO "$RANKPROF" "$@"; }
+MPIRUN=(mpirun --oversubscribe)
+
+# many: 12 synthetic processes (bench/gen_procs: one thread each, all with
+# tid 1, as ranks on different hosts may have) merged: exact counts, and
+# their OTF2 archive has 12 locations, one per process, with exact events
+many() {
+    local gen=$PROGS/../bench/gen_procs
+    [[ -x $gen ]] || fail "no $gen"
+    mkdir -p "$tmp/many"
+    "$gen" "$tmp/many" 12 1000 20 || fail "gen_procs"
+    R report -i "$tmp/many/rp.data" --format json >"$tmp/many.json" 2>/dev/null || fail "report"
+    python3 - "$tmp/many.json" <<'PY' || fail "merged counts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {}
+for n in r["nodes"]: c[n["name"]] = c.get(n["name"], 0) + n["calls"]
+assert len(r["processes"]) == 12 and sorted(p["rank"] for p in r["processes"]) == list(range(12))
+assert c["outer"] == 12 * 100 and all(c["fn_%d" % k] == 12 * 50 for k in range(20)), c
+PY
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/many/rp.data" -o "$tmp/many.otf2" 2>/dev/null || return 0
+    otf2-print -G "$tmp/many.otf2/traces.otf2" | grep -c "^LOCATION " >"$tmp/many.n"
+    [[ $(cat "$tmp/many.n") == 12 ]] || fail "locations: $(cat "$tmp/many.n"), expected 12"
+    n=$(otf2-print "$tmp/many.otf2/traces.otf2" | grep -c "^ENTER")
+    [[ $n == $((12 * 1100)) ]] || fail "enters: $n, expected $((12 * 1100))"
+}
+scenario many many
 if ! command -v mpirun >/dev/null || [[ ! -x $PROGS/prog_mpi_ring ]]; then
     missing mpirun "no mpirun or no prog_mpi_ring (mpicc): scripts/deps.sh test installs openmpi"
     finish
 fi
-MPIRUN=(mpirun --oversubscribe)
 
 # check FILE N [--rank R] : the calls of the run recorded to FILE over N
 # ranks (or rank R's), and processes[] names ranks 0..N-1 once each with

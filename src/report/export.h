@@ -143,6 +143,9 @@ struct rp_timeline_ops {
      * such holds are left out of the timeline */
     int (*hold)(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
                 const char *why);
+    /* a run's file p->procs[k] begins (a merged profile only): the events
+     * that follow are its process's (thread ids may repeat across hosts) */
+    int (*file)(void *cookie, uint32_t k);
 };
 
 /* Runs ops over ctx's trace (ctx->p must be set).  Returns 0, RP_ENOMEM, a

@@ -58,6 +58,7 @@ int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
 /* A process (a pid) and its clock: its CLOCK chunks' (ticks, monotonic ns). */
 struct grp {
     uint32_t pid, proc; /* proc: its first file's index in p->procs */
+    uint32_t last;      /* its last file's index */
     uint32_t host;      /* system tree node */
     uint64_t *tk, *ns;
     uint32_t n, cap;
@@ -82,8 +83,10 @@ struct otf {
     uint32_t ngrp, capgrp;
     struct loc *locs;
     uint32_t nloc, caploc, hit;
-    uint32_t *reg;  /* per node: its region + 1, 0 before it occurs (OTF2 wants dense ids) */
-    uint32_t *node; /* per region: its node */
+    uint32_t *proc_grp; /* per file of p->procs: its process */
+    uint32_t cur;       /* the process being walked */
+    uint32_t *reg;      /* per node: its region + 1, 0 before it occurs (OTF2 wants dense ids) */
+    uint32_t *node;     /* per region: its node */
     uint32_t nreg;
     uint64_t min_ns, max_ns, clamped;
     int64_t real_minus_mono; /* of the first process's first CLOCK chunk */
@@ -231,17 +234,13 @@ static uint64_t to_ns(const struct otf *o, const struct grp *g, uint64_t t)
     return v > 0 && v < 1.8e19 ? (uint64_t)v : 0;
 }
 
-/* The location of thread tid (made on first sight, with its writer).
- * NULL when out of memory. */
+/* The location of thread tid of the process being walked (made on first
+ * sight, with its writer).  NULL when out of memory. */
 static struct loc *loc_of(struct otf *o, uint32_t tid)
 {
-    if (o->hit < o->nloc && o->locs[o->hit].tid == tid)
+    if (o->hit < o->nloc && o->locs[o->hit].tid == tid && o->locs[o->hit].grp == o->cur)
         return &o->locs[o->hit];
-    uint32_t pid = rp_export_pid(o->p, tid), g = 0;
-    while (g < o->ngrp && o->grps[g].pid != pid)
-        g++;
-    if (g == o->ngrp)
-        g = 0;
+    uint32_t g = o->cur;
     for (uint32_t i = 0; i < o->nloc; i++)
         if (o->locs[i].tid == tid && o->locs[i].grp == g)
             return &o->locs[o->hit = i];
@@ -256,6 +255,25 @@ static struct loc *loc_of(struct otf *o, uint32_t tid)
         return NULL;
     o->hit = o->nloc++;
     return l;
+}
+
+/*
+ * A run's file p->procs[k] begins: its process is the current one, and
+ * every process whose last file came before it is complete, its writers'
+ * buffers flushed and freed now (memory: the processes being walked).
+ * Returns 0 or RP_EIO.
+ */
+static int on_file(void *cookie, uint32_t k)
+{
+    struct otf *o = cookie;
+    o->cur = o->proc_grp[k];
+    for (uint32_t i = 0; i < o->nloc; i++)
+        if (o->locs[i].w && o->grps[o->locs[i].grp].last < k) {
+            if (OTF2_Archive_CloseEvtWriter(o->ar, o->locs[i].w) != OTF2_SUCCESS)
+                return RP_EIO;
+            o->locs[i].w = NULL;
+        }
+    return 0;
 }
 
 /* The timestamp of ticks on l, never before l's last.  Cannot fail. */
@@ -291,6 +309,8 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
     struct loc *l = loc_of(o, tid);
     if (!l)
         return RP_ENOMEM;
+    if (!l->w) /* (its process was complete: cannot happen in p->procs order) */
+        return 0;
     if (!o->reg[id]) {
         o->node[o->nreg] = id;
         o->reg[id] = ++o->nreg;
@@ -309,6 +329,8 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
     struct loc *l = loc_of(o, tid);
     if (!l)
         return RP_ENOMEM;
+    if (!l->w)
+        return 0;
     l->events++;
     if (!o->reg[id]) /* (cannot happen: a span ends after it began) */
         return 0;
@@ -380,6 +402,9 @@ static int make_groups(struct otf *o)
             o->grps[g].proc = i;
             o->ngrp++;
         }
+        o->grps[g].last = i;
+        if (o->proc_grp)
+            o->proc_grp[i] = g;
         int rc = read_clocks(o, &o->grps[g], file);
         if (rc < 0)
             return rc;
@@ -493,7 +518,7 @@ static void remove_tree(const char *path)
 int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {
-        .thread = on_thread, .begin = on_begin, .end = on_end};
+        .thread = on_thread, .begin = on_begin, .end = on_end, .file = on_file};
     const struct rp_profile *p = ctx->p;
     struct otf o = {.ctx = ctx, .p = p, .min_ns = UINT64_MAX};
     char tmp[4096 + 32];
@@ -517,6 +542,7 @@ int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
     if (!(names = rp_export_names(p)) ||
         !(o.reg = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.reg))) ||
         !(o.node = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.node))) ||
+        !(o.proc_grp = calloc(p->n_procs ? p->n_procs : 1, sizeof(*o.proc_grp))) ||
         (rc = make_groups(&o)) < 0)
         goto out;
     o.ar = OTF2_Archive_Open(tmp, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
@@ -537,7 +563,7 @@ int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
         goto out;
     rc = RP_EIO;
     for (uint32_t i = 0; i < o.nloc; i++)
-        if (OTF2_Archive_CloseEvtWriter(o.ar, o.locs[i].w) != OTF2_SUCCESS)
+        if (o.locs[i].w && OTF2_Archive_CloseEvtWriter(o.ar, o.locs[i].w) != OTF2_SUCCESS)
             goto fail;
     if (OTF2_Archive_CloseEvtFiles(o.ar) != OTF2_SUCCESS ||
         OTF2_Archive_OpenDefFiles(o.ar) != OTF2_SUCCESS)
@@ -584,6 +610,7 @@ out:
     free(o.locs);
     free(o.reg);
     free(o.node);
+    free(o.proc_grp);
     rp_export_names_free(p, names);
     return rc;
 }
