@@ -83,7 +83,8 @@ static void find_recorder(void)
     reg(sites, sites + S_N);
 }
 
-/* The span argument: peer (28 bits, negative: any or none) and bytes. */
+/* The span argument: peer (28 bits, negative: any or none) and bytes (at
+ * most 2^32 - 1).  Cannot fail: an unknown type counts 0 bytes. */
 static uint64_t arg_of(int peer, int count, MPI_Datatype t)
 {
     int size = 0;
@@ -94,6 +95,9 @@ static uint64_t arg_of(int peer, int count, MPI_Datatype t)
                      bytes > 0xffffffffu ? 0xffffffffu : bytes);
 }
 
+/* The begin and end of a span of site s through the recorder (nothing
+ * without it, or with the site or its class off).  Cannot fail: the
+ * recorder counts what it cannot store. */
 static inline uint64_t span_begin(int s, uint64_t arg)
 {
     return begin_fn && !sites[s].off ? begin_fn(&sites[s], arg) : 0;
@@ -113,6 +117,8 @@ static inline void span_end(int s, uint64_t t0)
         return rc_;                                                                                \
     } while (0)
 
+/* CLOCK_MONOTONIC in ns, the clock of the traces' CLOCK chunks.  Cannot
+ * fail. */
 static int64_t mono_ns(void)
 {
     struct timespec ts;
@@ -168,6 +174,7 @@ out:
     PMPI_Comm_free(&c);
 }
 
+/* The wrapped calls: each returns what the MPI library's returns. */
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);

@@ -189,8 +189,8 @@ static int read_clocks(struct otf *o, struct grp *g, const char *path)
     return rc;
 }
 
-/* qsort order of sample indexes is not needed: samples are sorted in
- * place by ticks (few of them).  Cannot fail. */
+/* Sorts g's samples by ticks, in place (insertion sort: a file has a few
+ * CLOCK chunks).  Cannot fail. */
 static void samples_sort(struct grp *g)
 {
     for (uint32_t i = 1; i < g->n; i++)
@@ -292,6 +292,9 @@ static uint64_t stamp(struct otf *o, struct loc *l, uint64_t ticks)
     return ns;
 }
 
+/* The timeline callbacks (export.h): a thread's name, a span's Enter and
+ * Leave on its thread's location.  Each returns 0, RP_ENOMEM, or RP_EIO
+ * when libotf2 fails. */
 static int on_thread(void *cookie, uint32_t tid, const char *name)
 {
     struct otf *o = cookie;
