@@ -259,7 +259,8 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         snprintf(own_out, sizeof(own_out), "%s.%d", out, (int)child_pid);
         out = own_out;
         abs_out = own;
-        before = &(struct stat){0};
+        static const struct stat none; /* (a new file: nothing to compare) */
+        before = &none;
     }
     if (stat(abs_out, &sb) != 0) {
         int st = prog_static(prog);
