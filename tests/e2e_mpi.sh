@@ -15,6 +15,8 @@ rp_init e2e_mpi RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 under_asan && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+# (Open MPI's own races, in the launcher: tests/tsan-mpi.supp)
+under_tsan && export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$here/tsan-mpi.supp"
 R() { $TMO "$RANKPROF" "$@"; }
 MPIRUN=(mpirun --oversubscribe)
 
