@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyze/set.h"
@@ -241,6 +242,7 @@ static int trace_end(const char *path, uint32_t *flags, uint64_t *lost)
 
 /* The program record runs; 0 until it is forked. */
 static volatile pid_t child_pid;
+static time_t child_start; /* the wall clock (s) just before it was forked */
 
 /*
  * After the run: says what was written, or why not.  Returns 0 when the
@@ -255,7 +257,7 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     struct stat sb;
     static char own[4096 + 16], own_out[4096 + 16];
     if (child_pid > 0 && snprintf(own, sizeof(own), "%s.%d", abs_out, (int)child_pid) > 0 &&
-        stat(own, &sb) == 0 && sb.st_mtim.tv_sec >= before->st_mtim.tv_sec) {
+        stat(own, &sb) == 0 && sb.st_mtim.tv_sec >= child_start) { /* (not an older run's) */
         snprintf(own_out, sizeof(own_out), "%s.%d", out, (int)child_pid);
         out = own_out;
         abs_out = own;
@@ -470,6 +472,7 @@ static int run_program(char **argv)
     for (unsigned i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaddset(&fwd, forwarded[i]);
     sigprocmask(SIG_BLOCK, &fwd, &old);
+    child_start = time(NULL);
     pid_t pid = fork();
     if (pid < 0)
         rp_die("fork: %s", strerror(errno));
