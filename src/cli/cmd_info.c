@@ -36,6 +36,9 @@ static void put_files(const struct rp_profile *p, const char *input)
             const struct rp_proc *r = &p->procs[i];
             struct stat st;
             char rk[24] = "";
+            for (uint32_t k = 0; k < p->n_procs && !rk[0]; k++)
+                if (p->procs[k].has_rank) /* a column, when any process has a rank */
+                    snprintf(rk, sizeof(rk), "%10s", "");
             if (r->has_rank)
                 snprintf(rk, sizeof(rk), "rank %-4u ", r->rank);
             printf("  %spid %-8u ppid %-8u %10llu events  %3u thread%s  lost %llu  %-8s %s (%lld "
