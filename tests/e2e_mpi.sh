@@ -185,7 +185,8 @@ PY
 # time is its MPI_Recv's (its self time under 10% of its total, not HOT),
 # each rank's file has its clock offsets, and in the OTF2 archive with the
 # offsets applied (-O offsets=on) the k-th send of a rank begins before
-# the k-th receive of its peer ends.
+# the k-th receive of its peer ends, and each send and receive carries its
+# message (MPI_SEND to, MPI_RECV from the other rank: 20 each).
 pmpi() {
     local f=mpi.data lib
     lib=$(dirname "$RP_LIB")/librankprof-mpi.so
@@ -231,6 +232,15 @@ for l in open(sys.argv[2]):
     if w[0] == "ENTER" and '"MPI_Send' in l: send[grp[w[1]]].append(int(w[2]))
     if w[0] == "LEAVE" and '"MPI_Recv' in l: recv[grp[w[1]]].append(int(w[2]))
 assert all(len(v) == 10 for v in send.values()) and all(len(v) == 10 for v in recv.values()), (send, recv)
+# the messages: an MPI_SEND to the other rank in each send, an MPI_RECV from it in each receive
+msgs = {"MPI_SEND": [], "MPI_RECV": []}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if w and w[0] in msgs:
+        peer = int(re.search(r'(Receiver|Sender): (\d+)', l).group(2))
+        assert peer == 1 - grp[w[1]], l
+        msgs[w[0]].append(l)
+assert len(msgs["MPI_SEND"]) == 20 and len(msgs["MPI_RECV"]) == 20, {k: len(v) for k, v in msgs.items()}
 for a, b in ((0, 1), (1, 0)):
     for k in range(10):
         assert send[a][k] < recv[b][k], "rank %d's send %d at %d, rank %d's receive ends at %d" % (a, k, send[a][k], b, recv[b][k])

@@ -87,10 +87,35 @@ static void find_recorder(void)
     reg(sites, sites + S_N);
 }
 
-/* The span argument: peer (28 bits, negative: any or none) and bytes (at
- * most 2^32 - 1).  Cannot fail: an unknown type counts 0 bytes. */
-static uint64_t arg_of(int peer, int count, MPI_Datatype t)
+/* peer of comm as a rank of MPI_COMM_WORLD, or -1 (any, none, an
+ * inter-communicator's remote side, or an MPI error).  Cannot fail. */
+static int world_peer(int peer, MPI_Comm comm)
 {
+    int res = MPI_UNEQUAL, inter = 0, out = MPI_UNDEFINED;
+    if (peer < 0 || comm == MPI_COMM_WORLD)
+        return peer < 0 ? -1 : peer;
+    if (PMPI_Comm_compare(comm, MPI_COMM_WORLD, &res) == MPI_SUCCESS &&
+        (res == MPI_IDENT || res == MPI_CONGRUENT))
+        return peer;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return -1;
+    MPI_Group g, w;
+    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS)
+        return -1;
+    if (PMPI_Comm_group(MPI_COMM_WORLD, &w) == MPI_SUCCESS) {
+        PMPI_Group_translate_ranks(g, 1, &peer, w, &out);
+        PMPI_Group_free(&w);
+    }
+    PMPI_Group_free(&g);
+    return out == MPI_UNDEFINED ? -1 : out;
+}
+
+/* The span argument: peer (a rank of comm, as a rank of MPI_COMM_WORLD:
+ * 28 bits, 0xfffffff for any or none) and bytes (at most 2^32 - 1).
+ * Cannot fail: an unknown type counts 0 bytes. */
+static uint64_t arg_of(int peer, int count, MPI_Datatype t, MPI_Comm comm)
+{
+    peer = begin_fn ? world_peer(peer, comm) : -1;
     int size = 0;
     if (count > 0 && t != MPI_DATATYPE_NULL)
         PMPI_Type_size(t, &size);
@@ -206,81 +231,82 @@ int MPI_Finalize(void)
 
 int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
 {
-    SPAN(S_SEND, arg_of(dest, count, t), PMPI_Send(buf, count, t, dest, tag, comm));
+    SPAN(S_SEND, arg_of(dest, count, t, comm), PMPI_Send(buf, count, t, dest, tag, comm));
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
 {
-    SPAN(S_SSEND, arg_of(dest, count, t), PMPI_Ssend(buf, count, t, dest, tag, comm));
+    SPAN(S_SSEND, arg_of(dest, count, t, comm), PMPI_Ssend(buf, count, t, dest, tag, comm));
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
-    SPAN(S_RECV, arg_of(src, count, t), PMPI_Recv(buf, count, t, src, tag, comm, st));
+    SPAN(S_RECV, arg_of(src, count, t, comm), PMPI_Recv(buf, count, t, src, tag, comm, st));
 }
 
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *st)
 {
-    SPAN(S_SENDRECV, arg_of(dest, scount, stype),
+    SPAN(S_SENDRECV, arg_of(dest, scount, stype, comm),
          PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st));
 }
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
-    SPAN(S_WAIT, arg_of(-1, 0, MPI_DATATYPE_NULL), PMPI_Wait(req, st));
+    SPAN(S_WAIT, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD), PMPI_Wait(req, st));
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
-    SPAN(S_WAITALL, arg_of(-1, 0, MPI_DATATYPE_NULL), PMPI_Waitall(n, reqs, sts));
+    SPAN(S_WAITALL, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD), PMPI_Waitall(n, reqs, sts));
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    SPAN(S_BARRIER, arg_of(-1, 0, MPI_DATATYPE_NULL), PMPI_Barrier(comm));
+    SPAN(S_BARRIER, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD), PMPI_Barrier(comm));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 {
-    SPAN(S_BCAST, arg_of(root, count, t), PMPI_Bcast(buf, count, t, root, comm));
+    SPAN(S_BCAST, arg_of(root, count, t, comm), PMPI_Bcast(buf, count, t, root, comm));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    SPAN(S_REDUCE, arg_of(root, count, t), PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm));
+    SPAN(S_REDUCE, arg_of(root, count, t, comm), PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm));
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
-    SPAN(S_ALLREDUCE, arg_of(-1, count, t), PMPI_Allreduce(sbuf, rbuf, count, t, op, comm));
+    SPAN(S_ALLREDUCE, arg_of(-1, count, t, MPI_COMM_WORLD),
+         PMPI_Allreduce(sbuf, rbuf, count, t, op, comm));
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    SPAN(S_GATHER, arg_of(root, scount, stype),
+    SPAN(S_GATHER, arg_of(root, scount, stype, comm),
          PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm)
 {
-    SPAN(S_ALLGATHER, arg_of(-1, scount, stype),
+    SPAN(S_ALLGATHER, arg_of(-1, scount, stype, MPI_COMM_WORLD),
          PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                 MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    SPAN(S_SCATTER, arg_of(root, rcount, rtype),
+    SPAN(S_SCATTER, arg_of(root, rcount, rtype, comm),
          PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                  MPI_Datatype rtype, MPI_Comm comm)
 {
-    SPAN(S_ALLTOALL, arg_of(-1, scount, stype),
+    SPAN(S_ALLTOALL, arg_of(-1, scount, stype, MPI_COMM_WORLD),
          PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }

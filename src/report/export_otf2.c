@@ -8,7 +8,10 @@
  * One location group per process (a pid: the images it exec'd are one),
  * under one system tree node per host; one location per thread; one region
  * per function, point, lock wait, io span, blocking call and MPI call
- * that occurs, its Enter and Leave at the span's ends.  Timestamps are
+ * that occurs, its Enter and Leave at the span's ends; with
+ * librankprof-mpi, an MpiSend in each MPI_Send/MPI_Ssend and an MpiRecv in
+ * each MPI_Recv whose peer is known, on MPI_COMM_WORLD (the rank's main
+ * thread is its location there; tag 0: tags are not recorded).  Timestamps are
  * nanoseconds of CLOCK_MONOTONIC: each process's ticks are mapped through
  * its own CLOCK chunks (trace-format.md) by linear interpolation, so that
  * the processes of one host share one axis; a process recorded on another
@@ -88,6 +91,11 @@ struct otf {
     uint32_t *reg;      /* per node: its region + 1, 0 before it occurs (OTF2 wants dense ids) */
     uint32_t *node;     /* per region: its node */
     uint32_t nreg;
+    char **names;    /* per node: its display name */
+    uint8_t *msg;    /* per node: 1 an MPI send, 2 an MPI receive (librankprof-mpi) */
+    int world;       /* the ranks are 0..n-1, one process each: messages can be written */
+    uint32_t nranks; /* the processes with a rank */
+    uint64_t nmsg;   /* MpiSend and MpiRecv events written */
     uint64_t min_ns, max_ns, clamped;
     int64_t real_minus_mono; /* of the first process's first CLOCK chunk */
     int have_real;
@@ -317,6 +325,11 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
     if (!o->reg[id]) {
         o->node[o->nreg] = id;
         o->reg[id] = ++o->nreg;
+        const char *nm = o->names[id];
+        if (o->p->nodes[id].kind == RP_KIND_WAIT && o->world)
+            o->msg[id] = !strncmp(nm, "MPI_Send ", 9) || !strncmp(nm, "MPI_Ssend ", 10) ? 1
+                         : !strncmp(nm, "MPI_Recv ", 9)                                 ? 2
+                                                                                        : 0;
     }
     l->events++;
     return OTF2_EvtWriter_Enter(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
@@ -334,9 +347,20 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
         return RP_ENOMEM;
     if (!l->w)
         return 0;
-    l->events++;
     if (!o->reg[id]) /* (cannot happen: a span ends after it began) */
         return 0;
+    uint32_t peer = (uint32_t)(arg >> 32) & 0xfffffffu;
+    if (o->msg[id] && peer != 0xfffffffu && peer < o->nranks) { /* its message, before it ends */
+        uint64_t ts = stamp(o, l, ticks), len = arg & 0xffffffffu;
+        OTF2_ErrorCode e = o->msg[id] == 1
+                               ? OTF2_EvtWriter_MpiSend(l->w, NULL, ts, peer, 0, 0, len)
+                               : OTF2_EvtWriter_MpiRecv(l->w, NULL, ts, peer, 0, 0, len);
+        if (e != OTF2_SUCCESS)
+            return RP_EIO;
+        l->events++;
+        o->nmsg++;
+    }
+    l->events++;
     return OTF2_EvtWriter_Leave(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
                ? 0
                : RP_EIO;
@@ -419,6 +443,21 @@ static int make_groups(struct otf *o)
         snprintf(o->ctx->err, o->ctx->errsz, "-O offsets=%s: expected auto, on or off", how);
         return RP_EINVAL;
     }
+    /* messages need MPI_COMM_WORLD: the processes with a rank (not the
+     * launcher's) have the ranks 0..n-1, once each */
+    o->nranks = 0;
+    for (uint32_t g = 0; g < o->ngrp; g++)
+        o->nranks += p->n_procs && p->procs[o->grps[g].proc].has_rank;
+    o->world = o->nranks > 0;
+    for (uint32_t g = 0; g < o->ngrp && o->world; g++) {
+        const struct rp_proc *r = &p->procs[o->grps[g].proc];
+        if (!r->has_rank)
+            continue;
+        o->world = r->rank < o->nranks;
+        for (uint32_t h = 0; h < g && o->world; h++)
+            o->world =
+                !p->procs[o->grps[h].proc].has_rank || p->procs[o->grps[h].proc].rank != r->rank;
+    }
     const char *ref = NULL; /* rank 0's host, else the first process's */
     for (uint32_t i = 0; i < p->n_procs; i++)
         if (!ref || (p->procs[i].has_rank && p->procs[i].rank == 0))
@@ -488,6 +527,32 @@ static int write_defs(struct otf *o, char **names)
         e |= OTF2_GlobalDefWriter_WriteLocation(gw, i, ls, OTF2_LOCATION_TYPE_CPU_THREAD,
                                                 o->locs[i].events, o->locs[i].grp);
     }
+    if (o->nmsg) { /* MPI_COMM_WORLD: rank r is its process's first location */
+        uint64_t *m = calloc(o->nranks, sizeof(*m));
+        if (!m)
+            return RP_ENOMEM;
+        for (uint32_t g = 0; g < o->ngrp; g++) {
+            if (!p->procs[o->grps[g].proc].has_rank)
+                continue;
+            uint32_t r = p->procs[o->grps[g].proc].rank, k = o->nloc, first = o->nloc;
+            for (uint32_t i = 0; i < o->nloc && k == o->nloc; i++)
+                if (o->locs[i].grp == g) { /* its main thread (tid = pid), else its first */
+                    first = first < o->nloc ? first : i;
+                    k = o->locs[i].tid == o->grps[g].pid ? i : k;
+                }
+            m[r] = k < o->nloc ? k : first < o->nloc ? first : 0;
+        }
+        uint32_t ls = STR("MPI_COMM_WORLD locations"), gs = STR("MPI_COMM_WORLD group"),
+                 cs = STR("MPI_COMM_WORLD");
+        e |= OTF2_GlobalDefWriter_WriteGroup(gw, 0, ls, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                             OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, o->nranks, m);
+        for (uint32_t r = 0; r < o->nranks; r++)
+            m[r] = r;
+        e |= OTF2_GlobalDefWriter_WriteGroup(gw, 1, gs, OTF2_GROUP_TYPE_COMM_GROUP,
+                                             OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, o->nranks, m);
+        e |= OTF2_GlobalDefWriter_WriteComm(gw, 0, cs, 1, OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
+        free(m);
+    }
     uint32_t empty = STR("");
     for (uint32_t r = 0; r < o->nreg; r++) {
         uint32_t id = o->node[r];
@@ -542,11 +607,11 @@ int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
         return RP_EINVAL;
     }
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", ctx->output, (long)getpid());
-    if (!(names = rp_export_names(p)) ||
+    if (!(o.names = names = rp_export_names(p)) ||
         !(o.reg = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.reg))) ||
         !(o.node = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*o.node))) ||
         !(o.proc_grp = calloc(p->n_procs ? p->n_procs : 1, sizeof(*o.proc_grp))) ||
-        (rc = make_groups(&o)) < 0)
+        !(o.msg = calloc(p->n_nodes ? p->n_nodes : 1, 1)) || (rc = make_groups(&o)) < 0)
         goto out;
     o.ar = OTF2_Archive_Open(tmp, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
                              OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
@@ -614,6 +679,7 @@ out:
     free(o.reg);
     free(o.node);
     free(o.proc_grp);
+    free(o.msg);
     rp_export_names_free(p, names);
     return rc;
 }
