@@ -104,6 +104,14 @@ RP_API uint32_t rp_classes_set(uint32_t on, uint32_t off);
  */
 RP_API int rp_flush(void);
 
+/*
+ * Adds the pair key=value to the trace's INFO now (a chunk of its own,
+ * docs/trace-format.md), e.g. librankprof-mpi's clock offsets.  Returns 0,
+ * or RP_EINVAL when the recorder is not writing a trace (direct mode,
+ * stopped, not started) or the pair is longer than about 500 bytes.
+ */
+RP_API int rp_info_add(const char *key, const char *value);
+
 /* ==== 3. profile points ===================================================
  *
  * A profile point is a static struct rp_site, one per call site of a macro,

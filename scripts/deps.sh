@@ -3,9 +3,11 @@
 # deps.sh - installs the Debian packages rankprof needs to build and test,
 # when they are missing.  Usage: scripts/deps.sh [build|test|ci]
 #   build: compiler, cmake, ninja, pkg-config, elfutils' libdw/libelf, zlib,
-#          libdeflate, ncurses
+#          libdeflate, ncurses, libotf2 (the OTF2 export; a build without it
+#          says the format is unavailable)
 #   test:  + python3 (the tests check JSON/CSV with python's parsers), g++
-#          and clang++ (tests/progs/cxx: exceptions from both compilers)
+#          and clang++ (tests/progs/cxx: exceptions from both compilers),
+#          Open MPI and otf2-tools (tests/e2e_mpi.sh)
 #   ci:    what CI needs beyond test: the third-party consumers the tests
 #          read outputs back with: plantuml, chromium and npm, Perfetto's
 #          trace_processor (chromium-shell), valgrind, golang-go, flamegraph.pl
@@ -34,6 +36,7 @@ have_pkg libelf-dev || need+=(libelf-dev)
 have_pkg zlib1g-dev || need+=(zlib1g-dev) # pprof exports are gzipped
 have_pkg libdeflate-dev || need+=(libdeflate-dev) # the analyzer's chunk CRC
 have_pkg libncurses-dev || need+=(libncurses-dev) # rankprof tui
+have_pkg libotf2-trace-dev || need+=(libotf2-trace-dev) # export --format otf2 (optional)
 if [ "$level" != build ]; then
   have_cmd python3 || need+=(python3)
   [ -x /usr/bin/time ] || need+=(time) # e2e_stress: peak RSS of record and report
@@ -42,6 +45,10 @@ if [ "$level" != build ]; then
   have_cmd g++ || need+=(g++)
   have_cmd clang++ || need+=(clang)
   have_cmd tmux || need+=(tmux) # e2e_tui drives the terminal browser
+  # e2e_mpi: an MPI job under mpirun, its OTF2 export read by otf2-print
+  have_cmd mpirun || need+=(openmpi-bin)
+  have_cmd mpicc || need+=(libopenmpi-dev)
+  have_cmd otf2-print || need+=(otf2-tools)
 fi
 if [ "$level" = ci ]; then
   have_cmd clang || need+=(clang) # the fuzzer (tests/fuzz, scripts/fuzz.sh)

@@ -16,6 +16,7 @@ declare -A may=(
     [analyze]="common trace analyze"
     [report]="common trace analyze report"
     [cli]="common trace analyze report cli"
+    [mpi]="mpi" # librankprof-mpi.so: the public rankprof.h only
 )
 bad=0
 n=0

@@ -293,7 +293,9 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
         d->incl_calls_known = s->incl_calls_known;
         d->rank = s->rank;
     } else {
-        d->first_tick = s->first_tick < d->first_tick ? s->first_tick : d->first_tick;
+        /* (a file without events, such as a launcher's, has no interval) */
+        if (s->last_tick && (!d->last_tick || s->first_tick < d->first_tick))
+            d->first_tick = s->first_tick;
         d->last_tick = s->last_tick > d->last_tick ? s->last_tick : d->last_tick;
         if (!s->ended || (s->end_flags & RP_END_SIGNAL)) { /* the run: as its worst process */
             if (d->ended && !(d->end_flags & RP_END_SIGNAL)) {
@@ -409,6 +411,8 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
                            .pid = src->pid,
                            .ppid = who->ppid,
                            .start_ns = who->start_ns,
+                           .rank = who->rank,
+                           .has_rank = who->has_rank,
                            .events = src->events,
                            .lost = src->lost,
                            .threads = src->n_threads,

@@ -159,6 +159,8 @@ struct rp_proc {
     int overhead_known, end_read; /* its file's overhead_known and ended */
     double overhead_pair, overhead_self, overhead_spread;
     uint64_t end_ticks;
+    uint32_t rank; /* INFO "rank": its MPI rank, when has_rank */
+    int has_rank;
 };
 
 struct rp_rank_info {

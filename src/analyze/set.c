@@ -35,7 +35,7 @@ static uint32_t value_u32(const uint8_t *v, uint32_t n)
     return x > UINT32_MAX ? 0 : (uint32_t)x;
 }
 
-/* Reads an INFO payload's pid, ppid, run and host into w.  RP_ENOMEM. */
+/* Reads an INFO payload's pid, ppid, rank, run and host into w.  RP_ENOMEM. */
 static int read_info(const struct rp_chunk *c, struct rp_proc *w)
 {
     const uint8_t *p = c->data, *end = c->data + c->len;
@@ -53,6 +53,8 @@ static int read_info(const struct rp_chunk *c, struct rp_proc *w)
             w->pid = value_u32(v, n);
         else if (k == 4 && !memcmp(key, "ppid", 4))
             w->ppid = value_u32(v, n);
+        else if (k == 4 && !memcmp(key, "rank", 4) && n && n <= 9)
+            w->rank = value_u32(v, n), w->has_rank = 1;
         else if (k == 3 && !memcmp(key, "run", 3))
             dst = &w->run;
         else if (k == 4 && !memcmp(key, "host", 4))

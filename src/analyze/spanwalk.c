@@ -317,6 +317,8 @@ int rp_sw_file(const char *path, const struct rp_replay_opts *o, const struct rp
         w.map = r->map;
         w.n_ids = r->n_map;
         w.end_ticks = r->end_read ? r->end_ticks : 0;
+        if (ops->file && (rc = ops->file(ctx, k)) < 0)
+            break;
         rc = walk_one(&w, r->file, o, progress, err, errsz);
     }
     return rc;

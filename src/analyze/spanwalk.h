@@ -63,6 +63,9 @@ struct rp_sw_ops {
     int (*lost)(void *ctx, uint32_t tid, uint64_t ticks, uint64_t count);
     /* a THREAD chunk: the thread's name (not NUL-terminated) */
     int (*thread)(void *ctx, uint32_t tid, const char *name, size_t len);
+    /* a merged profile's file p->procs[k] begins (its events follow, until
+     * the next); not called for one file */
+    int (*file)(void *ctx, uint32_t k);
 };
 
 /*

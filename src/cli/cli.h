@@ -66,6 +66,7 @@ struct rp_input_opts {
     const char *files[RP_MAX_INPUTS]; /* every -i, in order */
     unsigned n_files;
     const char *process; /* --process PID|FILE, or NULL */
+    const char *rank;    /* --rank R: the processes whose INFO rank is R, or NULL */
     int one_file;        /* --one-file */
 };
 
@@ -155,9 +156,17 @@ int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o
 
 /* The long options rp_opt_input reads, for a getopt_long table (values above
  * any short option's). */
-enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE, RP_OPT_THREAD, RP_OPT_FORCE, RP_OPT_NO_COMP };
+enum {
+    RP_OPT_PROCESS = 0x100,
+    RP_OPT_ONE_FILE,
+    RP_OPT_THREAD,
+    RP_OPT_FORCE,
+    RP_OPT_NO_COMP,
+    RP_OPT_RANK = 0x1f0
+};
 #define RP_INPUT_LONGOPTS                                                                          \
     {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, RP_OPT_PROCESS}, \
+        {"rank", required_argument, NULL, RP_OPT_RANK},                                            \
     {                                                                                              \
         "one-file", no_argument, NULL, RP_OPT_ONE_FILE                                             \
     }

@@ -132,6 +132,16 @@ static void parse(int argc, char **argv, struct export_args *a)
         formats_help(stderr);
         exit(2);
     }
+    if (a->fmt->needs & RP_EXPORT_UNAVAILABLE)
+        rp_die("export --format %s: unavailable: this rankprof was built without libotf2 "
+               "(install libotf2-trace-dev, e.g. `scripts/deps.sh build`, and rebuild)",
+               a->fmt->name);
+    if ((a->fmt->needs & RP_EXPORT_DIR) && !a->output)
+        rp_usage_die("export", "--format %s writes a directory: give -o DIR", a->fmt->name);
+    if ((a->fmt->needs & RP_EXPORT_DIR) && access(a->output, F_OK) == 0)
+        rp_die("export --format %s: %s exists: the archive is written to a new directory "
+               "(remove it or give another -o)",
+               a->fmt->name, a->output);
     if (a->filt.first && !(a->fmt->needs & RP_EXPORT_FILTER))
         rp_usage_die("export",
                      "--format %s does not take %s (chrome, perfetto, folded, flamegraph, "
@@ -205,14 +215,16 @@ int cmd_export(int argc, char **argv)
         .title = a.title,
         .progress = isatty(2),
         .params = a.params,
+        .output = a.output,
         .n_params = a.n_params,
         .err = err,
         .errsz = sizeof(err),
     };
-    FILE *out = open_out(&a, tmp, sizeof(tmp));
+    tmp[0] = 0;
+    FILE *out = needs & RP_EXPORT_DIR ? NULL : open_out(&a, tmp, sizeof(tmp));
     int rc = a.fmt->run(out, &ctx);
-    int werr = ferror(out) || fflush(out) != 0;
-    if (out != stdout)
+    int werr = out && (ferror(out) || fflush(out) != 0);
+    if (out && out != stdout)
         werr |= fclose(out) != 0;
     rp_profile_free(&p);
     free(mark);

@@ -35,9 +35,15 @@ static void put_files(const struct rp_profile *p, const char *input)
         for (uint32_t i = 0; i < p->n_procs; i++) {
             const struct rp_proc *r = &p->procs[i];
             struct stat st;
-            printf("  pid %-8u ppid %-8u %10llu events  %3u thread%s  lost %llu  %-8s %s (%lld "
+            char rk[24] = "";
+            for (uint32_t k = 0; k < p->n_procs && !rk[0]; k++)
+                if (p->procs[k].has_rank) /* a column, when any process has a rank */
+                    snprintf(rk, sizeof(rk), "%10s", "");
+            if (r->has_rank)
+                snprintf(rk, sizeof(rk), "rank %-4u ", r->rank);
+            printf("  %spid %-8u ppid %-8u %10llu events  %3u thread%s  lost %llu  %-8s %s (%lld "
                    "bytes)%s%s\n",
-                   r->pid, r->ppid, (unsigned long long)r->events, r->threads,
+                   rk, r->pid, r->ppid, (unsigned long long)r->events, r->threads,
                    r->threads == 1 ? " " : "s", (unsigned long long)r->lost,
                    r->ended ? "ended" : "ABNORMAL", r->file,
                    stat(r->file, &st) == 0 ? (long long)st.st_size : -1LL,

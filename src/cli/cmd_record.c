@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyze/set.h"
@@ -239,14 +240,30 @@ static int trace_end(const char *path, uint32_t *flags, uint64_t *lost)
     return rc;
 }
 
+/* The program record runs; 0 until it is forked. */
+static volatile pid_t child_pid;
+static time_t child_start; /* the wall clock (s) just before it was forked */
+
 /*
  * After the run: says what was written, or why not.  Returns 0 when the
  * trace is there, new and complete, else 1 (with the reason on stderr).
+ * When the program wrote OUT.PID (PID its own: another process held OUT,
+ * e.g. a sibling rank of an MPI job each started by `mpirun rankprof
+ * record`), that file is the one checked.
  */
 static int report_output(const char *out, const char *abs_out, const struct stat *before,
                          const char *prog, int killed)
 {
     struct stat sb;
+    static char own[4096 + 16], own_out[4096 + 16];
+    if (child_pid > 0 && snprintf(own, sizeof(own), "%s.%d", abs_out, (int)child_pid) > 0 &&
+        stat(own, &sb) == 0 && sb.st_mtim.tv_sec >= child_start) { /* (not an older run's) */
+        snprintf(own_out, sizeof(own_out), "%s.%d", out, (int)child_pid);
+        out = own_out;
+        abs_out = own;
+        static const struct stat none; /* (a new file: nothing to compare) */
+        before = &none;
+    }
     if (stat(abs_out, &sb) != 0) {
         int st = prog_static(prog);
         if (st == 1)
@@ -315,8 +332,6 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     return 0;
 }
 
-/* The program record runs; 0 until it is forked. */
-static volatile pid_t child_pid;
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 
 /*
@@ -340,6 +355,7 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 struct rec_opts {
     const char *out, *mode, *classes, *throttle;
     int drop, print, force, off;
+    int mpi; /* --mpi: librankprof-mpi.so preloaded too */
 };
 
 /* Reads the options into r; returns the index of PROGRAM.  Dies (usage) on
@@ -347,11 +363,17 @@ struct rec_opts {
 static int parse_args(int argc, char **argv, struct rec_opts *r)
 {
     static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'},  {"mode", required_argument, NULL, 'm'},
-        {"classes", required_argument, NULL, 'c'}, {"drop", no_argument, NULL, 'd'},
-        {"print", no_argument, NULL, 'p'},         {"off", no_argument, NULL, 'O'},
-        {"help", no_argument, NULL, 'h'},          {"throttle", optional_argument, NULL, 't'},
-        {"force", no_argument, NULL, 'f'},         {NULL, 0, NULL, 0}};
+        {"output", required_argument, NULL, 'o'},
+        {"mode", required_argument, NULL, 'm'},
+        {"classes", required_argument, NULL, 'c'},
+        {"drop", no_argument, NULL, 'd'},
+        {"print", no_argument, NULL, 'p'},
+        {"off", no_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},
+        {"throttle", optional_argument, NULL, 't'},
+        {"force", no_argument, NULL, 'f'},
+        {"mpi", no_argument, NULL, 'M'}, /* (docs/multi-process.md) */
+        {NULL, 0, NULL, 0}};
     int c;
 
     *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
@@ -368,6 +390,9 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
             break;
         case 'p':
             r->print = 1;
+            break;
+        case 'M':
+            r->mpi = 1;
             break;
         case 'O':
             r->off = 1;
@@ -447,6 +472,7 @@ static int run_program(char **argv)
     for (unsigned i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaddset(&fwd, forwarded[i]);
     sigprocmask(SIG_BLOCK, &fwd, &old);
+    child_start = time(NULL);
     pid_t pid = fork();
     if (pid < 0)
         rp_die("fork: %s", strerror(errno));
@@ -478,8 +504,20 @@ int cmd_record(int argc, char **argv)
     struct rec_opts r;
     int prog = parse_args(argc, argv, &r);
 
-    char lib[PATH_MAX], abs_out[2 * PATH_MAX + 2];
-    find_lib(lib, sizeof(lib));
+    char lib[2 * PATH_MAX + 2], abs_out[2 * PATH_MAX + 2];
+    find_lib(lib, PATH_MAX);
+    if (r.mpi) { /* the PMPI layer beside the recorder: preloaded after it */
+        char *slash = strrchr(lib, '/');
+        size_t dir = slash ? (size_t)(slash - lib) + 1 : 0;
+        char mpi[PATH_MAX + 32];
+        snprintf(mpi, sizeof(mpi), "%.*slibrankprof-mpi.so", (int)dir, lib);
+        if (!is_file(mpi))
+            rp_die("--mpi: no %s (it is built when mpicc is found: install libopenmpi-dev and "
+                   "rebuild)",
+                   mpi);
+        size_t n = strlen(lib);
+        snprintf(lib + n, sizeof(lib) - n, ":%s", mpi);
+    }
     if (r.out[0] == '/') {
         snprintf(abs_out, sizeof(abs_out), "%s", r.out);
     } else {

@@ -30,6 +30,7 @@ struct cmd_help {
      "given more than once, exactly those files, merged"},                                         \
         {"--process PID|FILE", "only the process PID (every image it exec'd), or that one file "   \
                                "of the run"},                                                      \
+        {"--rank R", "only the processes of MPI rank R (INFO rank, from the launcher)"},           \
         {"--one-file", "only the file -i names, not the rest of its run"},                         \
     {                                                                                              \
         "--force", "analyse a damaged or cut trace up to the damage (and a file of the run that "  \
@@ -70,6 +71,8 @@ static const struct cmd_help helps[] = {
       {"--mode trace|direct", "trace: every event, analysed later (default); direct: the "
                               "statistics kept in the process, a few kilobytes whatever the run"},
       {"--print", "direct mode: print the table when the program exits"},
+      {"--mpi", "also preload librankprof-mpi.so: MPI calls as waits, peers and sizes, clock "
+                "offsets to rank 0 (docs/multi-process.md)"},
       {"--classes LIST", "the event classes to record, e.g. func,lock or -wait (all by default: "
                          "func, point, lock, io, timer, mark, counter, wait)"},
       {"--drop", "when the writer cannot keep up, drop events (counted, shown as lost) "

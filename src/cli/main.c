@@ -25,7 +25,7 @@ static const struct rp_cmd commands[] = {
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] [--off]\n"
      "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
-     "report [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "report [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
      "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
      "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
@@ -33,34 +33,35 @@ static const struct rp_cmd commands[] = {
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]"},
     {"graph", cmd_graph,
-     "graph [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate]\n"
+     "graph [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                NAME [FILE...]"},
     {"locks", cmd_locks,
-     "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
+     "locks [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--format table|json]\n"
      "                [--sort wait|hold|acquisitions|contended|name]\n"
      "                [--thread TID] [--contended-ratio R] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]"},
     {"export", cmd_export,
-     "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
+     "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
      "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
      "                [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]\n"
      "                (`rankprof export --help` lists the formats)"},
-    {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
+    {"info", cmd_info,
+     "info [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [FILE...]"},
     {"dump", cmd_dump,
-     "dump [-i FILE]... [--process PID|FILE] [--one-file] [--force]\n"
+     "dump [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-r FROM~TO] [FILE...]"},
     {"replay", cmd_replay,
-     "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
+     "replay [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
     {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status"},
     {"tui", cmd_tui,
-     "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate]\n"
+     "tui [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]"},
     {"diff", cmd_diff,
@@ -204,6 +205,15 @@ int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o
         in->process = val;
         return 1;
     }
+    if (c == RP_OPT_RANK) {
+        char *end;
+        errno = 0;
+        unsigned long r = strtoul(val, &end, 10);
+        if (end == val || *end || val[0] == '-' || errno || r > 999999999ul)
+            rp_usage_die(cmd, "--rank %s: expected an MPI rank (0, 1, ...)", val);
+        in->rank = val;
+        return 1;
+    }
     if (c == RP_OPT_ONE_FILE) {
         in->one_file = 1;
         return 1;
@@ -228,7 +238,10 @@ static const char *proc_list(const struct rp_set *s, char *buf, size_t n)
     size_t k = 0;
     buf[0] = 0;
     for (uint32_t i = 0; i < s->n && i < 8 && k + 1 < n; i++) {
-        int w = snprintf(buf + k, n - k, "%s%u (%s)", i ? ", " : "", s->files[i].who.pid,
+        char rk[24] = "";
+        if (s->files[i].who.has_rank)
+            snprintf(rk, sizeof(rk), "rank %u, ", s->files[i].who.rank);
+        int w = snprintf(buf + k, n - k, "%s%u (%s%s)", i ? ", " : "", s->files[i].who.pid, rk,
                          s->files[i].who.file);
         k += w > 0 ? (size_t)w : 0;
     }
@@ -246,7 +259,7 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
         memset(s, 0, sizeof(*s));
         for (unsigned i = 0; i < o->in.n_files && rc >= 0; i++)
             rc = rp_set_add(s, o->in.files[i], err, sizeof(err));
-    } else if (o->in.one_file && !o->in.process) {
+    } else if (o->in.one_file && !o->in.process && !o->in.rank) {
         memset(s, 0, sizeof(*s));
         rc = rp_set_add(s, o->input, err, sizeof(err));
     } else {
@@ -274,6 +287,24 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
         if (!k)
             rp_die("--process %s: no such process in the run of %s; its processes: %s",
                    o->in.process, o->input, list);
+        s->n = k;
+    }
+    if (o->in.rank) { /* every file of that rank (an MPI rank's exec'd images too) */
+        uint32_t k = 0, want = (uint32_t)strtoul(o->in.rank, NULL, 10);
+        proc_list(s, list, sizeof(list));
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (!s->files[i].who.has_rank || s->files[i].who.rank != want) {
+                free(s->files[i].who.file);
+                free(s->files[i].who.run);
+                free(s->files[i].who.host);
+                continue;
+            }
+            s->files[k++] = s->files[i];
+        }
+        if (!k)
+            rp_die("--rank %s: no process of rank %s in the run of %s (INFO rank, set by an MPI "
+                   "launcher); its processes: %s",
+                   o->in.rank, o->in.rank, o->input, list);
         s->n = k;
     }
     o->input = s->files[0].who.file;

@@ -328,6 +328,17 @@ RP_HIDDEN void rp_rt_shutdown(void);
  * as any other does. */
 RP_HIDDEN void rp_rt_maps_now(void);
 
+/* The MPI rank the launcher's environment gives the process (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK, PMI_RANK, SLURM_PROCID), as decimal text into buf: 1, or 0 when
+ * none is set or it is not a number that fits (mpi.c).  Cannot fail. */
+RP_HIDDEN int rp_mpi_rank(char *buf, size_t n);
+/* Whether the program is an MPI launcher (mpirun, mpiexec, orted, srun, ...),
+ * which records nothing unless RANKPROF_LAUNCHER=record (mpi.c).  Cannot fail. */
+RP_HIDDEN int rp_mpi_launcher(void);
+/* Writes an INFO chunk of one pair now (rt_out.c; rp_info_add).  Returns 0, or
+ * RP_EINVAL when not recording a trace or the pair does not fit 512 bytes. */
+RP_HIDDEN int rp_rt_info_now(const char *key, const char *val);
+
 /* A forked child's periodic flush, at the start of a blocking call (rt.c). */
 RP_HIDDEN void rp_rt_child_flush(void);
 

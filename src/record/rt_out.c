@@ -253,6 +253,22 @@ RP_HIDDEN void rp_rt_maps_now(void)
     section_leave(&sec);
 }
 
+RP_HIDDEN int rp_rt_info_now(const char *key, const char *val)
+{
+    uint8_t b[512];
+    size_t len = 0;
+    if (rp_rt_start_err || rp_rt.direct || atomic_load(&rp_rt.stopped) ||
+        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || (rp_self && rp_self->guard))
+        return RP_EINVAL;
+    if (rp_info_put(b, sizeof(b), &len, key, val, strlen(val)) < 0)
+        return RP_EINVAL;
+    struct rt_section sec;
+    section_enter(&sec);
+    rp_out_chunk(RP_CH_INFO, b, len);
+    section_leave(&sec);
+    return 0;
+}
+
 RP_HIDDEN char rp_rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
 
 RP_HIDDEN void rp_out_info(void)
@@ -281,6 +297,8 @@ RP_HIDDEN void rp_out_info(void)
         tmp[sizeof(tmp) - 1] = 0;
         rp_info_put(buf, cap, &len, "host", tmp, strlen(tmp));
     }
+    if (rp_mpi_rank(tmp, sizeof(tmp)))
+        rp_info_put(buf, cap, &len, "rank", tmp, strlen(tmp));
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));

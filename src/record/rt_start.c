@@ -523,6 +523,8 @@ static int rt_start(void)
     /* the control signal first: fatal_install takes the real-time signals
      * still at their default */
     mask = rp_ctl_start(mask); /* 0 when started off (record --off) */
+    if (rp_mpi_launcher())
+        mask = 0; /* its ranks are the job (docs/multi-process.md) */
     if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
         fatal_install();
     rp_funcs_start(rp_rt.quiet); /* function filter, throttle: before the first event */

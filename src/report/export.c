@@ -38,6 +38,15 @@ const struct rp_export_format rp_export_formats[] = {
     {"html", RP_EXPORT_RANK | RP_EXPORT_FILTER, "html",
      "one self-contained page: ranked table, callers/callees, flame graph, sequence",
      rp_export_html},
+#ifdef RP_HAVE_OTF2
+    {"otf2", RP_EXPORT_PROFILE | RP_EXPORT_DIR, "otf2",
+     "an OTF2 archive in the directory -o: Vampir, otf2-print, Score-P tools "
+     "(docs/multi-process.md)",
+     rp_export_otf2},
+#else
+    {"otf2", RP_EXPORT_PROFILE | RP_EXPORT_DIR | RP_EXPORT_UNAVAILABLE, "otf2",
+     "an OTF2 archive (unavailable: this build has no libotf2)", rp_export_otf2},
+#endif
     {NULL, 0, NULL, NULL, NULL},
 };
 

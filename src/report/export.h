@@ -27,10 +27,12 @@
 
 /* What a format needs before it runs (rp_export_format.needs). */
 enum {
-    RP_EXPORT_PROFILE = 1u << 0, /* replayed and named: ctx->p is set */
-    RP_EXPORT_RANK = 1u << 1,    /* also ranked and flagged (implies PROFILE) */
-    RP_EXPORT_BINARY = 1u << 2,  /* output is not text: never to a terminal */
-    RP_EXPORT_FILTER = 1u << 3,  /* honours ctx->filter (the others refuse one) */
+    RP_EXPORT_PROFILE = 1u << 0,     /* replayed and named: ctx->p is set */
+    RP_EXPORT_RANK = 1u << 1,        /* also ranked and flagged (implies PROFILE) */
+    RP_EXPORT_BINARY = 1u << 2,      /* output is not text: never to a terminal */
+    RP_EXPORT_FILTER = 1u << 3,      /* honours ctx->filter (the others refuse one) */
+    RP_EXPORT_DIR = 1u << 4,         /* writes the directory ctx->output itself (out is NULL) */
+    RP_EXPORT_UNAVAILABLE = 1u << 5, /* not in this build: refused before loading */
 };
 
 /* Everything a format may use; read-only for the format. */
@@ -46,7 +48,8 @@ struct rp_export_ctx {
                                             with RP_EXPORT_FILTER */
     const char *const *params;           /* -O KEY=VALUE strings, n_params of them */
     unsigned n_params;
-    char *err; /* a format's message on failure, errsz bytes */
+    const char *output; /* -o, or NULL: for the formats with RP_EXPORT_DIR */
+    char *err;          /* a format's message on failure, errsz bytes */
     size_t errsz;
 };
 
@@ -140,6 +143,9 @@ struct rp_timeline_ops {
      * such holds are left out of the timeline */
     int (*hold)(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
                 const char *why);
+    /* a run's file p->procs[k] begins (a merged profile only): the events
+     * that follow are its process's (thread ids may repeat across hosts) */
+    int (*file)(void *cookie, uint32_t k);
 };
 
 /* Runs ops over ctx's trace (ctx->p must be set).  Returns 0, RP_ENOMEM, a
@@ -159,6 +165,7 @@ int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */
 int rp_export_mermaid(FILE *out, const struct rp_export_ctx *ctx);  /* seq.c */
+int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx);     /* RP_EXPORT_DIR */
 
 /*
  * The flame graph's <svg> element; embedded leaves out the XML declaration

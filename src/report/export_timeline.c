@@ -229,6 +229,12 @@ static int on_thread(void *ctx, uint32_t tid, const char *name, size_t len)
     return t->ops->thread(t->cookie, tid, buf);
 }
 
+static int on_file(void *ctx, uint32_t k)
+{
+    const struct tl *t = ctx;
+    return t->ops->file ? t->ops->file(t->cookie, k) : 0;
+}
+
 int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline_ops *ops,
                        void *cookie)
 {
@@ -237,7 +243,8 @@ int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline
                                            .drop = on_drop,
                                            .instant = on_instant,
                                            .lost = on_lost,
-                                           .thread = on_thread};
+                                           .thread = on_thread,
+                                           .file = on_file};
     struct tl t = {.ops = ops, .cookie = cookie, .p = ctx->p, .filter = ctx->filter};
     int rc = rp_sw_file(ctx->input, ctx->replay, ctx->p, &swops, &t, ctx->progress, ctx->err,
                         ctx->errsz);

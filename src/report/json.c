@@ -367,6 +367,8 @@ static void put_threads(FILE *out, const struct rp_profile *p, uint32_t n_edges)
                 "%s    { \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"file\": ", i ? ",\n" : "\n",
                 r->pid, r->ppid);
         put_str(out, r->file ? r->file : "");
+        if (r->has_rank)
+            fprintf(out, ", \"rank\": %" PRIu32, r->rank);
         if (r->run) {
             fputs(", \"run\": ", out);
             put_str(out, r->run);

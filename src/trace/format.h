@@ -104,7 +104,9 @@ enum rp_chunk_type {
  * span's own enter and exit that falls inside the span).  The analyzer
  * subtracts them (docs/performance.md).  Format 1.3 adds
  * "overhead_spread_ticks" (p95 - median of the measured span of an empty
- * call: the analyzer's resolution is 1 tick + its ceiling).
+ * call: the analyzer's resolution is 1 tick + its ceiling), "rank" (the
+ * MPI rank, from the launcher's environment), and librankprof-mpi's
+ * "clock_offset_init" and "clock_offset_fini" ("LOCAL OFFSET RTT" ns).
  */
 
 /* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e_mpi.sh - an MPI job recorded both ways docs/multi-process.md gives:
+# `mpirun -np N rankprof record -- prog` (each rank's rankprof: one file per
+# rank, NAME taken by the first and NAME.PID by the others) and `rankprof
+# record -- mpirun -np N prog` (the launcher's file holds no events; its
+# forks that exec leave no empty file).  Exact calls (tests/progs/mpi_ring.c)
+# over N ranks: rank_work 3N(N+1)/2, ring_step 10N, wait_token 10N; rank R
+# alone (--rank R): rank_work 3(R+1), ring_step 10, wait_token 10.  Each
+# rank's file says its rank (JSON processes[].rank), its pid and host.
+# Needs mpirun and prog_mpi_ring (built when CMake finds mpicc): skipped
+# (77) without them.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_mpi RANKPROF PROGS RP_LIB
+export RANKPROF_LIB="$RP_LIB"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+under_asan && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+# (Open MPI's own races, in the launcher: tests/tsan-mpi.supp)
+under_tsan && export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$here/tsan-mpi.supp"
+R() { $TMO "$RANKPROF" "$@"; }
+MPIRUN=(mpirun --oversubscribe)
+
+# many: 12 synthetic processes (bench/gen_procs: one thread each, all with
+# tid 1, as ranks on different hosts may have) merged: exact counts, and
+# their OTF2 archive has 12 locations, one per process, with exact events
+many() {
+    local gen=$PROGS/../bench/gen_procs
+    [[ -x $gen ]] || fail "no $gen"
+    mkdir -p "$tmp/many"
+    "$gen" "$tmp/many" 12 1000 20 || fail "gen_procs"
+    R report -i "$tmp/many/rp.data" --format json >"$tmp/many.json" 2>/dev/null || fail "report"
+    python3 - "$tmp/many.json" <<'PY' || fail "merged counts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {}
+for n in r["nodes"]: c[n["name"]] = c.get(n["name"], 0) + n["calls"]
+assert len(r["processes"]) == 12 and sorted(p["rank"] for p in r["processes"]) == list(range(12))
+assert c["outer"] == 12 * 100 and all(c["fn_%d" % k] == 12 * 50 for k in range(20)), c
+PY
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/many/rp.data" -o "$tmp/many.otf2" 2>/dev/null || return 0
+    otf2-print -G "$tmp/many.otf2/traces.otf2" | grep -c "^LOCATION " >"$tmp/many.n"
+    [[ $(cat "$tmp/many.n") == 12 ]] || fail "locations: $(cat "$tmp/many.n"), expected 12"
+    n=$(otf2-print "$tmp/many.otf2/traces.otf2" | grep -c "^ENTER")
+    [[ $n == $((12 * 1100)) ]] || fail "enters: $n, expected $((12 * 1100))"
+}
+scenario many many
+if ! command -v mpirun >/dev/null || [[ ! -x $PROGS/prog_mpi_ring ]]; then
+    missing mpirun "no mpirun or no prog_mpi_ring (mpicc): scripts/deps.sh test installs openmpi"
+    finish
+fi
+
+# check FILE N [--rank R] : the calls of the run recorded to FILE over N
+# ranks (or rank R's), and processes[] names ranks 0..N-1 once each with
+# this host and the pids the program printed ($tmp/FILE.out)
+check() {
+    local f=$1 n=$2
+    shift 2
+    R report -i "$tmp/$f" --format json "$@" >"$tmp/$f.json" 2>"$tmp/$f.rerr" ||
+        fail "report $f $*: $(cat "$tmp/$f.rerr")"
+    python3 - "$tmp/$f.json" "$n" "$tmp/$f.out" "$(hostname)" "$@" <<'PY' || fail "$f $*: wrong counts or processes"
+import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); host = sys.argv[4]
+c = {}
+for x in r["nodes"]:
+    c[x["name"]] = c.get(x["name"], 0) + x["calls"]
+got = [c.get(k, 0) for k in ("rank_work", "ring_step", "wait_token")]
+pids = {}
+for l in open(sys.argv[3]):
+    w = l.split()
+    pids[int(w[1])] = int(w[5])
+if len(sys.argv) > 6:  # --rank R
+    k = int(sys.argv[6])
+    want = [3 * (k + 1), 10, 10]
+else:
+    want = [3 * n * (n + 1) // 2, 10 * n, 10 * n]
+if got != want:
+    sys.exit("calls rank_work ring_step wait_token = %s, expected %s" % (got, want))
+if len(sys.argv) > 6:
+    sys.exit(0)
+ranks = {}
+for p in r["processes"]:
+    if "rank" in p:
+        if p["rank"] in ranks: sys.exit("rank %d twice" % p["rank"])
+        ranks[p["rank"]] = p
+        if p["pid"] != pids[p["rank"]]: sys.exit("rank %d: pid %d, printed %d" % (p["rank"], p["pid"], pids[p["rank"]]))
+        if p.get("host") != host: sys.exit("rank %d: host %s" % (p["rank"], p.get("host")))
+        if not p["events"] or not p["ended_normally"]: sys.exit("rank %d: %s" % (p["rank"], p))
+    elif p["events"]:
+        sys.exit("a process without a rank has events: %s" % p)
+if sorted(ranks) != list(range(n)):
+    sys.exit("ranks %s, expected 0..%d" % (sorted(ranks), n - 1))
+PY
+}
+
+inside() { # inside N: mpirun -np N rankprof record -- prog
+    local n=$1 f=in$1.data
+    $TMO "${MPIRUN[@]}" -np "$n" "$RANKPROF" record -o "$tmp/$f" -- "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "mpirun -np $n rankprof record: $(cat "$tmp/$f.err")"
+    # one file per rank, each complete (the "one corrupted file" of a shared name)
+    [[ $(ls "$tmp" | grep -c "^$f\(\.[0-9]*\)\?$") == "$n" ]] || fail "files: $(ls "$tmp")"
+    check "$f" "$n"
+    for ((k = 0; k < n; k++)); do check "$f" "$n" --rank "$k"; done
+}
+
+outside() { # outside N: rankprof record -- mpirun -np N prog
+    local n=$1 f=out$1.data
+    R record -o "$tmp/$f" -- "${MPIRUN[@]}" -np "$n" "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "rankprof record -- mpirun: $(cat "$tmp/$f.err")"
+    # the launcher's file and one per rank: no empty file of a fork that exec'd
+    [[ $(ls "$tmp" | grep -c "^$f\(\.[0-9]*\)\?$") == $((n + 1)) ]] || fail "files: $(ls "$tmp")"
+    check "$f" "$n"
+    check "$f" "$n" --rank $((n - 1))
+}
+
+# export --format otf2 of the 3-rank run, read back by otf2-print: one
+# location group per process (the launcher's and ranks 0..2), one location
+# per thread with its exact event count, Enter/Leave of each function as
+# many as its calls, timestamps never backwards per location, and the
+# processes on one axis: every rank > 0 leaves its first wait_token after
+# rank 0 has left its 100 ms nanosleep (the token is sent after it).
+otf2() {
+    [[ -f $tmp/out3.data ]] || fail "no out3.data (scenario outside3 failed)"
+    if ! command -v otf2-print >/dev/null; then
+        missing otf2-print "no otf2-print: scripts/deps.sh test installs otf2-tools"
+        return 0
+    fi
+    if ! R export --format otf2 -i "$tmp/out3.data" -o "$tmp/arch" 2>"$tmp/otf2.err"; then
+        grep -q "unavailable" "$tmp/otf2.err" || fail "export otf2: $(cat "$tmp/otf2.err")"
+        missing libotf2 "this build has no libotf2 (libotf2-trace-dev)"
+        return 0
+    fi
+    ! R export --format otf2 -i "$tmp/out3.data" -o "$tmp/arch" 2>"$tmp/otf2.err" ||
+        fail "export over an existing archive passed"
+    grep -q "exists" "$tmp/otf2.err" || fail "message: $(cat "$tmp/otf2.err")"
+    otf2-print -G "$tmp/arch/traces.otf2" >"$tmp/defs.txt" 2>"$tmp/print.err" || fail "otf2-print -G"
+    otf2-print "$tmp/arch/traces.otf2" >"$tmp/evts.txt" 2>>"$tmp/print.err" || fail "otf2-print"
+    [[ ! -s $tmp/print.err ]] || fail "otf2-print warns: $(head -3 "$tmp/print.err")"
+    R report -i "$tmp/out3.data" --format json >"$tmp/all.json" 2>/dev/null || fail "report"
+    python3 - "$tmp/defs.txt" "$tmp/evts.txt" "$tmp/all.json" <<'PY' || fail "otf2 archive"
+import json, re, sys
+defs = open(sys.argv[1]).read().splitlines()
+groups = [l for l in defs if l.startswith("LOCATION_GROUP ")]
+names = sorted(re.search(r'Name: "([^"]*)"', l).group(1).split(" (")[0] for l in groups)
+assert len(groups) == 4 and names[1:] == ["rank 0", "rank 1", "rank 2"] and names[0].startswith("pid "), groups
+locs = {}
+for l in defs:
+    if l.startswith("LOCATION "):
+        m = re.match(r'LOCATION\s+(\d+)\s.*# Events: (\d+), Group: "([^"]*)"', l)
+        locs[m.group(1)] = [int(m.group(2)), m.group(3), 0, -1]
+# one location per thread of the ranks (the launcher records none)
+r = json.load(open(sys.argv[3]))
+assert len(locs) == len(r["thread_list"]), (len(locs), len(r["thread_list"]))
+enter = {}; leave = {}; first_wait = {}; sleep_end = None
+for l in open(sys.argv[2]):
+    w = l.split()
+    if not w or w[0] not in ("ENTER", "LEAVE"):
+        continue
+    loc, ts = w[1], int(w[2])
+    name = re.search(r'Region: "([^"]*)"', l).group(1)
+    x = locs[loc]
+    x[2] += 1
+    assert ts >= x[3], "location %s goes backwards at %d" % (loc, ts)
+    x[3] = ts
+    d = enter if w[0] == "ENTER" else leave
+    d[name] = d.get(name, 0) + 1
+    grp = x[1].split(" (")[0]
+    if w[0] == "LEAVE" and name == "nanosleep [wait]" and grp == "rank 0":
+        sleep_end = ts
+    if w[0] == "LEAVE" and name == "wait_token" and grp != "rank 0" and grp not in first_wait:
+        first_wait[grp] = ts
+for k, x in locs.items():
+    assert x[0] == x[2], "location %s: %d events defined, %d read" % (k, x[0], x[2])
+want = {"rank_work": 18, "ring_step": 30, "wait_token": 30}
+for k, v in want.items():
+    assert enter.get(k) == v and leave.get(k) == v, (k, enter.get(k), leave.get(k), v)
+assert sleep_end is not None and len(first_wait) == 2, (sleep_end, first_wait)
+for g, ts in first_wait.items():
+    assert ts > sleep_end, "%s leaves wait_token at %d, before rank 0's sleep ends at %d" % (g, ts, sleep_end)
+PY
+}
+
+# librankprof-mpi (record --mpi), 2 ranks: MPI calls are wait spans with
+# exact counts (MPI_Send 20, MPI_Recv 20, MPI_Barrier 2), wait_token's
+# time is its MPI_Recv's (its self time under 10% of its total, not HOT),
+# each rank's file has its clock offsets, and in the OTF2 archive with the
+# offsets applied (-O offsets=on) the k-th send of a rank begins before
+# the k-th receive of its peer ends, and each send and receive carries its
+# message (MPI_SEND to, MPI_RECV from the other rank: 20 each).
+pmpi() {
+    local f=mpi.data lib
+    lib=$(dirname "$RP_LIB")/librankprof-mpi.so
+    if [[ ! -f $lib ]]; then
+        missing librankprof-mpi "no $lib (built when mpicc is found)"
+        return 0
+    fi
+    $TMO "${MPIRUN[@]}" -np 2 "$RANKPROF" record --mpi -o "$tmp/$f" -- "$PROGS/prog_mpi_ring" \
+        >"$tmp/$f.out" 2>"$tmp/$f.err" || fail "mpirun rankprof record --mpi: $(cat "$tmp/$f.err")"
+    check "$f" 2
+    for x in "$tmp/$f" "$tmp/$f".*[0-9]; do
+        grep -aq clock_offset_init "$x" && grep -aq clock_offset_fini "$x" ||
+            fail "$x: no clock offsets"
+    done
+    python3 - "$tmp/$f.json" <<'PY' || fail "MPI spans"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = {}
+for x in r["nodes"]:
+    k = n.setdefault(x["name"], {"calls": 0, "self": 0, "total": 0, "kind": x["kind"], "flags": set()})
+    k["calls"] += x["calls"]; k["self"] += x["exclusive_ns"]; k["total"] += x["inclusive_ns"]
+    k["flags"] |= set(x.get("flags", []))
+for name, calls in (("MPI_Send [wait]", 20), ("MPI_Recv [wait]", 20), ("MPI_Barrier [wait]", 2)):
+    assert name in n and n[name]["calls"] == calls and n[name]["kind"] == "wait", (name, n.get(name))
+w = n["wait_token"]
+assert w["self"] * 10 < w["total"], "wait_token: self %d of %d ns" % (w["self"], w["total"])
+assert "HOT" not in w["flags"], w
+PY
+    R export --format otf2 -O offsets=on -i "$tmp/$f" -o "$tmp/march" 2>"$tmp/march.err" ||
+        fail "export: $(cat "$tmp/march.err")"
+    otf2-print -G "$tmp/march/traces.otf2" >"$tmp/mdefs.txt" 2>/dev/null || fail "otf2-print -G"
+    otf2-print "$tmp/march/traces.otf2" >"$tmp/mevts.txt" 2>/dev/null || fail "otf2-print"
+    python3 - "$tmp/mdefs.txt" "$tmp/mevts.txt" <<'PY' || fail "send/receive order"
+import re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+send = {0: [], 1: []}; recv = {0: [], 1: []}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[1] not in grp: continue
+    if w[0] == "ENTER" and '"MPI_Send' in l: send[grp[w[1]]].append(int(w[2]))
+    if w[0] == "LEAVE" and '"MPI_Recv' in l: recv[grp[w[1]]].append(int(w[2]))
+assert all(len(v) == 10 for v in send.values()) and all(len(v) == 10 for v in recv.values()), (send, recv)
+# the messages: an MPI_SEND to the other rank in each send, an MPI_RECV from it in each receive
+msgs = {"MPI_SEND": [], "MPI_RECV": []}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if w and w[0] in msgs:
+        peer = int(re.search(r'(Receiver|Sender): (\d+)', l).group(2))
+        assert peer == 1 - grp[w[1]], l
+        msgs[w[0]].append(l)
+assert len(msgs["MPI_SEND"]) == 20 and len(msgs["MPI_RECV"]) == 20, {k: len(v) for k, v in msgs.items()}
+for a, b in ((0, 1), (1, 0)):
+    for k in range(10):
+        assert send[a][k] < recv[b][k], "rank %d's send %d at %d, rank %d's receive ends at %d" % (a, k, send[a][k], b, recv[b][k])
+PY
+}
+
+bad_rank() {
+    [[ -f $tmp/in2.data ]] || fail "no in2.data (scenario inside2 failed)"
+    ! R report -i "$tmp/in2.data" --rank 5 >/dev/null 2>"$tmp/bad.err" || fail "--rank 5 passed"
+    grep -q "rank 5.*rank 0" "$tmp/bad.err" || fail "message: $(cat "$tmp/bad.err")"
+    ! R report -i "$tmp/in2.data" --rank x >/dev/null 2>"$tmp/bad.err" || fail "--rank x passed"
+    grep -q -- "--rank x" "$tmp/bad.err" || fail "message: $(cat "$tmp/bad.err")"
+}
+
+scenario inside2 inside 2
+scenario inside4 inside 4
+scenario outside3 outside 3
+scenario bad_rank bad_rank
+scenario otf2 otf2
+scenario pmpi pmpi
+finish
