@@ -55,7 +55,7 @@ struct rp_bare_config {
     void *sink_ctx;
     void *buf; /* chunk buffer of the main context, >= 256 bytes */
     uint32_t buf_size;
-    void *irq_buf; /* chunk buffer of interrupt handlers (thread 2), or NULL: */
+    void *irq_buf;         /* chunk buffer of interrupt handlers (thread 2), or NULL: */
     uint32_t irq_buf_size; /* then ISR events are not recorded */
     const char *program;   /* INFO "program", e.g. the ELF's name; may be NULL */
 };

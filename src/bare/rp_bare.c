@@ -40,9 +40,9 @@
 #define RP_BARE_MAX_LOCKS 8
 #endif
 
-#define NOINSTR __attribute__((no_instrument_function))
-#define NOINLINE __attribute__((noinline, no_instrument_function))
-#define likely(x) __builtin_expect(!!(x), 1)
+#define NOINSTR     __attribute__((no_instrument_function))
+#define NOINLINE    __attribute__((noinline, no_instrument_function))
+#define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define HDRS   32u /* chunk header + EVENTS header at the start of a buffer */
@@ -50,7 +50,7 @@
 
 /* ---- critical section and context ---------------------------------------- */
 
-#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__) ||          \
+#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__) ||           \
     defined(__ARM_ARCH_8M_BASE__) || defined(__ARM_ARCH_8M_MAIN__)
 static inline NOINSTR uint32_t crit_enter(void)
 {
@@ -84,11 +84,11 @@ int rp_bare_in_isr(void);
 
 struct stream {
     uint8_t *buf;
-    uint32_t size, pos; /* bytes in buf; pos >= HDRS */
-    uint32_t tid, nev;  /* nev: events in the chunk being filled */
-    uint64_t base;      /* ticks the chunk's first delta is from */
-    uint64_t last;      /* ticks of the last event */
-    uint32_t lost;      /* events lost since the last one recorded */
+    uint32_t size, pos;        /* bytes in buf; pos >= HDRS */
+    uint32_t tid, nev;         /* nev: events in the chunk being filled */
+    uint64_t base;             /* ticks the chunk's first delta is from */
+    uint64_t last;             /* ticks of the last event */
+    uint32_t lost;             /* events lost since the last one recorded */
     const volatile void *wait; /* lock whose wait span is innermost, or NULL */
 };
 
@@ -139,10 +139,10 @@ static inline NOINSTR uint8_t *varint(uint8_t *o, uint64_t v)
 /* CRC-32 (IEEE, reflected) with a 16-entry table: 64 bytes of flash. */
 static NOINSTR uint32_t crc32(uint32_t crc, const void *buf, uint32_t len)
 {
-    static const uint32_t t[16] = {
-        0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4,
-        0x4db26158, 0x5005713c, 0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-        0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c};
+    static const uint32_t t[16] = {0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
+                                   0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
+                                   0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
+                                   0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c};
     const uint8_t *p = buf;
     crc = ~crc;
     while (len--) {
@@ -643,10 +643,10 @@ static NOINSTR uint8_t *info(uint8_t *o, const char *k, const char *v)
     uint32_t kl = slen(k), vl = slen(v);
     *o++ = (uint8_t)kl;
     *o++ = 0;
-    put32(o, vl);
-    o += 4;
     for (uint32_t i = 0; i < kl; i++)
         *o++ = (uint8_t)k[i];
+    put32(o, vl);
+    o += 4;
     for (uint32_t i = 0; i < vl; i++)
         *o++ = (uint8_t)v[i];
     return o;
@@ -667,13 +667,35 @@ static NOINSTR void stream_init(struct stream *s, void *buf, uint32_t size, uint
 
 /* The constant parts of the stream head: the file header (format.h), the
  * INFO pairs every target writes, the THREAD payloads. */
-static const uint8_t file_hdr[RP_FILE_HDR_SIZE] = {'R', 'A', 'N', 'K', 'P', 'R', 'O', 'F',
-                                                   RP_VERSION_MAJOR, 0, RP_VERSION_MINOR, 0,
+static const uint8_t file_hdr[RP_FILE_HDR_SIZE] = {'R',
+                                                   'A',
+                                                   'N',
+                                                   'K',
+                                                   'P',
+                                                   'R',
+                                                   'O',
+                                                   'F',
+                                                   RP_VERSION_MAJOR,
+                                                   0,
+                                                   RP_VERSION_MINOR,
+                                                   0,
                                                    RP_FILE_HDR_SIZE};
-static const char info_fixed[] = "\x04\0\x05\0\0\0" "mode" "trace"
-                                 "\x05\0\x04\0\0\0" "clock" "bare"
-                                 "\x03\0\x01\0\0\0" "pid" "1"
-                                 "\x08\0\x0d\0\0\0" "recorder" "rankprof-bare";
+static const char info_fixed[] = "\x04\0"
+                                 "mode"
+                                 "\x05\0\0\0"
+                                 "trace"
+                                 "\x05\0"
+                                 "clock"
+                                 "\x04\0\0\0"
+                                 "bare"
+                                 "\x03\0"
+                                 "pid"
+                                 "\x01\0\0\0"
+                                 "1"
+                                 "\x08\0"
+                                 "recorder"
+                                 "\x0d\0\0\0"
+                                 "rankprof-bare";
 static const uint8_t thread_main[] = {1, 0, 0, 0, 0, 0, 0, 0, 'm', 'a', 'i', 'n'};
 static const uint8_t thread_irq[] = {2, 0, 0, 0, 0, 0, 0, 0, 'i', 'r', 'q'};
 

@@ -77,8 +77,8 @@ NOINSTR void rp_bare_systick_isr(void)
 
 NOINSTR int rp_bare_dwt_start(void)
 {
-    DEMCR |= 1u << 24; /* TRCENA */
-    if (DWT_CTRL & (1u << 25))  /* NOCYCCNT */
+    DEMCR |= 1u << 24;         /* TRCENA */
+    if (DWT_CTRL & (1u << 25)) /* NOCYCCNT */
         return -1;
     DWT_CYC = 0;
     DWT_CTRL |= 1u;
