@@ -17,10 +17,10 @@ COMMON="$ARCH -g -ffreestanding -fno-tree-loop-distribute-patterns -ffunction-se
 # the recorder: optimised for size, never instrumented
 $CC $COMMON -Os -c "$here/src/bare/rp_bare.c" -o "$out/rp_bare.o"
 $CC $COMMON -Os -c "$here/src/bare/rp_bare_cm.c" -o "$out/rp_bare_cm.o"
-$CC $COMMON -O1 -c "$here/firmware/startup.c" -o "$out/startup.o"
+$CC $COMMON -O1 "$@" -c "$here/firmware/startup.c" -o "$out/startup.o"
 # the application: as on Linux, -O1 -fno-inline -finstrument-functions
 $CC $COMMON -O1 -fno-inline -finstrument-functions -DRP_BARE "$@" \
     -c "$here/examples/firmware.c" -o "$out/firmware.o"
-$CC $ARCH -nostartfiles -T "$here/firmware/mps2_an385.ld" -Wl,--gc-sections \
+$CC $ARCH -nostartfiles -T "$here/firmware/mps2_an385.ld" -Wl,--gc-sections -Wl,-Map="$out/firmware.map" \
     -o "$out/firmware.elf" "$out/startup.o" "$out/firmware.o" "$out/rp_bare.o" \
     "$out/rp_bare_cm.o" -lc -lgcc

@@ -5,7 +5,8 @@
  * SysTick (the clock, and the interrupt the example's monitor runs from) and
  * the bare-metal recorder writing RP_OUT (default "firmware.rpt") on the
  * host through semihosting, runs main(), stops the recorder, prints the
- * profile points' table and ends QEMU with main's status.  Fails (status
+ * profile points' table and main's duration in ticks and events recorded,
+ * and ends QEMU with main's status.  Fails (status
  * 99) when the trace file cannot be opened.
  */
 #include <stdint.h>
@@ -34,6 +35,17 @@ static NOINSTR void puts_sh(const char *s)
         rp_bare_semihost_putc(*s++);
 }
 
+static NOINSTR void put_u32(uint32_t v)
+{
+    char b[10];
+    int n = 0;
+    do
+        b[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n)
+        rp_bare_semihost_putc(b[--n]);
+}
+
 NOINSTR void Reset_Handler(void)
 {
     uint32_t *d = &__data_start__, *s = &__data_load__;
@@ -57,15 +69,27 @@ NOINSTR void Reset_Handler(void)
                                .irq_buf = rp_irq_buf,
                                .irq_buf_size = sizeof rp_irq_buf,
                                .program = "firmware.elf"};
+#ifndef RP_NO_RECORD /* RP_NO_RECORD: the recorder linked in but off, to measure its cost */
     if (rp_bare_start(&c) != 0) {
         puts_sh("firmware: the recorder did not start\n");
         rp_bare_semihost_exit(99);
     }
+#endif
+    uint64_t t0 = rp_bare_systick_clock();
     int st = main();
+    uint64_t t1 = rp_bare_systick_clock();
+    uint64_t ev = rp_bare_events();
+#ifndef RP_NO_RECORD
     if (rp_bare_stop(st) != 0)
         puts_sh("firmware: writing the trace failed\n");
+#endif
     rp_bare_semihost_close(rp_fh);
     rp_bare_print_points(rp_bare_semihost_putc);
+    puts_sh("firmware: main ");
+    put_u32((uint32_t)(t1 - t0));
+    puts_sh(" ticks, ");
+    put_u32((uint32_t)ev);
+    puts_sh(" events recorded\n");
     rp_bare_semihost_exit(st);
 }
 
