@@ -46,7 +46,7 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define HDRS   32u /* chunk header + EVENTS header at the start of a buffer */
-#define EV_MAX 40u /* bytes the largest event (with a LOST before it) takes */
+#define EV_MAX 56u /* bytes the largest event (with a PAUSE and a LOST before it) takes */
 
 /* ---- critical section and context ---------------------------------------- */
 
@@ -89,6 +89,7 @@ struct stream {
     uint64_t base;             /* ticks the chunk's first delta is from */
     uint64_t last;             /* ticks of the last event */
     uint32_t lost;             /* events lost since the last one recorded */
+    uint32_t pause;            /* ticks the last flush took, said by a PAUSE at the next event */
     const volatile void *wait; /* lock whose wait span is innermost, or NULL */
 };
 
@@ -329,13 +330,28 @@ static NOINLINE int flush_stream(struct stream *s)
 static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
 {
     struct stream *s = in_isr() ? &g.irq : &g.main;
+    int p = 0;
     if (unlikely(!s->buf))
         return NULL;
-    if (unlikely(s->size - s->pos < EV_MAX))
+    if (unlikely(s->size - s->pos < EV_MAX)) {
         flush_stream(s);
+        uint64_t t = g.clock(); /* the flush's time is said by a PAUSE at the next event */
+        s->pause = (uint32_t)(t - now);
+    } else if (unlikely(s->pause)) { /* the spans open here are shortened by it */
+        p = 1;
+    }
     uint8_t *o = s->buf + s->pos;
     uint64_t d = now >= s->last ? now - s->last : 0;
     s->last = now >= s->last ? now : s->last;
+    if (unlikely(p)) {
+        o = varint(o, d << 1);
+        *o++ = 0;
+        *o++ = RP_OP_PAUSE;
+        o = varint(o, s->pause);
+        s->pause = 0;
+        s->nev++;
+        d = 0;
+    }
     if (unlikely(s->lost)) {
         o = varint(o, d << 1);
         *o++ = 0;
@@ -661,7 +677,7 @@ static NOINSTR void stream_init(struct stream *s, void *buf, uint32_t size, uint
     s->tid = tid;
     s->nev = 0;
     s->base = s->last = now;
-    s->lost = 0;
+    s->lost = s->pause = 0;
     s->wait = NULL;
 }
 
