@@ -74,6 +74,8 @@ NOINSTR void Reset_Handler(void)
         puts_sh("firmware: the recorder did not start\n");
         rp_bare_semihost_exit(99);
     }
+#else
+    (void)c;
 #endif
     uint64_t t0 = rp_bare_systick_clock();
     int st = main();
