@@ -90,6 +90,7 @@ struct stream {
     uint64_t last;             /* ticks of the last event */
     uint32_t lost;             /* events lost since the last one recorded */
     uint32_t pause;            /* ticks the last flush took, said by a PAUSE at the next event */
+    uint32_t syn, said;        /* PAUSE and LOST ops in the chunk, and the events the LOST says */
     const volatile void *wait; /* lock whose wait span is innermost, or NULL */
 };
 
@@ -310,14 +311,15 @@ static NOINLINE int flush_stream(struct stream *s)
     put32(b + 4, len);
     put32(b + 8, crc32(0, b + 16, len));
     put32(b + 12, crc32(0, b, 12));
-    if (g.sink(g.ctx, b, s->pos) < 0) {
-        g.lost += s->nev;
-        g.events -= s->nev;
-        s->lost += s->nev;
+    if (g.sink(g.ctx, b, s->pos) < 0) { /* its events are lost, and the loss it said */
+        uint32_t real = s->nev - s->syn;
+        g.lost += real;
+        g.events -= real;
+        s->lost += real + s->said;
         rc = -2;
     }
     s->pos = HDRS;
-    s->nev = 0;
+    s->nev = s->syn = s->said = 0;
     s->base = s->last;
     return rc;
 }
@@ -350,6 +352,7 @@ static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
         o = varint(o, s->pause);
         s->pause = 0;
         s->nev++;
+        s->syn++;
         d = 0;
     }
     if (unlikely(s->lost)) {
@@ -357,8 +360,10 @@ static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
         *o++ = 0;
         *o++ = RP_OP_LOST;
         o = varint(o, s->lost);
+        s->said += s->lost;
         s->lost = 0;
         s->nev++;
+        s->syn++;
         d = 0;
     }
     *sp = s;
@@ -677,7 +682,7 @@ static NOINSTR void stream_init(struct stream *s, void *buf, uint32_t size, uint
     s->tid = tid;
     s->nev = 0;
     s->base = s->last = now;
-    s->lost = s->pause = 0;
+    s->lost = s->pause = s->syn = s->said = 0;
     s->wait = NULL;
 }
 
