@@ -93,6 +93,17 @@
  * Built with -O1 -g -fno-inline -finstrument-functions and NOT linked with
  * rankprof: `rankprof record` preloads the recorder, and RANKPROF_WEAK makes
  * the points do nothing when it is absent.
+ *
+ * Bare metal (-DRP_BARE, firmware/build.sh, `make firmware-demo`): the same
+ * program for the Cortex-M3 of QEMU's mps2-an385 with the bare-metal
+ * recorder (docs/firmware.md), started by firmware/startup.c before main.
+ * The bus lock is a flag reported with rp_lock_acquired/released; the
+ * monitor is the SysTick interrupt (every 100 us): it calls monitor_poll
+ * while polls are left and the bus is free, and main waits for the last
+ * poll.  The spins are shorter (BYTE_SPIN 40, ERASE_SPIN 400000, so each
+ * erase still overruns its 1 ms budget).  The summary line is the same;
+ * the counts above hold except that there is no monitor_main: <root> ->
+ * monitor_poll 100, in thread 2 "irq".  tests/e2e_firmware.sh checks them.
  */
 #include <stddef.h>
 #include <stdint.h>
