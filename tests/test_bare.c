@@ -292,6 +292,32 @@ static void test_direct(void)
     }
 }
 
+/* A second start: sites in the section get new ids, defined in the new
+ * trace (an id kept from the first would be undefined there). */
+RP__SITE(restart_site, "again", RP_SITE_POINT, RP_CLASS_IDX_POINT, 0);
+
+static void test_restart(void)
+{
+    struct rp_profile p;
+    for (int run = 0; run < 2; run++) {
+        CHECK_EQ(start(sizeof buf, sizeof ram), 0);
+        __cyg_profile_func_enter(run ? FB : FA, NULL); /* the second run: "again" is id 2 */
+        __cyg_profile_func_exit(run ? FB : FA, NULL);
+        uint64_t t = rp_site_begin(&restart_site);
+        rp_site_end(&restart_site, t);
+        CHECK_EQ(rp_bare_stop(0), 0);
+    }
+    CHECK_EQ(replay(&p), 0);
+    const struct rp_node *n = node(&p, RP_KIND_POINT, (uint32_t)(uintptr_t)&restart_site, NULL);
+    CHECK(n != NULL);
+    if (n) {
+        CHECK_EQ(n->calls, 1);
+        CHECK_EQ(strcmp(n->name, "again"), 0);
+    }
+    CHECK_EQ(p.unmatched_exits, 0);
+    rp_profile_free(&p);
+}
+
 static void test_bad_config(void)
 {
     struct rp_bare_config c = {.hz = 1000,
@@ -312,8 +338,8 @@ static void test_bad_config(void)
 }
 
 static const struct check_case cases[] = {
-    {"events", test_events}, {"chunks", test_chunks},         {"lost", test_lost},
-    {"direct", test_direct}, {"bad_config", test_bad_config},
+    {"events", test_events}, {"chunks", test_chunks},   {"lost", test_lost},
+    {"direct", test_direct}, {"restart", test_restart}, {"bad_config", test_bad_config},
 };
 
 int main(int argc, char **argv)
