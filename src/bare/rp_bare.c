@@ -742,7 +742,7 @@ NOINSTR int rp_bare_start(const struct rp_bare_config *c)
         g.locks[v].wait = g.locks[v].hold = 0;
     for (struct rp_site *st = __start_rp_sites; st && st < __stop_rp_sites; st++)
         st->direct = NULL; /* ids of an earlier start are not in this trace */
-    if (c->sink) { /* else direct mode only: statistics, no trace */
+    if (c->sink) {         /* else direct mode only: statistics, no trace */
         *--h = 0;
         v = c->hz;
         do
