@@ -118,6 +118,12 @@ void rp_bare_semihost_putc(char c);
 /* Ends the QEMU run with exit status status (SYS_EXIT_EXTENDED). */
 void rp_bare_semihost_exit(int status) __attribute__((noreturn));
 
+/* A PL011 UART (lm3s6965evb, LPC, STM32's are not): ctx is its base
+ * address, e.g. (void *)0x4000c000, the port already set up (baud rate,
+ * enabled).  Waits while the transmit FIFO is full; cannot fail.  Capture
+ * the port raw into a file on the host; under QEMU: -serial file:fw.rpt. */
+int rp_bare_pl011_sink(void *ctx, const void *data, uint32_t len);
+
 /* A RAM sink: appends to buf until it is full, then fails.  Read it out
  * with a debugger: `dump binary memory fw.rpt buf buf+used` in gdb. */
 struct rp_bare_ram {

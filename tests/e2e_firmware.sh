@@ -11,6 +11,8 @@
 #     the SysTick interrupt: thread "irq", <root> -> monitor_poll 100), no
 #     loss, the top of the ranking and the flags (DISPATCH, BUDGET 2 of 2);
 #   - the Mermaid sequence diagram's acquire / io / timer messages;
+#   - a program of its own, set up as docs/firmware.md says, on the other
+#     board (lm3s6965evb) with the PL011 UART sink (QEMU -serial file:);
 #   - the recorder's linked flash footprint is at most 4096 bytes.
 # Skipped (exit 77, saying which) when the ARM toolchain or QEMU is missing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -145,6 +147,92 @@ bad_input() {
     grep -q 'already has a MAPS chunk' "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
 }
 
+# A program of its own, set up as docs/firmware.md says (its own vector
+# table, reset handler and linker script with the rp_sites snippet), on the
+# other QEMU board, lm3s6965evb, writing its trace through the PL011 UART
+# (QEMU -serial file:) instead of semihosting, compiled at -O2.
+uart_board() {
+    local d=$tmp/uart
+    mkdir -p "$d"
+    cat >"$d/app.c" <<'EOF2'
+#include <stdint.h>
+#include "rankprof.h"
+#include "rankprof_bare.h"
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+static uint8_t rp_buf[512];
+volatile uint32_t sink;
+void leaf(int n)
+{
+    RP_POINT("leaf.work");
+    for (int i = 0; i < n; i++)
+        sink += (uint32_t)i;
+}
+void mid(void)
+{
+    for (int i = 0; i < 3; i++)
+        leaf(100);
+}
+int main(void)
+{
+    for (int i = 0; i < 50; i++)
+        mid();
+    return 0;
+}
+__attribute__((no_instrument_function)) void Reset_Handler(void)
+{
+    uint32_t *s = &_sidata, *d = &_sdata;
+    while (d < &_edata)
+        *d++ = *s++;
+    for (d = &_sbss; d < &_ebss; d++)
+        *d = 0;
+    rp_bare_systick_start(0xffffff, 0);
+    struct rp_bare_config c = {.hz = 12000000, .clock = rp_bare_systick_clock,
+                               .sink = rp_bare_pl011_sink, .sink_ctx = (void *)0x4000c000,
+                               .buf = rp_buf, .buf_size = sizeof rp_buf, .program = "app.elf"};
+    rp_bare_start(&c);
+    int st = main();
+    rp_bare_stop(st);
+    rp_bare_print_points(rp_bare_semihost_putc);
+    rp_bare_semihost_exit(st);
+}
+__attribute__((section(".isr_vector"), used)) void (*const vec[2])(void) = {
+    (void (*)(void))&_estack, Reset_Handler};
+EOF2
+    cat >"$d/app.ld" <<'EOF2'
+MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = 256K  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 64K }
+SECTIONS {
+  .text : { KEEP(*(.isr_vector)) *(.text*) *(.rodata*) } > FLASH
+  _sidata = LOADADDR(.data);
+  .data : { _sdata = .; *(.data*)
+        . = ALIGN(8);
+        __start_rp_sites = .;
+        KEEP(*(rp_sites))
+        __stop_rp_sites = .;
+        _edata = .; } > RAM AT > FLASH
+  .bss : { _sbss = .; *(.bss*) *(COMMON) _ebss = .; } > RAM
+  _estack = ORIGIN(RAM) + LENGTH(RAM);
+}
+EOF2
+    local f="-mcpu=cortex-m3 -mthumb -g -O2 -I$srcdir/include -I$srcdir/src"
+    (cd "$d" && arm-none-eabi-gcc $f -c "$srcdir/src/bare/rp_bare.c" "$srcdir/src/bare/rp_bare_cm.c" &&
+        arm-none-eabi-gcc $f -finstrument-functions -fno-inline -c app.c &&
+        arm-none-eabi-gcc $f -nostartfiles -T app.ld -o app.elf app.o rp_bare.o rp_bare_cm.o)
+    (cd "$d" && $TMO qemu-system-arm -M lm3s6965evb -nographic -monitor none \
+        -serial file:app.rpt -semihosting-config enable=on,target=native -icount shift=0 \
+        -kernel app.elf) >"$d/out" 2>&1 || fail "the UART program failed: $(cat "$d/out")"
+    grep -q '^       150 .* leaf.work$' "$d/out" || fail "no points table: $(cat "$d/out")"
+    "$RANKPROF" import --elf "$d/app.elf" -o "$d/app.data" "$d/app.rpt"
+    "$RANKPROF" report -i "$d/app.data" --format json >"$d/app.json"
+    python3 - "$d/app.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {n["name"]: n["calls"] for n in d["nodes"]}
+want = {"main": 1, "mid": 50, "leaf": 150, "leaf.work": 150}
+if got != want or d["lost_events"] or not d["ended_normally"]:
+    sys.exit(f"e2e_firmware: UART trace {got}, want {want}")
+EOF2
+}
+
 footprint() {
     local line flash
     line=$("$srcdir/firmware/footprint.sh" "$fw")
@@ -159,5 +247,6 @@ scenario points_table points_table
 scenario report report
 scenario sequence sequence
 scenario bad_input bad_input
+scenario uart_board uart_board
 scenario footprint footprint
 finish
