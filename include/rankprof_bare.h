@@ -77,6 +77,24 @@ int rp_bare_flush(void);
  */
 int rp_bare_stop(int status);
 
+/*
+ * Tasks of an RTOS: each task gets a stream (a thread of the trace) of its
+ * own, so that spans nest per task although tasks preempt each other.
+ * rp_bare_task_add (after rp_bare_start) registers task's stream: thread
+ * id tid (>= 3: 1 and 2 are main and irq), its name, its chunk buffer
+ * (>= 128 bytes); returns 0, -1 (bad arguments, not recording, no sink)
+ * or -2 (the sink failed).  rp_bare_task_switch(task) sends the events of
+ * thread mode to task's stream from then on (NULL: back to main): call it
+ * from the RTOS's context-switch hook (FreeRTOS: traceTASK_SWITCHED_IN).
+ * The struct is the recorder's; keep it alive while recording.
+ */
+struct rp_bare_task {
+    uint64_t opaque[10];
+};
+int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char *name, void *buf,
+                     uint32_t size);
+void rp_bare_task_switch(struct rp_bare_task *task);
+
 /* Events recorded, and events lost (sink failures, full id tables). */
 uint64_t rp_bare_events(void);
 uint64_t rp_bare_lost(void);

@@ -318,6 +318,51 @@ static void test_restart(void)
     rp_profile_free(&p);
 }
 
+/* Two RTOS tasks preempting each other in the middle of their functions:
+ * with a stream each, every span nests on its own thread. */
+static void test_tasks(void)
+{
+    static struct rp_bare_task ta, tb;
+    static uint8_t ba[256], bb[256];
+    struct rp_profile p;
+    uint32_t ia = 0, ib = 0;
+    CHECK_EQ(start(sizeof buf, sizeof ram), 0);
+    CHECK_EQ(rp_bare_task_add(&ta, 3, "task_a", ba, sizeof ba), 0);
+    CHECK_EQ(rp_bare_task_add(&tb, 4, "task_b", bb, sizeof bb), 0);
+    CHECK_EQ(rp_bare_task_add(&tb, 2, "bad", bb, sizeof bb), -1); /* 1 and 2 are taken */
+    for (int i = 0; i < 100; i++) {
+        rp_bare_task_switch(&ta);
+        __cyg_profile_func_enter(FA, NULL);
+        rp_bare_task_switch(&tb);
+        __cyg_profile_func_enter(FB, NULL);
+        rp_bare_task_switch(&ta);
+        __cyg_profile_func_exit(FA, NULL);
+        rp_bare_task_switch(&tb);
+        __cyg_profile_func_exit(FB, NULL);
+    }
+    rp_bare_task_switch(NULL);
+    CHECK_EQ(rp_bare_stop(0), 0);
+    CHECK_EQ(replay(&p), 0);
+    CHECK_EQ(p.n_threads, 4);
+    CHECK_EQ(p.unmatched_exits, 0);
+    CHECK_EQ(p.unclosed, 0);
+    const struct rp_node *a = node(&p, RP_KIND_FUNC, 0x1000, &ia);
+    const struct rp_node *b = node(&p, RP_KIND_FUNC, 0x2000, &ib);
+    CHECK(a && b);
+    if (a && b) {
+        CHECK_EQ(a->calls, 100);
+        CHECK_EQ(b->calls, 100);
+        CHECK_EQ(edge_calls(&p, 0, ia), 100); /* roots: neither calls the other */
+        CHECK_EQ(edge_calls(&p, 0, ib), 100);
+        CHECK_EQ(edge_calls(&p, ia, ib), 0);
+        CHECK_EQ(a->max, 20);
+    }
+    for (uint32_t i = 0; i < p.n_threads; i++)
+        if (p.threads[i].tid == 3)
+            CHECK_EQ(strcmp(p.threads[i].name, "task_a"), 0);
+    rp_profile_free(&p);
+}
+
 static void test_bad_config(void)
 {
     struct rp_bare_config c = {.hz = 1000,
@@ -338,8 +383,9 @@ static void test_bad_config(void)
 }
 
 static const struct check_case cases[] = {
-    {"events", test_events}, {"chunks", test_chunks},   {"lost", test_lost},
-    {"direct", test_direct}, {"restart", test_restart}, {"bad_config", test_bad_config},
+    {"events", test_events},         {"chunks", test_chunks},   {"lost", test_lost},
+    {"direct", test_direct},         {"restart", test_restart}, {"tasks", test_tasks},
+    {"bad_config", test_bad_config},
 };
 
 int main(int argc, char **argv)

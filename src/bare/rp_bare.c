@@ -92,7 +92,9 @@ struct stream {
     uint32_t pause;            /* ticks the last flush took, said by a PAUSE at the next event */
     uint32_t syn, said;        /* PAUSE and LOST ops in the chunk, and the events the LOST says */
     const volatile void *wait; /* lock whose wait span is innermost, or NULL */
+    struct stream *next;       /* the next task's stream (rp_bare_task_add) */
 };
+_Static_assert(sizeof(struct stream) <= sizeof(struct rp_bare_task), "rp_bare_task too small");
 
 static struct {
     volatile uint8_t on;
@@ -103,6 +105,8 @@ static struct {
     uint32_t next_id;
     uint64_t events, lost;
     struct stream main, irq;
+    struct stream *cur;               /* thread mode's stream: main, or a task's */
+    struct stream *tasks;             /* the tasks' streams, a list */
     uint32_t fkey[RP_BARE_MAX_FUNCS]; /* code address | 1 (0 = free) */
     uint16_t fid[RP_BARE_MAX_FUNCS];
     struct {
@@ -331,7 +335,7 @@ static NOINLINE int flush_stream(struct stream *s)
  */
 static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
 {
-    struct stream *s = in_isr() ? &g.irq : &g.main;
+    struct stream *s = in_isr() ? &g.irq : g.cur;
     int p = 0;
     if (unlikely(!s->buf))
         return NULL;
@@ -381,7 +385,7 @@ static inline NOINSTR void ev_done(struct stream *s, uint8_t *o, uint32_t nev)
 /* An event lost in the calling context (no id). */
 static NOINLINE void ev_lost(void)
 {
-    struct stream *s = in_isr() ? &g.irq : &g.main;
+    struct stream *s = in_isr() ? &g.irq : g.cur;
     if (s->buf) {
         s->lost++;
         g.lost++;
@@ -588,7 +592,7 @@ static NOINSTR void lock_event(const volatile void *l, int op)
         return;
     uint32_t m = crit_enter();
     uint64_t now = g.clock();
-    struct stream *st = in_isr() ? &g.irq : &g.main, *s2;
+    struct stream *st = in_isr() ? &g.irq : g.cur, *s2;
     uint32_t id = lock_id(l, op == 1 || op == 3);
     uint8_t *o;
     if (!id) {
@@ -684,6 +688,7 @@ static NOINSTR void stream_init(struct stream *s, void *buf, uint32_t size, uint
     s->base = s->last = now;
     s->lost = s->pause = s->syn = s->said = 0;
     s->wait = NULL;
+    s->next = NULL;
 }
 
 /* The constant parts of the stream head: the file header (format.h), the
@@ -765,6 +770,8 @@ NOINSTR int rp_bare_start(const struct rp_bare_config *c)
             return -2;
     }
     uint64_t now = c->clock();
+    g.cur = &g.main;
+    g.tasks = NULL;
     stream_init(&g.main, c->sink ? c->buf : NULL, c->buf_size, 1, now);
     stream_init(&g.irq, c->sink ? c->irq_buf : NULL, c->irq_buf_size, 2, now);
     g.on = 1;
@@ -777,8 +784,40 @@ NOINSTR int rp_bare_flush(void)
     int rc = g.on ? flush_stream(&g.main) : 0;
     if (g.on && g.irq.buf && flush_stream(&g.irq) != 0)
         rc = -2;
+    for (struct stream *t = g.on ? g.tasks : NULL; t; t = t->next)
+        if (flush_stream(t) != 0)
+            rc = -2;
     crit_exit(m);
     return rc;
+}
+
+NOINSTR int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char *name, void *buf,
+                             uint32_t size)
+{
+    struct stream *t = (struct stream *)(void *)task;
+    uint8_t h[8];
+    int rc = 0;
+    if (!g.on || !g.sink || !t || tid < 3 || !buf || size < 128)
+        return -1;
+    uint32_t m = crit_enter();
+    put32(h, tid);
+    put32(h + 4, 0);
+    const void *p[2] = {h, name};
+    const uint32_t l[2] = {8, slen(name)};
+    if (chunk(RP_CH_THREAD, p, l, 2) != 0)
+        rc = -2;
+    stream_init(t, buf, size, tid, g.clock());
+    t->next = g.tasks;
+    g.tasks = t;
+    crit_exit(m);
+    return rc;
+}
+
+NOINSTR void rp_bare_task_switch(struct rp_bare_task *task)
+{
+    uint32_t m = crit_enter();
+    g.cur = task ? (struct stream *)(void *)task : &g.main;
+    crit_exit(m);
 }
 
 NOINSTR int rp_bare_stop(int status)
