@@ -19,12 +19,13 @@
  *         .program = "fw.elf"};
  *     rp_bare_start(&c);  ...  rp_bare_stop(0);
  *
- * and the sink receives a standard rankprof trace (src/trace/format.h),
- * which `rankprof report --elf fw.elf` (and graph, export ...) reads on the
- * host.  Events of the main context go to thread 1 ("main"); events
- * recorded in an interrupt handler go to thread 2 ("irq") when irq_buf is
- * given, so an ISR is a root of its own and never a callee of the function
- * it interrupted.
+ * and the sink receives a standard rankprof trace (src/trace/format.h):
+ * on the host, `rankprof import --elf fw.elf fw.rpt` names it from the ELF
+ * for report, graph, export and the rest.  Events of the main context go
+ * to thread 1 ("main") or to the running RTOS task's stream
+ * (rp_bare_task_switch); events recorded in an interrupt handler go to
+ * thread 2 ("irq") when irq_buf is given, so an ISR is a root of its own
+ * and never a callee of the function it interrupted.
  *
  * Interrupt safety: every event is recorded inside a critical section
  * (PRIMASK on Cortex-M, else the user's rp_bare_crit_enter/exit), so events

@@ -10,6 +10,7 @@
  * Cortex-M), so interrupt handlers may record too.  What goes out:
  *
  *   file header, INFO, THREAD 1 "main", THREAD 2 "irq"   (rp_bare_start)
+ *   THREAD n, the task's name                           (rp_bare_task_add)
  *   DEFS chunk of one record                            (first sight of an id)
  *   EVENTS chunk, compact stream, no snapshot           (a buffer is full)
  *   END                                                 (rp_bare_stop)
