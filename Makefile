@@ -3,6 +3,8 @@
 #
 #   make demo    build everything (installing missing Debian packages),
 #                profile the bundled firmware example, show the ranked report
+#   make firmware-demo  the same example built for Cortex-M3, run under QEMU
+#                with the bare-metal recorder, reported on the host
 #   make test    build and run every test through ctest
 #   make bench   the benchmarks of bench/ (side by side with the peers)
 #   make asan    the tests under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -14,7 +16,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo -G Ninja)
 
-.PHONY: all deps test-deps demo test bench asan tsan install clean
+.PHONY: all deps test-deps demo firmware-demo test bench asan tsan install clean
 
 all: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -28,6 +30,9 @@ test-deps:
 
 demo: all
 	@scripts/demo.sh $(BUILD)
+
+firmware-demo: all
+	@scripts/firmware-demo.sh $(BUILD)
 
 test: test-deps all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

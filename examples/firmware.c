@@ -93,23 +93,44 @@
  * Built with -O1 -g -fno-inline -finstrument-functions and NOT linked with
  * rankprof: `rankprof record` preloads the recorder, and RANKPROF_WEAK makes
  * the points do nothing when it is absent.
+ *
+ * Bare metal (-DRP_BARE, firmware/build.sh, `make firmware-demo`): the same
+ * program for the Cortex-M3 of QEMU's mps2-an385 with the bare-metal
+ * recorder (docs/firmware.md), started by firmware/startup.c before main.
+ * The bus lock is a flag reported with rp_lock_acquired/released; the
+ * monitor is the SysTick interrupt (every 100 us): it calls monitor_poll
+ * while polls are left and the bus is free, and main waits for the last
+ * poll.  The spins are shorter (BYTE_SPIN 40, ERASE_SPIN 400000, so each
+ * erase still overruns its 1 ms budget).  The summary line is the same;
+ * the counts above hold except that there is no monitor_main: <root> ->
+ * monitor_poll 100, in thread 2 "irq".  tests/e2e_firmware.sh checks them.
  */
+#include <stddef.h>
+#include <stdint.h>
+#ifndef RP_BARE
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define RANKPROF_WEAK /* run with or without the recorder */
+#else
+#include "rankprof_bare.h"
+#endif
 #include "rankprof.h"
 
 #define NOINSTR __attribute__((no_instrument_function))
 
 /* ---- tuning: the "hardware" speed ---------------------------------------- */
 
-#define BYTE_SPIN    4000u    /* loop iterations per byte on the bus */
-#define ERASE_SPIN   8000000u /* loop iterations of one flash-page erase */
+#ifndef RP_BARE
+#define BYTE_SPIN  4000u    /* loop iterations per byte on the bus */
+#define ERASE_SPIN 8000000u /* loop iterations of one flash-page erase */
+#else
+#define BYTE_SPIN  40u     /* a Cortex-M3 under QEMU: about 1/100 of a PC's speed */
+#define ERASE_SPIN 400000u /* about 2 ms at 1 ns an instruction (-icount shift=0) */
+#endif
 #define FLUSH_BYTES  128      /* payload of the telemetry block write */
 #define FLUSH_EVERY  100      /* telemetry runs per flush */
 #define MON_DIVISOR  20       /* the monitor polls TICKS/MON_DIVISOR times */
@@ -140,13 +161,44 @@ enum {
 };
 
 static struct {
+#ifndef RP_BARE
     pthread_mutex_t lock; /* the bus lock */
+#else
+    volatile uint8_t lock; /* the bus lock: taken by the main context only */
+#endif
     uint8_t regs[256];
     uint32_t lcg;   /* sample generator state, fixed seed */
     uint64_t bytes; /* bytes moved on the bus */
     uint32_t wdog_kicks;
     uint32_t fifo_sum; /* checksum of everything block-written */
+#ifndef RP_BARE
 } bus = {.lock = PTHREAD_MUTEX_INITIALIZER, .lcg = 12345u};
+#else
+} bus = {.lcg = 12345u};
+#endif
+
+/* The bus lock.  On Linux a pthread mutex, recorded by the recorder's
+ * interposers; on the bare-metal build a flag reported with rp_lock_*: only
+ * the main context takes it (the monitor interrupt polls when it is free). */
+static inline NOINSTR void bus_lock(void)
+{
+#ifndef RP_BARE
+    pthread_mutex_lock(&bus.lock);
+#else
+    bus.lock = 1;
+    rp_lock_acquired(&bus.lock);
+#endif
+}
+
+static inline NOINSTR void bus_unlock(void)
+{
+#ifndef RP_BARE
+    pthread_mutex_unlock(&bus.lock);
+#else
+    rp_lock_released(&bus.lock);
+    bus.lock = 0;
+#endif
+}
 
 /* Device side of a read of `reg`: new samples appear when DATA is read. */
 static NOINSTR void dev_prepare(uint8_t reg)
@@ -175,7 +227,7 @@ int i2c_xfer(const uint8_t *tx, size_t ntx, uint8_t *rx, size_t nrx)
 {
     size_t nbytes = 1 + ntx + (nrx ? 1 + nrx : 0);
 
-    pthread_mutex_lock(&bus.lock);
+    bus_lock();
     RP_IO_BEGIN(io, "i2c0", DEV_ADDR, nbytes);
     spin((uint32_t)nbytes * BYTE_SPIN);
     uint8_t reg = ntx ? tx[0] : 0;
@@ -194,7 +246,7 @@ int i2c_xfer(const uint8_t *tx, size_t ntx, uint8_t *rx, size_t nrx)
     }
     bus.bytes += nbytes;
     RP_IO_END(io);
-    pthread_mutex_unlock(&bus.lock);
+    bus_unlock();
     return 0;
 }
 
@@ -353,6 +405,7 @@ void monitor_poll(void)
     RP_COUNTER("monitor.status", g_monitor_status_sum);
 }
 
+#ifndef RP_BARE
 void *monitor_main(void *arg)
 {
     uint32_t polls = *(const uint32_t *)arg;
@@ -363,6 +416,22 @@ void *monitor_main(void *arg)
     }
     return NULL;
 }
+
+#else
+/* The bare-metal monitor: the SysTick interrupt (every 100 us, firmware/
+ * startup.c) polls while polls are left and the bus is free; main waits
+ * for the last poll. */
+static volatile uint32_t g_mon_left;
+
+NOINSTR void SysTick_Handler(void)
+{
+    rp_bare_systick_isr();
+    if (g_mon_left && !bus.lock) {
+        monitor_poll();
+        g_mon_left--;
+    }
+}
+#endif
 
 /* ---- bring-up and main ----------------------------------------------------- */
 
@@ -378,6 +447,7 @@ int board_init(void)
     return 0;
 }
 
+#ifndef RP_BARE
 int main(int argc, char **argv)
 {
     uint32_t ticks = 2000;
@@ -413,3 +483,52 @@ int main(int argc, char **argv)
            task_table[3].runs, g_monitor_polls, bus.wdog_kicks, bus.bytes, check);
     return 0;
 }
+#else
+/* Prints name=v in decimal (hex: 8 digits) over semihosting. */
+static NOINSTR void put_kv(const char *name, uint64_t v, int hex)
+{
+    char b[24];
+    int n = 0;
+    while (*name)
+        rp_bare_semihost_putc(*name++);
+    rp_bare_semihost_putc('=');
+    do {
+        unsigned d = hex ? (unsigned)(v & 15) : (unsigned)(v % 10);
+        b[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+        v = hex ? v >> 4 : v / 10;
+    } while (v || (hex && n < 8));
+    while (n)
+        rp_bare_semihost_putc(b[--n]);
+}
+
+#ifndef FW_TICKS
+#define FW_TICKS 2000
+#endif
+
+/* Started by firmware/startup.c with the recorder on; returns the status. */
+int main(void)
+{
+    const uint32_t ticks = FW_TICKS;
+    if (board_init() != 0)
+        return 1;
+    g_mon_left = ticks / MON_DIVISOR;
+    sched_run(ticks);
+    while (g_mon_left)
+        __asm volatile("wfi");
+
+    uint32_t check = ctl.out_sum * 2654435761u ^ tlm.temp_sum ^ bus.fifo_sum ^ g_status_sum ^
+                     g_monitor_status_sum;
+    put_kv("firmware: ticks", ticks, 0);
+    put_kv(" sensor", task_table[0].runs, 0);
+    put_kv(" control", task_table[1].runs, 0);
+    put_kv(" telemetry", task_table[2].runs, 0);
+    put_kv(" flushes", tlm.flushes, 0);
+    put_kv(" housekeeping", task_table[3].runs, 0);
+    put_kv(" monitor", g_monitor_polls, 0);
+    put_kv(" wdog", bus.wdog_kicks, 0);
+    put_kv(" bus_bytes", bus.bytes, 0);
+    put_kv(" check", check, 1);
+    rp_bare_semihost_putc('\n');
+    return 0;
+}
+#endif

@@ -13,7 +13,9 @@
 #          trace_processor (chromium-shell), valgrind, golang-go, flamegraph.pl
 #          (libdevel-nytprof-perl) for tests/e2e_export.sh, and
 #          @mermaid-js/mermaid-cli from npm (driven by that chromium, no
-#          browser download) in ~/.cache/rankprof-npm (tests/e2e_seq.sh)
+#          browser download) in ~/.cache/rankprof-npm (tests/e2e_seq.sh),
+#          gcc-arm-none-eabi, libnewlib-arm-none-eabi and qemu-system-arm
+#          (tests/e2e_firmware.sh, make firmware-demo)
 #   bench: + the peers of `make bench`: uftrace, binutils (gprof), valgrind
 #          (callgrind), and g++ with libcapstone-dev to build Tracy's capture
 #          tool (scripts/bench.sh builds it in /tmp from a Tracy checkout)
@@ -64,6 +66,10 @@ if [ "$level" = ci ]; then
   have_cmd callgrind_annotate || need+=(valgrind)
   have_cmd go || need+=(golang-go)
   [ -f /usr/share/perl5/Devel/NYTProf/flamegraph.pl ] || need+=(libdevel-nytprof-perl)
+  # tests/e2e_firmware.sh: the example built for Cortex-M3, run under QEMU
+  have_cmd arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
+  have_pkg libnewlib-arm-none-eabi || need+=(libnewlib-arm-none-eabi)
+  have_cmd qemu-system-arm || need+=(qemu-system-arm)
 fi
 # Mermaid's command line, from npm, outside the repository.
 ci_npm() {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # layers.sh - the source folders depend one way (docs/design.md "10. Layout"):
 # common/ at the bottom; trace/ on common/; the recorder (record/) and the
-# analyzer (analyze/) each on trace/ and common/, never on each other;
+# analyzer (analyze/) each on trace/ and common/, never on each other; the
+# bare-metal recorder (bare/) on trace/'s format.h only;
 # report/ on analyze/; cli/ on report/.  Fails, naming the file and line,
 # when a file includes a header of a folder its own may not use, or names
 # one by a relative path ("../x/y.h") instead of from src/ ("x/y.h").
@@ -13,6 +14,7 @@ declare -A may=(
     [common]="common"
     [trace]="common trace"
     [record]="common trace record"
+    [bare]="trace bare"
     [analyze]="common trace analyze"
     [report]="common trace analyze report"
     [cli]="common trace analyze report cli"

@@ -80,6 +80,13 @@ static int cmp_fn(const void *a, const void *b)
     return x->rank > y->rank ? -1 : x->rank < y->rank; /* best first */
 }
 
+/* Whether elf is 32-bit ARM code (Thumb functions' symbols are odd). */
+static bool elf_is_arm(Elf *elf)
+{
+    GElf_Ehdr eh;
+    return elf != NULL && gelf_getehdr(elf, &eh) != NULL && eh.e_machine == EM_ARM;
+}
+
 /*
  * Builds the sorted symbol table of sm from its symtab (or dynsym, or that
  * of its debug file), keeping per address the symbol dwfl would prefer:
@@ -117,6 +124,8 @@ static int build_fns(struct sym_module *sm)
         rank = rank * 4 + (type != STT_NOTYPE ? 2 : 0) + (sym.st_size != 0 ? 1 : 0);
         /* then the public spelling: malloc before __libc_malloc */
         rank = rank * 4 + (name[0] != '_') + (name[0] != '_' || name[1] != '_') * 2;
+        if (type == STT_FUNC && (addr & 1) && elf_is_arm(elf))
+            addr &= ~(GElf_Addr)1; /* a Thumb function: bit 0 is the mode, not the address */
         sm->fns[k].addr = addr;
         sm->fns[k].size = sym.st_size;
         sm->fns[k].name = name;

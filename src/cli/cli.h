@@ -34,6 +34,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_tui(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* The usage line of cmd (after "rankprof "), or NULL for no such command. */
 const char *rp_cmd_usage(const char *cmd);

@@ -150,6 +150,16 @@ static const struct cmd_help helps[] = {
      "of the run and its threads, events, losses (by reason) and how the run ended.",
      {INPUT_OPTS, {NULL, NULL}},
      NULL},
+    {"import",
+     "name a bare-metal target's trace from its ELF",
+     "Copies TRACE, written by the bare-metal recorder (docs/firmware.md), with a process map "
+     "of ELF's executable segments at their link addresses, so that every other command names "
+     "its functions from ELF (Thumb addresses included). Fails, writing nothing, when TRACE "
+     "already has a map or ELF is not a static executable.",
+     {{"--elf ELF", "the firmware image the target ran (static, with its symbols)"},
+      {"-o, --output OUT", "the trace to write (default rankprof.data)"},
+      {NULL, NULL}},
+     NULL},
     {"dump",
      "every event, one per line",
      "Prints every event of the trace in file order: time, thread, what happened, with names. "

@@ -60,6 +60,7 @@ static const struct rp_cmd commands[] = {
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
     {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status"},
+    {"import", cmd_import, "import --elf ELF [-o OUT] TRACE"},
     {"tui", cmd_tui,
      "tui [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"

@@ -92,7 +92,8 @@ enum rp_chunk_type {
 /*
  * INFO payload: repeated { u16 key length, key, u32 value length, value }.
  * Keys written by the recorder: "program", "argv" (NUL-separated), "pid",
- * "ppid", "clock" ("tsc", "cntvct" or "monotonic"), "freq_hz" (start-up
+ * "ppid", "clock" ("tsc", "cntvct", "monotonic", or "bare": a bare-metal
+ * target's clock, whose rate freq_hz is), "freq_hz" (start-up
  * estimate), "mode" ("trace" or "direct"), "recorder" (version), "policy"
  * ("wait" or "drop"), "offcpu" (format 1.3: how off-CPU time was separated:
  * "perf" context switches, "schedstat" (not separated; the run-queue delay

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e_firmware.sh - the bare-metal recorder end to end (docs/firmware.md):
+# builds examples/firmware.c for Cortex-M3 with arm-none-eabi-gcc
+# (firmware/build.sh), runs it under qemu-system-arm -M mps2-an385 with
+# -icount shift=0 (deterministic), and checks
+#   - the program's summary line is the Linux build's, word for word;
+#   - the points table the target prints (direct mode) has exact calls;
+#   - `rankprof import --elf` + `report --format json`: every function
+#     named from the ELF (Thumb bit), exact calls and edges (the monitor is
+#     the SysTick interrupt: thread "irq", <root> -> monitor_poll 100), no
+#     loss, the top of the ranking and the flags (DISPATCH, BUDGET 2 of 2);
+#   - the Mermaid sequence diagram's acquire / io / timer messages;
+#   - a program of its own, set up as docs/firmware.md says, on the other
+#     board (lm3s6965evb) with the PL011 UART sink (QEMU -serial file:);
+#   - the recorder's linked flash footprint is at most 4096 bytes.
+# Skipped (exit 77, saying which) when the ARM toolchain or QEMU is missing.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_firmware RANKPROF EXAMPLES
+need_tools python3
+
+if ! command -v arm-none-eabi-gcc >/dev/null 2>&1; then
+    missing arm-none-eabi-gcc "install gcc-arm-none-eabi and libnewlib-arm-none-eabi"
+    finish
+fi
+if ! command -v qemu-system-arm >/dev/null 2>&1; then
+    missing qemu-system-arm "install qemu-system-arm"
+    finish
+fi
+
+fw=$tmp/fw
+"$srcdir/firmware/build.sh" "$fw" >"$tmp/build.log" 2>&1 || {
+    cat "$tmp/build.log" >&2
+    fail "firmware/build.sh failed"
+}
+(cd "$fw" && $TMO qemu-system-arm -M mps2-an385 -nographic -monitor none \
+    -semihosting-config enable=on,target=native -icount shift=0 \
+    -kernel firmware.elf) >"$tmp/qemu.out" 2>&1 || {
+    cat "$tmp/qemu.out" >&2
+    fail "the firmware under QEMU exited with status $?"
+}
+[[ -s "$fw/firmware.rpt" ]] || fail "the firmware wrote no $fw/firmware.rpt"
+
+summary_line() {
+    want=$("$EXAMPLES/firmware")
+    got=$(grep '^firmware: ticks=' "$tmp/qemu.out") || fail "no summary line in the QEMU output"
+    [[ "$got" == "$want" ]] || fail "QEMU printed '$got', Linux '$want'"
+}
+
+points_table() {
+    python3 - "$tmp/qemu.out" <<'EOF'
+import sys
+want = {"monitor.status": 100, "telemetry.pack": 200, "flash.erase": 2,
+        "sensor.convert": 2000, "tick": 2000, "i2c0": 3384}
+got = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 5 and f[0].isdigit():
+        got[f[4]] = int(f[0])
+if got != want:
+    sys.exit(f"e2e_firmware: points table {got}, want {want}")
+EOF
+}
+
+report() {
+    "$RANKPROF" import --elf "$fw/firmware.elf" -o "$tmp/fw.data" "$fw/firmware.rpt"
+    "$RANKPROF" report -i "$tmp/fw.data" --format json >"$tmp/fw.json"
+    python3 - "$tmp/fw.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def die(m):
+    sys.exit("e2e_firmware: " + m)
+T = 2000
+calls = {"main": 1, "board_init": 1, "sched_run": 1, "timer_tick": T, "task_sensor": T,
+         "task_control": T // 2, "filter_update": T // 2, "task_telemetry": T // 10,
+         "telemetry_flush": T // 1000, "task_housekeeping": T // 50, "monitor_poll": T // 20,
+         "i2c_read_reg": 1 + T + T // 10 + T // 50 + T // 20,
+         "i2c_write_reg": 1 + T // 2 + T // 50,
+         "i2c_xfer": 2341 + 1041 + 2}
+funcs = {n["name"]: n["calls"] for n in d["nodes"] if n["kind"] == "func"}
+if funcs != calls:
+    die(f"function calls {sorted(funcs.items())}, want {sorted(calls.items())}")
+edges = {(e["caller"], e["callee"]): e["calls"] for e in d["edges"]
+         if e["callee"] in calls and (e["caller"] in calls or e["caller"] == "<root>")}
+want = {("<root>", "main"): 1, ("<root>", "monitor_poll"): 100,
+        ("main", "board_init"): 1, ("main", "sched_run"): 1,
+        ("board_init", "i2c_read_reg"): 1, ("board_init", "i2c_write_reg"): 1,
+        ("sched_run", "timer_tick"): 2000, ("sched_run", "task_sensor"): 2000,
+        ("sched_run", "task_control"): 1000, ("sched_run", "task_telemetry"): 200,
+        ("sched_run", "task_housekeeping"): 40, ("task_sensor", "i2c_read_reg"): 2000,
+        ("task_control", "filter_update"): 1000, ("task_control", "i2c_write_reg"): 1000,
+        ("task_telemetry", "i2c_read_reg"): 200, ("task_telemetry", "telemetry_flush"): 2,
+        ("telemetry_flush", "i2c_xfer"): 2, ("task_housekeeping", "i2c_read_reg"): 40,
+        ("task_housekeeping", "i2c_write_reg"): 40, ("monitor_poll", "i2c_read_reg"): 100,
+        ("i2c_read_reg", "i2c_xfer"): 2341, ("i2c_write_reg", "i2c_xfer"): 1041}
+if edges != want:
+    die(f"edges {sorted(set(edges.items()) ^ set(want.items()))} differ")
+others = {n["name"]: n["calls"] for n in d["nodes"] if n["kind"] != "func"}
+for name, n in (("sensor.convert", 2000), ("telemetry.pack", 200), ("flash.erase", 2),
+                ("i2c0", 3384), ("bus [hold]", 3384)):
+    if others.get(name) != n:
+        die(f"{name}: {others.get(name)} calls, want {n}")
+if d["lost_events"] or d["unmatched_exits"] or d["unclosed"] or not d["ended_normally"]:
+    die("lost events, unmatched exits or unclosed spans, or no END")
+threads = sorted(t.get("name") for t in d["thread_list"])
+if threads != ["irq", "main"]:
+    die(f"threads {threads}, want irq and main")
+if abs(d["ns_per_tick"] - 40.0) > 1e-9:
+    die(f"ns per tick {d['ns_per_tick']}, want 40 (25 MHz)")
+ranked = sorted(d["nodes"], key=lambda n: n["rank"])
+top = [n["name"] for n in ranked[:2]]
+if top != ["main", "sched_run"]:
+    die(f"top of the ranking {top}, want main, sched_run")
+flags = {n["name"]: n["flags"] for n in d["nodes"]}
+if "DISPATCH" not in flags["sched_run"]:
+    die(f"sched_run flags {flags['sched_run']}, want DISPATCH")
+if "BUDGET" not in flags["flash.erase"]:
+    die(f"flash.erase flags {flags['flash.erase']}, want BUDGET")
+EOF
+    "$RANKPROF" report -i "$tmp/fw.data" >"$tmp/fw.txt"
+    grep -q 'BUDGET 2 of 2 runs over 1.00 ms' "$tmp/fw.txt" || fail "no 'BUDGET 2 of 2' line"
+}
+
+sequence() {
+    "$RANKPROF" import --elf "$fw/firmware.elf" -o "$tmp/seq.data" "$fw/firmware.rpt"
+    "$RANKPROF" export --format mermaid -O max=20000 -i "$tmp/seq.data" -o "$tmp/fw.mmd"
+    grep -q '^sequenceDiagram' "$tmp/fw.mmd" || fail "not a Mermaid sequence diagram"
+    grep -q 'participant P2 as T2 irq' "$tmp/fw.mmd" || fail "no irq participant"
+    local io acq fire
+    io=$(grep -c ': [0-9.]* [mun]*s i2c0 @0x6b [0-9]* B$' "$tmp/fw.mmd" || true)
+    acq=$(grep -c ' acquire$' "$tmp/fw.mmd" || true)
+    fire=$(grep -c ' fire$' "$tmp/fw.mmd" || true)
+    [[ "$io $acq $fire" == "3384 3384 2000" ]] ||
+        fail "diagram: $io i2c0 messages, $acq acquires, $fire timer fires; want 3384 3384 2000"
+}
+
+bad_input() {
+    if "$RANKPROF" import --elf "$fw/firmware.rpt" -o "$tmp/x.data" "$fw/firmware.rpt" \
+        2>"$tmp/err"; then
+        fail "import took a trace as the ELF"
+    fi
+    grep -q 'is not an ELF file' "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
+    "$RANKPROF" import --elf "$fw/firmware.elf" -o "$tmp/y.data" "$fw/firmware.rpt"
+    if "$RANKPROF" import --elf "$fw/firmware.elf" -o "$tmp/z.data" "$tmp/y.data" 2>"$tmp/err"; then
+        fail "import imported twice"
+    fi
+    grep -q 'already has a MAPS chunk' "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
+}
+
+# A program of its own, set up as docs/firmware.md says (its own vector
+# table, reset handler and linker script with the rp_sites snippet), on the
+# other QEMU board, lm3s6965evb, writing its trace through the PL011 UART
+# (QEMU -serial file:) instead of semihosting, compiled at -O2.
+uart_board() {
+    local d=$tmp/uart
+    mkdir -p "$d"
+    cat >"$d/app.c" <<'EOF2'
+#include <stdint.h>
+#include "rankprof.h"
+#include "rankprof_bare.h"
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+static uint8_t rp_buf[512];
+volatile uint32_t sink;
+void leaf(int n)
+{
+    RP_POINT("leaf.work");
+    for (int i = 0; i < n; i++)
+        sink += (uint32_t)i;
+}
+void mid(void)
+{
+    for (int i = 0; i < 3; i++)
+        leaf(100);
+}
+int main(void)
+{
+    for (int i = 0; i < 50; i++)
+        mid();
+    return 0;
+}
+__attribute__((no_instrument_function)) void Reset_Handler(void)
+{
+    uint32_t *s = &_sidata, *d = &_sdata;
+    while (d < &_edata)
+        *d++ = *s++;
+    for (d = &_sbss; d < &_ebss; d++)
+        *d = 0;
+    rp_bare_systick_start(0xffffff, 0);
+    struct rp_bare_config c = {.hz = 12000000, .clock = rp_bare_systick_clock,
+                               .sink = rp_bare_pl011_sink, .sink_ctx = (void *)0x4000c000,
+                               .buf = rp_buf, .buf_size = sizeof rp_buf, .program = "app.elf"};
+    rp_bare_start(&c);
+    int st = main();
+    rp_bare_stop(st);
+    rp_bare_print_points(rp_bare_semihost_putc);
+    rp_bare_semihost_exit(st);
+}
+__attribute__((section(".isr_vector"), used)) void (*const vec[2])(void) = {
+    (void (*)(void))&_estack, Reset_Handler};
+EOF2
+    cat >"$d/app.ld" <<'EOF2'
+MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = 256K  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 64K }
+SECTIONS {
+  .text : { KEEP(*(.isr_vector)) *(.text*) *(.rodata*) } > FLASH
+  _sidata = LOADADDR(.data);
+  .data : { _sdata = .; *(.data*)
+        . = ALIGN(8);
+        __start_rp_sites = .;
+        KEEP(*(rp_sites))
+        __stop_rp_sites = .;
+        _edata = .; } > RAM AT > FLASH
+  .bss : { _sbss = .; *(.bss*) *(COMMON) _ebss = .; } > RAM
+  _estack = ORIGIN(RAM) + LENGTH(RAM);
+}
+EOF2
+    local f="-mcpu=cortex-m3 -mthumb -g -O2 -I$srcdir/include -I$srcdir/src"
+    (cd "$d" && arm-none-eabi-gcc $f -c "$srcdir/src/bare/rp_bare.c" "$srcdir/src/bare/rp_bare_cm.c" &&
+        arm-none-eabi-gcc $f -finstrument-functions -fno-inline -c app.c &&
+        arm-none-eabi-gcc $f -nostartfiles -T app.ld -o app.elf app.o rp_bare.o rp_bare_cm.o)
+    (cd "$d" && $TMO qemu-system-arm -M lm3s6965evb -nographic -monitor none \
+        -serial file:app.rpt -semihosting-config enable=on,target=native -icount shift=0 \
+        -kernel app.elf) >"$d/out" 2>&1 || fail "the UART program failed: $(cat "$d/out")"
+    grep -q '^       150 .* leaf.work$' "$d/out" || fail "no points table: $(cat "$d/out")"
+    "$RANKPROF" import --elf "$d/app.elf" -o "$d/app.data" "$d/app.rpt"
+    "$RANKPROF" report -i "$d/app.data" --format json >"$d/app.json"
+    python3 - "$d/app.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {n["name"]: n["calls"] for n in d["nodes"]}
+want = {"main": 1, "mid": 50, "leaf": 150, "leaf.work": 150}
+if got != want or d["lost_events"] or not d["ended_normally"]:
+    sys.exit(f"e2e_firmware: UART trace {got}, want {want}")
+EOF2
+}
+
+footprint() {
+    local line flash
+    line=$("$srcdir/firmware/footprint.sh" "$fw")
+    flash=${line#*flash=}
+    flash=${flash%% *}
+    note "$line"
+    ((flash > 0 && flash <= 4096)) || fail "recorder flash $flash bytes, over 4096"
+}
+
+scenario summary_line summary_line
+scenario points_table points_table
+scenario report report
+scenario sequence sequence
+scenario bad_input bad_input
+scenario uart_board uart_board
+scenario footprint footprint
+finish
