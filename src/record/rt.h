@@ -97,6 +97,10 @@ struct rp_tbuf {
     uint32_t tid;            /* a stream id: kernel tid and reuse generation (format.h) */
 
     /* shared with the writer */
+    /* 1 while someone encodes this thread's records: the thread itself
+     * (rp_rt_self_encode) or the writer; taken by compare-and-swap, never
+     * waited for on the event path (rt_writer.c, "Who encodes") */
+    _Atomic int busy;
     struct rp_raw *bufs[RP_NBUF_MAX];
     uint32_t lens[RP_NBUF_MAX];
     _Atomic uint64_t produced, consumed;
@@ -104,7 +108,10 @@ struct rp_tbuf {
     uint64_t rq_exit; /* schedstat fallback: the thread's own last read, at its exit
                          (1 + ns, 0 = none), stored before `exited` (release) */
 
-    /* writer side only */
+    /* whoever holds busy */
+    uint8_t *eout; /* the thread's own encoder output, rp_enc_bound(bufrecs) bytes
+                      (mapped at its first self-encoding), NULL if none */
+    int self;      /* the thread itself is encoding: output into eout */
     struct rp_enc_thread enc;
     struct rp_offq offq; /* off-CPU intervals to merge (offcpu.c) */
     uint64_t rq1;        /* schedstat run-queue delay since the thread began: the writer's
@@ -148,8 +155,8 @@ struct rp_rt {
     /* the writer has started and is in its loop, where it allocates only
      * under drain_lock (fork waits for it: atfork_prepare) */
     _Atomic int writer_ready;
-    int sync_write; /* no writer thread (a forked child): threads write their own
-                       buffers under drain_lock */
+    int sync_write;             /* no writer thread (a forked child): threads write their own
+                                   buffers under drain_lock */
     pthread_mutex_t drain_lock; /* one drainer at a time: the writer's pass, or a
                                    thread writing when there is no writer;
                                    taken before lock */
@@ -159,6 +166,10 @@ struct rp_rt {
     pthread_mutex_t direct_lock, print_lock;
     /* a write to the trace file, or a move of its descriptor (rt.c) */
     pthread_mutex_t fd_lock;
+    /* the shared id table of the threads' encoding, and the order of DEFS
+     * before the EVENTS that use them (rt_writer.c) */
+    pthread_mutex_t enc_lock;
+    _Atomic int self_block; /* threads must not encode their own buffers (fork) */
     pthread_t writer;
     pthread_key_t key;
 
