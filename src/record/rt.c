@@ -75,6 +75,7 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .print_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd_lock = PTHREAD_MUTEX_INITIALIZER,
     .enc_lock = PTHREAD_MUTEX_INITIALIZER,
+    .off_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;

@@ -109,7 +109,7 @@ struct rp_tbuf {
                          (1 + ns, 0 = none), stored before `exited` (release) */
 
     /* whoever holds busy */
-    uint8_t *eout; /* the thread's own encoder output, rp_enc_bound(bufrecs) bytes
+    uint8_t *eout; /* the thread's own encoder output, rp_enc_bound(4 * bufrecs) bytes
                       (mapped at its first self-encoding), NULL if none */
     int self;      /* the thread itself is encoding: output into eout */
     struct rp_enc_thread enc;
@@ -169,7 +169,8 @@ struct rp_rt {
     /* the shared id table of the threads' encoding, and the order of DEFS
      * before the EVENTS that use them (rt_writer.c) */
     pthread_mutex_t enc_lock;
-    _Atomic int self_block; /* threads must not encode their own buffers (fork) */
+    pthread_mutex_t off_lock; /* the off-CPU rings and every tbuf's offq (offcpu.c) */
+    _Atomic int self_block;   /* threads must not encode their own buffers (fork) */
     pthread_t writer;
     pthread_key_t key;
 

@@ -351,6 +351,7 @@ static void atfork_child(void)
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
     pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
     pthread_mutex_init(&rp_rt.enc_lock, NULL);
+    pthread_mutex_init(&rp_rt.off_lock, NULL);
     atomic_store(&rp_rt.self_block, 0);
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);

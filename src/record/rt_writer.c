@@ -64,6 +64,14 @@ RP_HIDDEN size_t rp_rt_out_recs;
 
 /* ---- who encodes a thread ------------------------------------------------ */
 
+/* A thread's own encoder output (eout) in records: a buffer with as many
+ * off-CPU intervals merged in (each takes up to two events' bytes).  Only
+ * the pages written are ever touched. */
+static inline size_t self_out_recs(void)
+{
+    return 4 * (size_t)rp_rt.bufrecs;
+}
+
 static void enc_lock(void)
 {
     rp_own_lock(&rp_rt.enc_lock);
@@ -161,9 +169,14 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
     const struct rp_raw *m = recs;
     if (rp_offcpu_source() == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
+        rp_own_lock(&rp_rt.off_lock); /* (m is t's own copy: used after the unlock) */
         m = rp_offq_merge(&t->offq, recs, &nm);
         /* an off-CPU record takes up to two events' bytes */
-        if (nm > n && 2 * nm > rp_rt_out_recs) {
+        if (nm > n && t->self && 2 * nm > self_out_recs()) {
+            m = recs; /* the intervals are dropped (counted late) */
+            t->offq.late += nm - n;
+            nm = n;
+        } else if (nm > n && !t->self && 2 * nm > rp_rt_out_recs) {
             uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
             if (no) {
                 rp_rt.out = no;
@@ -174,6 +187,7 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
                 nm = n;
             }
         }
+        rp_own_unlock(&rp_rt.off_lock);
     }
     uint8_t *out = t->self ? t->eout : rp_rt.out;
     size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, out);
@@ -349,7 +363,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                     munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
             rp_enc_thread_free(&x->enc);
             if (x->eout)
-                munmap(x->eout, rp_enc_bound(rp_rt.bufrecs));
+                munmap(x->eout, rp_enc_bound(self_out_recs()));
             munmap(x, sizeof(*x));
         } else {
             pp = &x->next;
@@ -382,8 +396,8 @@ static int flush_partial_claimed(struct rp_tbuf *t)
 
 RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
 {
-    if (rp_rt.writer_delay_us || rp_rt.sync_write || rp_offcpu_source() == RP_OFFCPU_PERF)
-        return 0; /* (off-CPU merging reads the writer's rings) */
+    if (rp_rt.writer_delay_us || rp_rt.sync_write)
+        return 0;
     if (!tb_claim(t))
         return 0; /* the writer is at it: it writes this buffer too */
     int done = 0;
@@ -392,7 +406,7 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
     if (atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) || atomic_load(&rp_rt.self_block))
         goto out;
     if (!t->eout) {
-        void *m = mmap(NULL, rp_enc_bound(rp_rt.bufrecs), PROT_READ | PROT_WRITE,
+        void *m = mmap(NULL, rp_enc_bound(self_out_recs()), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             goto out;
