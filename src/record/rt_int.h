@@ -105,6 +105,9 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t);
  * with rp_rt_release. */
 RP_HIDDEN int rp_rt_claim_wait(struct rp_tbuf *t);
 RP_HIDDEN void rp_rt_release(struct rp_tbuf *t);
+/* The INFO keys buffers_self and buffers_writer: the published buffers
+ * encoded by their own thread and by the writer (or a thread without one). */
+RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib);
 /* Sets rp_rt.enc's hooks (lock names, function starts, the shared lock). */
 RP_HIDDEN void rp_rt_enc_hooks(void);
 /* Blocks (1) or allows (0) the threads' own encoding; blocking waits until

@@ -64,6 +64,9 @@ RP_HIDDEN size_t rp_rt_out_recs;
 
 /* ---- who encodes a thread ------------------------------------------------ */
 
+/* buffers encoded by their own thread, and by the writer (relaxed counters) */
+static _Atomic uint64_t enc_by_self, enc_by_writer;
+
 /* A thread's own encoder output (eout) in records: a buffer with as many
  * off-CPU intervals merged in (each takes up to two events' bytes).  Only
  * the pages written are ever touched. */
@@ -332,6 +335,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                 write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
             t->part = 0;
             atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+            atomic_fetch_add_explicit(&enc_by_writer, 1, memory_order_relaxed);
             done++;
             if (rp_rt.writer_delay_us)
                 usleep(rp_rt.writer_delay_us);
@@ -394,6 +398,17 @@ static int flush_partial_claimed(struct rp_tbuf *t)
 
 /* ---- a thread's own encoding --------------------------------------------- */
 
+RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib)
+{
+    char v[2][24];
+    uint64_t n[2] = {atomic_load_explicit(&enc_by_self, memory_order_relaxed),
+                     atomic_load_explicit(&enc_by_writer, memory_order_relaxed)};
+    for (int i = 0; i < 2; i++)
+        snprintf(v[i], sizeof(v[i]), "%llu", (unsigned long long)n[i]);
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, "buffers_self", v[0], strlen(v[0]));
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, "buffers_writer", v[1], strlen(v[1]));
+}
+
 RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
 {
     if (rp_rt.writer_delay_us || rp_rt.sync_write)
@@ -422,6 +437,7 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
         t->part = 0;
         /* (no one else waits for this thread's buffers: no broadcast) */
         atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+        atomic_fetch_add_explicit(&enc_by_self, 1, memory_order_relaxed);
     }
     t->self = 0;
     done = 1;
