@@ -131,7 +131,8 @@ struct rp_rt {
     uint32_t bufrecs; /* records per buffer */
     int drop;         /* policy: 1 = drop, 0 = wait */
     int quiet;
-    int direct; /* RANKPROF_MODE=direct: events go to direct.c, no buffers */
+    int direct;   /* RANKPROF_MODE=direct: events go to direct.c, no buffers */
+    int out_file; /* the trace is a regular file (not a pipe, a socket, a device) */
     int fd;
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */

@@ -295,6 +295,7 @@ static int open_output(int child)
     if (fstat(rp_rt.fd, &st) == 0) {
         rp_out_dev = st.st_dev;
         rp_out_ino = st.st_ino;
+        rp_rt.out_file = S_ISREG(st.st_mode);
     }
     uint8_t hdr[RP_FILE_HDR_SIZE];
     rp_file_header(hdr);

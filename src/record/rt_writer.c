@@ -411,7 +411,9 @@ RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib)
 
 RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
 {
-    if (rp_rt.writer_delay_us || rp_rt.sync_write)
+    /* under --drop a thread must never wait: not for a pipe's reader either
+     * (a write to a regular file does not wait for anyone) */
+    if (rp_rt.writer_delay_us || rp_rt.sync_write || (rp_rt.drop && !rp_rt.out_file))
         return 0;
     if (!tb_claim(t))
         return 0; /* the writer is at it: it writes this buffer too */
