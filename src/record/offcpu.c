@@ -510,7 +510,10 @@ void rp_offcpu_poll(void)
 
 void rp_offcpu_writer_started(void)
 {
-    off.writer_tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    rp_own_lock(&rp_rt.off_lock); /* (read by every thread's poll) */
+    off.writer_tid = tid;
+    rp_own_unlock(&rp_rt.off_lock);
 }
 
 void rp_offcpu_tick(void)
