@@ -98,17 +98,22 @@ RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
  * uses it only for a thread's first event, not per batch.  Cannot fail: a
  * failed call leaves the state as it was.
  */
+RP_HIDDEN __thread int rp_rt_sig_clean;
+
 RP_HIDDEN void section_enter(struct rt_section *s)
 {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
+    s->clean = rp_rt_sig_clean;
+    rp_rt_sig_clean = sigisemptyset(&s->sigs) == 1;
 }
 
 RP_HIDDEN void section_leave(struct rt_section *s)
 {
     int ignored;
+    rp_rt_sig_clean = s->clean;
     pthread_setcancelstate(s->cancel, &ignored);
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
 }

@@ -415,6 +415,11 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
      * (a write to a regular file does not wait for anyone) */
     if (rp_rt.writer_delay_us || rp_rt.sync_write || (rp_rt.drop && !rp_rt.out_file))
         return 0;
+    /* not in a signal handler (nor with signals blocked: as far as can be
+     * told, the same): the encoder allocates, and the code the handler
+     * interrupted may be inside malloc */
+    if (!rp_rt_sig_clean)
+        return 0;
     if (!tb_claim(t))
         return 0; /* the writer is at it: it writes this buffer too */
     int done = 0;
