@@ -4,8 +4,10 @@
  * hot-path append, and the state of the writer.
  *
  * Each recorded thread owns a small ring of fixed-size buffers of raw
- * records (see src/trace/writer.h).  The thread is the only producer, the
- * writer thread the only consumer:
+ * records (see src/trace/writer.h).  The thread is the only producer; the
+ * consumer is whoever holds the thread's busy flag (rt_writer.c): the
+ * thread itself, which encodes and writes a buffer when it publishes it,
+ * or the writer thread ("writer" below):
  *
  *     thread:  fills bufs[produced % nbuf]          writer: encodes bufs[consumed % nbuf]
  *              when full: lens[] = count,                   writes it to the file,
