@@ -238,9 +238,8 @@ static struct rp_tbuf *thread_init(void)
     return t;
 }
 
-/* Publishes the current buffer of t (with its record count).  Returns 1
- * when the thread then encoded and wrote it itself, 0 when the writer will. */
-RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t)
+/* Publishes the current buffer of t (with its record count). */
+RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t)
 {
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     t->lens[p % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
@@ -251,15 +250,14 @@ RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t)
         rp_own_lock(&rp_rt.drain_lock);
         rp_rt_drain_once();
         rp_own_unlock(&rp_rt.drain_lock);
-        return 0;
+        return;
     }
     if (rp_rt_self_encode(t)) /* encoded and written here: the writer has nothing to do */
-        return 1;
+        return;
     rp_own_lock(&rp_rt.lock);
     rp_rt_writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);
     rp_own_unlock(&rp_rt.lock);
-    return 0;
 }
 
 /*
@@ -327,10 +325,8 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
     uint64_t now = rp_ticks(), waited = 0;
     enum rp_loss why = RP_LOSS_FULL;
-    /* the time the thread spent encoding its buffer is the recorder's, as a
-     * wait for the writer is: a PAUSE (below) takes it out of open spans */
-    if (t->base && rp_rt_buf_publish(t))
-        waited = now;
+    if (t->base)
+        rp_rt_buf_publish(t);
     if (buf_next(t, &waited, &why) < 0) {
         if (!t->lost++)
             t->lost_first = now;
@@ -344,7 +340,7 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
         p++;
         t->lost = 0;
     }
-    if (waited) { /* the time encoding or waited for the writer is the recorder's */
+    if (waited) { /* the time waited for the writer is the recorder's, not the program's */
         uint64_t t1 = rp_ticks();
         p->ticks = t1;
         p->word = rp_raw_word(RP_RAW_PAUSE, t1 > waited ? t1 - waited : 0);

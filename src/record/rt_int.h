@@ -40,9 +40,8 @@ RP_HIDDEN extern uint16_t *_Atomic rp_rt_stream_gen;
 RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err);
 /* A thread's end (the key's destructor): its partial buffer is published. */
 RP_HIDDEN void rp_rt_thread_exit(void *arg);
-/* Publishes the current buffer of t (with its record count); returns 1 when
- * the calling thread encoded and wrote it itself (rp_rt_self_encode). */
-RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t);
+/* Publishes the current buffer of t (with its record count). */
+RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t);
 
 /* ---- rt_out.c ------------------------------------------------------------ */
 
