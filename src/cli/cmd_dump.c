@@ -321,7 +321,8 @@ int cmd_dump(int argc, char **argv)
             free(d.st[k].sf);
         }
         d.nst = 0;
-        memset(d.marked, 0, d.nmark); /* (another process: other ids) */
+        if (d.marked) /* (another process: other ids) */
+            memset(d.marked, 0, d.nmark);
         if (d.sym)
             rp_sym_close(d.sym);
         d.sym = NULL;
