@@ -134,6 +134,7 @@ static struct rp_sf_frame *fstack(struct collect *c, uint32_t tid, uint32_t dept
         struct rp_sf_frame *n = realloc(t->st, ncap * sizeof(*n));
         if (!n)
             return NULL;
+        memset(n + t->cap, 0, (ncap - t->cap) * sizeof(*n)); /* (none read unset) */
         t->st = n;
         t->cap = ncap;
     }
