@@ -249,6 +249,9 @@ struct rp_profile {
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
+    /* Statistics of a process still running (INFO running: `rankprof top`,
+     * `rankprof ctl PID snapshot`): its open calls are not counted yet. */
+    int running;
     /* The thread a fatal signal was delivered to (INFO fatal_tid; 0: none) and
      * its frames open then, outermost first: the innermost RP_FATAL_FRAMES of
      * fatal_depth (node indices). */

@@ -169,9 +169,24 @@ static const struct cmd_help helps[] = {
      "librankprof), or says whether it records (status). It returns once the process has "
      "switched: the calls made after it are recorded, or not. The frames open at a switch end "
      "there, so every window of recording is complete. Without this command, a plain signal "
-     "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another).",
+     "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another). In direct "
+     "mode, snapshot writes the statistics so far to the trace's name with .snap added, a "
+     "file every command reads, and the process goes on.",
      {{NULL, NULL}},
      "0 when done; 1 when the process has no recorder, no control signal, or did not answer"},
+    {"top",
+     "watch the ranked table of a running process",
+     "Shows the ranked table, with its flags, of the running process PID recorded in direct "
+     "mode (rankprof record --mode direct), refreshed every second from the statistics the "
+     "process writes when asked (to /dev/shm/rankprof.PID.stats). q quits. With -b, prints "
+     "the table on stdout each time instead (top's batch mode).",
+     {{"-b, --batch", "print the tables one after the other, no screen handling"},
+      {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},
+      {"-d, --delay SECONDS", "time between two tables (default 1)"},
+      {"--limit N", "rows of the table (default: those that fit the terminal; all with -b)"},
+      {NULL, NULL}},
+     "0 when done; 1 when the process has no recorder, does not record in direct mode, or did "
+     "not answer"},
     {"tui",
      "browse the profile in the terminal",
      "Shows the ranked table in the terminal; Enter opens a row: its numbers, why it carries "

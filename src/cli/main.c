@@ -51,7 +51,8 @@ static const struct rp_cmd commands[] = {
      "replay [-i FILE]... [--process PID|FILE] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
-    {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status"},
+    {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status|snapshot"},
+    {"top", cmd_top, "top [-b] [-n N] [-d SECONDS] [--limit N] PID"},
     {"tui", cmd_tui,
      "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate] [FILE...]"},
     {"diff", cmd_diff,

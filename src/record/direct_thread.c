@@ -141,6 +141,16 @@ static void close_self(void)
     run_self(1);
 }
 
+RP_HIDDEN void rp_direct_idle(void)
+{
+    drain_self();
+}
+
+RP_HIDDEN void rp_direct_unrecorded(void)
+{
+    dgone = 1;
+}
+
 RP_HIDDEN void rp_direct_exit_self(void)
 {
     close_self();

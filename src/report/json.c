@@ -255,6 +255,8 @@ static void put_run(FILE *out, const struct rp_profile *p)
         }
         fputs("]", out);
     }
+    if (p->running) /* statistics of a running process (top, ctl snapshot) */
+        fputs(",\n  \"running\": true", out);
     if (p->windows) /* recording switched at run time (rankprof ctl) */
         fprintf(out,
                 ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64

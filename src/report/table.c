@@ -440,7 +440,10 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "  at the signal, thread %s was in: %s%s%s\n", tb,
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
                 p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
-    } else if (p->end_flags & RP_END_EXIT)
+    } else if (p->running)
+        fputs("run: still running (the statistics so far: calls still open are not counted)\n",
+              out);
+    else if (p->end_flags & RP_END_EXIT)
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
     else
         fputs("run: ended normally\n", out);
