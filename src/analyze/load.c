@@ -171,8 +171,13 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         if (nodes_reserve(p, id) < 0)
             return RP_ENOMEM;
         struct rp_node *n = &p->nodes[id];
-        if (n->kind != 0xff)
-            goto bad; /* an id is defined once */
+        if (n->kind != 0xff) { /* an id is defined once, or again unchanged at the start of
+                                  each piece of a rotated trace (record --max-size) */
+            if (n->kind != kind || n->key != rp_get64(q + 8))
+                goto bad;
+            q += RP_DEF_FIXED + nlen + flen + xlen;
+            continue;
+        }
         n->kind = kind;
         defined(p->priv, id);
         defined_kind(p->priv, id, kind);

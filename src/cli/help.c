@@ -63,6 +63,9 @@ static const struct cmd_help helps[] = {
       {"--throttle[=CALLS:NS]", "count, no longer record, a function once it has run CALLS "
                                 "times with a mean under NS ns (default 100000:10000)"},
       {"--off", "load the recorder but record nothing until `rankprof ctl PID start`"},
+      {"--max-size SIZE", "keep the trace within SIZE bytes (K, M, G: binary units; at least "
+                          "64K): it is written in pieces FILE.partN and FILE, the oldest deleted, "
+                          "the newest kept; every command reads them as one trace"},
       {"--force", "write FILE even when it is a symbolic link"},
       {NULL, NULL}},
      "the program's exit status (128 + N when signal N ended it), or 1 when it succeeded but "

@@ -74,6 +74,11 @@ struct rp_out_sink {
     int failed;
 };
 RP_HIDDEN extern __thread struct rp_out_sink *rp_out_sink;
+/* Bounded disk (rotate.c): while rp_rot_on, every chunk goes through
+ * rp_rot_chunk, which starts a new piece of the trace when the current one
+ * is full, and writes it. */
+RP_HIDDEN extern int rp_rot_on;
+RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len);
 RP_HIDDEN void rp_out_clock(void);
 RP_HIDDEN void rp_out_maps(void);
 RP_HIDDEN void rp_out_info(void);

@@ -187,6 +187,10 @@ RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
 
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len)
 {
+    if (unlikely(rp_rot_on) && !rp_out_sink) { /* --max-size, or not known yet */
+        rp_rot_chunk(type, payload, len);
+        return;
+    }
     uint8_t hdr[RP_CHUNK_HDR_SIZE];
     rp_chunk_header(hdr, type, payload, (uint32_t)len);
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
