@@ -249,6 +249,10 @@ struct rp_profile {
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
+    /* The recorder's throttle timed 1 call in this many of the functions it
+     * throttled (FCOUNT, format 1.3; 0: none, count only): their times are
+     * of their first calls and that sample. */
+    uint32_t throttle_sample;
     /* Statistics of a process still running (INFO running: `rankprof top`,
      * `rankprof ctl PID snapshot`): its open calls are not counted yet. */
     int running;

@@ -15,9 +15,10 @@
  *                       start` (--off)
  *   RANKPROF_MAX_SIZE   bytes: the trace rotated in pieces that never hold more
  *                       together, the newest kept (--max-size)
- *   RANKPROF_THROTTLE   CALLS:NS, or 1 for TAU's 100000:10000 (--throttle[=...]):
- *                       functions called more than CALLS times with a mean
- *                       under NS ns are then counted, not recorded
+ *   RANKPROF_THROTTLE   CALLS:NS[:K], or 1 for TAU's 100000:10000 and K 100
+ *                       (--throttle[=...]): functions called more than CALLS
+ *                       times with a mean under NS ns are then counted, and
+ *                       1 call in K recorded (K 0: none)
  *
  * Exits with the program's exit status (128 + N when signal N killed it),
  * or 1 when the program succeeded but the trace was not written whole: the
@@ -426,13 +427,19 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
             break;
         }
         case 't': {
-            /* CALLS[:NS] or :NS, numbers; the recorder applies the defaults */
+            /* CALLS[:NS[:K]], :NS or ::K, numbers; the recorder applies the
+             * defaults */
             const char *q = r->throttle = optarg ? optarg : "1";
             q += strspn(q, "0123456789");
-            if (*q == ':' && q[1])
+            if (*q == ':' && q[1] && q[1] != ':')
+                q += 1 + strspn(q + 1, "0123456789");
+            else if (*q == ':' && q[1] == ':')
+                q++;
+            if (*q == ':' && q[1] >= '0' && q[1] <= '9')
                 q += 1 + strspn(q + 1, "0123456789");
             if (*q || !strcmp(r->throttle, ":"))
-                rp_usage_die("record", "--throttle=%s: give CALLS:NS (e.g. 100000:10000)",
+                rp_usage_die("record",
+                             "--throttle=%s: give CALLS:NS or CALLS:NS:K (e.g. 100000:10000:100)",
                              r->throttle);
             break;
         }

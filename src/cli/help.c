@@ -60,8 +60,9 @@ static const struct cmd_help helps[] = {
                          "func, point, lock, io, timer, mark, counter, wait)"},
       {"--drop", "when the writer cannot keep up, drop events (counted, shown as lost) "
                  "instead of making the program wait"},
-      {"--throttle[=CALLS:NS]", "count, no longer record, a function once it has run CALLS "
-                                "times with a mean under NS ns (default 100000:10000)"},
+      {"--throttle[=CALLS:NS[:K]]", "count, and record only 1 call in K of, a function once it "
+                                    "has run CALLS times with a mean under NS ns (default "
+                                    "100000:10000:100; K 0: count only)"},
       {"--off", "load the recorder but record nothing until `rankprof ctl PID start`"},
       {"--max-size SIZE", "keep the trace within SIZE bytes (K, M, G: binary units; at least "
                           "64K): it is written in pieces FILE.partN and FILE, the oldest deleted, "
