@@ -7,7 +7,9 @@
 # each answer.
 #
 #   batch     top -b -n 1 after 123 requests: handle_request, parse_request
-#             and compute have exactly 123 calls in the table; after 77 more,
+#             and compute have exactly 123 calls in the table, main 1 and
+#             worker 2 (the waiting threads' open frames end at the
+#             snapshot), the header says it still runs; after 77 more,
 #             top -b -n 2 -d 0.2 prints two tables, both with 200
 #   snapshot  ctl PID snapshot: NAME.snap holds 200 calls (report --format
 #             json), the server goes on; its final file has 230
@@ -78,6 +80,23 @@ for t in tables:
         sys.exit("\n".join(bad))
 PY
 }
+# N: waits until top shows the request path at N calls (5 s at most): a
+# worker that has answered may not be waiting yet, its last calls counted
+# when it is
+settled() {
+    local i
+    for i in $(seq 50); do
+        "$RANKPROF" top -b -n 1 "$pid" >"$tmp/settle" 2>&1 && check_tables "$tmp/settle" "$1" 2>/dev/null &&
+            return 0
+        sleep 0.1
+    done
+}
+# FILE: the open frames of the waiting threads end at the snapshot: main
+# has 1 call, worker 2 (one per worker)
+open_frames() {
+    grep -E -q "^ +[0-9]+ +\S+% +\S+% +1 .* main \(server\.c:[0-9]+\)$" "$1" &&
+        grep -E -q "^ +[0-9]+ +\S+% +\S+% +2 .* worker \(server\.c:[0-9]+\)$" "$1"
+}
 json_calls() { # FILE N: the request path has N calls in FILE's report
     "$RANKPROF" report --format json "$1" >"$1.json" 2>"$1.err" || fail "report $1: $(cat "$1.err")"
     python3 - "$1.json" "$2" <<'PY' || fail "$1: wrong counts"
@@ -94,10 +113,21 @@ PY
 batch() {
     start_server b --mode direct
     req 123
-    "$RANKPROF" top -b -n 1 "$pid" >"$tmp/top1" 2>"$tmp/top1.err" || fail "top -b -n 1: $(cat "$tmp/top1.err")"
+    # (a worker that has answered may not be waiting yet: its last calls
+    # are counted when it is, so ask again, 5 s at most)
+    local i
+    for i in $(seq 50); do
+        "$RANKPROF" top -b -n 1 "$pid" >"$tmp/top1" 2>"$tmp/top1.err" ||
+            fail "top -b -n 1: $(cat "$tmp/top1.err")"
+        check_tables "$tmp/top1" 123 2>/dev/null && open_frames "$tmp/top1" && break
+        sleep 0.1
+    done
     table_calls "$tmp/top1" 123
+    open_frames "$tmp/top1" || fail "main and the workers are not in the table: $(cat "$tmp/top1")"
     grep -q "HOT" "$tmp/top1" || fail "the table has no flags: $(cat "$tmp/top1")"
+    grep -q "^run: still running" "$tmp/top1" || fail "the header: $(cat "$tmp/top1")"
     req 77
+    settled 200
     "$RANKPROF" top -b -n 2 -d 0.2 "$pid" >"$tmp/top2" 2>"$tmp/top2.err" || fail "top -n 2: $(cat "$tmp/top2.err")"
     table_calls "$tmp/top2" 200 2
     "$RANKPROF" ctl "$pid" snapshot >"$tmp/snap.out" 2>&1 || fail "ctl snapshot: $(cat "$tmp/snap.out")"

@@ -254,7 +254,8 @@ struct rp_profile {
      * of their first calls and that sample. */
     uint32_t throttle_sample;
     /* Statistics of a process still running (INFO running: `rankprof top`,
-     * `rankprof ctl PID snapshot`): its open calls are not counted yet. */
+     * `rankprof ctl PID snapshot`): the calls open in a waiting thread end at
+     * the snapshot, those of a running one are not counted yet. */
     int running;
     /* The thread a fatal signal was delivered to (INFO fatal_tid; 0: none) and
      * its frames open then, outermost first: the innermost RP_FATAL_FRAMES of

@@ -34,6 +34,7 @@
 
 #include "ctl.h"
 #include "direct.h"
+#include "direct_int.h"
 #include "funcs.h"
 #include "rt_int.h"
 #include "trace/control.h"
@@ -110,6 +111,7 @@ static void *pub_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     rp_is_writer = 1;       /* its waits are not the program's */
     rp_direct_unrecorded(); /* nor its events */
+    rp_dsnap_open = 1;      /* the blocked threads' open frames end now */
     for (;;) {
         while (sem_wait(&pub_sem) < 0 && errno == EINTR)
             ;

@@ -248,7 +248,7 @@ RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len)
     rot_lock();
     rot_init();
     uint64_t need = RP_CHUNK_HDR_SIZE + len;
-    if (rot.max && rot.cur + need > rot.piece && type != RP_CH_END && type != RP_CH_INFO &&
+    if (rot.max && rot.cur + need > rot.piece &&
         rot.cur > RP_FILE_HDR_SIZE + rot.info.len + rot.clock.len + rot.pre.len)
         rotate();
     rp_out_writev(iov, 2);

@@ -441,7 +441,8 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
                 p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
     } else if (p->running)
-        fputs("run: still running (the statistics so far: calls still open are not counted)\n",
+        fputs("run: still running (the statistics so far; the calls open in a waiting thread end "
+              "now)\n",
               out);
     else if (p->end_flags & RP_END_EXIT)
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
