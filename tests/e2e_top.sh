@@ -51,6 +51,7 @@ start_server() { # NAME [record options]: sets pid, port, rec
     pid=$(awk '/^pid/ {print $2}' "$tmp/$name.out")
     port=$(awk '/^pid/ {print $4}' "$tmp/$name.out")
     [[ -n $pid && -n $port ]] || fail "$name: the server did not start: $(cat "$tmp/$name.out")"
+    at_exit "kill $pid 2>/dev/null" # (a failed scenario leaves no server)
 }
 req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
 finish_server() { # NAME
