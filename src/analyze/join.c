@@ -74,6 +74,7 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         snprintf(err, errsz, "%s", j->err);
         return j->rc;
     }
+    int first = !th->events && !t->depth; /* the thread's first chunk */
     if (j->events) {
         if (!th->events)
             th->first = j->first;
@@ -97,7 +98,9 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     int same = j->resident ? j->res_same : !j->nsnap || j->nsnap == t->depth;
     for (uint32_t i = 0; !j->resident && same && i < j->nsnap; i++)
         same = j->snap[i].id == t->stack[i].id && j->snap[i].start == t->stack[i].start;
-    if (!same && !v->snap_warned++)
+    /* (a thread's first chunk may begin inside spans: the older pieces of a
+     * rotated trace were deleted, record --max-size) */
+    if (!same && !first && !v->snap_warned++)
         rp_profile_warn(p,
                         "the stack snapshot of the chunk at offset %llu does not continue its "
                         "thread's previous chunk%s",

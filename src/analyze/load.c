@@ -172,8 +172,13 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         if (nodes_reserve(p, id) < 0)
             return RP_ENOMEM;
         struct rp_node *n = &p->nodes[id];
-        if (n->kind != 0xff)
-            goto bad; /* an id is defined once */
+        if (n->kind != 0xff) { /* an id is defined once, or again unchanged at the start of
+                                  each piece of a rotated trace (record --max-size) */
+            if (n->kind != kind || n->key != rp_get64(q + 8))
+                goto bad;
+            q += RP_DEF_FIXED + nlen + flen + xlen;
+            continue;
+        }
         n->kind = kind;
         defined(p->priv, id);
         defined_kind(p->priv, id, kind);
@@ -251,6 +256,8 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             for (size_t i = 0; i < l; i++) /* printed in report headers: no controls */
                 if ((unsigned char)p->offcpu_err[i] < 0x20 || p->offcpu_err[i] == 0x7f)
                     p->offcpu_err[i] = '?';
+        } else if (KEY("running")) { /* direct mode's statistics so far (top) */
+            p->running = info_u64(val, vlen) != 0;
         } else if (KEY("fatal_tid")) { /* the thread a fatal signal hit */
             uint64_t x = info_u64(val, vlen);
             p->fatal_tid = (uint32_t)(x > UINT32_MAX ? 0 : x);

@@ -253,6 +253,14 @@ struct rp_profile {
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
+    /* The recorder's throttle timed 1 call in this many of the functions it
+     * throttled (FCOUNT, format 1.3; 0: none, count only): their times are
+     * of their first calls and that sample. */
+    uint32_t throttle_sample;
+    /* Statistics of a process still running (INFO running: `rankprof top`,
+     * `rankprof ctl PID snapshot`): the calls open in a waiting thread end at
+     * the snapshot, those of a running one are not counted yet. */
+    int running;
     /* The thread a fatal signal was delivered to (INFO fatal_tid; 0: none) and
      * its frames open then, outermost first: the innermost RP_FATAL_FRAMES of
      * fatal_depth (node indices). */

@@ -241,6 +241,9 @@ int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only
                  (unsigned long long)c->offset, c->len);
         return RP_EFORMAT;
     }
+    uint32_t k = rp_get32(c->data + 4); /* 1 in k timed after the throttle (0: none) */
+    if (k > p->throttle_sample)
+        p->throttle_sample = k;
     if ((only_tid && !rp_tid_match(only_tid, rp_get32(c->data))) || c->len == 8)
         return 0;
     struct keyidx *ki = malloc((p->n_nodes ? p->n_nodes : 1) * sizeof(*ki));

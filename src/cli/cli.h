@@ -35,6 +35,15 @@ int cmd_replay(int argc, char **argv);
 int cmd_tui(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* The control page of process pid (src/trace/control.h), mapped read-only;
+ * dies saying why there is none (cmd_ctl.c). */
+struct rp_ctl_page;
+const struct rp_ctl_page *rp_ctl_page_of(long pid);
+/* Asks pid for a statistics file (RP_CTL_PUBLISH, RP_CTL_SNAPSHOT) and
+ * waits until it is written; dies saying why when it cannot (cmd_ctl.c). */
+void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd);
 
 /* The usage line of cmd (after "rankprof "), or NULL for no such command. */
 const char *rp_cmd_usage(const char *cmd);

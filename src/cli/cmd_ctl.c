@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * cmd_ctl.c - `rankprof ctl PID start|stop|toggle|status`: switches the
- * recording of a running process that has the recorder (preloaded by
+ * cmd_ctl.c - `rankprof ctl PID start|stop|toggle|status|snapshot`: switches
+ * the recording of a running process that has the recorder (preloaded by
  * `rankprof record`, or linked), through its control page and signal
  * (src/trace/control.h, docs/services.md).
  *
@@ -41,7 +41,7 @@ static int has_recorder(long pid)
 }
 
 /* The control page of pid, mapped read-only; dies saying why there is none. */
-static const struct rp_ctl_page *page_of(long pid)
+const struct rp_ctl_page *rp_ctl_page_of(long pid)
 {
     char path[64];
     snprintf(path, sizeof path, "%s/rankprof.%ld", RP_CTL_DIR, pid);
@@ -74,27 +74,59 @@ static void print_status(long pid, const struct rp_ctl_page *pg)
            pg->direct ? "direct" : "trace", pg->path, pg->signo);
 }
 
+/* Asks pid's recorder for a statistics file (RP_CTL_PUBLISH or
+ * RP_CTL_SNAPSHOT) and waits until it is written (at most 10 s: a snapshot
+ * merges every thread's tables).  Dies saying why when it cannot. */
+void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
+{
+    if (!pg->direct)
+        rp_die("process %ld records a trace: its statistics are known in the process in direct "
+               "mode only (rankprof record --mode direct); read the trace with rankprof report",
+               pid);
+    if (pg->signo <= 0)
+        rp_die("process %ld's recorder has no control signal (the program handles it: set "
+               "RANKPROF_CTL_SIGNAL to a free one when starting it)",
+               pid);
+    uint32_t seen = __atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE);
+    union sigval v = {.sival_int = cmd};
+    if (sigqueue((pid_t)pid, pg->signo, v) < 0)
+        rp_die("cannot signal process %ld: %s", pid, strerror(errno));
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 10000 && __atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen; i++)
+        nanosleep(&ms, NULL);
+    if (__atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen)
+        rp_die("process %ld did not write its statistics in 10 s (a forked child, or its "
+               "control signal %d blocked?)",
+               pid, pg->signo);
+}
+
 int cmd_ctl(int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         rp_help("ctl");
     if (argc != 3)
-        rp_usage_die("ctl", "expected PID and a command (start, stop, toggle or status)");
+        rp_usage_die("ctl", "expected PID and a command (start, stop, toggle, status or snapshot)");
     char *end;
     errno = 0;
     long pid = strtol(argv[1], &end, 10);
     if (errno || end == argv[1] || *end || pid <= 0)
         rp_usage_die("ctl", "'%s' is not a process id", argv[1]);
     const char *what = argv[2];
-    int cmd = !strcmp(what, "start")    ? RP_CTL_START
-              : !strcmp(what, "stop")   ? RP_CTL_STOP
-              : !strcmp(what, "toggle") ? RP_CTL_TOGGLE
-              : !strcmp(what, "status") ? -1
-                                        : -2;
+    int cmd = !strcmp(what, "start")      ? RP_CTL_START
+              : !strcmp(what, "stop")     ? RP_CTL_STOP
+              : !strcmp(what, "toggle")   ? RP_CTL_TOGGLE
+              : !strcmp(what, "status")   ? -1
+              : !strcmp(what, "snapshot") ? RP_CTL_SNAPSHOT
+                                          : -2;
     if (cmd == -2)
-        rp_usage_die("ctl", "unknown command '%s' (start, stop, toggle or status)", what);
+        rp_usage_die("ctl", "unknown command '%s' (start, stop, toggle, status or snapshot)", what);
 
-    const struct rp_ctl_page *pg = page_of(pid);
+    const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
+    if (cmd == RP_CTL_SNAPSHOT) {
+        rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
+        printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
+        return 0;
+    }
     if (cmd == -1) {
         print_status(pid, pg);
         return 0;

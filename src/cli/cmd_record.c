@@ -13,9 +13,12 @@
  *   RANKPROF_CLASSES    event classes to record, e.g. func,lock
  *   RANKPROF_START      off: loaded but not recording until `rankprof ctl PID
  *                       start` (--off)
- *   RANKPROF_THROTTLE   CALLS:NS, or 1 for TAU's 100000:10000 (--throttle[=...]):
- *                       functions called more than CALLS times with a mean
- *                       under NS ns are then counted, not recorded
+ *   RANKPROF_MAX_SIZE   bytes: the trace rotated in pieces that never hold more
+ *                       together, the newest kept (--max-size)
+ *   RANKPROF_THROTTLE   CALLS:NS[:K], or 1 for TAU's 100000:10000 and K 100
+ *                       (--throttle[=...]): functions called more than CALLS
+ *                       times with a mean under NS ns are then counted, and
+ *                       1 call in K recorded (K 0: none)
  *
  * Exits with the program's exit status (128 + N when signal N killed it),
  * or 1 when the program succeeded but the trace was not written whole: the
@@ -27,6 +30,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -305,6 +309,22 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         return 1;
     }
     fprintf(stderr, "rankprof: wrote %s (%lld bytes", out, (long long)sb.st_size);
+    glob_t g; /* the older pieces of a rotated trace (--max-size) */
+    char *pat = NULL;
+    if (asprintf(&pat, "%s.part[0-9]*", abs_out) < 0)
+        pat = NULL;
+    if (pat && glob(pat, 0, NULL, &g) == 0) {
+        long long all = (long long)sb.st_size;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat ps;
+            if (stat(g.gl_pathv[i], &ps) == 0)
+                all += (long long)ps.st_size;
+        }
+        fprintf(stderr, ", and %zu older piece%s %s.partN: %lld bytes in all", g.gl_pathc,
+                g.gl_pathc == 1 ? "" : "s", out, all);
+        globfree(&g);
+    }
+    free(pat);
     if (lost)
         fprintf(stderr, ", %llu events lost", (unsigned long long)lost);
     fprintf(stderr, ")\n");
@@ -355,25 +375,26 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 struct rec_opts {
     const char *out, *mode, *classes, *throttle;
     int drop, print, force, off;
-    int mpi; /* --mpi: librankprof-mpi.so preloaded too */
+    int mpi;                     /* --mpi: librankprof-mpi.so preloaded too */
+    unsigned long long max_size; /* 0: none */
 };
 
 /* Reads the options into r; returns the index of PROGRAM.  Dies (usage) on
  * a bad option or when there is no program. */
 static int parse_args(int argc, char **argv, struct rec_opts *r)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"mode", required_argument, NULL, 'm'},
-        {"classes", required_argument, NULL, 'c'},
-        {"drop", no_argument, NULL, 'd'},
-        {"print", no_argument, NULL, 'p'},
-        {"off", no_argument, NULL, 'O'},
-        {"help", no_argument, NULL, 'h'},
-        {"throttle", optional_argument, NULL, 't'},
-        {"force", no_argument, NULL, 'f'},
-        {"mpi", no_argument, NULL, 'M'}, /* (docs/multi-process.md) */
-        {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"mode", required_argument, NULL, 'm'},
+                                       {"classes", required_argument, NULL, 'c'},
+                                       {"drop", no_argument, NULL, 'd'},
+                                       {"print", no_argument, NULL, 'p'},
+                                       {"off", no_argument, NULL, 'O'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"throttle", optional_argument, NULL, 't'},
+                                       {"force", no_argument, NULL, 'f'},
+                                       {"max-size", required_argument, NULL, 'M'},
+                                       {"mpi", no_argument, NULL, 'P'}, /* (multi-process.md) */
+                                       {NULL, 0, NULL, 0}};
     int c;
 
     *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
@@ -391,7 +412,7 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
         case 'p':
             r->print = 1;
             break;
-        case 'M':
+        case 'P':
             r->mpi = 1;
             break;
         case 'O':
@@ -406,14 +427,39 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
         case 'f':
             r->force = 1;
             break;
+        case 'M': { /* SIZE[K|M|G] (binary units) */
+            char *e;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &e, 10), mul = 1;
+            if (*e == 'k' || *e == 'K')
+                mul = 1ull << 10, e++;
+            else if (*e == 'm' || *e == 'M')
+                mul = 1ull << 20, e++;
+            else if (*e == 'g' || *e == 'G')
+                mul = 1ull << 30, e++;
+            if (errno || e == optarg || *e || optarg[0] == '-' || v > (1ull << 50) / mul ||
+                v * mul < 65536)
+                rp_usage_die("record",
+                             "--max-size %s: give a size of at least 64K (a number of bytes, or "
+                             "with K, M or G)",
+                             optarg);
+            r->max_size = v * mul;
+            break;
+        }
         case 't': {
-            /* CALLS[:NS] or :NS, numbers; the recorder applies the defaults */
+            /* CALLS[:NS[:K]], :NS or ::K, numbers; the recorder applies the
+             * defaults */
             const char *q = r->throttle = optarg ? optarg : "1";
             q += strspn(q, "0123456789");
-            if (*q == ':' && q[1])
+            if (*q == ':' && q[1] && q[1] != ':')
+                q += 1 + strspn(q + 1, "0123456789");
+            else if (*q == ':' && q[1] == ':')
+                q++;
+            if (*q == ':' && q[1] >= '0' && q[1] <= '9')
                 q += 1 + strspn(q + 1, "0123456789");
             if (*q || !strcmp(r->throttle, ":"))
-                rp_usage_die("record", "--throttle=%s: give CALLS:NS (e.g. 100000:10000)",
+                rp_usage_die("record",
+                             "--throttle=%s: give CALLS:NS or CALLS:NS:K (e.g. 100000:10000:100)",
                              r->throttle);
             break;
         }
@@ -425,6 +471,8 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
     }
     if (optind >= argc)
         rp_usage_die("record", "no program given");
+    if (r->max_size && strcmp(r->mode, "trace") != 0)
+        rp_usage_die("record", "--max-size is for a trace (direct mode writes a few kilobytes)");
     if (r->print && strcmp(r->mode, "direct") != 0)
         rp_usage_die("record", "--print needs --mode direct (a trace is printed by report)");
     return optind;
@@ -456,6 +504,13 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
         setenv("RANKPROF_CLASSES", r->classes, 1);
     if (r->throttle)
         setenv("RANKPROF_THROTTLE", r->throttle, 1);
+    if (r->max_size) {
+        char v[32];
+        snprintf(v, sizeof v, "%llu", r->max_size);
+        setenv("RANKPROF_MAX_SIZE", v, 1);
+    } else {
+        unsetenv("RANKPROF_MAX_SIZE");
+    }
     unsetenv("RANKPROF_CLAIMED");
     free(preload);
 }

@@ -77,9 +77,13 @@ static const struct cmd_help helps[] = {
                          "func, point, lock, io, timer, mark, counter, wait)"},
       {"--drop", "when the writer cannot keep up, drop events (counted, shown as lost) "
                  "instead of making the program wait"},
-      {"--throttle[=CALLS:NS]", "count, no longer record, a function once it has run CALLS "
-                                "times with a mean under NS ns (default 100000:10000)"},
+      {"--throttle[=CALLS:NS[:K]]", "count, and record only 1 call in K of, a function once it "
+                                    "has run CALLS times with a mean under NS ns (default "
+                                    "100000:10000:100; K 0: count only)"},
       {"--off", "load the recorder but record nothing until `rankprof ctl PID start`"},
+      {"--max-size SIZE", "keep the trace within SIZE bytes (K, M, G: binary units; at least "
+                          "64K): it is written in pieces FILE.partN and FILE, the oldest deleted, "
+                          "the newest kept; every command reads them as one trace"},
       {"--force", "write FILE even when it is a symbolic link"},
       {NULL, NULL}},
      "the program's exit status (128 + N when signal N ended it), or 1 when it succeeded but "
@@ -201,9 +205,24 @@ static const struct cmd_help helps[] = {
      "librankprof), or says whether it records (status). It returns once the process has "
      "switched: the calls made after it are recorded, or not. The frames open at a switch end "
      "there, so every window of recording is complete. Without this command, a plain signal "
-     "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another).",
+     "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another). In direct "
+     "mode, snapshot writes the statistics so far to the trace's name with .snap added, a "
+     "file every command reads, and the process goes on.",
      {{NULL, NULL}},
      "0 when done; 1 when the process has no recorder, no control signal, or did not answer"},
+    {"top",
+     "watch the ranked table of a running process",
+     "Shows the ranked table, with its flags, of the running process PID recorded in direct "
+     "mode (rankprof record --mode direct), refreshed every second from the statistics the "
+     "process writes when asked (to /dev/shm/rankprof.PID.stats). q quits. With -b, prints "
+     "the table on stdout each time instead (top's batch mode).",
+     {{"-b, --batch", "print the tables one after the other, no screen handling"},
+      {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},
+      {"-d, --delay SECONDS", "time between two tables (default 1)"},
+      {"--limit N", "rows of the table (default: those that fit the terminal; all with -b)"},
+      {NULL, NULL}},
+     "0 when done; 1 when the process has no recorder, does not record in direct mode, or did "
+     "not answer"},
     {"tui",
      "browse the profile in the terminal",
      "Shows the ranked table in the terminal; Enter opens a row: its numbers, why it carries "

@@ -23,7 +23,8 @@
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] [--off]\n"
-     "                [--throttle[=CALLS:NS]] [--force] -- PROGRAM [ARGS...]"},
+     "                [--throttle[=CALLS:NS[:K]]] [--max-size SIZE] [--force]\n"
+     "                -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
      "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
@@ -59,8 +60,9 @@ static const struct rp_cmd commands[] = {
      "replay [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--thread TID]\n"
      "                [-D DEPTH] [-t TIME] [-F NAME]... [-N NAME]... [--color] [--no-pager]\n"
      "                [--force] [--no-compensate] [FILE...]"},
-    {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status"},
+    {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status|snapshot"},
     {"import", cmd_import, "import --elf ELF [-o OUT] TRACE"},
+    {"top", cmd_top, "top [-b] [-n N] [-d SECONDS] [--limit N] PID"},
     {"tui", cmd_tui,
      "tui [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "direct.h"
 #include "trace/control.h"
 
 #define WIN_MAX 4096
@@ -94,6 +95,12 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     (void)sig;
     (void)uc;
     int cmd = si && si->si_code == SI_QUEUE ? si->si_value.sival_int : RP_CTL_TOGGLE;
+    if (cmd == RP_CTL_PUBLISH || cmd == RP_CTL_SNAPSHOT) { /* direct_pub.c writes it */
+        if (rp_rt.direct)
+            rp_direct_pub_request(cmd == RP_CTL_SNAPSHOT);
+        errno = saved;
+        return;
+    }
     uint32_t cur = atomic_load(&rp_rt.mask);
     int on = cmd == RP_CTL_START ? 1 : cmd == RP_CTL_STOP ? 0 : !cur;
     if (!atomic_load(&rp_rt.stopped) && on != (cur != 0)) {
@@ -151,6 +158,8 @@ uint32_t rp_ctl_start(uint32_t mask)
     started_on = !(st && !strcmp(st, "off"));
     signal_take();
     page_make();
+    if (rp_rt.direct && page && ctl_signo)
+        rp_direct_pub_start(); /* statistics on request: top, ctl snapshot */
     if (!started_on && !ctl_signo)
         ctl_warn("rankprof: started off, and no control signal to switch recording on\n");
     return started_on ? mask : 0;
@@ -189,16 +198,26 @@ void rp_ctl_info(void (*put)(void *ctx, const char *key, const char *val), void 
         put(ctx, "windows_full", "1");
 }
 
+void rp_ctl_snap_done(void)
+{
+    if (page)
+        __atomic_add_fetch(&page->snaps, 1, __ATOMIC_RELEASE);
+}
+
 void rp_ctl_atfork_child(void)
 {
     atomic_store(&n_edges, 0);
     started_on = atomic_load(&rp_rt.mask) != 0;
     page = NULL; /* the parent's stays the parent's (it is shared) */
+    if (rp_rt.direct)
+        rp_direct_pub_atfork_child();
     page_make();
 }
 
 void rp_ctl_shutdown(void)
 {
+    if (rp_rt.direct)
+        rp_direct_pub_shutdown();
     if (!page)
         return;
     page->recording = 0;

@@ -35,6 +35,10 @@ RP_HIDDEN uint32_t rp_ctl_edges(const struct rp_win_edge **e);
 RP_HIDDEN void rp_ctl_info(void (*put)(void *ctx, const char *key, const char *val), void *ctx,
                            uint64_t end_ticks);
 
+/* A statistics file asked for (RP_CTL_PUBLISH, RP_CTL_SNAPSHOT) is
+ * written: counted in the page, for the reader waiting on it.  Cannot fail. */
+RP_HIDDEN void rp_ctl_snap_done(void);
+
 /* A forked child: its own page, no edges of the parent's. */
 RP_HIDDEN void rp_ctl_atfork_child(void);
 

@@ -405,6 +405,12 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
     if (p == e)
         return;
     uint64_t t0 = rp_ticks(), off = d->stolen;
+    if (__builtin_expect(d->park_n != 0, 0)) { /* the tables change: no longer parked */
+        STR(d->park_seq, d->park_seq + 1);
+        ST(d->park_n, 0);
+        STR(d->park_seq, d->park_seq + 1);
+        atomic_thread_fence(memory_order_release); /* before the tables change */
+    }
     /* the last event: a DATA record's ticks field is its value */
     uint64_t last =
         e[-1].word >> RP_RAW_SHIFT == RP_RAW_DATA && e - 1 > p ? e[-2].ticks : e[-1].ticks;
@@ -433,6 +439,49 @@ RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now)
         d->top = d->full;
     }
     frames_cut(d, d->stack, now, 1);
+}
+
+RP_HIDDEN void rp_dengine_park(struct rp_dthread *d)
+{
+    uint32_t n = d->over ? 0 : (uint32_t)(d->top - d->stack);
+    if (n > PARK_MAX)
+        n = 0; /* (a deep stack: not shown rather than cut) */
+    STR(d->park_seq, d->park_seq + 1);
+    atomic_thread_fence(memory_order_release);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct dframe *f = &d->stack[i + 1];
+        ST(d->park[i].key, f->key);
+        ST(d->park[i].start, f->start);
+        ST(d->park[i].child, f->child);
+    }
+    ST(d->park_stolen, d->stolen);
+    ST(d->park_n, n);
+    STR(d->park_seq, d->park_seq + 1);
+}
+
+RP_HIDDEN void rp_dtab_add_open(struct dtable *t, const struct dpark *f, uint32_t n, uint64_t now)
+{
+    uint32_t idx[PARK_MAX];
+    uint64_t inner = 0; /* the duration of the frame above */
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = id_of(t, f[i].key);
+    for (uint32_t i = n; i-- > 0;) {
+        uint64_t dur = rp_span_dur(f[i].start, now);
+        uint64_t child = f[i].child + inner;
+        inner = dur;
+        if (!idx[i])
+            continue;
+        struct dstat *s = stat_at(t, idx[i]);
+        stat_add(t, s, dur, rp_span_excl(dur, child), f[i].start);
+        ST(s->cut, s->cut + 1);
+        int outer = 1;
+        for (uint32_t k = 0; k < i && outer; k++)
+            outer = f[k].key != f[i].key;
+        if (outer)
+            ST(s->incl, s->incl + dur);
+        if (i == 0 || idx[i - 1])
+            edge_add(t, s, i ? idx[i - 1] : 0, idx[i], dur);
+    }
 }
 
 RP_HIDDEN void rp_direct_close(struct rp_dthread *d, uint64_t ticks)

@@ -111,6 +111,30 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out);
  * converts ticks.  Returns 0 or a negative RP_E* code. */
 RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick);
 
+/*
+ * Statistics while the program runs (direct_pub.c): rp_direct_pub_start
+ * makes the publisher thread (at start-up; without it requests are
+ * ignored); rp_direct_pub_request, async-signal-safe, asks it for the
+ * statistics file (snapshot 0: RP_CTL_DIR/rankprof.PID.stats for `top`; 1:
+ * the trace's name + RP_CTL_SNAP_SUFFIX); rp_direct_pub_shutdown removes
+ * the published file at the end; rp_direct_pub_atfork_child: a child has
+ * no publisher.  None fails visibly: a request that cannot be met leaves
+ * the control page's count unchanged, which the asker reports.
+ */
+RP_HIDDEN void rp_direct_pub_start(void);
+RP_HIDDEN void rp_direct_pub_request(int snapshot);
+RP_HIDDEN void rp_direct_pub_shutdown(void);
+RP_HIDDEN void rp_direct_pub_atfork_child(void);
+
+/* The calling thread is the recorder's own: its events are never counted.
+ * Cannot fail. */
+RP_HIDDEN void rp_direct_unrecorded(void);
+
+/* The calling thread is about to block (a wait begins): its pending batch
+ * is applied now, so statistics published meanwhile count every event it
+ * made before.  Nothing inside the recorder.  Cannot fail. */
+RP_HIDDEN void rp_direct_idle(void);
+
 /* In a forked child: forget the parent's tables (the child starts afresh). */
 RP_HIDDEN void rp_direct_atfork_child(void);
 

@@ -71,6 +71,7 @@
 #define TSUM_MAX   65536u /* summaries of ended threads */
 #define IDX_INIT   512u
 #define BATCH      256u /* records a thread keeps before the engine runs */
+#define PARK_MAX   64u  /* open frames a blocked thread publishes (struct dpark) */
 
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -151,6 +152,12 @@ struct icache {
     struct dstat *s;
 };
 
+/* An open frame of a thread that blocked (rp_direct_idle): its key, start
+ * (engine-free clock) and the time of its callees that ended. */
+struct dpark {
+    uint64_t key, start, child;
+};
+
 struct rp_dthread {
     /* The thread's rp_self: a tbuf without buffers (pos == end == NULL), so
      * rp_append leaves its fast path for rp_append_slow and on to here, and
@@ -176,6 +183,17 @@ struct rp_dthread {
     uint64_t ndata;        /* DATA records in the batch being run (not events) */
     uint64_t stolen;       /* ticks the engine spent on batches (owner only) */
     struct dtable tab;
+    /*
+     * The open frames when the thread last blocked with its batch applied
+     * (rp_direct_idle), outermost first, for the statistics of a running
+     * process (direct_pub.c): written by the owner under park_seq (odd
+     * while written), emptied by the engine's next run (the tables then
+     * change); read by snapshots with relaxed loads, kept if park_seq is
+     * the same before and after they read the table too.
+     */
+    uint32_t park_seq, park_n;
+    uint64_t park_stolen; /* d->stolen then: now on the engine-free clock */
+    struct dpark park[PARK_MAX];
     struct rp_dthread *next; /* in dg.live, under rp_rt.direct_lock */
     /* tb.pos/tb.end walk batch[]; `before` is never a real record, so that
      * sites.c's look at pos[-1] stays inside this struct */
@@ -300,6 +318,15 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d);
  * and guard held, or a table fed by rp_direct_feed.  Cannot fail. */
 RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now);
 
+/* Publishes d's open frames (d's own thread, batch applied, guard held),
+ * or none beyond PARK_MAX or the stack's bound.  Cannot fail. */
+RP_HIDDEN void rp_dengine_park(struct rp_dthread *d);
+
+/* Adds to t (the caller's) the n open frames f of a thread as activations
+ * ending at now (engine-free clock), counted as cut, with their edges, as
+ * a thread's end would.  Cannot fail: what does not fit is left out. */
+RP_HIDDEN void rp_dtab_add_open(struct dtable *t, const struct dpark *f, uint32_t n, uint64_t now);
+
 /* ---- snapshots (direct_thread.c) ---------------------------------------- */
 
 struct snap {
@@ -311,6 +338,10 @@ struct snap {
 
 /* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_dsnap_take(struct snap *s);
+
+/* Set on a thread (direct_pub.c): its snapshots also count the open frames
+ * of the threads that are blocked (rp_dengine_park) as ending now. */
+RP_HIDDEN extern __thread int rp_dsnap_open;
 
 /* Frees a snapshot.  Cannot fail. */
 RP_HIDDEN void rp_dsnap_free(struct snap *s);

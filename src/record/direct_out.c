@@ -206,16 +206,17 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     rp_put32(q + 4, nb);
     double mean, m2;
     rp_dstat_moments(s, s->calls, &mean, &m2);
-    const uint64_t f[] = {s->calls,
-                          s->incl,
-                          s->dur,
-                          rp_span_excl_total(s->excl),
-                          s->min != UINT64_MAX ? s->min : 0,
-                          s->max,
-                          s->first,
-                          s->last,
-                          s->overruns,
-                          dbits(mean),
+    /* a running thread's fields are read one by one (direct_int.h), so one
+     * may be an activation ahead of another: kept consistent as the reader
+     * checks (min <= max <= sum, inclusive and exclusive <= sum) */
+    uint64_t dur = s->dur, mx = s->max < dur ? s->max : dur;
+    uint64_t mn = s->min != UINT64_MAX ? (s->min < mx ? s->min : mx) : 0;
+    uint64_t excl = rp_span_excl_total(s->excl);
+    const uint64_t f[] = {s->calls,    s->incl < dur ? s->incl : dur,
+                          dur,         excl < dur ? excl : dur,
+                          mn,          mx,
+                          s->first,    s->last,
+                          s->overruns, dbits(mean),
                           dbits(m2)};
     for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
         rp_put64(q + 8 + 8 * i, f[i]);
@@ -296,7 +297,15 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
         if (!ids[i])
             continue;
         struct dstat *st = stat_at(&s.tab, i);
-        hist_expand(&s.tab, st, counts);
+        uint64_t hn = hist_expand(&s.tab, st, counts);
+        /* a running thread's histogram may hold a value its calls do not
+         * count yet (stat_add: calls first, the histogram last): not more
+         * values than calls (the reader checks), the slowest left out */
+        for (unsigned h = RP_HIST_BUCKETS; hn > st->calls && h-- > 0;) {
+            uint32_t cut = hn - st->calls < counts[h] ? (uint32_t)(hn - st->calls) : counts[h];
+            counts[h] -= cut;
+            hn -= cut;
+        }
         put_node(&b, ids[i], &s.tab, st, counts);
     }
     for (uint32_t i = 0; i < s.tab.nedges; i++) {

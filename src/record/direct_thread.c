@@ -115,8 +115,9 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 }
 
 /* Runs the calling thread's batch, and with `close` ends its open spans
- * (rp_dengine_close), unless the thread is inside the recorder. */
-static void run_self(int close)
+ * (rp_dengine_close), or with `park` publishes them (rp_dengine_park),
+ * unless the thread is inside the recorder. */
+static void run_self(int close, int park)
 {
     struct rp_dthread *d = dself;
     if (!d || d->tb.guard)
@@ -126,6 +127,8 @@ static void run_self(int close)
     rp_dengine_run(d);
     if (close)
         rp_dengine_close(d, rp_ticks() - d->stolen);
+    else if (park)
+        rp_dengine_park(d);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
 }
@@ -133,12 +136,22 @@ static void run_self(int close)
 /* Runs the calling thread's batch, unless it is inside the recorder. */
 static void drain_self(void)
 {
-    run_self(0);
+    run_self(0, 0);
 }
 /* Applies the calling thread's batch and ends its open spans (above). */
 static void close_self(void)
 {
-    run_self(1);
+    run_self(1, 0);
+}
+
+RP_HIDDEN void rp_direct_idle(void)
+{
+    run_self(0, 1);
+}
+
+RP_HIDDEN void rp_direct_unrecorded(void)
+{
+    dgone = 1;
 }
 
 RP_HIDDEN void rp_direct_exit_self(void)
@@ -226,10 +239,13 @@ RP_HIDDEN void rp_direct_atfork_child(void)
     }
 }
 
+RP_HIDDEN __thread int rp_dsnap_open;
+
 /* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_dsnap_take(struct snap *s)
 {
-    drain_self(); /* the caller's own events are all counted */
+    static struct dpark park[PARK_MAX]; /* (under direct_lock) */
+    drain_self();                       /* the caller's own events are all counted */
     rp_dtab_init(&s->tab);
     s->nth = 0;
     rp_own_lock(&rp_rt.direct_lock);
@@ -249,7 +265,19 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
     for (struct rp_dthread *d = dg.live; d; d = d->next) {
         struct tsum *t = &s->th[s->nth++];
         tsum_of(d, t, d == dself);
+        uint32_t seq = rp_dsnap_open && d != dself ? LDA(d->park_seq) : 1, n = 0;
+        uint64_t stolen = 0;
+        if (!(seq & 1)) { /* blocked: its open frames, if still so after its table */
+            n = LD(d->park_n);
+            for (uint32_t i = 0; i < n && i < PARK_MAX; i++)
+                park[i] =
+                    (struct dpark){LD(d->park[i].key), LD(d->park[i].start), LD(d->park[i].child)};
+            stolen = LD(d->park_stolen);
+        }
         t->dropped += rp_dtab_merge(&s->tab, &d->tab);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(seq & 1) && n && n <= PARK_MAX && LD(d->park_seq) == seq)
+            rp_dtab_add_open(&s->tab, park, n, rp_ticks() - stolen);
     }
     rp_own_unlock(&rp_rt.direct_lock);
     return 0;

@@ -48,8 +48,12 @@
  * function is throttled for every thread: its enters and exits are no
  * longer recorded, only counted, per thread, and the counts are written as
  * FCOUNT chunks at the end (a crash or _exit loses them; the calls recorded
- * before stay).  Per-thread counters live in pages of RP_FPAGE functions,
- * mapped when first used.
+ * before stay).  Except one call in K (RANKPROF_THROTTLE=CALLS:NS:K,
+ * RP_THROTTLE_SAMPLE by default, 0: none), per thread and function, which
+ * is recorded as before: the function's times go on being measured on a
+ * sample of its calls, at the cost of one more counter per throttled call
+ * (count_throttled, already off the fast path).  Per-thread counters live in pages of RP_FPAGE
+ * functions, mapped when first used.
  */
 #define _GNU_SOURCE
 #include "funcs.h"
@@ -118,6 +122,7 @@ struct fframe {
 struct fstat {
     uint64_t calls, ticks; /* recorded calls, their inclusive ticks */
     uint64_t throttled;    /* calls counted, not recorded */
+    uint64_t skip;         /* throttled calls since the last one timed (thr_sample) */
 };
 
 struct fthread {
@@ -162,8 +167,9 @@ static struct {
     int quiet;
 } fs = {.lock = ATOMIC_FLAG_INIT};
 
-/* the throttle; calls 0 = off.  Set once at start-up. */
-static uint64_t thr_calls, thr_ticks;
+/* the throttle; calls 0 = off; sample: 1 throttled call in that many is
+ * timed (recorded), 0 = none.  Set once at start-up. */
+static uint64_t thr_calls, thr_ticks, thr_sample;
 
 static __thread struct fthread *ft;
 static __thread int ft_busy; /* inside this file's slow path, or its state is gone */
@@ -594,14 +600,21 @@ static uint32_t decide_slow(uint64_t a, struct fent **e)
 }
 
 /* Counts a call of throttled function e on thread t (while functions are
- * recorded at all). */
-static RP_NOINLINE void count_throttled(struct fthread *t, const struct fent *e)
+ * recorded at all), or, for one call in thr_sample when the caller can
+ * record it (can), returns 1: that call is recorded, timed, instead. */
+static RP_NOINLINE int count_throttled(struct fthread *t, const struct fent *e, int can)
 {
     if (!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_FUNC))
-        return;
+        return 0;
     struct fstat *s = stat_of(t, e);
-    if (s)
-        __atomic_store_n(&s->throttled, s->throttled + 1, __ATOMIC_RELAXED);
+    if (!s)
+        return 0;
+    if (thr_sample && ++s->skip >= thr_sample && can) {
+        s->skip = 0;
+        return 1;
+    }
+    __atomic_store_n(&s->throttled, s->throttled + 1, __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* Records the enter of frame f with the throttle on: its ticks are kept. */
@@ -632,8 +645,8 @@ static RP_NOINLINE void enter_slow(uint64_t a)
     if (f)
         *f = (struct fframe){a, e, 0};
     if (st) {
-        if (st == FE_THROT && e)
-            count_throttled(t, e);
+        if (st == FE_THROT && e && count_throttled(t, e, f != NULL))
+            enter_timed(f, a); /* the sample: recorded */
         return;
     }
     if (thr_calls && f) {
@@ -671,8 +684,8 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn)
     f->e = e;
     f->t0 = 0;
     if (st) {
-        if (st == FE_THROT)
-            count_throttled(t, e);
+        if (st == FE_THROT && count_throttled(t, e, 1))
+            enter_timed(f, a); /* the sample: recorded */
         return;
     }
     if (thr_calls) {
@@ -783,13 +796,15 @@ static void atfork_child(void)
     }
 }
 
-/* Parses "CALLS:NS" (either may be left out: "CALLS", ":NS") into the
- * throttle's limits; "1", "on" or "" is the defaults, "0" is off.  Returns
- * 0, or -1 for anything else. */
-static int throttle_parse(const char *s, uint64_t *calls, uint64_t *ns)
+/* Parses "CALLS:NS[:K]" (CALLS or NS may be left out: "CALLS", ":NS",
+ * "::K") into the throttle's limits and its sample (1 call in K timed
+ * after the throttle, 0: none); "1", "on" or "" is the defaults, "0" is
+ * off.  Returns 0, or -1 for anything else. */
+static int throttle_parse(const char *s, uint64_t *calls, uint64_t *ns, uint64_t *k)
 {
     *calls = 100000;
     *ns = 10000;
+    *k = RP_THROTTLE_SAMPLE;
     if (!strcmp(s, "0")) {
         *calls = 0;
         return 0;
@@ -804,10 +819,19 @@ static int throttle_parse(const char *s, uint64_t *calls, uint64_t *ns)
             return -1;
         s = e;
     }
-    if (*s == ':') {
+    if (*s == ':' && s[1] != ':') {
         errno = 0;
         *ns = strtoull(s + 1, &e, 10);
         if (errno || e == s + 1 || !*ns)
+            return -1;
+        s = e;
+    } else if (*s == ':') {
+        s++;
+    }
+    if (*s == ':') {
+        errno = 0;
+        *k = strtoull(s + 1, &e, 10);
+        if (errno || e == s + 1 || *k > UINT32_MAX)
             return -1;
         s = e;
     }
@@ -832,13 +856,14 @@ RP_HIDDEN void rp_funcs_start(int quiet)
     fs.have_key = pthread_key_create(&fs.key, thread_gone) == 0;
     fs_unlock();
     if (th) {
-        uint64_t n, ns;
-        if (throttle_parse(th, &n, &ns) < 0) {
-            funcs_warn("rankprof: ignoring RANKPROF_THROTTLE: not CALLS:NS\n");
+        uint64_t n, ns, k;
+        if (throttle_parse(th, &n, &ns, &k) < 0) {
+            funcs_warn("rankprof: ignoring RANKPROF_THROTTLE: not CALLS:NS[:K]\n");
         } else if (n) {
             double tk = (double)ns * (rp_rt.freq > 0 ? rp_rt.freq : 1e9) / 1e9;
             thr_ticks = tk < 1 ? 1 : (uint64_t)tk;
             thr_calls = n;
+            thr_sample = k;
             any = 1;
         }
     }
@@ -872,7 +897,7 @@ static void chunk_out(uint8_t *buf, size_t len, uint32_t tid,
     if (len <= 8)
         return;
     rp_put32(buf, tid);
-    rp_put32(buf + 4, 0);
+    rp_put32(buf + 4, (uint32_t)thr_sample); /* format 1.3: 1 in that many timed */
     out(RP_CH_FCOUNT, buf, len);
 }
 

@@ -20,6 +20,10 @@
 
 RP_HIDDEN extern uint8_t rp_funcs_gate;
 
+/* The throttle's sample by default: after a function is throttled, 1 call
+ * in this many is still recorded, timed (RANKPROF_THROTTLE=CALLS:NS:K). */
+#define RP_THROTTLE_SAMPLE 100
+
 /* Whether function events must go through funcs.c (one load and a test). */
 static inline int rp_funcs_gated(void)
 {

@@ -433,6 +433,8 @@ static inline void cond_mark(const void *c, const void *m, int end, uint64_t t)
            (const void *)((uintptr_t)c | RP_RAW_COND_BIT), t);
     if (end)
         put_at(RP_RAW_LOCK_ACQ, m, t); /* re-acquired (or never released: EINVAL) */
+    else if (unlikely(rp_rt.direct))   /* it blocks: what it did so far is counted */
+        rp_direct_idle();
     errno = e;
 }
 

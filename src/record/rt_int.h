@@ -65,6 +65,20 @@ RP_HIDDEN int rp_rt_fd_high(int fd);
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);
+/* While set on a thread, its rp_out_writev appends to this buffer instead
+ * of the trace (direct_pub.c builds statistics files so); failed: a
+ * realloc failed, the buffer is incomplete. */
+struct rp_out_sink {
+    uint8_t *p;
+    size_t len, cap;
+    int failed;
+};
+RP_HIDDEN extern __thread struct rp_out_sink *rp_out_sink;
+/* Bounded disk (rotate.c): while rp_rot_on, every chunk goes through
+ * rp_rot_chunk, which starts a new piece of the trace when the current one
+ * is full, and writes it. */
+RP_HIDDEN extern int rp_rot_on;
+RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len);
 RP_HIDDEN void rp_out_clock(void);
 RP_HIDDEN void rp_out_maps(void);
 RP_HIDDEN void rp_out_info(void);

@@ -128,8 +128,33 @@ static int out_check(void)
 /* Writes all of iov to the trace file.  On the first failure the recorder
  * stops writing (rp_rt.failed) and says so once; data is then lost, never
  * the program. */
+RP_HIDDEN __thread struct rp_out_sink *rp_out_sink;
+
+/* Appends iov to the calling thread's sink (rp_out_sink). */
+static RP_NOINLINE void sink_writev(struct rp_out_sink *k, const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n && !k->failed; i++) {
+        if (k->len + iov[i].iov_len > k->cap) {
+            size_t ncap = (k->len + iov[i].iov_len) * 2;
+            uint8_t *np = realloc(k->p, ncap);
+            if (!np) {
+                k->failed = 1;
+                return;
+            }
+            k->p = np;
+            k->cap = ncap;
+        }
+        memcpy(k->p + k->len, iov[i].iov_base, iov[i].iov_len);
+        k->len += iov[i].iov_len;
+    }
+}
+
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
 {
+    if (unlikely(rp_out_sink != NULL)) {
+        sink_writev(rp_out_sink, iov, n);
+        return;
+    }
     /* atomic: the interposers move rp_rt.fd (under fd_lock, taken below) */
     if (atomic_load(&rp_rt.failed) || __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0)
         return;
@@ -162,6 +187,10 @@ RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
 
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len)
 {
+    if (unlikely(rp_rot_on) && !rp_out_sink) { /* --max-size, or not known yet */
+        rp_rot_chunk(type, payload, len);
+        return;
+    }
     uint8_t hdr[RP_CHUNK_HDR_SIZE];
     rp_chunk_header(hdr, type, payload, (uint32_t)len);
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};

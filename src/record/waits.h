@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "direct.h"
 #include "rt.h"
 
 /* The interposed blocking calls; each has its site, rp_wait_sites[i]. */
@@ -124,6 +125,8 @@ static inline void rp_wait_begin(enum rp_wait_fn w)
         rp_append_slow(word);
     if (unlikely(rp_rt.sync_write)) /* a forked child: no writer thread */
         rp_rt_child_flush();
+    if (unlikely(rp_rt.direct)) /* what it did so far is in its statistics */
+        rp_direct_idle();
     RP_WAIT_TSAN_END();
     errno = e;
 }

@@ -70,6 +70,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64_field(out, "calls", n->calls + n->throttled);
     if (n->throttled) /* the recorder's throttle: counted, not recorded */
         put_u64_field(out, "throttled_calls", n->throttled);
+    if (n->throttled && p->throttle_sample) /* and 1 in that many still timed */
+        put_u64_field(out, "sampled_every", p->throttle_sample);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
     put_u64_field(out, "wait_ns", rp_ticks_ns(p, wait[idx]));
@@ -255,6 +257,8 @@ static void put_run(FILE *out, const struct rp_profile *p)
         }
         fputs("]", out);
     }
+    if (p->running) /* statistics of a running process (top, ctl snapshot) */
+        fputs(",\n  \"running\": true", out);
     if (p->windows) /* recording switched at run time (rankprof ctl) */
         fprintf(out,
                 ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64

@@ -440,7 +440,11 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "  at the signal, thread %s was in: %s%s%s\n", tb,
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
                 p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
-    } else if (p->end_flags & RP_END_EXIT)
+    } else if (p->running)
+        fputs("run: still running (the statistics so far; the calls open in a waiting thread end "
+              "now)\n",
+              out);
+    else if (p->end_flags & RP_END_EXIT)
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
     else
         fputs("run: ended normally\n", out);
@@ -878,11 +882,20 @@ static void tab_put_notes(FILE *out, const struct tab *t)
         char nb[RP_NAME_BUF], safe[256] = "";
         if (!n->throttled)
             continue;
-        if (!any++)
-            fputs("\n~ throttled (counted, not recorded, after they proved busy and short; their "
-                  "times are of the\nrecorded calls only, and the time of the others is in "
-                  "their callers' self time):\n",
-                  out);
+        if (!any++) {
+            if (p->throttle_sample)
+                fprintf(out,
+                        "\n~ throttled (after they proved busy and short, counted, and 1 call in "
+                        "%" PRIu32 " still timed:\nsampled: their times are of the first calls and "
+                        "that sample, and the time of the\nothers is in their callers' self "
+                        "time):\n",
+                        p->throttle_sample);
+            else
+                fputs("\n~ throttled (counted, not recorded, after they proved busy and short; "
+                      "their times are of the\nrecorded calls only, and the time of the others "
+                      "is in their callers' self time):\n",
+                      out);
+        }
         disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
                 n->calls + n->throttled);

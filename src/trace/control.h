@@ -10,6 +10,14 @@
  * The recorder writes the page (its signal handler, the recorder's
  * start-up); readers only read it.  seq changes after each command is done,
  * so a reader that saw seq before sending knows when its command took.
+ *
+ * In direct mode two more commands ask for the statistics so far, written
+ * by a thread of the recorder as a complete direct-mode trace file (the
+ * trace format is their versioned layout): RP_CTL_PUBLISH to
+ * RP_CTL_DIR/rankprof.PID.stats (what `rankprof top` reads), RP_CTL_SNAPSHOT
+ * to the trace's name with RP_CTL_SNAP_SUFFIX.  Each file is written whole
+ * and renamed into place; `snaps` counts the files written, so a reader
+ * that saw it before asking knows when its file is there.
  */
 #ifndef RP_TRACE_CONTROL_H
 #define RP_TRACE_CONTROL_H
@@ -21,18 +29,26 @@
 #define RP_CTL_VERSION 1
 #define RP_CTL_PATH    4096
 
-enum { RP_CTL_TOGGLE = 0, RP_CTL_START = 1, RP_CTL_STOP = 2 };
+#define RP_CTL_SNAP_SUFFIX ".snap"
+
+enum {
+    RP_CTL_TOGGLE = 0,
+    RP_CTL_START = 1,
+    RP_CTL_STOP = 2,
+    RP_CTL_PUBLISH = 3,
+    RP_CTL_SNAPSHOT = 4
+};
 
 struct rp_ctl_page {
     uint32_t magic, version;
     uint32_t pid;
-    int32_t signo;      /* the control signal; 0: none (the program has it) */
-    uint32_t recording; /* 1 while recording */
-    uint32_t windows;   /* times recording was switched on, the start included */
-    uint64_t seq;       /* commands done */
-    uint64_t start_ns;  /* CLOCK_REALTIME when the recorder started */
-    uint32_t direct;    /* direct mode */
-    uint32_t pad;
+    int32_t signo;          /* the control signal; 0: none (the program has it) */
+    uint32_t recording;     /* 1 while recording */
+    uint32_t windows;       /* times recording was switched on, the start included */
+    uint64_t seq;           /* commands done */
+    uint64_t start_ns;      /* CLOCK_REALTIME when the recorder started */
+    uint32_t direct;        /* direct mode */
+    uint32_t snaps;         /* statistics files written (direct mode: PUBLISH, SNAPSHOT) */
     char path[RP_CTL_PATH]; /* the trace */
 };
 

@@ -10,9 +10,11 @@
  */
 #include "reader.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,13 +35,16 @@ static int rd_fail(struct rp_reader *r, int code, const char *fmt, ...)
     return code;
 }
 
-int rp_reader_open(struct rp_reader *r, const char *path)
+/* Opens one file of the trace (path: kept until the reader is closed) and
+ * checks its header; r's buffer, counts and pieces stay.  Returns as
+ * rp_reader_open. */
+static int open_file(struct rp_reader *r, const char *path)
 {
     uint8_t h[RP_FILE_HDR_SIZE];
     struct stat st = {0};
 
-    memset(r, 0, sizeof(*r));
     r->path = path;
+    r->off = 0;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
      * files are read (a FIFO, socket or device is refused, never waited on) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -94,6 +99,118 @@ fail:
     return rc;
 }
 
+static int piece_cmp(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    const char *px = strrchr(x, '.') + 5, *py = strrchr(y, '.') + 5; /* after ".part" */
+    size_t lx = strlen(px), ly = strlen(py);
+    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(px, py);
+}
+
+/* The pieces of a rotated trace: path.partK beside path, K ascending, then
+ * path.  None (npieces 0) when there is no path.partK.  Best effort: out of
+ * memory or an unreadable directory reads path alone. */
+static void find_pieces(struct rp_reader *r, const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base), dlen = slash ? (size_t)(slash - path) : 0;
+    char dir[4096];
+    if (!blen || dlen >= sizeof dir)
+        return;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (!dlen)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)dlen, path);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char **v = NULL;
+    uint32_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name, *k = nm + blen + 5;
+        if (strncmp(nm, base, blen) || strncmp(nm + blen, ".part", 5) || !*k ||
+            strspn(k, "0123456789") != strlen(k) || strlen(k) > 9)
+            continue;
+        if (n + 1 >= cap) {
+            char **nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+            if (!nv)
+                goto fail;
+            v = nv;
+        }
+        size_t l = strlen(path) + strlen(nm + blen) + 1;
+        if (!(v[n] = malloc(l)))
+            goto fail;
+        snprintf(v[n++], l, "%s%s", path, nm + blen);
+    }
+    closedir(d);
+    if (!n) {
+        free(v);
+        return;
+    }
+    qsort(v, n, sizeof(*v), piece_cmp);
+    if (!(v[n] = strdup(path))) {
+        d = NULL;
+        goto fail;
+    }
+    r->pieces = v;
+    r->npieces = n + 1;
+    return;
+fail:
+    if (d)
+        closedir(d);
+    for (uint32_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void pieces_free(struct rp_reader *r)
+{
+    for (uint32_t i = 0; i < r->npieces; i++)
+        free(r->pieces[i]);
+    free(r->pieces);
+    r->pieces = NULL;
+    r->npieces = 0;
+}
+
+int rp_reader_open(struct rp_reader *r, const char *path)
+{
+    memset(r, 0, sizeof(*r));
+    r->path = path;
+    find_pieces(r, path);
+    int rc;
+    do /* the oldest piece may be deleted meanwhile: the next */
+        rc = open_file(r, r->npieces ? r->pieces[r->ipiece] : path);
+    while (rc == RP_ENOENT && r->ipiece + 1 < r->npieces && ++r->ipiece);
+    if (rc < 0) {
+        char err[sizeof r->err];
+        memcpy(err, r->err, sizeof err);
+        pieces_free(r);
+        memcpy(r->err, err, sizeof err);
+        r->path = path;
+    }
+    return rc;
+}
+
+/* The end of one piece of a rotated trace: the next is opened.  Returns 1
+ * (go on), 0 (it was the last) or the error of opening it. */
+static int next_piece(struct rp_reader *r)
+{
+    while (r->ipiece + 1 < r->npieces) {
+        fclose(r->f);
+        r->f = NULL;
+        r->ipiece++;
+        int rc = open_file(r, r->pieces[r->ipiece]);
+        if (rc == 0)
+            return 1;
+        if (rc != RP_ENOENT)
+            return rc;
+    }
+    return 0;
+}
+
 int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
 {
     static const uint8_t empty[1];
@@ -103,8 +220,12 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
         return r->err[0] ? RP_EIO : 0;
     for (;;) {
         size_t got = fread(h, 1, sizeof(h), r->f);
-        if (got == 0 && feof(r->f))
-            return 0;
+        if (got == 0 && feof(r->f)) {
+            int more = r->npieces ? next_piece(r) : 0;
+            if (more == 1)
+                continue;
+            return more;
+        }
         if (got < sizeof(h)) {
             if (ferror(r->f))
                 return rd_fail(r, RP_EIO, "read error at offset %llu", (unsigned long long)r->off);
@@ -177,6 +298,7 @@ void rp_reader_close(struct rp_reader *r)
 {
     if (r->f)
         fclose(r->f);
+    pieces_free(r);
     free(r->buf);
     r->f = NULL;
     r->buf = NULL;

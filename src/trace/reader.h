@@ -24,6 +24,11 @@ struct rp_reader {
     uint64_t skipped_off; /* offset of the first of them */
     uint16_t major, minor;
     char err[512]; /* the last error, naming the file and offset */
+    /* A rotated trace (record --max-size): NAME.partK (K ascending), then
+     * NAME, read one after the other as one trace; path is the one being
+     * read, offsets are in it. */
+    char **pieces;
+    uint32_t npieces, ipiece;
 };
 
 struct rp_chunk {
@@ -34,7 +39,10 @@ struct rp_chunk {
 };
 
 /*
- * Opens path and checks the file header.  Returns 0, or RP_ENOENT / RP_EIO
+ * Opens path and checks the file header.  When files path.partK exist
+ * beside it (a trace rotated by `rankprof record --max-size`), they are
+ * read first, oldest (smallest K) first, then path, as one trace; a piece
+ * deleted meanwhile (the recorder still running) is passed over.  Returns 0, or RP_ENOENT / RP_EIO
  * (cannot open or read), RP_ETRUNC (shorter than a header), RP_EFORMAT (not a
  * rankprof trace), RP_EVERSION (a newer major version); r->err says which
  * file and why.  On error nothing needs closing.

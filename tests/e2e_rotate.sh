@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e_rotate.sh - bounded disk: `rankprof record --max-size SIZE`
+# (src/record/rotate.c, src/trace/reader.c, docs/services.md) on
+# prog_phases (tests/progs/phases.c): main calls early() N1 times, then
+# late() N2 times, each calling leaf() once.
+#
+#   bounded   --max-size 256K on a run that writes several megabytes (in
+#             150 bursts, 1 ms apart): the
+#             trace and its pieces never hold more than 256 KiB together,
+#             sampled while it runs and at the end; there are older pieces
+#             (FILE.partN, N far above 4: the run wrote far more than SIZE)
+#   newest    the set reads back as one trace: late() and its leaf() calls
+#             exactly N2, main once, early() cut (fewer than N1); report,
+#             dump and info read it; the oldest piece reads alone too
+#   stale     a later run without --max-size leaves no piece of the older
+#             run, which would be read as its own
+#   refused   --max-size below 64K, not a size, or with --mode direct: usage
+#
+# Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rp_init e2e_rotate RANKPROF PROGS RP_LIB
+need_progs phases
+need_tools python3
+export RANKPROF_LIB="$RP_LIB"
+
+N1=3000000
+N2=10000
+SIZE=262144
+
+bounded() {
+    "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- "$PROGS/prog_phases" $N1 $N2 20000 \
+        >"$tmp/rec.out" 2>&1 &
+    local rec=$!
+    # the bytes of the trace and its pieces, every millisecond until it ends
+    python3 - "$tmp" $rec $SIZE <<'PY' >"$tmp/sizes" || fail "bounded: $(cat "$tmp/sizes")"
+import os, sys, time
+d, pid, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def total():
+    seen, t = set(), 0
+    for n in os.listdir(d):
+        if n == "r.rp" or n.startswith("r.rp.part"):
+            try:
+                st = os.stat(os.path.join(d, n))
+            except FileNotFoundError:
+                continue
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                t += st.st_size
+    return t
+worst, samples = 0, 0
+while True:
+    alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    t = total()
+    worst, samples = max(worst, t), samples + 1
+    if not alive:
+        break
+    time.sleep(0.001)
+print(f"{samples} samples, at most {worst} bytes, {total()} at the end")
+if worst > limit:
+    sys.exit(f"the trace held {worst} bytes, more than {limit}")
+PY
+    wait $rec || fail "record exited $?: $(cat "$tmp/rec.out")"
+    note "$(cat "$tmp/sizes")"
+    grep -q "older pieces $tmp/r.rp.partN" "$tmp/rec.out" || fail "record's message: $(cat "$tmp/rec.out")"
+    local last
+    last=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | tail -1)
+    [[ -n $last && $last -ge 12 ]] || fail "only ${last:-no} pieces: the run did not write 3 x SIZE"
+    [[ $(ls "$tmp" | grep -c '^r\.rp\.part') -le 3 ]] || fail "more than 3 older pieces: $(ls "$tmp")"
+}
+
+newest() {
+    "$RANKPROF" report --format json "$tmp/r.rp" >"$tmp/r.json" 2>"$tmp/r.err" ||
+        fail "report: $(cat "$tmp/r.err")"
+    python3 - "$tmp/r.json" $N1 $N2 <<'PY' || fail "newest: wrong counts"
+import json, sys
+d, n1, n2 = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+c = {x["name"]: x["calls"] for x in d["nodes"]}
+bad = []
+if c.get("late") != n2:
+    bad.append(f"late: {c.get('late')} calls, expected {n2}")
+if c.get("main") != 1:
+    bad.append(f"main: {c.get('main')} calls, expected 1")
+if not 0 <= c.get("early", 0) < n1:
+    bad.append(f"early: {c.get('early')} calls, expected fewer than {n1}")
+# (the oldest piece may begin inside an early() call, after its leaf())
+if not c.get("early", 0) + n2 - 1 <= c.get("leaf", 0) <= c.get("early", 0) + n2:
+    bad.append(f"leaf: {c.get('leaf')} calls, expected early + late")
+if d["unmatched_exits"]:
+    bad.append(f"{d['unmatched_exits']} unmatched exits")
+if bad:
+    sys.exit("\n".join(bad))
+PY
+    [[ ! -s $tmp/r.err ]] || fail "report warns: $(cat "$tmp/r.err")"
+    "$RANKPROF" dump "$tmp/r.rp" >"$tmp/r.dump" 2>&1 || fail "dump: $(tail -3 "$tmp/r.dump")"
+    [[ $(grep -c "late" "$tmp/r.dump") -ge $((2 * N2)) ]] || fail "dump: the late calls are not all there"
+    "$RANKPROF" info "$tmp/r.rp" >"$tmp/r.info" 2>&1 || fail "info: $(cat "$tmp/r.info")"
+    local oldest
+    oldest=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | head -1)
+    "$RANKPROF" report "$tmp/r.rp.part$oldest" >"$tmp/p.out" 2>&1 || fail "the oldest piece alone: $(cat "$tmp/p.out")"
+    grep -q "early" "$tmp/p.out" || fail "the oldest piece has no early(): $(cat "$tmp/p.out")"
+}
+
+stale() {
+    "$RANKPROF" record -o "$tmp/r.rp" -- "$PROGS/prog_phases" 3 5 >"$tmp/rec2.out" 2>&1 ||
+        fail "record: $(cat "$tmp/rec2.out")"
+    ! ls "$tmp" | grep -q '^r\.rp\.part' || fail "pieces of the older run are left: $(ls "$tmp")"
+    "$RANKPROF" report --format json "$tmp/r.rp" >"$tmp/r2.json" || fail "report"
+    python3 -c '
+import json, sys
+c = {x["name"]: x["calls"] for x in json.load(open(sys.argv[1]))["nodes"]}
+sys.exit(0 if c.get("early") == 3 and c.get("late") == 5 else f"counts {c}")' "$tmp/r2.json" ||
+        fail "stale: the second run read with the first"
+}
+
+refused() {
+    local rc a
+    for a in 1000 64k1 abc; do
+        set +e
+        "$RANKPROF" record --max-size $a -o "$tmp/x.rp" -- /bin/true >"$tmp/o" 2>&1
+        rc=$?
+        set -e
+        [[ $rc == 2 ]] && grep -q -- "--max-size $a" "$tmp/o" || fail "--max-size $a: rc $rc, $(cat "$tmp/o")"
+    done
+    set +e
+    "$RANKPROF" record --mode direct --max-size 1M -o "$tmp/x.rp" -- /bin/true >"$tmp/o" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 2 ]] && grep -q "is for a trace" "$tmp/o" || fail "direct: rc $rc, $(cat "$tmp/o")"
+}
+
+scenario bounded bounded
+scenario newest newest
+scenario stale stale
+scenario refused refused
+finish
