@@ -153,7 +153,7 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
     uint64_t raw = rp_span_dur(f->start, now);
     uint64_t dur =
         v->offid && f->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
-    if (!f->node || (t->filter && dur < t->filter->min_ticks)) {
+    if (!f->node || (t->filter && dur < t->filter->min_ticks && f->id != v->offid)) {
         /* left out: its own time is its kept caller's, its kept callees stay theirs */
         if (f->up)
             th->stack[f->up - 1].callees += f->callees;
@@ -185,11 +185,12 @@ static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint3
     uint32_t kd = f.up ? th->stack[f.up - 1].kdepth : 0;
     int keep = 1;
     if (flt) {
-        uint8_t m = flt->mark ? flt->mark[id] : 0;
-        f.in_inc |= m == RP_SF_INCLUDE;
-        f.in_exc |= m == RP_SF_EXCLUDE;
-        keep = !f.in_exc && (!flt->has_include || f.in_inc) &&
-               (!flt->max_depth || kd < flt->max_depth);
+        struct rp_sf_frame su = {.kid = f.up, .kdepth = kd, .inc = f.in_inc, .exc = f.in_exc}, sf;
+        rp_sf_enter(flt, &su, id, ticks, &sf);
+        f.in_inc = sf.inc;
+        f.in_exc = sf.exc;
+        keep = v->offid && id == v->offid ? rp_sf_offcpu_kept(flt, top ? &su : NULL, id, ticks)
+                                          : sf.keep;
     }
     f.kdepth = kd + !!keep;
     if (keep && !(f.node = child_of(t, v, f.up ? th->stack[f.up - 1].node : th->root, id)))

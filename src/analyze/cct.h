@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "replay.h"
+#include "spanfilter.h"
 
 struct rp_cct_node {
     uint32_t id;             /* span id (index in rp_profile.nodes); 0 = the root or a thread */
@@ -35,23 +36,8 @@ struct rp_cct_node {
     uint64_t excl;           /* ticks: incl minus the time of their callees */
 };
 
-/*
- * Which spans a call-path or timeline export keeps (`rankprof export
- * --depth/--min-duration/--function/--exclude`, docs/exports.md).  A span
- * under an excluded function (or one itself), outside every included
- * function's subtree (when there are any), deeper than max_depth among the
- * kept spans, or shorter than min_ticks (its time as the report counts it)
- * is left out; its time is its nearest kept caller's own (exclusive) time,
- * and the kept spans under it hang from that caller.
- */
-struct rp_span_filter {
-    uint32_t max_depth;  /* 0 = any depth; 1 = the outermost kept spans only */
-    uint64_t min_ticks;  /* 0 = any duration */
-    const uint8_t *mark; /* per node id: RP_SF_INCLUDE, RP_SF_EXCLUDE or 0; NULL = none */
-    int has_include;     /* some id is marked RP_SF_INCLUDE */
-};
-
-enum { RP_SF_INCLUDE = 1, RP_SF_EXCLUDE = 2 };
+/* Which spans a call-path or timeline export keeps (`rankprof export
+ * --depth/--min-duration/--function/--exclude/--window`): spanfilter.h. */
 
 struct rp_cct {
     struct rp_cct_node *nodes; /* nodes[0] is the root */

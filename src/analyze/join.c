@@ -117,21 +117,26 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
             t->stack[i] =
-                (struct frame){j->snap[i].id, j->snap[i].start, 0, j->snap[i].ev, 0, 0, 0};
+                (struct frame){.id = j->snap[i].id, .start = j->snap[i].start, .ev = j->snap[i].ev};
         t->depth = j->u;
     }
-    for (uint32_t i = j->low; i < j->u; i++)
-        if (j->closed[i])
+    /* (top down: a span the filter left out hands its callees' time from
+     * earlier chunks on to the frame below, as span_end does in the chunk) */
+    for (uint32_t i = j->u; i-- > j->low;)
+        if (j->closed[i] == 1)
             v->excl_adj[t->stack[i].id] -= t->stack[i].child;
+        else if (j->closed[i] == 2 && i)
+            t->stack[i - 1].child += t->stack[i].child;
     /* the activations that ended under the U frames the chunk ended, in
      * earlier chunks: in their edges' incl_calls, and in the frame left
      * below them (each frame's acts counts those ended right under it) */
     uint64_t carry = 0;
     for (uint32_t i = j->u; i-- > j->low;) {
         carry += t->stack[i].acts;
-        if (!j->closed[i] || !carry)
+        if (j->closed[i] != 1 || !carry)
             continue;
-        struct rp_edge *e = rp_emap_get(&v->em, i ? t->stack[i - 1].id : 0, t->stack[i].id);
+        uint32_t caller = !i ? 0 : v->flt ? t->stack[i - 1].sf.kid : t->stack[i - 1].id;
+        struct rp_edge *e = rp_emap_get(&v->em, caller, t->stack[i].id);
         if (!e)
             return RP_ENOMEM;
         e->incl_calls += carry;
@@ -236,7 +241,7 @@ int rp_resident_enter(struct rp_profile *p, struct tstate *t)
     for (uint32_t i = 0; i < t->depth; i++) {
         rs->stack[i] = t->stack[i];
         rs->froff[i] = t->stack[i].off;
-        rs->active[t->stack[i].id]++;
+        rs->active[t->stack[i].id] += !v->flt || t->stack[i].sf.keep; /* (replay.c) */
     }
     rs->depth = t->depth;
     t->depth = 0; /* until rp_resident_evict */

@@ -237,6 +237,7 @@ void rp_profile_free(struct rp_profile *p)
     free(p->edges);
     free(p->threads);
     free(p->program);
+    free(p->filter);
     free(p->argv);
     free(p->clock_name);
     free(p->mode);

@@ -187,7 +187,9 @@ const char *rp_why_name(unsigned why);
 struct rp_profile {
     /* run metadata, from INFO and CLOCK chunks */
     char *program;
-    char *argv; /* NUL-separated, argv_len bytes */
+    char *filter; /* owned, NULL = none: the span filters it was made through, as given
+                     (docs/filters.md; set by the command line) */
+    char *argv;   /* NUL-separated, argv_len bytes */
     size_t argv_len;
     uint32_t pid;
     char *clock_name;

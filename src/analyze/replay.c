@@ -275,12 +275,15 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
 /*
  * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
  * chunk's event number ev, with the PAUSE offset pz (acc.pz); j records it
- * when it is a span of U.  Returns 0 or RP_ENOMEM.
+ * when it is a span of U.  `cut`: it ends without its exit (span_cut).
+ * `filtered` (a constant in each copy of the loop): j->flt decides whether
+ * it is counted; a span left out passes on its callees' time, not its own,
+ * so that its own time is its nearest kept caller's (spanfilter.h), and
+ * the kept caller is the parent of the edge.  Returns 0 or RP_ENOMEM.
  */
-static inline __attribute__((always_inline)) int span_end(struct acc *a, struct job *j,
-                                                          struct frame *stack, uint32_t *depth,
-                                                          uint64_t now, uint64_t pz, int64_t ev,
-                                                          struct rp_comp *cp)
+static inline __attribute__((always_inline)) int
+span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uint64_t now,
+         uint64_t pz, int64_t ev, struct rp_comp *cp, int cut, const int filtered)
 {
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id, parent = 0;
@@ -289,24 +292,33 @@ static inline __attribute__((always_inline)) int span_end(struct acc *a, struct 
 
     if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
         dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
-    uint64_t acts = id != j->offid ? 1 + f->acts : 0; /* (off-CPU time is no call) */
+    int kept = !filtered ||
+               (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL, id, start)
+                               : rp_sf_kept(j->flt, &f->sf, dur));
+    uint64_t acts = id == j->offid ? 0 : kept ? 1 + f->acts : f->acts; /* (off-CPU: no call) */
     if (unlikely(*depth < j->low)) {
         j->low = *depth;
         if (*depth < j->u)
-            j->closed[*depth] = 1;
+            j->closed[*depth] = kept ? 1 : 2;
         if (j->resident && *depth) /* first reached in this chunk (Deep stacks) */
             f[-1].off = 0;
     }
     if (*depth) {
         struct frame *pf = f - 1;
-        pf->child += dur;
+        pf->child += kept ? dur : f->child;
         pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         pf->acts += acts;
         pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
-        parent = pf->id;
+        parent = filtered ? pf->sf.kid : pf->id;
     }
-    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off,
-                      rp_span_outer(&a->active[id]), cp, acts, f->ev <= 0, f->pre);
+    /* (filtered: active[] counts the open activations the filter keeps, so
+     * that a kept one under a left-out one of the same node is outermost) */
+    int outer = !filtered || f->sf.keep ? rp_span_outer(&a->active[id]) : 0;
+    if (filtered && !kept)
+        return 0;
+    a->hot[id].cut += cut;
+    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
+                      acts, f->ev <= 0, f->pre);
 }
 
 /*
@@ -325,11 +337,9 @@ static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, stru
         j->cut += *depth - to;
     else
         j->unwound += *depth - to;
-    while (*depth > to) {
-        a->hot[stack[*depth - 1].id].cut++;
-        if (span_end(a, j, stack, depth, now, a->pz, ev, cp) < 0)
+    while (*depth > to)
+        if (span_end(a, j, stack, depth, now, a->pz, ev, cp, 1, j->flt != NULL) < 0)
             return RP_ENOMEM;
-    }
     return 0;
 }
 
@@ -337,8 +347,10 @@ static __attribute__((noinline)) int span_cut(struct acc *a, struct job *j, stru
 static void stack_drop(struct acc *a, struct job *j, uint32_t to)
 {
     j->unclosed += a->depth - to;
-    while (a->depth > to)
-        a->active[a->stack[--a->depth].id]--;
+    while (a->depth > to) {
+        const struct frame *f = &a->stack[--a->depth];
+        a->active[f->id] -= !j->flt || f->sf.keep;
+    }
     if (a->depth < j->low)
         j->low = a->depth;
 }
@@ -409,7 +421,9 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     }
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){s->id, s->start, 0, s->ev, 0, 0, 0};
+        a->stack[i] = (struct frame){.id = s->id, .start = s->start, .ev = s->ev};
+        if (j->flt)
+            rp_sf_enter(j->flt, i ? &a->stack[i - 1].sf : NULL, s->id, s->start, &a->stack[i].sf);
     }
     a->depth = j->u = j->low = u;
     memset(j->closed, 0, u);
@@ -465,6 +479,15 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
         return LOOP_UNDEFINED;
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
+    if (j->flt) { /* as a span under the innermost open one, and from its kept caller */
+        const struct rp_sf_frame *up = a->depth ? &a->stack[a->depth - 1].sf : NULL;
+        struct rp_sf_frame sf;
+        rp_sf_enter(j->flt, up, (uint32_t)id, now >= raw ? now - raw : 0, &sf);
+        if (!rp_sf_kept(j->flt, &sf, dur))
+            return LOOP_OK;
+        if (acq && up)
+            acq = up->kid;
+    }
     if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
                    dur, dur, 0, (how >> 1) & 1, cp, 0, 0, 0) < 0)
         return LOOP_NOMEM;
@@ -475,12 +498,13 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
  * Counts a leaf of node x, an ENTER whose next event (head h) is its EXIT,
  * at now, without a push and a pop: as span_end would, called from the
  * frame on top of stack[0..depth); act: x's open activations.  The
- * writer's off-CPU spans are not compensated and add 2 to *syn.  Returns
- * LOOP_OK or LOOP_NOMEM.
+ * writer's off-CPU spans are not compensated and add 2 to *syn.  `filtered`
+ * as for span_end.  Returns LOOP_OK or LOOP_NOMEM.
  */
 static inline __attribute__((always_inline)) int
 leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, struct frame *stack,
-           uint32_t depth, uint64_t x, uint32_t act, uint64_t now, uint64_t h, uint64_t *syn)
+           uint32_t depth, uint64_t x, uint32_t act, uint64_t now, uint64_t h, uint64_t *syn,
+           const int filtered)
 {
     uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
     if (unlikely(x == j->offid)) { /* the writer's: not compensated */
@@ -491,17 +515,48 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     }
     uint32_t parent = 0;
     uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
+    int kept = 1;
+    if (filtered) {
+        const struct rp_sf_frame *up = depth ? &stack[depth - 1].sf : NULL;
+        struct rp_sf_frame sf;
+        if (x == j->offid) {
+            kept = rp_sf_offcpu_kept(j->flt, up, (uint32_t)x, now);
+        } else {
+            rp_sf_enter(j->flt, up, (uint32_t)x, now, &sf);
+            kept = rp_sf_kept(j->flt, &sf, dur);
+        }
+        acts &= (uint64_t)kept;
+    }
     if (depth) {
-        stack[depth - 1].child += dur;
+        stack[depth - 1].child += kept ? dur : 0;
         stack[depth - 1].acts += acts;
         if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
             stack[depth - 1].off += dur;
-        parent = stack[depth - 1].id;
+        parent = filtered ? stack[depth - 1].sf.kid : stack[depth - 1].id;
     }
+    if (filtered && !kept)
+        return LOOP_OK;
     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0, act == 0, cp,
                             acts, 0, 0) < 0))
         return LOOP_NOMEM;
     return LOOP_OK;
+}
+
+/*
+ * Pushes the frame of an ENTER of x at now, the chunk's event ev, on
+ * stack[depth] (frame_push made room), with its filter state when
+ * `filtered` (as for span_end); act: x's open activations, to which it
+ * adds one (filtered: one the filter keeps).  Cannot fail.
+ */
+static inline __attribute__((always_inline)) void
+span_push(const struct job *j, struct frame *stack, uint32_t depth, uint64_t x, uint64_t now,
+          uint64_t pz, int64_t ev, uint32_t *active, uint32_t act, const int filtered)
+{
+    struct frame *f = &stack[depth];
+    *f = (struct frame){.id = (uint32_t)x, .start = now - pz, .ev = ev};
+    if (filtered)
+        rp_sf_enter(j->flt, depth ? &f[-1].sf : NULL, (uint32_t)x, now, &f->sf);
+    active[x] = act + (!filtered || f->sf.keep);
 }
 
 /*
@@ -514,11 +569,10 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
  * writer never says so).  Returns LOOP_OK, LOOP_UNDEFINED (x is no defined
  * node) or LOOP_NOMEM.
  */
-static inline __attribute__((always_inline)) int exit_to(const struct rp_profile *p, struct acc *a,
-                                                         struct job *j, struct rp_comp *cp,
-                                                         struct frame *stack, uint32_t *depth,
-                                                         uint64_t x, int unwind, uint64_t now,
-                                                         uint64_t pz, int64_t ev)
+static inline __attribute__((always_inline)) int
+exit_to(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_comp *cp,
+        struct frame *stack, uint32_t *depth, uint64_t x, int unwind, uint64_t now, uint64_t pz,
+        int64_t ev, const int filtered)
 {
     uint32_t at = 0;
     if (unwind && !x)
@@ -532,7 +586,7 @@ static inline __attribute__((always_inline)) int exit_to(const struct rp_profile
     }
     if ((unwind || at < *depth) && span_cut(a, j, stack, depth, at, now, ev, cp, 0) < 0)
         return LOOP_NOMEM;
-    if (!unwind && span_end(a, j, stack, depth, now, pz, ev, cp) < 0)
+    if (!unwind && span_end(a, j, stack, depth, now, pz, ev, cp, 0, filtered) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
 }
@@ -561,10 +615,9 @@ struct loopst {
     unsigned op; /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
 };
 
-static inline __attribute__((always_inline)) int replay_loop(const struct rp_profile *p,
-                                                             struct acc *a, struct job *j,
-                                                             struct rp_comp *cp, struct loopst *ev,
-                                                             const uint8_t *end, const int compact)
+static inline __attribute__((always_inline)) int
+replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_comp *cp,
+            struct loopst *ev, const uint8_t *end, const int compact, const int filtered)
 {
     const uint8_t *q = ev->q, *ev0 = q;
     uint64_t now = ev->now, n = ev->n, syn = ev->syn, h, x, arg; /* n - syn: struct job */
@@ -615,7 +668,8 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     n++;
-                    if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn)))
+                    if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn,
+                                            filtered)))
                         goto nomem;
                     now += h >> 1;
                     ev0 = q;
@@ -625,24 +679,22 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 /* not a leaf: push it, and go on with the head just read */
                 if (unlikely(!(stack = frame_push(a, depth))))
                     goto push_failed;
-                stack[depth++] =
-                    (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0, 0, 0};
-                active[x] = act + 1;
+                span_push(j, stack, depth++, x, now, pz, (int64_t)(n - syn), active, act, filtered);
                 ev0 = q;
                 q = q2;
                 goto have_head;
             }
             if (unlikely(!(stack = frame_push(a, depth))))
                 goto push_failed;
-            stack[depth++] = (struct frame){(uint32_t)x, now - pz, 0, (int64_t)(n - syn), 0, 0, 0};
-            active[x] = act + 1;
+            span_push(j, stack, depth++, x, now, pz, (int64_t)(n - syn), active, act, filtered);
             break;
         case RP_OP_EXIT:
             if (unlikely(!depth)) {
                 j->unmatched++;
                 break;
             }
-            if (unlikely(span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp) < 0))
+            if (unlikely(span_end(a, j, stack, &depth, now, pz, (int64_t)(n - syn), cp, 0,
+                                  filtered) < 0))
                 goto nomem;
             break;
         case RP_OP_EXIT_ID:
@@ -651,7 +703,7 @@ static inline __attribute__((always_inline)) int replay_loop(const struct rp_pro
                 goto bad;
             ev->id = (uint32_t)x;
             if ((rc = exit_to(p, a, j, cp, stack, &depth, x, op == RP_OP_UNWIND, now, pz,
-                              (int64_t)(n - syn))) != LOOP_OK)
+                              (int64_t)(n - syn), filtered)) != LOOP_OK)
                 goto out;
             break;
         case RP_OP_INSTANT:
@@ -748,8 +800,10 @@ static void chunk_end(struct acc *a, struct job *j, int rc)
             memcpy(j->out, a->stack, a->depth * sizeof(*j->out));
         j->nout = a->depth;
     }
-    while (a->depth)
-        a->active[a->stack[--a->depth].id]--;
+    while (a->depth) {
+        const struct frame *f = &a->stack[--a->depth];
+        a->active[f->id] -= !j->flt || f->sf.keep;
+    }
     j->rc = rc;
 }
 
@@ -803,7 +857,7 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
             ev.ev0 = d.snap;
             goto undefined;
         }
-        a->active[ev.id]++;
+        a->active[ev.id] += !j->flt || a->stack[i].sf.keep;
     }
     ev.q = d.p;
     ev.n = j->evbase; /* (0 unless resident) */
@@ -812,8 +866,12 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
         j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
     /* two copies of the loop: each event tests the form in neither */
     do { /* (a lock-hold op pauses the loop: hold_op counts it, the loop goes on) */
-        rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1)
-                       : replay_loop(p, a, j, &cp, &ev, d.end, 0);
+        if (unlikely(j->flt)) /* filtered: two more copies, apart */
+            rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 1)
+                           : replay_loop(p, a, j, &cp, &ev, d.end, 0, 1);
+        else
+            rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 0)
+                           : replay_loop(p, a, j, &cp, &ev, d.end, 0, 0);
     } while (rc == LOOP_HOLD &&
              (rc = hold_op(p, a, j, &cp, &ev.q, d.end, ev.op, ev.now, &ev.id)) == LOOP_OK);
     switch (rc) {
@@ -893,7 +951,7 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         return rc;
     a->chunk = 0;                           /* (no interval to a start in a chunk) */
     for (uint32_t i = 0; i < t->depth; i++) /* activations, for span_count's `outer` */
-        a->active[t->stack[i].id]++;
+        a->active[t->stack[i].id] += !v->flt || t->stack[i].sf.keep;
     th->cut += t->depth;
     while (t->depth) {
         struct frame *f = &t->stack[--t->depth];
@@ -901,18 +959,25 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         uint32_t parent = 0;
         if (cp->on)
             dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
-        uint64_t acts = f->id != v->offid ? 1 + f->acts : 0;
+        int kept = !v->flt ||
+                   (f->id == v->offid
+                        ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL, f->id, f->start)
+                        : rp_sf_kept(v->flt, &f->sf, dur));
+        uint64_t acts = f->id == v->offid ? 0 : kept ? 1 + f->acts : f->acts;
         if (t->depth) {
-            f[-1].child += dur;
+            f[-1].child += kept ? dur : f->child;
             /* (the off-CPU time below it in its last chunk) */
             f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             f[-1].acts += acts;
             f[-1].pre += f->id == v->offid ? dur : a->hot[f->id].blocked ? 0 : f->pre;
-            parent = f[-1].id;
+            parent = v->flt ? f[-1].sf.kid : f[-1].id;
         }
+        int outer = !v->flt || f->sf.keep ? --a->active[f->id] == 0 : 0;
+        if (!kept)
+            continue;
         a->hot[f->id].cut++;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
-                             --a->active[f->id] == 0, cp, acts, 0, f->pre)) < 0)
+                             outer, cp, acts, 0, f->pre)) < 0)
             return rc;
     }
     return 0;

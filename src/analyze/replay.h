@@ -10,11 +10,15 @@
 #include <stdint.h>
 
 #include "profile.h"
+#include "spanfilter.h"
 
 struct rp_replay_opts {
     int force;         /* analyse the valid part of a damaged file, saying what was skipped */
     uint32_t tid;      /* only this thread; 0 = all */
     int no_compensate; /* do not subtract the recorder's own cost (on by default) */
+    /* only the spans it keeps are counted (spanfilter.h), or NULL: its mark is
+     * by the file's ids, its times in the file's ticks */
+    const struct rp_span_filter *filter;
 };
 
 /*

@@ -29,6 +29,7 @@
 #include "emap.h"
 #include "profile.h"
 #include "replay.h"
+#include "spanfilter.h"
 #include "trace/format.h"
 
 #ifndef RP_HIDDEN
@@ -40,16 +41,17 @@
 struct frame {
     uint32_t id;
     uint64_t start;
-    uint64_t child; /* ticks spent in spans called from this one (in this chunk) */
-    int64_t ev;     /* the chunk-local number of its ENTER event (the chunk's first
-                       event is 1; <= 0: before the chunk); in a thread's stack
-                       between chunks, relative to the end of the last one */
-    uint64_t off;   /* ticks off CPU in spans below it (in this chunk): taken out of
-                       its on-CPU statistics (format 1.3, see "Off-CPU" above) */
-    uint64_t acts;  /* activations ended below it (in this chunk; in a thread's stack
-                       between chunks, summed over them): its edge's incl_calls */
-    uint64_t pre;   /* ticks its thread was preempted below it (in this chunk): off
-                       CPU, but not inside a wait (a sleep's off-CPU time is the wait) */
+    uint64_t child;        /* ticks spent in spans called from this one (in this chunk) */
+    int64_t ev;            /* the chunk-local number of its ENTER event (the chunk's first
+                              event is 1; <= 0: before the chunk); in a thread's stack
+                              between chunks, relative to the end of the last one */
+    uint64_t off;          /* ticks off CPU in spans below it (in this chunk): taken out of
+                              its on-CPU statistics (format 1.3, see "Off-CPU" above) */
+    uint64_t acts;         /* activations ended below it (in this chunk; in a thread's stack
+                              between chunks, summed over them): its edge's incl_calls */
+    uint64_t pre;          /* ticks its thread was preempted below it (in this chunk): off
+                              CPU, but not inside a wait (a sleep's off-CPU time is the wait) */
+    struct rp_sf_frame sf; /* a filtered replay's state (spanfilter.h); else zero */
 };
 
 /*
@@ -150,12 +152,13 @@ struct job {
     int res_same;     /* resident: the snapshot (if any) matched the stack */
     int comp;         /* subtract the overhead: per event pairfp / 2, per span selffp */
     uint64_t pairfp, selffp;
-    uint64_t res;     /* the resolution in ticks (comp.h) */
-    uint64_t clamped; /* out: spans shorter than their overhead */
-    uint32_t offid;   /* the off-CPU node's id (0 = none) */
-    uint64_t paused;  /* out: ticks of PAUSE events (the recorder's waits) */
-    uint64_t syn;     /* out: the writer's own events (off-CPU spans, PAUSE): not
-                         counted in the event numbers compensation uses */
+    uint64_t res;                     /* the resolution in ticks (comp.h) */
+    uint64_t clamped;                 /* out: spans shorter than their overhead */
+    uint32_t offid;                   /* the off-CPU node's id (0 = none) */
+    const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */
+    uint64_t paused;                  /* out: ticks of PAUSE events (the recorder's waits) */
+    uint64_t syn;                     /* out: the writer's own events (off-CPU spans, PAUSE): not
+                                         counted in the event numbers compensation uses */
     /* in: U when the chunk has no snapshot */
     struct frame *in;
     uint32_t nin, capin;
@@ -170,7 +173,8 @@ struct job {
     int hold_ops;    /* the chunk has holds as intervals */
     uint32_t u;      /* depth of U */
     uint32_t low;    /* the lowest depth the stack reached */
-    uint8_t *closed; /* per U frame that was popped: 1 if it ended with time */
+    uint8_t *closed; /* per U frame that was popped: 1 if it ended with time (and, filtered,
+                        was counted), 2 if it ended left out by the filter */
     uint32_t capclosed;
     struct frame *out; /* the stack at the end of the chunk */
     uint32_t nout, capout;
@@ -230,11 +234,12 @@ struct priv {
     int nclk;
     double freq_hz;
     int snap_warned;
-    int want_comp;           /* compensation not switched off */
-    uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
-    uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
-    uint32_t offid;          /* the first node of kind offcpu (0 = none) */
-    uint32_t *res;           /* the resident threads (indexes in ts) */
+    int want_comp;                    /* compensation not switched off */
+    uint64_t pairfp, selffp;          /* the INFO overhead in ticks / RP_COMP_ONE */
+    uint64_t res_comp;                /* the resolution of compensated spans, ticks (comp.h) */
+    uint32_t offid;                   /* the first node of kind offcpu (0 = none) */
+    const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */
+    uint32_t *res;                    /* the resident threads (indexes in ts) */
     uint32_t nres, capres;
 
     /* the workers */

@@ -78,6 +78,48 @@ struct rp_input_opts {
     int one_file;        /* --one-file */
 };
 
+/* The span filters (filter.c, docs/filters.md) as given. */
+#define RP_FILTER_MAX_NAMES 64
+struct rp_filter_args {
+    const char *inc[RP_FILTER_MAX_NAMES], *exc[RP_FILTER_MAX_NAMES]; /* -F, -N */
+    unsigned n_inc, n_exc;
+    uint8_t inc_found[RP_FILTER_MAX_NAMES], exc_found[RP_FILTER_MAX_NAMES]; /* by the loads */
+    uint32_t depth;                                                         /* -D; 0 = none */
+    double min_ns;                                                          /* -t; 0 = none */
+    int range;             /* -r FROM~TO given: ns after each process's first event */
+    double from_ns, to_ns; /* (to_ns INFINITY: to the end) */
+    const char *first;     /* the first filter option given, NULL = none */
+    char desc[512];        /* the filter options as given ("-F a -t 1us"), for the report */
+};
+
+/* The short and long options of rp_opt_filter, for getopt_long. */
+#define RP_FILTER_SHORTOPTS "F:N:D:t:r:"
+#define RP_FILTER_LONGOPTS                                                                         \
+    {"function", required_argument, NULL, 'F'}, {"filter", required_argument, NULL, 'F'},          \
+        {"exclude", required_argument, NULL, 'N'}, {"notrace", required_argument, NULL, 'N'},      \
+        {"depth", required_argument, NULL, 'D'}, {"min-duration", required_argument, NULL, 't'},   \
+        {"time-filter", required_argument, NULL, 't'},                                             \
+    {                                                                                              \
+        "time-range", required_argument, NULL, 'r'                                                 \
+    }
+
+/* Reads one filter option (c from RP_FILTER_*OPTS) into f.  Returns 1 when
+ * c was one, 0 otherwise.  Dies (usage) on a bad value. */
+int rp_opt_filter(const char *cmd, int c, const char *val, struct rp_filter_args *f);
+
+/* A duration: a number and a unit, ns, us, ms or s (ns when none), in ns.
+ * Dies (usage) naming cmd and opt on anything else. */
+double rp_opt_duration(const char *cmd, const char *opt, const char *val);
+
+/* The filter of a for one file's replay, from p, that file's unfiltered
+ * profile (named): *f, whose mark is returned (free it after the replay).
+ * Records in a which names named a node.  Dies when out of memory. */
+uint8_t *rp_filter_make(struct rp_filter_args *a, const struct rp_profile *p,
+                        struct rp_span_filter *f);
+
+/* Dies naming the first -F or -N name that named no node of any file. */
+void rp_filter_check(const char *cmd, const struct rp_filter_args *a);
+
 /* What loading does beyond the replay. */
 struct rp_load_opts {
     const char *input; /* -i (the first), else RP_DEFAULT_DATA; after rp_load: the file read,
@@ -87,12 +129,14 @@ struct rp_load_opts {
     int rank; /* compute the ranking */
     struct rp_rank_opts rank_opt;
     int weight_calls;
-    struct rp_flag_opts flag; /* thresholds; flags computed when rank is */
-    int no_names;             /* one file: do not name its functions (info: their names
-                                 are not shown); a run's files are always named, to merge */
-    int keep_maps;            /* a run's set: keep the id maps the second passes over its
-                                 files need (locks, the exports that walk events) */
-    rp_chunk_fn chunk_fn;     /* when set, called for every chunk of every file read */
+    struct rp_flag_opts flag;   /* thresholds; flags computed when rank is */
+    int no_names;               /* one file: do not name its functions (info: their names
+                                   are not shown); a run's files are always named, to merge */
+    int keep_maps;              /* a run's set: keep the id maps the second passes over its
+                                   files need (locks, the exports that walk events) */
+    struct rp_filter_args filt; /* the spans counted: -F, -N, -D, -t, -r */
+    const char *cmd;            /* the command, for messages (filters) */
+    rp_chunk_fn chunk_fn;       /* when set, called for every chunk of every file read */
     void *chunk_ctx;
 };
 
@@ -120,7 +164,7 @@ int rp_opt_input(const char *cmd, int c, const char *val, struct rp_load_opts *o
 
 /* The long options rp_opt_input reads, for a getopt_long table (values above
  * any short option's). */
-enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE };
+enum { RP_OPT_PROCESS = 0x100, RP_OPT_ONE_FILE, RP_OPT_THREAD, RP_OPT_FORCE, RP_OPT_NO_COMP };
 #define RP_INPUT_LONGOPTS                                                                          \
     {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, RP_OPT_PROCESS}, \
     {                                                                                              \
@@ -140,11 +184,13 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s);
 
 /*
  * Parses the options of the commands that only read a trace (info, dump,
- * graph): -i FILE, --process, --one-file, --force and --[no-]compensate.
- * Sets o->input, o->in and o->replay's force and no_compensate; returns optind
+ * graph, tui): -i FILE, --process, --one-file, --force and --[no-]compensate,
+ * and with `filters` the span filters (rp_opt_filter).  Sets o->input,
+ * o->in, o->replay's force and no_compensate and o->filt; returns optind
  * (the first operand).  Dies on anything else, naming the option.
  */
-int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o);
+int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o,
+                        int filters);
 
 /*
  * --compensate=on|off (val) or --no-compensate (val NULL): whether the

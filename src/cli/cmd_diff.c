@@ -53,8 +53,9 @@ int cmd_diff(int argc, char **argv)
                                        {"format", required_argument, NULL, 'f'},
                                        {"limit", required_argument, NULL, 'n'},
                                        {"all", no_argument, NULL, 'a'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"force", no_argument, NULL, RP_OPT_FORCE},
+                                       {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
+                                       RP_FILTER_LONGOPTS,
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"color", no_argument, NULL, 'C'},
                                        {"help", no_argument, NULL, 'h'},
@@ -68,7 +69,10 @@ int cmd_diff(int argc, char **argv)
     rp_load_opts_default(&lo_opts);
     rp_diff_opts_default(&dopt);
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+    lo_opts.cmd = "diff";
+    while ((c = getopt_long(argc, argv, "n:h" RP_FILTER_SHORTOPTS, lo, NULL)) != -1) {
+        if (rp_opt_filter("diff", c, optarg, &lo_opts.filt))
+            continue;
         switch (c) {
         case RP_OPT_ONE_FILE:
             lo_opts.in.one_file = 1;
@@ -96,10 +100,10 @@ int cmd_diff(int argc, char **argv)
         case 'a':
             v.all = 1;
             break;
-        case 'F':
+        case RP_OPT_FORCE:
             lo_opts.replay.force = 1;
             break;
-        case 'N':
+        case RP_OPT_NO_COMP:
         case 'M':
             rp_opt_compensate("diff", c == 'M' ? optarg : NULL, &lo_opts.replay);
             break;

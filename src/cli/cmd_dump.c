@@ -179,7 +179,7 @@ int cmd_dump(int argc, char **argv)
 {
     struct rp_load_opts o;
     rp_load_opts_default(&o);
-    rp_opt_input_args("dump", rp_parse_input_opts("dump", argc, argv, &o), argc, argv, &o);
+    rp_opt_input_args("dump", rp_parse_input_opts("dump", argc, argv, &o, 0), argc, argv, &o);
     struct rp_set s;
     rp_find_inputs(&o, &s);
 

@@ -52,75 +52,8 @@ struct export_args {
     const char *title;
     const char *params[MAX_PARAMS];
     unsigned n_params;
-    /* the filters: --depth, --min-duration (ns, < 0 = none), -F and -N names */
-    uint32_t depth;
-    double min_ns;
-    const char *opt_filter; /* the first filter option given, for messages */
-    const char *inc[MAX_NAMES], *exc[MAX_NAMES];
-    unsigned n_inc, n_exc;
+    struct rp_filter_args filt; /* -D, -t, -F, -N, -r: of the span walk only */
 };
-
-/*
- * A duration: a number and a unit, ns, us, ms or s (ns when none), as
- * nanoseconds.  Dies naming opt on anything else.
- */
-static double opt_duration(const char *opt, const char *val)
-{
-    static const struct {
-        const char *unit;
-        double ns;
-    } units[] = {{"", 1}, {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-    char *end;
-    errno = 0;
-    double v = strtod(val, &end);
-    if (end != val && errno == 0 && isfinite(v) && v >= 0)
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-            if (!strcmp(end, units[i].unit))
-                return v * units[i].ns;
-    rp_usage_die("export", "%s %s: expected a duration such as 500ns, 10us, 2ms or 1s", opt, val);
-    return 0;
-}
-
-/* Adds name to a filter's list; dies when there are too many. */
-static void add_name(const char *opt, const char **list, unsigned *n, const char *name)
-{
-    if (*n == MAX_NAMES)
-        rp_usage_die("export", "%s: at most %d of them", opt, MAX_NAMES);
-    list[(*n)++] = name;
-}
-
-/*
- * Marks the ids named by a's -F and -N in mark (p->n_nodes bytes) and
- * fills f.  Dies naming the option when a name is no span of the trace.
- */
-static void make_filter(const struct export_args *a, const struct rp_profile *p, uint8_t *mark,
-                        struct rp_span_filter *f)
-{
-    char buf[512];
-    for (int pass = 0; pass < 2; pass++) {
-        const char *const *list = pass ? a->exc : a->inc;
-        unsigned n = pass ? a->n_exc : a->n_inc;
-        for (unsigned k = 0; k < n; k++) {
-            int found = 0;
-            for (uint32_t i = 1; i < p->n_nodes; i++)
-                if (rp_name_match(rp_node_name(p, &p->nodes[i], buf, sizeof(buf)), list[k])) {
-                    mark[i] = pass ? RP_SF_EXCLUDE : RP_SF_INCLUDE;
-                    found = 1;
-                }
-            if (!found)
-                rp_die("export %s %s: no span of that name in the trace",
-                       pass ? "--exclude" : "--function", list[k]);
-        }
-    }
-    f->max_depth = a->depth;
-    f->mark = mark;
-    f->has_include = a->n_inc > 0;
-    f->min_ticks = 0;
-    if (a->min_ns > 0 && p->ns_per_tick > 0) {
-        double t = ceil(a->min_ns / p->ns_per_tick);
-        f->min_ticks = t < 1.8e19 ? (uint64_t)t : UINT64_MAX;
-    }
-}
 
 static void parse(int argc, char **argv, struct export_args *a)
 {
@@ -135,17 +68,15 @@ static void parse(int argc, char **argv, struct export_args *a)
                                        {"title", required_argument, NULL, OPT_TITLE},
                                        {"weight", required_argument, NULL, OPT_WEIGHT},
                                        {"alpha", required_argument, NULL, OPT_ALPHA},
-                                       {"depth", required_argument, NULL, 'D'},
-                                       {"min-duration", required_argument, NULL, 't'},
-                                       {"function", required_argument, NULL, 'F'},
-                                       {"exclude", required_argument, NULL, 'N'},
+                                       RP_FILTER_LONGOPTS,
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:o:f:n:O:D:t:F:N:h", lo, NULL)) != -1) {
-        if (rp_opt_input("export", c, optarg, &a->load))
+    while ((c = getopt_long(argc, argv, "i:o:f:n:O:h" RP_FILTER_SHORTOPTS, lo, NULL)) != -1) {
+        if (rp_opt_input("export", c, optarg, &a->load) ||
+            rp_opt_filter("export", c, optarg, &a->filt))
             continue;
         switch (c) {
         case 'o':
@@ -164,24 +95,6 @@ static void parse(int argc, char **argv, struct export_args *a)
             break;
         case OPT_THREAD:
             a->load.replay.tid = rp_opt_tid("--thread", optarg);
-            break;
-        case 'D':
-            a->depth = (uint32_t)rp_opt_u64("--depth", optarg);
-            if (!a->depth)
-                rp_usage_die("export", "--depth 0: expected 1 or more");
-            a->opt_filter = a->opt_filter ? a->opt_filter : "--depth";
-            break;
-        case 't':
-            a->min_ns = opt_duration("--min-duration", optarg);
-            a->opt_filter = a->opt_filter ? a->opt_filter : "--min-duration";
-            break;
-        case 'F':
-            add_name("--function", a->inc, &a->n_inc, optarg);
-            a->opt_filter = a->opt_filter ? a->opt_filter : "--function";
-            break;
-        case 'N':
-            add_name("--exclude", a->exc, &a->n_exc, optarg);
-            a->opt_filter = a->opt_filter ? a->opt_filter : "--exclude";
             break;
         case 'n':
             a->report.limit = (uint32_t)rp_opt_u64("--limit", optarg);
@@ -219,11 +132,11 @@ static void parse(int argc, char **argv, struct export_args *a)
         formats_help(stderr);
         exit(2);
     }
-    if (a->opt_filter && !(a->fmt->needs & RP_EXPORT_FILTER))
+    if (a->filt.first && !(a->fmt->needs & RP_EXPORT_FILTER))
         rp_usage_die("export",
                      "--format %s does not take %s (chrome, perfetto, folded, flamegraph, "
                      "pprof and html do)",
-                     a->fmt->name, a->opt_filter);
+                     a->fmt->name, a->filt.first);
 }
 
 /*
@@ -279,13 +192,12 @@ int cmd_export(int argc, char **argv)
 
     struct rp_span_filter filter = {0};
     uint8_t *mark = NULL;
-    if (a.opt_filter) {
-        if (!(mark = calloc(p.n_nodes ? p.n_nodes : 1, 1)))
-            rp_die("export: %s", rp_strerror(RP_ENOMEM));
-        make_filter(&a, &p, mark, &filter);
+    if (a.filt.first) {
+        mark = rp_filter_make(&a.filt, &p, &filter);
+        rp_filter_check("export", &a.filt);
     }
     struct rp_export_ctx ctx = {
-        .filter = a.opt_filter ? &filter : NULL,
+        .filter = a.filt.first ? &filter : NULL,
         .input = a.load.input,
         .replay = &a.load.replay,
         .p = needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK) ? &p : NULL,

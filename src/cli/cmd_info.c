@@ -150,7 +150,7 @@ int cmd_info(int argc, char **argv)
 {
     struct rp_load_opts o;
     rp_load_opts_default(&o);
-    rp_opt_input_args("info", rp_parse_input_opts("info", argc, argv, &o), argc, argv, &o);
+    rp_opt_input_args("info", rp_parse_input_opts("info", argc, argv, &o, 0), argc, argv, &o);
 
     struct rp_profile p = {0};
     struct counts k = {0};

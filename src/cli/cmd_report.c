@@ -77,9 +77,10 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
                                        {"alpha", required_argument, NULL, 'a'},
                                        {"limit", required_argument, NULL, 'n'},
                                        {"format", required_argument, NULL, 'f'},
-                                       {"thread", required_argument, NULL, 't'},
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"thread", required_argument, NULL, RP_OPT_THREAD},
+                                       {"force", no_argument, NULL, RP_OPT_FORCE},
+                                       {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
+                                       RP_FILTER_LONGOPTS,
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"threshold", required_argument, NULL, 'T'},
                                        {"color", no_argument, NULL, 'C'},
@@ -90,8 +91,9 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:n:h", lo, NULL)) != -1) {
-        if (rp_opt_input("report", c, optarg, ld))
+    ld->cmd = "report";
+    while ((c = getopt_long(argc, argv, "i:n:h" RP_FILTER_SHORTOPTS, lo, NULL)) != -1) {
+        if (rp_opt_input("report", c, optarg, ld) || rp_opt_filter("report", c, optarg, &ld->filt))
             continue;
         switch (c) {
         case 's':
@@ -128,13 +130,13 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
             if (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "csv"))
                 rp_usage_die("report", "--format %s: expected table, json or csv", *format);
             break;
-        case 't':
+        case RP_OPT_THREAD:
             ld->replay.tid = rp_opt_tid("--thread", optarg);
             break;
-        case 'F':
+        case RP_OPT_FORCE:
             ld->replay.force = 1;
             break;
-        case 'N':
+        case RP_OPT_NO_COMP:
         case 'M':
             rp_opt_compensate("report", c == 'M' ? optarg : NULL, &ld->replay);
             break;

@@ -45,6 +45,20 @@ struct cmd_help {
         "--thread TID", "only thread TID (TID#G: the G-th thread that reused that tid)"            \
     }
 
+/* The span filters (filter.c, docs/filters.md). */
+#define FILTER_OPTS                                                                                \
+    {"-F, --function NAME", "only NAME's spans and what they call (whole or short names, globs; "  \
+                            "repeatable; --filter is the same)"},                                  \
+        {"-N, --exclude NAME", "not NAME's spans nor what they call (repeatable; --notrace is "    \
+                               "the same); a left-out span's time is its nearest kept caller's "   \
+                               "own time"},                                                        \
+        {"-D, --depth N", "only spans at most N deep among the kept ones (1: the outermost)"},     \
+        {"-t, --min-duration DUR", "only spans lasting at least DUR (500ns, 10us, 2ms, 1s)"},      \
+    {                                                                                              \
+        "-r, --time-range FROM~TO", "only spans that begin between FROM and TO after the "         \
+                                    "process's first event (1s~2.5s, 300ms~, ~1s)"                 \
+    }
+
 static const struct cmd_help helps[] = {
     {"record",
      "run a program under the recorder",
@@ -89,6 +103,7 @@ static const struct cmd_help helps[] = {
       {"--color", "colour the flags (the default on a terminal; NO_COLOR switches it off)"},
       {"--wide", "do not fit the table to the terminal's width"},
       {"--no-chains", "one row per frame of a pass-through chain"},
+      FILTER_OPTS,
       {NULL, NULL}},
      NULL},
     {"graph",
@@ -96,7 +111,7 @@ static const struct cmd_help helps[] = {
      "Shows who calls NAME and whom it calls, with calls, time per edge and the share of NAME's "
      "time each callee takes. NAME is a whole name or a short one (sum_dots for "
      "int geo::sum_dots<int>(int const*)).",
-     {INPUT_OPTS, COMP_OPT, {NULL, NULL}},
+     {INPUT_OPTS, COMP_OPT, FILTER_OPTS, {NULL, NULL}},
      NULL},
     {"locks",
      "wait and hold per lock",
@@ -125,12 +140,7 @@ static const struct cmd_help helps[] = {
       {"--weight time|calls", "as for report"},
       {"--alpha A", "as for report"},
       {"-O KEY=VALUE", "an option of the format (docs/exports.md; perfetto: compress=0|1)"},
-      {"-D, --depth N", "only spans at most N deep (1: the outermost kept ones); chrome, "
-                        "perfetto, folded, flamegraph, pprof and the HTML page's flame graph"},
-      {"-t, --min-duration DUR", "only spans lasting at least DUR (500ns, 10us, 2ms, 1s)"},
-      {"-F, --function NAME", "only NAME's spans and what they call (repeatable)"},
-      {"-N, --exclude NAME", "not NAME's spans nor what they call (repeatable); a left-out "
-                             "span's time is its nearest kept caller's own time"},
+      FILTER_OPTS,
       COMP_OPT,
       {NULL, NULL}},
      NULL},
@@ -197,7 +207,7 @@ static const struct cmd_help helps[] = {
      "its flags, its callers and callees (Enter opens one of them), and r its calls as a tree "
      "(rankprof replay -F NAME). s changes the order, / searches a name, ? lists the keys, q "
      "goes back and quits.",
-     {INPUT_OPTS, COMP_OPT, {NULL, NULL}},
+     {INPUT_OPTS, COMP_OPT, FILTER_OPTS, {NULL, NULL}},
      NULL},
     {"diff",
      "compare two runs",
@@ -217,6 +227,7 @@ static const struct cmd_help helps[] = {
       {"--force", "as for report"},
       COMP_OPT,
       {"--color", "colour the verdicts (the default on a terminal)"},
+      FILTER_OPTS,
       {NULL, NULL}},
      "0 when nothing regressed, 3 when a row is slower, 1 on an error, 2 on a bad command line"},
 };

@@ -30,9 +30,12 @@ static const struct rp_cmd commands[] = {
      "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
      "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
-     "                [--no-compensate] [FILE...]"},
+     "                [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
+     "                [FILE...]"},
     {"graph", cmd_graph,
      "graph [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                NAME [FILE...]"},
     {"locks", cmd_locks,
      "locks [-i FILE]... [--process PID|FILE] [--one-file] [--format table|json]\n"
@@ -43,7 +46,8 @@ static const struct rp_cmd commands[] = {
      "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--one-file]\n"
      "                [--force] [--thread TID] [--limit N]\n"
      "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
-     "                [--no-compensate] [-D N] [-t DUR] [-F NAME]... [-N NAME]...\n"
+     "                [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]\n"
      "                (`rankprof export --help` lists the formats)"},
     {"info", cmd_info, "info [-i FILE]... [--process PID|FILE] [--one-file] [--force] [FILE...]"},
@@ -55,11 +59,15 @@ static const struct rp_cmd commands[] = {
     {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status|snapshot"},
     {"top", cmd_top, "top [-b] [-n N] [-d SECONDS] [--limit N] PID"},
     {"tui", cmd_tui,
-     "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate] [FILE...]"},
+     "tui [-i FILE]... [--process PID|FILE] [--one-file] [--force] [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
+     "                [FILE...]"},
     {"diff", cmd_diff,
      "diff [--threshold PCT] [--confidence C] [--min-share PCT] [--relative]\n"
      "                [--format table|json] [--limit N] [--all] [--one-file] [--force]\n"
-     "                [--no-compensate] BASE NEW"},
+     "                [--no-compensate]\n"
+     "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
+     "                BASE NEW"},
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))
@@ -151,23 +159,26 @@ uint32_t rp_opt_tid(const char *opt, const char *val)
     return (uint32_t)v;
 }
 
-int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o)
+int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o, int filters)
 {
     static const struct option lo[] = {RP_INPUT_LONGOPTS,
-                                       {"force", no_argument, NULL, 'F'},
-                                       {"no-compensate", no_argument, NULL, 'N'},
+                                       {"force", no_argument, NULL, RP_OPT_FORCE},
+                                       {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
+                                       RP_FILTER_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
-        if (rp_opt_input(cmd, c, optarg, o))
+    o->cmd = cmd;
+    while ((c = getopt_long(argc, argv, filters ? "i:h" RP_FILTER_SHORTOPTS : "i:h", lo, NULL)) !=
+           -1) {
+        if (rp_opt_input(cmd, c, optarg, o) || (filters && rp_opt_filter(cmd, c, optarg, &o->filt)))
             continue;
-        if (c == 'F')
+        if (c == RP_OPT_FORCE)
             o->replay.force = 1;
-        else if (c == 'N' || c == 'M')
+        else if (c == RP_OPT_NO_COMP || c == 'M')
             rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, &o->replay);
         else if (c == 'h')
             rp_help(cmd);
@@ -326,16 +337,43 @@ static void put_warnings(struct rp_profile *p)
     }
 }
 
+/*
+ * Replays file into *p, through o's filters when there are any (filter.c:
+ * a first replay names the nodes the filter is made from).  Returns 0 or
+ * the replay's code, with the message in err.
+ */
+static int replay_one(struct rp_load_opts *o, const char *file, struct rp_profile *p, char *err,
+                      size_t errsz)
+{
+    if (!o->filt.first)
+        return rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, errsz);
+    struct rp_profile all = {0};
+    struct rp_span_filter f;
+    int rc = rp_replay_file(file, &o->replay, &all, NULL, NULL, err, errsz);
+    if (rc == 0 && (rc = rp_profile_symbolize(&all)) < 0)
+        snprintf(err, errsz, "%s: naming functions: %s", file, rp_strerror(rc));
+    if (rc < 0) {
+        rp_profile_free(&all);
+        return rc;
+    }
+    uint8_t *mark = rp_filter_make(&o->filt, &all, &f);
+    rp_profile_free(&all);
+    struct rp_replay_opts ro = o->replay;
+    ro.filter = &f;
+    rc = rp_replay_file(file, &ro, p, o->chunk_fn, o->chunk_ctx, err, errsz);
+    free(mark);
+    return rc;
+}
+
 /* Replays the file into *p and (with name) names its functions; dies naming
  * the file on any error. */
-static void load_file(const struct rp_load_opts *o, const char *file, struct rp_profile *p,
-                      int name)
+static void load_file(struct rp_load_opts *o, const char *file, struct rp_profile *p, int name)
 {
     char err[768];
-    int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
+    int rc = replay_one(o, file, p, err, sizeof(err));
     if (rc < 0)
         rp_die("%s", err);
-    if (name && (rc = rp_profile_symbolize(p)) < 0)
+    if ((name || o->filt.first) && (rc = rp_profile_symbolize(p)) < 0)
         rp_die("%s: naming functions: %s", file, rp_strerror(rc));
 }
 
@@ -345,10 +383,10 @@ static void load_file(const struct rp_load_opts *o, const char *file, struct rp_
  * warning that names it and says why, so that the others are still read.
  * Returns 0, or -1 when it was left out.  Dies when out of memory.
  */
-static int load_sibling(const struct rp_load_opts *o, const char *file, struct rp_profile *p)
+static int load_sibling(struct rp_load_opts *o, const char *file, struct rp_profile *p)
 {
     char err[768];
-    int rc = rp_replay_file(file, &o->replay, p, o->chunk_fn, o->chunk_ctx, err, sizeof(err));
+    int rc = replay_one(o, file, p, err, sizeof(err));
     if (rc == RP_ENOMEM)
         rp_die("%s", err);
     if (rc < 0) {
@@ -410,6 +448,11 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         put_warnings(p);
     }
     rp_set_free(&s);
+    if (o->filt.first) {
+        rp_filter_check(o->cmd ? o->cmd : "rankprof", &o->filt);
+        if (!(p->filter = strdup(o->filt.desc)))
+            rp_die("out of memory");
+    }
     if (!o->no_names || s_many) { /* named: hints on what is missing (hints.h) */
         size_t before = strlen(p->warn);
         rp_profile_hints(p);

@@ -148,11 +148,12 @@ struct rp_rt {
     /* the writer has started and is in its loop, where it allocates only
      * under drain_lock (fork waits for it: atfork_prepare) */
     _Atomic int writer_ready;
-    int sync_write; /* no writer thread (a forked child): threads write their own
-                       buffers under drain_lock */
-    pthread_mutex_t drain_lock; /* one drainer at a time: the writer's pass, or a
-                                   thread writing when there is no writer;
-                                   taken before lock */
+    /* no writer thread (a forked child): threads write their own buffers
+     * under drain_lock */
+    int sync_write;
+    /* one drainer at a time: the writer's pass, or a thread writing when
+     * there is no writer; taken before lock */
+    pthread_mutex_t drain_lock;
     /* direct.c's locks (its thread list; rp_direct_print's sort).  Every
      * mutex of the recorder is in this struct: linked statically, the lock
      * interposers know the recorder's own locks by this range (locks.c). */

@@ -124,14 +124,15 @@ static int filter_begin(struct tl *t, const struct rp_sw_span *s)
     if (!f)
         return RP_ENOMEM;
     const struct tl_frame *up = s->depth ? f - 1 : NULL;
-    uint8_t m = flt->mark ? flt->mark[s->id] : 0;
-    uint32_t kd = up ? up->kdepth : 0;
+    struct rp_sf_frame su, sf;
+    if (up)
+        su = (struct rp_sf_frame){.kdepth = up->kdepth, .inc = up->in_inc, .exc = up->in_exc};
+    rp_sf_enter(flt, up ? &su : NULL, s->id, s->start, &sf);
     *f = (struct tl_frame){.id = s->id, .start = s->start};
-    f->in_inc = (up && up->in_inc) || m == RP_SF_INCLUDE;
-    f->in_exc = (up && up->in_exc) || m == RP_SF_EXCLUDE;
-    f->keep =
-        !f->in_exc && (!flt->has_include || f->in_inc) && (!flt->max_depth || kd < flt->max_depth);
-    f->kdepth = kd + f->keep;
+    f->in_inc = sf.inc;
+    f->in_exc = sf.exc;
+    f->keep = sf.keep;
+    f->kdepth = sf.kdepth;
     f->begun = f->keep && !flt->min_ticks;
     return f->begun;
 }

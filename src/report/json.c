@@ -274,6 +274,12 @@ static void put_measures(FILE *out, const struct rp_profile *p)
     put_warnings(out, p->warn);
     fputs("],\n  \"ns_per_tick\": ", out);
     put_num(out, p->ns_per_tick);
+    /* the span filters (docs/filters.md): an addition to the shape */
+    fputs(",\n  \"filter\": ", out);
+    if (p->filter)
+        put_str(out, p->filter);
+    else
+        fputs("null", out);
     /* overhead compensation (docs/performance.md): an addition to the shape */
     fprintf(out, ",\n  \"compensation\": { \"applied\": %s, \"measured\": %s, \"event_ns\": ",
             p->compensated ? "true" : "false", p->overhead_known ? "true" : "false");

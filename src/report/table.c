@@ -450,6 +450,8 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     if (p->ended && (p->end_flags & RP_END_TIMEOUT))
         fprintf(out, "%swarning: the final flush timed out; some buffers may be missing%s\n", warn,
                 reset);
+    if (p->filter)
+        fprintf(out, "filter: %s (only the spans it keeps: docs/filters.md)\n", p->filter);
     rp_report_comp_line(out, p);
     rp_report_offcpu_line(out, p);
     rp_report_windows_line(out, p);
