@@ -374,6 +374,7 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 /* What the command line asks for. */
 struct rec_opts {
     const char *out, *mode, *classes, *throttle;
+    char subtree[4096]; /* -F NAME and -N NAME as RANKPROF_SUBTREE: "NAME,-NAME" */
     int drop, print, force, off;
     int mpi;                     /* --mpi: librankprof-mpi.so preloaded too */
     unsigned long long max_size; /* 0: none */
@@ -394,12 +395,16 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                                        {"force", no_argument, NULL, 'f'},
                                        {"max-size", required_argument, NULL, 'M'},
                                        {"mpi", no_argument, NULL, 'P'}, /* (multi-process.md) */
+                                       {"function", required_argument, NULL, 'F'},
+                                       {"filter", required_argument, NULL, 'F'},
+                                       {"exclude", required_argument, NULL, 'N'},
+                                       {"notrace", required_argument, NULL, 'N'},
                                        {NULL, 0, NULL, 0}};
     int c;
 
     *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+o:hF:N:", lo, NULL)) != -1) {
         switch (c) {
         case 'o':
             r->out = optarg;
@@ -463,6 +468,16 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                              r->throttle);
             break;
         }
+        case 'F':
+        case 'N': { /* RANKPROF_SUBTREE's list: "glob,-glob" (src/record/funcs.c) */
+            size_t n = strlen(r->subtree);
+            if (!*optarg || strchr(optarg, ',') || optarg[0] == '-')
+                rp_usage_die("record", "-%c %s: expected a function's name or a glob", c, optarg);
+            if (snprintf(r->subtree + n, sizeof(r->subtree) - n, "%s%s%s", n ? "," : "",
+                         c == 'N' ? "-" : "", optarg) >= (int)(sizeof(r->subtree) - n))
+                rp_usage_die("record", "-%c: too many names", c);
+            break;
+        }
         case 'h':
             rp_help("record");
         default:
@@ -504,6 +519,8 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
         setenv("RANKPROF_CLASSES", r->classes, 1);
     if (r->throttle)
         setenv("RANKPROF_THROTTLE", r->throttle, 1);
+    if (r->subtree[0])
+        setenv("RANKPROF_SUBTREE", r->subtree, 1);
     if (r->max_size) {
         char v[32];
         snprintf(v, sizeof v, "%llu", r->max_size);

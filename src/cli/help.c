@@ -85,6 +85,11 @@ static const struct cmd_help helps[] = {
                           "64K): it is written in pieces FILE.partN and FILE, the oldest deleted, "
                           "the newest kept; every command reads them as one trace"},
       {"--force", "write FILE even when it is a symbolic link"},
+      {"-F, --function NAME", "record only the functions NAME names (a symbol or a glob, "
+                              "repeatable) and what they call (--filter is the same)"},
+      {"-N, --exclude NAME", "do not record the functions NAME names nor what they call "
+                             "(repeatable; --notrace is the same); waits, locks and points are "
+                             "recorded as without -F and -N"},
       {NULL, NULL}},
      "the program's exit status (128 + N when signal N ended it), or 1 when it succeeded but "
      "the trace was not written whole (cannot create, disk full, a static program)"},

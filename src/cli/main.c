@@ -23,8 +23,8 @@
 static const struct rp_cmd commands[] = {
     {"record", cmd_record,
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] [--off]\n"
-     "                [--throttle[=CALLS:NS[:K]]] [--max-size SIZE] [--force]\n"
-     "                -- PROGRAM [ARGS...]"},
+     "                [--throttle[=CALLS:NS[:K]]] [--max-size SIZE] [--mpi] [--force]\n"
+     "                [-F NAME]... [-N NAME]... -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
      "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"

@@ -86,6 +86,9 @@
 
 #define FE_OFF   1u
 #define FE_THROT 2u
+#define FE_SUBIN 4u /* a subtree rule keeps it and what it calls (record -F) */
+#define FE_SUBEX 8u /* a subtree rule leaves it and what it calls out (record -N) */
+#define FE_SUB   (FE_SUBIN | FE_SUBEX)
 
 struct fent {
     _Atomic uint64_t key;
@@ -115,6 +118,7 @@ struct fframe {
     uint64_t fn;
     struct fent *e; /* NULL: not in the table (full) */
     uint64_t t0;    /* ticks of the recorded enter; 0: not recorded */
+    uint32_t sub;   /* its FE_SUB bits, counted in the thread's insub/exsub */
 };
 
 /* counters of one function on one thread; only `throttled` is read by
@@ -128,6 +132,11 @@ struct fstat {
 struct fthread {
     uint32_t depth; /* frames pushed; those at RP_FDEPTH and beyond are not kept */
     uint32_t tid;
+    /* Subtree rules (RANKPROF_SUBTREE): the kept frames of included and of
+     * excluded functions open on the thread, and whether nothing is
+     * recorded now (block: under an excluded one, or under no included one
+     * when there are include rules) */
+    uint32_t insub, exsub, block;
     struct fstat *pages[RP_FPAGES];
     struct fthread *next;
     struct fframe frames[RP_FDEPTH];
@@ -170,6 +179,13 @@ static struct {
 /* the throttle; calls 0 = off; sample: 1 throttled call in that many is
  * timed (recorded), 0 = none.  Set once at start-up. */
 static uint64_t thr_calls, thr_ticks, thr_sample;
+
+/* Subtree rules (RANKPROF_SUBTREE, `record -F/-N`), set once at start-up:
+ * "glob" keeps the functions it names and what they call, "-glob" leaves
+ * them and what they call out.  sub_in: there is an include rule. */
+static struct frule srules[RP_FRULES_MAX];
+static unsigned nsrules;
+static int sub_in;
 
 static __thread struct fthread *ft;
 static __thread int ft_busy; /* inside this file's slow path, or its state is gone */
@@ -425,6 +441,17 @@ static int rules_on_locked(const char *name)
     return on;
 }
 
+/* The FE_SUB bits of the function named name: the subtree rules' (set at
+ * start-up, read without the lock). */
+static uint32_t sub_of(const char *name)
+{
+    uint32_t st = 0;
+    for (unsigned i = 0; i < nsrules; i++)
+        if (fnmatch(srules[i].pattern, name ? name : "", 0) == 0)
+            st |= srules[i].on ? FE_SUBIN : FE_SUBEX;
+    return st;
+}
+
 static inline uint32_t slot_of(uint64_t a)
 {
     return (uint32_t)((a * 0x9E3779B97F4A7C15ull) >> (64 - RP_FTAB_BITS));
@@ -464,7 +491,8 @@ static struct fent *tab_get_locked(uint64_t a)
     e->name = sym_name_locked(a);
     e->idx = ++fs.count;
     byidx[e->idx] = e;
-    atomic_store_explicit(&e->st, rules_on_locked(e->name) ? 0 : FE_OFF, memory_order_relaxed);
+    atomic_store_explicit(&e->st, (rules_on_locked(e->name) ? 0 : FE_OFF) | sub_of(e->name),
+                          memory_order_relaxed);
     atomic_store_explicit(&e->key, a, memory_order_release);
     return e;
 }
@@ -480,8 +508,9 @@ static RP_NOINLINE struct fent *tab_miss(uint64_t a, uint32_t *st)
     ft_busy++;
     fs_lock();
     struct fent *e = tab_get_locked(a);
+    const char *name = e ? NULL : sym_name_locked(a);
     *st = e ? atomic_load_explicit(&e->st, memory_order_relaxed)
-            : (rules_on_locked(sym_name_locked(a)) ? 0 : FE_OFF);
+            : (rules_on_locked(name) ? 0 : FE_OFF) | sub_of(name);
     fs_unlock();
     ft_busy--;
     return e;
@@ -547,6 +576,7 @@ static RP_NOINLINE struct fthread *thread_new(void)
         return NULL;
     }
     t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* as rt.c's (format 1.3) */
+    t->block = sub_in; /* (with include rules: nothing until one is entered) */
     fs_lock();
     t->next = fs.threads;
     fs.threads = t;
@@ -617,6 +647,23 @@ static RP_NOINLINE int count_throttled(struct fthread *t, const struct fent *e, 
     return 0;
 }
 
+/* Counts frame f's subtree bits sub (FE_SUB) on thread t: an enter. */
+static inline void sub_push(struct fthread *t, struct fframe *f, uint32_t sub)
+{
+    f->sub = sub;
+    t->insub += !!(sub & FE_SUBIN);
+    t->exsub += !!(sub & FE_SUBEX);
+    t->block = t->exsub || (sub_in && !t->insub);
+}
+
+/* Takes a popped frame's subtree bits sub off thread t. */
+static inline void sub_pop(struct fthread *t, uint32_t sub)
+{
+    t->insub -= !!(sub & FE_SUBIN);
+    t->exsub -= !!(sub & FE_SUBEX);
+    t->block = t->exsub || (sub_in && !t->insub);
+}
+
 /* Records the enter of frame f with the throttle on: its ticks are kept. */
 static RP_NOINLINE void enter_timed(struct fframe *f, uint64_t a)
 {
@@ -634,7 +681,7 @@ static RP_NOINLINE void enter_slow(uint64_t a)
     uint32_t st = decide_slow(a, &e);
     struct fthread *t = ft;
     if (!t && !(t = thread_new())) {
-        if (!st)
+        if (!st && !sub_in) /* (no state: subtree rules cannot be followed) */
             rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
         return;
     }
@@ -642,8 +689,14 @@ static RP_NOINLINE void enter_slow(uint64_t a)
     t->depth = d + 1;
     atomic_signal_fence(memory_order_seq_cst);
     struct fframe *f = d < RP_FDEPTH ? &t->frames[d] : NULL;
-    if (f)
-        *f = (struct fframe){a, e, 0};
+    if (f) {
+        *f = (struct fframe){a, e, 0, 0};
+        if (st & FE_SUB)
+            sub_push(t, f, st & FE_SUB);
+    }
+    st &= ~FE_SUB;
+    if (t->block)
+        return; /* under an excluded function, or under no included one */
     if (st) {
         if (st == FE_THROT && e && count_throttled(t, e, f != NULL))
             enter_timed(f, a); /* the sample: recorded */
@@ -655,6 +708,32 @@ static RP_NOINLINE void enter_slow(uint64_t a)
     }
     if (f)
         f->t0 = 1;
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+}
+
+/*
+ * The enter of frame f (pushed) of function e at a whose state st is not 0
+ * (off, throttled, a subtree rule's) or on a thread whose subtree rules
+ * block it.  Same result as enter_slow.
+ */
+static RP_NOINLINE void enter_gated(struct fthread *t, struct fframe *f, struct fent *e,
+                                    uint32_t st, uint64_t a)
+{
+    if (st & FE_SUB)
+        sub_push(t, f, st & FE_SUB);
+    st &= ~FE_SUB;
+    if (t->block)
+        return;
+    if (st) {
+        if (st == FE_THROT && count_throttled(t, e, 1))
+            enter_timed(f, a); /* the sample: recorded */
+        return;
+    }
+    if (thr_calls) {
+        enter_timed(f, a);
+        return;
+    }
+    f->t0 = 1;
     rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
 }
 
@@ -683,9 +762,9 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn)
     f->fn = a;
     f->e = e;
     f->t0 = 0;
-    if (st) {
-        if (st == FE_THROT && count_throttled(t, e, 1))
-            enter_timed(f, a); /* the sample: recorded */
+    f->sub = 0;
+    if (st | t->block) {
+        enter_gated(t, f, e, st, a);
         return;
     }
     if (thr_calls) {
@@ -726,6 +805,9 @@ static RP_NOINLINE void exit_slow(uint64_t a)
         goto by_table;
     struct fframe f = t->frames[d - 1];
     atomic_signal_fence(memory_order_seq_cst);
+    for (uint32_t k = t->depth < RP_FDEPTH ? t->depth : RP_FDEPTH; k-- > d - 1;)
+        if (t->frames[k].sub)
+            sub_pop(t, t->frames[k].sub);
     t->depth = d - 1;
     if (!f.t0)
         return;
@@ -737,7 +819,7 @@ static RP_NOINLINE void exit_slow(uint64_t a)
     return;
 by_table:; /* no frame: entered before the gate, or not kept */
     struct fent *e;
-    if (!decide_slow(a, &e))
+    if (!(decide_slow(a, &e) & ~FE_SUB) && !(t ? t->block != 0 : sub_in != 0))
         rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, a));
 }
 
@@ -754,8 +836,11 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_exit(uintptr_t fn)
     }
     uint64_t t0 = t->frames[d - 1].t0;
     struct fent *e = t->frames[d - 1].e;
+    uint32_t sub = t->frames[d - 1].sub;
     atomic_signal_fence(memory_order_seq_cst);
     t->depth = d - 1;
+    if (unlikely(sub))
+        sub_pop(t, sub);
     if (!t0)
         return;
     if (thr_calls) {
@@ -851,6 +936,17 @@ RP_HIDDEN void rp_funcs_start(int quiet)
             continue; /* sites.c warns about the same rules */
         fs.default_off |= on;
         rule_add_locked(pat, on);
+        any = 1;
+    }
+    const char *sub = getenv("RANKPROF_SUBTREE");
+    while (nsrules < RP_FRULES_MAX && (r = rp_filter_next(&sub, pat, sizeof(pat), &on)) != 0) {
+        char *c = r > 0 ? strdup(pat) : NULL;
+        if (!c) {
+            funcs_warn("rankprof: ignoring a RANKPROF_SUBTREE rule: too long\n");
+            continue;
+        }
+        srules[nsrules++] = (struct frule){c, on};
+        sub_in |= on;
         any = 1;
     }
     fs.have_key = pthread_key_create(&fs.key, thread_gone) == 0;
