@@ -253,6 +253,33 @@ static const char *proc_list(const struct rp_set *s, char *buf, size_t n)
     return buf;
 }
 
+/*
+ * Keeps the files of s that --process sel names (proc_matches), or, with
+ * sel NULL, those of MPI rank `rank`; frees the others.  Returns how many
+ * are kept (s unchanged when none is).
+ */
+static uint32_t keep_files(struct rp_set *s, const char *sel, long rank)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        k += sel ? proc_matches(&s->files[i], sel)
+                 : s->files[i].who.has_rank && s->files[i].who.rank == (uint32_t)rank;
+    if (!k)
+        return 0;
+    k = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (sel ? !proc_matches(&s->files[i], sel)
+                : !(s->files[i].who.has_rank && s->files[i].who.rank == (uint32_t)rank)) {
+            free(s->files[i].who.file);
+            free(s->files[i].who.run);
+            free(s->files[i].who.host);
+            continue;
+        }
+        s->files[k++] = s->files[i];
+    }
+    return s->n = k;
+}
+
 void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
 {
     char err[1024], list[2048];
@@ -275,41 +302,13 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
     if (s->n_skipped > 3)
         rp_warn("left out %u more files of the form %s.PID (not of this run)", s->n_skipped - 3,
                 o->input);
-    if (o->in.process) { /* keep its files: a pid that exec'd has one per image */
-        uint32_t k = 0;
-        proc_list(s, list, sizeof(list));
-        for (uint32_t i = 0; i < s->n; i++) {
-            if (!proc_matches(&s->files[i], o->in.process)) {
-                free(s->files[i].who.file);
-                free(s->files[i].who.run);
-                free(s->files[i].who.host);
-                continue;
-            }
-            s->files[k++] = s->files[i];
-        }
-        if (!k)
-            rp_die("--process %s: no such process in the run of %s; its processes: %s",
-                   o->in.process, o->input, list);
-        s->n = k;
-    }
-    if (o->in.rank) { /* every file of that rank (an MPI rank's exec'd images too) */
-        uint32_t k = 0, want = (uint32_t)strtoul(o->in.rank, NULL, 10);
-        proc_list(s, list, sizeof(list));
-        for (uint32_t i = 0; i < s->n; i++) {
-            if (!s->files[i].who.has_rank || s->files[i].who.rank != want) {
-                free(s->files[i].who.file);
-                free(s->files[i].who.run);
-                free(s->files[i].who.host);
-                continue;
-            }
-            s->files[k++] = s->files[i];
-        }
-        if (!k)
-            rp_die("--rank %s: no process of rank %s in the run of %s (INFO rank, set by an MPI "
-                   "launcher); its processes: %s",
-                   o->in.rank, o->in.rank, o->input, list);
-        s->n = k;
-    }
+    if (o->in.process && !keep_files(s, o->in.process, -1)) /* (a pid that exec'd: one per image) */
+        rp_die("--process %s: no such process in the run of %s; its processes: %s", o->in.process,
+               o->input, proc_list(s, list, sizeof(list)));
+    if (o->in.rank && !keep_files(s, NULL, (long)strtoul(o->in.rank, NULL, 10)))
+        rp_die("--rank %s: no process of rank %s in the run of %s (INFO rank, set by an MPI "
+               "launcher); its processes: %s",
+               o->in.rank, o->in.rank, o->input, proc_list(s, list, sizeof(list)));
     o->input = s->files[0].who.file;
 }
 

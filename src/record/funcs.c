@@ -711,6 +711,18 @@ static RP_NOINLINE void enter_slow(uint64_t a)
     rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
 }
 
+/* Records the enter of frame f of the function at a: timed when the
+ * throttle is on, else marked recorded (t0 1). */
+static inline void enter_record(struct fframe *f, uint64_t a)
+{
+    if (thr_calls) {
+        enter_timed(f, a);
+        return;
+    }
+    f->t0 = 1;
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+}
+
 /*
  * The enter of frame f (pushed) of function e at a whose state st is not 0
  * (off, throttled, a subtree rule's) or on a thread whose subtree rules
@@ -729,12 +741,7 @@ static RP_NOINLINE void enter_gated(struct fthread *t, struct fframe *f, struct 
             enter_timed(f, a); /* the sample: recorded */
         return;
     }
-    if (thr_calls) {
-        enter_timed(f, a);
-        return;
-    }
-    f->t0 = 1;
-    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+    enter_record(f, a);
 }
 
 /*
@@ -767,12 +774,7 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_enter(uintptr_t fn)
         enter_gated(t, f, e, st, a);
         return;
     }
-    if (thr_calls) {
-        enter_timed(f, a);
-        return;
-    }
-    f->t0 = 1;
-    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_ENTER, a));
+    enter_record(f, a);
 }
 
 /* Records the exit of a timed frame (throttle on) and adds the call to the
