@@ -66,7 +66,8 @@ PY
     local last
     last=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | tail -1)
     [[ -n $last && $last -ge 12 ]] || fail "only ${last:-no} pieces: the run did not write 3 x SIZE"
-    [[ $(ls "$tmp" | grep -c '^r\.rp\.part') -le 3 ]] || fail "more than 3 older pieces: $(ls "$tmp")"
+    # (how many older pieces depends on where chunks fell: a piece rotates
+    # early rather than pass SIZE/4; the bound is the bytes, sampled above)
 }
 
 newest() {
