@@ -336,7 +336,10 @@ def check_json(spec_name, path, trace_events, extra):
         holds = {x["id"] for x in nodes if x["kind"] == "lock-hold"}
         eout = sum(e["inclusive_ns"] for e in edges.values()
                    if e["caller"] == nm and e["callee_id"] not in holds)
-        if not close(n["exclusive_ns"], dur_sum - eout, 0.001, 2 * n["calls"] + 2):
+        # (a negative sum is shown as 0: compensated callees can take more than
+        # the compensated caller on a loaded machine, common/span.h)
+        want = max(dur_sum - eout, 0)
+        if not close(n["exclusive_ns"], want, 0.001, 2 * n["calls"] + 2):
             die(f"{what}: {nm}: exclusive {n['exclusive_ns']} != calls*mean {dur_sum:.0f} - "
                 f"time of its calls {eout}")
         recursive = (nm, nm) in edges
