@@ -27,33 +27,7 @@ need_progs server
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
-cat >"$tmp/client.py" <<'PY'
-import socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-s = socket.create_connection(("127.0.0.1", port))
-f = s.makefile("rw")
-for _ in range(n):
-    f.write("req\n"); f.flush()
-    if f.readline() != "ok\n":
-        sys.exit("no answer")
-if sys.argv[3:] == ["quit"]:
-    f.write("quit\n"); f.flush()
-PY
-
-start_server() { # NAME [record options]: sets pid, port, rec
-    local name=$1
-    shift
-    "$RANKPROF" record "$@" -o "$tmp/$name.rp" -- "$PROGS/prog_server" >"$tmp/$name.out" 2>&1 &
-    rec=$!
-    local i
-    for i in $(seq 100); do
-        grep -q "^pid" "$tmp/$name.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    pid=$(awk '/^pid/ {print $2}' "$tmp/$name.out")
-    port=$(awk '/^pid/ {print $4}' "$tmp/$name.out")
-    [[ -n $pid && -n $port ]] || fail "$name: the server did not start: $(cat "$tmp/$name.out")"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/server.sh"
 req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
 ctl() { "$RANKPROF" ctl "$pid" "$1" >>"$tmp/ctl.out" 2>&1 || fail "ctl $1: $(tail -1 "$tmp/ctl.out")"; }
 finish_server() { # NAME
