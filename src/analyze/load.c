@@ -221,19 +221,11 @@ static uint64_t info_u64(const char *val, uint32_t vlen)
 static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
-    const uint8_t *q = c->data, *end = c->data + c->len;
-    while (q < end) {
-        if ((size_t)(end - q) < 6)
-            goto bad;
-        uint16_t klen = rp_get16(q);
-        if ((size_t)(end - q) < 6u + klen)
-            goto bad;
-        uint32_t vlen = rp_get32(q + 2 + klen);
-        size_t rec = (size_t)6 + klen + vlen; /* in size_t: 6u + klen + vlen wraps */
-        if ((size_t)(end - q) < rec)
-            goto bad;
-        const char *k = (const char *)q + 2;
-        const char *val = (const char *)q + 6 + klen;
+    const uint8_t *q = c->data, *end = c->data + c->len, *kb, *vb;
+    uint32_t klen, vlen;
+    int more;
+    while ((more = rp_info_next(&q, end, &kb, &klen, &vb, &vlen)) > 0) {
+        const char *k = (const char *)kb, *val = (const char *)vb;
         char **dst = NULL;
 #define KEY(s) (klen == sizeof(s) - 1 && !memcmp(k, s, klen))
         if (KEY("program"))
@@ -310,10 +302,9 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             free(*dst);
             *dst = rp_text_dup(val, vlen, 0, NULL);
         }
-        q += rec;
     }
-    return 0;
-bad:
+    if (more == 0)
+        return 0;
     snprintf(err, errsz,
              "malformed INFO record at offset %llu: it runs past the end of its chunk at offset "
              "%llu (%u bytes)",

@@ -38,16 +38,9 @@ static uint32_t value_u32(const uint8_t *v, uint32_t n)
 /* Reads an INFO payload's pid, ppid, rank, run and host into w.  RP_ENOMEM. */
 static int read_info(const struct rp_chunk *c, struct rp_proc *w)
 {
-    const uint8_t *p = c->data, *end = c->data + c->len;
-    while (end - p >= 6) {
-        uint32_t k = rp_get16(p);
-        if ((size_t)(end - p) < 2u + k + 4u)
-            break;
-        const uint8_t *key = p + 2, *vl = p + 2 + k;
-        uint32_t n = rp_get32(vl);
-        if ((size_t)(end - vl - 4) < n)
-            break;
-        const uint8_t *v = vl + 4;
+    const uint8_t *p = c->data, *end = c->data + c->len, *key, *v;
+    uint32_t k, n;
+    while (rp_info_next(&p, end, &key, &k, &v, &n) > 0) {
         char **dst = NULL;
         if (k == 3 && !memcmp(key, "pid", 3))
             w->pid = value_u32(v, n);
@@ -64,7 +57,6 @@ static int read_info(const struct rp_chunk *c, struct rp_proc *w)
             if (!(*dst = value_dup(v, n)))
                 return RP_ENOMEM;
         }
-        p = v + n;
     }
     return 0;
 }

@@ -165,18 +165,15 @@ static int read_clocks(struct otf *o, struct grp *g, const char *path)
                 break;
             }
             if (fread(b, 1, len, f) == len && rp_crc32(0, b, len) == rp_get32(h + 8)) {
-                for (uint32_t i = 0; i + 6 <= len;) {
-                    uint32_t k = rp_get16(b + i);
-                    if (i + 2 + k + 4 > len)
-                        break;
-                    uint32_t n = rp_get32(b + i + 2 + k);
-                    if (i + 6 + k + n > len)
-                        break;
-                    int fini = k == 17 && !memcmp(b + i + 2, "clock_offset_fini", 17);
-                    if ((fini || (k == 17 && !memcmp(b + i + 2, "clock_offset_init", 17))) && n &&
-                        n < 64 && g->n_off < 2) {
+                const uint8_t *q = b, *key, *val;
+                uint32_t k, n;
+                while (rp_info_next(&q, b + len, &key, &k, &val, &n) > 0) {
+                    if (k == 17 &&
+                        (!memcmp(key, "clock_offset_fini", 17) ||
+                         !memcmp(key, "clock_offset_init", 17)) &&
+                        n && n < 64 && g->n_off < 2) {
                         char v[64], *end;
-                        memcpy(v, b + i + 6 + k, n);
+                        memcpy(v, val, n);
                         v[n] = 0;
                         long long at = strtoll(v, &end, 10), d = strtoll(end, &end, 10);
                         if (*end == ' ')
@@ -186,7 +183,6 @@ static int read_clocks(struct otf *o, struct grp *g, const char *path)
                             g->off[g->n_off++] = d;
                         }
                     }
-                    i += 6 + k + n;
                 }
             }
             free(b);

@@ -211,6 +211,28 @@ static int next_piece(struct rp_reader *r)
     return 0;
 }
 
+int rp_info_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, uint32_t *klen,
+                 const uint8_t **val, uint32_t *vlen)
+{
+    const uint8_t *q = *p;
+    if (q >= end)
+        return 0;
+    if ((size_t)(end - q) < 6)
+        return -1;
+    uint32_t k = rp_get16(q);
+    if ((size_t)(end - q) < 6u + k)
+        return -1;
+    uint32_t n = rp_get32(q + 2 + k);
+    if ((size_t)(end - q) - 6u - k < n) /* (no sum that wraps) */
+        return -1;
+    *key = q + 2;
+    *klen = k;
+    *val = q + 6 + k;
+    *vlen = n;
+    *p = q + 6 + k + n;
+    return 1;
+}
+
 int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
 {
     static const uint8_t empty[1];

@@ -61,6 +61,15 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c);
 
 void rp_reader_close(struct rp_reader *r);
 
+/*
+ * The next pair of an INFO payload (format.h: u16 key length, key, u32
+ * value length, value) at *p, before end: sets *key, *klen, *val, *vlen
+ * and advances *p past it.  Returns 1, 0 at the end, or -1 when the pair
+ * runs past end (a malformed payload; *p is left at it).
+ */
+int rp_info_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, uint32_t *klen,
+                 const uint8_t **val, uint32_t *vlen);
+
 /* Decoded event, for tools that want them one by one (dump). */
 struct rp_event {
     uint8_t op;          /* enum rp_op */
