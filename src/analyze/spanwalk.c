@@ -82,18 +82,25 @@ static struct sw_thread *thread_of(struct sw *w, uint32_t tid)
     return t;
 }
 
-static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
+/* Fills s, a span of id that begins at now on thread t under its innermost
+ * open span (a frame, or a hold: not pushed).  Cannot fail. */
+static void span_begun(const struct sw_thread *t, struct rp_sw_span *s, uint32_t id, uint64_t now)
 {
-    if (rp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
-        return RP_ENOMEM;
-    t->stack[t->depth].ev = t->events;
-    struct rp_sw_span *s = &t->stack[t->depth].s;
     memset(s, 0, sizeof(*s));
     s->tid = t->tid;
     s->id = id;
     s->parent = t->depth ? t->stack[t->depth - 1].s.id : 0;
     s->depth = t->depth;
     s->start = now;
+}
+
+static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
+{
+    if (rp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
+        return RP_ENOMEM;
+    t->stack[t->depth].ev = t->events;
+    struct rp_sw_span *s = &t->stack[t->depth].s;
+    span_begun(t, s, id, now);
     t->depth++;
     return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
 }
@@ -152,12 +159,7 @@ static int hold_begin(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t n
     if (rp_grow(&t->held, &t->capheld, t->nheld + 1, sizeof(*t->held), 8) < 0)
         return RP_ENOMEM;
     struct rp_sw_span *s = &t->held[t->nheld++];
-    memset(s, 0, sizeof(*s));
-    s->tid = t->tid;
-    s->id = id;
-    s->parent = t->depth ? t->stack[t->depth - 1].s.id : 0;
-    s->depth = t->depth;
-    s->start = now;
+    span_begun(t, s, id, now);
     return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
 }
 
