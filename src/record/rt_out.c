@@ -103,22 +103,31 @@ RP_HIDDEN void rp_rt_fd_taken(int fd)
 
 /* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and
  * reopens the file by its path (append, no symlink, close-on-exec) if it is
- * not.  The number the program took is left to it.  Returns 0, or -1 when
- * the file cannot be reopened (recording stops). */
+ * not.  The number the program took is left to it.  A program taking
+ * numbers by the raw system call in another thread may take the one just
+ * opened before it is checked: that number is then the program's (left
+ * open) and the open is tried again, at most eight times.  Returns 0, or
+ * -1 when the path no longer names the trace file or it cannot be opened
+ * (recording stops). */
 static int out_check(void)
 {
     struct stat st;
     if (fstat(rp_rt.fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino)
         return 0;
-    int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino) {
-        __atomic_store_n(&rp_rt.fd, rp_rt_fd_high(fd), __ATOMIC_RELAXED);
-        rp_rt_warn("the program closed or replaced the descriptor of %s; reopened it", rp_rt.path,
-                   0);
-        return 0;
+    for (int i = 0; i < 8; i++) {
+        if (stat(rp_rt.path, &st) != 0 || st.st_dev != rp_out_dev || st.st_ino != rp_out_ino)
+            break; /* removed or replaced: the trace cannot be found again */
+        int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            break;
+        fd = rp_rt_fd_high(fd);
+        if (fstat(fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino) {
+            __atomic_store_n(&rp_rt.fd, fd, __ATOMIC_RELAXED);
+            rp_rt_warn("the program closed or replaced the descriptor of %s; reopened it",
+                       rp_rt.path, 0);
+            return 0;
+        }
     }
-    if (fd >= 0)
-        syscall(SYS_close, fd);
     rp_rt_warn("the program closed or replaced the descriptor of %s and the file cannot be "
                "reopened; recording stops",
                rp_rt.path, 0);
