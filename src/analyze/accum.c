@@ -124,6 +124,8 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
             zarr_release(a->hot, gone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
             gone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
+        n->outside_calls += h->ocalls;
+        n->outside += h->oticks;
         if (!h->calls && !h->hist.counts) /* no instant, no span */
             continue;
         n->calls += h->calls;

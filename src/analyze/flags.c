@@ -22,7 +22,9 @@
  *             in no run, rather than in some;
  *   HOT       own time (excl: its own frame, on CPU, less its callees and
  *             the off-CPU time and waits in its frame) >= [0.05] of all
- *             on-CPU time (the excl of every node that is work);
+ *             on-CPU time (the excl of every node that is work), and
+ *             >= [0.005] of the run's length (a program that mostly waits
+ *             has no hot spot: its CPU time is not where its time goes);
  *   JITTER    its own on-CPU time per activation (rp_flag_hists.own, or the
  *             duration histogram of a node that never had callee time) over
  *             >= [100] activations: the [0.99] quantile >= [10] x the median
@@ -76,6 +78,7 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->dispatch_fanout = 2.0;
     o->dispatch_margin = 1.5;
     o->hot_self = 0.05;
+    o->hot_run = 0.005;
     o->jitter_calls = 100;
     o->jitter_quantile = 0.99;
     o->jitter_ratio = 10.0;
@@ -305,7 +308,7 @@ static void edge_sums(const struct rp_profile *p, struct flag_work *w)
 /* The flags of node i but CONTENDED (its fanouts and blocked time set);
  * a lock node is noted in w->locks for contended().  Cannot fail. */
 static void node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opts *o,
-                       struct flag_work *w, double cpu, double floor_ticks)
+                       struct flag_work *w, double cpu, double hot_min, double floor_ticks)
 {
     struct rp_node *nd = &p->nodes[i];
     nd->fanout = w->outc[i] > 0.0 ? exp(w->hc[i]) : 0.0;
@@ -332,7 +335,7 @@ static void node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_op
     }
     if (not_work(nd))
         return;
-    if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu)
+    if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu && (double)nd->excl >= hot_min)
         nd->flags |= RP_FLAG_HOT;
     if ((w->self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
         return;
@@ -392,8 +395,10 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     edge_sums(p, &w);
     double cpu = oncpu_total(p);
     double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
+    double hot_min =
+        o->hot_run * (p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) : 0.0);
     for (uint32_t i = 0; i < n; i++)
-        node_flags(p, i, o, &w, cpu, floor_ticks);
+        node_flags(p, i, o, &w, cpu, hot_min, floor_ticks);
     contended(p, o, &w);
     work_free(&w);
     return 0;

@@ -108,6 +108,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->comp = comp;
     j->offid = v->offid;
     j->flt = v->flt;
+    j->outside = v->outside;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
     j->res = comp ? v->res_comp : 1;
@@ -668,6 +669,8 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     v->p = p;
     v->want_comp = !(o ? o : &none)->no_compensate;
     v->flt = (o ? o : &none)->filter;
+    v->outside = !(o ? o : &none)->keep_outside;
+    p->outside_apart = v->outside;
     int rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
     priv_free(p); /* the profile holds the results: the replay's state goes */
     return rc;

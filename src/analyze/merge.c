@@ -191,6 +191,8 @@ static void add_node(struct rp_node *a, const struct rp_node *b)
     a->below_res += b->below_res;
     a->offcpu += b->offcpu;
     a->offcpu_below += b->offcpu_below;
+    a->outside_calls += b->outside_calls;
+    a->outside += b->outside;
 }
 
 /*
@@ -290,6 +292,7 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
         memcpy(d->offcpu_err, s->offcpu_err, sizeof(d->offcpu_err));
         d->oncpu_known = s->oncpu_known;
         d->own_known = s->own_known;
+        d->outside_apart = s->outside_apart;
         d->incl_calls_known = s->incl_calls_known;
         d->rank = s->rank;
     } else {
@@ -312,6 +315,7 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
         d->hold_intervals |= s->hold_intervals;
         d->oncpu_known &= s->oncpu_known;
         d->own_known &= s->own_known;
+        d->outside_apart |= s->outside_apart;
         d->incl_calls_known &= s->incl_calls_known;
         double r = s->ns_per_tick / (d->ns_per_tick > 0 ? d->ns_per_tick : 1);
         if (r > 1.01 || r < 0.99) {

@@ -98,6 +98,12 @@ struct rp_node {
     double fanout_time; /* exp(entropy of the callee shares in its time handed on) */
     double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
                            holds: not work handed on (flags.c, DISPATCH) */
+
+    /* Spans outside the program's (a wait, lock wait, hold or time off CPU
+     * with no span of the program open on its thread; replay_int.h,
+     * rp_span_outside): not in calls or any statistic above. */
+    uint64_t outside_calls;
+    uint64_t outside; /* their ticks */
 };
 
 struct rp_edge {
@@ -270,6 +276,7 @@ struct rp_profile {
     uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
     int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
     int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
+    int outside_apart;    /* spans outside the program's are set apart (rp_node.outside) */
     int incl_calls_known; /* the edges' incl_calls are set (a replayed trace); else
                              --weight calls weighs an edge by its direct calls */
 

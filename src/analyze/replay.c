@@ -93,6 +93,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         const struct rp_node *nd = &p->nodes[i];
         if (blocked_kind(nd->kind))
             a->hot[i].blocked = 1;
+        a->hot[i].lib = lib_node(nd->kind, nd->file);
         if (nd->budget)
             a->hot[i].nbudget = ~nd->budget;
     }
@@ -272,6 +273,15 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     return 0;
 }
 
+/* Counts a span outside the program's (rp_span_outside) that lasted dur.
+ * Returns 0. */
+static __attribute__((noinline)) int outside_count(struct hot *h, uint64_t dur)
+{
+    h->ocalls++;
+    h->oticks += dur;
+    return 0;
+}
+
 /*
  * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
  * chunk's event number ev, with the PAUSE offset pz (acc.pz); j records it
@@ -295,17 +305,20 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     int kept = !filtered || (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL,
                                                                 id, start, dur)
                                             : rp_sf_kept(j->flt, &f->sf, dur));
-    uint64_t acts = id == j->offid ? 0 : kept ? 1 + f->acts : f->acts; /* (off-CPU: no call) */
+    /* (outside: counted apart, and like a left-out span for its callers) */
+    int out = unlikely(a->hot[id].lib) &&
+              rp_span_outside(j->outside, 1, *depth ? a->hot[f[-1].id].blocked : 1);
+    uint64_t acts = id == j->offid ? 0 : kept && !out ? 1 + f->acts : f->acts; /* (off-CPU: none) */
     if (unlikely(*depth < j->low)) {
         j->low = *depth;
         if (*depth < j->u)
-            j->closed[*depth] = kept ? 1 : 2;
+            j->closed[*depth] = kept && !out ? 1 : 2;
         if (j->resident && *depth) /* first reached in this chunk (Deep stacks) */
             f[-1].off = 0;
     }
     if (*depth) {
         struct frame *pf = f - 1;
-        pf->child += kept ? dur : f->child;
+        pf->child += kept && !out ? dur : f->child;
         pf->off += f->off + (a->hot[id].blocked ? dur : 0);
         pf->acts += acts;
         pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
@@ -316,6 +329,8 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     int outer = !filtered || f->sf.keep ? rp_span_outer(&a->active[id]) : 0;
     if (filtered && !kept)
         return 0;
+    if (unlikely(out))
+        return outside_count(&a->hot[id], dur);
     a->hot[id].cut += cut;
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
                       acts, f->ev <= 0, f->pre);
@@ -479,6 +494,8 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
         return LOOP_UNDEFINED;
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
+    if (rp_span_outside(j->outside, a->hot[id].lib, !acq || a->hot[acq].blocked))
+        return outside_count(&a->hot[id], dur), LOOP_OK;
     if (j->flt) { /* as a span under the innermost open one, and from its kept caller */
         const struct rp_sf_frame *up = a->depth ? &a->stack[a->depth - 1].sf : NULL;
         struct rp_sf_frame sf;
@@ -516,6 +533,8 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     uint32_t parent = 0;
     uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
     int kept = 1;
+    int out = unlikely(hot[x].lib) &&
+              rp_span_outside(j->outside, 1, depth ? hot[stack[depth - 1].id].blocked : 1);
     if (filtered) {
         const struct rp_sf_frame *up = depth ? &stack[depth - 1].sf : NULL;
         struct rp_sf_frame sf;
@@ -527,8 +546,9 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
         }
         acts &= (uint64_t)kept;
     }
+    acts &= (uint64_t)!out;
     if (depth) {
-        stack[depth - 1].child += kept ? dur : 0;
+        stack[depth - 1].child += kept && !out ? dur : 0;
         stack[depth - 1].acts += acts;
         if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
             stack[depth - 1].off += dur;
@@ -536,6 +556,8 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     }
     if (filtered && !kept)
         return LOOP_OK;
+    if (unlikely(out))
+        return outside_count(&hot[x], dur);
     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0, act == 0, cp,
                             acts, 0, 0) < 0))
         return LOOP_NOMEM;
@@ -963,9 +985,11 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
             !v->flt || (f->id == v->offid ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL,
                                                               f->id, f->start, dur)
                                           : rp_sf_kept(v->flt, &f->sf, dur));
-        uint64_t acts = f->id == v->offid ? 0 : kept ? 1 + f->acts : f->acts;
+        int out = a->hot[f->id].lib &&
+                  rp_span_outside(v->outside, 1, t->depth ? a->hot[f[-1].id].blocked : 1);
+        uint64_t acts = f->id == v->offid ? 0 : kept && !out ? 1 + f->acts : f->acts;
         if (t->depth) {
-            f[-1].child += kept ? dur : f->child;
+            f[-1].child += kept && !out ? dur : f->child;
             /* (the off-CPU time below it in its last chunk) */
             f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             f[-1].acts += acts;
@@ -975,6 +999,10 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         int outer = !v->flt || f->sf.keep ? --a->active[f->id] == 0 : 0;
         if (!kept)
             continue;
+        if (out) {
+            outside_count(&a->hot[f->id], dur);
+            continue;
+        }
         a->hot[f->id].cut++;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
                              outer, cp, acts, 0, f->pre)) < 0)

@@ -19,6 +19,9 @@ struct rp_replay_opts {
     /* only the spans it keeps are counted (spanfilter.h), or NULL: its mark is
      * by the file's ids, its times in the file's ticks */
     const struct rp_span_filter *filter;
+    /* count spans outside the program's (replay_int.h: rp_span_outside) as
+     * any other, as calls from ROOT (report --outside) */
+    int keep_outside;
 };
 
 /*

@@ -86,11 +86,15 @@ struct hot {
     uint8_t blocked;      /* a node of kind offcpu, wait or lock-wait: its spans are time
                              off CPU for the frames above them (frame.off) */
     uint8_t ivl_off;      /* intervals too spread for a period: no more counted */
+    uint8_t lib;          /* the recorder's own blocked span or hold, of any caller (an
+                             interposed wait or lock: no source file), which may be
+                             outside the program's code (rp_span_outside) */
     uint64_t rmax;        /* the largest duration less the preempted time below (frame.pre) */
     uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
                                      span, for the interval to the next one */
     struct rp_flag_hists *fh;     /* own time per span and intervals between starts (profile.h),
                                      allocated when first needed (fh_get) */
+    uint64_t ocalls, oticks;      /* its spans outside the program's (rp_span_outside) */
 };
 
 /*
@@ -156,6 +160,7 @@ struct job {
     uint64_t clamped;                 /* out: spans shorter than their overhead */
     uint32_t offid;                   /* the off-CPU node's id (0 = none) */
     const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */
+    int outside;                      /* set outside spans apart (rp_span_outside) */
     uint64_t paused;                  /* out: ticks of PAUSE events (the recorder's waits) */
     uint64_t syn;                     /* out: the writer's own events (off-CPU spans, PAUSE): not
                                          counted in the event numbers compensation uses */
@@ -239,6 +244,7 @@ struct priv {
     uint64_t res_comp;                /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;                   /* the first node of kind offcpu (0 = none) */
     const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */
+    int outside;                      /* set outside spans apart (rp_span_outside) */
     uint32_t *res;                    /* the resident threads (indexes in ts) */
     uint32_t nres, capres;
 
@@ -269,6 +275,35 @@ struct priv {
 static inline uint8_t blocked_kind(uint8_t kind)
 {
     return kind == RP_KIND_OFFCPU || kind == RP_KIND_WAIT || kind == RP_KIND_LOCK_WAIT;
+}
+
+/*
+ * Whether a blocked span that the recorder makes for any caller (hot.lib:
+ * time off CPU, or a wait or lock wait of an interposed call: not the
+ * program's own profile points, which have a source file, nor the MPI
+ * layer's calls) is outside the program's code, when the replay sets
+ * those apart (outside, the default): when the span below it on its
+ * thread's stack is blocked too, or there is none (under_blocked: 1 for
+ * none).  No instrumented
+ * code of the program waits there: a library's own thread that runs none
+ * (an MPI library's progress thread, a pool's idle workers), start-up and
+ * exit around main, or the library's own waits inside a blocking call
+ * (the poll inside MPI_Recv, the locks inside MPI_Init), which are that
+ * call's time.  Such a span is counted in its node's outside calls and
+ * time (rp_node.outside_calls, .outside), not as a call; for the spans
+ * below it, it is as if left out by a filter (its time is the blocking
+ * call's own).  Holds of interposed locks acquired outside any span, or
+ * inside a blocked one, are outside too (hold_op).  Cannot fail.
+ */
+static inline int rp_span_outside(int outside, uint8_t lib, uint8_t under_blocked)
+{
+    return outside && lib && under_blocked;
+}
+
+/* hot.lib of a node of kind and source file (NULL or "": none). */
+static inline uint8_t lib_node(uint8_t kind, const char *file)
+{
+    return (blocked_kind(kind) || kind == RP_KIND_LOCK_HOLD) && (!file || !*file);
 }
 
 /*

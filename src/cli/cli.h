@@ -172,7 +172,8 @@ enum {
     RP_OPT_THREAD,
     RP_OPT_FORCE,
     RP_OPT_NO_COMP,
-    RP_OPT_RANK = 0x1f0
+    RP_OPT_RANK = 0x1f0,
+    RP_OPT_OUTSIDE /* --outside (report, graph, tui, diff): replay keep_outside */
 };
 #define RP_INPUT_LONGOPTS                                                                          \
     {"input", required_argument, NULL, 'i'}, {"process", required_argument, NULL, RP_OPT_PROCESS}, \
@@ -195,9 +196,10 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s);
 /*
  * Parses the options of the commands that only read a trace (info, dump,
  * graph, tui): -i FILE, --process, --one-file, --force and --[no-]compensate,
- * and with `filters` the span filters (rp_opt_filter).  Sets o->input,
- * o->in, o->replay's force and no_compensate and o->filt; returns optind
- * (the first operand).  Dies on anything else, naming the option.
+ * with `filters` & 1 the span filters (rp_opt_filter), with `filters` & 2
+ * --outside.  Sets o->input, o->in, o->replay's force, no_compensate and
+ * keep_outside and o->filt; returns optind (the first operand).  Dies on
+ * anything else, naming the option.
  */
 int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_opts *o,
                         int filters);

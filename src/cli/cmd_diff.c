@@ -55,6 +55,7 @@ int cmd_diff(int argc, char **argv)
                                        {"all", no_argument, NULL, 'a'},
                                        {"force", no_argument, NULL, RP_OPT_FORCE},
                                        {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
+                                       {"outside", no_argument, NULL, RP_OPT_OUTSIDE},
                                        RP_FILTER_LONGOPTS,
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"color", no_argument, NULL, 'C'},
@@ -106,6 +107,9 @@ int cmd_diff(int argc, char **argv)
         case RP_OPT_NO_COMP:
         case 'M':
             rp_opt_compensate("diff", c == 'M' ? optarg : NULL, &lo_opts.replay);
+            break;
+        case RP_OPT_OUTSIDE:
+            lo_opts.replay.keep_outside = 1;
             break;
         case 'C':
             v.color = 1;

@@ -116,7 +116,7 @@ int cmd_graph(int argc, char **argv)
     struct rp_load_opts o;
 
     rp_load_opts_default(&o);
-    int first = rp_parse_input_opts("graph", argc, argv, &o, 1);
+    int first = rp_parse_input_opts("graph", argc, argv, &o, 3);
     if (first >= argc)
         rp_usage_die("graph", "no NAME given");
     const char *name = argv[first];

@@ -33,6 +33,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->dispatch_margin = rp_opt_double("--threshold dispatch-margin", v, 1, 1e9);
     else if (K("hot-self"))
         f->hot_self = rp_opt_double("--threshold hot-self", v, 0, 1);
+    else if (K("hot-run"))
+        f->hot_run = rp_opt_double("--threshold hot-run", v, 0, 1);
     else if (K("jitter-calls"))
         f->jitter_calls = rp_opt_u64("--threshold jitter-calls", v);
     else if (K("jitter-quantile"))
@@ -56,13 +58,14 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
     else if (K("contended-ratio"))
         f->contended_ratio = rp_opt_double("--threshold contended-ratio", v, 0, 1e12);
     else
-        rp_usage_die("report",
-                     "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
-                     "dispatch-fanout, dispatch-margin, hot-self, jitter-calls, jitter-quantile, "
-                     "jitter-ratio, jitter-slow, "
-                     "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-period, "
-                     "contended-ratio)",
-                     (int)n, kv);
+        rp_usage_die(
+            "report",
+            "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
+            "dispatch-fanout, dispatch-margin, hot-self, hot-run, jitter-calls, jitter-quantile, "
+            "jitter-ratio, jitter-slow, "
+            "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-period, "
+            "contended-ratio)",
+            (int)n, kv);
 #undef K
 }
 
@@ -80,6 +83,7 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
                                        {"thread", required_argument, NULL, RP_OPT_THREAD},
                                        {"force", no_argument, NULL, RP_OPT_FORCE},
                                        {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
+                                       {"outside", no_argument, NULL, RP_OPT_OUTSIDE},
                                        RP_FILTER_LONGOPTS,
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"threshold", required_argument, NULL, 'T'},
@@ -139,6 +143,9 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
         case RP_OPT_NO_COMP:
         case 'M':
             rp_opt_compensate("report", c == 'M' ? optarg : NULL, &ld->replay);
+            break;
+        case RP_OPT_OUTSIDE:
+            ld->replay.keep_outside = 1;
             break;
         case 'T':
             set_threshold(&ld->flag, optarg);

@@ -466,7 +466,7 @@ int cmd_tui(int argc, char **argv)
     struct rp_load_opts lo;
     rp_load_opts_default(&lo);
     lo.keep_maps = 1; /* (the replay view walks a run's files again) */
-    rp_opt_input_args("tui", rp_parse_input_opts("tui", argc, argv, &lo, 1), argc, argv, &lo);
+    rp_opt_input_args("tui", rp_parse_input_opts("tui", argc, argv, &lo, 3), argc, argv, &lo);
     if (!isatty(0) || !isatty(1))
         rp_die("tui needs a terminal (rankprof report prints the table to a pipe)");
 

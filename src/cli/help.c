@@ -41,6 +41,12 @@ struct cmd_help {
         "--no-compensate", "show the measured times, without subtracting the recorder's own "      \
                            "cost per event (--compensate=off is the same)"                         \
     }
+#define OUTSIDE_OPT                                                                                \
+    {                                                                                              \
+        "--outside", "count the waits, lock waits, holds and off-CPU time with no code of the "    \
+                     "program below them (a library's own threads, start-up and exit, inside a "   \
+                     "blocking call) as the program's, as calls from the root"                     \
+    }
 #define TID_OPT                                                                                    \
     {                                                                                              \
         "--thread TID", "only thread TID (TID#G: the G-th thread that reused that tid)"            \
@@ -107,6 +113,7 @@ static const struct cmd_help helps[] = {
       {"--format table|json|csv", "a table (default), or JSON (docs/report-json.md) or CSV"},
       TID_OPT,
       COMP_OPT,
+      OUTSIDE_OPT,
       {"--threshold KEY=VALUE", "a flag threshold, e.g. hot-self=0.2 (docs/ranking.md, Flags)"},
       {"--color", "colour the flags (the default on a terminal; NO_COLOR switches it off)"},
       {"--wide", "do not fit the table to the terminal's width"},
@@ -119,7 +126,7 @@ static const struct cmd_help helps[] = {
      "Shows who calls NAME and whom it calls, with calls, time per edge and the share of NAME's "
      "time each callee takes. NAME is a whole name or a short one (sum_dots for "
      "int geo::sum_dots<int>(int const*)).",
-     {INPUT_OPTS, COMP_OPT, FILTER_OPTS, {NULL, NULL}},
+     {INPUT_OPTS, COMP_OPT, OUTSIDE_OPT, FILTER_OPTS, {NULL, NULL}},
      NULL},
     {"locks",
      "wait and hold per lock",
@@ -234,7 +241,7 @@ static const struct cmd_help helps[] = {
      "its flags, its callers and callees (Enter opens one of them), and r its calls as a tree "
      "(rankprof replay -F NAME). s changes the order, / searches a name, ? lists the keys, q "
      "goes back and quits.",
-     {INPUT_OPTS, COMP_OPT, FILTER_OPTS, {NULL, NULL}},
+     {INPUT_OPTS, COMP_OPT, OUTSIDE_OPT, FILTER_OPTS, {NULL, NULL}},
      NULL},
     {"diff",
      "compare two runs",
@@ -253,6 +260,7 @@ static const struct cmd_help helps[] = {
       {"--one-file", "each trace alone, not with the rest of its run"},
       {"--force", "as for report"},
       COMP_OPT,
+      OUTSIDE_OPT,
       {"--color", "colour the verdicts (the default on a terminal)"},
       FILTER_OPTS,
       {NULL, NULL}},

@@ -171,17 +171,21 @@ int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_o
                                        {"no-compensate", no_argument, NULL, RP_OPT_NO_COMP},
                                        {"compensate", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"outside", no_argument, NULL, RP_OPT_OUTSIDE},
                                        RP_FILTER_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     int c;
 
     opterr = 0;
     o->cmd = cmd;
-    while ((c = getopt_long(argc, argv, filters ? "i:h" RP_FILTER_SHORTOPTS : "i:h", lo, NULL)) !=
-           -1) {
-        if (rp_opt_input(cmd, c, optarg, o) || (filters && rp_opt_filter(cmd, c, optarg, &o->filt)))
+    while ((c = getopt_long(argc, argv, (filters & 1) ? "i:h" RP_FILTER_SHORTOPTS : "i:h", lo,
+                            NULL)) != -1) {
+        if (rp_opt_input(cmd, c, optarg, o) ||
+            ((filters & 1) && rp_opt_filter(cmd, c, optarg, &o->filt)))
             continue;
-        if (c == RP_OPT_FORCE)
+        if (c == RP_OPT_OUTSIDE && (filters & 2))
+            o->replay.keep_outside = 1;
+        else if (c == RP_OPT_FORCE)
             o->replay.force = 1;
         else if (c == RP_OPT_NO_COMP || c == 'M')
             rp_opt_compensate(cmd, c == 'M' ? optarg : NULL, &o->replay);

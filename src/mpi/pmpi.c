@@ -49,6 +49,8 @@ enum {
     S_ALLGATHER,
     S_SCATTER,
     S_ALLTOALL,
+    S_INIT,
+    S_FINALIZE,
     S_N
 };
 
@@ -64,6 +66,7 @@ static struct rp_site sites[S_N] = {
     [S_REDUCE] = SITE("MPI_Reduce"),   [S_ALLREDUCE] = SITE("MPI_Allreduce"),
     [S_GATHER] = SITE("MPI_Gather"),   [S_ALLGATHER] = SITE("MPI_Allgather"),
     [S_SCATTER] = SITE("MPI_Scatter"), [S_ALLTOALL] = SITE("MPI_Alltoall"),
+    [S_INIT] = SITE("MPI_Init"),       [S_FINALIZE] = SITE("MPI_Finalize"),
 };
 
 /* The recorder's functions, or NULL without it. */
@@ -203,30 +206,43 @@ out:
     PMPI_Comm_free(&c);
 }
 
-/* The wrapped calls: each returns what the MPI library's returns. */
+/*
+ * The wrapped calls: each returns what the MPI library's returns.  MPI_Init
+ * (and MPI_Init_thread) and MPI_Finalize are spans too, the clock offset's
+ * ping-pongs included (microseconds): the library's start-up and shutdown,
+ * mostly waiting for the other ranks, with the waits and locks it makes
+ * inside, are not the caller's own work.
+ */
 int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
     find_recorder();
+    uint64_t t0 = span_begin(S_INIT, RP_IO_ARG(0xfffffffu, 0));
+    int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
         clock_offset("clock_offset_init");
+    span_end(S_INIT, t0);
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
     find_recorder();
+    uint64_t t0 = span_begin(S_INIT, RP_IO_ARG(0xfffffffu, 0));
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
         clock_offset("clock_offset_init");
+    span_end(S_INIT, t0);
     return rc;
 }
 
 int MPI_Finalize(void)
 {
-    clock_offset("clock_offset_fini");
+    uint64_t t0 = span_begin(S_FINALIZE, RP_IO_ARG(0xfffffffu, 0));
     begin_fn = NULL; /* (nothing more after this) */
-    return PMPI_Finalize();
+    clock_offset("clock_offset_fini");
+    int rc = PMPI_Finalize();
+    span_end(S_FINALIZE, t0);
+    return rc;
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)

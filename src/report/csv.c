@@ -20,7 +20,6 @@
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
-#define RP_NAME_BUF 512
 
 /* Writes one text field, quoted when needed.  Errors are left for ferror(). */
 static void put_field(FILE *out, const char *str)

@@ -21,7 +21,6 @@
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
-#define RP_NAME_BUF 512
 
 /* Writes s as a JSON string literal.  Write errors are left for ferror(). */
 static void put_str(FILE *out, const char *str)
@@ -110,6 +109,10 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     /* activations not ended by their own exit (replay.c: unwound, or open at
      * the thread's or the process's end), counted in calls with their time */
     put_u64_field(out, "cut", n->cut);
+    if (n->outside_calls) { /* its spans with no code of the program below (util.h) */
+        put_u64_field(out, "outside_calls", n->outside_calls);
+        put_u64_field(out, "outside_ns", rp_ticks_ns(p, n->outside));
+    }
     if (n->budget) { /* points with a budget (DEFS, or direct mode's stats) */
         put_u64_field(out, "budget_ns", rp_ticks_ns(p, n->budget));
         put_u64_field(out, "overruns", n->overruns);
@@ -266,6 +269,36 @@ static void put_run(FILE *out, const struct rp_profile *p)
                 p->windows, p->recorded_ns, p->window_exits);
 }
 
+/* The spans outside the program's code (util.h: rp_outside_nodes): whether
+ * they were set apart, their totals, and per node (off CPU included).
+ * Write errors are left to the caller's ferror. */
+static void put_outside(FILE *out, const struct rp_profile *p)
+{
+    char nb[RP_NAME_BUF];
+    uint64_t calls = 0, ticks = 0;
+    uint32_t n;
+    uint32_t *v = rp_outside_nodes(p, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        calls += p->nodes[v[i]].outside_calls;
+        ticks += p->nodes[v[i]].outside;
+    }
+    fprintf(out,
+            ",\n  \"outside\": { \"apart\": %s, \"calls\": %" PRIu64 ", \"ns\": %" PRIu64
+            ", \"nodes\": [",
+            p->outside_apart ? "true" : "false", calls, rp_ticks_ns(p, ticks));
+    for (uint32_t i = 0; i < n; i++) {
+        const struct rp_node *x = &p->nodes[v[i]];
+        fputs(i ? ",\n    { \"name\": " : "\n    { \"name\": ", out);
+        put_str(out, rp_node_name(p, x, nb, sizeof nb));
+        fprintf(out, ", \"kind\": \"%s\"", rp_kind_str(x->kind));
+        put_u64_field(out, "calls", x->outside_calls);
+        put_u64_field(out, "ns", rp_ticks_ns(p, x->outside));
+        fputs(" }", out);
+    }
+    fputs(n ? "\n  ] }" : "] }", out);
+    free(v);
+}
+
 /* How far the times can be trusted: warnings, the recorder's cost
  * subtracted, the resolution, off-CPU time, the recorder's waits. */
 static void put_measures(FILE *out, const struct rp_profile *p)
@@ -292,10 +325,12 @@ static void put_measures(FILE *out, const struct rp_profile *p)
     put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);
     fprintf(out, ",\n  \"below_resolution\": %" PRIu64, p->below_res);
     /* off-CPU time (format 1.3, docs/recording.md) and the recorder's waits */
-    uint64_t off = 0;
+    uint64_t off = 0, out_off = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++)
-        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU) {
             off += p->nodes[i].incl;
+            out_off += p->nodes[i].outside;
+        }
     fputs(",\n  \"offcpu\": { \"source\": ", out);
     put_str(out, p->offcpu_src[0] ? p->offcpu_src : "none");
     if (p->offcpu_err[0]) {
@@ -303,13 +338,14 @@ static void put_measures(FILE *out, const struct rp_profile *p)
         put_str(out, p->offcpu_err);
     }
     fprintf(out,
-            ", \"separated_ns\": %" PRIu64 ", \"lost_records\": %" PRIu64
-            ", \"late_intervals\": %" PRIu64,
-            rp_ticks_ns(p, off), p->offcpu_lost, p->offcpu_late);
+            ", \"separated_ns\": %" PRIu64 ", \"outside_ns\": %" PRIu64
+            ", \"lost_records\": %" PRIu64 ", \"late_intervals\": %" PRIu64,
+            rp_ticks_ns(p, off + out_off), rp_ticks_ns(p, out_off), p->offcpu_lost, p->offcpu_late);
     if (p->offcpu_runq_known)
         fprintf(out, ", \"runq_delay_ns\": %" PRIu64, p->offcpu_runq_ns);
     fputs(" }", out);
     fprintf(out, ",\n  \"recorder_wait_ns\": %" PRIu64, rp_ticks_ns(p, p->paused));
+    put_outside(out, p);
 }
 
 /* The ranking's parameters and the pass-through chains, when asked for. */

@@ -28,7 +28,6 @@
 #include "trace/format.h"
 
 /* room for a name rp_node_name formats into our buffer ("<lock> [hold]") */
-#define RP_NAME_BUF 512
 
 #define CELL       32             /* bytes of one formatted numeric cell */
 #define NAME_MIN   24             /* never trim a name below this many columns */
@@ -455,6 +454,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "filter: %s (only the spans it keeps: docs/filters.md)\n", p->filter);
     rp_report_comp_line(out, p);
     rp_report_offcpu_line(out, p);
+    rp_report_outside_line(out, p);
     rp_report_windows_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",

@@ -3,6 +3,7 @@
  * util.c - what the report formats share: number
  * formatting, tick conversion, quantiles and kind names.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "util.h"
 
 #include <inttypes.h>
@@ -122,18 +123,76 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
     return rp_fmt_dur(ns, "", buf, bufsz);
 }
 
+static int outside_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct rp_profile *p = ctx;
+    const struct rp_node *x = &p->nodes[*(const uint32_t *)a], *y = &p->nodes[*(const uint32_t *)b];
+    if (x->outside != y->outside)
+        return x->outside > y->outside ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+uint32_t *rp_outside_nodes(const struct rp_profile *p, uint32_t *n)
+{
+    uint32_t k = 0, *v = NULL;
+    *n = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        k += p->nodes[i].outside_calls > 0;
+    if (!k || !(v = malloc(k * sizeof(*v))))
+        return NULL;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].outside_calls)
+            v[(*n)++] = i;
+    qsort_r(v, *n, sizeof(*v), outside_cmp, (void *)p);
+    return v;
+}
+
+void rp_report_outside_line(FILE *out, const struct rp_profile *p)
+{
+    char b[32], nb[RP_NAME_BUF];
+    uint64_t calls = 0, ticks = 0;
+    uint32_t n, shown = 0;
+    uint32_t *v = rp_outside_nodes(p, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (p->nodes[v[i]].kind != RP_KIND_OFFCPU) { /* (in the off-CPU line) */
+            calls += p->nodes[v[i]].outside_calls;
+            ticks += p->nodes[v[i]].outside;
+        }
+    if (calls) {
+        fprintf(out,
+                "outside: %s in %" PRIu64 " waits, lock waits and holds with no code of the "
+                "program below them (a library's own threads, start-up and exit, inside a "
+                "blocking call), not in the table",
+                rp_fmt_ns((double)ticks * p->ns_per_tick, b, sizeof b), calls);
+        for (uint32_t i = 0; i < n && shown < 3; i++) {
+            const struct rp_node *x = &p->nodes[v[i]];
+            if (x->kind == RP_KIND_OFFCPU)
+                continue;
+            fprintf(out, "%s%s %s", shown++ ? ", " : ": ", rp_node_name(p, x, nb, sizeof nb),
+                    rp_fmt_ns((double)x->outside * p->ns_per_tick, b, sizeof b));
+        }
+        fputs(" (--outside counts them as the program's)\n", out);
+    }
+    free(v);
+}
+
 void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
 {
     char b[32], c[32];
-    uint64_t off = 0;
+    uint64_t off = 0, out_off = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++)
-        if (p->nodes[i].kind == RP_KIND_OFFCPU)
+        if (p->nodes[i].kind == RP_KIND_OFFCPU) {
             off += p->nodes[i].incl;
+            out_off += p->nodes[i].outside;
+        }
     if (!strcmp(p->offcpu_src, "perf")) {
         fprintf(out,
                 "off-CPU: perf context switches; %s off CPU, shown as [off-cpu] under the span "
                 "it fell in",
                 rp_fmt_ns((double)off * p->ns_per_tick, b, sizeof b));
+        if (out_off)
+            fprintf(out, " (and %s in waits or with no span of the program open)",
+                    rp_fmt_ns((double)out_off * p->ns_per_tick, c, sizeof c));
         if (p->offcpu_lost || p->offcpu_late)
             fprintf(out, "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed",
                     p->offcpu_lost, p->offcpu_late);

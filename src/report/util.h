@@ -49,6 +49,22 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p);
  * recorder's waits (when there were any).  Cannot fail. */
 void rp_report_offcpu_line(FILE *out, const struct rp_profile *p);
 
+/* Bytes for a node's display name (rp_node_name). */
+#define RP_NAME_BUF 512
+
+/*
+ * The nodes with spans outside the program's code (rp_node.outside_calls:
+ * waits, lock waits, holds and off-CPU time with no code of the program
+ * below them), most outside time first, in a new array the caller frees;
+ * *n gets how many.  NULL (and *n 0) when there are none or memory is out.
+ */
+uint32_t *rp_outside_nodes(const struct rp_profile *p, uint32_t *n);
+
+/* The header line on the spans outside the program's code, when there
+ * are any: their time and calls, and the nodes with most of it.  Write
+ * errors are left to the caller's ferror. */
+void rp_report_outside_line(FILE *out, const struct rp_profile *p);
+
 /* When recording was switched on and off while the program ran (rankprof
  * ctl), a line saying so: how many windows, the time recorded.  Write
  * errors are left to the caller's ferror. */
