@@ -111,6 +111,28 @@ static int edge_cmp(const void *a, const void *b)
     return kx < ky ? -1 : kx > ky;
 }
 
+/* Moves the edges from RP_OUTSIDE_CALLER, last of the m sorted and summed
+ * edges e, to p->outside (by id), and leaves the others in e[0..*m).
+ * Returns 0 or RP_ENOMEM. */
+static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m)
+{
+    size_t k = *m;
+    while (k && e[k - 1].caller == RP_OUTSIDE_CALLER)
+        k--;
+    free(p->outside);
+    p->outside = NULL;
+    p->n_outside = 0;
+    if (k == *m)
+        return 0;
+    if (!(p->outside = malloc((*m - k) * sizeof(*p->outside))))
+        return RP_ENOMEM;
+    for (size_t i = k; i < *m; i++)
+        p->outside[p->n_outside++] =
+            (struct rp_outside){.id = e[i].callee, .calls = e[i].calls, .ticks = e[i].incl};
+    *m = k;
+    return 0;
+}
+
 /* Adds the accumulators of a, and its edges' spans, into the nodes (its
  * edges stay in a->em).  Returns 0 or RP_ENOMEM. */
 static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
@@ -124,8 +146,6 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
             zarr_release(a->hot, gone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
             gone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
-        n->outside_calls += h->ocalls;
-        n->outside += h->oticks;
         if (!h->calls && !h->hist.counts) /* no instant, no span */
             continue;
         n->calls += h->calls;
@@ -180,6 +200,8 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     a->hot_bytes = a->nhot = 0;
     for (uint32_t k = 0; k < a->em.n; k++) {
         const struct rp_edge *s = &a->em.edges[k];
+        if (s->caller == RP_OUTSIDE_CALLER) /* (no spans of the node: finish_accs) */
+            continue;
         struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
         n->calls += s->calls;
         n->dur_sum += s->incl;
@@ -275,6 +297,10 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
         } else {
             e[m++] = e[k];
         }
+    }
+    if (take_outside(p, e, &m) < 0) {
+        free(e);
+        return RP_ENOMEM;
     }
     struct rp_edge *fit = m && m < ne ? realloc(e, m * sizeof(*e)) : NULL;
     free(p->edges);

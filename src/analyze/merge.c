@@ -191,8 +191,6 @@ static void add_node(struct rp_node *a, const struct rp_node *b)
     a->below_res += b->below_res;
     a->offcpu += b->offcpu;
     a->offcpu_below += b->offcpu_below;
-    a->outside_calls += b->outside_calls;
-    a->outside += b->outside;
 }
 
 /*
@@ -228,6 +226,43 @@ static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
             return RP_ENOMEM;
         x->ivl.n += bi->n;
     }
+    return 0;
+}
+
+static int outside_cmp(const void *a, const void *b)
+{
+    const struct rp_outside *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Adds src's spans outside the program's code to d's, its ids mapped by
+ * own (d->outside stays sorted by id, one entry per id).  Returns 0 or
+ * RP_ENOMEM. */
+static int add_outside(struct rp_profile *d, const struct rp_profile *src, const uint32_t *own)
+{
+    if (!src->n_outside)
+        return 0;
+    struct rp_outside *x =
+        realloc(d->outside, (d->n_outside + (size_t)src->n_outside) * sizeof(*x));
+    if (!x)
+        return RP_ENOMEM;
+    d->outside = x;
+    uint32_t n = d->n_outside;
+    for (uint32_t k = 0; k < src->n_outside; k++)
+        if (src->outside[k].id < src->n_nodes && own[src->outside[k].id])
+            x[n++] = (struct rp_outside){.id = own[src->outside[k].id],
+                                         .calls = src->outside[k].calls,
+                                         .ticks = src->outside[k].ticks};
+    qsort(x, n, sizeof(*x), outside_cmp);
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (m && x[m - 1].id == x[k].id) {
+            x[m - 1].calls += x[k].calls;
+            x[m - 1].ticks += x[k].ticks;
+        } else {
+            x[m++] = x[k];
+        }
+    d->n_outside = m;
     return 0;
 }
 
@@ -389,6 +424,8 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
             d->nodes[own[i]].hist.n += s->hist.n;
     }
     add_node(&d->nodes[0], &src->nodes[0]);
+    if ((rc = add_outside(d, src, own)) < 0)
+        goto out;
     for (uint32_t k = 0; k < src->n_edges; k++) {
         const struct rp_edge *e = &src->edges[k];
         if (e->caller >= src->n_nodes || e->callee >= src->n_nodes)

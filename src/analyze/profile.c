@@ -235,6 +235,7 @@ void rp_profile_free(struct rp_profile *p)
     free(p->procs);
     free(p->nodes);
     free(p->edges);
+    free(p->outside);
     free(p->threads);
     free(p->program);
     free(p->filter);
@@ -296,4 +297,17 @@ const char *rp_why_name(unsigned why)
         [RP_WHY_REENTERED] = "reentered", [RP_WHY_GONE] = "gone",
         [RP_WHY_UNENCODED] = "unencoded"};
     return why < RP_WHY_N ? name[why] : NULL;
+}
+
+const struct rp_outside *rp_node_outside(const struct rp_profile *p, uint32_t id)
+{
+    uint32_t lo = 0, hi = p->n_outside;
+    while (lo < hi) { /* (sorted by id) */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->outside[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->n_outside && p->outside[lo].id == id ? &p->outside[lo] : NULL;
 }

@@ -98,12 +98,15 @@ struct rp_node {
     double fanout_time; /* exp(entropy of the callee shares in its time handed on) */
     double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
                            holds: not work handed on (flags.c, DISPATCH) */
+};
 
-    /* Spans outside the program's (a wait, lock wait, hold or time off CPU
-     * with no span of the program open on its thread; replay_int.h,
-     * rp_span_outside): not in calls or any statistic above. */
-    uint64_t outside_calls;
-    uint64_t outside; /* their ticks */
+/* A node's spans outside the program's code (replay_int.h,
+ * rp_span_outside: waits, lock waits, holds and time off CPU that no code
+ * of the program makes): in no statistic of the node or its edges. */
+struct rp_outside {
+    uint32_t id; /* the node */
+    uint64_t calls;
+    uint64_t ticks;
 };
 
 struct rp_edge {
@@ -215,6 +218,8 @@ struct rp_profile {
     uint32_t n_nodes, cap_nodes;
     struct rp_edge *edges;
     uint32_t n_edges, cap_edges;
+    struct rp_outside *outside; /* by id, the nodes that have any (outside_apart) */
+    uint32_t n_outside;
     struct rp_thread *threads;
     uint32_t n_threads, cap_threads;
 
@@ -276,7 +281,7 @@ struct rp_profile {
     uint64_t paused;      /* ticks the threads waited for the recorder's writer, summed */
     int oncpu_known;      /* the nodes' oncpu_min / oncpu_max are set (a replayed trace) */
     int own_known;        /* the nodes' own and ivl histograms are set (a replayed trace) */
-    int outside_apart;    /* spans outside the program's are set apart (rp_node.outside) */
+    int outside_apart;    /* spans outside the program's code are set apart (outside) */
     int incl_calls_known; /* the edges' incl_calls are set (a replayed trace); else
                              --weight calls weighs an edge by its direct calls */
 
@@ -307,6 +312,10 @@ struct rp_profile {
  * Returns NULL when out of memory.
  */
 char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen);
+
+/* Node id's spans outside the program's code, or NULL when it has none.
+ * Cannot fail. */
+const struct rp_outside *rp_node_outside(const struct rp_profile *p, uint32_t id);
 
 /* Returns a node's name, never NULL ("<root>", the name, or "0x<addr>"). */
 const char *rp_node_name(const struct rp_profile *p, const struct rp_node *n, char *buf,

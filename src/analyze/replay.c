@@ -93,7 +93,8 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         const struct rp_node *nd = &p->nodes[i];
         if (blocked_kind(nd->kind))
             a->hot[i].blocked = 1;
-        a->hot[i].lib = lib_node(nd->kind, nd->file);
+        if (lib_node(nd->kind, nd->file))
+            a->hot[i].lib = 1;
         if (nd->budget)
             a->hot[i].nbudget = ~nd->budget;
     }
@@ -273,12 +274,16 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     return 0;
 }
 
-/* Counts a span outside the program's (rp_span_outside) that lasted dur.
- * Returns 0. */
-static __attribute__((noinline)) int outside_count(struct hot *h, uint64_t dur)
+/* Counts a span of id outside the program's code (rp_span_outside) that
+ * lasted dur, in a's edge from RP_OUTSIDE_CALLER.  Returns 0 or
+ * RP_ENOMEM. */
+static __attribute__((noinline)) int outside_count(struct acc *a, uint32_t id, uint64_t dur)
 {
-    h->ocalls++;
-    h->oticks += dur;
+    struct rp_edge *e = rp_emap_get(&a->em, RP_OUTSIDE_CALLER, id);
+    if (!e)
+        return RP_ENOMEM;
+    e->calls++;
+    e->incl += dur;
     return 0;
 }
 
@@ -330,7 +335,7 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     if (filtered && !kept)
         return 0;
     if (unlikely(out))
-        return outside_count(&a->hot[id], dur);
+        return outside_count(a, id, dur);
     a->hot[id].cut += cut;
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
                       acts, f->ev <= 0, f->pre);
@@ -495,7 +500,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
     if (rp_span_outside(j->outside, a->hot[id].lib, !acq || a->hot[acq].blocked))
-        return outside_count(&a->hot[id], dur), LOOP_OK;
+        return outside_count(a, (uint32_t)id, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (j->flt) { /* as a span under the innermost open one, and from its kept caller */
         const struct rp_sf_frame *up = a->depth ? &a->stack[a->depth - 1].sf : NULL;
         struct rp_sf_frame sf;
@@ -557,7 +562,7 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     if (filtered && !kept)
         return LOOP_OK;
     if (unlikely(out))
-        return outside_count(&hot[x], dur);
+        return outside_count(a, (uint32_t)x, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0, act == 0, cp,
                             acts, 0, 0) < 0))
         return LOOP_NOMEM;
@@ -1000,7 +1005,8 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         if (!kept)
             continue;
         if (out) {
-            outside_count(&a->hot[f->id], dur);
+            if ((rc = outside_count(a, f->id, dur)) < 0)
+                return rc;
             continue;
         }
         a->hot[f->id].cut++;

@@ -94,7 +94,6 @@ struct hot {
                                      span, for the interval to the next one */
     struct rp_flag_hists *fh;     /* own time per span and intervals between starts (profile.h),
                                      allocated when first needed (fh_get) */
-    uint64_t ocalls, oticks;      /* its spans outside the program's (rp_span_outside) */
 };
 
 /*
@@ -290,7 +289,8 @@ static inline uint8_t blocked_kind(uint8_t kind)
  * exit around main, or the library's own waits inside a blocking call
  * (the poll inside MPI_Recv, the locks inside MPI_Init), which are that
  * call's time.  Such a span is counted in its node's outside calls and
- * time (rp_node.outside_calls, .outside), not as a call; for the spans
+ * time (rp_profile.outside; while replaying, the edge from
+ * RP_OUTSIDE_CALLER in its replayer's map), not as a call; for the spans
  * below it, it is as if left out by a filter (its time is the blocking
  * call's own).  Holds of interposed locks acquired outside any span, or
  * inside a blocked one, are outside too (hold_op).  Cannot fail.
@@ -299,6 +299,11 @@ static inline int rp_span_outside(int outside, uint8_t lib, uint8_t under_blocke
 {
     return outside && lib && under_blocked;
 }
+
+/* The caller of the edges that count spans outside the program's code in
+ * a replayer's edge map (acc.em): no node; finish_accs moves them to
+ * rp_profile.outside. */
+#define RP_OUTSIDE_CALLER UINT32_MAX
 
 /* hot.lib of a node of kind and source file (NULL or "": none). */
 static inline uint8_t lib_node(uint8_t kind, const char *file)

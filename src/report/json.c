@@ -109,9 +109,10 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     /* activations not ended by their own exit (replay.c: unwound, or open at
      * the thread's or the process's end), counted in calls with their time */
     put_u64_field(out, "cut", n->cut);
-    if (n->outside_calls) { /* its spans with no code of the program below (util.h) */
-        put_u64_field(out, "outside_calls", n->outside_calls);
-        put_u64_field(out, "outside_ns", rp_ticks_ns(p, n->outside));
+    const struct rp_outside *ou = rp_node_outside(p, idx);
+    if (ou) { /* its spans with no code of the program below (util.h) */
+        put_u64_field(out, "outside_calls", ou->calls);
+        put_u64_field(out, "outside_ns", rp_ticks_ns(p, ou->ticks));
     }
     if (n->budget) { /* points with a budget (DEFS, or direct mode's stats) */
         put_u64_field(out, "budget_ns", rp_ticks_ns(p, n->budget));
@@ -277,22 +278,22 @@ static void put_outside(FILE *out, const struct rp_profile *p)
     char nb[RP_NAME_BUF];
     uint64_t calls = 0, ticks = 0;
     uint32_t n;
-    uint32_t *v = rp_outside_nodes(p, &n);
-    for (uint32_t i = 0; i < n; i++) {
-        calls += p->nodes[v[i]].outside_calls;
-        ticks += p->nodes[v[i]].outside;
+    struct rp_outside *v = rp_outside_nodes(p, &n, NULL, NULL);
+    for (uint32_t i = 0; i < n; i++) { /* (off CPU included, as in nodes) */
+        calls += v[i].calls;
+        ticks += v[i].ticks;
     }
     fprintf(out,
             ",\n  \"outside\": { \"apart\": %s, \"calls\": %" PRIu64 ", \"ns\": %" PRIu64
             ", \"nodes\": [",
             p->outside_apart ? "true" : "false", calls, rp_ticks_ns(p, ticks));
     for (uint32_t i = 0; i < n; i++) {
-        const struct rp_node *x = &p->nodes[v[i]];
+        const struct rp_node *x = &p->nodes[v[i].id];
         fputs(i ? ",\n    { \"name\": " : "\n    { \"name\": ", out);
         put_str(out, rp_node_name(p, x, nb, sizeof nb));
         fprintf(out, ", \"kind\": \"%s\"", rp_kind_str(x->kind));
-        put_u64_field(out, "calls", x->outside_calls);
-        put_u64_field(out, "ns", rp_ticks_ns(p, x->outside));
+        put_u64_field(out, "calls", v[i].calls);
+        put_u64_field(out, "ns", rp_ticks_ns(p, v[i].ticks));
         fputs(" }", out);
     }
     fputs(n ? "\n  ] }" : "] }", out);
@@ -328,8 +329,9 @@ static void put_measures(FILE *out, const struct rp_profile *p)
     uint64_t off = 0, out_off = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++)
         if (p->nodes[i].kind == RP_KIND_OFFCPU) {
+            const struct rp_outside *o = rp_node_outside(p, i);
             off += p->nodes[i].incl;
-            out_off += p->nodes[i].outside;
+            out_off += o ? o->ticks : 0;
         }
     fputs(",\n  \"offcpu\": { \"source\": ", out);
     put_str(out, p->offcpu_src[0] ? p->offcpu_src : "none");

@@ -123,41 +123,44 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
     return rp_fmt_dur(ns, "", buf, bufsz);
 }
 
-static int outside_cmp(const void *a, const void *b, void *ctx)
+static int outside_cmp(const void *a, const void *b)
 {
-    const struct rp_profile *p = ctx;
-    const struct rp_node *x = &p->nodes[*(const uint32_t *)a], *y = &p->nodes[*(const uint32_t *)b];
-    if (x->outside != y->outside)
-        return x->outside > y->outside ? -1 : 1;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    const struct rp_outside *x = a, *y = b;
+    if (x->ticks != y->ticks)
+        return x->ticks > y->ticks ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
-uint32_t *rp_outside_nodes(const struct rp_profile *p, uint32_t *n)
+struct rp_outside *rp_outside_nodes(const struct rp_profile *p, uint32_t *n, uint64_t *calls,
+                                    uint64_t *ticks)
 {
-    uint32_t k = 0, *v = NULL;
+    struct rp_outside *v = NULL;
+    uint64_t c = 0, t = 0;
     *n = 0;
-    for (uint32_t i = 1; i < p->n_nodes; i++)
-        k += p->nodes[i].outside_calls > 0;
-    if (!k || !(v = malloc(k * sizeof(*v))))
-        return NULL;
-    for (uint32_t i = 1; i < p->n_nodes; i++)
-        if (p->nodes[i].outside_calls)
-            v[(*n)++] = i;
-    qsort_r(v, *n, sizeof(*v), outside_cmp, (void *)p);
+    if (p->n_outside && (v = malloc(p->n_outside * sizeof(*v)))) {
+        for (uint32_t i = 0; i < p->n_outside; i++)
+            if (p->outside[i].id < p->n_nodes) {
+                v[(*n)++] = p->outside[i];
+                if (p->nodes[p->outside[i].id].kind != RP_KIND_OFFCPU) {
+                    c += p->outside[i].calls;
+                    t += p->outside[i].ticks;
+                }
+            }
+        qsort(v, *n, sizeof(*v), outside_cmp);
+    }
+    if (calls)
+        *calls = c;
+    if (ticks)
+        *ticks = t;
     return v;
 }
 
 void rp_report_outside_line(FILE *out, const struct rp_profile *p)
 {
     char b[32], nb[RP_NAME_BUF];
-    uint64_t calls = 0, ticks = 0;
+    uint64_t calls, ticks;
     uint32_t n, shown = 0;
-    uint32_t *v = rp_outside_nodes(p, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (p->nodes[v[i]].kind != RP_KIND_OFFCPU) { /* (in the off-CPU line) */
-            calls += p->nodes[v[i]].outside_calls;
-            ticks += p->nodes[v[i]].outside;
-        }
+    struct rp_outside *v = rp_outside_nodes(p, &n, &calls, &ticks);
     if (calls) {
         fprintf(out,
                 "outside: %s in %" PRIu64 " waits, lock waits and holds with no code of the "
@@ -165,11 +168,11 @@ void rp_report_outside_line(FILE *out, const struct rp_profile *p)
                 "blocking call), not in the table",
                 rp_fmt_ns((double)ticks * p->ns_per_tick, b, sizeof b), calls);
         for (uint32_t i = 0; i < n && shown < 3; i++) {
-            const struct rp_node *x = &p->nodes[v[i]];
+            const struct rp_node *x = &p->nodes[v[i].id];
             if (x->kind == RP_KIND_OFFCPU)
                 continue;
             fprintf(out, "%s%s %s", shown++ ? ", " : ": ", rp_node_name(p, x, nb, sizeof nb),
-                    rp_fmt_ns((double)x->outside * p->ns_per_tick, b, sizeof b));
+                    rp_fmt_ns((double)v[i].ticks * p->ns_per_tick, b, sizeof b));
         }
         fputs(" (--outside counts them as the program's)\n", out);
     }
@@ -182,8 +185,9 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
     uint64_t off = 0, out_off = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++)
         if (p->nodes[i].kind == RP_KIND_OFFCPU) {
+            const struct rp_outside *o = rp_node_outside(p, i);
             off += p->nodes[i].incl;
-            out_off += p->nodes[i].outside;
+            out_off += o ? o->ticks : 0;
         }
     if (!strcmp(p->offcpu_src, "perf")) {
         fprintf(out,

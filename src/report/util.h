@@ -53,12 +53,15 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p);
 #define RP_NAME_BUF 512
 
 /*
- * The nodes with spans outside the program's code (rp_node.outside_calls:
- * waits, lock waits, holds and off-CPU time with no code of the program
- * below them), most outside time first, in a new array the caller frees;
- * *n gets how many.  NULL (and *n 0) when there are none or memory is out.
+ * The nodes' spans outside the program's code (rp_profile.outside: waits,
+ * lock waits, holds and off-CPU time with no code of the program below
+ * them), most outside time first, in a new array the caller frees; *n gets
+ * how many and *calls, *ticks (when not NULL) their sums over the nodes
+ * that are not off CPU.  NULL (and *n 0) when there are none or memory is
+ * out.
  */
-uint32_t *rp_outside_nodes(const struct rp_profile *p, uint32_t *n);
+struct rp_outside *rp_outside_nodes(const struct rp_profile *p, uint32_t *n, uint64_t *calls,
+                                    uint64_t *ticks);
 
 /* The header line on the spans outside the program's code, when there
  * are any: their time and calls, and the nodes with most of it.  Write
