@@ -10,6 +10,10 @@
 #     named from the ELF (Thumb bit), exact calls and edges (the monitor is
 #     the SysTick interrupt: thread "irq", <root> -> monitor_poll 100), no
 #     loss, the top of the ranking and the flags (DISPATCH, BUDGET 2 of 2);
+#     the handler's time is not the interrupted functions' own: [irq]
+#     (kind offcpu, off-CPU source "irq") has 100 spans under main's
+#     functions and points, no shorter than the handler's (monitor_poll's)
+#     inclusive;
 #   - the Mermaid sequence diagram's acquire / io / timer messages;
 #   - a program of its own, set up as docs/firmware.md says, on the other
 #     board (lm3s6965evb) with the PL011 UART sink (QEMU -serial file:);
@@ -116,6 +120,14 @@ if "DISPATCH" not in flags["sched_run"]:
     die(f"sched_run flags {flags['sched_run']}, want DISPATCH")
 if "BUDGET" not in flags["flash.erase"]:
     die(f"flash.erase flags {flags['flash.erase']}, want BUDGET")
+nodes = {n["name"]: n for n in d["nodes"]}
+irq, mon = nodes.get("[irq]"), nodes["monitor_poll"]
+if not irq or irq["kind"] != "offcpu" or irq["calls"] != 100 or d["offcpu"]["source"] != "irq":
+    die(f"[irq]: {irq}, off-CPU source {d['offcpu']['source']}; want 100 spans of kind offcpu")
+under = sum(e["calls"] for e in d["edges"] if e["callee"] == "[irq]" and e["caller"] in nodes)
+if under != 100 or irq["inclusive_ns"] < mon["inclusive_ns"]:
+    die(f"[irq]: {under} spans under the program's spans, {irq['inclusive_ns']} ns; "
+        f"want 100, at least monitor_poll's {mon['inclusive_ns']} ns")
 EOF
     "$RANKPROF" report -i "$tmp/fw.data" >"$tmp/fw.txt"
     grep -q 'BUDGET 2 of 2 runs over 1.00 ms' "$tmp/fw.txt" || fail "no 'BUDGET 2 of 2' line"

@@ -107,6 +107,10 @@ static struct {
     uint64_t events, lost;
     struct stream main, irq;
     struct stream *cur;               /* thread mode's stream: main, or a task's */
+    struct stream *hit;               /* the stream the outermost recorded ISR span interrupted */
+    uint64_t irq_t0;                  /* and when it began */
+    uint32_t irq_depth;               /* spans open in the irq stream */
+    uint32_t irq_id;                  /* the [irq] node (kind offcpu), 0 = not defined yet */
     struct stream *tasks;             /* the tasks' streams, a list */
     uint32_t fkey[RP_BARE_MAX_FUNCS]; /* code address | 1 (0 = free) */
     uint16_t fid[RP_BARE_MAX_FUNCS];
@@ -330,13 +334,13 @@ static NOINLINE int flush_stream(struct stream *s)
 }
 
 /*
- * The stream of the calling context with room for one event at ticks now,
- * and the event's head written (delta and the op bit); NULL when the
- * context is not recorded.  Writes a LOST op first when events were lost.
+ * Stream s with room for one event at ticks now, and the event's head
+ * written (delta and the op bit); NULL when s is not recorded.  Writes a
+ * PAUSE and a LOST op first when a flush took time or events were lost.
  */
-static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
+static inline __attribute__((always_inline)) NOINSTR uint8_t *ev_head_at(struct stream *s,
+                                                                         uint64_t now, int exit)
 {
-    struct stream *s = in_isr() ? &g.irq : g.cur;
     int p = 0;
     if (unlikely(!s->buf))
         return NULL;
@@ -371,8 +375,50 @@ static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit)
         s->syn++;
         d = 0;
     }
-    *sp = s;
     return varint(o, (d << 1) | (unsigned)exit);
+}
+
+/*
+ * The time of the outermost recorded ISR span, from t0 to now, as a span
+ * of the [irq] node (kind offcpu) in the stream it interrupted: so that
+ * the handler's time is not the interrupted functions' own (the analyzer
+ * takes it out of them, as it does time off CPU).  Its two events are the
+ * recorder's (syn), not the program's.  Lost when the node cannot be
+ * defined (the sink failed).
+ */
+static NOINLINE void irq_span(struct stream *s, uint64_t t0, uint64_t now)
+{
+    if (!g.irq_id)
+        g.irq_id = define(RP_KIND_OFFCPU, RP_CLASS_FUNC, 0, "[irq]", NULL, 0, 0);
+    for (int k = 0; g.irq_id && k < 2; k++) { /* ENTER at t0, EXIT now (a flush may come between) */
+        uint8_t *o = ev_head_at(s, k ? now : t0, k);
+        if (!o)
+            return;
+        s->pos = (uint32_t)((k ? o : varint(o, g.irq_id)) - s->buf);
+        s->nev++;
+        s->syn++;
+    }
+}
+
+/*
+ * The stream of the calling context with room for one event at ticks now,
+ * its head written as by ev_head_at; NULL when the context is not recorded.
+ * dd: the event opens a span (1), ends one (-1) or neither (0); in an
+ * interrupt handler, the end of the outermost span adds its time to the
+ * stream the handler interrupted (irq_span).
+ */
+static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit, int dd)
+{
+    int isr = in_isr();
+    struct stream *s = isr ? &g.irq : g.cur;
+    if (isr && dd > 0 && g.irq_depth++ == 0) {
+        g.hit = g.cur;
+        g.irq_t0 = now;
+    } else if (isr && dd < 0 && g.irq_depth && --g.irq_depth == 0) { /* (hit set at 0 -> 1) */
+        irq_span(g.hit, g.irq_t0, now);
+    }
+    *sp = s;
+    return ev_head_at(s, now, exit);
 }
 
 /* Closes an event begun by ev_head at o (nev events). */
@@ -394,9 +440,9 @@ static NOINLINE void ev_lost(void)
 }
 
 /* An "other op" event: head, 0, op, then the caller's operands. */
-static inline NOINSTR uint8_t *ev_op(struct stream **sp, uint64_t now, uint8_t op)
+static inline NOINSTR uint8_t *ev_op(struct stream **sp, uint64_t now, uint8_t op, int dd)
 {
-    uint8_t *o = ev_head(sp, now, 0);
+    uint8_t *o = ev_head(sp, now, 0, dd);
     if (o) {
         *o++ = 0;
         *o++ = op;
@@ -482,7 +528,7 @@ NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
     if (unlikely(!id)) {
         ev_lost();
     } else {
-        uint8_t *o = ev_head(&s, now, 0);
+        uint8_t *o = ev_head(&s, now, 0, 1);
         if (o)
             ev_done(s, varint(o, id), 1);
     }
@@ -496,7 +542,7 @@ NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
         return;
     uint32_t m = crit_enter();
     struct stream *s;
-    uint8_t *o = ev_head(&s, g.clock(), 1);
+    uint8_t *o = ev_head(&s, g.clock(), 1, -1);
     if (o)
         ev_done(s, o, 1);
     crit_exit(m);
@@ -512,7 +558,7 @@ static NOINSTR uint64_t site_begin(struct rp_site *s, int has_arg, uint64_t arg)
     uint64_t now = g.clock();
     uint32_t id = site_id(s);
     struct stream *st;
-    uint8_t *o = id ? ev_head(&st, now, 0) : NULL;
+    uint8_t *o = id ? ev_head(&st, now, 0, 1) : NULL;
     if (o) {
         o = varint(o, id);
         if (has_arg) {
@@ -545,7 +591,7 @@ NOINSTR void rp_site_end(struct rp_site *s, uint64_t t0)
     struct stream *st;
     uint32_t id = (uint32_t)(uintptr_t)s->direct;
     uint64_t now = g.clock();
-    uint8_t *o = g.on && id ? ev_op(&st, now, RP_OP_EXIT_ID) : NULL;
+    uint8_t *o = g.on && id ? ev_op(&st, now, RP_OP_EXIT_ID, -1) : NULL;
     if (o)
         ev_done(st, varint(o, id), 1);
     point_stat(s, now >= t0 ? now - t0 : 0);
@@ -561,7 +607,7 @@ static NOINSTR void site_value(struct rp_site *s, uint8_t op, uint64_t v)
     uint64_t now = g.clock();
     uint32_t id = site_id(s);
     struct stream *st;
-    uint8_t *o = id ? ev_op(&st, now, op) : NULL;
+    uint8_t *o = id ? ev_op(&st, now, op, 0) : NULL;
     if (o)
         ev_done(st, varint(varint(o, id), v), 1);
     else if (!id)
@@ -601,24 +647,24 @@ static NOINSTR void lock_event(const volatile void *l, int op)
         goto out;
     }
     if (op == 0) {
-        if ((o = ev_head(&s2, now, 0)) != NULL) {
+        if ((o = ev_head(&s2, now, 0, 1)) != NULL) {
             ev_done(s2, varint(o, id), 1);
             s2->wait = l;
         }
     } else if (op == 1 || op == 2) {
         if (st->wait == l) { /* the wait ends: with the lock, or failed (ARG 1, EXIT) */
-            if (op == 2 && (o = ev_op(&s2, now, RP_OP_ARG)) != NULL) {
+            if (op == 2 && (o = ev_op(&s2, now, RP_OP_ARG, -1)) != NULL) {
                 *o++ = RP_ARG_LOCK_FAILED;
                 *o++ = 1; /* EXIT, delta 0 */
                 ev_done(s2, o, 2);
-            } else if (op == 1 && (o = ev_head(&s2, now, 1)) != NULL) {
+            } else if (op == 1 && (o = ev_head(&s2, now, 1, -1)) != NULL) {
                 ev_done(s2, o, 1);
             }
             st->wait = NULL;
         }
-        if (op == 1 && (o = ev_head(&s2, now, 0)) != NULL)
+        if (op == 1 && (o = ev_head(&s2, now, 0, 1)) != NULL)
             ev_done(s2, varint(o, id), 1);
-    } else if ((o = ev_op(&s2, now, RP_OP_EXIT_ID)) != NULL) {
+    } else if ((o = ev_op(&s2, now, RP_OP_EXIT_ID, -1)) != NULL) {
         ev_done(s2, varint(o, id), 1);
     }
 out:
@@ -722,7 +768,11 @@ static const char info_fixed[] = "\x04\0"
                                  "\x08\0"
                                  "recorder"
                                  "\x0d\0\0\0"
-                                 "rankprof-bare";
+                                 "rankprof-bare"
+                                 "\x06\0"
+                                 "offcpu"
+                                 "\x03\0\0\0"
+                                 "irq";
 static const uint8_t thread_main[] = {1, 0, 0, 0, 0, 0, 0, 0, 'm', 'a', 'i', 'n'};
 static const uint8_t thread_irq[] = {2, 0, 0, 0, 0, 0, 0, 0, 'i', 'r', 'q'};
 
@@ -773,6 +823,7 @@ NOINSTR int rp_bare_start(const struct rp_bare_config *c)
     uint64_t now = c->clock();
     g.cur = &g.main;
     g.tasks = NULL;
+    g.irq_depth = g.irq_id = 0;
     stream_init(&g.main, c->sink ? c->buf : NULL, c->buf_size, 1, now);
     stream_init(&g.irq, c->sink ? c->irq_buf : NULL, c->irq_buf_size, 2, now);
     g.on = 1;

@@ -201,6 +201,11 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
             fprintf(out, "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed",
                     p->offcpu_lost, p->offcpu_late);
         fputc('\n', out);
+    } else if (!strcmp(p->offcpu_src, "irq")) { /* the bare-metal recorder (firmware.md) */
+        fprintf(out,
+                "off-CPU: interrupt handlers; %s in handlers, shown as [irq] under the span they "
+                "interrupted\n",
+                rp_fmt_ns((double)(off + out_off) * p->ns_per_tick, b, sizeof b));
     } else if (!strcmp(p->offcpu_src, "schedstat")) {
         fprintf(out, "off-CPU: not separated (%s); run-queue delay %s (schedstat)\n",
                 p->offcpu_err[0] ? p->offcpu_err : "perf not used",
