@@ -105,6 +105,15 @@ assert (acq(sys.argv[1]), acq(sys.argv[2])) == (12, 7), (acq(sys.argv[1]), acq(s
 PY
     R export --format csv -i "$tmp/rp.data" -o "$tmp/m.csv" 2>/dev/null
     grep -q "^child_work,func,30," "$tmp/m.csv" || fail "csv export: child_work is not 30 calls"
+    # loaded by 1 and by 3 threads: the same report, the same messages in
+    # the same order (the merge takes the files in the set's order)
+    local j
+    for j in 1 3; do
+        RANKPROF_LOAD_JOBS=$j R report -i "$tmp/rp.data" --format json >"$tmp/j$j.json" \
+            2>"$tmp/j$j.err" || fail "report with RANKPROF_LOAD_JOBS=$j"
+    done
+    cmp -s "$tmp/j1.json" "$tmp/j3.json" && cmp -s "$tmp/j1.err" "$tmp/j3.err" ||
+        fail "the report differs when 3 threads load the files"
 }
 
 # one process: --process PID (every image of the pid), --process FILE,
@@ -176,6 +185,9 @@ cut_file() {
     grep -q "left out .*rp.data.$a.*truncated.*(--force reads the valid part of it)" "$tmp/s.err" ||
         fail "the cut rp.data.$a is not named as left out: $(cat "$tmp/s.err")"
     check "cut file, --force" "7 30 5 12" -i "$tmp/rp.data" --force
+    RANKPROF_LOAD_JOBS=3 check "cut file, 3 loaders" "7 20 5 9" -i "$tmp/rp.data"
+    grep -q "left out .*rp.data.$a.*truncated" "$tmp/s.err" ||
+        fail "3 loaders: the cut rp.data.$a is not named as left out: $(cat "$tmp/s.err")"
     R dump -i "$tmp/rp.data" >"$tmp/d.txt" 2>"$tmp/d.err" || fail "dump with a cut file failed"
     grep -q "left out .*rp.data.$a" "$tmp/d.err" && [[ $(grep -c "^# file" "$tmp/d.txt") -eq 3 ]] ||
         fail "dump does not leave the cut rp.data.$a out with a warning: $(cat "$tmp/d.err")"

@@ -31,7 +31,18 @@ int rp_zarr_grow(void *arr, size_t *bytes, size_t need)
         return 0;
     while (cap < need)
         cap *= 2;
-#ifdef __linux__
+#if defined(__linux__) && defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer does not intercept mremap, so the pages it moves to
+     * would keep the history of whatever another thread mapped there
+     * before (a false race): a new mapping, copied, under TSan */
+    n = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED)
+        return RP_ENOMEM;
+    if (old) {
+        memcpy(n, old, *bytes);
+        munmap(old, *bytes);
+    }
+#elif defined(__linux__)
     n = old ? mremap(old, *bytes, cap, MREMAP_MAYMOVE)
             : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (n == MAP_FAILED)

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/merge.h"
 #include "analyze/set.h"
@@ -463,6 +465,117 @@ static int load_sibling(struct rp_load_opts *o, const char *file, struct rp_prof
     return 0;
 }
 
+/*
+ * A run's files are loaded (replayed and named) by up to LOADERS_MAX
+ * threads, at most two per thread ahead of the merge, which takes them in
+ * the set's order: the merged profile is the one a file at a time gives,
+ * its messages are in the same order, and the memory is that of at most
+ * 2 x threads files' profiles, whatever the number of files.
+ */
+#define LOADERS_MAX 8
+
+struct loadq {
+    struct rp_load_opts *o;
+    const struct rp_set *s;
+    struct loaded {
+        struct rp_profile p;
+        int rc;    /* the replay's */
+        int named; /* rp_profile_symbolize's, after a replay that succeeded */
+        int ready; /* loaded: the merge may take it */
+        char err[768];
+    } * f;           /* per file of s */
+    uint32_t next;   /* the next file to load */
+    uint32_t merged; /* files merged: next may run 2 x threads ahead */
+    uint32_t window;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* A loader thread: loads the next file while the window allows. */
+static void *loader(void *arg)
+{
+    struct loadq *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (q->next < q->s->n && q->next >= q->merged + q->window)
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->next >= q->s->n)
+            break;
+        struct loaded *f = &q->f[q->next++];
+        const char *file = q->s->files[f - q->f].who.file;
+        pthread_mutex_unlock(&q->mu);
+        f->rc = replay_one(q->o, file, &f->p, f->err, sizeof(f->err));
+        if (f->rc == 0)
+            f->named = rp_profile_symbolize(&f->p);
+        pthread_mutex_lock(&q->mu);
+        f->ready = 1;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/*
+ * Merges the run's files of s into m, loaded by loader threads (see
+ * above); dies as load_file does on a file the user named, leaves out a
+ * sibling that cannot be read as load_sibling does.
+ */
+static void load_parallel(struct rp_load_opts *o, const struct rp_set *s, struct rp_merge *m,
+                          int threads)
+{
+    pthread_t tid[LOADERS_MAX];
+    struct loadq q = {.o = o, .s = s, .window = 2 * (uint32_t)threads};
+    int started = 0;
+    if (!(q.f = calloc(s->n, sizeof(*q.f))))
+        rp_die("%s: out of memory", s->files[0].who.file);
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.cv, NULL);
+    while (started < threads && pthread_create(&tid[started], NULL, loader, &q) == 0)
+        started++;
+    if (!started)
+        rp_die("%s: cannot start a thread to read it", s->files[0].who.file);
+    for (uint32_t i = 0; i < s->n; i++) {
+        struct loaded *f = &q.f[i];
+        const char *file = s->files[i].who.file;
+        pthread_mutex_lock(&q.mu);
+        while (!f->ready)
+            pthread_cond_wait(&q.cv, &q.mu);
+        pthread_mutex_unlock(&q.mu);
+        int named_by_user = i == 0 || o->in.n_files > 1;
+        if (f->rc < 0 && (named_by_user || f->rc == RP_ENOMEM))
+            rp_die("%s", f->err);
+        if (f->rc < 0)
+            rp_warn("left out %s%s", f->err,
+                    o->replay.force ? "" : " (--force reads the valid part of it)");
+        else if (f->named < 0)
+            rp_die("%s: naming functions: %s", file, rp_strerror(f->named));
+        int rc = f->rc < 0 ? 0 : rp_merge_add(m, &f->p, &s->files[i].who);
+        rp_profile_free(&f->p);
+        if (rc < 0)
+            rp_die("%s: merging: %s", file, rp_strerror(rc));
+        pthread_mutex_lock(&q.mu);
+        q.merged = i + 1;
+        pthread_cond_broadcast(&q.cv);
+        pthread_mutex_unlock(&q.mu);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
+    free(q.f);
+}
+
+/* Loader threads for n files: one per core (RANKPROF_LOAD_JOBS=N: N), at
+ * most n and LOADERS_MAX; 0 or 1 loads them one at a time. */
+static int loaders(uint32_t n)
+{
+    const char *e = getenv("RANKPROF_LOAD_JOBS");
+    long t = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (t > LOADERS_MAX)
+        t = LOADERS_MAX;
+    return t < 1 ? 1 : t > (long)n ? (int)n : (int)t;
+}
+
 void rp_load(struct rp_load_opts *o, struct rp_profile *p)
 {
     static char chosen[4096];
@@ -495,7 +608,12 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         if (rp_merge_init(&m, p) < 0)
             rp_die("%s: out of memory", chosen);
         m.keep_maps = o->keep_maps;
-        for (uint32_t i = 0; i < s.n; i++) {
+        /* (a chunk callback and the filters' names are made a file at a
+         * time, in order) */
+        int threads = o->chunk_fn || o->filt.first ? 1 : loaders(s.n);
+        if (threads > 1)
+            load_parallel(o, &s, &m, threads);
+        for (uint32_t i = 0; threads == 1 && i < s.n; i++) {
             struct rp_profile one = {0};
             if (i == 0 || o->in.n_files > 1) { /* a file the user named */
                 load_file(o, s.files[i].who.file, &one, 1);
