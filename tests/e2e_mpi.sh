@@ -270,6 +270,36 @@ scenario inside2 inside 2
 scenario inside4 inside 4
 scenario outside3 outside 3
 scenario bad_rank bad_rank
+# librankprof-mpi on non-blocking calls: prog_mpi_halo (3 ranks, 10
+# rounds of MPI_Irecv x 2, MPI_Isend x 2, MPI_Waitall, MPI_Allgatherv):
+# exact counts of each MPI span and of the program's functions, merged
+halo() {
+    local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
+    if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
+        missing librankprof-mpi "no $lib or prog_mpi_halo (built when mpicc is found)"
+        return 0
+    fi
+    $TMO "${MPIRUN[@]}" -np 3 "$RANKPROF" record --mpi -o "$tmp/halo.data" -- \
+        "$PROGS/prog_mpi_halo" 10 >"$tmp/halo.out" 2>"$tmp/halo.err" ||
+        fail "mpirun rankprof record --mpi prog_mpi_halo: $(cat "$tmp/halo.err")"
+    [[ $(grep -c "^halo rank [0-2] of 3: 21 19$" "$tmp/halo.out") == 3 ]] ||
+        fail "prog_mpi_halo printed: $(cat "$tmp/halo.out")"
+    R report -i "$tmp/halo.data" --format json >"$tmp/halo.json" 2>/dev/null || fail "report"
+    python3 - "$tmp/halo.json" <<'PY' || fail "halo: wrong counts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {}
+for x in r["nodes"]:
+    c[x["name"]] = c.get(x["name"], 0) + x["calls"]
+want = {"exchange": 30, "stencil": 30, "MPI_Irecv [wait]": 60, "MPI_Isend [wait]": 60,
+        "MPI_Waitall [wait]": 30, "MPI_Allgatherv [wait]": 30, "MPI_Init [wait]": 3,
+        "MPI_Finalize [wait]": 3}
+got = {k: c.get(k, 0) for k in want}
+assert got == want, got
+PY
+}
+
 scenario otf2 otf2
 scenario pmpi pmpi
+scenario halo halo
 finish

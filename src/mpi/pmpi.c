@@ -51,6 +51,13 @@ enum {
     S_ALLTOALL,
     S_INIT,
     S_FINALIZE,
+    S_ISEND,
+    S_IRECV,
+    S_WAITANY,
+    S_WAITSOME,
+    S_PROBE,
+    S_ALLGATHERV,
+    S_ALLTOALLV,
     S_N
 };
 
@@ -59,14 +66,18 @@ enum {
         .name = n, .file = "mpi", .kind = 7 /* RP_KIND_WAIT */, .cls = RP_CLASS_IDX_WAIT           \
     }
 static struct rp_site sites[S_N] = {
-    [S_SEND] = SITE("MPI_Send"),       [S_SSEND] = SITE("MPI_Ssend"),
-    [S_RECV] = SITE("MPI_Recv"),       [S_SENDRECV] = SITE("MPI_Sendrecv"),
-    [S_WAIT] = SITE("MPI_Wait"),       [S_WAITALL] = SITE("MPI_Waitall"),
-    [S_BARRIER] = SITE("MPI_Barrier"), [S_BCAST] = SITE("MPI_Bcast"),
-    [S_REDUCE] = SITE("MPI_Reduce"),   [S_ALLREDUCE] = SITE("MPI_Allreduce"),
-    [S_GATHER] = SITE("MPI_Gather"),   [S_ALLGATHER] = SITE("MPI_Allgather"),
-    [S_SCATTER] = SITE("MPI_Scatter"), [S_ALLTOALL] = SITE("MPI_Alltoall"),
-    [S_INIT] = SITE("MPI_Init"),       [S_FINALIZE] = SITE("MPI_Finalize"),
+    [S_SEND] = SITE("MPI_Send"),           [S_SSEND] = SITE("MPI_Ssend"),
+    [S_RECV] = SITE("MPI_Recv"),           [S_SENDRECV] = SITE("MPI_Sendrecv"),
+    [S_WAIT] = SITE("MPI_Wait"),           [S_WAITALL] = SITE("MPI_Waitall"),
+    [S_BARRIER] = SITE("MPI_Barrier"),     [S_BCAST] = SITE("MPI_Bcast"),
+    [S_REDUCE] = SITE("MPI_Reduce"),       [S_ALLREDUCE] = SITE("MPI_Allreduce"),
+    [S_GATHER] = SITE("MPI_Gather"),       [S_ALLGATHER] = SITE("MPI_Allgather"),
+    [S_SCATTER] = SITE("MPI_Scatter"),     [S_ALLTOALL] = SITE("MPI_Alltoall"),
+    [S_INIT] = SITE("MPI_Init"),           [S_FINALIZE] = SITE("MPI_Finalize"),
+    [S_ISEND] = SITE("MPI_Isend"),         [S_IRECV] = SITE("MPI_Irecv"),
+    [S_WAITANY] = SITE("MPI_Waitany"),     [S_WAITSOME] = SITE("MPI_Waitsome"),
+    [S_PROBE] = SITE("MPI_Probe"),         [S_ALLGATHERV] = SITE("MPI_Allgatherv"),
+    [S_ALLTOALLV] = SITE("MPI_Alltoallv"),
 };
 
 /* The recorder's functions, or NULL without it. */
@@ -325,4 +336,50 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 {
     SPAN(S_ALLTOALL, arg_of(-1, scount, stype, MPI_COMM_WORLD),
          PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+}
+
+/* Non-blocking calls: their own time is the library's too (the waits for
+ * their requests are MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome). */
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+              MPI_Request *req)
+{
+    SPAN(S_ISEND, arg_of(dest, count, t, comm), PMPI_Isend(buf, count, t, dest, tag, comm, req));
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+              MPI_Request *req)
+{
+    SPAN(S_IRECV, arg_of(src, count, t, comm), PMPI_Irecv(buf, count, t, src, tag, comm, req));
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
+{
+    SPAN(S_WAITANY, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD),
+         PMPI_Waitany(n, reqs, index, st));
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
+{
+    SPAN(S_WAITSOME, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD),
+         PMPI_Waitsome(n, reqs, outcount, indices, sts));
+}
+
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
+{
+    SPAN(S_PROBE, arg_of(src, 0, MPI_DATATYPE_NULL, comm), PMPI_Probe(src, tag, comm, st));
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                   const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    SPAN(S_ALLGATHERV, arg_of(-1, scount, stype, MPI_COMM_WORLD),
+         PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                  MPI_Comm comm)
+{
+    SPAN(S_ALLTOALLV, arg_of(-1, 0, MPI_DATATYPE_NULL, MPI_COMM_WORLD),
+         PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
 }
