@@ -87,6 +87,9 @@ NOINSTR void Reset_Handler(void)
 #endif
     rp_bare_semihost_close(rp_fh);
     rp_bare_print_points(rp_bare_semihost_putc);
+#ifdef RP_BARE_FUNC_STATS
+    rp_bare_print_funcs(rp_bare_semihost_putc);
+#endif
     puts_sh("firmware: main ");
     put_u32((uint32_t)(t1 - t0));
     puts_sh(" ticks, ");

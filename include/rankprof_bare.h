@@ -111,6 +111,19 @@ uint64_t rp_bare_lost(void);
  */
 void rp_bare_print_points(void (*putc)(char c));
 
+/*
+ * Direct mode for functions, compiled in when the recorder is built with
+ * -DRP_BARE_FUNC_STATS (16 bytes of RAM a function of the id table, 512 for
+ * each of the two stacks of open calls, RP_BARE_FUNC_DEPTH = 32 deep, and
+ * about 300 bytes of flash): rp_bare_print_funcs() prints one line a
+ * function called so far: calls, total, max and mean in clock ticks
+ * (inclusive: callees and handlers included), then its address (name it
+ * with `arm-none-eabi-addr2line -f -e fw.elf ADDR`, or `nm`).  Calls
+ * deeper than RP_BARE_FUNC_DEPTH are counted on a last line, not timed.
+ * Cannot fail.
+ */
+void rp_bare_print_funcs(void (*putc)(char c));
+
 /* ---- Cortex-M helpers (src/bare/rp_bare_cm.c) ---------------------------- */
 
 /* SysTick as a 64-bit clock: starts it on the processor clock with reload

@@ -17,6 +17,8 @@
 #   - the Mermaid sequence diagram's acquire / io / timer messages;
 #   - a program of its own, set up as docs/firmware.md says, on the other
 #     board (lm3s6965evb) with the PL011 UART sink (QEMU -serial file:);
+#   - built with -DRP_BARE_FUNC_STATS, the function table the target prints
+#     (direct mode) has exact calls, and main its measured time;
 #   - the recorder's linked flash footprint is at most 4096 bytes.
 # Skipped (exit 77, saying which) when the ARM toolchain or QEMU is missing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -254,7 +256,49 @@ footprint() {
     ((flash > 0 && flash <= 4096)) || fail "recorder flash $flash bytes, over 4096"
 }
 
+# direct mode for functions (-DRP_BARE_FUNC_STATS): the table the target
+# prints has every function's exact calls (named from the ELF by nm), and
+# main's total is the time the start-up code measured around it
+func_stats() {
+    local d=$tmp/fwf
+    RP_BARE_CFLAGS=-DRP_BARE_FUNC_STATS "$srcdir/firmware/build.sh" "$d" -DRP_BARE_FUNC_STATS \
+        >"$tmp/fbuild.log" 2>&1 || fail "firmware/build.sh -DRP_BARE_FUNC_STATS: $(cat "$tmp/fbuild.log")"
+    (cd "$d" && $TMO qemu-system-arm -M mps2-an385 -nographic -monitor none \
+        -semihosting-config enable=on,target=native -icount shift=0 \
+        -kernel firmware.elf) >"$tmp/fqemu.out" 2>&1 || fail "the firmware under QEMU failed"
+    arm-none-eabi-nm "$d/firmware.elf" >"$tmp/fnm.txt" || fail "arm-none-eabi-nm"
+    python3 - "$tmp/fqemu.out" "$tmp/fnm.txt" <<'EOF'
+import re, sys
+sym = {}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) == 3 and w[1] in "tT":
+        sym[int(w[0], 16) & ~1] = w[2]
+got, total, main_ticks = {}, {}, None
+for l in open(sys.argv[1]):
+    w = l.split()
+    if len(w) == 5 and w[0].isdigit() and w[4].startswith("0x"):
+        name = sym.get(int(w[4], 16), w[4])
+        got[name] = int(w[0])
+        total[name] = int(w[1])
+    m = re.match(r"firmware: main (\d+) ticks", l)
+    if m:
+        main_ticks = int(m.group(1))
+T = 2000
+want = {"main": 1, "board_init": 1, "sched_run": 1, "timer_tick": T, "task_sensor": T,
+        "task_control": T // 2, "filter_update": T // 2, "task_telemetry": T // 10,
+        "telemetry_flush": T // 1000, "task_housekeeping": T // 50, "monitor_poll": T // 20,
+        "i2c_read_reg": 1 + T + T // 10 + T // 50 + T // 20,
+        "i2c_write_reg": 1 + T // 2 + T // 50, "i2c_xfer": 2341 + 1041 + 2}
+if got != want:
+    sys.exit(f"e2e_firmware: function table {sorted(got.items())}, want {sorted(want.items())}")
+if not main_ticks or not 0.99 * main_ticks <= total["main"] <= main_ticks:
+    sys.exit(f"e2e_firmware: main's total {total.get('main')} ticks, measured {main_ticks}")
+EOF
+}
+
 scenario summary_line summary_line
+scenario func_stats func_stats
 scenario points_table points_table
 scenario report report
 scenario sequence sequence

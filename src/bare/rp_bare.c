@@ -231,12 +231,13 @@ static NOINLINE uint32_t define(uint8_t kind, uint8_t cls, uint32_t key, const c
 
 /* The id of the function at fn (defined on first sight), or 0 when the
  * table is full or the sink failed. */
-static inline NOINSTR uint32_t func_id(void *fn)
+static inline NOINSTR uint32_t func_id(void *fn, uint32_t *slot)
 {
     uint32_t key = (uint32_t)(uintptr_t)fn | 1u;
     uint32_t h = (key * 2654435761u) >> 20;
     for (uint32_t n = 0; n < RP_BARE_MAX_FUNCS; n++, h++) {
         h &= RP_BARE_MAX_FUNCS - 1;
+        *slot = h;
         if (likely(g.fkey[h] == key))
             return g.fid[h];
         if (g.fkey[h] == 0) {
@@ -250,6 +251,64 @@ static inline NOINSTR uint32_t func_id(void *fn)
     }
     return 0;
 }
+
+#ifdef RP_BARE_FUNC_STATS
+/*
+ * Direct mode for functions (compiled in with -DRP_BARE_FUNC_STATS):
+ * calls, total and max of every function in the id table, in fst[] by its
+ * slot, trace or not.  Each context (thread mode, handlers) keeps the
+ * slots and start times of its open calls, RP_BARE_FUNC_DEPTH deep (the
+ * calls deeper are not timed: counted in fdeep).  RAM: 16 bytes a
+ * function, 16 a level of each of the two stacks.
+ */
+#ifndef RP_BARE_FUNC_DEPTH
+#define RP_BARE_FUNC_DEPTH 32
+#endif
+static struct {
+    uint32_t calls, max;
+    uint64_t total;
+} fst[RP_BARE_MAX_FUNCS];
+static struct fstk {
+    uint32_t n;
+    struct {
+        uint64_t t0;
+        uint32_t slot;
+    } f[RP_BARE_FUNC_DEPTH];
+} fstack[2]; /* thread mode, handlers */
+static uint32_t fdeep;
+
+/* A call of the function in slot begins at now (slot ~0: not in the
+ * table, not timed). */
+static NOINSTR void fstat_enter(uint32_t slot, uint64_t now)
+{
+    struct fstk *k = &fstack[in_isr()];
+    if (k->n < RP_BARE_FUNC_DEPTH) {
+        k->f[k->n].t0 = now;
+        k->f[k->n].slot = slot;
+    }
+    k->n++;
+}
+
+/* The innermost call of the context ends at now. */
+static NOINSTR void fstat_exit(uint64_t now)
+{
+    struct fstk *k = &fstack[in_isr()];
+    if (!k->n)
+        return;
+    if (--k->n >= RP_BARE_FUNC_DEPTH) {
+        fdeep++;
+        return;
+    }
+    uint32_t i = k->f[k->n].slot;
+    if (i >= RP_BARE_MAX_FUNCS)
+        return;
+    uint64_t d = now - k->f[k->n].t0;
+    fst[i].calls++;
+    fst[i].total += d;
+    if (d > fst[i].max)
+        fst[i].max = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
+}
+#endif
 
 /* n / d by shift and subtract: no libgcc 64-bit division (700 bytes of
  * flash).  *rem gets the remainder when rem is not NULL.  d > 0. */
@@ -490,6 +549,38 @@ static NOINSTR void put_dec(void (*putc)(char), uint64_t v, int w)
         putc(b[--n]);
 }
 
+#ifdef RP_BARE_FUNC_STATS
+NOINSTR void rp_bare_print_funcs(void (*putc)(char c))
+{
+    static const char head[] = "     calls      total        max       mean  function\n";
+    for (const char *c = head; *c; c++)
+        putc(*c);
+    for (uint32_t i = 0; i < RP_BARE_MAX_FUNCS; i++) {
+        if (!fst[i].calls)
+            continue;
+        put_dec(putc, fst[i].calls, 10);
+        put_dec(putc, fst[i].total, 11);
+        put_dec(putc, fst[i].max, 11);
+        put_dec(putc, div64(fst[i].total, fst[i].calls, NULL), 11);
+        putc(' ');
+        putc(' ');
+        putc('0');
+        putc('x');
+        for (int b = 28; b >= 0; b -= 4) /* the function's address, Thumb bit clear */
+            putc("0123456789abcdef"[((g.fkey[i] & ~1u) >> b) & 15]);
+        putc('\n');
+    }
+    if (fdeep) {
+        static const char deep[] = "(calls deeper than RP_BARE_FUNC_DEPTH, not timed: ";
+        for (const char *c = deep; *c; c++)
+            putc(*c);
+        put_dec(putc, fdeep, 0);
+        putc(')');
+        putc('\n');
+    }
+}
+#endif
+
 extern struct rp_site __start_rp_sites[] __attribute__((weak));
 extern struct rp_site __stop_rp_sites[] __attribute__((weak));
 
@@ -524,7 +615,7 @@ NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
     uint32_t m = crit_enter();
     uint64_t now = g.clock();
     struct stream *s;
-    uint32_t id = func_id(fn);
+    uint32_t slot = ~0u, id = func_id(fn, &slot);
     if (unlikely(!id)) {
         ev_lost();
     } else {
@@ -532,6 +623,9 @@ NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
         if (o)
             ev_done(s, varint(o, id), 1);
     }
+#ifdef RP_BARE_FUNC_STATS
+    fstat_enter(id ? slot : ~0u, now);
+#endif
     crit_exit(m);
 }
 
@@ -542,9 +636,13 @@ NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
         return;
     uint32_t m = crit_enter();
     struct stream *s;
-    uint8_t *o = ev_head(&s, g.clock(), 1, -1);
+    uint64_t now = g.clock();
+    uint8_t *o = ev_head(&s, now, 1, -1);
     if (o)
         ev_done(s, o, 1);
+#ifdef RP_BARE_FUNC_STATS
+    fstat_exit(now);
+#endif
     crit_exit(m);
 }
 
