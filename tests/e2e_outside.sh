@@ -11,7 +11,9 @@
 #     sum of its nodes'; no edge from the root to a wait;
 #   - --outside: usleep N + K calls (K from the root), poll K, nanosleep 1,
 #     nothing outside;
-#   - the table's header names the outside time and its first nodes.
+#   - the table's header names the outside time and its first nodes;
+#   - direct mode (the statistics made in the process) sets the same
+#     spans apart, with the same counts.
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_outside RANKPROF PROGS RP_LIB
@@ -73,4 +75,27 @@ grep -q "^outside: .* in $((2 * K + 1)) waits" "$tmp/apart.table" ||
 grep -q "usleep \[wait\]" <(sed -n '/^outside:/,/^rank:/p' "$tmp/apart.table") ||
     fail "the header does not name usleep"
 echo "e2e_outside: usleep $N from work + $K outside, poll $K and nanosleep 1 outside: ok"
+
+"$RANKPROF" record --mode direct -o "$tmp/d.data" -- "$PROGS/prog_outside" $N $K >"$tmp/d.out" \
+    2>"$tmp/d.err" || fail "record --mode direct: $(cat "$tmp/d.err")"
+"$RANKPROF" report -i "$tmp/d.data" --format json >"$tmp/direct.json" || fail "report (direct)"
+python3 - "$tmp/direct.json" $N $K <<'PY' || fail "direct mode: wrong accounting"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n, k = int(sys.argv[2]), int(sys.argv[3])
+a = {x["name"]: x for x in r["nodes"]}
+o = {x["name"]: x["calls"] for x in r["outside"]["nodes"]}
+u = a.get("usleep [wait]", {})
+bad = []
+if (u.get("calls"), u.get("outside_calls")) != (n, k):
+    bad.append(f"usleep {u.get('calls')} calls, {u.get('outside_calls')} outside")
+if o != {"usleep [wait]": k, "poll [wait]": k, "nanosleep [wait]": 1} or not r["outside"]["apart"]:
+    bad.append(f"outside {r['outside']}")
+if "poll [wait]" in a or "nanosleep [wait]" in a:
+    bad.append("poll or nanosleep is a row")
+for x in bad:
+    print("e2e_outside: direct:", x, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+echo "e2e_outside: direct mode: the same: ok"
 finish

@@ -84,4 +84,9 @@ static inline struct rp_edge *rp_emap_get(struct rp_emap *m, uint32_t caller, ui
     return e;
 }
 
+/* The caller of the edges that count spans outside the program's code in
+ * an edge map (a replayer's, or the direct-mode statistics'): no node;
+ * finish_accs (accum.c) moves them to rp_profile.outside. */
+#define RP_OUTSIDE_CALLER UINT32_MAX
+
 #endif /* RP_ANALYZE_EMAP_H */

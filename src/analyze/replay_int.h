@@ -300,11 +300,6 @@ static inline int rp_span_outside(int outside, uint8_t lib, uint8_t under_blocke
     return outside && lib && under_blocked;
 }
 
-/* The caller of the edges that count spans outside the program's code in
- * a replayer's edge map (acc.em): no node; finish_accs moves them to
- * rp_profile.outside. */
-#define RP_OUTSIDE_CALLER UINT32_MAX
-
 /* hot.lib of a node of kind and source file (NULL or "": none). */
 static inline uint8_t lib_node(uint8_t kind, const char *file)
 {

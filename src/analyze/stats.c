@@ -180,6 +180,27 @@ static void warn_thread_filter(struct rp_profile *p)
         memcpy(p->warn + n, msg, sizeof(msg));
 }
 
+/* An OUTSIDE record at q: the edge from RP_OUTSIDE_CALLER to its id in em
+ * (finish_accs moves it to p->outside).  RP_EFORMAT with *why, or
+ * RP_ENOMEM. */
+static int read_outside_rec(struct rp_profile *p, struct rp_emap *em, const uint8_t *q,
+                            const char **why)
+{
+    uint32_t id = rp_get32(q);
+    uint64_t calls = rp_get64(q + 8), ticks = rp_get64(q + 16);
+    if (!defined(p, id))
+        return *why = "id not defined by a DEFS chunk", RP_EFORMAT;
+    p->outside_apart = 1;
+    if (!calls)
+        return 0;
+    struct rp_edge *e = rp_emap_get(em, RP_OUTSIDE_CALLER, id);
+    if (!e)
+        return RP_ENOMEM;
+    e->calls += calls;
+    e->incl += ticks;
+    return 0;
+}
+
 int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chunk *c,
                   uint32_t only_tid, char *err, size_t errsz)
 {
@@ -207,6 +228,10 @@ int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chun
         case RP_STATS_EDGE:
             rc = len == RP_STATS_EDGE_LEN ? read_edge_rec(p, em, body, &why)
                                           : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_OUTSIDE:
+            rc = len == RP_STATS_OUTSIDE_LEN ? read_outside_rec(p, em, body, &why)
+                                             : (why = "wrong length", RP_EFORMAT);
             break;
         default:
             break; /* a newer record type: skipped */

@@ -153,6 +153,25 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *
     }
 }
 
+/*
+ * A span of s (DSTAT_LIB) that ends with the frame below it, f: outside
+ * the program's code when f is the root sentinel or a wait (as the replay
+ * decides: analyze/replay_int.h, rp_span_outside).  Then it is counted in
+ * s's outside calls and time only, and its callees' time is f's, as its
+ * own time is.  Returns whether it was.
+ */
+static RP_NOINLINE int span_outside(struct dstat *s, struct dframe *f, uint64_t dur,
+                                    uint64_t child)
+{
+    if (f->key && !(f->s && (f->s->lib & DSTAT_BLOCKED)))
+        return 0;
+    f->child += child;
+    rp_span_outer(&s->active);
+    ST(s->ocalls, s->ocalls + 1);
+    ST(s->oticks, s->oticks + dur);
+    return 1;
+}
+
 /* Ends the innermost open span (top, not a sentinel) at now. */
 static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d, uint64_t now)
 {
@@ -160,6 +179,8 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
     struct dstat *s = f->s;
     uint64_t dur = rp_span_dur(f->start, now);
     d->top = f - 1;
+    if (__builtin_expect(s && (s->lib & DSTAT_LIB), 0) && span_outside(s, f - 1, dur, f->child))
+        return;
     f[-1].child += dur; /* the root sentinel's is never read */
     uint32_t parent = f[-1].idx;
     if (__builtin_expect(!s, 0))
@@ -262,7 +283,10 @@ static void hold_begin(struct rp_dthread *d, uint64_t key, uint64_t now, uint64_
         ST(d->tab.dropped, d->tab.dropped + 1);
         return;
     }
-    d->held[d->nheld++] = (struct dhold){key, now, raw, s, d->over ? NOID : d->top->idx};
+    /* outside the program's code: with no frame below, or a wait */
+    int out = (s->lib & DSTAT_LIB) && !d->over &&
+              (!d->top->key || (d->top->s && (d->top->s->lib & DSTAT_BLOCKED)));
+    d->held[d->nheld++] = (struct dhold){key, now, raw, s, d->over ? NOID : d->top->idx, out};
 }
 
 /*
@@ -287,6 +311,11 @@ static void hold_end(struct rp_dthread *d, uint64_t key, uint64_t now)
     memmove(&d->held[i - 1], &d->held[i], (d->nheld - i) * sizeof(*d->held));
     d->nheld--;
     uint64_t dur = rp_span_dur(h.start, now);
+    if (h.out) { /* (hold_begin) */
+        ST(h.s->ocalls, h.s->ocalls + 1);
+        ST(h.s->oticks, h.s->oticks + dur);
+        return;
+    }
     stat_add(&d->tab, h.s, dur, 0, h.t0);
     if (outer)
         ST(h.s->incl, h.s->incl + dur);

@@ -88,6 +88,7 @@ struct dstat {
     uint64_t budget; /* ticks; UINT64_MAX = none */
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
     uint64_t cut;   /* activations unwound or cut (span.h), not written to STATS */
+    uint64_t ocalls, oticks; /* spans outside the program's code (direct.c, frame_end) */
     uint64_t shift; /* K: the first duration; sx = sum(x - K), sxx = sum((x - K)^2) */
     double sx, sxx;
     uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
@@ -95,8 +96,15 @@ struct dstat {
     uint32_t active;         /* open activations on this thread's stack */
     uint32_t self;           /* this entry's index */
     uint32_t last_caller;    /* the caller of the cached edge; UINT32_MAX: none yet */
+    uint8_t lib;             /* DSTAT_LIB | DSTAT_BLOCKED, immutable once published */
     struct dedge *last_edge; /* this id's edge from last_caller */
 };
+
+/* dstat.lib: an interposed wait, lock wait or hold, of any caller (no
+ * source file), which may be outside the program's code; a wait or lock
+ * wait (any: the spans under it are outside, if DSTAT_LIB). */
+#define DSTAT_LIB     1u
+#define DSTAT_BLOCKED 2u
 
 struct dedge {
     uint64_t key; /* caller index << 32 | callee index */
@@ -142,6 +150,7 @@ struct dhold {
     uint64_t t0;    /* raw start */
     struct dstat *s;
     uint32_t acq; /* the acquirer: the innermost frame's index (NOID: not recorded) */
+    int out;      /* outside the program's code (direct.c, hold_begin) */
 };
 
 /* The per-thread cache of id entries: slot icache_of(key) holds the last
@@ -275,7 +284,8 @@ RP_HIDDEN void rp_dtab_free(struct dtable *t);
 
 /* Adds entry `key` with budget ticks (0: none).  Returns its index, or 0
  * when a bound is hit or memory cannot be had. */
-RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_stat_new(struct dtable *t, uint64_t key, uint64_t budget);
+RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_stat_new(struct dtable *t, uint64_t key, uint64_t budget,
+                                                uint8_t lib);
 
 /* Adds edge `key`.  Returns its index + 1, or 0 when a bound is hit. */
 RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_edge_new(struct dtable *t, uint64_t key);

@@ -232,6 +232,22 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     (void)t;
 }
 
+/* The OUTSIDE record of id, when s has spans outside the program's code. */
+static void put_outside(struct sbuf *b, uint32_t id, const struct dstat *s)
+{
+    uint64_t calls = LD(s->ocalls), ticks = LD(s->oticks);
+    if (!calls)
+        return;
+    uint8_t *q = sb_room(b, 8 + RP_STATS_OUTSIDE_LEN);
+    rp_put32(q, RP_STATS_OUTSIDE);
+    rp_put32(q + 4, RP_STATS_OUTSIDE_LEN);
+    q += 8;
+    rp_put32(q, id);
+    rp_put32(q + 4, 0);
+    rp_put64(q + 8, calls);
+    rp_put64(q + 16, ticks);
+}
+
 static void put_edge(struct sbuf *b, uint32_t caller, uint32_t callee, const struct dedge *e)
 {
     uint8_t *q = sb_room(b, 8 + RP_STATS_EDGE_LEN);
@@ -307,6 +323,7 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
             hn -= cut;
         }
         put_node(&b, ids[i], &s.tab, st, counts);
+        put_outside(&b, ids[i], st);
     }
     for (uint32_t i = 0; i < s.tab.nedges; i++) {
         struct dedge *ed = edge_at(&s.tab, i);

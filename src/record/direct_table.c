@@ -69,7 +69,8 @@ RP_HIDDEN void rp_dtab_free(struct dtable *t)
 }
 
 /* Adds entry `key`.  Returns its index, or 0 when a bound is hit. */
-RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_stat_new(struct dtable *t, uint64_t key, uint64_t budget)
+RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_stat_new(struct dtable *t, uint64_t key, uint64_t budget,
+                                                uint8_t lib)
 {
     uint32_t i = t->n;
     if (i >= ID_MAX)
@@ -84,6 +85,7 @@ RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_stat_new(struct dtable *t, uint64_t key, 
     s->min = UINT64_MAX;
     s->self = i;
     s->last_caller = UINT32_MAX;
+    s->lib = lib;
     STR(t->n, i + 1);
     return i;
 }
@@ -119,14 +121,19 @@ RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_row_new(struct dtable *t)
     return r;
 }
 
-/* A new id of a thread: sites carry a budget (rp_sites_describe takes the
- * registry lock, once per site and thread). */
+/* A new id of a thread: sites carry a budget and say their kind and file
+ * (rp_sites_describe takes the registry lock, once per site and thread);
+ * the interposers' condition waits, lock waits and holds are keyed by the
+ * object's address, with their kind. */
 RP_HIDDEN RP_NOINLINE uint32_t rp_dtab_id_new(struct dtable *t, uint64_t key)
 {
-    struct rp_def d = {0};
+    struct rp_def d = {.kind = TKIND(key)};
     if (TKIND(key) == RP_KIND_POINT && rp_sites_describe(TPAYLOAD(key), &d) < 0)
-        d.budget = 0;
-    return rp_dtab_stat_new(t, key, d.budget);
+        d = (struct rp_def){.kind = RP_KIND_POINT};
+    int blocked = d.kind == RP_KIND_WAIT || d.kind == RP_KIND_LOCK_WAIT;
+    int lib = (blocked || d.kind == RP_KIND_LOCK_HOLD) && (!d.file || !*d.file);
+    return rp_dtab_stat_new(t, key, d.budget,
+                            (uint8_t)((lib ? DSTAT_LIB : 0) | (blocked ? DSTAT_BLOCKED : 0)));
 }
 
 /*
@@ -174,6 +181,8 @@ static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *s
 {
     uint64_t na = a->calls, nb = LD(b->calls);
     int lost = 0;
+    ST(a->ocalls, a->ocalls + LD(b->ocalls));
+    ST(a->oticks, a->oticks + LD(b->oticks));
     if (!nb)
         return 0;
     uint64_t n = na + nb;
@@ -225,7 +234,7 @@ RP_HIDDEN uint64_t rp_dtab_merge(struct dtable *dst, struct dtable *src)
     for (uint32_t i = 1; i < n; i++) {
         struct dstat *b = stat_at(src, i);
         uint32_t j = dst->icap ? idx_find(dst->idx, dst->icap, b->key) : 0;
-        if (!j && !(j = rp_dtab_stat_new(dst, b->key, b->budget))) {
+        if (!j && !(j = rp_dtab_stat_new(dst, b->key, b->budget, b->lib))) {
             lost += LD(b->calls);
             continue;
         }

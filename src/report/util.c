@@ -174,7 +174,10 @@ void rp_report_outside_line(FILE *out, const struct rp_profile *p)
             fprintf(out, "%s%s %s", shown++ ? ", " : ": ", rp_node_name(p, x, nb, sizeof nb),
                     rp_fmt_ns((double)v[i].ticks * p->ns_per_tick, b, sizeof b));
         }
-        fputs(" (--outside counts them as the program's)\n", out);
+        /* (direct mode's statistics were made in the process, apart) */
+        fputs(p->mode && !strcmp(p->mode, "direct") ? "\n"
+                                                    : " (--outside counts them as the program's)\n",
+              out);
     }
     free(v);
 }

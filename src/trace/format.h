@@ -258,6 +258,9 @@ enum rp_class {
  *           ticks), then nbuckets x { u16 bucket, u16 0, u32 count } in
  *           increasing bucket order (src/common/hist.h buckets)
  *   EDGE    u32 caller id (0 = root), u32 callee id, u64 calls, incl, min, max
+ *   OUTSIDE u32 id, u32 0, u64 calls, u64 ticks: the id's spans outside the
+ *           program's code (docs/waits.md), in no NODE or EDGE record
+ *           (an older reader skips it)
  * Ids are those of the DEFS chunks before it; a file may hold several
  * STATS chunks, whose records add up.
  */
@@ -265,9 +268,11 @@ enum rp_stats_tag {
     RP_STATS_THREAD = 1,
     RP_STATS_NODE = 2,
     RP_STATS_EDGE = 3,
+    RP_STATS_OUTSIDE = 4,
 };
-#define RP_STATS_THREAD_LEN 56
-#define RP_STATS_NODE_LEN   96 /* without the buckets */
-#define RP_STATS_EDGE_LEN   40
+#define RP_STATS_THREAD_LEN  56
+#define RP_STATS_NODE_LEN    96 /* without the buckets */
+#define RP_STATS_EDGE_LEN    40
+#define RP_STATS_OUTSIDE_LEN 24
 
 #endif /* RP_TRACE_FORMAT_H */
