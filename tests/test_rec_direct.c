@@ -202,20 +202,31 @@ static void test_matching(void)
     CHECK_EQ(rp_direct_lookup(RP_KIND_FUNC, c, &v), 0);
     CHECK_EQ(v.calls, 1);
     CHECK_EQ(v.incl, 30);
-    /* locks: wait, acquire (wait ends, hold begins), release */
-    const uint64_t lk = 0x48000;
+    /* locks, inside a function: wait, acquire (wait ends, hold begins),
+     * release */
+    const uint64_t lk = 0x48000, lk2 = 0x48100;
+    enter(d, 90, a);
     rp_direct_feed(d, 100, W(LOCK_WAIT, lk));
     rp_direct_feed(d, 130, W(LOCK_ACQ, lk));
     rp_direct_feed(d, 200, W(LOCK_REL, lk));
+    leave(d, 210, a);
     CHECK_EQ(rp_direct_lookup(RP_KIND_LOCK_WAIT, lk, &v), 0);
     CHECK_EQ(v.incl, 30);
     CHECK_EQ(rp_direct_lookup(RP_KIND_LOCK_HOLD, lk, &v), 0);
     CHECK_EQ(v.incl, 70);
+    /* with no function open: outside the program's code, no call */
+    rp_direct_feed(d, 300, W(LOCK_WAIT, lk2));
+    rp_direct_feed(d, 330, W(LOCK_ACQ, lk2));
+    rp_direct_feed(d, 400, W(LOCK_REL, lk2));
+    CHECK_EQ(rp_direct_lookup(RP_KIND_LOCK_WAIT, lk2, &v), 0);
+    CHECK_EQ(v.calls, 0);
+    CHECK_EQ(rp_direct_lookup(RP_KIND_LOCK_HOLD, lk2, &v), 0);
+    CHECK_EQ(v.calls, 0);
     rp_direct_thread_end(d);
     CHECK_EQ(rp_direct_totals(&t1), 0);
     CHECK_EQ(t1.unmatched - t0.unmatched, 1);
     CHECK_EQ(t1.unclosed - t0.unclosed, 0);
-    CHECK_EQ(t1.events - t0.events, 8);
+    CHECK_EQ(t1.events - t0.events, 13);
 }
 
 /* ---- threads ------------------------------------------------------------- */

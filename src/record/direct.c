@@ -160,8 +160,7 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *
  * s's outside calls and time only, and its callees' time is f's, as its
  * own time is.  Returns whether it was.
  */
-static RP_NOINLINE int span_outside(struct dstat *s, struct dframe *f, uint64_t dur,
-                                    uint64_t child)
+static RP_NOINLINE int span_outside(struct dstat *s, struct dframe *f, uint64_t dur, uint64_t child)
 {
     if (f->key && !(f->s && (f->s->lib & DSTAT_BLOCKED)))
         return 0;

@@ -87,9 +87,9 @@ struct dstat {
     uint64_t key;    /* immutable once published */
     uint64_t budget; /* ticks; UINT64_MAX = none */
     uint64_t calls, incl, dur, excl, min, max, first, last, overruns;
-    uint64_t cut;   /* activations unwound or cut (span.h), not written to STATS */
+    uint64_t cut;            /* activations unwound or cut (span.h), not written to STATS */
     uint64_t ocalls, oticks; /* spans outside the program's code (direct.c, frame_end) */
-    uint64_t shift; /* K: the first duration; sx = sum(x - K), sxx = sum((x - K)^2) */
+    uint64_t shift;          /* K: the first duration; sx = sum(x - K), sxx = sum((x - K)^2) */
     double sx, sxx;
     uint16_t row[HROWS]; /* histogram row index, 0 = none yet */
     /* owner only */
