@@ -45,14 +45,24 @@ for b in bad:
     print(f"e2e_endings: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+    # the table's header: exactly one "run:" line, saying how it ended
+    $TMO "$RANKPROF" report -i "$data" --one-file >"$tmp/$name.table" 2>/dev/null ||
+        fail "$name: report (table) failed"
+    local runline want
+    runline=$(grep "^run:" "$tmp/$name.table")
     if [[ $end == none ]]; then
         grep -q "^ended: *ABNORMALLY: no END" "$tmp/$name.info" || fail "$name: info: $(grep ended "$tmp/$name.info")"
+        want="run: did not end normally"
     elif [[ $end == exit ]]; then
         grep -q "^ended: *normally" "$tmp/$name.info" || fail "$name: info: $(grep ended "$tmp/$name.info")"
+        want="run: ended normally"
     else
         grep -q "^ended: *ABNORMALLY: killed by signal $end\b" "$tmp/$name.info" ||
             fail "$name: info: $(grep ended "$tmp/$name.info")"
+        want="run: killed by signal $end"
     fi
+    [[ $(grep -c "^run:" "$tmp/$name.table") == 1 && $runline == "$want"* ]] ||
+        fail "$name: the table's run line(s): $runline; want one, '$want...'"
     note "all $N calls, END $end: ok"
 }
 

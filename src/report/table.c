@@ -420,12 +420,18 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 " open when their thread or the run ended; each ends there, with its time "
                 "(calls marked *)\n",
                 p->unwound + p->cut, p->unwound + p->cut == 1 ? "" : "s", p->unwound, p->cut);
-    if (!p->ended)
+    /* one "run:" line: how it ended, or that it runs (a live view) */
+    int how = 0;
+    if (p->running)
+        how = 1;
+    else if (!p->ended)
         fprintf(out,
                 "%srun: did not end normally (no end record: crashed, killed or cut short)%s\n",
                 warn, reset);
     else if (p->end_flags & RP_END_SIGNAL)
         fprintf(out, "%srun: killed by signal %" PRId32 "%s\n", warn, p->end_status, reset);
+    else
+        how = 2;
     if (p->fatal_n) { /* where the thread the signal hit was (innermost last) */
         char tb[24], line[2048] = "";
         rp_tid_str(p->fatal_tid, tb, sizeof tb);
@@ -439,13 +445,14 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "  at the signal, thread %s was in: %s%s%s\n", tb,
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
                 p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
-    } else if (p->running)
+    }
+    if (how == 1)
         fputs("run: still running (the statistics so far; the calls open in a waiting thread end "
               "now)\n",
               out);
-    else if (p->end_flags & RP_END_EXIT)
+    else if (how == 2 && (p->end_flags & RP_END_EXIT))
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
-    else
+    else if (how == 2)
         fputs("run: ended normally\n", out);
     if (p->ended && (p->end_flags & RP_END_TIMEOUT))
         fprintf(out, "%swarning: the final flush timed out; some buffers may be missing%s\n", warn,
