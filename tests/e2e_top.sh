@@ -15,8 +15,12 @@
 #             json), the server goes on; its final file has 230
 #   live      top in a terminal (tmux): the table with 40 calls, refreshed
 #             to 65 after 25 more requests, q quits
-#   refused   top on a process recording a trace, on no process, with bad
-#             options: exit status 1 or 2 and a message saying why
+#   trace     top on a process recording a trace (it reads the file as far
+#             as written): after 50 requests the table shows 50 calls of the
+#             request path, the header says it still runs; after 30 more,
+#             80; the final trace has 81
+#   refused   top on no process, with bad options: exit status 1 or 2 and
+#             a message saying why
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -146,16 +150,24 @@ live() {
     finish_server l
 }
 
-refused() {
-    local rc
+trace() {
     start_server t
-    set +e
-    "$RANKPROF" top -b -n 1 "$pid" >"$tmp/o" 2>&1
-    rc=$?
-    set -e
-    [[ $rc == 1 ]] && grep -q "direct mode only" "$tmp/o" || fail "trace mode: rc $rc, $(cat "$tmp/o")"
+    req 50
+    settled 50 # (the recorder writes its buffers every 200 ms)
+    "$RANKPROF" top -b -n 1 "$pid" >"$tmp/t1" 2>"$tmp/t1.err" || fail "top -b -n 1: $(cat "$tmp/t1.err")"
+    table_calls "$tmp/t1" 50
+    grep -q "^run: still running" "$tmp/t1" || fail "the header: $(cat "$tmp/t1")"
+    req 30
+    settled 80
+    "$RANKPROF" top -b -n 2 -d 0.1 "$pid" >"$tmp/t2" 2>"$tmp/t2.err" || fail "top -n 2: $(cat "$tmp/t2.err")"
+    table_calls "$tmp/t2" 80 2
     req 1 quit
     finish_server t
+    json_calls "$tmp/t.rp" 81
+}
+
+refused() {
+    local rc
     set +e
     "$RANKPROF" top -b -n 1 999999999 >"$tmp/o" 2>&1
     rc=$?
@@ -177,5 +189,6 @@ else
     scenario batch batch
     scenario live live
 fi
+scenario trace trace
 scenario refused refused
 finish

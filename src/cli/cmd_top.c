@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * cmd_top.c - `rankprof top PID`: the ranked table of a running process
- * recorded in direct mode, refreshed every second, as top does; `-b`
- * prints the tables one after the other (top's batch mode).
+ * cmd_top.c - `rankprof top PID`: the ranked table of a running process,
+ * refreshed every second, as top does; `-b` prints the tables one after
+ * the other (top's batch mode).
  *
- * Each refresh asks the process for its statistics (RP_CTL_PUBLISH through
- * its control page and signal, src/trace/control.h): a thread of its
- * recorder writes them as a complete direct-mode trace file to
- * /dev/shm/rankprof.PID.stats (src/record/direct_pub.c), which is read here
- * as any file is (rp_load: replay, names, ranking, flags) and printed by
- * the report's table.  The process ending ends top.
+ * In direct mode each refresh asks the process for its statistics
+ * (RP_CTL_PUBLISH through its control page and signal,
+ * src/trace/control.h): a thread of its recorder writes them as a complete
+ * direct-mode trace file to /dev/shm/rankprof.PID.stats
+ * (src/record/direct_pub.c).  In trace mode each refresh reads the trace
+ * the process is writing (the control page names it), as far as it is
+ * written: the recorder writes its buffers every 200 ms, so the table is
+ * that far behind, and costs the time a report of the file so far takes.
+ * Either is read as any file is (rp_load: replay, names, ranking, flags)
+ * and printed by the report's table.  The process ending ends top.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,8 +150,14 @@ int cmd_top(int argc, char **argv)
         rp_usage_die("top", "'%s' is not a process id", argv[optind]);
 
     const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
-    char path[64];
-    snprintf(path, sizeof path, "%s/rankprof.%ld.stats", RP_CTL_DIR, pid);
+    char path[RP_CTL_PATH + 64];
+    int trace = !pg->direct; /* (rp_ctl_page_of dies without a recorder) */
+    if (trace && !pg->path[0])
+        rp_die("top: process %ld records no trace file (its recorder writes none yet)", pid);
+    if (trace)
+        snprintf(path, sizeof path, "%.*s", RP_CTL_PATH, pg->path);
+    else
+        snprintf(path, sizeof path, "%s/rankprof.%ld.stats", RP_CTL_DIR, pid);
     if (!batch) {
         tio_raw();
         signal(SIGINT, on_stop);
@@ -159,13 +169,20 @@ int cmd_top(int argc, char **argv)
             fprintf(stderr, "rankprof: top: process %ld ended\n", pid);
             break;
         }
-        rp_ctl_stats(pid, pg, RP_CTL_PUBLISH);
+        if (!trace)
+            rp_ctl_stats(pid, pg, RP_CTL_PUBLISH);
         struct rp_load_opts ld;
         rp_load_opts_default(&ld);
         rp_opt_input("top", 'i', path, &ld);
         rp_opt_input("top", RP_OPT_ONE_FILE, NULL, &ld);
+        /* a trace being written: up to its last whole chunk, with no END
+         * (said once, in the first table's warnings) */
+        ld.replay.force = trace;
+        ld.quiet = trace && i > 0;
         struct rp_profile p = {0};
         rp_load(&ld, &p);
+        if (trace && !p.ended)
+            p.running = 1;
         struct rp_report_opts ro = {.sort = RP_SORT_RANK, .chains = 1, .limit = limit};
         ro.ranked = ro.flagged = ld.rank;
         ro.flag = &ld.flag;

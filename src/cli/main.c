@@ -588,7 +588,8 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
     if (s.n == 1) {
         o->input = chosen;
         load_file(o, chosen, p, !o->no_names);
-        put_warnings(p);
+        if (!o->quiet)
+            put_warnings(p);
         struct rp_set_file *f = &s.files[0];
         if (rp_grow(&p->procs, &p->cap_procs, 1, sizeof(*p->procs), 1) == 0) {
             p->procs[0] = f->who;
@@ -627,7 +628,8 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
                 rp_die("%s: merging: %s", s.files[i].who.file, rp_strerror(rc));
         }
         rp_merge_free(&m);
-        put_warnings(p);
+        if (!o->quiet)
+            put_warnings(p);
     }
     rp_set_free(&s);
     if (o->filt.first) {
@@ -635,13 +637,13 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         if (!(p->filter = strdup(o->filt.desc)))
             rp_die("out of memory");
     }
-    if (!o->no_names || s_many) { /* named: hints on what is missing (hints.h) */
+    if ((!o->no_names || s_many) && !o->quiet) { /* named: hints on what is missing (hints.h) */
         size_t before = strlen(p->warn);
         rp_profile_hints(p);
         for (char *l = p->warn + before, *nl; (nl = strchr(l, '\n')); l = nl + 1)
             rp_warn("%.*s", (int)(nl - l), l);
     }
-    if (!p->events) {
+    if (!p->events && !o->quiet) {
         int inst = p->program ? refs_cyg(p->program) : -1;
         if (inst == 0)
             rp_warn("%s holds no events: %s has no -finstrument-functions hooks (build it with "

@@ -84,7 +84,12 @@ static void page_make(void)
     page->windows = started_on;
     page->start_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     page->direct = (uint32_t)rp_rt.direct;
-    snprintf(page->path, sizeof page->path, "%s", rp_rt.path);
+    /* absolute, for a reader elsewhere (rankprof top reads the trace) */
+    char cwd[RP_CTL_PATH / 2];
+    if (rp_rt.path[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(page->path, sizeof page->path, "%s/%.*s", cwd, RP_CTL_PATH / 2 - 1, rp_rt.path);
+    else
+        snprintf(page->path, sizeof page->path, "%s", rp_rt.path);
 }
 
 /* The control signal: a queued one carries RP_CTL_START or RP_CTL_STOP, a

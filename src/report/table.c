@@ -413,7 +413,11 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 "note: %" PRIu64 " unmatched exit%s and %" PRIu64
                 " unclosed span%s were counted, not guessed\n",
                 unmatched, unmatched == 1 ? "" : "s", unclosed, unclosed == 1 ? "" : "s");
-    if (p->unwound || p->cut)
+    if (p->running && p->cut && !p->unwound)
+        fprintf(out,
+                "note: %" PRIu64 " frame%s still open, with their time so far (calls marked *)\n",
+                p->cut, p->cut == 1 ? "" : "s");
+    else if (p->unwound || p->cut)
         fprintf(out,
                 "note: %" PRIu64 " frame%s left without an exit: %" PRIu64
                 " unwound (longjmp, exceptions), %" PRIu64
