@@ -64,7 +64,7 @@ PY
 settled() {
     local i
     for i in $(seq 50); do
-        "$RANKPROF" top -b -n 1 "$pid" >"$tmp/settle" 2>&1 && check_tables "$tmp/settle" "$1" 2>/dev/null &&
+        "$RANKPROF" top -b -n 1 --no-chains "$pid" >"$tmp/settle" 2>&1 && check_tables "$tmp/settle" "$1" 2>/dev/null &&
             return 0
         sleep 0.1
     done
@@ -154,12 +154,14 @@ trace() {
     start_server t
     req 50
     settled 50 # (the recorder writes its buffers every 200 ms)
-    "$RANKPROF" top -b -n 1 "$pid" >"$tmp/t1" 2>"$tmp/t1.err" || fail "top -b -n 1: $(cat "$tmp/t1.err")"
+    "$RANKPROF" top -b -n 1 --no-chains "$pid" >"$tmp/t1" 2>"$tmp/t1.err" ||
+        fail "top -b -n 1: $(cat "$tmp/t1.err")"
     table_calls "$tmp/t1" 50
     grep -q "^run: still running" "$tmp/t1" || fail "the header: $(cat "$tmp/t1")"
     req 30
     settled 80
-    "$RANKPROF" top -b -n 2 -d 0.1 "$pid" >"$tmp/t2" 2>"$tmp/t2.err" || fail "top -n 2: $(cat "$tmp/t2.err")"
+    "$RANKPROF" top -b -n 2 -d 0.1 --no-chains "$pid" >"$tmp/t2" 2>"$tmp/t2.err" ||
+        fail "top -n 2: $(cat "$tmp/t2.err")"
     table_calls "$tmp/t2" 80 2
     req 1 quit
     finish_server t

@@ -108,11 +108,14 @@ static unsigned term_rows(void)
 
 int cmd_top(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"batch", no_argument, NULL, 'b'},       {"iterations", required_argument, NULL, 'n'},
-        {"delay", required_argument, NULL, 'd'}, {"limit", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
-    int batch = 0, c;
+    static const struct option lo[] = {{"batch", no_argument, NULL, 'b'},
+                                       {"iterations", required_argument, NULL, 'n'},
+                                       {"delay", required_argument, NULL, 'd'},
+                                       {"limit", required_argument, NULL, 'l'},
+                                       {"no-chains", no_argument, NULL, 'K'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    int batch = 0, chains = 1, c;
     uint64_t iters = 0;
     double delay = 1;
     uint32_t limit = 0;
@@ -134,6 +137,9 @@ int cmd_top(int argc, char **argv)
         case 'l':
             limit = (uint32_t)rp_opt_u64("--limit", optarg);
             limit_set = 1;
+            break;
+        case 'K':
+            chains = 0;
             break;
         case 'h':
             rp_help("top");
@@ -183,7 +189,7 @@ int cmd_top(int argc, char **argv)
         rp_load(&ld, &p);
         if (trace && !p.ended)
             p.running = 1;
-        struct rp_report_opts ro = {.sort = RP_SORT_RANK, .chains = 1, .limit = limit};
+        struct rp_report_opts ro = {.sort = RP_SORT_RANK, .chains = chains, .limit = limit};
         ro.ranked = ro.flagged = ld.rank;
         ro.flag = &ld.flag;
         time_t now = time(NULL);

@@ -224,16 +224,18 @@ static const struct cmd_help helps[] = {
      "0 when done; 1 when the process has no recorder, no control signal, or did not answer"},
     {"top",
      "watch the ranked table of a running process",
-     "Shows the ranked table, with its flags, of the running process PID recorded in direct "
-     "mode (rankprof record --mode direct), refreshed every second from the statistics the "
-     "process writes when asked (to /dev/shm/rankprof.PID.stats). q quits. With -b, prints "
-     "the table on stdout each time instead (top's batch mode).",
+     "Shows the ranked table, with its flags, of the running process PID, refreshed every "
+     "second: in direct mode (rankprof record --mode direct) from the statistics the process "
+     "writes when asked (to /dev/shm/rankprof.PID.stats), in trace mode from its trace as far "
+     "as it is written. q quits. With -b, prints the table on stdout each time instead (top's "
+     "batch mode).",
      {{"-b, --batch", "print the tables one after the other, no screen handling"},
       {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},
       {"-d, --delay SECONDS", "time between two tables (default 1)"},
       {"--limit N", "rows of the table (default: those that fit the terminal; all with -b)"},
+      {"--no-chains", "one row per frame of a pass-through chain"},
       {NULL, NULL}},
-     "0 when done; 1 when the process has no recorder, does not record in direct mode, or did "
+     "0 when done; 1 when the process has no recorder, its trace cannot be read, or it did "
      "not answer"},
     {"tui",
      "browse the profile in the terminal",

@@ -64,7 +64,7 @@ static const struct rp_cmd commands[] = {
      "                [--force] [--no-compensate] [FILE...]"},
     {"ctl", cmd_ctl, "ctl PID start|stop|toggle|status|snapshot"},
     {"import", cmd_import, "import --elf ELF [-o OUT] TRACE"},
-    {"top", cmd_top, "top [-b] [-n N] [-d SECONDS] [--limit N] PID"},
+    {"top", cmd_top, "top [-b] [-n N] [-d SECONDS] [--limit N] [--no-chains] PID"},
     {"tui", cmd_tui,
      "tui [-i FILE]... [--process PID|FILE] [--rank R] [--one-file] [--force] [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
