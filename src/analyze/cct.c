@@ -40,6 +40,7 @@
 #include "trace/reader.h"
 #include "walk.h"
 
+#define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct frame {
@@ -114,13 +115,11 @@ static int rehash(struct rp_cct *t, struct priv *v)
     return 0;
 }
 
-/* The path parent;id, created when new.  Returns its index, 0 if out of memory. */
-static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint32_t id)
+/* child_of's rare path: adds the path parent;id at empty slot h.  Returns
+ * its index, 0 if out of memory. */
+static __attribute__((noinline)) uint32_t child_new(struct rp_cct *t, struct priv *v,
+                                                    uint32_t parent, uint32_t id, uint32_t h)
 {
-    uint32_t h = slot_of(parent, id, v->nslots - 1);
-    for (uint32_t i; (i = v->slots[h]); h = (h + 1) & (v->nslots - 1))
-        if (t->nodes[i].parent == parent && t->nodes[i].id == id)
-            return i;
     if (rp_grow(&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes), 16) < 0)
         return 0;
     uint32_t i = t->n++;
@@ -132,6 +131,16 @@ static uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint
     if (2 * t->n > v->nslots && rehash(t, v) < 0)
         return 0;
     return i;
+}
+
+/* The path parent;id, created when new.  Returns its index, 0 if out of memory. */
+static inline uint32_t child_of(struct rp_cct *t, struct priv *v, uint32_t parent, uint32_t id)
+{
+    uint32_t h = slot_of(parent, id, v->nslots - 1);
+    for (uint32_t i; (i = v->slots[h]); h = (h + 1) & (v->nslots - 1))
+        if (likely(t->nodes[i].parent == parent && t->nodes[i].id == id))
+            return i;
+    return child_new(t, v, parent, id, h);
 }
 
 /* A new thread node under the root.  Returns its index, 0 if out of memory. */
@@ -164,7 +173,8 @@ static struct thread *thread_of(struct rp_cct *t, struct priv *v, uint32_t tid)
 }
 
 /* Ends the top frame of th at now (the thread's latest event). */
-static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
+static inline __attribute__((always_inline)) void span_end(struct rp_cct *t, struct thread *th,
+                                                           uint64_t now)
 {
     assert(th->depth > 0);
     struct priv *v = t->priv;
@@ -197,8 +207,8 @@ static void span_end(struct rp_cct *t, struct thread *th, uint64_t now)
  * t->filter, its path under its nearest kept caller's.  Returns 0 or
  * RP_ENOMEM.
  */
-static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint32_t id,
-                      uint64_t ticks)
+static inline __attribute__((always_inline)) int
+span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint32_t id, uint64_t ticks)
 {
     const struct rp_span_filter *flt = t->filter;
     const struct frame *top = th->depth ? &th->stack[th->depth - 1] : NULL;
@@ -232,8 +242,8 @@ static int span_begin(struct rp_cct *t, struct priv *v, struct thread *th, uint3
  * walk.h callback: one event through the rules at the top.  Returns 0,
  * RP_ENOMEM, or RP_EFORMAT for an id the profile does not know.
  */
-static inline int event_on(struct rp_cct *t, struct priv *v, struct thread *th,
-                           const struct rp_event *ev)
+static inline __attribute__((always_inline)) int
+event_on(struct rp_cct *t, struct priv *v, struct thread *th, const struct rp_event *ev)
 {
     uint32_t at;
 
