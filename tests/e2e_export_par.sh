@@ -13,11 +13,14 @@
 #             exclusive_ns (to the ns each path's rounding may take)
 #   recursion prog_fib (fib's spans open across chunks at every depth):
 #             the same, with -F fib and -D 5
+#   deep      prog_scale deep 3000 4 16 (stacks deeper than a snapshot
+#             holds, replayed in order where they stay, in parallel again
+#             when they return): the same, plain, -D 50 and -F rec -D 40
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_export_par RANKPROF PROGS RP_LIB
-need_progs stress fib
+need_progs stress fib scale
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 export RANKPROF_CALIBRATE=0
@@ -87,6 +90,17 @@ recursion() {
     sums "$tmp/fib.rp" -D 5
 }
 
+deep() {
+    "$RANKPROF" record -o "$tmp/deep.rp" -- "$PROGS/prog_scale" deep 3000 4 16 >/dev/null 2>&1 ||
+        fail "recording prog_scale deep"
+    same "$tmp/deep.rp"
+    sums "$tmp/deep.rp"
+    same "$tmp/deep.rp" -D 50
+    same "$tmp/deep.rp" -F rec -D 40
+    sums "$tmp/deep.rp" -D 50
+}
+
 scenario threads threads
 scenario recursion recursion
+scenario deep deep
 finish

@@ -434,7 +434,14 @@ struct pthr {
     struct pframe *stack;
     uint32_t depth, cap;
     uint64_t last;
+    int resident; /* its stack is slot 0's thread's, not stack[] (deep: see par_resident) */
 };
+
+/* A thread's stack this deep (it has no snapshot then: RP_SNAP_MAX) stays
+ * in slot 0 between its chunks, which replay there in order, so that a
+ * chunk costs its events and not the depth (as in the replay, replay_int.h
+ * "Deep stacks"). */
+#define PAR_RESIDENT 1024
 
 struct padj {
     uint32_t slot, node;
@@ -661,6 +668,82 @@ static int par_join_oldest(struct par *P, char *err, size_t errsz)
     return par_join(P, j, err, errsz);
 }
 
+/* Moves T's stack into slot 0's thread (T is resident after).  RP_ENOMEM. */
+static int par_resident(struct par *P, struct pthr *T)
+{
+    struct rp_cct *t = &P->slots[0];
+    struct priv *v = t->priv;
+    struct thread *th = thread_of(t, v, T->tid);
+    if (!th)
+        return RP_ENOMEM;
+    th->depth = 0;
+    th->events = 0; /* T's ENTERs are counted from the end of its last chunk */
+    for (uint32_t d = 0; d < T->depth; d++) {
+        if (span_begin(t, v, th, T->stack[d].id, T->stack[d].start) < 0)
+            return RP_ENOMEM;
+        th->stack[d].ev = T->stack[d].ev;
+        th->stack[d].callees = T->stack[d].pending;
+    }
+    th->last = T->last;
+    T->depth = 0;
+    T->resident = 1;
+    return 0;
+}
+
+/* Moves a resident T's stack back from slot 0's thread.  RP_ENOMEM. */
+static int par_unresident(struct par *P, struct pthr *T)
+{
+    struct rp_cct *t = &P->slots[0];
+    struct thread *th = thread_of(t, t->priv, T->tid);
+    if (!th || rp_grow(&T->stack, &T->cap, th->depth + 1, sizeof(*T->stack), 16) < 0)
+        return RP_ENOMEM;
+    for (uint32_t d = 0; d < th->depth; d++) {
+        const struct frame *f = &th->stack[d];
+        T->stack[d] = (struct pframe){
+            .id = f->id, .start = f->start, .ev = f->ev - th->events, .pending = f->callees};
+    }
+    T->depth = th->depth;
+    T->last = th->last;
+    th->depth = 0;
+    T->resident = 0;
+    return 0;
+}
+
+/* Replays chunk c of resident thread T in slot 0, in order, as
+ * add_file_seq does.  Fails as rp_cct_build. */
+static int par_run_resident(struct par *P, struct pthr *T, const struct rp_chunk *c, char *err,
+                            size_t errsz)
+{
+    struct rp_cct *t = &P->slots[0];
+    struct priv *v = t->priv;
+    struct thread *th = thread_of(t, v, T->tid);
+    struct rp_evdec d;
+    struct rp_event ev;
+    int rc;
+
+    if (!th)
+        return RP_ENOMEM;
+    if (rp_evdec_init(&d, c->data, c->len) < 0) {
+        snprintf(err, errsz, "EVENTS chunk at offset %llu is shorter than its header",
+                 (unsigned long long)c->offset);
+        return RP_EFORMAT;
+    }
+    while ((rc = rp_evdec_next(&d, &ev)) > 0)
+        if ((rc = event_on(t, v, th, &ev)) < 0) {
+            if (rc == RP_EFORMAT)
+                snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", P->path);
+            return rc;
+        }
+    if (rc < 0 && rp_evdec_miscount(&d))
+        snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
+                 (unsigned long long)c->offset, d.count, d.n);
+    else if (rc < 0)
+        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
+                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
+                 (unsigned long long)c->offset);
+    return rc;
+}
+
 /* Copies chunk c into job j.  RP_ENOMEM. */
 static int par_fill(struct pjob *j, const struct rp_chunk *c, uint32_t tid)
 {
@@ -685,6 +768,14 @@ static int par_close(struct par *P)
         struct thread *th = thread_of(t, v, T->tid);
         if (!th)
             return RP_ENOMEM;
+        if (T->resident) { /* as add_file_seq */
+            uint64_t end = v->end_ticks > th->last ? v->end_ticks : th->last;
+            t->cut += th->depth;
+            th->events++;
+            while (th->depth)
+                span_end(t, th, end);
+            continue;
+        }
         th->depth = 0;
         for (uint32_t d = 0; d < T->depth; d++) {
             if (span_begin(t, v, th, T->stack[d].id, T->stack[d].start) < 0)
@@ -783,6 +874,13 @@ static int par_read(struct par *P, const struct rp_replay_opts *o, int progress,
         int par = P->nworkers && (word & RP_EV_SNAPSHOT) &&
                   ((word & RP_EV_SNAPCOUNT) || o->no_compensate);
         if (par) {
+            struct pthr *T = pthr_of(P, tid);
+            if (!T) {
+                rc = RP_ENOMEM;
+                break;
+            }
+            if (T->resident && (rc = par_unresident(P, T)) < 0) /* no job of it is out */
+                break;
             if (P->submitted - P->joined == PAR_JOBS && (rc = par_join_oldest(P, err, errsz)) < 0)
                 break;
             struct pjob *j = &P->jobs[P->submitted % PAR_JOBS];
@@ -801,6 +899,13 @@ static int par_read(struct par *P, const struct rp_replay_opts *o, int progress,
                 goto out;
         struct pjob *j = &P->seq;
         struct pthr *T = pthr_of(P, tid);
+        if (T && !T->resident && T->depth >= PAR_RESIDENT && (rc = par_resident(P, T)) < 0)
+            break;
+        if (T && T->resident) {
+            if ((rc = par_run_resident(P, T, &c, err, errsz)) < 0)
+                break;
+            continue;
+        }
         if (!T || par_fill(j, &c, tid) < 0 ||
             rp_grow(&j->in, &j->capin, T->depth + 1, sizeof(*j->in), 16) < 0) {
             rc = RP_ENOMEM;
