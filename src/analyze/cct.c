@@ -318,6 +318,67 @@ event_on(struct rp_cct *t, struct priv *v, struct thread *th, const struct rp_ev
     return 0;
 }
 
+/*
+ * An ENTER at ev immediately followed by its EXIT at ex, unfiltered: the
+ * span counted as span_begin and span_end would, without the frame.
+ * Returns 1 when done, 0 when the pair is not such a leaf (the caller
+ * takes both events the long way).  Cannot fail otherwise.
+ */
+static inline __attribute__((always_inline)) int leaf_on(struct rp_cct *t, struct priv *v,
+                                                         struct thread *th,
+                                                         const struct rp_event *ev,
+                                                         const struct rp_event *ex)
+{
+    uint32_t id = ev->id;
+    if (t->filter || ex->op != RP_OP_EXIT || id >= v->n_ids || (v->offid && id == v->offid))
+        return 0;
+    if (v->map && !(id = v->map[id]))
+        return 0;
+    if (v->offid && id == v->offid)
+        return 0;
+    struct frame *top = th->depth ? &th->stack[th->depth - 1] : NULL;
+    uint32_t node = child_of(t, v, top ? top->node : th->root, id);
+    if (!node)
+        return 0; /* out of memory: the long way says so */
+    th->events += 2;
+    th->last = ex->ticks;
+    uint64_t dur = rp_comp_dur(&v->comp, rp_span_dur(ev->ticks, ex->ticks), 0);
+    struct rp_cct_node *n = &t->nodes[node];
+    n->calls++;
+    n->incl += dur;
+    n->excl += rp_span_excl(dur, 0);
+    if (top)
+        top->callees += dur;
+    return 1;
+}
+
+/* Replays the events of d on th (one chunk of one thread), a leaf's two
+ * events at once (leaf_on).  Returns 0, the decoder's code, or event_on's
+ * (then *cb is set). */
+static int chunk_on(struct rp_cct *t, struct priv *v, struct thread *th, struct rp_evdec *d,
+                    int *any, int *cb)
+{
+    struct rp_event ev, ex;
+    int rc, drc;
+    *cb = 0;
+    while ((rc = rp_evdec_next(d, &ev)) > 0) {
+        *any = 1;
+        drc = 0;
+        if (ev.op == RP_OP_ENTER && !t->filter) {
+            drc = rp_evdec_next(d, &ex);
+            if (drc > 0 && leaf_on(t, v, th, &ev, &ex))
+                continue;
+        }
+        if ((rc = event_on(t, v, th, &ev)) < 0 || (drc > 0 && (rc = event_on(t, v, th, &ex)) < 0)) {
+            *cb = 1;
+            return rc;
+        }
+        if (drc < 0) /* the event after the ENTER is malformed */
+            return drc;
+    }
+    return rc;
+}
+
 static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
 {
     struct rp_cct *t = ctx;
@@ -489,7 +550,6 @@ static void run_job(struct par *P, uint32_t k, struct pjob *j)
     struct priv *v = t->priv;
     struct thread *th = NULL;
     struct rp_evdec d;
-    struct rp_event ev;
     int rc = 0;
 
     j->slot = k;
@@ -536,11 +596,9 @@ static void run_job(struct par *P, uint32_t k, struct pjob *j)
         v->uo[i] = (struct uo){0};
     }
     v->u = v->low = u;
-    while ((rc = rp_evdec_next(&d, &ev)) > 0) {
-        j->any = 1;
-        if ((rc = event_on(t, v, th, &ev)) < 0)
-            goto out; /* an id no DEFS defined: the join names the file */
-    }
+    int cb;
+    if ((rc = chunk_on(t, v, th, &d, &j->any, &cb)) < 0 && cb)
+        goto out; /* an id no DEFS defined: the join names the file */
     if (rc < 0 && rp_evdec_miscount(&d))
         snprintf(j->err, sizeof(j->err),
                  "EVENTS chunk at offset %llu states %u events, its stream holds %u",
@@ -718,7 +776,6 @@ static int par_run_resident(struct par *P, struct pthr *T, const struct rp_chunk
     struct priv *v = t->priv;
     struct thread *th = thread_of(t, v, T->tid);
     struct rp_evdec d;
-    struct rp_event ev;
     int rc;
 
     if (!th)
@@ -728,12 +785,12 @@ static int par_run_resident(struct par *P, struct pthr *T, const struct rp_chunk
                  (unsigned long long)c->offset);
         return RP_EFORMAT;
     }
-    while ((rc = rp_evdec_next(&d, &ev)) > 0)
-        if ((rc = event_on(t, v, th, &ev)) < 0) {
-            if (rc == RP_EFORMAT)
-                snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", P->path);
-            return rc;
-        }
+    int any = 0, cb;
+    if ((rc = chunk_on(t, v, th, &d, &any, &cb)) < 0 && cb) {
+        if (rc == RP_EFORMAT)
+            snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", P->path);
+        return rc;
+    }
     if (rc < 0 && rp_evdec_miscount(&d))
         snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
                  (unsigned long long)c->offset, d.count, d.n);
