@@ -887,7 +887,8 @@ static int merge_into(struct rp_cct *t, const struct rp_cct *s)
     return 0;
 }
 
-/* Shows "rankprof: reading FILE: NN%" when the percentage changed. */
+/* Shows "rankprof: reading FILE: NN%" when the percentage changed.  Cannot
+ * fail (a failed write to stderr is not an error). */
 static void par_progress(const struct rp_reader *r, int *shown)
 {
     if (!r->size)
@@ -994,7 +995,7 @@ out:
     return rc < 0 ? rc : 0;
 }
 
-/* Stops P's workers (after the jobs they have) and frees P. */
+/* Stops P's workers (after the jobs they have) and frees P.  Cannot fail. */
 static void par_free(struct par *P)
 {
     if (P->started) {
@@ -1073,7 +1074,8 @@ out:
     return rc;
 }
 
-/* One file into t: in parallel over its chunks when there are CPUs for it. */
+/* One file into t: in parallel over its chunks when there are CPUs for it.
+ * Fails as rp_cct_build. */
 static int add_file(struct rp_cct *t, const char *path, const struct rp_replay_opts *o,
                     int progress, char *err, size_t errsz)
 {
@@ -1082,7 +1084,7 @@ static int add_file(struct rp_cct *t, const char *path, const struct rp_replay_o
              : add_file_seq(t, path, o, progress, err, errsz);
 }
 
-/* Sorts children by span id, then thread. */
+/* Sorts children by span id, then thread (qsort).  Cannot fail. */
 static int cmp_kid(const void *a, const void *b)
 {
     const struct rp_cct_node *x = *(struct rp_cct_node *const *)a;

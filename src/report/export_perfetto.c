@@ -454,7 +454,8 @@ static void debug_uint(struct pb *pb, const char *name, uint64_t v)
     pb_close(pb);
 }
 
-/* A varint at q; returns the byte after it. */
+/* A varint at q (room for 10 bytes); returns the byte after it.  Cannot
+ * fail. */
 static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
 {
     for (; v >= 0x80; v >>= 7)
