@@ -27,9 +27,11 @@ struct chrome {
     FILE *out;
     const struct rp_profile *p;
     char **names;
-    char **tails; /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
+    char **tails;     /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
+    size_t *tail_len; /* their lengths */
     struct {
         uint32_t tid;
+        unsigned len;
         char s[48]; /* ,"pid":P,"tid":T */
     } th[8];        /* a small cache of thread prefixes, round robin */
     unsigned nth, next;
@@ -45,51 +47,91 @@ static char *u64_dec(char *end, uint64_t v)
     return end;
 }
 
-/* ,"pid":P,"tid":T for tid, from a small cache.  Cannot fail. */
-static const char *thread_part(struct chrome *c, uint32_t tid)
+/* An event's bytes, gathered for one write. */
+struct line {
+    size_t n;
+    char b[256];
+};
+
+/* Adds n bytes at s to l (writing what l holds first when they do not fit). */
+static inline void line_put(struct chrome *c, struct line *l, const char *s, size_t n)
+{
+    if (l->n + n > sizeof(l->b)) {
+        fwrite_unlocked(l->b, 1, l->n, c->out);
+        l->n = 0;
+        if (n > sizeof(l->b)) {
+            fwrite_unlocked(s, 1, n, c->out);
+            return;
+        }
+    }
+    memcpy(l->b + l->n, s, n);
+    l->n += n;
+}
+
+/* Writes what l holds.  Write errors are left for ferror(). */
+static inline void line_out(struct chrome *c, struct line *l)
+{
+    fwrite_unlocked(l->b, 1, l->n, c->out);
+    l->n = 0;
+}
+
+/* ,"pid":P,"tid":T for tid, from a small cache (its length in *len).
+ * Cannot fail. */
+static const char *thread_part(struct chrome *c, uint32_t tid, size_t *len)
 {
     for (unsigned i = 0; i < c->nth; i++)
-        if (c->th[i].tid == tid)
+        if (c->th[i].tid == tid) {
+            *len = c->th[i].len;
             return c->th[i].s;
+        }
     unsigned i = c->nth < 8 ? c->nth++ : (c->next++ & 7);
     c->th[i].tid = tid;
     snprintf(c->th[i].s, sizeof(c->th[i].s), ",\"pid\":%u,\"tid\":%u", rp_export_pid(c->p, tid),
              tid);
+    *len = c->th[i].len = (unsigned)strlen(c->th[i].s);
     return c->th[i].s;
 }
 
 /*
- * Starts an event: phase, timestamp (us with ns decimals), pid and tid.
- * This runs per event, so no printf: the time is formatted by hand and
- * the rest are strings made once.
+ * Starts an event in l: phase, timestamp (us with ns decimals), pid and
+ * tid.  This runs per event, so no printf: the time is formatted by hand
+ * and the rest are strings made once.
  */
-static void head(struct chrome *c, char ph, uint32_t tid, uint64_t ticks)
+static void head(struct chrome *c, struct line *l, char ph, uint32_t tid, uint64_t ticks)
 {
     char buf[64], *end = buf + sizeof(buf), *q;
     double us = rp_export_us(c->p, ticks);
     uint64_t ns = us > 0 && us < 1.8e16 ? (uint64_t)(us * 1e3 + 0.5) : 0;
+    size_t tn;
 
     q = u64_dec(end, ns % 1000 + 1000); /* three digits, zero-padded, after a '1' */
     *q = '.';
     q = u64_dec(q, ns / 1000);
     char pre[] = ",\n{\"ph\":\"?\",\"ts\":";
     pre[9] = ph;
-    fputs_unlocked(pre, c->out);
-    fwrite_unlocked(q, 1, (size_t)(end - q), c->out);
-    fputs_unlocked(thread_part(c, tid), c->out);
+    l->n = 0;
+    line_put(c, l, pre, sizeof(pre) - 1);
+    line_put(c, l, q, (size_t)(end - q));
+    const char *t = thread_part(c, tid, &tn);
+    line_put(c, l, t, tn);
 }
 
-/* ,"name":...,"cat":... of id.  Write errors are left for ferror(). */
-static void name_cat(struct chrome *c, uint32_t id)
+/* Writes an event's start with ,"name":...,"cat":... of id (for the rare
+ * events, which go on with fprintf).  Write errors are left for ferror(). */
+static void head_name(struct chrome *c, char ph, uint32_t tid, uint64_t ticks, uint32_t id)
 {
-    fputs_unlocked(c->tails[id], c->out);
+    struct line l;
+    head(c, &l, ph, tid, ticks);
+    line_put(c, &l, c->tails[id], c->tail_len[id]);
+    line_out(c, &l);
 }
 
 /* The per-id name and category strings.  Returns 0 or RP_ENOMEM. */
 static int make_tails(struct chrome *c)
 {
     const struct rp_profile *p = c->p;
-    if (!(c->tails = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tails))))
+    if (!(c->tails = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tails))) ||
+        !(c->tail_len = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tail_len))))
         return RP_ENOMEM;
     for (uint32_t i = 0; i < p->n_nodes; i++) {
         size_t len;
@@ -101,6 +143,7 @@ static int make_tails(struct chrome *c)
         fprintf(m, ",\"cat\":\"%s\"", rp_export_cat(p->nodes[i].kind));
         if (fclose(m) != 0)
             return RP_ENOMEM;
+        c->tail_len[i] = len;
     }
     return 0;
 }
@@ -113,17 +156,26 @@ static int make_tails(struct chrome *c)
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct chrome *c = cookie;
-    head(c, 'B', tid, ticks);
-    name_cat(c, id);
-    fputc_unlocked('}', c->out);
-    return ferror(c->out) ? RP_EIO : 0;
+    struct line l;
+    head(c, &l, 'B', tid, ticks);
+    line_put(c, &l, c->tails[id], c->tail_len[id]);
+    line_put(c, &l, "}", 1);
+    line_out(c, &l);
+    return ferror_unlocked(c->out) ? RP_EIO : 0;
 }
 
 static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
                   const char *why)
 {
     struct chrome *c = cookie;
-    head(c, 'E', tid, ticks);
+    struct line l;
+    head(c, &l, 'E', tid, ticks);
+    if (!arg && !why) {
+        line_put(c, &l, "}", 1);
+        line_out(c, &l);
+        return 0;
+    }
+    line_out(c, &l);
     if (arg || why) {
         fputs_unlocked(",\"args\":{", c->out);
         if (arg)
@@ -148,11 +200,9 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
 {
     struct chrome *c = cookie;
     uint64_t n = ++c->holds;
-    head(c, 'b', tid, start);
-    name_cat(c, id);
+    head_name(c, 'b', tid, start, id);
     fprintf(c->out, ",\"id\":%" PRIu64 "}", n);
-    head(c, 'e', tid, end);
-    name_cat(c, id);
+    head_name(c, 'e', tid, end, id);
     fprintf(c->out, ",\"id\":%" PRIu64, n);
     if (why)
         fprintf(c->out, ",\"args\":{\"rankprof\":\"%s\"}", why);
@@ -163,8 +213,7 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct chrome *c = cookie;
-    head(c, 'i', tid, ticks);
-    name_cat(c, id);
+    head_name(c, 'i', tid, ticks, id);
     fprintf(c->out, ",\"s\":\"t\",\"args\":{\"arg\":%" PRIu64 "}}", arg);
     return 0;
 }
@@ -172,8 +221,7 @@ static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, u
 static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, int64_t v)
 {
     struct chrome *c = cookie;
-    head(c, 'C', tid, ticks);
-    name_cat(c, id);
+    head_name(c, 'C', tid, ticks, id);
     fprintf(c->out, ",\"args\":{\"value\":%" PRId64 "}}", v);
     return 0;
 }
@@ -181,7 +229,9 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct chrome *c = cookie;
-    head(c, 'i', tid, ticks);
+    struct line l;
+    head(c, &l, 'i', tid, ticks);
+    line_out(c, &l);
     fprintf(c->out,
             ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{\"events\":%" PRIu64
             "}}",
@@ -253,6 +303,7 @@ out:
         for (uint32_t i = 0; i < p->n_nodes; i++)
             free(c.tails[i]);
     free(c.tails);
+    free(c.tail_len);
     rp_export_names_free(p, c.names);
     return rc;
 }

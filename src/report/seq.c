@@ -648,6 +648,23 @@ out:
     return rc;
 }
 
+/* Whether p defines a span or instant that can make a message of classes:
+ * without one the pass over the events is not made (it would find
+ * nothing).  Cannot fail. */
+static int drawable(const struct rp_profile *p, unsigned classes)
+{
+    if (classes & RP_SEQ_FUNC)
+        return 1;
+    for (uint32_t i = 1; i < p->n_nodes; i++) {
+        uint8_t k = p->nodes[i].kind;
+        if (((k == RP_KIND_LOCK_WAIT || k == RP_KIND_LOCK_HOLD) && (classes & RP_SEQ_LOCK)) ||
+            (k == RP_KIND_IO && (classes & RP_SEQ_IO)) ||
+            (k == RP_KIND_INSTANT && (classes & (RP_SEQ_TIMER | RP_SEQ_USER))))
+            return 1;
+    }
+    return 0;
+}
+
 int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
                  const struct rp_profile *p, const struct rp_seq_opts *so, char *err, size_t errsz)
 {
@@ -668,7 +685,7 @@ int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
     if (!(s.heap = malloc(s.cap * sizeof(*s.heap))))
         goto out;
     struct rp_sw_ops ops = {.begin = on_begin, .end = on_end, .instant = on_instant};
-    if ((rc = rp_sw_file(path, o, p, &ops, &s, 0, err, errsz)) < 0)
+    if (drawable(p, opt.classes) && (rc = rp_sw_file(path, o, p, &ops, &s, 0, err, errsz)) < 0)
         goto out;
     rc = RP_ENOMEM;
     qsort(s.heap, s.n, sizeof(*s.heap), cmp_msg);
