@@ -140,7 +140,7 @@ struct rp_load_opts {
     const char *cmd;            /* the command, for messages (filters) */
     rp_chunk_fn chunk_fn;       /* when set, called for every chunk of every file read */
     void *chunk_ctx;
-    int quiet;                  /* no warnings on stderr (a live view reading it again) */
+    int quiet; /* no warnings on stderr (a live view reading it again) */
 };
 
 void rp_load_opts_default(struct rp_load_opts *o);
