@@ -295,6 +295,7 @@ static int open_output(int child)
     if (fstat(rp_rt.fd, &st) == 0) {
         rp_out_dev = st.st_dev;
         rp_out_ino = st.st_ino;
+        rp_rt.out_file = S_ISREG(st.st_mode);
     }
     uint8_t hdr[RP_FILE_HDR_SIZE];
     rp_file_header(hdr);
@@ -328,10 +329,12 @@ static void atfork_prepare(void)
     }
     rp_own_lock(&rp_rt.drain_lock);
     rp_own_lock(&rp_rt.lock);
+    rp_rt_self_block_locked(1); /* nor a thread encoding its own buffer */
 }
 
 static void atfork_parent(void)
 {
+    rp_rt_self_block_locked(0);
     rp_own_unlock(&rp_rt.lock);
     rp_own_unlock(&rp_rt.drain_lock);
 }
@@ -348,6 +351,9 @@ static void atfork_child(void)
     pthread_cond_init(&rp_rt.space, NULL);
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
     pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
+    pthread_mutex_init(&rp_rt.enc_lock, NULL);
+    pthread_mutex_init(&rp_rt.off_lock, NULL);
+    atomic_store(&rp_rt.self_block, 0);
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);
     rp_rt.sync_write = 1;
@@ -366,8 +372,7 @@ static void atfork_child(void)
         atomic_store(&rp_rt.mask, 0);
         return;
     }
-    rp_rt.enc.lock_name = rp_lock_name_of;
-    rp_rt.enc.func_start = rp_funcs_start_of;
+    rp_rt_enc_hooks();
     if (!rp_rt.direct)
         rp_offcpu_atfork_child();
     rp_ctl_atfork_child();
@@ -514,8 +519,7 @@ static int rt_start(void)
         rp_rt_start_err = RP_ENOMEM;
         return RP_ENOMEM;
     }
-    rp_rt.enc.lock_name = rp_lock_name_of;
-    rp_rt.enc.func_start = rp_funcs_start_of;
+    rp_rt_enc_hooks();
     if ((rp_rt_start_err = open_output(0)) < 0)
         return rp_rt_start_err;
     out_prologue();
@@ -610,7 +614,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (!rp_rt.direct) { /* (the writer is gone: the edges left are this thread's to write) */
         rp_own_lock(&rp_rt.lock);
         for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
-            rp_rt_win_catch_up(x, UINT64_MAX);
+            if (rp_rt_claim_wait(x)) { /* (a thread encoding its own finishes first) */
+                rp_rt_win_catch_up(x, UINT64_MAX);
+                rp_rt_release(x);
+            }
         rp_own_unlock(&rp_rt.lock);
     }
     if (rp_rt.direct)
