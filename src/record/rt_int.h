@@ -79,6 +79,10 @@ RP_HIDDEN extern __thread struct rp_out_sink *rp_out_sink;
  * is full, and writes it. */
 RP_HIDDEN extern int rp_rot_on;
 RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len);
+/* In a forked child: lets go of the rotation's lock, which a thread of the
+ * parent that is not encoding (rp_rt_maps_now) may have held at the fork
+ * (the child's first chunk starts its rotation afresh).  Cannot fail. */
+RP_HIDDEN void rp_rot_atfork_child(void);
 RP_HIDDEN void rp_out_clock(void);
 RP_HIDDEN void rp_out_maps(void);
 RP_HIDDEN void rp_out_info(void);

@@ -354,6 +354,22 @@ static void atfork_child(void)
     pthread_mutex_init(&rp_rt.enc_lock, NULL);
     pthread_mutex_init(&rp_rt.off_lock, NULL);
     atomic_store(&rp_rt.self_block, 0);
+    /* The prepare handler waited for every thread's busy flag: one still
+     * taken here means a thread was encoding (maybe allocating) at the
+     * fork, which the child must never inherit.  Said, never expected
+     * (e2e_fork checks it). */
+    int busy = 0;
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
+        busy += atomic_load(&t->busy) != 0;
+        /* (the encoders' heap state of the parent's threads goes; their
+         * mapped buffers stay, a bounded leak) */
+        rp_enc_thread_free(&t->enc);
+        rp_offq_free(&t->offq);
+    }
+    if (busy)
+        rp_rt_warn("internal error: the process forked while %s thread(s) encoded their buffers",
+                   busy == 1 ? "1" : "several", 0);
+    rp_rot_atfork_child();
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);
     rp_rt.sync_write = 1;
