@@ -50,7 +50,10 @@ def total():
     return t
 worst, samples = 0, 0
 while True:
-    alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    try:  # (the process may end between the two)
+        alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except OSError:
+        alive = False
     t = total()
     worst, samples = max(worst, t), samples + 1
     if not alive:
