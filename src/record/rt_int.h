@@ -130,8 +130,10 @@ RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib);
 /* Sets rp_rt.enc's hooks (lock names, function starts, the shared lock). */
 RP_HIDDEN void rp_rt_enc_hooks(void);
 /* Blocks (1) or allows (0) the threads' own encoding; blocking waits until
- * no thread is encoding its own (fork's prepare handler, rp_rt.lock held). */
-RP_HIDDEN void rp_rt_self_block_locked(int on);
+ * no thread is encoding its own (fork's prepare handler, rp_rt.lock and
+ * drain_lock held), up to about a second per thread: returns the number of
+ * threads it gave up on (a thread that died while encoding), 0 if none. */
+RP_HIDDEN int rp_rt_self_block_locked(int on);
 
 /* ---- rt_start.c ------------------------------------------------------------ */
 

@@ -319,6 +319,9 @@ static void out_prologue(void)
  * most 50 ms); in the loop it works only under drain_lock (rt_writer.c),
  * which comes before rp_rt.lock.
  */
+/* threads the prepare handler gave up waiting for (rp_rt_self_block_locked) */
+static int fork_unwaited;
+
 static void atfork_prepare(void)
 {
     for (int i = 0; i < 1000 && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
@@ -329,7 +332,7 @@ static void atfork_prepare(void)
     }
     rp_own_lock(&rp_rt.drain_lock);
     rp_own_lock(&rp_rt.lock);
-    rp_rt_self_block_locked(1); /* nor a thread encoding its own buffer */
+    fork_unwaited = rp_rt_self_block_locked(1); /* nor a thread encoding its own buffer */
 }
 
 static void atfork_parent(void)
@@ -360,15 +363,19 @@ static void atfork_child(void)
      * (e2e_fork checks it). */
     int busy = 0;
     for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
-        busy += atomic_load(&t->busy) != 0;
+        busy += t->self != 0; /* (busy alone may be a claim about to let go) */
         /* (the encoders' heap state of the parent's threads goes; their
          * mapped buffers stay, a bounded leak) */
         rp_enc_thread_free(&t->enc);
         rp_offq_free(&t->offq);
     }
-    if (busy)
-        rp_rt_warn("internal error: the process forked while %s thread(s) encoded their buffers",
-                   busy == 1 ? "1" : "several", 0);
+    if (busy || fork_unwaited) {
+        char what[64];
+        snprintf(what, sizeof(what), "%d encoding, %d not waited for", busy, fork_unwaited);
+        rp_rt_warn("internal error: the process forked among threads encoding their own "
+                   "buffers (%s)",
+                   what, 0);
+    }
     rp_rot_atfork_child();
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);

@@ -141,14 +141,28 @@ static int tb_claim_writer(struct rp_tbuf *t)
                                                                     : tb_claim(t);
 }
 
-RP_HIDDEN void rp_rt_self_block_locked(int on)
+/*
+ * Why this is enough (fork): self_block is stored before each flag is
+ * claimed, and a thread reads self_block after its own claim, all
+ * sequentially consistent.  So a thread either took its flag before our
+ * claim (we wait until it lets go, its encoding done) or after our
+ * release, and then sees self_block and encodes nothing.  The list of
+ * threads cannot change meanwhile (rp_rt.lock is held), and the writer
+ * claims only under drain_lock, which the caller holds too.
+ */
+RP_HIDDEN int rp_rt_self_block_locked(int on)
 {
+    int unwaited = 0;
     atomic_store(&rp_rt.self_block, on);
     if (!on)
-        return;
-    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
+        return 0;
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
         if (tb_claim_wait(t)) /* (a thread that sees self_block lets go at once) */
             tb_release(t);
+        else
+            unwaited++;
+    }
+    return unwaited;
 }
 
 /*
