@@ -40,7 +40,7 @@ void child_work(void)
 
 void work_small(void)
 {
-    sink++;
+    __atomic_fetch_add(&sink, 1, __ATOMIC_RELAXED); /* (several threads) */
 }
 
 static void *helper(void *arg)
