@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_fork.sh - a process that forks from a multi-threaded state: the parent
-# keeps the trace file, the child writes its own NAME.PID, both exact.
+# keeps the trace file, the child writes its own NAME.PID, both exact; and
+# forks among threads that encode their own buffers (storm).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_fork RANKPROF PROGS RP_LIB
 
@@ -77,7 +78,56 @@ assert (calls("work"), calls("child_work"), m["threads"], len(m["processes"])) =
 PY
 }
 
+# threads encoding their own buffers (RANKPROF_BUFSIZE=4096: one every 128
+# calls) while main forks 12 children one after another: each fork waits
+# for them (a child that finds a thread's encoding under way says
+# "internal error"), the parent's calls are exact, so is every child's file
+storm() {
+    rm -f "$tmp"/s.data*
+    RANKPROF_BUFSIZE=4096 timeout -k 5 120 "$RANKPROF" record -o "$tmp/s.data" -- \
+        "$PROGS/prog_forker" 3 12 >"$tmp/s.out" 2>"$tmp/s.err" ||
+        fail "record exited $? (124: hung): $(tail -3 "$tmp/s.err")"
+    ! grep -q "internal error" "$tmp/s.err" || fail "$(grep "internal error" "$tmp/s.err" | head -3)"
+    local children calls
+    read -r _ children _ calls <"$tmp/s.out"
+    [[ $children == 12 && $calls -gt 0 ]] || fail "the program says: $(cat "$tmp/s.out")"
+    local self
+    self=$(python3 - "$tmp/s.data" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+k = struct.pack("<H", 12) + b"buffers_self"  # INFO: u16 len, key, u32 len, value
+i = data.rfind(k)
+(n,) = struct.unpack_from("<I", data, i + len(k)) if i >= 0 else (0,)
+print(int(data[i + len(k) + 4 : i + len(k) + 4 + n] or 0) if i >= 0 else 0)
+PY
+    )
+    [[ ${self:-0} -gt 0 ]] || fail "no buffer encoded by its own thread (INFO buffers_self)"
+    "$RANKPROF" report -i "$tmp/s.data" --one-file --format json >"$tmp/s.json" || fail "report"
+    python3 - "$tmp/s.json" "$calls" <<'PY' || fail "the parent's counts differ"
+import json, sys
+r, calls = json.load(open(sys.argv[1])), int(sys.argv[2])
+got = sum(x["calls"] for x in r["nodes"] if x["name"] == "work_small")
+if got != calls or r["threads"] != 4:
+    sys.exit(f"work_small {got} calls, expected {calls}; threads {r['threads']}, expected 4")
+PY
+    local f n=0
+    for f in "$tmp"/s.data.*; do
+        "$RANKPROF" report -i "$f" --one-file --format json >"$tmp/c.json" || fail "report $f"
+        python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = lambda n: sum(x["calls"] for x in r["nodes"] if x["name"] == n)
+got = (c("child_work"), c("work"), c("work_small"))
+sys.exit(0 if got == (1, 1, 0) else f"child_work, work, work_small: {got}")' "$tmp/c.json" ||
+            fail "a child's counts differ"
+        n=$((n + 1))
+    done
+    [[ $n == 12 ]] || fail "$n child files, expected 12"
+    note "$calls calls, $self buffers encoded by their own threads, 12 forks"
+}
+
 scenario record record
 scenario parent_and_child parent_and_child
 scenario merged merged
+scenario storm storm
 finish

@@ -20,7 +20,7 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_rotate RANKPROF PROGS RP_LIB
-need_progs phases
+need_progs phases stress
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -28,12 +28,10 @@ N1=3000000
 N2=10000
 SIZE=262144
 
-bounded() {
-    "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- "$PROGS/prog_phases" $N1 $N2 20000 \
-        >"$tmp/rec.out" 2>&1 &
-    local rec=$!
-    # the bytes of the trace and its pieces, every millisecond until it ends
-    python3 - "$tmp" $rec $SIZE <<'PY' >"$tmp/sizes" || fail "bounded: $(cat "$tmp/sizes")"
+# sample_bound PID OUT: the bytes of the trace r.rp and its pieces, every
+# millisecond until PID ends, at most SIZE (a summary in OUT)
+sample_bound() {
+    python3 - "$tmp" "$1" $SIZE <<'PY' >"$2"
 import os, sys, time
 d, pid, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def total():
@@ -50,7 +48,10 @@ def total():
     return t
 worst, samples = 0, 0
 while True:
-    alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    try:  # (the process may end between the two)
+        alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except OSError:
+        alive = False
     t = total()
     worst, samples = max(worst, t), samples + 1
     if not alive:
@@ -60,6 +61,13 @@ print(f"{samples} samples, at most {worst} bytes, {total()} at the end")
 if worst > limit:
     sys.exit(f"the trace held {worst} bytes, more than {limit}")
 PY
+}
+
+bounded() {
+    "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- "$PROGS/prog_phases" $N1 $N2 20000 \
+        >"$tmp/rec.out" 2>&1 &
+    local rec=$!
+    sample_bound $rec "$tmp/sizes" || fail "bounded: $(cat "$tmp/sizes")"
     wait $rec || fail "record exited $?: $(cat "$tmp/rec.out")"
     note "$(cat "$tmp/sizes")"
     grep -q "older pieces $tmp/r.rp.partN" "$tmp/rec.out" || fail "record's message: $(cat "$tmp/rec.out")"
@@ -114,6 +122,43 @@ sys.exit(0 if c.get("early") == 3 and c.get("late") == 5 else f"counts {c}")' "$
         fail "stale: the second run read with the first"
 }
 
+# 4 threads that encode their own full buffers (16 KiB) write the trace:
+# pieces switch while any of them may be writing, the bound holds, and
+# the pieces left read back clean (every id defined before its use, no
+# exit without its entry)
+threaded() {
+    RANKPROF_BUFSIZE=16384 "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- \
+        "$PROGS/prog_stress" threads 4 300000 >"$tmp/rec3.out" 2>&1 &
+    local rec=$!
+    sample_bound $rec "$tmp/sizes3" || fail "threaded: $(cat "$tmp/sizes3")"
+    wait $rec || fail "record exited $?: $(cat "$tmp/rec3.out")"
+    note "$(cat "$tmp/sizes3")"
+    local last
+    last=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | tail -1)
+    [[ -n $last && $last -ge 12 ]] || fail "only ${last:-no} pieces: the run did not write 3 x SIZE"
+    "$RANKPROF" report --format json "$tmp/r.rp" >"$tmp/r3.json" 2>"$tmp/r3.err" ||
+        fail "report: $(cat "$tmp/r3.err")"
+    [[ ! -s $tmp/r3.err ]] || fail "report warns: $(cat "$tmp/r3.err")"
+    python3 - "$tmp/r3.json" "$tmp/r.rp" <<'PY' || fail "threaded: the pieces do not read back"
+import json, struct, sys
+d = json.load(open(sys.argv[1]))
+c = {x["name"]: x["calls"] for x in d["nodes"]}
+data = open(sys.argv[2], "rb").read()
+k = struct.pack("<H", 12) + b"buffers_self"  # INFO: u16 len, key, u32 len, value
+i = data.rfind(k)
+own = int(data[i + len(k) + 4 : i + len(k) + 4 + struct.unpack_from("<I", data, i + len(k))[0]]) if i >= 0 else 0
+bad = []
+if d["unmatched_exits"]:
+    bad.append(f"{d['unmatched_exits']} unmatched exits")
+if not 0 < c.get("outer", 0) < 1200000 or c.get("body", 0) > 4:
+    bad.append(f"calls {c}")
+if not own:
+    bad.append("no buffer encoded by its own thread (INFO buffers_self)")
+print(f"e2e_rotate: threaded: {own} buffers encoded by their threads, outer {c.get('outer')}")
+sys.exit("\n".join(bad) if bad else 0)
+PY
+}
+
 refused() {
     local rc a
     for a in 1000 64k1 abc; do
@@ -133,5 +178,6 @@ refused() {
 scenario bounded bounded
 scenario newest newest
 scenario stale stale
+scenario threaded threaded
 scenario refused refused
 finish

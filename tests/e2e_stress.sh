@@ -13,6 +13,8 @@
 #   overload  drop mode with tiny buffers and a writer slowed down by
 #             RANKPROF_TEST_WRITER_DELAY_US: losses counted, and recorded
 #             events + lost events = 2 x the calls the program made, exactly
+#   selfenc   8 threads with small buffers and a 1 ms flush: the threads
+#             encode their own full buffers (INFO buffers_self), exact counts
 #   memory    the analyzer's peak RSS on a 10x longer trace of the same
 #             program stays within 4 MiB of the shorter one's, and so does
 #             the recorded program's (ring buffers, nothing per event)
@@ -182,7 +184,33 @@ PY
     echo "e2e_stress: ok"
 }
 
-for s in lossless paced churn exec drop memory; do
+# --- selfenc: threads encode their own buffers ------------------------------
+# 8 threads fill small buffers (16 KiB) while the writer flushes the one
+# each is filling every 1 ms: the threads encode and write their full
+# buffers themselves (INFO buffers_self), new ids are made by several
+# threads at once, and the trace is exact (every id defined before use)
+stress_selfenc() {
+    RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
+        "$PROGS/prog_stress" threads 8 20000 >"$tmp/out" 2>&1 || fail "selfenc: $(cat "$tmp/out")"
+    expect "$tmp/self.data" 8 20000 9 0
+    python3 - "$tmp/self.data" <<'PY' || fail "selfenc: the threads did not encode their buffers"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+def info(key):  # the last value of an INFO key (format: u16 len, key, u32 len, value)
+    k = struct.pack("<H", len(key)) + key.encode()
+    i = data.rfind(k)
+    if i < 0:
+        return None
+    (n,) = struct.unpack_from("<I", data, i + len(k))
+    return int(data[i + len(k) + 4 : i + len(k) + 4 + n])
+own, wr = info("buffers_self"), info("buffers_writer")
+print(f"e2e_stress: selfenc: {own} buffers encoded by their threads, {wr} by the writer")
+sys.exit(0 if own and wr is not None else 1)
+PY
+    echo "e2e_stress: selfenc: ok"
+}
+
+for s in lossless paced churn exec drop memory selfenc; do
     scenario "$s" "stress_$s"
 done
 finish

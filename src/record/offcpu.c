@@ -10,9 +10,10 @@
  * tid and CLOCK_MONOTONIC time) into the ring of the CPU it happens on.  A
  * per-task event with inherit cannot be mmap'ed with cpu = -1, hence one per
  * CPU.  The program's threads do nothing for it: no call at thread start,
- * no work per event.  Only the writer reads the rings (rp_offcpu_poll, before
- * it encodes a thread's records, so the switch-in before a record it sees is
- * in the ring by then: the kernel writes it before the thread runs again).
+ * no work per event.  Whoever encodes a thread's records (the thread itself
+ * or the writer, rt_writer.c) reads the rings first (rp_offcpu_poll, under
+ * rp_rt.off_lock, so the switch-in before a record it sees is in the ring
+ * by then: the kernel writes it before the thread runs again).
  * Switches are sorted by time, then queued on the tbuf of their thread,
  * where writer.c pairs them into intervals and merges them into the records.
  * Where inherit_thread is missing, forked children inherit the events too;
@@ -453,10 +454,9 @@ static void ring_read(struct ring *r, uint32_t *seq)
     __atomic_store_n(&r->pg->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-void rp_offcpu_poll(void)
+/* rp_offcpu_poll with rp_rt.off_lock held. */
+static void poll_locked(void)
 {
-    if (off.src != RP_OFFCPU_PERF)
-        return;
     int any = 0;
     for (unsigned i = 0; i < off.nrings && !any; i++)
         any = __atomic_load_n(&off.rings[i].pg->data_head, __ATOMIC_RELAXED) !=
@@ -499,9 +499,21 @@ void rp_offcpu_poll(void)
     off.ncarry = off.nsw = keep;
 }
 
+void rp_offcpu_poll(void)
+{
+    if (off.src != RP_OFFCPU_PERF)
+        return;
+    rp_own_lock(&rp_rt.off_lock);
+    poll_locked();
+    rp_own_unlock(&rp_rt.off_lock);
+}
+
 void rp_offcpu_writer_started(void)
 {
-    off.writer_tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    rp_own_lock(&rp_rt.off_lock); /* (read by every thread's poll) */
+    off.writer_tid = tid;
+    rp_own_unlock(&rp_rt.off_lock);
 }
 
 void rp_offcpu_tick(void)
@@ -527,6 +539,7 @@ void rp_offcpu_forget(struct rp_tbuf *t)
         else if (t->rq_have)
             off.runq_forgotten += t->rq1;
     }
+    rp_own_lock(&rp_rt.off_lock); /* (a thread encoding its own may be polling) */
     off.late_forgotten += t->offq.late;
     if (off.mapcap && t->tid) {
         uint32_t i = map_slot(t->tid);
@@ -534,6 +547,7 @@ void rp_offcpu_forget(struct rp_tbuf *t)
             off.map[i].t = NULL; /* tid stays: a deleted entry */
     }
     rp_offq_free(&t->offq);
+    rp_own_unlock(&rp_rt.off_lock);
 }
 
 void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val), void *ctx)
@@ -541,12 +555,14 @@ void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val)
     char v[32];
     if (off.src == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
-        uint64_t late = off.late_forgotten;
-        rp_own_lock(&rp_rt.lock);
+        rp_own_lock(&rp_rt.lock); /* (before off_lock, as rp_offcpu_forget) */
+        rp_own_lock(&rp_rt.off_lock);
+        uint64_t late = off.late_forgotten, lost = off.lost;
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
             late += t->offq.late;
+        rp_own_unlock(&rp_rt.off_lock);
         rp_own_unlock(&rp_rt.lock);
-        snprintf(v, sizeof(v), "%llu", (unsigned long long)off.lost);
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)lost);
         put(ctx, "offcpu_lost", v);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)late);
         put(ctx, "offcpu_late", v);

@@ -38,9 +38,10 @@ RP_HIDDEN const char *rp_offcpu_source_name(void); /* "perf", "schedstat", "none
 RP_HIDDEN const char *rp_offcpu_error(void);       /* "" or e.g. "perf_event_open: EACCES" */
 
 /*
- * Writer only.  Reads what the kernel has written to the rings since the
- * last call and queues each switch on the tbuf of its thread (threads the
- * writer has not seen yet are looked up from rp_rt's list).  Never blocks.
+ * Reads what the kernel has written to the rings since the last call and
+ * queues each switch on the tbuf of its thread (threads not seen yet are
+ * looked up from rp_rt's list).  Under rp_rt.off_lock, which also guards
+ * every tbuf's offq: it waits only for another thread's poll or merge.
  * Cheap when nothing is new (a load per ring).
  */
 RP_HIDDEN void rp_offcpu_poll(void);
@@ -57,7 +58,8 @@ RP_HIDDEN void rp_offcpu_tick(void);
  * read per thread exit; nothing with perf). */
 RP_HIDDEN void rp_offcpu_thread_exit(struct rp_tbuf *t);
 
-/* Writer only, before t is freed: forget it (and take its last schedstat). */
+/* Writer only, before t is freed (rp_rt.lock held): forget it (and take its
+ * last schedstat). */
 RP_HIDDEN void rp_offcpu_forget(struct rp_tbuf *t);
 
 /*

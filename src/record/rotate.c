@@ -236,6 +236,11 @@ static void rotate(void)
         rp_rt_warn("writing the start of %s failed", rp_rt.path, errno);
 }
 
+RP_HIDDEN void rp_rot_atfork_child(void)
+{
+    atomic_flag_clear_explicit(&rot.lock, memory_order_relaxed);
+}
+
 RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len)
 {
     uint8_t hdr[RP_CHUNK_HDR_SIZE];

@@ -11,7 +11,9 @@
  *   start (constructor, or the first event)      read RANKPROF_*, open the file,
  *                                                 start the writer, set the mask
  *   thread's first event  -> thread_init()       mmap a tbuf, link it, first buffer
- *   buffer full           -> rp_rt_buf_publish()        hand it to the writer
+ *   buffer full           -> rp_rt_buf_publish()        encode and write it here
+ *                                                 (rp_rt_self_encode), or hand
+ *                                                 it to the writer
  *                            buf_next()           take a free one, or wait / drop
  *   thread exit           -> rp_rt_thread_exit()        publish the partial buffer
  *   fork (child)          -> atfork_child()       new file, forget other threads;
@@ -72,6 +74,8 @@ RP_HIDDEN struct rp_rt rp_rt = {
     .direct_lock = PTHREAD_MUTEX_INITIALIZER,
     .print_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd_lock = PTHREAD_MUTEX_INITIALIZER,
+    .enc_lock = PTHREAD_MUTEX_INITIALIZER,
+    .off_lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
 };
 RP_HIDDEN __thread struct rp_tbuf *rp_self;
@@ -94,17 +98,22 @@ RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
  * uses it only for a thread's first event, not per batch.  Cannot fail: a
  * failed call leaves the state as it was.
  */
+RP_HIDDEN __thread int rp_rt_sig_clean;
+
 RP_HIDDEN void section_enter(struct rt_section *s)
 {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
+    s->clean = rp_rt_sig_clean;
+    rp_rt_sig_clean = sigisemptyset(&s->sigs) == 1;
 }
 
 RP_HIDDEN void section_leave(struct rt_section *s)
 {
     int ignored;
+    rp_rt_sig_clean = s->clean;
     pthread_setcancelstate(s->cancel, &ignored);
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
 }
@@ -243,6 +252,8 @@ RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t)
         rp_own_unlock(&rp_rt.drain_lock);
         return;
     }
+    if (rp_rt_self_encode(t)) /* encoded and written here: the writer has nothing to do */
+        return;
     rp_own_lock(&rp_rt.lock);
     rp_rt_writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);

@@ -4,8 +4,10 @@
  * hot-path append, and the state of the writer.
  *
  * Each recorded thread owns a small ring of fixed-size buffers of raw
- * records (see src/trace/writer.h).  The thread is the only producer, the
- * writer thread the only consumer:
+ * records (see src/trace/writer.h).  The thread is the only producer; the
+ * consumer is whoever holds the thread's busy flag (rt_writer.c): the
+ * thread itself, which encodes and writes a buffer when it publishes it,
+ * or the writer thread ("writer" below):
  *
  *     thread:  fills bufs[produced % nbuf]          writer: encodes bufs[consumed % nbuf]
  *              when full: lens[] = count,                   writes it to the file,
@@ -97,6 +99,10 @@ struct rp_tbuf {
     uint32_t tid;            /* a stream id: kernel tid and reuse generation (format.h) */
 
     /* shared with the writer */
+    /* 1 while someone encodes this thread's records: the thread itself
+     * (rp_rt_self_encode) or the writer; taken by compare-and-swap, never
+     * waited for on the event path (rt_writer.c, "Who encodes") */
+    _Atomic int busy;
     struct rp_raw *bufs[RP_NBUF_MAX];
     uint32_t lens[RP_NBUF_MAX];
     _Atomic uint64_t produced, consumed;
@@ -104,7 +110,10 @@ struct rp_tbuf {
     uint64_t rq_exit; /* schedstat fallback: the thread's own last read, at its exit
                          (1 + ns, 0 = none), stored before `exited` (release) */
 
-    /* writer side only */
+    /* whoever holds busy */
+    uint8_t *eout; /* the thread's own encoder output, rp_enc_bound(4 * bufrecs) bytes
+                      (mapped at its first self-encoding), NULL if none */
+    int self;      /* the thread itself is encoding: output into eout */
     struct rp_enc_thread enc;
     struct rp_offq offq; /* off-CPU intervals to merge (offcpu.c) */
     uint64_t rq1;        /* schedstat run-queue delay since the thread began: the writer's
@@ -124,7 +133,8 @@ struct rp_rt {
     uint32_t bufrecs; /* records per buffer */
     int drop;         /* policy: 1 = drop, 0 = wait */
     int quiet;
-    int direct; /* RANKPROF_MODE=direct: events go to direct.c, no buffers */
+    int direct;   /* RANKPROF_MODE=direct: events go to direct.c, no buffers */
+    int out_file; /* the trace is a regular file (not a pipe, a socket, a device) */
     int fd;
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
@@ -160,6 +170,11 @@ struct rp_rt {
     pthread_mutex_t direct_lock, print_lock;
     /* a write to the trace file, or a move of its descriptor (rt.c) */
     pthread_mutex_t fd_lock;
+    /* the shared id table of the threads' encoding, and the order of DEFS
+     * before the EVENTS that use them (rt_writer.c) */
+    pthread_mutex_t enc_lock;
+    pthread_mutex_t off_lock; /* the off-CPU rings and every tbuf's offq (offcpu.c) */
+    _Atomic int self_block;   /* threads must not encode their own buffers (fork) */
     pthread_t writer;
     pthread_key_t key;
 
@@ -313,7 +328,13 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
 struct rt_section {
     sigset_t sigs;
     int cancel;
+    int clean; /* rp_rt_sig_clean before the section */
 };
+/* Inside a section entered with no signal blocked: then the thread is (as
+ * far as can be told) not in a signal handler, whose own signal is blocked
+ * while it runs, and may run code that is not async-signal-safe, such as
+ * its own encoding (it may allocate).  0 outside sections. */
+RP_HIDDEN extern __thread int rp_rt_sig_clean;
 RP_HIDDEN void section_enter(struct rt_section *s);
 RP_HIDDEN void section_leave(struct rt_section *s);
 

@@ -79,6 +79,10 @@ RP_HIDDEN extern __thread struct rp_out_sink *rp_out_sink;
  * is full, and writes it. */
 RP_HIDDEN extern int rp_rot_on;
 RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len);
+/* In a forked child: lets go of the rotation's lock, which a thread of the
+ * parent that is not encoding (rp_rt_maps_now) may have held at the fork
+ * (the child's first chunk starts its rotation afresh).  Cannot fail. */
+RP_HIDDEN void rp_rot_atfork_child(void);
 RP_HIDDEN void rp_out_clock(void);
 RP_HIDDEN void rp_out_maps(void);
 RP_HIDDEN void rp_out_info(void);
@@ -109,6 +113,27 @@ RP_HIDDEN void rp_rt_fatal_flush(int sig);
 RP_HIDDEN void rp_rt_main_exit(void *arg);
 /* starts the writer if it is not running (rp_rt.lock held) */
 RP_HIDDEN void rp_rt_writer_ensure_locked(void);
+/* The calling thread t encodes and writes its published buffers itself.
+ * Returns 1 when it did (all of them), 0 when they are left to the writer
+ * (someone else is encoding t, recording is stopping, a fork is under way,
+ * --drop with a trace that is not a regular file, a signal blocked (a
+ * signal handler), the writer_delay test knob, no memory). */
+RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t);
+/* Takes t's busy flag (rt_writer.c, "Who encodes"), waiting for its holder
+ * up to about a second: returns 1, or 0 when it was not let go.  Release it
+ * with rp_rt_release. */
+RP_HIDDEN int rp_rt_claim_wait(struct rp_tbuf *t);
+RP_HIDDEN void rp_rt_release(struct rp_tbuf *t);
+/* The INFO keys buffers_self and buffers_writer: the published buffers
+ * encoded by their own thread and by the writer (or a thread without one). */
+RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib);
+/* Sets rp_rt.enc's hooks (lock names, function starts, the shared lock). */
+RP_HIDDEN void rp_rt_enc_hooks(void);
+/* Blocks (1) or allows (0) the threads' own encoding; blocking waits until
+ * no thread is encoding its own (fork's prepare handler, rp_rt.lock and
+ * drain_lock held), up to about a second per thread: returns the number of
+ * threads it gave up on (a thread that died while encoding), 0 if none. */
+RP_HIDDEN int rp_rt_self_block_locked(int on);
 
 /* ---- rt_start.c ------------------------------------------------------------ */
 

@@ -459,6 +459,7 @@ RP_HIDDEN void rp_out_end_info(int full)
         rp_ctl_info(info_put, &ib, rp_ticks());
     }
     rp_rt_loss_info(&ib, !full && rp_rt.sync_write);
+    rp_rt_enc_info(&ib);
     uint32_t ft = atomic_load(&rp_rt.fatal_tid);
     if (ft) { /* the thread a fatal signal hit: its open frames are its stack there */
         char v[24];

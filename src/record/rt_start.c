@@ -295,6 +295,7 @@ static int open_output(int child)
     if (fstat(rp_rt.fd, &st) == 0) {
         rp_out_dev = st.st_dev;
         rp_out_ino = st.st_ino;
+        rp_rt.out_file = S_ISREG(st.st_mode);
     }
     uint8_t hdr[RP_FILE_HDR_SIZE];
     rp_file_header(hdr);
@@ -318,6 +319,9 @@ static void out_prologue(void)
  * most 50 ms); in the loop it works only under drain_lock (rt_writer.c),
  * which comes before rp_rt.lock.
  */
+/* threads the prepare handler gave up waiting for (rp_rt_self_block_locked) */
+static int fork_unwaited;
+
 static void atfork_prepare(void)
 {
     for (int i = 0; i < 1000 && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED) &&
@@ -328,10 +332,12 @@ static void atfork_prepare(void)
     }
     rp_own_lock(&rp_rt.drain_lock);
     rp_own_lock(&rp_rt.lock);
+    fork_unwaited = rp_rt_self_block_locked(1); /* nor a thread encoding its own buffer */
 }
 
 static void atfork_parent(void)
 {
+    rp_rt_self_block_locked(0);
     rp_own_unlock(&rp_rt.lock);
     rp_own_unlock(&rp_rt.drain_lock);
 }
@@ -348,6 +354,29 @@ static void atfork_child(void)
     pthread_cond_init(&rp_rt.space, NULL);
     pthread_mutex_init(&rp_rt.drain_lock, NULL);
     pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
+    pthread_mutex_init(&rp_rt.enc_lock, NULL);
+    pthread_mutex_init(&rp_rt.off_lock, NULL);
+    atomic_store(&rp_rt.self_block, 0);
+    /* The prepare handler waited for every thread's busy flag: one still
+     * taken here means a thread was encoding (maybe allocating) at the
+     * fork, which the child must never inherit.  Said, never expected
+     * (e2e_fork checks it). */
+    int busy = 0;
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
+        busy += t->self != 0; /* (busy alone may be a claim about to let go) */
+        /* (the encoders' heap state of the parent's threads goes; their
+         * mapped buffers stay, a bounded leak) */
+        rp_enc_thread_free(&t->enc);
+        rp_offq_free(&t->offq);
+    }
+    if (busy || fork_unwaited) {
+        char what[64];
+        snprintf(what, sizeof(what), "%d encoding, %d not waited for", busy, fork_unwaited);
+        rp_rt_warn("internal error: the process forked among threads encoding their own "
+                   "buffers (%s)",
+                   what, 0);
+    }
+    rp_rot_atfork_child();
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);
     rp_rt.sync_write = 1;
@@ -366,8 +395,7 @@ static void atfork_child(void)
         atomic_store(&rp_rt.mask, 0);
         return;
     }
-    rp_rt.enc.lock_name = rp_lock_name_of;
-    rp_rt.enc.func_start = rp_funcs_start_of;
+    rp_rt_enc_hooks();
     if (!rp_rt.direct)
         rp_offcpu_atfork_child();
     rp_ctl_atfork_child();
@@ -514,8 +542,7 @@ static int rt_start(void)
         rp_rt_start_err = RP_ENOMEM;
         return RP_ENOMEM;
     }
-    rp_rt.enc.lock_name = rp_lock_name_of;
-    rp_rt.enc.func_start = rp_funcs_start_of;
+    rp_rt_enc_hooks();
     if ((rp_rt_start_err = open_output(0)) < 0)
         return rp_rt_start_err;
     out_prologue();
@@ -610,7 +637,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (!rp_rt.direct) { /* (the writer is gone: the edges left are this thread's to write) */
         rp_own_lock(&rp_rt.lock);
         for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next)
-            rp_rt_win_catch_up(x, UINT64_MAX);
+            if (rp_rt_claim_wait(x)) { /* (a thread encoding its own finishes first) */
+                rp_rt_win_catch_up(x, UINT64_MAX);
+                rp_rt_release(x);
+            }
         rp_own_unlock(&rp_rt.lock);
     }
     if (rp_rt.direct)

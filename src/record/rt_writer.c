@@ -1,10 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * rt_writer.c - the writer thread: it takes the buffers the threads publish
- * (rt.c), encodes them (src/trace/writer.c), cuts them at the recording
- * windows' edges (ctl.c), writes them (rt_out.c), writes the filled part of
- * buffers still being filled every RANKPROF_FLUSH_MS, and retires threads
- * that have ended.  The protocol with the threads is drawn in rt.h.
+ * rt_writer.c - encoding the threads' buffers, and the writer thread.  A
+ * thread that publishes a full buffer (rt.c) normally encodes it itself
+ * (src/trace/writer.c), cut at the recording windows' edges (ctl.c), and
+ * writes it (rt_out.c); the writer thread encodes what a thread left to it,
+ * writes the filled part of buffers still being filled every
+ * RANKPROF_FLUSH_MS, and retires threads that have ended.  The protocol
+ * of the buffers is drawn in rt.h.
+ *
+ * Who encodes.  A thread's encoder state (its shadow stack, its cache of
+ * ids, its part and windows' edges) belongs to whoever holds its busy
+ * flag, taken by compare-and-swap: the thread itself when it publishes a
+ * buffer, or the writer for a partial flush, a buffer the thread left, or
+ * its end.  Neither waits for the other while the program runs: a thread
+ * that finds the flag taken leaves its buffer to the writer, and the
+ * writer skips a thread that is encoding its own (it will have written
+ * everything it published when it lets go).  Only the end of recording
+ * (exit, a fatal signal) and fork wait, bounded, for the flag.  Every
+ * new id is made under rp_rt.enc_lock, and every DEFS chunk is written
+ * under it, before the EVENTS chunk that made or found its ids: so no
+ * EVENTS chunk reaches the file before the definitions it uses.
  */
 #define _GNU_SOURCE
 #include "rt_int.h"
@@ -47,6 +62,109 @@ RP_HIDDEN int rp_rt_describe_site(void *ctx, uint64_t site, struct rp_def *out)
 /* rp_rt.out's size in records (rp_enc_bound) */
 RP_HIDDEN size_t rp_rt_out_recs;
 
+/* ---- who encodes a thread ------------------------------------------------ */
+
+/* buffers encoded by their own thread, and by the writer (relaxed counters) */
+static _Atomic uint64_t enc_by_self, enc_by_writer;
+
+/* A thread's own encoder output (eout) in records: a buffer with as many
+ * off-CPU intervals merged in (each takes up to two events' bytes).  Only
+ * the pages written are ever touched. */
+static inline size_t self_out_recs(void)
+{
+    return 4 * (size_t)rp_rt.bufrecs;
+}
+
+static void enc_lock(void)
+{
+    rp_own_lock(&rp_rt.enc_lock);
+}
+
+static void enc_unlock(void)
+{
+    rp_own_unlock(&rp_rt.enc_lock);
+}
+
+RP_HIDDEN void rp_rt_enc_hooks(void)
+{
+    rp_rt.enc.lock_name = rp_lock_name_of;
+    rp_rt.enc.func_start = rp_funcs_start_of;
+    rp_rt.enc.lock = enc_lock;
+    rp_rt.enc.unlock = enc_unlock;
+}
+
+/* Takes t's busy flag.  Returns 1, or 0 when someone else holds it. */
+static inline int tb_claim(struct rp_tbuf *t)
+{
+    int free_ = 0;
+    return atomic_compare_exchange_strong(&t->busy, &free_, 1);
+}
+
+static inline void tb_release(struct rp_tbuf *t)
+{
+    atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
+
+static void nap_us(long us)
+{
+    struct timespec ts = {0, us * 1000};
+    syscall(SYS_nanosleep, &ts, NULL); /* (not the interposer, waits.c) */
+}
+
+/* Takes t's busy flag, waiting for its holder up to about a second (a
+ * thread that crashed while encoding never lets go).  Returns 1, or 0. */
+static int tb_claim_wait(struct rp_tbuf *t)
+{
+    for (int i = 0; i < 20000; i++) {
+        if (tb_claim(t))
+            return 1;
+        nap_us(50);
+    }
+    return 0;
+}
+
+RP_HIDDEN int rp_rt_claim_wait(struct rp_tbuf *t)
+{
+    return tb_claim_wait(t);
+}
+
+RP_HIDDEN void rp_rt_release(struct rp_tbuf *t)
+{
+    tb_release(t);
+}
+
+/* The writer's claim: waiting once recording is stopping (what a thread
+ * is encoding then must be in the file before its end), not otherwise. */
+static int tb_claim_writer(struct rp_tbuf *t)
+{
+    return atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) ? tb_claim_wait(t)
+                                                                    : tb_claim(t);
+}
+
+/*
+ * Why this is enough (fork): self_block is stored before each flag is
+ * claimed, and a thread reads self_block after its own claim, all
+ * sequentially consistent.  So a thread either took its flag before our
+ * claim (we wait until it lets go, its encoding done) or after our
+ * release, and then sees self_block and encodes nothing.  The list of
+ * threads cannot change meanwhile (rp_rt.lock is held), and the writer
+ * claims only under drain_lock, which the caller holds too.
+ */
+RP_HIDDEN int rp_rt_self_block_locked(int on)
+{
+    int unwaited = 0;
+    atomic_store(&rp_rt.self_block, on);
+    if (!on)
+        return 0;
+    for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
+        if (tb_claim_wait(t)) /* (a thread that sees self_block lets go at once) */
+            tb_release(t);
+        else
+            unwaited++;
+    }
+    return unwaited;
+}
+
 /*
  * Encodes and writes one buffer of thread t (writer thread only), with the
  * thread's off-CPU intervals that fall before its last record merged in
@@ -68,9 +186,14 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
     const struct rp_raw *m = recs;
     if (rp_offcpu_source() == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
+        rp_own_lock(&rp_rt.off_lock); /* (m is t's own copy: used after the unlock) */
         m = rp_offq_merge(&t->offq, recs, &nm);
         /* an off-CPU record takes up to two events' bytes */
-        if (nm > n && 2 * nm > rp_rt_out_recs) {
+        if (nm > n && t->self && 2 * nm > self_out_recs()) {
+            m = recs; /* the intervals are dropped (counted late) */
+            t->offq.late += nm - n;
+            nm = n;
+        } else if (nm > n && !t->self && 2 * nm > rp_rt_out_recs) {
             uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
             if (no) {
                 rp_rt.out = no;
@@ -81,19 +204,25 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
                 nm = n;
             }
         }
+        rp_own_unlock(&rp_rt.off_lock);
     }
-    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, rp_rt.out);
+    uint8_t *out = t->self ? t->eout : rp_rt.out;
+    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, out);
     size_t dlen;
+    enc_lock(); /* every pending definition, before these events (top) */
     const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);
     if (dlen)
         rp_out_chunk(RP_CH_DEFS, defs, dlen);
+    enc_unlock();
     if (len)
-        rp_out_chunk(RP_CH_EVENTS, rp_rt.out, len);
-    rp_rt.events_written += n - (t->enc.npause - pause0); /* PAUSE: the recorder's */
+        rp_out_chunk(RP_CH_EVENTS, out, len);
+    /* (counters that several encoding threads add to: relaxed, read at the end) */
+    __atomic_fetch_add(&rp_rt.events_written, n - (t->enc.npause - pause0), /* PAUSE: ours */
+                       __ATOMIC_RELAXED);
     if (atomic_load(&rp_rt.failed))
-        rp_rt_unwritten += n;
-    rp_rt.lost_total += t->enc.lost - lost0;
-    rp_rt_unencoded += t->enc.skipped - skipped0;
+        __atomic_fetch_add(&rp_rt_unwritten, n, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&rp_rt.lost_total, t->enc.lost - lost0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&rp_rt_unencoded, t->enc.skipped - skipped0, __ATOMIC_RELAXED);
     if (t->enc.skipped != skipped0 && n) { /* records the encoder could not keep */
         struct rp_raw rec = {recs[n - 1].ticks,
                              rp_raw_word(RP_RAW_LOST, t->enc.skipped - skipped0)};
@@ -210,6 +339,8 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
     rp_own_unlock(&rp_rt.lock);
 
     for (; t; t = t->next) {
+        if (!tb_claim_writer(t))
+            continue; /* the thread is encoding its own: it writes all it published */
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
         uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
         for (; c < p; c++) {
@@ -218,6 +349,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                 write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
             t->part = 0;
             atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+            atomic_fetch_add_explicit(&enc_by_writer, 1, memory_order_relaxed);
             done++;
             if (rp_rt.writer_delay_us)
                 usleep(rp_rt.writer_delay_us);
@@ -226,12 +358,16 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                 pthread_cond_broadcast(&rp_rt.space);
             rp_own_unlock(&rp_rt.lock);
         }
+        tb_release(t);
     }
     /* retire threads that have ended and been written out */
     rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
-        if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced)) {
+        /* (an ended thread encodes nothing: the claim only orders its last
+         * own encoding before what follows) */
+        if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced) &&
+            tb_claim_wait(x)) {
             rp_rt_win_catch_up(x, x->end_ticks ? x->end_ticks : UINT64_MAX);
             rp_rt_orphans_retired += x->enc.orphans;
             rp_rt_write_pending_loss(x);
@@ -244,6 +380,8 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                 if (x->bufs[i])
                     munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
             rp_enc_thread_free(&x->enc);
+            if (x->eout)
+                munmap(x->eout, rp_enc_bound(self_out_recs()));
             munmap(x, sizeof(*x));
         } else {
             pp = &x->next;
@@ -253,12 +391,8 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
     return done;
 }
 
-/*
- * Writes the filled, not yet written part of the buffer t is still filling,
- * if that buffer is the next one to consume (the invariant is in rt.h).
- * Writer only.  Returns 1 if it wrote something.
- */
-RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t)
+/* rp_rt_flush_partial with t's busy flag held. */
+static int flush_partial_claimed(struct rp_tbuf *t)
 {
     uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
     if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
@@ -276,11 +410,100 @@ RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t)
     return 1;
 }
 
+/* ---- a thread's own encoding --------------------------------------------- */
+
+RP_HIDDEN void rp_rt_enc_info(struct info_buf *ib)
+{
+    char v[2][24];
+    uint64_t n[2] = {atomic_load_explicit(&enc_by_self, memory_order_relaxed),
+                     atomic_load_explicit(&enc_by_writer, memory_order_relaxed)};
+    for (int i = 0; i < 2; i++)
+        snprintf(v[i], sizeof(v[i]), "%llu", (unsigned long long)n[i]);
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, "buffers_self", v[0], strlen(v[0]));
+    rp_info_put(ib->b, sizeof(ib->b), &ib->len, "buffers_writer", v[1], strlen(v[1]));
+}
+
+RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
+{
+    /* under --drop a thread must never wait: not for a pipe's reader either
+     * (a write to a regular file does not wait for anyone) */
+    if (rp_rt.writer_delay_us || rp_rt.sync_write || (rp_rt.drop && !rp_rt.out_file))
+        return 0;
+    /* not in a signal handler (nor with signals blocked: as far as can be
+     * told, the same): the encoder allocates, and the code the handler
+     * interrupted may be inside malloc */
+    if (!rp_rt_sig_clean)
+        return 0;
+    if (!tb_claim(t))
+        return 0; /* the writer is at it: it writes this buffer too */
+    int done = 0;
+    /* after the claim: the end of recording and fork set these, then wait
+     * for the flag, so a thread that sees none of them finishes first */
+    if (atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) || atomic_load(&rp_rt.self_block))
+        goto out;
+    if (!t->eout) {
+        void *m = mmap(NULL, rp_enc_bound(self_out_recs()), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            goto out;
+        t->eout = m;
+    }
+    t->self = 1;
+    uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+    uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
+    for (; c < p; c++) {
+        uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
+        if (t->lens[idx] > t->part)
+            write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
+        t->part = 0;
+        /* (no one else waits for this thread's buffers: no broadcast) */
+        atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+        atomic_fetch_add_explicit(&enc_by_self, 1, memory_order_relaxed);
+    }
+    t->self = 0;
+    done = 1;
+out:
+    tb_release(t);
+    return done;
+}
+
+/*
+ * Writes the filled, not yet written part of the buffer t is still filling,
+ * if that buffer is the next one to consume (the invariant is in rt.h).
+ * Writer only (or a thread without one, under drain_lock).  Returns 1 if it
+ * wrote something; 0 also when t is encoding its own buffer right now.
+ */
+RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t)
+{
+    if (!tb_claim_writer(t))
+        return 0; /* the thread is encoding its own */
+    int r = flush_partial_claimed(t);
+    tb_release(t);
+    return r;
+}
+
+/* rp_rt_flush_partials' windows' edges (ne of them, those up to ticks old)
+ * for t, with its busy flag held. */
+static void catch_up_claimed(struct rp_tbuf *t, uint32_t ne, uint64_t old)
+{
+    if (t->win_done >= ne)
+        return; /* (no edge left for it: nothing to look at) */
+    uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
+    if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
+        return;
+    /* as rp_rt_flush_partial: the buffer is read only through a pos that
+     * points into it (its store comes before pos's, rt.h) */
+    struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+    struct rp_raw *b = pos ? t->bufs[c % rp_rt.nbuf] : NULL;
+    if (!pos || (b && pos == b + t->part))
+        rp_rt_win_catch_up(t, old);
+}
+
 /* Writes every thread's partial buffer (writer only); returns how many.
  * A thread whose records are all written then gets the windows' edges
  * older than 20 ms (any record of its from before them is in its buffer by
  * then), so that a thread that records nothing after an edge still has its
- * frames ended there. */
+ * frames ended there.  A thread encoding its own buffer is skipped. */
 RP_HIDDEN unsigned rp_rt_flush_partials(void)
 {
     unsigned n = 0;
@@ -291,18 +514,11 @@ RP_HIDDEN unsigned rp_rt_flush_partials(void)
     uint32_t ne = rp_ctl_edges(&e);
     uint64_t old = rp_ticks() - (uint64_t)(rp_rt.freq / 50);
     for (; t; t = t->next) {
-        n += (unsigned)rp_rt_flush_partial(t);
-        if (t->win_done >= ne)
-            continue; /* (no edge left for it: nothing to look at) */
-        uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
-        if (atomic_load_explicit(&t->produced, memory_order_acquire) != c)
-            continue;
-        /* as rp_rt_flush_partial: the buffer is read only through a pos that
-         * points into it (its store comes before pos's, rt.h) */
-        struct rp_raw *pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
-        struct rp_raw *b = pos ? t->bufs[c % rp_rt.nbuf] : NULL;
-        if (!pos || (b && pos == b + t->part))
-            rp_rt_win_catch_up(t, old);
+        if (!tb_claim_writer(t))
+            continue; /* the thread is encoding its own */
+        n += (unsigned)flush_partial_claimed(t);
+        catch_up_claimed(t, ne, old);
+        tb_release(t);
     }
     return n;
 }
@@ -334,7 +550,9 @@ RP_HIDDEN void rp_rt_fatal_flush(int sig)
 static int work_pending_locked(void)
 {
     for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
-        if (atomic_load(&t->produced) != atomic_load(&t->consumed) || atomic_load(&t->exited))
+        if ((atomic_load(&t->produced) != atomic_load(&t->consumed) &&
+             !atomic_load(&t->busy)) || /* (a busy thread writes what it published) */
+            atomic_load(&t->exited))
             return 1;
     return 0;
 }

@@ -8,9 +8,14 @@
  * are handed out densely from 1 in first-seen order, and an id's DEFS entry
  * is queued before the EVENTS payload that first uses it is returned.
  *
- * This file runs in the recorder's writer thread: it may allocate, but never
- * blocks, never does I/O and never calls back into instrumented code other
- * than the describe callback.
+ * Each thread's encoding has its own direct-mapped cache in front of the
+ * table (struct rp_enc_cache), so several threads can encode at once: the
+ * shared table, the pending DEFS and the kinds are touched only on a cache
+ * miss, under the owner's lock (writer.h).
+ *
+ * This file runs in the recorder's threads: it may allocate, but never
+ * blocks other than on the owner's lock, never does I/O and never calls
+ * back into instrumented code other than the describe callback.
  */
 #include "writer.h"
 
@@ -21,8 +26,9 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x)     __builtin_expect(!!(x), 1)
+#define unlikely(x)   __builtin_expect(!!(x), 0)
+#define RP_NOINLINE_W __attribute__((noinline))
 
 #define ENC_INIT_CAP 1024
 
@@ -91,6 +97,7 @@ void rp_enc_thread_free(struct rp_enc_thread *t)
 {
     free(t->stack);
     free(t->holds);
+    free(t->cache);
     memset(t, 0, sizeof(*t));
 }
 
@@ -151,54 +158,99 @@ uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def)
     return id;
 }
 
+static inline void enc_lock(struct rp_enc *e)
+{
+    if (e->lock)
+        e->lock();
+}
+
+static inline void enc_unlock(struct rp_enc *e)
+{
+    if (e->unlock)
+        e->unlock();
+}
+
 /*
  * Looks up (kind, key) without a describe call: functions and locks (named
- * by the lock_name hook, if any).  A direct-mapped cache in front of the
- * table makes the common case (a hot function seen again) one compare.
+ * by the lock_name hook, if any).  The thread's direct-mapped cache in
+ * front of the table makes the common case (a hot function seen again) one
+ * compare, without the lock.
  */
 static inline uint32_t enc_cache_slot(uint8_t kind, uint64_t key)
 {
     return (uint32_t)((key >> 4) ^ (key >> 16) ^ kind) & (RP_ENC_CACHE - 1);
 }
 
-static inline uint32_t enc_plain_id(struct rp_enc *e, uint8_t kind, uint8_t cls, uint64_t key)
+static RP_NOINLINE_W uint32_t enc_plain_miss(struct rp_enc *e, struct rp_enc_thread *t,
+                                             uint8_t kind, uint8_t cls, uint64_t key)
 {
-    uint64_t k = enc_key(kind, key);
-    uint32_t slot = enc_cache_slot(kind, key);
-    if (e->ckeys[slot] == k)
-        return e->cids[slot];
     struct rp_def d = {.kind = kind, .cls = cls, .key = key};
     if (e->lock_name &&
         (kind == RP_KIND_LOCK_WAIT || kind == RP_KIND_LOCK_HOLD || kind == RP_KIND_WAIT))
         d.name = e->lock_name(key);
+    enc_lock(e);
     uint32_t id = rp_enc_id(e, &d);
-    if (id) {
-        e->ckeys[slot] = k;
-        e->cids[slot] = id;
+    enc_unlock(e);
+    if (id && t->cache) {
+        uint32_t slot = enc_cache_slot(kind, key);
+        t->cache->keys[slot] = enc_key(kind, key);
+        t->cache->ids[slot] = id;
+        t->cache->kinds[slot] = kind;
     }
     return id;
 }
 
-/* A site's id: kind and names come from the describe callback. */
-static uint32_t enc_site_id(struct rp_enc *e, uint64_t site)
+static inline uint32_t enc_plain_id(struct rp_enc *e, struct rp_enc_thread *t, uint8_t kind,
+                                    uint8_t cls, uint64_t key)
+{
+    uint32_t slot = enc_cache_slot(kind, key);
+    if (likely(t->cache != NULL) && t->cache->keys[slot] == enc_key(kind, key))
+        return t->cache->ids[slot];
+    return enc_plain_miss(e, t, kind, cls, key);
+}
+
+/* A site's id, its real kind in *kind: kind and names come from the
+ * describe callback.  Returns 0 for a site that cannot be described or
+ * when out of memory. */
+static uint32_t enc_site_id(struct rp_enc *e, struct rp_enc_thread *t, uint64_t site, uint8_t *kind)
 {
     /* Sites are keyed as RP_KIND_POINT whatever their kind, so a site seen
      * before is found without a describe call. */
-    uint32_t i = enc_slot(e, enc_key(RP_KIND_POINT, site));
-    if (e->keys[i])
-        return e->ids[i];
+    uint64_t k = enc_key(RP_KIND_POINT, site);
+    uint32_t slot = enc_cache_slot(RP_KIND_POINT, site);
+    if (likely(t->cache != NULL) && t->cache->keys[slot] == k) {
+        *kind = t->cache->kinds[slot];
+        return t->cache->ids[slot];
+    }
+    uint32_t id = 0;
+    enc_lock(e);
+    uint32_t i = enc_slot(e, k);
+    if (e->keys[i]) {
+        id = e->ids[i];
+        *kind = e->kinds[id];
+        goto out;
+    }
     struct rp_def d = {0};
     if (!e->describe || e->describe(e->describe_ctx, site, &d) < 0)
-        return 0;
+        goto out;
     /* Store under the POINT key whatever the kind; DEFS carries the real one. */
     uint8_t real_kind = d.kind;
     d.kind = RP_KIND_POINT;
     d.key = site;
     size_t before = e->defs_len;
-    uint32_t id = rp_enc_id(e, &d);
+    id = rp_enc_id(e, &d);
     if (id && e->defs_len > before) {
         e->defs[before + 4] = real_kind; /* patch the queued record's kind */
         e->kinds[id] = real_kind;
+    }
+    if (id)
+        *kind = e->kinds[id];
+out:
+    enc_unlock(e);
+    if (id && t->cache) {
+        t->cache->keys[slot] = k;
+        t->cache->ids[slot] = id;
+        t->cache->kinds[slot] = *kind;
     }
     return id;
 }
@@ -271,7 +323,7 @@ static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8
         t->depth--;
         return put_op(o, delta, RP_OP_EXIT);
     }
-    uint32_t id = enc_plain_id(e, kind, cls, key);
+    uint32_t id = enc_plain_id(e, t, kind, cls, key);
     if (!id)
         return NULL;
     o = put_op(o, delta, RP_OP_EXIT_ID);
@@ -367,10 +419,12 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     uint64_t ev = t->seq + 1 + *nevp; /* the event number of the next event */
     const struct rp_raw *r = recs + i, *end = recs + n;
     struct rp_enc_frame *base = t->stack, *top = base + t->depth, *lim = base + t->cap;
-    const uint64_t *ckeys = e->ckeys;
+    struct rp_enc_cache *c = t->cache;
 
-    if (unlikely(!base)) /* no stack yet: the general loop makes one */
+    (void)e;
+    if (unlikely(!base || !c)) /* no stack or cache yet: the general loop makes one */
         return i;
+    const uint64_t *ckeys = c->keys;
     for (; r < end; r++) {
         uint64_t w = r->word, ticks = r->ticks;
         if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
@@ -386,7 +440,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
             uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
             if (unlikely(ckeys[slot] != k || top == lim))
                 break;
-            uint32_t id = e->cids[slot];
+            uint32_t id = c->ids[slot];
             o = rp_put_varint(o, delta << 1);
             o = rp_put_varint(o, id);
             if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
@@ -419,6 +473,10 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
      * spans, pauses), left out of the event numbers of the snapshots, so
      * that overhead compensation counts only what the thread paid for */
     uint32_t nev = 0, nsyn = 0, flags = RP_EV_COMPACT;
+    uint8_t skind;
+
+    if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
+        t->cache = calloc(1, sizeof(*t->cache));
 
     /* The spans open when this chunk begins, outermost first: the reader
      * can then replay the chunk without the ones before it (in parallel).
@@ -446,7 +504,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         uint8_t *no;
         switch (op) {
         case RP_RAW_FUNC_ENTER:
-            id = enc_plain_id(e, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
+            id = enc_plain_id(e, t, RP_KIND_FUNC, RP_CLASS_FUNC, pl);
             if (unlikely(!id))
                 goto skip;
             o = enc_enter(t, o, delta, enc_key(RP_KIND_FUNC, pl), id, RP_KIND_FUNC, now, nev);
@@ -461,16 +519,16 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             o = no;
             break;
         case RP_RAW_SITE_BEGIN:
-            if (!(id = enc_site_id(e, pl)))
+            if (!(id = enc_site_id(e, t, pl, &skind)))
                 goto skip;
-            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, e->kinds[id], now, nev);
+            o = enc_enter(t, o, delta, enc_key(RP_KIND_POINT, pl), id, skind, now, nev);
             break;
         case RP_RAW_SITE_END:
             if (t->windowed && !t->depth) { /* entered before the window */
                 t->orphans++;
                 continue;
             }
-            if (!enc_site_id(e, pl)) /* defines it if this is the first sight */
+            if (!enc_site_id(e, t, pl, &skind)) /* defines it if this is the first sight */
                 goto skip;
             if (!(no = enc_exit(e, t, o, delta, RP_KIND_POINT, RP_CLASS_POINT, pl)))
                 goto skip;
@@ -479,12 +537,12 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_LOCK_WAIT:
             if (pl & RP_RAW_COND_BIT) { /* a condition wait: kind wait, class lock */
                 pl &= ~RP_RAW_COND_BIT;
-                if (!(id = enc_plain_id(e, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
+                if (!(id = enc_plain_id(e, t, RP_KIND_WAIT, RP_CLASS_LOCK, pl)))
                     goto skip;
                 o = enc_enter(t, o, delta, enc_key(RP_KIND_WAIT, pl), id, RP_KIND_WAIT, now, nev);
                 break;
             }
-            if (!(id = enc_plain_id(e, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
+            if (!(id = enc_plain_id(e, t, RP_KIND_LOCK_WAIT, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = enc_enter(t, o, delta, enc_key(RP_KIND_LOCK_WAIT, pl), id, RP_KIND_LOCK_WAIT, now,
                           nev);
@@ -518,7 +576,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 t->orphans++;
                 continue;
             }
-            if (!(id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
+            if (!(id2 = enc_plain_id(e, t, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
                 goto skip;
             o = enc_hold_end(t, o, delta, pl, id2, now, nev);
             break;
@@ -527,7 +585,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
              * thread was blocked in between) the wait ends and the hold
              * begins at the same tick.  Without one the lock was taken
              * without waiting: the hold begins alone. */
-            if (!(id2 = enc_plain_id(e, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
+            if (!(id2 = enc_plain_id(e, t, RP_KIND_LOCK_HOLD, RP_CLASS_LOCK, pl)))
                 goto skip;
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
                 t->depth--;
@@ -541,7 +599,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         case RP_RAW_COUNTER:
             if (i + 1 >= n || recs[i + 1].word >> RP_RAW_SHIFT != RP_RAW_DATA)
                 goto skip;
-            id = enc_site_id(e, pl);
+            id = enc_site_id(e, t, pl, &skind);
             if (!id)
                 goto skip;
             o = put_op(o, delta, op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER);
@@ -602,14 +660,18 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 t->offcpu_skipped++;
                 continue;
             }
+            enc_lock(e);
             if (!e->offcpu_id) {
                 struct rp_def d = {
                     .kind = RP_KIND_OFFCPU, .cls = RP_CLASS_FUNC, .name = "[off-cpu]"};
-                if (!(e->offcpu_id = rp_enc_id(e, &d)))
-                    goto skip;
+                e->offcpu_id = rp_enc_id(e, &d);
             }
+            id = e->offcpu_id;
+            enc_unlock(e);
+            if (!id)
+                goto skip;
             o = put_op(o, delta, RP_OP_ENTER);
-            o = rp_put_varint(o, e->offcpu_id);
+            o = rp_put_varint(o, id);
             o = put_op(o, pl, RP_OP_EXIT);
             t->offcpu++;
             prev = now + pl;

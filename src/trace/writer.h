@@ -114,25 +114,42 @@ struct rp_enc_thread {
     uint32_t depth, cap;
     struct rp_enc_hold *holds; /* locks held, in acquisition order */
     uint32_t nholds, capholds;
-    uint64_t skipped;        /* records the encoder could not encode */
-    uint64_t lost;           /* events reported lost by LOST records */
-    uint64_t seq;            /* events written for the thread so far (snapshot counts) */
-    int nosnap;              /* the shadow stack lost a frame: write no stack snapshots */
-    uint64_t paused;         /* ticks of PAUSE records written (format 1.3) */
-    uint64_t npause;         /* PAUSE records written */
-    uint64_t offcpu;         /* off-CPU intervals written as spans */
-    uint64_t offcpu_skipped; /* off-CPU intervals left out: inside a wait span, or
-                                with no span open */
-    int windowed;            /* recording was switched on or off (rankprof ctl): an exit with no
-                                span open is of a frame entered before, and is left out */
-    uint64_t orphans;        /* such exits */
+    uint64_t skipped;           /* records the encoder could not encode */
+    uint64_t lost;              /* events reported lost by LOST records */
+    uint64_t seq;               /* events written for the thread so far (snapshot counts) */
+    int nosnap;                 /* the shadow stack lost a frame: write no stack snapshots */
+    uint64_t paused;            /* ticks of PAUSE records written (format 1.3) */
+    uint64_t npause;            /* PAUSE records written */
+    uint64_t offcpu;            /* off-CPU intervals written as spans */
+    uint64_t offcpu_skipped;    /* off-CPU intervals left out: inside a wait span, or
+                                   with no span open */
+    int windowed;               /* recording was switched on or off (rankprof ctl): an exit with no
+                                   span open is of a frame entered before, and is left out */
+    uint64_t orphans;           /* such exits */
+    struct rp_enc_cache *cache; /* this thread's front of the id table (made on first use) */
 };
 
-#define RP_ENC_CACHE 4096 /* direct-mapped front of the id table */
+#define RP_ENC_CACHE 4096 /* direct-mapped front of the id table, per thread */
 
+/* A thread's direct-mapped cache of ids: read and written only by whoever
+ * encodes that thread, so a known id costs no lock and no shared write. */
+struct rp_enc_cache {
+    uint64_t keys[RP_ENC_CACHE]; /* (kind, key) of the cached id; 0 = empty */
+    uint32_t ids[RP_ENC_CACHE];
+    uint8_t kinds[RP_ENC_CACHE]; /* the id's enum rp_kind (sites: the real kind) */
+};
+
+/*
+ * The id table is shared by every thread's encoding: several threads may
+ * call rp_enc_events at once (each with its own struct rp_enc_thread) when
+ * the owner sets lock and unlock, which are then called around every use
+ * of the shared table (a new id, a cache miss).  The caller must hold the
+ * same lock around rp_enc_take_defs and the write of what it returns, so
+ * that every DEFS entry reaches the file before the EVENTS that use it.
+ */
 struct rp_enc {
-    uint64_t ckeys[RP_ENC_CACHE]; /* (kind, key) of the cached id; 0 = empty */
-    uint32_t cids[RP_ENC_CACHE];
+    void (*lock)(void); /* NULL: one encoding thread, no locking */
+    void (*unlock)(void);
     uint64_t *keys; /* open addressing: (kind, key) -> id; 0 = empty slot */
     uint32_t *ids;
     uint32_t cap, count;
