@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "trace/format.h"
 #include "trace/reader.h"
+#include "walk.h"
 
 /*
  * The parallel build: the chunks of a file replayed at once, as the report's
@@ -177,17 +178,11 @@ static void run_job(struct par *P, uint32_t k, struct pjob *j)
     int cb;
     if ((rc = rp_cct_chunk_on(t, v, th, &d, &j->any, &cb)) < 0 && cb)
         goto out; /* an id no DEFS defined: the join names the file */
-    if (rc < 0 && rp_evdec_miscount(&d))
-        snprintf(j->err, sizeof(j->err),
-                 "EVENTS chunk at offset %llu states %u events, its stream holds %u",
-                 (unsigned long long)j->offset, d.count, d.n);
-    else if (rc < 0)
-        snprintf(j->err, sizeof(j->err),
-                 "malformed event at offset %llu (in the chunk at offset %llu)",
-                 (unsigned long long)(j->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
-                 (unsigned long long)j->offset);
-    if (rc < 0)
+    if (rc < 0) {
+        struct rp_chunk at = {.offset = j->offset};
+        rp_walk_evdec_err(&at, &d, j->err, sizeof(j->err));
         goto out;
+    }
     j->u = u;
     j->low = v->low;
     if (rp_grow(&j->uo, &j->capuo, u + 1, sizeof(*j->uo), 64) < 0 ||
@@ -369,13 +364,8 @@ static int par_run_resident(struct par *P, struct pthr *T, const struct rp_chunk
             snprintf(err, errsz, "%s: an event uses an id that no DEFS chunk defined", P->path);
         return rc;
     }
-    if (rc < 0 && rp_evdec_miscount(&d))
-        snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
-                 (unsigned long long)c->offset, d.count, d.n);
-    else if (rc < 0)
-        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
-                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
-                 (unsigned long long)c->offset);
+    if (rc < 0)
+        rp_walk_evdec_err(c, &d, err, errsz);
     return rc;
 }
 
@@ -465,19 +455,6 @@ static int merge_into(struct rp_cct *t, const struct rp_cct *s)
     return 0;
 }
 
-/* Shows "rankprof: reading FILE: NN%" when the percentage changed.  Cannot
- * fail (a failed write to stderr is not an error). */
-static void par_progress(const struct rp_reader *r, int *shown)
-{
-    if (!r->size)
-        return;
-    int pct = (int)(r->off * 100 / r->size);
-    if (pct == *shown)
-        return;
-    *shown = pct;
-    fprintf(stderr, "\rrankprof: reading %s: %3d%%", r->path, pct);
-}
-
 /* Reads the file into P's jobs and joins them; the file's reader errors as
  * rp_walk_file's.  Fails as rp_cct_build. */
 static int par_read(struct par *P, const struct rp_replay_opts *o, int progress, char *err,
@@ -495,7 +472,7 @@ static int par_read(struct par *P, const struct rp_replay_opts *o, int progress,
     progress = progress && isatty(2);
     while ((rc = rp_reader_next(&r, &c)) > 0) {
         if (progress)
-            par_progress(&r, &shown);
+            rp_walk_progress(&r, &shown);
         if (c.type != RP_CH_EVENTS)
             continue;
         if (c.len < 16) {

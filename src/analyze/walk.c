@@ -11,8 +11,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
-/* Redraws "rankprof: reading FILE: NN%" when the percentage changed. */
-static void show_progress(const struct rp_reader *r, int *shown)
+void rp_walk_progress(const struct rp_reader *r, int *shown)
 {
     if (!r->size)
         return;
@@ -41,14 +40,20 @@ static int walk_events(const struct rp_chunk *c, uint32_t only_tid, const struct
     while ((rc = rp_evdec_next(&d, &ev)) > 0)
         if ((rc = ops->event(ctx, d.tid, &ev)) < 0)
             return rc;
-    if (rc < 0 && rp_evdec_miscount(&d))
-        snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
-                 (unsigned long long)c->offset, d.count, d.n);
-    else if (rc < 0)
-        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
-                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d.p - d.start)),
-                 (unsigned long long)c->offset);
+    if (rc < 0)
+        rp_walk_evdec_err(c, &d, err, errsz);
     return rc;
+}
+
+void rp_walk_evdec_err(const struct rp_chunk *c, const struct rp_evdec *d, char *err, size_t errsz)
+{
+    if (rp_evdec_miscount(d))
+        snprintf(err, errsz, "EVENTS chunk at offset %llu states %u events, its stream holds %u",
+                 (unsigned long long)c->offset, d->count, d->n);
+    else
+        snprintf(err, errsz, "malformed event at offset %llu (in the chunk at offset %llu)",
+                 (unsigned long long)(c->offset + RP_CHUNK_HDR_SIZE + (uint64_t)(d->p - d->start)),
+                 (unsigned long long)c->offset);
 }
 
 int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct rp_walk_ops *ops,
@@ -74,7 +79,7 @@ int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct 
         if (rc < 0)
             break;
         if (progress)
-            show_progress(&r, &shown);
+            rp_walk_progress(&r, &shown);
     }
     /* the reader's own error (rc from rp_reader_next, the loop's condition) */
     if (rc < 0 && !err[0] && r.err[0]) {

@@ -38,4 +38,12 @@ struct rp_walk_ops {
 int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct rp_walk_ops *ops,
                  void *ctx, int progress, char *err, size_t errsz);
 
+/* Redraws "rankprof: reading FILE: NN%" on stderr when the percentage *shown
+ * changed.  Cannot fail (a failed write to stderr is not an error). */
+void rp_walk_progress(const struct rp_reader *r, int *shown);
+
+/* The message for decoder d stopping with an error in chunk c: a wrong
+ * event count, or the malformed event's file offset.  Cannot fail. */
+void rp_walk_evdec_err(const struct rp_chunk *c, const struct rp_evdec *d, char *err, size_t errsz);
+
 #endif /* RP_ANALYZE_WALK_H */
