@@ -15,6 +15,8 @@
 #                   store into a thread-local ring, the least a hook can do
 #   rankprof        `rankprof record` in trace mode (lossless)
 #   rankprof_nofunc the same with the function class switched off
+#   rankprof_off    `rankprof record --off`: armed, recording switched off
+#                   (a service started to be switched on by rankprof ctl)
 #   rankprof_throttle the same with --throttle (TAU's 100000 calls / 10 us):
 #                   the busy tiny functions become count-only
 #   rankprof_direct RANKPROF_MODE=direct, when this build supports it
@@ -217,6 +219,13 @@ row_rankprof_nofunc() {
   measure rankprof_nofunc "$calls" "$rp" record --classes point -o "$work/nofunc.data" \
     -- "$bin/workload_instr" "$iters"
   bytes[rankprof_nofunc]=$(stat -c %s "$work/nofunc.data")
+}
+
+row_rankprof_off() {
+  add rankprof_off "rankprof record --off (armed)"
+  measure rankprof_off "$calls" "$rp" record --off -o "$work/off.data" \
+    -- "$bin/workload_instr" "$iters"
+  bytes[rankprof_off]=$(stat -c %s "$work/off.data")
 }
 
 row_rankprof_throttle() {
@@ -809,7 +818,7 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 [ "${load%%.*}" -ge 1 ] && echo "warning: load average $load: numbers will be noisy" >&2
 echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
 row_baseline
-for r in instr_noop floor rankprof rankprof_nofunc rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
+for r in instr_noop floor rankprof rankprof_nofunc rankprof_off rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
   skipped "$r" || run_row "$r" "row_$r"
 done
 # the traces just recorded are on disk before anything reads them: a
