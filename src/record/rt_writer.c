@@ -329,6 +329,19 @@ RP_HIDDEN void rp_rt_write_thread_end(struct rp_tbuf *x)
     write_buffer(x, &rec, 1);
 }
 
+/* Writes t's published buffer number c (its first t->part records were
+ * written already), hands it back (consumed, release: the thread may
+ * reuse it) and counts it in *by.  The caller holds t's claim. */
+static void write_published(struct rp_tbuf *t, uint64_t c, _Atomic uint64_t *by)
+{
+    uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
+    if (t->lens[idx] > t->part)
+        write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
+    t->part = 0;
+    atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
+    atomic_fetch_add_explicit(by, 1, memory_order_relaxed);
+}
+
 /* Writes every published buffer of every thread; retires exited threads
  * whose buffers are all written.  Returns the number of buffers written. */
 RP_HIDDEN unsigned rp_rt_drain_once(void)
@@ -344,12 +357,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
         uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
         for (; c < p; c++) {
-            uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
-            if (t->lens[idx] > t->part)
-                write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
-            t->part = 0;
-            atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
-            atomic_fetch_add_explicit(&enc_by_writer, 1, memory_order_relaxed);
+            write_published(t, c, &enc_by_writer);
             done++;
             if (rp_rt.writer_delay_us)
                 usleep(rp_rt.writer_delay_us);
@@ -451,15 +459,8 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
     t->self = 1;
     uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
-    for (; c < p; c++) {
-        uint32_t idx = (uint32_t)(c % rp_rt.nbuf);
-        if (t->lens[idx] > t->part)
-            write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
-        t->part = 0;
-        /* (no one else waits for this thread's buffers: no broadcast) */
-        atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
-        atomic_fetch_add_explicit(&enc_by_self, 1, memory_order_relaxed);
-    }
+    for (; c < p; c++) /* (no one else waits for this thread's buffers: no broadcast) */
+        write_published(t, c, &enc_by_self);
     t->self = 0;
     done = 1;
 out:
