@@ -224,26 +224,33 @@ out:
  * mostly waiting for the other ranks, with the waits and locks it makes
  * inside, are not the caller's own work.
  */
-int MPI_Init(int *argc, char ***argv)
+/* The start of MPI_Init's span (the recorder found first). */
+static uint64_t init_begin(void)
 {
     find_recorder();
-    uint64_t t0 = span_begin(S_INIT, RP_IO_ARG(0xfffffffu, 0));
-    int rc = PMPI_Init(argc, argv);
+    return span_begin(S_INIT, RP_IO_ARG(0xfffffffu, 0));
+}
+
+/* The end of MPI_Init's span begun at t0, the clock offset measured
+ * inside it when the library started (rc); returns rc. */
+static int init_end(uint64_t t0, int rc)
+{
     if (rc == MPI_SUCCESS)
         clock_offset("clock_offset_init");
     span_end(S_INIT, t0);
     return rc;
 }
 
+int MPI_Init(int *argc, char ***argv)
+{
+    uint64_t t0 = init_begin();
+    return init_end(t0, PMPI_Init(argc, argv));
+}
+
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    find_recorder();
-    uint64_t t0 = span_begin(S_INIT, RP_IO_ARG(0xfffffffu, 0));
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        clock_offset("clock_offset_init");
-    span_end(S_INIT, t0);
-    return rc;
+    uint64_t t0 = init_begin();
+    return init_end(t0, PMPI_Init_thread(argc, argv, required, provided));
 }
 
 int MPI_Finalize(void)
