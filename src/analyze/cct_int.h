@@ -14,12 +14,7 @@
 #include "comp.h"
 #include "trace/reader.h"
 
-#ifndef RP_HIDDEN
-#define RP_HIDDEN __attribute__((visibility("hidden")))
-#endif
-
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#include "common/compiler.h"
 
 struct frame {
     uint32_t node;          /* its path, 0 when the filter leaves it out */

@@ -26,9 +26,7 @@
 
 #include "rank.h"
 
-#ifndef RP_HIDDEN
-#define RP_HIDDEN __attribute__((visibility("hidden")))
-#endif
+#include "common/compiler.h"
 
 #define DEFAULT_ALPHA    0.01
 #define DEFAULT_TOL      1e-12

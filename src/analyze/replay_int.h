@@ -32,11 +32,7 @@
 #include "spanfilter.h"
 #include "trace/format.h"
 
-#ifndef RP_HIDDEN
-#define RP_HIDDEN __attribute__((visibility("hidden")))
-#endif
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#include "common/compiler.h"
 
 struct frame {
     uint32_t id;

@@ -24,9 +24,7 @@
 
 #include "analyze/symbols.h"
 
-#ifndef RP_HIDDEN
-#define RP_HIDDEN __attribute__((visibility("hidden")))
-#endif
+#include "common/compiler.h"
 
 #define SYM_MAX_PATH    4096 /* longer paths in maps are skipped */
 #define SYM_MAX_MODULES 512  /* ELF files reported at most (each holds an fd) */
