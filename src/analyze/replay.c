@@ -288,6 +288,57 @@ static __attribute__((noinline)) int outside_count(struct acc *a, uint32_t id, u
 }
 
 /*
+ * The rest of span_end for the frame f that ended at depth with the
+ * durations raw and dur, kept or not by the filter: the frame below gets
+ * its time, the statistics its span.  `out` (a constant in each copy): the
+ * span is outside the program's code (rp_span_outside): counted apart,
+ * and for the frames below like a span the filter left out.  Returns 0 or
+ * RP_ENOMEM.
+ */
+static inline __attribute__((always_inline)) int
+span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint64_t start,
+            uint64_t raw, uint64_t dur, int kept, struct rp_comp *cp, int cut, const int filtered,
+            const int out)
+{
+    uint32_t id = f->id, parent = 0;
+    uint64_t acts = id == j->offid ? 0 : kept && !out ? 1 + f->acts : f->acts; /* (off-CPU: none) */
+    if (unlikely(depth < j->low)) {
+        j->low = depth;
+        if (depth < j->u)
+            j->closed[depth] = kept && !out ? 1 : 2;
+        if (j->resident && depth) /* first reached in this chunk (Deep stacks) */
+            f[-1].off = 0;
+    }
+    if (depth) {
+        struct frame *pf = f - 1;
+        pf->child += kept && !out ? dur : f->child;
+        pf->off += f->off + (a->hot[id].blocked ? dur : 0);
+        pf->acts += acts;
+        pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
+        parent = filtered ? pf->sf.kid : pf->id;
+    }
+    /* (filtered: active[] counts the open activations the filter keeps, so
+     * that a kept one under a left-out one of the same node is outermost) */
+    int outer = !filtered || f->sf.keep ? rp_span_outer(&a->active[id]) : 0;
+    if (filtered && !kept)
+        return 0;
+    if (out)
+        return outside_count(a, id, dur);
+    a->hot[id].cut += cut;
+    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
+                      acts, f->ev <= 0, f->pre);
+}
+
+/* span_finish of a span outside the program's code, off the event loop. */
+static __attribute__((noinline, cold)) int
+span_finish_outside(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint64_t start,
+                    uint64_t raw, uint64_t dur, int kept, struct rp_comp *cp, int filtered)
+{
+    return filtered ? span_finish(a, j, f, depth, start, raw, dur, kept, cp, 0, 1, 1)
+                    : span_finish(a, j, f, depth, start, raw, dur, kept, cp, 0, 0, 1);
+}
+
+/*
  * Ends the innermost span of the stack (stack[0..*depth)) at `now`, the
  * chunk's event number ev, with the PAUSE offset pz (acc.pz); j records it
  * when it is a span of U.  `cut`: it ends without its exit (span_cut).
@@ -301,7 +352,7 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
          uint64_t pz, int64_t ev, struct rp_comp *cp, int cut, const int filtered)
 {
     struct frame *f = &stack[--*depth];
-    uint32_t id = f->id, parent = 0;
+    uint32_t id = f->id;
     uint64_t start = f->start + pz; /* (acc.pz) */
     uint64_t raw = rp_span_dur(start, now), dur = raw;
 
@@ -310,35 +361,13 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     int kept = !filtered || (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL,
                                                                 id, start, dur)
                                             : rp_sf_kept(j->flt, &f->sf, dur));
-    /* (outside: counted apart, and like a left-out span for its callers) */
-    int out = unlikely(a->hot[id].lib) &&
-              rp_span_outside(j->outside, 1, *depth ? a->hot[f[-1].id].blocked : 1);
-    uint64_t acts = id == j->offid ? 0 : kept && !out ? 1 + f->acts : f->acts; /* (off-CPU: none) */
-    if (unlikely(*depth < j->low)) {
-        j->low = *depth;
-        if (*depth < j->u)
-            j->closed[*depth] = kept && !out ? 1 : 2;
-        if (j->resident && *depth) /* first reached in this chunk (Deep stacks) */
-            f[-1].off = 0;
-    }
-    if (*depth) {
-        struct frame *pf = f - 1;
-        pf->child += kept && !out ? dur : f->child;
-        pf->off += f->off + (a->hot[id].blocked ? dur : 0);
-        pf->acts += acts;
-        pf->pre += id == j->offid ? dur : a->hot[id].blocked ? 0 : f->pre;
-        parent = filtered ? pf->sf.kid : pf->id;
-    }
-    /* (filtered: active[] counts the open activations the filter keeps, so
-     * that a kept one under a left-out one of the same node is outermost) */
-    int outer = !filtered || f->sf.keep ? rp_span_outer(&a->active[id]) : 0;
-    if (filtered && !kept)
-        return 0;
-    if (unlikely(out))
-        return outside_count(a, id, dur);
-    a->hot[id].cut += cut;
-    return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
-                      acts, f->ev <= 0, f->pre);
+    /* (blocked first: the byte the rest reads anyway, so the common span
+     * pays nothing; every span that can be outside here is blocked, a
+     * hold being an interval of hold_op's) */
+    if (unlikely(a->hot[id].blocked) &&
+        rp_span_outside(a->hot, j->outside, id, *depth ? f[-1].id : 0))
+        return span_finish_outside(a, j, f, *depth, start, raw, dur, kept, cp, filtered);
+    return span_finish(a, j, f, *depth, start, raw, dur, kept, cp, cut, filtered, 0);
 }
 
 /*
@@ -499,7 +528,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
         return LOOP_UNDEFINED;
     uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
     j->holds--;
-    if (rp_span_outside(j->outside, a->hot[id].lib, !acq || a->hot[acq].blocked))
+    if (rp_span_outside(a->hot, j->outside, (uint32_t)id, (uint32_t)acq))
         return outside_count(a, (uint32_t)id, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (j->flt) { /* as a span under the innermost open one, and from its kept caller */
         const struct rp_sf_frame *up = a->depth ? &a->stack[a->depth - 1].sf : NULL;
@@ -514,6 +543,21 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
                    dur, dur, 0, (how >> 1) & 1, cp, 0, 0, 0) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
+}
+
+/* leaf_count of a span outside the program's code (rp_span_outside), kept
+ * or not by the filter: in the frame below only as time off CPU or
+ * waiting (none of its own, no call), counted apart.  Returns LOOP_OK or
+ * LOOP_NOMEM. */
+static __attribute__((noinline, cold)) int leaf_outside(struct acc *a, struct hot *hot,
+                                                        struct frame *stack, uint32_t depth,
+                                                        uint64_t x, uint64_t dur, int kept)
+{
+    if (depth && hot[x].blocked)
+        stack[depth - 1].off += dur;
+    if (!kept)
+        return LOOP_OK;
+    return outside_count(a, (uint32_t)x, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
 }
 
 /*
@@ -538,8 +582,6 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     uint32_t parent = 0;
     uint64_t acts = x != j->offid; /* (off-CPU time is no call) */
     int kept = 1;
-    int out = unlikely(hot[x].lib) &&
-              rp_span_outside(j->outside, 1, depth ? hot[stack[depth - 1].id].blocked : 1);
     if (filtered) {
         const struct rp_sf_frame *up = depth ? &stack[depth - 1].sf : NULL;
         struct rp_sf_frame sf;
@@ -551,9 +593,11 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
         }
         acts &= (uint64_t)kept;
     }
-    acts &= (uint64_t)!out;
+    if (unlikely(hot[x].blocked) &&
+        rp_span_outside(hot, j->outside, (uint32_t)x, depth ? stack[depth - 1].id : 0))
+        return leaf_outside(a, hot, stack, depth, x, dur, kept);
     if (depth) {
-        stack[depth - 1].child += kept && !out ? dur : 0;
+        stack[depth - 1].child += kept ? dur : 0;
         stack[depth - 1].acts += acts;
         if (unlikely(hot[x].blocked)) /* off CPU, or waiting */
             stack[depth - 1].off += dur;
@@ -561,8 +605,6 @@ leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, st
     }
     if (filtered && !kept)
         return LOOP_OK;
-    if (unlikely(out))
-        return outside_count(a, (uint32_t)x, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (unlikely(span_count(a, &hot[x], (uint32_t)x, parent, now, raw, dur, 0, 0, act == 0, cp,
                             acts, 0, 0) < 0))
         return LOOP_NOMEM;
@@ -990,8 +1032,7 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
             !v->flt || (f->id == v->offid ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL,
                                                               f->id, f->start, dur)
                                           : rp_sf_kept(v->flt, &f->sf, dur));
-        int out = a->hot[f->id].lib &&
-                  rp_span_outside(v->outside, 1, t->depth ? a->hot[f[-1].id].blocked : 1);
+        int out = rp_span_outside(a->hot, v->outside, f->id, t->depth ? f[-1].id : 0);
         uint64_t acts = f->id == v->offid ? 0 : kept && !out ? 1 + f->acts : f->acts;
         if (t->depth) {
             f[-1].child += kept && !out ? dur : f->child;

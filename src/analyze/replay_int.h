@@ -273,13 +273,13 @@ static inline uint8_t blocked_kind(uint8_t kind)
 }
 
 /*
- * Whether a blocked span that the recorder makes for any caller (hot.lib:
- * time off CPU, or a wait or lock wait of an interposed call: not the
- * program's own profile points, which have a source file, nor the MPI
- * layer's calls) is outside the program's code, when the replay sets
- * those apart (outside, the default): when the span below it on its
- * thread's stack is blocked too, or there is none (under_blocked: 1 for
- * none).  No instrumented
+ * Whether a span of node id is outside the program's code, when the replay
+ * sets those apart (outside, the default): one that the recorder makes for
+ * any caller (hot.lib: time off CPU, a wait, lock wait or hold of an
+ * interposed call; not the program's own profile points, which have a
+ * source file, nor the MPI layer's calls) whose span below on its thread's
+ * stack, node below (0: none; for a hold, its acquirer), is blocked too or
+ * none.  No instrumented
  * code of the program waits there: a library's own thread that runs none
  * (an MPI library's progress thread, a pool's idle workers), start-up and
  * exit around main, or the library's own waits inside a blocking call
@@ -288,12 +288,11 @@ static inline uint8_t blocked_kind(uint8_t kind)
  * time (rp_profile.outside; while replaying, the edge from
  * RP_OUTSIDE_CALLER in its replayer's map), not as a call; for the spans
  * below it, it is as if left out by a filter (its time is the blocking
- * call's own).  Holds of interposed locks acquired outside any span, or
- * inside a blocked one, are outside too (hold_op).  Cannot fail.
+ * call's own).  Cannot fail.
  */
-static inline int rp_span_outside(int outside, uint8_t lib, uint8_t under_blocked)
+static inline int rp_span_outside(const struct hot *hot, int outside, uint32_t id, uint32_t below)
 {
-    return outside && lib && under_blocked;
+    return unlikely(hot[id].lib) && outside && (!below || hot[below].blocked);
 }
 
 /* hot.lib of a node of kind and source file (NULL or "": none). */
