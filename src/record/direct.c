@@ -171,14 +171,17 @@ static RP_NOINLINE int span_outside(struct dstat *s, struct dframe *f, uint64_t 
     return 1;
 }
 
-/* Ends the innermost open span (top, not a sentinel) at now. */
-static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d, uint64_t now)
+/* Ends the innermost open span (top, not a sentinel) at now.  `lib` (a
+ * constant in each copy): it may be one that span_outside sets apart; a
+ * function's exit, the common path, is not. */
+static inline __attribute__((always_inline)) void frame_end_as(struct rp_dthread *d, uint64_t now,
+                                                               const int lib)
 {
     struct dframe *f = d->top;
     struct dstat *s = f->s;
     uint64_t dur = rp_span_dur(f->start, now);
     d->top = f - 1;
-    if (__builtin_expect(s && (s->lib & DSTAT_LIB), 0) && span_outside(s, f - 1, dur, f->child))
+    if (lib && s && (s->lib & DSTAT_LIB) && span_outside(s, f - 1, dur, f->child))
         return;
     f[-1].child += dur; /* the root sentinel's is never read */
     uint32_t parent = f[-1].idx;
@@ -190,6 +193,11 @@ static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d
     if (__builtin_expect(parent == NOID, 0))
         return; /* the caller's id was not recorded: no edge to name */
     edge_add(&d->tab, s, parent, f->idx, dur);
+}
+
+static inline __attribute__((always_inline)) void frame_end(struct rp_dthread *d, uint64_t now)
+{
+    frame_end_as(d, now, 1);
 }
 
 /* Ends the spans above frame `to` at now with their time, innermost first,
@@ -261,6 +269,16 @@ static inline __attribute__((always_inline)) void span_end(struct rp_dthread *d,
 {
     if (__builtin_expect(d->top->key == key, 1)) /* never a sentinel: see rp_dthread */
         frame_end(d, now);
+    else
+        span_end_slow(d, key, now);
+}
+
+/* span_end of a function's exit: its frame is no interposed wait. */
+static inline __attribute__((always_inline)) void func_end(struct rp_dthread *d, uint64_t key,
+                                                           uint64_t now)
+{
+    if (__builtin_expect(d->top->key == key, 1))
+        frame_end_as(d, now, 0);
     else
         span_end_slow(d, key, now);
 }
@@ -340,7 +358,7 @@ static inline __attribute__((always_inline)) void feed(struct rp_dthread *d, uin
     if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_ENTER + 1) << RP_RAW_SHIFT, 1))
         span_begin(d, fkey, now, raw); /* the common cases first */
     else if (__builtin_expect(word < (uint64_t)(RP_RAW_FUNC_EXIT + 1) << RP_RAW_SHIFT, 1))
-        span_end(d, fkey, now);
+        func_end(d, fkey, now);
     else
         feed_other(d, now, raw, (unsigned)(word >> RP_RAW_SHIFT), word & RP_RAW_PAYLOAD);
 }
