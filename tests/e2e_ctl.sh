@@ -28,7 +28,6 @@ need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
 source "$(dirname "${BASH_SOURCE[0]}")/server.sh"
-req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
 ctl() { "$RANKPROF" ctl "$pid" "$1" >>"$tmp/ctl.out" 2>&1 || fail "ctl $1: $(tail -1 "$tmp/ctl.out")"; }
 finish_server() { # NAME
     wait "$rec" || fail "$1: record exited $?: $(cat "$tmp/$1.out")"

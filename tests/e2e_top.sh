@@ -30,7 +30,6 @@ need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
 source "$(dirname "${BASH_SOURCE[0]}")/server.sh"
-req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
 finish_server() { # NAME
     wait "$rec" || fail "$1: record exited $?: $(cat "$tmp/$1.out")"
     grep -q "^served" "$tmp/$1.out" || fail "$1: the server did not end: $(cat "$tmp/$1.out")"

@@ -5,6 +5,7 @@
 #
 #   $tmp/client.py PORT N [quit]  N requests on one connection, then
 #                                 (quit) asks the server to exit
+#   req N [quit]                  the client against the server started last
 #   start_server NAME [OPTIONS]   `rankprof record OPTIONS -o $tmp/NAME.rp`
 #                                 of prog_server; sets pid, port and rec
 #                                 (record's pid); the server is killed when
@@ -22,6 +23,8 @@ for _ in range(n):
 if sys.argv[3:] == ["quit"]:
     f.write("quit\n"); f.flush()
 PY
+
+req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
 
 start_server() { # NAME [record options]: sets pid, port, rec
     local name=$1
