@@ -84,7 +84,7 @@ PY
 # "internal error"), the parent's calls are exact, so is every child's file
 storm() {
     rm -f "$tmp"/s.data*
-    RANKPROF_BUFSIZE=4096 timeout -k 5 120 "$RANKPROF" record -o "$tmp/s.data" -- \
+    RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=4096 timeout -k 5 120 "$RANKPROF" record -o "$tmp/s.data" -- \
         "$PROGS/prog_forker" 3 12 >"$tmp/s.out" 2>"$tmp/s.err" ||
         fail "record exited $? (124: hung): $(tail -3 "$tmp/s.err")"
     ! grep -q "internal error" "$tmp/s.err" || fail "$(grep "internal error" "$tmp/s.err" | head -3)"

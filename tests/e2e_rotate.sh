@@ -127,7 +127,7 @@ sys.exit(0 if c.get("early") == 3 and c.get("late") == 5 else f"counts {c}")' "$
 # the pieces left read back clean (every id defined before its use, no
 # exit without its entry)
 threaded() {
-    RANKPROF_BUFSIZE=16384 "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- \
+    RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=16384 "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- \
         "$PROGS/prog_stress" threads 4 300000 >"$tmp/rec3.out" 2>&1 &
     local rec=$!
     sample_bound $rec "$tmp/sizes3" || fail "threaded: $(cat "$tmp/sizes3")"

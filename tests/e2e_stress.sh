@@ -190,7 +190,7 @@ PY
 # buffers themselves (INFO buffers_self), new ids are made by several
 # threads at once, and the trace is exact (every id defined before use)
 stress_selfenc() {
-    RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
+    RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
         "$PROGS/prog_stress" threads 8 20000 >"$tmp/out" 2>&1 || fail "selfenc: $(cat "$tmp/out")"
     expect "$tmp/self.data" 8 20000 9 0
     python3 - "$tmp/self.data" <<'PY' || fail "selfenc: the threads did not encode their buffers"

@@ -161,6 +161,9 @@ struct rp_rt {
     /* no writer thread (a forked child): threads write their own buffers
      * under drain_lock */
     int sync_write;
+    /* threads encode and write their own buffers (RANKPROF_SELF_ENCODE=1):
+     * off by default, the writer thread does it all (docs/recording.md) */
+    int self_encode;
     /* one drainer at a time: the writer's pass, or a thread writing when
      * there is no writer; taken before lock */
     pthread_mutex_t drain_lock;

@@ -435,7 +435,8 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
 {
     /* under --drop a thread must never wait: not for a pipe's reader either
      * (a write to a regular file does not wait for anyone) */
-    if (rp_rt.writer_delay_us || rp_rt.sync_write || (rp_rt.drop && !rp_rt.out_file))
+    if (!rp_rt.self_encode || rp_rt.writer_delay_us || rp_rt.sync_write ||
+        (rp_rt.drop && !rp_rt.out_file))
         return 0;
     /* not in a signal handler (nor with signals blocked: as far as can be
      * told, the same): the encoder allocates, and the code the handler
