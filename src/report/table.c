@@ -12,7 +12,7 @@
  * computed.  Names and paths may come from untrusted trace files, so control
  * characters and invalid UTF-8 are shown as '?' (never sent to the terminal).
  */
-#define _GNU_SOURCE /* fopencookie */
+#define _GNU_SOURCE /* qsort_r */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "report/names.h"
 #include "report/report.h"
+#include "report/term.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -52,88 +53,6 @@ static const char *const flag_color[] = {
     "\033[31m",   /* CONTENDED: red */
     "\033[33m",   /* BUDGET: yellow */
 };
-
-/*
- * Length of the next character to show at s (s[0] != 0), and in *ok whether
- * it may go to a terminal as is: printable ASCII or a valid, non-C1 UTF-8
- * sequence.  Anything else is one byte to show as '?'.
- */
-static size_t disp_next(const unsigned char *s, int *ok)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    size_t need;
-
-    *ok = 0;
-    if (c < 0x80) {
-        *ok = c >= 0x20 && c != 0x7f;
-        return 1;
-    }
-    if (c < 0xC2 || c >= 0xF5)
-        return 1;
-    if (c < 0xE0) {
-        need = 1;
-        if (c == 0xC2)
-            lo = 0xA0; /* U+0080..U+009F are C1 controls */
-    } else if (c < 0xF0) {
-        need = 2;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
-    } else {
-        need = 3;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
-    }
-    for (size_t k = 1; k <= need; k++) {
-        if (s[k] < lo || s[k] > hi)
-            return 1;
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    *ok = 1;
-    return need + 1;
-}
-
-/* Columns s takes on a terminal (one per character shown).  Cannot fail. */
-static size_t disp_width(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t w = 0;
-    int ok;
-
-    while (*s) {
-        s += disp_next(s, &ok);
-        w++;
-    }
-    return w;
-}
-
-/*
- * Appends at most max_cols characters of str, made safe for a terminal, to
- * the NUL-terminated buffer dst of size dstsz; stops early (never splitting a
- * character) when dst is full.  Returns the columns appended.
- */
-static size_t disp_cat(char *dst, size_t dstsz, const char *str, size_t max_cols)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t len = strlen(dst), w = 0;
-    int ok;
-
-    while (*s && w < max_cols) {
-        size_t k = disp_next(s, &ok);
-        size_t put = ok ? k : 1;
-        if (len + put + 1 > dstsz)
-            break;
-        if (ok)
-            memcpy(dst + len, s, k);
-        else
-            dst[len] = '?';
-        len += put;
-        s += k;
-        w++;
-    }
-    dst[len] = '\0';
-    return w;
-}
 
 /* A duration in ns with three significant digits and a unit.  Cannot fail. */
 static void fmt_dur(char *b, size_t n, double ns)
@@ -275,27 +194,8 @@ static void fmt_loc(char *loc, size_t n, const struct rp_node *nd)
     else
         snprintf(raw, sizeof raw, "%s", base_name(nd->file));
     strcpy(loc, " (");
-    disp_cat(loc, n - 2, raw, SIZE_MAX);
+    rp_term_cat(loc, n - 2, raw, SIZE_MAX);
     strcat(loc, ")");
-}
-
-/*
- * Appends the last max_cols characters of str (all when it is shorter),
- * after "..." when some were left out.  Returns the columns appended.
- */
-static size_t disp_cat_tail(char *dst, size_t dstsz, const char *str, size_t max_cols)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t w = disp_width(str);
-    int ok;
-
-    if (w <= max_cols)
-        return disp_cat(dst, dstsz, str, SIZE_MAX);
-    if (max_cols <= 3)
-        return disp_cat(dst, dstsz, "...", max_cols);
-    for (size_t skip = w - (max_cols - 3); skip; skip--)
-        s += disp_next(s, &ok);
-    return disp_cat(dst, dstsz, "...", 3) + disp_cat(dst, dstsz, (const char *)s, SIZE_MAX);
 }
 
 /*
@@ -315,21 +215,21 @@ static void fmt_name(char *b, size_t n, const struct rp_profile *p, const struct
 
     b[0] = '\0';
     fmt_loc(loc, sizeof loc, nd);
-    lw = disp_width(loc);
+    lw = rp_term_width(loc);
     /* only a procedure's name is parsed as C++: a lock's or a device's is
      * its own, only ever cut at the front */
     if (nd->kind != RP_KIND_FUNC)
         max = RP_NAME_FULL;
     for (int l = RP_NAME_FULL; l <= max; l++) {
         rp_name_form(name, l, form, sizeof form);
-        if (disp_width(form) + lw <= avail)
+        if (rp_term_width(form) + lw <= avail)
             break;
     }
-    if (cut && disp_width(form) + lw > avail && avail >= lw + 16)
-        disp_cat_tail(b, n, form, avail - lw);
+    if (cut && rp_term_width(form) + lw > avail && avail >= lw + 16)
+        rp_term_cat_tail(b, n, form, avail - lw);
     else
-        disp_cat(b, n, form, SIZE_MAX);
-    disp_cat(b, n, loc, SIZE_MAX);
+        rp_term_cat(b, n, form, SIZE_MAX);
+    rp_term_cat(b, n, loc, SIZE_MAX);
 }
 
 /*
@@ -359,12 +259,12 @@ static void fmt_chain(char *b, size_t n, const struct rp_profile *p, const struc
             }
             rp_name_form(rp_node_name(p, &p->nodes[m[i]], nb, sizeof nb), RP_NAME_NOTEMPLATE, form,
                          sizeof form);
-            disp_cat(b, n, form, SIZE_MAX);
+            rp_term_cat(b, n, form, SIZE_MAX);
             strncat(b, " " ARROW " ", n - strlen(b) - 1);
         }
-        disp_cat(b, n, last, SIZE_MAX);
+        rp_term_cat(b, n, last, SIZE_MAX);
         strncat(b, tail, n - strlen(b) - 1);
-        if (disp_width(b) <= avail)
+        if (rp_term_width(b) <= avail)
             return;
     }
 }
@@ -376,8 +276,8 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     uint64_t unmatched = p->unmatched_exits, unclosed = p->unclosed;
     char total[CELL], run[CELL], prog[1024] = "";
 
-    disp_cat(prog, sizeof prog, p->program && *p->program ? p->program : "(unknown program)",
-             SIZE_MAX);
+    rp_term_cat(prog, sizeof prog, p->program && *p->program ? p->program : "(unknown program)",
+                SIZE_MAX);
     fmt_dur(total, sizeof total, ns_of(p, (double)p->total));
     fmt_dur(run, sizeof run,
             ns_of(p, p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) : 0));
@@ -396,7 +296,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fprintf(out, "processes: %" PRIu32 ", merged:", p->n_procs);
         for (uint32_t i = 0; i < p->n_procs && i < 8; i++) {
             char f[512] = "";
-            disp_cat(f, sizeof f, p->procs[i].file ? p->procs[i].file : "?", SIZE_MAX);
+            rp_term_cat(f, sizeof f, p->procs[i].file ? p->procs[i].file : "?", SIZE_MAX);
             fprintf(out, "%s %" PRIu32 " (%s)", i ? "," : "", p->procs[i].pid, f);
         }
         if (p->n_procs > 8)
@@ -442,9 +342,9 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         for (uint32_t k = 0; k < p->fatal_n; k++) {
             char nb[RP_NAME_BUF];
             if (k)
-                disp_cat(line, sizeof line, " -> ", SIZE_MAX);
-            disp_cat(line, sizeof line,
-                     rp_node_name(p, &p->nodes[p->fatal_stack[k]], nb, sizeof nb), 60);
+                rp_term_cat(line, sizeof line, " -> ", SIZE_MAX);
+            rp_term_cat(line, sizeof line,
+                        rp_node_name(p, &p->nodes[p->fatal_stack[k]], nb, sizeof nb), 60);
         }
         fprintf(out, "  at the signal, thread %s was in: %s%s%s\n", tb,
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
@@ -488,12 +388,12 @@ static void put_name(FILE *out, const char *name, size_t avail, size_t indent)
     const unsigned char *s = (const unsigned char *)name;
     int first = 1, ok;
 
-    while (disp_width((const char *)s) > avail) {
+    while (rp_term_width((const char *)s) > avail) {
         const unsigned char *q = s, *brk = NULL;
         for (size_t w = 0; w < avail && *q; w++) {
             if (*q == ' ' && q != s)
                 brk = q;
-            q += disp_next(q, &ok);
+            q += rp_term_next(q, &ok);
         }
         if (*q == ' ')
             brk = q;
@@ -532,13 +432,13 @@ static void put_hanging(FILE *out, const char *s, size_t indent, size_t lw)
 {
     size_t room = lw > indent + 20 ? lw - indent : SIZE_MAX;
 
-    while (disp_width(s) > room) {
+    while (rp_term_width(s) > room) {
         const unsigned char *q = (const unsigned char *)s, *brk = NULL;
         int ok;
         for (size_t w = 0; w <= room && *q; w++) {
             if (*q == ' ')
                 brk = q;
-            q += disp_next(q, &ok);
+            q += rp_term_next(q, &ok);
         }
         if (!brk || brk == (const unsigned char *)s)
             break;
@@ -814,10 +714,10 @@ static int tab_put_whys(FILE *out, struct tab *t)
         if (!n->flags)
             continue;
         for (int l = RP_NAME_FULL; l < RP_NAME_LEVELS; l++)
-            if (disp_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
+            if (rp_term_width(rp_name_form(full, l, form, sizeof form)) <= WHY_NAME)
                 break;
         nbuf[0] = '\0';
-        disp_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
+        rp_term_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
         if ((rc = set_name(&t->names[r], nbuf)) < 0)
             return rc;
     }
@@ -834,7 +734,7 @@ static int tab_put_whys(FILE *out, struct tab *t)
             return rc;
     }
     for (uint32_t r = 0; r < t->n_rows; r++) {
-        size_t w = disp_width(t->names[r]);
+        size_t w = rp_term_width(t->names[r]);
         if (p->nodes[t->order[r]].flags && w > nw)
             nw = w;
     }
@@ -847,7 +747,7 @@ static int tab_put_whys(FILE *out, struct tab *t)
             continue;
         if (!any++)
             fputc('\n', out);
-        size_t w = disp_width(t->names[r]);
+        size_t w = rp_term_width(t->names[r]);
         fputs(t->names[r], out);
         if (w > nw)
             fprintf(out, "\n%*s", (int)nw, "");
@@ -862,7 +762,7 @@ static int tab_put_whys(FILE *out, struct tab *t)
                 *next++ = '\0';
             if (!*line)
                 continue;
-            disp_cat(safe, sizeof safe, line, SIZE_MAX);
+            rp_term_cat(safe, sizeof safe, line, SIZE_MAX);
             fprintf(out, "%*s", first ? 2 : (int)nw + 2, "");
             put_hanging(out, safe, nw + 2, t->lw);
             first = 0;
@@ -907,7 +807,7 @@ static void tab_put_notes(FILE *out, const struct tab *t)
                       "is in their callers' self time):\n",
                       out);
         }
-        disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
+        rp_term_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
                 n->calls + n->throttled);
     }
@@ -921,7 +821,7 @@ static void tab_put_notes(FILE *out, const struct tab *t)
             fputs("\n* cut: activations left without their exit (a longjmp, an exception, or still "
                   "open when\ntheir thread or the run ended), ended there with their time:\n",
                   out);
-        disp_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
+        rp_term_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, n->cut, n->calls);
     }
 }
@@ -956,116 +856,6 @@ out:
     return rc;
 }
 
-/* Columns a line takes on a terminal, ANSI colour sequences taking none. */
-static size_t line_cols(const char *s, size_t len)
-{
-    size_t w = 0, i = 0;
-    int ok;
-
-    while (i < len) {
-        if (s[i] == '\033') {
-            while (i < len && s[i] != 'm')
-                i++;
-            i++;
-            continue;
-        }
-        i += disp_next((const unsigned char *)s + i, &ok);
-        w++;
-    }
-    return w;
-}
-
-/*
- * Writes the line s (len bytes, no newline) to out wrapped at lw columns:
- * each piece ends at the last space that fits (at lw columns when there is
- * none), and continuation lines are indented by two spaces.  Rows are made
- * to fit before this, so it wraps only text lines and names that could not
- * be shortened.  Errors are left for ferror().
- */
-static void put_wrapped(FILE *out, const char *s, size_t len, size_t lw)
-{
-    size_t indent = 0;
-    int ok;
-
-    while (len && line_cols(s, len) + indent > lw) {
-        size_t i = 0, w = indent, cut = 0;
-        while (i < len && w < lw) {
-            if (s[i] == '\033') {
-                while (i < len && s[i] != 'm')
-                    i++;
-                i++;
-                continue;
-            }
-            if (s[i] == ' ' && w > indent)
-                cut = i;
-            i += disp_next((const unsigned char *)s + i, &ok);
-            w++;
-        }
-        if (i < len && s[i] == ' ')
-            cut = i;
-        if (!cut)
-            cut = i;
-        size_t show = cut;
-        while (show > 1 && s[show - 1] == ' ')
-            show--;
-        fprintf(out, "%*s%.*s\n", (int)indent, "", (int)show, s);
-        while (cut < len && s[cut] == ' ')
-            cut++;
-        s += cut;
-        len -= cut;
-        indent = 2;
-    }
-    if (len || !indent)
-        fprintf(out, "%*s%.*s\n", (int)indent, "", (int)len, s);
-}
-
-/* The table's text on its way to out: whole lines wrapped at lw columns,
- * one line held at a time (not the whole table). */
-struct wrap {
-    FILE *out;
-    size_t lw;
-    char *line; /* the line so far, len bytes of cap */
-    size_t len, cap;
-    int nomem; /* the line could not grow */
-};
-
-/* fopencookie's write: wraps and writes each line completed by buf.
- * Returns size, or 0 (an error) when the line cannot grow (w->nomem). */
-static ssize_t wrap_write(void *cookie, const char *buf, size_t size)
-{
-    struct wrap *w = cookie;
-    for (size_t i = 0; i < size;) {
-        const char *nl = memchr(buf + i, '\n', size - i);
-        size_t n = nl ? (size_t)(nl - (buf + i)) : size - i;
-        if (nl && !w->len) { /* a whole line in buf: no copy */
-            put_wrapped(w->out, buf + i, n, w->lw);
-            i += n + 1;
-            continue;
-        }
-        if (w->len + n > w->cap) {
-            size_t cap = w->cap ? w->cap : 256;
-            while (cap < w->len + n)
-                cap *= 2;
-            char *l = realloc(w->line, cap);
-            if (!l) {
-                w->nomem = 1;
-                return 0;
-            }
-            w->line = l;
-            w->cap = cap;
-        }
-        memcpy(w->line + w->len, buf + i, n);
-        w->len += n;
-        i += n;
-        if (nl) {
-            put_wrapped(w->out, w->line, w->len, w->lw);
-            w->len = 0;
-            i++;
-        }
-    }
-    return (ssize_t)size;
-}
-
 /*
  * See report.h.  Fails with RP_EINVAL for a NULL argument, RP_ENOMEM when
  * the rows cannot be allocated, RP_EIO when writing fails.
@@ -1085,17 +875,14 @@ int rp_report_table(FILE *out, const struct rp_profile *p, const struct rp_repor
             rc = RP_EIO;
         return rc;
     }
-    struct wrap w = {.out = out, .lw = lw};
-    if (!(mem = fopencookie(&w, "w", (cookie_io_functions_t){.write = wrap_write}))) {
+    struct rp_term_wrap w = {.out = out, .lw = lw};
+    if (!(mem = rp_term_wrap_open(&w))) {
         free(w.line);
         return RP_ENOMEM;
     }
     rc = put_table(mem, p, o, lw);
-    if ((fclose(mem) != 0 || w.nomem) && rc == 0)
+    if (rp_term_wrap_close(mem, &w) < 0 && rc == 0)
         rc = RP_ENOMEM;
-    if (rc == 0 && w.len) /* a last line without its newline */
-        put_wrapped(out, w.line, w.len, lw);
-    free(w.line);
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = RP_EIO;
     return rc;
