@@ -4,10 +4,7 @@
  *
  * -finstrument-functions gives the hooks a code address only, and the
  * recorder depends on libc and threads only, so names come from the loaded
- * modules' own ELF symbol tables: dl_iterate_phdr lists the modules, each
- * file (the main program through /proc/self/exe) is mapped read-only and
- * its .symtab (else .dynsym) function symbols are sorted by address.  The
- * mappings stay: symbol names point into them.
+ * modules' own ELF symbol tables (fsyms.c).
  *
  * Decision table.  Each code address seen gets one entry in a fixed open-
  * addressing table (RP_FTAB_SLOTS entries of 24 bytes, 1.5 MiB of address
@@ -58,27 +55,23 @@
 #define _GNU_SOURCE
 #include "funcs.h"
 
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "fsyms.h"
 #include "rt.h"
 #include "sites.h"
 
 #define RP_FTAB_BITS  16
 #define RP_FTAB_SLOTS (1u << RP_FTAB_BITS)
 #define RP_FTAB_MAX   (RP_FTAB_SLOTS / 4 * 3) /* entries at most; idx 1..MAX */
-#define RP_FMODS_MAX  256
 #define RP_FRULES_MAX 64
 #define RP_FDEPTH     4096 /* shadow frames per thread */
 #define RP_FPAGE      256  /* per-thread counters per page */
@@ -95,18 +88,6 @@ struct fent {
     const char *name;
     uint32_t idx;
     _Atomic uint32_t st;
-};
-
-struct fsym {
-    uint64_t addr, size;
-    const char *name;
-};
-
-struct fmod {
-    uint64_t lo, hi; /* the module's loaded address range */
-    uint64_t bias;
-    struct fsym *syms; /* sorted by addr, NULL if none */
-    size_t nsyms;
 };
 
 struct frule {
@@ -163,9 +144,7 @@ static struct fent *byidx[RP_FTAB_MAX + 1];
 static struct {
     atomic_flag lock;
     uint32_t count; /* entries in tab */
-    struct fmod mods[RP_FMODS_MAX];
-    unsigned nmods;
-    int loaded, mods_warned, full_warned;
+    int full_warned;
     struct frule rules[RP_FRULES_MAX];
     unsigned nrules;
     int default_off;
@@ -201,178 +180,12 @@ static void fs_unlock(void)
     atomic_flag_clear_explicit(&fs.lock, memory_order_release);
 }
 
-static void funcs_warn(const char *msg)
+RP_HIDDEN void rp_funcs_warn(const char *msg)
 {
     if (fs.quiet)
         return;
     ssize_t w = write(2, msg, strlen(msg));
     (void)w;
-}
-
-/* ---- symbols -------------------------------------------------------------- */
-
-static int fsym_cmp(const void *a, const void *b)
-{
-    const struct fsym *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return (x->size == 0) - (y->size == 0); /* a sized symbol first */
-}
-
-/*
- * The function symbols of the ELF file at path, loaded at bias: a malloc'd
- * array sorted by address (names point into the file's mapping, which stays
- * mapped), *n its length.  NULL with *n = 0 when the file cannot be read,
- * is not a 64-bit ELF of this machine's byte order, or has no symbols; every
- * offset and size is checked against the file.
- */
-static struct fsym *elf_syms(const char *path, uint64_t bias, size_t *n)
-{
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat sb;
-    uint8_t *m = MAP_FAILED;
-    if (fstat(fd, &sb) == 0 && sb.st_size >= (off_t)sizeof(Elf64_Ehdr))
-        m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return NULL;
-    size_t len = (size_t)sb.st_size;
-    const Elf64_Ehdr *eh = (const void *)m;
-    const Elf64_Shdr *sh = NULL;
-    struct fsym *out = NULL;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
-        (len - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
-        goto done;
-    sh = (const void *)(m + eh->e_shoff);
-    for (int pass = 0; pass < 2 && !out; pass++) {
-        uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
-        for (unsigned i = 0; i < eh->e_shnum && !out; i++) {
-            const Elf64_Shdr *s = &sh[i];
-            if (s->sh_type != want || s->sh_link >= eh->e_shnum || s->sh_offset > len ||
-                s->sh_size > len - s->sh_offset || s->sh_entsize != sizeof(Elf64_Sym))
-                continue;
-            const Elf64_Shdr *st = &sh[s->sh_link];
-            if (st->sh_offset > len || st->sh_size > len - st->sh_offset || !st->sh_size)
-                continue;
-            const Elf64_Sym *sym = (const void *)(m + s->sh_offset);
-            const char *str = (const char *)m + st->sh_offset;
-            size_t nsym = s->sh_size / sizeof(Elf64_Sym), k = 0;
-            if (str[st->sh_size - 1] != 0 || !(out = malloc((nsym ? nsym : 1) * sizeof(*out))))
-                continue;
-            for (size_t j = 0; j < nsym; j++) {
-                unsigned type = ELF64_ST_TYPE(sym[j].st_info);
-                if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[j].st_shndx == SHN_UNDEF ||
-                    !sym[j].st_value || sym[j].st_name >= st->sh_size)
-                    continue;
-                out[k++] =
-                    (struct fsym){bias + sym[j].st_value, sym[j].st_size, str + sym[j].st_name};
-            }
-            if (!k) {
-                free(out);
-                out = NULL;
-                continue;
-            }
-            qsort(out, k, sizeof(*out), fsym_cmp);
-            *n = k;
-        }
-    }
-done:
-    if (!out)
-        munmap(m, len);
-    return out;
-}
-
-/* dl_iterate_phdr callback: adds the modules not known yet (lock held). */
-static int mod_add(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    (void)arg;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t a = info->dlpi_addr + ph->p_vaddr;
-        lo = a < lo ? a : lo;
-        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-    }
-    if (lo >= hi)
-        return 0;
-    for (unsigned i = 0; i < fs.nmods; i++)
-        if (fs.mods[i].lo == lo && fs.mods[i].hi == hi && fs.mods[i].bias == info->dlpi_addr)
-            return 0;
-    if (fs.nmods == RP_FMODS_MAX) {
-        if (!fs.mods_warned++)
-            funcs_warn("rankprof: too many modules; functions of later ones have no names\n");
-        return 0;
-    }
-    const char *path = info->dlpi_name;
-    if (!path || !*path)
-        path = "/proc/self/exe"; /* the main program */
-    struct fmod *m = &fs.mods[fs.nmods++];
-    *m = (struct fmod){lo, hi, info->dlpi_addr, NULL, 0};
-    if (path[0] == '/') /* not the vdso */
-        m->syms = elf_syms(path, info->dlpi_addr, &m->nsyms);
-    return 0;
-}
-
-/* The function symbol holding address a in the modules scanned so far, or
- * NULL; *held: a scanned module holds a (lock held).  Reads memory only:
- * async-signal-safe. */
-static const struct fsym *sym_in_mods_locked(uint64_t a, int *held)
-{
-    *held = 0;
-    for (unsigned i = 0; i < fs.nmods; i++) {
-        const struct fmod *m = &fs.mods[i];
-        if (a < m->lo || a >= m->hi)
-            continue;
-        *held = 1;
-        size_t lo = 0, hi = m->nsyms; /* the last symbol at or below a */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (m->syms[mid].addr <= a)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo && a - m->syms[lo - 1].addr < (m->syms[lo - 1].size ? m->syms[lo - 1].size : 1))
-            return &m->syms[lo - 1];
-        return NULL;
-    }
-    return NULL;
-}
-
-/* The function symbol holding address a, or NULL (lock held).  Rescans
- * the loaded modules once when no known module holds a. */
-static const struct fsym *sym_find_locked(uint64_t a)
-{
-    int held;
-    const struct fsym *s = sym_in_mods_locked(a, &held);
-    if (!held) {
-        dl_iterate_phdr(mod_add, NULL);
-        s = sym_in_mods_locked(a, &held);
-    }
-    return s;
-}
-
-/* The symbol holding address a, or NULL (lock held). */
-static const char *sym_name_locked(uint64_t a)
-{
-    const struct fsym *s = sym_find_locked(a);
-    return s ? s->name : NULL;
-}
-
-/* Loads the modules' symbols the first time (lock held). */
-static void syms_load_locked(void)
-{
-    if (!fs.loaded) {
-        fs.loaded = 1;
-        dl_iterate_phdr(mod_add, NULL);
-    }
 }
 
 /*
@@ -390,8 +203,8 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
             return 0;
         sched_yield();
     }
-    syms_load_locked();
-    const struct fsym *s = sym_find_locked(a);
+    rp_fsyms_load();
+    const struct fsym *s = rp_fsyms_find(a);
     uint64_t start = s ? s->addr : 0;
     fs_unlock();
     return start;
@@ -402,7 +215,7 @@ RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
     int held;
     if (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
         return 0;
-    const struct fsym *s = sym_in_mods_locked(a, &held); /* no rescan, no loading */
+    const struct fsym *s = rp_fsyms_find_loaded(a, &held); /* no rescan, no loading */
     uint64_t start = s ? s->addr : 0;
     fs_unlock();
     return start;
@@ -412,8 +225,8 @@ RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n)
 {
     const char *r = NULL;
     fs_lock();
-    syms_load_locked();
-    const struct fsym *s = sym_find_locked(a);
+    rp_fsyms_load();
+    const struct fsym *s = rp_fsyms_find(a);
     if (s && s->addr == a && s->name && *s->name) {
         snprintf(buf, n, "%s", s->name);
         r = buf;
@@ -425,7 +238,7 @@ RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n)
 RP_HIDDEN void rp_funcs_preload(void)
 {
     fs_lock();
-    syms_load_locked();
+    rp_fsyms_load();
     fs_unlock();
 }
 
@@ -483,12 +296,12 @@ static struct fent *tab_get_locked(uint64_t a)
     }
     if (fs.count >= RP_FTAB_MAX) {
         if (!fs.full_warned++)
-            funcs_warn("rankprof: function table full; later functions are decided per call\n");
+            rp_funcs_warn("rankprof: function table full; later functions are decided per call\n");
         return NULL;
     }
-    syms_load_locked();
+    rp_fsyms_load();
     struct fent *e = &tab[i];
-    e->name = sym_name_locked(a);
+    e->name = rp_fsyms_name(a);
     e->idx = ++fs.count;
     byidx[e->idx] = e;
     atomic_store_explicit(&e->st, (rules_on_locked(e->name) ? 0 : FE_OFF) | sub_of(e->name),
@@ -508,7 +321,7 @@ static RP_NOINLINE struct fent *tab_miss(uint64_t a, uint32_t *st)
     ft_busy++;
     fs_lock();
     struct fent *e = tab_get_locked(a);
-    const char *name = e ? NULL : sym_name_locked(a);
+    const char *name = e ? NULL : rp_fsyms_name(a);
     *st = e ? atomic_load_explicit(&e->st, memory_order_relaxed)
             : (rules_on_locked(name) ? 0 : FE_OFF) | sub_of(name);
     fs_unlock();
@@ -944,7 +757,7 @@ RP_HIDDEN void rp_funcs_start(int quiet)
     while (nsrules < RP_FRULES_MAX && (r = rp_filter_next(&sub, pat, sizeof(pat), &on)) != 0) {
         char *c = r > 0 ? strdup(pat) : NULL;
         if (!c) {
-            funcs_warn("rankprof: ignoring a RANKPROF_SUBTREE rule: too long\n");
+            rp_funcs_warn("rankprof: ignoring a RANKPROF_SUBTREE rule: too long\n");
             continue;
         }
         srules[nsrules++] = (struct frule){c, on};
@@ -956,7 +769,7 @@ RP_HIDDEN void rp_funcs_start(int quiet)
     if (th) {
         uint64_t n, ns, k;
         if (throttle_parse(th, &n, &ns, &k) < 0) {
-            funcs_warn("rankprof: ignoring RANKPROF_THROTTLE: not CALLS:NS[:K]\n");
+            rp_funcs_warn("rankprof: ignoring RANKPROF_THROTTLE: not CALLS:NS[:K]\n");
         } else if (n) {
             double tk = (double)ns * (rp_rt.freq > 0 ? rp_rt.freq : 1e9) / 1e9;
             thr_ticks = tk < 1 ? 1 : (uint64_t)tk;
@@ -1040,10 +853,8 @@ RP_API int rp_func_enable(const char *pattern, int on)
     int n = 0;
     ft_busy++;
     fs_lock();
-    syms_load_locked();
-    for (unsigned i = 0; i < fs.nmods; i++)
-        for (size_t j = 0; j < fs.mods[i].nsyms; j++)
-            n += fnmatch(pattern, fs.mods[i].syms[j].name, 0) == 0;
+    rp_fsyms_load();
+    n = rp_fsyms_count(pattern);
     for (uint32_t i = 1; i <= fs.count; i++) {
         struct fent *e = byidx[i];
         if (fnmatch(pattern, e->name ? e->name : "", 0) != 0)
@@ -1054,7 +865,7 @@ RP_API int rp_func_enable(const char *pattern, int on)
             atomic_fetch_or_explicit(&e->st, FE_OFF, memory_order_relaxed);
     }
     if (rule_add_locked(pattern, on) < 0 && !fs.full_warned++)
-        funcs_warn("rankprof: too many rp_func_enable rules; functions seen later miss some\n");
+        rp_funcs_warn("rankprof: too many rp_func_enable rules; functions seen later miss some\n");
     fs_unlock();
     ft_busy--;
     __atomic_store_n(&rp_funcs_gate, 1, __ATOMIC_RELAXED);
