@@ -13,6 +13,10 @@
 #             end there); the JSON says 2 windows and their time; ctl status
 #             says what is going on; the control page is gone after the end;
 #             dump starts each thread's calls again at depth 0 after an edge
+#   direct    windows in direct mode: the same counts, no unmatched exit
+#             (the engine ends the frames and holds open at a switch there,
+#             leaves out what the thread records while off and the exits of
+#             what began before a window), the file says 2 windows
 #   signal    a plain signal (kill -s RTMIN+8) switches over: 60 requests
 #             recorded between two of them, 25 after not
 #   on        started on (no --off): ctl stop, 45 requests not recorded, the
@@ -102,6 +106,22 @@ if not edges or bad:
 PY
 }
 
+direct() {
+    start_server dwin --off --mode direct
+    req 100
+    ctl start
+    req 250
+    ctl stop
+    req 70
+    ctl start
+    req 30
+    req 40 quit
+    finish_server dwin
+    calls "$tmp/dwin.json" 320 2
+    "$RANKPROF" report "$tmp/dwin.rp" 2>/dev/null | grep -q "^recording: switched on 2 times" ||
+        fail "direct: the table does not say recording was switched"
+}
+
 signal() {
     start_server sig --off
     local i
@@ -152,6 +172,7 @@ refused() {
 }
 
 scenario windows windows
+scenario direct direct
 scenario signal signal
 scenario on on
 scenario refused refused

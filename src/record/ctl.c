@@ -11,8 +11,9 @@
  * edge (rt.c, write_buffer): the frames open at an edge end there, as a
  * thread's frames end at its end (an UNWIND record), and the exits of
  * frames entered before a window are left out (the encoder's windowed
- * threads).  So every window is complete, and the analysis needs nothing
- * new: the time outside the windows is in no span.
+ * threads).  Direct mode's engine applies the same edges to each thread's
+ * statistics (direct.c, win_apply).  So every window is complete, and the
+ * analysis needs nothing new: the time outside the windows is in no span.
  *
  * The handler is async-signal-safe: atomic stores, an edge written before
  * the release store of the count that publishes it.  Signals of one kind

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/span.h"
+#include "ctl.h"
 #include "direct_int.h"
 #include "funcs.h"
 
@@ -233,7 +234,8 @@ static RP_NOINLINE void span_end_slow(struct rp_dthread *d, uint64_t key, uint64
     uint64_t at, depth = (uint64_t)(d->top - d->stack);
     RP_SPAN_MATCH(at, depth, d->stack[at].key, key);
     if (!at) {
-        ST(d->unmatched, d->unmatched + 1);
+        if (depth || !d->windowed) /* (windowed: begun before the window) */
+            ST(d->unmatched, d->unmatched + 1);
         return;
     }
     frames_cut(d, d->stack + at, now, 0);
@@ -318,7 +320,8 @@ static void hold_end(struct rp_dthread *d, uint64_t key, uint64_t now)
     while (i > 0 && d->held[i - 1].key != key)
         i--;
     if (!i) {
-        ST(d->unmatched, d->unmatched + 1);
+        if (!d->windowed) /* (windowed: taken before the window) */
+            ST(d->unmatched, d->unmatched + 1);
         return;
     }
     struct dhold h = d->held[i - 1];
@@ -437,6 +440,68 @@ RP_HIDDEN void rp_direct_feed(struct rp_dthread *d, uint64_t ticks, uint64_t wor
     feed(d, ticks, ticks, word);
 }
 
+/* Ends every frame open on d at now, cut (rp_dengine_close). */
+static void frames_close(struct rp_dthread *d, uint64_t now)
+{
+    if (d->over) {
+        d->over = 0;
+        d->top = d->full;
+    }
+    frames_cut(d, d->stack, now, 1);
+}
+
+/*
+ * A recording window's edge (ctl.c) reaches d at raw ticks `at`: as trace
+ * mode's writer does (rt_writer.c, win_apply), the locks held then are
+ * released there and the frames open then end there with their time, cut;
+ * after a switch off the thread's events are left out until the next
+ * switch on.
+ */
+static RP_NOINLINE void win_apply(struct rp_dthread *d, const struct rp_win_edge *e, uint64_t off)
+{
+    uint64_t now = e->ticks > off ? e->ticks - off : 0;
+    while (d->nheld)
+        hold_end(d, d->held[d->nheld - 1].key, now);
+    frames_close(d, now);
+    d->windowed = 1;
+    d->win_off = !e->on;
+}
+
+/* Applies to d the edges at or before raw ticks `until` it has not had. */
+static void win_catch_up(struct rp_dthread *d, uint64_t until, uint64_t off)
+{
+    const struct rp_win_edge *e;
+    uint32_t n = rp_ctl_edges(&e);
+    for (; d->win_done < n && e[d->win_done].ticks <= until; d->win_done++)
+        win_apply(d, &e[d->win_done], off);
+}
+
+/*
+ * rp_dengine_run's loop when an edge is new or the thread is switched
+ * off: each record after the edges before it, and only while switched on
+ * (a DATA record goes with the record before it).  Counts what it feeds.
+ */
+static RP_NOINLINE void run_windowed(struct rp_dthread *d, uint64_t off)
+{
+    uint64_t n = 0, first = 0, last = 0;
+    int keep = 0;
+    for (struct rp_raw *p = d->batch, *e = d->tb.pos; p < e; p++) {
+        if (p->word >> RP_RAW_SHIFT == RP_RAW_DATA && p > d->batch) {
+            if (keep)
+                feed(d, p->ticks - off, p->ticks, p->word);
+            continue;
+        }
+        win_catch_up(d, p->ticks, off);
+        if (!(keep = !d->win_off))
+            continue;
+        first = n++ ? first : p->ticks;
+        last = p->ticks;
+        feed(d, p->ticks - off, p->ticks, p->word);
+    }
+    if (n)
+        count_events(d, n, first, last);
+}
+
 /*
  * Runs the records stored in d->batch (by rp_append's fast path or by
  * rp_direct_event) through the engine and empties the batch.  The caller is
@@ -461,9 +526,14 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
     uint64_t last =
         e[-1].word >> RP_RAW_SHIFT == RP_RAW_DATA && e - 1 > p ? e[-2].ticks : e[-1].ticks;
     d->ndata = 0;
-    for (; p < e; p++)
-        feed(d, p->ticks - off, p->ticks, p->word);
-    count_events(d, (uint64_t)(e - d->batch) - d->ndata, d->batch[0].ticks, last);
+    const struct rp_win_edge *we;
+    if (__builtin_expect(rp_ctl_edges(&we) == d->win_done && !d->win_off, 1)) {
+        for (; p < e; p++)
+            feed(d, p->ticks - off, p->ticks, p->word);
+        count_events(d, (uint64_t)(e - d->batch) - d->ndata, d->batch[0].ticks, last);
+    } else {
+        run_windowed(d, off);
+    }
     d->tb.end = d->batch + BATCH; /* sites.c may have shortened it */
     rp_pos_set(&d->tb, d->batch);
     uint64_t t1 = rp_ticks();
@@ -480,11 +550,10 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
  */
 RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now)
 {
-    if (d->over) {
-        d->over = 0;
-        d->top = d->full;
-    }
-    frames_cut(d, d->stack, now, 1);
+    const struct rp_win_edge *e;
+    if (rp_ctl_edges(&e) != d->win_done)
+        win_catch_up(d, now + d->stolen, d->stolen); /* (edges before its end) */
+    frames_close(d, now);
 }
 
 RP_HIDDEN void rp_dengine_park(struct rp_dthread *d)

@@ -191,6 +191,12 @@ struct rp_dthread {
     uint64_t unwound, cut; /* spans ended by an unwinding, by the thread's end (span.h) */
     uint64_t ndata;        /* DATA records in the batch being run (not events) */
     uint64_t stolen;       /* ticks the engine spent on batches (owner only) */
+    /* Recording windows (ctl.c; owner only): the edges applied so far, off
+     * (between a switch off and the next on: its events are left out) and
+     * windowed (an edge was applied: an exit or release of nothing open is
+     * of a span begun before a window, left out rather than unmatched). */
+    uint32_t win_done;
+    uint8_t win_off, windowed;
     struct dtable tab;
     /*
      * The open frames when the thread last blocked with its batch applied

@@ -648,8 +648,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
     if (rp_rt.direct)
         direct_finish();
     rp_funcs_write(rp_out_chunk); /* throttled functions' call counts */
-    if (!rp_rt.direct)
-        rp_out_end_info(1);
+    rp_out_end_info(1);
     rp_out_maps();
     rp_out_clock();
     rp_out_end(RP_END_EXIT, 0, end_ticks);
