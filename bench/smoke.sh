@@ -20,7 +20,7 @@ cat "$out/stdout.txt"
 for want in "uninstrumented" "floor: rdtsc" "rankprof record (trace mode)" "rankprof, function class off" \
   "rankprof record --off (armed)" \
   "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory" \
-  "micro benchmarks" "lock_func_ratio" "func_off_by_name" "point_site_off"; do
+  "a service watched by top" "micro benchmarks" "lock_func_ratio" "func_off_by_name" "point_site_off"; do
   grep -qF "$want" "$out/stdout.txt" || { echo "smoke: no '$want' in the table" >&2; exit 1; }
 done
 python3 - "$out/results.json" "$iters" <<'PY'
@@ -49,6 +49,11 @@ if platform.machine() in ("x86_64", "AMD64"):
     f = rows["floor"]
     assert f["status"] == "ok" and f["calls"] == calls and f["x_floor"] == 1, f
     assert rows["rankprof"]["x_floor"] > 0, rows["rankprof"]
+sv = {x["mode"]: x for x in r["scaling"]["service"]}
+assert sorted(sv) == ["alone", "top1", "top10"], sv
+for x in sv.values():
+    assert x["requests"] == 100 and x["requests_per_s"] > 0, x
+assert sv["top10"]["refreshes"] > 0 and sv["top10"]["top_cpu_s"] >= 0, sv
 th = r["scaling"]["threads"]
 assert [x["threads"] for x in th] == [1, 2, 4, 8], th
 for x in th:

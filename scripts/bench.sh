@@ -35,7 +35,7 @@
 # bench_points).  Threads: workload_mt with 1, 2, 4, 8 threads, hooks only
 # vs floor vs trace mode vs --drop (wall and CPU per call, events lost).
 # Real program: Lua built from source at bench time (scale_real).
-# Sections for BENCH_SKIP: threads, real, rank, report, memory, micro.
+# Sections for BENCH_SKIP: threads, real, rank, report, memory, service, micro.
 #
 # Every time is the whole process (start-up, recording, final flush to disk;
 # for Tracy until the capture tool has written its file), the median of RUNS
@@ -154,7 +154,7 @@ run_row() {
   (
     in_row=1
     "$f"
-    declare -p rows ana label status note ncalls med mn mx bytes nruns stl thr_json real_json >"$work/row.state"
+    declare -p rows ana label status note ncalls med mn mx bytes nruns stl thr_json real_json svc_json >"$work/row.state"
   ) && [ -s "$work/row.state" ] && {
     source <(sed 's/^declare -\([aA]\)/declare -g\1/' "$work/row.state")
     return 0
@@ -511,6 +511,89 @@ scale_memory() {
   echo "  recorder: $mem_per_thread KiB per recording thread; $mem_idle KiB loaded with ${first} idle thread"
 }
 
+# ---- a service under top -------------------------------------------------------
+
+# svc_once MODE N: one run of tests/progs/server.c in direct mode answering N
+# requests of a client that waits for each answer, MODE alone, or top1 /
+# top10: `rankprof top -b` refreshing every 1 s / 0.1 s meanwhile; prints
+# "REQUESTS_PER_S TOP_CPU_S REFRESHES".
+svc_once() {
+  local mode=$1 n=$2 pid port i t0 t1 topp=
+  "$rp" record --mode direct -o "$work/svc.data" -- "$build/tests/prog_server" >"$work/svc.out" 2>&1 &
+  local rec=$!
+  for i in $(seq 100); do grep -q '^pid' "$work/svc.out" 2>/dev/null && break; sleep 0.05; done
+  pid=$(awk '/^pid/ {print $2}' "$work/svc.out")
+  port=$(awk '/^pid/ {print $4}' "$work/svc.out")
+  [ -n "$pid" ] || die "service: the server did not start: $(cat "$work/svc.out")"
+  if [ "$mode" != alone ]; then
+    local d=1
+    [ "$mode" = top10 ] && d=0.1
+    (TIMEFORMAT='%U %S'; { time "$rp" top -b -d "$d" "$pid" >"$work/top.out" 2>&1; } 2>"$work/top.time") &
+    topp=$!
+    sleep 0.2
+  fi
+  t0=$EPOCHREALTIME
+  python3 "$work/client.py" "$port" "$n" || die "service: the client failed"
+  t1=$EPOCHREALTIME
+  python3 "$work/client.py" "$port" 0 quit || die "service: quit failed"
+  wait "$rec" || die "service: record failed: $(tail -2 "$work/svc.out")"
+  if [ -n "$topp" ]; then
+    wait "$topp"
+    printf '%s %s %s\n' "$(calc "$n / ($t1 - $t0)" %.1f)" \
+      "$(awk '{ printf "%.4f", $1 + $2 }' "$work/top.time")" "$(grep -c '^rankprof:' "$work/top.out" || true)"
+  else
+    printf '%s 0 0\n' "$(calc "$n / ($t1 - $t0)" %.1f)"
+  fi
+}
+
+# scale_service: what watching a service costs it, on tests/progs/server.c
+# (about 1 ms of work per request, two workers): requests per second alone
+# and with `rankprof top -b` at one and at ten refreshes a second, runs
+# interleaved; top's own CPU per refresh.
+svc_json=()
+scale_service() {
+  [ -x "$build/tests/prog_server" ] || { echo "service: skipped: tests/progs/server.c is not built" >&2; return 0; }
+  command -v python3 >/dev/null || { echo "service: skipped: no python3 for the client" >&2; return 0; }
+  cat >"$work/client.py" <<'PY'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rw")
+for _ in range(n):
+    f.write("req\n"); f.flush()
+    if f.readline() != "ok\n":
+        sys.exit("no answer")
+if sys.argv[3:] == ["quit"]:
+    f.write("quit\n"); f.flush()
+PY
+  local n=1500 rep m r c k
+  [ "$quick" = 1 ] && n=100
+  local -A R C K
+  for ((rep = 0; rep < runs; rep++)); do
+    for m in alone top1 top10; do
+      read -r r c k < <(svc_once "$m" "$n")
+      R[$m]+="$r " C[$m]+="$c " K[$m]+="$k "
+    done
+  done
+  echo
+  echo "a service watched by top: tests/progs/server.c in direct mode, $n requests one at a time; median of $runs runs, interleaved"
+  printf '  %-22s %12s %18s %10s %16s\n' "" "requests/s" "[min .. max]" "x alone" "top CPU/refresh"
+  local base
+  base=$(printf '%s\n' ${R[alone]} | median)
+  for m in alone top1 top10; do
+    local rm cm km per="-" lab
+    rm=$(printf '%s\n' ${R[$m]} | median)
+    cm=$(printf '%s\n' ${C[$m]} | median)
+    km=$(printf '%s\n' ${K[$m]} | median)
+    case $m in alone) lab="alone" ;; top1) lab="top -b -d 1" ;; top10) lab="top -b -d 0.1" ;; esac
+    [ "$m" != alone ] && [ "${km%.*}" -gt 0 ] && per="$(calc "$cm * 1000 / $km" %.2f) ms"
+    printf '  %-22s %12.1f %18s %10s %16s\n' "$lab" "$rm" \
+      "[$(printf '%s\n' ${R[$m]} | sort -g | sed -n 1p) .. $(printf '%s\n' ${R[$m]} | sort -g | tail -1)]" \
+      "$(calc "$rm / $base" %.3f)" "$per"
+    svc_json+=("{\"mode\": \"$m\", \"requests\": $n, \"requests_per_s\": $rm, \"x_alone\": $(calc "$rm / $base" %.4f), \"top_cpu_s\": $cm, \"refreshes\": $km}")
+  done
+}
+
 # scale_micro: the per-event micro benchmarks, each the best of $micro_runs
 # runs: bench_locks (a recorded lock event against a recorded function
 # event, issue 5), bench_funcs (a function switched off by name) and
@@ -806,6 +889,7 @@ write_json() {
     printf '  "memory": [%s],\n' "$(join ', ' "${mem_json[@]}")"
     printf '  "threads": [%s],\n' "$(join ', ' "${thr_json[@]}")"
     printf '  "real": [%s],\n' "$(join ', ' "${real_json[@]}")"
+    printf '  "service": [%s],\n' "$(join ', ' "${svc_json[@]}")"
     printf '  "micro": {%s}' "$(join ', ' "${micro_json[@]}")"
     [ -n "${mem_per_thread:-}" ] && printf ',\n  "memory_kb_per_recording_thread": %s' "$mem_per_thread"
     printf '\n}\n}\n'
@@ -836,6 +920,8 @@ skipped real || run_row real scale_real
 skipped rank || scale_rank
 skipped report || scale_report
 skipped memory || scale_memory
+skipped service || run_row service scale_service
+[ "${status[service]:-}" = failed ] && echo "service: failed: ${note[service]}"
 skipped micro || scale_micro
 write_json
 echo
