@@ -533,9 +533,9 @@ svc_once() {
     sleep 0.2
   fi
   t0=$EPOCHREALTIME
-  python3 "$work/client.py" "$port" "$n" || die "service: the client failed"
+  python3 "$src/tests/progs/client.py" "$port" "$n" || die "service: the client failed"
   t1=$EPOCHREALTIME
-  python3 "$work/client.py" "$port" 0 quit || die "service: quit failed"
+  python3 "$src/tests/progs/client.py" "$port" 0 quit || die "service: quit failed"
   wait "$rec" || die "service: record failed: $(tail -2 "$work/svc.out")"
   if [ -n "$topp" ]; then
     wait "$topp"
@@ -554,18 +554,6 @@ svc_json=()
 scale_service() {
   [ -x "$build/tests/prog_server" ] || { echo "service: skipped: tests/progs/server.c is not built" >&2; return 0; }
   command -v python3 >/dev/null || { echo "service: skipped: no python3 for the client" >&2; return 0; }
-  cat >"$work/client.py" <<'PY'
-import socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-s = socket.create_connection(("127.0.0.1", port))
-f = s.makefile("rw")
-for _ in range(n):
-    f.write("req\n"); f.flush()
-    if f.readline() != "ok\n":
-        sys.exit("no answer")
-if sys.argv[3:] == ["quit"]:
-    f.write("quit\n"); f.flush()
-PY
   local n=1500 rep m r c k
   [ "$quick" = 1 ] && n=100
   local -A R C K

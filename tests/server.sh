@@ -3,28 +3,15 @@
 # e2e_top) after lib.sh's rp_init: a client and a server started under
 # `rankprof record`.
 #
-#   $tmp/client.py PORT N [quit]  N requests on one connection, then
-#                                 (quit) asks the server to exit
-#   req N [quit]                  the client against the server started last
+#   req N [quit]                  tests/progs/client.py against the server
+#                                 started last: N requests, then (quit) its end
 #   start_server NAME [OPTIONS]   `rankprof record OPTIONS -o $tmp/NAME.rp`
 #                                 of prog_server; sets pid, port and rec
 #                                 (record's pid); the server is killed when
 #                                 the test exits, whatever happened
 
-cat >"$tmp/client.py" <<'PY'
-import socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-s = socket.create_connection(("127.0.0.1", port))
-f = s.makefile("rw")
-for _ in range(n):
-    f.write("req\n"); f.flush()
-    if f.readline() != "ok\n":
-        sys.exit("no answer")
-if sys.argv[3:] == ["quit"]:
-    f.write("quit\n"); f.flush()
-PY
-
-req() { python3 "$tmp/client.py" "$port" "$@" || fail "client: $*"; }
+client=$(dirname "${BASH_SOURCE[0]}")/progs/client.py
+req() { python3 "$client" "$port" "$@" || fail "client: $*"; }
 
 start_server() { # NAME [record options]: sets pid, port, rec
     local name=$1
