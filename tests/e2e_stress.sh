@@ -83,6 +83,9 @@ stress_exec() {
         fail "execer: $(cat "$tmp/out")"
     pid=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$tmp/out")
     [[ -n $pid && -f "$tmp/ex.data.$pid" ]] || fail "exec: no $tmp/ex.data.PID: $(ls "$tmp")"
+    # /bin/true, run by the vfork child, recorded nothing: it leaves no file
+    files=("$tmp"/ex.data*)
+    [[ ${#files[@]} == 2 ]] || fail "exec: files of the run: ${files[*]##*/} (not ex.data, ex.data.$pid)"
     "$RANKPROF" report -i "$tmp/ex.data.$pid" --format json >"$tmp/ex.json" 2>/dev/null ||
         fail "exec: the new image's trace does not read"
     python3 -c "
@@ -100,7 +103,7 @@ c = {x['name']: x['calls'] for x in r['nodes']}
 sys.exit(0 if c.get('step') == 10 and r['ended_normally'] and r['unclosed'] == 0 and r['cut'] == 1 else 1)" \
         "$tmp/ex0.json" || fail "exec: the old image's trace is not complete: $(cat "$tmp/ex0.json")"
     echo "e2e_stress: exec: the old image flushed at exec (a vfork child left it alone), the new" \
-        "one wrote ex.data.$pid, both exact: ok"
+        "one wrote ex.data.$pid, both exact; /bin/true left no file: ok"
 }
 
 # --- overload: drop mode, a writer that cannot keep up -----------------------

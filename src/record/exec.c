@@ -9,7 +9,9 @@
  * runs that flush (rp_rt_shutdown: everything written, an END record, the
  * file closed) and then calls the real function, found with
  * dlsym(RTLD_NEXT).  The new image, if it is recorded too, writes its own
- * trace (NAME.PID: see rt.c's open_output).
+ * trace (NAME.PID: see rt_start.c's open_output); a forked child that
+ * execs before recording anything leaves no file of its own (rp_rt_shutdown
+ * drops it).
  *
  * Recording stops for good before the exec: if the exec fails, the
  * program goes on unrecorded (docs/robustness.md).  A vfork child, which
@@ -52,29 +54,12 @@ __attribute__((constructor)) static void exec_ctor(void)
 /* The final flush, unless this is a vfork child of the recorded process or
  * a signal handler (execve is async-signal-safe) that interrupted the
  * recorder on this thread, which may hold its lock. */
-/*
- * A forked child that execs before recording anything (a launcher's or a
- * shell's fork + exec) leaves no file: its NAME.PID would be an empty
- * process beside the exec'd image's, which then writes NAME.PID itself.
- * Best effort: an unlink that fails leaves the empty file.
- */
-static void forked_empty_drop(void)
-{
-    char suffix[24];
-    int n = snprintf(suffix, sizeof(suffix), ".%d", (int)getpid());
-    size_t len = strlen(rp_rt.path);
-    if (rp_rt.sync_write && !rp_rt.direct && !rp_rt.events_written && !rp_rt.lost_total && n > 0 &&
-        len > (size_t)n && !strcmp(rp_rt.path + len - (size_t)n, suffix))
-        unlink(rp_rt.path);
-}
-
 static void exec_flush(void)
 {
     int saved = errno, cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs); /* as rt_dtor */
     if (getpid() == rec_pid && !(rp_self && rp_self->guard)) {
         rp_rt_shutdown();
-        forked_empty_drop();
     }
     pthread_setcancelstate(cs, &cs);
     errno = saved;

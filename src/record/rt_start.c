@@ -241,6 +241,8 @@ static void run_id_take(const char *mark)
     snprintf(rp_rt_run, sizeof(rp_rt_run), "%016llx", (unsigned long long)h);
 }
 
+static int out_other; /* this process's file is not the run's first (NAME.PID) */
+
 /*
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
@@ -275,6 +277,7 @@ static int open_output(int child)
             rp_rt.fd = open(rp_rt.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         }
     }
+    out_other = !first;
     if (!first) {
         for (int i = 0; i < 1000; i++) {
             if (i == 0)
@@ -578,6 +581,20 @@ static void direct_finish(void)
 }
 
 /*
+ * A process of the run other than the first that recorded nothing leaves
+ * no file: a launcher's or a shell's fork + exec, an uninstrumented program
+ * a script runs (its NAME.PID would be an empty process beside the ones
+ * that did the work; the exec'd image of a forked child then writes
+ * NAME.PID itself).  The first process's file always stays.  Best effort:
+ * an unlink that fails leaves the empty file.
+ */
+static void empty_drop(void)
+{
+    if (out_other && !rp_rt.events_written && !rp_rt.lost_total)
+        unlink(rp_rt.path);
+}
+
+/*
  * The final flush.  Recording stops (mask = 0), the calling thread publishes
  * its partial buffer, and the writer gets until the deadline to write what
  * is published.  Other threads still running keep their partial buffers:
@@ -662,6 +679,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
      * close() compare with it) */
     __atomic_store_n(&rp_rt.fd, -1, __ATOMIC_RELAXED);
     close(fd);
+    empty_drop();
     /* The writer is gone: its state can go too (the threads' buffers stay
      * mapped, since threads still running may touch them). */
     rp_own_lock(&rp_rt.lock);
