@@ -115,6 +115,9 @@ folded() {
         # shellcheck disable=SC2086
         "$RANKPROF" export --format folded $f "$tmp/th.rp" >"$tmp/f.folded" 2>"$tmp/f.err" ||
             fail "export $f: $(cat "$tmp/f.err")"
+        # (the export reads names, not statistics, before its own pass: no
+        # warning that the trace holds no events or no function)
+        [[ ! -s "$tmp/f.err" ]] || fail "export $f warned: $(cat "$tmp/f.err")"
         python3 - "$tmp/f.json" "$tmp/f.folded" "$f" <<'PY' || fail "folded: $f"
 import collections, json, sys
 r = json.load(open(sys.argv[1]))

@@ -112,6 +112,8 @@ static void hint_unnamed(struct rp_profile *p)
 
 void rp_profile_hints(struct rp_profile *p)
 {
+    if (p->defs_only)
+        return; /* (no statistics to judge) */
     hint_no_functions(p);
     hint_unnamed(p);
 }

@@ -513,6 +513,23 @@ static int maps_add(struct rp_profile *p, const char *m, size_t len)
 /* Reads chunk c of the file r into p: EVENTS chunks are replayed here or
  * handed to the workers (replay_events).  Returns 0, or < 0 with the
  * message in err. */
+/* An EVENTS chunk not replayed (rp_replay_opts.defs_only): its events
+ * counted from its header, its first event's ticks kept (the earliest is
+ * the run's first_tick, which time windows count from).  Cannot fail. */
+static void count_events(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
+{
+    struct priv *v = p->priv;
+    struct rp_evdec d;
+    struct rp_event ev;
+
+    if (c->len < 16 || (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
+        return;
+    p->events += rp_get32(c->data + 4) & RP_EV_COUNT_MASK;
+    if (rp_evdec_init(&d, c->data, c->len) == 0 && rp_evdec_next(&d, &ev) > 0 &&
+        (!v->first_ev || ev.ticks < v->first_ev))
+        v->first_ev = ev.ticks;
+}
+
 static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const struct rp_chunk *c,
                       uint32_t only_tid, char *err, size_t errsz)
 {
@@ -539,7 +556,10 @@ static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const str
         rc = read_defs(p, c, err, errsz);
         break;
     case RP_CH_EVENTS:
-        rc = replay_events(p, c, only_tid, err, errsz);
+        if (v->defs_only)
+            count_events(p, c, only_tid);
+        else
+            rc = replay_events(p, c, only_tid, err, errsz);
         break;
     case RP_CH_STATS: /* direct mode: stats.c */
         rc = rp_stats_read(p, &v->em, c, only_tid, err, errsz);
@@ -641,6 +661,10 @@ static int replay_run(const char *path, const struct rp_replay_opts *o, struct r
     rp_workers_stop(v);
     if ((rc = rp_threads_end(p)) < 0 || (rc = rp_replay_finish(p)) < 0)
         goto fail;
+    if (v->defs_only) { /* the first event, and the end as the end and clocks say */
+        p->first_tick = v->first_ev;
+        p->last_tick = p->end_ticks > v->clk_last_ticks ? p->end_ticks : v->clk_last_ticks;
+    }
     p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
     p->resolution = p->compensated ? v->res_comp : 1;
 
@@ -670,6 +694,7 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     v->want_comp = !(o ? o : &none)->no_compensate;
     v->flt = (o ? o : &none)->filter;
     v->outside = !(o ? o : &none)->keep_outside;
+    v->defs_only = p->defs_only = (o ? o : &none)->defs_only;
     p->outside_apart = v->outside;
     int rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
     priv_free(p); /* the profile holds the results: the replay's state goes */
@@ -688,7 +713,7 @@ int rp_profile_symbolize(struct rp_profile *p)
         struct rp_node *n = &p->nodes[i];
         /* functions and locks by their address, and the waits on a
          * condition variable (kind wait, class lock) by the condition's */
-        if (n->name || !n->calls ||
+        if (n->name || (!n->calls && !p->defs_only) ||
             (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
              n->kind != RP_KIND_LOCK_HOLD && !(n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK)))
             continue;

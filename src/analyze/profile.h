@@ -244,6 +244,9 @@ struct rp_profile {
     uint64_t below_res;     /* spans below resolution, summed over the nodes */
     int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
                                docs/locks.md): the ranking gives them no time weight */
+    int defs_only;          /* read with rp_replay_opts.defs_only: no span was replayed
+                               (the nodes have no statistics), first_tick/last_tick are the
+                               clocks' and the end's, every defined function is named */
 
     /* Off-CPU time (format 1.3, docs/recording.md): how the recorder knew it
      * ("perf", "schedstat", "none"; "" = not said: an older trace), why perf

@@ -22,6 +22,11 @@ struct rp_replay_opts {
     /* count spans outside the program's (replay_int.h: rp_span_outside) as
      * any other, as calls from ROOT (report --outside) */
     int keep_outside;
+    /* replay no EVENTS chunk: the definitions, names, clocks, threads and
+     * INFO only, for a pass that walks the events itself (the call-path
+     * exports); the events are counted from the chunks' headers, no span
+     * is, and p->defs_only is set */
+    int defs_only;
 };
 
 /*

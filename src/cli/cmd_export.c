@@ -195,6 +195,7 @@ int cmd_export(int argc, char **argv)
                        strcmp(a.fmt->name, "callgrind");
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
+        a.load.replay.defs_only = !!(needs & RP_EXPORT_WALK); /* (one file: main.c) */
         rp_load(&a.load, &p);
     }
     a.report.ranked = a.report.flagged = !!(needs & RP_EXPORT_RANK);

@@ -604,7 +604,9 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         for (uint32_t i = 0; i < p->n_threads; i++)
             p->threads[i].pid = p->pid;
     } else {
-        /* a run's processes: one file at a time, merged (merge.h) */
+        /* a run's processes: one file at a time, merged (merge.h) from
+         * replayed profiles (so defs_only serves one file only) */
+        o->replay.defs_only = 0;
         struct rp_merge m;
         if (rp_merge_init(&m, p) < 0)
             rp_die("%s: out of memory", chosen);

@@ -33,6 +33,9 @@ enum {
     RP_EXPORT_FILTER = 1u << 3,      /* honours ctx->filter (the others refuse one) */
     RP_EXPORT_DIR = 1u << 4,         /* writes the directory ctx->output itself (out is NULL) */
     RP_EXPORT_UNAVAILABLE = 1u << 5, /* not in this build: refused before loading */
+    RP_EXPORT_WALK = 1u << 6,        /* walks the events itself (the call-path tree): ctx->p
+                                        has names and no statistics (rp_replay_opts.defs_only)
+                                        when read from one file */
 };
 
 /* Everything a format may use; read-only for the format. */
