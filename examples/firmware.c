@@ -521,7 +521,9 @@ static NOINSTR void put_kv(const char *name, uint64_t v, int hex)
  * steps are each switched out 50 times in the middle ([off-cpu]), main
  * once, in tasks_run.
  */
+#ifndef FW_STEPS
 #define FW_STEPS 50
+#endif
 #define TA_SPIN  2000u  /* a step of ta works 2 x this */
 #define TB_SPIN  16000u /* a step of tb: 4 times ta's */
 
