@@ -524,8 +524,8 @@ static NOINSTR void put_kv(const char *name, uint64_t v, int hex)
 #ifndef FW_STEPS
 #define FW_STEPS 50
 #endif
-#define TA_SPIN  2000u  /* a step of ta works 2 x this */
-#define TB_SPIN  16000u /* a step of tb: 4 times ta's */
+#define TA_SPIN 2000u  /* a step of ta works 2 x this */
+#define TB_SPIN 16000u /* a step of tb: 4 times ta's */
 
 struct fw_task {
     uint32_t sp;             /* saved while switched out */

@@ -348,6 +348,8 @@ threads = sorted(t.get("name") for t in d["thread_list"] if t.get("name") != "ir
 if threads != ["main", "ta", "tb"]:
     die(f"threads {threads}, want main, ta, tb")
 off, a, b, h = nodes["[off-cpu]"], nodes["ta_step"], nodes["tb_step"], nodes["bus [hold]"]
+if d["offcpu"]["source"] != "irq+tasks":
+    die(f"off-CPU source {d['offcpu']['source']}, want irq+tasks")
 if off["kind"] != "offcpu" or off["calls"] != 101:
     die(f"[off-cpu]: {off['kind']}, {off['calls']} spans; want offcpu, 101")
 if not 0 < 2 * a["exclusive_ns"] < b["exclusive_ns"]:

@@ -11,6 +11,7 @@
  *
  *   file header, INFO, THREAD 1 "main", THREAD 2 "irq"   (rp_bare_start)
  *   THREAD n, the task's name                           (rp_bare_task_add)
+ *   INFO offcpu=irq+tasks                               (the first task)
  *   DEFS chunk of one record                            (first sight of an id)
  *   EVENTS chunk, compact stream, no snapshot           (a buffer is full)
  *   END                                                 (rp_bare_stop)
@@ -1030,6 +1031,10 @@ NOINSTR int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char
     const void *p[2] = {h, name};
     const uint32_t l[2] = {8, slen(name)};
     if (chunk(RP_CH_THREAD, p, l, 2) != 0)
+        rc = -2;
+    static const char info_tasks[] = "\x06\0offcpu\x09\0\0\0irq+tasks"; /* (a later INFO wins) */
+    p[0] = info_tasks;
+    if (!g.tasks && chunk(RP_CH_INFO, p, (const uint32_t[]){sizeof info_tasks - 1}, 1) != 0)
         rc = -2;
     stream_init(t, buf, size, tid, g.clock());
 #ifdef RP_BARE_FUNC_STATS /* its stack of open calls, at the end of its buffer */
