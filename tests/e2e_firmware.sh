@@ -355,6 +355,14 @@ if off["kind"] != "offcpu" or off["calls"] != 101:
 if not 0 < 2 * a["exclusive_ns"] < b["exclusive_ns"]:
     die(f"ta_step's own time {a['exclusive_ns']} ns, tb_step's {b['exclusive_ns']}: "
         "ta_step's has tb's time in it")
+# tb runs while ta is out in ta_step: all of tb_step's own time but the
+# end of its last call (after ta's last switch, a few instructions) is in
+# the [off-cpu] spans under ta_step
+out_a = sum(e["inclusive_ns"] for e in d["edges"]
+            if e["caller"] == "ta_step" and e["callee"] == "[off-cpu]")
+if not 0.99 * b["exclusive_ns"] <= out_a <= a["inclusive_ns"] - a["exclusive_ns"]:
+    die(f"ta_step's time switched out {out_a} ns, want at least tb_step's own "
+        f"{b['exclusive_ns']} ns")
 if not b["exclusive_ns"] <= h["inclusive_ns"] <= a["inclusive_ns"]:
     die(f"bus held {h['inclusive_ns']} ns, want within ta_step's {a['inclusive_ns']} "
         f"and at least tb's work while it was held {b['exclusive_ns']}")
