@@ -412,6 +412,7 @@ static void test_tasks(void)
     CHECK(off && strcmp(off->name, "[off-cpu]") == 0);
     CHECK_EQ(edge_calls(&p, ia, io), 100); /* one span a switch back into A's open span */
     CHECK_EQ(edge_calls(&p, ib, io), 100);
+    CHECK_EQ(strcmp(p.offcpu_src, "irq+tasks"), 0); /* the INFO of the first task */
     for (uint32_t i = 0; i < p.n_threads; i++)
         if (p.threads[i].tid == 3)
             CHECK_EQ(strcmp(p.threads[i].name, "task_a"), 0);
