@@ -497,7 +497,7 @@ static NOINLINE void off_span(struct stream *s, uint32_t *id, const char *name, 
  * dd: the event opens a span (its id, > 0), ends one (-1) or neither (0):
  * the stream keeps the ids of its open spans (the acquirer of a lock hold
  * is the innermost); in an interrupt handler, the end of the outermost span
- * adds its time to the stream the handler interrupted (irq_span).
+ * adds its time to the stream the handler interrupted (off_span, [irq]).
  */
 static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit, int dd)
 {
