@@ -505,6 +505,140 @@ static NOINSTR void put_kv(const char *name, uint64_t v, int hex)
 #define FW_TICKS 2000
 #endif
 
+#ifdef FW_TASKS
+/*
+ * The tasks variant (-DFW_TASKS, tests/e2e_firmware.sh): instead of the
+ * scheduler loop, two tasks with stacks of their own, switched as an RTOS
+ * switches them (fw_yield: the callee-saved registers pushed on the
+ * task's stack, its stack pointer saved, the other's restored), each
+ * switch told to the recorder (rp_bare_task_switch).  Task "ta" runs
+ * ta_step FW_STEPS times: it takes the bus in a callee (bus_take returns
+ * holding it), works, yields to "tb" in the middle, works, and releases
+ * the bus itself; task "tb" runs tb_step (a longer work, then a yield back
+ * to ta) until ta is done, then goes back to main.  Calls for
+ * FW_STEPS = 50: main, tasks_run, ta_run, tb_run 1; ta_step, bus_take,
+ * tb_step 50; the bus is held 50 times, from bus_take; ta's and tb's
+ * steps are each switched out 50 times in the middle ([off-cpu]), main
+ * once, in tasks_run.
+ */
+#ifndef FW_STEPS
+#define FW_STEPS 50
+#endif
+#define TA_SPIN 2000u  /* a step of ta works 2 x this */
+#define TB_SPIN 16000u /* a step of tb: 4 times ta's */
+
+struct fw_task {
+    uint32_t sp;             /* saved while switched out */
+    struct rp_bare_task *rp; /* its stream (NULL: main's) */
+};
+static struct rp_bare_task rp_ta, rp_tb;
+static struct fw_task fw_main_ctx, fw_ta = {0, &rp_ta}, fw_tb = {0, &rp_tb};
+static struct fw_task *fw_cur = &fw_main_ctx;
+static uint64_t stack_ta[128], stack_tb[128]; /* 1 KB each, 8-byte aligned */
+static uint8_t rp_buf_ta[2048], rp_buf_tb[2048];
+static volatile int fw_ta_done;
+static uint32_t fw_tb_steps;
+
+/* Saves the callee-saved registers and the stack pointer in *save, and
+ * resumes the context whose stack pointer is sp. */
+__attribute__((naked, no_instrument_function)) static void fw_swap(uint32_t *save, uint32_t sp)
+{
+    (void)save, (void)sp;
+    __asm volatile("push {r4-r11, lr}\n\t"
+                   "mov r2, sp\n\t"
+                   "str r2, [r0]\n\t"
+                   "mov sp, r1\n\t"
+                   "pop {r4-r11, pc}\n\t");
+}
+
+/* Switches to task `to`: the RTOS's context switch, with its hook. */
+static NOINSTR void fw_yield(struct fw_task *to)
+{
+    struct fw_task *from = fw_cur;
+    fw_cur = to;
+    rp_bare_task_switch(to->rp);
+    fw_swap(&from->sp, to->sp);
+}
+
+/* A first context for t on the stack ending at top: fw_swap resumes it
+ * at entry (registers 0). */
+static NOINSTR void fw_task_init(struct fw_task *t, uint64_t *top, void (*entry)(void))
+{
+    uint32_t *sp = (uint32_t *)(void *)top - 9;
+    for (int i = 0; i < 8; i++)
+        sp[i] = 0;
+    sp[8] = (uint32_t)(uintptr_t)entry;
+    t->sp = (uint32_t)(uintptr_t)sp;
+}
+
+/* Takes the bus and returns holding it (the caller releases it). */
+void bus_take(void)
+{
+    bus_lock();
+}
+
+void ta_step(void)
+{
+    bus_take();
+    spin(TA_SPIN);
+    fw_yield(&fw_tb);
+    spin(TA_SPIN);
+    bus_unlock();
+}
+
+void ta_run(void)
+{
+    for (int i = 0; i < FW_STEPS; i++)
+        ta_step();
+}
+
+void tb_step(void)
+{
+    spin(TB_SPIN);
+    fw_tb_steps++;
+    fw_yield(&fw_ta);
+}
+
+void tb_run(void)
+{
+    while (!fw_ta_done)
+        tb_step();
+}
+
+static NOINSTR void ta_entry(void)
+{
+    ta_run();
+    fw_ta_done = 1;
+    for (;;)
+        fw_yield(&fw_tb);
+}
+
+static NOINSTR void tb_entry(void)
+{
+    tb_run();
+    for (;;)
+        fw_yield(&fw_main_ctx);
+}
+
+void tasks_run(void)
+{
+    rp_bare_task_add(&rp_ta, 3, "ta", rp_buf_ta, sizeof rp_buf_ta);
+    rp_bare_task_add(&rp_tb, 4, "tb", rp_buf_tb, sizeof rp_buf_tb);
+    fw_task_init(&fw_ta, stack_ta + 128, ta_entry);
+    fw_task_init(&fw_tb, stack_tb + 128, tb_entry);
+    fw_yield(&fw_ta); /* back when tb is done */
+}
+
+int main(void)
+{
+    tasks_run();
+    put_kv("firmware: tasks steps", FW_STEPS, 0);
+    put_kv(" tb", fw_tb_steps, 0);
+    put_kv(" bus_held", bus.lock, 0);
+    rp_bare_semihost_putc('\n');
+    return 0;
+}
+#else
 /* Started by firmware/startup.c with the recorder on; returns the status. */
 int main(void)
 {
@@ -531,4 +665,5 @@ int main(void)
     rp_bare_semihost_putc('\n');
     return 0;
 }
+#endif /* FW_TASKS */
 #endif

@@ -87,10 +87,15 @@ int rp_bare_stop(int status);
  * or -2 (the sink failed).  rp_bare_task_switch(task) sends the events of
  * thread mode to task's stream from then on (NULL: back to main): call it
  * from the RTOS's context-switch hook (FreeRTOS: traceTASK_SWITCHED_IN).
+ * The time a task (or main) was switched out is off-CPU time of the spans
+ * it had open: a span of the node [off-cpu] in its stream, written when it
+ * is switched back in.  Built with -DRP_BARE_FUNC_STATS, the task's
+ * buffer also holds its stack of open calls (RP_BARE_FUNC_DEPTH * 16 + 16
+ * bytes at its end; size must be at least that plus 128).
  * The struct is the recorder's; keep it alive while recording.
  */
 struct rp_bare_task {
-    uint64_t opaque[10];
+    uint64_t opaque[16];
 };
 int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char *name, void *buf,
                      uint32_t size);

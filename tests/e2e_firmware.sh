@@ -19,6 +19,10 @@
 #     board (lm3s6965evb) with the PL011 UART sink (QEMU -serial file:);
 #   - built with -DRP_BARE_FUNC_STATS, the function table the target prints
 #     (direct mode) has exact calls, and main its measured time;
+#   - the tasks variant (-DFW_TASKS): two tasks switched in the middle of
+#     their functions, a lock taken in a callee and released in its caller
+#     (the hold is the acquirer's), a task's time switched out as [off-cpu]
+#     under its open span (not its own time), exact counts;
 #   - the recorder's linked flash footprint is at most 4096 bytes.
 # Skipped (exit 77, saying which) when the ARM toolchain or QEMU is missing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -297,6 +301,92 @@ if not main_ticks or not 0.99 * main_ticks <= total["main"] <= main_ticks:
 EOF
 }
 
+# the tasks variant (-DFW_TASKS, examples/firmware.c): two tasks switched
+# in the middle of their functions through rp_bare_task_switch, the bus
+# taken in a callee (bus_take) and released in its caller (ta_step); the
+# recorder built with -DRP_BARE_FUNC_STATS.  Checks: exact calls and edges
+# on threads ta and tb; the hold is bus_take's (the acquirer), 50 times; a
+# task's time switched out is [off-cpu] under the span it had open (50
+# under each step, 1 under main's tasks_run), so ta_step's own time (2 x
+# TA_SPIN a step) is under half of tb_step's (TB_SPIN = 8 x TA_SPIN), where
+# with tb's time in it it would be more; the function table the target
+# prints has exact calls (each task its own stack of open calls).
+tasks() {
+    local d=$tmp/fwt
+    RP_BARE_CFLAGS=-DRP_BARE_FUNC_STATS "$srcdir/firmware/build.sh" "$d" -DFW_TASKS \
+        -DRP_BARE_FUNC_STATS >"$tmp/tbuild.log" 2>&1 ||
+        fail "firmware/build.sh -DFW_TASKS: $(cat "$tmp/tbuild.log")"
+    (cd "$d" && $TMO qemu-system-arm -M mps2-an385 -nographic -monitor none \
+        -semihosting-config enable=on,target=native -icount shift=0 \
+        -kernel firmware.elf) >"$tmp/tqemu.out" 2>&1 || fail "the tasks firmware under QEMU failed"
+    grep -q '^firmware: tasks steps=50 tb=50 bus_held=0$' "$tmp/tqemu.out" ||
+        fail "tasks summary: $(grep '^firmware' "$tmp/tqemu.out")"
+    arm-none-eabi-nm "$d/firmware.elf" >"$tmp/tnm.txt" || fail "arm-none-eabi-nm"
+    "$RANKPROF" import --elf "$d/firmware.elf" -o "$tmp/t.data" "$d/firmware.rpt"
+    "$RANKPROF" report -i "$tmp/t.data" --format json >"$tmp/t.json"
+    python3 - "$tmp/t.json" "$tmp/tqemu.out" "$tmp/tnm.txt" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def die(m):
+    sys.exit("e2e_firmware: tasks: " + m)
+calls = {"main": 1, "tasks_run": 1, "ta_run": 1, "tb_run": 1, "ta_step": 50, "bus_take": 50,
+         "tb_step": 50}
+nodes = {n["name"]: n for n in d["nodes"]}
+funcs = {n["name"]: n["calls"] for n in d["nodes"] if n["kind"] == "func"}
+if funcs != calls:
+    die(f"function calls {sorted(funcs.items())}, want {sorted(calls.items())}")
+edges = {(e["caller"], e["callee"]): e["calls"] for e in d["edges"]}
+want = {("<root>", "main"): 1, ("main", "tasks_run"): 1, ("<root>", "ta_run"): 1,
+        ("ta_run", "ta_step"): 50, ("ta_step", "bus_take"): 50, ("bus_take", "bus [hold]"): 50,
+        ("<root>", "tb_run"): 1, ("tb_run", "tb_step"): 50, ("ta_step", "[off-cpu]"): 50,
+        ("tb_step", "[off-cpu]"): 50, ("tasks_run", "[off-cpu]"): 1}
+if edges != want:
+    die(f"edges {sorted(set(edges.items()) ^ set(want.items()))} differ")
+if d["lost_events"] or d["unmatched_exits"] or d["unclosed"] or not d["ended_normally"]:
+    die("lost events, unmatched exits or unclosed spans, or no END")
+threads = sorted(t.get("name") for t in d["thread_list"] if t.get("name") != "irq")
+if threads != ["main", "ta", "tb"]:
+    die(f"threads {threads}, want main, ta, tb")
+off, a, b, h = nodes["[off-cpu]"], nodes["ta_step"], nodes["tb_step"], nodes["bus [hold]"]
+if d["offcpu"]["source"] != "irq+tasks":
+    die(f"off-CPU source {d['offcpu']['source']}, want irq+tasks")
+if off["kind"] != "offcpu" or off["calls"] != 101:
+    die(f"[off-cpu]: {off['kind']}, {off['calls']} spans; want offcpu, 101")
+if not 0 < 2 * a["exclusive_ns"] < b["exclusive_ns"]:
+    die(f"ta_step's own time {a['exclusive_ns']} ns, tb_step's {b['exclusive_ns']}: "
+        "ta_step's has tb's time in it")
+# tb runs while ta is out in ta_step: all of tb_step's own time but the
+# end of its last call (after ta's last switch, a few instructions) is in
+# the [off-cpu] spans under ta_step
+out_a = sum(e["inclusive_ns"] for e in d["edges"]
+            if e["caller"] == "ta_step" and e["callee"] == "[off-cpu]")
+if not 0.99 * b["exclusive_ns"] <= out_a <= a["inclusive_ns"] - a["exclusive_ns"]:
+    die(f"ta_step's time switched out {out_a} ns, want at least tb_step's own "
+        f"{b['exclusive_ns']} ns")
+if not b["exclusive_ns"] <= h["inclusive_ns"] <= a["inclusive_ns"]:
+    die(f"bus held {h['inclusive_ns']} ns, want within ta_step's {a['inclusive_ns']} "
+        f"and at least tb's work while it was held {b['exclusive_ns']}")
+sym = {}
+for l in open(sys.argv[3]):
+    w = l.split()
+    if len(w) == 3 and w[1] in "tT":
+        sym[int(w[0], 16) & ~1] = w[2]
+got, total = {}, {}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) == 5 and w[0].isdigit() and w[4].startswith("0x"):
+        got[sym.get(int(w[4], 16), w[4])] = int(w[0])
+        total[sym.get(int(w[4], 16), w[4])] = int(w[1]) * 40  # ns: 25 MHz ticks
+if got != calls:
+    die(f"function table {sorted(got.items())}, want {sorted(calls.items())}")
+# a call's time is from its own entry to its own exit (the task's stack), as
+# in the trace (the trace's is less the flushes: at most 2 %)
+for f in ("ta_step", "tb_step"):
+    if not 0.98 * total[f] <= nodes[f]["inclusive_ns"] <= total[f]:
+        die(f"{f}: {total[f]} ns in the function table, {nodes[f]['inclusive_ns']} in the trace")
+EOF
+}
+
 scenario summary_line summary_line
 scenario func_stats func_stats
 scenario points_table points_table
@@ -304,5 +394,6 @@ scenario report report
 scenario sequence sequence
 scenario bad_input bad_input
 scenario uart_board uart_board
+scenario tasks tasks
 scenario footprint footprint
 finish

@@ -190,6 +190,50 @@ static void test_events(void)
     rp_profile_free(&p);
 }
 
+/* Holds are intervals (docs/locks.md): taken in B, released in its caller
+ * A, the hold is B's (the acquirer), as long as from the acquisition to the
+ * release; a recursive acquisition is part of the outermost hold; a
+ * release never acquired is an unmatched exit. */
+static void test_holds(void)
+{
+    static int lock, other;
+    struct rp_profile p;
+    uint32_t ia = 0, ib = 0, ih = 0;
+    CHECK_EQ(start(sizeof buf, sizeof ram), 0);
+    for (int i = 0; i < 5; i++) {
+        __cyg_profile_func_enter(FA, NULL);
+        __cyg_profile_func_enter(FB, NULL);
+        rp_lock_acquired(&lock); /* taken in B ... */
+        rp_lock_acquired(&lock); /* (recursively) */
+        __cyg_profile_func_exit(FB, NULL);
+        rp_lock_released(&lock);
+        rp_lock_released(&lock); /* ... released in A: 40 ticks after the first */
+        __cyg_profile_func_exit(FA, NULL);
+    }
+    rp_lock_released(&other); /* never acquired */
+    CHECK_EQ(rp_bare_stop(0), 0);
+    CHECK_EQ(replay(&p), 0);
+    CHECK_EQ(p.unmatched_exits, 1);
+    CHECK_EQ(p.unclosed, 0);
+    const struct rp_node *a = node(&p, RP_KIND_FUNC, 0x1000, &ia);
+    const struct rp_node *b = node(&p, RP_KIND_FUNC, 0x2000, &ib);
+    const struct rp_node *h = node(&p, RP_KIND_LOCK_HOLD, (uint32_t)(uintptr_t)&lock, &ih);
+    CHECK(a && b && h);
+    if (a && b && h) {
+        CHECK_EQ(a->calls, 5);
+        CHECK_EQ(b->calls, 5);
+        CHECK_EQ(edge_calls(&p, ia, ib), 5);
+        CHECK_EQ(h->calls, 5);
+        CHECK_EQ(edge_calls(&p, ib, ih), 5); /* the acquirer's */
+        CHECK_EQ(edge_calls(&p, ia, ih), 0);
+        CHECK_EQ(h->incl, 5 * 40);
+        CHECK_EQ(h->excl, 0);
+        CHECK_EQ(b->incl, 5 * 30); /* no time taken from either */
+        CHECK_EQ(a->excl, 5 * 40);
+    }
+    rp_profile_free(&p);
+}
+
 /* A 256-byte buffer: many chunks, each flush said by a PAUSE (the clock
  * read after the flush, 10 ticks), the counts still exact. */
 static void test_chunks(void)
@@ -323,7 +367,7 @@ static void test_restart(void)
 static void test_tasks(void)
 {
     static struct rp_bare_task ta, tb;
-    static uint8_t ba[256], bb[256];
+    static uint8_t ba[4096], bb[4096]; /* (no flush inside the loop) */
     struct rp_profile p;
     uint32_t ia = 0, ib = 0;
     CHECK_EQ(start(sizeof buf, sizeof ram), 0);
@@ -355,8 +399,20 @@ static void test_tasks(void)
         CHECK_EQ(edge_calls(&p, 0, ia), 100); /* roots: neither calls the other */
         CHECK_EQ(edge_calls(&p, 0, ib), 100);
         CHECK_EQ(edge_calls(&p, ia, ib), 0);
-        CHECK_EQ(a->max, 20);
+        /* each switch reads the clock: A runs 10 ticks, is out 20 (from the
+         * switch to B to the switch back: off CPU), runs 10 more */
+        CHECK_EQ(a->max, 40);
+        CHECK_EQ(a->offcpu, 100 * 20);
+        CHECK_EQ(a->excl, 100 * 20);
+        CHECK_EQ(b->offcpu, 100 * 20);
+        CHECK_EQ(b->excl, 100 * 20);
     }
+    uint32_t io = 0;
+    const struct rp_node *off = node(&p, RP_KIND_OFFCPU, 0, &io);
+    CHECK(off && strcmp(off->name, "[off-cpu]") == 0);
+    CHECK_EQ(edge_calls(&p, ia, io), 100); /* one span a switch back into A's open span */
+    CHECK_EQ(edge_calls(&p, ib, io), 100);
+    CHECK_EQ(strcmp(p.offcpu_src, "irq+tasks"), 0); /* the INFO of the first task */
     for (uint32_t i = 0; i < p.n_threads; i++)
         if (p.threads[i].tid == 3)
             CHECK_EQ(strcmp(p.threads[i].name, "task_a"), 0);
@@ -385,7 +441,7 @@ static void test_bad_config(void)
 static const struct check_case cases[] = {
     {"events", test_events},         {"chunks", test_chunks},   {"lost", test_lost},
     {"direct", test_direct},         {"restart", test_restart}, {"tasks", test_tasks},
-    {"bad_config", test_bad_config},
+    {"bad_config", test_bad_config}, {"holds", test_holds},
 };
 
 int main(int argc, char **argv)

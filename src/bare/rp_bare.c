@@ -11,6 +11,7 @@
  *
  *   file header, INFO, THREAD 1 "main", THREAD 2 "irq"   (rp_bare_start)
  *   THREAD n, the task's name                           (rp_bare_task_add)
+ *   INFO offcpu=irq+tasks                               (the first task)
  *   DEFS chunk of one record                            (first sight of an id)
  *   EVENTS chunk, compact stream, no snapshot           (a buffer is full)
  *   END                                                 (rp_bare_stop)
@@ -39,6 +40,9 @@
 #endif
 #ifndef RP_BARE_MAX_LOCKS
 #define RP_BARE_MAX_LOCKS 8
+#endif
+#ifndef RP_BARE_SPAN_DEPTH
+#define RP_BARE_SPAN_DEPTH 16 /* open spans whose ids a stream keeps (a hold's acquirer) */
 #endif
 
 #define NOINSTR     __attribute__((no_instrument_function))
@@ -94,6 +98,13 @@ struct stream {
     uint32_t syn, said;        /* PAUSE and LOST ops in the chunk, and the events the LOST says */
     const volatile void *wait; /* lock whose wait span is innermost, or NULL */
     struct stream *next;       /* the next task's stream (rp_bare_task_add) */
+    uint32_t seq;              /* events of the chunks handed on (a hold's events inside) */
+    uint32_t depth;            /* spans open, and the ids of the innermost ones: */
+    uint16_t open[RP_BARE_SPAN_DEPTH]; /* open[i], the (i+1)-th, while i < RP_BARE_SPAN_DEPTH */
+    uint64_t out;                      /* when a task switch sent it out (0: not out) */
+#ifdef RP_BARE_FUNC_STATS
+    struct fstk *fs; /* its stack of open calls (function statistics) */
+#endif
 };
 _Static_assert(sizeof(struct stream) <= sizeof(struct rp_bare_task), "rp_bare_task too small");
 
@@ -111,6 +122,7 @@ static struct {
     uint64_t irq_t0;                  /* and when it began */
     uint32_t irq_depth;               /* spans open in the irq stream */
     uint32_t irq_id;                  /* the [irq] node (kind offcpu), 0 = not defined yet */
+    uint32_t off_id;                  /* the [off-cpu] node (a task switched out), or 0 */
     struct stream *tasks;             /* the tasks' streams, a list */
     uint32_t fkey[RP_BARE_MAX_FUNCS]; /* code address | 1 (0 = free) */
     uint16_t fid[RP_BARE_MAX_FUNCS];
@@ -118,6 +130,10 @@ static struct {
         const volatile void *lock;
         const char *name;
         uint16_t wait, hold;
+        uint16_t acq;  /* the held lock's acquirer: innermost span open at the acquisition */
+        uint16_t held; /* acquisitions not yet released (recursive: the outermost is the hold) */
+        uint32_t ev;   /* its stream's events up to the HOLD_BEGIN */
+        uint64_t t0;   /* when the outermost hold began */
     } locks[RP_BARE_MAX_LOCKS];
 } g;
 
@@ -256,10 +272,11 @@ static inline NOINSTR uint32_t func_id(void *fn, uint32_t *slot)
 /*
  * Direct mode for functions (compiled in with -DRP_BARE_FUNC_STATS):
  * calls, total and max of every function in the id table, in fst[] by its
- * slot, trace or not.  Each context (thread mode, handlers) keeps the
+ * slot, trace or not.  Each context (main, handlers, each task) keeps the
  * slots and start times of its open calls, RP_BARE_FUNC_DEPTH deep (the
- * calls deeper are not timed: counted in fdeep).  RAM: 16 bytes a
- * function, 16 a level of each of the two stacks.
+ * calls deeper are not timed: counted in fdeep), so that tasks switched in
+ * the middle of their calls do not end each other's.  RAM: 16 bytes a
+ * function, 16 a level of each stack (a task's is in its buffer).
  */
 #ifndef RP_BARE_FUNC_DEPTH
 #define RP_BARE_FUNC_DEPTH 32
@@ -274,14 +291,15 @@ static struct fstk {
         uint64_t t0;
         uint32_t slot;
     } f[RP_BARE_FUNC_DEPTH];
-} fstack[2]; /* thread mode, handlers */
+} fstack[2]; /* main (thread mode without tasks), handlers; a task's is in its buffer */
 static uint32_t fdeep;
+#define RP_BARE_TASK_EXTRA (sizeof(struct fstk) + 8) /* a task's stack, in its buffer */
 
 /* A call of the function in slot begins at now (slot ~0: not in the
  * table, not timed). */
 static NOINSTR void fstat_enter(uint32_t slot, uint64_t now)
 {
-    struct fstk *k = &fstack[in_isr()];
+    struct fstk *k = in_isr() ? &fstack[1] : g.cur->fs;
     if (k->n < RP_BARE_FUNC_DEPTH) {
         k->f[k->n].t0 = now;
         k->f[k->n].slot = slot;
@@ -292,7 +310,7 @@ static NOINSTR void fstat_enter(uint32_t slot, uint64_t now)
 /* The innermost call of the context ends at now. */
 static NOINSTR void fstat_exit(uint64_t now)
 {
-    struct fstk *k = &fstack[in_isr()];
+    struct fstk *k = in_isr() ? &fstack[1] : g.cur->fs;
     if (!k->n)
         return;
     if (--k->n >= RP_BARE_FUNC_DEPTH) {
@@ -308,6 +326,8 @@ static NOINSTR void fstat_exit(uint64_t now)
     if (d > fst[i].max)
         fst[i].max = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
 }
+#else
+#define RP_BARE_TASK_EXTRA 0
 #endif
 
 /* n / d by shift and subtract: no libgcc 64-bit division (700 bytes of
@@ -345,13 +365,15 @@ static inline NOINSTR uint32_t site_id(struct rp_site *s)
     return id;
 }
 
-/* The wait (hold = 0) or hold id of lock l, or 0. */
-static NOINLINE uint32_t lock_id(const volatile void *l, int hold)
+/* The wait (hold = 0) or hold id of lock l, or 0 (the table is full, the
+ * sink failed); *slot gets its index in g.locks. */
+static NOINLINE uint32_t lock_id(const volatile void *l, int hold, int *slot)
 {
     for (int i = 0; i < RP_BARE_MAX_LOCKS; i++) {
         if (g.locks[i].lock && g.locks[i].lock != l)
             continue;
         g.locks[i].lock = l;
+        *slot = i;
         uint16_t *id = hold ? &g.locks[i].hold : &g.locks[i].wait;
         if (!*id)
             *id = (uint16_t)define(hold ? RP_KIND_LOCK_HOLD : RP_KIND_LOCK_WAIT, RP_CLASS_LOCK,
@@ -387,6 +409,7 @@ static NOINLINE int flush_stream(struct stream *s)
         rc = -2;
     }
     s->pos = HDRS;
+    s->seq += s->nev;
     s->nev = s->syn = s->said = 0;
     s->base = s->last;
     return rc;
@@ -438,43 +461,61 @@ static inline __attribute__((always_inline)) NOINSTR uint8_t *ev_head_at(struct 
 }
 
 /*
- * The time of the outermost recorded ISR span, from t0 to now, as a span
- * of the [irq] node (kind offcpu) in the stream it interrupted: so that
- * the handler's time is not the interrupted functions' own (the analyzer
- * takes it out of them, as it does time off CPU).  Its two events are the
- * recorder's (syn), not the program's.  Lost when the node cannot be
- * defined (the sink failed).
+ * Time stream s's spans did not run, from t0 to now, as a span of the
+ * off-CPU node *id (kind offcpu, named name, defined on first use) in s:
+ * the outermost recorded ISR span's in the stream it interrupted ([irq]),
+ * a task's time switched out in its own ([off-cpu]); so that the time is
+ * not the open functions' own (the analyzer takes it out of them, as it
+ * does time off CPU).  Its two events are the recorder's (syn), not the
+ * program's; a PAUSE or LOST the stream owes stays for its next event (it
+ * concerns the same open spans).  Lost when the node cannot be defined
+ * (the sink failed).
  */
-static NOINLINE void irq_span(struct stream *s, uint64_t t0, uint64_t now)
+static NOINLINE void off_span(struct stream *s, uint32_t *id, const char *name, uint64_t t0,
+                              uint64_t now)
 {
-    if (!g.irq_id)
-        g.irq_id = define(RP_KIND_OFFCPU, RP_CLASS_FUNC, 0, "[irq]", NULL, 0, 0);
-    for (int k = 0; g.irq_id && k < 2; k++) { /* ENTER at t0, EXIT now (a flush may come between) */
-        uint8_t *o = ev_head_at(s, k ? now : t0, k);
-        if (!o)
-            return;
-        s->pos = (uint32_t)((k ? o : varint(o, g.irq_id)) - s->buf);
-        s->nev++;
-        s->syn++;
+    if (!*id)
+        *id = define(RP_KIND_OFFCPU, RP_CLASS_FUNC, 0, name, NULL, 0, 0);
+    if (!*id || !s->buf)
+        return;
+    if (s->size - s->pos < EV_MAX) {
+        flush_stream(s);
+        s->pause = (uint32_t)(g.clock() - now);
     }
+    t0 = t0 > s->last ? t0 : s->last; /* (never before the stream's last event) */
+    uint8_t *o = varint(s->buf + s->pos, (t0 - s->last) << 1);
+    o = varint(varint(o, *id), ((now - t0) << 1) | 1);
+    s->last = now;
+    s->pos = (uint32_t)(o - s->buf);
+    s->nev += 2;
+    s->syn += 2;
 }
 
 /*
  * The stream of the calling context with room for one event at ticks now,
  * its head written as by ev_head_at; NULL when the context is not recorded.
- * dd: the event opens a span (1), ends one (-1) or neither (0); in an
- * interrupt handler, the end of the outermost span adds its time to the
- * stream the handler interrupted (irq_span).
+ * dd: the event opens a span (its id, > 0), ends one (-1) or neither (0):
+ * the stream keeps the ids of its open spans (the acquirer of a lock hold
+ * is the innermost); in an interrupt handler, the end of the outermost span
+ * adds its time to the stream the handler interrupted (off_span, [irq]).
  */
 static NOINLINE uint8_t *ev_head(struct stream **sp, uint64_t now, int exit, int dd)
 {
     int isr = in_isr();
     struct stream *s = isr ? &g.irq : g.cur;
+    uint32_t n = s->depth;
+    if (dd > 0) {
+        if (n < RP_BARE_SPAN_DEPTH)
+            s->open[n] = (uint16_t)dd;
+        s->depth = n + 1;
+    } else if (dd < 0 && n) { /* (an exit with none open: the depth stays 0) */
+        s->depth = n - 1;
+    }
     if (isr && dd > 0 && g.irq_depth++ == 0) {
         g.hit = g.cur;
         g.irq_t0 = now;
     } else if (isr && dd < 0 && g.irq_depth && --g.irq_depth == 0) { /* (hit set at 0 -> 1) */
-        irq_span(g.hit, g.irq_t0, now);
+        off_span(g.hit, &g.irq_id, "[irq]", g.irq_t0, now);
     }
     *sp = s;
     return ev_head_at(s, now, exit);
@@ -619,7 +660,7 @@ NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
     if (unlikely(!id)) {
         ev_lost();
     } else {
-        uint8_t *o = ev_head(&s, now, 0, 1);
+        uint8_t *o = ev_head(&s, now, 0, (int)id);
         if (o)
             ev_done(s, varint(o, id), 1);
     }
@@ -656,7 +697,7 @@ static NOINSTR uint64_t site_begin(struct rp_site *s, int has_arg, uint64_t arg)
     uint64_t now = g.clock();
     uint32_t id = site_id(s);
     struct stream *st;
-    uint8_t *o = id ? ev_head(&st, now, 0, 1) : NULL;
+    uint8_t *o = id ? ev_head(&st, now, 0, (int)id) : NULL;
     if (o) {
         o = varint(o, id);
         if (has_arg) {
@@ -728,8 +769,15 @@ NOINSTR void rp_site_counter(struct rp_site *s, int64_t value)
 
 /*
  * A lock event: op 0 = wait begins, 1 = acquired, 2 = failed, 3 = released.
- * Waits and holds are spans: a hold must end in the function that began it
- * (docs/firmware.md).
+ * A wait is a span (ENTER of the wait id, ended by the acquisition or the
+ * failure); a hold is an interval, as the Linux recorder writes it
+ * (docs/locks.md, "Holds are intervals"): HOLD_BEGIN at the acquisition,
+ * and at the release HOLD_END with its duration, the events inside and
+ * its acquirer, the innermost span open at the acquisition; so a lock
+ * taken in one function and released in another is one hold of the
+ * function that took it.  A recursive acquisition of a held lock is part
+ * of the outermost hold (counted there, not written).  A release whose
+ * acquisition was not seen writes a HOLD_END of how 0 (an unmatched exit).
  */
 static NOINSTR void lock_event(const volatile void *l, int op)
 {
@@ -738,33 +786,56 @@ static NOINSTR void lock_event(const volatile void *l, int op)
     uint32_t m = crit_enter();
     uint64_t now = g.clock();
     struct stream *st = in_isr() ? &g.irq : g.cur, *s2;
-    uint32_t id = lock_id(l, op == 1 || op == 3);
+    int k = 0;
+    uint32_t id = lock_id(l, op & 1, &k);
     uint8_t *o;
     if (!id) {
         ev_lost();
         goto out;
     }
     if (op == 0) {
-        if ((o = ev_head(&s2, now, 0, 1)) != NULL) {
+        if ((o = ev_head(&s2, now, 0, (int)id)) != NULL) {
             ev_done(s2, varint(o, id), 1);
             s2->wait = l;
         }
-    } else if (op == 1 || op == 2) {
-        if (st->wait == l) { /* the wait ends: with the lock, or failed (ARG 1, EXIT) */
-            if (op == 2 && (o = ev_op(&s2, now, RP_OP_ARG, -1)) != NULL) {
-                *o++ = RP_ARG_LOCK_FAILED;
-                *o++ = 1; /* EXIT, delta 0 */
-                ev_done(s2, o, 2);
-            } else if (op == 1 && (o = ev_head(&s2, now, 1, -1)) != NULL) {
-                ev_done(s2, o, 1);
-            }
-            st->wait = NULL;
-        }
-        if (op == 1 && (o = ev_head(&s2, now, 0, 1)) != NULL)
-            ev_done(s2, varint(o, id), 1);
-    } else if ((o = ev_op(&s2, now, RP_OP_EXIT_ID, -1)) != NULL) {
-        ev_done(s2, varint(o, id), 1);
+        goto out;
     }
+    if (op != 3 && st->wait == l) { /* the wait ends: with the lock, or failed (ARG 1, EXIT) */
+        if (op == 2 && (o = ev_op(&s2, now, RP_OP_ARG, -1)) != NULL) {
+            *o++ = RP_ARG_LOCK_FAILED;
+            *o++ = 1; /* EXIT, delta 0 */
+            ev_done(s2, o, 2);
+        } else if (op == 1 && (o = ev_head(&s2, now, 1, -1)) != NULL) {
+            ev_done(s2, o, 1);
+        }
+        st->wait = NULL;
+    }
+    if (op == 2)
+        goto out;
+    __typeof__(g.locks[0]) *L = &g.locks[k];
+    if ((op == 1 ? L->held++ : L->held ? --L->held : 0) != 0)
+        goto out; /* a recursive acquisition, or its release */
+    if ((o = ev_op(&s2, now, op == 1 ? RP_OP_HOLD_BEGIN : RP_OP_HOLD_END, 0)) == NULL)
+        goto out;
+    o = varint(o, id);
+    if (op == 1) {
+        uint32_t n = s2->depth;
+        L->acq = n ? s2->open[(n < RP_BARE_SPAN_DEPTH ? n : RP_BARE_SPAN_DEPTH) - 1] : 0;
+        L->t0 = now;
+        ev_done(s2, o, 1);
+        L->ev = s2->seq + s2->nev;
+        goto out;
+    }
+    if (L->t0) { /* duration, events inside, how = acquirer << 2 | outer | 1 */
+        o = varint(varint(o, now - L->t0), s2->seq + s2->nev - L->ev);
+        o = varint(o, (uint32_t)L->acq << 2 | 3);
+    } else { /* released, never acquired as far as we know */
+        *o++ = 0;
+        *o++ = 0;
+        *o++ = 0;
+    }
+    L->t0 = 0;
+    ev_done(s2, o, 1);
 out:
     crit_exit(m);
 }
@@ -834,6 +905,11 @@ static NOINSTR void stream_init(struct stream *s, void *buf, uint32_t size, uint
     s->lost = s->pause = s->syn = s->said = 0;
     s->wait = NULL;
     s->next = NULL;
+    s->seq = s->depth = 0;
+    s->out = 0;
+#ifdef RP_BARE_FUNC_STATS
+    s->fs = &fstack[0]; /* main's (a task's: rp_bare_task_add) */
+#endif
 }
 
 /* The constant parts of the stream head: the file header (format.h), the
@@ -893,7 +969,7 @@ NOINSTR int rp_bare_start(const struct rp_bare_config *c)
     for (v = 0; v < RP_BARE_MAX_FUNCS; v++)
         g.fkey[v] = 0;
     for (v = 0; v < RP_BARE_MAX_LOCKS; v++)
-        g.locks[v].wait = g.locks[v].hold = 0;
+        g.locks[v].wait = g.locks[v].hold = g.locks[v].held = 0, g.locks[v].t0 = 0;
     for (struct rp_site *st = __start_rp_sites; st && st < __stop_rp_sites; st++)
         st->direct = NULL; /* ids of an earlier start are not in this trace */
     if (c->sink) {         /* else direct mode only: statistics, no trace */
@@ -921,7 +997,7 @@ NOINSTR int rp_bare_start(const struct rp_bare_config *c)
     uint64_t now = c->clock();
     g.cur = &g.main;
     g.tasks = NULL;
-    g.irq_depth = g.irq_id = 0;
+    g.irq_depth = g.irq_id = g.off_id = 0;
     stream_init(&g.main, c->sink ? c->buf : NULL, c->buf_size, 1, now);
     stream_init(&g.irq, c->sink ? c->irq_buf : NULL, c->irq_buf_size, 2, now);
     g.on = 1;
@@ -947,7 +1023,7 @@ NOINSTR int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char
     struct stream *t = (struct stream *)(void *)task;
     uint8_t h[8];
     int rc = 0;
-    if (!g.on || !g.sink || !t || tid < 3 || !buf || size < 128)
+    if (!g.on || !g.sink || !t || tid < 3 || !buf || size < 128 + RP_BARE_TASK_EXTRA)
         return -1;
     uint32_t m = crit_enter();
     put32(h, tid);
@@ -956,7 +1032,17 @@ NOINSTR int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char
     const uint32_t l[2] = {8, slen(name)};
     if (chunk(RP_CH_THREAD, p, l, 2) != 0)
         rc = -2;
+    static const char info_tasks[] = "\x06\0offcpu\x09\0\0\0irq+tasks"; /* (a later INFO wins) */
+    p[0] = info_tasks;
+    if (!g.tasks && chunk(RP_CH_INFO, p, (const uint32_t[]){sizeof info_tasks - 1}, 1) != 0)
+        rc = -2;
     stream_init(t, buf, size, tid, g.clock());
+#ifdef RP_BARE_FUNC_STATS /* its stack of open calls, at the end of its buffer */
+    uintptr_t e = ((uintptr_t)buf + size - sizeof(struct fstk)) & ~(uintptr_t)7;
+    t->fs = (struct fstk *)e;
+    t->fs->n = 0;
+    t->size = (uint32_t)(e - (uintptr_t)buf);
+#endif
     t->next = g.tasks;
     g.tasks = t;
     crit_exit(m);
@@ -966,7 +1052,15 @@ NOINSTR int rp_bare_task_add(struct rp_bare_task *task, uint32_t tid, const char
 NOINSTR void rp_bare_task_switch(struct rp_bare_task *task)
 {
     uint32_t m = crit_enter();
-    g.cur = task ? (struct stream *)(void *)task : &g.main;
+    struct stream *t = task ? (struct stream *)(void *)task : &g.main;
+    if (g.on && t != g.cur) { /* the time t was out is off CPU for its open spans */
+        uint64_t now = g.clock();
+        g.cur->out = now;
+        if (t->out)
+            off_span(t, &g.off_id, "[off-cpu]", t->out, now);
+        t->out = 0;
+    }
+    g.cur = t;
     crit_exit(m);
 }
 

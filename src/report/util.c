@@ -209,6 +209,20 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
                 "off-CPU: interrupt handlers; %s in handlers, shown as [irq] under the span they "
                 "interrupted\n",
                 rp_fmt_ns((double)(off + out_off) * p->ns_per_tick, b, sizeof b));
+    } else if (!strcmp(p->offcpu_src, "irq+tasks")) { /* the same with RTOS tasks */
+        uint64_t irq = 0;
+        for (uint32_t i = 1; i < p->n_nodes; i++)
+            if (p->nodes[i].kind == RP_KIND_OFFCPU && p->nodes[i].name &&
+                !strcmp(p->nodes[i].name, "[irq]")) {
+                const struct rp_outside *o = rp_node_outside(p, i);
+                irq += p->nodes[i].incl + (o ? o->ticks : 0);
+            }
+        fprintf(out,
+                "off-CPU: interrupt handlers and task switches; %s in handlers, shown as [irq] "
+                "under the span they interrupted; %s switched out, as [off-cpu] under the span "
+                "the task had open\n",
+                rp_fmt_ns((double)irq * p->ns_per_tick, b, sizeof b),
+                rp_fmt_ns((double)(off + out_off - irq) * p->ns_per_tick, c, sizeof c));
     } else if (!strcmp(p->offcpu_src, "schedstat")) {
         fprintf(out, "off-CPU: not separated (%s); run-queue delay %s (schedstat)\n",
                 p->offcpu_err[0] ? p->offcpu_err : "perf not used",
