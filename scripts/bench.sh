@@ -530,7 +530,10 @@ svc_once() {
     [ "$mode" = top10 ] && d=0.1
     (TIMEFORMAT='%U %S'; { time "$rp" top -b -d "$d" "$pid" >"$work/top.out" 2>&1; } 2>"$work/top.time") &
     topp=$!
-    sleep 0.2
+    for i in $(seq 100); do # (its first table: top is running before the client starts)
+      grep -q '^rankprof:' "$work/top.out" 2>/dev/null && break
+      sleep 0.05
+    done
   fi
   t0=$EPOCHREALTIME
   python3 "$src/tests/progs/client.py" "$port" "$n" || die "service: the client failed"
@@ -538,7 +541,7 @@ svc_once() {
   python3 "$src/tests/progs/client.py" "$port" 0 quit || die "service: quit failed"
   wait "$rec" || die "service: record failed: $(tail -2 "$work/svc.out")"
   if [ -n "$topp" ]; then
-    wait "$topp"
+    wait "$topp" || true # (top's status when the process it watches ends is not the point)
     printf '%s %s %s\n' "$(calc "$n / ($t1 - $t0)" %.1f)" \
       "$(awk '{ printf "%.4f", $1 + $2 }' "$work/top.time")" "$(grep -c '^rankprof:' "$work/top.out" || true)"
   else
@@ -559,7 +562,8 @@ scale_service() {
   local -A R C K
   for ((rep = 0; rep < runs; rep++)); do
     for m in alone top1 top10; do
-      read -r r c k < <(svc_once "$m" "$n")
+      read -r r c k < <(svc_once "$m" "$n") || true
+      [ -n "$r" ] || die "service: the $m run gave no numbers (see $work/svc.out, $work/top.out)"
       R[$m]+="$r " C[$m]+="$c " K[$m]+="$k "
     done
   done

@@ -74,10 +74,20 @@ static void print_status(long pid, const struct rp_ctl_page *pg)
            pg->direct ? "direct" : "trace", pg->path, pg->signo);
 }
 
+/* Whether pid has ended or is ending: gone, or its recorder has shut down
+ * (its control page is unlinked then, and no request is answered). */
+static int ending(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "%s/rankprof.%ld", RP_CTL_DIR, pid);
+    return (kill((pid_t)pid, 0) < 0 && errno == ESRCH) || access(path, F_OK) < 0;
+}
+
 /* Asks pid's recorder for a statistics file (RP_CTL_PUBLISH or
  * RP_CTL_SNAPSHOT) and waits until it is written (at most 10 s: a snapshot
- * merges every thread's tables).  Dies saying why when it cannot. */
-void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
+ * merges every thread's tables).  Returns 0, or -1 when the process ended
+ * (or began to) before writing it; dies saying why when it cannot. */
+int rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
 {
     if (!pg->direct)
         rp_die("process %ld records a trace: its statistics are known in the process in direct "
@@ -92,12 +102,16 @@ void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
     if (sigqueue((pid_t)pid, pg->signo, v) < 0)
         rp_die("cannot signal process %ld: %s", pid, strerror(errno));
     struct timespec ms = {0, 1000000};
-    for (int i = 0; i < 10000 && __atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen; i++)
+    for (int i = 0; i < 10000 && __atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen; i++) {
+        if (i % 16 == 15 && ending(pid))
+            return __atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen ? -1 : 0;
         nanosleep(&ms, NULL);
+    }
     if (__atomic_load_n(&pg->snaps, __ATOMIC_ACQUIRE) == seen)
         rp_die("process %ld did not write its statistics in 10 s (a forked child, or its "
                "control signal %d blocked?)",
                pid, pg->signo);
+    return 0;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -123,7 +137,8 @@ int cmd_ctl(int argc, char **argv)
 
     const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
     if (cmd == RP_CTL_SNAPSHOT) {
-        rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
+        if (rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT) < 0)
+            rp_die("ctl: process %ld ended before writing its statistics", pid);
         printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
         return 0;
     }

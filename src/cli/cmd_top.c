@@ -170,13 +170,12 @@ int cmd_top(int argc, char **argv)
         signal(SIGTERM, on_stop);
     }
     for (uint64_t i = 0; !iters || i < iters; i++) {
-        if (i && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+        if ((i && kill((pid_t)pid, 0) < 0 && errno == ESRCH) ||
+            (!trace && rp_ctl_stats(pid, pg, RP_CTL_PUBLISH) < 0)) {
             tio_restore();
             fprintf(stderr, "rankprof: top: process %ld ended\n", pid);
             break;
         }
-        if (!trace)
-            rp_ctl_stats(pid, pg, RP_CTL_PUBLISH);
         struct rp_load_opts ld;
         rp_load_opts_default(&ld);
         rp_opt_input("top", 'i', path, &ld);
