@@ -104,7 +104,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->offset = c->offset;
     j->ti = t->ti;
     atomic_store_explicit(&j->done, 0, memory_order_relaxed);
-    j->from_snap = parallel;
+    /* a thread's first chunk in order starts from its snapshot too: it may
+     * begin inside spans (a rotated trace's oldest piece, a ring's window) */
+    j->from_snap = parallel || (!t->depth && !p->threads[t->ti].events &&
+                                (word & RP_EV_SNAPSHOT) && (!comp || (word & RP_EV_SNAPCOUNT)));
     j->comp = comp;
     j->offid = v->offid;
     j->flt = v->flt;

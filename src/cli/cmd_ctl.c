@@ -75,13 +75,20 @@ static void print_status(long pid, const struct rp_ctl_page *pg)
 }
 
 /* Asks pid's recorder for a statistics file (RP_CTL_PUBLISH or
- * RP_CTL_SNAPSHOT) and waits until it is written (at most 10 s: a snapshot
- * merges every thread's tables).  Dies saying why when it cannot. */
-void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
+ * RP_CTL_SNAPSHOT; with a flight recorder, the snapshot of its ring) and
+ * waits until it is written (at most 10 s: a snapshot merges every
+ * thread's tables).  Returns the files written before it (snaps).  Dies
+ * saying why when it cannot. */
+uint32_t rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
 {
-    if (!pg->direct)
+    if (!pg->direct && cmd != RP_CTL_SNAPSHOT)
         rp_die("process %ld records a trace: its statistics are known in the process in direct "
                "mode only (rankprof record --mode direct); read the trace with rankprof report",
+               pid);
+    if (!pg->direct && !pg->ring)
+        rp_die("process %ld records a whole trace: a snapshot needs a flight recorder "
+               "(rankprof record --ring SIZE) or direct mode (--mode direct); read the trace "
+               "with rankprof report",
                pid);
     if (pg->signo <= 0)
         rp_die("process %ld's recorder has no control signal (the program handles it: set "
@@ -98,6 +105,7 @@ void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
         rp_die("process %ld did not write its statistics in 10 s (a forked child, or its "
                "control signal %d blocked?)",
                pid, pg->signo);
+    return seen;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -123,8 +131,12 @@ int cmd_ctl(int argc, char **argv)
 
     const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
     if (cmd == RP_CTL_SNAPSHOT) {
-        rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
-        printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
+        uint32_t seen = rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
+        if (pg->direct)
+            printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
+        else /* (a trigger's snapshot asked for meanwhile is the same one) */
+            printf("process %ld: the last events (ring of %llu bytes) written to %s%s%u\n", pid,
+                   (unsigned long long)pg->ring, pg->path, RP_CTL_SNAP_SUFFIX, seen + 1);
         return 0;
     }
     if (cmd == -1) {
