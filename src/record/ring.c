@@ -401,6 +401,11 @@ static void ring_write(struct dest *d, const char *why)
     info_put(b, sizeof b, &len, "ring_size", v);
     dec(v, ring.dropped_ev);
     info_put(b, sizeof b, &len, "ring_dropped", v);
+    uint64_t now = rp_ticks();
+    if (now > rp_rt.start_ticks && rp_rt.freq > 0) { /* (no snprintf: a signal handler) */
+        dec(v, (uint64_t)((double)(now - rp_rt.start_ticks) * 1e9 / rp_rt.freq));
+        info_put(b, sizeof b, &len, "ring_run_ns", v);
+    }
     if (ring.ntrig || ring.budget) {
         dec(v, ring.fired);
         info_put(b, sizeof b, &len, "ring_triggers", v);

@@ -6,16 +6,19 @@
  *   prog_ringreq WARM N SLOW MS [hold]
  *       main calls warm() WARM times, then serves N requests: request i
  *       (0, 1, ...) is a profile point "request" with a budget of 10 ms
- *       around handle_request(i), which calls parse() and compute() once;
+ *       around a mark "seq" with argument i and handle_request(i), which
+ *       calls parse() and compute() once;
  *       request SLOW (none when SLOW >= N) sleeps MS ms in compute().
- *       Then prints "ready" (flushed).  With hold: each line read from
- *       stdin serves N more requests (none slow) and prints "ready"
- *       again; end of input ends the program.  Exits 0.
+ *       Prints "pid P" first and "ready R" (R: the requests served so
+ *       far) after them, flushed.  With hold: each line read from stdin
+ *       serves N more requests (none slow) and prints "ready R" again;
+ *       end of input ends the program.  Exits 0.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rankprof.h"
 
@@ -51,9 +54,10 @@ static void serve(unsigned long from, unsigned long n)
 {
     for (unsigned long i = from; i < from + n; i++) {
         RP_POINT_BUDGET("request", 10000000);
+        RP_MARK("seq", i);
         handle_request(i);
     }
-    printf("ready\n");
+    printf("ready %lu\n", from + n);
     fflush(stdout);
 }
 
@@ -64,6 +68,8 @@ int main(int argc, char **argv)
     unsigned long nwarm = strtoul(argv[1], NULL, 10), n = strtoul(argv[2], NULL, 10);
     slow = strtoul(argv[3], NULL, 10);
     slow_ms = strtoul(argv[4], NULL, 10);
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
     for (unsigned long i = 0; i < nwarm; i++)
         warm(i);
     serve(0, n);
