@@ -671,6 +671,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
     for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
         rp_offq_free(&x->offq);
+        rp_ring_thread_free(&x->ring);
     }
     rp_own_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);
