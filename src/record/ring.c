@@ -122,7 +122,7 @@ static struct {
     int ntrig, budget;
     uint64_t every_ns, last_fire_ns;
     uint64_t fired, skipped, snaps;
-    _Atomic int want; /* a snapshot is asked for: 1 ctl, 2 trigger */
+    _Atomic int want; /* a snapshot is asked for: bit 1 ctl, bit 2 a trigger */
     char reason[REASON_MAX];
 } ring = {.lock = ATOMIC_FLAG_INIT};
 
@@ -470,7 +470,7 @@ RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len)
 RP_HIDDEN void rp_ring_request(void)
 {
     if (rp_ring_on)
-        atomic_store(&ring.want, 1);
+        atomic_fetch_or(&ring.want, 1);
 }
 
 RP_HIDDEN int rp_ring_wanted(void)
@@ -484,11 +484,12 @@ RP_HIDDEN int rp_ring_wanted(void)
 RP_HIDDEN void rp_ring_snapshot(void)
 {
     uint8_t fh[RP_FILE_HDR_SIZE], end[32];
-    char path[sizeof rp_rt.path + 32], tmp[sizeof rp_rt.path + 40], why[REASON_MAX];
+    char path[sizeof rp_rt.path + 32], tmp[sizeof rp_rt.path + 40], why[REASON_MAX + 16];
     int w = atomic_exchange(&ring.want, 0);
     if (!w || !ring_lock())
         return;
-    snprintf(why, sizeof why, "%s", w == 2 ? ring.reason : "ctl");
+    snprintf(why, sizeof why, "%s%s", w & 2 ? ring.reason : "ctl",
+             w == 3 ? "; and ctl" : ""); /* (both asked for before the writer came) */
     uint64_t k = ++ring.snaps;
     snprintf(path, sizeof path, "%s.snap%llu", rp_rt.path, (unsigned long long)k);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -590,7 +591,7 @@ static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t t
     } else {
         ring.last_fire_ns = now;
         snprintf(ring.reason, sizeof ring.reason, "%s", why);
-        atomic_store(&ring.want, 2);
+        atomic_fetch_or(&ring.want, 2);
     }
     ring_unlock();
 }
