@@ -149,10 +149,14 @@ static void ring_unlock(void)
     atomic_flag_clear_explicit(&ring.lock, memory_order_release);
 }
 
-/* Appends chunk (hdr, payload) to k.  -1 when out of memory (k as it was). */
-static int kept_add(struct kept *k, const uint8_t *hdr, const void *payload, size_t len)
+/* Appends chunk (hdr, payload) to k; noalloc: only within its capacity (a
+ * fatal signal's handler).  -1 when out of memory (k as it was). */
+static int kept_add(struct kept *k, const uint8_t *hdr, const void *payload, size_t len,
+                    int noalloc)
 {
     size_t need = k->len + RP_CHUNK_HDR_SIZE + len;
+    if (need > k->cap && noalloc)
+        return -1;
     if (need > k->cap) {
         size_t ncap = need * 2;
         uint8_t *np = realloc(k->p, ncap);
@@ -455,7 +459,8 @@ RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len)
         }
     } else {
         ring.have_clock |= type == RP_CH_CLOCK;
-        if (kept_add(&ring.pre, hdr, payload, len) < 0 && !ring.warned) {
+        int in_handler = atomic_load(&rp_rt.fatal) && rp_rt.sync_write;
+        if (kept_add(&ring.pre, hdr, payload, len, in_handler) < 0 && !ring.warned && !in_handler) {
             ring.warned = 1;
             rp_rt_warn("out of memory for the definitions of %s; its snapshots will not read "
                        "whole",
@@ -599,6 +604,8 @@ static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t t
 RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n)
 {
     struct rp_ring_thr *w = *state;
+    if (atomic_load(&rp_rt.fatal))
+        return; /* (the end of the run: no snapshot will come, nothing to allocate) */
     if (!w && !(w = *state = calloc(1, sizeof *w)))
         return; /* (no memory: this thread's spans are not watched) */
     for (size_t i = 0; i < n; i++) {
