@@ -302,16 +302,24 @@ void rp_json_str(FILE *out, const char *str)
  * and why it was written. */
 static void ring_lines(FILE *out, const struct rp_profile *p)
 {
-    char b[32], c[32];
+    char b[32], c[32] = "";
     double kept =
         p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) * p->ns_per_tick : 0;
-    fprintf(out, "ring: the last %s", rp_fmt_ns(kept, b, sizeof b));
-    if (p->ring_run_ns)
-        fprintf(out, " of %s", rp_fmt_ns((double)p->ring_run_ns, c, sizeof c));
-    fprintf(out,
-            " kept (flight recorder of %" PRIu64 " KiB, rankprof record --ring), %" PRIu64
-            " older events dropped by it\n",
-            p->ring_size >> 10, p->ring_dropped);
+    if (!p->ring_dropped) {
+        fprintf(out,
+                "ring: every event of the run kept (flight recorder of %" PRIu64
+                " KiB, rankprof record --ring), none dropped\n",
+                p->ring_size >> 10);
+    } else {
+        if (p->ring_run_ns) {
+            memcpy(c, " of ", 5);
+            rp_fmt_ns((double)p->ring_run_ns, c + 4, sizeof c - 4);
+        }
+        fprintf(out,
+                "ring: the last %s%s kept (flight recorder of %" PRIu64
+                " KiB, rankprof record --ring), %" PRIu64 " older events dropped by it\n",
+                rp_fmt_ns(kept, b, sizeof b), c, p->ring_size >> 10, p->ring_dropped);
+    }
     if (p->snapshot)
         fprintf(out, "snapshot: %s\n", p->snapshot);
     if (p->ring_triggers)
