@@ -17,8 +17,10 @@
 #   ctl       `rankprof ctl PID snapshot` twice on a running process (500
 #             requests, snapshot, 500 more, snapshot): FILE.snap1 holds
 #             exactly 500 requests, FILE.snap2 1000, both read by report,
-#             info and dump, say "still running" and "ctl"; the process
-#             served every request and its trace at exit holds 1000
+#             info and dump, say "still running" and "ctl"; `top -b -n 1`
+#             in between shows the 500 (and takes no snapshot number); the
+#             process served every request and its trace at exit holds
+#             1000; top's file in /dev/shm is gone after the end
 #   trigger   --ring-trigger 'handle_request>10ms' with request 700 of
 #             1000 sleeping 20 ms: exactly one snapshot, holding request
 #             700 whole (max >= 20 ms, every seq mark 0..700) and naming
@@ -130,6 +132,10 @@ ctl_() {
     start c
     "$RANKPROF" ctl "$pid" snapshot >"$tmp/c.ctl1" 2>&1 || fail "ctl snapshot: $(cat "$tmp/c.ctl1")"
     grep -q "written to $tmp/c.rp.snap1\$" "$tmp/c.ctl1" || fail "ctl said: $(cat "$tmp/c.ctl1")"
+    # top reads the ring through the same request (a file of its own)
+    $TMO "$RANKPROF" top -b -n 1 "$pid" >"$tmp/c.top" 2>&1 || fail "top: $(cat "$tmp/c.top")"
+    grep -Eq "^ +[0-9]+ .* 500 .* handle_request " "$tmp/c.top" || fail "top: $(cat "$tmp/c.top")"
+    grep -q "^run: still running" "$tmp/c.top" || fail "top: $(grep ^run "$tmp/c.top")"
     echo more >&3
     wait_ready c 1000
     "$RANKPROF" ctl "$pid" snapshot >"$tmp/c.ctl2" 2>&1 || fail "ctl snapshot: $(cat "$tmp/c.ctl2")"
@@ -137,6 +143,7 @@ ctl_() {
     exec 3>&-
     wait "$rec" || fail "record exited $?: $(cat "$tmp/c.out")"
     grep -q "and 2 snapshots" "$tmp/c.out" || fail "record's message: $(cat "$tmp/c.out")"
+    [[ ! -e /dev/shm/rankprof.$pid.stats ]] || fail "top's file is left: /dev/shm/rankprof.$pid.stats"
     check "$tmp/c.rp.snap1" '
 want(seq == list(range(500)), f"{len(seq)} seq marks")
 want(c.get("handle_request") == 500 and c.get("compute") == 500, f"calls {c}")

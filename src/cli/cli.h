@@ -43,7 +43,7 @@ struct rp_ctl_page;
 const struct rp_ctl_page *rp_ctl_page_of(long pid);
 /* Asks pid for a statistics file (RP_CTL_PUBLISH, RP_CTL_SNAPSHOT) and
  * waits until it is written; dies saying why when it cannot (cmd_ctl.c). */
-uint32_t rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd);
+void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd);
 
 /* The usage line of cmd (after "rankprof "), or NULL for no such command. */
 const char *rp_cmd_usage(const char *cmd);

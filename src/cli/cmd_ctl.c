@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +78,10 @@ static void print_status(long pid, const struct rp_ctl_page *pg)
 /* Asks pid's recorder for a statistics file (RP_CTL_PUBLISH or
  * RP_CTL_SNAPSHOT; with a flight recorder, the snapshot of its ring) and
  * waits until it is written (at most 10 s: a snapshot merges every
- * thread's tables).  Returns the files written before it (snaps).  Dies
- * saying why when it cannot. */
-uint32_t rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
+ * thread's tables).  Dies saying why when it cannot. */
+void rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
 {
-    if (!pg->direct && cmd != RP_CTL_SNAPSHOT)
+    if (!pg->direct && !pg->ring && cmd != RP_CTL_SNAPSHOT)
         rp_die("process %ld records a trace: its statistics are known in the process in direct "
                "mode only (rankprof record --mode direct); read the trace with rankprof report",
                pid);
@@ -105,7 +105,27 @@ uint32_t rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
         rp_die("process %ld did not write its statistics in 10 s (a forked child, or its "
                "control signal %d blocked?)",
                pid, pg->signo);
-    return seen;
+}
+
+/* The highest N of the files path.snapN there are (a flight recorder's
+ * snapshots), 0 if none. */
+static unsigned long long snap_newest(const char *path)
+{
+    char pat[RP_CTL_PATH + 32];
+    glob_t g;
+    unsigned long long best = 0;
+    snprintf(pat, sizeof pat, "%s%s[0-9]*", path, RP_CTL_SNAP_SUFFIX);
+    if (glob(pat, 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *k = g.gl_pathv[i] + strlen(path) + strlen(RP_CTL_SNAP_SUFFIX);
+        if (strspn(k, "0123456789") == strlen(k)) {
+            unsigned long long n = strtoull(k, NULL, 10);
+            best = n > best ? n : best;
+        }
+    }
+    globfree(&g);
+    return best;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -131,12 +151,13 @@ int cmd_ctl(int argc, char **argv)
 
     const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
     if (cmd == RP_CTL_SNAPSHOT) {
-        uint32_t seen = rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
+        rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT);
         if (pg->direct)
             printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
         else /* (a trigger's snapshot asked for meanwhile is the same one) */
-            printf("process %ld: the last events (ring of %llu bytes) written to %s%s%u\n", pid,
-                   (unsigned long long)pg->ring, pg->path, RP_CTL_SNAP_SUFFIX, seen + 1);
+            printf("process %ld: the last events (ring of %llu bytes) written to %s%s%llu\n", pid,
+                   (unsigned long long)pg->ring, pg->path, RP_CTL_SNAP_SUFFIX,
+                   snap_newest(pg->path));
         return 0;
     }
     if (cmd == -1) {

@@ -105,8 +105,8 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     if (cmd == RP_CTL_PUBLISH || cmd == RP_CTL_SNAPSHOT) { /* direct_pub.c writes it */
         if (rp_rt.direct)
             rp_direct_pub_request(cmd == RP_CTL_SNAPSHOT);
-        else if (cmd == RP_CTL_SNAPSHOT) /* --ring: the writer writes it (ring.c) */
-            rp_ring_request();
+        else /* --ring: the writer writes it (ring.c) */
+            rp_ring_request(cmd == RP_CTL_PUBLISH);
         errno = saved;
         return;
     }

@@ -65,14 +65,18 @@
 #include "funcs.h"
 #include "rt_int.h"
 #include "sites.h"
+#include "trace/control.h"
 
-#define RING_MIN    65536u
-#define ENT_HDR     16u /* per kept chunk: u32 bytes, u32 events, u64 base ticks */
-#define TRIG_MAX    16
-#define TRIG_BUDGET 255 /* tix of the budget trigger */
-#define WATCH_DEPTH 64
-#define WATCH_CACHE 256
-#define REASON_MAX  200
+#define RING_MIN     65536u
+#define ENT_HDR      16u /* per kept chunk: u32 bytes, u32 events, u64 base ticks */
+#define TRIG_MAX     16
+#define TRIG_BUDGET  255 /* tix of the budget trigger */
+#define WATCH_DEPTH  64
+#define WATCH_CACHE  256
+#define REASON_MAX   200
+#define WANT_CTL     1 /* ring.want: a ctl snapshot */
+#define WANT_TRIGGER 2 /* a trigger fired */
+#define WANT_TOP     4 /* rankprof top's file (RP_CTL_PUBLISH) */
 
 struct kept {
     uint8_t *p; /* whole chunks, headers included */
@@ -122,7 +126,9 @@ static struct {
     int ntrig, budget;
     uint64_t every_ns, last_fire_ns;
     uint64_t fired, skipped, snaps;
-    _Atomic int want; /* a snapshot is asked for: bit 1 ctl, bit 2 a trigger */
+    _Atomic int want; /* what is asked for: WANT_* */
+    int published;    /* top_path was written: removed at the end */
+    char top_path[64];
     char reason[REASON_MAX];
 } ring = {.lock = ATOMIC_FLAG_INIT};
 
@@ -301,6 +307,8 @@ RP_HIDDEN void rp_ring_init(void)
     const char *ev = getenv("RANKPROF_RING_EVERY_MS");
     ring.every_ns = (ev && *ev ? strtoull(ev, NULL, 10) : 10000ull) * 1000000ull;
     trig_parse(getenv("RANKPROF_RING_TRIGGER"));
+    snprintf(ring.top_path, sizeof ring.top_path, "%s/rankprof.%d.stats", RP_CTL_DIR,
+             (int)getpid());
     rp_ring_on = 1;
 }
 
@@ -322,6 +330,9 @@ RP_HIDDEN void rp_ring_atfork_child(void)
     ring.ended = 0;
     ring.fired = ring.skipped = ring.snaps = 0;
     atomic_store(&ring.want, 0);
+    ring.published = 0; /* (the parent's file stays the parent's) */
+    snprintf(ring.top_path, sizeof ring.top_path, "%s/rankprof.%d.stats", RP_CTL_DIR,
+             (int)getpid());
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -436,6 +447,8 @@ static void ring_end(const uint8_t *hdr, const void *payload, size_t len)
     dest_put(&d, hdr, RP_CHUNK_HDR_SIZE);
     dest_put(&d, payload, len);
     ring.ended = 1;
+    if (ring.published) /* the process ends: top's file goes */
+        unlink(ring.top_path);
 }
 
 RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len)
@@ -472,10 +485,10 @@ RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len)
 
 /* ---- snapshots ------------------------------------------------------------ */
 
-RP_HIDDEN void rp_ring_request(void)
+RP_HIDDEN void rp_ring_request(int publish)
 {
     if (rp_ring_on)
-        atomic_fetch_or(&ring.want, 1);
+        atomic_fetch_or(&ring.want, publish ? WANT_TOP : WANT_CTL);
 }
 
 RP_HIDDEN int rp_ring_wanted(void)
@@ -483,31 +496,28 @@ RP_HIDDEN int rp_ring_wanted(void)
     return rp_ring_on && atomic_load_explicit(&ring.want, memory_order_relaxed);
 }
 
-/* Writes a snapshot file now (the writer thread, after writing every
- * thread's records): NAME.snapN.tmp renamed NAME.snapN.  On failure a
- * warning says why; the process goes on. */
-RP_HIDDEN void rp_ring_snapshot(void)
+/* Writes the ring to path (through path.tmp, renamed) as a trace that ends
+ * now, saying why; running: the INFO key "running" (what `rankprof top`
+ * shows).  Ring lock held.  On failure a warning says why. */
+static void snap_write(const char *path, const char *why, int running)
 {
     uint8_t fh[RP_FILE_HDR_SIZE], end[32];
-    char path[sizeof rp_rt.path + 32], tmp[sizeof rp_rt.path + 40], why[REASON_MAX + 16];
-    int w = atomic_exchange(&ring.want, 0);
-    if (!w || !ring_lock())
-        return;
-    snprintf(why, sizeof why, "%s%s", w & 2 ? ring.reason : "ctl",
-             w == 3 ? "; and ctl" : ""); /* (both asked for before the writer came) */
-    uint64_t k = ++ring.snaps;
-    snprintf(path, sizeof path, "%s.snap%llu", rp_rt.path, (unsigned long long)k);
+    char tmp[sizeof rp_rt.path + 48];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        ring_unlock();
         rp_rt_warn("cannot create the snapshot %s", tmp, errno);
-        rp_ctl_snap_done();
         return;
     }
     struct dest d = {fd, 0};
     rp_file_header(fh);
     dest_put(&d, fh, sizeof fh);
+    if (running) {
+        uint8_t b[32];
+        size_t len = 0;
+        info_put(b, sizeof b, &len, "running", "1");
+        dest_chunk(&d, RP_CH_INFO, b, len);
+    }
     ring_write(&d, why);
     rp_put64(end, rp_ticks());
     rp_put64(end + 8, rp_rt.events_written);
@@ -515,13 +525,37 @@ RP_HIDDEN void rp_ring_snapshot(void)
     rp_put32(end + 24, 0);
     rp_put32(end + 28, 0); /* neither exit nor signal: the process runs on */
     dest_chunk(&d, RP_CH_END, end, sizeof end);
-    ring_unlock();
     if (close(fd) < 0)
         d.bad = 1;
     if (d.bad || rename(tmp, path) < 0) {
         rp_rt_warn("cannot write the snapshot %s", path, errno);
         unlink(tmp);
     }
+}
+
+/* Writes what was asked for (the writer thread, after writing every
+ * thread's records): a snapshot NAME.snapN (ctl, a trigger), the file
+ * `rankprof top` reads (RP_CTL_DIR/rankprof.PID.stats), and counts it in
+ * the control page.  On failure a warning says why; the process goes on. */
+RP_HIDDEN void rp_ring_snapshot(void)
+{
+    char path[sizeof rp_rt.path + 32], why[REASON_MAX + 16];
+    int w = atomic_exchange(&ring.want, 0);
+    if (!w || !ring_lock())
+        return;
+    if (w & (WANT_CTL | WANT_TRIGGER)) {
+        /* (both asked for before the writer came: one snapshot) */
+        snprintf(why, sizeof why, "%s%s", w & WANT_TRIGGER ? ring.reason : "ctl",
+                 (w & WANT_TRIGGER) && (w & WANT_CTL) ? "; and ctl" : "");
+        uint64_t k = ++ring.snaps;
+        snprintf(path, sizeof path, "%s.snap%llu", rp_rt.path, (unsigned long long)k);
+        snap_write(path, why, 0);
+    }
+    if (w & WANT_TOP) {
+        snap_write(ring.top_path, "top", 1);
+        ring.published = 1;
+    }
+    ring_unlock();
     rp_ctl_snap_done();
 }
 
@@ -596,7 +630,7 @@ static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t t
     } else {
         ring.last_fire_ns = now;
         snprintf(ring.reason, sizeof ring.reason, "%s", why);
-        atomic_fetch_or(&ring.want, 2);
+        atomic_fetch_or(&ring.want, WANT_TRIGGER);
     }
     ring_unlock();
 }

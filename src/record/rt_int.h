@@ -150,8 +150,9 @@ RP_HIDDEN void rp_ring_init(void);
 /* The ring's size in bytes, 0 when it is off. */
 RP_HIDDEN uint64_t rp_ring_size(void);
 RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len);
-/* A snapshot is asked for (the control signal's handler: async-signal-safe). */
-RP_HIDDEN void rp_ring_request(void);
+/* A snapshot is asked for (the control signal's handler: async-signal-safe):
+ * NAME.snapN, or with publish the file `rankprof top` reads. */
+RP_HIDDEN void rp_ring_request(int publish);
 /* Whether a snapshot is asked for (ctl or a trigger). */
 RP_HIDDEN int rp_ring_wanted(void);
 /* Writes the snapshot asked for to NAME.snapN (the writer, after writing
