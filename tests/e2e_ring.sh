@@ -27,6 +27,11 @@
 #             the trigger; 'budget' names the point over its budget;
 #             'compute>0ns' with --ring-every 3600 fires on many calls and
 #             writes one snapshot: the others are counted as skipped
+#   server    prog_server (tests/progs/server.c: an epoll loop on
+#             127.0.0.1, two worker threads) under --ring 4M: 200 requests,
+#             ctl snapshot, 100 more and quit: the snapshot has exactly 200
+#             calls of handle_request, parse_request and compute, on the
+#             worker threads, the trace at exit 300
 #   ending    SIGTERM to a process holding 500 requests: the trace is the
 #             ring, "signal 15", and holds the 500
 #   refused   --ring below 64K, with --mode direct or --max-size, a
@@ -36,9 +41,10 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_ring RANKPROF PROGS RP_LIB
-need_progs ringreq
+need_progs ringreq server
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
+source "$(dirname "${BASH_SOURCE[0]}")/server.sh"
 
 SIZE=262144
 
@@ -195,6 +201,20 @@ want(r["triggers"] > 100 and r["triggers_skipped"] == r["triggers"] - 1, f"ring 
 '
 }
 
+server() {
+    start_server srv --ring 4M
+    req 200
+    "$RANKPROF" ctl "$pid" snapshot >"$tmp/srv.ctl" 2>&1 || fail "ctl snapshot: $(cat "$tmp/srv.ctl")"
+    req 100 quit
+    wait "$rec" || fail "record exited $?: $(cat "$tmp/srv.out")"
+    check "$tmp/srv.rp.snap1" '
+want(all(c.get(f) == 200 for f in ("handle_request", "parse_request", "compute")), f"calls {c}")
+t, u = len(d["thread_list"]), d["unmatched_exits"]
+want(u == 0 and t >= 3, f"{u} unmatched exits, {t} threads")
+'
+    check "$tmp/srv.rp" 'want(all(c.get(f) == 300 for f in ("handle_request", "parse_request", "compute")), f"calls {c}")'
+}
+
 ending() {
     start s
     kill -TERM "$pid"
@@ -234,6 +254,7 @@ refused() {
 scenario tail tail_
 scenario ctl ctl_
 scenario trigger trigger
+scenario server server
 scenario ending ending
 scenario refused refused
 finish
