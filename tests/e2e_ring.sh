@@ -14,13 +14,14 @@
 #             bookkeeping fit SIZE, the rest of the file (definitions,
 #             INFO, END) is under 16K; no unmatched exit; the report says
 #             what was kept and that it was written at exit
-#   ctl       `rankprof ctl PID snapshot` twice on a running process (500
+#   ctl       `rankprof ctl PID snapshot` on a running process (500
 #             requests, snapshot, 500 more, snapshot): FILE.snap1 holds
 #             exactly 500 requests, FILE.snap2 1000, both read by report,
-#             info and dump, say "still running" and "ctl"; `top -b -n 1`
-#             in between shows the 500 (and takes no snapshot number); the
-#             process served every request and its trace at exit holds
-#             1000; top's file in /dev/shm is gone after the end
+#             info, dump and export, say "still running" and "ctl"; `top -b
+#             -n 1` in between shows the 500 (and takes no snapshot
+#             number); with --ring-keep 2 a third snapshot deletes the
+#             first; the process served every request and its trace at exit
+#             holds 1000; top's file in /dev/shm is gone after the end
 #   trigger   --ring-trigger 'handle_request>10ms' with request 700 of
 #             1000 sleeping 20 ms: exactly one snapshot, holding request
 #             700 whole (max >= 20 ms, every seq mark 0..700) and naming
@@ -135,9 +136,19 @@ PY
 }
 
 ctl_() {
-    start c
+    start c --ring-keep 2
     "$RANKPROF" ctl "$pid" snapshot >"$tmp/c.ctl1" 2>&1 || fail "ctl snapshot: $(cat "$tmp/c.ctl1")"
     grep -q "written to $tmp/c.rp.snap1\$" "$tmp/c.ctl1" || fail "ctl said: $(cat "$tmp/c.ctl1")"
+    check "$tmp/c.rp.snap1" '
+want(seq == list(range(500)), f"{len(seq)} seq marks")
+want(c.get("handle_request") == 500 and c.get("compute") == 500, f"calls {c}")
+want(r["snapshot"] == "ctl", f"ring {r}")
+'
+    "$RANKPROF" report "$tmp/c.rp.snap1" >"$tmp/c.txt" 2>&1 || fail "report: $(cat "$tmp/c.txt")"
+    grep -q "^run: still running at this snapshot" "$tmp/c.txt" || fail "report: $(grep ^run "$tmp/c.txt")"
+    grep -q "^snapshot: ctl" "$tmp/c.txt" || fail "report: no 'snapshot: ctl'"
+    "$RANKPROF" export --format chrome -o "$tmp/c.json" "$tmp/c.rp.snap1" >/dev/null 2>&1 ||
+        fail "export chrome of a snapshot"
     # top reads the ring through the same request (a file of its own)
     $TMO "$RANKPROF" top -b -n 1 "$pid" >"$tmp/c.top" 2>&1 || fail "top: $(cat "$tmp/c.top")"
     grep -Eq "^ +[0-9]+ .* 500 .* handle_request " "$tmp/c.top" || fail "top: $(cat "$tmp/c.top")"
@@ -146,25 +157,22 @@ ctl_() {
     wait_ready c 1000
     "$RANKPROF" ctl "$pid" snapshot >"$tmp/c.ctl2" 2>&1 || fail "ctl snapshot: $(cat "$tmp/c.ctl2")"
     grep -q "written to $tmp/c.rp.snap2\$" "$tmp/c.ctl2" || fail "ctl said: $(cat "$tmp/c.ctl2")"
-    exec 3>&-
-    wait "$rec" || fail "record exited $?: $(cat "$tmp/c.out")"
-    grep -q "and 2 snapshots" "$tmp/c.out" || fail "record's message: $(cat "$tmp/c.out")"
-    [[ ! -e /dev/shm/rankprof.$pid.stats ]] || fail "top's file is left: /dev/shm/rankprof.$pid.stats"
-    check "$tmp/c.rp.snap1" '
-want(seq == list(range(500)), f"{len(seq)} seq marks")
-want(c.get("handle_request") == 500 and c.get("compute") == 500, f"calls {c}")
-want(r["snapshot"] == "ctl", f"ring {r}")
-'
     check "$tmp/c.rp.snap2" '
 want(seq == list(range(1000)), f"{len(seq)} seq marks")
 want(c.get("handle_request") == 1000 and c.get("parse") == 1000, f"calls {c}")
 '
-    check "$tmp/c.rp" 'want(c.get("handle_request") == 1000, f"calls {c}")'
-    "$RANKPROF" report "$tmp/c.rp.snap1" >"$tmp/c.txt" 2>&1 || fail "report: $(cat "$tmp/c.txt")"
-    grep -q "^run: still running at this snapshot" "$tmp/c.txt" || fail "report: $(grep ^run "$tmp/c.txt")"
-    grep -q "^snapshot: ctl" "$tmp/c.txt" || fail "report: no 'snapshot: ctl'"
     "$RANKPROF" info "$tmp/c.rp.snap2" >"$tmp/c.info" 2>&1 || fail "info: $(cat "$tmp/c.info")"
     grep -q "still running at this snapshot" "$tmp/c.info" || fail "info: $(cat "$tmp/c.info")"
+    # --ring-keep 2: the third snapshot deletes the first
+    "$RANKPROF" ctl "$pid" snapshot >"$tmp/c.ctl3" 2>&1 || fail "ctl snapshot: $(cat "$tmp/c.ctl3")"
+    grep -q "written to $tmp/c.rp.snap3\$" "$tmp/c.ctl3" || fail "ctl said: $(cat "$tmp/c.ctl3")"
+    [[ ! -e $tmp/c.rp.snap1 && -f $tmp/c.rp.snap2 && -f $tmp/c.rp.snap3 ]] ||
+        fail "--ring-keep 2: $(ls "$tmp" | grep snap)"
+    exec 3>&-
+    wait "$rec" || fail "record exited $?: $(cat "$tmp/c.out")"
+    grep -q "and 2 snapshots" "$tmp/c.out" || fail "record's message: $(cat "$tmp/c.out")"
+    [[ ! -e /dev/shm/rankprof.$pid.stats ]] || fail "top's file is left: /dev/shm/rankprof.$pid.stats"
+    check "$tmp/c.rp" 'want(c.get("handle_request") == 1000, f"calls {c}")'
 }
 
 trigger() {
@@ -230,7 +238,7 @@ refused() {
     local out=$tmp/refused.out
     for args in "--ring 1K" "--ring 1M --mode direct" "--ring 1M --max-size 1M" \
         "--ring 1M --ring-trigger handle_request" "--ring 1M --ring-trigger f>5parsecs" \
-        "--ring-trigger f>5ms" "--ring-every 3"; do
+        "--ring-trigger f>5ms" "--ring-every 3" "--ring 1M --ring-keep -1" "--ring-keep 2"; do
         # shellcheck disable=SC2086
         local st=0
         "$RANKPROF" record $args -o "$tmp/x.rp" -- "$PROGS/prog_ringreq" 0 1 9 0 >"$out" 2>&1 || st=$?

@@ -21,6 +21,7 @@
  *                       snapshot (--ring-trigger)
  *   RANKPROF_RING_EVERY_MS  at most one trigger's snapshot in this many ms
  *                       (--ring-every SECONDS)
+ *   RANKPROF_RING_KEEP  snapshot files kept, the newest (--ring-keep N)
  *   RANKPROF_THROTTLE   CALLS:NS[:K], or 1 for TAU's 100000:10000 and K 100
  *                       (--throttle[=...]): functions called more than CALLS
  *                       times with a mean under NS ns are then counted, and
@@ -336,8 +337,10 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         pat = NULL;
     if (pat && glob(pat, 0, NULL, &g) == 0) {
         size_t n = 0;
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            n += strstr(g.gl_pathv[i] + strlen(abs_out), ".tmp") == NULL;
+        for (size_t i = 0; i < g.gl_pathc; i++) { /* (only NAME.snapN: not .tmp, ...) */
+            const char *k = g.gl_pathv[i] + strlen(abs_out) + 5;
+            n += strspn(k, "0123456789") == strlen(k);
+        }
         if (n)
             fprintf(stderr, ", and %zu snapshot%s %s.snapN", n, n == 1 ? "" : "s", out);
         globfree(&g);
@@ -399,6 +402,7 @@ struct rec_opts {
     unsigned long long ring;     /* --ring: bytes, 0: none */
     char trigger[4096];          /* --ring-trigger items, comma-separated */
     long long every_ms;          /* --ring-every, -1: the recorder's default */
+    long long keep;              /* --ring-keep, -1: the recorder's default */
 };
 
 /* SIZE[K|M|G] (binary units) of at least 64K, or dies naming opt. */
@@ -472,6 +476,7 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                                        {"ring", required_argument, NULL, 'R'},
                                        {"ring-trigger", required_argument, NULL, 'T'},
                                        {"ring-every", required_argument, NULL, 'E'},
+                                       {"ring-keep", required_argument, NULL, 'K'},
                                        {"mpi", no_argument, NULL, 'P'}, /* (multi-process.md) */
                                        {"function", required_argument, NULL, 'F'},
                                        {"filter", required_argument, NULL, 'F'},
@@ -480,7 +485,7 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                                        {NULL, 0, NULL, 0}};
     int c;
 
-    *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace", .every_ms = -1};
+    *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace", .every_ms = -1, .keep = -1};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:hF:N:", lo, NULL)) != -1) {
         switch (c) {
@@ -529,6 +534,15 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
             r->every_ms = (long long)(s * 1000 + 0.5);
             break;
         }
+        case 'K': {
+            char *e;
+            errno = 0;
+            long long k = strtoll(optarg, &e, 10);
+            if (errno || e == optarg || *e || k < 0)
+                rp_usage_die("record", "--ring-keep %s: give a number of files (0: all)", optarg);
+            r->keep = k;
+            break;
+        }
         case 't': {
             /* CALLS[:NS[:K]], :NS or ::K, numbers; the recorder applies the
              * defaults */
@@ -572,8 +586,8 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
     if (r->ring && r->max_size)
         rp_usage_die("record", "--ring and --max-size: choose one (the ring writes only its "
                                "SIZE at the end and in snapshots)");
-    if ((r->trigger[0] || r->every_ms >= 0) && !r->ring)
-        rp_usage_die("record", "--ring-trigger and --ring-every need --ring SIZE");
+    if ((r->trigger[0] || r->every_ms >= 0 || r->keep >= 0) && !r->ring)
+        rp_usage_die("record", "--ring-trigger, --ring-every and --ring-keep need --ring SIZE");
     if (r->print && strcmp(r->mode, "direct") != 0)
         rp_usage_die("record", "--print needs --mode direct (a trace is printed by report)");
     return optind;
@@ -617,6 +631,7 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
     unsetenv("RANKPROF_RING");
     unsetenv("RANKPROF_RING_TRIGGER");
     unsetenv("RANKPROF_RING_EVERY_MS");
+    unsetenv("RANKPROF_RING_KEEP");
     if (r->ring) {
         char v[32];
         snprintf(v, sizeof v, "%llu", r->ring);
@@ -626,6 +641,10 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
         if (r->every_ms >= 0) {
             snprintf(v, sizeof v, "%lld", r->every_ms);
             setenv("RANKPROF_RING_EVERY_MS", v, 1);
+        }
+        if (r->keep >= 0) {
+            snprintf(v, sizeof v, "%lld", r->keep);
+            setenv("RANKPROF_RING_KEEP", v, 1);
         }
     }
     unsetenv("RANKPROF_CLAIMED");

@@ -99,6 +99,8 @@ static const struct cmd_help helps[] = {
                               "a point over its budget (repeatable, or comma-separated)"},
       {"--ring-every SECONDS", "with --ring-trigger: at most one trigger's snapshot in SECONDS "
                                "(default 10; the others are counted)"},
+      {"--ring-keep N", "with --ring: keep the newest N snapshot files FILE.snapN, delete the "
+                        "older (default 16; 0: all)"},
       {"--force", "write FILE even when it is a symbolic link"},
       {"-F, --function NAME", "record only the functions NAME names (a symbol or a glob, "
                               "repeatable) and what they call (--filter is the same)"},

@@ -39,7 +39,8 @@
  * the slow span whole and the other threads up to then).  At most one
  * trigger's snapshot per RANKPROF_RING_EVERY_MS (default 10000); the
  * triggers fired and those left out by that limit are counted (INFO
- * ring_triggers, ring_triggers_skipped).
+ * ring_triggers, ring_triggers_skipped).  Of the snapshot files, the newest
+ * RANKPROF_RING_KEEP (default 16, 0: all) are kept, the older deleted.
  *
  * Locking: the ring's state is under a spin lock of its own (the
  * recorder's mutexes would be recorded), taken before fd_lock; a snapshot
@@ -126,6 +127,7 @@ static struct {
     int ntrig, budget;
     uint64_t every_ns, last_fire_ns;
     uint64_t fired, skipped, snaps;
+    uint64_t keep;    /* snapshot files kept, the newest (0: all) */
     _Atomic int want; /* what is asked for: WANT_* */
     int published;    /* top_path was written: removed at the end */
     char top_path[64];
@@ -306,6 +308,8 @@ RP_HIDDEN void rp_ring_init(void)
     ring.cap = v;
     const char *ev = getenv("RANKPROF_RING_EVERY_MS");
     ring.every_ns = (ev && *ev ? strtoull(ev, NULL, 10) : 10000ull) * 1000000ull;
+    const char *kp = getenv("RANKPROF_RING_KEEP");
+    ring.keep = kp && *kp ? strtoull(kp, NULL, 10) : 16;
     trig_parse(getenv("RANKPROF_RING_TRIGGER"));
     snprintf(ring.top_path, sizeof ring.top_path, "%s/rankprof.%d.stats", RP_CTL_DIR,
              (int)getpid());
@@ -550,6 +554,11 @@ RP_HIDDEN void rp_ring_snapshot(void)
         uint64_t k = ++ring.snaps;
         snprintf(path, sizeof path, "%s.snap%llu", rp_rt.path, (unsigned long long)k);
         snap_write(path, why, 0);
+        if (ring.keep && k > ring.keep) { /* the oldest beyond --ring-keep goes */
+            snprintf(path, sizeof path, "%s.snap%llu", rp_rt.path,
+                     (unsigned long long)(k - ring.keep));
+            unlink(path);
+        }
     }
     if (w & WANT_TOP) {
         snap_write(ring.top_path, "top", 1);

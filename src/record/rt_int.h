@@ -143,7 +143,8 @@ RP_HIDDEN int rp_rt_self_block_locked(int on);
  * rp_ring_watch: triggers are set, rp_ring_scan checks each batch. */
 RP_HIDDEN extern int rp_ring_on;
 RP_HIDDEN extern int rp_ring_watch;
-/* Reads RANKPROF_RING, RANKPROF_RING_TRIGGER and RANKPROF_RING_EVERY_MS
+/* Reads RANKPROF_RING, RANKPROF_RING_TRIGGER, RANKPROF_RING_EVERY_MS and
+ * RANKPROF_RING_KEEP
  * (rp_rt.path set, before the first chunk).  A bad value is warned about:
  * the whole run is then recorded. */
 RP_HIDDEN void rp_ring_init(void);
