@@ -26,6 +26,8 @@
 #             1000 sleeping 20 ms: exactly one snapshot, holding request
 #             700 whole (max >= 20 ms, every seq mark 0..700) and naming
 #             the trigger; 'budget' names the point over its budget;
+#             'rate:control' on prog_periodic (a 50 ms period, run 6 busy
+#             40 ms) fires once, with runs 0..6 whole in the snapshot;
 #             'compute>0ns' with --ring-every 3600 fires on many calls and
 #             writes one snapshot: the others are counted as skipped
 #   server    prog_server (tests/progs/server.c: an epoll loop on
@@ -42,7 +44,7 @@
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_ring RANKPROF PROGS RP_LIB
-need_progs ringreq server
+need_progs ringreq server periodic
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/server.sh"
@@ -199,6 +201,21 @@ s = d["ring"]["snapshot"] or ""
 want(re.fullmatch(r"trigger request \d+\.\d{3} ms over its budget 10\.000 ms at \d+\.\d{3} s", s), f"snapshot {s!r}")
 want(mx.get("request", 0) >= 20e6 and seq[:701] == list(range(701)), f"max {mx}")
 '
+    # (--ring-every 0: a run preempted for half a period on a loaded
+    # machine may fire too, with a snapshot of its own)
+    "$RANKPROF" record --ring 1M --ring-trigger rate:control --ring-every 0 -o "$tmp/p.rp" -- \
+        "$PROGS/prog_periodic" >"$tmp/p.out" 2>&1 || fail "record exited $?: $(cat "$tmp/p.out")"
+    local f found=
+    for f in "$tmp"/p.rp.snap[0-9] "$tmp"/p.rp.snap[0-9][0-9]; do
+        [[ -f $f ]] || continue
+        (check "$f" '
+s = r["snapshot"] or ""
+m = re.fullmatch(r"trigger rate control (\d+\.\d{3}) ms, (\d+)% of its period (\d+\.\d{3}) ms at \d+\.\d{3} s", s)
+want(m and float(m.group(1)) >= 40 and int(m.group(2)) >= 50, f"snapshot {s!r}")
+want(c.get("control", 0) >= 7 and mx.get("control", 0) >= 40e6, f"calls {c}, max {mx}")
+') 2>>"$tmp/p.err" && found=$f
+    done
+    [[ -n $found ]] || fail "rate: no snapshot of the slow run: $(ls "$tmp" | grep p.rp): $(cat "$tmp/p.err")"
     "$RANKPROF" record --ring 4M --ring-trigger 'compute>0ns' --ring-every 3600 -o "$tmp/e.rp" -- \
         "$PROGS/prog_ringreq" 0 1000 999999 0 >"$tmp/e.out" 2>&1 ||
         fail "record exited $?: $(cat "$tmp/e.out")"
@@ -238,7 +255,7 @@ refused() {
     local out=$tmp/refused.out
     for args in "--ring 1K" "--ring 1M --mode direct" "--ring 1M --max-size 1M" \
         "--ring 1M --ring-trigger handle_request" "--ring 1M --ring-trigger f>5parsecs" \
-        "--ring-trigger f>5ms" "--ring-every 3" "--ring 1M --ring-keep -1" "--ring-keep 2"; do
+        "--ring-trigger f>5ms" "--ring 1M --ring-trigger rate:" "--ring-every 3" "--ring 1M --ring-keep -1" "--ring-keep 2"; do
         # shellcheck disable=SC2086
         local st=0
         "$RANKPROF" record $args -o "$tmp/x.rp" -- "$PROGS/prog_ringreq" 0 1 9 0 >"$out" 2>&1 || st=$?

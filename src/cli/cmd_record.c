@@ -17,7 +17,7 @@
  *                       together, the newest kept (--max-size)
  *   RANKPROF_RING       bytes: the flight recorder, only the newest events kept
  *                       in memory, written at the end and in snapshots (--ring)
- *   RANKPROF_RING_TRIGGER  NAME>DURATION,...,budget: a span that asks for a
+ *   RANKPROF_RING_TRIGGER  NAME>DURATION,rate:NAME,budget: a span that asks for a
  *                       snapshot (--ring-trigger)
  *   RANKPROF_RING_EVERY_MS  at most one trigger's snapshot in this many ms
  *                       (--ring-every SECONDS)
@@ -434,7 +434,8 @@ static int is_duration(const char *s)
            (!strcmp(e, "ns") || !strcmp(e, "us") || !strcmp(e, "ms") || !strcmp(e, "s"));
 }
 
-/* Adds --ring-trigger's items (comma-separated NAME>DURATION or budget) to
+/* Adds --ring-trigger's items (comma-separated NAME>DURATION, rate:NAME or
+ * budget) to
  * r->trigger; dies (usage) on a malformed one. */
 static void trigger_add(struct rec_opts *r, const char *arg)
 {
@@ -443,11 +444,13 @@ static void trigger_add(struct rec_opts *r, const char *arg)
         size_t n = strcspn(s, ",");
         snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item - 1 ? n : sizeof item - 1), s);
         const char *gt = strrchr(item, '>');
+        int rate = !strncmp(item, "rate:", 5) && item[5];
         if (n >= sizeof item - 1 ||
-            (strcmp(item, "budget") != 0 && (!gt || gt == item || !is_duration(gt + 1))))
+            (strcmp(item, "budget") != 0 && !rate && (!gt || gt == item || !is_duration(gt + 1))))
             rp_usage_die("record",
                          "--ring-trigger %s: give NAME>DURATION (a function or point name or "
-                         "glob, e.g. 'handle_request>5ms'; ns, us, ms or s) or 'budget'",
+                         "glob, e.g. 'handle_request>5ms'; ns, us, ms or s), rate:NAME or "
+                         "'budget'",
                          arg);
         if (!s[n])
             break;

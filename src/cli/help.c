@@ -95,8 +95,9 @@ static const struct cmd_help helps[] = {
                       "to FILE.snapN on `rankprof ctl PID snapshot` or a trigger"},
       {"--ring-trigger SPEC", "with --ring: write a snapshot when a span of a function or "
                               "point lasts longer than a threshold, SPEC NAME>DURATION (a name "
-                              "or glob; ns, us, ms, s; e.g. 'handle_request>5ms'), or 'budget': "
-                              "a point over its budget (repeatable, or comma-separated)"},
+                              "or glob; ns, us, ms, s; e.g. 'handle_request>5ms'), rate:NAME (a "
+                              "periodic NAME runs half its period or more) or 'budget' (a point "
+                              "over its budget); repeatable, or comma-separated"},
       {"--ring-every SECONDS", "with --ring-trigger: at most one trigger's snapshot in SECONDS "
                                "(default 10; the others are counted)"},
       {"--ring-keep N", "with --ring: keep the newest N snapshot files FILE.snapN, delete the "

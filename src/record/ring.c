@@ -30,8 +30,10 @@
  * (ring_dropped), never as lost events.
  *
  * Triggers (RANKPROF_RING_TRIGGER, comma-separated: NAME>DURATION, NAME a
- * glob of function or point names, DURATION with ns, us, ms or s; and
- * "budget": a point's span over its budget) are checked on the raw records
+ * glob of function or point names, DURATION with ns, us, ms or s;
+ * rate:NAME, a periodic NAME's run of half its period (the median of its
+ * last intervals) or more; and "budget": a point's span over its budget)
+ * are checked on the raw records
  * of each batch by whoever encodes it (rt_writer.c), with a small stack
  * per thread of the watched spans open; a span that ends over its
  * threshold asks for a snapshot, which the writer thread writes at its
@@ -86,8 +88,21 @@ struct kept {
 
 struct trig {
     char name[128];
-    uint64_t thr; /* ticks */
+    uint64_t thr; /* ticks; 1 for a rate trigger */
     char thr_txt[32];
+    int rate; /* rate:NAME, a periodic task's run against its period */
+};
+
+#define RATE_IV   16 /* intervals a rate trigger's period is the median of */
+#define RATE_MIN  4  /* intervals before it is judged */
+#define RATE_KEYS 8  /* rate-watched keys per thread */
+
+/* A rate-watched key on a thread: the last intervals between the starts
+ * of its outermost activations. */
+struct rstate {
+    uint64_t key, last;
+    uint64_t iv[RATE_IV];
+    uint32_t n;
 };
 
 /* A watched span open on a thread. */
@@ -105,6 +120,7 @@ struct rp_ring_thr {
     } cache[WATCH_CACHE];
     struct wspan st[WATCH_DEPTH];
     uint32_t depth;
+    struct rstate rs[RATE_KEYS];
 };
 
 RP_HIDDEN int rp_ring_on;
@@ -266,12 +282,21 @@ static void trig_parse(const char *s)
             rp_ring_watch = 1;
             continue;
         }
+        if (!strncmp(item, "rate:", 5) && item[5] && ring.ntrig < TRIG_MAX &&
+            strlen(item + 5) < sizeof ring.trig[0].name) {
+            struct trig *t = &ring.trig[ring.ntrig++];
+            snprintf(t->name, sizeof t->name, "%s", item + 5);
+            t->thr = 1;
+            t->rate = 1;
+            rp_ring_watch = 1;
+            continue;
+        }
         char *gt = strrchr(item, '>');
         double ns = gt ? dur_ns(gt + 1) : -1;
         if (!gt || gt == item || ns < 0 || (size_t)(gt - item) >= sizeof ring.trig[0].name ||
             ring.ntrig == TRIG_MAX) {
             rp_rt_warn("RANKPROF_RING_TRIGGER: '%s' is not NAME>DURATION (e.g. "
-                       "handle_request>5ms) or 'budget', or one too many; left out",
+                       "handle_request>5ms), rate:NAME or 'budget', or one too many; left out",
                        item, 0);
             continue;
         }
@@ -616,7 +641,8 @@ static uint64_t watch_of(struct rp_ring_thr *w, uint64_t key, uint8_t *tix)
 /* A watched span of key lasted dur ticks, over its threshold, ending at
  * ticks end: a snapshot is asked for, unless one was less than the
  * interval ago. */
-static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t tix, uint64_t end)
+static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t tix, uint64_t end,
+                             uint64_t period)
 {
     char buf[256], why[REASON_MAX];
     uint64_t budget;
@@ -627,6 +653,10 @@ static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t t
     if (tix == TRIG_BUDGET)
         snprintf(why, sizeof why, "trigger %s %.3f ms over its budget %.3f ms at %.3f s",
                  *nm ? nm : "?", ms, (double)thr * 1e3 / rp_rt.freq, at);
+    else if (period)
+        snprintf(why, sizeof why, "trigger rate %s %.3f ms, %.0f%% of its period %.3f ms at %.3f s",
+                 *nm ? nm : "?", ms, 100.0 * (double)dur / (double)period,
+                 (double)period * 1e3 / rp_rt.freq, at);
     else
         snprintf(why, sizeof why, "trigger %s %.3f ms > %s at %.3f s", *nm ? nm : "?", ms,
                  ring.trig[tix].thr_txt, at);
@@ -644,6 +674,60 @@ static RP_NOINLINE void fire(uint64_t key, uint64_t dur, uint64_t thr, uint8_t t
     ring_unlock();
 }
 
+/* The rate state of key on w (made when new; NULL when every slot is
+ * taken: that key is not judged). */
+static struct rstate *rate_of(struct rp_ring_thr *w, uint64_t key)
+{
+    for (int i = 0; i < RATE_KEYS; i++)
+        if (w->rs[i].key == key || !w->rs[i].key) {
+            w->rs[i].key = key;
+            return &w->rs[i];
+        }
+    return NULL;
+}
+
+/* An activation of a rate-watched key begins at ticks: unless it is
+ * nested in one of its own, the interval since the last start is kept. */
+static void rate_start(struct rp_ring_thr *w, uint64_t key, uint64_t ticks)
+{
+    for (uint32_t d = 0; d < w->depth; d++)
+        if (w->st[d].key == key)
+            return; /* (recursion: not an outermost activation) */
+    struct rstate *r = rate_of(w, key);
+    if (!r)
+        return;
+    if (r->last && ticks > r->last)
+        r->iv[r->n++ % RATE_IV] = ticks - r->last;
+    r->last = ticks;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* An outermost activation of a rate-watched key lasted dur ticks, ending at
+ * ticks end: with RATE_MIN intervals known, a run of half the period (the
+ * median interval) or more fires, as the analyzer's RATE flag judges
+ * (docs/ranking.md), without its regularity tests. */
+static void rate_end(struct rp_ring_thr *w, uint64_t key, uint64_t dur, uint8_t tix, uint64_t end)
+{
+    for (uint32_t d = 0; d < w->depth; d++)
+        if (w->st[d].key == key)
+            return; /* (the end of a nested one: the depth is already popped) */
+    struct rstate *r = rate_of(w, key);
+    if (!r || r->n < RATE_MIN)
+        return;
+    uint64_t v[RATE_IV];
+    uint32_t k = r->n < RATE_IV ? r->n : RATE_IV;
+    memcpy(v, r->iv, k * sizeof v[0]);
+    qsort(v, k, sizeof v[0], cmp_u64);
+    uint64_t period = v[k / 2];
+    if (2 * dur >= period)
+        fire(key, dur, 1, tix, end, period);
+}
+
 RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n)
 {
     struct rp_ring_thr *w = *state;
@@ -659,8 +743,11 @@ RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n)
         case RP_RAW_FUNC_ENTER:
         case RP_RAW_SITE_BEGIN:
             key = (uint64_t)(op == RP_RAW_FUNC_ENTER ? 1 : 2) << RP_RAW_SHIFT | pl;
-            if ((thr = watch_of(w, key, &tix)) && w->depth < WATCH_DEPTH)
-                w->st[w->depth++] = (struct wspan){key, recs[i].ticks, thr, tix};
+            if (!(thr = watch_of(w, key, &tix)) || w->depth == WATCH_DEPTH)
+                break;
+            if (tix != TRIG_BUDGET && ring.trig[tix].rate)
+                rate_start(w, key, recs[i].ticks);
+            w->st[w->depth++] = (struct wspan){key, recs[i].ticks, thr, tix};
             break;
         case RP_RAW_FUNC_EXIT:
         case RP_RAW_SITE_END:
@@ -669,8 +756,12 @@ RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n)
                 if (w->st[d].key == key) {
                     uint64_t dur = recs[i].ticks - w->st[d].start;
                     w->depth = d;
-                    if (recs[i].ticks > w->st[d].start && dur > w->st[d].thr)
-                        fire(key, dur, w->st[d].thr, w->st[d].tix, recs[i].ticks);
+                    if (recs[i].ticks <= w->st[d].start)
+                        break;
+                    if (w->st[d].tix != TRIG_BUDGET && ring.trig[w->st[d].tix].rate)
+                        rate_end(w, key, dur, w->st[d].tix, recs[i].ticks);
+                    else if (dur > w->st[d].thr)
+                        fire(key, dur, w->st[d].thr, w->st[d].tix, recs[i].ticks, 0);
                     break;
                 }
             break;
