@@ -232,6 +232,10 @@ static void fifo_push(const uint8_t *hdr, const uint8_t *payload, size_t len)
     if (need > ring.cap) {
         ring.dropped_big++;
         ring.dropped_ev += nev;
+        if (ring.dropped_big == 1 && !(atomic_load(&rp_rt.fatal) && rp_rt.sync_write))
+            rp_rt_warn("a chunk of events is larger than the ring of %s and is dropped whole: "
+                       "give a larger --ring, or a smaller RANKPROF_BUFSIZE",
+                       getenv("RANKPROF_RING"), 0);
         return;
     }
     while (ring.used + need > ring.cap)
