@@ -18,7 +18,7 @@ BENCH_QUICK=1 ITERS=$iters RANK_MAX=10000 BENCH_SKIP="tracy" BENCH_OUT="$out" \
   bash "$here/../scripts/bench.sh" "$build" >"$out/stdout.txt"
 cat "$out/stdout.txt"
 for want in "uninstrumented" "floor: rdtsc" "rankprof record (trace mode)" "rankprof, function class off" \
-  "rankprof record --off (armed)" \
+  "rankprof record --off (armed)" "rankprof record --ring 64M" \
   "rankprof direct mode" "gprof" "rankprof report" "ranking" "report time" "recorder memory" \
   "a service watched by top" "micro benchmarks" "lock_func_ratio" "func_off_by_name" "point_site_off"; do
   grep -qF "$want" "$out/stdout.txt" || { echo "smoke: no '$want' in the table" >&2; exit 1; }
@@ -29,7 +29,7 @@ r = json.load(open(sys.argv[1]))
 calls = int(sys.argv[2]) * 24 + 1
 assert r["workload"]["calls"] == calls, r["workload"]
 rows = {x["name"]: x for x in r["rows"]}
-for name in ("baseline", "instr_noop", "rankprof", "rankprof_nofunc", "rankprof_off", "gprof"):
+for name in ("baseline", "instr_noop", "rankprof", "rankprof_nofunc", "rankprof_off", "rankprof_ring", "gprof"):
     x = rows[name]
     assert x["status"] == "ok", x
     assert x["calls"] == calls and x["runs"] == 1, x

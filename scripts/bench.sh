@@ -17,6 +17,8 @@
 #   rankprof_nofunc the same with the function class switched off
 #   rankprof_off    `rankprof record --off`: armed, recording switched off
 #                   (a service started to be switched on by rankprof ctl)
+#   rankprof_ring   `rankprof record --ring 64M`: the flight recorder, the
+#                   newest 64 MiB of events kept in memory, written at exit
 #   rankprof_throttle the same with --throttle (TAU's 100000 calls / 10 us):
 #                   the busy tiny functions become count-only
 #   rankprof_direct RANKPROF_MODE=direct, when this build supports it
@@ -226,6 +228,13 @@ row_rankprof_off() {
   measure rankprof_off "$calls" "$rp" record --off -o "$work/off.data" \
     -- "$bin/workload_instr" "$iters"
   bytes[rankprof_off]=$(stat -c %s "$work/off.data")
+}
+
+row_rankprof_ring() {
+  add rankprof_ring "rankprof record --ring 64M (flight recorder)"
+  measure rankprof_ring "$calls" "$rp" record --ring 64M -o "$work/ring.data" \
+    -- "$bin/workload_instr" "$iters"
+  bytes[rankprof_ring]=$(stat -c %s "$work/ring.data")
 }
 
 row_rankprof_throttle() {
@@ -894,7 +903,7 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 [ "${load%%.*}" -ge 1 ] && echo "warning: load average $load: numbers will be noisy" >&2
 echo "workload: dispatch + 8 leaves + fib(5), $iters iterations, $calls calls; median of $runs runs"
 row_baseline
-for r in instr_noop floor rankprof rankprof_nofunc rankprof_off rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
+for r in instr_noop floor rankprof rankprof_nofunc rankprof_off rankprof_ring rankprof_throttle rankprof_direct uftrace gprof callgrind tracy; do
   skipped "$r" || run_row "$r" "row_$r"
 done
 # the traces just recorded are on disk before anything reads them: a

@@ -104,7 +104,10 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->offset = c->offset;
     j->ti = t->ti;
     atomic_store_explicit(&j->done, 0, memory_order_relaxed);
-    j->from_snap = parallel;
+    /* a thread's first chunk in order starts from its snapshot too: it may
+     * begin inside spans (a rotated trace's oldest piece, a ring's window) */
+    j->from_snap = parallel || (!t->depth && !p->threads[t->ti].events && (word & RP_EV_SNAPSHOT) &&
+                                (!comp || (word & RP_EV_SNAPCOUNT)));
     j->comp = comp;
     j->offid = v->offid;
     j->flt = v->flt;
@@ -254,6 +257,16 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         } else if (KEY("fatal_tid")) { /* the thread a fatal signal hit */
             uint64_t x = info_u64(val, vlen);
             p->fatal_tid = (uint32_t)(x > UINT32_MAX ? 0 : x);
+        } else if (KEY("snapshot")) { /* the flight recorder's (record --ring) */
+            dst = &p->snapshot;
+        } else if (KEY("ring_size") || KEY("ring_dropped") || KEY("ring_run_ns") ||
+                   KEY("ring_triggers") || KEY("ring_triggers_skipped")) {
+            uint64_t x = info_u64(val, vlen);
+            *(KEY("ring_size")       ? &p->ring_size
+              : KEY("ring_dropped")  ? &p->ring_dropped
+              : KEY("ring_run_ns")   ? &p->ring_run_ns
+              : KEY("ring_triggers") ? &p->ring_triggers
+                                     : &p->ring_triggers_skipped) = x;
         } else if (KEY("windows") || KEY("recorded_ns") || KEY("window_exits")) {
             uint64_t x = info_u64(val, vlen); /* recording switched at run time (ctl) */
             if (KEY("windows"))

@@ -242,6 +242,7 @@ void rp_profile_free(struct rp_profile *p)
     free(p->argv);
     free(p->clock_name);
     free(p->mode);
+    free(p->snapshot);
     free(p->maps);
     if (p->strs) {
         for (uint32_t i = 0; i < p->strs->nblk; i++)

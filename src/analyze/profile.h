@@ -267,6 +267,12 @@ struct rp_profile {
     uint32_t windows;
     uint64_t recorded_ns;  /* time switched on */
     uint64_t window_exits; /* exits and releases of what began before a window, left out */
+    /* A flight recorder's trace (record --ring; INFO ring_size, ring_dropped,
+     * ring_run_ns, ring_triggers, ring_triggers_skipped, snapshot): ring_size
+     * 0 when the whole run was recorded.  snapshot: why the file was written
+     * ("exit", "signal N", "ctl", "trigger NAME ..."), NULL if not said. */
+    uint64_t ring_size, ring_dropped, ring_run_ns, ring_triggers, ring_triggers_skipped;
+    char *snapshot;
     /* The recorder's throttle timed 1 call in this many of the functions it
      * throttled (FCOUNT, format 1.3; 0: none, count only): their times are
      * of their first calls and that sample. */

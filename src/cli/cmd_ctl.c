@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,14 +85,20 @@ static int ending(long pid)
 }
 
 /* Asks pid's recorder for a statistics file (RP_CTL_PUBLISH or
- * RP_CTL_SNAPSHOT) and waits until it is written (at most 10 s: a snapshot
- * merges every thread's tables).  Returns 0, or -1 when the process ended
- * (or began to) before writing it; dies saying why when it cannot. */
+ * RP_CTL_SNAPSHOT; with a flight recorder, the snapshot of its ring) and
+ * waits until it is written (at most 10 s: a snapshot merges every
+ * thread's tables).  Returns 0, or -1 when the process ended (or began
+ * to) before writing it; dies saying why when it cannot. */
 int rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
 {
-    if (!pg->direct)
+    if (!pg->direct && !pg->ring && cmd != RP_CTL_SNAPSHOT)
         rp_die("process %ld records a trace: its statistics are known in the process in direct "
                "mode only (rankprof record --mode direct); read the trace with rankprof report",
+               pid);
+    if (!pg->direct && !pg->ring)
+        rp_die("process %ld records a whole trace: a snapshot needs a flight recorder "
+               "(rankprof record --ring SIZE) or direct mode (--mode direct); read the trace "
+               "with rankprof report",
                pid);
     if (pg->signo <= 0)
         rp_die("process %ld's recorder has no control signal (the program handles it: set "
@@ -112,6 +119,27 @@ int rp_ctl_stats(long pid, const struct rp_ctl_page *pg, int cmd)
                "control signal %d blocked?)",
                pid, pg->signo);
     return 0;
+}
+
+/* The highest N of the files path.snapN there are (a flight recorder's
+ * snapshots), 0 if none. */
+static unsigned long long snap_newest(const char *path)
+{
+    char pat[RP_CTL_PATH + 32];
+    glob_t g;
+    unsigned long long best = 0;
+    snprintf(pat, sizeof pat, "%s%s[0-9]*", path, RP_CTL_SNAP_SUFFIX);
+    if (glob(pat, 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *k = g.gl_pathv[i] + strlen(path) + strlen(RP_CTL_SNAP_SUFFIX);
+        if (strspn(k, "0123456789") == strlen(k)) {
+            unsigned long long n = strtoull(k, NULL, 10);
+            best = n > best ? n : best;
+        }
+    }
+    globfree(&g);
+    return best;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -139,7 +167,12 @@ int cmd_ctl(int argc, char **argv)
     if (cmd == RP_CTL_SNAPSHOT) {
         if (rp_ctl_stats(pid, pg, RP_CTL_SNAPSHOT) < 0)
             rp_die("ctl: process %ld ended before writing its statistics", pid);
-        printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
+        if (pg->direct)
+            printf("process %ld: statistics written to %s%s\n", pid, pg->path, RP_CTL_SNAP_SUFFIX);
+        else /* (a trigger's snapshot asked for meanwhile is the same one) */
+            printf("process %ld: the last events (ring of %llu bytes) written to %s%s%llu\n", pid,
+                   (unsigned long long)pg->ring, pg->path, RP_CTL_SNAP_SUFFIX,
+                   snap_newest(pg->path));
         return 0;
     }
     if (cmd == -1) {

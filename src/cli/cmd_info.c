@@ -119,9 +119,10 @@ static void put_counts(const struct rp_profile *p)
                "it had\n",
                p->end_status, strsignal(p->end_status));
     else
-        printf("ended:       %s\n", p->ended
-                                        ? "normally (END record present)"
-                                        : "ABNORMALLY: no END record (crash, signal or _exit)");
+        printf("ended:       %s\n", !p->ended ? "ABNORMALLY: no END record (crash, signal or _exit)"
+                                    : p->snapshot && !(p->end_flags & (RP_END_EXIT | RP_END_SIGNAL))
+                                        ? "still running at this snapshot (rankprof record --ring)"
+                                        : "normally (END record present)");
 }
 
 /* The threads and the chunks of the file. */

@@ -15,6 +15,13 @@
  *                       start` (--off)
  *   RANKPROF_MAX_SIZE   bytes: the trace rotated in pieces that never hold more
  *                       together, the newest kept (--max-size)
+ *   RANKPROF_RING       bytes: the flight recorder, only the newest events kept
+ *                       in memory, written at the end and in snapshots (--ring)
+ *   RANKPROF_RING_TRIGGER  NAME>DURATION,rate:NAME,budget: a span that asks for a
+ *                       snapshot (--ring-trigger)
+ *   RANKPROF_RING_EVERY_MS  at most one trigger's snapshot in this many ms
+ *                       (--ring-every SECONDS)
+ *   RANKPROF_RING_KEEP  snapshot files kept, the newest (--ring-keep N)
  *   RANKPROF_THROTTLE   CALLS:NS[:K], or 1 for TAU's 100000:10000 and K 100
  *                       (--throttle[=...]): functions called more than CALLS
  *                       times with a mean under NS ns are then counted, and
@@ -325,6 +332,20 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         globfree(&g);
     }
     free(pat);
+    pat = NULL; /* the flight recorder's snapshots (--ring) */
+    if (asprintf(&pat, "%s.snap[0-9]*", abs_out) < 0)
+        pat = NULL;
+    if (pat && glob(pat, 0, NULL, &g) == 0) {
+        size_t n = 0;
+        for (size_t i = 0; i < g.gl_pathc; i++) { /* (only NAME.snapN: not .tmp, ...) */
+            const char *k = g.gl_pathv[i] + strlen(abs_out) + 5;
+            n += strspn(k, "0123456789") == strlen(k);
+        }
+        if (n)
+            fprintf(stderr, ", and %zu snapshot%s %s.snapN", n, n == 1 ? "" : "s", out);
+        globfree(&g);
+    }
+    free(pat);
     if (lost)
         fprintf(stderr, ", %llu events lost", (unsigned long long)lost);
     fprintf(stderr, ")\n");
@@ -378,7 +399,68 @@ struct rec_opts {
     int drop, print, force, off;
     int mpi;                     /* --mpi: librankprof-mpi.so preloaded too */
     unsigned long long max_size; /* 0: none */
+    unsigned long long ring;     /* --ring: bytes, 0: none */
+    char trigger[4096];          /* --ring-trigger items, comma-separated */
+    long long every_ms;          /* --ring-every, -1: the recorder's default */
+    long long keep;              /* --ring-keep, -1: the recorder's default */
 };
+
+/* SIZE[K|M|G] (binary units) of at least 64K, or dies naming opt. */
+static unsigned long long size_arg(const char *opt, const char *arg)
+{
+    char *e;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &e, 10), mul = 1;
+    if (*e == 'k' || *e == 'K')
+        mul = 1ull << 10, e++;
+    else if (*e == 'm' || *e == 'M')
+        mul = 1ull << 20, e++;
+    else if (*e == 'g' || *e == 'G')
+        mul = 1ull << 30, e++;
+    if (errno || e == arg || *e || arg[0] == '-' || v > (1ull << 50) / mul || v * mul < 65536)
+        rp_usage_die("record",
+                     "%s %s: give a size of at least 64K (a number of bytes, or with K, M or G)",
+                     opt, arg);
+    return v * mul;
+}
+
+/* Whether s is a duration: a number then ns, us, ms or s. */
+static int is_duration(const char *s)
+{
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e);
+    return !errno && e != s && v >= 0 &&
+           (!strcmp(e, "ns") || !strcmp(e, "us") || !strcmp(e, "ms") || !strcmp(e, "s"));
+}
+
+/* Adds --ring-trigger's items (comma-separated NAME>DURATION, rate:NAME or
+ * budget) to
+ * r->trigger; dies (usage) on a malformed one. */
+static void trigger_add(struct rec_opts *r, const char *arg)
+{
+    char item[256];
+    for (const char *s = arg;;) {
+        size_t n = strcspn(s, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item - 1 ? n : sizeof item - 1), s);
+        const char *gt = strrchr(item, '>');
+        int rate = !strncmp(item, "rate:", 5) && item[5];
+        if (n >= sizeof item - 1 ||
+            (strcmp(item, "budget") != 0 && !rate && (!gt || gt == item || !is_duration(gt + 1))))
+            rp_usage_die("record",
+                         "--ring-trigger %s: give NAME>DURATION (a function or point name or "
+                         "glob, e.g. 'handle_request>5ms'; ns, us, ms or s), rate:NAME or "
+                         "'budget'",
+                         arg);
+        if (!s[n])
+            break;
+        s += n + 1;
+    }
+    size_t n = strlen(r->trigger);
+    if (snprintf(r->trigger + n, sizeof r->trigger - n, "%s%s", n ? "," : "", arg) >=
+        (int)(sizeof r->trigger - n))
+        rp_usage_die("record", "--ring-trigger: too many triggers");
+}
 
 /* Reads the options into r; returns the index of PROGRAM.  Dies (usage) on
  * a bad option or when there is no program. */
@@ -394,6 +476,10 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                                        {"throttle", optional_argument, NULL, 't'},
                                        {"force", no_argument, NULL, 'f'},
                                        {"max-size", required_argument, NULL, 'M'},
+                                       {"ring", required_argument, NULL, 'R'},
+                                       {"ring-trigger", required_argument, NULL, 'T'},
+                                       {"ring-every", required_argument, NULL, 'E'},
+                                       {"ring-keep", required_argument, NULL, 'K'},
                                        {"mpi", no_argument, NULL, 'P'}, /* (multi-process.md) */
                                        {"function", required_argument, NULL, 'F'},
                                        {"filter", required_argument, NULL, 'F'},
@@ -402,7 +488,7 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
                                        {NULL, 0, NULL, 0}};
     int c;
 
-    *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace"};
+    *r = (struct rec_opts){.out = RP_DEFAULT_DATA, .mode = "trace", .every_ms = -1, .keep = -1};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:hF:N:", lo, NULL)) != -1) {
         switch (c) {
@@ -432,23 +518,32 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
         case 'f':
             r->force = 1;
             break;
-        case 'M': { /* SIZE[K|M|G] (binary units) */
+        case 'M':
+            r->max_size = size_arg("--max-size", optarg);
+            break;
+        case 'R':
+            r->ring = size_arg("--ring", optarg);
+            break;
+        case 'T':
+            trigger_add(r, optarg);
+            break;
+        case 'E': {
             char *e;
             errno = 0;
-            unsigned long long v = strtoull(optarg, &e, 10), mul = 1;
-            if (*e == 'k' || *e == 'K')
-                mul = 1ull << 10, e++;
-            else if (*e == 'm' || *e == 'M')
-                mul = 1ull << 20, e++;
-            else if (*e == 'g' || *e == 'G')
-                mul = 1ull << 30, e++;
-            if (errno || e == optarg || *e || optarg[0] == '-' || v > (1ull << 50) / mul ||
-                v * mul < 65536)
-                rp_usage_die("record",
-                             "--max-size %s: give a size of at least 64K (a number of bytes, or "
-                             "with K, M or G)",
+            double s = strtod(optarg, &e);
+            if (errno || e == optarg || *e || s < 0 || s > 1e9)
+                rp_usage_die("record", "--ring-every %s: give a number of seconds (e.g. 10, 0.5)",
                              optarg);
-            r->max_size = v * mul;
+            r->every_ms = (long long)(s * 1000 + 0.5);
+            break;
+        }
+        case 'K': {
+            char *e;
+            errno = 0;
+            long long k = strtoll(optarg, &e, 10);
+            if (errno || e == optarg || *e || k < 0)
+                rp_usage_die("record", "--ring-keep %s: give a number of files (0: all)", optarg);
+            r->keep = k;
             break;
         }
         case 't': {
@@ -488,6 +583,14 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
         rp_usage_die("record", "no program given");
     if (r->max_size && strcmp(r->mode, "trace") != 0)
         rp_usage_die("record", "--max-size is for a trace (direct mode writes a few kilobytes)");
+    if (r->ring && strcmp(r->mode, "trace") != 0)
+        rp_usage_die("record", "--ring is for a trace (direct mode keeps statistics: rankprof "
+                               "ctl PID snapshot writes them)");
+    if (r->ring && r->max_size)
+        rp_usage_die("record", "--ring and --max-size: choose one (the ring writes only its "
+                               "SIZE at the end and in snapshots)");
+    if ((r->trigger[0] || r->every_ms >= 0 || r->keep >= 0) && !r->ring)
+        rp_usage_die("record", "--ring-trigger, --ring-every and --ring-keep need --ring SIZE");
     if (r->print && strcmp(r->mode, "direct") != 0)
         rp_usage_die("record", "--print needs --mode direct (a trace is printed by report)");
     return optind;
@@ -527,6 +630,25 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
         setenv("RANKPROF_MAX_SIZE", v, 1);
     } else {
         unsetenv("RANKPROF_MAX_SIZE");
+    }
+    unsetenv("RANKPROF_RING");
+    unsetenv("RANKPROF_RING_TRIGGER");
+    unsetenv("RANKPROF_RING_EVERY_MS");
+    unsetenv("RANKPROF_RING_KEEP");
+    if (r->ring) {
+        char v[32];
+        snprintf(v, sizeof v, "%llu", r->ring);
+        setenv("RANKPROF_RING", v, 1);
+        if (r->trigger[0])
+            setenv("RANKPROF_RING_TRIGGER", r->trigger, 1);
+        if (r->every_ms >= 0) {
+            snprintf(v, sizeof v, "%lld", r->every_ms);
+            setenv("RANKPROF_RING_EVERY_MS", v, 1);
+        }
+        if (r->keep >= 0) {
+            snprintf(v, sizeof v, "%lld", r->keep);
+            setenv("RANKPROF_RING_KEEP", v, 1);
+        }
     }
     unsetenv("RANKPROF_CLAIMED");
     free(preload);

@@ -157,7 +157,9 @@ int cmd_top(int argc, char **argv)
 
     const struct rp_ctl_page *pg = rp_ctl_page_of(pid);
     char path[RP_CTL_PATH + 64];
-    int trace = !pg->direct; /* (rp_ctl_page_of dies without a recorder) */
+    /* (rp_ctl_page_of dies without a recorder); a flight recorder writes
+     * the file on request, as direct mode does */
+    int trace = !pg->direct && !pg->ring;
     if (trace && !pg->path[0])
         rp_die("top: process %ld records no trace file (its recorder writes none yet)", pid);
     if (trace)

@@ -90,6 +90,18 @@ static const struct cmd_help helps[] = {
       {"--max-size SIZE", "keep the trace within SIZE bytes (K, M, G: binary units; at least "
                           "64K): it is written in pieces FILE.partN and FILE, the oldest deleted, "
                           "the newest kept; every command reads them as one trace"},
+      {"--ring SIZE", "flight recorder: keep only the newest SIZE bytes of events (all threads, "
+                      "in memory; K, M, G; at least 64K) and write them to FILE at the end, and "
+                      "to FILE.snapN on `rankprof ctl PID snapshot` or a trigger"},
+      {"--ring-trigger SPEC", "with --ring: write a snapshot when a span of a function or "
+                              "point lasts longer than a threshold, SPEC NAME>DURATION (a name "
+                              "or glob; ns, us, ms, s; e.g. 'handle_request>5ms'), rate:NAME (a "
+                              "periodic NAME runs half its period or more) or 'budget' (a point "
+                              "over its budget); repeatable, or comma-separated"},
+      {"--ring-every SECONDS", "with --ring-trigger: at most one trigger's snapshot in SECONDS "
+                               "(default 10; the others are counted)"},
+      {"--ring-keep N", "with --ring: keep the newest N snapshot files FILE.snapN, delete the "
+                        "older (default 16; 0: all)"},
       {"--force", "write FILE even when it is a symbolic link"},
       {"-F, --function NAME", "record only the functions NAME names (a symbol or a glob, "
                               "repeatable) and what they call (--filter is the same)"},
@@ -219,15 +231,20 @@ static const struct cmd_help helps[] = {
      "there, so every window of recording is complete. Without this command, a plain signal "
      "switches over: kill -s RTMIN+8 PID (RANKPROF_CTL_SIGNAL chooses another). In direct "
      "mode, snapshot writes the statistics so far to the trace's name with .snap added, a "
-     "file every command reads, and the process goes on.",
+     "file every command reads, and the process goes on. With a flight recorder (record "
+     "--ring SIZE), snapshot writes the events the ring holds as a trace to the trace's name "
+     "with .snapN added (N counts the snapshots, triggers' included; the command prints the "
+     "name), and the process goes on recording.",
      {{NULL, NULL}},
      "0 when done; 1 when the process has no recorder, no control signal, or did not answer"},
     {"top",
      "watch the ranked table of a running process",
      "Shows the ranked table, with its flags, of the running process PID, refreshed every "
      "second: in direct mode (rankprof record --mode direct) from the statistics the process "
-     "writes when asked (to /dev/shm/rankprof.PID.stats), in trace mode from its trace as far "
-     "as it is written. q quits. With -b, prints the table on stdout each time instead (top's "
+     "writes when asked (to /dev/shm/rankprof.PID.stats), with a flight recorder (record "
+     "--ring) from the events its ring holds, written there the same way, in trace mode from "
+     "its trace as far as it is written. q quits. With -b, prints the table on stdout each time "
+     "instead (top's "
      "batch mode).",
      {{"-b, --batch", "print the tables one after the other, no screen handling"},
       {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},

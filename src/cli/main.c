@@ -26,6 +26,9 @@ static const struct rp_cmd commands[] = {
     {"record", cmd_record,
      "record [-o FILE] [--mode trace|direct] [--print] [--classes LIST] [--drop] [--off]\n"
      "                [--throttle[=CALLS:NS[:K]]] [--max-size SIZE] [--mpi] [--force]\n"
+     "                [--ring SIZE [--ring-trigger NAME>DURATION|rate:NAME|budget]... "
+     "[--ring-every S]\n"
+     "                 [--ring-keep N]]\n"
      "                [-F NAME]... [-N NAME]... -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"

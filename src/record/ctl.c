@@ -36,6 +36,7 @@
 
 #include "clock.h"
 #include "direct.h"
+#include "rt_int.h"
 #include "trace/control.h"
 
 #define WIN_MAX 4096
@@ -85,6 +86,7 @@ static void page_make(void)
     page->windows = started_on;
     page->start_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     page->direct = (uint32_t)rp_rt.direct;
+    page->ring = rp_ring_size();
     /* absolute, for a reader elsewhere (rankprof top reads the trace) */
     char cwd[RP_CTL_PATH / 2];
     if (rp_rt.path[0] != '/' && getcwd(cwd, sizeof cwd))
@@ -104,6 +106,8 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     if (cmd == RP_CTL_PUBLISH || cmd == RP_CTL_SNAPSHOT) { /* direct_pub.c writes it */
         if (rp_rt.direct)
             rp_direct_pub_request(cmd == RP_CTL_SNAPSHOT);
+        else /* --ring: the writer writes it (ring.c) */
+            rp_ring_request(cmd == RP_CTL_PUBLISH);
         errno = saved;
         return;
     }

@@ -124,6 +124,7 @@ struct rp_tbuf {
     uint32_t win_done;   /* recording windows' edges applied to its stream (ctl.c) */
     int win_off;         /* the last edge applied switched recording off */
     int announced;
+    void *ring; /* the flight recorder's watched spans (ring.c), NULL: none yet */
     struct rp_tbuf *next;
 };
 

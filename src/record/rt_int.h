@@ -135,6 +135,38 @@ RP_HIDDEN void rp_rt_enc_hooks(void);
  * threads it gave up on (a thread that died while encoding), 0 if none. */
 RP_HIDDEN int rp_rt_self_block_locked(int on);
 
+/* ---- ring.c: the flight recorder (--ring) --------------------------------- */
+
+/* While rp_ring_on (RANKPROF_RING, read by rp_ring_init before the first
+ * chunk), every chunk goes through rp_ring_chunk, which keeps the newest
+ * EVENTS in memory and writes them with the rest at END or in a snapshot.
+ * rp_ring_watch: triggers are set, rp_ring_scan checks each batch. */
+RP_HIDDEN extern int rp_ring_on;
+RP_HIDDEN extern int rp_ring_watch;
+/* Reads RANKPROF_RING, RANKPROF_RING_TRIGGER, RANKPROF_RING_EVERY_MS and
+ * RANKPROF_RING_KEEP
+ * (rp_rt.path set, before the first chunk).  A bad value is warned about:
+ * the whole run is then recorded. */
+RP_HIDDEN void rp_ring_init(void);
+/* The ring's size in bytes, 0 when it is off. */
+RP_HIDDEN uint64_t rp_ring_size(void);
+RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len);
+/* A snapshot is asked for (the control signal's handler: async-signal-safe):
+ * NAME.snapN, or with publish the file `rankprof top` reads. */
+RP_HIDDEN void rp_ring_request(int publish);
+/* Whether a snapshot is asked for (ctl or a trigger). */
+RP_HIDDEN int rp_ring_wanted(void);
+/* Writes the snapshot asked for to NAME.snapN (the writer, after writing
+ * every thread's records); a failure is warned about. */
+RP_HIDDEN void rp_ring_snapshot(void);
+/* Checks n raw records of a thread (its state at *state, made on first
+ * use) against the triggers; one that fires asks for a snapshot.  Whoever
+ * encodes the thread.  Out of memory: the thread is not watched. */
+RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n);
+RP_HIDDEN void rp_ring_thread_free(void **state);
+/* In a forked child: an empty ring of its own (its own trace). */
+RP_HIDDEN void rp_ring_atfork_child(void);
+
 /* ---- rt_start.c ------------------------------------------------------------ */
 
 RP_HIDDEN void rp_rt_start_once(void);

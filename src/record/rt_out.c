@@ -196,6 +196,10 @@ RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
 
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len)
 {
+    if (unlikely(rp_ring_on) && !rp_out_sink) { /* --ring: kept in memory */
+        rp_ring_chunk(type, payload, len);
+        return;
+    }
     if (unlikely(rp_rot_on) && !rp_out_sink) { /* --max-size, or not known yet */
         rp_rot_chunk(type, payload, len);
         return;

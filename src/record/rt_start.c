@@ -380,6 +380,7 @@ static void atfork_child(void)
                    what, 0);
     }
     rp_rot_atfork_child();
+    rp_ring_atfork_child();
     rp_rt.writer_running = 0;
     atomic_store(&rp_rt.writer_ready, 0);
     rp_rt.sync_write = 1;
@@ -550,6 +551,7 @@ static int rt_start(void)
     rp_rt_enc_hooks();
     if ((rp_rt_start_err = open_output(0)) < 0)
         return rp_rt_start_err;
+    rp_ring_init(); /* --ring: before the first chunk */
     out_prologue();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     /* the control signal first: fatal_install takes the real-time signals
@@ -686,6 +688,7 @@ RP_HIDDEN void rp_rt_shutdown(void)
     for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
         rp_offq_free(&x->offq);
+        rp_ring_thread_free(&x->ring);
     }
     rp_own_unlock(&rp_rt.lock);
     rp_enc_free(&rp_rt.enc);

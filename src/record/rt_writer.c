@@ -181,6 +181,8 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
         rp_out_thread(t);
         t->announced = 1;
     }
+    if (unlikely(rp_ring_watch)) /* --ring triggers: a span too long asks for a snapshot */
+        rp_ring_scan(&t->ring, recs, n);
     uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped, pause0 = t->enc.npause;
     size_t nm = n;
     const struct rp_raw *m = recs;
@@ -388,6 +390,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
                 if (x->bufs[i])
                     munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
             rp_enc_thread_free(&x->enc);
+            rp_ring_thread_free(&x->ring);
             if (x->eout)
                 munmap(x->eout, rp_enc_bound(self_out_recs()));
             munmap(x, sizeof(*x));
@@ -635,6 +638,11 @@ static void *writer_main(void *arg)
             return NULL;
         }
         unsigned n = rp_rt_drain_once();
+        if (unlikely(rp_ring_wanted())) { /* every thread's records, then the snapshot */
+            rp_rt_flush_partials();
+            rp_out_clock();
+            rp_ring_snapshot();
+        }
         rp_offcpu_poll(); /* at least every wait: the rings do not fill up while
                              the threads record nothing (all blocked) */
         uint64_t now = rp_mono_ns();

@@ -263,6 +263,19 @@ static void put_run(FILE *out, const struct rp_profile *p)
     }
     if (p->running) /* statistics of a running process (top, ctl snapshot) */
         fputs(",\n  \"running\": true", out);
+    if (p->ring_size) { /* a flight recorder's trace (record --ring) */
+        fprintf(out,
+                ",\n  \"ring\": {\"size\": %" PRIu64 ", \"dropped\": %" PRIu64
+                ", \"run_ns\": %" PRIu64 ", \"triggers\": %" PRIu64
+                ", \"triggers_skipped\": %" PRIu64 ", \"snapshot\": ",
+                p->ring_size, p->ring_dropped, p->ring_run_ns, p->ring_triggers,
+                p->ring_triggers_skipped);
+        if (p->snapshot)
+            put_str(out, p->snapshot);
+        else
+            fputs("null", out);
+        fputs("}", out);
+    }
     if (p->windows) /* recording switched at run time (rankprof ctl) */
         fprintf(out,
                 ",\n  \"windows\": %" PRIu32 ", \"recorded_ns\": %" PRIu64

@@ -328,6 +328,10 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     int how = 0;
     if (p->running)
         how = 1;
+    else if (p->ended && p->snapshot && !(p->end_flags & (RP_END_EXIT | RP_END_SIGNAL)))
+        fputs("run: still running at this snapshot (rankprof record --ring); the spans open then "
+              "end there\n",
+              out);
     else if (!p->ended)
         fprintf(out,
                 "%srun: did not end normally (no end record: crashed, killed or cut short)%s\n",

@@ -312,9 +312,42 @@ void rp_json_str(FILE *out, const char *str)
     fputc('"', out);
 }
 
+/* A flight recorder's trace (record --ring): the part of the run it kept,
+ * and why it was written. */
+static void ring_lines(FILE *out, const struct rp_profile *p)
+{
+    char b[32], c[32] = "";
+    double kept =
+        p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) * p->ns_per_tick : 0;
+    if (!p->ring_dropped) {
+        fprintf(out,
+                "ring: every event of the run kept (flight recorder of %" PRIu64
+                " KiB, rankprof record --ring), none dropped\n",
+                p->ring_size >> 10);
+    } else {
+        if (p->ring_run_ns) {
+            memcpy(c, " of ", 5);
+            rp_fmt_ns((double)p->ring_run_ns, c + 4, sizeof c - 4);
+        }
+        fprintf(out,
+                "ring: the last %s%s kept (flight recorder of %" PRIu64
+                " KiB, rankprof record --ring), %" PRIu64 " older events dropped by it\n",
+                rp_fmt_ns(kept, b, sizeof b), c, p->ring_size >> 10, p->ring_dropped);
+    }
+    if (p->snapshot)
+        fprintf(out, "snapshot: %s\n", p->snapshot);
+    if (p->ring_triggers)
+        fprintf(out,
+                "triggers: %" PRIu64 " fired, %" PRIu64
+                " of them too soon after a snapshot (--ring-every) to write one\n",
+                p->ring_triggers, p->ring_triggers_skipped);
+}
+
 void rp_report_windows_line(FILE *out, const struct rp_profile *p)
 {
     char b[32];
+    if (p->ring_size)
+        ring_lines(out, p);
     if (!p->windows)
         return;
     fprintf(out,

@@ -69,8 +69,9 @@ struct rp_outside *rp_outside_nodes(const struct rp_profile *p, uint32_t *n, uin
 void rp_report_outside_line(FILE *out, const struct rp_profile *p);
 
 /* When recording was switched on and off while the program ran (rankprof
- * ctl), a line saying so: how many windows, the time recorded.  Write
- * errors are left to the caller's ferror. */
+ * ctl), a line saying so: how many windows, the time recorded; for a flight
+ * recorder's trace (record --ring), the part of the run kept and why it was
+ * written.  Write errors are left to the caller's ferror. */
 void rp_report_windows_line(FILE *out, const struct rp_profile *p);
 
 /*

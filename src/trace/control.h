@@ -17,7 +17,11 @@
  * RP_CTL_DIR/rankprof.PID.stats (what `rankprof top` reads), RP_CTL_SNAPSHOT
  * to the trace's name with RP_CTL_SNAP_SUFFIX.  Each file is written whole
  * and renamed into place; `snaps` counts the files written, so a reader
- * that saw it before asking knows when its file is there.
+ * that saw it before asking knows when its file is there.  In trace mode
+ * with a flight recorder (`ring` not 0), RP_CTL_SNAPSHOT writes the events
+ * kept as a trace, to the trace's name with RP_CTL_SNAP_SUFFIX and the
+ * number N of the snapshot (`snaps` after it: triggers write snapshots
+ * too).
  */
 #ifndef RP_TRACE_CONTROL_H
 #define RP_TRACE_CONTROL_H
@@ -50,6 +54,9 @@ struct rp_ctl_page {
     uint32_t direct;        /* direct mode */
     uint32_t snaps;         /* statistics files written (direct mode: PUBLISH, SNAPSHOT) */
     char path[RP_CTL_PATH]; /* the trace */
+    uint64_t ring;          /* trace mode: the flight recorder's size in bytes (record
+                               --ring), 0: none; RP_CTL_SNAPSHOT writes path.snapN, N
+                               counted in snaps */
 };
 
 #endif /* RP_TRACE_CONTROL_H */
