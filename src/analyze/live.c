@@ -165,8 +165,8 @@ snapshot_child(struct rp_live *l, int (*fn)(void *ctx, struct rp_profile *p), vo
         p = &fresh;
         rc = rp_replay_file(l->path, &l->o, p, NULL, NULL, msg + 4, sizeof(msg) - 4);
     } else {
-        rc = rp_replay_complete(p, &l->r, l->rd, l->path, l->o.force, msg + 4, sizeof(msg) - 4,
-                                sub, sizeof(sub));
+        rc = rp_replay_complete(p, &l->r, l->rd, l->path, l->o.force, msg + 4, sizeof(msg) - 4, sub,
+                                sizeof(sub));
         rp_replay_priv_free(p);
     }
     if (rc == 0)

@@ -260,14 +260,11 @@ static int replay_steps(struct top *t, uint64_t steps, const char *trace, const 
 
 int cmd_top(int argc, char **argv)
 {
-    static const struct option lo[] = {{"batch", no_argument, NULL, 'b'},
-                                       {"iterations", required_argument, NULL, 'n'},
-                                       {"delay", required_argument, NULL, 'd'},
-                                       {"limit", required_argument, NULL, 'l'},
-                                       {"no-chains", no_argument, NULL, 'K'},
-                                       {"replay-steps", required_argument, NULL, 'S'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"batch", no_argument, NULL, 'b'},       {"iterations", required_argument, NULL, 'n'},
+        {"delay", required_argument, NULL, 'd'}, {"limit", required_argument, NULL, 'l'},
+        {"no-chains", no_argument, NULL, 'K'},   {"replay-steps", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     int c;
     uint64_t iters = 0, steps = 0;
     struct rp_load_opts ld;
