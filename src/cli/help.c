@@ -227,8 +227,8 @@ static const struct cmd_help helps[] = {
      "Shows the ranked table, with its flags, of the running process PID, refreshed every "
      "second: in direct mode (rankprof record --mode direct) from the statistics the process "
      "writes when asked (to /dev/shm/rankprof.PID.stats), in trace mode from its trace as far "
-     "as it is written, reading only what is new at each refresh. q quits. With -b, prints the table on stdout each time instead (top's "
-     "batch mode).",
+     "as it is written, reading only what is new at each refresh. q quits. With -b, prints the "
+     "table on stdout each time instead (top's batch mode).",
      {{"-b, --batch", "print the tables one after the other, no screen handling"},
       {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},
       {"-d, --delay SECONDS", "time between two tables (default 1)"},
