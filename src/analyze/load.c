@@ -393,8 +393,7 @@ static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t
     th->name = rp_text_dup(c->data + 8, c->len - 8, 0, NULL);
 }
 
-/* Frees the replay's state (p->priv) and sets it NULL.  Cannot fail. */
-static void priv_free(struct rp_profile *p)
+void rp_replay_priv_free(struct rp_profile *p)
 {
     struct priv *v = p->priv;
     if (!v)
@@ -633,19 +632,81 @@ static int read_done(struct rp_profile *p, const struct rp_reader *r, int rc, co
     return 0;
 }
 
+int rp_replay_chunks(struct rp_profile *p, struct rp_reader *r, uint32_t only_tid, rp_chunk_fn fn,
+                     void *ctx, int *rd, char *sub, size_t subsz)
+{
+    struct rp_chunk c;
+    int rc;
+
+    while ((rc = rp_reader_next(r, &c)) > 0) {
+        sub[0] = 0;
+        /* jobs read the node table: join them before it changes */
+        if (c.type != RP_CH_EVENTS && c.type != RP_CH_CLOCK && c.type != RP_CH_THREAD &&
+            (rc = rp_jobs_drain(p, sub, subsz)) < 0)
+            return rc;
+        rc = read_chunk(p, r, &c, only_tid, sub, subsz);
+        if (rc >= 0 && fn)
+            rc = fn(ctx, p, &c);
+        if (rc < 0)
+            return rc;
+    }
+    *rd = rc;
+    return rp_jobs_drain(p, sub, subsz);
+}
+
+int rp_replay_complete(struct rp_profile *p, const struct rp_reader *r, int rd, const char *path,
+                       int force, char *err, size_t errsz, char *sub, size_t subsz)
+{
+    struct priv *v = p->priv;
+    int rc;
+
+    if ((rc = read_done(p, r, rd, path, force, err, errsz)) < 0)
+        return rc;
+    rp_workers_stop(v);
+    sub[0] = 0;
+    if ((rc = rp_threads_end(p)) < 0 || (rc = rp_replay_finish(p)) < 0) {
+        snprintf(err, errsz, "%s: %s", path, sub[0] ? sub : "out of memory");
+        return rc;
+    }
+    if (v->defs_only) { /* the first event, and the end as the end and clocks say */
+        p->first_tick = v->first_ev;
+        p->last_tick = p->end_ticks > v->clk_last_ticks ? p->end_ticks : v->clk_last_ticks;
+    }
+    p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
+    p->resolution = p->compensated ? v->res_comp : 1;
+    return 0;
+}
+
+int rp_replay_start(struct rp_profile *p, const struct rp_replay_opts *o)
+{
+    struct rp_replay_opts none = {0};
+
+    if (!o)
+        o = &none;
+    if (!(p->priv = calloc(1, sizeof(struct priv))))
+        return RP_ENOMEM;
+    struct priv *v = p->priv;
+    v->p = p;
+    v->want_comp = !o->no_compensate;
+    v->flt = o->filter;
+    v->outside = !o->keep_outside;
+    v->defs_only = p->defs_only = o->defs_only;
+    p->outside_apart = v->outside;
+    if (nodes_reserve(p, 0) < 0)
+        return RP_ENOMEM;
+    p->nodes[0].kind = RP_KIND_FUNC;
+    return 0;
+}
+
 /* rp_replay_file with the replay's state in p->priv.  Returns as it. */
 static int replay_run(const char *path, const struct rp_replay_opts *o, struct rp_profile *p,
                       rp_chunk_fn fn, void *ctx, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
     struct rp_reader r;
-    struct rp_chunk c;
     char sub[256];
-    int rc;
+    int rc, rd = 0;
 
-    if ((rc = nodes_reserve(p, 0)) < 0)
-        return rc;
-    p->nodes[0].kind = RP_KIND_FUNC;
     if ((rc = rp_reader_open(&r, path)) < 0) {
         snprintf(err, errsz, "%s", r.err);
         return rc;
@@ -654,34 +715,9 @@ static int replay_run(const char *path, const struct rp_replay_opts *o, struct r
     /* A per-chunk callback sees the profile as of its chunk: replay in order. */
     if (!fn)
         rp_workers_start(v, rp_workers_count());
-    while ((rc = rp_reader_next(&r, &c)) > 0) {
-        sub[0] = 0;
-        /* jobs read the node table: join them before it changes */
-        if (c.type != RP_CH_EVENTS && c.type != RP_CH_CLOCK && c.type != RP_CH_THREAD &&
-            (rc = rp_jobs_drain(p, sub, sizeof(sub))) < 0)
-            goto fail;
-        rc = read_chunk(p, &r, &c, o->tid, sub, sizeof(sub));
-        if (rc >= 0 && fn)
-            rc = fn(ctx, p, &c);
-        if (rc < 0)
-            goto fail;
-    }
-    int rd = rc;
-    if ((rc = rp_jobs_drain(p, sub, sizeof(sub))) < 0)
+    if ((rc = rp_replay_chunks(p, &r, o->tid, fn, ctx, &rd, sub, sizeof(sub))) < 0)
         goto fail;
-    if ((rc = read_done(p, &r, rd, path, o->force, err, errsz)) < 0)
-        goto out;
-    rp_workers_stop(v);
-    if ((rc = rp_threads_end(p)) < 0 || (rc = rp_replay_finish(p)) < 0)
-        goto fail;
-    if (v->defs_only) { /* the first event, and the end as the end and clocks say */
-        p->first_tick = v->first_ev;
-        p->last_tick = p->end_ticks > v->clk_last_ticks ? p->end_ticks : v->clk_last_ticks;
-    }
-    p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
-    p->resolution = p->compensated ? v->res_comp : 1;
-
-    rc = 0;
+    rc = rp_replay_complete(p, &r, rd, path, o->force, err, errsz, sub, sizeof(sub));
 out:
     rp_workers_stop(v);
     rp_reader_close(&r);
@@ -700,17 +736,10 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     struct rp_replay_opts none = {0};
 
     err[0] = 0;
-    if (!(p->priv = calloc(1, sizeof(struct priv))))
-        return RP_ENOMEM;
-    struct priv *v = p->priv;
-    v->p = p;
-    v->want_comp = !(o ? o : &none)->no_compensate;
-    v->flt = (o ? o : &none)->filter;
-    v->outside = !(o ? o : &none)->keep_outside;
-    v->defs_only = p->defs_only = (o ? o : &none)->defs_only;
-    p->outside_apart = v->outside;
-    int rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
-    priv_free(p); /* the profile holds the results: the replay's state goes */
+    int rc = rp_replay_start(p, o);
+    if (rc == 0)
+        rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
+    rp_replay_priv_free(p); /* the profile holds the results: the replay's state goes */
     return rc;
 }
 

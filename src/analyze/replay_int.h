@@ -376,6 +376,38 @@ RP_HIDDEN int rp_resident_enter(struct rp_profile *p, struct tstate *t);
  * unclosed.  Returns 0 or RP_ENOMEM. */
 RP_HIDDEN int rp_threads_end(struct rp_profile *p);
 
+/* load.c: the steps of rp_replay_file, apart for a live reading (live.c) */
+
+/* Gives p (zeroed) the replay's state for o (NULL: the defaults) and node
+ * 0 (ROOT).  Returns 0 or RP_ENOMEM (free p with rp_replay_priv_free and
+ * rp_profile_free). */
+RP_HIDDEN int rp_replay_start(struct rp_profile *p, const struct rp_replay_opts *o);
+
+/*
+ * Reads r's chunks into p (EVENTS to the workers when started) until the
+ * reader stops, then joins every job: *rd is the reader's last result (0
+ * at the end, or its error, which r->err names).  Returns 0, or < 0 with
+ * the message in sub when a chunk could not be read into p (the jobs still
+ * in flight must then be released with rp_jobs_drain).
+ */
+struct rp_reader;
+RP_HIDDEN int rp_replay_chunks(struct rp_profile *p, struct rp_reader *r, uint32_t only_tid,
+                               rp_chunk_fn fn, void *ctx, int *rd, char *sub, size_t subsz);
+
+/*
+ * Finishes p after the last chunk read from r (rd: rp_replay_chunks'):
+ * the reader's error as a warning under force, how the program ended, open
+ * spans ended, the accumulators summed into the nodes (destructive: p is
+ * final).  Stops the workers.  Returns 0, or < 0 with the message, naming
+ * path, in err (sub: scratch for it).
+ */
+RP_HIDDEN int rp_replay_complete(struct rp_profile *p, const struct rp_reader *r, int rd,
+                                 const char *path, int force, char *err, size_t errsz, char *sub,
+                                 size_t subsz);
+
+/* Frees the replay's state (p->priv) and sets it NULL.  Cannot fail. */
+RP_HIDDEN void rp_replay_priv_free(struct rp_profile *p);
+
 /* workers.c */
 
 /* How many worker threads replay chunks: RANKPROF_REPLAY_JOBS if set (0 =

@@ -149,6 +149,7 @@ void rp_workers_start(struct priv *v, int want)
     pthread_cond_init(&v->work, NULL);
     pthread_cond_init(&v->done, NULL);
     v->started = 1;
+    atomic_store(&v->quit, 0); /* (started again: a live reading, live.c) */
     for (v->nworkers = 0; v->nworkers < want; v->nworkers++) {
         struct wctx *w = &v->wctx[v->nworkers];
         w->v = v;

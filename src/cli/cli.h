@@ -153,6 +153,15 @@ void rp_load_opts_default(struct rp_load_opts *o);
 void rp_load(struct rp_load_opts *o, struct rp_profile *p);
 
 /*
+ * What rp_load does after the replay of the single file o->input, for a
+ * profile p replayed elsewhere (top's live reading, src/analyze/live.h):
+ * names, warnings (unless quiet), the process of the set's file f (given
+ * to p), hints, ranking and flags.  No span filters.  Dies on any error.
+ */
+struct rp_set_file;
+void rp_load_replayed(struct rp_load_opts *o, struct rp_profile *p, struct rp_set_file *f);
+
+/*
  * The arguments argv[first..argc) as traces, as if each were given with -i
  * (`rankprof report run.data`).  Dies (usage) past RP_MAX_INPUTS files.
  */

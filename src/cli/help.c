@@ -243,9 +243,8 @@ static const struct cmd_help helps[] = {
      "second: in direct mode (rankprof record --mode direct) from the statistics the process "
      "writes when asked (to /dev/shm/rankprof.PID.stats), with a flight recorder (record "
      "--ring) from the events its ring holds, written there the same way, in trace mode from "
-     "its trace as far as it is written. q quits. With -b, prints the table on stdout each time "
-     "instead (top's "
-     "batch mode).",
+     "its trace as far as it is written, reading only what is new at each refresh. q quits. "
+     "With -b, prints the table on stdout each time instead (top's batch mode).",
      {{"-b, --batch", "print the tables one after the other, no screen handling"},
       {"-n, --iterations N", "stop after N tables (default: until q, or the process ends)"},
       {"-d, --delay SECONDS", "time between two tables (default 1)"},

@@ -579,6 +579,73 @@ static int loaders(uint32_t n)
     return t < 1 ? 1 : t > (long)n ? (int)n : (int)t;
 }
 
+/* A single file's profile p (o->input, the set's file f): its warnings,
+ * and f's process (given to p).  Cannot fail (out of memory: no process
+ * record). */
+static void one_file_done(struct rp_load_opts *o, struct rp_profile *p, struct rp_set_file *f)
+{
+    if (!o->quiet)
+        put_warnings(p);
+    if (rp_grow(&p->procs, &p->cap_procs, 1, sizeof(*p->procs), 1) == 0) {
+        p->procs[0] = f->who;
+        p->procs[0].pid = p->pid;
+        p->procs[0].events = p->events;
+        p->procs[0].lost = p->lost;
+        p->procs[0].threads = p->n_threads;
+        p->procs[0].ended = p->ended && !(p->end_flags & RP_END_SIGNAL);
+        p->n_procs = 1;
+        memset(&f->who, 0, sizeof(f->who)); /* now the profile's */
+    }
+    for (uint32_t i = 0; i < p->n_threads; i++)
+        p->threads[i].pid = p->pid;
+}
+
+/* The end of rp_load, once p holds its file or files (chosen: the file
+ * named; named: its functions were named): filters, hints, the ranking and
+ * the flags.  Dies on any error. */
+static void load_tail(struct rp_load_opts *o, struct rp_profile *p, const char *chosen, int named)
+{
+    int rc;
+    if (o->filt.first) {
+        rp_filter_check(o->cmd ? o->cmd : "rankprof", &o->filt);
+        if (!(p->filter = strdup(o->filt.desc)))
+            rp_die("out of memory");
+    }
+    if (named && !o->quiet) { /* named: hints on what is missing (hints.h) */
+        size_t before = strlen(p->warn);
+        rp_profile_hints(p);
+        for (char *l = p->warn + before, *nl; (nl = strchr(l, '\n')); l = nl + 1)
+            rp_warn("%.*s", (int)(nl - l), l);
+    }
+    if (!p->events && !o->quiet) {
+        int inst = p->program ? refs_cyg(p->program) : -1;
+        if (inst == 0)
+            rp_warn("%s holds no events: %s has no -finstrument-functions hooks (build it with "
+                    "-finstrument-functions, or use the rankprof macros)",
+                    chosen, p->program);
+        else
+            rp_warn("%s holds no events: the program made no recorded call before the recording "
+                    "ended%s",
+                    chosen, p->warn[0] ? " (see the warnings above)" : "");
+    }
+    if (o->rank) {
+        p->rank.weight_calls = o->weight_calls;
+        if ((rc = rp_rank_profile(p, &o->rank_opt)) < 0)
+            rp_die("%s: ranking: %s", chosen, rp_strerror(rc));
+        if ((rc = rp_flags_apply(p, &o->flag)) < 0)
+            rp_die("%s: flags: %s", chosen, rp_strerror(rc));
+    }
+}
+
+void rp_load_replayed(struct rp_load_opts *o, struct rp_profile *p, struct rp_set_file *f)
+{
+    int rc;
+    if (!o->no_names && (rc = rp_profile_symbolize(p)) < 0)
+        rp_die("%s: naming functions: %s", o->input, rp_strerror(rc));
+    one_file_done(o, p, f);
+    load_tail(o, p, o->input, !o->no_names);
+}
+
 void rp_load(struct rp_load_opts *o, struct rp_profile *p)
 {
     static char chosen[4096];
@@ -591,21 +658,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
     if (s.n == 1) {
         o->input = chosen;
         load_file(o, chosen, p, !o->no_names);
-        if (!o->quiet)
-            put_warnings(p);
-        struct rp_set_file *f = &s.files[0];
-        if (rp_grow(&p->procs, &p->cap_procs, 1, sizeof(*p->procs), 1) == 0) {
-            p->procs[0] = f->who;
-            p->procs[0].pid = p->pid;
-            p->procs[0].events = p->events;
-            p->procs[0].lost = p->lost;
-            p->procs[0].threads = p->n_threads;
-            p->procs[0].ended = p->ended && !(p->end_flags & RP_END_SIGNAL);
-            p->n_procs = 1;
-            memset(&f->who, 0, sizeof(f->who)); /* now the profile's */
-        }
-        for (uint32_t i = 0; i < p->n_threads; i++)
-            p->threads[i].pid = p->pid;
+        one_file_done(o, p, &s.files[0]);
     } else {
         /* a run's processes: one file at a time, merged (merge.h) from
          * replayed profiles (so defs_only serves one file only) */
@@ -637,35 +690,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
             put_warnings(p);
     }
     rp_set_free(&s);
-    if (o->filt.first) {
-        rp_filter_check(o->cmd ? o->cmd : "rankprof", &o->filt);
-        if (!(p->filter = strdup(o->filt.desc)))
-            rp_die("out of memory");
-    }
-    if ((!o->no_names || s_many) && !o->quiet) { /* named: hints on what is missing (hints.h) */
-        size_t before = strlen(p->warn);
-        rp_profile_hints(p);
-        for (char *l = p->warn + before, *nl; (nl = strchr(l, '\n')); l = nl + 1)
-            rp_warn("%.*s", (int)(nl - l), l);
-    }
-    if (!p->events && !o->quiet) {
-        int inst = p->program ? refs_cyg(p->program) : -1;
-        if (inst == 0)
-            rp_warn("%s holds no events: %s has no -finstrument-functions hooks (build it with "
-                    "-finstrument-functions, or use the rankprof macros)",
-                    chosen, p->program);
-        else
-            rp_warn("%s holds no events: the program made no recorded call before the recording "
-                    "ended%s",
-                    chosen, p->warn[0] ? " (see the warnings above)" : "");
-    }
-    if (o->rank) {
-        p->rank.weight_calls = o->weight_calls;
-        if ((rc = rp_rank_profile(p, &o->rank_opt)) < 0)
-            rp_die("%s: ranking: %s", chosen, rp_strerror(rc));
-        if ((rc = rp_flags_apply(p, &o->flag)) < 0)
-            rp_die("%s: flags: %s", chosen, rp_strerror(rc));
-    }
+    load_tail(o, p, chosen, !o->no_names || s_many);
 }
 
 static void usage(FILE *f)

@@ -326,6 +326,18 @@ void rp_reader_close(struct rp_reader *r)
     r->buf = NULL;
 }
 
+int rp_reader_resume(struct rp_reader *r)
+{
+    if (!r->f)
+        return RP_EIO;
+    clearerr(r->f);
+    if (fseeko(r->f, (off_t)r->off, SEEK_SET) != 0)
+        return rd_fail(r, RP_EIO, "cannot seek to offset %llu: %s", (unsigned long long)r->off,
+                       strerror(errno));
+    r->err[0] = 0;
+    return 0;
+}
+
 int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
 {
     if (len < 16)

@@ -62,6 +62,15 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c);
 void rp_reader_close(struct rp_reader *r);
 
 /*
+ * Makes a reader that reached the end of a file still being written (0
+ * from rp_reader_next, or RP_ETRUNC: the file ended inside a chunk) read
+ * on from the next chunk not read (r->off), once more is written: a live
+ * reading (src/analyze/live.c).  Returns 0, or RP_EIO when the file cannot
+ * be positioned there (r->err says so).
+ */
+int rp_reader_resume(struct rp_reader *r);
+
+/*
  * The next pair of an INFO payload (format.h: u16 key length, key, u32
  * value length, value) at *p, before end: sets *key, *klen, *val, *vlen
  * and advances *p past it.  Returns 1, 0 at the end, or -1 when the pair
