@@ -81,11 +81,6 @@
 #define WANT_TRIGGER 2 /* a trigger fired */
 #define WANT_TOP     4 /* rankprof top's file (RP_CTL_PUBLISH) */
 
-struct kept {
-    uint8_t *p; /* whole chunks, headers included */
-    size_t len, cap;
-};
-
 struct trig {
     char name[128];
     uint64_t thr; /* ticks; 1 for a rate trigger */
@@ -131,8 +126,8 @@ static struct {
     uint8_t *buf; /* the FIFO, cap bytes */
     uint64_t cap, head, used;
     uint64_t nchunks;
-    struct kept pre;   /* INFO, MAPS, the first CLOCK, DEFS, THREAD, FCOUNT, in order */
-    uint8_t clock[64]; /* the last CLOCK chunk, whole */
+    struct rp_kept pre; /* INFO, MAPS, the first CLOCK, DEFS, THREAD, FCOUNT, in order */
+    uint8_t clock[64];  /* the last CLOCK chunk, whole */
     size_t clock_len;
     int have_clock;       /* the first CLOCK is in pre */
     uint64_t dropped_ev;  /* events dropped from the ring */
@@ -171,28 +166,6 @@ static int ring_lock(void)
 static void ring_unlock(void)
 {
     atomic_flag_clear_explicit(&ring.lock, memory_order_release);
-}
-
-/* Appends chunk (hdr, payload) to k; noalloc: only within its capacity (a
- * fatal signal's handler).  -1 when out of memory (k as it was). */
-static int kept_add(struct kept *k, const uint8_t *hdr, const void *payload, size_t len,
-                    int noalloc)
-{
-    size_t need = k->len + RP_CHUNK_HDR_SIZE + len;
-    if (need > k->cap && noalloc)
-        return -1;
-    if (need > k->cap) {
-        size_t ncap = need * 2;
-        uint8_t *np = realloc(k->p, ncap);
-        if (!np)
-            return -1;
-        k->p = np;
-        k->cap = ncap;
-    }
-    memcpy(k->p + k->len, hdr, RP_CHUNK_HDR_SIZE);
-    memcpy(k->p + k->len + RP_CHUNK_HDR_SIZE, payload, len);
-    k->len = need;
-    return 0;
 }
 
 /* Copies n bytes in and out of the FIFO at offset off, wrapping. */
@@ -408,19 +381,6 @@ static void dest_chunk(struct dest *d, uint32_t type, const void *payload, size_
     dest_put(d, payload, len);
 }
 
-/* n in decimal into v (at least 21 bytes); async-signal-safe. */
-static void dec(char *v, uint64_t n)
-{
-    char tmp[21];
-    size_t k = 0;
-    do
-        tmp[k++] = (char)('0' + n % 10);
-    while ((n /= 10) != 0);
-    for (size_t i = 0; i < k; i++)
-        v[i] = tmp[k - 1 - i];
-    v[k] = 0;
-}
-
 static void info_put(uint8_t *b, size_t cap, size_t *len, const char *key, const char *val)
 {
     rp_info_put(b, cap, len, key, val, strlen(val));
@@ -445,19 +405,19 @@ static void ring_write(struct dest *d, const char *why)
     uint8_t b[512];
     size_t len = 0;
     char v[24];
-    dec(v, ring.cap);
+    rp_u64_dec(v, ring.cap);
     info_put(b, sizeof b, &len, "ring_size", v);
-    dec(v, ring.dropped_ev);
+    rp_u64_dec(v, ring.dropped_ev);
     info_put(b, sizeof b, &len, "ring_dropped", v);
     uint64_t now = rp_ticks();
     if (now > rp_rt.start_ticks && rp_rt.freq > 0) { /* (no snprintf: a signal handler) */
-        dec(v, (uint64_t)((double)(now - rp_rt.start_ticks) * 1e9 / rp_rt.freq));
+        rp_u64_dec(v, (uint64_t)((double)(now - rp_rt.start_ticks) * 1e9 / rp_rt.freq));
         info_put(b, sizeof b, &len, "ring_run_ns", v);
     }
     if (ring.ntrig || ring.budget) {
-        dec(v, ring.fired);
+        rp_u64_dec(v, ring.fired);
         info_put(b, sizeof b, &len, "ring_triggers", v);
-        dec(v, ring.skipped);
+        rp_u64_dec(v, ring.skipped);
         info_put(b, sizeof b, &len, "ring_triggers_skipped", v);
     }
     if (why)
@@ -474,7 +434,7 @@ static void ring_end(const uint8_t *hdr, const void *payload, size_t len)
     char why[32] = "exit"; /* (async-signal-safe: no snprintf) */
     if (flags & RP_END_SIGNAL) {
         memcpy(why, "signal ", 7);
-        dec(why + 7, rp_get32((const uint8_t *)payload + 24));
+        rp_u64_dec(why + 7, rp_get32((const uint8_t *)payload + 24));
     }
     ring_write(&d, why);
     dest_put(&d, hdr, RP_CHUNK_HDR_SIZE);
@@ -506,7 +466,8 @@ RP_HIDDEN void rp_ring_chunk(uint32_t type, const void *payload, size_t len)
     } else {
         ring.have_clock |= type == RP_CH_CLOCK;
         int in_handler = atomic_load(&rp_rt.fatal) && rp_rt.sync_write;
-        if (kept_add(&ring.pre, hdr, payload, len, in_handler) < 0 && !ring.warned && !in_handler) {
+        if (rp_kept_add(&ring.pre, hdr, payload, len, in_handler) < 0 && !ring.warned &&
+            !in_handler) {
             ring.warned = 1;
             rp_rt_warn("out of memory for the definitions of %s; its snapshots will not read "
                        "whole",

@@ -43,21 +43,16 @@
 
 #define ROT_KEEP 8 /* pieces remembered (at most 3 stay with PIECE = SIZE / 4) */
 
-struct kept {
-    uint8_t *p; /* whole chunks, headers included */
-    size_t len, cap;
-};
-
 static struct {
     atomic_flag lock;
     int init;
-    pid_t pid;                    /* the process the state is of (a child starts afresh) */
-    uint64_t max, piece;          /* SIZE and PIECE; max 0: no rotation */
-    uint64_t cur;                 /* bytes in NAME */
-    uint32_t k;                   /* pieces made so far */
-    uint32_t first;               /* the oldest piece still on disk (k + 1: none) */
-    uint64_t size[ROT_KEEP];      /* size of piece i at [i % ROT_KEEP] */
-    struct kept info, clock, pre; /* pre: MAPS, DEFS and THREAD chunks, in order */
+    pid_t pid;                       /* the process the state is of (a child starts afresh) */
+    uint64_t max, piece;             /* SIZE and PIECE; max 0: no rotation */
+    uint64_t cur;                    /* bytes in NAME */
+    uint32_t k;                      /* pieces made so far */
+    uint32_t first;                  /* the oldest piece still on disk (k + 1: none) */
+    uint64_t size[ROT_KEEP];         /* size of piece i at [i % ROT_KEEP] */
+    struct rp_kept info, clock, pre; /* pre: MAPS, DEFS and THREAD chunks, in order */
     int warned;
 } rot = {.lock = ATOMIC_FLAG_INIT};
 
@@ -72,25 +67,6 @@ static void rot_lock(void)
 static void rot_unlock(void)
 {
     atomic_flag_clear_explicit(&rot.lock, memory_order_release);
-}
-
-/* Appends chunk (hdr, payload) to k; on failure k is left as it was and
- * rotation stops (a piece without its definitions would not read). */
-static int kept_add(struct kept *k, const uint8_t *hdr, const void *payload, size_t len)
-{
-    size_t need = k->len + RP_CHUNK_HDR_SIZE + len;
-    if (need > k->cap) {
-        size_t ncap = need * 2;
-        uint8_t *np = realloc(k->p, ncap);
-        if (!np)
-            return -1;
-        k->p = np;
-        k->cap = ncap;
-    }
-    memcpy(k->p + k->len, hdr, RP_CHUNK_HDR_SIZE);
-    memcpy(k->p + k->len + RP_CHUNK_HDR_SIZE, payload, len);
-    k->len = need;
-    return 0;
 }
 
 /* Deletes NAME.partK files an older run left beside this process's trace
@@ -258,11 +234,12 @@ RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len)
         rotate();
     rp_out_writev(iov, 2);
     rot.cur += need;
-    struct kept *k = type == RP_CH_INFO && !rot.info.len                                ? &rot.info
-                     : type == RP_CH_CLOCK && !rot.clock.len                            ? &rot.clock
-                     : type == RP_CH_MAPS || type == RP_CH_DEFS || type == RP_CH_THREAD ? &rot.pre
-                                                                                        : NULL;
-    if (rot.max && k && kept_add(k, hdr, payload, len) < 0) {
+    struct rp_kept *k = type == RP_CH_INFO && !rot.info.len     ? &rot.info
+                        : type == RP_CH_CLOCK && !rot.clock.len ? &rot.clock
+                        : type == RP_CH_MAPS || type == RP_CH_DEFS || type == RP_CH_THREAD
+                            ? &rot.pre
+                            : NULL;
+    if (rot.max && k && rp_kept_add(k, hdr, payload, len, 0) < 0) {
         rp_rt_warn("out of memory for the definitions; %s is no longer rotated", rp_rt.path, 0);
         rot.max = 0;
     }

@@ -60,6 +60,19 @@ RP_HIDDEN extern uint64_t rp_rt_loss_retired[RP_LOSS_N]; /* of retired threads (
 RP_HIDDEN extern uint64_t rp_rt_orphans_retired; /* left out at windows' edges, retired threads */
 RP_HIDDEN extern uint64_t rp_rt_unencoded;       /* records the encoder could not keep */
 
+/* Whole chunks kept in memory, headers included (rotate.c, ring.c). */
+struct rp_kept {
+    uint8_t *p;
+    size_t len, cap;
+};
+/* Appends chunk (hdr, payload) to k; noalloc: only within its capacity (in
+ * a signal handler).  Returns 0, or -1 when it does not fit or memory is
+ * out (k as it was). */
+RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *payload, size_t len,
+                          int noalloc);
+/* n in decimal into v (at least 21 bytes); async-signal-safe. */
+RP_HIDDEN void rp_u64_dec(char *v, uint64_t n);
+
 /* fd at a high number, close-on-exec; fd itself when that fails */
 RP_HIDDEN int rp_rt_fd_high(int fd);
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */

@@ -392,8 +392,27 @@ static void info_put(void *ctx, const char *key, const char *val)
     rp_info_put(ib->b, sizeof(ib->b), &ib->len, key, val, strlen(val));
 }
 
-/* n in decimal into v (at least 21 bytes); async-signal-safe. */
-static void u64_dec(char *v, uint64_t n)
+RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *payload, size_t len,
+                          int noalloc)
+{
+    size_t need = k->len + RP_CHUNK_HDR_SIZE + len;
+    if (need > k->cap && noalloc)
+        return -1;
+    if (need > k->cap) {
+        size_t ncap = need * 2;
+        uint8_t *np = realloc(k->p, ncap);
+        if (!np)
+            return -1;
+        k->p = np;
+        k->cap = ncap;
+    }
+    memcpy(k->p + k->len, hdr, RP_CHUNK_HDR_SIZE);
+    memcpy(k->p + k->len + RP_CHUNK_HDR_SIZE, payload, len);
+    k->len = need;
+    return 0;
+}
+
+RP_HIDDEN void rp_u64_dec(char *v, uint64_t n)
 {
     char tmp[21];
     size_t k = 0;
@@ -431,11 +450,11 @@ RP_HIDDEN void rp_rt_loss_info(struct info_buf *ib, int in_handler)
     char v[24];
     for (unsigned r = 0; r < RP_LOSS_N; r++)
         if (n[r]) {
-            u64_dec(v, n[r]);
+            rp_u64_dec(v, n[r]);
             info_put(ib, key[r], v);
         }
     if (rp_rt_unencoded) {
-        u64_dec(v, rp_rt_unencoded);
+        rp_u64_dec(v, rp_rt_unencoded);
         info_put(ib, "lost_unencoded", v);
     }
     if (!in_handler) { /* exits of frames entered before a window (ctl.c) */
@@ -445,7 +464,7 @@ RP_HIDDEN void rp_rt_loss_info(struct info_buf *ib, int in_handler)
             o += t->enc.orphans;
         rp_own_unlock(&rp_rt.lock);
         if (o) {
-            u64_dec(v, o);
+            rp_u64_dec(v, o);
             info_put(ib, "window_exits", v);
         }
     }
@@ -467,7 +486,7 @@ RP_HIDDEN void rp_out_end_info(int full)
     uint32_t ft = atomic_load(&rp_rt.fatal_tid);
     if (ft) { /* the thread a fatal signal hit: its open frames are its stack there */
         char v[24];
-        u64_dec(v, ft);
+        rp_u64_dec(v, ft);
         info_put(&ib, "fatal_tid", v);
     }
     if (ib.len)
