@@ -258,6 +258,164 @@ for a, b in ((0, 1), (1, 0)):
 PY
 }
 
+# axis: every timeline on one axis (src/report/clockmap.c), on the 2-rank
+# --mpi ring of pmpi.  In chrome and perfetto (read back by
+# trace_processor when tests/consumers/tp_query.cc builds; chrome also by
+# python), with the measured offsets applied (-O offsets=on) and without,
+# the k-th MPI_Send of a rank begins before the k-th MPI_Recv of its peer
+# ends (20 messages).  A copy of the run whose rank 1 says it ran on
+# another host with a clock offset of D = 1234567 ns (an INFO chunk
+# inserted before its own) has every event of rank 1 exactly D later
+# relative to rank 0's events than with -O offsets=off, in chrome,
+# perfetto and OTF2, and than in the original run in rankprof dump.
+axis() {
+    [[ -f $tmp/mpi.data ]] || fail "no mpi.data (scenario pmpi failed or was skipped)"
+    local D=1234567 f tp=
+    mkdir -p "$tmp/skew"
+    cp "$tmp/mpi.data" "$tmp"/mpi.data.[0-9]* "$tmp/skew/"
+    python3 - "$D" "$tmp/skew"/mpi.data* <<'PY' || fail "inserting the offset"
+import struct, sys, zlib
+D = int(sys.argv[1]); done = 0
+def info(b):
+    out = {}; q = 0
+    while q + 2 <= len(b):
+        k = struct.unpack_from("<H", b, q)[0]; key = b[q + 2:q + 2 + k]; q += 2 + k
+        v = struct.unpack_from("<I", b, q)[0]; out[key] = b[q + 4:q + 4 + v]; q += 4 + v
+    return out
+for path in sys.argv[2:]:
+    b = open(path, "rb").read(); off = 32; rank = None
+    while off + 16 <= len(b):
+        t, n = struct.unpack_from("<II", b, off)
+        if t == 1: rank = info(b[off + 16:off + 16 + n]).get(b"rank", rank)
+        off += 16 + n
+    if rank != b"1": continue
+    kv = b""
+    for k, v in ((b"host", b"skewhost"), (b"clock_offset_init", b"0 %d 0" % D),
+                 (b"clock_offset_fini", b"1 %d 0" % D)):
+        kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
+    h = struct.pack("<III", 1, len(kv), zlib.crc32(kv))
+    h += struct.pack("<I", zlib.crc32(h))
+    open(path, "wb").write(b[:32] + h + kv + b[32:]); done += 1
+assert done == 1, done
+PY
+    R report -i "$tmp/mpi.data" --format json >"$tmp/axis.json" 2>/dev/null || fail "report"
+    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
+    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
+    if [[ -f $tp_lib ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]]; then
+        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" \
+            -o "$tmp/tp_query" -L"$(dirname "$tp_lib")" -ltest_trace_processor \
+            -Wl,-rpath,"$(dirname "$tp_lib")" || fail "building tests/consumers/tp_query.cc"
+        tp=$tmp/tp_query
+    else
+        missing trace_processor "no $tp_lib (chromium-shell) or clang++: perfetto not read back"
+    fi
+    local q="select p.pid, s.name, s.ts, s.dur from slice s join thread_track tt on s.track_id = tt.id
+             join thread using (utid) join process p using (upid) order by p.pid, s.ts, s.depth, s.name"
+    for o in on off; do
+        for f in chrome perfetto; do
+            R export --format $f -O offsets=$o -i "$tmp/mpi.data" -o "$tmp/ax.$o.$f" 2>"$tmp/ax.err" ||
+                fail "export $f -O offsets=$o: $(cat "$tmp/ax.err")"
+            R export --format $f -O offsets=${o/on/auto} -i "$tmp/skew/mpi.data" -o "$tmp/sk.$o.$f" \
+                2>"$tmp/ax.err" || fail "export $f -O offsets=$o of the skewed copy: $(cat "$tmp/ax.err")"
+            [[ -z $tp ]] && continue
+            "$tp" "$tmp/ax.$o.$f" "$q" >"$tmp/ax.$o.$f.tsv" || fail "trace_processor rejected ax.$o.$f"
+            "$tp" "$tmp/sk.$o.$f" "$q" >"$tmp/sk.$o.$f.tsv" || fail "trace_processor rejected sk.$o.$f"
+        done
+    done
+    python3 - "$tmp" "$D" "$tp" <<'PY' || fail "one time axis"
+import json, os, sys
+tmp, D, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rank = {p["pid"]: p["rank"] for p in json.load(open(tmp + "/axis.json"))["processes"] if "rank" in p}
+assert sorted(rank.values()) == [0, 1], rank
+def chrome(path):  # [(pid, name, ts ns, dur ns)] from B/E pairs, per pid in file order
+    ev = json.load(open(path))["traceEvents"]; st = {}; out = []
+    for e in ev:
+        if e["ph"] == "B":
+            st.setdefault((e["pid"], e["tid"]), []).append((e["name"], e["ts"], len(out)))
+            out.append(None)
+        elif e["ph"] == "E":
+            name, ts, k = st[(e["pid"], e["tid"])].pop()
+            out[k] = (e["pid"], name, round(ts * 1000), round((e["ts"] - ts) * 1000))
+    return [x for x in out if x]
+def tsv(path):
+    return [(int(w[0]), w[1], int(w[2]), int(w[3])) for w in (l.rstrip("\n").split("\t") for l in open(path))]
+readers = [("chrome", chrome, "chrome")] + ([("perfetto", tsv, "perfetto.tsv"), ("chrome/tp", tsv, "chrome.tsv")] if tp else [])
+for what, read, suf in readers:
+    for o in ("on", "off"):
+        s = read("%s/ax.%s.%s" % (tmp, o, suf))
+        send = {0: [], 1: []}; recv = {0: [], 1: []}
+        for pid, name, ts, dur in s:
+            if pid not in rank: continue
+            if name == "MPI_Send [wait]": send[rank[pid]].append(ts)
+            if name == "MPI_Recv [wait]": recv[rank[pid]].append(ts + dur)
+        assert all(len(v) == 10 for v in list(send.values()) + list(recv.values())), (what, o, send, recv)
+        for a in (0, 1):
+            send[a].sort(); recv[1 - a].sort()
+            for k in range(10):
+                assert send[a][k] < recv[1 - a][k], "%s offsets=%s: rank %d's send %d begins at %d, rank %d's receive ends at %d" % (what, o, a, k, send[a][k], 1 - a, recv[1 - a][k])
+    on, off = read("%s/sk.on.%s" % (tmp, suf)), read("%s/sk.off.%s" % (tmp, suf))
+    assert len(on) == len(off) > 100, (what, len(on), len(off))
+    shift = {}
+    for x, y in zip(on, off):
+        assert x[0] == y[0] and x[1] == y[1], (what, x, y)
+        shift.setdefault(rank.get(x[0]), set()).add(x[2] - y[2])
+    s0, s1 = shift[0], shift[1]
+    assert max(s0) - min(s0) <= 2 and max(s1) - min(s1) <= 2, (what, sorted(s0)[:3], sorted(s1)[:3])
+    d = min(s1) - min(s0)
+    assert abs(d - D) <= 2, "%s: rank 1 moved %d ns against rank 0, the offset is %d ns" % (what, d, D)
+    print("%s: rank 1's events move %d ns against rank 0's (offset %d ns)" % (what, d, D))
+PY
+    R dump -i "$tmp/mpi.data" >"$tmp/ax.dump" 2>/dev/null || fail "dump"
+    R dump -i "$tmp/skew/mpi.data" >"$tmp/sk.dump" 2>/dev/null || fail "dump of the skewed copy"
+    local otf=
+    if command -v otf2-print >/dev/null; then
+        for o in auto off; do
+            R export --format otf2 -O offsets=$o -i "$tmp/skew/mpi.data" -o "$tmp/sk.$o.otf2" \
+                2>"$tmp/ax.err" || fail "export otf2: $(cat "$tmp/ax.err")"
+            otf2-print -G "$tmp/sk.$o.otf2/traces.otf2" >"$tmp/sk.$o.defs" || fail "otf2-print -G"
+            otf2-print "$tmp/sk.$o.otf2/traces.otf2" >"$tmp/sk.$o.evts" || fail "otf2-print"
+        done
+        otf=1
+    fi
+    python3 - "$tmp" "$D" "$otf" <<'PY' || fail "one time axis (dump, otf2)"
+import json, re, sys
+tmp, D, otf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rank = {p["pid"]: p["rank"] for p in json.load(open(tmp + "/axis.json"))["processes"] if "rank" in p}
+def dump(path):
+    out = []; pid = None
+    for l in open(path):
+        m = re.match(r"# file .*, pid (\d+)$", l)
+        if m: pid = int(m.group(1))
+        if l.startswith("#"): continue
+        out.append((rank.get(pid), l[16:].rstrip(), int(l[:14])))
+    return out
+def otf2(o):
+    grp = {}
+    for l in open("%s/sk.%s.defs" % (tmp, o)):
+        m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+        if m: grp[m.group(1)] = int(m.group(2))
+    out = {}  # (otf2-print merges the locations in time order: each apart)
+    for l in open("%s/sk.%s.evts" % (tmp, o)):
+        w = l.split()
+        if len(w) > 2 and w[0] in ("ENTER", "LEAVE") and w[1] in grp:
+            out.setdefault(int(w[1]), []).append((grp[w[1]], w[0] + " " + " ".join(w[3:]), int(w[2])))
+    return [x for k in sorted(out) for x in out[k]]
+pairs = [("dump", dump(tmp + "/sk.dump"), dump(tmp + "/ax.dump"))]
+if otf: pairs.append(("otf2", otf2("auto"), otf2("off")))
+for what, a, b in pairs:
+    assert len(a) == len(b) > 100, (what, len(a), len(b))
+    shift = {}
+    for x, y in zip(a, b):
+        assert x[:2] == y[:2], (what, x, y)
+        shift.setdefault(x[0], set()).add(x[2] - y[2])
+    s0, s1 = shift[0], shift[1]
+    assert max(s0) - min(s0) <= 2 and max(s1) - min(s1) <= 2, (what, sorted(s0)[:3], sorted(s1)[:3])
+    d = min(s1) - min(s0)
+    assert abs(d - D) <= 2, "%s: rank 1 moved %d ns against rank 0, the offset is %d ns" % (what, d, D)
+    print("%s: rank 1's events move %d ns against rank 0's (offset %d ns)" % (what, d, D))
+PY
+}
+
 bad_rank() {
     [[ -f $tmp/in2.data ]] || fail "no in2.data (scenario inside2 failed)"
     ! R report -i "$tmp/in2.data" --rank 5 >/dev/null 2>"$tmp/bad.err" || fail "--rank 5 passed"
@@ -301,5 +459,6 @@ PY
 
 scenario otf2 otf2
 scenario pmpi pmpi
+scenario axis axis
 scenario halo halo
 finish

@@ -47,7 +47,7 @@ static void read_info(struct rp_clockmap_file *f, const uint8_t *b, uint32_t len
             continue;
         memcpy(v, val, n);
         v[n] = 0;
-        if (k == 4 && !memcmp(key, "host", 4)) {
+        if (k == 4 && !memcmp(key, "host", 4) && !f->host[0]) { /* (the first) */
             memcpy(f->host, v, n + 1);
         } else if (k == 4 && !memcmp(key, "rank", 4) && n) {
             char *end;
