@@ -190,7 +190,7 @@ PY
 # those are outside the program's code, in outside.nodes; each rank's file has its clock offsets, and in the OTF2 archive with the
 # offsets applied (-O offsets=on) the k-th send of a rank begins before
 # the k-th receive of its peer ends, and each send and receive carries its
-# message (MPI_SEND to, MPI_RECV from the other rank: 20 each).
+# message (MPI_SEND to, MPI_RECV from the other rank: 20 each, tag 7).
 pmpi() {
     local f=mpi.data lib
     lib=$(dirname "$RP_LIB")/librankprof-mpi.so
@@ -250,6 +250,7 @@ for l in open(sys.argv[2]):
     if w and w[0] in msgs:
         peer = int(re.search(r'(Receiver|Sender): (\d+)', l).group(2))
         assert peer == 1 - grp[w[1]], l
+        assert ", Tag: 7," in l, "not the ring's tag 7: " + l
         msgs[w[0]].append(l)
 assert len(msgs["MPI_SEND"]) == 20 and len(msgs["MPI_RECV"]) == 20, {k: len(v) for k, v in msgs.items()}
 for a, b in ((0, 1), (1, 0)):
@@ -430,7 +431,12 @@ scenario outside3 outside 3
 scenario bad_rank bad_rank
 # librankprof-mpi on non-blocking calls: prog_mpi_halo (3 ranks, 10
 # rounds of MPI_Irecv x 2, MPI_Isend x 2, MPI_Waitall, MPI_Allgatherv):
-# exact counts of each MPI span and of the program's functions, merged
+# exact counts of each MPI span and of the program's functions, merged;
+# in its OTF2 archive (otf2-print) 60 each of MPI_ISEND, MPI_ISEND_COMPLETE,
+# MPI_IRECV_REQUEST and MPI_IRECV, each request id of a location started
+# and completed once, inside MPI_Isend/MPI_Irecv and MPI_Waitall, every
+# message to or from a neighbour with its tag (1 to the right, 2 to the
+# left)
 halo() {
     local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
     if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
@@ -454,6 +460,45 @@ want = {"exchange": 30, "stencil": 30, "MPI_Irecv [wait]": 60, "MPI_Isend [wait]
         "MPI_Finalize [wait]": 3}
 got = {k: c.get(k, 0) for k in want}
 assert got == want, got
+PY
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/halo.data" -o "$tmp/halo.otf2" 2>"$tmp/halo.err" ||
+        fail "export otf2: $(cat "$tmp/halo.err")"
+    otf2-print -G "$tmp/halo.otf2/traces.otf2" >"$tmp/halo.defs" || fail "otf2-print -G"
+    otf2-print "$tmp/halo.otf2/traces.otf2" >"$tmp/halo.evts" 2>"$tmp/halo.perr" || fail "otf2-print"
+    [[ ! -s $tmp/halo.perr ]] || fail "otf2-print warns: $(head -3 "$tmp/halo.perr")"
+    python3 - "$tmp/halo.defs" "$tmp/halo.evts" <<'PY' || fail "halo: OTF2 messages"
+import re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+kinds = ("MPI_ISEND", "MPI_ISEND_COMPLETE", "MPI_IRECV_REQUEST", "MPI_IRECV")
+n = {k: 0 for k in kinds}; ids = {}; region = {}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[1] not in grp: continue
+    if w[0] == "ENTER": region[w[1]] = re.search(r'Region: "([^"]*)"', l).group(1)
+    if w[0] == "LEAVE": region[w[1]] = None
+    if w[0] not in kinds: continue
+    n[w[0]] += 1
+    r = grp[w[1]]; left, right = (r + 2) % 3, (r + 1) % 3
+    want = {"MPI_ISEND": "MPI_Isend [wait]", "MPI_IRECV_REQUEST": "MPI_Irecv [wait]"}.get(w[0], "MPI_Waitall [wait]")
+    assert region.get(w[1]) == want, (l, region.get(w[1]))
+    req = int(re.search(r"Request: (\d+)", l).group(1))
+    ids.setdefault((w[1], w[0]), []).append(req)
+    if w[0] in ("MPI_ISEND", "MPI_IRECV"):
+        peer = int(re.search(r"(Receiver|Sender): (\d+)", l).group(2))
+        tag = int(re.search(r"Tag: (\d+)", l).group(1))
+        send = w[0] == "MPI_ISEND"
+        assert peer in (left, right), l
+        assert tag == (1 if (peer == right) == send else 2), "rank %d: %s" % (r, l)
+        assert int(re.search(r"Length: (\d+)", l).group(1)) == 8, l
+assert n == {k: 60 for k in kinds}, n
+for loc in set(k[0] for k in ids):
+    for a, b in (("MPI_ISEND", "MPI_ISEND_COMPLETE"), ("MPI_IRECV_REQUEST", "MPI_IRECV")):
+        x, y = ids[(loc, a)], ids[(loc, b)]
+        assert len(set(x)) == len(x) == 20 and sorted(x) == sorted(y), (loc, a, x, y)
 PY
 }
 

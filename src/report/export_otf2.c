@@ -66,12 +66,27 @@ struct grp {
     uint32_t host;      /* system tree node */
 };
 
+/* A request an MPI span completed (format.h RP_MPI_ARG_SENT, _RECVD). */
+struct done {
+    uint64_t id, bytes;
+    uint32_t src, tag; /* a receive's, from its status */
+    int recv;
+};
+
 struct loc {
     uint32_t tid, grp;
     uint64_t last, events;
     OTF2_EvtWriter *w;
     char name[64];
+    /* the ARGs of its open MPI span (librankprof-mpi, format.h rp_mpi_arg) */
+    uint32_t tag;
+    uint64_t req;
+    struct done *done;
+    uint32_t ndone, capdone;
 };
+
+/* What an MPI node's span writes besides its Enter and Leave (o->msg). */
+enum { M_NONE, M_SEND, M_RECV, M_ISEND, M_IRECV, M_COMPLETE };
 
 struct otf {
     const struct rp_export_ctx *ctx;
@@ -87,7 +102,7 @@ struct otf {
     uint32_t *node;     /* per region: its node */
     uint32_t nreg;
     char **names;    /* per node: its display name */
-    uint8_t *msg;    /* per node: 1 an MPI send, 2 an MPI receive (librankprof-mpi) */
+    uint8_t *msg;    /* per node: its M_* (librankprof-mpi) */
     int world;       /* the ranks are 0..n-1, one process each: messages can be written */
     uint32_t nranks; /* the processes with a rank */
     uint64_t nmsg;   /* MpiSend and MpiRecv events written */
@@ -195,14 +210,123 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
         o->reg[id] = ++o->nreg;
         const char *nm = o->names[id];
         if (o->p->nodes[id].kind == RP_KIND_WAIT && o->world)
-            o->msg[id] = !strncmp(nm, "MPI_Send ", 9) || !strncmp(nm, "MPI_Ssend ", 10) ? 1
-                         : !strncmp(nm, "MPI_Recv ", 9)                                 ? 2
-                                                                                        : 0;
+            o->msg[id] = !strncmp(nm, "MPI_Send ", 9) || !strncmp(nm, "MPI_Ssend ", 10) ? M_SEND
+                         : !strncmp(nm, "MPI_Recv ", 9)                                 ? M_RECV
+                         : !strncmp(nm, "MPI_Isend ", 10)                               ? M_ISEND
+                         : !strncmp(nm, "MPI_Irecv ", 10)                               ? M_IRECV
+                         : !strncmp(nm, "MPI_Wait", 8) || !strncmp(nm, "MPI_Test", 8)   ? M_COMPLETE
+                                                                                        : M_NONE;
+    }
+    if (o->msg[id]) { /* its ARGs follow */
+        l->tag = 0;
+        l->req = 0;
+        l->ndone = 0;
     }
     l->events++;
     return OTF2_EvtWriter_Enter(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
                ? 0
                : RP_EIO;
+}
+
+/* An ARG of span id on thread tid: an MPI span's tag, request or completed
+ * requests (format.h rp_mpi_arg).  Returns 0 or RP_ENOMEM. */
+static int on_arg(void *cookie, uint32_t tid, uint32_t id, uint64_t v)
+{
+    struct otf *o = cookie;
+    if (!o->msg[id])
+        return 0;
+    struct loc *l = loc_of(o, tid);
+    if (!l)
+        return RP_ENOMEM;
+    uint64_t val = RP_MPI_ARG_VAL(v);
+    struct done *d = l->ndone ? &l->done[l->ndone - 1] : NULL;
+    switch (RP_MPI_ARG_TYPE(v)) {
+    case RP_MPI_ARG_TAG:
+        l->tag = (uint32_t)val;
+        break;
+    case RP_MPI_ARG_REQ:
+        l->req = val;
+        break;
+    case RP_MPI_ARG_SENT:
+    case RP_MPI_ARG_RECVD:
+        if (rp_grow(&l->done, &l->capdone, l->ndone + 1, sizeof(*l->done), 4) < 0)
+            return RP_ENOMEM;
+        l->done[l->ndone++] = (struct done){
+            .id = val, .recv = RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD, .src = 0xffffffu};
+        break;
+    case RP_MPI_ARG_STATUS:
+        if (d && d->recv) {
+            d->src = (uint32_t)(val >> 32) & 0xffffffu;
+            d->tag = (uint32_t)val;
+        }
+        break;
+    case RP_MPI_ARG_BYTES:
+        if (d && d->recv)
+            d->bytes = val;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * The MPI events of an MPI span of node id ending at ticks on l, before its
+ * Leave: a send's MpiSend, a receive's MpiRecv (peer and bytes from arg,
+ * the tag from its ARGs), MPI_Isend's MpiIsend, MPI_Irecv's
+ * MpiIrecvRequest, and for each request a wait or test completed an
+ * MpiIsendComplete or an MpiIrecv (on MPI_COMM_WORLD; a peer that is not a
+ * rank of it writes none).  Returns 0 or RP_EIO.
+ */
+static int mpi_events(struct otf *o, struct loc *l, uint32_t id, uint64_t ticks, uint64_t arg)
+{
+    uint32_t peer = (uint32_t)(arg >> 32) & 0xfffffffu;
+    uint64_t len = arg & 0xffffffffu;
+    OTF2_ErrorCode e = OTF2_SUCCESS;
+    uint64_t n = 0;
+    int known = peer != 0xfffffffu && peer < o->nranks;
+    switch (o->msg[id]) {
+    case M_SEND:
+    case M_RECV:
+        if (!known)
+            break;
+        e = o->msg[id] == M_SEND
+                ? OTF2_EvtWriter_MpiSend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len)
+                : OTF2_EvtWriter_MpiRecv(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len);
+        n = 1;
+        break;
+    case M_ISEND:
+        if (!known || !l->req)
+            break;
+        e = OTF2_EvtWriter_MpiIsend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len, l->req);
+        n = 1;
+        break;
+    case M_IRECV:
+        if (!l->req)
+            break;
+        e = OTF2_EvtWriter_MpiIrecvRequest(l->w, NULL, stamp(o, l, ticks), l->req);
+        n = 1;
+        break;
+    case M_COMPLETE:
+        for (uint32_t i = 0; i < l->ndone && e == OTF2_SUCCESS; i++) {
+            const struct done *d = &l->done[i];
+            if (!d->recv) {
+                e = OTF2_EvtWriter_MpiIsendComplete(l->w, NULL, stamp(o, l, ticks), d->id);
+                n++;
+            } else if (d->src < o->nranks) {
+                e = OTF2_EvtWriter_MpiIrecv(l->w, NULL, stamp(o, l, ticks), d->src, 0, d->tag,
+                                            d->bytes, d->id);
+                n++;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    l->ndone = 0;
+    l->events += n;
+    o->nmsg += n;
+    return e == OTF2_SUCCESS ? 0 : RP_EIO;
 }
 
 static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
@@ -217,17 +341,9 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
         return 0;
     if (!o->reg[id]) /* (cannot happen: a span ends after it began) */
         return 0;
-    uint32_t peer = (uint32_t)(arg >> 32) & 0xfffffffu;
-    if (o->msg[id] && peer != 0xfffffffu && peer < o->nranks) { /* its message, before it ends */
-        uint64_t ts = stamp(o, l, ticks), len = arg & 0xffffffffu;
-        OTF2_ErrorCode e = o->msg[id] == 1
-                               ? OTF2_EvtWriter_MpiSend(l->w, NULL, ts, peer, 0, 0, len)
-                               : OTF2_EvtWriter_MpiRecv(l->w, NULL, ts, peer, 0, 0, len);
-        if (e != OTF2_SUCCESS)
-            return RP_EIO;
-        l->events++;
-        o->nmsg++;
-    }
+    int rc = o->msg[id] ? mpi_events(o, l, id, ticks, arg) : 0;
+    if (rc < 0)
+        return rc;
     l->events++;
     return OTF2_EvtWriter_Leave(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
                ? 0
@@ -252,7 +368,8 @@ static void region_kind(const struct rp_node *n, const char *name, OTF2_RegionRo
             *role = OTF2_REGION_ROLE_COLL_ALL2ONE;
         else if (strstr(name, "All"))
             *role = OTF2_REGION_ROLE_COLL_ALL2ALL;
-        else if (strstr(name, "Send") || strstr(name, "Recv") || strstr(name, "Wait"))
+        else if (strstr(name, "Send") || strstr(name, "Recv") || strstr(name, "Wait") ||
+                 strstr(name, "send") || strstr(name, "recv") || strstr(name, "Test"))
             *role = OTF2_REGION_ROLE_POINT2POINT;
         return;
     }
@@ -438,7 +555,7 @@ static void remove_tree(const char *path)
 int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {
-        .thread = on_thread, .begin = on_begin, .end = on_end, .file = on_file};
+        .thread = on_thread, .begin = on_begin, .end = on_end, .file = on_file, .arg = on_arg};
     const struct rp_profile *p = ctx->p;
     struct otf o = {.ctx = ctx, .p = p, .min_ns = UINT64_MAX};
     char tmp[4096 + 32];
@@ -524,6 +641,8 @@ out:
         remove_tree(tmp);
     rp_clockmap_free(&o.cm);
     free(o.grps);
+    for (uint32_t i = 0; i < o.nloc; i++)
+        free(o.locs[i].done);
     free(o.locs);
     free(o.reg);
     free(o.node);
