@@ -436,7 +436,8 @@ scenario bad_rank bad_rank
 # MPI_IRECV_REQUEST and MPI_IRECV, each request id of a location started
 # and completed once, inside MPI_Isend/MPI_Irecv and MPI_Waitall, every
 # message to or from a neighbour with its tag (1 to the right, 2 to the
-# left)
+# left); and the sequence diagram (-O classes=mpi) draws each send and
+# each receive Waitall completed between two ranks' threads with its tag
 halo() {
     local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
     if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
@@ -499,6 +500,21 @@ for loc in set(k[0] for k in ids):
     for a, b in (("MPI_ISEND", "MPI_ISEND_COMPLETE"), ("MPI_IRECV_REQUEST", "MPI_IRECV")):
         x, y = ids[(loc, a)], ids[(loc, b)]
         assert len(set(x)) == len(x) == 20 and sorted(x) == sorted(y), (loc, a, x, y)
+PY
+    R export --format plantuml -O classes=mpi -i "$tmp/halo.data" -o "$tmp/halo.puml" ||
+        fail "export plantuml"
+    python3 - "$tmp/halo.puml" <<'PY' || fail "halo: sequence diagram"
+import collections, re, sys
+c = collections.Counter(); parts = set()
+for l in open(sys.argv[1]):
+    m = re.match(r'participant "T\d+ prog_mpi_halo" as (P\d+)', l)
+    if m: parts.add(m.group(1))
+    m = re.match(r"(P\d+) (->|-->) (P\d+) : .* (MPI_\w+) tag (\d+), 8 B$", l)
+    if m:
+        assert m.group(1) != m.group(3) and {m.group(1), m.group(3)} <= parts, l
+        c[(m.group(2), m.group(4), int(m.group(5)))] += 1
+want = {(a, n, t): 30 for a, n in (("->", "MPI_Isend"), ("-->", "MPI_Waitall")) for t in (1, 2)}
+assert len(parts) == 3 and c == want, (parts, c)
 PY
 }
 
