@@ -180,6 +180,48 @@ static int shown(struct dump *d, const struct rp_profile *p, const struct dstack
     }
 }
 
+/* Whether node id is a call of librankprof-mpi (a wait site of file
+ * "mpi").  Cannot fail. */
+static int mpi_span(const struct rp_profile *p, uint32_t id)
+{
+    const struct rp_node *n = id < p->n_nodes ? &p->nodes[id] : NULL;
+    return n && n->kind == RP_KIND_WAIT && n->file && !strcmp(n->file, "mpi");
+}
+
+/* An MPI span's ARG in words (format.h rp_mpi_arg): after the number.
+ * Write errors are left for the caller. */
+static void put_mpi_arg(uint64_t a)
+{
+    uint64_t v = RP_MPI_ARG_VAL(a);
+    switch (RP_MPI_ARG_TYPE(a)) {
+    case RP_MPI_ARG_TAG:
+        printf(" (tag %" PRIu32 ")", (uint32_t)v);
+        break;
+    case RP_MPI_ARG_REQ:
+        printf(" (request %" PRIu64 ")", v);
+        break;
+    case RP_MPI_ARG_SENT:
+        printf(" (send request %" PRIu64 " done)", v);
+        break;
+    case RP_MPI_ARG_RECVD:
+        printf(" (receive request %" PRIu64 " done)", v);
+        break;
+    case RP_MPI_ARG_STATUS:
+        printf(" (from rank %" PRIu64 ", tag %" PRIu32 ")", (v >> 32) & 0xffffff, (uint32_t)v);
+        break;
+    case RP_MPI_ARG_BYTES:
+        printf(" (%" PRIu64 " bytes)", v);
+        break;
+    default: /* the peer and bytes */
+        if ((a >> 32 & 0xfffffff) == 0xfffffff)
+            printf(" (peer none, %" PRIu64 " bytes)", a & 0xffffffff);
+        else
+            printf(" (peer rank %" PRIu64 ", %" PRIu64 " bytes)", a >> 32 & 0xfffffff,
+                   a & 0xffffffff);
+        break;
+    }
+}
+
 static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
 {
     struct dump *d = ctx;
@@ -237,6 +279,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
                 ev.op == RP_OP_PAUSE)
                 printf(" %" PRIu64, ev.arg);
+            if (ev.op == RP_OP_ARG && st->n && mpi_span(p, st->ids[st->n - 1]))
+                put_mpi_arg(ev.arg);
             else if (ev.op == RP_OP_COUNTER)
                 printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
             else if (ev.op == RP_OP_HOLD_END && ev.arg3) /* held for, acquired in */
