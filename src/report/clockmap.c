@@ -169,7 +169,7 @@ static double map_file(const struct rp_clockmap *m, const struct rp_clockmap_fil
     return v;
 }
 
-double rp_clockmap_abs(struct rp_clockmap *m, uint64_t ticks)
+double rp_clockmap_map(const struct rp_clockmap *m, uint64_t ticks)
 {
     if (!m->n)
         return (double)ticks * m->ns_per_tick;

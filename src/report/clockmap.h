@@ -77,7 +77,17 @@ void rp_clockmap_free(struct rp_clockmap *m);
 
 /* Ticks of file m->cur on the axis: ns of rank 0's (or the host's)
  * monotonic clock.  Cannot fail. */
-double rp_clockmap_abs(struct rp_clockmap *m, uint64_t ticks);
+double rp_clockmap_map(const struct rp_clockmap *m, uint64_t ticks);
+
+/* rp_clockmap_map, inline for the usual file (two CLOCK chunks, no
+ * offset): it runs per event. */
+static inline double rp_clockmap_abs(const struct rp_clockmap *m, uint64_t ticks)
+{
+    const struct rp_clockmap_file *f = m->n ? &m->f[m->cur] : NULL;
+    if (f && f->n == 2 && !f->apply)
+        return (double)f->ns[0] + ((double)ticks - (double)f->tk[0]) * f->slope[0];
+    return rp_clockmap_map(m, ticks);
+}
 
 /* The file whose ticks follow (k < m->n; others are ignored). */
 static inline void rp_clockmap_select(struct rp_clockmap *m, uint32_t k)
@@ -88,7 +98,7 @@ static inline void rp_clockmap_select(struct rp_clockmap *m, uint32_t k)
 
 /* Ticks of file m->cur in ns since the run's first event (0 before it).
  * Cannot fail. */
-static inline double rp_clockmap_ns(struct rp_clockmap *m, uint64_t ticks)
+static inline double rp_clockmap_ns(const struct rp_clockmap *m, uint64_t ticks)
 {
     double v = rp_clockmap_abs(m, ticks) - m->origin;
     return v > 0 ? v : 0;
