@@ -518,8 +518,58 @@ assert len(parts) == 3 and c == want, (parts, c)
 PY
 }
 
+# the halo with MPI_Sendrecv (prog_mpi_halo 10 sendrecv, 3 ranks): 60
+# MPI_Sendrecv spans; in OTF2 each holds an MPI_SEND to its destination
+# and an MPI_RECV from its source, with the tags (1 to the right, 2 to the
+# left), 60 of each; the sequence diagram draws each send and receive
+sendrecv() {
+    local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
+    if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
+        missing librankprof-mpi "no $lib or prog_mpi_halo (built when mpicc is found)"
+        return 0
+    fi
+    $TMO "${MPIRUN[@]}" -np 3 "$RANKPROF" record --mpi -o "$tmp/sr.data" -- \
+        "$PROGS/prog_mpi_halo" 10 sendrecv >"$tmp/sr.out" 2>"$tmp/sr.err" ||
+        fail "mpirun rankprof record --mpi prog_mpi_halo sendrecv: $(cat "$tmp/sr.err")"
+    R report -i "$tmp/sr.data" --format json >"$tmp/sr.json" 2>/dev/null || fail "report"
+    python3 -c "
+import json, sys
+c = sum(x['calls'] for x in json.load(open(sys.argv[1]))['nodes'] if x['name'] == 'MPI_Sendrecv [wait]')
+assert c == 60, c" "$tmp/sr.json" || fail "MPI_Sendrecv calls"
+    R export --format plantuml -O classes=mpi -i "$tmp/sr.data" -o "$tmp/sr.puml" || fail "plantuml"
+    local n
+    n=$(grep -Ec '^P[0-9]+ -> P[0-9]+ : .* MPI_Sendrecv tag [12], 8 B$' "$tmp/sr.puml")
+    [[ $n == 60 ]] || fail "sequence diagram: $n sends, expected 60"
+    n=$(grep -Ec '^P[0-9]+ --> P[0-9]+ : .* MPI_Sendrecv tag [12], 8 B$' "$tmp/sr.puml")
+    [[ $n == 60 ]] || fail "sequence diagram: $n receives, expected 60"
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/sr.data" -o "$tmp/sr.otf2" 2>"$tmp/sr.err" ||
+        fail "export otf2: $(cat "$tmp/sr.err")"
+    otf2-print -G "$tmp/sr.otf2/traces.otf2" >"$tmp/sr.defs" || fail "otf2-print -G"
+    otf2-print "$tmp/sr.otf2/traces.otf2" >"$tmp/sr.evts" || fail "otf2-print"
+    python3 - "$tmp/sr.defs" "$tmp/sr.evts" <<'PY' || fail "sendrecv: OTF2 messages"
+import collections, re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+c = collections.Counter()
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[0] not in ("MPI_SEND", "MPI_RECV"): continue
+    r = grp[w[1]]; right, left = (r + 1) % 3, (r + 2) % 3
+    peer = int(re.search(r"(Receiver|Sender): (\d+)", l).group(2))
+    tag = int(re.search(r"Tag: (\d+)", l).group(1))
+    want = {("MPI_SEND", right): 1, ("MPI_SEND", left): 2, ("MPI_RECV", left): 1, ("MPI_RECV", right): 2}
+    assert want[(w[0], peer)] == tag and ", Length: 8" in l, "rank %d: %s" % (r, l)
+    c[w[0]] += 1
+assert c == {"MPI_SEND": 60, "MPI_RECV": 60}, c
+PY
+}
+
 scenario otf2 otf2
 scenario pmpi pmpi
 scenario axis axis
 scenario halo halo
+scenario sendrecv sendrecv
 finish

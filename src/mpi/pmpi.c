@@ -522,8 +522,21 @@ int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm co
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *st)
 {
-    SPAN(S_SENDRECV, arg_of(dest, scount, stype, comm),
-         PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st));
+    /* the send's peer, bytes and tag; its receive's STATUS and BYTES, with
+     * no RECVD before them (format.h rp_mpi_arg) */
+    MPI_Status own;
+    uint64_t arg = arg_of(dest, scount, stype, comm), t0 = span_begin(S_SENDRECV, arg);
+    if (t0 && arg_fn && st == MPI_STATUS_IGNORE)
+        st = &own;
+    int rc =
+        PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st);
+    span_arg(t0, RP_MPI_ARG_TAG, (uint32_t)stag);
+    if (t0 && arg_fn && rc == MPI_SUCCESS) {
+        span_arg(t0, RP_MPI_ARG_STATUS, status_arg(st, comm));
+        span_arg(t0, RP_MPI_ARG_BYTES, status_bytes(st));
+    }
+    span_end_arg(S_SENDRECV, t0, arg);
+    return rc;
 }
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st)

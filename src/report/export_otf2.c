@@ -83,10 +83,12 @@ struct loc {
     uint64_t req;
     struct done *done;
     uint32_t ndone, capdone;
+    struct done own; /* MPI_Sendrecv's receive (own.recv: its STATUS came) */
+    int in_done;     /* a RECVD's STATUS and BYTES follow */
 };
 
 /* What an MPI node's span writes besides its Enter and Leave (o->msg). */
-enum { M_NONE, M_SEND, M_RECV, M_ISEND, M_IRECV, M_COMPLETE };
+enum { M_NONE, M_SEND, M_RECV, M_ISEND, M_IRECV, M_COMPLETE, M_SENDRECV };
 
 struct otf {
     const struct rp_export_ctx *ctx;
@@ -214,6 +216,7 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
                          : !strncmp(nm, "MPI_Recv ", 9)                                 ? M_RECV
                          : !strncmp(nm, "MPI_Isend ", 10)                               ? M_ISEND
                          : !strncmp(nm, "MPI_Irecv ", 10)                               ? M_IRECV
+                         : !strncmp(nm, "MPI_Sendrecv ", 13)                            ? M_SENDRECV
                          : !strncmp(nm, "MPI_Wait", 8) || !strncmp(nm, "MPI_Test", 8)   ? M_COMPLETE
                                                                                         : M_NONE;
     }
@@ -221,6 +224,8 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
         l->tag = 0;
         l->req = 0;
         l->ndone = 0;
+        l->own.recv = 0;
+        l->in_done = 0;
     }
     l->events++;
     return OTF2_EvtWriter_Enter(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
@@ -239,7 +244,7 @@ static int on_arg(void *cookie, uint32_t tid, uint32_t id, uint64_t v)
     if (!l)
         return RP_ENOMEM;
     uint64_t val = RP_MPI_ARG_VAL(v);
-    struct done *d = l->ndone ? &l->done[l->ndone - 1] : NULL;
+    struct done *d = l->in_done && l->ndone ? &l->done[l->ndone - 1] : &l->own;
     switch (RP_MPI_ARG_TYPE(v)) {
     case RP_MPI_ARG_TAG:
         l->tag = (uint32_t)val;
@@ -253,16 +258,16 @@ static int on_arg(void *cookie, uint32_t tid, uint32_t id, uint64_t v)
             return RP_ENOMEM;
         l->done[l->ndone++] = (struct done){
             .id = val, .recv = RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD, .src = 0xffffffu};
+        l->in_done = RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD;
         break;
-    case RP_MPI_ARG_STATUS:
-        if (d && d->recv) {
-            d->src = (uint32_t)(val >> 32) & 0xffffffu;
-            d->tag = (uint32_t)val;
-        }
+    case RP_MPI_ARG_STATUS: /* a RECVD's, or MPI_Sendrecv's own receive */
+        d->src = (uint32_t)(val >> 32) & 0xffffffu;
+        d->tag = (uint32_t)val;
+        d->recv = 1;
         break;
     case RP_MPI_ARG_BYTES:
-        if (d && d->recv)
-            d->bytes = val;
+        d->bytes = val;
+        l->in_done = 0;
         break;
     default:
         break;
@@ -273,7 +278,7 @@ static int on_arg(void *cookie, uint32_t tid, uint32_t id, uint64_t v)
 /*
  * The MPI events of an MPI span of node id ending at ticks on l, before its
  * Leave: a send's MpiSend, a receive's MpiRecv (peer and bytes from arg,
- * the tag from its ARGs), MPI_Isend's MpiIsend, MPI_Irecv's
+ * the tag from its ARGs), MPI_Sendrecv's MpiSend and MpiRecv, MPI_Isend's MpiIsend, MPI_Irecv's
  * MpiIrecvRequest, and for each request a wait or test completed an
  * MpiIsendComplete or an MpiIrecv (on MPI_COMM_WORLD; a peer that is not a
  * rank of it writes none).  Returns 0 or RP_EIO.
@@ -306,6 +311,17 @@ static int mpi_events(struct otf *o, struct loc *l, uint32_t id, uint64_t ticks,
             break;
         e = OTF2_EvtWriter_MpiIrecvRequest(l->w, NULL, stamp(o, l, ticks), l->req);
         n = 1;
+        break;
+    case M_SENDRECV: /* its send, then its receive */
+        if (known) {
+            e = OTF2_EvtWriter_MpiSend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len);
+            n++;
+        }
+        if (e == OTF2_SUCCESS && l->own.recv && l->own.src < o->nranks) {
+            e = OTF2_EvtWriter_MpiRecv(l->w, NULL, stamp(o, l, ticks), l->own.src, 0, l->own.tag,
+                                       l->own.bytes);
+            n++;
+        }
         break;
     case M_COMPLETE:
         for (uint32_t i = 0; i < l->ndone && e == OTF2_SUCCESS; i++) {

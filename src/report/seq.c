@@ -116,6 +116,7 @@ struct seq {
 /* A thread's open MPI span: its tag and the receives it completed. */
 struct mpis {
     uint32_t tid, tag, ndone, capdone;
+    int in_done; /* a RECVD's STATUS and BYTES follow */
     struct {
         uint32_t src, tag;
         uint64_t bytes;
@@ -323,14 +324,16 @@ static int on_arg(void *ctx, const struct rp_sw_span *sp, uint64_t v)
         ms->tag = (uint32_t)val;
         break;
     case RP_MPI_ARG_RECVD:
-        if (rp_grow(&ms->done, &ms->capdone, ms->ndone + 1, sizeof(*ms->done), 4) < 0)
-            return RP_ENOMEM;
-        ms->done[ms->ndone].src = 0xffffffu;
-        ms->done[ms->ndone].tag = 0;
-        ms->done[ms->ndone++].bytes = 0;
-        break;
-    case RP_MPI_ARG_STATUS:
-        if (ms->ndone) {
+    case RP_MPI_ARG_STATUS: /* a RECVD's, or MPI_Sendrecv's own receive */
+        if (RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD || !ms->in_done) {
+            if (rp_grow(&ms->done, &ms->capdone, ms->ndone + 1, sizeof(*ms->done), 4) < 0)
+                return RP_ENOMEM;
+            ms->done[ms->ndone].src = 0xffffffu;
+            ms->done[ms->ndone].tag = 0;
+            ms->done[ms->ndone++].bytes = 0;
+            ms->in_done = 1;
+        }
+        if (RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_STATUS) {
             ms->done[ms->ndone - 1].src = (uint32_t)(val >> 32) & 0xffffffu;
             ms->done[ms->ndone - 1].tag = (uint32_t)val;
         }
@@ -338,6 +341,7 @@ static int on_arg(void *ctx, const struct rp_sw_span *sp, uint64_t v)
     case RP_MPI_ARG_BYTES:
         if (ms->ndone)
             ms->done[ms->ndone - 1].bytes = val;
+        ms->in_done = 0;
         break;
     default:
         break;
@@ -361,7 +365,8 @@ static int mpi_msgs(struct seq *s, const struct rp_sw_span *sp)
     uint32_t peer = (uint32_t)(sp->arg >> 32) & 0xfffffffu;
     uint64_t bytes = sp->arg & 0xffffffffu;
     struct msg m = {.tid = sp->tid, .node = sp->id, .dur = sp->dur, .peer_tid = peer};
-    int send = !strcmp(nm, "MPI_Send") || !strcmp(nm, "MPI_Ssend") || !strcmp(nm, "MPI_Isend");
+    int send = !strcmp(nm, "MPI_Send") || !strcmp(nm, "MPI_Ssend") || !strcmp(nm, "MPI_Isend") ||
+               !strcmp(nm, "MPI_Sendrecv");
     if (sp->has_arg && peer != 0xfffffffu && (send || !strcmp(nm, "MPI_Recv"))) {
         m.t = send ? sp->start : sp->end;
         m.type = send ? M_MSEND : M_MRECV;
@@ -379,6 +384,7 @@ static int mpi_msgs(struct seq *s, const struct rp_sw_span *sp)
     }
     ms->ndone = 0;
     ms->tag = 0;
+    ms->in_done = 0;
     return 0;
 }
 

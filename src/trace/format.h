@@ -206,6 +206,8 @@ enum rp_op {
  *   RECVD   a receive request the call completed, followed by its STATUS
  *           (source as a rank of MPI_COMM_WORLD, 24 bits, 0xffffff unknown,
  *           << 32 | tag) and BYTES (received)
+ * MPI_Sendrecv's are its send's TAG, then its receive's STATUS and BYTES
+ * with no RECVD before them.
  */
 enum rp_mpi_arg {
     RP_MPI_ARG_TAG = 1,
