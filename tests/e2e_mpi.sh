@@ -436,8 +436,10 @@ scenario bad_rank bad_rank
 # MPI_IRECV_REQUEST and MPI_IRECV, each request id of a location started
 # and completed once, inside MPI_Isend/MPI_Irecv and MPI_Waitall, every
 # message to or from a neighbour with its tag (1 to the right, 2 to the
-# left); and the sequence diagram (-O classes=mpi) draws each send and
-# each receive Waitall completed between two ranks' threads with its tag
+# left); dump names the ARGs (120 requests started, 60 sends and 60
+# receives completed, 60 tags 1 and 60 tags 2); and the sequence diagram
+# (-O classes=mpi) draws each send and each receive Waitall completed
+# between two ranks' threads with its tag
 halo() {
     local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
     if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
@@ -501,6 +503,14 @@ for loc in set(k[0] for k in ids):
         x, y = ids[(loc, a)], ids[(loc, b)]
         assert len(set(x)) == len(x) == 20 and sorted(x) == sorted(y), (loc, a, x, y)
 PY
+    R dump -i "$tmp/halo.data" >"$tmp/halo.dump" || fail "dump"
+    local k want
+    for k in "request [0-9]*)" "send request [0-9]* done)" "receive request [0-9]* done)" "tag 1)" "tag 2)"; do
+        want=60
+        [[ $k == request* ]] && want=120
+        [[ $(grep -c " arg .*($k\$" "$tmp/halo.dump") == "$want" ]] ||
+            fail "dump: $(grep -c " arg .*($k\$" "$tmp/halo.dump") ARGs '($k', expected $want"
+    done
     R export --format plantuml -O classes=mpi -i "$tmp/halo.data" -o "$tmp/halo.puml" ||
         fail "export plantuml"
     python3 - "$tmp/halo.puml" <<'PY' || fail "halo: sequence diagram"
