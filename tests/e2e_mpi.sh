@@ -259,6 +259,38 @@ for a, b in ((0, 1), (1, 0)):
 PY
 }
 
+# inject DIR INIT FINI: rank 1's file of the run copied into DIR says it ran
+# on another host ("skewhost") with clock offsets INIT and FINI ("LOCAL_NS
+# OFFSET_NS RTT_NS"): an INFO chunk inserted before its own
+inject() {
+    mkdir -p "$1"
+    cp "$tmp/mpi.data" "$tmp"/mpi.data.[0-9]* "$1/"
+    python3 - "$2" "$3" "$1"/mpi.data* <<'PY' || fail "inserting the offset"
+import struct, sys, zlib
+init, fini = sys.argv[1].encode(), sys.argv[2].encode(); done = 0
+def info(b):
+    out = {}; q = 0
+    while q + 2 <= len(b):
+        k = struct.unpack_from("<H", b, q)[0]; key = b[q + 2:q + 2 + k]; q += 2 + k
+        v = struct.unpack_from("<I", b, q)[0]; out[key] = b[q + 4:q + 4 + v]; q += 4 + v
+    return out
+for path in sys.argv[3:]:
+    b = open(path, "rb").read(); off = 32; rank = None
+    while off + 16 <= len(b):
+        t, n = struct.unpack_from("<II", b, off)
+        if t == 1: rank = info(b[off + 16:off + 16 + n]).get(b"rank", rank)
+        off += 16 + n
+    if rank != b"1": continue
+    kv = b""
+    for k, v in ((b"host", b"skewhost"), (b"clock_offset_init", init), (b"clock_offset_fini", fini)):
+        kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
+    h = struct.pack("<III", 1, len(kv), zlib.crc32(kv))
+    h += struct.pack("<I", zlib.crc32(h))
+    open(path, "wb").write(b[:32] + h + kv + b[32:]); done += 1
+assert done == 1, done
+PY
+}
+
 # axis: every timeline on one axis (src/report/clockmap.c), on the 2-rank
 # --mpi ring of pmpi.  In chrome and perfetto (read back by
 # trace_processor when tests/consumers/tp_query.cc builds; chrome also by
@@ -268,37 +300,13 @@ PY
 # another host with a clock offset of D = 1234567 ns (an INFO chunk
 # inserted before its own) has every event of rank 1 exactly D later
 # relative to rank 0's events than with -O offsets=off, in chrome,
-# perfetto and OTF2, and than in the original run in rankprof dump.
+# perfetto and OTF2, and than in the original run in rankprof dump; and
+# with an offset drifting from 1 ms at the run's first event to 3 ms at
+# its last, OTF2's rank 1 moves by the linear interpolation, within 2 ns.
 axis() {
     [[ -f $tmp/mpi.data ]] || fail "no mpi.data (scenario pmpi failed or was skipped)"
     local D=1234567 f tp=
-    mkdir -p "$tmp/skew"
-    cp "$tmp/mpi.data" "$tmp"/mpi.data.[0-9]* "$tmp/skew/"
-    python3 - "$D" "$tmp/skew"/mpi.data* <<'PY' || fail "inserting the offset"
-import struct, sys, zlib
-D = int(sys.argv[1]); done = 0
-def info(b):
-    out = {}; q = 0
-    while q + 2 <= len(b):
-        k = struct.unpack_from("<H", b, q)[0]; key = b[q + 2:q + 2 + k]; q += 2 + k
-        v = struct.unpack_from("<I", b, q)[0]; out[key] = b[q + 4:q + 4 + v]; q += 4 + v
-    return out
-for path in sys.argv[2:]:
-    b = open(path, "rb").read(); off = 32; rank = None
-    while off + 16 <= len(b):
-        t, n = struct.unpack_from("<II", b, off)
-        if t == 1: rank = info(b[off + 16:off + 16 + n]).get(b"rank", rank)
-        off += 16 + n
-    if rank != b"1": continue
-    kv = b""
-    for k, v in ((b"host", b"skewhost"), (b"clock_offset_init", b"0 %d 0" % D),
-                 (b"clock_offset_fini", b"1 %d 0" % D)):
-        kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
-    h = struct.pack("<III", 1, len(kv), zlib.crc32(kv))
-    h += struct.pack("<I", zlib.crc32(h))
-    open(path, "wb").write(b[:32] + h + kv + b[32:]); done += 1
-assert done == 1, done
-PY
+    inject "$tmp/skew" "0 $D 0" "1 $D 0"
     R report -i "$tmp/mpi.data" --format json >"$tmp/axis.json" 2>/dev/null || fail "report"
     tp_lib=/usr/lib/chromium/libtest_trace_processor.so
     libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
@@ -414,6 +422,40 @@ for what, a, b in pairs:
     d = min(s1) - min(s0)
     assert abs(d - D) <= 2, "%s: rank 1 moved %d ns against rank 0, the offset is %d ns" % (what, d, D)
     print("%s: rank 1's events move %d ns against rank 0's (offset %d ns)" % (what, d, D))
+PY
+    [[ -n $otf ]] || return 0
+    # a drifting offset, 1 ms at the first event's time, 3 ms at the last's:
+    # applied linearly in time, exactly (OTF2's times are absolute)
+    local t0 t1
+    read -r t0 t1 < <(awk '($1 == "ENTER" || $1 == "LEAVE") { if (!a || $3 < a) a = $3; if ($3 > b) b = $3 }
+                           END { print a, b }' "$tmp/sk.off.evts")
+    inject "$tmp/drift" "$t0 1000000 0" "$t1 3000000 0"
+    R export --format otf2 -i "$tmp/drift/mpi.data" -o "$tmp/dr.otf2" 2>"$tmp/ax.err" ||
+        fail "export otf2 (drift): $(cat "$tmp/ax.err")"
+    otf2-print "$tmp/dr.otf2/traces.otf2" >"$tmp/dr.evts" || fail "otf2-print"
+    python3 - "$tmp/sk.off.defs" "$tmp/sk.off.evts" "$tmp/dr.evts" "$t0" "$t1" <<'PY' || fail "drifting offset"
+import re, sys
+t0, t1 = int(sys.argv[4]), int(sys.argv[5])
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+def ev(path):
+    out = {}
+    for l in open(path):
+        w = l.split()
+        if len(w) > 2 and w[0] in ("ENTER", "LEAVE") and w[1] in grp:
+            out.setdefault(w[1], []).append(int(w[2]))
+    return out
+a, b = ev(sys.argv[2]), ev(sys.argv[3])
+worst, n = 0, 0
+for loc in a:
+    assert len(a[loc]) == len(b[loc]), loc
+    for x, y in zip(a[loc], b[loc]):
+        want = 0 if grp[loc] == 0 else 1000000 + (x - t0) * 2000000 / (t1 - t0)
+        worst = max(worst, abs(y - x - want)); n += grp[loc] == 1
+assert n > 100 and worst <= 2, "rank 1's shift is off the linear drift by up to %d ns" % worst
+print("otf2: a drifting offset is applied linearly (within %d ns, %d events)" % (worst, n))
 PY
 }
 
