@@ -523,13 +523,14 @@ n = {k: 0 for k in kinds}; ids = {}; region = {}
 for l in open(sys.argv[2]):
     w = l.split()
     if len(w) < 3 or w[1] not in grp: continue
-    if w[0] == "ENTER": region[w[1]] = re.search(r'Region: "([^"]*)"', l).group(1)
-    if w[0] == "LEAVE": region[w[1]] = None
+    st = region.setdefault(w[1], [])  # (the MPI library's own waits may nest)
+    if w[0] == "ENTER": st.append(re.search(r'Region: "([^"]*)"', l).group(1))
+    if w[0] == "LEAVE": st.pop()
     if w[0] not in kinds: continue
     n[w[0]] += 1
     r = grp[w[1]]; left, right = (r + 2) % 3, (r + 1) % 3
     want = {"MPI_ISEND": "MPI_Isend [wait]", "MPI_IRECV_REQUEST": "MPI_Irecv [wait]"}.get(w[0], "MPI_Waitall [wait]")
-    assert region.get(w[1]) == want, (l, region.get(w[1]))
+    assert region[w[1]] and region[w[1]][-1] == want, (l, region[w[1]])
     req = int(re.search(r"Request: (\d+)", l).group(1))
     ids.setdefault((w[1], w[0]), []).append(req)
     if w[0] in ("MPI_ISEND", "MPI_IRECV"):

@@ -45,7 +45,6 @@ struct dump {
     uint32_t nnames;
     const char *maps; /* the file's mappings, all its MAPS chunks read (the first pass) */
     size_t maps_len;
-    uint64_t t0; /* the run's first event */
     double ns_per_tick;
     struct rp_clockmap cm; /* the files' clocks; cm.cur is the file being dumped */
     /* filtered: flt.mark is mark[], an id's entry valid once marked[id] */
@@ -317,12 +316,11 @@ int cmd_dump(int argc, char **argv)
     rp_find_inputs(&o, &s);
 
     /* Times need the clock rate, which the whole file gives: a first pass.
-     * A run's files share one time axis: from the earliest first event (the
-     * processes of a run on one machine share the clock). */
+     * A run's files share one time axis (report/clockmap.h): from the
+     * earliest first event, each file's ticks mapped through its clock. */
     struct rp_profile p = {0};
     struct dump d = {0};
     char err[768];
-    uint64_t t0 = UINT64_MAX;
     char *left = calloc(s.n, 1);
     uint64_t *first = calloc(s.n ? s.n : 1, sizeof(*first)); /* each file's first event */
     char **maps = calloc(s.n, sizeof(*maps));
@@ -340,8 +338,6 @@ int cmd_dump(int argc, char **argv)
         }
         if (!i)
             d.ns_per_tick = p.ns_per_tick;
-        if (p.events && p.first_tick < t0)
-            t0 = p.first_tick;
         if (p.events)
             first[i] = p.first_tick;
         maps[i] = p.maps; /* (names come from every MAPS of the file: one written
@@ -350,7 +346,6 @@ int cmd_dump(int argc, char **argv)
         p.maps = NULL;
         rp_profile_free(&p);
     }
-    d.t0 = t0 == UINT64_MAX ? 0 : t0;
     /* the run's one time axis: from the earliest first event, each mapped */
     const char **paths = calloc(s.n ? s.n : 1, sizeof(*paths));
     if (!paths)
