@@ -239,6 +239,17 @@ int rp_clockmap_profile(struct rp_clockmap *m, const struct rp_profile *p, const
     free(paths);
     if (rc == 0 && !p->n_procs) /* one file: from its first event, as the replay found it */
         rp_clockmap_origin(m, 0, p->first_tick);
+    for (uint32_t k = 0; rc == 0 && k < p->n_procs; k++) { /* a run: its threads' first events */
+        uint64_t first = 0;
+        for (uint32_t i = 0; i < p->n_threads; i++)
+            if (p->threads[i].pid == p->procs[k].pid && p->threads[i].first &&
+                (!first || p->threads[i].first < first))
+                first = p->threads[i].first;
+        if (first)
+            m->f[k].first = first;
+    }
+    if (rc == 0 && p->n_procs)
+        rp_clockmap_origin(m, m->n, 0);
     return rc;
 }
 

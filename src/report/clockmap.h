@@ -64,7 +64,8 @@ int rp_clockmap_open(struct rp_clockmap *m, const char *const *paths, uint32_t n
 
 /*
  * rp_clockmap_open for the files of profile p (p->procs, else input alone),
- * the origin at p's first event for one file.  Fails as rp_clockmap_open.
+ * each file's first event that of its process's threads in p (of p for
+ * one file).  Fails as rp_clockmap_open.
  */
 int rp_clockmap_profile(struct rp_clockmap *m, const struct rp_profile *p, const char *input,
                         const char *offsets, char *err, size_t errsz);
