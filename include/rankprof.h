@@ -209,6 +209,12 @@ RP_API RP__FN uint64_t rp_site_begin(struct rp_site *s);
 /* Like rp_site_begin, and attaches arg (e.g. RP_IO_ARG) to the span. */
 RP_API RP__FN uint64_t rp_site_begin_arg(struct rp_site *s, uint64_t arg);
 
+/* Attaches one more argument (60 bits) to the calling thread's innermost
+ * open span: a span's arguments are kept in order and the last is its
+ * argument (how librankprof-mpi adds a message's tag and requests,
+ * docs/trace-format.md).  Call it only while a span you began is open. */
+RP_API RP__FN void rp_site_arg(uint64_t arg);
+
 /*
  * Records the end of a span begun at ticks t0 (a non-zero rp_site_begin()
  * result; 0 makes this a no-op).  Counts a budget overrun and calls the

@@ -190,7 +190,7 @@ PY
 # those are outside the program's code, in outside.nodes; each rank's file has its clock offsets, and in the OTF2 archive with the
 # offsets applied (-O offsets=on) the k-th send of a rank begins before
 # the k-th receive of its peer ends, and each send and receive carries its
-# message (MPI_SEND to, MPI_RECV from the other rank: 20 each).
+# message (MPI_SEND to, MPI_RECV from the other rank: 20 each, tag 7).
 pmpi() {
     local f=mpi.data lib
     lib=$(dirname "$RP_LIB")/librankprof-mpi.so
@@ -250,11 +250,212 @@ for l in open(sys.argv[2]):
     if w and w[0] in msgs:
         peer = int(re.search(r'(Receiver|Sender): (\d+)', l).group(2))
         assert peer == 1 - grp[w[1]], l
+        assert ", Tag: 7," in l, "not the ring's tag 7: " + l
         msgs[w[0]].append(l)
 assert len(msgs["MPI_SEND"]) == 20 and len(msgs["MPI_RECV"]) == 20, {k: len(v) for k, v in msgs.items()}
 for a, b in ((0, 1), (1, 0)):
     for k in range(10):
         assert send[a][k] < recv[b][k], "rank %d's send %d at %d, rank %d's receive ends at %d" % (a, k, send[a][k], b, recv[b][k])
+PY
+}
+
+# inject DIR INIT FINI: rank 1's file of the run copied into DIR says it ran
+# on another host ("skewhost") with clock offsets INIT and FINI ("LOCAL_NS
+# OFFSET_NS RTT_NS"): an INFO chunk inserted before its own
+inject() {
+    mkdir -p "$1"
+    cp "$tmp/mpi.data" "$tmp"/mpi.data.[0-9]* "$1/"
+    python3 - "$2" "$3" "$1"/mpi.data* <<'PY' || fail "inserting the offset"
+import struct, sys, zlib
+init, fini = sys.argv[1].encode(), sys.argv[2].encode(); done = 0
+def info(b):
+    out = {}; q = 0
+    while q + 2 <= len(b):
+        k = struct.unpack_from("<H", b, q)[0]; key = b[q + 2:q + 2 + k]; q += 2 + k
+        v = struct.unpack_from("<I", b, q)[0]; out[key] = b[q + 4:q + 4 + v]; q += 4 + v
+    return out
+for path in sys.argv[3:]:
+    b = open(path, "rb").read(); off = 32; rank = None
+    while off + 16 <= len(b):
+        t, n = struct.unpack_from("<II", b, off)
+        if t == 1: rank = info(b[off + 16:off + 16 + n]).get(b"rank", rank)
+        off += 16 + n
+    if rank != b"1": continue
+    kv = b""
+    for k, v in ((b"host", b"skewhost"), (b"clock_offset_init", init), (b"clock_offset_fini", fini)):
+        kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
+    h = struct.pack("<III", 1, len(kv), zlib.crc32(kv))
+    h += struct.pack("<I", zlib.crc32(h))
+    open(path, "wb").write(b[:32] + h + kv + b[32:]); done += 1
+assert done == 1, done
+PY
+}
+
+# axis: every timeline on one axis (src/report/clockmap.c), on the 2-rank
+# --mpi ring of pmpi.  In chrome and perfetto (read back by
+# trace_processor when tests/consumers/tp_query.cc builds; chrome also by
+# python), with the measured offsets applied (-O offsets=on) and without,
+# the k-th MPI_Send of a rank begins before the k-th MPI_Recv of its peer
+# ends (20 messages).  A copy of the run whose rank 1 says it ran on
+# another host with a clock offset of D = 1234567 ns (an INFO chunk
+# inserted before its own) has every event of rank 1 exactly D later
+# relative to rank 0's events than with -O offsets=off, in chrome,
+# perfetto and OTF2, and than in the original run in rankprof dump; and
+# with an offset drifting from 1 ms at the run's first event to 3 ms at
+# its last, OTF2's rank 1 moves by the linear interpolation, within 2 ns.
+axis() {
+    [[ -f $tmp/mpi.data ]] || fail "no mpi.data (scenario pmpi failed or was skipped)"
+    local D=1234567 f tp=
+    inject "$tmp/skew" "0 $D 0" "1 $D 0"
+    R report -i "$tmp/mpi.data" --format json >"$tmp/axis.json" 2>/dev/null || fail "report"
+    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
+    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
+    if [[ -f $tp_lib ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]]; then
+        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" \
+            -o "$tmp/tp_query" -L"$(dirname "$tp_lib")" -ltest_trace_processor \
+            -Wl,-rpath,"$(dirname "$tp_lib")" || fail "building tests/consumers/tp_query.cc"
+        tp=$tmp/tp_query
+    else
+        missing trace_processor "no $tp_lib (chromium-shell) or clang++: perfetto not read back"
+    fi
+    local q="select p.pid, s.name, s.ts, s.dur from slice s join thread_track tt on s.track_id = tt.id
+             join thread using (utid) join process p using (upid) order by p.pid, s.ts, s.depth, s.name"
+    for o in on off; do
+        for f in chrome perfetto; do
+            R export --format $f -O offsets=$o -i "$tmp/mpi.data" -o "$tmp/ax.$o.$f" 2>"$tmp/ax.err" ||
+                fail "export $f -O offsets=$o: $(cat "$tmp/ax.err")"
+            R export --format $f -O offsets=${o/on/auto} -i "$tmp/skew/mpi.data" -o "$tmp/sk.$o.$f" \
+                2>"$tmp/ax.err" || fail "export $f -O offsets=$o of the skewed copy: $(cat "$tmp/ax.err")"
+            [[ -z $tp ]] && continue
+            "$tp" "$tmp/ax.$o.$f" "$q" >"$tmp/ax.$o.$f.tsv" || fail "trace_processor rejected ax.$o.$f"
+            "$tp" "$tmp/sk.$o.$f" "$q" >"$tmp/sk.$o.$f.tsv" || fail "trace_processor rejected sk.$o.$f"
+        done
+    done
+    python3 - "$tmp" "$D" "$tp" <<'PY' || fail "one time axis"
+import json, os, sys
+tmp, D, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rank = {p["pid"]: p["rank"] for p in json.load(open(tmp + "/axis.json"))["processes"] if "rank" in p}
+assert sorted(rank.values()) == [0, 1], rank
+def chrome(path):  # [(pid, name, ts ns, dur ns)] from B/E pairs, per pid in file order
+    ev = json.load(open(path))["traceEvents"]; st = {}; out = []
+    for e in ev:
+        if e["ph"] == "B":
+            st.setdefault((e["pid"], e["tid"]), []).append((e["name"], e["ts"], len(out)))
+            out.append(None)
+        elif e["ph"] == "E":
+            name, ts, k = st[(e["pid"], e["tid"])].pop()
+            out[k] = (e["pid"], name, round(ts * 1000), round((e["ts"] - ts) * 1000))
+    return [x for x in out if x]
+def tsv(path):
+    return [(int(w[0]), w[1], int(w[2]), int(w[3])) for w in (l.rstrip("\n").split("\t") for l in open(path))]
+readers = [("chrome", chrome, "chrome")] + ([("perfetto", tsv, "perfetto.tsv"), ("chrome/tp", tsv, "chrome.tsv")] if tp else [])
+for what, read, suf in readers:
+    for o in ("on", "off"):
+        s = read("%s/ax.%s.%s" % (tmp, o, suf))
+        send = {0: [], 1: []}; recv = {0: [], 1: []}
+        for pid, name, ts, dur in s:
+            if pid not in rank: continue
+            if name == "MPI_Send [wait]": send[rank[pid]].append(ts)
+            if name == "MPI_Recv [wait]": recv[rank[pid]].append(ts + dur)
+        assert all(len(v) == 10 for v in list(send.values()) + list(recv.values())), (what, o, send, recv)
+        for a in (0, 1):
+            send[a].sort(); recv[1 - a].sort()
+            for k in range(10):
+                assert send[a][k] < recv[1 - a][k], "%s offsets=%s: rank %d's send %d begins at %d, rank %d's receive ends at %d" % (what, o, a, k, send[a][k], 1 - a, recv[1 - a][k])
+    on, off = read("%s/sk.on.%s" % (tmp, suf)), read("%s/sk.off.%s" % (tmp, suf))
+    assert len(on) == len(off) > 100, (what, len(on), len(off))
+    shift = {}
+    for x, y in zip(on, off):
+        assert x[0] == y[0] and x[1] == y[1], (what, x, y)
+        shift.setdefault(rank.get(x[0]), set()).add(x[2] - y[2])
+    s0, s1 = shift[0], shift[1]
+    assert max(s0) - min(s0) <= 2 and max(s1) - min(s1) <= 2, (what, sorted(s0)[:3], sorted(s1)[:3])
+    d = min(s1) - min(s0)
+    assert abs(d - D) <= 2, "%s: rank 1 moved %d ns against rank 0, the offset is %d ns" % (what, d, D)
+    print("%s: rank 1's events move %d ns against rank 0's (offset %d ns)" % (what, d, D))
+PY
+    R dump -i "$tmp/mpi.data" >"$tmp/ax.dump" 2>/dev/null || fail "dump"
+    R dump -i "$tmp/skew/mpi.data" >"$tmp/sk.dump" 2>/dev/null || fail "dump of the skewed copy"
+    local otf=
+    if command -v otf2-print >/dev/null; then
+        for o in auto off; do
+            R export --format otf2 -O offsets=$o -i "$tmp/skew/mpi.data" -o "$tmp/sk.$o.otf2" \
+                2>"$tmp/ax.err" || fail "export otf2: $(cat "$tmp/ax.err")"
+            otf2-print -G "$tmp/sk.$o.otf2/traces.otf2" >"$tmp/sk.$o.defs" || fail "otf2-print -G"
+            otf2-print "$tmp/sk.$o.otf2/traces.otf2" >"$tmp/sk.$o.evts" || fail "otf2-print"
+        done
+        otf=1
+    fi
+    python3 - "$tmp" "$D" "$otf" <<'PY' || fail "one time axis (dump, otf2)"
+import json, re, sys
+tmp, D, otf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rank = {p["pid"]: p["rank"] for p in json.load(open(tmp + "/axis.json"))["processes"] if "rank" in p}
+def dump(path):
+    out = []; pid = None
+    for l in open(path):
+        m = re.match(r"# file .*, pid (\d+)$", l)
+        if m: pid = int(m.group(1))
+        if l.startswith("#"): continue
+        out.append((rank.get(pid), l[16:].rstrip(), int(l[:14])))
+    return out
+def otf2(o):
+    grp = {}
+    for l in open("%s/sk.%s.defs" % (tmp, o)):
+        m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+        if m: grp[m.group(1)] = int(m.group(2))
+    out = {}  # (otf2-print merges the locations in time order: each apart)
+    for l in open("%s/sk.%s.evts" % (tmp, o)):
+        w = l.split()
+        if len(w) > 2 and w[0] in ("ENTER", "LEAVE") and w[1] in grp:
+            out.setdefault(int(w[1]), []).append((grp[w[1]], w[0] + " " + " ".join(w[3:]), int(w[2])))
+    return [x for k in sorted(out) for x in out[k]]
+pairs = [("dump", dump(tmp + "/sk.dump"), dump(tmp + "/ax.dump"))]
+if otf: pairs.append(("otf2", otf2("auto"), otf2("off")))
+for what, a, b in pairs:
+    assert len(a) == len(b) > 100, (what, len(a), len(b))
+    shift = {}
+    for x, y in zip(a, b):
+        assert x[:2] == y[:2], (what, x, y)
+        shift.setdefault(x[0], set()).add(x[2] - y[2])
+    s0, s1 = shift[0], shift[1]
+    assert max(s0) - min(s0) <= 2 and max(s1) - min(s1) <= 2, (what, sorted(s0)[:3], sorted(s1)[:3])
+    d = min(s1) - min(s0)
+    assert abs(d - D) <= 2, "%s: rank 1 moved %d ns against rank 0, the offset is %d ns" % (what, d, D)
+    print("%s: rank 1's events move %d ns against rank 0's (offset %d ns)" % (what, d, D))
+PY
+    [[ -n $otf ]] || return 0
+    # a drifting offset, 1 ms at the first event's time, 3 ms at the last's:
+    # applied linearly in time, exactly (OTF2's times are absolute)
+    local t0 t1
+    read -r t0 t1 < <(awk '($1 == "ENTER" || $1 == "LEAVE") { if (!a || $3 < a) a = $3; if ($3 > b) b = $3 }
+                           END { print a, b }' "$tmp/sk.off.evts")
+    inject "$tmp/drift" "$t0 1000000 0" "$t1 3000000 0"
+    R export --format otf2 -i "$tmp/drift/mpi.data" -o "$tmp/dr.otf2" 2>"$tmp/ax.err" ||
+        fail "export otf2 (drift): $(cat "$tmp/ax.err")"
+    otf2-print "$tmp/dr.otf2/traces.otf2" >"$tmp/dr.evts" || fail "otf2-print"
+    python3 - "$tmp/sk.off.defs" "$tmp/sk.off.evts" "$tmp/dr.evts" "$t0" "$t1" <<'PY' || fail "drifting offset"
+import re, sys
+t0, t1 = int(sys.argv[4]), int(sys.argv[5])
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+def ev(path):
+    out = {}
+    for l in open(path):
+        w = l.split()
+        if len(w) > 2 and w[0] in ("ENTER", "LEAVE") and w[1] in grp:
+            out.setdefault(w[1], []).append(int(w[2]))
+    return out
+a, b = ev(sys.argv[2]), ev(sys.argv[3])
+worst, n = 0, 0
+for loc in a:
+    assert len(a[loc]) == len(b[loc]), loc
+    for x, y in zip(a[loc], b[loc]):
+        want = 0 if grp[loc] == 0 else 1000000 + (x - t0) * 2000000 / (t1 - t0)
+        worst = max(worst, abs(y - x - want)); n += grp[loc] == 1
+assert n > 100 and worst <= 2, "rank 1's shift is off the linear drift by up to %d ns" % worst
+print("otf2: a drifting offset is applied linearly (within %d ns, %d events)" % (worst, n))
 PY
 }
 
@@ -272,7 +473,15 @@ scenario outside3 outside 3
 scenario bad_rank bad_rank
 # librankprof-mpi on non-blocking calls: prog_mpi_halo (3 ranks, 10
 # rounds of MPI_Irecv x 2, MPI_Isend x 2, MPI_Waitall, MPI_Allgatherv):
-# exact counts of each MPI span and of the program's functions, merged
+# exact counts of each MPI span and of the program's functions, merged;
+# in its OTF2 archive (otf2-print) 60 each of MPI_ISEND, MPI_ISEND_COMPLETE,
+# MPI_IRECV_REQUEST and MPI_IRECV, each request id of a location started
+# and completed once, inside MPI_Isend/MPI_Irecv and MPI_Waitall, every
+# message to or from a neighbour with its tag (1 to the right, 2 to the
+# left); dump names the ARGs (120 requests started, 60 sends and 60
+# receives completed, 60 tags 1 and 60 tags 2); and the sequence diagram
+# (-O classes=mpi) draws each send and each receive Waitall completed
+# between two ranks' threads with its tag
 halo() {
     local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
     if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
@@ -297,9 +506,123 @@ want = {"exchange": 30, "stencil": 30, "MPI_Irecv [wait]": 60, "MPI_Isend [wait]
 got = {k: c.get(k, 0) for k in want}
 assert got == want, got
 PY
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/halo.data" -o "$tmp/halo.otf2" 2>"$tmp/halo.err" ||
+        fail "export otf2: $(cat "$tmp/halo.err")"
+    otf2-print -G "$tmp/halo.otf2/traces.otf2" >"$tmp/halo.defs" || fail "otf2-print -G"
+    otf2-print "$tmp/halo.otf2/traces.otf2" >"$tmp/halo.evts" 2>"$tmp/halo.perr" || fail "otf2-print"
+    [[ ! -s $tmp/halo.perr ]] || fail "otf2-print warns: $(head -3 "$tmp/halo.perr")"
+    python3 - "$tmp/halo.defs" "$tmp/halo.evts" <<'PY' || fail "halo: OTF2 messages"
+import re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+kinds = ("MPI_ISEND", "MPI_ISEND_COMPLETE", "MPI_IRECV_REQUEST", "MPI_IRECV")
+n = {k: 0 for k in kinds}; ids = {}; region = {}
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[1] not in grp: continue
+    st = region.setdefault(w[1], [])  # (the MPI library's own waits may nest)
+    if w[0] == "ENTER": st.append(re.search(r'Region: "([^"]*)"', l).group(1))
+    if w[0] == "LEAVE": st.pop()
+    if w[0] not in kinds: continue
+    n[w[0]] += 1
+    r = grp[w[1]]; left, right = (r + 2) % 3, (r + 1) % 3
+    want = {"MPI_ISEND": "MPI_Isend [wait]", "MPI_IRECV_REQUEST": "MPI_Irecv [wait]"}.get(w[0], "MPI_Waitall [wait]")
+    assert region[w[1]] and region[w[1]][-1] == want, (l, region[w[1]])
+    req = int(re.search(r"Request: (\d+)", l).group(1))
+    ids.setdefault((w[1], w[0]), []).append(req)
+    if w[0] in ("MPI_ISEND", "MPI_IRECV"):
+        peer = int(re.search(r"(Receiver|Sender): (\d+)", l).group(2))
+        tag = int(re.search(r"Tag: (\d+)", l).group(1))
+        send = w[0] == "MPI_ISEND"
+        assert peer in (left, right), l
+        assert tag == (1 if (peer == right) == send else 2), "rank %d: %s" % (r, l)
+        assert int(re.search(r"Length: (\d+)", l).group(1)) == 8, l
+assert n == {k: 60 for k in kinds}, n
+for loc in set(k[0] for k in ids):
+    for a, b in (("MPI_ISEND", "MPI_ISEND_COMPLETE"), ("MPI_IRECV_REQUEST", "MPI_IRECV")):
+        x, y = ids[(loc, a)], ids[(loc, b)]
+        assert len(set(x)) == len(x) == 20 and sorted(x) == sorted(y), (loc, a, x, y)
+PY
+    R dump -i "$tmp/halo.data" >"$tmp/halo.dump" || fail "dump"
+    local k want
+    for k in "request [0-9]*)" "send request [0-9]* done)" "receive request [0-9]* done)" "tag 1)" "tag 2)"; do
+        want=60
+        [[ $k == request* ]] && want=120
+        [[ $(grep -c " arg .*($k\$" "$tmp/halo.dump") == "$want" ]] ||
+            fail "dump: $(grep -c " arg .*($k\$" "$tmp/halo.dump") ARGs '($k', expected $want"
+    done
+    R export --format plantuml -O classes=mpi -i "$tmp/halo.data" -o "$tmp/halo.puml" ||
+        fail "export plantuml"
+    python3 - "$tmp/halo.puml" <<'PY' || fail "halo: sequence diagram"
+import collections, re, sys
+c = collections.Counter(); parts = set()
+for l in open(sys.argv[1]):
+    m = re.match(r'participant "T\d+ prog_mpi_halo" as (P\d+)', l)
+    if m: parts.add(m.group(1))
+    m = re.match(r"(P\d+) (->|-->) (P\d+) : .* (MPI_\w+) tag (\d+), 8 B$", l)
+    if m:
+        assert m.group(1) != m.group(3) and {m.group(1), m.group(3)} <= parts, l
+        c[(m.group(2), m.group(4), int(m.group(5)))] += 1
+want = {(a, n, t): 30 for a, n in (("->", "MPI_Isend"), ("-->", "MPI_Waitall")) for t in (1, 2)}
+assert len(parts) == 3 and c == want, (parts, c)
+PY
+}
+
+# the halo with MPI_Sendrecv (prog_mpi_halo 10 sendrecv, 3 ranks): 60
+# MPI_Sendrecv spans; in OTF2 each holds an MPI_SEND to its destination
+# and an MPI_RECV from its source, with the tags (1 to the right, 2 to the
+# left), 60 of each; the sequence diagram draws each send and receive
+sendrecv() {
+    local lib=$(dirname "$RP_LIB")/librankprof-mpi.so
+    if [[ ! -f $lib || ! -x $PROGS/prog_mpi_halo ]]; then
+        missing librankprof-mpi "no $lib or prog_mpi_halo (built when mpicc is found)"
+        return 0
+    fi
+    $TMO "${MPIRUN[@]}" -np 3 "$RANKPROF" record --mpi -o "$tmp/sr.data" -- \
+        "$PROGS/prog_mpi_halo" 10 sendrecv >"$tmp/sr.out" 2>"$tmp/sr.err" ||
+        fail "mpirun rankprof record --mpi prog_mpi_halo sendrecv: $(cat "$tmp/sr.err")"
+    R report -i "$tmp/sr.data" --format json >"$tmp/sr.json" 2>/dev/null || fail "report"
+    python3 -c "
+import json, sys
+c = sum(x['calls'] for x in json.load(open(sys.argv[1]))['nodes'] if x['name'] == 'MPI_Sendrecv [wait]')
+assert c == 60, c" "$tmp/sr.json" || fail "MPI_Sendrecv calls"
+    R export --format plantuml -O classes=mpi -i "$tmp/sr.data" -o "$tmp/sr.puml" || fail "plantuml"
+    local n
+    n=$(grep -Ec '^P[0-9]+ -> P[0-9]+ : .* MPI_Sendrecv tag [12], 8 B$' "$tmp/sr.puml")
+    [[ $n == 60 ]] || fail "sequence diagram: $n sends, expected 60"
+    n=$(grep -Ec '^P[0-9]+ --> P[0-9]+ : .* MPI_Sendrecv tag [12], 8 B$' "$tmp/sr.puml")
+    [[ $n == 60 ]] || fail "sequence diagram: $n receives, expected 60"
+    command -v otf2-print >/dev/null || return 0
+    R export --format otf2 -i "$tmp/sr.data" -o "$tmp/sr.otf2" 2>"$tmp/sr.err" ||
+        fail "export otf2: $(cat "$tmp/sr.err")"
+    otf2-print -G "$tmp/sr.otf2/traces.otf2" >"$tmp/sr.defs" || fail "otf2-print -G"
+    otf2-print "$tmp/sr.otf2/traces.otf2" >"$tmp/sr.evts" || fail "otf2-print"
+    python3 - "$tmp/sr.defs" "$tmp/sr.evts" <<'PY' || fail "sendrecv: OTF2 messages"
+import collections, re, sys
+grp = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'LOCATION\s+(\d+)\s.*Group: "rank (\d+)', l)
+    if m: grp[m.group(1)] = int(m.group(2))
+c = collections.Counter()
+for l in open(sys.argv[2]):
+    w = l.split()
+    if len(w) < 3 or w[0] not in ("MPI_SEND", "MPI_RECV"): continue
+    r = grp[w[1]]; right, left = (r + 1) % 3, (r + 2) % 3
+    peer = int(re.search(r"(Receiver|Sender): (\d+)", l).group(2))
+    tag = int(re.search(r"Tag: (\d+)", l).group(1))
+    want = {("MPI_SEND", right): 1, ("MPI_SEND", left): 2, ("MPI_RECV", left): 1, ("MPI_RECV", right): 2}
+    assert want[(w[0], peer)] == tag and ", Length: 8" in l, "rank %d: %s" % (r, l)
+    c[w[0]] += 1
+assert c == {"MPI_SEND": 60, "MPI_RECV": 60}, c
+PY
 }
 
 scenario otf2 otf2
 scenario pmpi pmpi
+scenario axis axis
 scenario halo halo
+scenario sendrecv sendrecv
 finish

@@ -3,7 +3,8 @@
 # layers.sh - the source folders depend one way (docs/design.md "10. Layout"):
 # common/ at the bottom; trace/ on common/; the recorder (record/) and the
 # analyzer (analyze/) each on trace/ and common/, never on each other; the
-# bare-metal recorder (bare/) on trace/'s format.h only;
+# bare-metal recorder (bare/) and librankprof-mpi (mpi/) on trace/'s
+# format.h only;
 # report/ on analyze/; cli/ on report/.  Fails, naming the file and line,
 # when a file includes a header of a folder its own may not use, or names
 # one by a relative path ("../x/y.h") instead of from src/ ("x/y.h").
@@ -18,7 +19,7 @@ declare -A may=(
     [analyze]="common trace analyze"
     [report]="common trace analyze report"
     [cli]="common trace analyze report cli"
-    [mpi]="mpi" # librankprof-mpi.so: the public rankprof.h only
+    [mpi]="trace mpi" # librankprof-mpi.so: the public rankprof.h and format.h's rp_mpi_arg
 )
 bad=0
 n=0

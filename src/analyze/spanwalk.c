@@ -252,8 +252,10 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
                                ev->op == RP_OP_COUNTER, t->depth ? t->stack[t->depth - 1].s.id : 0);
     case RP_OP_ARG:
         if (t->depth) {
+            int arc = w->ops->arg ? w->ops->arg(w->ctx, &t->stack[t->depth - 1].s, ev->arg) : 0;
             t->stack[t->depth - 1].s.arg = ev->arg;
             t->stack[t->depth - 1].s.has_arg = 1;
+            return arc;
         }
         return 0;
     case RP_OP_HOLD_BEGIN:

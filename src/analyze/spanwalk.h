@@ -66,6 +66,9 @@ struct rp_sw_ops {
     /* a merged profile's file p->procs[k] begins (its events follow, until
      * the next); not called for one file */
     int (*file)(void *ctx, uint32_t k);
+    /* an ARG given to the open span s (s->arg: the one before, if has_arg):
+     * a span may have several (librankprof-mpi's, format.h rp_mpi_arg) */
+    int (*arg)(void *ctx, const struct rp_sw_span *s, uint64_t value);
 };
 
 /*

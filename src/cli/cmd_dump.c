@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * cmd_dump.c - `rankprof dump`: every chunk and every event, one per line,
- * in file order:  time since the run's first event (ns; negative for an event
- * before it, which cannot be), thread, event, name, exits named from each
- * thread's stack of open spans.
+ * in file order:  time since the run's first event (ns on the run's one
+ * time axis, report/clockmap.h: each file's ticks mapped through its CLOCK
+ * chunks and clock offsets; negative for an event before it, which cannot
+ * be), thread, event, name, exits named from each thread's stack of open
+ * spans.  Each EVENTS chunk's line gives its base in raw ticks and on the
+ * axis, and each file's first line how its clock maps.
  *
  * Filters (-F, -N, -D, -r; docs/filters.md) print the events of the kept
  * spans: an enter and its exit when the span is kept (decided when it
@@ -22,6 +25,7 @@
 #include "cli.h"
 #include "common/error.h"
 #include "common/span.h"
+#include "report/clockmap.h"
 #include "report/names.h"
 #include "trace/reader.h"
 
@@ -41,8 +45,8 @@ struct dump {
     uint32_t nnames;
     const char *maps; /* the file's mappings, all its MAPS chunks read (the first pass) */
     size_t maps_len;
-    uint64_t t0; /* the run's first event */
     double ns_per_tick;
+    struct rp_clockmap cm; /* the files' clocks; cm.cur is the file being dumped */
     /* filtered: flt.mark is mark[], an id's entry valid once marked[id] */
     const struct rp_filter_args *fa;
     struct rp_span_filter flt;
@@ -175,6 +179,48 @@ static int shown(struct dump *d, const struct rp_profile *p, const struct dstack
     }
 }
 
+/* Whether node id is a call of librankprof-mpi (a wait site of file
+ * "mpi").  Cannot fail. */
+static int mpi_span(const struct rp_profile *p, uint32_t id)
+{
+    const struct rp_node *n = id < p->n_nodes ? &p->nodes[id] : NULL;
+    return n && n->kind == RP_KIND_WAIT && n->file && !strcmp(n->file, "mpi");
+}
+
+/* An MPI span's ARG in words (format.h rp_mpi_arg): after the number.
+ * Write errors are left for the caller. */
+static void put_mpi_arg(uint64_t a)
+{
+    uint64_t v = RP_MPI_ARG_VAL(a);
+    switch (RP_MPI_ARG_TYPE(a)) {
+    case RP_MPI_ARG_TAG:
+        printf(" (tag %" PRIu32 ")", (uint32_t)v);
+        break;
+    case RP_MPI_ARG_REQ:
+        printf(" (request %" PRIu64 ")", v);
+        break;
+    case RP_MPI_ARG_SENT:
+        printf(" (send request %" PRIu64 " done)", v);
+        break;
+    case RP_MPI_ARG_RECVD:
+        printf(" (receive request %" PRIu64 " done)", v);
+        break;
+    case RP_MPI_ARG_STATUS:
+        printf(" (from rank %" PRIu64 ", tag %" PRIu32 ")", (v >> 32) & 0xffffff, (uint32_t)v);
+        break;
+    case RP_MPI_ARG_BYTES:
+        printf(" (%" PRIu64 " bytes)", v);
+        break;
+    default: /* the peer and bytes */
+        if ((a >> 32 & 0xfffffff) == 0xfffffff)
+            printf(" (peer none, %" PRIu64 " bytes)", a & 0xffffffff);
+        else
+            printf(" (peer rank %" PRIu64 ", %" PRIu64 " bytes)", a >> 32 & 0xfffffff,
+                   a & 0xffffffff);
+        break;
+    }
+}
+
 static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chunk *c)
 {
     struct dump *d = ctx;
@@ -197,13 +243,15 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
     int rc;
     if (rp_evdec_init(&dec, c->data, c->len) < 0)
         return 0; /* the replay has already reported it */
+    printf("# base ticks %" PRIu64 " = %.0f ns\n", dec.now,
+           rp_clockmap_abs(&d->cm, dec.now) - d->cm.origin);
     struct dstack *st = stack_of(d, dec.tid);
     if (!st)
         return RP_ENOMEM;
     while ((rc = rp_evdec_next(&dec, &ev)) > 0) {
         /* signed: from the run's first event (every file of the run, every
          * thread), the origin of the timelines and sequence diagrams */
-        double ns = ((double)ev.ticks - (double)d->t0) * (d->ns_per_tick > 0 ? d->ns_per_tick : 1);
+        double ns = rp_clockmap_abs(&d->cm, ev.ticks) - d->cm.origin;
         uint32_t id = ev.id;
         struct rp_sf_frame sf = {0};
         int show = !d->fa || shown(d, p, st, &ev, &sf); /* (before the exits pop) */
@@ -230,6 +278,8 @@ static int dump_chunk(void *ctx, const struct rp_profile *p, const struct rp_chu
             if (ev.op == RP_OP_INSTANT || ev.op == RP_OP_ARG || ev.op == RP_OP_LOST ||
                 ev.op == RP_OP_PAUSE)
                 printf(" %" PRIu64, ev.arg);
+            if (ev.op == RP_OP_ARG && st->n && mpi_span(p, st->ids[st->n - 1]))
+                put_mpi_arg(ev.arg);
             else if (ev.op == RP_OP_COUNTER)
                 printf(" %" PRId64, (int64_t)((ev.arg >> 1) ^ -(ev.arg & 1)));
             else if (ev.op == RP_OP_HOLD_END && ev.arg3) /* held for, acquired in */
@@ -266,16 +316,16 @@ int cmd_dump(int argc, char **argv)
     rp_find_inputs(&o, &s);
 
     /* Times need the clock rate, which the whole file gives: a first pass.
-     * A run's files share one time axis: from the earliest first event (the
-     * processes of a run on one machine share the clock). */
+     * A run's files share one time axis (report/clockmap.h): from the
+     * earliest first event, each file's ticks mapped through its clock. */
     struct rp_profile p = {0};
     struct dump d = {0};
     char err[768];
-    uint64_t t0 = UINT64_MAX;
     char *left = calloc(s.n, 1);
+    uint64_t *first = calloc(s.n ? s.n : 1, sizeof(*first)); /* each file's first event */
     char **maps = calloc(s.n, sizeof(*maps));
     size_t *maps_len = calloc(s.n, sizeof(*maps_len));
-    if (!left || !maps || !maps_len)
+    if (!left || !first || !maps || !maps_len)
         rp_die("out of memory");
     for (uint32_t i = 0; i < s.n; i++) {
         if (rp_replay_file(s.files[i].who.file, &o.replay, &p, NULL, NULL, err, sizeof(err)) < 0) {
@@ -288,31 +338,55 @@ int cmd_dump(int argc, char **argv)
         }
         if (!i)
             d.ns_per_tick = p.ns_per_tick;
-        if (p.events && p.first_tick < t0)
-            t0 = p.first_tick;
+        if (p.events)
+            first[i] = p.first_tick;
         maps[i] = p.maps; /* (names come from every MAPS of the file: one written
                              before a dlclose comes after the library's events) */
         maps_len[i] = p.maps_len;
         p.maps = NULL;
         rp_profile_free(&p);
     }
-    d.t0 = t0 == UINT64_MAX ? 0 : t0;
-    if (o.filt.first) { /* (times from the run's first event, as printed) */
-        double npt = d.ns_per_tick > 0 ? d.ns_per_tick : 1, to = d.t0 + o.filt.to_ns / npt;
+    /* the run's one time axis: from the earliest first event, each mapped */
+    const char **paths = calloc(s.n ? s.n : 1, sizeof(*paths));
+    if (!paths)
+        rp_die("out of memory");
+    for (uint32_t i = 0; i < s.n; i++)
+        paths[i] = s.files[i].who.file;
+    int rc = rp_clockmap_open(&d.cm, paths, s.n, d.ns_per_tick, NULL, err, sizeof(err));
+    free(paths);
+    if (rc < 0)
+        rp_die("%s", rc == RP_ENOMEM ? rp_strerror(rc) : err);
+    for (uint32_t i = 0; i < s.n; i++)
+        if (!left[i] && first[i])
+            rp_clockmap_origin(&d.cm, i, first[i]);
+    if (o.filt.first) {
         d.fa = &o.filt;
-        d.flt = (struct rp_span_filter){.max_depth = o.filt.depth,
-                                        .has_include = o.filt.n_inc > 0,
-                                        .window = o.filt.range,
-                                        .from = d.t0 + (uint64_t)(o.filt.from_ns / npt),
-                                        .to = to < 1.8e19 ? (uint64_t)to : UINT64_MAX};
+        d.flt = (struct rp_span_filter){
+            .max_depth = o.filt.depth, .has_include = o.filt.n_inc > 0, .window = o.filt.range};
     }
-    int rc = 0;
     for (uint32_t i = 0; i < s.n && rc == 0; i++) {
         if (left[i])
             continue;
+        rp_clockmap_select(&d.cm, i);
         if (s.n > 1)
             printf("# file %s: process %u of %u of the run, pid %u\n", s.files[i].who.file, i + 1,
                    s.n, s.files[i].who.pid);
+        const struct rp_clockmap_file *cf = &d.cm.f[i];
+        printf("# clock: ticks to ns through %u CLOCK chunk%s%s", cf->n, cf->n == 1 ? "" : "s",
+               cf->n < 2 ? " and the tick rate" : "");
+        if (cf->apply && cf->n_off)
+            printf(", plus the clock offset to rank 0 (%lld ns at the start)",
+                   (long long)cf->off[0]);
+        putchar('\n');
+        if (o.filt.first) { /* (times from the run's first event, as printed: in this
+                               file's ticks, at its rate near its first event) */
+            double npt = d.ns_per_tick > 0 ? d.ns_per_tick : 1;
+            double at = rp_clockmap_abs(&d.cm, first[i]) - d.cm.origin; /* ns */
+            double from = (double)first[i] + (o.filt.from_ns - at) / npt;
+            double to = (double)first[i] + (o.filt.to_ns - at) / npt;
+            d.flt.from = from > 0 ? (from < 1.8e19 ? (uint64_t)from : UINT64_MAX) : 0;
+            d.flt.to = to > 0 ? (to < 1.8e19 ? (uint64_t)to : UINT64_MAX) : 0;
+        }
         for (uint32_t k = 0; k < d.nnames; k++)
             free(d.names[k]);
         d.nnames = 0;
@@ -350,6 +424,8 @@ int cmd_dump(int argc, char **argv)
     free(maps);
     free(maps_len);
     free(left);
+    free(first);
+    rp_clockmap_free(&d.cm);
     if (rc < 0)
         rp_die("%s", err);
     return 0;

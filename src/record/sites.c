@@ -443,6 +443,13 @@ RP_API uint64_t rp_site_begin_arg(struct rp_site *s, uint64_t arg)
     return t0;
 }
 
+/* One more ARG of the thread's innermost open span.  Cannot fail: an
+ * event that cannot be stored is counted as lost. */
+RP_API void rp_site_arg(uint64_t arg)
+{
+    rp_append(RP_CLASS_BIT_ALL, rp_raw_word(RP_RAW_ARG, arg));
+}
+
 /* The budget and hook work of an end: only for sites that have either. */
 static RP_NOINLINE void site_end_extra(struct rp_site *s, uint64_t dur)
 {

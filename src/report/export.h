@@ -149,6 +149,10 @@ struct rp_timeline_ops {
     /* a run's file p->procs[k] begins (a merged profile only): the events
      * that follow are its process's (thread ids may repeat across hosts) */
     int (*file)(void *cookie, uint32_t k);
+    /* an ARG given to span id, the innermost open on thread tid (a span may
+     * carry several: librankprof-mpi's, format.h rp_mpi_arg; the last is
+     * end's arg too), told whether or not a filter keeps the span */
+    int (*arg)(void *cookie, uint32_t tid, uint32_t id, uint64_t value);
 };
 
 /* Runs ops over ctx's trace (ctx->p must be set).  Returns 0, RP_ENOMEM, a

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
+#include "report/clockmap.h"
 #include "report/export.h"
 #include "report/util.h"
 #include "trace/format.h"
@@ -35,7 +36,8 @@ struct chrome {
         char s[48]; /* ,"pid":P,"tid":T */
     } th[8];        /* a small cache of thread prefixes, round robin */
     unsigned nth, next;
-    uint64_t holds; /* lock holds written: their async ids */
+    uint64_t holds;        /* lock holds written: their async ids */
+    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
 };
 
 /* Writes v in decimal ending at end; returns where it starts. */
@@ -100,8 +102,8 @@ static const char *thread_part(struct chrome *c, uint32_t tid, size_t *len)
 static void head(struct chrome *c, struct line *l, char ph, uint32_t tid, uint64_t ticks)
 {
     char buf[64], *end = buf + sizeof(buf), *q;
-    double us = rp_export_us(c->p, ticks);
-    uint64_t ns = us > 0 && us < 1.8e16 ? (uint64_t)(us * 1e3 + 0.5) : 0;
+    double v = rp_clockmap_ns(&c->cm, ticks);
+    uint64_t ns = v < 1.8e19 ? (uint64_t)(v + 0.5) : 0;
     size_t tn;
 
     q = u64_dec(end, ns % 1000 + 1000); /* three digits, zero-padded, after a '1' */
@@ -239,6 +241,13 @@ static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
     return 0;
 }
 
+/* A run's file k begins: its ticks follow.  Cannot fail. */
+static int on_file(void *cookie, uint32_t k)
+{
+    rp_clockmap_select(&((struct chrome *)cookie)->cm, k);
+    return 0;
+}
+
 int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {.begin = on_begin,
@@ -246,12 +255,15 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
                                                .instant = on_instant,
                                                .counter = on_counter,
                                                .lost = on_lost,
-                                               .hold = on_hold};
+                                               .hold = on_hold,
+                                               .file = on_file};
     const struct rp_profile *p = ctx->p;
     struct chrome c = {.out = out, .p = p, .names = rp_export_names(p)};
     int rc = RP_ENOMEM;
 
-    if (!c.names || (rc = make_tails(&c)) < 0)
+    if (!c.names || (rc = make_tails(&c)) < 0 ||
+        (rc = rp_clockmap_profile(&c.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
+                                  ctx->errsz)) < 0)
         goto out;
     fprintf(out,
             "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rankprof\","
@@ -305,5 +317,6 @@ out:
     free(c.tails);
     free(c.tail_len);
     rp_export_names_free(p, c.names);
+    rp_clockmap_free(&c.cm);
     return rc;
 }

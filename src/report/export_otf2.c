@@ -39,6 +39,7 @@
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
+#include "report/clockmap.h"
 #include "report/export.h"
 #include "trace/format.h"
 #include "trace/reader.h"
@@ -58,17 +59,18 @@ int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
 
 #include <otf2/otf2.h>
 
-/* A process (a pid) and its clock: its CLOCK chunks' (ticks, monotonic ns). */
+/* A process (a pid). */
 struct grp {
     uint32_t pid, proc; /* proc: its first file's index in p->procs */
     uint32_t last;      /* its last file's index */
     uint32_t host;      /* system tree node */
-    uint64_t *tk, *ns;
-    uint32_t n, cap;
-    /* librankprof-mpi's offsets to rank 0: INFO clock_offset_init and
-     * clock_offset_fini, "LOCAL_NS OFFSET_NS RTT_NS" (n_off of them) */
-    int64_t off_at[2], off[2];
-    int n_off, apply; /* apply: add them (-O offsets=) */
+};
+
+/* A request an MPI span completed (format.h RP_MPI_ARG_SENT, _RECVD). */
+struct done {
+    uint64_t id, bytes;
+    uint32_t src, tag; /* a receive's, from its status */
+    int recv;
 };
 
 struct loc {
@@ -76,7 +78,17 @@ struct loc {
     uint64_t last, events;
     OTF2_EvtWriter *w;
     char name[64];
+    /* the ARGs of its open MPI span (librankprof-mpi, format.h rp_mpi_arg) */
+    uint32_t tag;
+    uint64_t req;
+    struct done *done;
+    uint32_t ndone, capdone;
+    struct done own; /* MPI_Sendrecv's receive (own.recv: its STATUS came) */
+    int in_done;     /* a RECVD's STATUS and BYTES follow */
 };
+
+/* What an MPI node's span writes besides its Enter and Leave (o->msg). */
+enum { M_NONE, M_SEND, M_RECV, M_ISEND, M_IRECV, M_COMPLETE, M_SENDRECV };
 
 struct otf {
     const struct rp_export_ctx *ctx;
@@ -92,13 +104,12 @@ struct otf {
     uint32_t *node;     /* per region: its node */
     uint32_t nreg;
     char **names;    /* per node: its display name */
-    uint8_t *msg;    /* per node: 1 an MPI send, 2 an MPI receive (librankprof-mpi) */
+    uint8_t *msg;    /* per node: its M_* (librankprof-mpi) */
     int world;       /* the ranks are 0..n-1, one process each: messages can be written */
     uint32_t nranks; /* the processes with a rank */
     uint64_t nmsg;   /* MpiSend and MpiRecv events written */
     uint64_t min_ns, max_ns, clamped;
-    int64_t real_minus_mono; /* of the first process's first CLOCK chunk */
-    int have_real;
+    struct rp_clockmap cm; /* the files' clocks (clockmap.h): the one axis */
 };
 
 /* libotf2's flush callbacks: flush when a buffer is full, no timestamp. */
@@ -113,130 +124,6 @@ static OTF2_TimeStamp post_flush(void *u, OTF2_FileType ft, OTF2_LocationRef l)
     return 0;
 }
 static OTF2_FlushCallbacks flush_cbs = {.otf2_pre_flush = pre_flush, .otf2_post_flush = post_flush};
-
-/* Adds a (ticks, ns) sample to g.  RP_ENOMEM. */
-static int sample_add(struct grp *g, uint64_t tk, uint64_t ns)
-{
-    if (rp_grow(&g->tk, &g->cap, g->n + 1, sizeof(*g->tk), 16) < 0)
-        return RP_ENOMEM;
-    uint64_t *nns = realloc(g->ns, g->cap * sizeof(*g->ns));
-    if (!nns)
-        return RP_ENOMEM;
-    g->ns = nns;
-    g->tk[g->n] = tk;
-    g->ns[g->n++] = ns;
-    return 0;
-}
-
-/*
- * Reads the CLOCK chunks of the trace at path into g (headers checked, one
- * seek per chunk, as set.c does) and its INFO clock_offset_ns.  The first
- * file's first chunk also gives the realtime - monotonic difference.  A
- * damaged chunk ends it with what was read.  Returns 0 or RP_ENOMEM.
- */
-static int read_clocks(struct otf *o, struct grp *g, const char *path)
-{
-    struct rp_reader r;
-    uint8_t h[RP_CHUNK_HDR_SIZE], c[24];
-    if (rp_reader_open(&r, path) < 0)
-        return 0; /* (the walk says why) */
-    uint64_t off = r.off;
-    FILE *f = r.f;
-    int rc = 0;
-    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
-        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
-        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
-            break;
-        if (type == RP_CH_CLOCK && len == sizeof(c)) {
-            if (fread(c, 1, sizeof(c), f) != sizeof(c))
-                break;
-            if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8)) {
-                if (!o->have_real) {
-                    o->real_minus_mono = (int64_t)(rp_get64(c + 16) - rp_get64(c + 8));
-                    o->have_real = 1;
-                }
-                if ((rc = sample_add(g, rp_get64(c), rp_get64(c + 8))) < 0)
-                    break;
-            }
-        } else if (type == RP_CH_INFO && len < (1u << 20)) {
-            uint8_t *b = malloc(len ? len : 1);
-            if (!b) {
-                rc = RP_ENOMEM;
-                break;
-            }
-            if (fread(b, 1, len, f) == len && rp_crc32(0, b, len) == rp_get32(h + 8)) {
-                const uint8_t *q = b, *key, *val;
-                uint32_t k, n;
-                while (rp_info_next(&q, b + len, &key, &k, &val, &n) > 0) {
-                    if (k == 17 &&
-                        (!memcmp(key, "clock_offset_fini", 17) ||
-                         !memcmp(key, "clock_offset_init", 17)) &&
-                        n && n < 64 && g->n_off < 2) {
-                        char v[64], *end;
-                        memcpy(v, val, n);
-                        v[n] = 0;
-                        long long at = strtoll(v, &end, 10), d = strtoll(end, &end, 10);
-                        if (*end == ' ')
-                            strtoll(end, &end, 10); /* the round trip: not used */
-                        if (!*end) {
-                            g->off_at[g->n_off] = at;
-                            g->off[g->n_off++] = d;
-                        }
-                    }
-                }
-            }
-            free(b);
-        }
-        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
-    }
-    rp_reader_close(&r);
-    return rc;
-}
-
-/* Sorts g's samples by ticks, in place (insertion sort: a file has a few
- * CLOCK chunks).  Cannot fail. */
-static void samples_sort(struct grp *g)
-{
-    for (uint32_t i = 1; i < g->n; i++)
-        for (uint32_t j = i; j > 0 && g->tk[j - 1] > g->tk[j]; j--) {
-            uint64_t t = g->tk[j], n = g->ns[j];
-            g->tk[j] = g->tk[j - 1], g->ns[j] = g->ns[j - 1];
-            g->tk[j - 1] = t, g->ns[j - 1] = n;
-        }
-}
-
-/* ticks of process g as monotonic ns (plus its offset), interpolated
- * between its CLOCK samples, extrapolated along the nearest segment, or
- * at ns_per_tick with fewer than two.  Cannot fail. */
-static uint64_t to_ns(const struct otf *o, const struct grp *g, uint64_t t)
-{
-    double v;
-    if (!g->n) {
-        v = (double)t * o->p->ns_per_tick;
-    } else if (g->n == 1) {
-        v = (double)g->ns[0] + ((double)t - (double)g->tk[0]) * o->p->ns_per_tick;
-    } else {
-        uint32_t lo = 0, hi = g->n - 1; /* the segment [k, k+1] holding t, or the nearest */
-        while (hi - lo > 1) {
-            uint32_t mid = (lo + hi) / 2;
-            if (g->tk[mid] <= t)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        double dt = (double)g->tk[hi] - (double)g->tk[lo];
-        double slope = dt > 0 ? ((double)g->ns[hi] - (double)g->ns[lo]) / dt : o->p->ns_per_tick;
-        v = (double)g->ns[lo] + ((double)t - (double)g->tk[lo]) * slope;
-    }
-    if (g->apply && g->n_off == 1) {
-        v += (double)g->off[0];
-    } else if (g->apply && g->n_off == 2) { /* linear between the two measurements */
-        double span = (double)(g->off_at[1] - g->off_at[0]);
-        double f = span > 0 ? (v - (double)g->off_at[0]) / span : 0;
-        v += (double)g->off[0] + f * (double)(g->off[1] - g->off[0]);
-    }
-    return v > 0 && v < 1.8e19 ? (uint64_t)v : 0;
-}
 
 /* The location of thread tid of the process being walked (made on first
  * sight, with its writer).  NULL when out of memory. */
@@ -271,6 +158,7 @@ static int on_file(void *cookie, uint32_t k)
 {
     struct otf *o = cookie;
     o->cur = o->proc_grp[k];
+    rp_clockmap_select(&o->cm, k);
     for (uint32_t i = 0; i < o->nloc; i++)
         if (o->locs[i].w && o->grps[o->locs[i].grp].last < k) {
             if (OTF2_Archive_CloseEvtWriter(o->ar, o->locs[i].w) != OTF2_SUCCESS)
@@ -283,7 +171,8 @@ static int on_file(void *cookie, uint32_t k)
 /* The timestamp of ticks on l, never before l's last.  Cannot fail. */
 static uint64_t stamp(struct otf *o, struct loc *l, uint64_t ticks)
 {
-    uint64_t ns = to_ns(o, &o->grps[l->grp], ticks);
+    double v = rp_clockmap_abs(&o->cm, ticks);
+    uint64_t ns = v > 0 && v < 1.8e19 ? (uint64_t)v : 0;
     if (ns < l->last) {
         ns = l->last;
         o->clamped++;
@@ -323,14 +212,137 @@ static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
         o->reg[id] = ++o->nreg;
         const char *nm = o->names[id];
         if (o->p->nodes[id].kind == RP_KIND_WAIT && o->world)
-            o->msg[id] = !strncmp(nm, "MPI_Send ", 9) || !strncmp(nm, "MPI_Ssend ", 10) ? 1
-                         : !strncmp(nm, "MPI_Recv ", 9)                                 ? 2
-                                                                                        : 0;
+            o->msg[id] = !strncmp(nm, "MPI_Send ", 9) || !strncmp(nm, "MPI_Ssend ", 10) ? M_SEND
+                         : !strncmp(nm, "MPI_Recv ", 9)                                 ? M_RECV
+                         : !strncmp(nm, "MPI_Isend ", 10)                               ? M_ISEND
+                         : !strncmp(nm, "MPI_Irecv ", 10)                               ? M_IRECV
+                         : !strncmp(nm, "MPI_Sendrecv ", 13)                            ? M_SENDRECV
+                         : !strncmp(nm, "MPI_Wait", 8) || !strncmp(nm, "MPI_Test", 8)   ? M_COMPLETE
+                                                                                        : M_NONE;
+    }
+    if (o->msg[id]) { /* its ARGs follow */
+        l->tag = 0;
+        l->req = 0;
+        l->ndone = 0;
+        l->own.recv = 0;
+        l->in_done = 0;
     }
     l->events++;
     return OTF2_EvtWriter_Enter(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
                ? 0
                : RP_EIO;
+}
+
+/* An ARG of span id on thread tid: an MPI span's tag, request or completed
+ * requests (format.h rp_mpi_arg).  Returns 0 or RP_ENOMEM. */
+static int on_arg(void *cookie, uint32_t tid, uint32_t id, uint64_t v)
+{
+    struct otf *o = cookie;
+    if (!o->msg[id])
+        return 0;
+    struct loc *l = loc_of(o, tid);
+    if (!l)
+        return RP_ENOMEM;
+    uint64_t val = RP_MPI_ARG_VAL(v);
+    struct done *d = l->in_done && l->ndone ? &l->done[l->ndone - 1] : &l->own;
+    switch (RP_MPI_ARG_TYPE(v)) {
+    case RP_MPI_ARG_TAG:
+        l->tag = (uint32_t)val;
+        break;
+    case RP_MPI_ARG_REQ:
+        l->req = val;
+        break;
+    case RP_MPI_ARG_SENT:
+    case RP_MPI_ARG_RECVD:
+        if (rp_grow(&l->done, &l->capdone, l->ndone + 1, sizeof(*l->done), 4) < 0)
+            return RP_ENOMEM;
+        l->done[l->ndone++] = (struct done){
+            .id = val, .recv = RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD, .src = 0xffffffu};
+        l->in_done = RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD;
+        break;
+    case RP_MPI_ARG_STATUS: /* a RECVD's, or MPI_Sendrecv's own receive */
+        d->src = (uint32_t)(val >> 32) & 0xffffffu;
+        d->tag = (uint32_t)val;
+        d->recv = 1;
+        break;
+    case RP_MPI_ARG_BYTES:
+        d->bytes = val;
+        l->in_done = 0;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * The MPI events of an MPI span of node id ending at ticks on l, before its
+ * Leave: a send's MpiSend, a receive's MpiRecv (peer and bytes from arg,
+ * the tag from its ARGs), MPI_Sendrecv's MpiSend and MpiRecv, MPI_Isend's MpiIsend, MPI_Irecv's
+ * MpiIrecvRequest, and for each request a wait or test completed an
+ * MpiIsendComplete or an MpiIrecv (on MPI_COMM_WORLD; a peer that is not a
+ * rank of it writes none).  Returns 0 or RP_EIO.
+ */
+static int mpi_events(struct otf *o, struct loc *l, uint32_t id, uint64_t ticks, uint64_t arg)
+{
+    uint32_t peer = (uint32_t)(arg >> 32) & 0xfffffffu;
+    uint64_t len = arg & 0xffffffffu;
+    OTF2_ErrorCode e = OTF2_SUCCESS;
+    uint64_t n = 0;
+    int known = peer != 0xfffffffu && peer < o->nranks;
+    switch (o->msg[id]) {
+    case M_SEND:
+    case M_RECV:
+        if (!known)
+            break;
+        e = o->msg[id] == M_SEND
+                ? OTF2_EvtWriter_MpiSend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len)
+                : OTF2_EvtWriter_MpiRecv(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len);
+        n = 1;
+        break;
+    case M_ISEND:
+        if (!known || !l->req)
+            break;
+        e = OTF2_EvtWriter_MpiIsend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len, l->req);
+        n = 1;
+        break;
+    case M_IRECV:
+        if (!l->req)
+            break;
+        e = OTF2_EvtWriter_MpiIrecvRequest(l->w, NULL, stamp(o, l, ticks), l->req);
+        n = 1;
+        break;
+    case M_SENDRECV: /* its send, then its receive */
+        if (known) {
+            e = OTF2_EvtWriter_MpiSend(l->w, NULL, stamp(o, l, ticks), peer, 0, l->tag, len);
+            n++;
+        }
+        if (e == OTF2_SUCCESS && l->own.recv && l->own.src < o->nranks) {
+            e = OTF2_EvtWriter_MpiRecv(l->w, NULL, stamp(o, l, ticks), l->own.src, 0, l->own.tag,
+                                       l->own.bytes);
+            n++;
+        }
+        break;
+    case M_COMPLETE:
+        for (uint32_t i = 0; i < l->ndone && e == OTF2_SUCCESS; i++) {
+            const struct done *d = &l->done[i];
+            if (!d->recv) {
+                e = OTF2_EvtWriter_MpiIsendComplete(l->w, NULL, stamp(o, l, ticks), d->id);
+                n++;
+            } else if (d->src < o->nranks) {
+                e = OTF2_EvtWriter_MpiIrecv(l->w, NULL, stamp(o, l, ticks), d->src, 0, d->tag,
+                                            d->bytes, d->id);
+                n++;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    l->ndone = 0;
+    l->events += n;
+    o->nmsg += n;
+    return e == OTF2_SUCCESS ? 0 : RP_EIO;
 }
 
 static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
@@ -345,17 +357,9 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
         return 0;
     if (!o->reg[id]) /* (cannot happen: a span ends after it began) */
         return 0;
-    uint32_t peer = (uint32_t)(arg >> 32) & 0xfffffffu;
-    if (o->msg[id] && peer != 0xfffffffu && peer < o->nranks) { /* its message, before it ends */
-        uint64_t ts = stamp(o, l, ticks), len = arg & 0xffffffffu;
-        OTF2_ErrorCode e = o->msg[id] == 1
-                               ? OTF2_EvtWriter_MpiSend(l->w, NULL, ts, peer, 0, 0, len)
-                               : OTF2_EvtWriter_MpiRecv(l->w, NULL, ts, peer, 0, 0, len);
-        if (e != OTF2_SUCCESS)
-            return RP_EIO;
-        l->events++;
-        o->nmsg++;
-    }
+    int rc = o->msg[id] ? mpi_events(o, l, id, ticks, arg) : 0;
+    if (rc < 0)
+        return rc;
     l->events++;
     return OTF2_EvtWriter_Leave(l->w, NULL, stamp(o, l, ticks), o->reg[id] - 1) == OTF2_SUCCESS
                ? 0
@@ -380,7 +384,8 @@ static void region_kind(const struct rp_node *n, const char *name, OTF2_RegionRo
             *role = OTF2_REGION_ROLE_COLL_ALL2ONE;
         else if (strstr(name, "All"))
             *role = OTF2_REGION_ROLE_COLL_ALL2ALL;
-        else if (strstr(name, "Send") || strstr(name, "Recv") || strstr(name, "Wait"))
+        else if (strstr(name, "Send") || strstr(name, "Recv") || strstr(name, "Wait") ||
+                 strstr(name, "send") || strstr(name, "recv") || strstr(name, "Test"))
             *role = OTF2_REGION_ROLE_POINT2POINT;
         return;
     }
@@ -414,7 +419,6 @@ static int make_groups(struct otf *o)
     uint32_t n = p->n_procs ? p->n_procs : 1;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t pid = p->n_procs ? p->procs[i].pid : p->pid, g = 0;
-        const char *file = p->n_procs && p->procs[i].file ? p->procs[i].file : o->ctx->input;
         while (g < o->ngrp && o->grps[g].pid != pid)
             g++;
         if (g == o->ngrp) {
@@ -428,17 +432,13 @@ static int make_groups(struct otf *o)
         o->grps[g].last = i;
         if (o->proc_grp)
             o->proc_grp[i] = g;
-        int rc = read_clocks(o, &o->grps[g], file);
-        if (rc < 0)
-            return rc;
     }
     /* -O offsets=auto (the default): another host's ranks only (one host's
      * monotonic clock is one clock); on: every rank's; off: none */
-    const char *how = rp_export_param(o->ctx, "offsets");
-    if (how && strcmp(how, "auto") && strcmp(how, "on") && strcmp(how, "off")) {
-        snprintf(o->ctx->err, o->ctx->errsz, "-O offsets=%s: expected auto, on or off", how);
-        return RP_EINVAL;
-    }
+    int rc = rp_clockmap_profile(&o->cm, p, o->ctx->input, rp_export_param(o->ctx, "offsets"),
+                                 o->ctx->err, o->ctx->errsz);
+    if (rc < 0)
+        return rc;
     /* messages need MPI_COMM_WORLD: the processes with a rank (not the
      * launcher's) have the ranks 0..n-1, once each */
     o->nranks = 0;
@@ -454,17 +454,6 @@ static int make_groups(struct otf *o)
             o->world =
                 !p->procs[o->grps[h].proc].has_rank || p->procs[o->grps[h].proc].rank != r->rank;
     }
-    const char *ref = NULL; /* rank 0's host, else the first process's */
-    for (uint32_t i = 0; i < p->n_procs; i++)
-        if (!ref || (p->procs[i].has_rank && p->procs[i].rank == 0))
-            ref = p->procs[i].host;
-    for (uint32_t g = 0; g < o->ngrp; g++) {
-        samples_sort(&o->grps[g]);
-        const char *h = p->n_procs ? p->procs[o->grps[g].proc].host : NULL;
-        o->grps[g].apply = how && !strcmp(how, "on")    ? 1
-                           : how && !strcmp(how, "off") ? 0
-                                                        : h && ref && strcmp(h, ref) != 0;
-    }
     return 0;
 }
 
@@ -479,7 +468,7 @@ static int write_defs(struct otf *o, char **names)
     uint64_t len = o->max_ns > o->min_ns ? o->max_ns - o->min_ns : 0;
     if (o->min_ns == UINT64_MAX)
         o->min_ns = 0;
-    uint64_t real = o->have_real ? o->min_ns + (uint64_t)o->real_minus_mono : 0;
+    uint64_t real = o->cm.have_real ? o->min_ns + (uint64_t)o->cm.real_minus_mono : 0;
     OTF2_ErrorCode e =
         OTF2_GlobalDefWriter_WriteClockProperties(gw, 1000000000ull, o->min_ns, len, real);
     uint32_t s = 0; /* string ids, in order */
@@ -582,7 +571,7 @@ static void remove_tree(const char *path)
 int rp_export_otf2(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {
-        .thread = on_thread, .begin = on_begin, .end = on_end, .file = on_file};
+        .thread = on_thread, .begin = on_begin, .end = on_end, .file = on_file, .arg = on_arg};
     const struct rp_profile *p = ctx->p;
     struct otf o = {.ctx = ctx, .p = p, .min_ns = UINT64_MAX};
     char tmp[4096 + 32];
@@ -666,11 +655,10 @@ out:
         OTF2_Archive_Close(o.ar);
     if (rc < 0 && tmp[0])
         remove_tree(tmp);
-    for (uint32_t g = 0; g < o.ngrp; g++) {
-        free(o.grps[g].tk);
-        free(o.grps[g].ns);
-    }
+    rp_clockmap_free(&o.cm);
     free(o.grps);
+    for (uint32_t i = 0; i < o.nloc; i++)
+        free(o.locs[i].done);
     free(o.locs);
     free(o.reg);
     free(o.node);

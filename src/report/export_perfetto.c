@@ -39,6 +39,7 @@
 
 #include "common/array.h"
 #include "common/error.h"
+#include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "report/util.h"
@@ -126,6 +127,7 @@ struct perfetto {
     uint8_t *job;
     size_t njob, capjob;
     struct libdeflate_compressor *z;
+    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
     uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
@@ -271,10 +273,9 @@ static int packet_end(struct perfetto *f)
 }
 
 /* Nanoseconds since the run's first event; 0 before it or when not finite. */
-static uint64_t ts_ns(const struct perfetto *f, uint64_t ticks)
+static uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
 {
-    double ns =
-        ticks > f->p->first_tick ? (double)(ticks - f->p->first_tick) * f->p->ns_per_tick : 0;
+    double ns = rp_clockmap_ns(&f->cm, ticks);
     return isfinite(ns) && ns < 1.8e19 ? (uint64_t)llround(ns) : 0;
 }
 
@@ -605,6 +606,13 @@ static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
     return event_end(f);
 }
 
+/* A run's file k begins: its ticks follow.  Cannot fail. */
+static int on_file(void *cookie, uint32_t k)
+{
+    rp_clockmap_select(&((struct perfetto *)cookie)->cm, k);
+    return 0;
+}
+
 int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {.begin = on_begin,
@@ -612,7 +620,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .instant = on_instant,
                                                .counter = on_counter,
                                                .lost = on_lost,
-                                               .hold = on_hold};
+                                               .hold = on_hold,
+                                               .file = on_file};
     const struct rp_profile *p = ctx->p;
     struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
     int rc = RP_ENOMEM;
@@ -627,6 +636,10 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
     if (!f.names || !f.interned)
         goto out;
+    if ((rc = rp_clockmap_profile(&f.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
+                                  ctx->errsz)) < 0)
+        goto out;
+    rc = RP_ENOMEM;
     f.capbatch = BATCH;
     if (!(f.batch = malloc(f.capbatch)))
         goto out;
@@ -720,5 +733,6 @@ out:;
     free(f.hold_tracks);
     free(f.interned);
     rp_export_names_free(p, f.names);
+    rp_clockmap_free(&f.cm);
     return rc;
 }

@@ -235,6 +235,12 @@ static int on_file(void *ctx, uint32_t k)
     return t->ops->file ? t->ops->file(t->cookie, k) : 0;
 }
 
+static int on_arg(void *ctx, const struct rp_sw_span *s, uint64_t value)
+{
+    const struct tl *t = ctx;
+    return t->ops->arg ? t->ops->arg(t->cookie, s->tid, s->id, value) : 0;
+}
+
 int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline_ops *ops,
                        void *cookie)
 {
@@ -244,7 +250,8 @@ int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline
                                            .instant = on_instant,
                                            .lost = on_lost,
                                            .thread = on_thread,
-                                           .file = on_file};
+                                           .file = on_file,
+                                           .arg = on_arg};
     struct tl t = {.ops = ops, .cookie = cookie, .p = ctx->p, .filter = ctx->filter};
     int rc = rp_sw_file(ctx->input, ctx->replay, ctx->p, &swops, &t, ctx->progress, ctx->err,
                         ctx->errsz);

@@ -16,6 +16,10 @@
  *     instant of class timer           timer -> thread  "<name>"
  *     instant of class user            a note over the thread
  *     func span of func_tid            caller -> callee "call", callee --> caller
+ *     MPI send (librankprof-mpi)       thread -> peer   "<call> tag T, N B"
+ *     MPI receive, or a wait or test   peer  --> thread "<call> tag T, N B"
+ *     completing receives              (peer: the peer rank's main thread, or
+ *                                      "rank R" when it is not in the run)
  *
  * Spans are reported when they end, on their own thread, so messages do not
  * arrive in time order across threads.  They go into a max-heap that keeps
@@ -33,10 +37,12 @@
 #include <string.h>
 
 #include "analyze/profile.h"
+#include "common/array.h"
 #include "common/error.h"
 #include "export.h"
 #include "analyze/lockprof.h"
 #include "analyze/spanwalk.h"
+#include "report/clockmap.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -55,7 +61,9 @@ enum mtype {
     M_TIMER,
     M_MARK,
     M_CALL,
-    M_RET
+    M_RET,
+    M_MSEND, /* peer_tid: the peer rank, arg: tag << 32 | bytes */
+    M_MRECV
 };
 
 struct msg {
@@ -68,7 +76,7 @@ struct msg {
 };
 
 /* Lifeline kinds, in declaration order. */
-enum pkind { P_THREAD, P_LOCK, P_DEVICE, P_TIMER, P_FUNC };
+enum pkind { P_THREAD, P_LOCK, P_DEVICE, P_TIMER, P_FUNC, P_RANK };
 
 struct part {
     uint8_t kind;
@@ -100,11 +108,24 @@ struct seq {
     uint32_t nparts, capparts;
     struct grant *grants; /* per thread, see on_begin */
     uint32_t ngrants;
+    struct mpis *mpis; /* per thread: its open MPI span's ARGs (on_arg) */
+    uint32_t nmpis, capmpis;
+    struct rp_clockmap cm; /* a run's files: message times on one axis */
+};
+
+/* A thread's open MPI span: its tag and the receives it completed. */
+struct mpis {
+    uint32_t tid, tag, ndone, capdone;
+    int in_done; /* a RECVD's STATUS and BYTES follow */
+    struct {
+        uint32_t src, tag;
+        uint64_t bytes;
+    } * done;
 };
 
 int rp_seq_parse_classes(const char *s, unsigned *out, char *err, size_t errsz)
 {
-    static const char *const names[] = {"lock", "io", "timer", "user", "func"};
+    static const char *const names[] = {"lock", "io", "timer", "user", "func", "mpi"};
     unsigned m = 0;
     while (*s) {
         size_t n = strcspn(s, ",");
@@ -112,10 +133,10 @@ int rp_seq_parse_classes(const char *s, unsigned *out, char *err, size_t errsz)
         if (n == 3 && !strncmp(s, "all", 3))
             m |= RP_SEQ_ALL;
         else {
-            while (k < 5 && (strlen(names[k]) != n || strncmp(s, names[k], n)))
+            while (k < 6 && (strlen(names[k]) != n || strncmp(s, names[k], n)))
                 k++;
-            if (k == 5) {
-                snprintf(err, errsz, "unknown class '%.*s' (lock, io, timer, user, func, all)",
+            if (k == 6) {
+                snprintf(err, errsz, "unknown class '%.*s' (lock, io, timer, user, func, mpi, all)",
                          (int)n, s);
                 return RP_EINVAL;
             }
@@ -175,6 +196,11 @@ static void note_cut(struct seq *s, uint64_t t)
 /* Keeps m if it is among the cap earliest messages so far. */
 static void emit(struct seq *s, struct msg m)
 {
+    if (s->cm.n > 1) { /* a run's files: ticks of the one axis (clockmap.h) */
+        double v = (double)s->p->first_tick +
+                   rp_clockmap_ns(&s->cm, m.t) / (s->p->ns_per_tick > 0 ? s->p->ns_per_tick : 1);
+        m.t = v < 1.8e19 ? (uint64_t)v : UINT64_MAX;
+    }
     if (m.t < s->from || m.t > s->to)
         return;
     m.seq = s->seq++;
@@ -262,6 +288,106 @@ static int granted(struct seq *s, const struct rp_sw_span *sp)
     return g && g->hold_node == sp->id && g->hold_start == sp->start;
 }
 
+/* Whether n is an MPI call of librankprof-mpi.  Cannot fail. */
+static int is_mpi(const struct rp_node *n)
+{
+    return n->kind == RP_KIND_WAIT && n->name && !strncmp(n->name, "MPI_", 4) && n->file &&
+           !strcmp(n->file, "mpi");
+}
+
+/* The MPI state of thread tid, made if new; NULL when out of memory. */
+static struct mpis *mpis_of(struct seq *s, uint32_t tid)
+{
+    for (uint32_t i = 0; i < s->nmpis; i++)
+        if (s->mpis[i].tid == tid)
+            return &s->mpis[i];
+    if (rp_grow(&s->mpis, &s->capmpis, s->nmpis + 1, sizeof(*s->mpis), 8) < 0)
+        return NULL;
+    memset(&s->mpis[s->nmpis], 0, sizeof(s->mpis[0]));
+    s->mpis[s->nmpis].tid = tid;
+    return &s->mpis[s->nmpis++];
+}
+
+/* An ARG of an open MPI span (format.h rp_mpi_arg): its tag, the
+ * receives it completed.  Returns 0 or RP_ENOMEM. */
+static int on_arg(void *ctx, const struct rp_sw_span *sp, uint64_t v)
+{
+    struct seq *s = ctx;
+    if (!(s->o->classes & RP_SEQ_MPI) || !is_mpi(&s->p->nodes[sp->id]) || !want_tid(s, sp->tid))
+        return 0;
+    struct mpis *ms = mpis_of(s, sp->tid);
+    if (!ms)
+        return RP_ENOMEM;
+    uint64_t val = RP_MPI_ARG_VAL(v);
+    switch (RP_MPI_ARG_TYPE(v)) {
+    case RP_MPI_ARG_TAG:
+        ms->tag = (uint32_t)val;
+        break;
+    case RP_MPI_ARG_RECVD:
+    case RP_MPI_ARG_STATUS: /* a RECVD's, or MPI_Sendrecv's own receive */
+        if (RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_RECVD || !ms->in_done) {
+            if (rp_grow(&ms->done, &ms->capdone, ms->ndone + 1, sizeof(*ms->done), 4) < 0)
+                return RP_ENOMEM;
+            ms->done[ms->ndone].src = 0xffffffu;
+            ms->done[ms->ndone].tag = 0;
+            ms->done[ms->ndone++].bytes = 0;
+            ms->in_done = 1;
+        }
+        if (RP_MPI_ARG_TYPE(v) == RP_MPI_ARG_STATUS) {
+            ms->done[ms->ndone - 1].src = (uint32_t)(val >> 32) & 0xffffffu;
+            ms->done[ms->ndone - 1].tag = (uint32_t)val;
+        }
+        break;
+    case RP_MPI_ARG_BYTES:
+        if (ms->ndone)
+            ms->done[ms->ndone - 1].bytes = val;
+        ms->in_done = 0;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * The messages of an ended MPI span: a send's to its peer rank when it
+ * begins, a receive's from its peer when it ends, and one from each
+ * source of the receives a wait or test completed (format.h
+ * rp_mpi_arg; the last ARG is the peer and bytes).  Returns 0 or
+ * RP_ENOMEM.
+ */
+static int mpi_msgs(struct seq *s, const struct rp_sw_span *sp)
+{
+    const char *nm = s->p->nodes[sp->id].name;
+    struct mpis *ms = mpis_of(s, sp->tid);
+    if (!ms)
+        return RP_ENOMEM;
+    uint32_t peer = (uint32_t)(sp->arg >> 32) & 0xfffffffu;
+    uint64_t bytes = sp->arg & 0xffffffffu;
+    struct msg m = {.tid = sp->tid, .node = sp->id, .dur = sp->dur, .peer_tid = peer};
+    int send = !strcmp(nm, "MPI_Send") || !strcmp(nm, "MPI_Ssend") || !strcmp(nm, "MPI_Isend") ||
+               !strcmp(nm, "MPI_Sendrecv");
+    if (sp->has_arg && peer != 0xfffffffu && (send || !strcmp(nm, "MPI_Recv"))) {
+        m.t = send ? sp->start : sp->end;
+        m.type = send ? M_MSEND : M_MRECV;
+        m.arg = (uint64_t)ms->tag << 32 | bytes;
+        emit(s, m);
+    }
+    for (uint32_t i = 0; i < ms->ndone; i++) {
+        if (ms->done[i].src == 0xffffffu)
+            continue;
+        m.t = sp->end;
+        m.type = M_MRECV;
+        m.peer_tid = ms->done[i].src;
+        m.arg = (uint64_t)ms->done[i].tag << 32 | (ms->done[i].bytes & 0xffffffffu);
+        emit(s, m);
+    }
+    ms->ndone = 0;
+    ms->tag = 0;
+    ms->in_done = 0;
+    return 0;
+}
+
 static int on_end(void *ctx, const struct rp_sw_span *sp)
 {
     struct seq *s = ctx;
@@ -324,6 +450,8 @@ static int on_end(void *ctx, const struct rp_sw_span *sp)
         m.type = M_RET;
         emit(s, m);
         return 0;
+    case RP_KIND_WAIT:
+        return (cls & RP_SEQ_MPI) && is_mpi(n) ? mpi_msgs(s, sp) : 0;
     default:
         return 0;
     }
@@ -390,6 +518,8 @@ static int part_of(struct seq *s, uint8_t kind, uint32_t tid, uint32_t node, uin
         else
             snprintf(buf, sizeof(buf), "rankprof");
         clean(name, buf);
+    } else if (kind == P_RANK) { /* node: the rank */
+        snprintf(name, sizeof(name), "rank %u", node);
     } else {
         node_label(s, node, name);
     }
@@ -441,13 +571,28 @@ static int ends_of(struct seq *s, const struct msg *m, uint32_t idx, int *from, 
         if (m->from_node)
             th = part_of(s, P_FUNC, 0, m->from_node, idx);
         break;
+    case M_MSEND:
+    case M_MRECV: { /* the peer rank's main thread (tid = its pid), else "rank R" */
+        uint32_t pid = 0;
+        for (uint32_t i = 0; i < s->p->n_procs && !pid; i++)
+            if (s->p->procs[i].has_rank && s->p->procs[i].rank == m->peer_tid)
+                pid = s->p->procs[i].pid;
+        for (uint32_t i = 0; pid && i < s->p->n_threads; i++)
+            if (s->p->threads[i].tid == pid) {
+                other = part_of(s, P_THREAD, pid, 0, idx);
+                break;
+            }
+        if (other == -2)
+            other = part_of(s, P_RANK, 0, m->peer_tid, idx);
+        break;
+    }
     case M_MARK:
         break;
     }
     if (th < 0 || other == -1)
         return RP_ENOMEM;
     int reply = m->type == M_GRANT || m->type == M_FAIL || m->type == M_IO_DONE ||
-                m->type == M_TIMER || m->type == M_RET;
+                m->type == M_TIMER || m->type == M_RET || m->type == M_MRECV;
     *from = reply ? other : th;
     *to = reply ? th : other;
     return 0;
@@ -513,6 +658,11 @@ static void msg_text(const struct seq *s, const struct msg *m, char *out, size_t
     case M_CALL:
         snprintf(out, outsz, "%s call", t);
         break;
+    case M_MSEND:
+    case M_MRECV:
+        snprintf(out, outsz, "%s %s tag %" PRIu32 ", %" PRIu64 " B", t, s->p->nodes[m->node].name,
+                 (uint32_t)(m->arg >> 32), m->arg & 0xffffffffu);
+        break;
     case M_RET:
         snprintf(out, outsz, "%s return after %s", t, d);
         break;
@@ -531,8 +681,8 @@ static void put_header(FILE *f, const struct seq *s)
 
 static void put_part(FILE *f, const struct seq *s, const struct part *pt, uint32_t alias)
 {
-    static const char *const puml[] = {"participant", "entity", "database", "control",
-                                       "participant"};
+    static const char *const puml[] = {"participant", "entity",      "database",
+                                       "control",     "participant", "participant"};
     if (s->o->format == RP_SEQ_PLANTUML)
         fprintf(f, "%s \"%s\" as P%" PRIu32 "\n", puml[pt->kind], pt->name, alias);
     else
@@ -625,7 +775,7 @@ static int write_text(FILE *f, struct seq *s, const struct msg *ms, uint32_t n)
         else
             put_msg(f, s, alias[from], alias[to],
                     m->type == M_GRANT || m->type == M_FAIL || m->type == M_IO_DONE ||
-                        m->type == M_RET,
+                        m->type == M_RET || m->type == M_MRECV,
                     text);
     }
     if (!n || s->cut) {
@@ -659,9 +809,17 @@ static int drawable(const struct rp_profile *p, unsigned classes)
         uint8_t k = p->nodes[i].kind;
         if (((k == RP_KIND_LOCK_WAIT || k == RP_KIND_LOCK_HOLD) && (classes & RP_SEQ_LOCK)) ||
             (k == RP_KIND_IO && (classes & RP_SEQ_IO)) ||
-            (k == RP_KIND_INSTANT && (classes & (RP_SEQ_TIMER | RP_SEQ_USER))))
+            (k == RP_KIND_INSTANT && (classes & (RP_SEQ_TIMER | RP_SEQ_USER))) ||
+            ((classes & RP_SEQ_MPI) && is_mpi(&p->nodes[i])))
             return 1;
     }
+    return 0;
+}
+
+/* A run's file k begins: its ticks follow.  Cannot fail. */
+static int on_file(void *ctx, uint32_t k)
+{
+    rp_clockmap_select(&((struct seq *)ctx)->cm, k);
     return 0;
 }
 
@@ -684,7 +842,11 @@ int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
     s.to = opt.to_ns ? p->first_tick + (uint64_t)((double)opt.to_ns * tpn) : UINT64_MAX;
     if (!(s.heap = malloc(s.cap * sizeof(*s.heap))))
         goto out;
-    struct rp_sw_ops ops = {.begin = on_begin, .end = on_end, .instant = on_instant};
+    struct rp_sw_ops ops = {
+        .begin = on_begin, .end = on_end, .instant = on_instant, .arg = on_arg, .file = on_file};
+    if (p->n_procs > 1 && (rc = rp_clockmap_profile(&s.cm, p, path, NULL, err, errsz)) < 0)
+        goto out;
+    rc = RP_ENOMEM;
     if (drawable(p, opt.classes) && (rc = rp_sw_file(path, o, p, &ops, &s, 0, err, errsz)) < 0)
         goto out;
     rc = RP_ENOMEM;
@@ -698,6 +860,10 @@ out:
     free(s.heap);
     free(s.parts);
     free(s.grants);
+    for (uint32_t i = 0; i < s.nmpis; i++)
+        free(s.mpis[i].done);
+    free(s.mpis);
+    rp_clockmap_free(&s.cm);
     return rc;
 }
 

@@ -23,7 +23,8 @@ enum {
     RP_SEQ_TIMER = 1u << 2, /* timer fires */
     RP_SEQ_USER = 1u << 3,  /* user marks (instants of class user) */
     RP_SEQ_FUNC = 1u << 4,  /* calls and returns of func_tid's procedures */
-    RP_SEQ_ALL = 0x1fu,
+    RP_SEQ_MPI = 1u << 5,   /* MPI messages (librankprof-mpi): sends and receives */
+    RP_SEQ_ALL = 0x3fu,
 };
 
 #define RP_SEQ_MAX_TIDS 16

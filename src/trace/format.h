@@ -192,7 +192,35 @@ enum rp_op {
 /* The ARG of a lock-wait span that ended without the lock (a failed
  * try-lock, a timed-out or refused wait); a wait with no ARG was granted. */
 #define RP_ARG_LOCK_FAILED 1
-#define RP_OP_MASK         7u
+
+/*
+ * librankprof-mpi's spans (a wait site of file "mpi") may carry more ARGs
+ * than one (format 1.3; docs/multi-process.md): the last is always the
+ * peer and bytes (RP_IO_ARG), what an older reader keeps; the ones before
+ * it say, in their top bits (56..59), what they are:
+ *   TAG     the message's tag (low 32 bits; a receive's as matched,
+ *           0xffffffff for MPI_ANY_TAG not yet matched)
+ *   REQ     the request an MPI_Isend or MPI_Irecv started (low 56 bits: its
+ *           id, numbered from 1 in each process)
+ *   SENT    a send request the call completed (a wait or test)
+ *   RECVD   a receive request the call completed, followed by its STATUS
+ *           (source as a rank of MPI_COMM_WORLD, 24 bits, 0xffffff unknown,
+ *           << 32 | tag) and BYTES (received)
+ * MPI_Sendrecv's are its send's TAG, then its receive's STATUS and BYTES
+ * with no RECVD before them.
+ */
+enum rp_mpi_arg {
+    RP_MPI_ARG_TAG = 1,
+    RP_MPI_ARG_REQ = 2,
+    RP_MPI_ARG_SENT = 3,
+    RP_MPI_ARG_RECVD = 4,
+    RP_MPI_ARG_STATUS = 5,
+    RP_MPI_ARG_BYTES = 6,
+};
+#define RP_MPI_ARG(type, v)  (((uint64_t)(type) << 56) | ((uint64_t)(v) & ((1ull << 56) - 1)))
+#define RP_MPI_ARG_TYPE(arg) ((unsigned)((arg) >> 56) & 15u)
+#define RP_MPI_ARG_VAL(arg)  ((arg) & ((1ull << 56) - 1))
+#define RP_OP_MASK           7u
 
 #define RP_VARINT_MAX 10 /* bytes of a 64-bit LEB128 varint */
 
