@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -45,6 +46,11 @@
 static sem_t pub_sem;
 static _Atomic uint32_t pub_req;
 static _Atomic int pub_ok; /* the thread runs */
+/* A request is being answered.  The shutdown stores rp_rt.stopped, then
+ * waits for this to be 0; the thread stores 1, then loads stopped: with
+ * both sequentially consistent, one of them sees the other's store, so
+ * the shutdown never unmaps the control page under an answer. */
+static _Atomic int pub_busy;
 static char stats_path[64];
 
 /* Writes len bytes of p to path through path.tmp and a rename.  Returns 0
@@ -118,8 +124,11 @@ static void *pub_main(void *arg)
         uint32_t req = atomic_exchange(&pub_req, 0);
         if (!req)
             continue;
-        if (atomic_load(&rp_rt.stopped))
+        atomic_store(&pub_busy, 1);
+        if (atomic_load(&rp_rt.stopped)) {
+            atomic_store(&pub_busy, 0);
             break;
+        }
         if (req & REQ_PUBLISH)
             publish(stats_path);
         if (req & REQ_SNAPSHOT) {
@@ -129,6 +138,7 @@ static void *pub_main(void *arg)
                 rp_rt_warn("cannot write the snapshot %s", path, errno);
         }
         rp_ctl_snap_done();
+        atomic_store(&pub_busy, 0);
     }
     return NULL;
 }
@@ -160,6 +170,11 @@ RP_HIDDEN void rp_direct_pub_shutdown(void)
 {
     if (!stats_path[0])
         return;
+    /* an answer under way ends first (at most 2 s: a thread that cannot
+     * finish is left to the process's end) */
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 2000 && atomic_load(&pub_busy); i++)
+        nanosleep(&ms, NULL);
     unlink(stats_path);
 }
 
