@@ -144,8 +144,8 @@ RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err)
  * each, as if that function's own work (its JITTER). */
 static struct rp_raw *buf_alloc(void)
 {
-    void *p = mmap(NULL, rp_rt.bufrecs * sizeof(struct rp_raw), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void *p = mmap(NULL, rp_rt_map_len(rp_rt.bufrecs * sizeof(struct rp_raw)),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -221,7 +221,7 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
  * events are then not recorded; a warning says so once). */
 static struct rp_tbuf *thread_init(void)
 {
-    void *m = mmap(NULL, sizeof(struct rp_tbuf), PROT_READ | PROT_WRITE,
+    void *m = mmap(NULL, rp_rt_map_len(sizeof(struct rp_tbuf)), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
