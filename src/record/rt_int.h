@@ -56,8 +56,9 @@ static inline size_t rp_rt_map_len(size_t n)
 RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err);
 /* A thread's end (the key's destructor): its partial buffer is published. */
 RP_HIDDEN void rp_rt_thread_exit(void *arg);
-/* Publishes the current buffer of t (with its record count). */
-RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t);
+/* Publishes the current buffer of t (with its record count); 1 when the
+ * thread encoded and wrote it itself, 0 when it is left to the writer. */
+RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t);
 
 /* ---- rt_out.c ------------------------------------------------------------ */
 
