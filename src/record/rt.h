@@ -162,7 +162,7 @@ struct rp_rt {
      * under drain_lock */
     int sync_write;
     /* threads encode and write their own full buffers, the time a PAUSE
-     * (rt.c, append_locked); on unless RANKPROF_SELF_ENCODE=0, when the
+     * (rt.c, append_locked), with RANKPROF_SELF_ENCODE=1; by default the
      * writer thread encodes them all (docs/recording.md) */
     int self_encode;
     /* one drainer at a time: the writer's pass, or a thread writing when
