@@ -27,7 +27,11 @@ cd "$tmp"
 "$RANKPROF" record -o ct.data -- "$PROGS/prog_calltree" >/dev/null 2>&1 ||
     fail "recording prog_calltree"
 "$RANKPROF" report -i ct.data --format json >report.json || fail "report --format json"
-"$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" >/dev/null 2>&1 || fail "recording firmware"
+# the firmware's main thread fills buffers of 4096 events and encodes them
+# itself: the time it takes is the recorder's (PAUSE), a "[recorder]" slice
+# in the timelines, taken out of the report's spans
+RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=65536 "$RANKPROF" record -o fw.data -- "$EXAMPLES/firmware" \
+    >/dev/null 2>&1 || fail "recording firmware"
 "$RANKPROF" report -i fw.data --format json >fw_report.json || fail "report firmware"
 # fib recurses 20 deep (the pprof scenario)
 "$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
@@ -110,8 +114,11 @@ timelines() {
         clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o tp_query \
             -L"$(dirname "$tp_lib")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$tp_lib")" ||
             fail "building tests/consumers/tp_query.cc"
-        q="select name, count(*), sum(dur) from slice where category != 'instant'
-           group by name order by name"
+        # a slice's time in the report: its duration less the recorder's
+        # pauses inside it ("[recorder]" slices)
+        q="select s.name, count(*), sum(s.dur - coalesce((select sum(d.dur) from
+           descendant_slice(s.id) d where d.name = '[recorder]'), 0)) from slice s
+           where s.category != 'instant' group by s.name order by s.name"
         for t in ct fw; do
             r=report.json
             [[ $t == fw ]] && r=fw_report.json
@@ -125,8 +132,9 @@ timelines() {
             got=$(./tp_query $f "select name from process where name is not null")
             [[ "$got" == *prog_calltree* ]] || fail "$f: process name '$got'"
             got=$(./tp_query $f "select group_concat(name || '@' || depth, ' ') from
-                  (select distinct name, depth from slice where name != '[off-cpu]'
-                   order by name, depth)")  # ([off-cpu]: when the thread was preempted)
+                  (select distinct name, depth from slice where name not in
+                   ('[off-cpu]', '[recorder]') order by name, depth)")
+            # ([off-cpu]: when the thread was preempted; [recorder]: its own encoding)
             [[ "$got" == "a@1 b@2 c@1 c@2 leaf@2 leaf@3 main@0" ]] ||
                 fail "$f: slice depths '$got' are not calltree's"
         done

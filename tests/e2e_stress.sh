@@ -190,13 +190,18 @@ PY
 # --- selfenc: threads encode their own buffers ------------------------------
 # 8 threads fill small buffers (16 KiB) while the writer flushes the one
 # each is filling every 1 ms: the threads encode and write their full
-# buffers themselves (INFO buffers_self), new ids are made by several
-# threads at once, and the trace is exact (every id defined before use)
-stress_selfenc() {
-    RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
-        "$PROGS/prog_stress" threads 8 20000 >"$tmp/out" 2>&1 || fail "selfenc: $(cat "$tmp/out")"
+# buffers themselves (INFO buffers_self) with RANKPROF_SELF_ENCODE=1, not
+# by default nor with RANKPROF_SELF_ENCODE=0; new ids are made
+# by several threads at once, and the trace is exact (every id defined
+# before use)
+selfenc_run() { # selfenc_run VALUE (- for unset) SELF (1: buffers_self > 0, 0: none)
+    local v=$1 want=$2
+    (if [[ $v != - ]]; then export RANKPROF_SELF_ENCODE=$v; else unset RANKPROF_SELF_ENCODE; fi
+        RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
+            "$PROGS/prog_stress" threads 8 20000) >"$tmp/out" 2>&1 ||
+        fail "selfenc ($v): $(cat "$tmp/out")"
     expect "$tmp/self.data" 8 20000 9 0
-    python3 - "$tmp/self.data" <<'PY' || fail "selfenc: the threads did not encode their buffers"
+    python3 - "$tmp/self.data" "$want" "$v" <<'PY' || fail "selfenc ($v): buffers_self is not as expected"
 import struct, sys
 data = open(sys.argv[1], "rb").read()
 def info(key):  # the last value of an INFO key (format: u16 len, key, u32 len, value)
@@ -207,9 +212,16 @@ def info(key):  # the last value of an INFO key (format: u16 len, key, u32 len, 
     (n,) = struct.unpack_from("<I", data, i + len(k))
     return int(data[i + len(k) + 4 : i + len(k) + 4 + n])
 own, wr = info("buffers_self"), info("buffers_writer")
-print(f"e2e_stress: selfenc: {own} buffers encoded by their threads, {wr} by the writer")
-sys.exit(0 if own and wr is not None else 1)
+print(f"e2e_stress: selfenc ({sys.argv[3]}): {own} buffers encoded by their threads, {wr} by the writer")
+if sys.argv[2] == "1":
+    sys.exit(0 if own and wr is not None else 1)
+sys.exit(0 if own == 0 and wr else 1)
 PY
+}
+stress_selfenc() {
+    selfenc_run 1 1
+    selfenc_run - 0
+    selfenc_run 0 0
     echo "e2e_stress: selfenc: ok"
 }
 

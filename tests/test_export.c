@@ -27,6 +27,7 @@
 
 #include "analyze/cct.h"
 #include "analyze/replay.h"
+#include "analyze/spanwalk.h"
 #include "check.h"
 #include "common/bytes.h"
 #include "report/export.h"
@@ -322,6 +323,139 @@ static void test_pb(void)
     free(pb.b);
 }
 
+/*
+ * The recorder's pauses (PAUSE, compact stream only), tid 1:
+ *
+ *      0 enter A    10 enter B    20 PAUSE 5    30 exit (B)   40 exit (A)
+ *     50 enter C    52 PAUSE 9    60 exit (C)
+ *
+ * The replay takes each pause out of every span open then: A 40 - 5 = 35,
+ * B 20 - 5 = 15, C 10 - 9 = 1.  The span walk's dur is the same; the
+ * timeline tells the pauses [15, 20] (inside B) and [50, 52] (its start
+ * not before C's enter at 50, where the pause's 9 ticks would put it), and
+ * chrome writes each as a "[recorder]" slice.
+ */
+struct pz {
+    int n;
+    uint64_t start[4], end[4];
+    uint64_t dur[4];
+    uint32_t parent[4], depth[4];
+};
+
+static int pz_span_end(void *c, const struct rp_sw_span *s)
+{
+    struct pz *k = c;
+    if (s->id < 4)
+        k->dur[s->id] += s->dur;
+    return 0;
+}
+
+static int pz_pause(void *c, uint32_t tid, uint64_t start, uint64_t end, uint32_t parent,
+                    uint32_t depth)
+{
+    struct pz *k = c;
+    CHECK_EQ(tid, 1);
+    if (k->n < 4) {
+        k->start[k->n] = start;
+        k->end[k->n] = end;
+        k->parent[k->n] = parent;
+        k->depth[k->n] = depth;
+    }
+    k->n++;
+    return 0;
+}
+
+static int pz_tl_pause(void *c, uint32_t tid, uint64_t start, uint64_t end)
+{
+    return pz_pause(c, tid, start, end, 0, 0);
+}
+
+static void test_pause(void)
+{
+    char path[] = "/tmp/rp_test_export_pause.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    CHECK(f != NULL);
+    uint8_t h[RP_FILE_HDR_SIZE], defs[256], ev[128];
+    size_t dlen = 0, n = 16;
+    rp_file_header(h);
+    fwrite(h, 1, sizeof(h), f);
+    def(defs, &dlen, A, "A");
+    def(defs, &dlen, B, "B");
+    def(defs, &dlen, C, "C");
+    chunk(f, RP_CH_DEFS, defs, dlen);
+    /* compact (format.h): head delta << 1 | exit, an ENTER's id, 0 and an op */
+    const uint8_t s[] = {0 << 1,      A, 10 << 1,     B,           10 << 1,   0,
+                         RP_OP_PAUSE, 5, 10 << 1 | 1, 10 << 1 | 1, 10 << 1,   C,
+                         2 << 1,      0, RP_OP_PAUSE, 9,           8 << 1 | 1};
+    rp_put32(ev, 1);
+    rp_put32(ev + 4, 8 | RP_EV_COMPACT);
+    rp_put64(ev + 8, 0);
+    memcpy(ev + n, s, sizeof(s));
+    chunk(f, RP_CH_EVENTS, ev, n + sizeof(s));
+    CHECK(fclose(f) == 0);
+
+    struct rp_replay_opts o = {0};
+    struct rp_profile p = {0};
+    char err[512] = "";
+    int rc = rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(p.n_nodes, 4);
+    if (rc < 0 || p.n_nodes != 4)
+        goto out;
+    CHECK_EQ(p.nodes[A].dur_sum, 35);
+    CHECK_EQ(p.nodes[B].dur_sum, 15);
+    CHECK_EQ(p.nodes[C].dur_sum, 1);
+
+    struct pz k = {0};
+    static const struct rp_sw_ops ops = {.end = pz_span_end, .pause = pz_pause};
+    CHECK_EQ(rp_sw_file(path, &o, &p, &ops, &k, 0, err, sizeof(err)), 0);
+    for (uint32_t id = A; id <= C; id++)
+        CHECK_EQ(k.dur[id], p.nodes[id].dur_sum);
+    CHECK_EQ(k.n, 2);
+    CHECK_EQ(k.start[0], 15);
+    CHECK_EQ(k.end[0], 20);
+    CHECK_EQ(k.parent[0], B);
+    CHECK_EQ(k.depth[0], 2);
+    CHECK_EQ(k.start[1], 50); /* (52 - 9 is before C's enter) */
+    CHECK_EQ(k.end[1], 52);
+    CHECK_EQ(k.parent[1], C);
+    CHECK_EQ(k.depth[1], 1);
+
+    struct rp_report_opts rep = {0};
+    struct rp_export_ctx ctx = {
+        .input = path, .replay = &o, .p = &p, .report = &rep, .err = err, .errsz = sizeof(err)};
+    static const struct rp_timeline_ops tops = {.pause = pz_tl_pause};
+    struct pz t = {0};
+    CHECK_EQ(rp_export_timeline(&ctx, &tops, &t), 0);
+    CHECK_EQ(t.n, 2);
+    CHECK_EQ(t.start[0], 15);
+    CHECK_EQ(t.end[0], 20);
+
+    /* chrome: each pause a [recorder] slice, B then E, inside B's slice */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CHECK_EQ(rp_export_chrome(m, &ctx), 0);
+    fclose(m);
+    const char *rb = strstr(text, "\"ph\":\"B\",\"ts\":0.015,\"pid\"");
+    CHECK(rb != NULL);
+    const char *nm = rb ? strstr(rb, "\"name\":\"[recorder]\",\"cat\":\"rankprof\"") : NULL;
+    CHECK(nm != NULL && nm < strchr(rb, '}')); /* that event's name */
+    CHECK(strstr(text, "\"ph\":\"E\",\"ts\":0.020,") != NULL);
+    int nr = 0;
+    for (const char *q = text; (q = strstr(q, "[recorder]")); q++)
+        nr++;
+    CHECK_EQ(nr, 2);
+    free(text);
+out:
+    rp_profile_free(&p);
+    unlink(path);
+}
+
 static char trace_path[] = "/tmp/rp_test_export.XXXXXX";
 static struct rp_profile trace_prof;
 
@@ -338,6 +472,7 @@ static const struct check_case cases[] = {
     {"pb", test_pb},
     {"cct", test_cct_trace},
     {"timeline", test_timeline_trace},
+    {"pause", test_pause},
 };
 
 int main(int argc, char **argv)

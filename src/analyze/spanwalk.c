@@ -11,8 +11,10 @@
  * device and bytes, a lock wait's outcome); at the end of the trace what is
  * still open ends (RP_SW_CUT) at the END chunk's ticks, or at the thread's
  * last event without one.  Events of the threads arrive chunk by chunk, so the last thread
- * looked up is cached.  An ended span's dur is compensated as replay.c
- * does it (comp.h): from the thread's events between its begin and end.
+ * looked up is cached.  An ended span's dur is what replay.c makes of it:
+ * less the PAUSE ticks recorded while it was open (the recorder's time),
+ * then compensated (comp.h) from the thread's events between its begin
+ * and end.
  *
  * Lock holds (format 1.3, HOLD_BEGIN/HOLD_END) are intervals, not frames:
  * they go on a per-thread list of held locks, not on the stack, so they
@@ -35,10 +37,12 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
-/* An open span, and the number of its ENTER among its thread's events. */
+/* An open span, the number of its ENTER among its thread's events, and
+ * the thread's PAUSE ticks before it. */
 struct sw_frame {
     struct rp_sw_span s;
     uint64_t ev;
+    uint64_t pz;
 };
 
 struct sw_thread {
@@ -49,6 +53,7 @@ struct sw_thread {
     uint32_t nheld, capheld;
     uint64_t last;   /* ticks of its last event */
     uint64_t events; /* its events so far */
+    uint64_t pz;     /* ticks of its PAUSE events so far */
 };
 
 struct sw {
@@ -99,21 +104,25 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
     if (rp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 64) < 0)
         return RP_ENOMEM;
     t->stack[t->depth].ev = t->events;
+    t->stack[t->depth].pz = t->pz;
     struct rp_sw_span *s = &t->stack[t->depth].s;
     span_begun(t, s, id, now);
     t->depth++;
     return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
 }
 
-/* Ends the innermost span of t at now; cut: 0 or how it was left (RP_SW_*). */
+/* Ends the innermost span of t at now; cut: 0 or how it was left (RP_SW_*).
+ * Its time: less the pauses inside it (their ticks moved its start later in
+ * the replay), then less the overhead of its events. */
 static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
 {
     struct sw_frame *f = &t->stack[--t->depth];
     struct rp_sw_span *s = &f->s;
     s->end = now >= s->start ? now : s->start;
-    s->dur = w->offid && s->id == w->offid
-                 ? s->end - s->start
-                 : rp_comp_dur(&w->comp, s->end - s->start, t->events - f->ev - 1);
+    uint64_t start = s->start + (t->pz - f->pz);
+    uint64_t raw = s->end > start ? s->end - start : 0;
+    s->dur =
+        w->offid && s->id == w->offid ? raw : rp_comp_dur(&w->comp, raw, t->events - f->ev - 1);
     s->cut = cut;
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
@@ -199,6 +208,7 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
     int rc;
     if (!t)
         return RP_ENOMEM;
+    uint64_t before = t->last; /* (a PAUSE's start is not before it) */
     t->last = ev->ticks;
     if ((ev->op == RP_OP_ENTER || ev->op == RP_OP_EXIT_ID || ev->op == RP_OP_INSTANT ||
          ev->op == RP_OP_COUNTER || ev->op == RP_OP_UNWIND || ev->op == RP_OP_HOLD_BEGIN ||
@@ -262,6 +272,16 @@ static int on_event(void *ctx, uint32_t tid, const struct rp_event *ev)
         return hold_begin(w, t, ev->id, ev->ticks);
     case RP_OP_HOLD_END:
         return hold_end(w, t, ev);
+    case RP_OP_PAUSE: {
+        /* the replay moves every open span's start later by arg (acc.pz) */
+        t->pz += ev->arg;
+        if (!w->ops->pause)
+            return 0;
+        uint64_t start = ev->ticks > ev->arg ? ev->ticks - ev->arg : 0;
+        start = start > before ? start : before < ev->ticks ? before : ev->ticks;
+        return w->ops->pause(w->ctx, tid, start, ev->ticks,
+                             t->depth ? t->stack[t->depth - 1].s.id : 0, t->depth);
+    }
     case RP_OP_LOST:
         if ((rc = drop_to(w, t, 0, ev->ticks)) < 0 || (rc = drop_held(w, t, ev->ticks)) < 0)
             return rc;

@@ -34,9 +34,10 @@ struct rp_sw_span {
     uint32_t depth;  /* spans below it */
     uint64_t start;  /* ticks */
     uint64_t end;    /* ticks; 0 in a begin callback */
-    uint64_t dur;    /* ticks, end - start less the recorder's overhead as the
-                        replay subtracts it (comp.h; none with no_compensate):
-                        the span's time in the report; 0 until it ends */
+    uint64_t dur;    /* ticks, end - start less the recorder's pauses inside
+                        it (PAUSE) and its overhead as the replay subtracts
+                        them (comp.h; no overhead with no_compensate): the
+                        span's time in the report; 0 until it ends */
     uint64_t arg;    /* the last ARG given to it, valid if has_arg */
     int has_arg;
     int cut; /* in an end callback: 0, or how the span was left without its exit
@@ -59,6 +60,14 @@ struct rp_sw_ops {
      * NULL: dropped spans are not reported.  (Spans left without their exit
      * otherwise end with time: an end callback with cut set.) */
     int (*drop)(void *ctx, const struct rp_sw_span *s);
+    /* a PAUSE record: the thread was in the recorder (encoding its buffer,
+     * or waiting for the writer) from start to end, time the replay takes
+     * out of every span open then (format.h).  parent and depth as for a
+     * span begun there: the innermost open span, and the spans open.  start
+     * is never before the thread's previous event, so the interval nests
+     * in the parent. */
+    int (*pause)(void *ctx, uint32_t tid, uint64_t start, uint64_t end, uint32_t parent,
+                 uint32_t depth);
     /* a LOST record: count events lost at ticks (after its drops) */
     int (*lost)(void *ctx, uint32_t tid, uint64_t ticks, uint64_t count);
     /* a THREAD chunk: the thread's name (not NUL-terminated) */
@@ -77,7 +86,8 @@ struct rp_sw_ops {
  * overhead is subtracted in dur; NULL for none).  Spans are matched with the
  * rules of replay.c: EXIT ends the innermost span, EXIT_ID the named one
  * (ending those above it, cut), UNWIND those above the named one (or all,
- * id 0), LOST drops every open span (no end callback, only drop); spans
+ * id 0), LOST drops every open span (no end callback, only drop), PAUSE
+ * shortens every open span's dur by its ticks (and calls pause); spans
  * open at the end end, cut, at the END chunk's ticks (or the thread's last
  * event).  With progress set
  * and stderr a terminal, the share of the file read is shown.  Returns 0,

@@ -144,8 +144,8 @@ RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err)
  * each, as if that function's own work (its JITTER). */
 static struct rp_raw *buf_alloc(void)
 {
-    void *p = mmap(NULL, rp_rt.bufrecs * sizeof(struct rp_raw), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void *p = mmap(NULL, rp_rt_map_len(rp_rt.bufrecs * sizeof(struct rp_raw)),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -221,7 +221,7 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
  * events are then not recorded; a warning says so once). */
 static struct rp_tbuf *thread_init(void)
 {
-    void *m = mmap(NULL, sizeof(struct rp_tbuf), PROT_READ | PROT_WRITE,
+    void *m = mmap(NULL, rp_rt_map_len(sizeof(struct rp_tbuf)), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
@@ -238,8 +238,10 @@ static struct rp_tbuf *thread_init(void)
     return t;
 }
 
-/* Publishes the current buffer of t (with its record count). */
-RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t)
+/* Publishes the current buffer of t (with its record count).  Returns 1
+ * when the thread encoded and wrote it itself (rp_rt_self_encode), 0 when
+ * it is left to the writer.  Cannot fail. */
+RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t)
 {
     uint64_t p = atomic_load_explicit(&t->produced, memory_order_relaxed);
     t->lens[p % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
@@ -250,14 +252,15 @@ RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t)
         rp_own_lock(&rp_rt.drain_lock);
         rp_rt_drain_once();
         rp_own_unlock(&rp_rt.drain_lock);
-        return;
+        return 0;
     }
     if (rp_rt_self_encode(t)) /* encoded and written here: the writer has nothing to do */
-        return;
+        return 1;
     rp_own_lock(&rp_rt.lock);
     rp_rt_writer_ensure_locked();
     pthread_cond_signal(&rp_rt.wake);
     rp_own_unlock(&rp_rt.lock);
+    return 0;
 }
 
 /*
@@ -265,7 +268,7 @@ RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t)
  * *why the reason (drop policy, a failed writer, shutdown, no memory): the
  * caller then counts a loss.  *waited_from is set to the ticks when the
  * thread began to wait for the writer (or to write other buffers itself),
- * left alone when it did not.
+ * left alone when it did not or when it is set already.
  */
 static int buf_next(struct rp_tbuf *t, uint64_t *waited_from, enum rp_loss *why)
 {
@@ -325,8 +328,11 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
     uint64_t now = rp_ticks(), waited = 0;
     enum rp_loss why = RP_LOSS_FULL;
-    if (t->base)
-        rp_rt_buf_publish(t);
+    /* A buffer the thread encoded and wrote itself took its time from now
+     * on: the recorder's, a PAUSE like a wait for the writer (which then
+     * goes on from the same start) */
+    if (t->base && rp_rt_buf_publish(t))
+        waited = now;
     if (buf_next(t, &waited, &why) < 0) {
         if (!t->lost++)
             t->lost_first = now;
@@ -340,7 +346,7 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
         p++;
         t->lost = 0;
     }
-    if (waited) { /* the time waited for the writer is the recorder's, not the program's */
+    if (waited) { /* the time encoding or waiting for the writer is the recorder's */
         uint64_t t1 = rp_ticks();
         p->ticks = t1;
         p->word = rp_raw_word(RP_RAW_PAUSE, t1 > waited ? t1 - waited : 0);

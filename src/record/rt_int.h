@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "calib.h"
 #include "rt.h"
@@ -36,12 +37,28 @@ RP_HIDDEN extern int rp_rt_start_err;               /* start-up failed: RP_E* */
 /* per kernel tid, the threads seen with it (rp_thread_stream) */
 RP_HIDDEN extern uint16_t *_Atomic rp_rt_stream_gen;
 
+/*
+ * The length to map and unmap for n bytes of a thread's recorder state (its
+ * tbuf, its buffers, its encoder output): n rounded up to whole pages, what
+ * the kernel maps and unmaps anyway.  Mapped and unmapped with the same
+ * length, so that ThreadSanitizer's munmap, which forgets the accesses of
+ * whole pages only, forgets every access to a retired thread's memory
+ * before a new thread's mapping may take the same address (rt_writer.c,
+ * rp_rt_drain_once, says why that matters).  Cannot fail.
+ */
+static inline size_t rp_rt_map_len(size_t n)
+{
+    size_t pg = (size_t)getpagesize();
+    return (n + pg - 1) / pg * pg;
+}
+
 /* "rankprof: " fmt (one %s: arg), ": strerror(err)" when err; unless quiet. */
 RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err);
 /* A thread's end (the key's destructor): its partial buffer is published. */
 RP_HIDDEN void rp_rt_thread_exit(void *arg);
-/* Publishes the current buffer of t (with its record count). */
-RP_HIDDEN void rp_rt_buf_publish(struct rp_tbuf *t);
+/* Publishes the current buffer of t (with its record count); 1 when the
+ * thread encoded and wrote it itself, 0 when it is left to the writer. */
+RP_HIDDEN int rp_rt_buf_publish(struct rp_tbuf *t);
 
 /* ---- rt_out.c ------------------------------------------------------------ */
 

@@ -370,7 +370,23 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
         }
         tb_release(t);
     }
-    /* retire threads that have ended and been written out */
+    /*
+     * Retire threads that have ended and been written out: their memory is
+     * unmapped, and a thread that starts later may be given the same
+     * addresses (thread_init).  No barrier is needed for that: every access
+     * made here to x comes before the munmap in this thread, and the kernel
+     * hands the range out again only after munmap has returned.  What
+     * ThreadSanitizer knows of that order comes from its munmap, which
+     * forgets the old accesses, and its mmap, which marks the range new; a
+     * thread's first event inside a blocking call that ThreadSanitizer
+     * wraps (pthread_join: it ignores the interceptors called within) maps
+     * its tbuf unseen, so only the munmap is left, and it forgets whole
+     * pages only.  A tbuf unmapped with sizeof(*x) bytes kept its shadow,
+     * and the new thread's first write to lens[] was reported as a race with
+     * this writer's last read of the old one's (a false report: the final
+     * flush's publish against write_published, bench_threads under TSan).
+     * Hence rp_rt_map_len: whole pages, mapped and unmapped.
+     */
     rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf **pp = &rp_rt.threads; *pp;) {
         struct rp_tbuf *x = *pp;
@@ -388,12 +404,12 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
             *pp = x->next;
             for (uint32_t i = 0; i < RP_NBUF_MAX; i++)
                 if (x->bufs[i])
-                    munmap(x->bufs[i], rp_rt.bufrecs * sizeof(struct rp_raw));
+                    munmap(x->bufs[i], rp_rt_map_len(rp_rt.bufrecs * sizeof(struct rp_raw)));
             rp_enc_thread_free(&x->enc);
             rp_ring_thread_free(&x->ring);
             if (x->eout)
-                munmap(x->eout, rp_enc_bound(self_out_recs()));
-            munmap(x, sizeof(*x));
+                munmap(x->eout, rp_rt_map_len(rp_enc_bound(self_out_recs())));
+            munmap(x, rp_rt_map_len(sizeof(*x)));
         } else {
             pp = &x->next;
         }
@@ -454,7 +470,7 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
     if (atomic_load(&rp_rt.stopped) || atomic_load(&rp_rt.fatal) || atomic_load(&rp_rt.self_block))
         goto out;
     if (!t->eout) {
-        void *m = mmap(NULL, rp_enc_bound(self_out_recs()), PROT_READ | PROT_WRITE,
+        void *m = mmap(NULL, rp_rt_map_len(rp_enc_bound(self_out_recs())), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             goto out;

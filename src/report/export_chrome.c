@@ -7,7 +7,8 @@
  * Streams: one line per event as the timeline (export_timeline.c) hands
  * them out.  Spans are "B"/"E" pairs on their thread (cat = the span kind),
  * instants are "i" with thread scope, counters "C" (per process, as the
- * format wants), losses an instant "LOST" with the count.  Timestamps are
+ * format wants), losses an instant "LOST" with the count, the recorder's
+ * pauses a slice "[recorder]" (cat "rankprof") in the innermost span.  Timestamps are
  * microseconds since the first event, with nanosecond decimals.  Process
  * and thread names are "M" metadata events, first.  The stream is written
  * by this thread only: the per-event writes skip stdio's lock.
@@ -228,6 +229,22 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
     return 0;
 }
 
+/* The recorder's own time (a PAUSE): a slice "[recorder]" of category
+ * "rankprof", inside the thread's innermost open slice. */
+static int on_pause(void *cookie, uint32_t tid, uint64_t start, uint64_t end)
+{
+    struct chrome *c = cookie;
+    static const char tail[] = ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"}";
+    struct line l;
+    head(c, &l, 'B', tid, start);
+    line_put(c, &l, tail, sizeof(tail) - 1);
+    line_out(c, &l);
+    head(c, &l, 'E', tid, end);
+    line_put(c, &l, "}", 1);
+    line_out(c, &l);
+    return ferror_unlocked(c->out) ? RP_EIO : 0;
+}
+
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct chrome *c = cookie;
@@ -256,7 +273,8 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
                                                .counter = on_counter,
                                                .lost = on_lost,
                                                .hold = on_hold,
-                                               .file = on_file};
+                                               .file = on_file,
+                                               .pause = on_pause};
     const struct rp_profile *p = ctx->p;
     struct chrome c = {.out = out, .p = p, .names = rp_export_names(p)};
     int rc = RP_ENOMEM;

@@ -79,6 +79,8 @@ enum {
     TE_TYPE = 9,
     TE_NAME_IID = 10,
     TE_TRACK = 11,
+    TE_NAME = 23,
+    TE_CATEGORIES = 22,
     TE_COUNTER_VALUE = 30,
     DA_UINT = 3,
     DA_STRING = 6,
@@ -597,11 +599,28 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
     return event_end(f);
 }
 
+/* The recorder's own time (a PAUSE): a slice "[recorder]" of category
+ * "rankprof" on the thread's track, inside its innermost open slice (names
+ * not interned: one per buffer of the thread's, rare). */
+static int on_pause(void *cookie, uint32_t tid, uint64_t start, uint64_t end)
+{
+    struct perfetto *f = cookie;
+    uint64_t track = thread_uuid(f, tid);
+    int rc;
+    event_begin(f, start, 0, TYPE_SLICE_BEGIN, track);
+    pb_str(&f->pb, TE_NAME, RP_EXPORT_RECORDER);
+    pb_str(&f->pb, TE_CATEGORIES, "rankprof");
+    if ((rc = event_end(f)) < 0)
+        return rc;
+    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    return event_end(f);
+}
+
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct perfetto *f = cookie;
     event_begin(f, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
-    pb_str(&f->pb, 23, "LOST"); /* TrackEvent.name, not interned: rare */
+    pb_str(&f->pb, TE_NAME, "LOST"); /* not interned: rare */
     debug_uint(&f->pb, "events", count);
     return event_end(f);
 }
@@ -621,7 +640,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .counter = on_counter,
                                                .lost = on_lost,
                                                .hold = on_hold,
-                                               .file = on_file};
+                                               .file = on_file,
+                                               .pause = on_pause};
     const struct rp_profile *p = ctx->p;
     struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
     int rc = RP_ENOMEM;

@@ -7,7 +7,11 @@
  * replay drops without time (LOST) is ended where it was dropped with why =
  * "unclosed", so that a viewer still nests it; a span left without its exit
  * says why = "unwound" (a longjmp, an exception) or "cut" (its thread or
- * the process ended while it was open).  Lock holds of a trace where they
+ * the process ended while it was open).  The recorder's pauses (PAUSE: a
+ * thread encoding its buffer or waiting for the writer) go to ops->pause,
+ * nested in the innermost open span; the spans keep their times on the
+ * clock, so the threads stay aligned, and a span's time in the report is
+ * its slice less the pauses inside it.  Lock holds of a trace where they
  * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
  * they go to ops->hold when they end, for a track of their own.
  *
@@ -210,6 +214,27 @@ static int on_instant(void *ctx, uint32_t tid, uint32_t id, uint64_t ticks, int6
     return t->ops->instant ? t->ops->instant(t->cookie, tid, id, ticks, (uint64_t)value) : 0;
 }
 
+/* A PAUSE, handed on (ops->pause).  With a filter, only inside a span
+ * whose begin was told already (so a span whose begin waits for its
+ * duration shows none), or with no span open and nothing included by
+ * name.  Returns 0, RP_ENOMEM or the callback's code. */
+static int on_pause(void *ctx, uint32_t tid, uint64_t start, uint64_t end, uint32_t parent,
+                    uint32_t depth)
+{
+    struct tl *t = ctx;
+    (void)parent;
+    if (!t->ops->pause)
+        return 0;
+    if (t->filter) {
+        const struct tl_thread *th = thread_of(t, tid);
+        if (!th)
+            return RP_ENOMEM;
+        if (depth ? depth > th->cap || !th->stack[depth - 1].begun : t->filter->has_include)
+            return 0;
+    }
+    return t->ops->pause(t->cookie, tid, start, end);
+}
+
 static int on_lost(void *ctx, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     const struct tl *t = ctx;
@@ -248,6 +273,7 @@ int rp_export_timeline(const struct rp_export_ctx *ctx, const struct rp_timeline
                                            .end = on_end,
                                            .drop = on_drop,
                                            .instant = on_instant,
+                                           .pause = on_pause,
                                            .lost = on_lost,
                                            .thread = on_thread,
                                            .file = on_file,

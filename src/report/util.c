@@ -235,7 +235,9 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
                                                         : "not recorded: an older recorder");
     }
     if (p->paused)
-        fprintf(out, "recorder wait: %s waiting for the writer, taken out of the spans open then\n",
+        fprintf(out,
+                "recorder wait: %s encoding buffers or waiting for the writer, taken out of the "
+                "spans open then\n",
                 rp_fmt_ns((double)p->paused * p->ns_per_tick, b, sizeof b));
 }
 

@@ -166,10 +166,10 @@ enum rp_op {
                           with its time.  id 0: the thread ends here, every open
                           span ends (pthread_exit, the thread's end) */
     RP_OP_PAUSE = 8,   /* + varint ticks (format 1.3, compact stream only): the thread
-                          waited that long for the recorder's writer just before this
-                          point; every span open here is shortened by it (the reader
-                          moves their starts later by it, as the writer does in its
-                          snapshots) */
+                          spent that long in the recorder (waiting for the writer, or
+                          encoding its own buffer) just before this point; every
+                          span open here is shortened by it (the reader moves their
+                          starts later by it, as the writer does in its snapshots) */
     /* Compact stream only (format 1.3), lock holds as intervals that need not
      * nest with the spans (docs/locks.md):
      *   HOLD_BEGIN  + varint id: the thread acquired lock-hold id;

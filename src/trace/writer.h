@@ -49,8 +49,9 @@ enum rp_raw_op {
                               longjmp or a caught exception (the frames above its
                               activation were left without exits); 0: the thread ends
                               here (every open frame was left) */
-    RP_RAW_PAUSE = 13,     /* payload: ticks the thread waited for the writer (a free
-                              buffer), ending at this record's ticks (format 1.3) */
+    RP_RAW_PAUSE = 13,     /* payload: ticks the thread spent in the recorder (waiting
+                              for a free buffer, or encoding its own), ending at this
+                              record's ticks (format 1.3) */
     RP_RAW_OFFCPU = 14,    /* payload: ticks the thread was off CPU, from this record's
                               ticks on; never stored by a thread: the writer merges them
                               from context-switch records (rp_offq) (format 1.3) */

@@ -16,7 +16,8 @@
     check_export.py html REPORT.json DOM PNG           chromium's --dump-dom and --screenshot
                                                       of the HTML report
     check_export.py slices REPORT.json TSV            trace_processor's "name, count(*),
-                                                      sum(dur)" over the slice table
+                                                      sum(dur)" over the slice table (less
+                                                      the [recorder] slices inside each)
 
 Exits 1 with a "FAIL:" line on the first mismatch.
 """
@@ -175,8 +176,10 @@ def check_flamegraph_pl(report, svg):
 
 def check_slices(report, tsv):
     """Every span of the report is a slice in trace_processor, as many times
-    as it was called, and the slices' durations add up to its time."""
-    _, nodes = load_report(report)
+    as it was called, and the slices' durations (less the "[recorder]"
+    slices inside them) add up to its time; the "[recorder]" slices add up
+    to the report's recorder_wait_ns."""
+    r, nodes = load_report(report)
     got = {}
     with open(tsv) as f:
         for line in f:
@@ -194,6 +197,10 @@ def check_slices(report, tsv):
         want = n["mean_ns"] * n["calls"]
         if abs(dur - want) > 2 * count + 1 + 1e-9 * want:
             die(f"slices: {name} slices last {dur} ns, report's calls * mean = {want:.0f}")
+    count, dur = got.pop("[recorder]", (0, 0))
+    want = r["recorder_wait_ns"]
+    if abs(dur - want) > 2 * count + 1 or (want > 0) != (count > 0):
+        die(f"slices: {count} [recorder] slices last {dur} ns, report's recorder_wait_ns {want}")
     extra = set(got) - set(nodes)
     if extra:
         die(f"slices: names the report does not have: {sorted(extra)}")
