@@ -67,6 +67,7 @@
 #include "common/bytes.h"
 #include "fsyms.h"
 #include "rt.h"
+#include "rt_int.h"
 #include "sites.h"
 
 #define RP_FTAB_BITS  16
@@ -363,7 +364,7 @@ static void thread_gone(void *arg)
             }
         }
         if (t->pages[p])
-            munmap(t->pages[p], RP_FPAGE * sizeof(struct fstat));
+            munmap(t->pages[p], rp_rt_map_len(RP_FPAGE * sizeof(struct fstat)));
     }
     if (d) {
         d->tid = t->tid;
@@ -372,7 +373,7 @@ static void thread_gone(void *arg)
         fs.done = d;
     }
     fs_unlock();
-    munmap(t, sizeof(*t));
+    munmap(t, rp_rt_map_len(sizeof(*t)));
 }
 
 /* The calling thread's state, made on its first gated event.  NULL when it
@@ -382,8 +383,8 @@ static RP_NOINLINE struct fthread *thread_new(void)
     if (ft_busy)
         return NULL;
     ft_busy++;
-    struct fthread *t =
-        mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct fthread *t = mmap(NULL, rp_rt_map_len(sizeof(*t)), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (t == MAP_FAILED) {
         ft_busy--;
         return NULL;
@@ -407,7 +408,7 @@ static inline struct fstat *stat_of(struct fthread *t, const struct fent *e)
 {
     uint32_t p = e->idx / RP_FPAGE;
     if (unlikely(!t->pages[p])) {
-        void *m = mmap(NULL, RP_FPAGE * sizeof(struct fstat), PROT_READ | PROT_WRITE,
+        void *m = mmap(NULL, rp_rt_map_len(RP_FPAGE * sizeof(struct fstat)), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
