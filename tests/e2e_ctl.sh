@@ -21,8 +21,10 @@
 #             recorded between two of them, 25 after not
 #   on        started on (no --off): ctl stop, 45 requests not recorded, the
 #             first 35 are
-#   refused   a process without the recorder, one that does not exist, bad
-#             command lines: exit status 1 or 2 and a message saying why
+#   refused   a process without the recorder, one that does not exist, one
+#             holding the pid of a killed recorded process whose control
+#             page is left, bad command lines: exit status 1 or 2 and a
+#             message saying why
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -157,6 +159,29 @@ refused() {
     rc=$?
     set -e
     [[ $rc == 1 ]] && grep -q "has no rankprof recorder" "$tmp/r1" || fail "no recorder: rc $rc, $(cat "$tmp/r1")"
+    # a page left by a killed process whose pid a later process holds: a
+    # live server's page, its pid and start time made those of an earlier
+    # process numbered as a fresh `sleep`
+    start_server stale --off
+    sleep 30 &
+    local spid=$!
+    at_exit "kill $spid 2>/dev/null; rm -f /dev/shm/rankprof.$spid"
+    python3 - "/dev/shm/rankprof.$pid" "/dev/shm/rankprof.$spid" "$spid" <<'PY'
+import struct, sys, time
+b = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<I", b, 8, int(sys.argv[3]))                        # pid
+struct.pack_into("<Q", b, 32, int((time.time() - 3600) * 1e9))        # start_ns
+open(sys.argv[2], "wb").write(b)
+PY
+    set +e
+    "$RANKPROF" ctl "$spid" status >"$tmp/r4" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 1 ]] && grep -q "left by an earlier process" "$tmp/r4" ||
+        fail "a dead process's page: rc $rc, $(cat "$tmp/r4")"
+    kill "$spid" 2>/dev/null || true
+    req 1 quit
+    wait "$rec" || true
     set +e
     "$RANKPROF" ctl 999999999 start >"$tmp/r2" 2>&1
     rc=$?

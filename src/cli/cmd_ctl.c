@@ -41,6 +41,40 @@ static int has_recorder(long pid)
     return found;
 }
 
+/*
+ * When process pid started, in CLOCK_REALTIME seconds (from the boot time
+ * and its start in clock ticks since boot; about 10 ms precise), or -1 when
+ * /proc does not say.
+ */
+static double proc_started(long pid)
+{
+    char path[64], buf[1024];
+    double btime = -1;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f) {
+        while (btime < 0 && fgets(buf, sizeof buf, f))
+            if (!strncmp(buf, "btime ", 6))
+                btime = strtod(buf + 6, NULL);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (btime < 0 || !(f = fopen(path, "r")))
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* (the name may hold anything) */
+    unsigned long long start = 0;
+    /* after the name: state (field 3) ... starttime (field 22) */
+    if (!p || sscanf(p + 1,
+                     " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                     "%*d %*d %llu",
+                     &start) != 1)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return btime + (double)start / (double)(hz > 0 ? hz : 100);
+}
+
 /* The control page of pid, mapped read-only; dies saying why there is none. */
 const struct rp_ctl_page *rp_ctl_page_of(long pid)
 {
@@ -65,6 +99,14 @@ const struct rp_ctl_page *rp_ctl_page_of(long pid)
         pg->pid != (uint32_t)pid)
         rp_die("ctl: %s is not the control page of process %ld (a stale or foreign file)", path,
                pid);
+    /* a process killed by SIGKILL leaves its page: one older than the
+     * process now holding the pid is that dead process's (1 s of slack:
+     * the boot time is in whole seconds) */
+    double started = proc_started(pid);
+    if (started > 0 && (double)pg->start_ns / 1e9 < started - 1.0)
+        rp_die("ctl: process %ld has no rankprof recorder (%s is left by an earlier process "
+               "with that number, killed before it could remove it)",
+               pid, path);
     return pg;
 }
 
