@@ -131,9 +131,15 @@ record() {
     "$RANKPROF" report -i "$tmp/pl.data" --limit 0 >"$tmp/r.txt" || fail "report failed"
 }
 
-# the flags as planted, their why lines, and --weight calls' edge weights
+# the flags as planted, their why lines, and --weight calls' edge weights.
+# The planted timings run beside the hogs on a shared machine: a scheduler
+# stall of tens of ms can make the periodic task's intervals irregular, so
+# a run whose flags differ is recorded once more (a broken rule fails both)
 flags() {
-    python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults" || fail "(above)"
+    python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults" && return 0
+    echo "e2e_planted: flags: recorded again (the run above may have been disturbed)"
+    record
+    python3 "$tmp/check.py" "$tmp/r.json" "$tmp/r.txt" "defaults" || fail "(above, twice)"
 }
 
 # the same edges replayed in order on one thread (no join of chunks
