@@ -67,22 +67,22 @@ static int read_info(const struct rp_chunk *c, struct rp_proc *w)
  * (checked) and the CLOCK payloads (checked): one seek per chunk.  0 when
  * there is none, or at the first damaged header.
  */
+static int last_clock_of(void *ctx, const uint8_t *h, FILE *f)
+{
+    uint8_t c[24];
+    if (rp_get32(h) != RP_CH_CLOCK || rp_get32(h + 4) != sizeof(c))
+        return 0;
+    if (fread(c, 1, sizeof(c), f) != sizeof(c))
+        return 1;
+    if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8))
+        *(uint64_t *)ctx = rp_get64(c + 16);
+    return 0;
+}
+
 static uint64_t last_clock(FILE *f, uint64_t off)
 {
-    uint8_t h[RP_CHUNK_HDR_SIZE], c[24];
     uint64_t last = 0;
-    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
-        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
-        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
-            break;
-        if (type == RP_CH_CLOCK && len == sizeof(c)) {
-            if (fread(c, 1, sizeof(c), f) != sizeof(c))
-                break;
-            if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8))
-                last = rp_get64(c + 16);
-        }
-        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
-    }
+    rp_chunks_skim(f, off, last_clock_of, &last);
     return last;
 }
 

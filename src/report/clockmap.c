@@ -70,56 +70,64 @@ static void read_info(struct rp_clockmap_file *f, const uint8_t *b, uint32_t len
     }
 }
 
+struct skim {
+    struct rp_clockmap *m;
+    struct rp_clockmap_file *f;
+};
+
+/* rp_chunks_skim's callback for read_file: CLOCK, EVENTS' bases, INFO.
+ * Returns 0 to go on, 1 at a short read, RP_ENOMEM. */
+static int skim_chunk(void *ctx, const uint8_t *h, FILE *fp)
+{
+    struct skim *k = ctx;
+    struct rp_clockmap *m = k->m;
+    struct rp_clockmap_file *f = k->f;
+    uint32_t type = rp_get32(h), len = rp_get32(h + 4);
+    uint8_t c[24];
+
+    if (type == RP_CH_CLOCK && len == sizeof(c)) {
+        if (fread(c, 1, sizeof(c), fp) != sizeof(c))
+            return 1;
+        if (rp_crc32(0, c, sizeof(c)) != rp_get32(h + 8))
+            return 0;
+        if (!m->have_real) {
+            m->real_minus_mono = (int64_t)(rp_get64(c + 16) - rp_get64(c + 8));
+            m->have_real = 1;
+        }
+        return sample_add(f, rp_get64(c), rp_get64(c + 8));
+    }
+    if (type == RP_CH_EVENTS && len >= 16) {
+        if (fread(c, 1, 16, fp) != 16)
+            return 1;
+        uint64_t base = rp_get64(c + 8); /* (the payload's crc: not checked here) */
+        if (base && (!f->first || base < f->first))
+            f->first = base;
+    } else if (type == RP_CH_INFO && len < (1u << 20)) {
+        uint8_t *b = malloc(len ? len : 1);
+        if (!b)
+            return RP_ENOMEM;
+        if (fread(b, 1, len, fp) == len && rp_crc32(0, b, len) == rp_get32(h + 8))
+            read_info(f, b, len);
+        free(b);
+    }
+    return 0;
+}
+
 /*
- * Reads the clock of the trace at path into f (chunk headers checked, one
- * seek per chunk, as set.c does).  The first file's first CLOCK chunk also
- * gives the realtime - monotonic difference.  A damaged chunk ends it with
+ * Reads the clock of the trace at path into f (rp_chunks_skim: chunk
+ * headers checked, one seek per chunk).  The first file's first CLOCK
+ * chunk also gives the realtime - monotonic difference.  A damaged chunk ends it with
  * what was read.  Returns 0 or RP_ENOMEM.
  */
 static int read_file(struct rp_clockmap *m, struct rp_clockmap_file *f, const char *path)
 {
     struct rp_reader r;
-    uint8_t h[RP_CHUNK_HDR_SIZE], c[24];
     if (!path || rp_reader_open(&r, path) < 0)
         return 0;
-    uint64_t off = r.off;
-    FILE *fp = r.f;
-    int rc = 0;
-    while (fseeko(fp, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), fp) == sizeof(h)) {
-        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
-        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
-            break;
-        if (type == RP_CH_CLOCK && len == sizeof(c)) {
-            if (fread(c, 1, sizeof(c), fp) != sizeof(c))
-                break;
-            if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8)) {
-                if (!m->have_real) {
-                    m->real_minus_mono = (int64_t)(rp_get64(c + 16) - rp_get64(c + 8));
-                    m->have_real = 1;
-                }
-                if ((rc = sample_add(f, rp_get64(c), rp_get64(c + 8))) < 0)
-                    break;
-            }
-        } else if (type == RP_CH_EVENTS && len >= 16) {
-            if (fread(c, 1, 16, fp) != 16)
-                break;
-            uint64_t base = rp_get64(c + 8); /* (the payload's crc: not checked here) */
-            if (base && (!f->first || base < f->first))
-                f->first = base;
-        } else if (type == RP_CH_INFO && len < (1u << 20)) {
-            uint8_t *b = malloc(len ? len : 1);
-            if (!b) {
-                rc = RP_ENOMEM;
-                break;
-            }
-            if (fread(b, 1, len, fp) == len && rp_crc32(0, b, len) == rp_get32(h + 8))
-                read_info(f, b, len);
-            free(b);
-        }
-        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
-    }
+    struct skim k = {m, f};
+    int rc = rp_chunks_skim(r.f, r.off, skim_chunk, &k);
     rp_reader_close(&r);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 /* Sorts f's samples by ticks (insertion sort: a file has a few CLOCK

@@ -447,3 +447,19 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     d->n++;
     return 1;
 }
+
+int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const uint8_t *hdr, FILE *f),
+                   void *ctx)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE];
+    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
+        uint32_t len = rp_get32(h + 4);
+        if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
+            break;
+        int rc = fn(ctx, h, f);
+        if (rc)
+            return rc;
+        off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
+    }
+    return 0;
+}

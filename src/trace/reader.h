@@ -62,6 +62,18 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c);
 void rp_reader_close(struct rp_reader *r);
 
 /*
+ * Skims the chunks of f from offset off by their headers alone (each
+ * header's checksum and length checked), one seek per chunk: fn gets each
+ * chunk's header (its type at 0, length at 4, payload checksum at 8) with
+ * f positioned at its payload, to read what it wants of it.  Stops at the
+ * end, at the first damaged header, or when fn returns non-zero (which it
+ * returns; else 0).  For the few chunks of a large file a command needs
+ * before reading it (its clocks, its first events).
+ */
+int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const uint8_t *hdr, FILE *f),
+                   void *ctx);
+
+/*
  * Makes a reader that reached the end of a file still being written (0
  * from rp_reader_next, or RP_ETRUNC: the file ended inside a chunk) read
  * on from the next chunk not read (r->off), once more is written: a live
