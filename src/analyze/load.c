@@ -568,7 +568,7 @@ static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const str
         rc = read_defs(p, c, err, errsz);
         break;
     case RP_CH_EVENTS:
-        if (v->defs_only)
+        if (p->defs_only)
             count_events(p, c, only_tid);
         else
             rc = replay_events(p, c, only_tid, err, errsz);
@@ -668,7 +668,7 @@ int rp_replay_complete(struct rp_profile *p, const struct rp_reader *r, int rd, 
         snprintf(err, errsz, "%s: %s", path, sub[0] ? sub : "out of memory");
         return rc;
     }
-    if (v->defs_only) { /* the first event, and the end as the end and clocks say */
+    if (p->defs_only) { /* the first event, and the end as the end and clocks say */
         p->first_tick = v->first_ev;
         p->last_tick = p->end_ticks > v->clk_last_ticks ? p->end_ticks : v->clk_last_ticks;
     }
@@ -690,7 +690,7 @@ int rp_replay_start(struct rp_profile *p, const struct rp_replay_opts *o)
     v->want_comp = !o->no_compensate;
     v->flt = o->filter;
     v->outside = !o->keep_outside;
-    v->defs_only = p->defs_only = o->defs_only;
+    p->defs_only = o->defs_only;
     p->outside_apart = v->outside;
     if (nodes_reserve(p, 0) < 0)
         return RP_ENOMEM;
