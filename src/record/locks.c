@@ -609,14 +609,7 @@ RP_HIDDEN const char *rp_lock_name_of(uint64_t key)
  * TSan and then this copy's interposer (which lets its own locks pass); a
  * second recorder in a sanitized process is not supported.
  */
-#if defined(__SANITIZE_THREAD__)
-#define RP_OWN_VIA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RP_OWN_VIA_TSAN 1
-#endif
-#endif
-#ifdef RP_OWN_VIA_TSAN
+#ifdef RP_TSAN
 #define OWN_REAL(i) NULL
 #else
 #define OWN_REAL(i) real(i)

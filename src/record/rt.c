@@ -163,6 +163,7 @@ RP_HIDDEN void rp_rt_thread_exit(void *arg)
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
     }
     rp_offcpu_thread_exit(t); /* the schedstat fallback's last read */
+    RP_TSAN_PUBLISH(t);       /* (a cancelled thread's release stores are unseen: rt.h) */
     atomic_store_explicit(&t->exited, 1, memory_order_release);
     rp_self = NULL;
     rp_rt_gone = 1;

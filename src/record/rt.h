@@ -66,6 +66,46 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define RP_NOINLINE __attribute__((noinline))
 
+/*
+ * ThreadSanitizer builds only: RP_TSAN is defined, and RP_TSAN_PUBLISH /
+ * RP_TSAN_ACQUIRE state a happens-before arc TSan would otherwise miss.
+ * A thread cancelled inside a blocking call TSan intercepts (nanosleep,
+ * pthread_cond_wait ...) runs its key destructors, rp_rt_thread_exit among
+ * them, still marked as inside that call: the cancellation unwinds past
+ * TSan's interceptor without leaving it, and there TSan stops modelling
+ * atomics and locks.  The final publish's release store then looks like a
+ * plain write, and the writer's read of the last buffer like a race.  The
+ * arc is stated on the tbuf with TSan's dynamic annotations, which it honours
+ * even there (weak: nothing is required of the runtime).  Nothing of this
+ * is compiled without TSan.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RP_TSAN 1
+#endif
+#endif
+#ifdef RP_TSAN
+void AnnotateHappensBefore(const char *file, int line, const volatile void *addr)
+    __attribute__((weak));
+void AnnotateHappensAfter(const char *file, int line, const volatile void *addr)
+    __attribute__((weak));
+#define RP_TSAN_PUBLISH(a)                                                                         \
+    do {                                                                                           \
+        if (AnnotateHappensBefore)                                                                 \
+            AnnotateHappensBefore(__FILE__, __LINE__, (a));                                        \
+    } while (0)
+#define RP_TSAN_ACQUIRE(a)                                                                         \
+    do {                                                                                           \
+        if (AnnotateHappensAfter)                                                                  \
+            AnnotateHappensAfter(__FILE__, __LINE__, (a));                                         \
+    } while (0)
+#else
+#define RP_TSAN_PUBLISH(a) ((void)0)
+#define RP_TSAN_ACQUIRE(a) ((void)0)
+#endif
+
 #define RP_NBUF_MAX 16
 
 /*

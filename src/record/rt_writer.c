@@ -358,6 +358,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
             continue; /* the thread is encoding its own: it writes all it published */
         uint64_t c = atomic_load_explicit(&t->consumed, memory_order_relaxed);
         uint64_t p = atomic_load_explicit(&t->produced, memory_order_acquire);
+        RP_TSAN_ACQUIRE(t);
         for (; c < p; c++) {
             write_published(t, c, &enc_by_writer);
             done++;
@@ -394,6 +395,7 @@ RP_HIDDEN unsigned rp_rt_drain_once(void)
          * own encoding before what follows) */
         if (atomic_load(&x->exited) && atomic_load(&x->consumed) == atomic_load(&x->produced) &&
             tb_claim_wait(x)) {
+            RP_TSAN_ACQUIRE(x);
             rp_rt_win_catch_up(x, x->end_ticks ? x->end_ticks : UINT64_MAX);
             rp_rt_orphans_retired += x->enc.orphans;
             rp_rt_write_pending_loss(x);

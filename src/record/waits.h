@@ -67,14 +67,7 @@ enum rp_wait_fn {
  * dynamic annotations, weak: nothing is required of the runtime).
  * Nothing of this is compiled without TSan.
  */
-#if defined(__SANITIZE_THREAD__)
-#define RP_WAIT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RP_WAIT_TSAN 1
-#endif
-#endif
-#ifdef RP_WAIT_TSAN
+#ifdef RP_TSAN
 void AnnotateIgnoreReadsBegin(const char *file, int line) __attribute__((weak));
 void AnnotateIgnoreReadsEnd(const char *file, int line) __attribute__((weak));
 void AnnotateIgnoreWritesBegin(const char *file, int line) __attribute__((weak));
