@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "report/report.h"
+#include "report/util.h"
 #include "trace/format.h"
 #include "check.h"
 
@@ -571,7 +572,49 @@ static void test_render(void)
     rmdir(dir);
 }
 
+/* JSON numbers: each the shortest of %.15g/%.17g that reads back, whole
+ * numbers included (formatted without printf), checked against printf */
+static void test_num_str(void)
+{
+    static const double v[] = {0.0,
+                               -0.0,
+                               1.0,
+                               -1.0,
+                               7.0,
+                               10.0,
+                               123456789.0,
+                               -987654321.0,
+                               999999999999999.0,
+                               1e15,
+                               1e15 + 2,
+                               -1e15,
+                               4294967296.0,
+                               9007199254740993.0,
+                               0.5,
+                               0.1,
+                               1.0 / 3,
+                               2.3e-7,
+                               1e300,
+                               -2.5,
+                               18446744073709551616.0,
+                               0.434782608695652};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char got[40], want[40];
+        rp_num_str(got, v[i]);
+        snprintf(want, sizeof want, "%.15g", v[i]);
+        if (strtod(want, NULL) != v[i])
+            snprintf(want, sizeof want, "%.17g", v[i]);
+        CHECK(strcmp(got, want) == 0);
+        CHECK(strtod(got, NULL) == v[i]);
+    }
+    char b[40];
+    CHECK(strcmp(rp_num_str(b, 0.0 / 0.0), "0") == 0);
+    CHECK(strcmp(rp_num_str(b, -1.0 / 0.0), "0") == 0);
+    CHECK(strcmp(rp_num_str(b, 42.0), "42") == 0 && strcmp(rp_num_str(b, -0.0), "-0") == 0);
+}
+
 static const struct check_case cases[] = {
+    {"num_str", test_num_str},
     {"order", test_order_prof},
     {"table", test_table_prof},
     {"render", test_render},

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * bytes.h - little-endian loads/stores and LEB128 varints, shared by the
- * trace writer (in the recorder) and the reader (in the analyzer).
+ * bytes.h - little-endian loads/stores, LEB128 varints and decimal digits,
+ * shared by the trace writer (in the recorder) and the reader and reports
+ * (in the analyzer).
  *
  * Everything here is static inline and dependency-free.  The get functions
  * never read past `end`: they return NULL when the input is too short or a
@@ -97,5 +98,19 @@ static inline int64_t rp_unzigzag(uint64_t v)
 
 /* CRC-32 (IEEE 802.3, the zlib polynomial), slicing-by-8; see crc32.c. */
 uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* Writes n in decimal at v, NUL-terminated (at most 21 bytes).
+ * Async-signal-safe; cannot fail. */
+static inline void rp_u64_dec(char *v, uint64_t n)
+{
+    char tmp[20];
+    size_t k = 0;
+    do
+        tmp[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    for (size_t i = 0; i < k; i++)
+        v[i] = tmp[k - 1 - i];
+    v[k] = 0;
+}
 
 #endif /* RP_COMMON_BYTES_H */

@@ -87,8 +87,6 @@ struct rp_kept {
  * out (k as it was). */
 RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *payload, size_t len,
                           int noalloc);
-/* n in decimal into v (at least 21 bytes); async-signal-safe. */
-RP_HIDDEN void rp_u64_dec(char *v, uint64_t n);
 
 /* fd at a high number, close-on-exec; fd itself when that fails */
 RP_HIDDEN int rp_rt_fd_high(int fd);

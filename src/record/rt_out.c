@@ -412,18 +412,6 @@ RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *pay
     return 0;
 }
 
-RP_HIDDEN void rp_u64_dec(char *v, uint64_t n)
-{
-    char tmp[21];
-    size_t k = 0;
-    do
-        tmp[k++] = (char)('0' + n % 10);
-    while ((n /= 10) != 0);
-    for (size_t i = 0; i < k; i++)
-        v[i] = tmp[k - 1 - i];
-    v[k] = 0;
-}
-
 /* The drops so far by reason, as lost_REASON keys (the non-zero ones):
  * every thread's counters and those held by none.  in_handler: called in a
  * signal handler, which takes no lock (async-signal-safe then). */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "common/error.h"
 #include "analyze/chains.h"
 #include "report/report.h"
@@ -43,14 +44,31 @@ static double node_stddev(const struct rp_node *n)
     return sqrt(n->m2 / (double)(n->calls - 1));
 }
 
+/* Writes `, "key": ` (keys are ours: no escaping). */
+static void put_key(FILE *out, const char *key)
+{
+    fprintf(out, ", \"%s\": ", key);
+}
+
+/* Writes `, "key": v`, formatted here (a node has dozens: no printf). */
 static void put_u64_field(FILE *out, const char *key, uint64_t v)
 {
-    fprintf(out, ", \"%s\": %" PRIu64, key, v);
+    char b[96];
+    size_t k = strlen(key);
+    if (k > sizeof b - 32) {
+        fprintf(out, ", \"%s\": %" PRIu64, key, v);
+        return;
+    }
+    memcpy(b, ", \"", 3);
+    memcpy(b + 3, key, k);
+    memcpy(b + 3 + k, "\": ", 3);
+    rp_u64_dec(b + 6 + k, v);
+    fputs(b, out);
 }
 
 static void put_num_field(FILE *out, const char *key, double v)
 {
-    fprintf(out, ", \"%s\": ", key);
+    put_key(out, key);
     put_num(out, v);
 }
 
@@ -65,7 +83,10 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
 
     fputs("    { \"name\": ", out);
     put_str(out, rp_node_name(p, n, nb, sizeof nb));
-    fprintf(out, ", \"kind\": \"%s\"", rp_kind_str(n->kind));
+    put_key(out, "kind");
+    fputc('"', out);
+    fputs(rp_kind_str(n->kind), out);
+    fputc('"', out);
     put_u64_field(out, "calls", n->calls + n->throttled);
     if (n->throttled) /* the recorder's throttle: counted, not recorded */
         put_u64_field(out, "throttled_calls", n->throttled);
@@ -121,7 +142,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     if (o->ranked) {
         put_num_field(out, "standing", n->standing);
         put_num_field(out, "involvement", n->involvement);
-        fprintf(out, ", \"rank\": %" PRIu32, n->rank);
+        put_u64_field(out, "rank", n->rank);
     }
     if (o->flagged) {
         int first = 1;
@@ -150,8 +171,9 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_str(out, n->file);
     }
     if (n->line)
-        fprintf(out, ", \"line\": %" PRIu32, n->line);
-    fprintf(out, ", \"id\": %" PRIu32 " }", idx);
+        put_u64_field(out, "line", n->line);
+    put_u64_field(out, "id", idx);
+    fputs(" }", out);
 }
 
 /* One element of "edges".  Write errors are left for ferror(). */
@@ -171,8 +193,9 @@ static void put_edge(FILE *out, const struct rp_profile *p, const struct rp_edge
     put_u64_field(out, "max_ns", rp_ticks_ns(p, e->max));
     put_num_field(out, "mean_ns",
                   e->calls ? (double)e->incl / (double)e->calls * p->ns_per_tick : 0);
-    fprintf(out, ", \"caller_id\": %" PRIu32 ", \"callee_id\": %" PRIu32 " }", e->caller,
-            e->callee);
+    put_u64_field(out, "caller_id", e->caller);
+    put_u64_field(out, "callee_id", e->callee);
+    fputs(" }", out);
 }
 
 /* One element of "thread_list".  Write errors are left for ferror(). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "trace/format.h"
 
 const char *rp_num_str(char *buf, double v)
@@ -19,6 +20,13 @@ const char *rp_num_str(char *buf, double v)
     if (!isfinite(v)) {
         buf[0] = '0';
         buf[1] = 0;
+        return buf;
+    }
+    /* a whole number below 10^15 is what %.15g prints, digit for digit:
+     * the common case (zeros, counts) without printf and strtod */
+    if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+        buf[0] = '-';
+        rp_u64_dec(buf + (v < 0), (uint64_t)(v < 0 ? -v : v));
         return buf;
     }
     snprintf(buf, 40, "%.15g", v);
