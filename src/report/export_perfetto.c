@@ -32,7 +32,6 @@
  * per id.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
@@ -42,6 +41,7 @@
 #include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
+#include "report/export_pool.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -117,20 +117,15 @@ struct perfetto {
     uint64_t last_ns; /* the incremental clock's value: the latest event's ns */
     uint32_t hit;     /* index in p->threads of the last thread looked up */
     struct pb pb;
-    int compress;            /* batches of packets deflated */
-    uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
-    size_t nbatch, capbatch; /* bytes in batch, its size */
-    size_t capz;             /* zbuf's size */
-    /* the deflating thread (when threaded): it owns job, zbuf, z and out */
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int threaded, busy, quit, wrc; /* busy: job holds a batch; wrc: its first error */
-    uint8_t *job;
-    size_t njob, capjob;
-    struct libdeflate_compressor *z;
-    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
-    uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
+    int compress; /* batches of packets deflated */
+    /* the batch being filled: the pool's (export_pool.h), which deflates
+     * and writes the batches on its threads, in order */
+    struct rp_xpool *pool;
+    uint8_t *batch;
+    size_t nbatch, capbatch;
+    struct libdeflate_compressor *z[9]; /* per pool worker, made on first use */
+    struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
+    uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
 
@@ -142,23 +137,36 @@ static void packet_begin(struct perfetto *f)
     pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
 }
 
-/* Writes nb bytes of packets at b as one packet of compressed_packets.
- * Returns 0, RP_ENOMEM or RP_EIO. */
-static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
+/*
+ * The pool's turning function (export_pool.h): the nb bytes of packets at
+ * b as one packet of compressed_packets (deflated by worker w's
+ * compressor), or as they are without compression.  Returns 0 or
+ * RP_ENOMEM.
+ */
+static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
 {
-    uint8_t head[24];
-    size_t n = 0, bound = libdeflate_zlib_compress_bound(f->z, nb);
+    struct perfetto *f = arg;
+    enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
+    uint8_t head[HEAD];
+    size_t n = 0;
 
-    if (bound > f->capz) { /* a huge packet (a long name) made a batch longer */
-        uint8_t *nz = realloc(f->zbuf, bound);
-        if (!nz)
+    if (!f->compress) {
+        if (rp_xbuf_need(out, nb) < 0)
             return RP_ENOMEM;
-        f->zbuf = nz;
-        f->capz = bound;
+        memcpy(out->b, b, nb);
+        out->n = nb;
+        return 0;
     }
-    size_t zn = libdeflate_zlib_compress(f->z, b, nb, f->zbuf, f->capz);
+    if (w >= sizeof(f->z) / sizeof(f->z[0]))
+        w = sizeof(f->z) / sizeof(f->z[0]) - 1;
+    if (!f->z[w] && !(f->z[w] = libdeflate_alloc_compressor(1)))
+        return RP_ENOMEM;
+    size_t bound = libdeflate_zlib_compress_bound(f->z[w], nb);
+    if (rp_xbuf_need(out, HEAD + bound) < 0)
+        return RP_ENOMEM;
+    size_t zn = libdeflate_zlib_compress(f->z[w], b, nb, out->b + HEAD, bound);
     if (!zn)
-        return RP_ENOMEM; /* not reached: zbuf has the bound's size */
+        return RP_ENOMEM; /* not reached: out has the bound's room */
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
     for (v = zn; v >= 0x80; v >>= 7)
@@ -173,80 +181,20 @@ static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
     for (v = zn; v >= 0x80; v >>= 7)
         head[n++] = (uint8_t)(v | 0x80);
     head[n++] = (uint8_t)v;
-    if (fwrite(head, 1, n, f->out) != n || fwrite(f->zbuf, 1, zn, f->out) != zn)
-        return RP_EIO;
+    memcpy(out->b + HEAD - n, head, n);
+    memmove(out->b, out->b + HEAD - n, n + zn);
+    out->n = n + zn;
     return 0;
 }
 
-/* The deflating thread: deflate_out each batch handed to it, until quit. */
-static void *deflater(void *arg)
-{
-    struct perfetto *f = arg;
-    pthread_mutex_lock(&f->mu);
-    for (;;) {
-        while (!f->busy && !f->quit)
-            pthread_cond_wait(&f->cv, &f->mu);
-        if (!f->busy)
-            break;
-        pthread_mutex_unlock(&f->mu);
-        int rc = f->wrc ? 0 : deflate_out(f, f->job, f->njob); /* after an error: skip */
-        pthread_mutex_lock(&f->mu);
-        if (rc < 0)
-            f->wrc = rc;
-        f->busy = 0;
-        pthread_cond_broadcast(&f->cv);
-    }
-    pthread_mutex_unlock(&f->mu);
-    return NULL;
-}
-
-/* Stops the deflating thread after its last batch.  Returns its first
- * error, or 0. */
-static int deflater_stop(struct perfetto *f)
-{
-    if (!f->threaded)
-        return 0;
-    pthread_mutex_lock(&f->mu);
-    f->quit = 1;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    pthread_join(f->th, NULL);
-    f->threaded = 0;
-    pthread_cond_destroy(&f->cv);
-    pthread_mutex_destroy(&f->mu);
-    return f->wrc;
-}
-
-/* Writes the batch (plain, or deflated here or by the deflating thread,
- * whose error a later call returns) and empties it.  Returns 0, RP_ENOMEM
- * or RP_EIO. */
+/* Hands the batch to the pool (which deflates and writes it, in order;
+ * a later call returns its error) and takes the next.  Returns 0,
+ * RP_ENOMEM or RP_EIO. */
 static int batch_flush(struct perfetto *f)
 {
-    size_t nb = f->nbatch;
-    int rc = 0;
-
-    if (!nb)
-        return 0;
+    int rc = rp_xpool_submit(f->pool, f->nbatch);
     f->nbatch = 0;
-    if (!f->compress)
-        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
-    if (!f->threaded)
-        return deflate_out(f, f->batch, nb);
-    pthread_mutex_lock(&f->mu);
-    while (f->busy)
-        pthread_cond_wait(&f->cv, &f->mu);
-    if (!(rc = f->wrc)) { /* hand the batch over, take the thread's buffer */
-        uint8_t *b = f->job;
-        size_t cap = f->capjob;
-        f->job = f->batch;
-        f->capjob = f->capbatch;
-        f->njob = nb;
-        f->batch = b;
-        f->capbatch = cap;
-        f->busy = 1;
-        pthread_cond_broadcast(&f->cv);
-    }
-    pthread_mutex_unlock(&f->mu);
+    f->batch = rp_xpool_batch(f->pool, &f->capbatch);
     return rc;
 }
 
@@ -262,11 +210,9 @@ static int packet_end(struct perfetto *f)
         if (rc < 0)
             return rc;
         if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
-            uint8_t *nb = realloc(f->batch, f->pb.n);
-            if (!nb)
+            if (rp_xpool_reserve(f->pool, f->pb.n) < 0)
                 return RP_ENOMEM;
-            f->batch = nb;
-            f->capbatch = f->pb.n;
+            f->batch = rp_xpool_batch(f->pool, &f->capbatch);
         }
     }
     memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
@@ -660,27 +606,9 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                   ctx->errsz)) < 0)
         goto out;
     rc = RP_ENOMEM;
-    f.capbatch = BATCH;
-    if (!(f.batch = malloc(f.capbatch)))
+    if (!(f.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, batch_turn, &f)))
         goto out;
-    if (f.compress) {
-        if (!(f.z = libdeflate_alloc_compressor(1)))
-            goto out;
-        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
-        if (!(f.zbuf = malloc(f.capz)))
-            goto out;
-        /* without a second buffer or a thread, the batches are deflated here */
-        if ((f.job = malloc(BATCH))) {
-            f.capjob = BATCH;
-            pthread_mutex_init(&f.mu, NULL);
-            pthread_cond_init(&f.cv, NULL);
-            f.threaded = pthread_create(&f.th, NULL, deflater, &f) == 0;
-            if (!f.threaded) {
-                pthread_cond_destroy(&f.cv);
-                pthread_mutex_destroy(&f.mu);
-            }
-        }
-    }
+    f.batch = rp_xpool_batch(f.pool, &f.capbatch);
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
@@ -741,14 +669,12 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     if (rc == 0)
         rc = batch_flush(&f);
 out:;
-    int wrc = deflater_stop(&f);
+    int wrc = rp_xpool_close(f.pool);
     if (rc == 0)
         rc = wrc;
-    if (f.z)
-        libdeflate_free_compressor(f.z);
-    free(f.batch);
-    free(f.job);
-    free(f.zbuf);
+    for (size_t i = 0; i < sizeof(f.z) / sizeof(f.z[0]); i++)
+        if (f.z[i])
+            libdeflate_free_compressor(f.z[i]);
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);
