@@ -37,6 +37,7 @@
 #include <libdeflate.h>
 
 #include "common/array.h"
+#include "common/compiler.h"
 #include "common/error.h"
 #include "report/clockmap.h"
 #include "report/export.h"
@@ -224,7 +225,10 @@ static int packet_end(struct perfetto *f)
 static uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
 {
     double ns = rp_clockmap_ns(&f->cm, ticks);
-    return isfinite(ns) && ns < 1.8e19 ? (uint64_t)llround(ns) : 0;
+    if (!(ns < 1.8e19)) /* not finite */
+        return 0;
+    uint64_t r = (uint64_t)ns; /* llround's value, without its call: ns >= 0 */
+    return r + (ns - (double)r >= 0.5);
 }
 
 /* A thread's track: 2 + its index in the profile (which lists every thread
@@ -429,7 +433,14 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
     uint64_t ns = ts_ns(f, ticks);
     if (f->first || ns < f->last_ns || (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])))
         return 0;
-    uint8_t pkt[64], *p = pkt + 2; /* the packet's tag and (one-byte) length go first */
+    if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
+        int rc = batch_flush(f);
+        if (rc < 0)
+            return rc;
+    }
+    /* written in place: bytes stored to a buffer on the stack and copied
+     * as words would stall on store forwarding */
+    uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
     *p++ = PKT_SEQ_ID << 3;
     *p++ = SEQ_ID;
     *p++ = PKT_TIMESTAMP << 3;
@@ -452,15 +463,6 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
-    if (f->nbatch + n > f->capbatch) {
-        int rc = batch_flush(f);
-        if (rc < 0)
-            return rc;
-    }
-    if (f->nbatch + sizeof(pkt) <= f->capbatch) /* a copy of fixed size: no call */
-        memcpy(f->batch + f->nbatch, pkt, sizeof(pkt));
-    else
-        memcpy(f->batch + f->nbatch, pkt, n);
     f->nbatch += n;
     f->last_ns = ns;
     return 1;
