@@ -185,6 +185,8 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
     int rc = t->filter ? filter_end(t, s, s->dur) : 1;
     if (rc <= 0)
         return rc;
+    if (t->ops->span)
+        return t->ops->span(t->cookie, s->tid, s->id, s->start, s->end, s->arg, why);
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
@@ -199,6 +201,8 @@ static int on_drop(void *ctx, const struct rp_sw_span *s)
     int rc = t->filter ? filter_end(t, s, s->end > s->start ? s->end - s->start : 0) : 1;
     if (rc <= 0)
         return rc;
+    if (t->ops->span)
+        return t->ops->span(t->cookie, s->tid, s->id, s->start, s->end, s->arg, "unclosed");
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, "unclosed") : 0;
 }
 
