@@ -65,24 +65,6 @@ struct chrome {
     size_t nbatch, capbatch;
 };
 
-/* Writes v in decimal ending at end; returns where it starts. */
-static char *u64_dec(char *end, uint64_t v)
-{
-    do
-        *--end = (char)('0' + v % 10);
-    while (v /= 10);
-    return end;
-}
-
-/* ns as microseconds with three decimals, ending at end; returns where it
- * starts.  Cannot fail. */
-static char *us_dec(char *end, uint64_t ns)
-{
-    char *q = u64_dec(end, ns % 1000 + 1000); /* three digits, zero-padded, after a '1' */
-    *q = '.';
-    return u64_dec(q, ns / 1000);
-}
-
 /* ,"pid":P,"tid":T for tid, from worker w's cache (its length in *len).
  * Cannot fail. */
 static const char *thread_part(struct chrome *c, unsigned w, uint32_t tid, size_t *len)
@@ -110,6 +92,33 @@ static inline char *put(char *q, const char *s, size_t n)
 
 #define PUT(q, lit) put(q, lit, sizeof(lit) - 1)
 
+/* Appends v in decimal at q, its digits written in place (digits written
+ * to a buffer and copied as words would stall on store forwarding).
+ * Cannot fail (the room was made). */
+static inline char *put_u64(char *q, uint64_t v)
+{
+    unsigned n = 1;
+    for (uint64_t t = v; t >= 10; t /= 10)
+        n++;
+    char *e = q + n;
+    do
+        *--e = (char)('0' + v % 10);
+    while (v /= 10);
+    return q + n;
+}
+
+/* Appends ns as microseconds with three decimals at q.  Cannot fail. */
+static inline char *put_us(char *q, uint64_t ns)
+{
+    uint64_t f = ns % 1000;
+    q = put_u64(q, ns / 1000);
+    q[0] = '.';
+    q[1] = (char)('0' + f / 100);
+    q[2] = (char)('0' + f / 10 % 10);
+    q[3] = (char)('0' + f % 10);
+    return q + 4;
+}
+
 static const char *const whys[] = {NULL, "unwound", "cut", "unclosed"};
 
 /*
@@ -121,7 +130,6 @@ static const char *const whys[] = {NULL, "unwound", "cut", "unclosed"};
 static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct rp_xbuf *out)
 {
     struct chrome *c = arg;
-    char num[32], *ne = num + sizeof(num);
     const struct rec *r = (const void *)in, *end = (const void *)(in + n);
 
     if (w >= WORKERS_MAX)
@@ -138,29 +146,23 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
         case REC_HOLD:
             if (r->op == REC_HOLD) {
                 q = PUT(q, ",\n{\"ph\":\"b\",\"ts\":");
-                char *s = us_dec(ne, r->a);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_us(q, r->a);
                 q = put(q, t, tn);
                 q = put(q, c->tails[r->id], tail);
                 q = PUT(q, ",\"id\":");
-                s = u64_dec(ne, r->c);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_u64(q, r->c);
                 q = PUT(q, "}");
                 q = PUT(q, ",\n{\"ph\":\"e\",\"ts\":");
-                s = us_dec(ne, r->b);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_us(q, r->b);
                 q = put(q, t, tn);
                 q = put(q, c->tails[r->id], tail);
                 q = PUT(q, ",\"id\":");
-                s = u64_dec(ne, r->c);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_u64(q, r->c);
             } else {
                 q = PUT(q, ",\n{\"ph\":\"X\",\"ts\":");
-                char *s = us_dec(ne, r->a);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_us(q, r->a);
                 q = PUT(q, ",\"dur\":");
-                s = us_dec(ne, r->b > r->a ? r->b - r->a : 0);
-                q = put(q, s, (size_t)(ne - s));
+                q = put_us(q, r->b > r->a ? r->b - r->a : 0);
                 q = put(q, t, tn);
                 if (r->op == REC_PAUSE)
                     q = PUT(q, ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"");
@@ -171,8 +173,7 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
                 q = PUT(q, ",\"args\":{");
                 if (r->op == REC_SPAN && r->c) {
                     q = PUT(q, "\"arg\":");
-                    char *s = u64_dec(ne, r->c);
-                    q = put(q, s, (size_t)(ne - s));
+                    q = put_u64(q, r->c);
                     if (r->why)
                         q = PUT(q, ",");
                 }
@@ -192,26 +193,24 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
             q = PUT(q, ",\n{\"ph\":\"");
             *q++ = r->op == REC_COUNTER ? 'C' : 'i';
             q = PUT(q, "\",\"ts\":");
-            char *s = us_dec(ne, r->a);
-            q = put(q, s, (size_t)(ne - s));
+            q = put_us(q, r->a);
             q = put(q, t, tn);
             if (r->op == REC_LOST) {
                 q = PUT(q, ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{"
                            "\"events\":");
-                s = u64_dec(ne, r->b);
+                q = put_u64(q, r->b);
             } else if (r->op == REC_INSTANT) {
                 q = put(q, c->tails[r->id], tail);
                 q = PUT(q, ",\"s\":\"t\",\"args\":{\"arg\":");
-                s = u64_dec(ne, r->b);
+                q = put_u64(q, r->b);
             } else {
                 q = put(q, c->tails[r->id], tail);
                 q = PUT(q, ",\"args\":{\"value\":");
                 int64_t v = (int64_t)r->b;
-                s = u64_dec(ne, v < 0 ? -(uint64_t)v : (uint64_t)v);
                 if (v < 0)
-                    *--s = '-';
+                    *q++ = '-';
+                q = put_u64(q, v < 0 ? -(uint64_t)v : (uint64_t)v);
             }
-            q = put(q, s, (size_t)(ne - s));
             q = PUT(q, "}}");
             break;
         }
@@ -292,9 +291,13 @@ static int on_span(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
     struct rec *r = rec_new(c, &rc);
     if (!r)
         return rc;
-    *r = (struct rec){
-        .op = REC_SPAN, .tid = tid, .id = id, .a = ts_ns(c, start), .b = ts_ns(c, end), .c = arg};
-    r->why = why_code(why);
+    r->op = REC_SPAN; /* field by field: no copy from the stack */
+    r->why = why ? why_code(why) : WHY_NONE;
+    r->tid = tid;
+    r->id = id;
+    r->a = ts_ns(c, start);
+    r->b = ts_ns(c, end);
+    r->c = arg;
     return 0;
 }
 
