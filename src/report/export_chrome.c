@@ -58,9 +58,10 @@ struct chrome {
     char **tails;     /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
     size_t *tail_len; /* their lengths */
     struct thcache tc[WORKERS_MAX];
-    uint64_t holds;        /* lock holds written: their async ids */
-    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
-    struct rp_xpool *pool; /* formats and writes the batches of records, in order */
+    uint64_t holds;              /* lock holds written: their async ids */
+    struct rp_clockmap cm;       /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf; /* its current file's, per event */
+    struct rp_xpool *pool;       /* formats and writes the batches of records, in order */
     uint8_t *batch;
     size_t nbatch, capbatch;
 };
@@ -247,8 +248,8 @@ static int make_tails(struct chrome *c)
 /* ns since the run's first event on the axis.  Cannot fail. */
 static inline uint64_t ts_ns(const struct chrome *c, uint64_t ticks)
 {
-    double v = rp_clockmap_ns(&c->cm, ticks);
-    return v < 1.8e19 ? (uint64_t)(v + 0.5) : 0;
+    double v = rp_clockmap_fast_ns(&c->cm, &c->cmf, ticks);
+    return v < 9e18 ? (uint64_t)(int64_t)(v + 0.5) : 0;
 }
 
 /* A record to fill in the batch (handing the full batch to the pool
@@ -375,7 +376,9 @@ static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 /* A run's file k begins: its ticks follow.  Cannot fail. */
 static int on_file(void *cookie, uint32_t k)
 {
-    rp_clockmap_select(&((struct chrome *)cookie)->cm, k);
+    struct chrome *c = cookie;
+    rp_clockmap_select(&c->cm, k);
+    rp_clockmap_fast_init(&c->cm, &c->cmf);
     return 0;
 }
 
@@ -448,6 +451,7 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
         goto out;
     }
     c.batch = rp_xpool_batch(c.pool, &c.capbatch);
+    rp_clockmap_fast_init(&c.cm, &c.cmf);
     rc = rp_export_timeline(ctx, &ops, &c);
     int prc = rp_xpool_submit(c.pool, c.nbatch);
     c.nbatch = 0;

@@ -126,6 +126,7 @@ struct perfetto {
     size_t nbatch, capbatch;
     struct libdeflate_compressor *z[9]; /* per pool worker, made on first use */
     struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf;        /* its current file's, per event */
     uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
@@ -224,11 +225,11 @@ static int packet_end(struct perfetto *f)
 /* Nanoseconds since the run's first event; 0 before it or when not finite. */
 static uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
 {
-    double ns = rp_clockmap_ns(&f->cm, ticks);
-    if (!(ns < 1.8e19)) /* not finite */
+    double ns = rp_clockmap_fast_ns(&f->cm, &f->cmf, ticks);
+    if (!(ns < 9e18)) /* not finite, or too late to be a time */
         return 0;
-    uint64_t r = (uint64_t)ns; /* llround's value, without its call: ns >= 0 */
-    return r + (ns - (double)r >= 0.5);
+    int64_t r = (int64_t)ns; /* llround's value, without its call: ns >= 0 */
+    return (uint64_t)r + (ns - (double)r >= 0.5);
 }
 
 /* A thread's track: 2 + its index in the profile (which lists every thread
@@ -576,7 +577,9 @@ static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 /* A run's file k begins: its ticks follow.  Cannot fail. */
 static int on_file(void *cookie, uint32_t k)
 {
-    rp_clockmap_select(&((struct perfetto *)cookie)->cm, k);
+    struct perfetto *f = cookie;
+    rp_clockmap_select(&f->cm, k);
+    rp_clockmap_fast_init(&f->cm, &f->cmf);
     return 0;
 }
 
@@ -607,6 +610,7 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     if ((rc = rp_clockmap_profile(&f.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
                                   ctx->errsz)) < 0)
         goto out;
+    rp_clockmap_fast_init(&f.cm, &f.cmf);
     rc = RP_ENOMEM;
     if (!(f.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, batch_turn, &f)))
         goto out;
