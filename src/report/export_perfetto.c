@@ -59,6 +59,8 @@ enum {
     PKT_CLOCK_ID = 58,
     PKT_DEFAULTS = 59,
     DEF_CLOCK_ID = 58,
+    DEF_TRACK_EVENT = 11,
+    TED_TRACK_UUID = 11,
     CS_CLOCKS = 1,
     CLK_ID = 1,
     CLK_TIMESTAMP = 2,
@@ -107,16 +109,32 @@ enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 /* plain bytes of packets per compressed_packets */
 #define BATCH (1u << 20)
 
+/*
+ * A packet sequence: each thread's events are on a sequence of their own
+ * whose default track is the thread's, with its own incremental clock and
+ * interned names; sequence 1 holds the descriptors and the events of a
+ * thread the profile does not list.
+ */
+#define PAGE_IDS 4096u /* ids per page of interned bits */
+struct pseq {
+    uint32_t id;      /* trusted_packet_sequence_id */
+    int started;      /* its first packet (state cleared, defaults, clocks) written */
+    uint64_t track;   /* its default track, 0 for none */
+    uint64_t last_ns; /* its incremental clock's value: its latest event's ns */
+    uint8_t cat_sent[RP_KIND_MAX + 1];
+    uint8_t **pages; /* names interned on it, a bit per id, PAGE_IDS ids per page made when
+                        first used (a thread pays for the ids it uses) */
+};
+
 struct perfetto {
     FILE *out;
     const struct rp_export_ctx *ctx;
     const struct rp_profile *p;
     char **names;
-    uint8_t *interned; /* per id: bit 0 name sent, bit 1 counter track sent */
-    uint8_t cat_sent[RP_KIND_MAX + 1];
-    int first;        /* the next event packet is the sequence's first */
-    uint64_t last_ns; /* the incremental clock's value: the latest event's ns */
-    uint32_t hit;     /* index in p->threads of the last thread looked up */
+    uint8_t *interned; /* per id: bit 1 counter track sent */
+    struct pseq *seqs; /* [0]: sequence 1; [1 + i]: p->threads[i]'s */
+    uint32_t npages;   /* pages of a sequence's interned bits */
+    uint32_t hit;      /* index in p->threads of the last thread looked up */
     struct pb pb;
     int compress; /* batches of packets deflated */
     /* the batch being filled: the pool's (export_pool.h), which deflates
@@ -131,12 +149,35 @@ struct perfetto {
     uint32_t nhold, caphold;
 };
 
-/* Starts a TracePacket on sequence 1 (the Trace's `packet` field). */
-static void packet_begin(struct perfetto *f)
+/* Starts a TracePacket on sequence seq (the Trace's `packet` field). */
+static void packet_begin_on(struct perfetto *f, uint32_t seq)
 {
     pb_reset(&f->pb);
     pb_open(&f->pb, TRACE_PACKET);
-    pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
+    pb_uint(&f->pb, PKT_SEQ_ID, seq);
+}
+
+/* Starts a TracePacket on sequence 1. */
+static void packet_begin(struct perfetto *f)
+{
+    packet_begin_on(f, SEQ_ID);
+}
+
+/* Whether id's name was interned on q.  Cannot fail. */
+static inline int name_sent(const struct pseq *q, uint32_t id)
+{
+    const uint8_t *pg = q->pages[id / PAGE_IDS];
+    return pg && pg[id % PAGE_IDS / 8] >> (id % 8) & 1;
+}
+
+/* Marks id's name interned on q.  Returns 0 or RP_ENOMEM. */
+static int name_set(struct pseq *q, uint32_t id)
+{
+    uint8_t **pg = &q->pages[id / PAGE_IDS];
+    if (!*pg && !(*pg = calloc(PAGE_IDS / 8, 1)))
+        return RP_ENOMEM;
+    (*pg)[id % PAGE_IDS / 8] |= (uint8_t)(1u << (id % 8));
+    return 0;
 }
 
 /*
@@ -245,6 +286,48 @@ static uint64_t thread_uuid(struct perfetto *f, uint32_t tid)
     return PROC_UUID; /* not reached: both passes read the same file */
 }
 
+/* The first packet of sequence q: its incremental state cleared, its
+ * defaults (the incremental clock, its track) and the incremental clock
+ * at 0 = BOOTTIME 0.  Fails like packet_end. */
+static int packet_end(struct perfetto *f);
+static int seq_start(struct perfetto *f, struct pseq *q)
+{
+    packet_begin_on(f, q->id);
+    pb_uint(&f->pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
+    pb_open(&f->pb, PKT_DEFAULTS);
+    pb_uint(&f->pb, DEF_CLOCK_ID, CLOCK_DELTA);
+    if (q->track) {
+        pb_open(&f->pb, DEF_TRACK_EVENT);
+        pb_uint(&f->pb, TED_TRACK_UUID, q->track);
+        pb_close(&f->pb);
+    }
+    pb_close(&f->pb);
+    pb_open(&f->pb, PKT_CLOCK_SNAPSHOT);
+    pb_open(&f->pb, CS_CLOCKS);
+    pb_uint(&f->pb, CLK_ID, CLOCK_DELTA);
+    pb_uint(&f->pb, CLK_TIMESTAMP, 0);
+    pb_uint(&f->pb, CLK_INCREMENTAL, 1);
+    pb_close(&f->pb);
+    pb_open(&f->pb, CS_CLOCKS);
+    pb_uint(&f->pb, CLK_ID, CLOCK_BOOT);
+    pb_uint(&f->pb, CLK_TIMESTAMP, 0);
+    pb_close(&f->pb);
+    pb_close(&f->pb);
+    q->started = 1;
+    return packet_end(f);
+}
+
+/* The sequence of thread tid's events, started (its first packet written)
+ * if new; NULL with *rc set when that failed. */
+static struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
+{
+    uint64_t u = thread_uuid(f, tid);
+    struct pseq *q = &f->seqs[u == PROC_UUID ? 0 : u - 1];
+    if (unlikely(!q->started) && (*rc = seq_start(f, q)) < 0)
+        return NULL;
+    return q;
+}
+
 /* A counter's track: after the threads'.  Cannot fail. */
 static uint64_t counter_uuid(const struct perfetto *f, uint32_t id)
 {
@@ -347,45 +430,46 @@ static uint64_t hold_track(struct perfetto *f, uint32_t tid, uint32_t id)
  * name and category of id (0: none) if this is their first use, then opens
  * the TrackEvent with its type and track.
  */
-static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigned type,
-                        uint64_t track)
+static void event_begin(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
+                        unsigned type, uint64_t track)
 {
     struct pb *pb = &f->pb;
     uint8_t kind = id ? f->p->nodes[id].kind : 0;
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
 
-    packet_begin(f);
+    packet_begin_on(f, q->id);
     uint64_t ns = ts_ns(f, ticks);
-    if (ns >= f->last_ns) {
-        pb_uint(pb, PKT_TIMESTAMP, ns - f->last_ns);
-        f->last_ns = ns;
+    if (ns >= q->last_ns) {
+        pb_uint(pb, PKT_TIMESTAMP, ns - q->last_ns);
+        q->last_ns = ns;
     } else { /* out of order (a lock hold, a filter's late begin): absolute */
         pb_uint(pb, PKT_TIMESTAMP, ns);
         pb_uint(pb, PKT_CLOCK_ID, CLOCK_BOOT);
     }
-    pb_uint(pb, PKT_SEQ_FLAGS, f->first ? SEQ_CLEARED | SEQ_NEEDS : SEQ_NEEDS);
-    f->first = 0;
-    if (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])) {
+    pb_uint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS);
+    if (id && (!name_sent(q, id) || !q->cat_sent[cat])) {
         pb_open(pb, PKT_INTERNED);
-        if (!f->cat_sent[cat]) {
+        if (!q->cat_sent[cat]) {
             pb_open(pb, ID_CATEGORIES);
             pb_uint(pb, IN_IID, cat + 1);
             pb_str(pb, IN_NAME, rp_export_cat(kind));
             pb_close(pb);
-            f->cat_sent[cat] = 1;
+            q->cat_sent[cat] = 1;
         }
-        if (!(f->interned[id] & 1)) {
+        if (!name_sent(q, id)) {
             pb_open(pb, ID_NAMES);
             pb_uint(pb, IN_IID, id);
             pb_str(pb, IN_NAME, f->names[id]);
             pb_close(pb);
-            f->interned[id] |= 1;
+            if (name_set(q, id) < 0)
+                pb->bad = 1; /* out of memory: packet_end says so */
         }
         pb_close(pb);
     }
     pb_open(pb, PKT_TRACK_EVENT);
     pb_uint(pb, TE_TYPE, type);
-    pb_uint(pb, TE_TRACK, track);
+    if (track != q->track)
+        pb_uint(pb, TE_TRACK, track);
     if (id && type != TYPE_COUNTER) {
         pb_uint(pb, TE_NAME_IID, id);
         pb_uint(pb, TE_CATEGORY_IIDS, cat + 1);
@@ -426,13 +510,13 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * Returns 1 when written, 0 when the packet is not such a one (the caller
  * writes it the long way), or packet_end's error.
  */
-static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, unsigned type,
-                             uint64_t track)
+static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
+                             unsigned type)
 {
     uint8_t kind = id ? f->p->nodes[id].kind : 0;
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
     uint64_t ns = ts_ns(f, ticks);
-    if (f->first || ns < f->last_ns || (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])))
+    if (ns < q->last_ns || !q->track || (id && (!name_sent(q, id) || !q->cat_sent[cat])))
         return 0;
     if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
         int rc = batch_flush(f);
@@ -443,18 +527,16 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
      * as words would stall on store forwarding */
     uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
     *p++ = PKT_SEQ_ID << 3;
-    *p++ = SEQ_ID;
+    p = put_varint(p, q->id);
     *p++ = PKT_TIMESTAMP << 3;
-    p = put_varint(p, ns - f->last_ns);
+    p = put_varint(p, ns - q->last_ns);
     *p++ = PKT_SEQ_FLAGS << 3;
     *p++ = SEQ_NEEDS;
     *p++ = PKT_TRACK_EVENT << 3 | 2;
     uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
     *p++ = TE_TYPE << 3;
     *p++ = (uint8_t)type;
-    *p++ = TE_TRACK << 3;
-    p = put_varint(p, track);
-    if (id) {
+    if (id) { /* (on the sequence's default track: the thread's) */
         *p++ = TE_NAME_IID << 3;
         p = put_varint(p, id);
         *p++ = TE_CATEGORY_IIDS << 3;
@@ -465,7 +547,7 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
     f->nbatch += n;
-    f->last_ns = ns;
+    q->last_ns = ns;
     return 1;
 }
 
@@ -473,11 +555,13 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct perfetto *f = cookie;
-    uint64_t track = thread_uuid(f, tid);
-    int rc = slice_fast(f, ticks, id, TYPE_SLICE_BEGIN, track);
-    if (rc)
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN)))
         return rc < 0 ? rc : 0;
-    event_begin(f, ticks, id, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
 }
 
@@ -497,14 +581,14 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
                   const char *why)
 {
     struct perfetto *f = cookie;
-    uint64_t track = thread_uuid(f, tid);
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
     (void)id;
-    if (!arg && !why) {
-        int rc = slice_fast(f, ticks, 0, TYPE_SLICE_END, track);
-        if (rc)
-            return rc < 0 ? rc : 0;
-    }
-    event_begin(f, ticks, 0, TYPE_SLICE_END, track);
+    if (!q)
+        return rc;
+    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END)))
+        return rc < 0 ? rc : 0;
+    event_begin(f, q, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
         debug_uint(&f->pb, "arg", arg);
     debug_why(f, why);
@@ -516,14 +600,17 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
                    const char *why)
 {
     struct perfetto *f = cookie;
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
     uint64_t track = hold_track(f, tid, id);
-    int rc;
     if (!track)
         return RP_ENOMEM;
-    event_begin(f, start, id, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, start, id, TYPE_SLICE_BEGIN, track);
     if ((rc = event_end(f)) < 0)
         return rc;
-    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    event_begin(f, q, end, 0, TYPE_SLICE_END, track);
     debug_why(f, why);
     return event_end(f);
 }
@@ -531,7 +618,11 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, id, TYPE_INSTANT, thread_uuid(f, tid));
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    event_begin(f, q, ticks, id, TYPE_INSTANT, thread_uuid(f, tid));
     debug_uint(&f->pb, "arg", arg);
     return event_end(f);
 }
@@ -540,10 +631,10 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 {
     struct perfetto *f = cookie;
     int rc = counter_track(f, id);
-    (void)tid;
-    if (rc < 0)
+    struct pseq *q = rc < 0 ? NULL : seq_of(f, tid, &rc);
+    if (!q)
         return rc;
-    event_begin(f, ticks, 0, TYPE_COUNTER, counter_uuid(f, id));
+    event_begin(f, q, ticks, 0, TYPE_COUNTER, counter_uuid(f, id));
     pb_uint(&f->pb, TE_COUNTER_VALUE, (uint64_t)v); /* int64: two's complement varint */
     return event_end(f);
 }
@@ -554,21 +645,28 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_pause(void *cookie, uint32_t tid, uint64_t start, uint64_t end)
 {
     struct perfetto *f = cookie;
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
     uint64_t track = thread_uuid(f, tid);
-    int rc;
-    event_begin(f, start, 0, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, start, 0, TYPE_SLICE_BEGIN, track);
     pb_str(&f->pb, TE_NAME, RP_EXPORT_RECORDER);
     pb_str(&f->pb, TE_CATEGORIES, "rankprof");
     if ((rc = event_end(f)) < 0)
         return rc;
-    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    event_begin(f, q, end, 0, TYPE_SLICE_END, track);
     return event_end(f);
 }
 
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    event_begin(f, q, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
     pb_str(&f->pb, TE_NAME, "LOST"); /* not interned: rare */
     debug_uint(&f->pb, "events", count);
     return event_end(f);
@@ -594,7 +692,7 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .file = on_file,
                                                .pause = on_pause};
     const struct rp_profile *p = ctx->p;
-    struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
+    struct perfetto f = {.out = out, .ctx = ctx, .p = p};
     int rc = RP_ENOMEM;
 
     const char *cz = rp_export_param(ctx, "compress");
@@ -605,8 +703,16 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     f.compress = !cz || !strcmp(cz, "1");
     f.names = rp_export_names(p);
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
-    if (!f.names || !f.interned)
+    f.seqs = calloc((size_t)p->n_threads + 1, sizeof(*f.seqs));
+    f.npages = p->n_nodes / PAGE_IDS + 1;
+    if (!f.names || !f.interned || !f.seqs)
         goto out;
+    for (uint32_t i = 0; i <= p->n_threads; i++) {
+        if (!(f.seqs[i].pages = calloc(f.npages, sizeof(*f.seqs[i].pages))))
+            goto out;
+        f.seqs[i].id = SEQ_ID + i;
+        f.seqs[i].track = i ? 1 + (uint64_t)i : 0; /* thread_uuid's */
+    }
     if ((rc = rp_clockmap_profile(&f.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
                                   ctx->errsz)) < 0)
         goto out;
@@ -650,26 +756,6 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         if (p->n_procs <= 1 || k == i)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
-    if (rc == 0) { /* the incremental clock at 0 = BOOTTIME 0, the default clock */
-        packet_begin(&f);
-        pb_uint(&f.pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
-        pb_open(&f.pb, PKT_DEFAULTS);
-        pb_uint(&f.pb, DEF_CLOCK_ID, CLOCK_DELTA);
-        pb_close(&f.pb);
-        pb_open(&f.pb, PKT_CLOCK_SNAPSHOT);
-        pb_open(&f.pb, CS_CLOCKS);
-        pb_uint(&f.pb, CLK_ID, CLOCK_DELTA);
-        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
-        pb_uint(&f.pb, CLK_INCREMENTAL, 1);
-        pb_close(&f.pb);
-        pb_open(&f.pb, CS_CLOCKS);
-        pb_uint(&f.pb, CLK_ID, CLOCK_BOOT);
-        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
-        pb_close(&f.pb);
-        pb_close(&f.pb);
-        rc = packet_end(&f);
-        f.first = 0;
-    }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
     if (rc == 0)
@@ -684,6 +770,13 @@ out:;
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);
+    if (f.seqs)
+        for (uint32_t i = 0; i <= p->n_threads; i++) {
+            for (uint32_t k = 0; f.seqs[i].pages && k < f.npages; k++)
+                free(f.seqs[i].pages[k]);
+            free(f.seqs[i].pages);
+        }
+    free(f.seqs);
     rp_export_names_free(p, f.names);
     rp_clockmap_free(&f.cm);
     return rc;
