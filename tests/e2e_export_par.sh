@@ -22,7 +22,8 @@
 #             none; per thread, the chrome JSON's spans (parsed by Python)
 #             nest, come in the order they end, and per name count and
 #             last (less the [recorder] slices inside them) exactly what
-#             `report --thread TID` says; trace_processor reads the same
+#             `report --thread TID` says, the first from 0 (the run's first
+#             event: the origin without a replay); trace_processor reads the same
 #             per thread from the perfetto file (when it is installed)
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
@@ -149,6 +150,9 @@ for e in ev:
         total["[recorder]"] += dur
 for k in sorted(count):
     print(f"{k}\t{count[k]}\t{total[k]}")
+# times are since the run's first event: some span begins at 0
+if min(e["ts"] for e in ev if e["ph"] == "X") != 0:
+    sys.exit(f"no span begins at 0: the first at {min(e['ts'] for e in ev if e['ph'] == 'X')} us")
 PY
 }
 

@@ -30,6 +30,7 @@
 #include "analyze/spanwalk.h"
 #include "check.h"
 #include "common/bytes.h"
+#include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "trace/writer.h"
@@ -467,11 +468,47 @@ static void test_timeline_trace(void)
     test_timeline(trace_path, &trace_prof);
 }
 
+/*
+ * clockmap.c: the timelines' origin is the run's first event also when the
+ * profile was read without a replay (defs_only: no thread knows its first
+ * event) as one file of a set: here an EVENTS chunk based at tick 100 whose
+ * first event is at 1100 (a thread's buffer begun before its first call).
+ */
+static void test_origin(void)
+{
+    char path[] = "/tmp/rp_test_export_origin.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    CHECK(f != NULL);
+    uint8_t h[RP_FILE_HDR_SIZE], defs[64], ev[64];
+    size_t dlen = 0, n = 16;
+    rp_file_header(h);
+    fwrite(h, 1, sizeof(h), f);
+    def(defs, &dlen, 1, "A");
+    chunk(f, RP_CH_DEFS, defs, dlen);
+    const uint8_t s[] = {0xd0, 0x0f, 1, 10 << 1 | 1}; /* enter A 1000 after the base, exit */
+    rp_put32(ev, 1);
+    rp_put32(ev + 4, 2 | RP_EV_COMPACT);
+    rp_put64(ev + 8, 100);
+    memcpy(ev + n, s, sizeof(s));
+    chunk(f, RP_CH_EVENTS, ev, n + sizeof(s));
+    CHECK(fclose(f) == 0);
+
+    struct rp_proc proc = {.file = path};
+    struct rp_profile p = {.n_procs = 1, .procs = &proc, .first_tick = 1100, .ns_per_tick = 1};
+    struct rp_clockmap m;
+    char err[256] = "";
+    CHECK_EQ(rp_clockmap_profile(&m, &p, path, NULL, err, sizeof(err)), 0);
+    CHECK(rp_clockmap_ns(&m, 1100) == 0);
+    CHECK(rp_clockmap_ns(&m, 1110) == 10);
+    rp_clockmap_free(&m);
+    unlink(path);
+}
+
 static const struct check_case cases[] = {
-    {"pb", test_pb},
-    {"cct", test_cct_trace},
-    {"timeline", test_timeline_trace},
-    {"pause", test_pause},
+    {"origin", test_origin},           {"pb", test_pb},       {"cct", test_cct_trace},
+    {"timeline", test_timeline_trace}, {"pause", test_pause},
 };
 
 int main(int argc, char **argv)

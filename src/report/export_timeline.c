@@ -12,7 +12,7 @@
  * nested in the innermost open span; the spans keep their times on the
  * clock, so the threads stay aligned, and a span's time in the report is
  * its slice less the pauses inside it.  Lock holds of a trace where they
- * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
+ * are intervals (format 1.3, rp_sw_span.hold) do not nest with the calls:
  * they go to ops->hold when they end, for a track of their own.
  *
  * With a filter (ctx->filter, cct.h) a span's begin is told only when it is
@@ -159,7 +159,8 @@ static int filter_end(struct tl *t, const struct rp_sw_span *s, uint64_t dur)
 /* A lock hold that is an interval, not a frame (format 1.3). */
 static int interval(const struct tl *t, const struct rp_sw_span *s)
 {
-    return t->p->hold_intervals && t->p->nodes[s->id].kind == RP_KIND_LOCK_HOLD;
+    (void)t;
+    return s->hold; /* (p->hold_intervals is not known without a replay: defs_only) */
 }
 
 static int on_begin(void *ctx, const struct rp_sw_span *s)
