@@ -5,16 +5,21 @@
  * speedscope.
  *
  * Streams: one line per event as the timeline (export_timeline.c) hands
- * them out.  Spans are "B"/"E" pairs on their thread (cat = the span kind),
- * instants are "i" with thread scope, counters "C" (per process, as the
- * format wants), losses an instant "LOST" with the count, the recorder's
- * pauses a slice "[recorder]" (cat "rankprof") in the innermost span.  Timestamps are
- * microseconds since the first event, with nanosecond decimals.  Process
- * and thread names are "M" metadata events, first.  The stream is written
- * by this thread only: the per-event writes skip stdio's lock.
+ * them out.  Spans are complete events "X" (ts, dur) on their thread (cat
+ * = the span kind), written when they end; instants are "i" with thread
+ * scope, counters "C" (per process, as the format wants), losses an
+ * instant "LOST" with the count, the recorder's pauses a slice
+ * "[recorder]" (cat "rankprof") in the innermost span, interval lock
+ * holds async "b"/"e" pairs.  Timestamps are microseconds since the first
+ * event, with nanosecond decimals.  Process and thread names are "M"
+ * metadata events, first.
+ *
+ * The walking thread only turns each event into a fixed-size record (its
+ * times already on the run's axis) in a batch; the batches are formatted
+ * by the ordered pool's threads (export_pool.h) and written in order, so
+ * the output is the same bytes with any number of threads.
  */
 #define _GNU_SOURCE /* open_memstream */
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -136,7 +141,9 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
     if (w >= WORKERS_MAX)
         w = WORKERS_MAX - 1;
     for (; r < end; r++) {
-        size_t tn, tail = r->id < c->p->n_nodes ? c->tail_len[r->id] : 0;
+        int known = r->id < c->p->n_nodes; /* (always: the walk checks ids) */
+        size_t tn, tail = known ? c->tail_len[r->id] : 0;
+        const char *name = known ? c->tails[r->id] : "";
         if (rp_xbuf_need(out, 256 + tail) < 0)
             return RP_ENOMEM;
         char *q = (char *)out->b + out->n;
@@ -149,14 +156,14 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
                 q = PUT(q, ",\n{\"ph\":\"b\",\"ts\":");
                 q = put_us(q, r->a);
                 q = put(q, t, tn);
-                q = put(q, c->tails[r->id], tail);
+                q = put(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
                 q = PUT(q, "}");
                 q = PUT(q, ",\n{\"ph\":\"e\",\"ts\":");
                 q = put_us(q, r->b);
                 q = put(q, t, tn);
-                q = put(q, c->tails[r->id], tail);
+                q = put(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
             } else {
@@ -168,7 +175,7 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
                 if (r->op == REC_PAUSE)
                     q = PUT(q, ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"");
                 else
-                    q = put(q, c->tails[r->id], tail);
+                    q = put(q, name, tail);
             }
             if ((r->op == REC_SPAN && r->c) || r->why) {
                 q = PUT(q, ",\"args\":{");
@@ -201,11 +208,11 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
                            "\"events\":");
                 q = put_u64(q, r->b);
             } else if (r->op == REC_INSTANT) {
-                q = put(q, c->tails[r->id], tail);
+                q = put(q, name, tail);
                 q = PUT(q, ",\"s\":\"t\",\"args\":{\"arg\":");
                 q = put_u64(q, r->b);
             } else {
-                q = put(q, c->tails[r->id], tail);
+                q = put(q, name, tail);
                 q = PUT(q, ",\"args\":{\"value\":");
                 int64_t v = (int64_t)r->b;
                 if (v < 0)

@@ -11,25 +11,34 @@
  * interned_data/interned_data.proto).  The file is a Trace: a sequence of
  * `packet` fields (1), each a TracePacket:
  *
- *   1. track descriptors: the process, every thread (parent the process)
- *      and, when first used, every counter;
- *   2. one packet per event on trusted sequence 1: TrackEvent slice
- *      begin/end, instant or counter, at ns since the first event.
+ *   1. track descriptors, on sequence 1: the process, every thread
+ *      (parent the process) and, when first used, every counter;
+ *   2. per thread, a trusted sequence of its own (2 + its index in the
+ *      profile): a first packet that clears its incremental state, makes
+ *      the thread's track its events' default (TrackEventDefaults) and
+ *      defines its incremental clock, then one packet per event of the
+ *      thread: TrackEvent slice begin/end, instant or counter, at ns since
+ *      the thread's previous event; an event on the thread's own track
+ *      names no track.
  *
- * Names are interned: the first packet that uses a span id carries an
- * InternedData entry {iid = id, name}; categories likewise with iid = kind
- * + 1.  The first packet says SEQ_INCREMENTAL_STATE_CLEARED, later ones
- * SEQ_NEEDS_INCREMENTAL_STATE, as the format requires.
+ * Names are interned per sequence: the first packet of a thread that uses
+ * a span id carries an InternedData entry {iid = id, name}; categories
+ * likewise with iid = kind + 1.  The sequence's first packet says
+ * SEQ_INCREMENTAL_STATE_CLEARED, the events SEQ_NEEDS_INCREMENTAL_STATE,
+ * as the format requires.
  *
- * Each packet is built in one buffer (export_pb.h).  The packets are
- * gathered into batches of BATCH bytes, each written deflated (zlib format, libdeflate level 1) as
- * one packet's `compressed_packets` (50), which trace_processor and the UI
+ * Each packet is built in one buffer (export_pb.h), or, for most slices,
+ * in place (slice_fast).  The packets are gathered into batches of BATCH
+ * bytes, each written deflated (zlib format, libdeflate level 1) as one
+ * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
- * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
- * writes the batches plain, for readers without zlib.  A thread of its own
- * deflates and writes each batch while the next one is encoded, in order.
- * Memory: the packet buffer, two batches and a deflated copy, and two bits
- * per id.
+ * events, about 28 bytes plain) takes about 3 bytes.  -O compress=0
+ * writes the batches plain, for readers without zlib.  The batches are
+ * deflated by the ordered pool's threads (export_pool.h) while the next
+ * ones are encoded, and written in order: the same bytes with any number
+ * of threads.  Memory: the packet buffer, the pool's batches and their
+ * deflated copies, a bit per id for each thread that uses it (in pages)
+ * and a byte per id.
  */
 #include <math.h>
 #include <stdlib.h>

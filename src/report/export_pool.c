@@ -66,7 +66,9 @@ unsigned rp_xpool_workers(void)
 }
 
 /* Writes the finished batches in order, from the oldest unwritten, unless
- * another thread is writing.  Called and returns with mu held. */
+ * another thread is writing.  Called and returns with mu held.  A failed
+ * write sets the pool's error (RP_EIO); after an error nothing is
+ * written. */
 static void write_ready(struct rp_xpool *x)
 {
     while (!x->writing && x->written < x->submitted && x->slots[x->written % x->nslots].done) {
@@ -85,8 +87,8 @@ static void write_ready(struct rp_xpool *x)
     }
 }
 
-/* Turns slot s on worker w; sets the pool's error on failure.  Called
- * without mu. */
+/* Turns slot s on worker w.  Returns the turning function's code.
+ * Called without mu. */
 static int turn(struct rp_xpool *x, unsigned w, struct slot *s)
 {
     s->out.n = 0;
@@ -94,7 +96,8 @@ static int turn(struct rp_xpool *x, unsigned w, struct slot *s)
 }
 
 /* A worker: turns the queued batches oldest first, then writes what is
- * ready, until quit. */
+ * ready, until quit.  An error is the pool's (the first one is kept);
+ * later batches are then skipped.  Returns NULL. */
 static void *worker(void *arg)
 {
     struct rp_xpool *x = arg;
