@@ -277,6 +277,19 @@ static void test_timeline(const char *path, const struct rp_profile *p)
         nc++;
     CHECK_EQ(nx, 9);
     CHECK_EQ(nbe, 0);
+    /* whole events as the pool's threads format them: times, args, names */
+    static const char *const lines[] = {
+        "\n{\"ph\":\"X\",\"ts\":0.015,\"dur\":0.010,\"pid\":0,\"tid\":1,\"name\":\"C\","
+        "\"cat\":\"point\",\"args\":{\"rankprof\":\"unwound\"}},\n",
+        "\n{\"ph\":\"X\",\"ts\":0.000,\"dur\":0.065,\"pid\":0,\"tid\":1,\"name\":\"A\","
+        "\"cat\":\"point\"},\n",
+        "\n{\"ph\":\"i\",\"ts\":0.085,\"pid\":0,\"tid\":1,\"name\":\"LOST\",\"cat\":"
+        "\"rankprof\",\"s\":\"t\",\"args\":{\"events\":5}},\n",
+        "\n{\"ph\":\"X\",\"ts\":0.115,\"dur\":0.000,\"pid\":0,\"tid\":1,\"name\":\"A\","
+        "\"cat\":\"point\",\"args\":{\"rankprof\":\"cut\"}}\n]}\n",
+    };
+    for (unsigned i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        CHECK(strstr(text, lines[i]) != NULL);
     CHECK_EQ(nu, 1);
     CHECK_EQ(nw, 1);
     CHECK_EQ(nc, 1);
