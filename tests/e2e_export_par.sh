@@ -109,48 +109,44 @@ deep() {
     sums "$tmp/deep.rp" -D 50
 }
 
-# the slices of thread TID in a timeline, as check_export.py's "slices"
-# wants them (name, count, summed duration less the [recorder] slices
-# inside): from the chrome JSON by Python, checking that each thread's
-# spans nest and come in the order they end
+# the slices of every thread in a chrome JSON, as check_export.py's
+# "slices" wants them after the thread's tid (tid, name, count, summed
+# duration less the [recorder] slices inside), parsed by Python, checking
+# that each thread's spans nest and come in the order they end, and that
+# some span begins at 0 (times are since the run's first event)
 chrome_slices() {
-    python3 - "$1" "$2" <<'PY'
+    python3 - "$1" <<'PY'
 import collections, json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
-tid = int(sys.argv[2])
 count, total = collections.Counter(), collections.Counter()
-done = []  # ended spans not yet inside an ended caller: (start, end, recorder ns inside)
-last = 0
+done = collections.defaultdict(list)  # per tid: ended spans not yet inside an ended caller
+last = collections.Counter()
 for e in ev:
     if e["ph"] in "BE":
         sys.exit("a B/E event: spans are X events")
-    if e["ph"] != "X" or e["tid"] != tid:
+    if e["ph"] != "X":
         continue
+    tid, name = e["tid"], e["name"]
     start, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)
     end = start + dur
-    if end < last:
-        sys.exit(f"{e['name']} ends at {end} ns, after a span that ended at {last} ns")
-    last = end
-    inside = 0
-    while done and done[-1][0] >= start:  # its callees, ended before it
-        s, t, r = done.pop()
+    if end < last[tid]:
+        sys.exit(f"{tid}: {name} ends at {end} ns, after a span that ended at {last[tid]} ns")
+    last[tid] = end
+    d, inside = done[tid], 0
+    while d and d[-1][0] >= start:  # its callees, ended before it
+        s, t, r = d.pop()
         if t > end:
-            sys.exit(f"{e['name']} [{start}, {end}] does not hold a span [{s}, {t}]")
+            sys.exit(f"{tid}: {name} [{start}, {end}] does not hold a span [{s}, {t}]")
         inside += r
-    if e["name"] == "[recorder]":
+    if d and start < d[-1][1]:
+        sys.exit(f"{tid}: {name} [{start}, {end}] overlaps [{d[-1][0]}, {d[-1][1]}]")
+    if name == "[recorder]":
         inside = dur
-    else:
-        count[e["name"]] += 1
-        total[e["name"]] += dur - inside
-    if done and start < done[-1][1]:
-        sys.exit(f"{e['name']} [{start}, {end}] overlaps [{done[-1][0]}, {done[-1][1]}]")
-    done.append((start, end, inside))
-    if e["name"] == "[recorder]":
-        count["[recorder]"] += 1
-        total["[recorder]"] += dur
-for k in sorted(count):
-    print(f"{k}\t{count[k]}\t{total[k]}")
-# times are since the run's first event: some span begins at 0
+    count[tid, name] += 1
+    total[tid, name] += dur - (0 if name == "[recorder]" else inside)
+    d.append((start, end, inside))
+for tid, name in sorted(count):
+    print(f"{tid}\t{name}\t{count[tid, name]}\t{total[tid, name]}")
 if min(e["ts"] for e in ev if e["ph"] == "X") != 0:
     sys.exit(f"no span begins at 0: the first at {min(e['ts'] for e in ev if e['ph'] == 'X')} us")
 PY
@@ -189,12 +185,13 @@ timelines() {
         join thread_track tt on s.track_id = tt.id join thread t using (utid)
         left join rec on rec.id = s.id group by t.tid, s.name order by t.tid, s.name" \
         >"$tmp/p.tsv" || fail "trace_processor rejected the perfetto file"; }
+    chrome_slices "$tmp/par.chrome" >"$tmp/c.tsv" || fail "the chrome JSON's spans (above)"
     tids=$("$RANKPROF" info "$tmp/tl.rp" | awk '$1 == "tid" && $4 > 1000 { print $2 }')
     [[ $(wc -w <<<"$tids") == 3 ]] || fail "threads '$tids': want 3 busy ones"
     for tid in $tids; do
         "$RANKPROF" report --format json --thread "$tid" "$tmp/tl.rp" >"$tmp/r.$tid.json" ||
             fail "report --thread $tid"
-        chrome_slices "$tmp/par.chrome" "$tid" >"$tmp/c.$tid.tsv" || fail "chrome, thread $tid"
+        awk -F'\t' -v t="$tid" '$1 == t { print $2 "\t" $3 "\t" $4 }' "$tmp/c.tsv" >"$tmp/c.$tid.tsv"
         python3 "$here/consumers/check_export.py" slices "$tmp/r.$tid.json" "$tmp/c.$tid.tsv" ||
             fail "chrome's slices of thread $tid are not the report's"
         [[ -z $tp ]] && continue
