@@ -54,6 +54,11 @@ struct thcache {
         char s[48]; /* ,"pid":P,"tid":T */
     } th[8];
     unsigned nth, next;
+    /* the integer microseconds last written as a timestamp: the events of
+     * a microsecond follow one another, so most reuse its digits */
+    uint64_t us;
+    unsigned uslen; /* 0: none yet */
+    char usd[24];
 };
 
 struct chrome {
@@ -117,7 +122,27 @@ static inline char *put_u64(char *q, uint64_t v)
 static inline char *put_us(char *q, uint64_t ns)
 {
     uint64_t f = ns % 1000;
-    q = put_u64(q, ns / 1000);
+    q = ns < 1000 ? (*q = '0', q + 1) : put_u64(q, ns / 1000);
+    q[0] = '.';
+    q[1] = (char)('0' + f / 100);
+    q[2] = (char)('0' + f / 10 % 10);
+    q[3] = (char)('0' + f % 10);
+    return q + 4;
+}
+
+/* put_us for a timestamp, its integer part reused from worker k's last
+ * one when the same (copied as 24 bytes: the room was made).  Cannot
+ * fail. */
+static inline char *put_ts(char *q, struct thcache *k, uint64_t ns)
+{
+    uint64_t us = ns / 1000, f = ns % 1000;
+    if (unlikely(us != k->us || !k->uslen)) {
+        char *e = put_u64(k->usd, us);
+        k->uslen = (unsigned)(e - k->usd);
+        k->us = us;
+    }
+    memcpy(q, k->usd, sizeof(k->usd));
+    q += k->uslen;
     q[0] = '.';
     q[1] = (char)('0' + f / 100);
     q[2] = (char)('0' + f / 10 % 10);
@@ -140,11 +165,12 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
 
     if (w >= WORKERS_MAX)
         w = WORKERS_MAX - 1;
+    struct thcache *k = &c->tc[w];
     for (; r < end; r++) {
         int known = r->id < c->p->n_nodes; /* (always: the walk checks ids) */
         size_t tn, tail = known ? c->tail_len[r->id] : 0;
         const char *name = known ? c->tails[r->id] : "";
-        if (rp_xbuf_need(out, 256 + tail) < 0)
+        if (rp_xbuf_need(out, 512 + 2 * tail) < 0) /* (a hold: two events, two names) */
             return RP_ENOMEM;
         char *q = (char *)out->b + out->n;
         const char *t = thread_part(c, w, r->tid, &tn);
@@ -154,21 +180,21 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
         case REC_HOLD:
             if (r->op == REC_HOLD) {
                 q = PUT(q, ",\n{\"ph\":\"b\",\"ts\":");
-                q = put_us(q, r->a);
+                q = put_ts(q, k, r->a);
                 q = put(q, t, tn);
                 q = put(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
                 q = PUT(q, "}");
                 q = PUT(q, ",\n{\"ph\":\"e\",\"ts\":");
-                q = put_us(q, r->b);
+                q = put_ts(q, k, r->b);
                 q = put(q, t, tn);
                 q = put(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
             } else {
                 q = PUT(q, ",\n{\"ph\":\"X\",\"ts\":");
-                q = put_us(q, r->a);
+                q = put_ts(q, k, r->a);
                 q = PUT(q, ",\"dur\":");
                 q = put_us(q, r->b > r->a ? r->b - r->a : 0);
                 q = put(q, t, tn);
@@ -201,7 +227,7 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
             q = PUT(q, ",\n{\"ph\":\"");
             *q++ = r->op == REC_COUNTER ? 'C' : 'i';
             q = PUT(q, "\",\"ts\":");
-            q = put_us(q, r->a);
+            q = put_ts(q, k, r->a);
             q = put(q, t, tn);
             if (r->op == REC_LOST) {
                 q = PUT(q, ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{"
