@@ -16,6 +16,15 @@
 #   deep      prog_scale deep 3000 4 16 (stacks deeper than a snapshot
 #             holds, replayed in order where they stay, in parallel again
 #             when they return): the same, plain, -D 50 and -F rec -D 40
+#   timelines prog_stress threads 3 N again (each output many batches of
+#             the timelines' ordered pool, src/report/export_pool.c):
+#             chrome and perfetto with 2 threads are the same bytes as with
+#             none; per thread, the chrome JSON's spans (parsed by Python)
+#             nest, come in the order they end, and per name count and
+#             last (less the [recorder] slices inside them) exactly what
+#             `report --thread TID` says, the first from 0 (the run's first
+#             event: the origin without a replay); trace_processor reads the same
+#             per thread from the perfetto file (when it is installed)
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -100,7 +109,100 @@ deep() {
     sums "$tmp/deep.rp" -D 50
 }
 
+# the slices of every thread in a chrome JSON, as check_export.py's
+# "slices" wants them after the thread's tid (tid, name, count, summed
+# duration less the [recorder] slices inside), parsed by Python, checking
+# that each thread's spans nest and come in the order they end, and that
+# some span begins at 0 (times are since the run's first event)
+chrome_slices() {
+    python3 - "$1" <<'PY'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+count, total = collections.Counter(), collections.Counter()
+done = collections.defaultdict(list)  # per tid: ended spans not yet inside an ended caller
+last = collections.Counter()
+for e in ev:
+    if e["ph"] in "BE":
+        sys.exit("a B/E event: spans are X events")
+    if e["ph"] != "X":
+        continue
+    tid, name = e["tid"], e["name"]
+    start, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)
+    end = start + dur
+    if end < last[tid]:
+        sys.exit(f"{tid}: {name} ends at {end} ns, after a span that ended at {last[tid]} ns")
+    last[tid] = end
+    d, inside = done[tid], 0
+    while d and d[-1][0] >= start:  # its callees, ended before it
+        s, t, r = d.pop()
+        if t > end:
+            sys.exit(f"{tid}: {name} [{start}, {end}] does not hold a span [{s}, {t}]")
+        inside += r
+    if d and start < d[-1][1]:
+        sys.exit(f"{tid}: {name} [{start}, {end}] overlaps [{d[-1][0]}, {d[-1][1]}]")
+    if name == "[recorder]":
+        inside = dur
+    count[tid, name] += 1
+    total[tid, name] += dur - (0 if name == "[recorder]" else inside)
+    d.append((start, end, inside))
+for tid, name in sorted(count):
+    print(f"{tid}\t{name}\t{count[tid, name]}\t{total[tid, name]}")
+if min(e["ts"] for e in ev if e["ph"] == "X") != 0:
+    sys.exit(f"no span begins at 0: the first at {min(e['ts'] for e in ev if e['ph'] == 'X')} us")
+PY
+}
+
+timelines() {
+    "$RANKPROF" record -o "$tmp/tl.rp" -- "$PROGS/prog_stress" threads 3 20000 >/dev/null 2>&1 ||
+        fail "recording prog_stress"
+    local f tid tids tp=
+    for f in chrome perfetto; do
+        RANKPROF_REPLAY_JOBS=0 "$RANKPROF" export --format $f -o "$tmp/seq.$f" "$tmp/tl.rp" ||
+            fail "export $f (in order)"
+        RANKPROF_REPLAY_JOBS=2 "$RANKPROF" export --format $f -o "$tmp/par.$f" "$tmp/tl.rp" ||
+            fail "export $f (2 threads)"
+        cmp -s "$tmp/seq.$f" "$tmp/par.$f" || fail "$f differs with 2 threads"
+    done
+    # several batches of the pool (1 MB of records or packets each)
+    RANKPROF_REPLAY_JOBS=2 "$RANKPROF" export --format perfetto -O compress=0 "$tmp/tl.rp" |
+        wc -c >"$tmp/plain.n"
+    (($(stat -c %s "$tmp/par.chrome") > 8 << 20 && $(cat "$tmp/plain.n") > 3 << 20)) ||
+        fail "chrome $(stat -c %s "$tmp/par.chrome") B, perfetto $(cat "$tmp/plain.n") B plain: one batch"
+    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
+    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
+    if [[ -f $tp_lib ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]]; then
+        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" \
+            -o "$tmp/tp_query" -L"$(dirname "$tp_lib")" -ltest_trace_processor \
+            -Wl,-rpath,"$(dirname "$tp_lib")" || fail "building tests/consumers/tp_query.cc"
+        tp=$tmp/tp_query
+    else
+        missing trace_processor "no $tp_lib (chromium-shell) or clang++: perfetto not read back"
+    fi
+    # per thread and name: slices, their time less the [recorder] slices inside
+    [[ -n $tp ]] && { "$tp" "$tmp/par.perfetto" "with rec as (select a.id as id, sum(r.dur) as d
+        from slice r join ancestor_slice(r.id) a where r.name = '[recorder]' group by a.id)
+        select t.tid, s.name, count(*), sum(s.dur) - coalesce(sum(rec.d), 0) from slice s
+        join thread_track tt on s.track_id = tt.id join thread t using (utid)
+        left join rec on rec.id = s.id group by t.tid, s.name order by t.tid, s.name" \
+        >"$tmp/p.tsv" || fail "trace_processor rejected the perfetto file"; }
+    chrome_slices "$tmp/par.chrome" >"$tmp/c.tsv" || fail "the chrome JSON's spans (above)"
+    tids=$("$RANKPROF" info "$tmp/tl.rp" | awk '$1 == "tid" && $4 > 1000 { print $2 }')
+    [[ $(wc -w <<<"$tids") == 3 ]] || fail "threads '$tids': want 3 busy ones"
+    for tid in $tids; do
+        "$RANKPROF" report --format json --thread "$tid" "$tmp/tl.rp" >"$tmp/r.$tid.json" ||
+            fail "report --thread $tid"
+        awk -F'\t' -v t="$tid" '$1 == t { print $2 "\t" $3 "\t" $4 }' "$tmp/c.tsv" >"$tmp/c.$tid.tsv"
+        python3 "$here/consumers/check_export.py" slices "$tmp/r.$tid.json" "$tmp/c.$tid.tsv" ||
+            fail "chrome's slices of thread $tid are not the report's"
+        [[ -z $tp ]] && continue
+        awk -F'\t' -v t="$tid" '$1 == t { print $2 "\t" $3 "\t" $4 }' "$tmp/p.tsv" >"$tmp/p.$tid.tsv"
+        python3 "$here/consumers/check_export.py" slices "$tmp/r.$tid.json" "$tmp/p.$tid.tsv" ||
+            fail "perfetto's slices of thread $tid (trace_processor) are not the report's"
+    done
+}
+
 scenario threads threads
 scenario recursion recursion
 scenario deep deep
+scenario timelines timelines
 finish

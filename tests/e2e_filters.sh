@@ -117,10 +117,12 @@ timelines() {
         got=$(python3 - $c.json <<'EOF'
 import collections, json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
-b = collections.Counter(e["name"] for e in ev if e["ph"] == "B")
-e = sum(1 for x in ev if x["ph"] == "E")
+b = collections.Counter(e["name"] for e in ev if e["ph"] == "X")
+# every span one complete event: its end is its dur (no B/E pairs)
+e = sum(1 for x in ev if x["ph"] == "X" and x["dur"] >= 0 and "ts" in x)
 print(" ".join(f"{k}:{b[k]}" for k in sorted(b) if k != "[off-cpu]"),
-      "ends" if e == sum(b.values()) else f"ends {e} of {sum(b.values())}")
+      "ends" if e == sum(b.values()) and not any(x["ph"] in "BE" for x in ev)
+      else f"ends {e} of {sum(b.values())}")
 EOF
 )
         [[ "$got" == "${want_spans[$c]} ends" ]] ||

@@ -116,9 +116,13 @@ if part == "chrome":
     # the chrome export: every hold is one event of its own (on the lock track)
     C = json.load(open(f"{d}/w.chrome.json"))
     ev = C["traceEvents"] if isinstance(C, dict) else C
-    n = sum(1 for e in ev if str(e.get("name", "")).endswith("[hold]") and e.get("ph") in ("X", "b"))
+    n = sum(1 for e in ev if str(e.get("name", "")).endswith("[hold]") and e.get("ph") == "b")
     if n != 272:
         die(f"chrome export: {n} hold events, want 272")
+    # intervals (async b/e), not slices of the thread's stack
+    x = sum(1 for e in ev if str(e.get("name", "")).endswith("[hold]") and e.get("ph") not in "be")
+    if x:
+        die(f"chrome export: {x} holds are not async b/e events")
 PY
 
 # the trace, and what each reader command makes of it

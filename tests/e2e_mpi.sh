@@ -336,16 +336,10 @@ import json, os, sys
 tmp, D, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rank = {p["pid"]: p["rank"] for p in json.load(open(tmp + "/axis.json"))["processes"] if "rank" in p}
 assert sorted(rank.values()) == [0, 1], rank
-def chrome(path):  # [(pid, name, ts ns, dur ns)] from B/E pairs, per pid in file order
-    ev = json.load(open(path))["traceEvents"]; st = {}; out = []
-    for e in ev:
-        if e["ph"] == "B":
-            st.setdefault((e["pid"], e["tid"]), []).append((e["name"], e["ts"], len(out)))
-            out.append(None)
-        elif e["ph"] == "E":
-            name, ts, k = st[(e["pid"], e["tid"])].pop()
-            out[k] = (e["pid"], name, round(ts * 1000), round((e["ts"] - ts) * 1000))
-    return [x for x in out if x]
+def chrome(path):  # [(pid, name, ts ns, dur ns)] from the X events, in file order
+    ev = json.load(open(path))["traceEvents"]
+    return [(e["pid"], e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000))
+            for e in ev if e["ph"] == "X"]
 def tsv(path):
     return [(int(w[0]), w[1], int(w[2]), int(w[3])) for w in (l.rstrip("\n").split("\t") for l in open(path))]
 readers = [("chrome", chrome, "chrome")] + ([("perfetto", tsv, "perfetto.tsv"), ("chrome/tp", tsv, "chrome.tsv")] if tp else [])

@@ -30,6 +30,7 @@
 #include "analyze/spanwalk.h"
 #include "check.h"
 #include "common/bytes.h"
+#include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "trace/writer.h"
@@ -259,14 +260,14 @@ static void test_timeline(const char *path, const struct rp_profile *p)
     CHECK_EQ(len, total);
     free(text);
 
-    /* chrome: as many B as E, and the dropped spans marked */
+    /* chrome: every span one complete event ("X"), the dropped spans marked */
     m = open_memstream(&text, &len);
     CHECK_EQ(rp_export_chrome(m, &ctx), 0);
     fclose(m);
-    int nb = 0, ne = 0, nu = 0, nw = 0, nc = 0;
+    int nx = 0, nbe = 0, nu = 0, nw = 0, nc = 0;
     for (const char *s = text; (s = strstr(s, "\"ph\":\"")); s += 6) {
-        nb += s[6] == 'B';
-        ne += s[6] == 'E';
+        nx += s[6] == 'X';
+        nbe += s[6] == 'B' || s[6] == 'E';
     }
     for (const char *s = text; (s = strstr(s, "unclosed")); s++)
         nu++;
@@ -274,8 +275,21 @@ static void test_timeline(const char *path, const struct rp_profile *p)
         nw++;
     for (const char *s = text; (s = strstr(s, "\"rankprof\":\"cut\"")); s++)
         nc++;
-    CHECK_EQ(nb, 9);
-    CHECK_EQ(ne, 9);
+    CHECK_EQ(nx, 9);
+    CHECK_EQ(nbe, 0);
+    /* whole events as the pool's threads format them: times, args, names */
+    static const char *const lines[] = {
+        "\n{\"ph\":\"X\",\"ts\":0.015,\"dur\":0.010,\"pid\":0,\"tid\":1,\"name\":\"C\","
+        "\"cat\":\"point\",\"args\":{\"rankprof\":\"unwound\"}},\n",
+        "\n{\"ph\":\"X\",\"ts\":0.000,\"dur\":0.065,\"pid\":0,\"tid\":1,\"name\":\"A\","
+        "\"cat\":\"point\"},\n",
+        "\n{\"ph\":\"i\",\"ts\":0.085,\"pid\":0,\"tid\":1,\"name\":\"LOST\",\"cat\":"
+        "\"rankprof\",\"s\":\"t\",\"args\":{\"events\":5}},\n",
+        "\n{\"ph\":\"X\",\"ts\":0.115,\"dur\":0.000,\"pid\":0,\"tid\":1,\"name\":\"A\","
+        "\"cat\":\"point\",\"args\":{\"rankprof\":\"cut\"}}\n]}\n",
+    };
+    for (unsigned i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        CHECK(strstr(text, lines[i]) != NULL);
     CHECK_EQ(nu, 1);
     CHECK_EQ(nw, 1);
     CHECK_EQ(nc, 1);
@@ -435,17 +449,16 @@ static void test_pause(void)
     CHECK_EQ(t.start[0], 15);
     CHECK_EQ(t.end[0], 20);
 
-    /* chrome: each pause a [recorder] slice, B then E, inside B's slice */
+    /* chrome: each pause a [recorder] slice, [15, 20] in one X event */
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
     CHECK_EQ(rp_export_chrome(m, &ctx), 0);
     fclose(m);
-    const char *rb = strstr(text, "\"ph\":\"B\",\"ts\":0.015,\"pid\"");
+    const char *rb = strstr(text, "\"ph\":\"X\",\"ts\":0.015,\"dur\":0.005,\"pid\"");
     CHECK(rb != NULL);
     const char *nm = rb ? strstr(rb, "\"name\":\"[recorder]\",\"cat\":\"rankprof\"") : NULL;
     CHECK(nm != NULL && nm < strchr(rb, '}')); /* that event's name */
-    CHECK(strstr(text, "\"ph\":\"E\",\"ts\":0.020,") != NULL);
     int nr = 0;
     for (const char *q = text; (q = strstr(q, "[recorder]")); q++)
         nr++;
@@ -468,11 +481,47 @@ static void test_timeline_trace(void)
     test_timeline(trace_path, &trace_prof);
 }
 
+/*
+ * clockmap.c: the timelines' origin is the run's first event also when the
+ * profile was read without a replay (defs_only: no thread knows its first
+ * event) as one file of a set: here an EVENTS chunk based at tick 100 whose
+ * first event is at 1100 (a thread's buffer begun before its first call).
+ */
+static void test_origin(void)
+{
+    char path[] = "/tmp/rp_test_export_origin.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    CHECK(f != NULL);
+    uint8_t h[RP_FILE_HDR_SIZE], defs[64], ev[64];
+    size_t dlen = 0, n = 16;
+    rp_file_header(h);
+    fwrite(h, 1, sizeof(h), f);
+    def(defs, &dlen, 1, "A");
+    chunk(f, RP_CH_DEFS, defs, dlen);
+    const uint8_t s[] = {0xd0, 0x0f, 1, 10 << 1 | 1}; /* enter A 1000 after the base, exit */
+    rp_put32(ev, 1);
+    rp_put32(ev + 4, 2 | RP_EV_COMPACT);
+    rp_put64(ev + 8, 100);
+    memcpy(ev + n, s, sizeof(s));
+    chunk(f, RP_CH_EVENTS, ev, n + sizeof(s));
+    CHECK(fclose(f) == 0);
+
+    struct rp_proc proc = {.file = path};
+    struct rp_profile p = {.n_procs = 1, .procs = &proc, .first_tick = 1100, .ns_per_tick = 1};
+    struct rp_clockmap m;
+    char err[256] = "";
+    CHECK_EQ(rp_clockmap_profile(&m, &p, path, NULL, err, sizeof(err)), 0);
+    CHECK(rp_clockmap_ns(&m, 1100) == 0);
+    CHECK(rp_clockmap_ns(&m, 1110) == 10);
+    rp_clockmap_free(&m);
+    unlink(path);
+}
+
 static const struct check_case cases[] = {
-    {"pb", test_pb},
-    {"cct", test_cct_trace},
-    {"timeline", test_timeline_trace},
-    {"pause", test_pause},
+    {"origin", test_origin},           {"pb", test_pb},       {"cct", test_cct_trace},
+    {"timeline", test_timeline_trace}, {"pause", test_pause},
 };
 
 int main(int argc, char **argv)

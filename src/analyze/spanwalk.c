@@ -169,6 +169,7 @@ static int hold_begin(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t n
         return RP_ENOMEM;
     struct rp_sw_span *s = &t->held[t->nheld++];
     span_begun(t, s, id, now);
+    s->hold = 1;
     return w->ops->begin ? w->ops->begin(w->ctx, s) : 0;
 }
 
@@ -178,7 +179,7 @@ static int hold_end(struct sw *w, struct sw_thread *t, const struct rp_event *ev
 {
     if (!ev->arg3)
         return 0;
-    struct rp_sw_span s = {.tid = t->tid, .id = ev->id, .depth = t->depth};
+    struct rp_sw_span s = {.tid = t->tid, .id = ev->id, .depth = t->depth, .hold = 1};
     uint32_t i = t->nheld;
     while (i > 0 && t->held[i - 1].id != ev->id)
         i--;

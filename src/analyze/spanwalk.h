@@ -40,9 +40,10 @@ struct rp_sw_span {
                         span's time in the report; 0 until it ends */
     uint64_t arg;    /* the last ARG given to it, valid if has_arg */
     int has_arg;
-    int cut; /* in an end callback: 0, or how the span was left without its exit
-                (replay.c): RP_SW_UNWOUND (the stack unwound past it: a longjmp, an
-                exception), RP_SW_CUT (its thread or the process ended) */
+    int cut;  /* in an end callback: 0, or how the span was left without its exit
+                 (replay.c): RP_SW_UNWOUND (the stack unwound past it: a longjmp, an
+                 exception), RP_SW_CUT (its thread or the process ended) */
+    int hold; /* a lock hold of format 1.3 (HOLD_BEGIN/HOLD_END): an interval, not a frame */
 };
 
 enum { RP_SW_UNWOUND = 1, RP_SW_CUT = 2 };

@@ -253,6 +253,8 @@ int rp_clockmap_profile(struct rp_clockmap *m, const struct rp_profile *p, const
             if (p->threads[i].pid == p->procs[k].pid && p->threads[i].first &&
                 (!first || p->threads[i].first < first))
                 first = p->threads[i].first;
+        if (!first && p->n_procs == 1) /* read without a replay (defs_only): no thread's */
+            first = p->first_tick;
         if (first)
             m->f[k].first = first;
     }

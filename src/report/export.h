@@ -159,6 +159,12 @@ struct rp_timeline_ops {
      * then, so a span's time there is its slice less the pauses inside
      * it.  Exporters show it as a slice named RP_EXPORT_RECORDER. */
     int (*pause)(void *cookie, uint32_t tid, uint64_t start, uint64_t end);
+    /* a whole span [start, end] once it has ended (or was dropped: why
+     * "unclosed"), with end's arg and why, called instead of end: for a
+     * format that writes a span as one event (begin may then be NULL; a
+     * filter still decides which spans are told) */
+    int (*span)(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end, uint64_t arg,
+                const char *why);
 };
 
 /* The name of the recorder's own slices in timelines (rp_timeline_ops.pause). */

@@ -5,25 +5,61 @@
  * speedscope.
  *
  * Streams: one line per event as the timeline (export_timeline.c) hands
- * them out.  Spans are "B"/"E" pairs on their thread (cat = the span kind),
- * instants are "i" with thread scope, counters "C" (per process, as the
- * format wants), losses an instant "LOST" with the count, the recorder's
- * pauses a slice "[recorder]" (cat "rankprof") in the innermost span.  Timestamps are
- * microseconds since the first event, with nanosecond decimals.  Process
- * and thread names are "M" metadata events, first.  The stream is written
- * by this thread only: the per-event writes skip stdio's lock.
+ * them out.  Spans are complete events "X" (ts, dur) on their thread (cat
+ * = the span kind), written when they end; instants are "i" with thread
+ * scope, counters "C" (per process, as the format wants), losses an
+ * instant "LOST" with the count, the recorder's pauses a slice
+ * "[recorder]" (cat "rankprof") in the innermost span, interval lock
+ * holds async "b"/"e" pairs.  Timestamps are microseconds since the first
+ * event, with nanosecond decimals.  Process and thread names are "M"
+ * metadata events, first.
+ *
+ * The walking thread only turns each event into a fixed-size record (its
+ * times already on the run's axis) in a batch; the batches are formatted
+ * by the ordered pool's threads (export_pool.h) and written in order, so
+ * the output is the same bytes with any number of threads.
  */
 #define _GNU_SOURCE /* open_memstream */
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 
+#include "common/compiler.h"
 #include "common/error.h"
 #include "report/clockmap.h"
 #include "report/export.h"
+#include "report/export_pool.h"
 #include "report/util.h"
 #include "trace/format.h"
+
+/* The events as the walking thread hands them to the pool's workers,
+ * which format them (fmt_batch): times already in ns on the run's axis. */
+enum { REC_SPAN, REC_PAUSE, REC_INSTANT, REC_COUNTER, REC_LOST, REC_HOLD };
+enum { WHY_NONE, WHY_UNWOUND, WHY_CUT, WHY_UNCLOSED, WHY_OTHER };
+struct rec {
+    uint8_t op, why;
+    uint32_t tid, id;
+    uint64_t a, b, c; /* span, pause, hold: start, end, arg (hold: its async id);
+                         instant, counter, lost: ns, value, - */
+};
+
+#define WORKERS_MAX 9 /* the pool's 8 and the walking thread */
+#define BATCH       (1u << 20)
+
+/* A worker's cache of thread prefixes, round robin. */
+struct thcache {
+    struct {
+        uint32_t tid;
+        unsigned len;
+        char s[48]; /* ,"pid":P,"tid":T */
+    } th[8];
+    unsigned nth, next;
+    /* the integer microseconds last written as a timestamp: the events of
+     * a microsecond follow one another, so most reuse its digits */
+    uint64_t us;
+    unsigned uslen; /* 0: none yet */
+    char usd[24];
+};
 
 struct chrome {
     FILE *out;
@@ -31,102 +67,193 @@ struct chrome {
     char **names;
     char **tails;     /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
     size_t *tail_len; /* their lengths */
-    struct {
-        uint32_t tid;
-        unsigned len;
-        char s[48]; /* ,"pid":P,"tid":T */
-    } th[8];        /* a small cache of thread prefixes, round robin */
-    unsigned nth, next;
-    uint64_t holds;        /* lock holds written: their async ids */
-    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
+    struct thcache tc[WORKERS_MAX];
+    uint64_t holds;              /* lock holds written: their async ids */
+    struct rp_clockmap cm;       /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf; /* its current file's, per event */
+    struct rp_xpool *pool;       /* formats and writes the batches of records, in order */
+    uint8_t *batch;
+    size_t nbatch, capbatch;
 };
 
-/* Writes v in decimal ending at end; returns where it starts. */
-static char *u64_dec(char *end, uint64_t v)
-{
-    do
-        *--end = (char)('0' + v % 10);
-    while (v /= 10);
-    return end;
-}
-
-/* An event's bytes, gathered for one write. */
-struct line {
-    size_t n;
-    char b[256];
-};
-
-/* Adds n bytes at s to l (writing what l holds first when they do not fit). */
-static inline void line_put(struct chrome *c, struct line *l, const char *s, size_t n)
-{
-    if (l->n + n > sizeof(l->b)) {
-        fwrite_unlocked(l->b, 1, l->n, c->out);
-        l->n = 0;
-        if (n > sizeof(l->b)) {
-            fwrite_unlocked(s, 1, n, c->out);
-            return;
-        }
-    }
-    memcpy(l->b + l->n, s, n);
-    l->n += n;
-}
-
-/* Writes what l holds.  Write errors are left for ferror(). */
-static inline void line_out(struct chrome *c, struct line *l)
-{
-    fwrite_unlocked(l->b, 1, l->n, c->out);
-    l->n = 0;
-}
-
-/* ,"pid":P,"tid":T for tid, from a small cache (its length in *len).
+/* ,"pid":P,"tid":T for tid, from worker w's cache (its length in *len).
  * Cannot fail. */
-static const char *thread_part(struct chrome *c, uint32_t tid, size_t *len)
+static const char *thread_part(struct chrome *c, unsigned w, uint32_t tid, size_t *len)
 {
-    for (unsigned i = 0; i < c->nth; i++)
-        if (c->th[i].tid == tid) {
-            *len = c->th[i].len;
-            return c->th[i].s;
+    struct thcache *k = &c->tc[w];
+    for (unsigned i = 0; i < k->nth; i++)
+        if (k->th[i].tid == tid) {
+            *len = k->th[i].len;
+            return k->th[i].s;
         }
-    unsigned i = c->nth < 8 ? c->nth++ : (c->next++ & 7);
-    c->th[i].tid = tid;
-    snprintf(c->th[i].s, sizeof(c->th[i].s), ",\"pid\":%u,\"tid\":%u", rp_export_pid(c->p, tid),
+    unsigned i = k->nth < 8 ? k->nth++ : (k->next++ & 7);
+    k->th[i].tid = tid;
+    snprintf(k->th[i].s, sizeof(k->th[i].s), ",\"pid\":%u,\"tid\":%u", rp_export_pid(c->p, tid),
              tid);
-    *len = c->th[i].len = (unsigned)strlen(c->th[i].s);
-    return c->th[i].s;
+    *len = k->th[i].len = (unsigned)strlen(k->th[i].s);
+    return k->th[i].s;
 }
+
+/* Appends n bytes at s at *q.  Cannot fail (the room was made). */
+static inline char *put(char *q, const char *s, size_t n)
+{
+    memcpy(q, s, n);
+    return q + n;
+}
+
+#define PUT(q, lit) put(q, lit, sizeof(lit) - 1)
+
+/* Appends v in decimal at q, its digits written in place (digits written
+ * to a buffer and copied as words would stall on store forwarding).
+ * Cannot fail (the room was made). */
+static inline char *put_u64(char *q, uint64_t v)
+{
+    unsigned n = 1;
+    for (uint64_t t = v; t >= 10; t /= 10)
+        n++;
+    char *e = q + n;
+    do
+        *--e = (char)('0' + v % 10);
+    while (v /= 10);
+    return q + n;
+}
+
+/* Appends ns as microseconds with three decimals at q.  Cannot fail. */
+static inline char *put_us(char *q, uint64_t ns)
+{
+    uint64_t f = ns % 1000;
+    q = ns < 1000 ? (*q = '0', q + 1) : put_u64(q, ns / 1000);
+    q[0] = '.';
+    q[1] = (char)('0' + f / 100);
+    q[2] = (char)('0' + f / 10 % 10);
+    q[3] = (char)('0' + f % 10);
+    return q + 4;
+}
+
+/* put_us for a timestamp, its integer part reused from worker k's last
+ * one when the same (copied as 24 bytes: the room was made).  Cannot
+ * fail. */
+static inline char *put_ts(char *q, struct thcache *k, uint64_t ns)
+{
+    uint64_t us = ns / 1000, f = ns % 1000;
+    if (unlikely(us != k->us || !k->uslen)) {
+        char *e = put_u64(k->usd, us);
+        k->uslen = (unsigned)(e - k->usd);
+        k->us = us;
+    }
+    memcpy(q, k->usd, sizeof(k->usd));
+    q += k->uslen;
+    q[0] = '.';
+    q[1] = (char)('0' + f / 100);
+    q[2] = (char)('0' + f / 10 % 10);
+    q[3] = (char)('0' + f % 10);
+    return q + 4;
+}
+
+static const char *const whys[] = {NULL, "unwound", "cut", "unclosed"};
 
 /*
- * Starts an event in l: phase, timestamp (us with ns decimals), pid and
- * tid.  This runs per event, so no printf: the time is formatted by hand
- * and the rest are strings made once.
+ * The pool's turning function (export_pool.h): the records at in as JSON
+ * events, one line each.  This runs per event, so no printf: numbers are
+ * formatted by hand and the names are strings made once.  Returns 0 or
+ * RP_ENOMEM.
  */
-static void head(struct chrome *c, struct line *l, char ph, uint32_t tid, uint64_t ticks)
+static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct rp_xbuf *out)
 {
-    char buf[64], *end = buf + sizeof(buf), *q;
-    double v = rp_clockmap_ns(&c->cm, ticks);
-    uint64_t ns = v < 1.8e19 ? (uint64_t)(v + 0.5) : 0;
-    size_t tn;
+    struct chrome *c = arg;
+    const struct rec *r = (const void *)in, *end = (const void *)(in + n);
 
-    q = u64_dec(end, ns % 1000 + 1000); /* three digits, zero-padded, after a '1' */
-    *q = '.';
-    q = u64_dec(q, ns / 1000);
-    char pre[] = ",\n{\"ph\":\"?\",\"ts\":";
-    pre[9] = ph;
-    l->n = 0;
-    line_put(c, l, pre, sizeof(pre) - 1);
-    line_put(c, l, q, (size_t)(end - q));
-    const char *t = thread_part(c, tid, &tn);
-    line_put(c, l, t, tn);
-}
-
-/* Writes an event's start with ,"name":...,"cat":... of id (for the rare
- * events, which go on with fprintf).  Write errors are left for ferror(). */
-static void head_name(struct chrome *c, char ph, uint32_t tid, uint64_t ticks, uint32_t id)
-{
-    struct line l;
-    head(c, &l, ph, tid, ticks);
-    line_put(c, &l, c->tails[id], c->tail_len[id]);
-    line_out(c, &l);
+    if (w >= WORKERS_MAX)
+        w = WORKERS_MAX - 1;
+    struct thcache *k = &c->tc[w];
+    for (; r < end; r++) {
+        int known = r->id < c->p->n_nodes; /* (always: the walk checks ids) */
+        size_t tn, tail = known ? c->tail_len[r->id] : 0;
+        const char *name = known ? c->tails[r->id] : "";
+        if (rp_xbuf_need(out, 512 + 2 * tail) < 0) /* (a hold: two events, two names) */
+            return RP_ENOMEM;
+        char *q = (char *)out->b + out->n;
+        const char *t = thread_part(c, w, r->tid, &tn);
+        switch (r->op) {
+        case REC_SPAN:
+        case REC_PAUSE:
+        case REC_HOLD:
+            if (r->op == REC_HOLD) {
+                q = PUT(q, ",\n{\"ph\":\"b\",\"ts\":");
+                q = put_ts(q, k, r->a);
+                q = put(q, t, tn);
+                q = put(q, name, tail);
+                q = PUT(q, ",\"id\":");
+                q = put_u64(q, r->c);
+                q = PUT(q, "}");
+                q = PUT(q, ",\n{\"ph\":\"e\",\"ts\":");
+                q = put_ts(q, k, r->b);
+                q = put(q, t, tn);
+                q = put(q, name, tail);
+                q = PUT(q, ",\"id\":");
+                q = put_u64(q, r->c);
+            } else {
+                q = PUT(q, ",\n{\"ph\":\"X\",\"ts\":");
+                q = put_ts(q, k, r->a);
+                q = PUT(q, ",\"dur\":");
+                q = put_us(q, r->b > r->a ? r->b - r->a : 0);
+                q = put(q, t, tn);
+                if (r->op == REC_PAUSE)
+                    q = PUT(q, ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"");
+                else
+                    q = put(q, name, tail);
+            }
+            if ((r->op == REC_SPAN && r->c) || r->why) {
+                q = PUT(q, ",\"args\":{");
+                if (r->op == REC_SPAN && r->c) {
+                    q = PUT(q, "\"arg\":");
+                    q = put_u64(q, r->c);
+                    if (r->why)
+                        q = PUT(q, ",");
+                }
+                if (r->why) {
+                    const char *why = r->why < WHY_OTHER ? whys[r->why] : "?";
+                    q = PUT(q, "\"rankprof\":\"");
+                    q = put(q, why, strlen(why));
+                    q = PUT(q, "\"");
+                }
+                q = PUT(q, "}");
+            }
+            q = PUT(q, "}");
+            break;
+        case REC_INSTANT:
+        case REC_COUNTER:
+        case REC_LOST: {
+            q = PUT(q, ",\n{\"ph\":\"");
+            *q++ = r->op == REC_COUNTER ? 'C' : 'i';
+            q = PUT(q, "\",\"ts\":");
+            q = put_ts(q, k, r->a);
+            q = put(q, t, tn);
+            if (r->op == REC_LOST) {
+                q = PUT(q, ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{"
+                           "\"events\":");
+                q = put_u64(q, r->b);
+            } else if (r->op == REC_INSTANT) {
+                q = put(q, name, tail);
+                q = PUT(q, ",\"s\":\"t\",\"args\":{\"arg\":");
+                q = put_u64(q, r->b);
+            } else {
+                q = put(q, name, tail);
+                q = PUT(q, ",\"args\":{\"value\":");
+                int64_t v = (int64_t)r->b;
+                if (v < 0)
+                    *q++ = '-';
+                q = put_u64(q, v < 0 ? -(uint64_t)v : (uint64_t)v);
+            }
+            q = PUT(q, "}}");
+            break;
+        }
+        default:
+            break;
+        }
+        out->n = (size_t)((uint8_t *)q - out->b);
+    }
+    return 0;
 }
 
 /* The per-id name and category strings.  Returns 0 or RP_ENOMEM. */
@@ -151,44 +278,60 @@ static int make_tails(struct chrome *c)
     return 0;
 }
 
-/*
- * The timeline callbacks (export.h): one JSON event each.  They return 0
- * (on_begin: RP_EIO once the stream has failed, to stop early); write
- * errors are otherwise left for the caller's ferror().
- */
-static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
+/* ns since the run's first event on the axis.  Cannot fail. */
+static inline uint64_t ts_ns(const struct chrome *c, uint64_t ticks)
 {
-    struct chrome *c = cookie;
-    struct line l;
-    head(c, &l, 'B', tid, ticks);
-    line_put(c, &l, c->tails[id], c->tail_len[id]);
-    line_put(c, &l, "}", 1);
-    line_out(c, &l);
-    return ferror_unlocked(c->out) ? RP_EIO : 0;
+    double v = rp_clockmap_fast_ns(&c->cm, &c->cmf, ticks);
+    return v < 9e18 ? (uint64_t)(int64_t)(v + 0.5) : 0;
 }
 
-static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
-                  const char *why)
+/* A record to fill in the batch (handing the full batch to the pool
+ * first), or NULL with *rc set to the pool's error. */
+static inline struct rec *rec_new(struct chrome *c, int *rc)
+{
+    if (unlikely(c->nbatch + sizeof(struct rec) > c->capbatch)) {
+        *rc = rp_xpool_submit(c->pool, c->nbatch);
+        c->nbatch = 0;
+        c->batch = rp_xpool_batch(c->pool, &c->capbatch);
+        if (*rc < 0)
+            return NULL;
+    }
+    struct rec *r = (struct rec *)(c->batch + c->nbatch);
+    c->nbatch += sizeof(*r);
+    return r;
+}
+
+/* How a span ended, as a record says it. */
+static uint8_t why_code(const char *why)
+{
+    if (!why)
+        return WHY_NONE;
+    for (uint8_t i = 1; i < WHY_OTHER; i++)
+        if (!strcmp(why, whys[i]))
+            return i;
+    return WHY_OTHER;
+}
+
+/*
+ * The timeline callbacks (export.h): one record each, formatted by the
+ * pool.  They return 0, or the pool's error (RP_EIO once the stream has
+ * failed, RP_ENOMEM) to stop early.
+ */
+static int on_span(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
+                   uint64_t arg, const char *why)
 {
     struct chrome *c = cookie;
-    struct line l;
-    head(c, &l, 'E', tid, ticks);
-    if (!arg && !why) {
-        line_put(c, &l, "}", 1);
-        line_out(c, &l);
-        return 0;
-    }
-    line_out(c, &l);
-    if (arg || why) {
-        fputs_unlocked(",\"args\":{", c->out);
-        if (arg)
-            fprintf(c->out, "\"arg\":%" PRIu64 "%s", arg, why ? "," : "");
-        if (why)
-            fprintf(c->out, "\"rankprof\":\"%s\"", why);
-        fputc_unlocked('}', c->out);
-    }
-    fputc_unlocked('}', c->out);
-    (void)id;
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    r->op = REC_SPAN; /* field by field: no copy from the stack */
+    r->why = why ? why_code(why) : WHY_NONE;
+    r->tid = tid;
+    r->id = id;
+    r->a = ts_ns(c, start);
+    r->b = ts_ns(c, end);
+    r->c = arg;
     return 0;
 }
 
@@ -196,36 +339,46 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
  * A lock hold that is an interval (format 1.3): an async slice, "b" and "e"
  * with an id of its own, so that overlapping holds (hand-over-hand) and
  * holds that outlive the function that took them do not break the nesting
- * of the thread's B/E slices.
+ * of the thread's slices.
  */
 static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint64_t end,
                    const char *why)
 {
     struct chrome *c = cookie;
-    uint64_t n = ++c->holds;
-    head_name(c, 'b', tid, start, id);
-    fprintf(c->out, ",\"id\":%" PRIu64 "}", n);
-    head_name(c, 'e', tid, end, id);
-    fprintf(c->out, ",\"id\":%" PRIu64, n);
-    if (why)
-        fprintf(c->out, ",\"args\":{\"rankprof\":\"%s\"}", why);
-    fputc('}', c->out);
-    return ferror(c->out) ? RP_EIO : 0;
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    *r = (struct rec){.op = REC_HOLD,
+                      .tid = tid,
+                      .id = id,
+                      .a = ts_ns(c, start),
+                      .b = ts_ns(c, end),
+                      .c = ++c->holds};
+    r->why = why_code(why);
+    return 0;
 }
 
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct chrome *c = cookie;
-    head_name(c, 'i', tid, ticks, id);
-    fprintf(c->out, ",\"s\":\"t\",\"args\":{\"arg\":%" PRIu64 "}}", arg);
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    *r = (struct rec){.op = REC_INSTANT, .tid = tid, .id = id, .a = ts_ns(c, ticks), .b = arg};
     return 0;
 }
 
 static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, int64_t v)
 {
     struct chrome *c = cookie;
-    head_name(c, 'C', tid, ticks, id);
-    fprintf(c->out, ",\"args\":{\"value\":%" PRId64 "}}", v);
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    *r = (struct rec){
+        .op = REC_COUNTER, .tid = tid, .id = id, .a = ts_ns(c, ticks), .b = (uint64_t)v};
     return 0;
 }
 
@@ -234,41 +387,37 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_pause(void *cookie, uint32_t tid, uint64_t start, uint64_t end)
 {
     struct chrome *c = cookie;
-    static const char tail[] = ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"}";
-    struct line l;
-    head(c, &l, 'B', tid, start);
-    line_put(c, &l, tail, sizeof(tail) - 1);
-    line_out(c, &l);
-    head(c, &l, 'E', tid, end);
-    line_put(c, &l, "}", 1);
-    line_out(c, &l);
-    return ferror_unlocked(c->out) ? RP_EIO : 0;
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    *r = (struct rec){.op = REC_PAUSE, .tid = tid, .a = ts_ns(c, start), .b = ts_ns(c, end)};
+    return 0;
 }
 
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct chrome *c = cookie;
-    struct line l;
-    head(c, &l, 'i', tid, ticks);
-    line_out(c, &l);
-    fprintf(c->out,
-            ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{\"events\":%" PRIu64
-            "}}",
-            count);
+    int rc = 0;
+    struct rec *r = rec_new(c, &rc);
+    if (!r)
+        return rc;
+    *r = (struct rec){.op = REC_LOST, .tid = tid, .a = ts_ns(c, ticks), .b = count};
     return 0;
 }
 
 /* A run's file k begins: its ticks follow.  Cannot fail. */
 static int on_file(void *cookie, uint32_t k)
 {
-    rp_clockmap_select(&((struct chrome *)cookie)->cm, k);
+    struct chrome *c = cookie;
+    rp_clockmap_select(&c->cm, k);
+    rp_clockmap_fast_init(&c->cm, &c->cmf);
     return 0;
 }
 
 int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
 {
-    static const struct rp_timeline_ops ops = {.begin = on_begin,
-                                               .end = on_end,
+    static const struct rp_timeline_ops ops = {.span = on_span,
                                                .instant = on_instant,
                                                .counter = on_counter,
                                                .lost = on_lost,
@@ -326,9 +475,28 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
             fprintf(out, "\"thread %u\"", t->tid);
         fputs("}}", out);
     }
+    if (fflush(out) != 0) { /* the pool's threads write after the head */
+        rc = RP_EIO;
+        goto out;
+    }
+    if (!(c.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, fmt_batch, &c))) {
+        rc = RP_ENOMEM;
+        goto out;
+    }
+    c.batch = rp_xpool_batch(c.pool, &c.capbatch);
+    rp_clockmap_fast_init(&c.cm, &c.cmf);
     rc = rp_export_timeline(ctx, &ops, &c);
+    int prc = rp_xpool_submit(c.pool, c.nbatch);
+    c.nbatch = 0;
+    if (rc == 0)
+        rc = prc;
+    prc = rp_xpool_close(c.pool);
+    c.pool = NULL;
+    if (rc == 0)
+        rc = prc;
     fputs("\n]}\n", out);
 out:
+    rp_xpool_close(c.pool);
     if (c.tails)
         for (uint32_t i = 0; i < p->n_nodes; i++)
             free(c.tails[i]);

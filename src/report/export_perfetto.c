@@ -11,37 +11,47 @@
  * interned_data/interned_data.proto).  The file is a Trace: a sequence of
  * `packet` fields (1), each a TracePacket:
  *
- *   1. track descriptors: the process, every thread (parent the process)
- *      and, when first used, every counter;
- *   2. one packet per event on trusted sequence 1: TrackEvent slice
- *      begin/end, instant or counter, at ns since the first event.
+ *   1. track descriptors, on sequence 1: the process, every thread
+ *      (parent the process) and, when first used, every counter;
+ *   2. per thread, a trusted sequence of its own (2 + its index in the
+ *      profile): a first packet that clears its incremental state, makes
+ *      the thread's track its events' default (TrackEventDefaults) and
+ *      defines its incremental clock, then one packet per event of the
+ *      thread: TrackEvent slice begin/end, instant or counter, at ns since
+ *      the thread's previous event; an event on the thread's own track
+ *      names no track.
  *
- * Names are interned: the first packet that uses a span id carries an
- * InternedData entry {iid = id, name}; categories likewise with iid = kind
- * + 1.  The first packet says SEQ_INCREMENTAL_STATE_CLEARED, later ones
- * SEQ_NEEDS_INCREMENTAL_STATE, as the format requires.
+ * Names are interned per sequence: the first packet of a thread that uses
+ * a span id carries an InternedData entry {iid = id, name}; categories
+ * likewise with iid = kind + 1.  The sequence's first packet says
+ * SEQ_INCREMENTAL_STATE_CLEARED, the events SEQ_NEEDS_INCREMENTAL_STATE,
+ * as the format requires.
  *
- * Each packet is built in one buffer (export_pb.h).  The packets are
- * gathered into batches of BATCH bytes, each written deflated (zlib format, libdeflate level 1) as
- * one packet's `compressed_packets` (50), which trace_processor and the UI
+ * Each packet is built in one buffer (export_pb.h), or, for most slices,
+ * in place (slice_fast).  The packets are gathered into batches of BATCH
+ * bytes, each written deflated (zlib format, libdeflate level 1) as one
+ * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
- * events, about 38 bytes plain) takes about 5 bytes.  -O compress=0
- * writes the batches plain, for readers without zlib.  A thread of its own
- * deflates and writes each batch while the next one is encoded, in order.
- * Memory: the packet buffer, two batches and a deflated copy, and two bits
- * per id.
+ * events, about 28 bytes plain) takes about 3 bytes.  -O compress=0
+ * writes the batches plain, for readers without zlib.  The batches are
+ * deflated by the ordered pool's threads (export_pool.h) while the next
+ * ones are encoded, and written in order: the same bytes with any number
+ * of threads.  Memory: the packet buffer, the pool's batches and their
+ * deflated copies, a bit per id for each thread that uses it (in pages)
+ * and a byte per id.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
 
 #include "common/array.h"
+#include "common/compiler.h"
 #include "common/error.h"
 #include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
+#include "report/export_pool.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -58,6 +68,8 @@ enum {
     PKT_CLOCK_ID = 58,
     PKT_DEFAULTS = 59,
     DEF_CLOCK_ID = 58,
+    DEF_TRACK_EVENT = 11,
+    TED_TRACK_UUID = 11,
     CS_CLOCKS = 1,
     CLK_ID = 1,
     CLK_TIMESTAMP = 2,
@@ -106,59 +118,107 @@ enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 /* plain bytes of packets per compressed_packets */
 #define BATCH (1u << 20)
 
+/*
+ * A packet sequence: each thread's events are on a sequence of their own
+ * whose default track is the thread's, with its own incremental clock and
+ * interned names; sequence 1 holds the descriptors and the events of a
+ * thread the profile does not list.
+ */
+#define PAGE_IDS 4096u /* ids per page of interned bits */
+struct pseq {
+    uint32_t id;      /* trusted_packet_sequence_id */
+    int started;      /* its first packet (state cleared, defaults, clocks) written */
+    uint64_t track;   /* its default track, 0 for none */
+    uint64_t last_ns; /* its incremental clock's value: its latest event's ns */
+    uint8_t cat_sent[RP_KIND_MAX + 1];
+    uint8_t **pages; /* names interned on it, a bit per id, PAGE_IDS ids per page made when
+                        first used (a thread pays for the ids it uses) */
+};
+
 struct perfetto {
     FILE *out;
     const struct rp_export_ctx *ctx;
     const struct rp_profile *p;
     char **names;
-    uint8_t *interned; /* per id: bit 0 name sent, bit 1 counter track sent */
-    uint8_t cat_sent[RP_KIND_MAX + 1];
-    int first;        /* the next event packet is the sequence's first */
-    uint64_t last_ns; /* the incremental clock's value: the latest event's ns */
-    uint32_t hit;     /* index in p->threads of the last thread looked up */
+    uint8_t *interned; /* per id: bit 1 counter track sent */
+    struct pseq *seqs; /* [0]: sequence 1; [1 + i]: p->threads[i]'s */
+    uint32_t npages;   /* pages of a sequence's interned bits */
+    uint32_t hit;      /* index in p->threads of the last thread looked up */
     struct pb pb;
-    int compress;            /* batches of packets deflated */
-    uint8_t *batch, *zbuf;   /* the batch's packets, BATCH + a packet; its deflated copy */
-    size_t nbatch, capbatch; /* bytes in batch, its size */
-    size_t capz;             /* zbuf's size */
-    /* the deflating thread (when threaded): it owns job, zbuf, z and out */
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int threaded, busy, quit, wrc; /* busy: job holds a batch; wrc: its first error */
-    uint8_t *job;
-    size_t njob, capjob;
-    struct libdeflate_compressor *z;
-    struct rp_clockmap cm; /* the run's one time axis (clockmap.h) */
-    uint64_t *hold_tracks; /* lock-hold tracks described: uuid + 1, open addressing */
+    int compress; /* batches of packets deflated */
+    /* the batch being filled: the pool's (export_pool.h), which deflates
+     * and writes the batches on its threads, in order */
+    struct rp_xpool *pool;
+    uint8_t *batch;
+    size_t nbatch, capbatch;
+    struct libdeflate_compressor *z[9]; /* per pool worker, made on first use */
+    struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf;        /* its current file's, per event */
+    uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
 
-/* Starts a TracePacket on sequence 1 (the Trace's `packet` field). */
-static void packet_begin(struct perfetto *f)
+/* Starts a TracePacket on sequence seq (the Trace's `packet` field). */
+static void packet_begin_on(struct perfetto *f, uint32_t seq)
 {
     pb_reset(&f->pb);
     pb_open(&f->pb, TRACE_PACKET);
-    pb_uint(&f->pb, PKT_SEQ_ID, SEQ_ID);
+    pb_uint(&f->pb, PKT_SEQ_ID, seq);
 }
 
-/* Writes nb bytes of packets at b as one packet of compressed_packets.
- * Returns 0, RP_ENOMEM or RP_EIO. */
-static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
+/* Starts a TracePacket on sequence 1. */
+static void packet_begin(struct perfetto *f)
 {
-    uint8_t head[24];
-    size_t n = 0, bound = libdeflate_zlib_compress_bound(f->z, nb);
+    packet_begin_on(f, SEQ_ID);
+}
 
-    if (bound > f->capz) { /* a huge packet (a long name) made a batch longer */
-        uint8_t *nz = realloc(f->zbuf, bound);
-        if (!nz)
+/* Whether id's name was interned on q.  Cannot fail. */
+static inline int name_sent(const struct pseq *q, uint32_t id)
+{
+    const uint8_t *pg = q->pages[id / PAGE_IDS];
+    return pg && pg[id % PAGE_IDS / 8] >> (id % 8) & 1;
+}
+
+/* Marks id's name interned on q.  Returns 0 or RP_ENOMEM. */
+static int name_set(struct pseq *q, uint32_t id)
+{
+    uint8_t **pg = &q->pages[id / PAGE_IDS];
+    if (!*pg && !(*pg = calloc(PAGE_IDS / 8, 1)))
+        return RP_ENOMEM;
+    (*pg)[id % PAGE_IDS / 8] |= (uint8_t)(1u << (id % 8));
+    return 0;
+}
+
+/*
+ * The pool's turning function (export_pool.h): the nb bytes of packets at
+ * b as one packet of compressed_packets (deflated by worker w's
+ * compressor), or as they are without compression.  Returns 0 or
+ * RP_ENOMEM.
+ */
+static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
+{
+    struct perfetto *f = arg;
+    enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
+    uint8_t head[HEAD];
+    size_t n = 0;
+
+    if (!f->compress) {
+        if (rp_xbuf_need(out, nb) < 0)
             return RP_ENOMEM;
-        f->zbuf = nz;
-        f->capz = bound;
+        memcpy(out->b, b, nb);
+        out->n = nb;
+        return 0;
     }
-    size_t zn = libdeflate_zlib_compress(f->z, b, nb, f->zbuf, f->capz);
+    if (w >= sizeof(f->z) / sizeof(f->z[0]))
+        w = sizeof(f->z) / sizeof(f->z[0]) - 1;
+    if (!f->z[w] && !(f->z[w] = libdeflate_alloc_compressor(1)))
+        return RP_ENOMEM;
+    size_t bound = libdeflate_zlib_compress_bound(f->z[w], nb);
+    if (rp_xbuf_need(out, HEAD + bound) < 0)
+        return RP_ENOMEM;
+    size_t zn = libdeflate_zlib_compress(f->z[w], b, nb, out->b + HEAD, bound);
     if (!zn)
-        return RP_ENOMEM; /* not reached: zbuf has the bound's size */
+        return RP_ENOMEM; /* not reached: out has the bound's room */
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
     for (v = zn; v >= 0x80; v >>= 7)
@@ -173,80 +233,20 @@ static int deflate_out(struct perfetto *f, const uint8_t *b, size_t nb)
     for (v = zn; v >= 0x80; v >>= 7)
         head[n++] = (uint8_t)(v | 0x80);
     head[n++] = (uint8_t)v;
-    if (fwrite(head, 1, n, f->out) != n || fwrite(f->zbuf, 1, zn, f->out) != zn)
-        return RP_EIO;
+    memcpy(out->b + HEAD - n, head, n);
+    memmove(out->b, out->b + HEAD - n, n + zn);
+    out->n = n + zn;
     return 0;
 }
 
-/* The deflating thread: deflate_out each batch handed to it, until quit. */
-static void *deflater(void *arg)
-{
-    struct perfetto *f = arg;
-    pthread_mutex_lock(&f->mu);
-    for (;;) {
-        while (!f->busy && !f->quit)
-            pthread_cond_wait(&f->cv, &f->mu);
-        if (!f->busy)
-            break;
-        pthread_mutex_unlock(&f->mu);
-        int rc = f->wrc ? 0 : deflate_out(f, f->job, f->njob); /* after an error: skip */
-        pthread_mutex_lock(&f->mu);
-        if (rc < 0)
-            f->wrc = rc;
-        f->busy = 0;
-        pthread_cond_broadcast(&f->cv);
-    }
-    pthread_mutex_unlock(&f->mu);
-    return NULL;
-}
-
-/* Stops the deflating thread after its last batch.  Returns its first
- * error, or 0. */
-static int deflater_stop(struct perfetto *f)
-{
-    if (!f->threaded)
-        return 0;
-    pthread_mutex_lock(&f->mu);
-    f->quit = 1;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    pthread_join(f->th, NULL);
-    f->threaded = 0;
-    pthread_cond_destroy(&f->cv);
-    pthread_mutex_destroy(&f->mu);
-    return f->wrc;
-}
-
-/* Writes the batch (plain, or deflated here or by the deflating thread,
- * whose error a later call returns) and empties it.  Returns 0, RP_ENOMEM
- * or RP_EIO. */
+/* Hands the batch to the pool (which deflates and writes it, in order;
+ * a later call returns its error) and takes the next.  Returns 0,
+ * RP_ENOMEM or RP_EIO. */
 static int batch_flush(struct perfetto *f)
 {
-    size_t nb = f->nbatch;
-    int rc = 0;
-
-    if (!nb)
-        return 0;
+    int rc = rp_xpool_submit(f->pool, f->nbatch);
     f->nbatch = 0;
-    if (!f->compress)
-        return fwrite(f->batch, 1, nb, f->out) != nb ? RP_EIO : 0;
-    if (!f->threaded)
-        return deflate_out(f, f->batch, nb);
-    pthread_mutex_lock(&f->mu);
-    while (f->busy)
-        pthread_cond_wait(&f->cv, &f->mu);
-    if (!(rc = f->wrc)) { /* hand the batch over, take the thread's buffer */
-        uint8_t *b = f->job;
-        size_t cap = f->capjob;
-        f->job = f->batch;
-        f->capjob = f->capbatch;
-        f->njob = nb;
-        f->batch = b;
-        f->capbatch = cap;
-        f->busy = 1;
-        pthread_cond_broadcast(&f->cv);
-    }
-    pthread_mutex_unlock(&f->mu);
+    f->batch = rp_xpool_batch(f->pool, &f->capbatch);
     return rc;
 }
 
@@ -262,11 +262,9 @@ static int packet_end(struct perfetto *f)
         if (rc < 0)
             return rc;
         if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
-            uint8_t *nb = realloc(f->batch, f->pb.n);
-            if (!nb)
+            if (rp_xpool_reserve(f->pool, f->pb.n) < 0)
                 return RP_ENOMEM;
-            f->batch = nb;
-            f->capbatch = f->pb.n;
+            f->batch = rp_xpool_batch(f->pool, &f->capbatch);
         }
     }
     memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
@@ -277,8 +275,11 @@ static int packet_end(struct perfetto *f)
 /* Nanoseconds since the run's first event; 0 before it or when not finite. */
 static uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
 {
-    double ns = rp_clockmap_ns(&f->cm, ticks);
-    return isfinite(ns) && ns < 1.8e19 ? (uint64_t)llround(ns) : 0;
+    double ns = rp_clockmap_fast_ns(&f->cm, &f->cmf, ticks);
+    if (!(ns < 9e18)) /* not finite, or too late to be a time */
+        return 0;
+    int64_t r = (int64_t)ns; /* llround's value, without its call: ns >= 0 */
+    return (uint64_t)r + (ns - (double)r >= 0.5);
 }
 
 /* A thread's track: 2 + its index in the profile (which lists every thread
@@ -292,6 +293,48 @@ static uint64_t thread_uuid(struct perfetto *f, uint32_t tid)
         if (p->threads[i].tid == tid)
             return 2 + (f->hit = i);
     return PROC_UUID; /* not reached: both passes read the same file */
+}
+
+/* The first packet of sequence q: its incremental state cleared, its
+ * defaults (the incremental clock, its track) and the incremental clock
+ * at 0 = BOOTTIME 0.  Fails like packet_end. */
+static int packet_end(struct perfetto *f);
+static int seq_start(struct perfetto *f, struct pseq *q)
+{
+    packet_begin_on(f, q->id);
+    pb_uint(&f->pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
+    pb_open(&f->pb, PKT_DEFAULTS);
+    pb_uint(&f->pb, DEF_CLOCK_ID, CLOCK_DELTA);
+    if (q->track) {
+        pb_open(&f->pb, DEF_TRACK_EVENT);
+        pb_uint(&f->pb, TED_TRACK_UUID, q->track);
+        pb_close(&f->pb);
+    }
+    pb_close(&f->pb);
+    pb_open(&f->pb, PKT_CLOCK_SNAPSHOT);
+    pb_open(&f->pb, CS_CLOCKS);
+    pb_uint(&f->pb, CLK_ID, CLOCK_DELTA);
+    pb_uint(&f->pb, CLK_TIMESTAMP, 0);
+    pb_uint(&f->pb, CLK_INCREMENTAL, 1);
+    pb_close(&f->pb);
+    pb_open(&f->pb, CS_CLOCKS);
+    pb_uint(&f->pb, CLK_ID, CLOCK_BOOT);
+    pb_uint(&f->pb, CLK_TIMESTAMP, 0);
+    pb_close(&f->pb);
+    pb_close(&f->pb);
+    q->started = 1;
+    return packet_end(f);
+}
+
+/* The sequence of thread tid's events, started (its first packet written)
+ * if new; NULL with *rc set when that failed. */
+static struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
+{
+    uint64_t u = thread_uuid(f, tid);
+    struct pseq *q = &f->seqs[u == PROC_UUID ? 0 : u - 1];
+    if (unlikely(!q->started) && (*rc = seq_start(f, q)) < 0)
+        return NULL;
+    return q;
 }
 
 /* A counter's track: after the threads'.  Cannot fail. */
@@ -396,45 +439,46 @@ static uint64_t hold_track(struct perfetto *f, uint32_t tid, uint32_t id)
  * name and category of id (0: none) if this is their first use, then opens
  * the TrackEvent with its type and track.
  */
-static void event_begin(struct perfetto *f, uint64_t ticks, uint32_t id, unsigned type,
-                        uint64_t track)
+static void event_begin(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
+                        unsigned type, uint64_t track)
 {
     struct pb *pb = &f->pb;
     uint8_t kind = id ? f->p->nodes[id].kind : 0;
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
 
-    packet_begin(f);
+    packet_begin_on(f, q->id);
     uint64_t ns = ts_ns(f, ticks);
-    if (ns >= f->last_ns) {
-        pb_uint(pb, PKT_TIMESTAMP, ns - f->last_ns);
-        f->last_ns = ns;
+    if (ns >= q->last_ns) {
+        pb_uint(pb, PKT_TIMESTAMP, ns - q->last_ns);
+        q->last_ns = ns;
     } else { /* out of order (a lock hold, a filter's late begin): absolute */
         pb_uint(pb, PKT_TIMESTAMP, ns);
         pb_uint(pb, PKT_CLOCK_ID, CLOCK_BOOT);
     }
-    pb_uint(pb, PKT_SEQ_FLAGS, f->first ? SEQ_CLEARED | SEQ_NEEDS : SEQ_NEEDS);
-    f->first = 0;
-    if (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])) {
+    pb_uint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS);
+    if (id && (!name_sent(q, id) || !q->cat_sent[cat])) {
         pb_open(pb, PKT_INTERNED);
-        if (!f->cat_sent[cat]) {
+        if (!q->cat_sent[cat]) {
             pb_open(pb, ID_CATEGORIES);
             pb_uint(pb, IN_IID, cat + 1);
             pb_str(pb, IN_NAME, rp_export_cat(kind));
             pb_close(pb);
-            f->cat_sent[cat] = 1;
+            q->cat_sent[cat] = 1;
         }
-        if (!(f->interned[id] & 1)) {
+        if (!name_sent(q, id)) {
             pb_open(pb, ID_NAMES);
             pb_uint(pb, IN_IID, id);
             pb_str(pb, IN_NAME, f->names[id]);
             pb_close(pb);
-            f->interned[id] |= 1;
+            if (name_set(q, id) < 0)
+                pb->bad = 1; /* out of memory: packet_end says so */
         }
         pb_close(pb);
     }
     pb_open(pb, PKT_TRACK_EVENT);
     pb_uint(pb, TE_TYPE, type);
-    pb_uint(pb, TE_TRACK, track);
+    if (track != q->track)
+        pb_uint(pb, TE_TRACK, track);
     if (id && type != TYPE_COUNTER) {
         pb_uint(pb, TE_NAME_IID, id);
         pb_uint(pb, TE_CATEGORY_IIDS, cat + 1);
@@ -475,28 +519,33 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * Returns 1 when written, 0 when the packet is not such a one (the caller
  * writes it the long way), or packet_end's error.
  */
-static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, unsigned type,
-                             uint64_t track)
+static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
+                             unsigned type)
 {
     uint8_t kind = id ? f->p->nodes[id].kind : 0;
     unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
     uint64_t ns = ts_ns(f, ticks);
-    if (f->first || ns < f->last_ns || (id && (!(f->interned[id] & 1) || !f->cat_sent[cat])))
+    if (ns < q->last_ns || !q->track || (id && (!name_sent(q, id) || !q->cat_sent[cat])))
         return 0;
-    uint8_t pkt[64], *p = pkt + 2; /* the packet's tag and (one-byte) length go first */
+    if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
+        int rc = batch_flush(f);
+        if (rc < 0)
+            return rc;
+    }
+    /* written in place: bytes stored to a buffer on the stack and copied
+     * as words would stall on store forwarding */
+    uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
     *p++ = PKT_SEQ_ID << 3;
-    *p++ = SEQ_ID;
+    p = put_varint(p, q->id);
     *p++ = PKT_TIMESTAMP << 3;
-    p = put_varint(p, ns - f->last_ns);
+    p = put_varint(p, ns - q->last_ns);
     *p++ = PKT_SEQ_FLAGS << 3;
     *p++ = SEQ_NEEDS;
     *p++ = PKT_TRACK_EVENT << 3 | 2;
     uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
     *p++ = TE_TYPE << 3;
     *p++ = (uint8_t)type;
-    *p++ = TE_TRACK << 3;
-    p = put_varint(p, track);
-    if (id) {
+    if (id) { /* (on the sequence's default track: the thread's) */
         *p++ = TE_NAME_IID << 3;
         p = put_varint(p, id);
         *p++ = TE_CATEGORY_IIDS << 3;
@@ -506,17 +555,8 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
-    if (f->nbatch + n > f->capbatch) {
-        int rc = batch_flush(f);
-        if (rc < 0)
-            return rc;
-    }
-    if (f->nbatch + sizeof(pkt) <= f->capbatch) /* a copy of fixed size: no call */
-        memcpy(f->batch + f->nbatch, pkt, sizeof(pkt));
-    else
-        memcpy(f->batch + f->nbatch, pkt, n);
     f->nbatch += n;
-    f->last_ns = ns;
+    q->last_ns = ns;
     return 1;
 }
 
@@ -524,11 +564,13 @@ static inline int slice_fast(struct perfetto *f, uint64_t ticks, uint32_t id, un
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
     struct perfetto *f = cookie;
-    uint64_t track = thread_uuid(f, tid);
-    int rc = slice_fast(f, ticks, id, TYPE_SLICE_BEGIN, track);
-    if (rc)
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN)))
         return rc < 0 ? rc : 0;
-    event_begin(f, ticks, id, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
 }
 
@@ -548,14 +590,14 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
                   const char *why)
 {
     struct perfetto *f = cookie;
-    uint64_t track = thread_uuid(f, tid);
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
     (void)id;
-    if (!arg && !why) {
-        int rc = slice_fast(f, ticks, 0, TYPE_SLICE_END, track);
-        if (rc)
-            return rc < 0 ? rc : 0;
-    }
-    event_begin(f, ticks, 0, TYPE_SLICE_END, track);
+    if (!q)
+        return rc;
+    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END)))
+        return rc < 0 ? rc : 0;
+    event_begin(f, q, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
         debug_uint(&f->pb, "arg", arg);
     debug_why(f, why);
@@ -567,14 +609,17 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
                    const char *why)
 {
     struct perfetto *f = cookie;
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
     uint64_t track = hold_track(f, tid, id);
-    int rc;
     if (!track)
         return RP_ENOMEM;
-    event_begin(f, start, id, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, start, id, TYPE_SLICE_BEGIN, track);
     if ((rc = event_end(f)) < 0)
         return rc;
-    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    event_begin(f, q, end, 0, TYPE_SLICE_END, track);
     debug_why(f, why);
     return event_end(f);
 }
@@ -582,7 +627,11 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
 static int on_instant(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, id, TYPE_INSTANT, thread_uuid(f, tid));
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    event_begin(f, q, ticks, id, TYPE_INSTANT, thread_uuid(f, tid));
     debug_uint(&f->pb, "arg", arg);
     return event_end(f);
 }
@@ -591,10 +640,10 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 {
     struct perfetto *f = cookie;
     int rc = counter_track(f, id);
-    (void)tid;
-    if (rc < 0)
+    struct pseq *q = rc < 0 ? NULL : seq_of(f, tid, &rc);
+    if (!q)
         return rc;
-    event_begin(f, ticks, 0, TYPE_COUNTER, counter_uuid(f, id));
+    event_begin(f, q, ticks, 0, TYPE_COUNTER, counter_uuid(f, id));
     pb_uint(&f->pb, TE_COUNTER_VALUE, (uint64_t)v); /* int64: two's complement varint */
     return event_end(f);
 }
@@ -605,21 +654,28 @@ static int on_counter(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, i
 static int on_pause(void *cookie, uint32_t tid, uint64_t start, uint64_t end)
 {
     struct perfetto *f = cookie;
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
     uint64_t track = thread_uuid(f, tid);
-    int rc;
-    event_begin(f, start, 0, TYPE_SLICE_BEGIN, track);
+    event_begin(f, q, start, 0, TYPE_SLICE_BEGIN, track);
     pb_str(&f->pb, TE_NAME, RP_EXPORT_RECORDER);
     pb_str(&f->pb, TE_CATEGORIES, "rankprof");
     if ((rc = event_end(f)) < 0)
         return rc;
-    event_begin(f, end, 0, TYPE_SLICE_END, track);
+    event_begin(f, q, end, 0, TYPE_SLICE_END, track);
     return event_end(f);
 }
 
 static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 {
     struct perfetto *f = cookie;
-    event_begin(f, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
+    int rc = 0;
+    struct pseq *q = seq_of(f, tid, &rc);
+    if (!q)
+        return rc;
+    event_begin(f, q, ticks, 0, TYPE_INSTANT, thread_uuid(f, tid));
     pb_str(&f->pb, TE_NAME, "LOST"); /* not interned: rare */
     debug_uint(&f->pb, "events", count);
     return event_end(f);
@@ -628,7 +684,9 @@ static int on_lost(void *cookie, uint32_t tid, uint64_t ticks, uint64_t count)
 /* A run's file k begins: its ticks follow.  Cannot fail. */
 static int on_file(void *cookie, uint32_t k)
 {
-    rp_clockmap_select(&((struct perfetto *)cookie)->cm, k);
+    struct perfetto *f = cookie;
+    rp_clockmap_select(&f->cm, k);
+    rp_clockmap_fast_init(&f->cm, &f->cmf);
     return 0;
 }
 
@@ -643,7 +701,7 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .file = on_file,
                                                .pause = on_pause};
     const struct rp_profile *p = ctx->p;
-    struct perfetto f = {.out = out, .ctx = ctx, .p = p, .first = 1};
+    struct perfetto f = {.out = out, .ctx = ctx, .p = p};
     int rc = RP_ENOMEM;
 
     const char *cz = rp_export_param(ctx, "compress");
@@ -654,33 +712,24 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     f.compress = !cz || !strcmp(cz, "1");
     f.names = rp_export_names(p);
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
-    if (!f.names || !f.interned)
+    f.seqs = calloc((size_t)p->n_threads + 1, sizeof(*f.seqs));
+    f.npages = p->n_nodes / PAGE_IDS + 1;
+    if (!f.names || !f.interned || !f.seqs)
         goto out;
+    for (uint32_t i = 0; i <= p->n_threads; i++) {
+        if (!(f.seqs[i].pages = calloc(f.npages, sizeof(*f.seqs[i].pages))))
+            goto out;
+        f.seqs[i].id = SEQ_ID + i;
+        f.seqs[i].track = i ? 1 + (uint64_t)i : 0; /* thread_uuid's */
+    }
     if ((rc = rp_clockmap_profile(&f.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
                                   ctx->errsz)) < 0)
         goto out;
+    rp_clockmap_fast_init(&f.cm, &f.cmf);
     rc = RP_ENOMEM;
-    f.capbatch = BATCH;
-    if (!(f.batch = malloc(f.capbatch)))
+    if (!(f.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, batch_turn, &f)))
         goto out;
-    if (f.compress) {
-        if (!(f.z = libdeflate_alloc_compressor(1)))
-            goto out;
-        f.capz = libdeflate_zlib_compress_bound(f.z, BATCH);
-        if (!(f.zbuf = malloc(f.capz)))
-            goto out;
-        /* without a second buffer or a thread, the batches are deflated here */
-        if ((f.job = malloc(BATCH))) {
-            f.capjob = BATCH;
-            pthread_mutex_init(&f.mu, NULL);
-            pthread_cond_init(&f.cv, NULL);
-            f.threaded = pthread_create(&f.th, NULL, deflater, &f) == 0;
-            if (!f.threaded) {
-                pthread_cond_destroy(&f.cv);
-                pthread_mutex_destroy(&f.mu);
-            }
-        }
-    }
+    f.batch = rp_xpool_batch(f.pool, &f.capbatch);
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
@@ -716,42 +765,27 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         if (p->n_procs <= 1 || k == i)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
-    if (rc == 0) { /* the incremental clock at 0 = BOOTTIME 0, the default clock */
-        packet_begin(&f);
-        pb_uint(&f.pb, PKT_SEQ_FLAGS, SEQ_CLEARED);
-        pb_open(&f.pb, PKT_DEFAULTS);
-        pb_uint(&f.pb, DEF_CLOCK_ID, CLOCK_DELTA);
-        pb_close(&f.pb);
-        pb_open(&f.pb, PKT_CLOCK_SNAPSHOT);
-        pb_open(&f.pb, CS_CLOCKS);
-        pb_uint(&f.pb, CLK_ID, CLOCK_DELTA);
-        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
-        pb_uint(&f.pb, CLK_INCREMENTAL, 1);
-        pb_close(&f.pb);
-        pb_open(&f.pb, CS_CLOCKS);
-        pb_uint(&f.pb, CLK_ID, CLOCK_BOOT);
-        pb_uint(&f.pb, CLK_TIMESTAMP, 0);
-        pb_close(&f.pb);
-        pb_close(&f.pb);
-        rc = packet_end(&f);
-        f.first = 0;
-    }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
     if (rc == 0)
         rc = batch_flush(&f);
 out:;
-    int wrc = deflater_stop(&f);
+    int wrc = rp_xpool_close(f.pool);
     if (rc == 0)
         rc = wrc;
-    if (f.z)
-        libdeflate_free_compressor(f.z);
-    free(f.batch);
-    free(f.job);
-    free(f.zbuf);
+    for (size_t i = 0; i < sizeof(f.z) / sizeof(f.z[0]); i++)
+        if (f.z[i])
+            libdeflate_free_compressor(f.z[i]);
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);
+    if (f.seqs)
+        for (uint32_t i = 0; i <= p->n_threads; i++) {
+            for (uint32_t k = 0; f.seqs[i].pages && k < f.npages; k++)
+                free(f.seqs[i].pages[k]);
+            free(f.seqs[i].pages);
+        }
+    free(f.seqs);
     rp_export_names_free(p, f.names);
     rp_clockmap_free(&f.cm);
     return rc;

@@ -12,7 +12,7 @@
  * nested in the innermost open span; the spans keep their times on the
  * clock, so the threads stay aligned, and a span's time in the report is
  * its slice less the pauses inside it.  Lock holds of a trace where they
- * are intervals (format 1.3, p->hold_intervals) do not nest with the calls:
+ * are intervals (format 1.3, rp_sw_span.hold) do not nest with the calls:
  * they go to ops->hold when they end, for a track of their own.
  *
  * With a filter (ctx->filter, cct.h) a span's begin is told only when it is
@@ -159,7 +159,8 @@ static int filter_end(struct tl *t, const struct rp_sw_span *s, uint64_t dur)
 /* A lock hold that is an interval, not a frame (format 1.3). */
 static int interval(const struct tl *t, const struct rp_sw_span *s)
 {
-    return t->p->hold_intervals && t->p->nodes[s->id].kind == RP_KIND_LOCK_HOLD;
+    (void)t;
+    return s->hold; /* (p->hold_intervals is not known without a replay: defs_only) */
 }
 
 static int on_begin(void *ctx, const struct rp_sw_span *s)
@@ -185,6 +186,8 @@ static int on_end(void *ctx, const struct rp_sw_span *s)
     int rc = t->filter ? filter_end(t, s, s->dur) : 1;
     if (rc <= 0)
         return rc;
+    if (t->ops->span)
+        return t->ops->span(t->cookie, s->tid, s->id, s->start, s->end, s->arg, why);
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, why) : 0;
 }
 
@@ -199,6 +202,8 @@ static int on_drop(void *ctx, const struct rp_sw_span *s)
     int rc = t->filter ? filter_end(t, s, s->end > s->start ? s->end - s->start : 0) : 1;
     if (rc <= 0)
         return rc;
+    if (t->ops->span)
+        return t->ops->span(t->cookie, s->tid, s->id, s->start, s->end, s->arg, "unclosed");
     return t->ops->end ? t->ops->end(t->cookie, s->tid, s->id, s->end, s->arg, "unclosed") : 0;
 }
 
