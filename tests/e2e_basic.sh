@@ -79,8 +79,9 @@ def check_trace(path):
             compact = nev & 0x40000000  # one op bit: EXIT, ENTER id, or 0 + op
             snap = nev >> 31
             per = 3 if nev & 0x20000000 else 2  # format 1.2: each span's event count
-            nev &= 0x1fffffff
-            if snap:  # the stack snapshot: depth, then (id, start[, events]) per span
+            per += 1 if nev & 0x10000000 else 0  # format 1.4: and its PAUSE ticks
+            nev &= 0x0fffffff
+            if snap:  # the stack snapshot: depth, then (id, start[, events][, paused]) per span
                 depth, i = varint(pl, i, ln)
                 if depth is None or depth > 1024:
                     die(f"{path}: EVENTS chunk at {off}: bad stack snapshot")
