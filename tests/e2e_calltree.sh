@@ -105,7 +105,9 @@ for name in ("main", "a", "b", "c", "leaf"):
     if n != r[name]["calls"]:
         sys.exit(f"{name}: {n} lines, the report has {r[name]['calls']} calls")
 leaves = [ns for d, nm, k, ns, _ in t if nm == "leaf"]
-if abs(sum(leaves) - r["leaf"]["inclusive_ns"]) > 5 * len(leaves) + 1:
+# (each line has 4 significant digits: a leaf preempted for milliseconds,
+# on a loaded machine, is printed to the microsecond)
+if abs(sum(leaves) - r["leaf"]["inclusive_ns"]) > 5 * len(leaves) + 1 + 5e-4 * sum(leaves):
     sys.exit(f"leaf lines add up to {sum(leaves):.0f} ns, the report says {r['leaf']['inclusive_ns']}")
 if any(ns is not None for d, nm, k, ns, _ in t if k == "open") or \
    any(ns is None for d, nm, k, ns, _ in t if k != "open"):

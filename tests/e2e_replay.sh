@@ -60,9 +60,10 @@ while off + 16 <= len(b):
     if typ == 6 and struct.unpack_from('<I', pl, 4)[0] >> 31:
         word = struct.unpack_from('<I', pl, 4)[0]
         depth, i = varint(pl, 16)
-        for _ in range((3 if word & 0x20000000 else 2) * depth):  # id, start[, events]
+        per = 2 + (word >> 29 & 1) + (word >> 28 & 1)  # id, start[, events][, paused]
+        for _ in range(per * depth):
             _, i = varint(pl, i)
-        cnt = word & 0x5fffffff  # snapshot and its event counts go
+        cnt = word & 0x4fffffff  # the snapshot, its event counts and pauses go
         pl = pl[:4] + struct.pack('<I', cnt) + pl[8:16] + pl[i:]
         n += 1
     hdr = struct.pack('<III', typ, len(pl), zlib.crc32(pl))

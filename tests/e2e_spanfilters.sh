@@ -15,6 +15,13 @@
 #             the sum of its self time in `export --format folded` with the
 #             same filter (the sequential call-path tree, cct.c), calls
 #             exact where known (-F work, -N leaf)
+#   pausewin  prog_threads with 4-KiB buffers (each thread encodes its own
+#             hundreds of times: every worker's span is open across PAUSEs,
+#             and the later chunks' snapshots carry its start moved by
+#             them): -r from 1 ns after the first worker's ENTER keeps
+#             exactly the workers that began since (as `dump` shows them),
+#             in order and in parallel, and `export --format folded` (in
+#             parallel and sequential) agrees with the report
 #   nosched   -N '[off-cpu]' (when there is any): no off-CPU row, its time
 #             its callers' own (the functions' exclusive times add up to the
 #             threads' time)
@@ -105,18 +112,23 @@ PY
 
 # the report's exclusive per function against the folded export's self time
 folded() {
-    # (the writer encodes: a recorder's pause inside a span that began just
-    # before -r's start moves the start the chunk replay sees past it, and
-    # the report then keeps the span where the exports do not)
-    RANKPROF_SELF_ENCODE=0 "$RANKPROF" record -o "$tmp/th.rp" -- "$PROGS/prog_threads" \
-        >/dev/null 2>&1 || fail "record prog_threads"
-    local f
-    for f in "" "-F work" "-N leaf" "-D 2" "-D 1" "-t 1us" "-r 1ms~3ms" "-F worker -D 2 -r 1ms~"; do
+    "$RANKPROF" record -o "$tmp/th.rp" -- "$PROGS/prog_threads" >/dev/null 2>&1 ||
+        fail "record prog_threads"
+    folded_check "$tmp/th.rp" "" "-F work" "-N leaf" "-D 2" "-D 1" "-t 1us" "-r 1ms~3ms" \
+        "-F worker -D 2 -r 1ms~"
+}
+
+# folded_check TRACE FILTERS...: for each filter (words), the report's
+# exclusive time per function against the folded export's self time
+folded_check() {
+    local trace=$1 f
+    shift
+    for f in "$@"; do
         # shellcheck disable=SC2086 # (the filters are words)
-        "$RANKPROF" report --format json $f "$tmp/th.rp" >"$tmp/f.json" 2>"$tmp/f.err" ||
+        "$RANKPROF" report --format json $f "$trace" >"$tmp/f.json" 2>"$tmp/f.err" ||
             fail "report $f: $(cat "$tmp/f.err")"
         # shellcheck disable=SC2086
-        "$RANKPROF" export --format folded $f "$tmp/th.rp" >"$tmp/f.folded" 2>"$tmp/f.err" ||
+        "$RANKPROF" export --format folded $f "$trace" >"$tmp/f.folded" 2>"$tmp/f.err" ||
             fail "export $f: $(cat "$tmp/f.err")"
         # (the export reads names, not statistics, before its own pass: no
         # warning that the trace holds no events or no function)
@@ -143,6 +155,45 @@ for k, v in want.get(sys.argv[3], {}).items():
 if sys.argv[3] == "-N leaf":
     assert "leaf" not in calls or calls["leaf"] == 0, calls
 PY
+    done
+}
+
+# a span open across the recorder's pauses, begun just before -r's start:
+# left out by the report (in order and in parallel) and the exports alike
+pausewin() {
+    RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/pw.rp" -- "$PROGS/prog_threads" \
+        >/dev/null 2>&1 || fail "record prog_threads"
+    "$RANKPROF" dump "$tmp/pw.rp" >"$tmp/pw.txt" 2>"$tmp/pw.err" || fail "dump: $(cat "$tmp/pw.err")"
+    # the first worker's ENTER (ns after the first event), the workers
+    # entered after it, and whether its thread paused while it was open
+    local w
+    w=$(python3 - "$tmp/pw.txt" <<'PY'
+import sys
+enters, paused = [], set()
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 4 and f[2] == "enter" and f[3] == "worker":
+        enters.append((int(f[0]), f[1]))
+    elif len(f) >= 4 and f[2] == "pause":
+        paused.add(f[1])
+enters.sort()
+t0, tid = enters[0]
+print(t0, sum(1 for t, _ in enters if t > t0), int(tid in paused))
+PY
+) || fail "no worker in the dump"
+    read -r t0 after pz <<<"$w"
+    ((pz)) || fail "the first worker's thread never paused (RANKPROF_BUFSIZE=4096)"
+    local r="-r $((t0 + 1))ns~" jobs
+    for jobs in 0 4; do
+        # shellcheck disable=SC2086
+        RANKPROF_REPLAY_JOBS=$jobs json "$tmp/pw.rp" $r
+        python3 - "$tmp/r.json" "$after" "$jobs" <<'PY' || fail "$r: the workers kept"
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = sum(n["calls"] for n in r["nodes"] if n["name"] == "worker")
+assert got == int(sys.argv[2]), f"RANKPROF_REPLAY_JOBS={sys.argv[3]}: {got} workers, {sys.argv[2]} began in the window"
+PY
+        RANKPROF_REPLAY_JOBS=$jobs folded_check "$tmp/pw.rp" "$r"
     done
 }
 
@@ -278,6 +329,7 @@ bad() {
 
 scenario exact exact
 scenario folded folded
+scenario pausewin pausewin
 scenario nosched nosched
 scenario min min
 scenario mutual mutual

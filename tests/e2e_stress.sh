@@ -190,8 +190,8 @@ PY
 # --- selfenc: threads encode their own buffers ------------------------------
 # 8 threads fill small buffers (16 KiB) while the writer flushes the one
 # each is filling every 1 ms: the threads encode and write their full
-# buffers themselves (INFO buffers_self) with RANKPROF_SELF_ENCODE=1, not
-# by default nor with RANKPROF_SELF_ENCODE=0; new ids are made
+# buffers themselves (INFO buffers_self) by default and with
+# RANKPROF_SELF_ENCODE=1, not with RANKPROF_SELF_ENCODE=0; new ids are made
 # by several threads at once, and the trace is exact (every id defined
 # before use)
 selfenc_run() { # selfenc_run VALUE (- for unset) SELF (1: buffers_self > 0, 0: none)
@@ -220,7 +220,7 @@ PY
 }
 stress_selfenc() {
     selfenc_run 1 1
-    selfenc_run - 0
+    selfenc_run - 1
     selfenc_run 0 0
     echo "e2e_stress: selfenc: ok"
 }

@@ -82,6 +82,7 @@ struct want {
 struct frame {
     uint8_t kind;
     uint64_t key, start, ev;
+    uint64_t paused; /* PAUSE ticks since its ENTER: start was moved by them */
 };
 
 struct hold {
@@ -164,7 +165,7 @@ static void m_enter(struct mthread *m, unsigned th, uint64_t ticks, uint8_t kind
 {
     uint64_t now = at(m, ticks);
     add_want(th, (struct want){RP_OP_ENTER, kind, key, now, 0, 0, 0});
-    m->st[m->depth++] = (struct frame){kind, key, now, ++m->seq};
+    m->st[m->depth++] = (struct frame){kind, key, now, ++m->seq, 0};
 }
 
 /* An exit of (kind, key): EXIT when innermost, else EXIT_ID, popping to
@@ -262,8 +263,10 @@ static void gen(size_t nrec, struct mthread *ms)
             uint64_t p = r % 200;
             add_raw(th, t, RP_RAW_PAUSE, p);
             add_want(th, (struct want){RP_OP_PAUSE, 0xff, 0, at(m, t), p, 0, 0});
-            for (uint32_t d = 0; d < m->depth; d++)
+            for (uint32_t d = 0; d < m->depth; d++) {
                 m->st[d].start += p;
+                m->st[d].paused += p;
+            }
         } else if (kind < 87) { /* off CPU: a span under a function only */
             uint64_t p = r % 300;
             add_raw(th, t, RP_RAW_OFFCPU, p);
@@ -409,10 +412,10 @@ static void test_roundtrip(void)
             const uint8_t *q = d.snap ? rp_evdec_frames(&d) : NULL;
             for (uint32_t k = 0; q && k < d.snap_depth && k < c->depth; k++) {
                 uint32_t id;
-                uint64_t start, evs;
-                q = rp_evdec_frame(&d, q, &id, &start, &evs);
+                uint64_t start, evs, pz;
+                q = rp_evdec_frame(&d, q, &id, &start, &evs, &pz);
                 if (!is_node(id, c->st[k].kind, c->st[k].key) || start != c->st[k].start ||
-                    evs != c->seq - c->st[k].ev) {
+                    evs != c->seq - c->st[k].ev || pz != c->st[k].paused) {
                     CHECK(!"snapshot frame differs from the model");
                     fprintf(stderr, "  thread %u buffer at %zu frame %u\n", th, c->at, k);
                     bad++;

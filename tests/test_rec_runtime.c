@@ -262,12 +262,13 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             }
         } else if (type == 6) { /* EVENTS: u32 tid, u32 n, u64 base, stream */
             CHECK(len >= 16);
-            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x1fffffffu;
+            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x0fffffffu;
             int compact = (le32(pl + 4) >> 30) & 1; /* EXIT, ENTER id, or 0 + op */
             uint64_t now = le64(pl + 8);
             const uint8_t *ev0 = pl + 16;
-            if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start[, events]) each */
-                uint64_t depth = 0, x, per = (le32(pl + 4) >> 29 & 1) ? 3 : 2;
+            if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start[, events][, paused]) */
+                uint64_t depth = 0, x,
+                         per = 2 + (le32(pl + 4) >> 29 & 1) + (le32(pl + 4) >> 28 & 1);
                 CHECK(varint(&ev0, pe, &depth) && depth <= 1024);
                 for (uint64_t i = 0; i < per * depth; i++)
                     CHECK(varint(&ev0, pe, &x));

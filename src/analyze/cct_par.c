@@ -156,9 +156,9 @@ static void run_job(struct par *P, uint32_t k, struct pjob *j)
     const uint8_t *q = j->from_snap && d.snap ? rp_evdec_frames(&d) : NULL;
     for (uint32_t i = 0; i < u; i++) {
         uint32_t id;
-        uint64_t start, evs;
+        uint64_t start, evs, paused = 0;
         if (j->from_snap) {
-            q = rp_evdec_frame(&d, q, &id, &start, &evs);
+            q = rp_evdec_frame(&d, q, &id, &start, &evs, &paused);
             evs = -(evs & (UINT64_MAX >> 2)); /* its ENTER, before the chunk */
             if (id >= v->n_ids || (v->map && !(id = v->map[id]))) {
                 rc = RP_EFORMAT;
@@ -169,8 +169,10 @@ static void run_job(struct par *P, uint32_t k, struct pjob *j)
             start = j->in[i].start;
             evs = j->in[i].ev;
         }
-        if ((rc = rp_cct_push(t, v, th, id, start)) < 0)
+        /* the filter judges it at its ENTER: its start less the PAUSEs since */
+        if ((rc = rp_cct_push(t, v, th, id, paused < start ? start - paused : 0)) < 0)
             goto out;
+        th->stack[i].start = start;
         th->stack[i].ev = evs;
         v->uo[i] = (struct uo){0};
     }

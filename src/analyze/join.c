@@ -116,8 +116,10 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         if (rp_grow(&t->stack, &t->cap, j->u, sizeof(*t->stack), 64) < 0)
             return RP_ENOMEM;
         for (uint32_t i = 0; i < j->u; i++)
-            t->stack[i] =
-                (struct frame){.id = j->snap[i].id, .start = j->snap[i].start, .ev = j->snap[i].ev};
+            t->stack[i] = (struct frame){.id = j->snap[i].id,
+                                         .start = j->snap[i].start,
+                                         .ev = j->snap[i].ev,
+                                         .sf = j->snap[i].sf};
         t->depth = j->u;
     }
     /* (top down: a span the filter left out hands its callees' time from

@@ -437,7 +437,11 @@ static inline struct frame *frame_push(struct acc *a, uint32_t depth)
 /*
  * Puts U under a's stack: the thread's stack as the chunks before left it
  * (j->from_snap == 0, replay in order), or the chunk's snapshot.  A snapshot
- * is kept in j->snap either way, for rp_replay_join() to check.  Returns 0 or RP_ENOMEM.
+ * is kept in j->snap either way, for rp_replay_join() to check.  A filtered
+ * replay keeps each span of U as the filter judged it at its ENTER: in
+ * order, the state its thread kept; from the snapshot, judged at the time
+ * of the ENTER, its start less the PAUSEs since (format 1.4; an older
+ * snapshot has only the moved start).  Returns 0 or RP_ENOMEM.
  */
 static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
 {
@@ -452,9 +456,12 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
     for (uint32_t i = 0; i < ns; i++) {
         struct frame f = {0};
-        uint64_t events;
-        q = rp_evdec_frame(d, q, &f.id, &f.start, &events);
+        uint64_t events, paused;
+        q = rp_evdec_frame(d, q, &f.id, &f.start, &events, &paused);
         f.ev = -(int64_t)(events & (UINT64_MAX >> 2)); /* its ENTER, before the chunk */
+        if (j->flt)
+            rp_sf_enter(j->flt, i ? &j->snap[i - 1].sf : NULL, f.id,
+                        paused < f.start ? f.start - paused : 0, &f.sf);
         j->snap[i] = f;
     }
     j->nsnap = ns;
@@ -470,9 +477,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
     }
     for (uint32_t i = 0; i < u; i++) {
         const struct frame *s = j->from_snap ? &j->snap[i] : &j->in[i];
-        a->stack[i] = (struct frame){.id = s->id, .start = s->start, .ev = s->ev};
-        if (j->flt)
-            rp_sf_enter(j->flt, i ? &a->stack[i - 1].sf : NULL, s->id, s->start, &a->stack[i].sf);
+        a->stack[i] = (struct frame){.id = s->id, .start = s->start, .ev = s->ev, .sf = s->sf};
     }
     a->depth = j->u = j->low = u;
     memset(j->closed, 0, u);

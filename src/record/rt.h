@@ -203,8 +203,8 @@ struct rp_rt {
      * under drain_lock */
     int sync_write;
     /* threads encode and write their own full buffers, the time a PAUSE
-     * (rt.c, append_locked), with RANKPROF_SELF_ENCODE=1; by default the
-     * writer thread encodes them all (docs/recording.md) */
+     * (rt.c, append_locked); with RANKPROF_SELF_ENCODE=0 the writer thread
+     * encodes them all (docs/recording.md) */
     int self_encode;
     /* one drainer at a time: the writer's pass, or a thread writing when
      * there is no writer; taken before lock */

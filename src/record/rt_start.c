@@ -528,8 +528,8 @@ static int rt_start(void)
     rp_rt.writer_delay_us = (unsigned)env_u64("RANKPROF_TEST_WRITER_DELAY_US", 0, 0, 1000000);
     const char *pol = getenv("RANKPROF_POLICY");
     rp_rt.drop = pol && !strcmp(pol, "drop");
-    const char *se = getenv("RANKPROF_SELF_ENCODE"); /* off unless "1" */
-    rp_rt.self_encode = se && !strcmp(se, "1");
+    const char *se = getenv("RANKPROF_SELF_ENCODE"); /* on unless "0" */
+    rp_rt.self_encode = !se || strcmp(se, "0");
     const char *cls = getenv("RANKPROF_CLASSES");
     uint32_t mask = cls ? parse_classes(cls) : RP_CLASS_BIT_ALL;
     /* before the file's INFO, which carries the result; not in direct mode,

@@ -39,7 +39,7 @@
 #define RP_MAGIC          "RANKPROF"
 #define RP_MAGIC_LEN      8
 #define RP_VERSION_MAJOR  1
-#define RP_VERSION_MINOR  3
+#define RP_VERSION_MINOR  4
 #define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
@@ -234,14 +234,19 @@ enum rp_mpi_arg {
  *   [varint events]   with RP_EV_SNAPCOUNT (format 1.2): the number of the
  *                     thread's events after the span's ENTER and before
  *                     this chunk (what overhead compensation needs)
+ *   [varint paused]   with RP_EV_SNAPPAUSE (format 1.4): the ticks of the
+ *                     thread's PAUSEs after the span's ENTER and before this
+ *                     chunk, by which its start above was moved later: its
+ *                     ENTER was at start - paused (what -r's window judges)
  *
  * so that a reader can replay each chunk on its own (in parallel) and check
  * that the chunks of a thread join up.  Without it (depth over the limit,
  * or older files) the chunks of a thread replay in order.
  */
-#define RP_EV_COUNT_MASK 0x1fffffffu /* 0x3fffffff before format 1.2 */
+#define RP_EV_COUNT_MASK 0x0fffffffu /* 0x1fffffff before 1.4, 0x3fffffff before 1.2 */
 #define RP_EV_SNAPSHOT   0x80000000u
 #define RP_EV_SNAPCOUNT  0x20000000u /* the snapshot's spans carry event counts */
+#define RP_EV_SNAPPAUSE  0x10000000u /* and their PAUSE ticks (format 1.4): only when one has */
 #define RP_EV_COMPACT    0x40000000u /* the compact event stream, below */
 
 /*

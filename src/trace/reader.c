@@ -353,6 +353,7 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->snap = NULL;
     d->snap_depth = 0;
     d->snap_counts = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPCOUNT);
+    d->snap_pauses = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPPAUSE);
     d->compact = (word & RP_EV_COMPACT) != 0;
     if (word & RP_EV_SNAPSHOT) {
         uint64_t depth, id, z;
@@ -362,7 +363,8 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
         for (uint64_t i = 0; i < depth; i++) {
             if (!(q = rp_get_varint(q, d->end, &id)) || id == 0 || id > UINT32_MAX ||
                 !(q = rp_get_varint(q, d->end, &z)) ||
-                (d->snap_counts && !(q = rp_get_varint(q, d->end, &z))))
+                (d->snap_counts && !(q = rp_get_varint(q, d->end, &z))) ||
+                (d->snap_pauses && !(q = rp_get_varint(q, d->end, &z))))
                 return RP_EFORMAT;
         }
         d->snap = d->p;

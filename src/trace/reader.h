@@ -109,6 +109,7 @@ struct rp_evdec {
     const uint8_t *snap; /* the stack snapshot (format.h), or NULL if none */
     uint32_t snap_depth;
     int snap_counts; /* its spans carry event counts (RP_EV_SNAPCOUNT) */
+    int snap_pauses; /* and PAUSE ticks (RP_EV_SNAPPAUSE) */
     int compact;     /* the compact event stream (format.h) */
 };
 
@@ -126,19 +127,25 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len);
  * starts at d->snap + its depth varint (rp_evdec_frames gives it).  *events
  * is the frame's event count (the thread's events after its ENTER and
  * before the chunk), 0 when the snapshot has none (d->snap_counts 0).
- * Cannot fail on a checked snapshot.
+ * *start is moved later by the thread's PAUSEs since the ENTER (format.h):
+ * *paused of them (0 when the snapshot says none), so the ENTER was at
+ * *start - *paused.  Cannot fail on a checked snapshot.
  */
 static inline const uint8_t *rp_evdec_frame(const struct rp_evdec *d, const uint8_t *q,
-                                            uint32_t *id, uint64_t *start, uint64_t *events)
+                                            uint32_t *id, uint64_t *start, uint64_t *events,
+                                            uint64_t *paused)
 {
-    uint64_t v = 0, z = 0, c = 0;
+    uint64_t v = 0, z = 0, c = 0, pz = 0;
     q = rp_get_varint(q, d->end, &v);
     q = rp_get_varint(q, d->end, &z);
     if (d->snap_counts)
         q = rp_get_varint(q, d->end, &c);
+    if (d->snap_pauses)
+        q = rp_get_varint(q, d->end, &pz);
     *id = (uint32_t)v;
     *start = rp_get64(d->start + 8) - (uint64_t)rp_unzigzag(z);
     *events = c;
+    *paused = pz;
     return q;
 }
 

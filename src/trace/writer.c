@@ -98,6 +98,8 @@ void rp_enc_thread_free(struct rp_enc_thread *t)
     free(t->stack);
     free(t->holds);
     free(t->cache);
+    free(t->pz_at);
+    free(t->pz_ev);
     memset(t, 0, sizeof(*t));
 }
 
@@ -464,6 +466,44 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     return (size_t)(r - recs);
 }
 
+/*
+ * A PAUSE is about to move the starts of t's open spans: each frame that no
+ * PAUSE has seen since its push notes `paused` as it was at the push (none
+ * came between).  Out of memory: the shadow stack can no longer say what
+ * its starts were, and no more snapshots are written (the chunks then
+ * replay in order).
+ */
+static __attribute__((noinline)) void pause_note(struct rp_enc_thread *t)
+{
+    if (t->depth > t->pz_cap) {
+        uint32_t cap = t->depth < 64 ? 64 : t->depth * 2;
+        uint64_t *a = realloc(t->pz_at, cap * sizeof(*a));
+        if (a)
+            t->pz_at = a;
+        uint64_t *b = a ? realloc(t->pz_ev, cap * sizeof(*b)) : NULL;
+        if (!b) {
+            t->nosnap = 1;
+            return;
+        }
+        t->pz_ev = b;
+        for (uint32_t d = t->pz_cap; d < cap; d++)
+            t->pz_ev[d] = 0; /* (no frame's ev is 0) */
+        t->pz_cap = cap;
+    }
+    for (uint32_t d = 0; d < t->depth; d++)
+        if (t->pz_ev[d] != t->stack[d].ev) {
+            t->pz_ev[d] = t->stack[d].ev;
+            t->pz_at[d] = t->paused;
+        }
+}
+
+/* The PAUSE ticks by which the start of t's frame d was moved (0: none
+ * since its push). */
+static inline uint64_t frame_paused(const struct rp_enc_thread *t, uint32_t d)
+{
+    return d < t->pz_cap && t->pz_ev[d] == t->stack[d].ev ? t->paused - t->pz_at[d] : 0;
+}
+
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out)
 {
@@ -483,12 +523,16 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
      * Each says how many events came after its ENTER, so that the reader
      * can subtract the recorder's cost of those (overhead compensation). */
     if (!t->nosnap && t->depth <= RP_SNAP_MAX) {
-        flags |= RP_EV_SNAPSHOT | RP_EV_SNAPCOUNT;
+        /* (PAUSEs after its ENTER: the outermost frame has the most) */
+        int pz = t->depth && frame_paused(t, 0);
+        flags |= RP_EV_SNAPSHOT | RP_EV_SNAPCOUNT | (pz ? RP_EV_SNAPPAUSE : 0);
         o = rp_put_varint(o, t->depth);
         for (uint32_t d = 0; d < t->depth; d++) {
             o = rp_put_varint(o, t->stack[d].id);
             o = rp_put_varint(o, rp_zigzag((int64_t)(prev - t->stack[d].start)));
             o = rp_put_varint(o, t->seq - t->stack[d].ev);
+            if (pz)
+                o = rp_put_varint(o, frame_paused(t, d));
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -643,6 +687,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
              * later, so snapshots carry it) as in the reader. */
             o = put_op(o, delta, RP_OP_PAUSE);
             o = rp_put_varint(o, pl);
+            pause_note(t);
             for (uint32_t d = 0; d < t->depth; d++)
                 t->stack[d].start += pl;
             t->paused += pl;

@@ -128,6 +128,12 @@ struct rp_enc_thread {
                                    span open is of a frame entered before, and is left out */
     uint64_t orphans;           /* such exits */
     struct rp_enc_cache *cache; /* this thread's front of the id table (made on first use) */
+    /* per depth: `paused` when the frame there was pushed, valid while
+     * pz_ev[d] is that frame's ev; set by the first PAUSE after the push (a
+     * push costs nothing), so that a snapshot can say how far each start
+     * was moved (format 1.4) */
+    uint64_t *pz_at, *pz_ev;
+    uint32_t pz_cap;
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table, per thread */
