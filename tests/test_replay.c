@@ -294,6 +294,13 @@ static const struct rp_node *node_by_key(const struct rp_profile *p, uint8_t kin
  * (docs/report-json.md);
  * [off-cpu] 2 calls, 1020; the lock wait 300; 30 ticks paused.
  */
+/* The recorder's two steps: take under the queue's lock, merge outside. */
+static const struct rp_raw *take_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
+{
+    rp_offq_take(q, recs, *n);
+    return rp_offq_merge(q, recs, n);
+}
+
 static void test_offcpu(void)
 {
     struct rp_enc e;
@@ -312,6 +319,8 @@ static void test_offcpu(void)
     rp_offq_switch(&q, 150, 0);
     rp_offq_switch(&q, 250, 1); /* off CPU at the flush */
     size_t n = 4;
+    CHECK_EQ(rp_offq_take(&q, b1, n), 1); /* 130-150 ends by 200; 250- is open */
+    CHECK_EQ(q.n, 0);
     const struct rp_raw *m = rp_offq_merge(&q, b1, &n);
     CHECK_EQ(n, 5);
     CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 20));
@@ -333,7 +342,9 @@ static void test_offcpu(void)
                           oraw(1750, RP_RAW_LOCK_REL, OL),   oraw(2000, RP_RAW_FUNC_EXIT, OF),
                           oraw(2300, RP_RAW_FUNC_ENTER, OK), oraw(2310, RP_RAW_FUNC_EXIT, OK)};
     n = 8;
+    CHECK_EQ(rp_offq_take(&q, b2, n), 3);
     m = rp_offq_merge(&q, b2, &n);
+    CHECK_EQ(q.ndue, 0);
     CHECK_EQ(n, 11);
     CHECK_EQ(m[0].ticks, 250);
     CHECK_EQ(m[0].word, rp_raw_word(RP_RAW_OFFCPU, 1000));
@@ -347,7 +358,7 @@ static void test_offcpu(void)
     rp_offq_switch(&q, 1550, 0);
     struct rp_raw b3[] = {oraw(3000, RP_RAW_FUNC_ENTER, OK), oraw(3010, RP_RAW_FUNC_EXIT, OK)};
     n = 2;
-    m = rp_offq_merge(&q, b3, &n);
+    m = take_merge(&q, b3, &n);
     CHECK_EQ(n, 3);
     CHECK_EQ(q.late, 1);
     CHECK_EQ(q.n, 0);
@@ -405,7 +416,7 @@ static void test_offcpu(void)
     rp_offq_switch(&q, 260, 1);
     rp_offq_switch(&q, 290, 0);
     n = 3;
-    m = rp_offq_merge(&q, b4, &n);
+    m = take_merge(&q, b4, &n);
     CHECK_EQ(n, 4);
     CHECK_EQ(m[1].ticks, 150);
     CHECK_EQ(m[1].word, rp_raw_word(RP_RAW_OFFCPU, 50));
@@ -420,7 +431,7 @@ static void test_offcpu(void)
     rp_offq_switch(&q, 210, 1);
     rp_offq_switch(&q, 250, 0);
     n = 4;
-    m = rp_offq_merge(&q, b5, &n);
+    m = take_merge(&q, b5, &n);
     CHECK_EQ(n, 5);
     CHECK_EQ(m[2].word, rp_raw_word(RP_RAW_DATA, 0));
     CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 40));

@@ -540,7 +540,7 @@ void rp_offcpu_forget(struct rp_tbuf *t)
             off.runq_forgotten += t->rq1;
     }
     rp_own_lock(&rp_rt.off_lock); /* (a thread encoding its own may be polling) */
-    off.late_forgotten += t->offq.late;
+    off.late_forgotten += __atomic_load_n(&t->offq.late, __ATOMIC_RELAXED);
     if (off.mapcap && t->tid) {
         uint32_t i = map_slot(t->tid);
         if (off.map[i].t == t)
@@ -559,7 +559,7 @@ void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val)
         rp_own_lock(&rp_rt.off_lock);
         uint64_t late = off.late_forgotten, lost = off.lost;
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
-            late += t->offq.late;
+            late += __atomic_load_n(&t->offq.late, __ATOMIC_RELAXED);
         rp_own_unlock(&rp_rt.off_lock);
         rp_own_unlock(&rp_rt.lock);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)lost);

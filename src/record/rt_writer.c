@@ -188,12 +188,17 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
     const struct rp_raw *m = recs;
     if (rp_offcpu_source() == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
-        rp_own_lock(&rp_rt.off_lock); /* (m is t's own copy: used after the unlock) */
+        /* the queue is shared with every thread's poll: only the taking is
+         * done under its lock, the merge (a copy of the whole batch) by the
+         * encoder alone, so threads that encode their own do not queue here */
+        rp_own_lock(&rp_rt.off_lock);
+        rp_offq_take(&t->offq, recs, n);
+        rp_own_unlock(&rp_rt.off_lock);
         m = rp_offq_merge(&t->offq, recs, &nm);
         /* an off-CPU record takes up to two events' bytes */
         if (nm > n && t->self && 2 * nm > self_out_recs()) {
             m = recs; /* the intervals are dropped (counted late) */
-            t->offq.late += nm - n;
+            __atomic_fetch_add(&t->offq.late, nm - n, __ATOMIC_RELAXED);
             nm = n;
         } else if (nm > n && !t->self && 2 * nm > rp_rt_out_recs) {
             uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
@@ -202,11 +207,10 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
                 rp_rt_out_recs = 2 * nm;
             } else {
                 m = recs; /* the intervals are dropped (counted late) */
-                t->offq.late += nm - n;
+                __atomic_fetch_add(&t->offq.late, nm - n, __ATOMIC_RELAXED);
                 nm = n;
             }
         }
-        rp_own_unlock(&rp_rt.off_lock);
     }
     uint8_t *out = t->self ? t->eout : rp_rt.out;
     size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, out);

@@ -760,10 +760,38 @@ void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out)
     if (ticks <= a)
         return;
     if (rp_grow(&q->iv, &q->cap, q->n + 1, sizeof(*q->iv), 16) < 0) {
-        q->late++;
+        __atomic_fetch_add(&q->late, 1, __ATOMIC_RELAXED);
         return;
     }
     q->iv[q->n++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, ticks - a)};
+}
+
+/* The ticks of the last record of recs[0..nr) that is a time (a DATA
+ * record's ticks field is its INSTANT's or COUNTER's value). */
+static uint64_t offq_end(const struct rp_raw *recs, size_t nr)
+{
+    size_t lr = nr - 1;
+    while (lr > 0 && recs[lr].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+        lr--;
+    return recs[lr].ticks;
+}
+
+size_t rp_offq_take(struct rp_offq *q, const struct rp_raw *recs, size_t n)
+{
+    if (!n || !q->n)
+        return q->ndue;
+    /* only intervals that end by the batch's last record go in now */
+    uint64_t endt = offq_end(recs, n);
+    uint32_t m = 0;
+    while (m < q->n && q->iv[m].ticks + (q->iv[m].word & RP_RAW_PAYLOAD) <= endt)
+        m++;
+    if (m && rp_grow(&q->due, &q->capdue, q->ndue + m, sizeof(*q->due), 16) == 0) {
+        memcpy(q->due + q->ndue, q->iv, m * sizeof(*q->iv));
+        q->ndue += m;
+        q->n -= m;
+        memmove(q->iv, q->iv + m, q->n * sizeof(*q->iv));
+    }
+    return q->ndue;
 }
 
 const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
@@ -771,15 +799,8 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
     size_t nr = *n, k = 0, o = 0;
     if (!nr)
         return recs;
-    /* only intervals that end by the batch's last record go in now (a DATA
-     * record's ticks field is its INSTANT's or COUNTER's value, not a time) */
-    size_t lr = nr - 1;
-    while (lr > 0 && recs[lr].word >> RP_RAW_SHIFT == RP_RAW_DATA)
-        lr--;
-    uint64_t endt = recs[lr].ticks, last = q->last;
-    uint32_t m = 0;
-    while (m < q->n && q->iv[m].ticks + (q->iv[m].word & RP_RAW_PAYLOAD) <= endt)
-        m++;
+    uint64_t endt = offq_end(recs, nr), last = q->last;
+    const uint32_t m = q->ndue;
     if (!m)
         goto plain;
     if (nr + m > q->tmpcap) {
@@ -795,7 +816,7 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
          * its start), copied in runs. */
         size_t j = i;
         if (k < m) {
-            for (uint64_t a = q->iv[k].ticks; j < nr; j++) {
+            for (uint64_t a = q->due[k].ticks; j < nr; j++) {
                 if (recs[j].word >> RP_RAW_SHIFT == RP_RAW_DATA)
                     continue;
                 if (recs[j].ticks > a)
@@ -824,7 +845,7 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
             lim = d < t ? t - d : 0;
         }
         while (k < m) {
-            uint64_t a = q->iv[k].ticks, b = a + (q->iv[k].word & RP_RAW_PAYLOAD);
+            uint64_t a = q->due[k].ticks, b = a + (q->due[k].word & RP_RAW_PAYLOAD);
             if (a >= t && b > t)
                 break; /* after this record */
             int late = b <= last;
@@ -833,15 +854,14 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
             if (b > a)
                 q->tmp[o++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, b - a)};
             else if (late)
-                q->late++; /* (not one inside a pause) */
+                __atomic_fetch_add(&q->late, 1, __ATOMIC_RELAXED); /* (not one inside a pause) */
             k++;
         }
         q->tmp[o++] = recs[i];
         last = t > last ? t : last;
     }
     q->last = last;
-    q->n -= m;
-    memmove(q->iv, q->iv + m, q->n * sizeof(*q->iv));
+    q->ndue = 0;
     *n = o;
     return q->tmp;
 plain:
@@ -852,6 +872,7 @@ plain:
 void rp_offq_free(struct rp_offq *q)
 {
     free(q->iv);
+    free(q->due);
     free(q->tmp);
     memset(q, 0, sizeof(*q));
 }

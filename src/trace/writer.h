@@ -222,12 +222,18 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
  * later records were already encoded) is counted as late.
  */
 struct rp_offq {
+    /* the queue, fed by rp_offq_switch (in the recorder: under its lock) */
     struct rp_raw *iv; /* intervals as RP_RAW_OFFCPU records, oldest first */
     uint32_t n, cap;
-    uint64_t out_at;    /* ticks of a switch-out with no switch-in yet; 0 = none */
+    uint64_t out_at;   /* ticks of a switch-out with no switch-in yet; 0 = none */
+    uint64_t unpaired; /* switch-ins with no switch-out (lost records, or the first) */
+    uint64_t late;     /* intervals dropped: their time was already written (added to
+                          with relaxed atomics from either side) */
+
+    /* the merge's: whoever encodes the thread's records */
+    struct rp_raw *due; /* intervals taken from the queue (rp_offq_take), oldest first */
+    uint32_t ndue, capdue;
     uint64_t last;      /* ticks of the last record merged (0 = none yet) */
-    uint64_t late;      /* intervals dropped: their time was already written */
-    uint64_t unpaired;  /* switch-ins with no switch-out (lost records, or the first) */
     struct rp_raw *tmp; /* the merged copy rp_offq_merge returns */
     size_t tmpcap;
 };
@@ -237,10 +243,17 @@ struct rp_offq {
 void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out);
 
 /*
- * The records recs[0..*n) with the queued intervals that end by the last of
- * them merged in (a copy owned by q, valid until the next call), *n updated;
- * recs itself when no interval belongs there.  Out of memory: recs, and the
- * intervals stay queued.
+ * Takes the queued intervals that end by the last record of recs[0..n) for
+ * the next rp_offq_merge: the short part that needs the queue to itself (the
+ * merge, a pass over every record, does not).  Returns how many are taken
+ * and not merged yet.  Out of memory: the intervals stay queued.
+ */
+size_t rp_offq_take(struct rp_offq *q, const struct rp_raw *recs, size_t n);
+
+/*
+ * The records recs[0..*n) with the taken intervals merged in (a copy owned
+ * by q, valid until the next call), *n updated; recs itself when none was
+ * taken.  Out of memory: recs, and the intervals stay taken.
  */
 const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n);
 
