@@ -107,13 +107,7 @@ timelines() {
             fail "$t.chrome.json is not valid JSON"
         "$RANKPROF" export -i $t.data --format perfetto -o $t.pftrace || fail "export perfetto ($t)"
     done
-    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
-    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
-    if [[ -f "$tp_lib" ]] && command -v clang++ >/dev/null && [[ -n "$libcxx" ]]; then
-        # the library carries its own libc++ (std::__1): see tp_query.cc
-        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o tp_query \
-            -L"$(dirname "$tp_lib")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$tp_lib")" ||
-            fail "building tests/consumers/tp_query.cc"
+    if tp_query_build tp_query; then
         # a slice's time in the report: its duration less the recorder's
         # pauses inside it ("[recorder]" slices)
         q="select s.name, count(*), sum(s.dur - coalesce((select sum(d.dur) from
@@ -160,7 +154,7 @@ timelines() {
         note "trace_processor agrees with the report (chrome and perfetto, calltree and firmware)"
         note "sizes: firmware chrome $(stat -c %s fw.chrome.json) B, perfetto $(stat -c %s fw.pftrace) B"
     else
-        missing trace_processor "Debian packages chromium-shell (its $tp_lib), clang, libc++-dev"
+        missing trace_processor "Debian packages chromium-shell (its $TP_LIB), clang, libc++-dev"
     fi
 }
 

@@ -168,15 +168,10 @@ timelines() {
         wc -c >"$tmp/plain.n"
     (($(stat -c %s "$tmp/par.chrome") > 8 << 20 && $(cat "$tmp/plain.n") > 3 << 20)) ||
         fail "chrome $(stat -c %s "$tmp/par.chrome") B, perfetto $(cat "$tmp/plain.n") B plain: one batch"
-    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
-    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
-    if [[ -f $tp_lib ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]]; then
-        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" \
-            -o "$tmp/tp_query" -L"$(dirname "$tp_lib")" -ltest_trace_processor \
-            -Wl,-rpath,"$(dirname "$tp_lib")" || fail "building tests/consumers/tp_query.cc"
+    if tp_query_build "$tmp/tp_query"; then
         tp=$tmp/tp_query
     else
-        missing trace_processor "no $tp_lib (chromium-shell) or clang++: perfetto not read back"
+        missing trace_processor "no $TP_LIB (chromium-shell) or clang++: perfetto not read back"
     fi
     # per thread and name: slices, their time less the [recorder] slices inside
     [[ -n $tp ]] && { "$tp" "$tmp/par.perfetto" "with rec as (select a.id as id, sum(r.dur) as d

@@ -128,12 +128,7 @@ EOF
         [[ "$got" == "${want_spans[$c]} ends" ]] ||
             fail "chrome ${opts[$c]}: spans '$got', want '${want_spans[$c]} ends'"
     done
-    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
-    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
-    if [[ -f "$tp_lib" ]] && command -v clang++ >/dev/null && [[ -n "$libcxx" ]]; then
-        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o tp_query \
-            -L"$(dirname "$tp_lib")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$tp_lib")" ||
-            fail "building tests/consumers/tp_query.cc"
+    if tp_query_build tp_query; then
         declare -A depths=([none]="a@1:3 b@2:6 c@1:1 c@2:3 leaf@2:2 leaf@3:36 main@0:1"
             [depth]="a@1:3 c@1:1 main@0:1" [function]="b@0:6 leaf@1:30"
             [exclude]="c@1:1 leaf@2:2 main@0:1" [both]="a@0:3 b@1:6"
@@ -150,7 +145,7 @@ EOF
         done
         note "trace_processor reads the filtered chrome and perfetto exports"
     else
-        missing trace_processor "Debian packages chromium-shell (its $tp_lib), clang, libc++-dev"
+        missing trace_processor "Debian packages chromium-shell (its $TP_LIB), clang, libc++-dev"
     fi
 }
 

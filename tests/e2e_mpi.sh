@@ -308,15 +308,10 @@ axis() {
     local D=1234567 f tp=
     inject "$tmp/skew" "0 $D 0" "1 $D 0"
     R report -i "$tmp/mpi.data" --format json >"$tmp/axis.json" 2>/dev/null || fail "report"
-    tp_lib=/usr/lib/chromium/libtest_trace_processor.so
-    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
-    if [[ -f $tp_lib ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]]; then
-        clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" \
-            -o "$tmp/tp_query" -L"$(dirname "$tp_lib")" -ltest_trace_processor \
-            -Wl,-rpath,"$(dirname "$tp_lib")" || fail "building tests/consumers/tp_query.cc"
+    if tp_query_build "$tmp/tp_query"; then
         tp=$tmp/tp_query
     else
-        missing trace_processor "no $tp_lib (chromium-shell) or clang++: perfetto not read back"
+        missing trace_processor "no $TP_LIB (chromium-shell) or clang++: perfetto not read back"
     fi
     local q="select p.pid, s.name, s.ts, s.dur from slice s join thread_track tt on s.track_id = tt.id
              join thread using (utid) join process p using (upid) order by p.pid, s.ts, s.depth, s.name"

@@ -119,6 +119,22 @@ missing() { # missing TOOL WHY: a consumer is absent
     echo "$1" >>"$_rp_state/skipped"
 }
 
+# tp_query_build OUT: builds tests/consumers/tp_query.cc, a query tool over
+# the trace_processor library chromium-shell ships ($TP_LIB), into OUT.
+# Returns 1, building nothing, when the library, clang++ or libc++ is
+# missing (the caller says so with `missing`); fails the test when it does
+# not build.
+TP_LIB=/usr/lib/chromium/libtest_trace_processor.so
+tp_query_build() {
+    local libcxx
+    libcxx=$(ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | head -1 || true)
+    [[ -f $TP_LIB ]] && command -v clang++ >/dev/null && [[ -n $libcxx ]] || return 1
+    # the library carries its own libc++ (std::__1): see tp_query.cc
+    clang++ -std=c++17 -O1 -stdlib=libc++ -nostdlib++ "$here/consumers/tp_query.cc" -o "$1" \
+        -L"$(dirname "$TP_LIB")" -ltest_trace_processor -Wl,-rpath,"$(dirname "$TP_LIB")" ||
+        fail "building tests/consumers/tp_query.cc"
+}
+
 sanitized() { [[ -n "${RP_SANITIZE:-}" ]]; }
 under_tsan() { [[ "${RP_SANITIZE:-}" == *thread* ]]; }
 under_asan() { [[ "${RP_SANITIZE:-}" == *address* ]]; }
