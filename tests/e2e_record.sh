@@ -5,6 +5,8 @@
 # and never reports a stale file as written.
 #   - a missing directory, an output that is a FIFO: refused before the
 #     program runs (no hang); a symbolic link: refused, --force follows it;
+#   - an older trace at the name: replaced by a new file (truncated in
+#     place through a symbolic link or when it has another link);
 #   - a static program (nothing can be preloaded), with no file and with an
 #     older trace in place: "was not written", the stale file untouched;
 #   - a full disk (a 64 KiB tmpfs, when root): "incomplete", exit 1;
@@ -46,6 +48,32 @@ symlink() {
     [[ -s target.data ]] || fail "--force did not write through the link"
 }
 scenario symlink symlink
+
+# an older trace at the name: replaced by a new file (not truncated, which
+# makes the file system write the new trace back at its close), the old
+# one's inode left to whoever else has it; through a symbolic link (--force)
+# and with a second hard link the file is truncated in place instead
+replace() {
+    expect 0 "wrote again.data" -- "$RANKPROF" record -o again.data -- "$T"
+    ln again.data kept.data
+    local ino
+    ino=$(stat -c %i kept.data)
+    expect 0 "wrote again.data" -- "$RANKPROF" record -o again.data -- "$T"
+    [[ $(stat -c %i kept.data) == "$ino" && $(stat -c %h kept.data) == 2 ]] ||
+        fail "a trace with two links was not truncated in place"
+    rm kept.data
+    expect 0 "wrote again.data" -- "$RANKPROF" record -o again.data -- "$T"
+    [[ $(stat -c %i again.data) != "$ino" ]] || fail "the older trace was truncated, not replaced"
+    "$RANKPROF" report -i again.data >rep.txt 2>&1 || fail "the new trace does not read: $(cat rep.txt)"
+    grep -q fib rep.txt || fail "the new trace has no fib: $(cat rep.txt)"
+    [[ $(find . -maxdepth 1 -name 'again.data*' | wc -l) == 1 ]] || fail "files left beside it: $(ls)"
+    ln -s again.data link2.data
+    ino=$(stat -c %i again.data)
+    expect 0 "wrote link2.data" -- "$RANKPROF" record --force -o link2.data -- "$T"
+    [[ -L link2.data && $(stat -c %i again.data) == "$ino" ]] ||
+        fail "recording through a symbolic link replaced the link or its target"
+}
+scenario replace replace
 
 # a FIFO as -o: refused, no hang; as -i: refused at once, no hang
 fifo() {

@@ -86,7 +86,10 @@ static uint64_t last_clock(FILE *f, uint64_t off)
     return last;
 }
 
-int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errsz)
+/* rp_set_probe; the end only from the file's modification time unless
+ * skim (reading every chunk header of a big trace costs a read per chunk:
+ * not worth it for a file that has no sibling to be told apart from). */
+static int probe(const char *path, struct rp_set_file *f, char *err, size_t errsz, int skim)
 {
     struct rp_reader r;
     struct rp_chunk c;
@@ -118,13 +121,18 @@ int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errs
     }
     if (fstat(fileno(r.f), &st) == 0)
         f->end_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
-    if (rc >= 0 && f->who.start_ns) {
+    if (rc >= 0 && f->who.start_ns && skim) {
         uint64_t last = last_clock(r.f, r.off);
         if (last >= f->who.start_ns)
             f->end_ns = last;
     }
     rp_reader_close(&r);
     return rc == RP_ENOMEM ? rc : 0;
+}
+
+int rp_set_probe(const char *path, struct rp_set_file *f, char *err, size_t errsz)
+{
+    return probe(path, f, err, errsz, 1);
 }
 
 /* Frees what f owns and zeroes it.  Cannot fail. */
@@ -147,19 +155,25 @@ void rp_set_free(struct rp_set *s)
     memset(s, 0, sizeof(*s));
 }
 
-int rp_set_add(struct rp_set *s, const char *path, char *err, size_t errsz)
+/* rp_set_add, skimming the file for its end only if skim (probe). */
+static int add(struct rp_set *s, const char *path, char *err, size_t errsz, int skim)
 {
     if (rp_grow(&s->files, &s->cap, s->n + 1, sizeof(*s->files), 8) < 0) {
         snprintf(err, errsz, "%s: out of memory", path);
         return RP_ENOMEM;
     }
-    int rc = rp_set_probe(path, &s->files[s->n], err, errsz);
+    int rc = probe(path, &s->files[s->n], err, errsz, skim);
     if (rc == RP_ENOMEM) {
         file_free(&s->files[s->n]);
         return rc;
     }
     s->n++; /* (one that cannot be read: the replay says why) */
     return rc < 0 ? 1 : 0;
+}
+
+int rp_set_add(struct rp_set *s, const char *path, char *err, size_t errsz)
+{
+    return add(s, path, err, errsz, 1);
 }
 
 /* Whether name (a directory entry) is base.PID or base.PID.N. */
@@ -228,16 +242,24 @@ int rp_set_find(const char *name, struct rp_set *s, char *err, size_t errsz)
     int rc;
 
     memset(s, 0, sizeof(*s));
-    if ((rc = rp_set_add(s, name, err, errsz)) != 0)
-        return rc < 0 ? rc : 0; /* not a trace: no run to find */
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
     size_t blen = strlen(base);
     if (!(dir = slash ? strndup(name, (size_t)(slash - name) + 1) : strdup("./")))
         goto nomem;
-    if (!(d = opendir(dir))) /* (NAME was read, so its directory exists: unreadable) */
-        goto out;
     struct dirent *de;
+    int siblings = 0; /* NAME's end is needed only to tell siblings apart */
+    if ((d = opendir(dir))) {
+        while (!siblings && (de = readdir(d)))
+            siblings = sibling_name(de->d_name, base, blen);
+        rewinddir(d);
+    }
+    if ((rc = add(s, name, err, errsz, siblings)) != 0) {
+        rc = rc < 0 ? rc : 0; /* not a trace: no run to find */
+        goto out;
+    }
+    if (!d || !siblings) /* (NAME was read, so its directory exists: unreadable) */
+        goto out;
     while ((de = readdir(d))) {
         if (!sibling_name(de->d_name, base, blen))
             continue;

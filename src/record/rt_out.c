@@ -78,6 +78,35 @@ RP_HIDDEN int rp_rt_fd_high(int fd)
     return nfd;
 }
 
+/* The older trace out_fresh (rt_start.c) replaced: its descriptor, parked
+ * high until the writer closes it, and which file it is (the program may
+ * have closed that number and opened another file as it: fstat tells).
+ * Under fd_lock. */
+static int old_fd = -1;
+static dev_t old_dev;
+static ino_t old_ino;
+
+RP_HIDDEN void rp_rt_out_old_park(int fd, dev_t dev, ino_t ino)
+{
+    rp_own_lock(&rp_rt.fd_lock);
+    old_fd = rp_rt_fd_high(fd);
+    old_dev = dev;
+    old_ino = ino;
+    rp_own_unlock(&rp_rt.fd_lock);
+}
+
+RP_HIDDEN void rp_rt_out_old_close(void)
+{
+    struct stat st;
+    if (__atomic_load_n(&old_fd, __ATOMIC_RELAXED) < 0)
+        return;
+    rp_own_lock(&rp_rt.fd_lock);
+    if (old_fd >= 0 && fstat(old_fd, &st) == 0 && st.st_dev == old_dev && st.st_ino == old_ino)
+        syscall(SYS_close, old_fd); /* the last reference: its pages are freed here */
+    old_fd = -1;
+    rp_own_unlock(&rp_rt.fd_lock);
+}
+
 /* Called by the close, dup2 and dup3 interposers (rt.h: rp_rt_fd_check)
  * before the program takes descriptor fd when it is the trace's: the
  * trace moves to another number.  Waits at most about 100 ms for a write

@@ -244,6 +244,38 @@ static void run_id_take(const char *mark)
 static int out_other; /* this process's file is not the run's first (NAME.PID) */
 
 /*
+ * Replaces the older trace that fd holds (opened by path, its flock ours)
+ * by a new empty file of the same name, when it is a plain file that path
+ * names directly with one link.  Truncating it instead makes ext4 and XFS
+ * write the new trace back when it is closed (their guard for files
+ * rewritten in place): about 0.1 s spent in the program's exit after a
+ * trace of 150 MB; a new file is written back in the background as any
+ * other.  Dropping the old file's pages costs as much again: the old
+ * descriptor is parked out of the way (rp_rt_fd_high) and closed by the
+ * writer thread, beside the program (rp_rt_out_old_close).  Returns the new
+ * descriptor; -1 when fd is to be truncated as before (a symlink's target,
+ * a hard link, an empty file, a directory that does not let it unlink), or
+ * -2 when another process created the name between the unlink and the
+ * create (fd is then closed: this process takes NAME.PID).
+ */
+static int out_fresh(int fd, const char *path)
+{
+    struct stat st, ln;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 || st.st_nlink != 1 ||
+        lstat(path, &ln) != 0 || ln.st_dev != st.st_dev || ln.st_ino != st.st_ino ||
+        unlink(path) != 0)
+        return -1;
+    int nfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (nfd < 0) {
+        syscall(SYS_close, fd);
+        return -2;
+    }
+    flock(nfd, LOCK_EX | LOCK_NB); /* (its creator: nobody else holds it) */
+    rp_rt_out_old_park(fd, st.st_dev, st.st_ino);
+    return nfd;
+}
+
+/*
  * Opens the trace file.  The first recorded process of a run takes the name
  * as given and marks the environment; its children (fork or exec) write
  * NAME.PID, and NAME.PID.N if that exists, so no process overwrites
@@ -252,7 +284,7 @@ static int out_other; /* this process's file is not the run's first (NAME.PID) *
  * not pass the mark on): the one writing the name holds an exclusive flock
  * on it for its life (its forked children too, which share the open file),
  * and a process that finds it held takes NAME.PID instead.  Only a name no
- * live process holds is truncated and reused.  The suffixed names are
+ * live process holds is replaced by a new file (out_fresh) or truncated.  The suffixed names are
  * created with O_EXCL, so they are never shared either.
  */
 static int open_output(int child)
@@ -268,10 +300,14 @@ static int open_output(int child)
         snprintf(rp_rt.path, sizeof(rp_rt.path), "%s", base);
         rp_rt.fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         setenv("RANKPROF_CLAIMED", rp_rt_run, 1);
+        int nfd = -1;
         if (rp_rt.fd >= 0 && flock(rp_rt.fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
             syscall(SYS_close, rp_rt.fd); /* a live process writes it */
             rp_rt.fd = -1;
             first = 0;
+        } else if (rp_rt.fd >= 0 && (nfd = out_fresh(rp_rt.fd, rp_rt.path)) != -1) {
+            rp_rt.fd = nfd;
+            first = nfd >= 0;
         } else if (rp_rt.fd >= 0 && ftruncate(rp_rt.fd, 0) < 0) {
             syscall(SYS_close, rp_rt.fd); /* not a regular file we may reuse */
             rp_rt.fd = open(rp_rt.path, O_WRONLY | O_TRUNC | O_CLOEXEC);

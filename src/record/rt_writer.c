@@ -628,6 +628,7 @@ static void *writer_main(void *arg)
     rp_is_writer = 1; /* (the first use of the recorder's TLS may allocate it) */
     rp_offcpu_writer_started();
     atomic_store(&rp_rt.writer_ready, 1);
+    rp_rt_out_old_close(); /* beside the program, not before it starts */
 
     /* A fatal signal cannot wake the writer (a condition variable is not
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
