@@ -256,7 +256,8 @@ static int out_other; /* this process's file is not the run's first (NAME.PID) *
  * descriptor; -1 when fd is to be truncated as before (a symlink's target,
  * a hard link, an empty file, a directory that does not let it unlink), or
  * -2 when another process created the name between the unlink and the
- * create (fd is then closed: this process takes NAME.PID).
+ * create, or locked the new file first (fd is then closed: this process
+ * takes NAME.PID).
  */
 static int out_fresh(int fd, const char *path)
 {
@@ -266,11 +267,16 @@ static int out_fresh(int fd, const char *path)
         unlink(path) != 0)
         return -1;
     int nfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* another process may open the new name before the lock is taken, and
+     * take it first: that one writes the name (it is empty), this one not */
+    if (nfd >= 0 && flock(nfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+        syscall(SYS_close, nfd);
+        nfd = -1;
+    }
     if (nfd < 0) {
         syscall(SYS_close, fd);
         return -2;
     }
-    flock(nfd, LOCK_EX | LOCK_NB); /* (its creator: nobody else holds it) */
     rp_rt_out_old_park(fd, st.st_dev, st.st_ino);
     return nfd;
 }
