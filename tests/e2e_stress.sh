@@ -191,17 +191,19 @@ PY
 # 8 threads fill small buffers (16 KiB) while the writer flushes the one
 # each is filling every 1 ms: the threads encode and write their full
 # buffers themselves (INFO buffers_self) by default and with
-# RANKPROF_SELF_ENCODE=1, not with RANKPROF_SELF_ENCODE=0; new ids are made
+# RANKPROF_SELF_ENCODE=1, not with RANKPROF_SELF_ENCODE=0; also when they
+# block signals left at their default, not when a blocked signal has the
+# program's handler; new ids are made
 # by several threads at once, and the trace is exact (every id defined
 # before use)
-selfenc_run() { # selfenc_run VALUE (- for unset) SELF (1: buffers_self > 0, 0: none)
-    local v=$1 want=$2
+selfenc_run() { # selfenc_run VALUE (- for unset) SELF (1: buffers_self > 0, 0: none) [MODE]
+    local v=$1 want=$2 mode=${3:-threads}
     (if [[ $v != - ]]; then export RANKPROF_SELF_ENCODE=$v; else unset RANKPROF_SELF_ENCODE; fi
         RANKPROF_BUFSIZE=16384 RANKPROF_FLUSH_MS=1 "$RANKPROF" record -o "$tmp/self.data" -- \
-            "$PROGS/prog_stress" threads 8 20000) >"$tmp/out" 2>&1 ||
-        fail "selfenc ($v): $(cat "$tmp/out")"
+            "$PROGS/prog_stress" "$mode" 8 20000) >"$tmp/out" 2>&1 ||
+        fail "selfenc ($v, $mode): $(cat "$tmp/out")"
     expect "$tmp/self.data" 8 20000 9 0
-    python3 - "$tmp/self.data" "$want" "$v" <<'PY' || fail "selfenc ($v): buffers_self is not as expected"
+    python3 - "$tmp/self.data" "$want" "$v, $mode" <<'PY' || fail "selfenc ($v, $mode): buffers_self is not as expected"
 import struct, sys
 data = open(sys.argv[1], "rb").read()
 def info(key):  # the last value of an INFO key (format: u16 len, key, u32 len, value)
@@ -222,6 +224,12 @@ stress_selfenc() {
     selfenc_run 1 1
     selfenc_run - 1
     selfenc_run 0 0
+    # threads that block signals left at their default (or taken by the
+    # recorder's own flush: SIGINT, SIGTERM, SIGHUP) still encode their own;
+    # with a blocked signal that has the program's handler they may be in
+    # it, and leave their buffers to the writer
+    selfenc_run - 1 masked
+    selfenc_run - 0 handled
     echo "e2e_stress: selfenc: ok"
 }
 

@@ -161,6 +161,11 @@ static void signal_take(void)
         ctl_signo = sig;
 }
 
+int rp_ctl_owns(void (*h)(int, siginfo_t *, void *))
+{
+    return h == ctl_handler;
+}
+
 uint32_t rp_ctl_start(uint32_t mask)
 {
     const char *st = getenv("RANKPROF_START");

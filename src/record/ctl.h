@@ -25,6 +25,8 @@ struct rp_win_edge {
  * signal, recording is not switchable (a warning says why).
  */
 RP_HIDDEN uint32_t rp_ctl_start(uint32_t mask);
+/* Whether h is the control signal's handler.  Cannot fail. */
+RP_HIDDEN int rp_ctl_owns(void (*h)(int, siginfo_t *, void *));
 
 /* The edges published so far (acquire): *e points at them.  Any thread. */
 RP_HIDDEN uint32_t rp_ctl_edges(const struct rp_win_edge **e);

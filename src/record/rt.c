@@ -100,6 +100,45 @@ RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
  */
 RP_HIDDEN __thread int rp_rt_sig_clean;
 
+/*
+ * Whether a thread whose signal mask was m (before the section blocked
+ * everything) is outside every signal handler, as far as can be told.  A
+ * handler runs with its own signal blocked (unless SA_NODEFER), and that
+ * signal has a handler; a signal blocked for good, as worker threads block
+ * SIGINT and SIGTERM for a thread that waits for them with sigwait, has
+ * its default disposition, is ignored, or has one of the recorder's
+ * handlers (rp_rt_handler_ours: the ending signals' flush, the control
+ * signal), inside which nothing is recorded.  So: clean when every signal
+ * in m is at one of those.  The verdict is kept for the mask last seen
+ * and asked again (a sigaction query per blocked signal) only when the
+ * mask changed since the previous section: a handler installed since is
+ * then seen.  Cannot fail: a query that fails counts as a handler.
+ */
+static int sig_clean(const sigset_t *m)
+{
+    static __thread sigset_t last;
+    static __thread int last_known, last_clean;
+    if (sigisemptyset(m) == 1) {
+        last_known = 0;
+        return 1;
+    }
+    if (last_known && !memcmp(&last, m, sizeof(*m)))
+        return last_clean;
+    int clean = 1;
+    for (int sig = 1; sig < NSIG && clean; sig++) {
+        struct sigaction sa;
+        if (sigismember(m, sig) == 1 &&
+            (sigaction(sig, NULL, &sa) != 0 ||
+             ((sa.sa_flags & SA_SIGINFO) ? !rp_rt_handler_ours(&sa)
+                                         : sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)))
+            clean = 0;
+    }
+    last = *m;
+    last_known = 1;
+    last_clean = clean;
+    return clean;
+}
+
 RP_HIDDEN void section_enter(struct rt_section *s)
 {
     sigset_t all;
@@ -107,7 +146,7 @@ RP_HIDDEN void section_enter(struct rt_section *s)
     pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
     s->clean = rp_rt_sig_clean;
-    rp_rt_sig_clean = sigisemptyset(&s->sigs) == 1;
+    rp_rt_sig_clean = sig_clean(&s->sigs);
 }
 
 RP_HIDDEN void section_leave(struct rt_section *s)

@@ -375,10 +375,11 @@ struct rt_section {
     int cancel;
     int clean; /* rp_rt_sig_clean before the section */
 };
-/* Inside a section entered with no signal blocked: then the thread is (as
- * far as can be told) not in a signal handler, whose own signal is blocked
- * while it runs, and may run code that is not async-signal-safe, such as
- * its own encoding (it may allocate).  0 outside sections. */
+/* Inside a section entered with no signal blocked that has a handler:
+ * then the thread is (as far as can be told) not in a signal handler, whose
+ * own signal is blocked while it runs, and may run code that is not
+ * async-signal-safe, such as its own encoding (it may allocate).  0
+ * outside sections. */
 RP_HIDDEN extern __thread int rp_rt_sig_clean;
 RP_HIDDEN void section_enter(struct rt_section *s);
 RP_HIDDEN void section_leave(struct rt_section *s);

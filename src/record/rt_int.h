@@ -96,6 +96,9 @@ RP_HIDDEN int rp_rt_fd_high(int fd);
  * it frees the old file's pages, which takes a while for a big one.
  * Neither fails. */
 RP_HIDDEN void rp_rt_out_old_park(int fd, dev_t dev, ino_t ino);
+/* Whether sa is one of the recorder's own handlers (the ending signals' and
+ * the control signal's), which record nothing.  Cannot fail. */
+RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa);
 RP_HIDDEN void rp_rt_out_old_close(void);
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);

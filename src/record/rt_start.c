@@ -124,6 +124,12 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     errno = saved_errno;
 }
 
+RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) &&
+           (sa->sa_sigaction == fatal_handler || rp_ctl_owns(sa->sa_sigaction));
+}
+
 /* Installs fatal_handler for signal sig when the program leaves it at its
  * default (a crash signal: unless it ignores it).  A signal the kernel
  * refuses is left alone. */

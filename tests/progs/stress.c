@@ -10,6 +10,12 @@
  *   prog_stress paced T N       like threads, but each thread sleeps 1 ms
  *                               every 100 calls of outer() (so that the
  *                               periodic flush runs while threads append)
+ *   prog_stress masked T N      like threads, with SIGINT, SIGTERM and
+ *                               SIGHUP blocked in every thread (left at
+ *                               their default: a service's workers, whose
+ *                               signals one thread takes with sigwait)
+ *   prog_stress handled T N     like threads, with SIGUSR2 blocked in every
+ *                               thread and a handler installed for it
  *
  * body(N) calls outer() N times; outer() calls inner() twice.  Expected
  * calls: outer = threads * N, inner = 2 * threads * N, body = threads,
@@ -18,6 +24,7 @@
  * number of function calls made, main included.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +72,35 @@ static __attribute__((no_instrument_function)) void run_threads(long k, long n)
     free(th);
 }
 
+static void on_usr2(int sig)
+{
+    (void)sig;
+}
+
+/* Blocks SIGINT, SIGTERM and SIGHUP (masked), or SIGUSR2 with a handler
+ * installed (handled), in this thread and the threads it starts. */
+static __attribute__((no_instrument_function)) void block(int handled)
+{
+    sigset_t m;
+    sigemptyset(&m);
+    if (handled) {
+        signal(SIGUSR2, on_usr2);
+        sigaddset(&m, SIGUSR2);
+    } else {
+        sigaddset(&m, SIGINT);
+        sigaddset(&m, SIGTERM);
+        sigaddset(&m, SIGHUP);
+    }
+    pthread_sigmask(SIG_BLOCK, &m, NULL);
+}
+
 int main(int argc, char **argv)
 {
     long threads = 0, n = 0;
-    if (argc == 4 && (!strcmp(argv[1], "threads") || !strcmp(argv[1], "paced"))) {
+    if (argc == 4 && (!strcmp(argv[1], "masked") || !strcmp(argv[1], "handled")))
+        block(argv[1][0] == 'h');
+    if (argc == 4 && (!strcmp(argv[1], "threads") || !strcmp(argv[1], "paced") ||
+                      !strcmp(argv[1], "masked") || !strcmp(argv[1], "handled"))) {
         paced = argv[1][0] == 'p';
         threads = atol(argv[2]);
         n = atol(argv[3]);
@@ -84,7 +116,8 @@ int main(int argc, char **argv)
         n = atol(argv[2]);
         body((void *)n);
     } else {
-        fprintf(stderr, "usage: prog_stress threads|paced T N | churn R K N | serial N\n");
+        fprintf(stderr,
+                "usage: prog_stress threads|paced|masked|handled T N | churn R K N | serial N\n");
         return 2;
     }
     printf("calls %ld\n", 1 + threads * (1 + 3 * n));
