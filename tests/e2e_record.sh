@@ -67,6 +67,23 @@ replace() {
     "$RANKPROF" report -i again.data >rep.txt 2>&1 || fail "the new trace does not read: $(cat rep.txt)"
     grep -q fib rep.txt || fail "the new trace has no fib: $(cat rep.txt)"
     [[ $(find . -maxdepth 1 -name 'again.data*' | wc -l) == 1 ]] || fail "files left beside it: $(ls)"
+    # neither a forked child that lives on (a daemon) nor its parent keeps
+    # the replaced file open, which would keep its blocks taken, also when
+    # they record nothing for a long time (only points recorded: none here)
+    RANKPROF_FLUSH_MS=50 timeout 60 "$RANKPROF" record --classes point -o again.data -- \
+        "$PROGS/prog_endings" forkwait 1000 >fw.out 2>fw.err &
+    local rec=$! pid= parent held
+    for _ in $(seq 600); do
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' fw.out 2>/dev/null || true)
+        [[ -n $pid ]] && break
+        sleep 0.1
+    done
+    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "forkwait: the child never said done"; }
+    parent=$(awk '{print $4}' "/proc/$pid/stat")
+    held=$(ls -l "/proc/$pid/fd" "/proc/$parent/fd" 2>/dev/null | grep -c "again.data (deleted)" || true)
+    kill -KILL "$pid"
+    wait $rec || true
+    [[ $held == 0 ]] || fail "the replaced trace is still open in the parent or its child"
     ln -s again.data link2.data
     ino=$(stat -c %i again.data)
     expect 0 "wrote link2.data" -- "$RANKPROF" record --force -o link2.data -- "$T"

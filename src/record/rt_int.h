@@ -92,14 +92,16 @@ RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *pay
 RP_HIDDEN int rp_rt_fd_high(int fd);
 /* Parks the descriptor of the older trace the new file replaced (dev, ino:
  * the old file) until rp_rt_out_old_close, which the writer thread calls
- * when it starts (without a writer the process's exit closes it): closing
- * it frees the old file's pages, which takes a while for a big one.
- * Neither fails. */
+ * when it starts (start-up starts it then), start-up itself when recording
+ * starts off, and a forked child at once: closing it frees the old file's
+ * pages and blocks, which takes a while for a big one.  rp_rt_out_old_parked:
+ * whether one is parked.  None fails. */
 RP_HIDDEN void rp_rt_out_old_park(int fd, dev_t dev, ino_t ino);
 /* Whether sa is one of the recorder's own handlers (the ending signals' and
  * the control signal's), which record nothing.  Cannot fail. */
 RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa);
 RP_HIDDEN void rp_rt_out_old_close(void);
+RP_HIDDEN int rp_rt_out_old_parked(void);
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);

@@ -89,10 +89,15 @@ static ino_t old_ino;
 RP_HIDDEN void rp_rt_out_old_park(int fd, dev_t dev, ino_t ino)
 {
     rp_own_lock(&rp_rt.fd_lock);
-    old_fd = rp_rt_fd_high(fd);
     old_dev = dev;
     old_ino = ino;
+    __atomic_store_n(&old_fd, rp_rt_fd_high(fd), __ATOMIC_RELAXED);
     rp_own_unlock(&rp_rt.fd_lock);
+}
+
+RP_HIDDEN int rp_rt_out_old_parked(void)
+{
+    return __atomic_load_n(&old_fd, __ATOMIC_RELAXED) >= 0;
 }
 
 RP_HIDDEN void rp_rt_out_old_close(void)
@@ -103,7 +108,7 @@ RP_HIDDEN void rp_rt_out_old_close(void)
     rp_own_lock(&rp_rt.fd_lock);
     if (old_fd >= 0 && fstat(old_fd, &st) == 0 && st.st_dev == old_dev && st.st_ino == old_ino)
         syscall(SYS_close, old_fd); /* the last reference: its pages are freed here */
-    old_fd = -1;
+    __atomic_store_n(&old_fd, -1, __ATOMIC_RELAXED);
     rp_own_unlock(&rp_rt.fd_lock);
 }
 

@@ -407,6 +407,9 @@ static void atfork_child(void)
     pthread_mutex_init(&rp_rt.fd_lock, NULL); /* the writer may have held it */
     pthread_mutex_init(&rp_rt.enc_lock, NULL);
     pthread_mutex_init(&rp_rt.off_lock, NULL);
+    /* the replaced trace's copy: a long-lived child (a daemon) would keep
+     * the deleted file's blocks */
+    rp_rt_out_old_close();
     atomic_store(&rp_rt.self_block, 0);
     /* The prepare handler waited for every thread's busy flag: one still
      * taken here means a thread was encoding (maybe allocating) at the
@@ -610,6 +613,14 @@ static int rt_start(void)
     if (env_u64("RANKPROF_SIGNALS", 1, 0, 1))
         fatal_install();
     rp_funcs_start(rp_rt.quiet); /* function filter, throttle: before the first event */
+    if (!mask || rp_rt.direct)   /* no writer: not until recording starts, or never */
+        rp_rt_out_old_close();
+    else if (rp_rt_out_old_parked()) { /* the writer closes it: start it now, not at
+                                          the first event, which may be long coming */
+        rp_own_lock(&rp_rt.lock);
+        rp_rt_writer_ensure_locked();
+        rp_own_unlock(&rp_rt.lock);
+    }
     atomic_store(&rp_rt.mask, mask);
     rp_sites_sync_classes(); /* switched-off classes: the sites' off bytes */
     return 0;
