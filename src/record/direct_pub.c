@@ -153,8 +153,12 @@ RP_HIDDEN void rp_direct_pub_start(void)
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 256 * 1024);
+    sigset_t all, old; /* no program handler may run on it before pub_main blocks them */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     if (pthread_create(&th, &a, pub_main, NULL) == 0)
         atomic_store(&pub_ok, 1);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&a);
 }
 
