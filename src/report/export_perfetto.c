@@ -43,7 +43,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libdeflate.h>
 
 #include "common/array.h"
 #include "common/compiler.h"
@@ -52,6 +51,7 @@
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "report/export_pool.h"
+#include "report/export_zpkt.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -151,7 +151,7 @@ struct perfetto {
     struct rp_xpool *pool;
     uint8_t *batch;
     size_t nbatch, capbatch;
-    struct libdeflate_compressor *z[9]; /* per pool worker, made on first use */
+    struct rp_zpkt *z[9]; /* per pool worker, made on first use */
     struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
     struct rp_clockmap_fast cmf;        /* its current file's, per event */
     uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
@@ -211,14 +211,12 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     }
     if (w >= sizeof(f->z) / sizeof(f->z[0]))
         w = sizeof(f->z) / sizeof(f->z[0]) - 1;
-    if (!f->z[w] && !(f->z[w] = libdeflate_alloc_compressor(1)))
+    if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
         return RP_ENOMEM;
-    size_t bound = libdeflate_zlib_compress_bound(f->z[w], nb);
-    if (rp_xbuf_need(out, HEAD + bound) < 0)
+    out->n = HEAD;
+    if (rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
         return RP_ENOMEM;
-    size_t zn = libdeflate_zlib_compress(f->z[w], b, nb, out->b + HEAD, bound);
-    if (!zn)
-        return RP_ENOMEM; /* not reached: out has the bound's room */
+    size_t zn = out->n - HEAD;
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
     for (v = zn; v >= 0x80; v >>= 7)
@@ -775,7 +773,7 @@ out:;
         rc = wrc;
     for (size_t i = 0; i < sizeof(f.z) / sizeof(f.z[0]); i++)
         if (f.z[i])
-            libdeflate_free_compressor(f.z[i]);
+            rp_zpkt_free(f.z[i]);
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);
