@@ -148,6 +148,24 @@ static inline uint32_t hash(const uint8_t *p, size_t n)
     return (uint32_t)(h >> (64 - HASH_BITS));
 }
 
+/* Whether the n (>= 3) bytes at a and b are the same: words, not a call
+ * (most runs are 10 to 20 bytes).  Cannot fail. */
+static inline int same(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t x, y;
+    if (n < 8)
+        return !memcmp(a, b, n);
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
 /* The run in[s..e): matches of the same bytes seen last, else literals.
  * Cannot fail. */
 static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, size_t e)
@@ -165,7 +183,7 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
         size_t c = *slot;
         *slot = (uint32_t)(s + 1);
         size_t d = s - (c - 1);
-        if (c && d <= MAX_DIST && !memcmp(in + c - 1, in + s, n)) {
+        if (c && d <= MAX_DIST && same(in + c - 1, in + s, n)) {
             unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
             uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
             put(w, z->len[n].bits, z->len[n].n);
