@@ -151,10 +151,10 @@ struct perfetto {
     struct rp_xpool *pool;
     uint8_t *batch;
     size_t nbatch, capbatch;
-    struct rp_zpkt *z[9]; /* per pool worker, made on first use */
-    struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
-    struct rp_clockmap_fast cmf;        /* its current file's, per event */
-    uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
+    struct rp_zpkt *z[9];        /* per pool worker, made on first use */
+    struct rp_clockmap cm;       /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf; /* its current file's, per event */
+    uint64_t *hold_tracks;       /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
 

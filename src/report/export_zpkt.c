@@ -40,13 +40,14 @@ struct rp_zpkt {
     uint8_t dcode[30];              /* a distance symbol's code, bit-reversed */
 };
 
-static const uint16_t len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
-                                      31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const uint16_t len_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
+                                      15, 17, 19, 23,  27,  31,  35,  43,  51, 59,
+                                      67, 83, 99, 115, 131, 163, 195, 227, 258};
 static const uint8_t len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
                                       2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const uint16_t dist_base[30] = {1,    2,    3,    4,    5,    7,     9,     13,    17,  25,
-                                       33,   49,   65,   97,   129,  193,   257,   385,   513, 769,
-                                       1025, 1537, 2049, 3073, 4097, 6145,  8193,  12289, 16385, 24577};
+static const uint16_t dist_base[30] = {
+    1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+    193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
 static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
                                        6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 
@@ -82,7 +83,8 @@ struct rp_zpkt *rp_zpkt_alloc(void)
         struct code c = fixed(257 + k);
         unsigned end = k + 1 < 29 ? len_base[k + 1] : MAX_MATCH + 1;
         for (unsigned l = len_base[k]; l < end; l++)
-            z->len[l] = (struct code){c.bits | (uint32_t)(l - len_base[k]) << c.n, c.n + len_extra[k]};
+            z->len[l] =
+                (struct code){c.bits | (uint32_t)(l - len_base[k]) << c.n, c.n + len_extra[k]};
     }
     for (unsigned k = 0; k < 30; k++) {
         z->dcode[k] = (uint8_t)rev(k, 5);
@@ -144,7 +146,8 @@ static inline uint32_t hash(const uint8_t *p, size_t n)
         memcpy(&b, p + n - 2, 2);
         a |= (uint64_t)p[n / 2] << 16;
     }
-    uint64_t h = (a * 0x9e3779b97f4a7c15ull ^ b) * 0xff51afd7ed558ccdull ^ n * 0xc4ceb9fe1a85ec53ull;
+    uint64_t h =
+        (a * 0x9e3779b97f4a7c15ull ^ b) * 0xff51afd7ed558ccdull ^ n * 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h >> (64 - HASH_BITS));
 }
 
