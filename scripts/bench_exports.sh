@@ -10,9 +10,9 @@
 # and every format RUNS times (default 3), interleaved (one run of each in
 # turn, so that a machine's load falls on all alike), output to /dev/null
 # (its size counted through wc), and prints per format the median wall
-# time with its range, the median CPU time (user + system), the ratio of
-# the median wall time to the report's, the output's bytes and bytes per
-# call, and the peak RSS.  With OLD=/path/to/another/rankprof each run is
+# time with its range, the median CPU time (user + system), the ratios of
+# the median wall and CPU times to the report's, the output's bytes and
+# bytes per call, and the peak RSS.  With OLD=/path/to/another/rankprof each run is
 # made by both binaries in turn and both are printed ("old" and "new").
 # Needs GNU time (/usr/bin/time).  html runs with RANKPROF_RENDER=none as
 # well as with the renderer found on PATH.
@@ -60,14 +60,16 @@ for line in open(sys.argv[1]):
     runs[(w, b)].append((float(wall), float(u) + float(s), int(rss), int(size)))
 calls = int(sys.argv[2])
 rep = {b: statistics.median(x[0] for x in v) for (w, b), v in runs.items() if w == "report"}
+repc = {b: statistics.median(x[1] for x in v) for (w, b), v in runs.items() if w == "report"}
 print("%d calls; wall s: median [min .. max]; cpu s: median user + system" % calls)
-print("%-14s %-3s %6s %16s %6s %8s %14s %9s %8s" %
-      ("what", "bin", "wall", "[min .. max]", "cpu", "x report", "bytes", "B/call", "RSS MB"))
+print("%-14s %-3s %6s %16s %6s %8s %8s %14s %9s %8s" %
+      ("what", "bin", "wall", "[min .. max]", "cpu", "x report", "cpu x", "bytes", "B/call",
+       "RSS MB"))
 for (w, b), v in runs.items():
     walls = sorted(x[0] for x in v)
     m = statistics.median(walls)
-    print("%-14s %-3s %6.2f %16s %6.2f %8.1f %14d %9.2f %8.1f" %
-          (w, b, m, "[%.2f .. %.2f]" % (walls[0], walls[-1]),
-           statistics.median(x[1] for x in v), m / rep[b],
+    c = statistics.median(x[1] for x in v)
+    print("%-14s %-3s %6.2f %16s %6.2f %8.1f %8.1f %14d %9.2f %8.1f" %
+          (w, b, m, "[%.2f .. %.2f]" % (walls[0], walls[-1]), c, m / rep[b], c / repc[b],
            v[0][3], v[0][3] / calls, max(x[2] for x in v) / 1024))
 PY

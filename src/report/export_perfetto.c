@@ -29,15 +29,16 @@
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
  * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes, each written deflated (zlib format, libdeflate level 1) as one
+ * bytes, each written as a zlib stream (export_zpkt.h: no match search,
+ * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
- * events, about 28 bytes plain) takes about 3 bytes.  -O compress=0
+ * events, about 28 bytes plain) takes about 6 bytes.  -O compress=0
  * writes the batches plain, for readers without zlib.  The batches are
- * deflated by the ordered pool's threads (export_pool.h) while the next
+ * compressed by the ordered pool's threads (export_pool.h) while the next
  * ones are encoded, and written in order: the same bytes with any number
  * of threads.  Memory: the packet buffer, the pool's batches and their
- * deflated copies, a bit per id for each thread that uses it (in pages)
+ * compressed copies, a bit per id for each thread that uses it (in pages)
  * and a byte per id.
  */
 #include <math.h>
@@ -191,8 +192,8 @@ static int name_set(struct pseq *q, uint32_t id)
 
 /*
  * The pool's turning function (export_pool.h): the nb bytes of packets at
- * b as one packet of compressed_packets (deflated by worker w's
- * compressor), or as they are without compression.  Returns 0 or
+ * b as one packet of compressed_packets (a zlib stream by worker w's
+ * compressor, export_zpkt.h), or as they are without compression.  Returns 0 or
  * RP_ENOMEM.
  */
 static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
