@@ -15,13 +15,14 @@
 # bytes per call, and the peak RSS.  With OLD=/path/to/another/rankprof each run is
 # made by both binaries in turn and both are printed ("old" and "new").
 # Needs GNU time (/usr/bin/time).  html runs with RANKPROF_RENDER=none as
-# well as with the renderer found on PATH.
+# well as with the renderer found on PATH, perfetto with -O compress=small
+# as well (perfetto-small).
 set -euo pipefail
 build=${1:?usage: bench_exports.sh BUILD [TRACE]}
 trace=${2:-}
 RUNS=${RUNS:-3}
 ITERS=${ITERS:-2000000}
-FORMATS=${FORMATS:-"folded flamegraph pprof callgrind perfetto chrome html html-norender"}
+FORMATS=${FORMATS:-"folded flamegraph pprof callgrind perfetto perfetto-small chrome html html-norender"}
 new=$build/rankprof
 [[ -x $new ]] || { echo "bench_exports.sh: no $new (build first)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "bench_exports.sh: needs GNU time (/usr/bin/time)" >&2; exit 1; }
@@ -45,6 +46,7 @@ for ((r = 0; r < RUNS; r++)); do
             case $what in
             report) cmd=("$bin" report "$trace") ;;
             html-norender) env=(RANKPROF_RENDER=none) cmd=("$bin" export --format html "$trace") ;;
+            perfetto-small) cmd=("$bin" export --format perfetto -O compress=small "$trace") ;;
             *) cmd=("$bin" export --format "$what" "$trace") ;;
             esac
             bytes=$(env "${env[@]}" /usr/bin/time -f "%e %U %S %M" -o "$work/t" "${cmd[@]}" 2>/dev/null | wc -c)
