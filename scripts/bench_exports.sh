@@ -10,18 +10,19 @@
 # and every format RUNS times (default 3), interleaved (one run of each in
 # turn, so that a machine's load falls on all alike), output to /dev/null
 # (its size counted through wc), and prints per format the median wall
-# time with its range, the median CPU time (user + system), the ratio of
-# the median wall time to the report's, the output's bytes and bytes per
-# call, and the peak RSS.  With OLD=/path/to/another/rankprof each run is
+# time with its range, the median CPU time (user + system), the ratios of
+# the median wall and CPU times to the report's, the output's bytes and
+# bytes per call, and the peak RSS.  With OLD=/path/to/another/rankprof each run is
 # made by both binaries in turn and both are printed ("old" and "new").
 # Needs GNU time (/usr/bin/time).  html runs with RANKPROF_RENDER=none as
-# well as with the renderer found on PATH.
+# well as with the renderer found on PATH, perfetto with -O compress=small
+# as well (perfetto-small).
 set -euo pipefail
 build=${1:?usage: bench_exports.sh BUILD [TRACE]}
 trace=${2:-}
 RUNS=${RUNS:-3}
 ITERS=${ITERS:-2000000}
-FORMATS=${FORMATS:-"folded flamegraph pprof callgrind perfetto chrome html html-norender"}
+FORMATS=${FORMATS:-"folded flamegraph pprof callgrind perfetto perfetto-small chrome html html-norender"}
 new=$build/rankprof
 [[ -x $new ]] || { echo "bench_exports.sh: no $new (build first)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "bench_exports.sh: needs GNU time (/usr/bin/time)" >&2; exit 1; }
@@ -45,6 +46,7 @@ for ((r = 0; r < RUNS; r++)); do
             case $what in
             report) cmd=("$bin" report "$trace") ;;
             html-norender) env=(RANKPROF_RENDER=none) cmd=("$bin" export --format html "$trace") ;;
+            perfetto-small) cmd=("$bin" export --format perfetto -O compress=small "$trace") ;;
             *) cmd=("$bin" export --format "$what" "$trace") ;;
             esac
             bytes=$(env "${env[@]}" /usr/bin/time -f "%e %U %S %M" -o "$work/t" "${cmd[@]}" 2>/dev/null | wc -c)
@@ -60,14 +62,16 @@ for line in open(sys.argv[1]):
     runs[(w, b)].append((float(wall), float(u) + float(s), int(rss), int(size)))
 calls = int(sys.argv[2])
 rep = {b: statistics.median(x[0] for x in v) for (w, b), v in runs.items() if w == "report"}
+repc = {b: statistics.median(x[1] for x in v) for (w, b), v in runs.items() if w == "report"}
 print("%d calls; wall s: median [min .. max]; cpu s: median user + system" % calls)
-print("%-14s %-3s %6s %16s %6s %8s %14s %9s %8s" %
-      ("what", "bin", "wall", "[min .. max]", "cpu", "x report", "bytes", "B/call", "RSS MB"))
+print("%-14s %-3s %6s %16s %6s %8s %8s %14s %9s %8s" %
+      ("what", "bin", "wall", "[min .. max]", "cpu", "x report", "cpu x", "bytes", "B/call",
+       "RSS MB"))
 for (w, b), v in runs.items():
     walls = sorted(x[0] for x in v)
     m = statistics.median(walls)
-    print("%-14s %-3s %6.2f %16s %6.2f %8.1f %14d %9.2f %8.1f" %
-          (w, b, m, "[%.2f .. %.2f]" % (walls[0], walls[-1]),
-           statistics.median(x[1] for x in v), m / rep[b],
+    c = statistics.median(x[1] for x in v)
+    print("%-14s %-3s %6.2f %16s %6.2f %8.1f %8.1f %14d %9.2f %8.1f" %
+          (w, b, m, "[%.2f .. %.2f]" % (walls[0], walls[-1]), c, m / rep[b], c / repc[b],
            v[0][3], v[0][3] / calls, max(x[2] for x in v) / 1024))
 PY

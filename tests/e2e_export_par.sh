@@ -24,7 +24,9 @@
 #             last (less the [recorder] slices inside them) exactly what
 #             `report --thread TID` says, the first from 0 (the run's first
 #             event: the origin without a replay); trace_processor reads the same
-#             per thread from the perfetto file (when it is installed)
+#             per thread from the perfetto file (when it is installed); the
+#             perfetto file's compressed packets (3 batches or more) inflate
+#             to exactly the -O compress=0 file, in half its size or less
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -164,8 +166,37 @@ timelines() {
         cmp -s "$tmp/seq.$f" "$tmp/par.$f" || fail "$f differs with 2 threads"
     done
     # several batches of the pool (1 MB of records or packets each)
-    RANKPROF_REPLAY_JOBS=2 "$RANKPROF" export --format perfetto -O compress=0 "$tmp/tl.rp" |
-        wc -c >"$tmp/plain.n"
+    RANKPROF_REPLAY_JOBS=2 "$RANKPROF" export --format perfetto -O compress=0 -o "$tmp/plain.pf" \
+        "$tmp/tl.rp" || fail "export perfetto -O compress=0"
+    stat -c %s "$tmp/plain.pf" >"$tmp/plain.n"
+    # the compressed packets (export_zpkt.c) inflate to the plain file, each
+    # batch in one packet of compressed_packets
+    python3 - "$tmp/par.perfetto" "$tmp/plain.pf" <<'PY' || fail "perfetto's compressed packets (above)"
+import sys, zlib
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80:
+            return v, i
+z, plain = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+out, i, n = bytearray(), 0, 0
+while i < len(z):
+    if z[i] != 0x0a:
+        sys.exit(f"offset {i}: not a packet")
+    ln, j = varint(z, i + 1)
+    start, body, i = i, z[j:j + ln], j + ln
+    if body[:2] == b"\x92\x03":  # compressed_packets (50)
+        zn, k = varint(body, 2)
+        out += zlib.decompress(body[k:k + zn])
+        n += 1
+    else:
+        out += z[start:i]
+if bytes(out) != plain:
+    sys.exit(f"{n} batches inflate to {len(out)} B, not the plain file's {len(plain)} B")
+if n < 3 or len(z) * 2 > len(plain):
+    sys.exit(f"{n} batches, {len(z)} B of {len(plain)} B plain: want 3 or more, a half or less")
+PY
     (($(stat -c %s "$tmp/par.chrome") > 8 << 20 && $(cat "$tmp/plain.n") > 3 << 20)) ||
         fail "chrome $(stat -c %s "$tmp/par.chrome") B, perfetto $(cat "$tmp/plain.n") B plain: one batch"
     if tp_query_build "$tmp/tp_query"; then

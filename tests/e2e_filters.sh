@@ -6,7 +6,8 @@
 # paths and their time, the timelines' spans counted per name in the Chrome
 # JSON, and, where installed, the slices and depths trace_processor reads
 # from chrome and perfetto output; and the compact perfetto encoding (at
-# most 3 bytes per call, 4 under sanitizers, the same slices as plain).  A missing consumer skips its part
+# most 8 bytes per call, 12 under sanitizers; -O compress=small at most 3,
+# 4 under sanitizers; the same slices as plain).  A missing consumer skips its part
 # (exit 77) unless RP_REQUIRE_CONSUMERS=1.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB, EXAMPLES in the environment.
@@ -168,7 +169,8 @@ errors() {
     bad --function --format callgrind -F main
 }
 
-# --- compact perfetto: deflated batches, delta timestamps: <= 3 bytes a call (4 sanitized)
+# --- compact perfetto: compressed batches, delta timestamps: <= 8 bytes a call
+# (12 sanitized); -O compress=small (libdeflate): <= 3 (4 sanitized)
 compact() {
     "$RANKPROF" record -o tiny.data -- "$PROGS/prog_tiny" 20 5000 16 >/dev/null 2>&1 ||
         fail "recording prog_tiny"
@@ -176,25 +178,35 @@ compact() {
     "$RANKPROF" export -i tiny.data --format perfetto -o tiny.pftrace || fail "export perfetto"
     "$RANKPROF" export -i tiny.data --format perfetto -O compress=0 -o plain.pftrace ||
         fail "export perfetto -O compress=0"
+    "$RANKPROF" export -i tiny.data --format perfetto -O compress=small -o small.pftrace ||
+        fail "export perfetto -O compress=small"
     # (a sanitized program runs slower: its deltas are longer, 3.1 bytes a
-    # call under TSan against 1.5; without delta timestamps it is over 5)
-    local limit=3
-    sanitized && limit=4
-    LIMIT=$limit python3 - <<'EOF2' || fail "perfetto size: $(cat size_err.txt)"
+    # call under TSan against 1.5 with libdeflate, and each byte more of a
+    # delta is 9 bits more by default; without delta timestamps it is over
+    # 5 with libdeflate, over 11 by default)
+    local limit=8 slimit=3
+    sanitized && limit=12 slimit=4
+    LIMIT=$limit SLIMIT=$slimit python3 - <<'EOF2' || fail "perfetto size: $(cat size_err.txt)"
 import json, os
 calls = sum(n["calls"] for n in json.load(open("tiny.json"))["nodes"])
 z, plain = os.path.getsize("tiny.pftrace"), os.path.getsize("plain.pftrace")
+small = os.path.getsize("small.pftrace")
 err = []
 if calls < 100000:
     err.append(f"prog_tiny made only {calls} calls")
-# 10 is the promise; delta timestamps make it under 2 (5 without them)
-limit = int(os.environ["LIMIT"])
+# 10 is the promise; delta timestamps make it about 6 (11 without them), 1.7
+# with libdeflate (5 without them)
+limit, slimit = int(os.environ["LIMIT"]), int(os.environ["SLIMIT"])
 if z > limit * calls:
     err.append(f"{z} bytes for {calls} calls: {z / calls:.2f} per call, more than {limit}")
+if small > slimit * calls:
+    err.append(f"compress=small: {small} bytes for {calls} calls: {small / calls:.2f} per call, "
+               f"more than {slimit}")
 if plain < 20 * calls:
     err.append(f"-O compress=0 is {plain / calls:.2f} bytes per call: not plain")
 open("size_err.txt", "w").write("; ".join(err))
-print(f"perfetto: {z / calls:.2f} bytes per call, {plain / calls:.2f} plain")
+print(f"perfetto: {z / calls:.2f} bytes per call, {small / calls:.2f} small, "
+      f"{plain / calls:.2f} plain")
 exit(1 if err else 0)
 EOF2
     if "$RANKPROF" export -i tiny.data --format perfetto -O compress=2 -o bad.pftrace 2>err.txt; then
@@ -205,7 +217,9 @@ EOF2
         q="select name, count(*), sum(dur) from slice group by name order by name"
         ./tp_query tiny.pftrace "$q" >z.tsv || fail "trace_processor rejected tiny.pftrace"
         ./tp_query plain.pftrace "$q" >plain.tsv || fail "trace_processor rejected plain.pftrace"
+        ./tp_query small.pftrace "$q" >small.tsv || fail "trace_processor rejected small.pftrace"
         cmp -s z.tsv plain.tsv || fail "compressed and plain perfetto differ: $(diff z.tsv plain.tsv | head -5)"
+        cmp -s small.tsv plain.tsv || fail "small and plain perfetto differ: $(diff small.tsv plain.tsv | head -5)"
         want=$(python3 -c 'import json; print(next(n["calls"] for n in
             json.load(open("tiny.json"))["nodes"] if n["name"] == "leaf"))')
         got=$(awk -F'\t' '$1 == "leaf" { print $2 }' z.tsv)

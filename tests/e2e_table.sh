@@ -22,7 +22,9 @@
 #     is above 100 %, fib -> fib says "recursive", main -> fib is 100.0 %;
 #   - html: every flag badge has its why as a tooltip and the "Why the
 #     flags" table the table's reasons; the sequence diagram is an inline
-#     SVG drawn by plantuml (when installed), and with RANKPROF_RENDER=none
+#     SVG drawn by plantuml (when installed; a fake plantuml on PATH shows it
+#     started before the replay, reading a pipe, and a failing one a note),
+#     and with RANKPROF_RENDER=none
 #     the page says neither tool is there; the callers/callees panel of fib
 #     (headless chromium, when installed) shows "recursive", no share > 100 %.
 #
@@ -248,6 +250,21 @@ EOF
     grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
         fail "no note where no renderer is used"
     grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
+    # the renderer started before the replay (rp_export_html_prestart): a
+    # plantuml reading its diagram from a pipe; one that fails is a note
+    mkdir -p fake
+    printf '%s\n' '#!/bin/sh' 'kind=file' '[ -p /dev/stdin ] && kind=pipe' 'src=$(cat)' \
+        'case $src in *wakes*) ;; *) exit 3 ;; esac' '[ -n "$FAKE_FAIL" ] && exit 2' \
+        'echo "<svg><text>from a $kind, $* <!-- source --></text></svg>"' >fake/plantuml
+    chmod +x fake/plantuml
+    PATH=$tmp/fake:$PATH "$RANKPROF" export -i contend.data --format html -o fake.html ||
+        fail "export html with a fake plantuml"
+    grep -q '<div class="seq-svg"><svg><text>from a pipe, -tsvg -pipe </text></svg>' fake.html ||
+        fail "not drawn by a plantuml started on a pipe: $(grep -o 'seq-svg.\{60\}' fake.html)"
+    FAKE_FAIL=1 PATH=$tmp/fake:$PATH "$RANKPROF" export -i contend.data --format html -o fail.html ||
+        fail "export html with a failing plantuml"
+    grep -q 'The diagram could not be drawn: plantuml failed (exit status 512)' fail.html ||
+        fail "no note for a failing renderer: $(grep -o 'seq-note.\{60\}' fail.html)"
     if command -v plantuml >/dev/null; then
         "$RANKPROF" export -i contend.data --format html -o seq.html || fail "export html"
         python3 - seq.html <<'EOF' || fail "html sequence diagram (see above)"

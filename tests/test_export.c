@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libdeflate.h>
 
 #include "analyze/cct.h"
 #include "analyze/replay.h"
@@ -33,6 +34,7 @@
 #include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pb.h"
+#include "report/export_zpkt.h"
 #include "trace/writer.h"
 
 enum { A = 1, B = 2, C = 3 };
@@ -519,9 +521,143 @@ static void test_origin(void)
     unlink(path);
 }
 
+/* in[0..n) through rp_zpkt_zlib, inflated back by libdeflate: the same
+ * bytes; returns the stream's size (0 when it failed). */
+static size_t zpkt_round(struct rp_zpkt *z, const uint8_t *in, size_t n)
+{
+    struct rp_xbuf out = {0};
+    uint8_t *back = malloc(n + 1);
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    size_t got = 0, zn = 0;
+    CHECK(back && d);
+    out.n = 3; /* appended after what out holds */
+    CHECK_EQ(rp_xbuf_need(&out, 3), 0);
+    memcpy(out.b, "abc", 3);
+    CHECK_EQ(rp_zpkt_zlib(z, in, n, &out), 0);
+    CHECK(!memcmp(out.b, "abc", 3));
+    CHECK_EQ(libdeflate_zlib_decompress(d, out.b + 3, out.n - 3, back, n + 1, &got),
+             LIBDEFLATE_SUCCESS);
+    CHECK_EQ(got, n);
+    if (got == n && !memcmp(back, in, n))
+        zn = out.n - 3;
+    else
+        CHECK(!"the stream inflates to other bytes");
+    libdeflate_free_decompressor(d);
+    free(back);
+    free(out.b);
+    return zn;
+}
+
+/*
+ * export_zpkt.c: streams of packets like the perfetto export's (slice
+ * begins and ends on two sequences, timestamps of 1 to 3 bytes, a long
+ * interned name, a packet cut off at the end), of random bytes, of a
+ * repeated byte and of nothing inflate to their input; the packets take
+ * the matches (a run between two timestamps as one match).
+ */
+static void test_zpkt(void)
+{
+    struct rp_zpkt *z = rp_zpkt_alloc();
+    CHECK(z != NULL);
+    if (!z)
+        return;
+    size_t cap = 4 << 20, n = 0;
+    uint8_t *b = malloc(cap);
+    unsigned long long r = 88172645463325252ull;
+    CHECK(b != NULL);
+    /* a descriptor with a name longer than a match */
+    b[n++] = 0x0a;
+    b[n++] = 0x90, b[n++] = 0x03; /* 400 */
+    for (unsigned i = 0; i < 400; i++)
+        b[n++] = (uint8_t)('a' + i % 26);
+    uint64_t bits = 0;
+    while (n + 64 < cap - 100) {
+        unsigned seq = 2 + (unsigned)(check_xorshift(&r) % 2);
+        uint32_t id = 1 + (uint32_t)(check_xorshift(&r) % 5);
+        for (int end = 0; end < 2; end++) {
+            uint64_t ts = check_xorshift(&r) % 3 == 0 ? check_xorshift(&r) % 100000 : 20;
+            uint8_t pkt[32], *q = pkt;
+            *q++ = 10 << 3, *q++ = (uint8_t)seq;
+            *q++ = 8 << 3;
+            for (; ts >= 0x80; ts >>= 7)
+                *q++ = (uint8_t)(ts | 0x80);
+            *q++ = (uint8_t)ts;
+            bits += 31 + 9 * (uint64_t)(q - pkt - 3);
+            *q++ = 13 << 3, *q++ = 2;
+            *q++ = 11 << 3 | 2, *q++ = end ? 2 : 6;
+            *q++ = 9 << 3, *q++ = end ? 2 : 1;
+            if (!end)
+                *q++ = 10 << 3, *q++ = (uint8_t)id, *q++ = 3 << 3, *q++ = 1;
+            b[n++] = 0x0a;
+            b[n++] = (uint8_t)(q - pkt);
+            memcpy(b + n, pkt, (size_t)(q - pkt));
+            n += (size_t)(q - pkt);
+        }
+    }
+    memcpy(b + n, "\x0a\x30\x50\x02\x40\x05", 6); /* a packet running past the end */
+    n += 6;
+    size_t zn = zpkt_round(z, b, n);
+    /* each packet's run a match (at most 31 bits) and its timestamp's
+     * bytes (9 bits at most each), plus room for the runs seen first */
+    CHECK(zn > 0 && zn < bits / 8 + 8192);
+    CHECK(zn < n / 3);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)check_xorshift(&r);
+    CHECK(zpkt_round(z, b, n) > n);
+    memset(b, 0x0a, 70000);
+    CHECK(zpkt_round(z, b, 70000) > 0);
+    CHECK(zpkt_round(z, b, 5) > 0);
+    CHECK(zpkt_round(z, b, 0) > 0);
+    free(b);
+    rp_zpkt_free(z);
+}
+
+/*
+ * rp_clockmap_fast_ns on a file of five CLOCK chunks (four slopes) gives
+ * rp_clockmap_ns's doubles for ticks before, on, between and after the
+ * chunks, in order and jumping back and forth (its kept segment).
+ */
+static void test_clock_fast(void)
+{
+    uint64_t tk[] = {1000, 1049, 2500, 7013, 9000}; /* 49 * (1.0 / 49) != 1 */
+    uint64_t ns[] = {0, 1, 1307, 3111, 4103};
+    double slope[4];
+    for (unsigned i = 0; i < 4; i++)
+        slope[i] = (double)(ns[i + 1] - ns[i]) / (double)(tk[i + 1] - tk[i]);
+    struct rp_clockmap_file f = {.tk = tk, .ns = ns, .slope = slope, .n = 5};
+    struct rp_clockmap m = {.f = &f, .n = 1, .ns_per_tick = 1, .origin = 0};
+    struct rp_clockmap_fast q;
+    rp_clockmap_fast_init(&m, &q);
+    CHECK(q.linear);
+    const uint64_t at[] = {0,    999,  1000, 1001, 1999, 2000, 2001, 2499, 2500,
+                           6999, 7000, 8999, 9000, 9001, 1e6,  1500, 8000, 3000,
+                           2000, 1999, 9000, 0,    7500, 2250, 1250, 2600, 1ull << 62};
+    for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+        double want = rp_clockmap_ns(&m, at[i]), got = rp_clockmap_fast_ns(&m, &q, at[i]);
+        if (got != want)
+            fprintf(stderr, "ticks %llu: %.17g, want %.17g\n", (unsigned long long)at[i], got,
+                    want);
+        CHECK(got == want);
+    }
+    for (unsigned i = 0; i < 5; i++) /* each chunk's ticks just after the tick before */
+        for (uint64_t t = tk[i] - 1; t <= tk[i] + 1; t++) {
+            double want = rp_clockmap_ns(&m, t), got = rp_clockmap_fast_ns(&m, &q, t);
+            if (got != want)
+                fprintf(stderr, "ticks %llu: %.17g, want %.17g\n", (unsigned long long)t, got,
+                        want);
+            CHECK(got == want);
+        }
+    unsigned long long r = 2463534242ull;
+    for (unsigned i = 0; i < 10000; i++) {
+        uint64_t t = check_xorshift(&r) % 11000;
+        CHECK(rp_clockmap_fast_ns(&m, &q, t) == rp_clockmap_ns(&m, t));
+    }
+}
+
 static const struct check_case cases[] = {
     {"origin", test_origin},           {"pb", test_pb},       {"cct", test_cct_trace},
-    {"timeline", test_timeline_trace}, {"pause", test_pause},
+    {"timeline", test_timeline_trace}, {"pause", test_pause}, {"zpkt", test_zpkt},
+    {"clock_fast", test_clock_fast},
 };
 
 int main(int argc, char **argv)

@@ -188,6 +188,8 @@ int cmd_export(int argc, char **argv)
     a.report.chains = 1;
     parse(argc, argv, &a);
 
+    if (a.fmt->run == rp_export_html) /* its renderer's JVM starts during the replay */
+        rp_export_html_prestart();
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
     /* the formats that read the files again need the id maps of a run's set */

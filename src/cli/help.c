@@ -167,7 +167,7 @@ static const struct cmd_help helps[] = {
       {"--title T", "the title of the flame graph or the page"},
       {"--weight time|calls", "as for report"},
       {"--alpha A", "as for report"},
-      {"-O KEY=VALUE", "an option of the format (docs/exports.md; perfetto: compress=0|1)"},
+      {"-O KEY=VALUE", "an option of the format (docs/exports.md; perfetto: compress=0|1|small)"},
       FILTER_OPTS,
       COMP_OPT,
       {NULL, NULL}},

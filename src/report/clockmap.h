@@ -109,30 +109,54 @@ static inline double rp_clockmap_ns(const struct rp_clockmap *m, uint64_t ticks)
  * rp_clockmap_ns of file m->cur, its constants converted once: a loop over
  * every event keeps one (rp_clockmap_fast_init after rp_clockmap_select)
  * and rp_clockmap_fast_ns gives the same double as rp_clockmap_ns, without
- * converting 64-bit unsigned integers per event.
+ * converting 64-bit unsigned integers per event, and for a file of many
+ * CLOCK chunks without searching them per event: the segment between two
+ * chunks that the last event fell in is kept, [lo, hi) in ticks.
  */
 struct rp_clockmap_fast {
-    int linear; /* the usual file (two CLOCK chunks, no offset), else m is asked */
+    int linear; /* a file of CLOCK chunks and no offset, else m is asked */
+    const struct rp_clockmap_file *f;
+    uint64_t lo, hi; /* the segment kept: ticks in [lo, hi) map by the constants below */
     double ns0, tk0, slope, origin;
 };
+
+/* Keeps the segment of q->f that ticks falls in (map_file's search in
+ * clockmap.c).  Cannot fail. */
+static inline void rp_clockmap_fast_seg(struct rp_clockmap_fast *q, uint64_t ticks)
+{
+    const struct rp_clockmap_file *f = q->f;
+    uint32_t lo = 0, hi = f->n - 1;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (f->tk[mid] <= ticks)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    q->lo = lo == 0 ? 0 : f->tk[lo];
+    q->hi = lo + 2 == f->n ? UINT64_MAX : f->tk[lo + 1];
+    q->ns0 = (double)f->ns[lo];
+    q->tk0 = (double)f->tk[lo];
+    q->slope = f->slope[lo];
+}
 
 static inline void rp_clockmap_fast_init(const struct rp_clockmap *m, struct rp_clockmap_fast *q)
 {
     const struct rp_clockmap_file *f = m->n ? &m->f[m->cur] : NULL;
-    q->linear = f && f->n == 2 && !f->apply;
-    if (q->linear) {
-        q->ns0 = (double)f->ns[0];
-        q->tk0 = (double)f->tk[0];
-        q->slope = f->slope[0];
-    }
+    q->linear = f && f->n >= 2 && !f->apply;
+    q->f = f;
     q->origin = m->origin;
+    if (q->linear)
+        rp_clockmap_fast_seg(q, 0);
 }
 
-static inline double rp_clockmap_fast_ns(const struct rp_clockmap *m,
-                                         const struct rp_clockmap_fast *q, uint64_t ticks)
+static inline double rp_clockmap_fast_ns(const struct rp_clockmap *m, struct rp_clockmap_fast *q,
+                                         uint64_t ticks)
 {
     if (__builtin_expect(!q->linear || ticks >> 63, 0))
         return rp_clockmap_ns(m, ticks);
+    if (__builtin_expect(ticks < q->lo || ticks >= q->hi, 0))
+        rp_clockmap_fast_seg(q, ticks);
     /* (ticks below 2^63: the signed conversion is one instruction, same value) */
     double v = q->ns0 + ((double)(int64_t)ticks - q->tk0) * q->slope - q->origin;
     return v > 0 ? v : 0;

@@ -183,6 +183,16 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_callgrind(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_html(FILE *out, const struct rp_export_ctx *ctx);
+
+/*
+ * Starts the html export's diagram renderer (plantuml, when it would be
+ * used) before the trace is replayed, so that its JVM starts while the
+ * trace is read: it waits for the diagram on a pipe, and rp_export_html
+ * uses it.  Nothing when it is not found, RANKPROF_RENDER=none, or it
+ * cannot be started (rp_export_html then runs it as before); a renderer
+ * left unused ends when the process does.  Cannot fail.
+ */
+void rp_export_html_prestart(void);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */

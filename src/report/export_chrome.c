@@ -279,7 +279,7 @@ static int make_tails(struct chrome *c)
 }
 
 /* ns since the run's first event on the axis.  Cannot fail. */
-static inline uint64_t ts_ns(const struct chrome *c, uint64_t ticks)
+static inline uint64_t ts_ns(struct chrome *c, uint64_t ticks)
 {
     double v = rp_clockmap_fast_ns(&c->cm, &c->cmf, ticks);
     return v < 9e18 ? (uint64_t)(int64_t)(v + 0.5) : 0;

@@ -16,10 +16,15 @@
  * name can close the element.
  */
 #define _GNU_SOURCE /* open_memstream */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analyze/flags.h"
@@ -329,6 +334,126 @@ static int seq_source(const struct rp_export_ctx *ctx, const struct rp_export_fo
     return rc;
 }
 
+/* The SVG at start (in svg) moved to svg: from "<svg", without comments
+ * (plantuml puts its source in one) and control bytes (CR line ends).
+ * Cannot fail. */
+static void svg_clean(char *svg, const char *start)
+{
+    char *w = svg;
+    for (const char *r = start; *r;) {
+        if (!strncmp(r, "<!--", 4)) {
+            const char *e = strstr(r + 4, "-->");
+            r = e ? e + 3 : r + strlen(r);
+            continue;
+        }
+        unsigned char c = (unsigned char)*r++;
+        if (c >= 0x20 || c == '\n' || c == '\t')
+            *w++ = (char)c;
+        else if (c != '\r')
+            *w++ = ' ';
+    }
+    *w = '\0';
+}
+
+/*
+ * The renderer started before the replay (rp_export_html_prestart):
+ * plantuml reading the diagram from the pipe `in`, writing its SVG to the
+ * file `out` (unlinked at once: nothing is left behind if the export
+ * stops early).  pid 0: none.
+ */
+static struct {
+    pid_t pid;
+    int in, out;
+} pre;
+
+extern char **environ;
+
+void rp_export_html_prestart(void)
+{
+    const char *render = getenv("RANKPROF_RENDER");
+    const char *tmpdir = getenv("TMPDIR");
+    char path[4096], tmp[1024];
+    int fds[2] = {-1, -1}, out = -1;
+    posix_spawn_file_actions_t fa;
+
+    if (pre.pid || (render && !strcmp(render, "none")) || !rp_export_find("mermaid") ||
+        !rp_export_find("plantuml") || !find_tool("plantuml", path, sizeof path))
+        return;
+    if (!tmpdir || !*tmpdir || strlen(tmpdir) > 900)
+        tmpdir = "/tmp";
+    snprintf(tmp, sizeof tmp, "%s/rankprof-svg.XXXXXX", tmpdir);
+    if ((out = mkostemp(tmp, O_CLOEXEC)) < 0)
+        return;
+    unlink(tmp);
+    if (pipe2(fds, O_CLOEXEC) < 0 || posix_spawn_file_actions_init(&fa) != 0)
+        goto fail;
+    char *argv[] = {path, "-tsvg", "-pipe", NULL};
+    int ok = posix_spawn_file_actions_adddup2(&fa, fds[0], 0) == 0 &&
+             posix_spawn_file_actions_adddup2(&fa, out, 1) == 0 &&
+             posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
+             posix_spawn(&pre.pid, path, &fa, NULL, argv, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    if (!ok)
+        goto fail;
+    close(fds[0]);
+    pre.in = fds[1];
+    pre.out = out;
+    return;
+fail:
+    pre.pid = 0;
+    if (fds[0] >= 0)
+        close(fds[0]), close(fds[1]);
+    close(out);
+}
+
+/*
+ * Renders text with the prestarted plantuml: writes it to the pipe, waits
+ * for the tool, reads its SVG.  Returns the malloc'd SVG from its "<svg",
+ * or NULL with the reason in why (the tool failed or ended early, out of
+ * memory).
+ */
+static char *render_pre(const char *text, size_t len, char *why, size_t whysz)
+{
+    char *svg = NULL, *start;
+    int st = -1, wok = 1;
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN); /* a tool that ended: EPIPE, not death */
+    for (size_t off = 0; off < len && wok;) {
+        ssize_t k = write(pre.in, text + off, len - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            wok = 0;
+        else
+            off += (size_t)k;
+    }
+    signal(SIGPIPE, old);
+    close(pre.in);
+    while (waitpid(pre.pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    pre.pid = 0;
+    off_t n = lseek(pre.out, 0, SEEK_END);
+    if (!wok || st != 0 || n <= 0) {
+        snprintf(why, whysz, "plantuml failed (exit status %d)", st);
+        goto out;
+    }
+    if (!(svg = malloc((size_t)n + 1))) {
+        snprintf(why, whysz, "out of memory");
+        goto out;
+    }
+    ssize_t got = pread(pre.out, svg, (size_t)n, 0);
+    svg[got > 0 ? got : 0] = 0;
+    if (got != n || !(start = strstr(svg, "<svg"))) {
+        snprintf(why, whysz, "plantuml failed (exit status %d)", st);
+        free(svg);
+        svg = NULL;
+        goto out;
+    }
+    svg_clean(svg, start);
+out:
+    close(pre.out);
+    return svg;
+}
+
 /*
  * Renders the diagram source text to SVG with tool (plantuml or mmdc at
  * path): writes it to a temporary file, runs the tool, reads the SVG.
@@ -395,22 +520,7 @@ static char *render_svg(const char *tool, const char *path, const char *text, si
         snprintf(why, whysz, "%s failed (exit status %d)", tool, st);
         goto fail;
     }
-    /* from "<svg", without comments (plantuml puts its source in one) and
-     * control bytes (CR line ends) */
-    char *w = svg;
-    for (const char *r = start; *r;) {
-        if (!strncmp(r, "<!--", 4)) {
-            const char *e = strstr(r + 4, "-->");
-            r = e ? e + 3 : r + strlen(r);
-            continue;
-        }
-        unsigned char c = (unsigned char)*r++;
-        if (c >= 0x20 || c == '\n' || c == '\t')
-            *w++ = (char)c;
-        else if (c != '\r')
-            *w++ = ' ';
-    }
-    *w = '\0';
+    svg_clean(svg, start);
     goto out;
 fail:
     free(svg);
@@ -466,7 +576,8 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         char *src = NULL, perr[512] = "";
         size_t slen = 0;
         if (seq_source(ctx, fp, &src, &slen, perr, sizeof perr) == 0)
-            svg = render_svg(tool, tpath, src, slen, why, sizeof why);
+            svg = pre.pid ? render_pre(src, slen, why, sizeof why)
+                          : render_svg(tool, tpath, src, slen, why, sizeof why);
         else
             snprintf(why, sizeof why, "%s", perr[0] ? perr : "no PlantUML source");
         free(src);

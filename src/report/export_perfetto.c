@@ -29,15 +29,18 @@
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
  * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes, each written deflated (zlib format, libdeflate level 1) as one
+ * bytes, each written as a zlib stream (export_zpkt.h: no match search,
+ * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
- * events, about 28 bytes plain) takes about 3 bytes.  -O compress=0
- * writes the batches plain, for readers without zlib.  The batches are
- * deflated by the ordered pool's threads (export_pool.h) while the next
+ * events, about 28 bytes plain) takes about 6 bytes.  -O compress=small
+ * deflates them with libdeflate (level 1) instead: about half the bytes
+ * for three times the CPU.  -O compress=0 writes the batches plain, for
+ * readers without zlib.  The batches are
+ * compressed by the ordered pool's threads (export_pool.h) while the next
  * ones are encoded, and written in order: the same bytes with any number
  * of threads.  Memory: the packet buffer, the pool's batches and their
- * deflated copies, a bit per id for each thread that uses it (in pages)
+ * compressed copies, a bit per id for each thread that uses it (in pages)
  * and a byte per id.
  */
 #include <math.h>
@@ -52,6 +55,7 @@
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "report/export_pool.h"
+#include "report/export_zpkt.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -145,16 +149,17 @@ struct perfetto {
     uint32_t npages;   /* pages of a sequence's interned bits */
     uint32_t hit;      /* index in p->threads of the last thread looked up */
     struct pb pb;
-    int compress; /* batches of packets deflated */
+    int compress; /* batches of packets: 0 plain, 1 export_zpkt.h's, 2 libdeflate's */
     /* the batch being filled: the pool's (export_pool.h), which deflates
      * and writes the batches on its threads, in order */
     struct rp_xpool *pool;
     uint8_t *batch;
     size_t nbatch, capbatch;
-    struct libdeflate_compressor *z[9]; /* per pool worker, made on first use */
-    struct rp_clockmap cm;              /* the run's one time axis (clockmap.h) */
-    struct rp_clockmap_fast cmf;        /* its current file's, per event */
-    uint64_t *hold_tracks;              /* lock-hold tracks described: uuid + 1, open addressing */
+    struct rp_zpkt *z[9];                /* per pool worker, made on first use */
+    struct libdeflate_compressor *zd[9]; /* likewise, for -O compress=small */
+    struct rp_clockmap cm;               /* the run's one time axis (clockmap.h) */
+    struct rp_clockmap_fast cmf;         /* its current file's, per event */
+    uint64_t *hold_tracks;               /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
 };
 
@@ -191,8 +196,8 @@ static int name_set(struct pseq *q, uint32_t id)
 
 /*
  * The pool's turning function (export_pool.h): the nb bytes of packets at
- * b as one packet of compressed_packets (deflated by worker w's
- * compressor), or as they are without compression.  Returns 0 or
+ * b as one packet of compressed_packets (a zlib stream by worker w's
+ * compressor, export_zpkt.h), or as they are without compression.  Returns 0 or
  * RP_ENOMEM.
  */
 static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
@@ -211,14 +216,23 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     }
     if (w >= sizeof(f->z) / sizeof(f->z[0]))
         w = sizeof(f->z) / sizeof(f->z[0]) - 1;
-    if (!f->z[w] && !(f->z[w] = libdeflate_alloc_compressor(1)))
-        return RP_ENOMEM;
-    size_t bound = libdeflate_zlib_compress_bound(f->z[w], nb);
-    if (rp_xbuf_need(out, HEAD + bound) < 0)
-        return RP_ENOMEM;
-    size_t zn = libdeflate_zlib_compress(f->z[w], b, nb, out->b + HEAD, bound);
-    if (!zn)
-        return RP_ENOMEM; /* not reached: out has the bound's room */
+    size_t zn;
+    if (f->compress == 2) { /* a general compressor: half the bytes, three times the time */
+        if (!f->zd[w] && !(f->zd[w] = libdeflate_alloc_compressor(1)))
+            return RP_ENOMEM;
+        size_t bound = libdeflate_zlib_compress_bound(f->zd[w], nb);
+        if (rp_xbuf_need(out, HEAD + bound) < 0)
+            return RP_ENOMEM;
+        if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + HEAD, bound)))
+            return RP_ENOMEM; /* not reached: out has the bound's room */
+    } else {
+        if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
+            return RP_ENOMEM;
+        out->n = HEAD;
+        if (rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
+            return RP_ENOMEM;
+        zn = out->n - HEAD;
+    }
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
     for (v = zn; v >= 0x80; v >>= 7)
@@ -705,11 +719,11 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
     int rc = RP_ENOMEM;
 
     const char *cz = rp_export_param(ctx, "compress");
-    if (cz && strcmp(cz, "0") && strcmp(cz, "1")) {
-        snprintf(ctx->err, ctx->errsz, "-O compress=%s: expected 0 or 1", cz);
+    if (cz && strcmp(cz, "0") && strcmp(cz, "1") && strcmp(cz, "small")) {
+        snprintf(ctx->err, ctx->errsz, "-O compress=%s: expected 0, 1 or small", cz);
         return RP_EINVAL;
     }
-    f.compress = !cz || !strcmp(cz, "1");
+    f.compress = !cz || !strcmp(cz, "1") ? 1 : !strcmp(cz, "small") ? 2 : 0;
     f.names = rp_export_names(p);
     f.interned = calloc(p->n_nodes ? p->n_nodes : 1, 1);
     f.seqs = calloc((size_t)p->n_threads + 1, sizeof(*f.seqs));
@@ -775,7 +789,10 @@ out:;
         rc = wrc;
     for (size_t i = 0; i < sizeof(f.z) / sizeof(f.z[0]); i++)
         if (f.z[i])
-            libdeflate_free_compressor(f.z[i]);
+            rp_zpkt_free(f.z[i]);
+    for (size_t i = 0; i < sizeof(f.zd) / sizeof(f.zd[0]); i++)
+        if (f.zd[i])
+            libdeflate_free_compressor(f.zd[i]);
     free(f.pb.b);
     free(f.hold_tracks);
     free(f.interned);
