@@ -687,8 +687,8 @@ struct loopst {
     uint64_t now, n;
     uint64_t syn; /* of n, the writer's events (struct job) */
     uint32_t id;
-    unsigned op;                      /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
-    uint32_t *pr_tab, pr_last, pr_nx; /* compact 2: the ENTER prediction (format.h) */
+    unsigned op;            /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
+    uint32_t *pr_tab, pr_x; /* compact 2: the ENTER prediction (format.h) */
 };
 
 static inline __attribute__((always_inline)) int
@@ -705,7 +705,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
     uint32_t depth = a->depth, act;
     uint64_t pz = a->pz; /* (a copy: pushes read it; PAUSE writes both) */
     uint32_t *const pr_tab = ev->pr_tab;
-    uint32_t pr_last = ev->pr_last, pr_nx = ev->pr_nx;
+    uint32_t pr_x = ev->pr_x;
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -726,7 +726,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             op = h & RP_OP_MASK;
         }
         if (compact == 2 && op == RP_OP_ENTER) {
-            uint32_t *slot = &pr_tab[rp_pred_slot(pr_last, pr_nx)];
+            uint32_t *slot = &pr_tab[rp_pred_slot(pr_x)];
             if (likely(!(h & 2))) { /* the predicted id */
                 if (unlikely(!(x = *slot)))
                     goto bad;
@@ -740,8 +740,8 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 goto bad;
             }
             if (op == RP_OP_ENTER) {
-                *slot = pr_last = (uint32_t)x;
-                pr_nx = 0;
+                *slot = (uint32_t)x;
+                pr_x = (uint32_t)x << 3;
             }
         } else if (op == RP_OP_ENTER) {
             if (!compact && unlikely(q >= end))
@@ -767,7 +767,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     n++;
-                    pr_nx = 1;
+                    pr_x++;
                     if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn,
                                             filtered)))
                         goto nomem;
@@ -790,7 +790,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             break;
         case RP_OP_EXIT:
             if (compact == 2)
-                pr_nx += pr_nx < RP_PRED_NX;
+                pr_x++;
             if (unlikely(!depth)) {
                 j->unmatched++;
                 break;
@@ -851,8 +851,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
         rc = LOOP_BAD;
 out:
     a->depth = depth;
-    ev->pr_last = pr_last;
-    ev->pr_nx = pr_nx;
+    ev->pr_x = pr_x;
     j->syn = ev->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;

@@ -280,7 +280,7 @@ static inline uint8_t *put_op(const struct rp_enc_thread *t, uint8_t *o, uint64_
 /* Writes an EXIT (format.h) and counts it for the prediction. */
 static inline uint8_t *put_exit(struct rp_enc_thread *t, uint8_t *o, uint64_t delta)
 {
-    t->pr_nx += t->pr_nx < RP_PRED_NX;
+    t->pr_x++;
     return rp_put_varint(o, delta << 1 | 1);
 }
 
@@ -292,9 +292,8 @@ static inline uint8_t *put_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t d
         o = rp_put_varint(o, delta << 1);
         return rp_put_varint(o, id);
     }
-    uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_last, t->pr_nx)];
-    t->pr_last = id;
-    t->pr_nx = 0;
+    uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_x)];
+    t->pr_x = id << 3;
     if (*slot == id)
         return rp_put_varint(o, delta << 2);
     *slot = id;
@@ -425,6 +424,21 @@ static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta
     return o;
 }
 
+/* Writes the varint h at o with no branch on its length when it is under
+ * 2^14 (an ENTER's head is one or two bytes about as often on some
+ * programs): may write one byte past a one-byte varint, inside the room
+ * rp_enc_bound leaves for the event. */
+static inline uint8_t *put_head(uint8_t *o, uint64_t h)
+{
+    if (likely(h < 0x4000)) {
+        uint64_t two = h >= 0x80;
+        o[0] = (uint8_t)(h | two << 7);
+        o[1] = (uint8_t)(h >> 7);
+        return o + 1 + two;
+    }
+    return rp_put_varint(o, h);
+}
+
 /*
  * The fast loop of rp_enc_events: encodes the run of FUNC_ENTER and
  * FUNC_EXIT records from recs[i] on (nearly all records) with the stack
@@ -450,7 +464,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     if (unlikely(!base || !c || !t->pr_on)) /* no stack or cache yet: the general loop makes one */
         return i;
     const uint64_t *ckeys = c->keys;
-    uint32_t *pred = c->pred, last = t->pr_last, nx = t->pr_nx;
+    uint32_t x = t->pr_x; /* the prediction's context (its table through c: a register less) */
     for (; r < end; r++) {
         uint64_t w = r->word, ticks = r->ticks;
         if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
@@ -462,20 +476,19 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
                 break;
             top--;
             o = rp_put_varint(o, delta << 1 | 1);
-            nx += nx < RP_PRED_NX;
+            x++;
         } else {
             uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
             if (unlikely(ckeys[slot] != k || top == lim))
                 break;
             uint32_t id = c->ids[slot];
-            uint32_t *ps = &pred[rp_pred_slot(last, nx)];
-            last = id;
-            nx = 0;
+            uint32_t *ps = &c->pred[rp_pred_slot(x)];
+            x = id << 3;
             if (likely(*ps == id)) {
-                o = rp_put_varint(o, delta << 2);
+                o = put_head(o, delta << 2);
             } else {
                 *ps = id;
-                o = rp_put_varint(o, delta << 2 | 2);
+                o = put_head(o, delta << 2 | 2);
                 o = rp_put_varint(o, id);
             }
             if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
@@ -483,7 +496,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
                 uint64_t t2 = (++r)->ticks;
                 uint64_t d2 = t2 >= prev ? t2 - prev : 0;
                 o = rp_put_varint(o, d2 << 1 | 1);
-                nx = 1;
+                x++;
                 prev += d2;
                 ev += 2;
                 continue;
@@ -494,8 +507,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
         ev++;
     }
     t->depth = (uint32_t)(top - base);
-    t->pr_last = last;
-    t->pr_nx = nx;
+    t->pr_x = x;
     *op = o;
     *prevp = prev;
     *nevp = (uint32_t)(ev - t->seq - 1);
@@ -554,7 +566,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
         t->cache = calloc(1, sizeof(*t->cache));
     t->pr_on = t->cache != NULL; /* the prediction starts empty in each chunk */
-    t->pr_last = t->pr_nx = 0;
+    t->pr_x = 0;
     if (t->pr_on) {
         memset(t->cache->pred, 0, sizeof(t->cache->pred));
         flags |= RP_EV_PREDICT;
