@@ -78,7 +78,7 @@ def check_trace(path):
             i, n, syn = 16, 0, 0
             compact = nev & 0x40000000  # one op bit: EXIT, ENTER id, or 0 + op
             pred = compact and nev & 0x08000000  # format 1.5: predicted ENTERs
-            ptab, px = [0] * 1024, 0  # the prediction: its table and context
+            ptab, px, py = [0] * 1024, 0, 0  # the prediction: its table and context
             snap = nev >> 31
             per = 3 if nev & 0x20000000 else 2  # format 1.2: each span's event count
             per += 1 if nev & 0x10000000 else 0  # format 1.4: and its PAUSE ticks
@@ -101,7 +101,7 @@ def check_trace(path):
                     if h & 1:
                         px = (px + 1) & 0xffffffff
                     else:  # ENTER (predicted, or id), or 0 and the op
-                        slot = ((px * 0x9e3779b1) & 0xffffffff) >> 22
+                        slot = ((((py << 16) ^ px) * 0x9e3779b1) & 0xffffffff) >> 22
                         if pred and not h & 2:
                             v = ptab[slot]
                             if v == 0:
@@ -121,7 +121,7 @@ def check_trace(path):
                             if op == 8:  # PAUSE: the writer's, not an event
                                 syn += 1
                         else:
-                            ptab[slot], px = v, (v << 3) & 0xffffffff
+                            ptab[slot], px, py = v, (v << 3) & 0xffffffff, px >> 3
                 nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 8: 1, 9: 1,
                         10: 4}.get(op)
                 if nops is None:

@@ -267,7 +267,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             /* format 1.5: an ENTER of the predicted id is its head alone */
             int pred = compact && (le32(pl + 4) >> 27 & 1);
             static uint32_t ptab[1024];
-            uint32_t px = 0, *slot = NULL;
+            uint32_t px = 0, py = 0, *slot = NULL;
             memset(ptab, 0, sizeof(ptab));
             uint64_t now = le64(pl + 8);
             const uint8_t *ev0 = pl + 16;
@@ -308,7 +308,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                     if (op == 1)
                         px++;
                     else
-                        slot = &ptab[(uint32_t)(px * 0x9e3779b1u) >> 22];
+                        slot = &ptab[(uint32_t)((px ^ py << 16) * 0x9e3779b1u) >> 22];
                     if (op == 0 && pred && !(hv & 2)) { /* the predicted id */
                         CHECK(*slot != 0);
                         v = *slot;
@@ -318,6 +318,7 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                     }
                     if (op == 0 && v) {
                         *slot = (uint32_t)v;
+                        py = px >> 3;
                         px = (uint32_t)v << 3;
                     }
                     if (op == 0 && v == 0) { /* an extended op follows */

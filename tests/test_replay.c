@@ -181,12 +181,12 @@ static void test_replay_streams(void)
     rp_profile_free(&p);
 
     /* format 1.5, predicted ENTERs: the example of docs/trace-format.md,
-     * main (1) calls f (2) three times, the third ENTER predicted, in a
+     * main (1) calls f (2) four times, the fourth ENTER predicted, in a
      * chunk of its own and as a worker's job (snapshot), replayed and
      * decoded one by one (rankprof dump) */
     {
-        static const uint8_t s4[] = {0x02, 0x01, 0x16, 0x02, 0x3f, 0x0a,
-                                     0x02, 0x19, 0x04, 0x27, 0x05};
+        static const uint8_t s4[] = {0x02, 0x01, 0x16, 0x02, 0x3f, 0x0a, 0x02,
+                                     0x19, 0x06, 0x02, 0x27, 0x0c, 0x0f, 0x05};
         for (int snap = 0; snap < 2; snap++) {
             struct fbuf g = {0};
             file_start(&g);
@@ -200,22 +200,22 @@ static void test_replay_streams(void)
                 fprintf(stderr, "  replay: %s\n", err);
             if (rc == 0 && p.n_nodes > 2) {
                 CHECK_EQ(p.nodes[1].calls, 1);
-                CHECK_EQ(p.nodes[1].incl, 72);
-                CHECK_EQ(p.nodes[1].excl, 72 - 62);
-                CHECK_EQ(p.nodes[2].calls, 3);
-                CHECK_EQ(p.nodes[2].dur_sum, 31 + 12 + 19);
-                CHECK_EQ(p.nodes[2].min, 12);
+                CHECK_EQ(p.nodes[1].incl, 82);
+                CHECK_EQ(p.nodes[1].excl, 82 - 69);
+                CHECK_EQ(p.nodes[2].calls, 4);
+                CHECK_EQ(p.nodes[2].dur_sum, 31 + 12 + 19 + 7);
+                CHECK_EQ(p.nodes[2].min, 7);
                 CHECK_EQ(p.nodes[2].max, 31);
                 const struct rp_edge *e = find_edge(&p, 1, 2);
-                CHECK(e && e->calls == 3 && e->incl == 62);
-                CHECK_EQ(p.events, 8);
+                CHECK(e && e->calls == 4 && e->incl == 69);
+                CHECK_EQ(p.events, 10);
             }
             rp_profile_free(&p);
             free(g.p);
         }
         uint8_t c[16 + sizeof(s4)];
         rp_put32(c, 42);
-        rp_put32(c + 4, 8 | RP_EV_COMPACT | RP_EV_PREDICT);
+        rp_put32(c + 4, 10 | RP_EV_COMPACT | RP_EV_PREDICT);
         rp_put64(c + 8, 1000);
         memcpy(c + 16, s4, sizeof(s4));
         static const struct {
@@ -224,11 +224,12 @@ static void test_replay_streams(void)
             uint64_t ticks;
         } want[] = {{RP_OP_ENTER, 1, 1000}, {RP_OP_ENTER, 2, 1005}, {RP_OP_EXIT, 0, 1036},
                     {RP_OP_ENTER, 2, 1038}, {RP_OP_EXIT, 0, 1050},  {RP_OP_ENTER, 2, 1051},
-                    {RP_OP_EXIT, 0, 1070},  {RP_OP_EXIT, 0, 1072}};
+                    {RP_OP_EXIT, 0, 1070},  {RP_OP_ENTER, 2, 1073}, {RP_OP_EXIT, 0, 1080},
+                    {RP_OP_EXIT, 0, 1082}};
         struct rp_evdec dec;
         struct rp_event ev;
         CHECK_EQ(rp_evdec_init(&dec, c, sizeof(c)), 0);
-        for (size_t k = 0; k < 8; k++) {
+        for (size_t k = 0; k < 10; k++) {
             CHECK_EQ(rp_evdec_next(&dec, &ev), 1);
             CHECK(ev.op == want[k].op && ev.id == want[k].id && ev.ticks == want[k].ticks);
         }

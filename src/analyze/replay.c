@@ -687,8 +687,8 @@ struct loopst {
     uint64_t now, n;
     uint64_t syn; /* of n, the writer's events (struct job) */
     uint32_t id;
-    unsigned op;            /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
-    uint32_t *pr_tab, pr_x; /* compact 2: the ENTER prediction (format.h) */
+    unsigned op;                  /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
+    uint32_t *pr_tab, pr_x, pr_y; /* compact 2: the ENTER prediction (format.h) */
 };
 
 static inline __attribute__((always_inline)) int
@@ -705,7 +705,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
     uint32_t depth = a->depth, act;
     uint64_t pz = a->pz; /* (a copy: pushes read it; PAUSE writes both) */
     uint32_t *const pr_tab = ev->pr_tab;
-    uint32_t pr_x = ev->pr_x;
+    uint32_t pr_x = ev->pr_x, pr_y = ev->pr_y;
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -726,7 +726,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             op = h & RP_OP_MASK;
         }
         if (compact == 2 && op == RP_OP_ENTER) {
-            uint32_t *slot = &pr_tab[rp_pred_slot(pr_x)];
+            uint32_t *slot = &pr_tab[rp_pred_slot(pr_x, pr_y)];
             if (likely(!(h & 2))) { /* the predicted id */
                 if (unlikely(!(x = *slot)))
                     goto bad;
@@ -741,6 +741,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             }
             if (op == RP_OP_ENTER) {
                 *slot = (uint32_t)x;
+                pr_y = pr_x >> 3;
                 pr_x = (uint32_t)x << 3;
             }
         } else if (op == RP_OP_ENTER) {
@@ -852,6 +853,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
 out:
     a->depth = depth;
     ev->pr_x = pr_x;
+    ev->pr_y = pr_y;
     j->syn = ev->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;

@@ -273,21 +273,22 @@ enum rp_mpi_arg {
  *   varint h = (delta << 2) | 2, byte 0, op      any other op, as above
  *
  * The prediction, kept alike by the writer and every reader, starts empty
- * in each chunk: a table of RP_PRED_SLOTS ids, all 0, and a 32-bit context
- * x = 0.  An ENTER reads and writes the slot rp_pred_slot(x) (its id is
- * stored there) and sets x to its id * 8; an EXIT adds 1 to x (so x is
- * the id of the chunk's latest ENTER * 8 + the EXITs since, modulo 2^32);
- * no other op changes anything.  A predicted ENTER whose slot holds 0 is
- * malformed.
+ * in each chunk: a table of RP_PRED_SLOTS ids, all 0, and two 32-bit
+ * words x = y = 0.  An ENTER reads and writes the slot rp_pred_slot(x, y)
+ * (its id is stored there), then sets y to x / 8 and x to its id * 8; an
+ * EXIT adds 1 to x (so x is the id of the chunk's latest ENTER * 8 + the
+ * EXITs since, modulo 2^32, and y, while fewer than 8 EXITs came between,
+ * the id of the ENTER before it); no other op changes anything.  A predicted ENTER whose slot holds
+ * 0 is malformed.
  */
 #define RP_SNAP_MAX 1024
 
 #define RP_PRED_SLOTS 1024
 
-/* The prediction slot of context x (above). */
-static inline uint32_t rp_pred_slot(uint32_t x)
+/* The prediction slot of context x, y (above). */
+static inline uint32_t rp_pred_slot(uint32_t x, uint32_t y)
 {
-    return (uint32_t)(x * 0x9e3779b1u) >> 22;
+    return (uint32_t)((x ^ y << 16) * 0x9e3779b1u) >> 22;
 }
 
 /* Event classes; a bit each in the run-time mask. */

@@ -356,7 +356,7 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->snap_pauses = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPPAUSE);
     d->compact = (word & RP_EV_COMPACT) != 0;
     d->pred = d->compact && (word & RP_EV_PREDICT);
-    d->pr_x = 0;
+    d->pr_x = d->pr_y = 0;
     if (d->pred)
         memset(d->pr_tab, 0, sizeof(d->pr_tab));
     if (word & RP_EV_SNAPSHOT) {
@@ -395,7 +395,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             ev->op = RP_OP_EXIT;
             d->pr_x++;
         } else {
-            uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x)];
+            uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
             d->now += h >> 2;
             if (!(h & 2)) { /* the predicted id */
                 if (!*slot)
@@ -411,6 +411,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             }
             ev->op = RP_OP_ENTER;
             ev->id = *slot = (uint32_t)v;
+            d->pr_y = d->pr_x >> 3;
             d->pr_x = (uint32_t)v << 3;
         }
     } else if (d->compact) {

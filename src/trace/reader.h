@@ -108,11 +108,11 @@ struct rp_evdec {
     uint32_t n;          /* the events decoded so far */
     const uint8_t *snap; /* the stack snapshot (format.h), or NULL if none */
     uint32_t snap_depth;
-    int snap_counts;                      /* its spans carry event counts (RP_EV_SNAPCOUNT) */
-    int snap_pauses;                      /* and PAUSE ticks (RP_EV_SNAPPAUSE) */
-    int compact;                          /* the compact event stream (format.h) */
-    int pred;                             /* with predicted ENTERs (RP_EV_PREDICT, format 1.5): */
-    uint32_t pr_x, pr_tab[RP_PRED_SLOTS]; /* the prediction (format.h) */
+    int snap_counts; /* its spans carry event counts (RP_EV_SNAPCOUNT) */
+    int snap_pauses; /* and PAUSE ticks (RP_EV_SNAPPAUSE) */
+    int compact;     /* the compact event stream (format.h) */
+    int pred;        /* with predicted ENTERs (RP_EV_PREDICT, format 1.5): */
+    uint32_t pr_x, pr_y, pr_tab[RP_PRED_SLOTS]; /* the prediction (format.h) */
 };
 
 /*

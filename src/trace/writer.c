@@ -292,7 +292,8 @@ static inline uint8_t *put_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t d
         o = rp_put_varint(o, delta << 1);
         return rp_put_varint(o, id);
     }
-    uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_x)];
+    uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_x, t->pr_y)];
+    t->pr_y = t->pr_x >> 3;
     t->pr_x = id << 3;
     if (*slot == id)
         return rp_put_varint(o, delta << 2);
@@ -470,7 +471,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     if (unlikely(!base || !c || !t->pr_on)) /* no stack or cache yet: the general loop makes one */
         return i;
     const uint64_t *ckeys = c->keys;
-    uint32_t x = t->pr_x; /* the prediction's context (its table through c: a register less) */
+    uint32_t x = t->pr_x, y = t->pr_y; /* the prediction's context (its table through c) */
     for (; r < end; r++) {
         uint64_t w = r->word, ticks = r->ticks;
         if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
@@ -488,7 +489,8 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
             if (unlikely(ckeys[slot] != k || top == lim))
                 break;
             uint32_t id = c->ids[slot];
-            uint32_t *ps = &c->pred[rp_pred_slot(x)];
+            uint32_t *ps = &c->pred[rp_pred_slot(x, y)];
+            y = x >> 3;
             x = id << 3;
             if (likely(*ps == id)) {
                 o = put_head(o, delta << 2);
@@ -514,6 +516,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     }
     t->depth = (uint32_t)(top - base);
     t->pr_x = x;
+    t->pr_y = y;
     *op = o;
     *prevp = prev;
     *nevp = (uint32_t)(ev - t->seq - 1);
@@ -572,7 +575,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
         t->cache = calloc(1, sizeof(*t->cache));
     t->pr_on = t->cache != NULL; /* the prediction starts empty in each chunk */
-    t->pr_x = 0;
+    t->pr_x = t->pr_y = 0;
     if (t->pr_on) {
         memset(t->cache->pred, 0, sizeof(t->cache->pred));
         flags |= RP_EV_PREDICT;

@@ -138,7 +138,7 @@ struct rp_enc_thread {
      * in the cache: pr_on 0 when there is none (that chunk is written
      * without RP_EV_PREDICT) */
     int pr_on;
-    uint32_t pr_x;
+    uint32_t pr_x, pr_y;
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table, per thread */
