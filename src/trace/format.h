@@ -278,8 +278,8 @@ enum rp_mpi_arg {
  * (its id is stored there), then sets y to x / 8 and x to its id * 8; an
  * EXIT adds 1 to x (so x is the id of the chunk's latest ENTER * 8 + the
  * EXITs since, modulo 2^32, and y, while fewer than 8 EXITs came between,
- * the id of the ENTER before it); no other op changes anything.  A predicted ENTER whose slot holds
- * 0 is malformed.
+ * the id of the ENTER before it); no other op changes anything.  A
+ * predicted ENTER whose slot holds 0 is malformed.
  */
 #define RP_SNAP_MAX 1024
 
