@@ -738,9 +738,10 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 op = (unsigned)x;
             } else if (unlikely(x > UINT32_MAX)) {
                 goto bad;
+            } else {
+                *slot = (uint32_t)x; /* (a predicted one is there already) */
             }
             if (op == RP_OP_ENTER) {
-                *slot = (uint32_t)x;
                 pr_y = pr_x >> 3;
                 pr_x = (uint32_t)x << 3;
             }
