@@ -77,10 +77,12 @@ def check_trace(path):
             tid, nev, base = struct.unpack_from("<IIQ", pl, 0)
             i, n, syn = 16, 0, 0
             compact = nev & 0x40000000  # one op bit: EXIT, ENTER id, or 0 + op
+            pred = compact and nev & 0x08000000  # format 1.5: predicted ENTERs
+            ptab, px, py = [0] * 1024, 0, 0  # the prediction: its table and context
             snap = nev >> 31
             per = 3 if nev & 0x20000000 else 2  # format 1.2: each span's event count
             per += 1 if nev & 0x10000000 else 0  # format 1.4: and its PAUSE ticks
-            nev &= 0x0fffffff
+            nev &= 0x07ffffff
             if snap:  # the stack snapshot: depth, then (id, start[, events][, paused]) per span
                 depth, i = varint(pl, i, ln)
                 if depth is None or depth > 1024:
@@ -96,10 +98,18 @@ def check_trace(path):
                 op = h & 7
                 if compact:
                     op = 1
-                    if not h & 1:  # ENTER id, or 0 and the op
-                        v, i = varint(pl, i, ln)
-                        if v is None:
-                            die(f"{path}: EVENTS chunk at {off}: id runs past the payload")
+                    if h & 1:
+                        px = (px + 1) & 0xffffffff
+                    else:  # ENTER (predicted, or id), or 0 and the op
+                        slot = ((((py << 16) ^ px) * 0x9e3779b1) & 0xffffffff) >> 22
+                        if pred and not h & 2:
+                            v = ptab[slot]
+                            if v == 0:
+                                die(f"{path}: EVENTS chunk at {off}: nothing predicted")
+                        else:
+                            v, i = varint(pl, i, ln)
+                            if v is None:
+                                die(f"{path}: EVENTS chunk at {off}: id runs past the payload")
                         op = 0
                         if v in offids:  # an off-CPU span: ENTER and its EXIT
                             syn += 2
@@ -110,6 +120,8 @@ def check_trace(path):
                                 die(f"{path}: EVENTS chunk at {off}: bad extended op {op}")
                             if op == 8:  # PAUSE: the writer's, not an event
                                 syn += 1
+                        else:
+                            ptab[slot], px, py = v, (v << 3) & 0xffffffff, px >> 3
                 nops = {0: 0 if compact else 1, 1: 0, 2: 1, 3: 2, 4: 2, 5: 1, 6: 1, 8: 1, 9: 1,
                         10: 4}.get(op)
                 if nops is None:

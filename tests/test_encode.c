@@ -520,9 +520,88 @@ static void test_roundtrip(void)
     free(out);
 }
 
+/*
+ * Bytes per call (format 1.5, issue 21's target of 3): the calls of
+ * bench/workload.c (per iteration a dispatcher, 8 leaves and fib(5)), 20 to
+ * 60 ticks apart as bench/bench_encode.c makes them, encoded in buffers of
+ * 16384 records: the whole chunks, DEFS included, must take at most 3.00
+ * bytes per call (3.004 without predicted ENTERs), and decode to the
+ * records.  A count, not a timing.
+ */
+static uint64_t wl_rng = 0x9e3779b97f4a7c15ull, wl_now = 1000000;
+static struct rp_raw *wl;
+static size_t nwl;
+
+static void wl_put(unsigned op, uint64_t fn)
+{
+    wl_rng ^= wl_rng << 13;
+    wl_rng ^= wl_rng >> 7;
+    wl_rng ^= wl_rng << 17;
+    wl_now += 20 + wl_rng % 41;
+    wl[nwl++] = (struct rp_raw){wl_now, rp_raw_word(op, 0x401000u + 0x40u * fn)};
+}
+
+static void wl_fib(unsigned n)
+{
+    wl_put(RP_RAW_FUNC_ENTER, 9);
+    if (n >= 2) {
+        wl_fib(n - 1);
+        wl_fib(n - 2);
+    }
+    wl_put(RP_RAW_FUNC_EXIT, 9);
+}
+
+static void test_bytes_per_call(void)
+{
+    enum { BUF = 16384, NB = 24, ITERS = NB * BUF / 48 };
+    wl = malloc((ITERS * 48 + 2) * sizeof(*wl));
+    wl_put(RP_RAW_FUNC_ENTER, 11); /* main */
+    for (unsigned it = 0; it < ITERS; it++) {
+        wl_put(RP_RAW_FUNC_ENTER, 10);
+        for (unsigned i = 0; i < 8; i++) {
+            wl_put(RP_RAW_FUNC_ENTER, i);
+            wl_put(RP_RAW_FUNC_EXIT, i);
+        }
+        wl_fib(5);
+        wl_put(RP_RAW_FUNC_EXIT, 10);
+    }
+    wl_put(RP_RAW_FUNC_EXIT, 11);
+    uint64_t calls = (nwl + 1) / 2, bytes = 0, events = 0;
+
+    struct rp_enc e;
+    struct rp_enc_thread t = {0};
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    uint8_t *out = malloc(rp_enc_bound(BUF));
+    for (size_t at = 0; at < nwl; at += BUF) {
+        size_t n = nwl - at < BUF ? nwl - at : BUF, dlen;
+        size_t len = rp_enc_events(&e, &t, 1, wl + at, n, out);
+        rp_enc_take_defs(&e, &dlen);
+        bytes += RP_CHUNK_HDR_SIZE + len + (dlen ? RP_CHUNK_HDR_SIZE + dlen : 0);
+        CHECK(rp_get32(out + 4) & RP_EV_PREDICT);
+        struct rp_evdec d;
+        struct rp_event ev;
+        CHECK_EQ(rp_evdec_init(&d, out, (uint32_t)len), 0);
+        while (rp_evdec_next(&d, &ev) == 1) {
+            const struct rp_raw *r = &wl[events++];
+            CHECK(ev.op == (r->word >> RP_RAW_SHIFT ? RP_OP_EXIT : RP_OP_ENTER) &&
+                  ev.ticks == r->ticks);
+        }
+        CHECK(d.p == d.end && d.n == d.count);
+    }
+    CHECK_EQ(events, nwl);
+    printf("test_encode: bench-like workload: %llu bytes for %llu calls, %.4f bytes per call\n",
+           (unsigned long long)bytes, (unsigned long long)calls, (double)bytes / (double)calls);
+    CHECK(bytes * 100 <= calls * 300);
+    rp_enc_thread_free(&t);
+    rp_enc_free(&e);
+    free(out);
+    free(wl);
+}
+
 static const struct check_case cases[] = {
     {"crc", test_crc},
     {"roundtrip", test_roundtrip},
+    {"bytes_per_call", test_bytes_per_call},
 };
 
 int main(int argc, char **argv)

@@ -262,8 +262,13 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
             }
         } else if (type == 6) { /* EVENTS: u32 tid, u32 n, u64 base, stream */
             CHECK(len >= 16);
-            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x0fffffffu;
+            uint32_t tid = le32(pl), nev = le32(pl + 4) & 0x07ffffffu;
             int compact = (le32(pl + 4) >> 30) & 1; /* EXIT, ENTER id, or 0 + op */
+            /* format 1.5: an ENTER of the predicted id is its head alone */
+            int pred = compact && (le32(pl + 4) >> 27 & 1);
+            static uint32_t ptab[1024];
+            uint32_t px = 0, py = 0, *slot = NULL;
+            memset(ptab, 0, sizeof(ptab));
             uint64_t now = le64(pl + 8);
             const uint8_t *ev0 = pl + 16;
             if (le32(pl + 4) >> 31) { /* a stack snapshot: depth, (id, start[, events][, paused]) */
@@ -298,11 +303,23 @@ static void verify(const uint8_t *d, size_t n, const struct facts *fx, int drop)
                 v = 0;
                 if (compact) {
                     now -= hv >> 3;
-                    now += hv >> 1;
+                    now += hv & 1 || !pred ? hv >> 1 : hv >> 2;
                     op = hv & 1 ? 1 : 0;
-                    if (op == 0 && !varint(&q, pe, &v)) {
+                    if (op == 1)
+                        px++;
+                    else
+                        slot = &ptab[(uint32_t)((px ^ py << 16) * 0x9e3779b1u) >> 22];
+                    if (op == 0 && pred && !(hv & 2)) { /* the predicted id */
+                        CHECK(*slot != 0);
+                        v = *slot;
+                    } else if (op == 0 && !varint(&q, pe, &v)) {
                         CHECK(!"bad ENTER varint");
                         break;
+                    }
+                    if (op == 0 && v) {
+                        *slot = (uint32_t)v;
+                        py = px >> 3;
+                        px = (uint32_t)v << 3;
                     }
                     if (op == 0 && v == 0) { /* an extended op follows */
                         uint64_t x = 0;

@@ -180,6 +180,62 @@ static void test_replay_streams(void)
     }
     rp_profile_free(&p);
 
+    /* format 1.5, predicted ENTERs: the example of docs/trace-format.md,
+     * main (1) calls f (2) four times, the fourth ENTER predicted, in a
+     * chunk of its own and as a worker's job (snapshot), replayed and
+     * decoded one by one (rankprof dump) */
+    {
+        static const uint8_t s4[] = {0x02, 0x01, 0x16, 0x02, 0x3f, 0x0a, 0x02,
+                                     0x19, 0x06, 0x02, 0x27, 0x0c, 0x0f, 0x05};
+        for (int snap = 0; snap < 2; snap++) {
+            struct fbuf g = {0};
+            file_start(&g);
+            fb_chunk(&g, RP_CH_DEFS, d, def_rec(d, 1, "main"));
+            fb_chunk(&g, RP_CH_DEFS, d, def_rec(d, 2, "f"));
+            ev_chunk(&g, RP_EV_COMPACT | RP_EV_PREDICT | (snap ? RP_EV_SNAPSHOT : 0), s4,
+                     sizeof(s4));
+            rc = replay_buf(&g, &p, err, sizeof(err));
+            CHECK_EQ(rc, 0);
+            if (rc)
+                fprintf(stderr, "  replay: %s\n", err);
+            if (rc == 0 && p.n_nodes > 2) {
+                CHECK_EQ(p.nodes[1].calls, 1);
+                CHECK_EQ(p.nodes[1].incl, 82);
+                CHECK_EQ(p.nodes[1].excl, 82 - 69);
+                CHECK_EQ(p.nodes[2].calls, 4);
+                CHECK_EQ(p.nodes[2].dur_sum, 31 + 12 + 19 + 7);
+                CHECK_EQ(p.nodes[2].min, 7);
+                CHECK_EQ(p.nodes[2].max, 31);
+                const struct rp_edge *e = find_edge(&p, 1, 2);
+                CHECK(e && e->calls == 4 && e->incl == 69);
+                CHECK_EQ(p.events, 10);
+            }
+            rp_profile_free(&p);
+            free(g.p);
+        }
+        uint8_t c[16 + sizeof(s4)];
+        rp_put32(c, 42);
+        rp_put32(c + 4, 10 | RP_EV_COMPACT | RP_EV_PREDICT);
+        rp_put64(c + 8, 1000);
+        memcpy(c + 16, s4, sizeof(s4));
+        static const struct {
+            uint8_t op;
+            uint32_t id;
+            uint64_t ticks;
+        } want[] = {{RP_OP_ENTER, 1, 1000}, {RP_OP_ENTER, 2, 1005}, {RP_OP_EXIT, 0, 1036},
+                    {RP_OP_ENTER, 2, 1038}, {RP_OP_EXIT, 0, 1050},  {RP_OP_ENTER, 2, 1051},
+                    {RP_OP_EXIT, 0, 1070},  {RP_OP_ENTER, 2, 1073}, {RP_OP_EXIT, 0, 1080},
+                    {RP_OP_EXIT, 0, 1082}};
+        struct rp_evdec dec;
+        struct rp_event ev;
+        CHECK_EQ(rp_evdec_init(&dec, c, sizeof(c)), 0);
+        for (size_t k = 0; k < 10; k++) {
+            CHECK_EQ(rp_evdec_next(&dec, &ev), 1);
+            CHECK(ev.op == want[k].op && ev.id == want[k].id && ev.ticks == want[k].ticks);
+        }
+        CHECK_EQ(rp_evdec_next(&dec, &ev), 0);
+    }
+
     /* absurd clocks (a fuzzer's find): four leaves of 2^61 ticks and one of
      * 8 sum past 2^63 in the exclusive time, which must wrap modulo 2^64,
      * not overflow (UBSan aborts); read as signed the total is negative and
@@ -220,6 +276,16 @@ static void test_replay_streams(void)
         {0, {2 << RP_OP_BITS, 3, 4 << RP_OP_BITS}, 3, 2, "malformed event"}, /* ENTER, no id */
         {RP_EV_COMPACT, {2 << 1, 3, 1 << 1, 1}, 4, 2, "uses id 1"},          /* not defined */
         {RP_EV_COMPACT, {2 << 1, 0}, 2, 0, "malformed event"},               /* 0 and no op */
+        /* format 1.5, predicted ENTERs: nothing predicted yet, no id, an
+         * op no version has, an id not defined */
+        {RP_EV_COMPACT | RP_EV_PREDICT, {2 << 2 | 2, 3, 1 << 1 | 1, 0}, 4, 3, "malformed event"},
+        {RP_EV_COMPACT | RP_EV_PREDICT, {2 << 2 | 2, 3, 4 << 2 | 2}, 3, 2, "malformed event"},
+        {RP_EV_COMPACT | RP_EV_PREDICT,
+         {2 << 2 | 2, 3, 2 << 2 | 2, 0, 11},
+         5,
+         2,
+         "malformed event"},
+        {RP_EV_COMPACT | RP_EV_PREDICT, {2 << 2 | 2, 3, 1 << 2 | 2, 1}, 4, 2, "uses id 1"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct fbuf g = {0};

@@ -667,8 +667,9 @@ exit_to(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_comp
 
 /*
  * A chunk's events from ev->q to end (followed by RP_REPLAY_PAD zero bytes)
- * on a's stack, whose depth is in a->depth; `compact` is the stream's form,
- * a constant in each of rp_replay_chunk's two copies.  On return ev holds the
+ * on a's stack, whose depth is in a->depth; `compact` is the stream's form
+ * (0 general, 1 compact, 2 compact with predicted ENTERs: format.h), a
+ * constant in each of rp_replay_chunk's copies.  On return ev holds the
  * position, the event being read (ev0), the time, the events so far and
  * the last id read, for the message.  Returns LOOP_OK or what failed, or
  * LOOP_HOLD at a lock-hold op (format 1.3; its op in ev->op, ev->q at its
@@ -686,7 +687,8 @@ struct loopst {
     uint64_t now, n;
     uint64_t syn; /* of n, the writer's events (struct job) */
     uint32_t id;
-    unsigned op; /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
+    unsigned op;                  /* LOOP_HOLD: HOLD_BEGIN or HOLD_END */
+    uint32_t *pr_tab, pr_x, pr_y; /* compact 2: the ENTER prediction (format.h) */
 };
 
 static inline __attribute__((always_inline)) int
@@ -702,6 +704,8 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
     uint64_t pz = a->pz; /* (a copy: pushes read it; PAUSE writes both) */
+    uint32_t *const pr_tab = ev->pr_tab;
+    uint32_t pr_x = ev->pr_x, pr_y = ev->pr_y;
     int rc = LOOP_OK;
 
     while (q < end) {
@@ -711,14 +715,37 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             goto bad;
     have_head:
         n++;
-        if (compact) { /* format.h: EXIT, ENTER id, or 0 and an op */
+        if (compact == 2) { /* format.h: EXIT, ENTER predicted, ENTER id, or 0 and an op */
+            now += h & 1 ? h >> 1 : h >> 2;
+            op = h & 1 ? RP_OP_EXIT : RP_OP_ENTER;
+        } else if (compact) { /* format.h: EXIT, ENTER id, or 0 and an op */
             now += h >> 1;
             op = h & 1 ? RP_OP_EXIT : RP_OP_ENTER;
         } else {
             now += h >> RP_OP_BITS;
             op = h & RP_OP_MASK;
         }
-        if (op == RP_OP_ENTER) {
+        if (compact == 2 && op == RP_OP_ENTER) {
+            uint32_t *slot = &pr_tab[rp_pred_slot(pr_x, pr_y)];
+            if (likely(!(h & 2))) { /* the predicted id */
+                if (unlikely(!(x = *slot)))
+                    goto bad;
+            } else if (unlikely(!(q = pget(q, end, &x)))) {
+                goto bad;
+            } else if (unlikely(!x)) { /* (an id 0 in padding has no op) */
+                if (!(q = rp_get_varint(q, end, &x)) || x < RP_OP_EXIT_ID || x > RP_OP_LAST)
+                    goto bad;
+                op = (unsigned)x;
+            } else if (unlikely(x > UINT32_MAX)) {
+                goto bad;
+            } else {
+                *slot = (uint32_t)x; /* (a predicted one is there already) */
+            }
+            if (op == RP_OP_ENTER) {
+                pr_y = pr_x >> 3;
+                pr_x = (uint32_t)x << 3;
+            }
+        } else if (op == RP_OP_ENTER) {
             if (!compact && unlikely(q >= end))
                 goto bad;
             if (unlikely(!(q = pget(q, end, &x))))
@@ -742,6 +769,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     n++;
+                    pr_x++;
                     if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn,
                                             filtered)))
                         goto nomem;
@@ -763,6 +791,8 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
             span_push(j, stack, depth++, x, now, pz, (int64_t)(n - syn), active, act, filtered);
             break;
         case RP_OP_EXIT:
+            if (compact == 2)
+                pr_x++;
             if (unlikely(!depth)) {
                 j->unmatched++;
                 break;
@@ -823,6 +853,8 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
         rc = LOOP_BAD;
 out:
     a->depth = depth;
+    ev->pr_x = pr_x;
+    ev->pr_y = pr_y;
     j->syn = ev->syn = syn;
     ev->q = q;
     ev->ev0 = ev0;
@@ -936,16 +968,19 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
     ev.q = d.p;
     ev.n = j->evbase; /* (0 unless resident) */
     ev.now = j->first = d.now;
+    ev.pr_tab = d.pr_tab;
     if (d.p < d.end && pget(d.p, d.end, &h)) /* the first event's time */
-        j->first = d.now + (d.compact ? h >> 1 : h >> RP_OP_BITS);
-    /* two copies of the loop: each event tests the form in neither */
+        j->first = d.now + (d.pred && !(h & 1) ? h >> 2 : d.compact ? h >> 1 : h >> RP_OP_BITS);
+    /* three copies of the loop: each event tests the form in none */
     do { /* (a lock-hold op pauses the loop: hold_op counts it, the loop goes on) */
-        if (unlikely(j->flt)) /* filtered: two more copies, apart */
-            rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 1)
-                           : replay_loop(p, a, j, &cp, &ev, d.end, 0, 1);
+        if (unlikely(j->flt)) /* filtered: three more copies, apart */
+            rc = d.pred      ? replay_loop(p, a, j, &cp, &ev, d.end, 2, 1)
+                 : d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 1)
+                             : replay_loop(p, a, j, &cp, &ev, d.end, 0, 1);
         else
-            rc = d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 0)
-                           : replay_loop(p, a, j, &cp, &ev, d.end, 0, 0);
+            rc = d.pred      ? replay_loop(p, a, j, &cp, &ev, d.end, 2, 0)
+                 : d.compact ? replay_loop(p, a, j, &cp, &ev, d.end, 1, 0)
+                             : replay_loop(p, a, j, &cp, &ev, d.end, 0, 0);
     } while (rc == LOOP_HOLD &&
              (rc = hold_op(p, a, j, &cp, &ev.q, d.end, ev.op, ev.now, &ev.id)) == LOOP_OK);
     switch (rc) {

@@ -39,7 +39,7 @@
 #define RP_MAGIC          "RANKPROF"
 #define RP_MAGIC_LEN      8
 #define RP_VERSION_MAJOR  1
-#define RP_VERSION_MINOR  4
+#define RP_VERSION_MINOR  5
 #define RP_FILE_HDR_SIZE  32
 #define RP_CHUNK_HDR_SIZE 16
 #define RP_CHUNK_MAX      (64u << 20) /* payload limit the reader enforces */
@@ -243,11 +243,14 @@ enum rp_mpi_arg {
  * that the chunks of a thread join up.  Without it (depth over the limit,
  * or older files) the chunks of a thread replay in order.
  */
-#define RP_EV_COUNT_MASK 0x0fffffffu /* 0x1fffffff before 1.4, 0x3fffffff before 1.2 */
-#define RP_EV_SNAPSHOT   0x80000000u
-#define RP_EV_SNAPCOUNT  0x20000000u /* the snapshot's spans carry event counts */
-#define RP_EV_SNAPPAUSE  0x10000000u /* and their PAUSE ticks (format 1.4): only when one has */
-#define RP_EV_COMPACT    0x40000000u /* the compact event stream, below */
+#define RP_EV_COUNT_MASK                                                                           \
+    0x07ffffffu /* 0x0fffffff before 1.5, 0x1fffffff before 1.4,                                   \
+                   0x3fffffff before 1.2 (no chunk holds more) */
+#define RP_EV_SNAPSHOT  0x80000000u
+#define RP_EV_SNAPCOUNT 0x20000000u /* the snapshot's spans carry event counts */
+#define RP_EV_SNAPPAUSE 0x10000000u /* and their PAUSE ticks (format 1.4): only when one has */
+#define RP_EV_COMPACT   0x40000000u /* the compact event stream, below */
+#define RP_EV_PREDICT   0x08000000u /* and its predicted ENTERs (format 1.5), below */
 
 /*
  * The compact event stream (RP_EV_COMPACT, what the recorder writes): one
@@ -260,8 +263,33 @@ enum rp_mpi_arg {
  *                                                INSTANT, COUNTER, ARG, LOST,
  *                                                UNWIND, HOLD_BEGIN, HOLD_END),
  *                                                then its operands as above
+ *
+ * With RP_EV_PREDICT as well (format 1.5, what the recorder writes), an
+ * ENTER whose id is the predicted one (rp_pred_slot) is its head alone:
+ *
+ *   varint h = (delta << 1) | 1                  EXIT
+ *   varint h = (delta << 2)                      ENTER of the predicted id
+ *   varint h = (delta << 2) | 2, varint id       ENTER id (not 0)
+ *   varint h = (delta << 2) | 2, byte 0, op      any other op, as above
+ *
+ * The prediction, kept alike by the writer and every reader, starts empty
+ * in each chunk: a table of RP_PRED_SLOTS ids, all 0, and two 32-bit
+ * words x = y = 0.  An ENTER reads and writes the slot rp_pred_slot(x, y)
+ * (its id is stored there), then sets y to x / 8 and x to its id * 8; an
+ * EXIT adds 1 to x (so x is the id of the chunk's latest ENTER * 8 + the
+ * EXITs since, modulo 2^32, and y, while fewer than 8 EXITs came between,
+ * the id of the ENTER before it); no other op changes anything.  A
+ * predicted ENTER whose slot holds 0 is malformed.
  */
 #define RP_SNAP_MAX 1024
+
+#define RP_PRED_SLOTS 1024
+
+/* The prediction slot of context x, y (above). */
+static inline uint32_t rp_pred_slot(uint32_t x, uint32_t y)
+{
+    return (uint32_t)((x ^ y << 16) * 0x9e3779b1u) >> 22;
+}
 
 /* Event classes; a bit each in the run-time mask. */
 enum rp_class {

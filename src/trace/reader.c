@@ -355,6 +355,10 @@ int rp_evdec_init(struct rp_evdec *d, const uint8_t *payload, uint32_t len)
     d->snap_counts = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPCOUNT);
     d->snap_pauses = (word & RP_EV_SNAPSHOT) && (word & RP_EV_SNAPPAUSE);
     d->compact = (word & RP_EV_COMPACT) != 0;
+    d->pred = d->compact && (word & RP_EV_PREDICT);
+    d->pr_x = d->pr_y = 0;
+    if (d->pred)
+        memset(d->pr_tab, 0, sizeof(d->pr_tab));
     if (word & RP_EV_SNAPSHOT) {
         uint64_t depth, id, z;
         const uint8_t *q = d->p;
@@ -385,7 +389,32 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         return RP_EFORMAT;
     ev->id = 0;
     ev->arg = ev->arg2 = ev->arg3 = 0;
-    if (d->compact) {
+    if (d->pred) {
+        if (h & 1) {
+            d->now += h >> 1;
+            ev->op = RP_OP_EXIT;
+            d->pr_x++;
+        } else {
+            uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
+            d->now += h >> 2;
+            if (!(h & 2)) { /* the predicted id */
+                if (!*slot)
+                    return RP_EFORMAT;
+                v = *slot;
+            } else if (!(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX) {
+                return RP_EFORMAT;
+            } else if (!v) {
+                if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LAST)
+                    return RP_EFORMAT;
+                ev->op = (uint8_t)v;
+                goto operands;
+            }
+            ev->op = RP_OP_ENTER;
+            ev->id = *slot = (uint32_t)v;
+            d->pr_y = d->pr_x >> 3;
+            d->pr_x = (uint32_t)v << 3;
+        }
+    } else if (d->compact) {
         d->now += h >> 1;
         if (h & 1) {
             ev->op = RP_OP_EXIT;
@@ -405,6 +434,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         ev->op = (uint8_t)(h & RP_OP_MASK);
         d->now += h >> RP_OP_BITS;
     }
+operands:
     ev->ticks = d->now;
     if (ev->op == RP_OP_ENTER && ev->id) {
         d->p = p;

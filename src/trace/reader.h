@@ -111,6 +111,8 @@ struct rp_evdec {
     int snap_counts; /* its spans carry event counts (RP_EV_SNAPCOUNT) */
     int snap_pauses; /* and PAUSE ticks (RP_EV_SNAPPAUSE) */
     int compact;     /* the compact event stream (format.h) */
+    int pred;        /* with predicted ENTERs (RP_EV_PREDICT, format 1.5): */
+    uint32_t pr_x, pr_y, pr_tab[RP_PRED_SLOTS]; /* the prediction (format.h) */
 };
 
 /*

@@ -264,18 +264,42 @@ static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, 
  * Writes the head of an event in the compact stream (format.h): an EXIT is
  * its delta alone, an ENTER the delta followed (by the caller) by the id,
  * any other op the delta, a 0 where an id would be, and the op; the caller
- * writes the operands.
+ * writes the operands.  An ENTER goes through put_enter.
  */
-static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
+static inline uint8_t *put_op(const struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
+                              unsigned op)
 {
     if (op == RP_OP_EXIT)
         return rp_put_varint(o, delta << 1 | 1);
-    o = rp_put_varint(o, delta << 1);
-    if (op != RP_OP_ENTER) {
-        *o++ = 0;
-        *o++ = (uint8_t)op;
-    }
+    o = rp_put_varint(o, t->pr_on ? delta << 2 | 2 : delta << 1);
+    *o++ = 0;
+    *o++ = (uint8_t)op;
     return o;
+}
+
+/* Writes an EXIT (format.h) and counts it for the prediction. */
+static inline uint8_t *put_exit(struct rp_enc_thread *t, uint8_t *o, uint64_t delta)
+{
+    t->pr_x++;
+    return rp_put_varint(o, delta << 1 | 1);
+}
+
+/* Writes an ENTER of id (format.h): its head alone when the prediction
+ * says id, else the head and the id; the prediction learns id. */
+static inline uint8_t *put_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint32_t id)
+{
+    if (!t->pr_on) {
+        o = rp_put_varint(o, delta << 1);
+        return rp_put_varint(o, id);
+    }
+    uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_x, t->pr_y)];
+    t->pr_y = t->pr_x >> 3;
+    t->pr_x = id << 3;
+    if (*slot == id)
+        return rp_put_varint(o, delta << 2);
+    *slot = id;
+    o = rp_put_varint(o, delta << 2 | 2);
+    return rp_put_varint(o, id);
 }
 
 /*
@@ -286,8 +310,7 @@ static inline uint8_t *put_op(uint8_t *o, uint64_t delta, unsigned op)
 static inline uint8_t *enc_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t k,
                                  uint32_t id, uint8_t kind, uint64_t now, uint32_t nev)
 {
-    o = put_op(o, delta, RP_OP_ENTER);
-    o = rp_put_varint(o, id);
+    o = put_enter(t, o, delta, id);
     enc_push(t, k, id, kind, now, t->seq + nev + 1);
     return o;
 }
@@ -323,12 +346,12 @@ static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8
     uint64_t k = enc_key(kind, key);
     if (likely(t->depth && t->stack[t->depth - 1].key == k)) {
         t->depth--;
-        return put_op(o, delta, RP_OP_EXIT);
+        return put_exit(t, o, delta);
     }
     uint32_t id = enc_plain_id(e, t, kind, cls, key);
     if (!id)
         return NULL;
-    o = put_op(o, delta, RP_OP_EXIT_ID);
+    o = put_op(t, o, delta, RP_OP_EXIT_ID);
     o = rp_put_varint(o, id);
     for (uint32_t d = t->depth; d-- > 0;) {
         if (t->stack[d].key == k) {
@@ -353,7 +376,7 @@ static inline uint8_t *enc_exit(struct rp_enc *e, struct rp_enc_thread *t, uint8
 static uint8_t *enc_hold_begin(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint64_t key,
                                uint32_t id, uint64_t now, uint32_t nev)
 {
-    o = put_op(o, delta, RP_OP_HOLD_BEGIN);
+    o = put_op(t, o, delta, RP_OP_HOLD_BEGIN);
     o = rp_put_varint(o, id);
     if (t->nholds == t->capholds) {
         uint32_t ncap = t->capholds ? t->capholds * 2 : 16;
@@ -383,7 +406,7 @@ static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta
     uint32_t i = t->nholds;
     while (i > 0 && t->holds[i - 1].key != key)
         i--;
-    o = put_op(o, delta, RP_OP_HOLD_END);
+    o = put_op(t, o, delta, RP_OP_HOLD_END);
     o = rp_put_varint(o, id);
     if (!i) { /* released, never acquired as far as we know */
         o = rp_put_varint(o, 0);
@@ -400,6 +423,27 @@ static uint8_t *enc_hold_end(struct rp_enc_thread *t, uint8_t *o, uint64_t delta
     memmove(&t->holds[i - 1], &t->holds[i], (t->nholds - i) * sizeof(*t->holds));
     t->nholds--;
     return o;
+}
+
+/* Writes the varint h at o with no branch on its length when it is under
+ * 2^14 (an ENTER's head is one or two bytes about as often on some
+ * programs): may write one byte past a one-byte varint, inside the room
+ * rp_enc_bound leaves for the event. */
+static inline uint8_t *put_head(uint8_t *o, uint64_t h)
+{
+    if (likely(h < 0x4000)) {
+        uint32_t two = h >= 0x80;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* low 7 bits, bit 7 if two, then bits 7..13: one 16-bit store */
+        uint16_t v = (uint16_t)(h + (h & 0x3f80) + (two << 7));
+        memcpy(o, &v, 2);
+#else
+        o[0] = (uint8_t)(h | two << 7);
+        o[1] = (uint8_t)(h >> 7);
+#endif
+        return o + 1 + two;
+    }
+    return rp_put_varint(o, h);
 }
 
 /*
@@ -424,9 +468,10 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     struct rp_enc_cache *c = t->cache;
 
     (void)e;
-    if (unlikely(!base || !c)) /* no stack or cache yet: the general loop makes one */
+    if (unlikely(!base || !c || !t->pr_on)) /* no stack or cache yet: the general loop makes one */
         return i;
     const uint64_t *ckeys = c->keys;
+    uint32_t x = t->pr_x, y = t->pr_y; /* the prediction's context (its table through c) */
     for (; r < end; r++) {
         uint64_t w = r->word, ticks = r->ticks;
         if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
@@ -438,18 +483,28 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
                 break;
             top--;
             o = rp_put_varint(o, delta << 1 | 1);
+            x++;
         } else {
             uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
             if (unlikely(ckeys[slot] != k || top == lim))
                 break;
             uint32_t id = c->ids[slot];
-            o = rp_put_varint(o, delta << 1);
-            o = rp_put_varint(o, id);
+            uint32_t *ps = &c->pred[rp_pred_slot(x, y)];
+            y = x >> 3;
+            x = id << 3;
+            if (likely(*ps == id)) {
+                o = put_head(o, delta << 2);
+            } else {
+                *ps = id;
+                o = put_head(o, delta << 2 | 2);
+                o = rp_put_varint(o, id);
+            }
             if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
                 prev += delta;
                 uint64_t t2 = (++r)->ticks;
                 uint64_t d2 = t2 >= prev ? t2 - prev : 0;
                 o = rp_put_varint(o, d2 << 1 | 1);
+                x++;
                 prev += d2;
                 ev += 2;
                 continue;
@@ -460,6 +515,8 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
         ev++;
     }
     t->depth = (uint32_t)(top - base);
+    t->pr_x = x;
+    t->pr_y = y;
     *op = o;
     *prevp = prev;
     *nevp = (uint32_t)(ev - t->seq - 1);
@@ -517,6 +574,12 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 
     if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
         t->cache = calloc(1, sizeof(*t->cache));
+    t->pr_on = t->cache != NULL; /* the prediction starts empty in each chunk */
+    t->pr_x = t->pr_y = 0;
+    if (t->pr_on) {
+        memset(t->cache->pred, 0, sizeof(t->cache->pred));
+        flags |= RP_EV_PREDICT;
+    }
 
     /* The spans open when this chunk begins, outermost first: the reader
      * can then replay the chunk without the ones before it (in parallel).
@@ -606,7 +669,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             /* A wait that ends without the lock says so in an ARG, so that
              * readers can tell it from a wait that ended in a grant. */
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
-                o = put_op(o, delta, RP_OP_ARG);
+                o = put_op(t, o, delta, RP_OP_ARG);
                 o = rp_put_varint(o, RP_ARG_LOCK_FAILED);
                 delta = 0;
                 nev++;
@@ -633,7 +696,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                 goto skip;
             if (t->depth && t->stack[t->depth - 1].key == enc_key(RP_KIND_LOCK_WAIT, pl)) {
                 t->depth--;
-                o = put_op(o, delta, RP_OP_EXIT);
+                o = put_exit(t, o, delta);
                 delta = 0;
                 nev++;
             }
@@ -646,14 +709,14 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             id = enc_site_id(e, t, pl, &skind);
             if (!id)
                 goto skip;
-            o = put_op(o, delta, op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER);
+            o = put_op(t, o, delta, op == RP_RAW_INSTANT ? RP_OP_INSTANT : RP_OP_COUNTER);
             o = rp_put_varint(o, id);
             o = rp_put_varint(o, op == RP_RAW_INSTANT ? recs[i + 1].ticks
                                                       : rp_zigzag((int64_t)recs[i + 1].ticks));
             i++; /* the DATA record is consumed */
             break;
         case RP_RAW_ARG:
-            o = put_op(o, delta, RP_OP_ARG);
+            o = put_op(t, o, delta, RP_OP_ARG);
             o = rp_put_varint(o, pl);
             break;
         case RP_RAW_UNWIND: {
@@ -676,7 +739,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             } else if (!t->depth) {
                 continue; /* nothing open: nothing to say */
             }
-            o = put_op(o, delta, RP_OP_UNWIND);
+            o = put_op(t, o, delta, RP_OP_UNWIND);
             o = rp_put_varint(o, id);
             t->depth = to;
             break;
@@ -685,7 +748,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             /* The thread waited pl ticks for the writer just before now:
              * every open span is shortened by it, here (their starts move
              * later, so snapshots carry it) as in the reader. */
-            o = put_op(o, delta, RP_OP_PAUSE);
+            o = put_op(t, o, delta, RP_OP_PAUSE);
             o = rp_put_varint(o, pl);
             pause_note(t);
             for (uint32_t d = 0; d < t->depth; d++)
@@ -715,16 +778,15 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
             enc_unlock(e);
             if (!id)
                 goto skip;
-            o = put_op(o, delta, RP_OP_ENTER);
-            o = rp_put_varint(o, id);
-            o = put_op(o, pl, RP_OP_EXIT);
+            o = put_enter(t, o, delta, id);
+            o = put_exit(t, o, pl);
             t->offcpu++;
             prev = now + pl;
             nsyn += 2;
             continue;
         }
         case RP_RAW_LOST: /* what was open before is unknown now, to both sides */
-            o = put_op(o, delta, RP_OP_LOST);
+            o = put_op(t, o, delta, RP_OP_LOST);
             o = rp_put_varint(o, pl);
             t->depth = 0;
             t->nholds = 0; /* (a release after this is of a hold unknown to the reader) */

@@ -134,6 +134,11 @@ struct rp_enc_thread {
      * was moved (format 1.4) */
     uint64_t *pz_at, *pz_ev;
     uint32_t pz_cap;
+    /* the ENTER prediction of the chunk being written (format.h), its table
+     * in the cache: pr_on 0 when there is none (that chunk is written
+     * without RP_EV_PREDICT) */
+    int pr_on;
+    uint32_t pr_x, pr_y;
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table, per thread */
@@ -143,7 +148,8 @@ struct rp_enc_thread {
 struct rp_enc_cache {
     uint64_t keys[RP_ENC_CACHE]; /* (kind, key) of the cached id; 0 = empty */
     uint32_t ids[RP_ENC_CACHE];
-    uint8_t kinds[RP_ENC_CACHE]; /* the id's enum rp_kind (sites: the real kind) */
+    uint8_t kinds[RP_ENC_CACHE];  /* the id's enum rp_kind (sites: the real kind) */
+    uint32_t pred[RP_PRED_SLOTS]; /* the chunk's ENTER prediction (format.h) */
 };
 
 /*
