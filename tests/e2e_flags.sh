@@ -115,7 +115,14 @@ elif name == "fib":
         die("fib's max is not half its mean period: test premise")
     lacks("fib", "JITTER")
     lacks("fib", "RATE")
-    if not f["involvement"] > 2:
+    # time off CPU is time handed on (to [off-cpu]): a run preempted for
+    # longer than its few ms of work (a loaded machine) has most of fib's
+    # chain leave through it, and the depth no longer shows
+    off = f.get("offcpu_ns", 0)
+    if off > 0.2 * f["inclusive_ns"]:
+        print(f"e2e_flags: fib: involvement not judged: {off} ns of its "
+              f"{f['inclusive_ns']} ns off CPU", file=sys.stderr)
+    elif not f["involvement"] > 2:
         die(f"fib's involvement {f['involvement']} should be its mean recursion depth (> 2)")
 
 # ---- the rules, recomputed from the JSON numbers ---------------------------
