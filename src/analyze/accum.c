@@ -144,9 +144,18 @@ static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m
     return 0;
 }
 
-/* Adds the accumulators of a, and its edges' spans, into the nodes (its
- * edges stay in a->em).  Returns 0 or RP_ENOMEM. */
-static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
+/* A node's sums over the replayers that go to its rare fields
+ * (rp_node_x), until finish_node: zero-filled, so that the pages of the
+ * nodes with no spans are never written. */
+struct fin {
+    unsigned __int128 sq; /* the exact sum of squared durations */
+    uint64_t last, overruns, cut, offb, omax, rmax, offcpu;
+    uint64_t nomin; /* ~ the smallest on-CPU duration (0: none) */
+};
+
+/* Adds the accumulators of a, and its edges' spans, into the nodes and fin
+ * (its edges stay in a->em).  Returns 0 or RP_ENOMEM. */
+static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
 {
     struct priv *v = p->priv;
     size_t gone = 0; /* bytes of a->hot given back */
@@ -164,14 +173,15 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
         n->incl += h->incl;
         n->first_start =
             !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
-        n->last_start = h->last > n->last_start ? h->last : n->last_start;
-        n->overruns += h->overruns;
-        n->cut += h->cut;
-        n->offcpu_below += h->offb;
-        n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
-        n->run_max = h->rmax > n->run_max ? h->rmax : n->run_max;
-        n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
-        sq[i] += h->sq;
+        struct fin *f = &fin[i];
+        f->last = h->last > f->last ? h->last : f->last;
+        f->overruns += h->overruns;
+        f->cut += h->cut;
+        f->offb += h->offb;
+        f->omax = h->omax > f->omax ? h->omax : f->omax;
+        f->rmax = h->rmax > f->rmax ? h->rmax : f->rmax;
+        f->nomin = h->nomin > f->nomin ? h->nomin : f->nomin;
+        f->sq += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
         struct rp_flag_hists *hf = h->fh, *x = n->fh;
@@ -253,15 +263,14 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
 }
 
 /*
- * Sums every replayer's accumulators into the nodes (sq: the exact sums of
- * squares), freeing each once summed, and gives the profile the edges: the
- * replayers' and v->em's (the joins' and a STATS chunk's) side by side,
+ * Sums every replayer's accumulators into the nodes and fin, freeing each once summed, and gives
+ * the profile the edges: the replayers' and v->em's (the joins' and a STATS chunk's) side by side,
  * sorted, each caller -> callee's summed into one, in one order whatever
  * the number of replayers (so the results are identical), with no hash
  * index over them.  Adds each node's off-CPU time in its own frame.
  * Returns 0 or RP_ENOMEM.
  */
-static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *sq)
+static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
 {
     int rc;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
@@ -272,7 +281,7 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
                  rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 return RP_ENOMEM;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
-        if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
+        if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
             return rc;
     size_t total = v->em.n;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
@@ -326,22 +335,32 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
         const struct rp_edge *x = &p->edges[k];
         if (x->callee < p->n_nodes && p->nodes[x->callee].kind == RP_KIND_OFFCPU &&
             x->caller < p->n_nodes)
-            p->nodes[x->caller].offcpu += x->incl;
+            fin[x->caller].offcpu += x->incl;
     }
     return 0;
 }
 
 /* Node i's final fields: exclusive time with the join's corrections, the
  * flags' histograms, the spans below the resolution res (0: none set
- * aside), minima, mean and m2 from the exact sum of squares sq.  Cannot
- * fail. */
-static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
-                        unsigned __int128 sq)
+ * aside), minima, its rare fields from f (rp_node_x: kept apart only when
+ * one differs from its default), mean and m2 from the exact sum of squares.
+ * Returns 0 or RP_ENOMEM. */
+static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
+                       const struct fin *f)
 {
     struct rp_node *n = &p->nodes[i];
+    struct rp_node_x x = rp_node_x_raw(n);
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
     n->excl = rp_span_excl_total(n->excl + v->excl_adj[i]);
+    x.last_start = f->last > x.last_start ? f->last : x.last_start;
+    x.overruns += f->overruns;
+    x.cut += f->cut;
+    x.offcpu_below += f->offb;
+    x.oncpu_max = f->omax > x.oncpu_max ? f->omax : x.oncpu_max;
+    x.run_max = f->rmax > x.run_max ? f->rmax : x.run_max;
+    x.oncpu_min = ~f->nomin < x.oncpu_min ? ~f->nomin : x.oncpu_min;
+    x.offcpu += f->offcpu;
     if (n->fh) { /* intervals too spread are no period */
         struct rp_flag_hists *fx = n->fh;
         if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
@@ -354,26 +373,27 @@ static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, 
     if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
         unsigned ib = rp_hist_index(res);
         for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
-            n->below_res += n->hist.counts[b - n->hist.lo];
+            x.below_res += n->hist.counts[b - n->hist.lo];
             n->hist.counts[b - n->hist.lo] = 0;
         }
-        n->hist.n -= n->below_res;
+        n->hist.n -= x.below_res;
     }
-    p->below_res += n->below_res;
+    p->below_res += x.below_res;
     if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
         n->min = 0;
     /* on-CPU min: the wall minimum, or less where off-CPU time was below */
-    n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
+    x.oncpu_min = x.oncpu_min < n->min ? x.oncpu_min : n->min;
     if (!n->calls)
-        n->oncpu_min = 0;
-    if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq)
-        return;
-    double cnt = (double)n->calls;
-    n->mean = (double)n->dur_sum / cnt;
-    /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-    long double m2 =
-        (long double)sq - (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
-    n->m2 = m2 > 0 ? (double)m2 : 0.0;
+        x.oncpu_min = 0;
+    if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER && f->sq) {
+        double cnt = (double)n->calls;
+        x.mean = (double)n->dur_sum / cnt;
+        /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
+        long double m2 = (long double)f->sq -
+                         (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
+        x.m2 = m2 > 0 ? (double)m2 : 0.0;
+    }
+    return rp_node_x_set(n, &x);
 }
 
 int rp_replay_finish(struct rp_profile *p)
@@ -388,19 +408,20 @@ int rp_replay_finish(struct rp_profile *p)
     uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
 
     /* the replayers' sums; m2 from the exact sum of squares */
-    unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
-    if (!sq || rp_adj_reserve(v, p->n_nodes) < 0)
+    struct fin *fin = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*fin));
+    if (!fin || rp_adj_reserve(v, p->n_nodes) < 0)
         goto out;
-    if ((rc = finish_accs(p, v, sq)) < 0)
+    if ((rc = finish_accs(p, v, fin)) < 0)
         goto out;
     for (uint32_t i = 0; i < p->n_nodes; i++)
-        finish_node(p, v, i, res, sq[i]);
+        if ((rc = finish_node(p, v, i, res, &fin[i])) < 0)
+            goto out;
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !direct;
     p->own_known = p->incl_calls_known = p->oncpu_known;
     rc = 0;
 out:
-    free(sq);
+    free(fin);
     return rc;
 }

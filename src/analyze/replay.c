@@ -95,8 +95,8 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
             a->hot[i].blocked = 1;
         if (lib_node(nd->kind, nd->file))
             a->hot[i].lib = 1;
-        if (nd->budget)
-            a->hot[i].nbudget = ~nd->budget;
+        if (rp_node_budget(nd))
+            a->hot[i].nbudget = ~rp_node_budget(nd);
     }
     for (uint32_t i = a->nact; i < n; i++)
         if (i == 0 || p->nodes[i].kind == 0xff)
