@@ -75,6 +75,8 @@ void rp_acc_free(struct acc *a)
             rp_hist_free(&a->hot[i].hist);
         if (a->hot[i].fh)
             rp_flag_hists_free(&a->hot[i].fh);
+        if (a->hot[i].rare)
+            free(a->hot[i].rare);
     }
     rp_zarr_free(a->hot, a->hot_bytes);
     rp_zarr_free(a->active, a->active_bytes);
@@ -149,7 +151,7 @@ static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m
  * nodes with no spans are never written. */
 struct fin {
     unsigned __int128 sq; /* the exact sum of squared durations */
-    uint64_t last, overruns, cut, offb, omax, rmax, offcpu;
+    uint64_t overruns, cut, offb, omax, rmax, offcpu;
     uint64_t nomin; /* ~ the smallest on-CPU duration (0: none) */
 };
 
@@ -166,21 +168,26 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
             zarr_release(a->hot, gone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
             gone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
-        if (!h->calls && !h->hist.counts) /* no instant, no span */
+        struct hot_rare *r = h->rare; /* (freed here, whatever the node had; an */
+        if (r)                        /* untouched entry is not written) */
+            h->rare = NULL;
+        if (!h->calls && !h->hist.counts) { /* no instant, no span */
+            free(r);
             continue;
+        }
         n->calls += h->calls;
         v->excl_adj[i] += h->excl;
         n->incl += h->incl;
-        n->first_start =
-            !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
         struct fin *f = &fin[i];
-        f->last = h->last > f->last ? h->last : f->last;
-        f->overruns += h->overruns;
-        f->cut += h->cut;
-        f->offb += h->offb;
         f->omax = h->omax > f->omax ? h->omax : f->omax;
         f->rmax = h->rmax > f->rmax ? h->rmax : f->rmax;
-        f->nomin = h->nomin > f->nomin ? h->nomin : f->nomin;
+        if (r) {
+            f->overruns += r->overruns;
+            f->cut += r->cut;
+            f->offb += r->offb;
+            f->nomin = r->nomin > f->nomin ? r->nomin : f->nomin;
+            free(r);
+        }
         f->sq += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
@@ -353,7 +360,6 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
     n->excl = rp_span_excl_total(n->excl + v->excl_adj[i]);
-    x.last_start = f->last > x.last_start ? f->last : x.last_start;
     x.overruns += f->overruns;
     x.cut += f->cut;
     x.offcpu_below += f->offb;

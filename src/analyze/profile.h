@@ -56,11 +56,12 @@ struct rp_flag_hists {
  * give the default without x), write them through rp_node_x_set.
  */
 struct rp_node_x {
-    uint64_t last_start;   /* ticks, for the mean period (RATE); default first_start */
-    uint64_t budget;       /* ticks; 0 = none (direct-mode points) */
-    uint64_t overruns;     /* activations longer than budget */
-    uint64_t throttled;    /* calls counted, not recorded (the recorder's throttle);
-                              not in calls: every statistic is of recorded calls */
+    uint64_t first_start, last_start; /* ticks: the first and last start (a direct-mode
+                                         file's STATS; 0 in a replayed trace) */
+    uint64_t budget;                  /* ticks; 0 = none (direct-mode points) */
+    uint64_t overruns;                /* activations longer than budget */
+    uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
+                                         not in calls: every statistic is of recorded calls */
     uint64_t cut;          /* activations (in calls) not ended by their own exit: ended where the
                               stack was seen to leave them (a longjmp, an exception, the thread's
                               or the process's end), with their time up to there */
@@ -103,7 +104,6 @@ struct rp_node {
     uint64_t excl;    /* dur_sum minus time in callees */
     uint64_t min, max;
     struct rp_hist hist;
-    uint64_t first_start;     /* ticks, for the mean period (RATE) */
     struct rp_flag_hists *fh; /* owned, NULL when it has neither: the flags'
                                  distributions (a replayed trace) */
     struct rp_node_x *x;      /* owned, NULL when all are at their defaults */
@@ -120,7 +120,6 @@ struct rp_node {
 static inline struct rp_node_x rp_node_x_default(const struct rp_node *n)
 {
     struct rp_node_x v = {0};
-    v.last_start = n->first_start;
     v.oncpu_min = n->min;
     v.oncpu_max = v.run_max = n->max;
     if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER)
@@ -166,6 +165,8 @@ int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v);
     {                                                                                              \
         return n->x ? n->x->field : 0;                                                             \
     }
+RP_NODE_X_ZERO(first_start, uint64_t)
+RP_NODE_X_ZERO(last_start, uint64_t)
 RP_NODE_X_ZERO(budget, uint64_t)
 RP_NODE_X_ZERO(overruns, uint64_t)
 RP_NODE_X_ZERO(throttled, uint64_t)
@@ -178,10 +179,6 @@ RP_NODE_X_ZERO(fanout, double)
 RP_NODE_X_ZERO(fanout_time, double)
 RP_NODE_X_ZERO(blocked, double)
 #undef RP_NODE_X_ZERO
-static inline uint64_t rp_node_last_start(const struct rp_node *n)
-{
-    return n->x ? n->x->last_start : n->first_start;
-}
 static inline uint64_t rp_node_oncpu_min(const struct rp_node *n)
 {
     return n->x ? n->x->oncpu_min : n->min;

@@ -76,7 +76,7 @@
 
 /*
  * Makes a's per-node arrays cover the profile's n nodes.  A new entry is all
- * zero (struct hot stores ~first, ~omin, ~budget, ~caller for that), except
+ * zero (struct hot stores ~omin, ~budget, ~caller for that), except
  * where the node says otherwise: a budget, a blocking kind, not defined
  * yet; so entries of ids this replayer never sees are never written.
  * Returns 0 or RP_ENOMEM.
@@ -95,8 +95,11 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
             a->hot[i].blocked = 1;
         if (lib_node(nd->kind, nd->file))
             a->hot[i].lib = 1;
-        if (rp_node_budget(nd))
-            a->hot[i].nbudget = ~rp_node_budget(nd);
+        if (rp_node_budget(nd)) {
+            if (!a->hot[i].rare && !(a->hot[i].rare = calloc(1, sizeof(*a->hot[i].rare))))
+                return RP_ENOMEM;
+            a->hot[i].rare->nbudget = ~rp_node_budget(nd);
+        }
     }
     for (uint32_t i = a->nact; i < n; i++)
         if (i == 0 || p->nodes[i].kind == 0xff)
@@ -140,6 +143,25 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 
 /* The rare path of span_count's histogram count: grows the window to hold
  * bucket b.  Returns 0 or -1 (out of memory: unchanged). */
+/* h's rare accumulators, allocated (zero) if none.  Returns NULL when out
+ * of memory. */
+static __attribute__((noinline)) struct hot_rare *rare_get(struct hot *h)
+{
+    if (!h->rare)
+        h->rare = calloc(1, sizeof(*h->rare));
+    return h->rare;
+}
+
+/* Adds n spans cut to h.  Returns 0 or RP_ENOMEM. */
+static inline int hot_cut(struct hot *h, uint64_t n)
+{
+    struct hot_rare *r = h->rare ? h->rare : rare_get(h);
+    if (!r)
+        return RP_ENOMEM;
+    r->cut += n;
+    return 0;
+}
+
 static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
 {
     if (rp_hist_cover(&h->hist, b, b))
@@ -240,9 +262,12 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
-        h->offb += dur - on;
-        if (~on > h->nomin)
-            h->nomin = ~on;
+        struct hot_rare *r = rare_get(h);
+        if (!r)
+            return RP_ENOMEM;
+        r->offb += dur - on;
+        if (~on > r->nomin)
+            r->nomin = ~on;
     }
     if (unlikely(on > h->omax))
         h->omax = on;
@@ -253,12 +278,8 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
     if (*c != UINT32_MAX)
         (*c)++;
-    if (unlikely(~start > h->nfirst)) /* branches, not selects: rarely taken, so */
-        h->nfirst = ~start;           /* no store and no chain through memory */
-    if (start > h->last)
-        h->last = start;
-    if (unlikely(raw > ~h->nbudget))
-        h->overruns++;
+    if (unlikely(h->rare) && raw > ~h->rare->nbudget)
+        h->rare->overruns++;
     if (outer)
         h->incl += dur;
     struct rp_edge *e = edge_of(a, h, parent, id);
@@ -324,7 +345,8 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
         return 0;
     if (out)
         return outside_count(a, id, dur);
-    a->hot[id].cut += cut;
+    if (unlikely(cut) && hot_cut(&a->hot[id], cut) < 0)
+        return RP_ENOMEM;
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
                       acts, f->ev <= 0, f->pre);
 }
@@ -1055,7 +1077,8 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
                 return rc;
             continue;
         }
-        a->hot[f->id].cut++;
+        if ((rc = hot_cut(&a->hot[f->id], 1)) < 0)
+            return rc;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
                              outer, cp, acts, 0, f->pre)) < 0)
             return rc;

@@ -65,27 +65,32 @@ struct frame {
  * so each span updates them once, not twice.  `calls` counts only what has
  * no edge: instants and counter samples.
  */
+/* The accumulators of struct hot that most nodes never need, apart. */
+struct hot_rare {
+    uint64_t nbudget, overruns; /* ~ the budget in ticks (0 = none); spans longer */
+    uint64_t cut;               /* spans not ended by their own exit (span_cut) */
+    uint64_t offb;              /* off-CPU ticks below its spans, summed */
+    uint64_t nomin; /* ~ the smallest on-CPU duration of the spans that had any off-CPU time */
+};
+
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint64_t calls, incl;
-    uint64_t nfirst, last; /* ~ the first start (so that 0 is "none"), the last start */
-    uint64_t excl;         /* signed, modulo 2^64 */
-    struct rp_hist hist;   /* window of counts (not n: the edges count) */
-    uintptr_t hbase;       /* hist.counts - hist.lo, as an address: a bucket's count is
-                              at hbase + 4 * bucket, without a subtraction in the way */
+    uint64_t excl;       /* signed, modulo 2^64 */
+    struct rp_hist hist; /* window of counts (not n: the edges count) */
+    uintptr_t hbase;     /* hist.counts - hist.lo, as an address: a bucket's count is
+                            at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of(); ~ the caller (0 = none) */
-    uint64_t nbudget, overruns;            /* ~ the budget in ticks (0 = none); spans longer */
-    uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
-    uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, nomin; /* on-CPU duration (less the off-CPU time below): the largest,
-                             and ~ the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;      /* a node of kind offcpu, wait or lock-wait: its spans are time
-                             off CPU for the frames above them (frame.off) */
-    uint8_t ivl_off;      /* intervals too spread for a period: no more counted */
-    uint8_t lib;          /* the recorder's own blocked span or hold, of any caller (an
-                             interposed wait or lock: no source file), which may be
-                             outside the program's code (rp_span_outside) */
-    uint64_t rmax;        /* the largest duration less the preempted time below (frame.pre) */
+    struct hot_rare *rare; /* allocated when first needed (rare_get): NULL for a node with
+                              no budget, no span cut and no off-CPU time below */
+    uint64_t omax;         /* the largest on-CPU duration (less the off-CPU time below) */
+    uint8_t blocked;       /* a node of kind offcpu, wait or lock-wait: its spans are time
+                              off CPU for the frames above them (frame.off) */
+    uint8_t ivl_off;       /* intervals too spread for a period: no more counted */
+    uint8_t lib;           /* the recorder's own blocked span or hold, of any caller (an
+                              interposed wait or lock: no source file), which may be
+                              outside the program's code (rp_span_outside) */
+    uint64_t rmax;         /* the largest duration less the preempted time below (frame.pre) */
     uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
                                      span, for the interval to the next one */
     struct rp_flag_hists *fh;     /* own time per span and intervals between starts (profile.h),

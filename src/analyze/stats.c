@@ -142,7 +142,7 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
     n->excl += excl;
     n->min = !na || mn < n->min ? mn : n->min;
     n->max = mx > n->max ? mx : n->max;
-    n->first_start = !na || f[6] < n->first_start ? f[6] : n->first_start;
+    x.first_start = !na || f[6] < x.first_start ? f[6] : x.first_start;
     x.last_start = f[7] > x.last_start ? f[7] : x.last_start;
     x.overruns += f[8];
     return rp_node_x_setraw(n, &x);
