@@ -39,6 +39,16 @@ static void test_replay(const char *path)
     if (p.warn[0])
         fprintf(stderr, "  warnings: %s\n", p.warn);
     check_profile(&p, 1);
+    /* statistics apart (struct rp_node_x) only where one is not its
+     * default: the instant and the wait, one call each, have none; A and
+     * B have a cut call, C three calls of varied durations (m2) */
+    if (p.n_nodes > IW) {
+        CHECK(p.nodes[IS].x == NULL);
+        CHECK(p.nodes[IW].x == NULL);
+        CHECK(p.nodes[IA].x != NULL && p.nodes[IB].x != NULL && p.nodes[IC].x != NULL);
+        CHECK(rp_node_x_get(&p.nodes[IW]).mean == 20.0 && rp_node_m2(&p.nodes[IW]) == 0.0);
+        CHECK_EQ(rp_node_oncpu_max(&p.nodes[IW]), 20);
+    }
     rp_profile_free(&p);
 
     /* only thread 202: B 5 + 10, C 90 */
