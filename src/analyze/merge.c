@@ -157,11 +157,21 @@ static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
     return i;
 }
 
-/* Adds b's statistics to a (the same node of another process).  Returns 0
- * or RP_ENOMEM (the histogram is merged by the caller). */
-static int add_node(struct rp_node *a, const struct rp_node *b)
+static int add_flag_hists(struct rp_node *a, const struct rp_node *b);
+
+/* Adds b's statistics to a (the same node of another process), and with
+ * hists its histograms (the flags' first: add_flag_hists).  Returns 0 or
+ * RP_ENOMEM. */
+static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
 {
     struct rp_node_x x = rp_node_x_get(a), y = rp_node_x_get(b);
+    int rc;
+    if (hists) { /* (after the get: hist.n is in the defaults) */
+        if ((rc = add_flag_hists(a, b)) < 0)
+            return rc;
+        if (rp_hist_merge(&a->hist, &b->hist) == 0)
+            a->hist.n += b->hist.n;
+    }
     if (b->calls) {
         if (!a->calls) {
             a->min = b->min;
@@ -419,14 +429,10 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
             rc = RP_ENOMEM;
             goto out;
         }
-        if ((rc = add_node(&d->nodes[own[i]], s)) < 0)
+        if ((rc = add_node(&d->nodes[own[i]], s, 1)) < 0)
             goto out;
-        if ((rc = add_flag_hists(&d->nodes[own[i]], s)) < 0)
-            goto out;
-        if (rp_hist_merge(&d->nodes[own[i]].hist, &s->hist) == 0)
-            d->nodes[own[i]].hist.n += s->hist.n;
     }
-    if ((rc = add_node(&d->nodes[0], &src->nodes[0])) < 0)
+    if ((rc = add_node(&d->nodes[0], &src->nodes[0], 0)) < 0)
         goto out;
     if ((rc = add_outside(d, src, own)) < 0)
         goto out;

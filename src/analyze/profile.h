@@ -66,7 +66,8 @@ struct rp_node_x {
                               stack was seen to leave them (a longjmp, an exception, the thread's
                               or the process's end), with their time up to there */
     uint64_t below_res;    /* spans shorter than the profile's resolution: in calls, dur_sum
-                              and the mean, not in min, the histogram or the percentiles */
+                              and the mean, not in min, the histogram or the percentiles.
+                              Default: calls less hist.n (0 for instants and counters) */
     uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
                               off-CPU node (format 1.3); part of incl, not of excl */
     uint64_t offcpu_below; /* ticks off CPU or in waits (spans of kind offcpu, wait,
@@ -122,8 +123,10 @@ static inline struct rp_node_x rp_node_x_default(const struct rp_node *n)
     struct rp_node_x v = {0};
     v.oncpu_min = n->min;
     v.oncpu_max = v.run_max = n->max;
-    if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER)
+    if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER) {
         v.mean = (double)n->dur_sum / (double)n->calls;
+        v.below_res = n->calls > n->hist.n ? n->calls - n->hist.n : 0; /* (calls less hist.n) */
+    }
     return v;
 }
 
@@ -171,7 +174,6 @@ RP_NODE_X_ZERO(budget, uint64_t)
 RP_NODE_X_ZERO(overruns, uint64_t)
 RP_NODE_X_ZERO(throttled, uint64_t)
 RP_NODE_X_ZERO(cut, uint64_t)
-RP_NODE_X_ZERO(below_res, uint64_t)
 RP_NODE_X_ZERO(offcpu, uint64_t)
 RP_NODE_X_ZERO(offcpu_below, uint64_t)
 RP_NODE_X_ZERO(m2, double)
@@ -190,6 +192,10 @@ static inline uint64_t rp_node_oncpu_max(const struct rp_node *n)
 static inline uint64_t rp_node_run_max(const struct rp_node *n)
 {
     return n->x ? n->x->run_max : n->max;
+}
+static inline uint64_t rp_node_below_res(const struct rp_node *n)
+{
+    return n->x ? n->x->below_res : rp_node_x_default(n).below_res;
 }
 static inline double rp_node_mean(const struct rp_node *n)
 {
