@@ -20,6 +20,15 @@
 static struct rp_node fn[NN];
 static struct rp_edge fe[NN];
 
+/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x). */
+static void clear_nodes(void)
+{
+    for (unsigned i = 0; i < NN; i++)
+        free(fn[i].x);
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+}
+
 static void set_node(uint32_t i, uint8_t kind, uint64_t calls, uint64_t excl, uint64_t dur)
 {
     fn[i].id = i;
@@ -52,8 +61,7 @@ static void test_flags(void)
      * = 3.0, so DISPATCH "95% involved, 0.4% self, spreads over 3.0 callees".
      * Indices: 0 ROOT, 1 main, 2 d, 3 e, 4 w1, 5 w2, 6 w3.
      */
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     set_node(1, RP_KIND_FUNC, 1, 10, 10000);
     set_node(2, RP_KIND_FUNC, 1, 40, 9500);
     set_node(3, RP_KIND_FUNC, 1, 490, 490);
@@ -184,8 +192,7 @@ static void test_flags(void)
      *   10 b: budget 500, 3 overruns -> BUDGET; 11 b2: no overruns -> not
      *   12 the loop calling r and r2, 13 its wait
      */
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     memset(&p, 0, sizeof p);
     p.nodes = fn;
     p.n_nodes = 14;
@@ -343,8 +350,7 @@ static void test_flags_offcpu_as(uint8_t kind)
     struct rp_profile p;
     struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
 
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     set_node(1, RP_KIND_FUNC, 1, 500, 10000);
     set_node(2, RP_KIND_FUNC, 1, 900, 9500);
     set_node(3, kind, 20, 3500, 3500);
@@ -392,5 +398,7 @@ static const struct check_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return check_run("test_flags", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    int rc = check_run("test_flags", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    clear_nodes();
+    return rc;
 }

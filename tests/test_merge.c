@@ -196,10 +196,14 @@ int main(void)
     CHECK_EQ(m.procs[1].events, 12);
     CHECK(rp_profile_merged(&m));
     rp_profile_free(&m);
-    for (unsigned i = 0; i < 5; i++)
+    for (unsigned i = 0; i < 5; i++) {
         rp_hist_free(&na[i].hist);
-    for (unsigned i = 0; i < 6; i++)
+        free(na[i].x);
+    }
+    for (unsigned i = 0; i < 6; i++) {
         rp_hist_free(&nb[i].hist);
+        free(nb[i].x);
+    }
     if (failures)
         fprintf(stderr, "test_merge: %d failures\n", (int)failures);
     return failures != 0;
