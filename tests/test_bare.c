@@ -175,8 +175,8 @@ static void test_events(void)
         CHECK_EQ(edge_calls(&p, 0, ii), 1); /* the interrupt is a root of its own */
         CHECK_EQ(fi->calls, 1);
         CHECK_EQ(n->calls, 1);
-        CHECK_EQ(n->budget, 2); /* 25 ns at 100 MHz */
-        CHECK_EQ(n->overruns, 1);
+        CHECK_EQ(rp_node_budget(n), 2); /* 25 ns at 100 MHz */
+        CHECK_EQ(rp_node_overruns(n), 1);
         CHECK_EQ(strcmp(n->name, "pt"), 0);
     }
     const struct rp_node *nio = node(&p, RP_KIND_IO, (uint32_t)(uintptr_t)&io, NULL);
@@ -402,9 +402,9 @@ static void test_tasks(void)
         /* each switch reads the clock: A runs 10 ticks, is out 20 (from the
          * switch to B to the switch back: off CPU), runs 10 more */
         CHECK_EQ(a->max, 40);
-        CHECK_EQ(a->offcpu, 100 * 20);
+        CHECK_EQ(rp_node_offcpu(a), 100 * 20);
         CHECK_EQ(a->excl, 100 * 20);
-        CHECK_EQ(b->offcpu, 100 * 20);
+        CHECK_EQ(rp_node_offcpu(b), 100 * 20);
         CHECK_EQ(b->excl, 100 * 20);
     }
     uint32_t io = 0;

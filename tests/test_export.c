@@ -164,8 +164,8 @@ static void test_cct(const char *path, const struct rp_profile *p)
     CHECK_EQ(t.unclosed, p->unclosed);
     CHECK_EQ(t.unwound, p->unwound);
     CHECK_EQ(t.cut, p->cut);
-    CHECK_EQ(p->nodes[C].cut, 1);
-    CHECK_EQ(p->nodes[A].cut, 1);
+    CHECK_EQ(rp_node_cut(&p->nodes[C]), 1);
+    CHECK_EQ(rp_node_cut(&p->nodes[A]), 1);
     CHECK_EQ(t.unmatched, p->unmatched_exits);
     rp_cct_free(&t);
 

@@ -20,6 +20,15 @@
 static struct rp_node fn[NN];
 static struct rp_edge fe[NN];
 
+/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x). */
+static void clear_nodes(void)
+{
+    for (unsigned i = 0; i < NN; i++)
+        free(fn[i].x);
+    memset(fn, 0, sizeof fn);
+    memset(fe, 0, sizeof fe);
+}
+
 static void set_node(uint32_t i, uint8_t kind, uint64_t calls, uint64_t excl, uint64_t dur)
 {
     fn[i].id = i;
@@ -52,8 +61,7 @@ static void test_flags(void)
      * = 3.0, so DISPATCH "95% involved, 0.4% self, spreads over 3.0 callees".
      * Indices: 0 ROOT, 1 main, 2 d, 3 e, 4 w1, 5 w2, 6 w3.
      */
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     set_node(1, RP_KIND_FUNC, 1, 10, 10000);
     set_node(2, RP_KIND_FUNC, 1, 40, 9500);
     set_node(3, RP_KIND_FUNC, 1, 490, 490);
@@ -77,15 +85,15 @@ static void test_flags(void)
     CHECK(fn[0].flags == 0);
     CHECK(fn[2].flags == RP_FLAG_DISPATCH);
     CHECK(fn[1].flags == 0); /* fanout near miss: by time (by calls 2) */
-    CHECK_NEAR(fn[1].fanout, 2.0, 1e-12);
-    CHECK_NEAR(fn[1].fanout_time,
+    CHECK_NEAR(rp_node_fanout(&fn[1]), 2.0, 1e-12);
+    CHECK_NEAR(rp_node_fanout_time(&fn[1]),
                exp(-(9500.0 / 9990 * log(9500.0 / 9990) + 490.0 / 9990 * log(490.0 / 9990))),
                1e-12);
     CHECK(fn[3].flags == 0); /* 4.9 % self: not HOT */
     CHECK(fn[4].flags == RP_FLAG_HOT && fn[5].flags == RP_FLAG_HOT && fn[6].flags == RP_FLAG_HOT);
     double h = -(2 * (3160.0 / 9460) * log(3160.0 / 9460) + 3140.0 / 9460 * log(3140.0 / 9460));
-    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
-    CHECK_NEAR(fn[2].fanout, 3.0, 1e-12);
+    CHECK_NEAR(rp_node_fanout_time(&fn[2]), exp(h), 1e-12);
+    CHECK_NEAR(rp_node_fanout(&fn[2]), 3.0, 1e-12);
     CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "DISPATCH 95% involved, 0.4% self, hands work to 3.0 callees by calls, 3.0 by "
                    "time");
@@ -150,7 +158,7 @@ static void test_flags(void)
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[2].flags == RP_FLAG_DISPATCH);
-    CHECK_NEAR(fn[2].fanout_time, exp(h), 1e-12);
+    CHECK_NEAR(rp_node_fanout_time(&fn[2]), exp(h), 1e-12);
     CHECK(rp_flags_explain(&p, &fn[2], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "0.5% self, hands work to 3.0 callees by calls, 3.0 by time");
     p.n_edges = 5;
@@ -158,8 +166,8 @@ static void test_flags(void)
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(!(fn[2].flags & RP_FLAG_DISPATCH));
-    CHECK_NEAR(fn[2].fanout, 1.0, 1e-15);
-    CHECK_NEAR(fn[2].fanout_time, 1.0, 1e-15);
+    CHECK_NEAR(rp_node_fanout(&fn[2]), 1.0, 1e-15);
+    CHECK_NEAR(rp_node_fanout_time(&fn[2]), 1.0, 1e-15);
     fe[4] = (struct rp_edge){.caller = 2, .callee = 5, .calls = 1, .incl = 3160};
     p.n_edges = 6;
     set_node(2, RP_KIND_FUNC, 1, 40, 9500);
@@ -184,8 +192,7 @@ static void test_flags(void)
      *   10 b: budget 500, 3 overruns -> BUDGET; 11 b2: no overruns -> not
      *   12 the loop calling r and r2, 13 its wait
      */
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     memset(&p, 0, sizeof p);
     p.nodes = fn;
     p.n_nodes = 14;
@@ -234,10 +241,10 @@ static void test_flags(void)
     fn[6].key = fn[7].key = 0x1000;
     fn[8].key = fn[9].key = 0x2000;
     set_node(10, RP_KIND_POINT, 5, 100, 100);
-    fn[10].budget = 500;
-    fn[10].overruns = 3;
+    rp_node_xw(&fn[10])->budget = 500;
+    rp_node_xw(&fn[10])->overruns = 3;
     set_node(11, RP_KIND_POINT, 5, 100, 100);
-    fn[11].budget = 500;
+    rp_node_xw(&fn[11])->budget = 500;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER);
     CHECK(fn[2].flags == 0);
@@ -283,10 +290,10 @@ static void test_flags(void)
     /* RATE judges run_max in a replayed trace: r's longest run less the time
      * it was preempted, 300 (30 % of the period), is no overrun */
     p.oncpu_known = 1;
-    fn[4].run_max = 300;
+    rp_node_xw(&fn[4])->run_max = 300;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[4].flags == 0);
-    fn[4].run_max = 600;
+    rp_node_xw(&fn[4])->run_max = 600;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[4].flags == RP_FLAG_RATE);
     p.oncpu_known = 0;
@@ -343,17 +350,16 @@ static void test_flags_offcpu_as(uint8_t kind)
     struct rp_profile p;
     struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
 
-    memset(fn, 0, sizeof fn);
-    memset(fe, 0, sizeof fe);
+    clear_nodes();
     set_node(1, RP_KIND_FUNC, 1, 500, 10000);
     set_node(2, RP_KIND_FUNC, 1, 900, 9500);
     set_node(3, kind, 20, 3500, 3500);
     set_node(4, RP_KIND_FUNC, 20, 2550, 2550);
     set_node(5, RP_KIND_FUNC, 1, 2550, 2550);
     if (kind == RP_KIND_OFFCPU)
-        fn[2].offcpu = 3500;
+        rp_node_xw(&fn[2])->offcpu = 3500;
     fn[4].max = 1000;
-    fn[4].oncpu_max = 5;
+    rp_node_xw(&fn[4])->oncpu_max = 5;
     static const uint32_t es[5] = {0, 1, 2, 2, 2}, ed[5] = {1, 2, 3, 4, 5};
     static const uint64_t ew[5] = {10000, 9500, 3500, 2550, 2550};
     for (int e = 0; e < 5; e++)
@@ -370,8 +376,8 @@ static void test_flags_offcpu_as(uint8_t kind)
     CHECK(rp_flags_apply(&p, NULL) == 0);
     if (kind != RP_KIND_LOCK_WAIT) /* (a lock wait with no hold is CONTENDED) */
         CHECK_EQ(fn[3].flags, 0);
-    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);  /* 9 % of all time self; not DISPATCH */
-    CHECK_NEAR(fn[2].fanout, 2.0, 1e-9); /* w1 and w2 only */
+    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);            /* 9 % of all time self; not DISPATCH */
+    CHECK_NEAR(rp_node_fanout(&fn[2]), 2.0, 1e-9); /* w1 and w2 only */
     CHECK_EQ(fn[4].flags & RP_FLAG_JITTER, 0);
     p.oncpu_known = 0; /* (direct mode: no own time of a node with callees) */
     CHECK(rp_flags_apply(&p, NULL) == 0);
@@ -392,5 +398,7 @@ static const struct check_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return check_run("test_flags", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    int rc = check_run("test_flags", argc, argv, cases, sizeof cases / sizeof cases[0]);
+    clear_nodes();
+    return rc;
 }

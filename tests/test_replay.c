@@ -39,6 +39,16 @@ static void test_replay(const char *path)
     if (p.warn[0])
         fprintf(stderr, "  warnings: %s\n", p.warn);
     check_profile(&p, 1);
+    /* statistics apart (struct rp_node_x) only where one is not its
+     * default: the instant and the wait, one call each, have none; A and
+     * B have a cut call, C three calls of varied durations (m2) */
+    if (p.n_nodes > IW) {
+        CHECK(p.nodes[IS].x == NULL);
+        CHECK(p.nodes[IW].x == NULL);
+        CHECK(p.nodes[IA].x != NULL && p.nodes[IB].x != NULL && p.nodes[IC].x != NULL);
+        CHECK(rp_node_x_get(&p.nodes[IW]).mean == 20.0 && rp_node_m2(&p.nodes[IW]) == 0.0);
+        CHECK_EQ(rp_node_oncpu_max(&p.nodes[IW]), 20);
+    }
     rp_profile_free(&p);
 
     /* only thread 202: B 5 + 10, C 90 */
@@ -105,9 +115,9 @@ static void test_fcount(void)
     CHECK_EQ(replay_rc(path, 0, &p, err, sizeof(err)), 0);
     check_profile(&p, 1); /* every statistic as without the counts */
     if (p.n_nodes > IC) {
-        CHECK_EQ(p.nodes[IB].throttled, 14);
-        CHECK_EQ(p.nodes[IC].throttled, 1);
-        CHECK_EQ(p.nodes[IA].throttled, 0);
+        CHECK_EQ(rp_node_throttled(&p.nodes[IB]), 14);
+        CHECK_EQ(rp_node_throttled(&p.nodes[IC]), 1);
+        CHECK_EQ(rp_node_throttled(&p.nodes[IA]), 0);
     }
     rp_profile_free(&p);
 
@@ -115,8 +125,8 @@ static void test_fcount(void)
     memset(&p, 0, sizeof(p));
     CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
     if (p.n_nodes > IC) {
-        CHECK_EQ(p.nodes[IB].throttled, 7);
-        CHECK_EQ(p.nodes[IC].throttled, 0);
+        CHECK_EQ(rp_node_throttled(&p.nodes[IB]), 7);
+        CHECK_EQ(rp_node_throttled(&p.nodes[IC]), 0);
     }
     rp_profile_free(&p);
 
@@ -443,26 +453,26 @@ static void test_offcpu(void)
     CHECK(nf && nh && nk && no && nw);
     if (nf && nh && nk && no && nw) {
         CHECK_EQ(nh->incl, 1070);
-        CHECK_EQ(nh->offcpu, 1000);
+        CHECK_EQ(rp_node_offcpu(nh), 1000);
         CHECK_EQ(nh->excl, 70);
         CHECK_EQ(nh->max, 1070);
-        CHECK_EQ(nh->oncpu_max, 70);
-        CHECK_EQ(nh->oncpu_min, 70);
-        CHECK_EQ(nh->offcpu_below, 1000);
+        CHECK_EQ(rp_node_oncpu_max(nh), 70);
+        CHECK_EQ(rp_node_oncpu_min(nh), 70);
+        CHECK_EQ(rp_node_offcpu_below(nh), 1000);
         CHECK_EQ(nf->incl, 1870);
-        CHECK_EQ(nf->offcpu, 20);
+        CHECK_EQ(rp_node_offcpu(nf), 20);
         CHECK_EQ(nf->excl, 470); /* a lock hold is an interval, not a callee */
         CHECK_EQ(nf->max, 1870);
-        CHECK_EQ(nf->oncpu_max, 570);
-        CHECK_EQ(nk->oncpu_max, 10);
-        CHECK_EQ(nk->oncpu_min, 10);
+        CHECK_EQ(rp_node_oncpu_max(nf), 570);
+        CHECK_EQ(rp_node_oncpu_max(nk), 10);
+        CHECK_EQ(rp_node_oncpu_min(nk), 10);
         CHECK_EQ(nk->calls, 2);
-        CHECK_EQ(nk->offcpu, 0);
+        CHECK_EQ(rp_node_offcpu(nk), 0);
         CHECK_EQ(no->calls, 2);
         CHECK_EQ(no->incl, 1020);
         CHECK_STR(no->name, "[off-cpu]");
         CHECK_EQ(nw->incl, 300);
-        CHECK_EQ(nw->offcpu, 0);
+        CHECK_EQ(rp_node_offcpu(nw), 0);
     }
     CHECK_EQ(p.paused, 30);
     CHECK_EQ(p.n_threads, 1);
@@ -578,22 +588,22 @@ static void check_unwind_profile(const char *path, const struct rp_profile *p, i
     if (p->n_nodes != 6)
         return;
     CHECK_EQ(p->nodes[A].calls, 2);
-    CHECK_EQ(p->nodes[A].cut, 1);
+    CHECK_EQ(rp_node_cut(&p->nodes[A]), 1);
     CHECK_EQ(p->nodes[A].incl, 110 + a10);
     CHECK_EQ(p->nodes[A].excl, 110 - 50 - 10 - 20 + a10 - b10);
     CHECK_EQ(p->nodes[B].calls, 4);
-    CHECK_EQ(p->nodes[B].cut, 4);
+    CHECK_EQ(rp_node_cut(&p->nodes[B]), 4);
     CHECK_EQ(p->nodes[B].dur_sum, 50 + 20 + 30 + b10);
     CHECK_EQ(p->nodes[B].excl, (50 - 40) + (20 - 10) + (30 - 20) + b10);
     CHECK_EQ(p->nodes[C].calls, 3);
-    CHECK_EQ(p->nodes[C].cut, 3);
+    CHECK_EQ(rp_node_cut(&p->nodes[C]), 3);
     CHECK_EQ(p->nodes[C].dur_sum, 40 + 10 + 20);
     CHECK_EQ(p->nodes[C].excl, (40 - 30) + 10 + 20);
     CHECK_EQ(p->nodes[D].calls, 1);
-    CHECK_EQ(p->nodes[D].cut, 1);
+    CHECK_EQ(rp_node_cut(&p->nodes[D]), 1);
     CHECK_EQ(p->nodes[D].incl, 30);
     CHECK_EQ(p->nodes[E].calls, 1);
-    CHECK_EQ(p->nodes[E].cut, 0);
+    CHECK_EQ(rp_node_cut(&p->nodes[E]), 0);
     CHECK_EQ(p->n_edges, 6);
     CHECK_EDGE(p, 0, A, 2, 110 + a10, with_end ? 110 : 10, with_end ? 700 : 110);
     CHECK_EDGE(p, A, B, 3, 70 + b10, 20, with_end ? 690 : 50); /* (0: below resolution) */
@@ -979,8 +989,8 @@ static void test_below_resolution(void)
             CHECK_EQ(a->calls, 15);
             CHECK_EQ(a->dur_sum, 78);
             CHECK_EQ(a->excl, 78);
-            CHECK_EQ(a->below_res, off ? 3 : 12);
-            CHECK_EQ(p.below_res, a->below_res);
+            CHECK_EQ(rp_node_below_res(a), off ? 3 : 12);
+            CHECK_EQ(p.below_res, rp_node_below_res(a));
             CHECK_EQ(a->hist.n, off ? 12 : 3);
             CHECK_EQ(a->min, off ? 1 : 10);
             CHECK_EQ(a->max, 30);

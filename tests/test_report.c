@@ -45,7 +45,6 @@ static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t
     n->excl = excl;
     n->min = min;
     n->max = max;
-    n->mean = calls ? (double)incl / (double)calls : 0;
     n->rank = rank;
     n->standing = standing;
     n->involvement = involvement;
@@ -82,12 +81,13 @@ static void build(struct rp_profile *p)
     nodes[MAIN].line = 10;
     nodes[DISPATCH].file = "/src/demo.c";
     nodes[DISPATCH].line = 20;
-    nodes[DISPATCH].fanout = 3.0;
+    rp_node_xw(&nodes[DISPATCH])->fanout = 3.0;
     /* Welford m2 of {400, 500, 1000}: sum of squared deviations from 1900/3 */
     double m = 1900.0 / 3;
-    nodes[DISPATCH].m2 = (400 - m) * (400 - m) + (500 - m) * (500 - m) + (1000 - m) * (1000 - m);
+    rp_node_xw(&nodes[DISPATCH])->m2 =
+        (400 - m) * (400 - m) + (500 - m) * (500 - m) + (1000 - m) * (1000 - m);
     /* worker_a: mean 9.1, m2 of 95 x 8 and 5 x 30 */
-    nodes[WORKER_A].m2 = 95 * (8 - 9.1) * (8 - 9.1) + 5 * (30 - 9.1) * (30 - 9.1);
+    rp_node_xw(&nodes[WORKER_A])->m2 = 95 * (8 - 9.1) * (8 - 9.1) + 5 * (30 - 9.1) * (30 - 9.1);
 
     CHECK(rp_hist_add(&nodes[DISPATCH].hist, 400) == 0);
     CHECK(rp_hist_add(&nodes[DISPATCH].hist, 500) == 0);
@@ -99,7 +99,7 @@ static void build(struct rp_profile *p)
     static const uint64_t wb[7] = {50, 60, 70, 80, 90, 102, 148};
     for (int i = 0; i < 7; i++) {
         double d = (double)wb[i] - 600.0 / 7;
-        nodes[WORKER_B].m2 += d * d;
+        rp_node_xw(&nodes[WORKER_B])->m2 += d * d;
         CHECK(rp_hist_add(&nodes[WORKER_B].hist, wb[i]) == 0);
     }
 

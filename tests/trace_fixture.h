@@ -343,18 +343,18 @@ static inline void check_profile(const struct rp_profile *p, int ended)
     uint64_t x = p->ended && p->end_ticks > 1700 ? p->end_ticks - 1700 : 0;
     CHECK(x == 0 || x == 1300);
     CHECK_EQ(a->calls, 5);
-    CHECK_EQ(a->cut, 1);
+    CHECK_EQ(rp_node_cut(a), 1);
     CHECK_EQ(a->dur_sum, 190 + x);
     CHECK_EQ(a->incl, 170 + x);
     CHECK_EQ(a->excl, 120 + x);
     /* (without an END the cut A lasts 0 ticks: below the resolution of 1
      * tick, so not the minimum nor in the histogram; comp.h) */
     CHECK_EQ(a->min, 20);
-    CHECK_EQ(a->below_res, x ? 0 : 1);
+    CHECK_EQ(rp_node_below_res(a), x ? 0 : 1);
     CHECK_EQ(a->max, x ? 1300 : 100);
     CHECK_EQ(b->calls, 5);
-    CHECK_EQ(b->cut, 1);
-    CHECK_EQ(c->cut, 0);
+    CHECK_EQ(rp_node_cut(b), 1);
+    CHECK_EQ(rp_node_cut(c), 0);
     CHECK_EQ(b->dur_sum, 65);
     CHECK_EQ(b->incl, 65);
     CHECK_EQ(b->excl, 65);

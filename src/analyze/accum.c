@@ -70,12 +70,13 @@ void rp_zarr_free(void *p, size_t bytes)
 
 void rp_acc_free(struct acc *a)
 {
-    for (uint32_t i = 0; i < a->nhot; i++) {
-        if (a->hot[i].hist.counts) /* (reads only: untouched pages stay so) */
-            rp_hist_free(&a->hot[i].hist);
-        if (a->hot[i].fh)
-            rp_flag_hists_free(&a->hot[i].fh);
-    }
+    for (uint32_t i = 0; i < a->nhot; i++) /* (reads only: untouched pages stay so) */
+        if (a->hot[i].full) {
+            rp_hist_free(&a->full[i].hist);
+            rp_flag_hists_free(&a->full[i].fh);
+            free(a->full[i].rare);
+        }
+    rp_zarr_free(a->full, a->full_bytes);
     rp_zarr_free(a->hot, a->hot_bytes);
     rp_zarr_free(a->active, a->active_bytes);
     rp_emap_free(&a->em);
@@ -115,11 +116,40 @@ int rp_adj_reserve(struct priv *v, uint32_t n)
     return 0;
 }
 
-static int edge_cmp(const void *a, const void *b)
+/* An edge's sort key: (caller, callee). */
+static inline uint64_t edge_key(const struct rp_edge *e)
 {
-    const struct rp_edge *x = a, *y = b;
-    uint64_t kx = (uint64_t)x->caller << 32 | x->callee, ky = (uint64_t)y->caller << 32 | y->callee;
-    return kx < ky ? -1 : kx > ky;
+    return (uint64_t)e->caller << 32 | e->callee;
+}
+
+/* Moves e[i] down the max-heap e[0..n) to its place.  Cannot fail. */
+static void edge_sift(struct rp_edge *e, size_t i, size_t n)
+{
+    struct rp_edge t = e[i];
+    uint64_t kt = edge_key(&t);
+    for (size_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && edge_key(&e[c + 1]) > edge_key(&e[c]))
+            c++;
+        if (edge_key(&e[c]) <= kt)
+            break;
+        e[i] = e[c];
+    }
+    e[i] = t;
+}
+
+/* Sorts e[0..n) by edge_key, in place and in O(n log n) whatever the
+ * input (heapsort: qsort would take a copy of them, at the peak of the
+ * finish).  Cannot fail. */
+static void edge_sort(struct rp_edge *e, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        edge_sift(e, i, n);
+    while (n > 1) {
+        struct rp_edge t = e[0];
+        e[0] = e[--n];
+        e[n] = t;
+        edge_sift(e, 0, n);
+    }
 }
 
 /* Moves the edges from RP_OUTSIDE_CALLER, last of the m sorted and summed
@@ -144,34 +174,91 @@ static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m
     return 0;
 }
 
-/* Adds the accumulators of a, and its edges' spans, into the nodes (its
- * edges stay in a->em).  Returns 0 or RP_ENOMEM. */
-static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
+/* A node's sums over the replayers that go to its rare fields
+ * (rp_node_x), until finish_node: zero-filled, so that the pages of the
+ * nodes with no spans are never written. */
+struct fin {
+    unsigned __int128 sq; /* the exact sum of squared durations */
+    uint64_t omax, rmax;  /* the largest on-CPU duration, and run (struct hot) */
+};
+
+/* Adds the span that entry e of node i holds (a leaf, all on CPU: struct
+ * hid) into the node and fin, as acc_merge adds an accumulator.  Returns 0
+ * or RP_ENOMEM. */
+static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin)
 {
-    struct priv *v = p->priv;
-    size_t gone = 0; /* bytes of a->hot given back */
+    struct rp_node *n = &p->nodes[i];
+    struct fin *f = &fin[i];
+    uint64_t dur = e->dur;
+    unsigned b = rp_hist_index(dur);
+    n->excl += rp_span_excl(dur, 0); /* (signed, modulo 2^64 until finish_node) */
+    if (e->one & HID_OUTER)
+        n->incl += dur;
+    f->omax = dur > f->omax ? dur : f->omax;
+    f->rmax = dur > f->rmax ? dur : f->rmax;
+    f->sq += (unsigned __int128)dur * dur;
+    struct rp_flag_hists *x = n->fh;
+    if (x && x->own.counts) { /* own time: its duration */
+        if (rp_hist_cover(&x->own, b, b))
+            return RP_ENOMEM;
+        rp_hist_bump(&x->own, b, 1);
+        x->own.n++;
+    }
+    if (rp_hist_cover(&n->hist, b, b))
+        return RP_ENOMEM;
+    rp_hist_bump(&n->hist, b, 1);
+    return 0;
+}
+
+/* Adds the accumulators of a and the spans its entries hold, and its
+ * edges' spans, into the nodes and fin (its edges stay in a->em), giving
+ * back their memory as it goes.  Returns 0 or RP_ENOMEM. */
+static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
+{
+    size_t gone = 0, fgone = 0; /* bytes of a->hot and of a->full given back */
+    int rc;
     for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
-        struct hot *h = &a->hot[i];
-        struct rp_node *n = &p->nodes[i];
-        if ((size_t)i * sizeof(*h) >= gone + ZARR_RELEASE) { /* read: give its pages back */
-            zarr_release(a->hot, gone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
-            gone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
+        const struct hid *e = &a->hot[i];
+        struct hot *h = &a->full[i];
+        if ((size_t)i * sizeof(*e) >= gone + ZARR_RELEASE) { /* read: give its pages back */
+            zarr_release(a->hot, gone, (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE);
+            gone = (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE;
         }
-        if (!h->calls && !h->hist.counts) /* no instant, no span */
+        if ((size_t)i * sizeof(*h) >= fgone + ZARR_RELEASE) { /* (and its accumulators') */
+            zarr_release(a->full, fgone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
+            fgone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
+        }
+        if (e->one) {
+            if ((rc = one_merge(p, e, i, fin)) < 0)
+                return rc;
             continue;
+        }
+        if (!e->full)
+            continue;
+        struct rp_node *n = &p->nodes[i];
+        struct hot_rare *r = h->rare; /* (freed here, whatever the node had) */
+        h->rare = NULL;
+        if (!h->calls && !h->hist.counts) { /* no instant, no span */
+            free(r);
+            continue;
+        }
         n->calls += h->calls;
-        v->excl_adj[i] += h->excl;
+        n->excl += h->excl;
         n->incl += h->incl;
-        n->first_start =
-            !n->first_start || ~h->nfirst < n->first_start ? ~h->nfirst : n->first_start;
-        n->last_start = h->last > n->last_start ? h->last : n->last_start;
-        n->overruns += h->overruns;
-        n->cut += h->cut;
-        n->offcpu_below += h->offb;
-        n->oncpu_max = h->omax > n->oncpu_max ? h->omax : n->oncpu_max;
-        n->run_max = h->rmax > n->run_max ? h->rmax : n->run_max;
-        n->oncpu_min = ~h->nomin < n->oncpu_min ? ~h->nomin : n->oncpu_min;
-        sq[i] += h->sq;
+        struct fin *f = &fin[i];
+        f->omax = h->omax > f->omax ? h->omax : f->omax;
+        f->rmax = h->rmax > f->rmax ? h->rmax : f->rmax;
+        if (r) { /* (few nodes: their rp_node_x at once) */
+            struct rp_node_x x = rp_node_x_raw(n);
+            x.overruns += r->overruns;
+            x.cut += r->cut;
+            x.offcpu_below += r->offb;
+            x.oncpu_min = ~r->nomin < x.oncpu_min ? ~r->nomin : x.oncpu_min;
+            free(r);
+            if (rp_node_x_setraw(n, &x) < 0)
+                return RP_ENOMEM;
+        }
+        f->sq += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
         struct rp_flag_hists *hf = h->fh, *x = n->fh;
@@ -207,8 +294,10 @@ static int acc_merge(struct rp_profile *p, struct acc *a, unsigned __int128 *sq)
     /* summed (its histograms are the nodes' or freed): its memory goes before
      * its edges are read */
     rp_zarr_free(a->hot, a->hot_bytes);
+    rp_zarr_free(a->full, a->full_bytes);
     a->hot = NULL;
-    a->hot_bytes = a->nhot = 0;
+    a->full = NULL;
+    a->hot_bytes = a->full_bytes = a->nhot = 0;
     for (uint32_t k = 0; k < a->em.n; k++) {
         const struct rp_edge *s = &a->em.edges[k];
         if (s->caller == RP_OUTSIDE_CALLER) /* (no spans of the node: finish_accs) */
@@ -253,41 +342,47 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
 }
 
 /*
- * Sums every replayer's accumulators into the nodes (sq: the exact sums of
- * squares), freeing each once summed, and gives the profile the edges: the
- * replayers' and v->em's (the joins' and a STATS chunk's) side by side,
+ * Sums every replayer's accumulators into the nodes and fin, freeing each once summed, and gives
+ * the profile the edges: the replayers' and v->em's (the joins' and a STATS chunk's) side by side,
  * sorted, each caller -> callee's summed into one, in one order whatever
  * the number of replayers (so the results are identical), with no hash
  * index over them.  Adds each node's off-CPU time in its own frame.
  * Returns 0 or RP_ENOMEM.
  */
-static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *sq)
+static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
 {
     int rc;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
-        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++)
-            if (v->acc[k].hot[i].fh && v->acc[k].hot[i].fh->own.counts &&
-                !rp_node_own(&p->nodes[i]) &&
+        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
+            const struct hot *h = &v->acc[k].full[i];
+            if (v->acc[k].hot[i].full && h->fh && h->fh->own.counts && !rp_node_own(&p->nodes[i]) &&
                 ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
                  rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 return RP_ENOMEM;
+        }
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
-        if ((rc = acc_merge(p, &v->acc[k], sq)) < 0)
+        if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
             return rc;
     size_t total = v->em.n;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
         total += v->acc[k].em.n;
     if (total > UINT32_MAX)
         return RP_ENOMEM;
-    struct rp_edge *e = malloc((total ? total : 1) * sizeof(*e));
+    /* the largest map's edges, grown in place, take the others' */
+    int big = 0;
+    for (int k = 1; k < ACC_WORKER + v->nworkers; k++)
+        if (v->acc[k].em.n > v->acc[big].em.n)
+            big = k;
+    struct rp_edge *e = realloc(v->acc[big].em.edges, (total ? total : 1) * sizeof(*e));
     if (!e)
         return RP_ENOMEM;
-    size_t ne = 0;
+    size_t ne = v->acc[big].em.n;
+    v->acc[big].em.edges = NULL;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
         struct acc *a = &v->acc[k];
-        if (a->em.n)
+        if (k != big && a->em.n)
             memcpy(e + ne, a->em.edges, a->em.n * sizeof(*e));
-        ne += a->em.n;
+        ne += k != big ? a->em.n : 0;
         rp_acc_free(a); /* its memory goes before the next one's edges are read */
     }
     if (v->em.n)
@@ -295,7 +390,7 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
     ne += v->em.n;
     rp_emap_free(&v->em);
     if (ne)
-        qsort(e, ne, sizeof(*e), edge_cmp);
+        edge_sort(e, ne);
     size_t m = 0;
     for (size_t k = 0; k < ne; k++) {
         if (m && e[m - 1].caller == e[k].caller && e[m - 1].callee == e[k].callee) {
@@ -325,23 +420,31 @@ static int finish_accs(struct rp_profile *p, struct priv *v, unsigned __int128 *
     for (uint32_t k = 0; k < p->n_edges; k++) {
         const struct rp_edge *x = &p->edges[k];
         if (x->callee < p->n_nodes && p->nodes[x->callee].kind == RP_KIND_OFFCPU &&
-            x->caller < p->n_nodes)
-            p->nodes[x->caller].offcpu += x->incl;
+            x->caller < p->n_nodes) {
+            struct rp_node_x y = rp_node_x_raw(&p->nodes[x->caller]);
+            y.offcpu += x->incl;
+            if (rp_node_x_setraw(&p->nodes[x->caller], &y) < 0)
+                return RP_ENOMEM;
+        }
     }
     return 0;
 }
 
 /* Node i's final fields: exclusive time with the join's corrections, the
  * flags' histograms, the spans below the resolution res (0: none set
- * aside), minima, mean and m2 from the exact sum of squares sq.  Cannot
- * fail. */
-static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
-                        unsigned __int128 sq)
+ * aside), minima, its rare fields from f (rp_node_x: kept apart only when
+ * one differs from its default), mean and m2 from the exact sum of squares.
+ * Returns 0 or RP_ENOMEM. */
+static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
+                       const struct fin *f)
 {
     struct rp_node *n = &p->nodes[i];
+    struct rp_node_x x = rp_node_x_raw(n);
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
-    n->excl = rp_span_excl_total(n->excl + v->excl_adj[i]);
+    n->excl = rp_span_excl_total(n->excl + (i < v->nadj ? v->excl_adj[i] : 0));
+    x.oncpu_max = f->omax > x.oncpu_max ? f->omax : x.oncpu_max;
+    x.run_max = f->rmax > x.run_max ? f->rmax : x.run_max;
     if (n->fh) { /* intervals too spread are no period */
         struct rp_flag_hists *fx = n->fh;
         if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
@@ -354,26 +457,27 @@ static void finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, 
     if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
         unsigned ib = rp_hist_index(res);
         for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
-            n->below_res += n->hist.counts[b - n->hist.lo];
+            x.below_res += n->hist.counts[b - n->hist.lo];
             n->hist.counts[b - n->hist.lo] = 0;
         }
-        n->hist.n -= n->below_res;
+        n->hist.n -= x.below_res;
     }
-    p->below_res += n->below_res;
+    p->below_res += x.below_res;
     if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
         n->min = 0;
     /* on-CPU min: the wall minimum, or less where off-CPU time was below */
-    n->oncpu_min = n->oncpu_min < n->min ? n->oncpu_min : n->min;
+    x.oncpu_min = x.oncpu_min < n->min ? x.oncpu_min : n->min;
     if (!n->calls)
-        n->oncpu_min = 0;
-    if (!n->calls || n->kind == RP_KIND_INSTANT || n->kind == RP_KIND_COUNTER || !sq)
-        return;
-    double cnt = (double)n->calls;
-    n->mean = (double)n->dur_sum / cnt;
-    /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-    long double m2 =
-        (long double)sq - (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
-    n->m2 = m2 > 0 ? (double)m2 : 0.0;
+        x.oncpu_min = 0;
+    if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER && f->sq) {
+        double cnt = (double)n->calls;
+        x.mean = (double)n->dur_sum / cnt;
+        /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
+        long double m2 = (long double)f->sq -
+                         (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
+        x.m2 = m2 > 0 ? (double)m2 : 0.0;
+    }
+    return rp_node_x_set(n, &x);
 }
 
 int rp_replay_finish(struct rp_profile *p)
@@ -388,19 +492,20 @@ int rp_replay_finish(struct rp_profile *p)
     uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
 
     /* the replayers' sums; m2 from the exact sum of squares */
-    unsigned __int128 *sq = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*sq));
-    if (!sq || rp_adj_reserve(v, p->n_nodes) < 0)
+    struct fin *fin = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*fin));
+    if (!fin)
         goto out;
-    if ((rc = finish_accs(p, v, sq)) < 0)
+    if ((rc = finish_accs(p, v, fin)) < 0)
         goto out;
     for (uint32_t i = 0; i < p->n_nodes; i++)
-        finish_node(p, v, i, res, sq[i]);
+        if ((rc = finish_node(p, v, i, res, &fin[i])) < 0)
+            goto out;
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !direct;
     p->own_known = p->incl_calls_known = p->oncpu_known;
     rc = 0;
 out:
-    free(sq);
+    free(fin);
     return rc;
 }

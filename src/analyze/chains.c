@@ -78,7 +78,8 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
         /* (of its time on CPU: being descheduled in its own frame is no
          * time it keeps from the callee) */
         const struct rp_node *ci = &p->nodes[x->caller];
-        double time = (double)ci->dur_sum - (double)(ci->offcpu < ci->dur_sum ? ci->offcpu : 0);
+        double time = (double)ci->dur_sum -
+                      (double)(rp_node_offcpu(ci) < ci->dur_sum ? rp_node_offcpu(ci) : 0);
         if ((double)x->incl >= RP_CHAIN_SHARE * time)
             pass[x->caller] = e + 1;
     }

@@ -79,7 +79,7 @@ static struct key *keys_of(const struct rp_profile *p, uint32_t *n)
         return NULL;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         const struct rp_node *x = &p->nodes[i];
-        if (!x->calls && !x->throttled && !x->incl)
+        if (!x->calls && !rp_node_throttled(x) && !x->incl)
             continue;
         char *s = strdup(rp_node_name(p, x, buf, sizeof buf));
         if (!s) {

@@ -198,7 +198,7 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
  * its waits (a task that waits for a device past its period misses it). */
 static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
 {
-    return p->oncpu_known ? n->run_max : n->max;
+    return p->oncpu_known ? rp_node_run_max(n) : n->max;
 }
 
 /* All on-CPU time: the own time of every node that is work.  Cannot fail. */
@@ -306,39 +306,44 @@ static void edge_sums(const struct rp_profile *p, struct flag_work *w)
 }
 
 /* The flags of node i but CONTENDED (its fanouts and blocked time set);
- * a lock node is noted in w->locks for contended().  Cannot fail. */
-static void node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opts *o,
-                       struct flag_work *w, double cpu, double hot_min, double floor_ticks)
+ * a lock node is noted in w->locks for contended().  Returns 0 or
+ * RP_ENOMEM (its fanouts could not be kept). */
+static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opts *o,
+                      struct flag_work *w, double cpu, double hot_min, double floor_ticks)
 {
     struct rp_node *nd = &p->nodes[i];
-    nd->fanout = w->outc[i] > 0.0 ? exp(w->hc[i]) : 0.0;
-    nd->fanout_time = w->out[i] > 0.0 ? exp(w->h[i]) : 0.0;
-    nd->blocked = w->blocked[i];
+    struct rp_node_x x = rp_node_x_get(nd);
+    x.fanout = w->outc[i] > 0.0 ? exp(w->hc[i]) : 0.0;
+    x.fanout_time = w->out[i] > 0.0 ? exp(w->h[i]) : 0.0;
+    x.blocked = w->blocked[i];
+    if (rp_node_x_set(nd, &x) < 0)
+        return RP_ENOMEM;
     nd->flags = 0;
     /* the off-CPU node is time the threads were not running: never HOT,
      * JITTER or RATE (its durations are the scheduler's, not code's) */
     if (i == 0 || nd->kind == RP_KIND_OFFCPU)
-        return;
+        return 0;
     /* the self share of its time less what was neither its work nor
      * work it handed on (off CPU, waiting, holding a lock) */
     double on_incl = (double)nd->incl - w->blocked[i];
     double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
-    if (on_incl > 0 && nd->fanout >= o->dispatch_fanout && nd->fanout_time >= o->dispatch_fanout &&
+    if (on_incl > 0 && rp_node_fanout(nd) >= o->dispatch_fanout &&
+        rp_node_fanout_time(nd) >= o->dispatch_fanout &&
         nd->involvement >= o->dispatch_involvement * m &&
         (double)nd->excl <= o->dispatch_self / m * on_incl)
         nd->flags |= RP_FLAG_DISPATCH;
-    if (nd->budget > 0 && nd->overruns > 0)
+    if (rp_node_budget(nd) > 0 && rp_node_overruns(nd) > 0)
         nd->flags |= RP_FLAG_BUDGET;
     if (is_lock(nd)) {
         w->locks[w->nl].key = nd->key;
         w->locks[w->nl++].idx = i;
     }
     if (not_work(nd))
-        return;
+        return 0;
     if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu && (double)nd->excl >= hot_min)
         nd->flags |= RP_FLAG_HOT;
     if ((w->self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
-        return;
+        return 0;
     const struct rp_hist *own = own_hist(p, nd, w->self[i] & 2);
     if (own && own->n >= o->jitter_calls && own->n > 0) {
         double hi, med;
@@ -351,6 +356,7 @@ static void node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_op
     if (period_of(nd, o, w->cin[i] > 0 ? w->idle[i] / w->cin[i] : 0.0, &per, &q1, &q3) &&
         rate_max(p, nd) > 0 && (double)rate_max(p, nd) >= o->rate_period * per)
         nd->flags |= RP_FLAG_RATE;
+    return 0;
 }
 
 /* CONTENDED: the lock nodes of w grouped by lock, flagged together when
@@ -398,7 +404,10 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     double hot_min =
         o->hot_run * (p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) : 0.0);
     for (uint32_t i = 0; i < n; i++)
-        node_flags(p, i, o, &w, cpu, hot_min, floor_ticks);
+        if (node_flags(p, i, o, &w, cpu, hot_min, floor_ticks) < 0) {
+            work_free(&w);
+            return RP_ENOMEM;
+        }
     contended(p, o, &w);
     work_free(&w);
     return 0;
@@ -473,10 +482,10 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         double inv = n->involvement * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
-        double on_incl = (double)n->incl - n->blocked; /* as the rule */
+        double on_incl = (double)n->incl - rp_node_blocked(n); /* as the rule */
         put_pct(buf, bufsz, &len, on_incl > 0 ? (double)n->excl / on_incl : 0.0);
-        put(buf, bufsz, &len, " self, hands work to %.1f callees by calls, %.1f by time", n->fanout,
-            n->fanout_time);
+        put(buf, bufsz, &len, " self, hands work to %.1f callees by calls, %.1f by time",
+            rp_node_fanout(n), rp_node_fanout_time(n));
         sep = "; ";
     }
     if (n->flags & RP_FLAG_HOT) {
@@ -535,8 +544,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     }
     if (n->flags & RP_FLAG_BUDGET) {
         put(buf, bufsz, &len, "%sBUDGET %llu of %llu runs over ", sep,
-            (unsigned long long)n->overruns, (unsigned long long)n->calls);
-        put_dur(buf, bufsz, &len, (double)n->budget, tick);
+            (unsigned long long)rp_node_overruns(n), (unsigned long long)n->calls);
+        put_dur(buf, bufsz, &len, (double)rp_node_budget(n), tick);
     }
     return len;
 }

@@ -47,7 +47,6 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
         p->nodes[i].id = i;
         p->nodes[i].min = UINT64_MAX;
-        p->nodes[i].oncpu_min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
     }
     p->n_nodes = id + 1;
@@ -195,8 +194,12 @@ static int read_defs(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             return RP_ENOMEM;
         if (flen && !(n->file = def_text(p, q + RP_DEF_FIXED + nlen, flen, 1)))
             return RP_ENOMEM;
-        if (xlen >= RP_DEF_EXT_BUDGET) /* format 1.1 extension (format.h) */
-            n->budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
+        if (xlen >= RP_DEF_EXT_BUDGET) { /* format 1.1 extension (format.h) */
+            struct rp_node_x x = rp_node_x_raw(n);
+            x.budget = rp_get64(q + RP_DEF_FIXED + nlen + flen);
+            if (rp_node_x_setraw(n, &x) < 0)
+                return RP_ENOMEM;
+        }
         q += RP_DEF_FIXED + nlen + flen + xlen;
     }
     return 0;

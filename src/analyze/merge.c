@@ -107,9 +107,9 @@ static char *dup_or_null(const char *s, int *fail)
     return d;
 }
 
-/* Pools the Welford sums of b into a (counts na, nb before the sum).  Cannot
- * fail. */
-static void pool(struct rp_node *a, uint64_t na, const struct rp_node *b, uint64_t nb)
+/* Pools the Welford sums of b (mean mb, m2 qb) into a's (counts na, nb
+ * before the sum).  Cannot fail. */
+static void pool(struct rp_node_x *a, uint64_t na, const struct rp_node_x *b, uint64_t nb)
 {
     if (!nb)
         return;
@@ -157,40 +157,52 @@ static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
     return i;
 }
 
-/* Adds b's statistics to a (the same node of another process).  Cannot fail
- * (the histogram is merged by the caller). */
-static void add_node(struct rp_node *a, const struct rp_node *b)
+static int add_flag_hists(struct rp_node *a, const struct rp_node *b);
+
+/* Adds b's statistics to a (the same node of another process), and with
+ * hists its histograms (the flags' first: add_flag_hists).  Returns 0 or
+ * RP_ENOMEM. */
+static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
 {
+    struct rp_node_x x = rp_node_x_get(a), y = rp_node_x_get(b);
+    int rc;
+    if (hists) { /* (after the get: hist.n is in the defaults) */
+        if ((rc = add_flag_hists(a, b)) < 0)
+            return rc;
+        if (rp_hist_merge(&a->hist, &b->hist) == 0)
+            a->hist.n += b->hist.n;
+    }
     if (b->calls) {
         if (!a->calls) {
             a->min = b->min;
-            a->oncpu_min = b->oncpu_min;
-            a->first_start = b->first_start;
-            a->last_start = b->last_start;
+            x.oncpu_min = y.oncpu_min;
+            x.first_start = y.first_start;
+            x.last_start = y.last_start;
         } else {
             a->min = b->min < a->min ? b->min : a->min;
-            a->oncpu_min = b->oncpu_min < a->oncpu_min ? b->oncpu_min : a->oncpu_min;
-            a->first_start = b->first_start < a->first_start ? b->first_start : a->first_start;
-            a->last_start = b->last_start > a->last_start ? b->last_start : a->last_start;
+            x.oncpu_min = y.oncpu_min < x.oncpu_min ? y.oncpu_min : x.oncpu_min;
+            x.first_start = y.first_start < x.first_start ? y.first_start : x.first_start;
+            x.last_start = y.last_start > x.last_start ? y.last_start : x.last_start;
         }
         a->max = b->max > a->max ? b->max : a->max;
-        a->oncpu_max = b->oncpu_max > a->oncpu_max ? b->oncpu_max : a->oncpu_max;
-        a->run_max = b->run_max > a->run_max ? b->run_max : a->run_max;
+        x.oncpu_max = y.oncpu_max > x.oncpu_max ? y.oncpu_max : x.oncpu_max;
+        x.run_max = y.run_max > x.run_max ? y.run_max : x.run_max;
     }
     /* the mean is of the recorded activations (not the throttle's counted ones) */
-    pool(a, a->calls - a->throttled, b, b->calls - b->throttled);
+    pool(&x, a->calls - x.throttled, &y, b->calls - y.throttled);
     a->calls += b->calls;
     a->incl += b->incl;
     a->dur_sum += b->dur_sum;
     a->excl += b->excl;
-    if (!a->budget)
-        a->budget = b->budget;
-    a->overruns += b->overruns;
-    a->throttled += b->throttled;
-    a->cut += b->cut;
-    a->below_res += b->below_res;
-    a->offcpu += b->offcpu;
-    a->offcpu_below += b->offcpu_below;
+    if (!x.budget)
+        x.budget = y.budget;
+    x.overruns += y.overruns;
+    x.throttled += y.throttled;
+    x.cut += y.cut;
+    x.below_res += y.below_res;
+    x.offcpu += y.offcpu;
+    x.offcpu_below += y.offcpu_below;
+    return rp_node_x_set(a, &x);
 }
 
 /*
@@ -417,13 +429,11 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
             rc = RP_ENOMEM;
             goto out;
         }
-        add_node(&d->nodes[own[i]], s);
-        if ((rc = add_flag_hists(&d->nodes[own[i]], s)) < 0)
+        if ((rc = add_node(&d->nodes[own[i]], s, 1)) < 0)
             goto out;
-        if (rp_hist_merge(&d->nodes[own[i]].hist, &s->hist) == 0)
-            d->nodes[own[i]].hist.n += s->hist.n;
     }
-    add_node(&d->nodes[0], &src->nodes[0]);
+    if ((rc = add_node(&d->nodes[0], &src->nodes[0], 0)) < 0)
+        goto out;
     if ((rc = add_outside(d, src, own)) < 0)
         goto out;
     for (uint32_t k = 0; k < src->n_edges; k++) {

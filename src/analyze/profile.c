@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "common/utf8.h"
 #include "trace/format.h"
 
@@ -215,6 +216,38 @@ void rp_profile_strfree(struct rp_profile *p, char *s)
         free(s);
 }
 
+int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v)
+{
+    struct rp_node_x d = rp_node_x_default(n);
+    if (!memcmp(&d, v, sizeof(d))) { /* (no padding; -0.0 and NaN are kept apart) */
+        free(n->x);
+        n->x = NULL;
+        return 0;
+    }
+    if (!n->x && !(n->x = malloc(sizeof(*n->x))))
+        return RP_ENOMEM;
+    *n->x = *v;
+    return 0;
+}
+
+struct rp_node_x *rp_node_xw(struct rp_node *n)
+{
+    if (!n->x && (n->x = malloc(sizeof(*n->x))))
+        *n->x = rp_node_x_default(n);
+    return n->x;
+}
+
+int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v)
+{
+    struct rp_node_x d = {.oncpu_min = UINT64_MAX};
+    if (!n->x && !memcmp(&d, v, sizeof(d)))
+        return 0;
+    if (!n->x && !(n->x = malloc(sizeof(*n->x))))
+        return RP_ENOMEM;
+    *n->x = *v;
+    return 0;
+}
+
 void rp_profile_free(struct rp_profile *p)
 {
     for (uint32_t i = 0; i < p->n_nodes; i++) {
@@ -223,6 +256,7 @@ void rp_profile_free(struct rp_profile *p)
         rp_profile_strfree(p, p->nodes[i].module);
         rp_hist_free(&p->nodes[i].hist);
         rp_flag_hists_free(&p->nodes[i].fh);
+        free(p->nodes[i].x);
     }
     for (uint32_t i = 0; i < p->n_threads; i++)
         free(p->threads[i].name);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "histwin.h"
+#include "trace/format.h"
 
 /* Flags of docs/design.md §7, a bit each in rp_node.flags. */
 enum {
@@ -47,24 +48,16 @@ struct rp_flag_hists {
                            period (ivl is then dropped) */
 };
 
-struct rp_node {
-    uint32_t id;   /* trace id; 0 is ROOT */
-    uint8_t kind;  /* enum rp_kind */
-    uint8_t cls;   /* enum rp_class */
-    uint64_t key;  /* code address for functions, lock address for locks */
-    char *name;    /* owned; set by the DEFS chunk or by symbolization */
-    char *file;    /* owned, may be NULL */
-    uint32_t line; /* 0 if unknown */
-    char *module;  /* owned, may be NULL: the binary the address is in */
-
-    uint64_t calls;   /* completed activations */
-    uint64_t incl;    /* outermost activations only (no double count) */
-    uint64_t dur_sum; /* every activation */
-    uint64_t excl;    /* dur_sum minus time in callees */
-    uint64_t min, max;
-    double mean, m2; /* Welford over activation durations */
-    struct rp_hist hist;
-    uint64_t first_start, last_start; /* ticks, for the mean period (RATE) */
+/*
+ * The statistics of a node that most nodes have at their defaults (a node
+ * called once, or only on CPU, with no budget, no callees...): kept apart,
+ * in rp_node.x, allocated only for a node where one differs from its
+ * default.  Read them through rp_node_x_get or the accessors below (which
+ * give the default without x), write them through rp_node_x_set.
+ */
+struct rp_node_x {
+    uint64_t first_start, last_start; /* ticks: the first and last start (a direct-mode
+                                         file's STATS; 0 in a replayed trace) */
     uint64_t budget;                  /* ticks; 0 = none (direct-mode points) */
     uint64_t overruns;                /* activations longer than budget */
     uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
@@ -73,7 +66,8 @@ struct rp_node {
                               stack was seen to leave them (a longjmp, an exception, the thread's
                               or the process's end), with their time up to there */
     uint64_t below_res;    /* spans shorter than the profile's resolution: in calls, dur_sum
-                              and the mean, not in min, the histogram or the percentiles */
+                              and the mean, not in min, the histogram or the percentiles.
+                              Default: calls less hist.n (0 for instants and counters) */
     uint64_t offcpu;       /* ticks off CPU in its own frame: the incl of its edges to the
                               off-CPU node (format 1.3); part of incl, not of excl */
     uint64_t offcpu_below; /* ticks off CPU or in waits (spans of kind offcpu, wait,
@@ -81,24 +75,132 @@ struct rp_node {
     uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
                               activation's duration less the off-CPU and wait time below it (in
                               the chunk it ended in); min, max, mean, m2 and hist stay of
-                              wall durations */
+                              wall durations.  Defaults min and max */
     uint64_t run_max;              /* the largest duration less the time its thread was preempted
                                       below it (off CPU outside any wait, in the chunk it ended in):
                                       waits count, the scheduler's delays do not.  RATE judges it
-                                      (a replayed trace; direct mode: max) */
-    struct rp_flag_hists *fh;      /* owned, NULL when it has neither: the flags'
-                                      distributions (a replayed trace) */
-
-    /* Filled by rank.c and flags.c. */
-    double standing;    /* pi_i with ROOT removed, renormalised */
-    double involvement; /* pi_i / pi_ROOT */
-    uint32_t rank;      /* 1 = most standing */
-    uint32_t flags;     /* RP_FLAG_* */
+                                      (a replayed trace; direct mode: max).  Default max */
+    double mean, m2;               /* Welford over activation durations; defaults dur_sum / calls
+                                      (0 without calls, and for instants and counters) and 0 */
+    /* Filled by flags.c. */
     double fanout;      /* exp(entropy of the callee shares in its calls to others) */
     double fanout_time; /* exp(entropy of the callee shares in its time handed on) */
     double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
                            holds: not work handed on (flags.c, DISPATCH) */
 };
+
+struct rp_node {
+    uint32_t id;   /* trace id; 0 is ROOT */
+    uint8_t kind;  /* enum rp_kind */
+    uint8_t cls;   /* enum rp_class */
+    uint32_t line; /* 0 if unknown */
+    uint64_t key;  /* code address for functions, lock address for locks */
+    char *name;    /* owned; set by the DEFS chunk or by symbolization */
+    char *file;    /* owned, may be NULL */
+    char *module;  /* owned, may be NULL: the binary the address is in */
+
+    uint64_t calls;   /* completed activations */
+    uint64_t incl;    /* outermost activations only (no double count) */
+    uint64_t dur_sum; /* every activation */
+    uint64_t excl;    /* dur_sum minus time in callees */
+    uint64_t min, max;
+    struct rp_hist hist;
+    struct rp_flag_hists *fh; /* owned, NULL when it has neither: the flags'
+                                 distributions (a replayed trace) */
+    struct rp_node_x *x;      /* owned, NULL when all are at their defaults */
+
+    /* Filled by rank.c and flags.c. */
+    uint32_t rank;      /* 1 = most standing */
+    uint32_t flags;     /* RP_FLAG_* */
+    double standing;    /* pi_i with ROOT removed, renormalised */
+    double involvement; /* pi_i / pi_ROOT */
+};
+
+/* n's rare statistics (struct rp_node_x) when it has none apart: their
+ * defaults, from its other fields.  Cannot fail. */
+static inline struct rp_node_x rp_node_x_default(const struct rp_node *n)
+{
+    struct rp_node_x v = {0};
+    v.oncpu_min = n->min;
+    v.oncpu_max = v.run_max = n->max;
+    if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER) {
+        v.mean = (double)n->dur_sum / (double)n->calls;
+        v.below_res = n->calls > n->hist.n ? n->calls - n->hist.n : 0; /* (calls less hist.n) */
+    }
+    return v;
+}
+
+/* n's rare statistics, apart or their defaults.  Cannot fail. */
+static inline struct rp_node_x rp_node_x_get(const struct rp_node *n)
+{
+    return n->x ? *n->x : rp_node_x_default(n);
+}
+
+/*
+ * Sets n's rare statistics to v: kept apart (n->x allocated) only when one
+ * differs from its default given n's other fields, so set them after those.
+ * Returns 0, or RP_ENOMEM with n unchanged.
+ */
+int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v);
+
+/* n's rare statistics apart, to write one at a time: allocated with their
+ * defaults (given n's other fields now) when n has none.  Returns NULL when
+ * out of memory. */
+struct rp_node_x *rp_node_xw(struct rp_node *n);
+
+/*
+ * While a replay or a direct-mode file is read (before rp_replay_finish), x
+ * holds the sums so far instead: NULL means every field 0 but oncpu_min
+ * (UINT64_MAX: none yet).  rp_node_x_raw reads them, rp_node_x_setraw
+ * writes them (allocating x unless they are all so); rp_replay_finish turns
+ * them into the final fields.  rp_node_x_setraw returns 0, or RP_ENOMEM
+ * with n unchanged.
+ */
+static inline struct rp_node_x rp_node_x_raw(const struct rp_node *n)
+{
+    return n->x ? *n->x : (struct rp_node_x){.oncpu_min = UINT64_MAX};
+}
+int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v);
+
+/* The fields of struct rp_node_x, one at a time.  Cannot fail. */
+#define RP_NODE_X_ZERO(field, type)                                                                \
+    static inline type rp_node_##field(const struct rp_node *n)                                    \
+    {                                                                                              \
+        return n->x ? n->x->field : 0;                                                             \
+    }
+RP_NODE_X_ZERO(first_start, uint64_t)
+RP_NODE_X_ZERO(last_start, uint64_t)
+RP_NODE_X_ZERO(budget, uint64_t)
+RP_NODE_X_ZERO(overruns, uint64_t)
+RP_NODE_X_ZERO(throttled, uint64_t)
+RP_NODE_X_ZERO(cut, uint64_t)
+RP_NODE_X_ZERO(offcpu, uint64_t)
+RP_NODE_X_ZERO(offcpu_below, uint64_t)
+RP_NODE_X_ZERO(m2, double)
+RP_NODE_X_ZERO(fanout, double)
+RP_NODE_X_ZERO(fanout_time, double)
+RP_NODE_X_ZERO(blocked, double)
+#undef RP_NODE_X_ZERO
+static inline uint64_t rp_node_oncpu_min(const struct rp_node *n)
+{
+    return n->x ? n->x->oncpu_min : n->min;
+}
+static inline uint64_t rp_node_oncpu_max(const struct rp_node *n)
+{
+    return n->x ? n->x->oncpu_max : n->max;
+}
+static inline uint64_t rp_node_run_max(const struct rp_node *n)
+{
+    return n->x ? n->x->run_max : n->max;
+}
+static inline uint64_t rp_node_below_res(const struct rp_node *n)
+{
+    return n->x ? n->x->below_res : rp_node_x_default(n).below_res;
+}
+static inline double rp_node_mean(const struct rp_node *n)
+{
+    return n->x ? n->x->mean : rp_node_x_default(n).mean;
+}
 
 /* A node's spans outside the program's code (replay_int.h,
  * rp_span_outside: waits, lock waits, holds and time off CPU that no code

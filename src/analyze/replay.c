@@ -74,12 +74,14 @@
 #include "replay_int.h"
 #include "trace/reader.h"
 
+static struct hot *promote(struct acc *a, struct hid *e);
+
 /*
  * Makes a's per-node arrays cover the profile's n nodes.  A new entry is all
- * zero (struct hot stores ~first, ~omin, ~budget, ~caller for that), except
- * where the node says otherwise: a budget, a blocking kind, not defined
- * yet; so entries of ids this replayer never sees are never written.
- * Returns 0 or RP_ENOMEM.
+ * zero (struct hot stores ~omin, ~budget, ~caller for that), except
+ * where the node says otherwise: a budget (an accumulator at once), a
+ * blocking kind, not defined yet; so entries of ids this replayer never
+ * sees are never written.  Returns 0 or RP_ENOMEM.
  */
 static int acc_reserve(struct acc *a, const struct rp_profile *p)
 {
@@ -87,6 +89,7 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
     if (n <= a->nhot && n <= a->nact)
         return 0;
     if (rp_zarr_grow(&a->hot, &a->hot_bytes, (size_t)n * sizeof(*a->hot)) < 0 ||
+        rp_zarr_grow(&a->full, &a->full_bytes, (size_t)n * sizeof(*a->full)) < 0 ||
         rp_zarr_grow(&a->active, &a->active_bytes, (size_t)n * sizeof(*a->active)) < 0)
         return RP_ENOMEM;
     for (uint32_t i = a->nhot; i < n; i++) {
@@ -95,8 +98,12 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
             a->hot[i].blocked = 1;
         if (lib_node(nd->kind, nd->file))
             a->hot[i].lib = 1;
-        if (nd->budget)
-            a->hot[i].nbudget = ~nd->budget;
+        if (rp_node_budget(nd)) {
+            struct hot *h = a->hot[i].full ? &a->full[i] : promote(a, &a->hot[i]);
+            if (!h || (!h->rare && !(h->rare = calloc(1, sizeof(*h->rare)))))
+                return RP_ENOMEM;
+            h->rare->nbudget = ~rp_node_budget(nd);
+        }
     }
     for (uint32_t i = a->nact; i < n; i++)
         if (i == 0 || p->nodes[i].kind == 0xff)
@@ -140,6 +147,65 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 
 /* The rare path of span_count's histogram count: grows the window to hold
  * bucket b.  Returns 0 or -1 (out of memory: unchanged). */
+/*
+ * Puts the accumulator of entry e (of a->hot) in use, with the span e holds
+ * counted in it as span_count would have (the edge has it already).
+ * Returns it, or NULL when out of memory (e unchanged).
+ */
+static __attribute__((noinline)) struct hot *promote(struct acc *a, struct hid *e)
+{
+    struct hot *h = &a->full[e - a->hot];
+    if (e->one) { /* a leaf, all on CPU, begun in its chunk: as span_count counts it */
+        uint64_t dur = e->dur;
+        unsigned b = rp_hist_index(dur);
+        if (rp_hist_cover(&h->hist, b, b))
+            return NULL;
+        h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
+        h->hist.counts[b - h->hist.lo] = 1;
+        h->rmax = h->omax = dur;
+        if (e->chunk) {
+            h->ivl_chunk = e->chunk;
+            h->ivl_prev = e->start;
+        }
+        h->excl = rp_span_excl(dur, 0);
+        h->sq = (unsigned __int128)dur * dur;
+        if (e->one & HID_OUTER)
+            h->incl = dur;
+        e->one = 0;
+    }
+    e->full = 1;
+    return h;
+}
+
+/* The accumulator of entry e, made if none.  Returns NULL when out of
+ * memory. */
+static inline struct hot *hot_of(struct acc *a, struct hid *e)
+{
+    return likely(e->full) ? &a->full[e - a->hot] : promote(a, e);
+}
+
+/* h's rare accumulators, allocated (zero) if none.  Returns NULL when out
+ * of memory. */
+static __attribute__((noinline)) struct hot_rare *rare_get(struct hot *h)
+{
+    if (!h->rare)
+        h->rare = calloc(1, sizeof(*h->rare));
+    return h->rare;
+}
+
+/* Adds n spans cut to entry e.  Returns 0 or RP_ENOMEM. */
+static inline int hot_cut(struct acc *a, struct hid *e, uint64_t n)
+{
+    struct hot *h = hot_of(a, e);
+    if (!h)
+        return RP_ENOMEM;
+    struct hot_rare *r = h->rare ? h->rare : rare_get(h);
+    if (!r)
+        return RP_ENOMEM;
+    r->cut += n;
+    return 0;
+}
+
 static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
 {
     if (rp_hist_cover(&h->hist, b, b))
@@ -197,8 +263,22 @@ static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
     return 0;
 }
 
+/* Counts a span of duration dur with acts activations under it in edge e.
+ * Cannot fail. */
+static inline __attribute__((always_inline)) void
+edge_count(struct rp_edge *e, uint64_t dur, uint64_t acts, const struct rp_comp *cp)
+{
+    e->calls++;
+    e->incl += dur;
+    e->incl_calls += acts;
+    if (unlikely(dur < e->min) && rp_span_min(dur, e->min, cp->res)) /* (below res.: none) */
+        e->min = dur;
+    if (unlikely(dur > e->max))
+        e->max = dur;
+}
+
 /*
- * Counts one span of node id (statistics h) that lasted dur (raw before
+ * Counts one span of node id (entry hi) that lasted dur (raw before
  * compensation), began at start, spent child in its callees, and was called
  * from parent (0 = ROOT); `outer`: no other activation of it is open below;
  * acts: the activations under the call, itself included (its edge's
@@ -212,10 +292,27 @@ static __attribute__((noinline)) int ivl_count(struct hot *h, uint64_t d)
  * Returns 0 or RP_ENOMEM.
  */
 static inline __attribute__((always_inline)) int
-span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t start, uint64_t raw,
-           uint64_t dur, uint64_t child, uint64_t off, int outer, const struct rp_comp *cp,
-           uint64_t acts, int partial, uint64_t pre)
+span_count(struct acc *a, struct hid *hi, uint32_t id, uint32_t parent, uint64_t start,
+           uint64_t raw, uint64_t dur, uint64_t child, uint64_t off, int outer,
+           const struct rp_comp *cp, uint64_t acts, int partial, uint64_t pre)
 {
+    struct hot *h;
+    if (likely(hi->full)) {
+        h = &a->full[id];
+    } else if (!hi->one && !(child | off | pre | (uint64_t)partial)) {
+        /* its first span, a plain leaf: kept in hi until a second one */
+        hi->one = (uint8_t)(HID_SPAN | (outer ? HID_OUTER : 0));
+        hi->dur = dur;
+        hi->start = start;
+        hi->chunk = outer ? a->chunk : 0;
+        struct rp_edge *e = rp_emap_get(&a->em, parent, id);
+        if (unlikely(!e))
+            return RP_ENOMEM;
+        edge_count(e, dur, acts, cp);
+        return 0;
+    } else if (!(h = promote(a, hi))) {
+        return RP_ENOMEM;
+    }
     uint64_t run = pre < dur ? dur - pre : 0;
     if (unlikely(run > h->rmax))
         h->rmax = run;
@@ -240,9 +337,12 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint64_t on = dur; /* on-CPU: less the time off CPU below it (format 1.3) */
     if (unlikely(off)) {
         on = off < dur ? dur - off : 0;
-        h->offb += dur - on;
-        if (~on > h->nomin)
-            h->nomin = ~on;
+        struct hot_rare *r = rare_get(h);
+        if (!r)
+            return RP_ENOMEM;
+        r->offb += dur - on;
+        if (~on > r->nomin)
+            r->nomin = ~on;
     }
     if (unlikely(on > h->omax))
         h->omax = on;
@@ -253,24 +353,14 @@ span_count(struct acc *a, struct hot *h, uint32_t id, uint32_t parent, uint64_t 
     uint32_t *c = (uint32_t *)(h->hbase + (uintptr_t)b * sizeof *c);
     if (*c != UINT32_MAX)
         (*c)++;
-    if (unlikely(~start > h->nfirst)) /* branches, not selects: rarely taken, so */
-        h->nfirst = ~start;           /* no store and no chain through memory */
-    if (start > h->last)
-        h->last = start;
-    if (unlikely(raw > ~h->nbudget))
-        h->overruns++;
+    if (unlikely(h->rare) && raw > ~h->rare->nbudget)
+        h->rare->overruns++;
     if (outer)
         h->incl += dur;
     struct rp_edge *e = edge_of(a, h, parent, id);
     if (unlikely(!e))
         return RP_ENOMEM;
-    e->calls++;
-    e->incl += dur;
-    e->incl_calls += acts;
-    if (unlikely(dur < e->min) && rp_span_min(dur, e->min, cp->res)) /* (below res.: none) */
-        e->min = dur;
-    if (unlikely(dur > e->max))
-        e->max = dur;
+    edge_count(e, dur, acts, cp);
     return 0;
 }
 
@@ -324,7 +414,8 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
         return 0;
     if (out)
         return outside_count(a, id, dur);
-    a->hot[id].cut += cut;
+    if (unlikely(cut) && hot_cut(a, &a->hot[id], cut) < 0)
+        return RP_ENOMEM;
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
                       acts, f->ev <= 0, f->pre);
 }
@@ -554,7 +645,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
  * or not by the filter: in the frame below only as time off CPU or
  * waiting (none of its own, no call), counted apart.  Returns LOOP_OK or
  * LOOP_NOMEM. */
-static __attribute__((noinline, cold)) int leaf_outside(struct acc *a, struct hot *hot,
+static __attribute__((noinline, cold)) int leaf_outside(struct acc *a, struct hid *hot,
                                                         struct frame *stack, uint32_t depth,
                                                         uint64_t x, uint64_t dur, int kept)
 {
@@ -573,7 +664,7 @@ static __attribute__((noinline, cold)) int leaf_outside(struct acc *a, struct ho
  * as for span_end.  Returns LOOP_OK or LOOP_NOMEM.
  */
 static inline __attribute__((always_inline)) int
-leaf_count(struct acc *a, struct hot *hot, struct job *j, struct rp_comp *cp, struct frame *stack,
+leaf_count(struct acc *a, struct hid *hot, struct job *j, struct rp_comp *cp, struct frame *stack,
            uint32_t depth, uint64_t x, uint32_t act, uint64_t now, uint64_t h, uint64_t *syn,
            const int filtered)
 {
@@ -699,7 +790,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
     uint64_t now = ev->now, n = ev->n, syn = ev->syn, h, x, arg; /* n - syn: struct job */
     const struct rp_node *nodes = p->nodes;
     const uint64_t nn = a->nhot; /* = p->n_nodes (acc_reserve) */
-    struct hot *const hot = a->hot;
+    struct hid *const hot = a->hot;
     uint32_t *const active = a->active;
     struct frame *stack = a->stack;
     uint32_t depth = a->depth, act;
@@ -819,7 +910,9 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 goto undefined;
             if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad;
-            hot[x].calls++;
+            if (unlikely(!hot[x].full) && !promote(a, &hot[x]))
+                goto nomem;
+            a->full[x].calls++;
             break;
         case RP_OP_ARG:
             if (!(q = rp_get_varint(q, end, &arg)))
@@ -1090,7 +1183,8 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
                 return rc;
             continue;
         }
-        a->hot[f->id].cut++;
+        if ((rc = hot_cut(a, &a->hot[f->id], 1)) < 0)
+            return rc;
         if ((rc = span_count(a, &a->hot[f->id], f->id, parent, f->start, raw, dur, f->child, f->off,
                              outer, cp, acts, 0, f->pre)) < 0)
             return rc;

@@ -65,27 +65,27 @@ struct frame {
  * so each span updates them once, not twice.  `calls` counts only what has
  * no edge: instants and counter samples.
  */
+/* The accumulators of struct hot that most nodes never need, apart. */
+struct hot_rare {
+    uint64_t nbudget, overruns; /* ~ the budget in ticks (0 = none); spans longer */
+    uint64_t cut;               /* spans not ended by their own exit (span_cut) */
+    uint64_t offb;              /* off-CPU ticks below its spans, summed */
+    uint64_t nomin; /* ~ the smallest on-CPU duration of the spans that had any off-CPU time */
+};
+
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint64_t calls, incl;
-    uint64_t nfirst, last; /* ~ the first start (so that 0 is "none"), the last start */
-    uint64_t excl;         /* signed, modulo 2^64 */
-    struct rp_hist hist;   /* window of counts (not n: the edges count) */
-    uintptr_t hbase;       /* hist.counts - hist.lo, as an address: a bucket's count is
-                              at hbase + 4 * bucket, without a subtraction in the way */
+    uint64_t excl;       /* signed, modulo 2^64 */
+    struct rp_hist hist; /* window of counts (not n: the edges count) */
+    uintptr_t hbase;     /* hist.counts - hist.lo, as an address: a bucket's count is
+                            at hbase + 4 * bucket, without a subtraction in the way */
     uint32_t last_caller[2], last_edge[2]; /* edge_of(); ~ the caller (0 = none) */
-    uint64_t nbudget, overruns;            /* ~ the budget in ticks (0 = none); spans longer */
-    uint64_t cut;                          /* spans not ended by their own exit (span_cut) */
-    uint64_t offb;                         /* off-CPU ticks below its spans, summed */
-    uint64_t omax, nomin; /* on-CPU duration (less the off-CPU time below): the largest,
-                             and ~ the smallest of the spans that had any off-CPU time */
-    uint8_t blocked;      /* a node of kind offcpu, wait or lock-wait: its spans are time
-                             off CPU for the frames above them (frame.off) */
-    uint8_t ivl_off;      /* intervals too spread for a period: no more counted */
-    uint8_t lib;          /* the recorder's own blocked span or hold, of any caller (an
-                             interposed wait or lock: no source file), which may be
-                             outside the program's code (rp_span_outside) */
-    uint64_t rmax;        /* the largest duration less the preempted time below (frame.pre) */
+    struct hot_rare *rare; /* allocated when first needed (rare_get): NULL for a node with
+                              no budget, no span cut and no off-CPU time below */
+    uint64_t omax;         /* the largest on-CPU duration (less the off-CPU time below) */
+    uint8_t ivl_off;       /* intervals too spread for a period: no more counted */
+    uint64_t rmax;         /* the largest duration less the preempted time below (frame.pre) */
     uint64_t ivl_chunk, ivl_prev; /* the chunk (acc.chunk) and start of its last outermost
                                      span, for the interval to the next one */
     struct rp_flag_hists *fh;     /* own time per span and intervals between starts (profile.h),
@@ -97,11 +97,37 @@ struct hot {
  * statistics of every span a replayer ends go here; they are summed into
  * the profile at the end, so replayers never share a counter.
  */
+/*
+ * A replayer's entry per node (acc.hot).  Its accumulator (struct hot, in
+ * acc.full at the same index) is used from its second span, or on a first one that is not a
+ * plain leaf (callee, off-CPU or preempted time below, begun in an earlier
+ * chunk), a cut, an instant or a budget: a node seen once, as most nodes of
+ * a program with very many are, keeps its span here (one) and is summed
+ * from it when the replay ends.
+ */
+struct hid {
+    uint8_t full;    /* its accumulator is in use */
+    uint8_t blocked; /* a node of kind offcpu, wait or lock-wait: its spans are time
+                        off CPU for the frames above them (frame.off) */
+    uint8_t lib;     /* the recorder's own blocked span or hold, of any caller (an
+                        interposed wait or lock: no source file), which may be
+                        outside the program's code (rp_span_outside) */
+    uint8_t one;     /* without an accumulator: HID_SPAN if dur, start, chunk hold a
+                        span, | HID_OUTER if it was outermost */
+    uint64_t dur;    /* that span: its duration, */
+    uint64_t start;  /* its start, */
+    uint64_t chunk;  /* and its chunk (acc.chunk) when outermost, for intervals (0: none) */
+};
+enum { HID_SPAN = 1, HID_OUTER = 2 };
+
 struct acc {
-    _Alignas(64) struct hot *hot;   /* per node; aligned: replayers share no cache line */
-    uint32_t *active;               /* per node: open activations on the current stack, and
-                                       RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
-    uint32_t nhot, nact;            /* entries of hot and of active */
+    _Alignas(64) struct hid *hot; /* per node; aligned: replayers share no cache line */
+    struct hot *full;             /* per node, as hot: the accumulators (struct hid.full); the pages
+                                     of those never used are never written */
+    size_t full_bytes;            /* allocated (rp_zarr_grow) */
+    uint32_t *active;             /* per node: open activations on the current stack, and
+                                     RP_ACTIVE_UNDEF for ROOT and nodes no DEFS defined */
+    uint32_t nhot, nact;          /* entries of hot and of active */
     size_t hot_bytes, active_bytes; /* allocated (rp_zarr_grow): pages of ids a replayer
                                        never sees are never written, so cost nothing */
     struct rp_emap em;
@@ -291,7 +317,7 @@ static inline uint8_t blocked_kind(uint8_t kind)
  * below it, it is as if left out by a filter (its time is the blocking
  * call's own).  Cannot fail.
  */
-static inline int rp_span_outside(const struct hot *hot, int outside, uint32_t id, uint32_t below)
+static inline int rp_span_outside(const struct hid *hot, int outside, uint32_t id, uint32_t below)
 {
     return unlikely(hot[id].lib) && outside && (!below || hot[below].blocked);
 }

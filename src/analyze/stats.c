@@ -132,19 +132,20 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
     if (!calls)
         return 0;
     uint64_t na = n->calls, nt = na + calls;
-    double d = mean - n->mean;
-    n->m2 += m2 + d * d * (double)na * (double)calls / (double)nt;
-    n->mean += d * (double)calls / (double)nt;
+    struct rp_node_x x = rp_node_x_raw(n);
+    double d = mean - x.mean;
+    x.m2 += m2 + d * d * (double)na * (double)calls / (double)nt;
+    x.mean += d * (double)calls / (double)nt;
     n->calls = nt;
     n->incl += incl;
     n->dur_sum += dur;
     n->excl += excl;
     n->min = !na || mn < n->min ? mn : n->min;
     n->max = mx > n->max ? mx : n->max;
-    n->first_start = !na || f[6] < n->first_start ? f[6] : n->first_start;
-    n->last_start = f[7] > n->last_start ? f[7] : n->last_start;
-    n->overruns += f[8];
-    return 0;
+    x.first_start = !na || f[6] < x.first_start ? f[6] : x.first_start;
+    x.last_start = f[7] > x.last_start ? f[7] : x.last_start;
+    x.overruns += f[8];
+    return rp_node_x_setraw(n, &x);
 }
 
 static int read_edge_rec(struct rp_profile *p, struct rp_emap *em, const uint8_t *q,
@@ -282,8 +283,14 @@ int rp_fcount_read(struct rp_profile *p, const struct rp_chunk *c, uint32_t only
     for (const uint8_t *q = c->data + 8; q < c->data + c->len; q += 16) {
         struct keyidx want = {rp_get64(q), 0};
         const struct keyidx *hit = bsearch(&want, ki, n, sizeof(*ki), keyidx_cmp);
-        if (hit)
-            p->nodes[hit->idx].throttled += rp_get64(q + 8);
+        if (!hit)
+            continue;
+        struct rp_node_x x = rp_node_x_raw(&p->nodes[hit->idx]);
+        x.throttled += rp_get64(q + 8);
+        if (rp_node_x_setraw(&p->nodes[hit->idx], &x) < 0) {
+            free(ki);
+            return RP_ENOMEM;
+        }
     }
     free(ki);
     return 0;

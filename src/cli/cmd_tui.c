@@ -144,7 +144,7 @@ static void draw_table(struct tui *t, struct view_state *v)
         uint32_t i = t->rows[v->top + r];
         const struct rp_node *n = &t->p->nodes[i];
         snprintf(c[0], sizeof c[0], "%.2f%%", n->standing * 100);
-        snprintf(c[1], sizeof c[1], "%" PRIu64, n->calls + n->throttled);
+        snprintf(c[1], sizeof c[1], "%" PRIu64, n->calls + rp_node_throttled(n));
         rp_fmt_ns(ns(t, n->incl), c[2], sizeof c[2]);
         rp_fmt_ns(ns(t, n->excl), c[3], sizeof c[3]);
         rp_fmt_ns(n->hist.n ? ns(t, rp_node_q(n, 0.95)) : 0, c[4], sizeof c[4]);
@@ -179,8 +179,8 @@ static void draw_node(struct tui *t, struct view_state *v, struct node_lines *nl
     if (n->file)
         mvprintw(y++, 2, "%s:%" PRIu32, n->file, n->line);
     y++;
-    snprintf(b, sizeof b, "%" PRIu64 "%s", n->calls + n->throttled,
-             n->throttled ? " (some counted only: --throttle)" : "");
+    snprintf(b, sizeof b, "%" PRIu64 "%s", n->calls + rp_node_throttled(n),
+             rp_node_throttled(n) ? " (some counted only: --throttle)" : "");
     stat_line(&y, "calls", b);
     snprintf(b, sizeof b, "%s total, %s self", rp_fmt_ns(ns(t, n->incl), d[0], sizeof d[0]),
              rp_fmt_ns(ns(t, n->excl), d[1], sizeof d[1]));

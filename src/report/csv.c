@@ -72,13 +72,15 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
 
     put_field(out, rp_node_name(p, n, nb, sizeof nb));
     fprintf(out, ",%s", rp_kind_str(n->kind));
-    put_u64(out, n->calls + n->throttled); /* throttled calls too: the exact count */
+    put_u64(out, n->calls + rp_node_throttled(n)); /* throttled calls too: the exact count */
     put_u64(out, rp_ticks_ns(p, n->incl));
     put_u64(out, rp_ticks_ns(p, n->excl));
-    put_num(out, n->mean * npt);
+    put_num(out, rp_node_mean(n) * npt);
     put_u64(out, rp_ticks_ns(p, n->min));
     put_u64(out, rp_ticks_ns(p, n->max));
-    put_num(out, n->calls >= 2 && n->m2 > 0 ? sqrt(n->m2 / (double)(n->calls - 1)) * npt : 0);
+    put_num(out, n->calls >= 2 && rp_node_m2(n) > 0
+                     ? sqrt(rp_node_m2(n) / (double)(n->calls - 1)) * npt
+                     : 0);
     if (n->hist.counts && n->hist.n) {
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.95)));

@@ -47,7 +47,7 @@ static double per_call_q(const struct rp_profile *p, uint32_t idx, double q)
 
 static uint64_t calls_of(const struct rp_profile *p, uint32_t idx)
 {
-    return idx == RP_DIFF_NONE ? 0 : p->nodes[idx].calls + p->nodes[idx].throttled;
+    return idx == RP_DIFF_NONE ? 0 : p->nodes[idx].calls + rp_node_throttled(&p->nodes[idx]);
 }
 
 /* ---- table --------------------------------------------------------------- */

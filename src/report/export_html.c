@@ -171,7 +171,7 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     const struct rp_node *n = &p->nodes[i];
     char b[40], v[40];
     uint64_t incl = rp_ticks_ns(p, n->incl), excl = rp_ticks_ns(p, n->excl);
-    double mean = n->mean * p->ns_per_tick;
+    double mean = rp_node_mean(n) * p->ns_per_tick;
     uint64_t mx = rp_ticks_ns(p, n->max), p95 = rp_ticks_ns(p, rp_node_q(n, 0.95));
 
     fprintf(out, "<tr data-id=\"%u\" data-incl=\"%" PRIu64 "\">", i, incl);

@@ -40,9 +40,9 @@ static void put_num(FILE *out, double v)
 /* Sample standard deviation in ticks from Welford's m2; 0 for fewer than 2. */
 static double node_stddev(const struct rp_node *n)
 {
-    if (n->calls < 2 || !(n->m2 > 0))
+    if (n->calls < 2 || !(rp_node_m2(n) > 0))
         return 0;
-    return sqrt(n->m2 / (double)(n->calls - 1));
+    return sqrt(rp_node_m2(n) / (double)(n->calls - 1));
 }
 
 /* Writes `, "key": ` (keys are ours: no escaping). */
@@ -85,25 +85,26 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     fputc('"', out);
     fputs(rp_kind_str(n->kind), out);
     fputc('"', out);
-    put_u64_field(out, "calls", n->calls + n->throttled);
-    if (n->throttled) /* the recorder's throttle: counted, not recorded */
-        put_u64_field(out, "throttled_calls", n->throttled);
-    if (n->throttled && p->throttle_sample) /* and 1 in that many still timed */
+    put_u64_field(out, "calls", n->calls + rp_node_throttled(n));
+    if (rp_node_throttled(n)) /* the recorder's throttle: counted, not recorded */
+        put_u64_field(out, "throttled_calls", rp_node_throttled(n));
+    if (rp_node_throttled(n) && p->throttle_sample) /* and 1 in that many still timed */
         put_u64_field(out, "sampled_every", p->throttle_sample);
     put_u64_field(out, "inclusive_ns", rp_ticks_ns(p, n->incl));
     put_u64_field(out, "exclusive_ns", rp_ticks_ns(p, n->excl));
     put_u64_field(out, "wait_ns", rp_ticks_ns(p, wait[idx]));
-    put_u64_field(out, "offcpu_ns", rp_ticks_ns(p, n->offcpu)); /* off CPU in its own frame */
-    put_num_field(out, "mean_ns", n->mean * npt);
+    put_u64_field(out, "offcpu_ns",
+                  rp_ticks_ns(p, rp_node_offcpu(n))); /* off CPU in its own frame */
+    put_num_field(out, "mean_ns", rp_node_mean(n) * npt);
     put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
     put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
     if (p->oncpu_known) { /* less the time off CPU below (format 1.3) */
-        put_u64_field(out, "oncpu_min_ns", rp_ticks_ns(p, n->oncpu_min));
-        put_u64_field(out, "oncpu_max_ns", rp_ticks_ns(p, n->oncpu_max));
-        put_u64_field(out, "offcpu_below_ns", rp_ticks_ns(p, n->offcpu_below));
+        put_u64_field(out, "oncpu_min_ns", rp_ticks_ns(p, rp_node_oncpu_min(n)));
+        put_u64_field(out, "oncpu_max_ns", rp_ticks_ns(p, rp_node_oncpu_max(n)));
+        put_u64_field(out, "offcpu_below_ns", rp_ticks_ns(p, rp_node_offcpu_below(n)));
     }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
-    put_u64_field(out, "below_resolution", n->below_res); /* not in min or the pNN */
+    put_u64_field(out, "below_resolution", rp_node_below_res(n)); /* not in min or the pNN */
     if (n->hist.counts && n->hist.n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
@@ -116,7 +117,7 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
             put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_hist_q(own, 0.50)));
             put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_hist_q(own, 0.99)));
         }
-        put_u64_field(out, "run_max_ns", rp_ticks_ns(p, n->run_max));
+        put_u64_field(out, "run_max_ns", rp_ticks_ns(p, rp_node_run_max(n)));
         const struct rp_hist *ivl = rp_node_ivl(n);
         if (ivl && ivl->n) {
             put_u64_field(out, "intervals", ivl->n);
@@ -127,15 +128,15 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     }
     /* activations not ended by their own exit (replay.c: unwound, or open at
      * the thread's or the process's end), counted in calls with their time */
-    put_u64_field(out, "cut", n->cut);
+    put_u64_field(out, "cut", rp_node_cut(n));
     const struct rp_outside *ou = rp_node_outside(p, idx);
     if (ou) { /* its spans with no code of the program below (util.h) */
         put_u64_field(out, "outside_calls", ou->calls);
         put_u64_field(out, "outside_ns", rp_ticks_ns(p, ou->ticks));
     }
-    if (n->budget) { /* points with a budget (DEFS, or direct mode's stats) */
-        put_u64_field(out, "budget_ns", rp_ticks_ns(p, n->budget));
-        put_u64_field(out, "overruns", n->overruns);
+    if (rp_node_budget(n)) { /* points with a budget (DEFS, or direct mode's stats) */
+        put_u64_field(out, "budget_ns", rp_ticks_ns(p, rp_node_budget(n)));
+        put_u64_field(out, "overruns", rp_node_overruns(n));
     }
     if (o->ranked) {
         put_num_field(out, "standing", n->standing);

@@ -501,11 +501,11 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
     fmt_pct(row[C_INVOL], CELL, n->involvement);
     /* '~': throttled, its times are of the recorded calls only; '*': some
      * activations were cut (left without their exit); both listed below */
-    snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + n->throttled,
-             n->throttled ? "~" : "", n->cut ? "*" : "");
+    snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + rp_node_throttled(n),
+             rp_node_throttled(n) ? "~" : "", rp_node_cut(n) ? "*" : "");
     fmt_dur(row[C_TOTAL], CELL, ns_of(p, (double)n->incl));
     fmt_dur(row[C_SELF], CELL, ns_of(p, (double)n->excl));
-    fmt_dur(row[C_AVG], CELL, ns_of(p, n->mean));
+    fmt_dur(row[C_AVG], CELL, ns_of(p, rp_node_mean(n)));
     /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
     fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
     if (n->hist.counts && n->hist.n) {
@@ -795,7 +795,7 @@ static void tab_put_notes(FILE *out, const struct tab *t)
     for (uint32_t r = 0, any = 0; r < t->n_rows; r++) {
         const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], safe[256] = "";
-        if (!n->throttled)
+        if (!rp_node_throttled(n))
             continue;
         if (!any++) {
             if (p->throttle_sample)
@@ -813,20 +813,21 @@ static void tab_put_notes(FILE *out, const struct tab *t)
         }
         rp_term_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
         fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls recorded\n", safe, n->calls,
-                n->calls + n->throttled);
+                n->calls + rp_node_throttled(n));
     }
     /* functions with activations left without their exit (replay.c) */
     for (uint32_t r = 0, any = 0; r < t->n_rows; r++) {
         const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], safe[256] = "";
-        if (!n->cut)
+        if (!rp_node_cut(n))
             continue;
         if (!any++)
             fputs("\n* cut: activations left without their exit (a longjmp, an exception, or still "
                   "open when\ntheir thread or the run ended), ended there with their time:\n",
                   out);
         rp_term_cat(safe, sizeof safe, rp_node_name(p, n, nb, sizeof nb), 200);
-        fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, n->cut, n->calls);
+        fprintf(out, "  %s  %" PRIu64 " of %" PRIu64 " calls cut\n", safe, rp_node_cut(n),
+                n->calls);
     }
 }
 

@@ -91,7 +91,7 @@ static void analyse(int force, struct result *r)
         if (!(r->calls = calloc(p.n_nodes + 1, sizeof(*r->calls))))
             exit(2);
         for (uint32_t i = 0; i < p.n_nodes; i++)
-            r->calls[i] = p.nodes[i].calls - p.nodes[i].cut;
+            r->calls[i] = p.nodes[i].calls - rp_node_cut(&p.nodes[i]);
     }
     rp_profile_free(&p);
 }
