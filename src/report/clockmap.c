@@ -157,14 +157,7 @@ static double map_file(const struct rp_clockmap *m, const struct rp_clockmap_fil
     } else if (f->n == 1) {
         v = (double)f->ns[0] + ((double)t - (double)f->tk[0]) * m->ns_per_tick;
     } else {
-        uint32_t lo = 0, hi = f->n - 1; /* the segment [lo, lo+1] holding t, or the nearest */
-        while (hi - lo > 1) {
-            uint32_t mid = (lo + hi) / 2;
-            if (f->tk[mid] <= t)
-                lo = mid;
-            else
-                hi = mid;
-        }
+        uint32_t lo = rp_clockmap_seg(f, t);
         v = (double)f->ns[lo] + ((double)t - (double)f->tk[lo]) * f->slope[lo];
     }
     if (f->apply && f->n_off == 1) {

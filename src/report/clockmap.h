@@ -120,11 +120,10 @@ struct rp_clockmap_fast {
     double ns0, tk0, slope, origin;
 };
 
-/* Keeps the segment of q->f that ticks falls in (map_file's search in
- * clockmap.c).  Cannot fail. */
-static inline void rp_clockmap_fast_seg(struct rp_clockmap_fast *q, uint64_t ticks)
+/* The segment [i, i + 1] of f's CLOCK chunks (f->n >= 2) that holds
+ * ticks, or the nearest one.  Cannot fail. */
+static inline uint32_t rp_clockmap_seg(const struct rp_clockmap_file *f, uint64_t ticks)
 {
-    const struct rp_clockmap_file *f = q->f;
     uint32_t lo = 0, hi = f->n - 1;
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;
@@ -133,6 +132,15 @@ static inline void rp_clockmap_fast_seg(struct rp_clockmap_fast *q, uint64_t tic
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* Keeps the segment of q->f that ticks falls in (rp_clockmap_seg, as
+ * clockmap.c maps).  Cannot fail. */
+static inline void rp_clockmap_fast_seg(struct rp_clockmap_fast *q, uint64_t ticks)
+{
+    const struct rp_clockmap_file *f = q->f;
+    uint32_t lo = rp_clockmap_seg(f, ticks);
     q->lo = lo == 0 ? 0 : f->tk[lo];
     q->hi = lo + 2 == f->n ? UINT64_MAX : f->tk[lo + 1];
     q->ns0 = (double)f->ns[lo];
