@@ -204,7 +204,7 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
         rp_hist_bump(&x->own, b, 1);
         x->own.n++;
     }
-    if (rp_hist_cover(&n->hist, b, b))
+    if (rp_hist_cover1(&n->hist, b)) /* (a node seen once: its one count in n->hist) */
         return RP_ENOMEM;
     rp_hist_bump(&n->hist, b, 1);
     return 0;
@@ -238,7 +238,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
         struct rp_node *n = &p->nodes[i];
         struct hot_rare *r = h->rare; /* (freed here, whatever the node had) */
         h->rare = NULL;
-        if (!h->calls && !h->hist.counts) { /* no instant, no span */
+        if (!h->calls && !h->hist.len) { /* no instant, no span */
             free(r);
             continue;
         }
@@ -263,7 +263,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
          * of it was a leaf (finish_accs made n's where any acc had one) */
         struct rp_flag_hists *hf = h->fh, *x = n->fh;
         if (x && x->own.counts) {
-            const struct rp_hist *src = hf && hf->own.counts ? &hf->own : &h->hist;
+            const struct rp_hist *src = hf && hf->own.len ? &hf->own : &h->hist;
             if (rp_hist_merge(&x->own, src))
                 return RP_ENOMEM;
             if (src == &h->hist)
@@ -280,7 +280,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
                 return RP_ENOMEM;
             rp_flag_hists_free(&h->fh);
         }
-        if (h->hist.counts && !n->hist.counts) { /* the node owns it now */
+        if (h->hist.counts && !n->hist.len) { /* the node owns it now */
             n->hist.counts = h->hist.counts;
             n->hist.lo = h->hist.lo;
             n->hist.len = h->hist.len;
@@ -454,11 +454,12 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
         for (unsigned b = 0; b < fx->ivl.len; b++)
             fx->ivl.n += fx->ivl.counts[b];
     }
-    if (res && n->hist.counts) { /* the buckets below the resolution (comp.h) */
+    if (res && n->hist.len) { /* the buckets below the resolution (comp.h) */
         unsigned ib = rp_hist_index(res);
+        uint32_t *hc = rp_hist_w(&n->hist);
         for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
-            x.below_res += n->hist.counts[b - n->hist.lo];
-            n->hist.counts[b - n->hist.lo] = 0;
+            x.below_res += hc[b - n->hist.lo];
+            hc[b - n->hist.lo] = 0;
         }
         n->hist.n -= x.below_res;
     }

@@ -144,11 +144,12 @@ const struct rp_hist *rp_diff_per_call(const struct rp_profile *p, const struct 
 static uint32_t hist_values(const struct rp_hist *h, double ns, double *v, double *c)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0; h->counts && i < h->len; i++) {
-        if (!h->counts[i])
+    const uint32_t *hc = rp_hist_c(h);
+    for (uint32_t i = 0; i < h->len; i++) {
+        if (!hc[i])
             continue;
         v[k] = (double)rp_hist_value(h->lo + i) * ns;
-        c[k++] = h->counts[i];
+        c[k++] = hc[i];
     }
     return k;
 }

@@ -152,7 +152,7 @@ static const struct rp_hist *own_hist(const struct rp_profile *p, const struct r
         return rp_node_own(n);
     /* every span a leaf (replay made no own counts), or a leaf in direct mode */
     if (p->own_known || !has_callee)
-        return n->hist.counts ? &n->hist : NULL;
+        return n->hist.len ? &n->hist : NULL;
     return NULL;
 }
 
@@ -170,8 +170,8 @@ static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, doub
     if (thr < *med + floor_ticks)
         thr = *med + floor_ticks;
     *slow = 0;
-    for (unsigned b = 0; h->counts && b < h->len; b++)
-        if (h->counts[b] && (double)rp_hist_value(h->lo + b) >= thr)
+    for (unsigned b = 0; b < h->len; b++)
+        if (rp_hist_c(h)[b] && (double)rp_hist_value(h->lo + b) >= thr)
             *slow += h->counts[b];
 }
 

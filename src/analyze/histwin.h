@@ -13,8 +13,15 @@
  * RP_HIST_BUCKETS buckets take 7.5 KB, which for a program with 50,000
  * procedures would be 384 MB per replaying thread.
  *
- * Invariant: counts is NULL and lo == len == 0, or counts holds len >= 1
- * counts, for the buckets lo .. lo + len - 1, lo + len <= RP_HIST_BUCKETS.
+ * A node's spans made one at a time may all fall in one bucket (a node
+ * called once does): rp_hist_cover1 keeps that one count in the struct
+ * itself, not in a malloc block of 4 bytes (32 with the allocator's
+ * header), until a second bucket is needed.  Read the counts through
+ * rp_hist_c (rp_hist_w to write them).
+ *
+ * Invariant: len == 0, lo == 0 and counts NULL (empty); or len == 1 and
+ * counts NULL, the bucket lo's count in one; or counts holds len >= 1
+ * counts, for the buckets lo .. lo + len - 1.  lo + len <= RP_HIST_BUCKETS.
  */
 #ifndef RP_ANALYZE_HISTWIN_H
 #define RP_ANALYZE_HISTWIN_H
@@ -25,10 +32,21 @@
 #include "common/hist.h"
 
 struct rp_hist {
-    uint32_t *counts; /* len counts from bucket lo on; NULL until the first add */
+    uint32_t *counts; /* len counts from bucket lo on; NULL when empty or kept in one */
     uint64_t n;       /* values counted */
     uint16_t lo, len; /* the window, in buckets */
+    uint32_t one;     /* the count of a one-bucket window without counts (rp_hist_cover1) */
 };
+
+/* The len counts of h's window (len >= 1).  Cannot fail. */
+static inline const uint32_t *rp_hist_c(const struct rp_hist *h)
+{
+    return h->counts ? h->counts : &h->one;
+}
+static inline uint32_t *rp_hist_w(struct rp_hist *h)
+{
+    return h->counts ? h->counts : &h->one;
+}
 
 /* Grows h's window to hold the buckets b0 .. b1 (b0 <= b1 <
  * RP_HIST_BUCKETS), in one allocation; nothing if it does already.  A new
@@ -38,9 +56,9 @@ static inline int rp_hist_cover(struct rp_hist *h, unsigned b0, unsigned b1)
 {
     unsigned lo = b0, hi = b1 + 1;
 
-    if (h->counts && b0 >= h->lo && b1 < (unsigned)h->lo + h->len)
+    if (h->len && b0 >= h->lo && b1 < (unsigned)h->lo + h->len)
         return 0;
-    if (h->counts) { /* values spread: whole rows, so it grows a few times at most */
+    if (h->len) { /* values spread: whole rows, so it grows a few times at most */
         lo = h->lo < lo ? h->lo : lo;
         hi = (unsigned)h->lo + h->len > hi ? (unsigned)h->lo + h->len : hi;
         lo -= lo % RP_HIST_SUB;
@@ -49,12 +67,26 @@ static inline int rp_hist_cover(struct rp_hist *h, unsigned b0, unsigned b1)
     uint32_t *c = calloc(hi - lo, sizeof *c);
     if (!c)
         return -1;
-    if (h->counts)
-        memcpy(c + (h->lo - lo), h->counts, (size_t)h->len * sizeof *c);
+    if (h->len)
+        memcpy(c + (h->lo - lo), rp_hist_c(h), (size_t)h->len * sizeof *c);
     free(h->counts);
     h->counts = c;
+    h->one = 0;
     h->lo = (uint16_t)lo;
     h->len = (uint16_t)(hi - lo);
+    return 0;
+}
+
+/* rp_hist_cover for the one bucket b; an empty h keeps its count in the
+ * struct (not for the replay's accumulators, whose counts it addresses
+ * directly and which move).  Returns 0, or -1 as rp_hist_cover. */
+static inline int rp_hist_cover1(struct rp_hist *h, unsigned b)
+{
+    if (h->len)
+        return rp_hist_cover(h, b, b);
+    h->lo = (uint16_t)b;
+    h->len = 1;
+    h->one = 0;
     return 0;
 }
 
@@ -62,7 +94,7 @@ static inline int rp_hist_cover(struct rp_hist *h, unsigned b0, unsigned b1)
  * saturate instead of wrapping.  Cannot fail. */
 static inline void rp_hist_bump(struct rp_hist *h, unsigned b, uint64_t k)
 {
-    uint32_t *c = &h->counts[b - h->lo];
+    uint32_t *c = &rp_hist_w(h)[b - h->lo];
     uint64_t v = (uint64_t)*c + k;
     *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
@@ -83,19 +115,20 @@ static inline int rp_hist_add(struct rp_hist *h, uint64_t v)
  * Returns 0, or -1 when dst cannot grow (dst is then unchanged). */
 static inline int rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
 {
-    if (!src->counts)
+    if (!src->len)
         return 0;
     if (rp_hist_cover(dst, src->lo, src->lo + src->len - 1u))
         return -1;
+    const uint32_t *sc = rp_hist_c(src);
     for (unsigned i = 0; i < src->len; i++)
-        if (src->counts[i])
-            rp_hist_bump(dst, src->lo + i, src->counts[i]);
+        if (sc[i])
+            rp_hist_bump(dst, src->lo + i, sc[i]);
     return 0;
 }
 
 static inline uint64_t rp_hist_q(const struct rp_hist *h, double q)
 {
-    return h->counts ? rp_hist_quantile_of(h->counts, h->lo, h->len, h->n, q) : 0;
+    return h->len ? rp_hist_quantile_of(rp_hist_c(h), h->lo, h->len, h->n, q) : 0;
 }
 
 static inline void rp_hist_free(struct rp_hist *h)
@@ -104,6 +137,7 @@ static inline void rp_hist_free(struct rp_hist *h)
     h->counts = NULL;
     h->n = 0;
     h->lo = h->len = 0;
+    h->one = 0;
 }
 
 #endif /* RP_ANALYZE_HISTWIN_H */

@@ -220,7 +220,7 @@ static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
     struct rp_flag_hists *x = a->fh;
     const struct rp_hist *bo = rp_node_own(b), *bi = rp_node_ivl(b);
     if (bo || x->own.counts) {
-        if (!x->own.counts && a->hist.counts) {
+        if (!x->own.len && a->hist.len) {
             if (rp_hist_merge(&x->own, &a->hist))
                 return RP_ENOMEM;
             x->own.n = a->hist.n;

@@ -224,11 +224,11 @@ struct rp_edge {
  * whether they were too spread for a period.  Cannot fail. */
 static inline const struct rp_hist *rp_node_own(const struct rp_node *n)
 {
-    return n->fh && n->fh->own.counts ? &n->fh->own : NULL;
+    return n->fh && n->fh->own.len ? &n->fh->own : NULL;
 }
 static inline const struct rp_hist *rp_node_ivl(const struct rp_node *n)
 {
-    return n->fh && n->fh->ivl.counts ? &n->fh->ivl : NULL;
+    return n->fh && n->fh->ivl.len ? &n->fh->ivl : NULL;
 }
 static inline int rp_node_aperiodic(const struct rp_node *n)
 {

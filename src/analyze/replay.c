@@ -238,12 +238,12 @@ static __attribute__((noinline)) int own_count(struct hot *h, uint64_t dur, uint
     struct rp_flag_hists *fh = fh_get(h);
     if (!fh)
         return -1;
-    if (!fh->own.counts) {
+    if (!fh->own.len) {
         if (rp_hist_merge(&fh->own, &h->hist))
             return -1;
         for (unsigned i = 0; i < h->hist.len; i++)
             fh->own.n += h->hist.counts[i];
-        if (!fh->own.counts && rp_hist_cover(&fh->own, 0, 0)) /* (no span before) */
+        if (!fh->own.len && rp_hist_cover(&fh->own, 0, 0)) /* (no span before) */
             return -1;
     }
     if (partial)

@@ -81,7 +81,7 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_num(out, n->calls >= 2 && rp_node_m2(n) > 0
                      ? sqrt(rp_node_m2(n) / (double)(n->calls - 1)) * npt
                      : 0);
-    if (n->hist.counts && n->hist.n) {
+    if (n->hist.len && n->hist.n) {
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.99)));

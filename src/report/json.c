@@ -105,14 +105,14 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     put_u64_field(out, "below_resolution", rp_node_below_res(n)); /* not in min or the pNN */
-    if (n->hist.counts && n->hist.n) {
+    if (n->hist.len && n->hist.n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
     if (p->own_known) { /* the flags' statistics (docs/ranking.md, "Flags") */
         const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
-        if (own->counts && own->n) {
+        if (own->len && own->n) {
             put_u64_field(out, "own_calls", own->n);
             put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_hist_q(own, 0.50)));
             put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_hist_q(own, 0.99)));

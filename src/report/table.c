@@ -508,7 +508,7 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
     fmt_dur(row[C_AVG], CELL, ns_of(p, rp_node_mean(n)));
     /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
     fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
-    if (n->hist.counts && n->hist.n) {
+    if (n->hist.len && n->hist.n) {
         fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
         *p95 = 1;
     } else {
