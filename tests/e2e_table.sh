@@ -250,8 +250,8 @@ EOF
     grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
         fail "no note where no renderer is used"
     grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
-    # the renderer started before the replay (rp_export_html_prestart): a
-    # plantuml reading its diagram from a pipe; one that fails is a note
+    # the renderer started once the profile is made (rp_export_html_prestart):
+    # a plantuml reading its diagram from a pipe; one that fails is a note
     mkdir -p fake
     printf '%s\n' '#!/bin/sh' 'kind=file' '[ -p /dev/stdin ] && kind=pipe' 'src=$(cat)' \
         'case $src in *wakes*) ;; *) exit 3 ;; esac' '[ -n "$FAKE_FAIL" ] && exit 2' \
@@ -261,6 +261,14 @@ EOF
         fail "export html with a fake plantuml"
     grep -q '<div class="seq-svg"><svg><text>from a pipe, -tsvg -pipe </text></svg>' fake.html ||
         fail "not drawn by a plantuml started on a pipe: $(grep -o 'seq-svg.\{60\}' fake.html)"
+    # a run with nothing to draw (no lock, io, timer, mark or MPI call): no
+    # renderer (the fake one fails on a diagram without a wake-up), a note
+    PATH=$tmp/fake:$PATH "$RANKPROF" export -i fib.data --format html -o empty.html ||
+        fail "export html of a run with nothing to draw"
+    grep -q '<p class=meta>Nothing to draw: the run has no lock' empty.html ||
+        fail "no note for a run with nothing to draw: $(grep -o 'id="seq".\{200\}' empty.html)"
+    grep -q 'could not be drawn\|class="seq-svg"' empty.html &&
+        fail "a renderer was run for a diagram with nothing to draw"
     FAKE_FAIL=1 PATH=$tmp/fake:$PATH "$RANKPROF" export -i contend.data --format html -o fail.html ||
         fail "export html with a failing plantuml"
     grep -q 'The diagram could not be drawn: plantuml failed (exit status 512)' fail.html ||

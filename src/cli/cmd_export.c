@@ -188,8 +188,6 @@ int cmd_export(int argc, char **argv)
     a.report.chains = 1;
     parse(argc, argv, &a);
 
-    if (a.fmt->run == rp_export_html) /* its renderer's JVM starts during the replay */
-        rp_export_html_prestart();
     struct rp_profile p = {0};
     unsigned needs = a.fmt->needs;
     /* the formats that read the files again need the id maps of a run's set */
@@ -200,6 +198,8 @@ int cmd_export(int argc, char **argv)
         a.load.replay.defs_only = !!(needs & RP_EXPORT_WALK); /* (one file: main.c) */
         rp_load(&a.load, &p);
     }
+    if (a.fmt->run == rp_export_html) /* its renderer's JVM starts while the paths are read */
+        rp_export_html_prestart(&p);
     a.report.ranked = a.report.flagged = !!(needs & RP_EXPORT_RANK);
     a.report.flag = &a.load.flag;
 

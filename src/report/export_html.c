@@ -30,6 +30,7 @@
 #include "analyze/flags.h"
 #include "common/error.h"
 #include "report/export.h"
+#include "report/seq.h"
 #include "report/util.h"
 
 #define SEQ_MAX_BYTES (256u << 10) /* a larger diagram is cut, saying so */
@@ -356,7 +357,7 @@ static void svg_clean(char *svg, const char *start)
 }
 
 /*
- * The renderer started before the replay (rp_export_html_prestart):
+ * The renderer started once the profile is made (rp_export_html_prestart):
  * plantuml reading the diagram from the pipe `in`, writing its SVG to the
  * file `out` (unlinked at once: nothing is left behind if the export
  * stops early).  pid 0: none.
@@ -368,7 +369,7 @@ static struct {
 
 extern char **environ;
 
-void rp_export_html_prestart(void)
+void rp_export_html_prestart(const struct rp_profile *p)
 {
     const char *render = getenv("RANKPROF_RENDER");
     const char *tmpdir = getenv("TMPDIR");
@@ -377,7 +378,8 @@ void rp_export_html_prestart(void)
     posix_spawn_file_actions_t fa;
 
     if (pre.pid || (render && !strcmp(render, "none")) || !rp_export_find("mermaid") ||
-        !rp_export_find("plantuml") || !find_tool("plantuml", path, sizeof path))
+        !rp_export_find("plantuml") || !rp_seq_drawable(p, 0) ||
+        !find_tool("plantuml", path, sizeof path))
         return;
     if (!tmpdir || !*tmpdir || strlen(tmpdir) > 900)
         tmpdir = "/tmp";
@@ -566,7 +568,8 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         fputs("</p>", out);
         goto out;
     }
-    if (!(render && !strcmp(render, "none"))) {
+    int empty = !rp_seq_drawable(ctx->p, 0); /* no message: no renderer started for it */
+    if (!empty && !(render && !strcmp(render, "none"))) {
         if (fp && (tpath = find_tool("plantuml", path, sizeof path)))
             tool = "plantuml";
         else if ((tpath = find_tool("mmdc", path, sizeof path)))
@@ -595,6 +598,10 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         fprintf(out, "<p class=\"meta seq-note\">The diagram could not be drawn: ");
         put_html(out, why);
         fputs(". Its source is below.</p>\n", out);
+    } else if (empty) {
+        fputs("<p class=meta>Nothing to draw: the run has no lock, io span, timer, mark or MPI "
+              "call.</p>\n",
+              out);
     } else {
         fputs("<p class=\"meta seq-note\">Neither plantuml nor mermaid-cli (mmdc) is installed "
               "where this page was written, so the diagram is not drawn: install one (Debian: "

@@ -803,6 +803,8 @@ out:
  * nothing).  Cannot fail. */
 static int drawable(const struct rp_profile *p, unsigned classes)
 {
+    if (!classes)
+        classes = RP_SEQ_ALL & ~RP_SEQ_FUNC;
     if (classes & RP_SEQ_FUNC)
         return 1;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
@@ -814,6 +816,11 @@ static int drawable(const struct rp_profile *p, unsigned classes)
             return 1;
     }
     return 0;
+}
+
+int rp_seq_drawable(const struct rp_profile *p, unsigned classes)
+{
+    return drawable(p, classes);
 }
 
 /* A run's file k begins: its ticks follow.  Cannot fail. */

@@ -47,6 +47,14 @@ struct rp_seq_opts {
 int rp_seq_parse_classes(const char *s, unsigned *out, char *err, size_t errsz);
 
 /*
+ * Whether p defines any span or instant that can make a message of classes
+ * (RP_SEQ_*; 0: the default, all but FUNC): a lock, an io span, a timer or
+ * a mark, an MPI call.  Without one the diagram has no message.  Cannot
+ * fail.
+ */
+int rp_seq_drawable(const struct rp_profile *p, unsigned classes);
+
+/*
  * Writes the diagram of the trace at path (read with o, the options of the
  * replay that built the named profile p) to out.  Streams the trace; keeps
  * the first max_messages messages of the window (memory bounded by the cap),
