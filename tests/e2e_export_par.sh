@@ -173,12 +173,7 @@ timelines() {
     # batch in one packet of compressed_packets
     python3 - "$tmp/par.perfetto" "$tmp/plain.pf" <<'PY' || fail "perfetto's compressed packets (above)"
 import sys, zlib
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80:
-            return v, i
+from protobuf import varint
 z, plain = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 out, i, n = bytearray(), 0, 0
 while i < len(z):

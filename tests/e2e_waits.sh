@@ -102,12 +102,7 @@ if tot is None or abs(own - tot) > 1000:
     die("callgrind: own costs sum to %d, the summary is %s" % (own, tot))
 # pprof: every location a sample names is defined, and so is its function
 b = gzip.open("t.pprof").read()
-def varint(b, i):
-    x = s = 0
-    while True:
-        c = b[i]; i += 1; x |= (c & 0x7f) << s; s += 7
-        if c < 0x80:
-            return x, i
+from protobuf import varint
 def fields(b):
     i = 0
     while i < len(b):
