@@ -111,10 +111,7 @@ static int publish(const char *path)
 
 static void *pub_main(void *arg)
 {
-    (void)arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    (void)arg;              /* (every signal blocked: rp_rt_thread_start) */
     rp_is_writer = 1;       /* its waits are not the program's */
     rp_direct_unrecorded(); /* nor its events */
     rp_dsnap_open = 1;      /* the blocked threads' open frames end now */
@@ -153,12 +150,8 @@ RP_HIDDEN void rp_direct_pub_start(void)
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 256 * 1024);
-    sigset_t all, old; /* no program handler may run on it before pub_main blocks them */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    if (pthread_create(&th, &a, pub_main, NULL) == 0)
+    if (rp_rt_thread_start(&th, &a, pub_main) == 0)
         atomic_store(&pub_ok, 1);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&a);
 }
 

@@ -157,6 +157,16 @@ RP_HIDDEN void section_leave(struct rt_section *s)
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
 }
 
+RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *))
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(th, a, fn, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 RP_HIDDEN struct rp_overhead rp_rt_overhead; /* measured at start-up; rounds 0 = not */
 RP_HIDDEN int rp_rt_start_err;
 

@@ -97,11 +97,17 @@ RP_HIDDEN int rp_rt_fd_high(int fd);
  * pages and blocks, which takes a while for a big one.  rp_rt_out_old_parked:
  * whether one is parked.  None fails. */
 RP_HIDDEN void rp_rt_out_old_park(int fd, dev_t dev, ino_t ino);
+RP_HIDDEN void rp_rt_out_old_close(void);
+RP_HIDDEN int rp_rt_out_old_parked(void);
 /* Whether sa is one of the recorder's own handlers (the ending signals' and
  * the control signal's), which record nothing.  Cannot fail. */
 RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa);
-RP_HIDDEN void rp_rt_out_old_close(void);
-RP_HIDDEN int rp_rt_out_old_parked(void);
+/* Starts one of the recorder's threads, fn(NULL), with every signal blocked
+ * from its first instruction (it inherits the mask the creator has during
+ * pthread_create): a signal for the process never runs a program's handler
+ * on it (one that siglongjmps would jump into another thread's stack).
+ * Returns pthread_create's result. */
+RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *));
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);

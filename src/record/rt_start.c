@@ -296,8 +296,9 @@ static int out_fresh(int fd, const char *path)
  * not pass the mark on): the one writing the name holds an exclusive flock
  * on it for its life (its forked children too, which share the open file),
  * and a process that finds it held takes NAME.PID instead.  Only a name no
- * live process holds is replaced by a new file (out_fresh) or truncated.  The suffixed names are
- * created with O_EXCL, so they are never shared either.
+ * live process holds is replaced by a new file (out_fresh) or truncated.
+ * The suffixed names are created with O_EXCL, so they are never shared
+ * either.
  */
 static int open_output(int child)
 {

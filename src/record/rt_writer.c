@@ -621,10 +621,7 @@ static int writer_retire_locked(void)
 
 static void *writer_main(void *arg)
 {
-    (void)arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    (void)arg;        /* (every signal blocked: rp_rt_thread_start) */
     rp_is_writer = 1; /* (the first use of the recorder's TLS may allocate it) */
     rp_offcpu_writer_started();
     atomic_store(&rp_rt.writer_ready, 1);
@@ -706,14 +703,7 @@ RP_HIDDEN void rp_rt_writer_ensure_locked(void)
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
     atomic_store(&rp_rt.writer_ready, 0);
-    /* created with every signal blocked: a signal for the process must not
-     * run a program's handler on it before writer_main blocks them (one
-     * that siglongjmps would jump into another thread's stack) */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    if (pthread_create(&rp_rt.writer, &a, writer_main, NULL) == 0)
+    if (rp_rt_thread_start(&rp_rt.writer, &a, writer_main) == 0)
         rp_rt.writer_running = 1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&a);
 }
