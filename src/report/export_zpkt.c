@@ -19,6 +19,7 @@
 #include <string.h>
 #include <libdeflate.h>
 
+#include "common/bytes.h"
 #include "common/error.h"
 
 #define HASH_BITS 13
@@ -198,21 +199,6 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
     }
 }
 
-/* The varint at in[*i..n): its value, *i after it; *i = n when it runs
- * past n or over 10 bytes.  Cannot fail. */
-static inline uint64_t varint(const uint8_t *in, size_t n, size_t *i)
-{
-    uint64_t v = 0;
-    for (unsigned sh = 0; *i < n && sh < 70; sh += 7) {
-        uint8_t c = in[(*i)++];
-        v |= (uint64_t)(c & 0x7f) << sh;
-        if (!(c & 0x80))
-            return v;
-    }
-    *i = n;
-    return v;
-}
-
 int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out)
 {
     /* the worst: every byte a 9-bit literal, and the head, the block's
@@ -229,17 +215,17 @@ int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf 
     while (i < n) {
         if (in[i] != (1 << 3 | 2)) /* not a Trace's packet field: the rest one run */
             break;
-        size_t j = i + 1;
-        uint64_t len = varint(in, n, &j);
-        if (len > n - j)
+        uint64_t len, v;
+        const uint8_t *q = rp_get_varint(in + i + 1, in + n, &len), *t;
+        if (!q || len > (uint64_t)(in + n - q))
             break;
-        size_t next = j + (size_t)len;
-        if (len >= 4 && in[j] == (10 << 3)) { /* trusted_packet_sequence_id */
-            size_t t = j + 1;
-            varint(in, next, &t);
-            if (t < next && in[t] == (8 << 3)) { /* timestamp */
-                size_t t0 = t + 1, t1 = t0;
-                varint(in, next, &t1);
+        size_t j = (size_t)(q - in), next = j + (size_t)len;
+        if (len >= 4 && in[j] == (10 << 3) && /* trusted_packet_sequence_id */
+            (t = rp_get_varint(in + j + 1, in + next, &v)) && t < in + next &&
+            *t == (8 << 3)) { /* timestamp */
+            const uint8_t *e = rp_get_varint(t + 1, in + next, &v);
+            if (e) {
+                size_t t0 = (size_t)(t + 1 - in), t1 = (size_t)(e - in);
                 run(z, &w, in, s, t0);
                 literals(z, &w, in, t0, t1);
                 s = t1;
