@@ -22,10 +22,11 @@
 #     is above 100 %, fib -> fib says "recursive", main -> fib is 100.0 %;
 #   - html: every flag badge has its why as a tooltip and the "Why the
 #     flags" table the table's reasons; the sequence diagram is an inline
-#     SVG drawn by plantuml (when installed; a fake plantuml on PATH shows it
-#     started before the replay, reading a pipe, and a failing one a note),
-#     and with RANKPROF_RENDER=none
-#     the page says neither tool is there; the callers/callees panel of fib
+#     SVG drawn by plantuml (when installed; a fake plantuml on PATH shows
+#     the one started as the page begins drew it, reading a pipe, a failing
+#     one a note with its exit status, and a run with nothing to draw runs
+#     none), and with RANKPROF_RENDER=none the page says neither tool is
+#     there; the callers/callees panel of fib
 #     (headless chromium, when installed) shows "recursive", no share > 100 %.
 #
 # Run by ctest with RANKPROF and PROGS in the environment.
@@ -250,8 +251,8 @@ EOF
     grep -q 'class="meta seq-note">Neither plantuml nor mermaid-cli (mmdc) is installed' none.html ||
         fail "no note where no renderer is used"
     grep -q '<div class="seq-svg">' none.html && fail "a diagram drawn with RANKPROF_RENDER=none"
-    # the renderer started once the profile is made (rp_export_html_prestart):
-    # a plantuml reading its diagram from a pipe; one that fails is a note
+    # the renderer started as the page begins (export_html.c, prestart): a
+    # plantuml reading its diagram from a pipe; one that fails is a note
     mkdir -p fake
     printf '%s\n' '#!/bin/sh' 'kind=file' '[ -p /dev/stdin ] && kind=pipe' 'src=$(cat)' \
         'case $src in *wakes*) ;; *) exit 3 ;; esac' '[ -n "$FAKE_FAIL" ] && exit 2' \
@@ -262,16 +263,22 @@ EOF
     grep -q '<div class="seq-svg"><svg><text>from a pipe, -tsvg -pipe </text></svg>' fake.html ||
         fail "not drawn by a plantuml started on a pipe: $(grep -o 'seq-svg.\{60\}' fake.html)"
     # a run with nothing to draw (no lock, io, timer, mark or MPI call): no
-    # renderer (the fake one fails on a diagram without a wake-up), a note
+    # renderer (the fake one fails on a diagram without a wake-up), a note;
+    # but with -O funcs its procedures are messages: drawn (the fake fails)
     PATH=$tmp/fake:$PATH "$RANKPROF" export -i fib.data --format html -o empty.html ||
         fail "export html of a run with nothing to draw"
     grep -q '<p class=meta>Nothing to draw: the run has no lock' empty.html ||
         fail "no note for a run with nothing to draw: $(grep -o 'id="seq".\{200\}' empty.html)"
     grep -q 'could not be drawn\|class="seq-svg"' empty.html &&
         fail "a renderer was run for a diagram with nothing to draw"
+    fibtid=$("$RANKPROF" info -i fib.data | awk '$1 == "tid" { print $2; exit }')
+    PATH=$tmp/fake:$PATH "$RANKPROF" export -i fib.data --format html -O "funcs=$fibtid" \
+        -o funcs.html || fail "export html -O funcs=$fibtid"
+    grep -q 'The diagram could not be drawn: plantuml failed (exit status 3)' funcs.html ||
+        fail "-O funcs: the procedures' diagram not given to the renderer: $(grep -o 'id="seq".\{200\}' funcs.html)"
     FAKE_FAIL=1 PATH=$tmp/fake:$PATH "$RANKPROF" export -i contend.data --format html -o fail.html ||
         fail "export html with a failing plantuml"
-    grep -q 'The diagram could not be drawn: plantuml failed (exit status 512)' fail.html ||
+    grep -q 'The diagram could not be drawn: plantuml failed (exit status 2)' fail.html ||
         fail "no note for a failing renderer: $(grep -o 'seq-note.\{60\}' fail.html)"
     if command -v plantuml >/dev/null; then
         "$RANKPROF" export -i contend.data --format html -o seq.html || fail "export html"

@@ -198,8 +198,6 @@ int cmd_export(int argc, char **argv)
         a.load.replay.defs_only = !!(needs & RP_EXPORT_WALK); /* (one file: main.c) */
         rp_load(&a.load, &p);
     }
-    if (a.fmt->run == rp_export_html) /* its renderer's JVM starts while the paths are read */
-        rp_export_html_prestart(&p);
     a.report.ranked = a.report.flagged = !!(needs & RP_EXPORT_RANK);
     a.report.flag = &a.load.flag;
 

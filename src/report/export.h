@@ -184,16 +184,6 @@ int rp_export_callgrind(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_html(FILE *out, const struct rp_export_ctx *ctx);
 
-/*
- * Starts the html export's diagram renderer (plantuml, when it would be
- * used) once the trace's profile p is made, so that its JVM starts while
- * the call paths are read: it waits for the diagram on a pipe, and
- * rp_export_html uses it.  Nothing when it is not found,
- * RANKPROF_RENDER=none, the run has nothing to draw (rp_seq_drawable), or
- * it cannot be started (rp_export_html then runs it as before); a renderer
- * left unused ends when the process does.  Cannot fail.
- */
-void rp_export_html_prestart(const struct rp_profile *p);
 int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_flamegraph(FILE *out, const struct rp_export_ctx *ctx);
 int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx); /* seq.c */

@@ -318,6 +318,13 @@ static const char *find_tool(const char *name, char *buf, size_t n)
     return NULL;
 }
 
+/* A renderer's wait status as it is told: its exit status, or 128 + the
+ * signal that ended it.  Cannot fail. */
+static int status_of(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : st;
+}
+
 /* The output of format f (a sequence diagram source) in a malloc'd string
  * *text.  Returns 0, or f's code with its message in err. */
 static int seq_source(const struct rp_export_ctx *ctx, const struct rp_export_format *f,
@@ -357,7 +364,7 @@ static void svg_clean(char *svg, const char *start)
 }
 
 /*
- * The renderer started once the profile is made (rp_export_html_prestart):
+ * The renderer started as the page begins (prestart):
  * plantuml reading the diagram from the pipe `in`, writing its SVG to the
  * file `out` (unlinked at once: nothing is left behind if the export
  * stops early).  pid 0: none.
@@ -369,7 +376,16 @@ static struct {
 
 extern char **environ;
 
-void rp_export_html_prestart(const struct rp_profile *p)
+/*
+ * Starts the diagram renderer (plantuml, when it would be used) as the page
+ * begins, so that its JVM starts while the call paths are read: it waits
+ * for the diagram on a pipe, and put_sequence uses it.  Nothing when it is
+ * not found, RANKPROF_RENDER=none, the diagram has nothing to draw
+ * (rp_seq_export_drawable), or it cannot be started (put_sequence then runs
+ * it as before); a renderer left unused ends when the process does.
+ * Cannot fail.
+ */
+static void prestart(const struct rp_export_ctx *ctx)
 {
     const char *render = getenv("RANKPROF_RENDER");
     const char *tmpdir = getenv("TMPDIR");
@@ -378,7 +394,7 @@ void rp_export_html_prestart(const struct rp_profile *p)
     posix_spawn_file_actions_t fa;
 
     if (pre.pid || (render && !strcmp(render, "none")) || !rp_export_find("mermaid") ||
-        !rp_export_find("plantuml") || !rp_seq_drawable(p, 0) ||
+        !rp_export_find("plantuml") || !rp_seq_export_drawable(ctx) ||
         !find_tool("plantuml", path, sizeof path))
         return;
     if (!tmpdir || !*tmpdir || strlen(tmpdir) > 900)
@@ -435,7 +451,7 @@ static char *render_pre(const char *text, size_t len, char *why, size_t whysz)
     pre.pid = 0;
     off_t n = lseek(pre.out, 0, SEEK_END);
     if (!wok || st != 0 || n <= 0) {
-        snprintf(why, whysz, "plantuml failed (exit status %d)", st);
+        snprintf(why, whysz, "plantuml failed (exit status %d)", status_of(st));
         goto out;
     }
     if (!(svg = malloc((size_t)n + 1))) {
@@ -445,7 +461,7 @@ static char *render_pre(const char *text, size_t len, char *why, size_t whysz)
     ssize_t got = pread(pre.out, svg, (size_t)n, 0);
     svg[got > 0 ? got : 0] = 0;
     if (got != n || !(start = strstr(svg, "<svg"))) {
-        snprintf(why, whysz, "plantuml failed (exit status %d)", st);
+        snprintf(why, whysz, "plantuml failed (exit status %d)", status_of(st));
         free(svg);
         svg = NULL;
         goto out;
@@ -519,7 +535,7 @@ static char *render_svg(const char *tool, const char *path, const char *text, si
     }
     m = NULL;
     if (st != 0 || !svg || !(start = strstr(svg, "<svg"))) {
-        snprintf(why, whysz, "%s failed (exit status %d)", tool, st);
+        snprintf(why, whysz, "%s failed (exit status %d)", tool, status_of(st));
         goto fail;
     }
     svg_clean(svg, start);
@@ -568,7 +584,7 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         fputs("</p>", out);
         goto out;
     }
-    int empty = !rp_seq_drawable(ctx->p, 0); /* no message: no renderer started for it */
+    int empty = !rp_seq_export_drawable(ctx); /* no message: no renderer started for it */
     if (!empty && !(render && !strcmp(render, "none"))) {
         if (fp && (tpath = find_tool("plantuml", path, sizeof path)))
             tool = "plantuml";
@@ -658,6 +674,7 @@ int rp_export_html(FILE *out, const struct rp_export_ctx *ctx)
 
     if (!names)
         return RP_ENOMEM;
+    prestart(ctx);
     put_head(out, ctx);
     if ((rc = put_table(out, ctx, names)) < 0)
         goto out;

@@ -803,8 +803,6 @@ out:
  * nothing).  Cannot fail. */
 static int drawable(const struct rp_profile *p, unsigned classes)
 {
-    if (!classes)
-        classes = RP_SEQ_ALL & ~RP_SEQ_FUNC;
     if (classes & RP_SEQ_FUNC)
         return 1;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
@@ -818,9 +816,12 @@ static int drawable(const struct rp_profile *p, unsigned classes)
     return 0;
 }
 
-int rp_seq_drawable(const struct rp_profile *p, unsigned classes)
+/* The classes a diagram of so shows: the default (all but FUNC) when none
+ * is named, FUNC added for a thread's procedures.  Cannot fail. */
+static unsigned seq_classes(const struct rp_seq_opts *so)
 {
-    return drawable(p, classes);
+    unsigned c = so->classes ? so->classes : RP_SEQ_ALL & ~RP_SEQ_FUNC;
+    return so->func_tid ? c | RP_SEQ_FUNC : c;
 }
 
 /* A run's file k begins: its ticks follow.  Cannot fail. */
@@ -839,10 +840,7 @@ int rp_seq_write(FILE *out, const char *path, const struct rp_replay_opts *o,
     int rc = RP_ENOMEM;
 
     err[0] = 0;
-    if (!opt.classes)
-        opt.classes = RP_SEQ_ALL & ~RP_SEQ_FUNC;
-    if (opt.func_tid)
-        opt.classes |= RP_SEQ_FUNC;
+    opt.classes = seq_classes(&opt);
     s.cap = opt.max_messages ? opt.max_messages : SEQ_DEFAULT_MAX;
     double tpn = p->ns_per_tick > 0 ? 1.0 / p->ns_per_tick : 1.0;
     s.from = p->first_tick + (uint64_t)((double)opt.from_ns * tpn);
@@ -970,4 +968,14 @@ int rp_export_plantuml(FILE *out, const struct rp_export_ctx *ctx)
 int rp_export_mermaid(FILE *out, const struct rp_export_ctx *ctx)
 {
     return export_seq(out, ctx, RP_SEQ_MERMAID);
+}
+
+int rp_seq_export_drawable(const struct rp_export_ctx *ctx)
+{
+    char err[256];
+    struct rp_export_ctx c = *ctx;
+    struct rp_seq_opts so = {0};
+    c.err = err; /* (a bad -O: the diagram itself says so) */
+    c.errsz = sizeof(err);
+    return seq_params(&c, &so) < 0 || drawable(ctx->p, seq_classes(&so));
 }

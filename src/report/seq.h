@@ -46,13 +46,16 @@ struct rp_seq_opts {
  */
 int rp_seq_parse_classes(const char *s, unsigned *out, char *err, size_t errsz);
 
+struct rp_export_ctx;
 /*
- * Whether p defines any span or instant that can make a message of classes
- * (RP_SEQ_*; 0: the default, all but FUNC): a lock, an io span, a timer or
- * a mark, an MPI call.  Without one the diagram has no message.  Cannot
- * fail.
+ * Whether the plantuml or mermaid export with ctx's -O parameters (classes,
+ * funcs) can have a message: ctx->p defines a span or instant of a class it
+ * shows (a lock, an io span, a timer or a mark, an MPI call; any procedure
+ * with funcs).  Without one the pass over the events is not made and the
+ * diagram has no message.  1 when the parameters are bad (the diagram says
+ * what is wrong).  Cannot fail.
  */
-int rp_seq_drawable(const struct rp_profile *p, unsigned classes);
+int rp_seq_export_drawable(const struct rp_export_ctx *ctx);
 
 /*
  * Writes the diagram of the trace at path (read with o, the options of the
