@@ -391,9 +391,46 @@ static void test_flags_offcpu(void)
     test_flags_offcpu_as(RP_KIND_LOCK_WAIT);
 }
 
+/* A leaf called once keeps its histogram's one count in the node
+ * (rp_hist_cover1, no counts block): JITTER's count of slow activations
+ * reads it there, with thresholds that let a single call be judged. */
+static void test_flags_one_bucket(void)
+{
+    struct rp_profile p;
+    struct rp_flag_opts fo;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+
+    clear_nodes();
+    set_node(1, RP_KIND_FUNC, 1, 4000, 10000);
+    set_node(2, RP_KIND_FUNC, 1, 6000, 6000);
+    unsigned b = rp_hist_index(6000);
+    CHECK(rp_hist_cover1(&fn[2].hist, b) == 0);
+    rp_hist_bump(&fn[2].hist, b, 1);
+    fn[2].hist.n = 1;
+    CHECK(fn[2].hist.counts == NULL && fn[2].hist.len == 1);
+    fn[2].min = fn[2].max = 6000;
+    fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 10000};
+    fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 1, .incl = 6000};
+    memset(&p, 0, sizeof p);
+    p.nodes = fn;
+    p.n_nodes = 3;
+    p.edges = fe;
+    p.n_edges = 2;
+    p.total = 10000;
+    p.ns_per_tick = 1.0;
+    rp_flag_opts_default(&fo);
+    fo.jitter_calls = 1;
+    fo.jitter_ratio = 1;
+    fo.jitter_floor_ns = 0;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[2].hist.counts == NULL && rp_hist_c(&fn[2].hist)[0] == 1);
+}
+
 static const struct check_case cases[] = {
     {"flags", test_flags},
     {"offcpu", test_flags_offcpu},
+    {"one_bucket", test_flags_one_bucket},
 };
 
 int main(int argc, char **argv)

@@ -198,12 +198,8 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     f->rmax = dur > f->rmax ? dur : f->rmax;
     f->sq += (unsigned __int128)dur * dur;
     struct rp_flag_hists *x = n->fh;
-    if (x && x->own.counts) { /* own time: its duration */
-        if (rp_hist_cover(&x->own, b, b))
-            return RP_ENOMEM;
-        rp_hist_bump(&x->own, b, 1);
-        x->own.n++;
-    }
+    if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
+        return RP_ENOMEM;
     if (rp_hist_cover1(&n->hist, b)) /* (a node seen once: its one count in n->hist) */
         return RP_ENOMEM;
     rp_hist_bump(&n->hist, b, 1);
@@ -262,7 +258,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
         struct rp_flag_hists *hf = h->fh, *x = n->fh;
-        if (x && x->own.counts) {
+        if (x && x->own.len) {
             const struct rp_hist *src = hf && hf->own.len ? &hf->own : &h->hist;
             if (rp_hist_merge(&x->own, src))
                 return RP_ENOMEM;
@@ -276,7 +272,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
             if (!x && !(x = n->fh = calloc(1, sizeof(*n->fh))))
                 return RP_ENOMEM;
             x->aperiodic |= hf->aperiodic;
-            if (hf->ivl.counts && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
+            if (hf->ivl.len && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
                 return RP_ENOMEM;
             rp_flag_hists_free(&h->fh);
         }
@@ -355,7 +351,7 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
         for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
             const struct hot *h = &v->acc[k].full[i];
-            if (v->acc[k].hot[i].full && h->fh && h->fh->own.counts && !rp_node_own(&p->nodes[i]) &&
+            if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&
                 ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
                  rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 return RP_ENOMEM;
@@ -452,7 +448,7 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
             rp_hist_free(&fx->ivl);
         }
         for (unsigned b = 0; b < fx->ivl.len; b++)
-            fx->ivl.n += fx->ivl.counts[b];
+            fx->ivl.n += rp_hist_c(&fx->ivl)[b];
     }
     if (res && n->hist.len) { /* the buckets below the resolution (comp.h) */
         unsigned ib = rp_hist_index(res);

@@ -170,9 +170,10 @@ static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, doub
     if (thr < *med + floor_ticks)
         thr = *med + floor_ticks;
     *slow = 0;
+    const uint32_t *c = rp_hist_c(h);
     for (unsigned b = 0; b < h->len; b++)
-        if (rp_hist_c(h)[b] && (double)rp_hist_value(h->lo + b) >= thr)
-            *slow += h->counts[b];
+        if (c[b] && (double)rp_hist_value(h->lo + b) >= thr)
+            *slow += c[b];
 }
 
 /* RATE's period: whether n's starts are periodic (idle: the share of its

@@ -219,7 +219,7 @@ static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
         return RP_ENOMEM;
     struct rp_flag_hists *x = a->fh;
     const struct rp_hist *bo = rp_node_own(b), *bi = rp_node_ivl(b);
-    if (bo || x->own.counts) {
+    if (bo || x->own.len) {
         if (!x->own.len && a->hist.len) {
             if (rp_hist_merge(&x->own, &a->hist))
                 return RP_ENOMEM;
