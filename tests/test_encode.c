@@ -524,9 +524,10 @@ static void test_roundtrip(void)
  * Bytes per call (format 1.5, issue 21's target of 3): the calls of
  * bench/workload.c (per iteration a dispatcher, 8 leaves and fib(5)), 20 to
  * 60 ticks apart as bench/bench_encode.c makes them, encoded in buffers of
- * 16384 records: the whole chunks, DEFS included, must take at most 3.00
- * bytes per call (3.004 without predicted ENTERs), and decode to the
- * records.  A count, not a timing.
+ * 16384 records: the whole chunks, DEFS included, take 2.716 bytes per call
+ * (3.008 without predicted ENTERs; the issue's target is 3.00), checked at
+ * most 2.75, and decode to the records: each ENTER to the id its function
+ * had at its first, explicit, ENTER.  A count, not a timing.
  */
 static uint64_t wl_rng = 0x9e3779b97f4a7c15ull, wl_now = 1000000;
 static struct rp_raw *wl;
@@ -572,6 +573,7 @@ static void test_bytes_per_call(void)
     struct rp_enc_thread t = {0};
     CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
     uint8_t *out = malloc(rp_enc_bound(BUF));
+    uint32_t idof[12] = {0}; /* by function (wl_put's fn): its id */
     for (size_t at = 0; at < nwl; at += BUF) {
         size_t n = nwl - at < BUF ? nwl - at : BUF, dlen;
         size_t len = rp_enc_events(&e, &t, 1, wl + at, n, out);
@@ -585,13 +587,23 @@ static void test_bytes_per_call(void)
             const struct rp_raw *r = &wl[events++];
             CHECK(ev.op == (r->word >> RP_RAW_SHIFT ? RP_OP_EXIT : RP_OP_ENTER) &&
                   ev.ticks == r->ticks);
+            if (ev.op == RP_OP_ENTER) {
+                uint32_t *id = &idof[((r->word & RP_RAW_PAYLOAD) - 0x401000u) / 0x40u];
+                if (!*id)
+                    *id = ev.id;
+                CHECK_EQ(ev.id, *id);
+            }
         }
         CHECK(d.p == d.end && d.n == d.count);
     }
     CHECK_EQ(events, nwl);
+    for (unsigned i = 0; i < 12; i++) /* (8 is none) every one entered, under an id of its own */
+        for (unsigned k = 0; k < i; k++)
+            CHECK(i == 8 || (idof[i] && (k == 8 || idof[i] != idof[k])));
+    CHECK_EQ(idof[8], 0);
     printf("test_encode: bench-like workload: %llu bytes for %llu calls, %.4f bytes per call\n",
            (unsigned long long)bytes, (unsigned long long)calls, (double)bytes / (double)calls);
-    CHECK(bytes * 100 <= calls * 300);
+    CHECK(bytes * 100 <= calls * 275);
     rp_enc_thread_free(&t);
     rp_enc_free(&e);
     free(out);
