@@ -833,8 +833,7 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 *slot = (uint32_t)x; /* (a predicted one is there already) */
             }
             if (op == RP_OP_ENTER) {
-                pr_y = pr_x >> 3;
-                pr_x = (uint32_t)x << 3;
+                rp_pred_enter(&pr_x, &pr_y, (uint32_t)x);
             }
         } else if (op == RP_OP_ENTER) {
             if (!compact && unlikely(q >= end))
@@ -860,7 +859,8 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 }
                 if (h & 1) { /* a leaf: its EXIT follows, with no event inside */
                     n++;
-                    pr_x++;
+                    if (compact == 2)
+                        pr_x++;
                     if (unlikely(leaf_count(a, hot, j, cp, stack, depth, x, act, now, h, &syn,
                                             filtered)))
                         goto nomem;

@@ -291,6 +291,14 @@ static inline uint32_t rp_pred_slot(uint32_t x, uint32_t y)
     return (uint32_t)((x ^ y << 16) * 0x9e3779b1u) >> 22;
 }
 
+/* The context x, y after an ENTER of id (above; an EXIT is x + 1): the
+ * writer and every reader learn through it.  Cannot fail. */
+static inline void rp_pred_enter(uint32_t *x, uint32_t *y, uint32_t id)
+{
+    *y = *x >> 3;
+    *x = id << 3;
+}
+
 /* Event classes; a bit each in the run-time mask. */
 enum rp_class {
     RP_CLASS_FUNC = 0,

@@ -411,8 +411,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
             }
             ev->op = RP_OP_ENTER;
             ev->id = *slot = (uint32_t)v;
-            d->pr_y = d->pr_x >> 3;
-            d->pr_x = (uint32_t)v << 3;
+            rp_pred_enter(&d->pr_x, &d->pr_y, (uint32_t)v);
         }
     } else if (d->compact) {
         d->now += h >> 1;

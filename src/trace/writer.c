@@ -293,8 +293,7 @@ static inline uint8_t *put_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t d
         return rp_put_varint(o, id);
     }
     uint32_t *slot = &t->cache->pred[rp_pred_slot(t->pr_x, t->pr_y)];
-    t->pr_y = t->pr_x >> 3;
-    t->pr_x = id << 3;
+    rp_pred_enter(&t->pr_x, &t->pr_y, id);
     if (*slot == id)
         return rp_put_varint(o, delta << 2);
     *slot = id;
@@ -490,8 +489,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
                 break;
             uint32_t id = c->ids[slot];
             uint32_t *ps = &c->pred[rp_pred_slot(x, y)];
-            y = x >> 3;
-            x = id << 3;
+            rp_pred_enter(&x, &y, id);
             if (likely(*ps == id)) {
                 o = put_head(o, delta << 2);
             } else {
