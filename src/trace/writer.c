@@ -432,14 +432,8 @@ static inline uint8_t *put_head(uint8_t *o, uint64_t h)
 {
     if (likely(h < 0x4000)) {
         uint32_t two = h >= 0x80;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         /* low 7 bits, bit 7 if two, then bits 7..13: one 16-bit store */
-        uint16_t v = (uint16_t)(h + (h & 0x3f80) + (two << 7));
-        memcpy(o, &v, 2);
-#else
-        o[0] = (uint8_t)(h | two << 7);
-        o[1] = (uint8_t)(h >> 7);
-#endif
+        rp_put16(o, (uint16_t)(h + (h & 0x3f80) + (two << 7)));
         return o + 1 + two;
     }
     return rp_put_varint(o, h);
