@@ -74,7 +74,8 @@
 #include "replay_int.h"
 #include "trace/reader.h"
 
-static struct hot *promote(struct acc *a, struct hid *e);
+static inline struct hot *hot_of(struct acc *a, struct hid *e);
+static struct hot_rare *rare_get(struct hot *h);
 
 /*
  * Makes a's per-node arrays cover the profile's n nodes.  A new entry is all
@@ -99,8 +100,8 @@ static int acc_reserve(struct acc *a, const struct rp_profile *p)
         if (lib_node(nd->kind, nd->file))
             a->hot[i].lib = 1;
         if (rp_node_budget(nd)) {
-            struct hot *h = a->hot[i].full ? &a->full[i] : promote(a, &a->hot[i]);
-            if (!h || (!h->rare && !(h->rare = calloc(1, sizeof(*h->rare)))))
+            struct hot *h = hot_of(a, &a->hot[i]);
+            if (!h || !rare_get(h))
                 return RP_ENOMEM;
             h->rare->nbudget = ~rp_node_budget(nd);
         }
@@ -147,6 +148,14 @@ static inline struct rp_edge *edge_of(struct acc *a, struct hot *h, uint32_t cal
 
 /* The rare path of span_count's histogram count: grows the window to hold
  * bucket b.  Returns 0 or -1 (out of memory: unchanged). */
+static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
+{
+    if (rp_hist_cover(&h->hist, b, b))
+        return -1;
+    h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
+    return 0;
+}
+
 /*
  * Puts the accumulator of entry e (of a->hot) in use, with the span e holds
  * counted in it as span_count would have (the edge has it already).
@@ -158,9 +167,8 @@ static __attribute__((noinline)) struct hot *promote(struct acc *a, struct hid *
     if (e->one) { /* a leaf, all on CPU, begun in its chunk: as span_count counts it */
         uint64_t dur = e->dur;
         unsigned b = rp_hist_index(dur);
-        if (rp_hist_cover(&h->hist, b, b))
+        if (hist_grow(h, b))
             return NULL;
-        h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
         h->hist.counts[b - h->hist.lo] = 1;
         h->rmax = h->omax = dur;
         if (e->chunk) {
@@ -199,18 +207,10 @@ static inline int hot_cut(struct acc *a, struct hid *e, uint64_t n)
     struct hot *h = hot_of(a, e);
     if (!h)
         return RP_ENOMEM;
-    struct hot_rare *r = h->rare ? h->rare : rare_get(h);
+    struct hot_rare *r = rare_get(h);
     if (!r)
         return RP_ENOMEM;
     r->cut += n;
-    return 0;
-}
-
-static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
-{
-    if (rp_hist_cover(&h->hist, b, b))
-        return -1;
-    h->hbase = (uintptr_t)h->hist.counts - (uintptr_t)h->hist.lo * sizeof *h->hist.counts;
     return 0;
 }
 
@@ -910,9 +910,10 @@ replay_loop(const struct rp_profile *p, struct acc *a, struct job *j, struct rp_
                 goto undefined;
             if (!(q = rp_get_varint(q, end, &arg)))
                 goto bad;
-            if (unlikely(!hot[x].full) && !promote(a, &hot[x]))
+            struct hot *hx = hot_of(a, &hot[x]);
+            if (!hx)
                 goto nomem;
-            a->full[x].calls++;
+            hx->calls++;
             break;
         case RP_OP_ARG:
             if (!(q = rp_get_varint(q, end, &arg)))

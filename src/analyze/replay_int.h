@@ -50,6 +50,14 @@ struct frame {
     struct rp_sf_frame sf; /* a filtered replay's state (spanfilter.h); else zero */
 };
 
+/* The accumulators of struct hot that most nodes never need, apart. */
+struct hot_rare {
+    uint64_t nbudget, overruns; /* ~ the budget in ticks (0 = none); spans longer */
+    uint64_t cut;               /* spans not ended by their own exit (span_cut) */
+    uint64_t offb;              /* off-CPU ticks below its spans, summed */
+    uint64_t nomin; /* ~ the smallest on-CPU duration of the spans that had any off-CPU time */
+};
+
 /*
  * What replay touches for every span of a node, packed in one place (the
  * full struct rp_node is filled from it at the end): the statistics, the
@@ -65,14 +73,6 @@ struct frame {
  * so each span updates them once, not twice.  `calls` counts only what has
  * no edge: instants and counter samples.
  */
-/* The accumulators of struct hot that most nodes never need, apart. */
-struct hot_rare {
-    uint64_t nbudget, overruns; /* ~ the budget in ticks (0 = none); spans longer */
-    uint64_t cut;               /* spans not ended by their own exit (span_cut) */
-    uint64_t offb;              /* off-CPU ticks below its spans, summed */
-    uint64_t nomin; /* ~ the smallest on-CPU duration of the spans that had any off-CPU time */
-};
-
 struct hot {
     unsigned __int128 sq; /* sum of squared durations, exact */
     uint64_t calls, incl;
@@ -92,11 +92,6 @@ struct hot {
                                      allocated when first needed (fh_get) */
 };
 
-/*
- * One replayer's accumulators: a worker thread's or the main thread's.  The
- * statistics of every span a replayer ends go here; they are summed into
- * the profile at the end, so replayers never share a counter.
- */
 /*
  * A replayer's entry per node (acc.hot).  Its accumulator (struct hot, in
  * acc.full at the same index) is used from its second span, or on a first one that is not a
@@ -120,6 +115,11 @@ struct hid {
 };
 enum { HID_SPAN = 1, HID_OUTER = 2 };
 
+/*
+ * One replayer's accumulators: a worker thread's or the main thread's.  The
+ * statistics of every span a replayer ends go here; they are summed into
+ * the profile at the end, so replayers never share a counter.
+ */
 struct acc {
     _Alignas(64) struct hid *hot; /* per node; aligned: replayers share no cache line */
     struct hot *full;             /* per node, as hot: the accumulators (struct hid.full); the pages
