@@ -261,17 +261,16 @@ static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, 
                             uint64_t start, uint64_t ev);
 
 /*
- * Writes the head of an event in the compact stream (format.h): an EXIT is
- * its delta alone, an ENTER the delta followed (by the caller) by the id,
- * any other op the delta, a 0 where an id would be, and the op; the caller
- * writes the operands.  An ENTER goes through put_enter.
+ * Writes the head of an op other than ENTER and EXIT (put_enter, put_exit)
+ * in the compact stream (format.h): the delta in an ENTER's head with an id
+ * to follow, a 0 where the id would be, and the op; the caller writes the
+ * operands.  The prediction's table is in the thread's cache: without one
+ * the chunk has no predicted ENTERs.
  */
 static inline uint8_t *put_op(const struct rp_enc_thread *t, uint8_t *o, uint64_t delta,
                               unsigned op)
 {
-    if (op == RP_OP_EXIT)
-        return rp_put_varint(o, delta << 1 | 1);
-    o = rp_put_varint(o, t->pr_on ? delta << 2 | 2 : delta << 1);
+    o = rp_put_varint(o, t->cache ? delta << 2 | 2 : delta << 1);
     *o++ = 0;
     *o++ = (uint8_t)op;
     return o;
@@ -288,7 +287,7 @@ static inline uint8_t *put_exit(struct rp_enc_thread *t, uint8_t *o, uint64_t de
  * says id, else the head and the id; the prediction learns id. */
 static inline uint8_t *put_enter(struct rp_enc_thread *t, uint8_t *o, uint64_t delta, uint32_t id)
 {
-    if (!t->pr_on) {
+    if (!t->cache) {
         o = rp_put_varint(o, delta << 1);
         return rp_put_varint(o, id);
     }
@@ -461,7 +460,7 @@ static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const 
     struct rp_enc_cache *c = t->cache;
 
     (void)e;
-    if (unlikely(!base || !c || !t->pr_on)) /* no stack or cache yet: the general loop makes one */
+    if (unlikely(!base || !c)) /* no stack yet (the general loop makes one), no cache */
         return i;
     const uint64_t *ckeys = c->keys;
     uint32_t x = t->pr_x, y = t->pr_y; /* the prediction's context (its table through c) */
@@ -566,9 +565,8 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
 
     if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
         t->cache = calloc(1, sizeof(*t->cache));
-    t->pr_on = t->cache != NULL; /* the prediction starts empty in each chunk */
-    t->pr_x = t->pr_y = 0;
-    if (t->pr_on) {
+    t->pr_x = t->pr_y = 0; /* the prediction starts empty in each chunk */
+    if (t->cache) {
         memset(t->cache->pred, 0, sizeof(t->cache->pred));
         flags |= RP_EV_PREDICT;
     }

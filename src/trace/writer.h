@@ -134,10 +134,9 @@ struct rp_enc_thread {
      * was moved (format 1.4) */
     uint64_t *pz_at, *pz_ev;
     uint32_t pz_cap;
-    /* the ENTER prediction of the chunk being written (format.h), its table
-     * in the cache: pr_on 0 when there is none (that chunk is written
-     * without RP_EV_PREDICT) */
-    int pr_on;
+    /* the ENTER prediction's context in the chunk being written (format.h);
+     * its table is in the cache (without one, made or not at the chunk's
+     * start, the chunk has no RP_EV_PREDICT) */
     uint32_t pr_x, pr_y;
 };
 
@@ -219,7 +218,8 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
  * Off-CPU intervals of one thread waiting to be merged into its raw records
  * (format 1.3).  Fed with the thread's context switches in time order
  * (rp_offq_switch), it pairs each switch-out with the next switch-in into an
- * interval; rp_offq_merge puts the intervals between the thread's records as
+ * interval; rp_offq_take moves those due for a batch (ended by its last
+ * record) aside, and rp_offq_merge puts them between the batch's records as
  * RP_RAW_OFFCPU records, each before the first record at or after its end,
  * so an interval that ends after a batch's last record (a thread off CPU at
  * a periodic flush) waits for the next batch.  An interval is clamped to
