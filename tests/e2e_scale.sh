@@ -20,9 +20,9 @@
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` and of the table (`report`, every row
 #           printed) (GNU time) stays within the documented bound, 290
-#           bytes per id + 16 MiB (a node's rare statistics and the
-#           replayer's kept apart: it took 600 with them inline; 300 with
-#           each node's one histogram count in a malloc block).  Not
+#           bytes per id + 16 MiB (measured: about 270; with every
+#           statistic in the node and a 192-byte accumulator per id 527,
+#           with each node's one histogram count in a malloc block 299).  Not
 #           under the sanitizers, whose allocators keep freed memory and
 #           add their own.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
