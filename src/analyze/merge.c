@@ -176,13 +176,9 @@ static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
         if (!a->calls) {
             a->min = b->min;
             x.oncpu_min = y.oncpu_min;
-            x.first_start = y.first_start;
-            x.last_start = y.last_start;
         } else {
             a->min = b->min < a->min ? b->min : a->min;
             x.oncpu_min = y.oncpu_min < x.oncpu_min ? y.oncpu_min : x.oncpu_min;
-            x.first_start = y.first_start < x.first_start ? y.first_start : x.first_start;
-            x.last_start = y.last_start > x.last_start ? y.last_start : x.last_start;
         }
         a->max = b->max > a->max ? b->max : a->max;
         x.oncpu_max = y.oncpu_max > x.oncpu_max ? y.oncpu_max : x.oncpu_max;

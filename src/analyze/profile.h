@@ -56,12 +56,10 @@ struct rp_flag_hists {
  * give the default without x), write them through rp_node_x_set.
  */
 struct rp_node_x {
-    uint64_t first_start, last_start; /* ticks: the first and last start (a direct-mode
-                                         file's STATS; 0 in a replayed trace) */
-    uint64_t budget;                  /* ticks; 0 = none (direct-mode points) */
-    uint64_t overruns;                /* activations longer than budget */
-    uint64_t throttled;               /* calls counted, not recorded (the recorder's throttle);
-                                         not in calls: every statistic is of recorded calls */
+    uint64_t budget;       /* ticks; 0 = none (direct-mode points) */
+    uint64_t overruns;     /* activations longer than budget */
+    uint64_t throttled;    /* calls counted, not recorded (the recorder's throttle);
+                              not in calls: every statistic is of recorded calls */
     uint64_t cut;          /* activations (in calls) not ended by their own exit: ended where the
                               stack was seen to leave them (a longjmp, an exception, the thread's
                               or the process's end), with their time up to there */
@@ -168,8 +166,6 @@ int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v);
     {                                                                                              \
         return n->x ? n->x->field : 0;                                                             \
     }
-RP_NODE_X_ZERO(first_start, uint64_t)
-RP_NODE_X_ZERO(last_start, uint64_t)
 RP_NODE_X_ZERO(budget, uint64_t)
 RP_NODE_X_ZERO(overruns, uint64_t)
 RP_NODE_X_ZERO(throttled, uint64_t)

@@ -142,9 +142,7 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
     n->excl += excl;
     n->min = !na || mn < n->min ? mn : n->min;
     n->max = mx > n->max ? mx : n->max;
-    x.first_start = !na || f[6] < x.first_start ? f[6] : x.first_start;
-    x.last_start = f[7] > x.last_start ? f[7] : x.last_start;
-    x.overruns += f[8];
+    x.overruns += f[8]; /* (f[6], f[7]: the first and last start, which no report reads) */
     return rp_node_x_setraw(n, &x);
 }
 
