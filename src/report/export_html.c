@@ -377,25 +377,35 @@ static struct {
 extern char **environ;
 
 /*
- * Starts the diagram renderer (plantuml, when it would be used) as the page
- * begins, so that its JVM starts while the call paths are read: it waits
- * for the diagram on a pipe, and put_sequence uses it.  Nothing when it is
- * not found, RANKPROF_RENDER=none, the diagram has nothing to draw
- * (rp_seq_export_drawable), or it cannot be started (put_sequence then runs
- * it as before); a renderer left unused ends when the process does.
- * Cannot fail.
+ * The tool that draws the page's sequence diagram, its path in path
+ * (pathsz bytes): "plantuml" (this build writes its source too) or else
+ * "mmdc", found on PATH; NULL when neither is, with RANKPROF_RENDER=none,
+ * or when the diagram has nothing to draw (rp_seq_export_drawable: no tool
+ * is run for it).  Cannot fail.
  */
-static void prestart(const struct rp_export_ctx *ctx)
+static const char *render_tool(const struct rp_export_ctx *ctx, char *path, size_t pathsz)
 {
     const char *render = getenv("RANKPROF_RENDER");
+    if ((render && !strcmp(render, "none")) || !rp_seq_export_drawable(ctx))
+        return NULL;
+    if (rp_export_find("plantuml") && find_tool("plantuml", path, pathsz))
+        return "plantuml";
+    return find_tool("mmdc", path, pathsz) ? "mmdc" : NULL;
+}
+
+/*
+ * Starts plantuml at path reading its diagram from a pipe (pre): its JVM
+ * starts while the page is made, and render_pre gives it the diagram.
+ * Nothing is started when it cannot be (pre.pid stays 0).  Cannot fail.
+ */
+static void pre_spawn(const char *path)
+{
     const char *tmpdir = getenv("TMPDIR");
-    char path[4096], tmp[1024];
+    char tmp[1024];
     int fds[2] = {-1, -1}, out = -1;
     posix_spawn_file_actions_t fa;
 
-    if (pre.pid || (render && !strcmp(render, "none")) || !rp_export_find("mermaid") ||
-        !rp_export_find("plantuml") || !rp_seq_export_drawable(ctx) ||
-        !find_tool("plantuml", path, sizeof path))
+    if (pre.pid)
         return;
     if (!tmpdir || !*tmpdir || strlen(tmpdir) > 900)
         tmpdir = "/tmp";
@@ -405,7 +415,7 @@ static void prestart(const struct rp_export_ctx *ctx)
     unlink(tmp);
     if (pipe2(fds, O_CLOEXEC) < 0 || posix_spawn_file_actions_init(&fa) != 0)
         goto fail;
-    char *argv[] = {path, "-tsvg", "-pipe", NULL};
+    char *argv[] = {(char *)path, "-tsvg", "-pipe", NULL};
     int ok = posix_spawn_file_actions_adddup2(&fa, fds[0], 0) == 0 &&
              posix_spawn_file_actions_adddup2(&fa, out, 1) == 0 &&
              posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
@@ -422,6 +432,17 @@ fail:
     if (fds[0] >= 0)
         close(fds[0]), close(fds[1]);
     close(out);
+}
+
+/* Starts the page's renderer as the page begins, when it is plantuml
+ * (pre_spawn): its JVM then starts while the call paths are read.  A
+ * renderer left unused ends when the process does.  Cannot fail. */
+static void prestart(const struct rp_export_ctx *ctx)
+{
+    char path[4096];
+    const char *tool = render_tool(ctx, path, sizeof path);
+    if (tool && !strcmp(tool, "plantuml"))
+        pre_spawn(path);
 }
 
 /*
@@ -473,19 +494,18 @@ out:
 }
 
 /*
- * Renders the diagram source text to SVG with tool (plantuml or mmdc at
- * path): writes it to a temporary file, runs the tool, reads the SVG.
- * Returns the malloc'd SVG text from its "<svg", or NULL with the reason
- * in why (the tool failed, no temporary file, out of memory).
+ * Renders the Mermaid source text to SVG with mermaid-cli (mmdc at path):
+ * writes it to a temporary file, runs the tool, reads the SVG.  Returns
+ * the malloc'd SVG text from its "<svg", or NULL with the reason in why
+ * (the tool failed, no temporary file, out of memory).
  */
-static char *render_svg(const char *tool, const char *path, const char *text, size_t len, char *why,
-                        size_t whysz)
+static char *render_mmdc(const char *path, const char *text, size_t len, char *why, size_t whysz)
 {
     const char *tmpdir = getenv("TMPDIR");
     char in[1024], outp[1100], cfg[1100], cmd[8192];
     char *svg = NULL, *start;
     size_t svglen = 0;
-    int fd, is_mmdc = !strcmp(tool, "mmdc");
+    int fd;
     FILE *p = NULL, *m = NULL;
 
     if (!tmpdir || !*tmpdir || strchr(tmpdir, '\'') || strlen(tmpdir) > 900)
@@ -504,22 +524,21 @@ static char *render_svg(const char *tool, const char *path, const char *text, si
         snprintf(why, whysz, "cannot write %.300s", in);
         goto out;
     }
-    if (is_mmdc) {
-        /* mermaid-cli drives a headless browser; no sandbox when run as root */
-        FILE *c = fopen(cfg, "w");
-        if (!c || fputs("{\"args\": [\"--no-sandbox\", \"--disable-gpu\"]}\n", c) < 0 ||
-            fclose(c) != 0) {
-            snprintf(why, whysz, "cannot write %.300s", cfg);
-            goto out;
-        }
-        snprintf(cmd, sizeof cmd, "'%s' -q -p '%s' -i '%s' -o '%s' >/dev/null 2>&1 && cat '%s'",
-                 path, cfg, in, outp, outp);
-    } else {
-        snprintf(cmd, sizeof cmd, "'%s' -tsvg -pipe <'%s' 2>/dev/null", path, in);
+    /* mermaid-cli drives a headless browser; no sandbox when run as root */
+    FILE *c = fopen(cfg, "w");
+    if (!c || fputs("{\"args\": [\"--no-sandbox\", \"--disable-gpu\"]}\n", c) < 0 ||
+        fclose(c) != 0) {
+        snprintf(why, whysz, "cannot write %.300s", cfg);
+        goto out;
+    }
+    if (snprintf(cmd, sizeof cmd, "'%s' -q -p '%s' -i '%s' -o '%s' >/dev/null 2>&1 && cat '%s'",
+                 path, cfg, in, outp, outp) >= (int)sizeof cmd) {
+        snprintf(why, whysz, "the path of mmdc is too long");
+        goto out;
     }
     fflush(NULL);
     if (!(p = popen(cmd, "r")) || !(m = open_memstream(&svg, &svglen))) {
-        snprintf(why, whysz, "cannot run %s", tool);
+        snprintf(why, whysz, "cannot run mmdc");
         goto out;
     }
     char buf[8192];
@@ -535,7 +554,7 @@ static char *render_svg(const char *tool, const char *path, const char *text, si
     }
     m = NULL;
     if (st != 0 || !svg || !(start = strstr(svg, "<svg"))) {
-        snprintf(why, whysz, "%s failed (exit status %d)", tool, status_of(st));
+        snprintf(why, whysz, "mmdc failed (exit status %d)", status_of(st));
         goto fail;
     }
     svg_clean(svg, start);
@@ -565,10 +584,8 @@ out:
 static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
 {
     const struct rp_export_format *f = rp_export_find("mermaid");
-    const struct rp_export_format *fp = rp_export_find("plantuml");
-    const char *render = getenv("RANKPROF_RENDER");
     char *text = NULL, *svg = NULL, path[4096], why[600] = "";
-    const char *tool = NULL, *tpath = NULL;
+    const char *tool = NULL;
     size_t len = 0;
 
     fputs("<section id=\"seq\"><h2>Sequence diagram</h2>\n", out);
@@ -584,24 +601,21 @@ static int put_sequence(FILE *out, const struct rp_export_ctx *ctx)
         fputs("</p>", out);
         goto out;
     }
-    int empty = !rp_seq_export_drawable(ctx); /* no message: no renderer started for it */
-    if (!empty && !(render && !strcmp(render, "none"))) {
-        if (fp && (tpath = find_tool("plantuml", path, sizeof path)))
-            tool = "plantuml";
-        else if ((tpath = find_tool("mmdc", path, sizeof path)))
-            tool = "mmdc";
-    }
+    int empty = !rp_seq_export_drawable(ctx); /* no message: no renderer is run for it */
+    tool = render_tool(ctx, path, sizeof path);
     if (tool && !strcmp(tool, "plantuml")) {
         char *src = NULL, perr[512] = "";
         size_t slen = 0;
-        if (seq_source(ctx, fp, &src, &slen, perr, sizeof perr) == 0)
-            svg = pre.pid ? render_pre(src, slen, why, sizeof why)
-                          : render_svg(tool, tpath, src, slen, why, sizeof why);
-        else
+        pre_spawn(path); /* (started as the page began, unless that failed) */
+        if (seq_source(ctx, rp_export_find("plantuml"), &src, &slen, perr, sizeof perr) < 0)
             snprintf(why, sizeof why, "%s", perr[0] ? perr : "no PlantUML source");
+        else if (pre.pid)
+            svg = render_pre(src, slen, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "cannot run plantuml");
         free(src);
     } else if (tool) {
-        svg = render_svg(tool, tpath, text, len, why, sizeof why);
+        svg = render_mmdc(path, text, len, why, sizeof why);
     }
     if (svg) {
         fprintf(out,
