@@ -107,8 +107,8 @@ static char *dup_or_null(const char *s, int *fail)
     return d;
 }
 
-/* Pools the Welford sums of b (mean mb, m2 qb) into a's (counts na, nb
- * before the sum).  Cannot fail. */
+/* Pools the Welford sums of b (mean, m2) into a's (counts na, nb before
+ * the sum).  Cannot fail. */
 static void pool(struct rp_node_x *a, uint64_t na, const struct rp_node_x *b, uint64_t nb)
 {
     if (!nb)

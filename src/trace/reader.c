@@ -389,51 +389,35 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         return RP_EFORMAT;
     ev->id = 0;
     ev->arg = ev->arg2 = ev->arg3 = 0;
-    if (d->pred) {
-        if (h & 1) {
-            d->now += h >> 1;
-            ev->op = RP_OP_EXIT;
-            d->pr_x++;
-        } else {
-            uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
-            d->now += h >> 2;
-            if (!(h & 2)) { /* the predicted id */
-                if (!*slot)
-                    return RP_EFORMAT;
-                v = *slot;
-            } else if (!(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX) {
-                return RP_EFORMAT;
-            } else if (!v) {
-                if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LAST)
-                    return RP_EFORMAT;
-                ev->op = (uint8_t)v;
-                goto operands;
-            }
-            ev->op = RP_OP_ENTER;
-            ev->id = *slot = (uint32_t)v;
-            rp_pred_enter(&d->pr_x, &d->pr_y, (uint32_t)v);
-        }
-    } else if (d->compact) {
+    if (d->compact && (h & 1)) { /* format.h: EXIT, ENTER (predicted or id), or 0 and an op */
         d->now += h >> 1;
-        if (h & 1) {
-            ev->op = RP_OP_EXIT;
+        ev->op = RP_OP_EXIT;
+        d->pr_x += d->pred;
+    } else if (d->compact) {
+        uint32_t *slot = d->pred ? &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)] : NULL;
+        d->now += h >> (1 + d->pred);
+        if (slot && !(h & 2)) { /* the predicted id */
+            if (!(v = *slot))
+                return RP_EFORMAT;
+        } else if (!(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX) {
+            return RP_EFORMAT;
+        }
+        if (!v) { /* (an id 0: an op follows) */
+            if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LAST)
+                return RP_EFORMAT;
+            ev->op = (uint8_t)v;
         } else {
-            if (!(p = rp_get_varint(p, d->end, &v)) || v > UINT32_MAX)
-                return RP_EFORMAT;
-            if (v) {
-                ev->op = RP_OP_ENTER;
-                ev->id = (uint32_t)v;
-            } else if (!(p = rp_get_varint(p, d->end, &v)) || v < RP_OP_EXIT_ID || v > RP_OP_LAST) {
-                return RP_EFORMAT;
-            } else {
-                ev->op = (uint8_t)v;
+            ev->op = RP_OP_ENTER;
+            ev->id = (uint32_t)v;
+            if (slot) {
+                *slot = (uint32_t)v;
+                rp_pred_enter(&d->pr_x, &d->pr_y, (uint32_t)v);
             }
         }
     } else {
         ev->op = (uint8_t)(h & RP_OP_MASK);
         d->now += h >> RP_OP_BITS;
     }
-operands:
     ev->ticks = d->now;
     if (ev->op == RP_OP_ENTER && ev->id) {
         d->p = p;
