@@ -13,6 +13,9 @@
 #   segv    NULL write (SIGSEGV)        139     signal 11        1 (main)
 #   deep    the same 4 calls deep       139     signal 11        5 (main,
 #                                                                  crash_in x4)
+#   overflow  stack overflow in         139     signal 11        at least 100
+#           overflow_in (SIGSEGV, handled on the recorder's alternate
+#           signal stack)
 #   abort   abort() (SIGABRT)           134     signal 6         1
 #   fpe     division by zero (SIGFPE)   136     signal 8         1
 #   chain   its own handler, chained    139     signal 11        1
@@ -62,7 +65,9 @@ check() { # mode want_status want_end(exit|signal N|none) want_unclosed
     python3 - "$tmp/$mode.json" "$mode" "$end" "$unclosed" "$N" <<'PY' || fail "$mode: wrong report"
 import json, sys
 path, mode, end, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[5])
-unclosed = [int(u) for u in sys.argv[4].split(",")]  # frames cut; "2,3": either
+spec = sys.argv[4]  # frames cut: "2,3" either, "100+" at least 100
+unclosed = range(int(spec[:-1]), 1 << 62) if spec.endswith("+") else \
+    [int(u) for u in spec.split(",")]
 r = json.load(open(path))
 calls = {x["name"]: x["calls"] for x in r["nodes"]}
 node = {x["name"]: x for x in r["nodes"]}
@@ -74,7 +79,7 @@ bad = [f"{k}: {calls.get(k, 0)} calls, expected {v}" for k, v in want.items() if
 if r["unclosed"] != 0:
     bad.append(f"unclosed {r['unclosed']}, expected 0")
 if r["cut"] not in unclosed:
-    bad.append(f"cut {r['cut']}, expected {unclosed}")
+    bad.append(f"cut {r['cut']}, expected {spec}")
 if "main" in node and node["main"]["cut"] != (0 if mode == "normal" else 1):
     bad.append(f"main: cut {node['main']['cut']}")
 if mode == "exit" and "exiter" in node and node["exiter"]["cut"] != 1:
@@ -90,11 +95,14 @@ if r["ended_normally"] != (end == "exit"):
 if end != "exit" and not r["warnings"]:
     bad.append("no warning for an abnormal end")
 # the frames open in the thread the signal hit: main outermost; in deep the
-# whole stack of the crash
+# whole stack of the crash; in overflow the innermost 64
 if end.startswith("signal"):
     st = r.get("fatal_stack", [])
     want_st = ["main"] + ["crash_in"] * 4 if mode == "deep" else None
-    if (want_st and st != want_st) or not st or st[0] != "main":
+    if mode == "overflow":
+        if st != ["overflow_in"] * 64:
+            bad.append(f"fatal_stack {st[:3]}... ({len(st)}), expected overflow_in x 64")
+    elif (want_st and st != want_st) or not st or st[0] != "main":
         bad.append(f"fatal_stack {st}, expected {want_st or 'main first'}")
 elif "fatal_stack" in r:
     bad.append(f"fatal_stack {r['fatal_stack']} without a fatal signal")
@@ -117,6 +125,7 @@ ending() { scenario "$1" check "$@"; }
 ending normal 0 exit 0
 ending segv 139 "signal 11" 1
 ending deep 139 "signal 11" 5
+ending overflow 139 "signal 11" 100+
 ending abort 134 "signal 6" 1
 ending fpe 136 "signal 8" 1
 ending chain 139 "signal 11" 1

@@ -198,6 +198,58 @@ static struct rp_raw *buf_alloc(void)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * A stack overflow raises SIGSEGV with no stack left to run a handler on:
+ * without an alternate signal stack the kernel kills the process, and the
+ * events still in the buffers are lost.  So a thread without one gets the
+ * recorder's (the crash handler asks for it, SA_ONSTACK): ALTSTACK bytes
+ * below a guard page, mapped without reserve (only the pages a handler
+ * touches take memory).  A thread that has its own (a sanitizer's, the
+ * program's) keeps it; a program that sets one later replaces ours.
+ */
+#define ALTSTACK (64 * 1024)
+
+/* Gives the calling thread t the recorder's signal stack when it has none.
+ * Fails silently: the thread then has none, as before. */
+static void altstack_give(struct rp_tbuf *t)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+        return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = ALTSTACK;
+#ifdef _SC_MINSIGSTKSZ
+    long min = sysconf(_SC_MINSIGSTKSZ); /* (large with AVX-512 state) */
+    if (min > 0 && (size_t)min * 4 > len)
+        len = rp_rt_map_len((size_t)min * 4);
+#endif
+    char *m = mmap(NULL, page + len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return;
+    stack_t ss = {.ss_sp = m + page, .ss_size = len, .ss_flags = 0};
+    if (mprotect(m, page, PROT_NONE) != 0 || sigaltstack(&ss, NULL) != 0) {
+        munmap(m, page + len);
+        return;
+    }
+    t->altstack = m;
+}
+
+/* Takes back the calling thread's signal stack given by altstack_give,
+ * when it is still the thread's and not in use.  Cannot fail. */
+static void altstack_take(struct rp_tbuf *t)
+{
+    if (!t->altstack)
+        return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    stack_t cur, off = {.ss_flags = SS_DISABLE};
+    if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != (char *)t->altstack + page ||
+        (cur.ss_flags & SS_ONSTACK))
+        return; /* (replaced by the program's, or a handler runs on it: kept) */
+    if (sigaltstack(&off, NULL) == 0)
+        munmap(t->altstack, page + cur.ss_size);
+    t->altstack = NULL;
+}
+
 RP_HIDDEN void rp_rt_thread_exit(void *arg)
 {
     struct rp_tbuf *t = arg;
@@ -212,7 +264,8 @@ RP_HIDDEN void rp_rt_thread_exit(void *arg)
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
     }
     rp_offcpu_thread_exit(t); /* the schedstat fallback's last read */
-    RP_TSAN_PUBLISH(t);       /* (a cancelled thread's release stores are unseen: rt.h) */
+    altstack_take(t);
+    RP_TSAN_PUBLISH(t); /* (a cancelled thread's release stores are unseen: rt.h) */
     atomic_store_explicit(&t->exited, 1, memory_order_release);
     rp_self = NULL;
     rp_rt_gone = 1;
@@ -278,6 +331,7 @@ static struct rp_tbuf *thread_init(void)
     struct rp_tbuf *t = m;
     t->tid = rp_thread_stream((uint32_t)syscall(SYS_gettid)); /* a stream id (format 1.3) */
     t->guard = 1;
+    altstack_give(t);
     rp_own_lock(&rp_rt.lock);
     t->next = rp_rt.threads;
     rp_rt.threads = t;

@@ -8,6 +8,9 @@
  *   segv     writes through a NULL pointer            (SIGSEGV)
  *   deep     the same in crash_in(0), called as main -> crash_in(3) ->
  *            crash_in(2) -> crash_in(1) -> crash_in(0)
+ *   overflow recurses in overflow_in() until the stack (limited to 1 MiB)
+ *            runs out: SIGSEGV with no stack left for a handler but an
+ *            alternate one
  *   abort    calls abort()                            (SIGABRT)
  *   fpe      divides by zero                          (SIGFPE)
  *   chain    installs its own SIGSEGV handler, which prints "program handler"
@@ -28,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "lib/calls.h"
@@ -84,6 +88,14 @@ __attribute__((noinline)) int crash_in(int d, volatile int *p)
     return crash_in(d - 1, p) + 1;
 }
 
+/* Recurses until the stack overflows: each level holds 1 KiB. */
+__attribute__((noinline)) int overflow_in(volatile int *p)
+{
+    volatile char pad[1024];
+    pad[0] = (char)*p;
+    return pad[0] == 0 ? overflow_in(p) + pad[0] : 0; /* (*p is 0) */
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "normal";
@@ -100,6 +112,13 @@ int main(int argc, char **argv)
         store_null(null);
     } else if (!strcmp(mode, "deep")) {
         sink = (unsigned)crash_in(3, null);
+    } else if (!strcmp(mode, "overflow")) {
+        struct rlimit rl = {1 << 20, 1 << 20}; /* (checked when the stack grows) */
+        getrlimit(RLIMIT_STACK, &rl);
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
+            rl.rlim_cur = 1 << 20;
+        setrlimit(RLIMIT_STACK, &rl);
+        sink = (unsigned)overflow_in(&zero);
     } else if (!strcmp(mode, "abort")) {
         abort();
     } else if (!strcmp(mode, "fpe")) {
