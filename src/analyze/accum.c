@@ -107,12 +107,14 @@ static void zarr_release(void *arr, size_t from, size_t to)
 
 int rp_adj_reserve(struct priv *v, uint32_t n)
 {
-    uint32_t old = v->nadj;
-    if (n <= old)
+    if (n <= v->nadj)
         return 0;
-    if (rp_grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
+    /* zero-filled and mapped on demand: only the pages of the nodes the join
+     * corrects (frames open across chunks) are ever memory */
+    if (rp_zarr_grow(&v->excl_adj, &v->adj_bytes, (size_t)n * sizeof(*v->excl_adj)) < 0)
         return RP_ENOMEM;
-    memset(v->excl_adj + old, 0, (v->nadj - old) * sizeof(*v->excl_adj));
+    size_t cap = v->adj_bytes / sizeof(*v->excl_adj);
+    v->nadj = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
     return 0;
 }
 
@@ -182,10 +184,17 @@ struct fin {
     uint64_t omax, rmax;  /* the largest on-CPU duration, and run (struct hot) */
 };
 
+/* How a node's spans are held when the replay ends (rp_replay_finish):
+ * FIN_ONE, by one replayer's entry (struct hid) and nowhere else: its one
+ * span, whose sums for fin finish_node takes from the node (a single call:
+ * its maximum), so its fin is never written, nor its page made memory. */
+enum { FIN_NONE, FIN_ONE, FIN_MANY };
+
 /* Adds the span that entry e of node i holds (a leaf, all on CPU: struct
- * hid) into the node and fin, as acc_merge adds an accumulator.  Returns 0
- * or RP_ENOMEM. */
-static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin)
+ * hid) into the node and fin (not for a node of FIN_ONE in held, if any), as
+ * acc_merge adds an accumulator.  Returns 0 or RP_ENOMEM. */
+static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin,
+                     const uint8_t *held)
 {
     struct rp_node *n = &p->nodes[i];
     struct fin *f = &fin[i];
@@ -194,9 +203,11 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     n->excl += rp_span_excl(dur, 0); /* (signed, modulo 2^64 until finish_node) */
     if (e->one & HID_OUTER)
         n->incl += dur;
-    f->omax = dur > f->omax ? dur : f->omax;
-    f->rmax = dur > f->rmax ? dur : f->rmax;
-    f->sq += (unsigned __int128)dur * dur;
+    if (!held || held[i] != FIN_ONE) {
+        f->omax = dur > f->omax ? dur : f->omax;
+        f->rmax = dur > f->rmax ? dur : f->rmax;
+        f->sq += (unsigned __int128)dur * dur;
+    }
     struct rp_flag_hists *x = n->fh;
     if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
         return RP_ENOMEM;
@@ -207,9 +218,10 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
 }
 
 /* Adds the accumulators of a and the spans its entries hold, and its
- * edges' spans, into the nodes and fin (its edges stay in a->em), giving
- * back their memory as it goes.  Returns 0 or RP_ENOMEM. */
-static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
+ * edges' spans, into the nodes and fin (held: as one_merge), giving back
+ * their memory as it goes (its edges stay in a->em).  Returns 0 or
+ * RP_ENOMEM. */
+static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin, const uint8_t *held)
 {
     size_t gone = 0, fgone = 0; /* bytes of a->hot and of a->full given back */
     int rc;
@@ -225,7 +237,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
             fgone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
         if (e->one) {
-            if ((rc = one_merge(p, e, i, fin)) < 0)
+            if ((rc = one_merge(p, e, i, fin, held)) < 0)
                 return rc;
             continue;
         }
@@ -338,14 +350,15 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
 }
 
 /*
- * Sums every replayer's accumulators into the nodes and fin, freeing each once summed, and gives
+ * Sums every replayer's accumulators into the nodes and fin (held: as
+ * one_merge), freeing each once summed, and gives
  * the profile the edges: the replayers' and v->em's (the joins' and a STATS chunk's) side by side,
  * sorted, each caller -> callee's summed into one, in one order whatever
  * the number of replayers (so the results are identical), with no hash
  * index over them.  Adds each node's off-CPU time in its own frame.
  * Returns 0 or RP_ENOMEM.
  */
-static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
+static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin, const uint8_t *held)
 {
     int rc;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
@@ -356,8 +369,22 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
                  rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
                 return RP_ENOMEM;
         }
+    /* the edges' indexes and the activation counts are not read again:
+     * their memory goes before the sums are written */
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+        struct acc *a = &v->acc[k];
+        free(a->em.vals);
+        a->em.vals = NULL;
+        a->em.cap = 0;
+        rp_zarr_free(a->active, a->active_bytes);
+        a->active = NULL;
+        a->active_bytes = a->nact = 0;
+    }
+    free(v->em.vals);
+    v->em.vals = NULL;
+    v->em.cap = 0;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
-        if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
+        if ((rc = acc_merge(p, &v->acc[k], fin, held)) < 0)
             return rc;
     size_t total = v->em.n;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
@@ -490,13 +517,31 @@ int rp_replay_finish(struct rp_profile *p)
 
     /* the replayers' sums; m2 from the exact sum of squares */
     struct fin *fin = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*fin));
-    if (!fin)
+    uint8_t *held = calloc(p->n_nodes ? p->n_nodes : 1, 1);
+    if (!fin || !held)
         goto out;
-    if ((rc = finish_accs(p, v, fin)) < 0)
+    /* the nodes held by one entry alone (FIN_ONE): a node seen once, as
+     * most of a program with very many are.  (Direct mode's statistics
+     * count calls that no entry holds: none is.) */
+    for (int k = 0; !v->stats_read && k < ACC_WORKER + v->nworkers; k++)
+        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
+            const struct hid *e = &v->acc[k].hot[i]; /* (reads: untouched pages stay so) */
+            if (e->one)
+                held[i] = held[i] == FIN_NONE ? FIN_ONE : FIN_MANY;
+            else if (e->full)
+                held[i] = FIN_MANY;
+        }
+    if ((rc = finish_accs(p, v, fin, held)) < 0)
         goto out;
-    for (uint32_t i = 0; i < p->n_nodes; i++)
-        if ((rc = finish_node(p, v, i, res, &fin[i])) < 0)
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        struct fin one = {0};
+        if (held[i] == FIN_ONE) { /* its one span: the node's one call */
+            uint64_t d = p->nodes[i].max;
+            one = (struct fin){(unsigned __int128)d * d, d, d};
+        }
+        if ((rc = finish_node(p, v, i, res, held[i] == FIN_ONE ? &one : &fin[i])) < 0)
             goto out;
+    }
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !direct;
@@ -504,5 +549,6 @@ int rp_replay_finish(struct rp_profile *p)
     rc = 0;
 out:
     free(fin);
+    free(held);
     return rc;
 }
