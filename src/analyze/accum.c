@@ -208,7 +208,7 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
         f->rmax = dur > f->rmax ? dur : f->rmax;
         f->sq += (unsigned __int128)dur * dur;
     }
-    struct rp_flag_hists *x = n->fh;
+    struct rp_flag_hists *x = rp_node_fh(n);
     if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
         return RP_ENOMEM;
     if (rp_hist_cover1(&n->hist, b)) /* (a node seen once: its one count in n->hist) */
@@ -269,7 +269,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin, const
         f->sq += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
-        struct rp_flag_hists *hf = h->fh, *x = n->fh;
+        struct rp_flag_hists *hf = h->fh, *x = rp_node_fh(n);
         if (x && x->own.len) {
             const struct rp_hist *src = hf && hf->own.len ? &hf->own : &h->hist;
             if (rp_hist_merge(&x->own, src))
@@ -281,7 +281,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin, const
                 x->own.n += src->n;
         }
         if (hf) {
-            if (!x && !(x = n->fh = calloc(1, sizeof(*n->fh))))
+            if (!x && !(x = rp_node_fhw(n, 1)))
                 return RP_ENOMEM;
             x->aperiodic |= hf->aperiodic;
             if (hf->ivl.len && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
@@ -364,9 +364,9 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin, co
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
         for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
             const struct hot *h = &v->acc[k].full[i];
+            struct rp_flag_hists *nf;
             if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&
-                ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
-                 rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
+                (!(nf = rp_node_fhw(&p->nodes[i], 1)) || rp_hist_cover(&nf->own, 0, 0)))
                 return RP_ENOMEM;
         }
     /* the edges' indexes and the activation counts are not read again:
@@ -468,8 +468,8 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
     n->excl = rp_span_excl_total(n->excl + (i < v->nadj ? v->excl_adj[i] : 0));
     x.oncpu_max = f->omax > x.oncpu_max ? f->omax : x.oncpu_max;
     x.run_max = f->rmax > x.run_max ? f->rmax : x.run_max;
-    if (n->fh) { /* intervals too spread are no period */
-        struct rp_flag_hists *fx = n->fh;
+    if (x.fh) { /* intervals too spread are no period */
+        struct rp_flag_hists *fx = x.fh;
         if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
             fx->aperiodic = 1;
             rp_hist_free(&fx->ivl);
