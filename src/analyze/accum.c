@@ -184,17 +184,10 @@ struct fin {
     uint64_t omax, rmax;  /* the largest on-CPU duration, and run (struct hot) */
 };
 
-/* How a node's spans are held when the replay ends (rp_replay_finish):
- * FIN_ONE, by one replayer's entry (struct hid) and nowhere else: its one
- * span, whose sums for fin finish_node takes from the node (a single call:
- * its maximum), so its fin is never written, nor its page made memory. */
-enum { FIN_NONE, FIN_ONE, FIN_MANY };
-
 /* Adds the span that entry e of node i holds (a leaf, all on CPU: struct
- * hid) into the node and fin (not for a node of FIN_ONE in held, if any), as
- * acc_merge adds an accumulator.  Returns 0 or RP_ENOMEM. */
-static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin,
-                     const uint8_t *held)
+ * hid) into the node and fin, as acc_merge adds an accumulator.  Returns 0
+ * or RP_ENOMEM. */
+static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin)
 {
     struct rp_node *n = &p->nodes[i];
     struct fin *f = &fin[i];
@@ -203,11 +196,9 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     n->excl += rp_span_excl(dur, 0); /* (signed, modulo 2^64 until finish_node) */
     if (e->one & HID_OUTER)
         n->incl += dur;
-    if (!held || held[i] != FIN_ONE) {
-        f->omax = dur > f->omax ? dur : f->omax;
-        f->rmax = dur > f->rmax ? dur : f->rmax;
-        f->sq += (unsigned __int128)dur * dur;
-    }
+    f->omax = dur > f->omax ? dur : f->omax;
+    f->rmax = dur > f->rmax ? dur : f->rmax;
+    f->sq += (unsigned __int128)dur * dur;
     struct rp_flag_hists *x = rp_node_fh(n);
     if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
         return RP_ENOMEM;
@@ -218,10 +209,9 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
 }
 
 /* Adds the accumulators of a and the spans its entries hold, and its
- * edges' spans, into the nodes and fin (held: as one_merge), giving back
- * their memory as it goes (its edges stay in a->em).  Returns 0 or
- * RP_ENOMEM. */
-static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin, const uint8_t *held)
+ * edges' spans, into the nodes and fin (its edges stay in a->em), giving
+ * back their memory as it goes.  Returns 0 or RP_ENOMEM. */
+static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
 {
     size_t gone = 0, fgone = 0; /* bytes of a->hot and of a->full given back */
     int rc;
@@ -237,7 +227,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin, const
             fgone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
         if (e->one) {
-            if ((rc = one_merge(p, e, i, fin, held)) < 0)
+            if ((rc = one_merge(p, e, i, fin)) < 0)
                 return rc;
             continue;
         }
@@ -350,15 +340,14 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
 }
 
 /*
- * Sums every replayer's accumulators into the nodes and fin (held: as
- * one_merge), freeing each once summed, and gives
+ * Sums every replayer's accumulators into the nodes and fin, freeing each once summed, and gives
  * the profile the edges: the replayers' and v->em's (the joins' and a STATS chunk's) side by side,
  * sorted, each caller -> callee's summed into one, in one order whatever
  * the number of replayers (so the results are identical), with no hash
  * index over them.  Adds each node's off-CPU time in its own frame.
  * Returns 0 or RP_ENOMEM.
  */
-static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin, const uint8_t *held)
+static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
 {
     int rc;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
@@ -384,7 +373,7 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin, co
     v->em.vals = NULL;
     v->em.cap = 0;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
-        if ((rc = acc_merge(p, &v->acc[k], fin, held)) < 0)
+        if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
             return rc;
     size_t total = v->em.n;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
@@ -517,31 +506,13 @@ int rp_replay_finish(struct rp_profile *p)
 
     /* the replayers' sums; m2 from the exact sum of squares */
     struct fin *fin = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*fin));
-    uint8_t *held = calloc(p->n_nodes ? p->n_nodes : 1, 1);
-    if (!fin || !held)
+    if (!fin)
         goto out;
-    /* the nodes held by one entry alone (FIN_ONE): a node seen once, as
-     * most of a program with very many are.  (Direct mode's statistics
-     * count calls that no entry holds: none is.) */
-    for (int k = 0; !v->stats_read && k < ACC_WORKER + v->nworkers; k++)
-        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
-            const struct hid *e = &v->acc[k].hot[i]; /* (reads: untouched pages stay so) */
-            if (e->one)
-                held[i] = held[i] == FIN_NONE ? FIN_ONE : FIN_MANY;
-            else if (e->full)
-                held[i] = FIN_MANY;
-        }
-    if ((rc = finish_accs(p, v, fin, held)) < 0)
+    if ((rc = finish_accs(p, v, fin)) < 0)
         goto out;
-    for (uint32_t i = 0; i < p->n_nodes; i++) {
-        struct fin one = {0};
-        if (held[i] == FIN_ONE) { /* its one span: the node's one call */
-            uint64_t d = p->nodes[i].max;
-            one = (struct fin){(unsigned __int128)d * d, d, d};
-        }
-        if ((rc = finish_node(p, v, i, res, held[i] == FIN_ONE ? &one : &fin[i])) < 0)
+    for (uint32_t i = 0; i < p->n_nodes; i++)
+        if ((rc = finish_node(p, v, i, res, &fin[i])) < 0)
             goto out;
-    }
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !direct;
@@ -549,6 +520,5 @@ int rp_replay_finish(struct rp_profile *p)
     rc = 0;
 out:
     free(fin);
-    free(held);
     return rc;
 }

@@ -578,7 +578,6 @@ static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const str
         break;
     case RP_CH_STATS: /* direct mode: stats.c */
         rc = rp_stats_read(p, &v->em, c, only_tid, err, errsz);
-        v->stats_read = 1;
         /* direct mode counts lock holds as intervals from format 1.3 on */
         p->hold_intervals |= r->major == 1 && r->minor >= 3;
         break;

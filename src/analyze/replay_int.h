@@ -260,7 +260,6 @@ struct priv {
     uint64_t *excl_adj; /* per node: the join's corrections to excl, signed mod 2^64 */
     uint32_t nadj;      /* its entries: adj_bytes allocated (rp_zarr_grow) */
     size_t adj_bytes;
-    int stats_read; /* a STATS chunk (direct mode) was read: calls no replayer holds */
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
     double freq_hz;
