@@ -20,7 +20,7 @@
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` and of the table (`report`, every row
 #           printed) (GNU time) stays within the documented bound, RPT_BOUND
-#           bytes per id + 16 MiB (measured: about 260, 273 with 8 replay
+#           bytes per id + 16 MiB (measured: about 255, 265 with 8 replay
 #           workers, the ranking's arrays at the peak; with every
 #           statistic in the node and a 192-byte accumulator per id 527,
 #           with each node's one histogram count in a malloc block 299, with
