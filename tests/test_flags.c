@@ -20,11 +20,15 @@
 static struct rp_node fn[NN];
 static struct rp_edge fe[NN];
 
-/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x). */
+/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x
+ * and the flags' distributions in it). */
 static void clear_nodes(void)
 {
-    for (unsigned i = 0; i < NN; i++)
+    for (unsigned i = 0; i < NN; i++) {
+        if (fn[i].x)
+            rp_flag_hists_free(&fn[i].x->fh);
         free(fn[i].x);
+    }
     memset(fn, 0, sizeof fn);
     memset(fe, 0, sizeof fe);
 }
