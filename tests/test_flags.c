@@ -20,11 +20,15 @@
 static struct rp_node fn[NN];
 static struct rp_edge fe[NN];
 
-/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x). */
+/* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x
+ * and the flags' distributions in it). */
 static void clear_nodes(void)
 {
-    for (unsigned i = 0; i < NN; i++)
+    for (unsigned i = 0; i < NN; i++) {
+        if (fn[i].x)
+            rp_flag_hists_free(&fn[i].x->fh);
         free(fn[i].x);
+    }
     memset(fn, 0, sizeof fn);
     memset(fe, 0, sizeof fe);
 }
@@ -218,12 +222,12 @@ static void test_flags(void)
     fn[4].max = 600;
     set_node(5, RP_KIND_FUNC, 21, 2400, 2400);
     fn[5].max = 400;
-    static struct rp_flag_hists fh[2];
     for (uint32_t i = 4; i <= 5; i++) {
-        fn[i].fh = &fh[i - 4];
+        struct rp_flag_hists *fh = rp_node_fhw(&fn[i], 0);
+        CHECK(fh != NULL);
         for (int c = 0; c < 20; c++) {
             CHECK(rp_hist_add(&fn[i].hist, 100) == 0);
-            CHECK(rp_hist_add(&fh[i - 4].ivl, 1000) == 0);
+            CHECK(rp_hist_add(&fh->ivl, 1000) == 0);
         }
         CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
     }
@@ -327,9 +331,10 @@ static void test_flags(void)
                  "CONTENDED,BUDGET") == 0);
     for (int i = 0; i < NN; i++) {
         rp_hist_free(&fn[i].hist);
-        if (fn[i].fh)
-            rp_hist_free(&fn[i].fh->ivl);
-        fn[i].fh = NULL;
+        if (fn[i].x)
+            rp_flag_hists_free(&fn[i].x->fh);
+        free(fn[i].x);
+        fn[i].x = NULL;
     }
 }
 

@@ -107,12 +107,14 @@ static void zarr_release(void *arr, size_t from, size_t to)
 
 int rp_adj_reserve(struct priv *v, uint32_t n)
 {
-    uint32_t old = v->nadj;
-    if (n <= old)
+    if (n <= v->nadj)
         return 0;
-    if (rp_grow(&v->excl_adj, &v->nadj, n, sizeof(*v->excl_adj), 256) < 0)
+    /* zero-filled and mapped on demand: only the pages of the nodes the join
+     * corrects (frames open across chunks) are ever memory */
+    if (rp_zarr_grow(&v->excl_adj, &v->adj_bytes, (size_t)n * sizeof(*v->excl_adj)) < 0)
         return RP_ENOMEM;
-    memset(v->excl_adj + old, 0, (v->nadj - old) * sizeof(*v->excl_adj));
+    size_t cap = v->adj_bytes / sizeof(*v->excl_adj);
+    v->nadj = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
     return 0;
 }
 
@@ -197,7 +199,7 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     f->omax = dur > f->omax ? dur : f->omax;
     f->rmax = dur > f->rmax ? dur : f->rmax;
     f->sq += (unsigned __int128)dur * dur;
-    struct rp_flag_hists *x = n->fh;
+    struct rp_flag_hists *x = rp_node_fh(n);
     if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
         return RP_ENOMEM;
     if (rp_hist_cover1(&n->hist, b)) /* (a node seen once: its one count in n->hist) */
@@ -257,7 +259,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
         f->sq += h->sq;
         /* own time: the acc's own counts, or its histogram where every span
          * of it was a leaf (finish_accs made n's where any acc had one) */
-        struct rp_flag_hists *hf = h->fh, *x = n->fh;
+        struct rp_flag_hists *hf = h->fh, *x = rp_node_fh(n);
         if (x && x->own.len) {
             const struct rp_hist *src = hf && hf->own.len ? &hf->own : &h->hist;
             if (rp_hist_merge(&x->own, src))
@@ -269,7 +271,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
                 x->own.n += src->n;
         }
         if (hf) {
-            if (!x && !(x = n->fh = calloc(1, sizeof(*n->fh))))
+            if (!x && !(x = rp_node_fhw(n, 1)))
                 return RP_ENOMEM;
             x->aperiodic |= hf->aperiodic;
             if (hf->ivl.len && !x->aperiodic && rp_hist_merge(&x->ivl, &hf->ivl))
@@ -351,11 +353,25 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
         for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
             const struct hot *h = &v->acc[k].full[i];
+            struct rp_flag_hists *nf;
             if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&
-                ((!p->nodes[i].fh && !(p->nodes[i].fh = calloc(1, sizeof(*p->nodes[i].fh)))) ||
-                 rp_hist_cover(&p->nodes[i].fh->own, 0, 0)))
+                (!(nf = rp_node_fhw(&p->nodes[i], 1)) || rp_hist_cover(&nf->own, 0, 0)))
                 return RP_ENOMEM;
         }
+    /* the edges' indexes and the activation counts are not read again:
+     * their memory goes before the sums are written */
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+        struct acc *a = &v->acc[k];
+        free(a->em.vals);
+        a->em.vals = NULL;
+        a->em.cap = 0;
+        rp_zarr_free(a->active, a->active_bytes);
+        a->active = NULL;
+        a->active_bytes = a->nact = 0;
+    }
+    free(v->em.vals);
+    v->em.vals = NULL;
+    v->em.cap = 0;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
         if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
             return rc;
@@ -441,8 +457,8 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
     n->excl = rp_span_excl_total(n->excl + (i < v->nadj ? v->excl_adj[i] : 0));
     x.oncpu_max = f->omax > x.oncpu_max ? f->omax : x.oncpu_max;
     x.run_max = f->rmax > x.run_max ? f->rmax : x.run_max;
-    if (n->fh) { /* intervals too spread are no period */
-        struct rp_flag_hists *fx = n->fh;
+    if (x.fh) { /* intervals too spread are no period */
+        struct rp_flag_hists *fx = x.fh;
         if (fx->aperiodic || fx->ivl.len > RP_IVL_OCTAVES * RP_HIST_SUB) {
             fx->aperiodic = 1;
             rp_hist_free(&fx->ivl);

@@ -8,6 +8,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 #include "common/array.h"
@@ -426,7 +429,7 @@ void rp_replay_priv_free(struct rp_profile *p)
         free(j->out);
         free(j->snap);
     }
-    free(v->excl_adj);
+    rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
 }
@@ -743,6 +746,11 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     if (rc == 0)
         rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
     rp_replay_priv_free(p); /* the profile holds the results: the replay's state goes */
+#ifdef __GLIBC__
+    /* and its pages with it: what the replayers freed stays in their
+     * threads' malloc arenas otherwise, memory until the process ends */
+    malloc_trim(0);
+#endif
     return rc;
 }
 

@@ -209,11 +209,11 @@ static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
  */
 static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
 {
-    if (!a->fh && !b->fh)
+    if (!rp_node_fh(a) && !rp_node_fh(b))
         return 0;
-    if (!a->fh && !(a->fh = calloc(1, sizeof(*a->fh))))
+    struct rp_flag_hists *x = rp_node_fhw(a, 0);
+    if (!x)
         return RP_ENOMEM;
-    struct rp_flag_hists *x = a->fh;
     const struct rp_hist *bo = rp_node_own(b), *bi = rp_node_ivl(b);
     if (bo || x->own.len) {
         if (!x->own.len && a->hist.len) {

@@ -218,15 +218,16 @@ void rp_profile_strfree(struct rp_profile *p, char *s)
 
 int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v)
 {
-    struct rp_node_x d = rp_node_x_default(n);
-    if (!memcmp(&d, v, sizeof(d))) { /* (no padding; -0.0 and NaN are kept apart) */
+    struct rp_node_x d = rp_node_x_default(n), w = *v;
+    w.fh = d.fh = rp_node_fh(n);
+    if (!w.fh && !memcmp(&d, &w, sizeof(d))) { /* (no padding; -0.0 and NaN kept apart) */
         free(n->x);
         n->x = NULL;
         return 0;
     }
     if (!n->x && !(n->x = malloc(sizeof(*n->x))))
         return RP_ENOMEM;
-    *n->x = *v;
+    *n->x = w;
     return 0;
 }
 
@@ -239,13 +240,31 @@ struct rp_node_x *rp_node_xw(struct rp_node *n)
 
 int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v)
 {
-    struct rp_node_x d = {.oncpu_min = UINT64_MAX};
-    if (!n->x && !memcmp(&d, v, sizeof(d)))
+    struct rp_node_x d = {.oncpu_min = UINT64_MAX}, w = *v;
+    w.fh = d.fh = rp_node_fh(n);
+    if (!n->x && !memcmp(&d, &w, sizeof(d)))
         return 0;
     if (!n->x && !(n->x = malloc(sizeof(*n->x))))
         return RP_ENOMEM;
-    *n->x = *v;
+    *n->x = w;
     return 0;
+}
+
+struct rp_flag_hists *rp_node_fhw(struct rp_node *n, int raw)
+{
+    struct rp_node_x *x = n->x;
+    if (x && x->fh)
+        return x->fh;
+    struct rp_flag_hists *fh = calloc(1, sizeof(*fh));
+    if (!fh || (!x && !(x = malloc(sizeof(*x))))) {
+        free(fh);
+        return NULL;
+    }
+    if (!n->x) {
+        *x = raw ? (struct rp_node_x){.oncpu_min = UINT64_MAX} : rp_node_x_default(n);
+        n->x = x;
+    }
+    return x->fh = fh;
 }
 
 void rp_profile_free(struct rp_profile *p)
@@ -255,7 +274,8 @@ void rp_profile_free(struct rp_profile *p)
         rp_profile_strfree(p, p->nodes[i].file);
         rp_profile_strfree(p, p->nodes[i].module);
         rp_hist_free(&p->nodes[i].hist);
-        rp_flag_hists_free(&p->nodes[i].fh);
+        if (p->nodes[i].x)
+            rp_flag_hists_free(&p->nodes[i].x->fh);
         free(p->nodes[i].x);
     }
     for (uint32_t i = 0; i < p->n_threads; i++)

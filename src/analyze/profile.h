@@ -81,10 +81,14 @@ struct rp_node_x {
     double mean, m2;               /* Welford over activation durations; defaults dur_sum / calls
                                       (0 without calls, and for instants and counters) and 0 */
     /* Filled by flags.c. */
-    double fanout;      /* exp(entropy of the callee shares in its calls to others) */
-    double fanout_time; /* exp(entropy of the callee shares in its time handed on) */
-    double blocked;     /* ticks in edges to off-CPU time, waits, lock waits and
-                           holds: not work handed on (flags.c, DISPATCH) */
+    double fanout;            /* exp(entropy of the callee shares in its calls to others) */
+    double fanout_time;       /* exp(entropy of the callee shares in its time handed on) */
+    double blocked;           /* ticks in edges to off-CPU time, waits, lock waits and
+                                 holds: not work handed on (flags.c, DISPATCH) */
+    struct rp_flag_hists *fh; /* owned, NULL when it has neither: the flags'
+                                 distributions (a replayed trace); kept by
+                                 rp_node_x_set and rp_node_x_setraw, which set
+                                 the statistics only (rp_node_fhw makes it) */
 };
 
 struct rp_node {
@@ -103,9 +107,8 @@ struct rp_node {
     uint64_t excl;    /* dur_sum minus time in callees */
     uint64_t min, max;
     struct rp_hist hist;
-    struct rp_flag_hists *fh; /* owned, NULL when it has neither: the flags'
-                                 distributions (a replayed trace) */
-    struct rp_node_x *x;      /* owned, NULL when all are at their defaults */
+    struct rp_node_x *x; /* owned, NULL when all are at their defaults and the node has no
+                            flags' distributions (rp_node_fh) */
 
     /* Filled by rank.c and flags.c. */
     uint32_t rank;      /* 1 = most standing */
@@ -128,6 +131,18 @@ static inline struct rp_node_x rp_node_x_default(const struct rp_node *n)
     return v;
 }
 
+/* n's flags' distributions, NULL when it has none.  Cannot fail. */
+static inline struct rp_flag_hists *rp_node_fh(const struct rp_node *n)
+{
+    return n->x ? n->x->fh : NULL;
+}
+
+/* n's flags' distributions, allocated (empty) if it has none, and with them
+ * its rare statistics apart if not yet: raw (while a replay is read: see
+ * rp_node_x_raw) their sums so far, else their defaults.  Returns NULL when
+ * out of memory (n unchanged). */
+struct rp_flag_hists *rp_node_fhw(struct rp_node *n, int raw);
+
 /* n's rare statistics, apart or their defaults.  Cannot fail. */
 static inline struct rp_node_x rp_node_x_get(const struct rp_node *n)
 {
@@ -135,8 +150,9 @@ static inline struct rp_node_x rp_node_x_get(const struct rp_node *n)
 }
 
 /*
- * Sets n's rare statistics to v: kept apart (n->x allocated) only when one
- * differs from its default given n's other fields, so set them after those.
+ * Sets n's rare statistics to v (not v->fh: n's flags' distributions stay):
+ * kept apart (n->x allocated) only when one differs from its default given
+ * n's other fields, or n has flags' distributions, so set them after those.
  * Returns 0, or RP_ENOMEM with n unchanged.
  */
 int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v);
@@ -220,15 +236,18 @@ struct rp_edge {
  * whether they were too spread for a period.  Cannot fail. */
 static inline const struct rp_hist *rp_node_own(const struct rp_node *n)
 {
-    return n->fh && n->fh->own.len ? &n->fh->own : NULL;
+    const struct rp_flag_hists *fh = rp_node_fh(n);
+    return fh && fh->own.len ? &fh->own : NULL;
 }
 static inline const struct rp_hist *rp_node_ivl(const struct rp_node *n)
 {
-    return n->fh && n->fh->ivl.len ? &n->fh->ivl : NULL;
+    const struct rp_flag_hists *fh = rp_node_fh(n);
+    return fh && fh->ivl.len ? &fh->ivl : NULL;
 }
 static inline int rp_node_aperiodic(const struct rp_node *n)
 {
-    return n->fh && n->fh->aperiodic;
+    const struct rp_flag_hists *fh = rp_node_fh(n);
+    return fh && fh->aperiodic;
 }
 
 /* RATE's intervals (rp_flag_hists.ivl): wider than this many octaves is no period. */

@@ -156,6 +156,16 @@ static __attribute__((noinline)) int hist_grow(struct hot *h, unsigned b)
     return 0;
 }
 
+/* The chunk serial of a wrapped: entries naming a chunk name none, and it
+ * restarts at 1.  Cannot fail. */
+static __attribute__((noinline)) void serial_wrap(struct acc *a)
+{
+    for (uint32_t i = 0; i < a->nhot; i++)
+        if (a->hot[i].chunk)
+            a->hot[i].chunk = 0;
+    a->serial = 1;
+}
+
 /*
  * Puts the accumulator of entry e (of a->hot) in use, with the span e holds
  * counted in it as span_count would have (the edge has it already).
@@ -171,8 +181,8 @@ static __attribute__((noinline)) struct hot *promote(struct acc *a, struct hid *
             return NULL;
         h->hist.counts[b - h->hist.lo] = 1;
         h->rmax = h->omax = dur;
-        if (e->chunk) {
-            h->ivl_chunk = e->chunk;
+        if (e->chunk && e->chunk == a->serial && a->chunk) { /* (in this chunk) */
+            h->ivl_chunk = a->chunk;
             h->ivl_prev = e->start;
         }
         h->excl = rp_span_excl(dur, 0);
@@ -304,7 +314,7 @@ span_count(struct acc *a, struct hid *hi, uint32_t id, uint32_t parent, uint64_t
         hi->one = (uint8_t)(HID_SPAN | (outer ? HID_OUTER : 0));
         hi->dur = dur;
         hi->start = start;
-        hi->chunk = outer ? a->chunk : 0;
+        hi->chunk = outer && a->chunk ? a->serial : 0;
         struct rp_edge *e = rp_emap_get(&a->em, parent, id);
         if (unlikely(!e))
             return RP_ENOMEM;
@@ -544,6 +554,8 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
         rp_grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
         return RP_ENOMEM;
     a->chunk = j->offset + 1;
+    if (unlikely(!++a->serial)) /* (after 2^32 - 1 chunks: no entry names an older one) */
+        serial_wrap(a);
     const uint8_t *q = d->snap ? rp_evdec_frames(d) : NULL;
     for (uint32_t i = 0; i < ns; i++) {
         struct frame f = {0};

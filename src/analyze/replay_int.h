@@ -109,9 +109,10 @@ struct hid {
                         outside the program's code (rp_span_outside) */
     uint8_t one;     /* without an accumulator: HID_SPAN if dur, start, chunk hold a
                         span, | HID_OUTER if it was outermost */
-    uint64_t dur;    /* that span: its duration, */
-    uint64_t start;  /* its start, */
-    uint64_t chunk;  /* and its chunk (acc.chunk) when outermost, for intervals (0: none) */
+    uint32_t chunk;  /* that span's chunk (acc.serial) when outermost, for intervals
+                        (0: none), */
+    uint64_t dur;    /* its duration, */
+    uint64_t start;  /* and its start: 24 bytes in all */
 };
 enum { HID_SPAN = 1, HID_OUTER = 2 };
 
@@ -135,6 +136,8 @@ struct acc {
     uint32_t depth, cap;
     uint64_t chunk;  /* the chunk being replayed (its offset + 1; 0 = none): intervals
                         between starts are taken within one chunk, one thread's */
+    uint32_t serial; /* the chunks this replayer began, 1 up, 0 skipped: struct hid's
+                        short name of the chunk (when it wraps, no entry keeps one) */
     uint64_t pz;     /* PAUSE ticks so far (in the chunk, or the resident chunks): a
                         frame's start on `stack` is its start less pz at its push, so
                         a PAUSE moves every open span's start by adding to pz */
@@ -255,7 +258,8 @@ struct priv {
     uint32_t tidx_cap;
     struct rp_emap em;  /* the profile's edges, when the accumulators are summed */
     uint64_t *excl_adj; /* per node: the join's corrections to excl, signed mod 2^64 */
-    uint32_t nadj;
+    uint32_t nadj;      /* its entries: adj_bytes allocated (rp_zarr_grow) */
+    size_t adj_bytes;
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
     double freq_hz;

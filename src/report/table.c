@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/chains.h"
+#include "common/array.h"
 #include "common/error.h"
 #include "report/names.h"
 #include "report/report.h"
@@ -452,13 +453,44 @@ static void put_hanging(FILE *out, const char *s, size_t indent, size_t lw)
     fprintf(out, "%s\n", s);
 }
 
-/* Replaces *slot by a copy of s.  Returns 0 or RP_ENOMEM. */
-static int set_name(char **slot, const char *s)
+/* The rows' names, in blocks of NAMES_BLOCK bytes (a longer name: a block
+ * of its own), not a malloc block each (32 bytes at least, for names of a
+ * few characters: most rows of a profile with very many). */
+#define NAMES_BLOCK ((size_t)64 << 10)
+struct names {
+    char **blk; /* each malloc'd; the last has room from used */
+    uint32_t nblk, capblk;
+    size_t used, cap; /* of the last block */
+};
+
+/* Frees every name of a.  Cannot fail. */
+static void names_free(struct names *a)
 {
-    char *c = strdup(s);
-    if (!c)
-        return RP_ENOMEM;
-    free(*slot);
+    for (uint32_t i = 0; i < a->nblk; i++)
+        free(a->blk[i]);
+    free(a->blk);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Points *slot at a copy of s in a (what it pointed at stays, unused, until
+ * names_free).  Returns 0 or RP_ENOMEM (*slot unchanged). */
+static int set_name(struct names *a, char **slot, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    if (!a->nblk || a->cap - a->used < len) {
+        size_t cap = len > NAMES_BLOCK ? len : NAMES_BLOCK;
+        char *b = malloc(cap);
+        if (!b || rp_grow(&a->blk, &a->capblk, a->nblk + 1, sizeof(*a->blk), 16) < 0) {
+            free(b);
+            return RP_ENOMEM;
+        }
+        a->blk[a->nblk++] = b;
+        a->used = 0;
+        a->cap = cap;
+    }
+    char *c = a->blk[a->nblk - 1] + a->used;
+    memcpy(c, s, len);
+    a->used += len;
     *slot = c;
     return 0;
 }
@@ -529,7 +561,8 @@ struct tab {
     size_t lw;                   /* the line width */
     uint32_t *order, *chain_row; /* rows' nodes; chain + 1 of each, 0 none */
     uint32_t n_rows, n_all;      /* rows shown, rows there are */
-    char **names;                /* each row's name as printed */
+    char **names;                /* each row's name as printed, in ... */
+    struct names nm;             /* ... these blocks */
     unsigned char *same;         /* scratch of mark_same */
     int on[NCOL], width[NCOL];
     size_t used, avail; /* columns' width, the name's */
@@ -614,7 +647,7 @@ static int tab_names(struct tab *t)
             fmt_chain(nbuf, sizeof nbuf, p, &t->ch, t->chain_row[r] - 1, t->avail);
         else
             fmt_name(nbuf, sizeof nbuf, p, &p->nodes[t->order[r]], t->avail, RP_NAME_NOTEMPLATE, 1);
-        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+        if ((rc = set_name(&t->nm, &t->names[r], nbuf)) < 0)
             return rc;
     }
     for (int max = RP_NAME_NOTEMPLATE; max >= RP_NAME_FULL; max--) {
@@ -624,7 +657,7 @@ static int tab_names(struct tab *t)
         for (uint32_t r = 0; r < t->n_rows; r++)
             if (t->same[r] && !t->chain_row[r]) {
                 fmt_name(nbuf, sizeof nbuf, p, &p->nodes[t->order[r]], t->avail, max, 0);
-                if ((rc = set_name(&t->names[r], nbuf)) < 0)
+                if ((rc = set_name(&t->nm, &t->names[r], nbuf)) < 0)
                     return rc;
                 any = 1;
             }
@@ -646,7 +679,7 @@ static int tab_names(struct tab *t)
                 snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, t->names[r], n->key);
             else
                 continue;
-            if ((rc = set_name(&t->names[r], nbuf)) < 0)
+            if ((rc = set_name(&t->nm, &t->names[r], nbuf)) < 0)
                 return rc;
         }
     }
@@ -709,11 +742,11 @@ static int tab_put_whys(FILE *out, struct tab *t)
         rp_flag_opts_default(&fo_def);
         fo = &fo_def;
     }
+    names_free(&t->nm); /* (every name is replaced) */
     for (uint32_t r = 0; r < t->n_rows; r++) {
         const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], form[RP_NAME_BUF];
         const char *full = rp_node_name(p, n, nb, sizeof nb);
-        free(t->names[r]);
         t->names[r] = NULL;
         if (!n->flags)
             continue;
@@ -722,11 +755,11 @@ static int tab_put_whys(FILE *out, struct tab *t)
                 break;
         nbuf[0] = '\0';
         rp_term_cat_tail(nbuf, sizeof nbuf, form, WHY_NAME);
-        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+        if ((rc = set_name(&t->nm, &t->names[r], nbuf)) < 0)
             return rc;
     }
     for (uint32_t r = 0; r < t->n_rows; r++) /* unflagged rows: distinct, unused */
-        if (!t->names[r] && (rc = set_name(&t->names[r], "")) < 0)
+        if (!t->names[r] && (rc = set_name(&t->nm, &t->names[r], "")) < 0)
             return rc;
     if ((rc = mark_same(t->names, t->n_rows, t->same)) < 0)
         return rc;
@@ -734,7 +767,7 @@ static int tab_put_whys(FILE *out, struct tab *t)
         if (!t->same[r] || !p->nodes[t->order[r]].flags)
             continue;
         snprintf(nbuf, sizeof nbuf, "%s @0x%" PRIx64, t->names[r], p->nodes[t->order[r]].key);
-        if ((rc = set_name(&t->names[r], nbuf)) < 0)
+        if ((rc = set_name(&t->nm, &t->names[r], nbuf)) < 0)
             return rc;
     }
     for (uint32_t r = 0; r < t->n_rows; r++) {
@@ -852,8 +885,7 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     tab_put_notes(out, &t);
 out:
     rp_chains_free(&t.ch);
-    for (uint32_t r = 0; t.names && r < t.n_rows; r++)
-        free(t.names[r]);
+    names_free(&t.nm);
     free(t.names);
     free(t.same);
     free(t.chain_row);
