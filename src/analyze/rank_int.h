@@ -210,16 +210,30 @@ RP_HIDDEN int rp_rank_layout(struct solver *sv, struct touch *t);
 RP_HIDDEN int rp_rank_threads(uint32_t threads, uint32_t items);
 
 /* rp_rank_solve on an input of either kind, with t's blocks faulted in
- * meanwhile.  Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * meanwhile; with pi NULL, into a block of its own, *own_pi, that the
+ * caller frees (it costs no memory: the solver's flow is no longer needed
+ * there).  Returns 0, RP_EINVAL or RP_ENOMEM. */
 RP_HIDDEN int rp_rank_solve_input(const struct input *g, double alpha, double tol,
-                                  uint32_t max_iter, uint32_t threads, double *pi,
+                                  uint32_t max_iter, uint32_t threads, double *pi, double **own_pi,
                                   uint32_t *iterations, double *residual, struct touch *t);
 
 /* rank_sort.c */
 
-/* Sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower index,
- * and stores each one's place (1, 2, ...) in rank[i - 1].  Returns 0 or
- * RP_ENOMEM. */
-RP_HIDDEN int rp_rank_assign(uint32_t n, const uint64_t *key, uint32_t *rank, int threads);
+/* Sorts the nodes 1..n by their key (node_key: pi[i] and span[i]), larger
+ * first, ties by lower index, and stores each one's place (1, 2, ...) in
+ * (*rank)[i - 1], an array of n it allocates (the caller frees it).
+ * Returns 0 or RP_ENOMEM. */
+RP_HIDDEN int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span,
+                             uint32_t **rank, int threads);
+
+/* The sort key of node i: pi's bits (order-preserving for pi >= 0) plus one
+ * for a span, so that every span ranks before the nodes without spans
+ * (instants and counters: span[i] 0), whose key is 0.  Cannot fail. */
+static inline uint64_t node_key(const double *pi, const unsigned char *span, uint32_t i)
+{
+    uint64_t bits;
+    memcpy(&bits, &pi[i], sizeof bits);
+    return !span[i] ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
+}
 
 #endif /* RP_ANALYZE_RANK_INT_H */

@@ -157,7 +157,8 @@ static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru
 }
 
 /*
- * Solves for u and v component by component (x by position), then pi.
+ * Solves for u and v component by component (x by position), then pi (in
+ * sv->in's block when pi is NULL).
  * Returns the largest number of sweeps a component needed in *iters (1 for
  * an acyclic graph) and the L1 change of pi in the last sweep of every
  * component, summed, in *resid.  Cannot fail.
@@ -197,6 +198,8 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
         }
     }
     double root = (1.0 - svs) / (1.0 + su);
+    if (!pi) /* into the flow's block, which is read no more */
+        pi = (double *)sv->in;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = sv->order[k];
         pi[i] = i ? root * x[k].u + x[k].v : root;
@@ -286,7 +289,8 @@ static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
 }
 
 /*
- * Solves the graph whole in id order (see above) into pi, with the
+ * Solves the graph whole in id order (see above) into pi (in sv->in's block
+ * when pi is NULL), with the
  * caller's blocks (t) faulted in on a helper meanwhile, if one can be
  * started (t is then emptied: its blocks and job are done).  Returns 1 when
  * it did (*iters and *resid set), 0 when it gave up (sv->in and sv->x are
@@ -340,6 +344,8 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     }
     if (!done)
         return 0;
+    if (!pi) /* into the flow's block, which is read no more */
+        pi = (double *)in;
     for (uint32_t i = 0; i < n; i++)
         pi[i] = i ? root * x[i].u + x[i].v : root;
     rp_rank_whole_sweeps = it;
@@ -362,11 +368,14 @@ int rp_rank_threads(uint32_t threads, uint32_t items)
 }
 
 /* rp_rank_solve on an input of either kind; see there.  t holds the
- * caller's own uninitialized blocks to be faulted in with the solver's
- * (the profile's ranks), if any.  Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * caller's own uninitialized blocks to be faulted in with the solver's, if
+ * any, and a job to run meanwhile.  With pi NULL, pi goes to a block of its
+ * own, *own_pi (the caller frees it): the block of the flow, which is not
+ * needed once the solve is done, so that pi costs no memory of its own.
+ * Returns 0, RP_EINVAL or RP_ENOMEM. */
 int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                        uint32_t threads, double *pi, uint32_t *iterations, double *residual,
-                        struct touch *t)
+                        uint32_t threads, double *pi, double **own_pi, uint32_t *iterations,
+                        double *residual, struct touch *t)
 {
     struct solver sv = {.threads = rp_rank_threads(threads, g->m)};
     uint32_t it = 0;
@@ -375,7 +384,11 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
 
     if (rc)
         return rc;
-    if (g->n == 1) {
+    if (!pi && g->n == 1 && !(sv.in = malloc(sizeof *sv.in)))
+        return RP_ENOMEM;
+    if (!pi && g->n == 1) {
+        ((double *)sv.in)[0] = 1.0;
+    } else if (g->n == 1) {
         pi[0] = 1.0;
     } else {
         sv.n = g->n;
@@ -394,6 +407,11 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
                 goto out;
             solve(&sv, alpha, tol, max_iter, pi, &it, &res);
         }
+    }
+    if (!pi) { /* pi is in the flow's block: its first half */
+        void *p = realloc(sv.in, (size_t)g->n * sizeof *pi);
+        *own_pi = p ? p : (double *)sv.in;
+        sv.in = NULL;
     }
     if (iterations)
         *iterations = it;
@@ -421,6 +439,6 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
                        sizeof *g->w,
                        0};
     return rp_rank_solve_input(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
-                               o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi,
+                               o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi, NULL,
                                iterations, residual, &(struct touch){0});
 }
