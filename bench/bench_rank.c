@@ -47,7 +47,10 @@
  * has not used before: what `rankprof report` pays, ranking once; on Linux
  * also the host's steal over the runs and over the first (the share of this
  * virtual machine's CPU time its host gave to others: when it is high, the
- * seconds measure the host more than the ranking).  Exits 1 on failure.
+ * seconds measure the host more than the ranking); and the memory the
+ * first run took at its peak beyond what the process held before ("mem",
+ * its peak resident size less the resident size before, on Linux).  Exits
+ * 1 on failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -260,6 +263,33 @@ static double steal_pct(const unsigned long long a[2], const unsigned long long 
     return b[1] >= a[1] + 10 ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
 }
 
+/* A line "key: N kB" of /proc/self/status, in kB; -1 where there is none. */
+static long status_kb(const char *key)
+{
+    char line[256];
+    size_t k = strlen(key);
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':')
+            v = atol(line + k + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Starts measuring the memory the next call takes at its peak: resets the
+ * peak resident size to the current one (Linux: clear_refs 5).  Returns the
+ * resident size in kB, or -1 where it cannot be measured. */
+static long mem_start(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    int ok = f && fputs("5", f) >= 0;
+    if (f && fclose(f))
+        ok = 0;
+    return ok ? status_kb("VmRSS") : -1;
+}
+
 /* The graph as a profile: function nodes with their stop weight as
  * exclusive time, edges with their weight as inclusive time (both also as
  * call counts).  Returns 0, or -1 if out of memory. */
@@ -305,11 +335,12 @@ struct job {
 static struct rp_rank_opts opts = {0.01, 1e-12, 10000, 0};
 
 static int time_it(int (*f)(struct job *), struct job *j, double *best, double *best_cpu,
-                   double *first, double steal[2], int *err)
+                   double *first, double steal[2], long *mem, int *err)
 {
     unsigned long long s0[2], s1[2], s2[2];
     double spent = 0;
     int runs = 0, st = steal_sample(s0);
+    long rss0 = mem_start();
     *best = *best_cpu = INFINITY;
     do {
         double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -320,6 +351,8 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
             return -1;
         }
         if (!runs) {
+            long hwm = rss0 >= 0 ? status_kb("VmHWM") : -1;
+            *mem = hwm >= rss0 ? hwm - rss0 : -1;
             *first = t;
             st |= steal_sample(s1);
         }
@@ -397,7 +430,8 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
     } jobs[] = {{"rp_rank_profile", do_profile}, {"rp_rank_solve alone", do_solve}};
     for (int k = 0; k < 2; k++) {
         double best, best_cpu, first, steal[2];
-        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, steal, &err);
+        long mem = -1;
+        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, steal, &mem, &err);
         if (runs < 0) {
             fprintf(stderr, "bench_rank: %s failed: %d\n", jobs[k].what, err);
             goto out;
@@ -414,6 +448,8 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
             printf("steal %.1f%%  ", steal[0]);
         if (steal[0] >= 0.0 && steal[1] >= 0.0)
             printf("(first run %.1f%%)  ", steal[1]);
+        if (mem >= 0)
+            printf("mem +%.1f MB  ", (double)mem / 1024.0);
         printf("(%s, best of %d)\n", jobs[k].what, runs);
     }
     if (digest)
