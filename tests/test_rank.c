@@ -24,6 +24,9 @@
  *       sanitizer, whose shadow and quarantine are resident too).
  */
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1197,6 +1200,14 @@ static void test_memory(void)
 #ifdef UNDER_SANITIZER
     printf("memory: skipped under a sanitizer (its shadow memory and quarantine are resident)\n");
 #else
+#ifdef __GLIBC__
+    /* what is measured is what the ranking holds: blocks of 64 KiB and
+     * more mapped apart, so that a freed one leaves the resident size (by
+     * default glibc raises that threshold as blocks are freed, and freed
+     * memory below it stays resident for the next malloc; then the peak
+     * depends on what ran before).  For the rest of this process. */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
     /* the bounds of docs/ranking.md, "Memory" */
     /* one thread: with two, the resident size the kernel reports can lag
      * behind by what the helper faulted in */

@@ -209,21 +209,31 @@ RP_HIDDEN int rp_rank_layout(struct solver *sv, struct touch *t);
  * fail. */
 RP_HIDDEN int rp_rank_threads(uint32_t threads, uint32_t items);
 
+/* What rp_rank_solve_input hands over when it is given no pi: pi, written
+ * over the solver's flow (read no more once the solve is done), and the
+ * block of the solver's values, 16 bytes a node, as scratch (NULL for a
+ * graph of one node).  The caller frees both. */
+struct solved {
+    double *pi;
+    uint64_t *spare;
+};
+
 /* rp_rank_solve on an input of either kind, with t's blocks faulted in
- * meanwhile; with pi NULL, into a block of its own, *own_pi, that the
- * caller frees (it costs no memory: the solver's flow is no longer needed
- * there).  Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * meanwhile; with pi NULL, into blocks of the solver's own, *own (they
+ * take no memory that the solve did not take already).  Returns 0,
+ * RP_EINVAL or RP_ENOMEM. */
 RP_HIDDEN int rp_rank_solve_input(const struct input *g, double alpha, double tol,
-                                  uint32_t max_iter, uint32_t threads, double *pi, double **own_pi,
-                                  uint32_t *iterations, double *residual, struct touch *t);
+                                  uint32_t max_iter, uint32_t threads, double *pi,
+                                  struct solved *own, uint32_t *iterations, double *residual,
+                                  struct touch *t);
 
 /* rank_sort.c */
 
 /* Sorts the nodes 1..n by their key (node_key: pi[i] and span[i]), larger
- * first, ties by lower index, and stores each one's place (1, 2, ...) in
- * (*rank)[i - 1], an array of n it allocates (the caller frees it).
+ * first, ties by lower index, in buf (2n items of scratch), and stores each
+ * one's place (1, 2, ...) in (*rank)[i - 1], which points into buf.
  * Returns 0 or RP_ENOMEM. */
-RP_HIDDEN int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span,
+RP_HIDDEN int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint64_t *buf,
                              uint32_t **rank, int threads);
 
 /* The sort key of node i: pi's bits (order-preserving for pi >= 0) plus one

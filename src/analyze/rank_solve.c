@@ -369,12 +369,13 @@ int rp_rank_threads(uint32_t threads, uint32_t items)
 
 /* rp_rank_solve on an input of either kind; see there.  t holds the
  * caller's own uninitialized blocks to be faulted in with the solver's, if
- * any, and a job to run meanwhile.  With pi NULL, pi goes to a block of its
- * own, *own_pi (the caller frees it): the block of the flow, which is not
- * needed once the solve is done, so that pi costs no memory of its own.
- * Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * any, and a job to run meanwhile.  With pi NULL, pi goes to the block of
+ * the flow, which is not needed once the solve is done, and the block of
+ * the values is handed over too (*own, struct solved), so that neither pi
+ * nor the ranks' sort take memory of their own.  Returns 0, RP_EINVAL or
+ * RP_ENOMEM. */
 int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                        uint32_t threads, double *pi, double **own_pi, uint32_t *iterations,
+                        uint32_t threads, double *pi, struct solved *own, uint32_t *iterations,
                         double *residual, struct touch *t)
 {
     struct solver sv = {.threads = rp_rank_threads(threads, g->m)};
@@ -410,8 +411,9 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
     }
     if (!pi) { /* pi is in the flow's block: its first half */
         void *p = realloc(sv.in, (size_t)g->n * sizeof *pi);
-        *own_pi = p ? p : (double *)sv.in;
-        sv.in = NULL;
+        own->pi = p ? p : (double *)sv.in;
+        own->spare = (uint64_t *)sv.x; /* NULL for one node */
+        sv.in = sv.x = NULL;
     }
     if (iterations)
         *iterations = it;

@@ -150,22 +150,20 @@ static void radix_both(struct radix_half *h, int threads, unsigned step, unsigne
     rp_rank_run_pair(threads, radix_step, &h[0], radix_step, &h[1]);
 }
 
-int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint32_t **rank,
-                   int threads)
+int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint64_t *buf,
+                   uint32_t **rank, int threads)
 {
-    uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
+    uint64_t *a = buf, *b = buf + n;
     unsigned ib = 64 - (unsigned)__builtin_clzll(n),
              digits = (64 - ib + RADIX_BITS - 1) / RADIX_BITS;
     struct radix_half h[2] = {
         {.pi = pi, .span = span, .a = a, .b = b, .k0 = 0, .k1 = n / 2, .ib = ib},
         {.pi = pi, .span = span, .a = a, .b = b, .k0 = n / 2, .k1 = n, .ib = ib}};
-    struct rank_key *buf = NULL;
+    struct rank_key *runs = NULL;
     uint32_t cap = 0;
-    int rc = RP_ENOMEM;
+    int rc;
 
     assert(n > 0);
-    if (!a || !b)
-        goto out;
     radix_both(h, threads, RADIX_START, 0);
     for (unsigned d = 0; d < digits; d++) {
         radix_both(h, threads, RADIX_COUNT, d);
@@ -192,17 +190,15 @@ int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint
         for (t = s + 1; t < n && a[t] >> ib == a[s] >> ib; t++)
             ;
         if (t - s > 1 &&
-            (rc = sort_run(a + s, t - s, ((uint64_t)1 << ib) - 1, pi, span, &buf, &cap)))
+            (rc = sort_run(a + s, t - s, ((uint64_t)1 << ib) - 1, pi, span, &runs, &cap)))
             goto out;
     }
-    /* the ranks go over the spare buffer: 4 bytes of its 8 per node */
+    /* the ranks go over the half of buf the items are not in: 4 bytes of
+     * its 8 a node */
     h[0].rank = h[1].rank = *rank = (uint32_t *)b;
-    b = NULL;
     radix_both(h, threads, RADIX_STORE, 0);
     rc = 0;
 out:
-    free(a);
-    free(b);
-    free(buf);
+    free(runs);
     return rc;
 }
