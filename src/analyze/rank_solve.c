@@ -289,12 +289,12 @@ static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
 }
 
 /*
- * Solves the graph whole in id order (see above) into pi (in sv->in's block
- * when pi is NULL), with the
- * caller's blocks (t) faulted in on a helper meanwhile, if one can be
- * started (t is then emptied: its blocks and job are done).  Returns 1 when
- * it did (*iters and *resid set), 0 when it gave up (sv->in and sv->x are
- * left allocated, their contents garbage), or RP_ENOMEM.
+ * Solves the graph whole in id order (see above) into pi (in sv->in's
+ * block when pi is NULL), with the caller's blocks (t) faulted in on a
+ * helper meanwhile, if one can be started (t is then emptied: its blocks
+ * and job are done).  Returns 1 when it did (*iters and *resid set), 0
+ * when it gave up (sv->in and sv->x are left allocated, their contents
+ * garbage), or RP_ENOMEM.
  */
 static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
                        uint32_t *iters, double *resid, struct touch *t)

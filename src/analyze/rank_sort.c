@@ -8,17 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
 #include "common/error.h"
 #include "rank_int.h"
 
 /*
  * Ranks: sorts the nodes 1..n by their key (node_key), larger first, ties
  * by lower index, and stores each one's place (1, 2, ...) in rank[i - 1],
- * written over the radix sort's spare buffer once the items are sorted (the
- * keys are read from pi and span, never stored: the ranks cost no memory
- * of their own).  In two
- * steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
+ * all in the caller's scratch: the keys are read from pi and span, never
+ * stored, and the ranks are written over the half the sorted items are not
+ * in.  In two steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
  * items: the index (plus one) in the low b bits, b = the bits n needs, under
  * the top 64 - b bits of the complemented key, half of what (key, index)
  * pairs would move per pass; it starts in index order, so equal prefixes
