@@ -1211,7 +1211,7 @@ static void test_memory(void)
     /* the bounds of docs/ranking.md, "Memory" */
     /* one thread: with two, the resident size the kernel reports can lag
      * behind by what the helper faulted in */
-    static const double whole[4] = {45, 12, 0, 0}, comp[4] = {66, 12, 42, 24};
+    static const double whole[4] = {37, 12, 0, 0}, comp[4] = {58, 12, 34, 24};
     if (!memory_case(400000, 0, 1, 1, whole, "the whole graph in id order") ||
         !memory_case(200000, 1, UINT32_MAX, 1, comp, "the component solver"))
         printf("memory: skipped (no /proc/self/clear_refs to measure the peak with)\n");

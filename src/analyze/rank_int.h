@@ -113,13 +113,18 @@ struct solver {
     uint32_t nback;        /* edges to a callee with a lower id than the caller */
     uint32_t nshort;       /* those of them WHOLE_SPAN ids back or less */
     double *c1;            /* (1 - alpha) * w / T_src */
-    double *invden1;       /* by node: 1 / (1 - (1-alpha) Q_ii), or 0 */
-    uint32_t *order;       /* position -> node */
-    uint32_t *pos;         /* node -> position */
-    uint32_t *cbeg;        /* first position of each component, in the order
-                              Tarjan completes them (reverse topological) */
-    unsigned char *byid;   /* by component: its nodes in id order (choose_order) */
-    double *invden;        /* by position */
+    /* the nodes whose 1 / (1 - (1-alpha) Q_ii) is not 1 (a self loop; 0
+     * for one that never leaves itself), in increasing order, and that
+     * factor: every other node's is 1, which leaves its value as it is */
+    uint32_t nsl;
+    uint32_t *sl_node;
+    double *sl_inv;
+    uint32_t *order;     /* position -> node */
+    uint32_t *pos;       /* node -> position */
+    uint32_t *cbeg;      /* first position of each component, in the order
+                            Tarjan completes them (reverse topological) */
+    unsigned char *byid; /* by component: its nodes in id order (choose_order) */
+    double *invden;      /* by position */
     /* edges by caller position, callee as a position: ioff/idst/ic the ones
      * inside a component of two or more nodes (nin of them, counted by
      * Tarjan), xoff/xdst/xc the others; idst and xdst are parts of edst
@@ -186,7 +191,8 @@ RP_HIDDEN void rp_rank_touch_pages(void *arg);
 
 /*
  * Builds the out-adjacency by node (callees and coefficients (1 - alpha)
- * w_ij / T_i, without self loops and edges into ROOT) and invden1.  Returns
+ * w_ij / T_i, without self loops and edges into ROOT) and the self-loop
+ * factors (sl_node, sl_inv).  Returns
  * 0, RP_EINVAL (a negative or non-finite stop weight, an index >= n, a
  * negative or non-finite edge weight, a row total that overflows), or
  * RP_ENOMEM.

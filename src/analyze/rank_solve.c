@@ -20,7 +20,8 @@ static void rp_rank_solver_free(struct solver *sv)
     free(sv->off1);
     free(sv->dst1);
     free(sv->c1);
-    free(sv->invden1);
+    free(sv->sl_node);
+    free(sv->sl_inv);
     free(sv->order);
     free(sv->pos);
     free(sv->cbeg);
@@ -89,6 +90,47 @@ static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double 
         } else {
             nx.u += x[k].u;
             nx.v += x[k].v;
+        }
+        d.u = nx.u - x[k].u;
+        d.v = nx.v - x[k].v;
+        cu += fabs(d.u);
+        cv += fabs(d.v);
+        su += nx.u;
+        svs += nx.v;
+        x[k] = nx;
+        if (d.u != 0.0 || d.v != 0.0)
+            push(in, dst, c, off[k], off[k + 1], d);
+    }
+    return (struct sweep_sums){cu, cv, su, svs};
+}
+
+/*
+ * sweep over the whole graph in id order, nodes [1, n) of the adjacency by
+ * node: a node's self-loop factor is 1 unless the list (sl_node, sl_inv)
+ * names it, which a cursor walks alongside; multiplying by 1 changes no
+ * bit, so the sweep is the one sweep() makes with every factor stored.
+ * Cannot fail.
+ */
+static inline struct sweep_sums sweep_whole(struct uv *in, struct uv *x, const struct solver *sv)
+{
+    const uint32_t *off = sv->off1, *dst = sv->dst1, *sl = sv->sl_node;
+    const double *c = sv->c1, *inv = sv->sl_inv;
+    uint32_t n = sv->n, nsl = sv->nsl, j = 0;
+    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
+
+    while (j < nsl && sl[j] < 1) /* ROOT's (its factor is 1: never listed) */
+        j++;
+    for (uint32_t k = 1; k < n; k++) {
+        struct uv nx = in[k], d;
+        if (j < nsl && sl[j] == k) {
+            double f = inv[j++];
+            if (f > 0.0) {
+                nx.u *= f;
+                nx.v *= f;
+            } else {
+                nx.u += x[k].u;
+                nx.v += x[k].v;
+            }
         }
         d.u = nx.u - x[k].u;
         d.v = nx.v - x[k].v;
@@ -301,7 +343,7 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
 {
     uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
-    const double *c = sv->c1, *invden = sv->invden1;
+    const double *c = sv->c1;
     double prev = 0.0, ch = 0.0, root = 0.0;
     struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
     int done = 0;
@@ -320,7 +362,7 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     x[0] = (struct uv){1.0, 0.0};
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
-        m = sweep(in, x, invden, off, dst, c, 1, n);
+        m = sweep_whole(in, x, sv);
         it++;
         root = (1.0 - m.sv) / (1.0 + m.su);
         prev = ch;
