@@ -14,6 +14,12 @@
  *                           any earlier node, which joins most nodes into
  *                           one cycle; a small K makes many small cycles,
  *                           like callbacks and mutual recursion in a module)
+ *   bench_rank --busy N     a busy machine: N processes that only spin
+ *                           (`while :; do :; done`) run beside it, started
+ *                           before the graph is made, killed at the end
+ *   bench_rank --digest     also prints a digest of the standings,
+ *                           involvements and ranks, and of rp_rank_solve's
+ *                           pi: equal digests, equal bits
  *
  * The call-graph shape (fixed seed): ROOT calls 8 thread entries; 30 % of
  * the nodes are leaves, the others' fan-out is Pareto distributed (most call
@@ -41,14 +47,24 @@
  * has not used before: what `rankprof report` pays, ranking once; on Linux
  * also the host's steal over the runs and over the first (the share of this
  * virtual machine's CPU time its host gave to others: when it is high, the
- * seconds measure the host more than the ranking).  Exits 1 on failure.
+ * seconds measure the host more than the ranking); and the memory the
+ * first run took at its peak beyond what the process held before ("mem",
+ * its peak resident size less the resident size before, on Linux).  Exits
+ * 1 on failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "analyze/profile.h"
 #include "analyze/rank.h"
@@ -247,6 +263,33 @@ static double steal_pct(const unsigned long long a[2], const unsigned long long 
     return b[1] >= a[1] + 10 ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
 }
 
+/* A line "key: N kB" of /proc/self/status, in kB; -1 where there is none. */
+static long status_kb(const char *key)
+{
+    char line[256];
+    size_t k = strlen(key);
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':')
+            v = atol(line + k + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Starts measuring the memory the next call takes at its peak: resets the
+ * peak resident size to the current one (Linux: clear_refs 5).  Returns the
+ * resident size in kB, or -1 where it cannot be measured. */
+static long mem_start(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    int ok = f && fputs("5", f) >= 0;
+    if (f && fclose(f))
+        ok = 0;
+    return ok ? status_kb("VmRSS") : -1;
+}
+
 /* The graph as a profile: function nodes with their stop weight as
  * exclusive time, edges with their weight as inclusive time (both also as
  * call counts).  Returns 0, or -1 if out of memory. */
@@ -292,11 +335,12 @@ struct job {
 static struct rp_rank_opts opts = {0.01, 1e-12, 10000, 0};
 
 static int time_it(int (*f)(struct job *), struct job *j, double *best, double *best_cpu,
-                   double *first, double steal[2], int *err)
+                   double *first, double steal[2], long *mem, int *err)
 {
     unsigned long long s0[2], s1[2], s2[2];
     double spent = 0;
     int runs = 0, st = steal_sample(s0);
+    long rss0 = mem_start();
     *best = *best_cpu = INFINITY;
     do {
         double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -307,6 +351,8 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
             return -1;
         }
         if (!runs) {
+            long hwm = rss0 >= 0 ? status_kb("VmHWM") : -1;
+            *mem = hwm >= rss0 ? hwm - rss0 : -1;
             *first = t;
             st |= steal_sample(s1);
         }
@@ -334,6 +380,32 @@ static int do_solve(struct job *j)
     return rp_rank_solve(j->g, &opts, j->pi, &j->it, &j->res);
 }
 
+static int digest; /* --digest */
+
+/* FNV-1a over len bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Prints the digest of what the ranking gave: each node's standing,
+ * involvement and rank, then pi from rp_rank_solve. */
+static void print_digest(const struct rp_profile *p, const double *pi, uint32_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull, hs = h;
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        h = fnv(h, &p->nodes[i].standing, sizeof p->nodes[i].standing);
+        h = fnv(h, &p->nodes[i].involvement, sizeof p->nodes[i].involvement);
+        h = fnv(h, &p->nodes[i].rank, sizeof p->nodes[i].rank);
+    }
+    hs = fnv(hs, pi, (size_t)n * sizeof *pi);
+    printf("  digest profile %016llx solve %016llx\n", (unsigned long long)h,
+           (unsigned long long)hs);
+}
+
 /* Times ranking the graph as a profile (the report path), then the solver
  * alone; prints a line for each.  Returns 0 or -1. */
 static int run(uint32_t n, uint32_t m, int uniform, double back)
@@ -358,7 +430,8 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
     } jobs[] = {{"rp_rank_profile", do_profile}, {"rp_rank_solve alone", do_solve}};
     for (int k = 0; k < 2; k++) {
         double best, best_cpu, first, steal[2];
-        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, steal, &err);
+        long mem = -1;
+        int err = 0, runs = time_it(jobs[k].f, &j, &best, &best_cpu, &first, steal, &mem, &err);
         if (runs < 0) {
             fprintf(stderr, "bench_rank: %s failed: %d\n", jobs[k].what, err);
             goto out;
@@ -375,8 +448,12 @@ static int run(uint32_t n, uint32_t m, int uniform, double back)
             printf("steal %.1f%%  ", steal[0]);
         if (steal[0] >= 0.0 && steal[1] >= 0.0)
             printf("(first run %.1f%%)  ", steal[1]);
+        if (mem >= 0)
+            printf("mem +%.1f MB  ", (double)mem / 1024.0);
         printf("(%s, best of %d)\n", jobs[k].what, runs);
     }
+    if (digest)
+        print_digest(&p, pi, n);
     rc = 0;
 out:
     free(pi);
@@ -386,9 +463,47 @@ out:
     return rc;
 }
 
+/* --busy: the spinning processes, killed at exit. */
+static pid_t hogs[64];
+static int nhogs;
+
+static void hogs_stop(void)
+{
+    for (int i = 0; i < nhogs; i++) {
+        kill(hogs[i], SIGKILL);
+        waitpid(hogs[i], NULL, 0);
+    }
+    nhogs = 0;
+}
+
+/* Starts n processes that spin until killed.  Returns 0, or -1 if one
+ * could not be started (those started are stopped). */
+static int hogs_start(int n)
+{
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            hogs_stop();
+            return -1;
+        }
+        if (pid == 0) {
+#ifdef __linux__
+            /* dies with the benchmark, however it ends */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+            if (getppid() == 1)
+                _exit(0);
+            for (volatile unsigned long x = 0;; x++)
+                ;
+        }
+        hogs[nhogs++] = pid;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int scale = 0, uniform = 0;
+    int scale = 0, uniform = 0, busy = 0;
     double back = 0.01;
     uint32_t max = 1000000;
     for (int i = 1; i < argc; i++) {
@@ -404,11 +519,19 @@ int main(int argc, char **argv)
             back = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
             max = (uint32_t)strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--busy") && i + 1 < argc) {
+            busy = atoi(argv[++i]);
+            if (busy < 0 || busy > 64) {
+                fprintf(stderr, "bench_rank: --busy %s: from 0 to 64 processes\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--digest")) {
+            digest = 1;
         } else {
             fprintf(
                 stderr,
                 "usage: bench_rank [--scale [--max NODES]] [--uniform] [--threads N] [--span K] "
-                "[--back FRACTION]\n");
+                "[--back FRACTION] [--busy N] [--digest]\n");
             return 2;
         }
     }
@@ -421,11 +544,21 @@ int main(int argc, char **argv)
     if (!uniform)
         printf("call graph: 1%% self calls, %.1f%% back edges going %s\n", back * 100,
                back_span ? "at most --span nodes up" : "anywhere up");
-    if (scale) {
-        for (uint32_t n = 1000; n <= max && n <= 1000000; n *= 10)
-            if (run(n, 10 * n, uniform, back))
-                return 1;
-        return 0;
+    if (busy) {
+        printf("busy: %d spinning processes beside it\n", busy);
+        fflush(stdout);
+        if (hogs_start(busy)) {
+            fprintf(stderr, "bench_rank: --busy: cannot start a process\n");
+            return 1;
+        }
     }
-    return run(1000000, 10000000, uniform, back) ? 1 : 0;
+    int rc = 0;
+    if (scale) {
+        for (uint32_t n = 1000; n <= max && n <= 1000000 && !rc; n *= 10)
+            rc = run(n, 10 * n, uniform, back);
+    } else {
+        rc = run(1000000, 10000000, uniform, back);
+    }
+    hogs_stop();
+    return rc ? 1 : 0;
 }

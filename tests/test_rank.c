@@ -18,9 +18,15 @@
  *       one thread and two, bit for bit, and bad inputs in either half;
  *       the whole graph swept in id order first (profile-like graphs vs
  *       the dense solve, the graphs it must give up on, and profiles
- *       through it against rp_rank_solve).
+ *       through it against rp_rank_solve);
+ *   (e) the memory rp_rank_profile takes at its peak, within the bound
+ *       docs/ranking.md states for each solver (Linux, not under a
+ *       sanitizer, whose shadow and quarantine are resident too).
  */
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1083,11 +1089,140 @@ static void test_vs_solve(void)
     test_profile_vs_solve(0);
 }
 
+/* ---- (e) memory --------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+
+/* A line "key: N kB" of /proc/self/status, in kB; -1 where there is none. */
+static long status_kb(const char *key)
+{
+    char line[256];
+    size_t k = strlen(key);
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':')
+            v = atol(line + k + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Resets the peak resident size to the current one (Linux: clear_refs 5).
+ * Returns the resident size in kB, or -1 where that cannot be done. */
+static long peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    int ok = f && fputs("5", f) >= 0;
+    if (f && fclose(f))
+        ok = 0;
+    return ok ? status_kb("VmRSS") : -1;
+}
+
+/*
+ * Ranks a profile of n nodes and about 2n edges, call-graph shaped (each
+ * node first called by a lower one, a few more calls to higher ones; with
+ * cycles when back, one edge in 50 then going to a lower id) with threads
+ * threads, whole_min as rp_rank_whole_min, and checks that the resident
+ * memory rose by at most bytes[0] a node and bytes[1] an edge, or
+ * bytes[2] a node and bytes[3] an edge, whichever is more, plus 1 MB.
+ * Returns 1 if it was measured, 0 if it cannot be here.
+ */
+static int memory_case(uint32_t n, int back, uint32_t whole_min, uint32_t threads,
+                       const double bytes[4], const char *what)
+{
+    uint32_t m = 0, cap = 2 * n;
+    struct rp_node *nodes = calloc(n, sizeof *nodes);
+    struct rp_edge *edges = calloc(cap, sizeof *edges);
+    int measured = 0;
+
+    CHECK(nodes && edges);
+    if (!nodes || !edges)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        nodes[i] = (struct rp_node){
+            .id = i, .kind = RP_KIND_FUNC, .calls = 1 + i % 7, .excl = 1 + next_u64() % 100000};
+    /* edges by caller: node i calls i+1 (its first caller) and maybe one
+     * more, higher up or (back) lower */
+    for (uint32_t i = 0; i + 1 < n && m + 2 <= cap; i++) {
+        edges[m++] = (struct rp_edge){
+            .caller = i, .callee = i + 1, .calls = 1, .incl = 1 + next_u64() % 1000000};
+        uint32_t j = i + 2 + (uint32_t)(next_u64() % 1000);
+        if (back && i > 1000 && next_u64() % 50 == 0)
+            j = i - 1 - (uint32_t)(next_u64() % 1000);
+        if (j < n && j != i + 1 && next_u64() % 4)
+            edges[m++] = (struct rp_edge){
+                .caller = i, .callee = j, .calls = 2, .incl = 1 + next_u64() % 1000000};
+    }
+    for (uint32_t k = 1; k < m; k++) /* the callees of each caller in order */
+        if (edges[k].caller == edges[k - 1].caller && edges[k].callee < edges[k - 1].callee) {
+            struct rp_edge t = edges[k];
+            edges[k] = edges[k - 1];
+            edges[k - 1] = t;
+        }
+    struct rp_profile p = {0};
+    p.nodes = nodes;
+    p.n_nodes = n;
+    p.edges = edges;
+    p.n_edges = m;
+    struct rp_rank_opts o = {0.01, 1e-12, 10000, threads};
+    uint32_t min0 = rp_rank_whole_min;
+    rp_rank_whole_min = whole_min;
+    long before = peak_reset();
+    int rc = rp_rank_profile(&p, &o);
+    long peak = status_kb("VmHWM");
+    rp_rank_whole_min = min0;
+    CHECK(rc == 0);
+    CHECK(whole_min == UINT32_MAX ? rp_rank_whole_sweeps == 0 : rp_rank_whole_sweeps > 0);
+    if (before < 0 || peak < 0)
+        goto out;
+    double b1 = bytes[0] * n + bytes[1] * m, b2 = bytes[2] * n + bytes[3] * m;
+    double bound = (b1 > b2 ? b1 : b2) + 1048576.0, used = 1024.0 * (double)(peak - before);
+    CHECK(used <= bound);
+    printf("memory, %s: %u nodes, %u edges: %.1f MB at the peak, bound %.1f MB\n", what, n, m,
+           used / 1048576.0, bound / 1048576.0);
+    measured = 1;
+out:
+    free(nodes);
+    free(edges);
+    return measured;
+}
+
+static void test_memory(void)
+{
+#ifdef UNDER_SANITIZER
+    printf("memory: skipped under a sanitizer (its shadow memory and quarantine are resident)\n");
+#else
+#ifdef __GLIBC__
+    /* what is measured is what the ranking holds: blocks of 64 KiB and
+     * more mapped apart, so that a freed one leaves the resident size (by
+     * default glibc raises that threshold as blocks are freed, and freed
+     * memory below it stays resident for the next malloc; then the peak
+     * depends on what ran before).  For the rest of this process. */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
+    /* the bounds of docs/ranking.md, "Memory" */
+    /* one thread: with two, the resident size the kernel reports can lag
+     * behind by what the helper faulted in */
+    static const double whole[4] = {37, 12, 0, 0}, comp[4] = {58, 12, 34, 24};
+    if (!memory_case(400000, 0, 1, 1, whole, "the whole graph in id order") ||
+        !memory_case(200000, 1, UINT32_MAX, 1, comp, "the component solver"))
+        printf("memory: skipped (no /proc/self/clear_refs to measure the peak with)\n");
+#endif
+}
+
 static const struct check_case cases[] = {
     {"trees", test_trees},       {"random", test_random},       {"components", test_components},
     {"trap", test_trap},         {"recursion", test_recursion}, {"profile", test_profile},
     {"vs_solve", test_vs_solve}, {"rank_runs", test_rank_runs}, {"big_cycles", test_big_cycles},
-    {"threads", test_threads},   {"whole", test_whole},
+    {"threads", test_threads},   {"whole", test_whole},         {"memory", test_memory},
 };
 
 int main(int argc, char **argv)

@@ -240,8 +240,7 @@ static struct input profile_input(const struct rp_profile *p, int calls)
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 {
     struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER, 0};
-    double *pi = NULL;
-    uint64_t *key = NULL;
+    struct solved own = {NULL, NULL};
     unsigned char *span = NULL;
     uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
@@ -259,36 +258,30 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rc = RP_ENOMEM;
     if (!calls && p->hold_intervals && holds_set_aside(p, &held, &nheld) < 0)
         goto out;
-    pi = rp_big_malloc((size_t)n * sizeof *pi);
-    key = rp_big_malloc((size_t)n * sizeof *key);
-    rank = rp_big_malloc((size_t)n * sizeof *rank); /* by index - 1, stored in node order */
+    /* pi comes in the solver's flow block, the ranks in its values' block,
+     * which the sort takes as scratch: the ranking keeps nothing of its own
+     * but a byte per node (span) */
     span = malloc(n);
-    if (!pi || !key || !rank || !span)
+    if (!span)
         goto out;
     struct span_job sj = {p->nodes, n, span};
     struct touch t = {.then = span_flags, .then_arg = &sj};
-    rp_rank_touch_add(&t, pi, (size_t)n * sizeof *pi);
-    rp_rank_touch_add(&t, key, (size_t)n * sizeof *key);
-    rp_rank_touch_add(&t, rank, (size_t)n * sizeof *rank);
-    rc = rp_rank_solve_input(&g, o->alpha, o->tol, o->max_iter, o->threads, pi, &it, &res, &t);
+    rc = rp_rank_solve_input(&g, o->alpha, o->tol, o->max_iter, o->threads, NULL, &own, &it, &res,
+                             &t);
     if (rc)
         goto out;
     if (!t.ran) /* no helper ran (one thread, a small graph) */
         span_flags(&sj);
+    const double *pi = own.pi;
 
     /* Instants and counters are nodes without spans: the report does not
-     * list them, so they get no standing (and rank after every span).  The
-     * sort key of a span is pi's bits (order-preserving for pi >= 0) plus
-     * one, so that every span ranks before the non-spans' 0. */
+     * list them, so they get no standing (and rank after every span: their
+     * sort key is 0, node_key). */
     double rest = 0.0;
-    for (uint32_t i = 1; i < n; i++) {
-        uint64_t bits;
-        memcpy(&bits, &pi[i], sizeof bits);
+    for (uint32_t i = 1; i < n; i++)
         rest += span[i] ? pi[i] : 0.0;
-        key[i - 1] = !span[i] ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
-    }
     int threads = rp_rank_threads(o->threads, n);
-    if (n > 1 && (rc = rp_rank_assign(n - 1, key, rank, threads)))
+    if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, own.spare, &rank, threads)))
         goto out;
     struct store_half lo = {p, pi, rank, rest, 0, n / 2}, hi = {p, pi, rank, rest, n / 2, n};
     rp_rank_run_pair(threads, store_ranks, &lo, store_ranks, &hi);
@@ -298,9 +291,8 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rc = 0;
 out:
     holds_restore(p, held, nheld);
-    free(pi);
-    free(key);
-    free(rank);
+    free(own.pi);
+    free(own.spare); /* rank points into it */
     free(span);
     return rc;
 }

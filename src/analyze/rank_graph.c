@@ -26,20 +26,25 @@ static inline int linking(uint32_t a, uint32_t b)
 /*
  * Ends row i of the adjacency by node, whose linking edges are [start, k)
  * with their weights in c1, tot being the row's total (stop weight and all
- * its edges) and diag its self-loop weight: sets invden1[i] and off1[i + 1]
- * (not off1[i], which may be another half's) and turns the weights into
+ * its edges) and diag its self-loop weight: sets off1[i + 1] (not off1[i],
+ * which may be another half's), puts i's self-loop factor at *nsl in the
+ * list (and moves *nsl on) unless it is 1, and turns the weights into
  * coefficients (1 - alpha) w / tot.  Returns 0 or RP_EINVAL (a total that
  * overflowed).
  */
 static int end_row(struct solver *sv, double tot, double diag, double alpha, uint32_t i,
-                   uint32_t start, uint32_t k)
+                   uint32_t start, uint32_t k, uint32_t *nsl)
 {
     if (!isfinite(tot))
         return RP_EINVAL;
     double q = tot > 0.0 ? (1.0 - alpha) * diag / tot : 0.0;
     double scale = tot > 0.0 ? (1.0 - alpha) / tot : 0.0;
     /* ROOT's value is fixed, its self loop means nothing */
-    sv->invden1[i] = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
+    double inv = i > 0 && q >= 1.0 ? 0.0 : 1.0 / (1.0 - (i > 0 ? q : 0.0));
+    if (inv != 1.0) {
+        sv->sl_node[*nsl] = i;
+        sv->sl_inv[(*nsl)++] = inv;
+    }
     for (uint32_t e = start; e < k; e++)
         sv->c1[e] *= scale;
     sv->off1[i + 1] = k;
@@ -77,6 +82,7 @@ struct adj_part {
     double alpha;
     uint32_t e0, e1, r0, r1, k0;
     uint32_t k;          /* out: the end of what it wrote */
+    uint32_t nsl;        /* out: the end of its self-loop factors (from r0) */
     uint32_t back, shrt; /* out: its edges to a lower id, and how many are short */
     int rc;              /* out: as adjacency_sorted */
 };
@@ -95,7 +101,7 @@ static void adjacency_sorted(void *arg)
     struct adj_part *pt = arg;
     const struct input *g = pt->g;
     struct solver *sv = pt->sv;
-    uint32_t row = pt->r0, start = pt->k0, k = pt->k0, back = 0, shrt = 0;
+    uint32_t row = pt->r0, start = pt->k0, k = pt->k0, back = 0, shrt = 0, nsl = pt->r0;
     double tot, diag = 0.0; /* of the current row */
     int rc = start_row(g, row, &tot);
 
@@ -116,7 +122,7 @@ static void adjacency_sorted(void *arg)
             goto out;
         }
         while (row < a) {
-            if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k)) ||
+            if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k, &nsl)) ||
                 (rc = start_row(g, ++row, &tot)))
                 goto out;
             start = k;
@@ -133,7 +139,7 @@ static void adjacency_sorted(void *arg)
         }
     }
     for (;;) {
-        if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k)) || ++row == pt->r1 ||
+        if ((rc = end_row(sv, tot, diag, pt->alpha, row, start, k, &nsl)) || ++row == pt->r1 ||
             (rc = start_row(g, row, &tot)))
             goto out;
         start = k;
@@ -141,6 +147,7 @@ static void adjacency_sorted(void *arg)
     }
 out:
     pt->k = k;
+    pt->nsl = nsl;
     pt->back = back;
     pt->shrt = shrt;
     pt->rc = rc;
@@ -191,8 +198,9 @@ static int adjacency_any(const struct input *g, double alpha, struct solver *sv)
         sv->dst1[k] = b;
         sv->c1[k] = in_weight(g, g->w, g->w_step, e);
     }
+    sv->nsl = 0;
     for (uint32_t i = 0; i < n; i++)
-        if ((rc = end_row(sv, tot[i], diag[i], alpha, i, off[i], off[i + 1])))
+        if ((rc = end_row(sv, tot[i], diag[i], alpha, i, off[i], off[i + 1], &sv->nsl)))
             goto out;
     rc = 0;
 out:
@@ -225,20 +233,23 @@ static uint32_t adjacency_cut(const struct input *g)
  * row (adjacency_cut): the first half writes from 0, the second from its
  * first edge's index, which leaves a gap the size of the first half's self
  * loops and edges into ROOT, closed afterwards by moving the second half's
- * edges down.  Each row is computed as in one pass, so the result is the
+ * edges down; each half writes its self-loop factors from its first row's
+ * index on, and the second half's move down after the first's likewise.
+ * Each row is computed as in one pass, so the result is the
  * same bit for bit.  Returns 0, 1 (not in order), or RP_EINVAL as
  * rp_rank_adjacency (before 1, and the first half's before the second's).
  */
 static int adjacency_halves(const struct input *g, double alpha, struct solver *sv)
 {
     uint32_t cut = sv->threads > 1 ? adjacency_cut(g) : 0, mid = cut ? in_src(g, cut) : g->n;
-    struct adj_part lo = {g, sv, alpha, 0, cut ? cut : g->m, 0, mid, 0, 0, 0, 0, 0};
-    struct adj_part hi = {g, sv, alpha, cut, g->m, mid, g->n, cut, 0, 0, 0, 0};
+    struct adj_part lo = {g, sv, alpha, 0, cut ? cut : g->m, 0, mid, 0, 0, 0, 0, 0, 0};
+    struct adj_part hi = {g, sv, alpha, cut, g->m, mid, g->n, cut, 0, 0, 0, 0, 0};
 
     if (!cut) {
         adjacency_sorted(&lo);
         sv->nback = lo.back;
         sv->nshort = lo.shrt;
+        sv->nsl = lo.nsl;
         return lo.rc;
     }
     rp_rank_run_pair(sv->threads, adjacency_sorted, &lo, adjacency_sorted, &hi);
@@ -248,6 +259,9 @@ static int adjacency_halves(const struct input *g, double alpha, struct solver *
         return 1;
     sv->nback = lo.back + hi.back;
     sv->nshort = lo.shrt + hi.shrt;
+    memmove(sv->sl_node + lo.nsl, sv->sl_node + mid, (size_t)(hi.nsl - mid) * sizeof *sv->sl_node);
+    memmove(sv->sl_inv + lo.nsl, sv->sl_inv + mid, (size_t)(hi.nsl - mid) * sizeof *sv->sl_inv);
+    sv->nsl = lo.nsl + (hi.nsl - mid);
     uint32_t gap = cut - lo.k;
     if (gap) {
         memmove(sv->dst1 + lo.k, sv->dst1 + cut, (size_t)(hi.k - cut) * sizeof *sv->dst1);
@@ -260,7 +274,8 @@ static int adjacency_halves(const struct input *g, double alpha, struct solver *
 
 /*
  * Builds the out-adjacency by node (callees and coefficients (1 - alpha)
- * w_ij / T_i, without self loops and edges into ROOT) and invden1: in one
+ * w_ij / T_i, without self loops and edges into ROOT) and the self-loop
+ * factors: in one
  * pass over the input when its edges are grouped by caller in order, else
  * in two.  Returns 0, RP_EINVAL (a negative or non-finite stop weight, an
  * index >= n, a negative or non-finite edge weight, a row total that
@@ -273,16 +288,26 @@ int rp_rank_adjacency(const struct input *g, double alpha, struct solver *sv)
     int rc = RP_ENOMEM;
 
     sv->off1 = rp_big_malloc(((size_t)n + 1) * sizeof *sv->off1);
-    sv->invden1 = rp_big_malloc((size_t)n * sizeof *sv->invden1);
     /* room for every edge: the pages of the ones not kept are never touched;
      * and DST1_SPARE entries after the last (the prefetches read ahead) */
     sv->dst1 = rp_big_malloc((ne + DST1_SPARE) * sizeof *sv->dst1);
     sv->c1 = rp_big_malloc(ne * sizeof *sv->c1);
-    if (!sv->off1 || !sv->invden1 || !sv->dst1 || !sv->c1)
+    /* room for a self-loop factor per node, of which few are written (plain
+     * pages: a huge one would be resident whole for one entry); shrunk to
+     * what was written */
+    sv->sl_node = malloc((size_t)n * sizeof *sv->sl_node);
+    sv->sl_inv = malloc((size_t)n * sizeof *sv->sl_inv);
+    if (!sv->off1 || !sv->dst1 || !sv->c1 || !sv->sl_node || !sv->sl_inv)
         return rc;
     if ((rc = adjacency_halves(g, alpha, sv)) == 1)
         rc = adjacency_any(g, alpha, sv);
-    if (!rc)
+    if (!rc) {
         memset(sv->dst1 + sv->off1[n], 0, DST1_SPARE * sizeof *sv->dst1);
+        size_t k = sv->nsl ? sv->nsl : 1;
+        uint32_t *a = realloc(sv->sl_node, k * sizeof *a);
+        double *b = realloc(sv->sl_inv, k * sizeof *b);
+        sv->sl_node = a ? a : sv->sl_node;
+        sv->sl_inv = b ? b : sv->sl_inv;
+    }
     return rc;
 }

@@ -113,13 +113,18 @@ struct solver {
     uint32_t nback;        /* edges to a callee with a lower id than the caller */
     uint32_t nshort;       /* those of them WHOLE_SPAN ids back or less */
     double *c1;            /* (1 - alpha) * w / T_src */
-    double *invden1;       /* by node: 1 / (1 - (1-alpha) Q_ii), or 0 */
-    uint32_t *order;       /* position -> node */
-    uint32_t *pos;         /* node -> position */
-    uint32_t *cbeg;        /* first position of each component, in the order
-                              Tarjan completes them (reverse topological) */
-    unsigned char *byid;   /* by component: its nodes in id order (choose_order) */
-    double *invden;        /* by position */
+    /* the nodes whose 1 / (1 - (1-alpha) Q_ii) is not 1 (a self loop; 0
+     * for one that never leaves itself), in increasing order, and that
+     * factor: every other node's is 1, which leaves its value as it is */
+    uint32_t nsl;
+    uint32_t *sl_node;
+    double *sl_inv;
+    uint32_t *order;     /* position -> node */
+    uint32_t *pos;       /* node -> position */
+    uint32_t *cbeg;      /* first position of each component, in the order
+                            Tarjan completes them (reverse topological) */
+    unsigned char *byid; /* by component: its nodes in id order (choose_order) */
+    double *invden;      /* by position */
     /* edges by caller position, callee as a position: ioff/idst/ic the ones
      * inside a component of two or more nodes (nin of them, counted by
      * Tarjan), xoff/xdst/xc the others; idst and xdst are parts of edst
@@ -186,7 +191,8 @@ RP_HIDDEN void rp_rank_touch_pages(void *arg);
 
 /*
  * Builds the out-adjacency by node (callees and coefficients (1 - alpha)
- * w_ij / T_i, without self loops and edges into ROOT) and invden1.  Returns
+ * w_ij / T_i, without self loops and edges into ROOT) and the self-loop
+ * factors (sl_node, sl_inv).  Returns
  * 0, RP_EINVAL (a negative or non-finite stop weight, an index >= n, a
  * negative or non-finite edge weight, a row total that overflows), or
  * RP_ENOMEM.
@@ -209,17 +215,41 @@ RP_HIDDEN int rp_rank_layout(struct solver *sv, struct touch *t);
  * fail. */
 RP_HIDDEN int rp_rank_threads(uint32_t threads, uint32_t items);
 
+/* What rp_rank_solve_input hands over when it is given no pi: pi, written
+ * over the solver's flow (read no more once the solve is done), and the
+ * block of the solver's values, 16 bytes a node, as scratch (NULL for a
+ * graph of one node).  The caller frees both. */
+struct solved {
+    double *pi;
+    uint64_t *spare;
+};
+
 /* rp_rank_solve on an input of either kind, with t's blocks faulted in
- * meanwhile.  Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * meanwhile; with pi NULL, into blocks of the solver's own, *own (they
+ * take no memory that the solve did not take already).  Returns 0,
+ * RP_EINVAL or RP_ENOMEM. */
 RP_HIDDEN int rp_rank_solve_input(const struct input *g, double alpha, double tol,
                                   uint32_t max_iter, uint32_t threads, double *pi,
-                                  uint32_t *iterations, double *residual, struct touch *t);
+                                  struct solved *own, uint32_t *iterations, double *residual,
+                                  struct touch *t);
 
 /* rank_sort.c */
 
-/* Sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower index,
- * and stores each one's place (1, 2, ...) in rank[i - 1].  Returns 0 or
- * RP_ENOMEM. */
-RP_HIDDEN int rp_rank_assign(uint32_t n, const uint64_t *key, uint32_t *rank, int threads);
+/* Sorts the nodes 1..n by their key (node_key: pi[i] and span[i]), larger
+ * first, ties by lower index, in buf (2n items of scratch), and stores each
+ * one's place (1, 2, ...) in (*rank)[i - 1], which points into buf.
+ * Returns 0 or RP_ENOMEM. */
+RP_HIDDEN int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint64_t *buf,
+                             uint32_t **rank, int threads);
+
+/* The sort key of node i: pi's bits (order-preserving for pi >= 0) plus one
+ * for a span, so that every span ranks before the nodes without spans
+ * (instants and counters: span[i] 0), whose key is 0.  Cannot fail. */
+static inline uint64_t node_key(const double *pi, const unsigned char *span, uint32_t i)
+{
+    uint64_t bits;
+    memcpy(&bits, &pi[i], sizeof bits);
+    return !span[i] ? 0 : pi[i] > 0.0 ? bits + 1 : 1;
+}
 
 #endif /* RP_ANALYZE_RANK_INT_H */

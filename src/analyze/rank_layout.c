@@ -353,7 +353,6 @@ static void lay_out_front(void *arg)
         for (; k < a + size && k < pt->p1; k++) {
             prefetch_row(sv, k + PF_ROWS, 1);
             uint32_t i = sv->order[k];
-            sv->invden[k] = sv->invden1[i];
             sv->ioff[k] = nin;
             sv->xoff[k] = nout;
             write_row(sv, i, a, size, &nin, &nout);
@@ -381,7 +380,6 @@ static void lay_out_back(void *arg)
                 cnt += is_inner(pos[dst[e]], a, size);
             nin -= cnt;
             nout -= off[i + 1] - off[i] - cnt;
-            sv->invden[q] = sv->invden1[i];
             sv->ioff[q] = nin;
             sv->xoff[q] = nout;
             uint32_t ki = nin, kx = nout;
@@ -437,11 +435,17 @@ static void lay_out(struct solver *sv)
     memset(sv->xdst + (ne - nin), 0, AHEAD * sizeof *sv->xdst);
     free(sv->off1);
     free(sv->dst1);
+    /* the self-loop factors by position: 1 but for the nodes listed */
+    for (uint32_t k = 0; k < n; k++)
+        sv->invden[k] = 1.0;
+    for (uint32_t j = 0; j < sv->nsl; j++)
+        sv->invden[sv->pos[sv->sl_node[j]]] = sv->sl_inv[j];
     free(sv->c1);
-    free(sv->invden1);
+    free(sv->sl_node);
+    free(sv->sl_inv);
     free(sv->pos);
-    sv->off1 = sv->dst1 = sv->pos = NULL;
-    sv->c1 = sv->invden1 = NULL;
+    sv->off1 = sv->dst1 = sv->pos = sv->sl_node = NULL;
+    sv->c1 = sv->sl_inv = NULL;
 }
 
 /*

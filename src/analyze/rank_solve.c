@@ -20,7 +20,8 @@ static void rp_rank_solver_free(struct solver *sv)
     free(sv->off1);
     free(sv->dst1);
     free(sv->c1);
-    free(sv->invden1);
+    free(sv->sl_node);
+    free(sv->sl_inv);
     free(sv->order);
     free(sv->pos);
     free(sv->cbeg);
@@ -103,6 +104,47 @@ static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double 
     return (struct sweep_sums){cu, cv, su, svs};
 }
 
+/*
+ * sweep over the whole graph in id order, nodes [1, n) of the adjacency by
+ * node: a node's self-loop factor is 1 unless the list (sl_node, sl_inv)
+ * names it, which a cursor walks alongside; multiplying by 1 changes no
+ * bit, so the sweep is the one sweep() makes with every factor stored.
+ * Cannot fail.
+ */
+static inline struct sweep_sums sweep_whole(struct uv *in, struct uv *x, const struct solver *sv)
+{
+    const uint32_t *off = sv->off1, *dst = sv->dst1, *sl = sv->sl_node;
+    const double *c = sv->c1, *inv = sv->sl_inv;
+    uint32_t n = sv->n, nsl = sv->nsl, j = 0;
+    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
+
+    while (j < nsl && sl[j] < 1) /* ROOT's (its factor is 1: never listed) */
+        j++;
+    for (uint32_t k = 1; k < n; k++) {
+        struct uv nx = in[k], d;
+        if (j < nsl && sl[j] == k) {
+            double f = inv[j++];
+            if (f > 0.0) {
+                nx.u *= f;
+                nx.v *= f;
+            } else {
+                nx.u += x[k].u;
+                nx.v += x[k].v;
+            }
+        }
+        d.u = nx.u - x[k].u;
+        d.v = nx.v - x[k].v;
+        cu += fabs(d.u);
+        cv += fabs(d.v);
+        su += nx.u;
+        svs += nx.v;
+        x[k] = nx;
+        if (d.u != 0.0 || d.v != 0.0)
+            push(in, dst, c, off[k], off[k + 1], d);
+    }
+    return (struct sweep_sums){cu, cv, su, svs};
+}
+
 /* The rule that ends the sweeps (solve_cycle's and the whole graph's):
  * the L1 change of pi, r * cu + cv with r a bound on pi_ROOT, is at most
  * tol, or the change is down to rounding (FLOOR_ULPS units in the last
@@ -157,7 +199,8 @@ static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru
 }
 
 /*
- * Solves for u and v component by component (x by position), then pi.
+ * Solves for u and v component by component (x by position), then pi (in
+ * sv->in's block when pi is NULL).
  * Returns the largest number of sweeps a component needed in *iters (1 for
  * an acyclic graph) and the L1 change of pi in the last sweep of every
  * component, summed, in *resid.  Cannot fail.
@@ -197,6 +240,8 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
         }
     }
     double root = (1.0 - svs) / (1.0 + su);
+    if (!pi) /* into the flow's block, which is read no more */
+        pi = (double *)sv->in;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = sv->order[k];
         pi[i] = i ? root * x[k].u + x[k].v : root;
@@ -286,18 +331,19 @@ static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
 }
 
 /*
- * Solves the graph whole in id order (see above) into pi, with the
- * caller's blocks (t) faulted in on a helper meanwhile, if one can be
- * started (t is then emptied: its blocks and job are done).  Returns 1 when
- * it did (*iters and *resid set), 0 when it gave up (sv->in and sv->x are
- * left allocated, their contents garbage), or RP_ENOMEM.
+ * Solves the graph whole in id order (see above) into pi (in sv->in's
+ * block when pi is NULL), with the caller's blocks (t) faulted in on a
+ * helper meanwhile, if one can be started (t is then emptied: its blocks
+ * and job are done).  Returns 1 when it did (*iters and *resid set), 0
+ * when it gave up (sv->in and sv->x are left allocated, their contents
+ * garbage), or RP_ENOMEM.
  */
 static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
                        uint32_t *iters, double *resid, struct touch *t)
 {
     uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
-    const double *c = sv->c1, *invden = sv->invden1;
+    const double *c = sv->c1;
     double prev = 0.0, ch = 0.0, root = 0.0;
     struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
     int done = 0;
@@ -316,7 +362,7 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     x[0] = (struct uv){1.0, 0.0};
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
-        m = sweep(in, x, invden, off, dst, c, 1, n);
+        m = sweep_whole(in, x, sv);
         it++;
         root = (1.0 - m.sv) / (1.0 + m.su);
         prev = ch;
@@ -340,6 +386,8 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     }
     if (!done)
         return 0;
+    if (!pi) /* into the flow's block, which is read no more */
+        pi = (double *)in;
     for (uint32_t i = 0; i < n; i++)
         pi[i] = i ? root * x[i].u + x[i].v : root;
     rp_rank_whole_sweeps = it;
@@ -362,11 +410,15 @@ int rp_rank_threads(uint32_t threads, uint32_t items)
 }
 
 /* rp_rank_solve on an input of either kind; see there.  t holds the
- * caller's own uninitialized blocks to be faulted in with the solver's
- * (the profile's ranks), if any.  Returns 0, RP_EINVAL or RP_ENOMEM. */
+ * caller's own uninitialized blocks to be faulted in with the solver's, if
+ * any, and a job to run meanwhile.  With pi NULL, pi goes to the block of
+ * the flow, which is not needed once the solve is done, and the block of
+ * the values is handed over too (*own, struct solved), so that neither pi
+ * nor the ranks' sort take memory of their own.  Returns 0, RP_EINVAL or
+ * RP_ENOMEM. */
 int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                        uint32_t threads, double *pi, uint32_t *iterations, double *residual,
-                        struct touch *t)
+                        uint32_t threads, double *pi, struct solved *own, uint32_t *iterations,
+                        double *residual, struct touch *t)
 {
     struct solver sv = {.threads = rp_rank_threads(threads, g->m)};
     uint32_t it = 0;
@@ -375,7 +427,11 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
 
     if (rc)
         return rc;
-    if (g->n == 1) {
+    if (!pi && g->n == 1 && !(sv.in = malloc(sizeof *sv.in)))
+        return RP_ENOMEM;
+    if (!pi && g->n == 1) {
+        ((double *)sv.in)[0] = 1.0;
+    } else if (g->n == 1) {
         pi[0] = 1.0;
     } else {
         sv.n = g->n;
@@ -394,6 +450,12 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
                 goto out;
             solve(&sv, alpha, tol, max_iter, pi, &it, &res);
         }
+    }
+    if (!pi) { /* pi is in the flow's block: its first half */
+        void *p = realloc(sv.in, (size_t)g->n * sizeof *pi);
+        own->pi = p ? p : (double *)sv.in;
+        own->spare = (uint64_t *)sv.x; /* NULL for one node */
+        sv.in = sv.x = NULL;
     }
     if (iterations)
         *iterations = it;
@@ -421,6 +483,6 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
                        sizeof *g->w,
                        0};
     return rp_rank_solve_input(&in, o ? o->alpha : DEFAULT_ALPHA, o ? o->tol : DEFAULT_TOL,
-                               o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi,
+                               o ? o->max_iter : DEFAULT_MAX_ITER, o ? o->threads : 0, pi, NULL,
                                iterations, residual, &(struct touch){0});
 }

@@ -8,14 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
 #include "common/error.h"
 #include "rank_int.h"
 
 /*
- * Ranks: sorts the nodes 1..n-1 by key[i - 1], larger first, ties by lower
- * index, and stores each one's place (1, 2, ...) in rank[i - 1].  In two
- * steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
+ * Ranks: sorts the nodes 1..n by their key (node_key), larger first, ties
+ * by lower index, and stores each one's place (1, 2, ...) in rank[i - 1],
+ * all in the caller's scratch: the keys are read from pi and span, never
+ * stored, and the ranks are written over the half the sorted items are not
+ * in.  In two steps.  First a stable LSD radix sort, RADIX_BITS at a time, of 8-byte
  * items: the index (plus one) in the low b bits, b = the bits n needs, under
  * the top 64 - b bits of the complemented key, half of what (key, index)
  * pairs would move per pass; it starts in index order, so equal prefixes
@@ -54,13 +55,15 @@ static int rank_key_cmp(const void *pa, const void *pb)
  * for a short run, qsort in *buf (grown as needed) for a long one.
  * Returns 0 or RP_ENOMEM.
  */
-static int sort_run(uint64_t *a, uint32_t len, uint64_t mask, const uint64_t *key,
-                    struct rank_key **buf, uint32_t *cap)
+static int sort_run(uint64_t *a, uint32_t len, uint64_t mask, const double *pi,
+                    const unsigned char *span, struct rank_key **buf, uint32_t *cap)
 {
     struct rank_key small[SHORT_RUN], *r = small;
     uint32_t k;
 
-    for (k = 1; k < len && ~key[(a[k] & mask) - 1] >= ~key[(a[k - 1] & mask) - 1]; k++)
+    for (k = 1; k < len && ~node_key(pi, span, (uint32_t)(a[k] & mask)) >=
+                               ~node_key(pi, span, (uint32_t)(a[k - 1] & mask));
+         k++)
         ;
     if (k == len)
         return 0;
@@ -75,7 +78,8 @@ static int sort_run(uint64_t *a, uint32_t len, uint64_t mask, const uint64_t *ke
         r = *buf;
     }
     for (k = 0; k < len; k++)
-        r[k] = (struct rank_key){~key[(a[k] & mask) - 1], (uint32_t)(a[k] & mask)};
+        r[k] = (struct rank_key){~node_key(pi, span, (uint32_t)(a[k] & mask)),
+                                 (uint32_t)(a[k] & mask)};
     if (len > SHORT_RUN) {
         qsort(r, len, sizeof *r, rank_key_cmp);
     } else {
@@ -96,7 +100,8 @@ static int sort_run(uint64_t *a, uint32_t len, uint64_t mask, const uint64_t *ke
  * current digit of the items there, which become their write positions for
  * the pass over that digit. */
 struct radix_half {
-    const uint64_t *key;
+    const double *pi;
+    const unsigned char *span;
     uint64_t *a, *b;
     uint32_t *rank;
     uint32_t k0, k1;
@@ -118,7 +123,7 @@ static void radix_step(void *arg)
 
     if (h->step == RADIX_START) {
         for (uint32_t k = h->k0; k < h->k1; k++)
-            h->a[k] = (~h->key[k] & ~mask) | (k + 1);
+            h->a[k] = (~node_key(h->pi, h->span, k + 1) & ~mask) | (k + 1);
     } else if (h->step == RADIX_COUNT) {
         uint32_t sh = h->ib + h->d * RADIX_BITS;
         memset(h->cnt, 0, sizeof h->cnt);
@@ -143,21 +148,20 @@ static void radix_both(struct radix_half *h, int threads, unsigned step, unsigne
     rp_rank_run_pair(threads, radix_step, &h[0], radix_step, &h[1]);
 }
 
-int rp_rank_assign(uint32_t n, const uint64_t *key, uint32_t *rank, int threads)
+int rp_rank_assign(uint32_t n, const double *pi, const unsigned char *span, uint64_t *buf,
+                   uint32_t **rank, int threads)
 {
-    uint64_t *a = rp_big_malloc((size_t)n * sizeof *a), *b = rp_big_malloc((size_t)n * sizeof *b);
+    uint64_t *a = buf, *b = buf + n;
     unsigned ib = 64 - (unsigned)__builtin_clzll(n),
              digits = (64 - ib + RADIX_BITS - 1) / RADIX_BITS;
     struct radix_half h[2] = {
-        {.key = key, .a = a, .b = b, .rank = rank, .k0 = 0, .k1 = n / 2, .ib = ib},
-        {.key = key, .a = a, .b = b, .rank = rank, .k0 = n / 2, .k1 = n, .ib = ib}};
-    struct rank_key *buf = NULL;
+        {.pi = pi, .span = span, .a = a, .b = b, .k0 = 0, .k1 = n / 2, .ib = ib},
+        {.pi = pi, .span = span, .a = a, .b = b, .k0 = n / 2, .k1 = n, .ib = ib}};
+    struct rank_key *runs = NULL;
     uint32_t cap = 0;
-    int rc = RP_ENOMEM;
+    int rc;
 
     assert(n > 0);
-    if (!a || !b)
-        goto out;
     radix_both(h, threads, RADIX_START, 0);
     for (unsigned d = 0; d < digits; d++) {
         radix_both(h, threads, RADIX_COUNT, d);
@@ -183,14 +187,16 @@ int rp_rank_assign(uint32_t n, const uint64_t *key, uint32_t *rank, int threads)
     for (uint32_t s = 0, t; s < n; s = t) {
         for (t = s + 1; t < n && a[t] >> ib == a[s] >> ib; t++)
             ;
-        if (t - s > 1 && (rc = sort_run(a + s, t - s, ((uint64_t)1 << ib) - 1, key, &buf, &cap)))
+        if (t - s > 1 &&
+            (rc = sort_run(a + s, t - s, ((uint64_t)1 << ib) - 1, pi, span, &runs, &cap)))
             goto out;
     }
+    /* the ranks go over the half of buf the items are not in: 4 bytes of
+     * its 8 a node */
+    h[0].rank = h[1].rank = *rank = (uint32_t *)b;
     radix_both(h, threads, RADIX_STORE, 0);
     rc = 0;
 out:
-    free(a);
-    free(b);
-    free(buf);
+    free(runs);
     return rc;
 }
