@@ -362,16 +362,12 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
      * their memory goes before the sums are written */
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
         struct acc *a = &v->acc[k];
-        free(a->em.vals);
-        a->em.vals = NULL;
-        a->em.cap = 0;
+        rp_emap_drop_index(&a->em);
         rp_zarr_free(a->active, a->active_bytes);
         a->active = NULL;
         a->active_bytes = a->nact = 0;
     }
-    free(v->em.vals);
-    v->em.vals = NULL;
-    v->em.cap = 0;
+    rp_emap_drop_index(&v->em);
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
         if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
             return rc;

@@ -54,6 +54,15 @@ static inline int rp_emap_grow(struct rp_emap *m)
     return 0;
 }
 
+/* Frees m's index, keeping its edges (m can only be read as an array
+ * then: m->edges[0..n)).  Cannot fail. */
+static inline void rp_emap_drop_index(struct rp_emap *m)
+{
+    free(m->vals);
+    m->vals = NULL;
+    m->cap = 0;
+}
+
 static inline void rp_emap_free(struct rp_emap *m)
 {
     free(m->vals);

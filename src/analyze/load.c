@@ -432,6 +432,11 @@ void rp_replay_priv_free(struct rp_profile *p)
     rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
+#ifdef __GLIBC__
+    /* and the pages with it: what the replayers freed stays in their
+     * threads' malloc arenas otherwise, memory until the process ends */
+    malloc_trim(0);
+#endif
 }
 
 /* The END chunk c (format 4.x): how the process ended, and from 1.3 on
@@ -746,11 +751,6 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
     if (rc == 0)
         rc = replay_run(path, o ? o : &none, p, fn, ctx, err, errsz);
     rp_replay_priv_free(p); /* the profile holds the results: the replay's state goes */
-#ifdef __GLIBC__
-    /* and its pages with it: what the replayers freed stays in their
-     * threads' malloc arenas otherwise, memory until the process ends */
-    malloc_trim(0);
-#endif
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/strblk.h"
 #include "common/utf8.h"
 #include "trace/format.h"
 
@@ -77,17 +78,11 @@ char *rp_text_dup(const void *s, size_t n, int keep_nul, size_t *outlen)
  */
 #define RP_POOL_BLOCK ((size_t)256 << 10)
 
-struct rp_poolblk {
-    char *base;
-    size_t used, cap;
-};
-
 struct rp_strpool {
-    struct rp_poolblk *blk; /* strings are taken from the last one */
-    uint32_t nblk, capblk;
-    int sorted;      /* blk is sorted by base (rp_profile_free's lookups) */
-    char **set;      /* interned strings, NULL = empty */
-    uint32_t setcap; /* a power of two, at least twice setn */
+    struct rp_strblks b; /* strings are taken from the last block */
+    int sorted;          /* b.blk is sorted by base (rp_profile_free's lookups) */
+    char **set;          /* interned strings, NULL = empty */
+    uint32_t setcap;     /* a power of two, at least twice setn */
     uint32_t setn;
 };
 
@@ -102,26 +97,10 @@ static uint64_t str_hash(const char *s, size_t n)
 /* n + 1 bytes in the arena.  Returns NULL when out of memory. */
 static char *pool_take(struct rp_strpool *sp, size_t n)
 {
-    struct rp_poolblk *b = sp->nblk ? &sp->blk[sp->nblk - 1] : NULL;
-    if (!b || b->cap - b->used < n + 1) {
-        if (sp->nblk == sp->capblk) {
-            uint32_t cap = sp->capblk ? sp->capblk * 2 : 16;
-            struct rp_poolblk *nb = realloc(sp->blk, cap * sizeof(*nb));
-            if (!nb)
-                return NULL;
-            sp->blk = nb;
-            sp->capblk = cap;
-        }
-        size_t cap = n + 1 > RP_POOL_BLOCK ? n + 1 : RP_POOL_BLOCK;
-        char *base = malloc(cap);
-        if (!base)
-            return NULL;
-        b = &sp->blk[sp->nblk++];
-        *b = (struct rp_poolblk){base, 0, cap};
+    uint32_t had = sp->b.nblk;
+    char *r = rp_strblks_take(&sp->b, n + 1, RP_POOL_BLOCK);
+    if (sp->b.nblk != had)
         sp->sorted = 0;
-    }
-    char *r = b->base + b->used;
-    b->used += n + 1;
     return r;
 }
 
@@ -184,7 +163,7 @@ char *rp_profile_strndup(struct rp_profile *p, const char *s, size_t n, int inte
 
 static int blk_cmp(const void *a, const void *b)
 {
-    const struct rp_poolblk *x = a, *y = b;
+    const struct rp_strblk *x = a, *y = b;
     return x->base < y->base ? -1 : x->base > y->base;
 }
 
@@ -192,21 +171,21 @@ static int blk_cmp(const void *a, const void *b)
 static int in_pool(struct rp_profile *p, const char *s)
 {
     struct rp_strpool *sp = p->strs;
-    if (!sp || !s || !sp->nblk)
+    if (!sp || !s || !sp->b.nblk)
         return 0;
     if (!sp->sorted) { /* (the last is then another block: any has room or not) */
-        qsort(sp->blk, sp->nblk, sizeof(*sp->blk), blk_cmp);
+        qsort(sp->b.blk, sp->b.nblk, sizeof(*sp->b.blk), blk_cmp);
         sp->sorted = 1;
     }
-    uint32_t lo = 0, hi = sp->nblk; /* the last block with base <= s */
+    uint32_t lo = 0, hi = sp->b.nblk; /* the last block with base <= s */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)sp->blk[mid].base <= (uintptr_t)s)
+        if ((uintptr_t)sp->b.blk[mid].base <= (uintptr_t)s)
             lo = mid;
         else
             hi = mid;
     }
-    const struct rp_poolblk *b = &sp->blk[lo];
+    const struct rp_strblk *b = &sp->b.blk[lo];
     return (uintptr_t)s >= (uintptr_t)b->base && (uintptr_t)s < (uintptr_t)b->base + b->cap;
 }
 
@@ -299,9 +278,7 @@ void rp_profile_free(struct rp_profile *p)
     free(p->snapshot);
     free(p->maps);
     if (p->strs) {
-        for (uint32_t i = 0; i < p->strs->nblk; i++)
-            free(p->strs->blk[i].base);
-        free(p->strs->blk);
+        rp_strblks_free(&p->strs->b);
         free(p->strs->set);
         free(p->strs);
     }

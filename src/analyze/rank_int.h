@@ -132,7 +132,8 @@ struct solver {
     uint32_t nin;
     uint32_t *ioff, *idst, *xoff, *xdst, *edst;
     double *ic, *xc, *ec;
-    struct uv *in; /* by position: flow received */
+    struct uv *in; /* flow received, by position (by id when the whole graph is
+                      swept); pi once solved without a caller's array */
     struct uv *x;  /* by position: u and v */
 };
 

@@ -69,80 +69,66 @@ struct sweep_sums {
 };
 
 /*
- * One Gauss-Seidel sweep in push form over the nodes [a, b) (positions, or
- * node ids for the whole graph; the callees in dst are of the same kind):
- * each node's x becomes in * invden (in + x when invden is 0: a node that
- * never leaves itself keeps all it receives), and its change is pushed
- * along its edges, unless it is exactly 0 (pushing it would add 0.0 to
- * values that are never -0.0: skipping it changes no bit).  Cannot fail.
+ * Node k's step of a Gauss-Seidel sweep in push form: its x becomes in * f
+ * (in + x when f is 0: a node that never leaves itself keeps all it
+ * receives), and its change is pushed along its edges, unless it is
+ * exactly 0 (pushing it would add 0.0 to values that are never -0.0:
+ * skipping it changes no bit); s gets the change and the new values.
+ * Cannot fail.
  */
+static inline void sweep_node(struct uv *in, struct uv *x, uint32_t k, double f,
+                              const uint32_t *off, const uint32_t *dst, const double *c,
+                              struct sweep_sums *s)
+{
+    struct uv nx = in[k], d;
+    if (f > 0.0) {
+        nx.u *= f;
+        nx.v *= f;
+    } else {
+        nx.u += x[k].u;
+        nx.v += x[k].v;
+    }
+    d.u = nx.u - x[k].u;
+    d.v = nx.v - x[k].v;
+    s->cu += fabs(d.u);
+    s->cv += fabs(d.v);
+    s->su += nx.u;
+    s->sv += nx.v;
+    x[k] = nx;
+    if (d.u != 0.0 || d.v != 0.0)
+        push(in, dst, c, off[k], off[k + 1], d);
+}
+
+/* One sweep over the positions [a, b), each with its factor invden (the
+ * callees in dst are positions too).  Cannot fail. */
 static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double *invden,
                                       const uint32_t *off, const uint32_t *dst, const double *c,
                                       uint32_t a, uint32_t b)
 {
-    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
-
-    for (uint32_t k = a; k < b; k++) {
-        struct uv nx = in[k], d;
-        if (invden[k] > 0.0) {
-            nx.u *= invden[k];
-            nx.v *= invden[k];
-        } else {
-            nx.u += x[k].u;
-            nx.v += x[k].v;
-        }
-        d.u = nx.u - x[k].u;
-        d.v = nx.v - x[k].v;
-        cu += fabs(d.u);
-        cv += fabs(d.v);
-        su += nx.u;
-        svs += nx.v;
-        x[k] = nx;
-        if (d.u != 0.0 || d.v != 0.0)
-            push(in, dst, c, off[k], off[k + 1], d);
-    }
-    return (struct sweep_sums){cu, cv, su, svs};
+    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
+    for (uint32_t k = a; k < b; k++)
+        sweep_node(in, x, k, invden[k], off, dst, c, &s);
+    return s;
 }
 
 /*
  * sweep over the whole graph in id order, nodes [1, n) of the adjacency by
  * node: a node's self-loop factor is 1 unless the list (sl_node, sl_inv)
- * names it, which a cursor walks alongside; multiplying by 1 changes no
- * bit, so the sweep is the one sweep() makes with every factor stored.
- * Cannot fail.
+ * names it, which a cursor walks alongside (ROOT's is 1: never listed);
+ * multiplying by 1 changes no bit, so the sweep is the one sweep() makes
+ * with every factor stored.  Cannot fail.
  */
 static inline struct sweep_sums sweep_whole(struct uv *in, struct uv *x, const struct solver *sv)
 {
-    const uint32_t *off = sv->off1, *dst = sv->dst1, *sl = sv->sl_node;
-    const double *c = sv->c1, *inv = sv->sl_inv;
+    const uint32_t *sl = sv->sl_node;
     uint32_t n = sv->n, nsl = sv->nsl, j = 0;
-    double cu = 0.0, cv = 0.0, su = 0.0, svs = 0.0;
+    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
 
-    while (j < nsl && sl[j] < 1) /* ROOT's (its factor is 1: never listed) */
-        j++;
     for (uint32_t k = 1; k < n; k++) {
-        struct uv nx = in[k], d;
-        if (j < nsl && sl[j] == k) {
-            double f = inv[j++];
-            if (f > 0.0) {
-                nx.u *= f;
-                nx.v *= f;
-            } else {
-                nx.u += x[k].u;
-                nx.v += x[k].v;
-            }
-        }
-        d.u = nx.u - x[k].u;
-        d.v = nx.v - x[k].v;
-        cu += fabs(d.u);
-        cv += fabs(d.v);
-        su += nx.u;
-        svs += nx.v;
-        x[k] = nx;
-        if (d.u != 0.0 || d.v != 0.0)
-            push(in, dst, c, off[k], off[k + 1], d);
+        double f = j < nsl && sl[j] == k ? sv->sl_inv[j++] : 1.0;
+        sweep_node(in, x, k, f, sv->off1, sv->dst1, sv->c1, &s);
     }
-    return (struct sweep_sums){cu, cv, su, svs};
+    return s;
 }
 
 /* The rule that ends the sweeps (solve_cycle's and the whole graph's):
@@ -427,12 +413,12 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
 
     if (rc)
         return rc;
-    if (!pi && g->n == 1 && !(sv.in = malloc(sizeof *sv.in)))
-        return RP_ENOMEM;
-    if (!pi && g->n == 1) {
-        ((double *)sv.in)[0] = 1.0;
-    } else if (g->n == 1) {
-        pi[0] = 1.0;
+    if (g->n == 1) { /* (without pi, in the flow's block as below) */
+        double *one = pi ? pi : malloc(sizeof *one);
+        if (!one)
+            return RP_ENOMEM;
+        one[0] = 1.0;
+        sv.in = pi ? NULL : (struct uv *)one;
     } else {
         sv.n = g->n;
         rp_rank_whole_sweeps = 0;

@@ -115,6 +115,7 @@ struct hid {
     uint64_t start;  /* and its start: 24 bytes in all */
 };
 enum { HID_SPAN = 1, HID_OUTER = 2 };
+_Static_assert(sizeof(struct hid) == 24, "struct hid: 24 bytes a node (docs/robustness.md)");
 
 /*
  * One replayer's accumulators: a worker thread's or the main thread's.  The

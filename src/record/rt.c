@@ -232,21 +232,24 @@ static void altstack_give(struct rp_tbuf *t)
         return;
     }
     t->altstack = m;
+    t->altstack_len = len;
 }
 
-/* Takes back the calling thread's signal stack given by altstack_give,
- * when it is still the thread's and not in use.  Cannot fail. */
+/* Takes back the calling thread's signal stack given by altstack_give:
+ * uninstalled if it is still the thread's, unmapped unless a handler runs
+ * on it (then kept).  Cannot fail. */
 static void altstack_take(struct rp_tbuf *t)
 {
     if (!t->altstack)
         return;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     stack_t cur, off = {.ss_flags = SS_DISABLE};
-    if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != (char *)t->altstack + page ||
-        (cur.ss_flags & SS_ONSTACK))
-        return; /* (replaced by the program's, or a handler runs on it: kept) */
-    if (sigaltstack(&off, NULL) == 0)
-        munmap(t->altstack, page + cur.ss_size);
+    if (sigaltstack(NULL, &cur) != 0)
+        return;
+    if (cur.ss_sp == (char *)t->altstack + page &&
+        ((cur.ss_flags & SS_ONSTACK) || sigaltstack(&off, NULL) != 0))
+        return;
+    munmap(t->altstack, page + t->altstack_len);
     t->altstack = NULL;
 }
 

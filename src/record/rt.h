@@ -164,9 +164,10 @@ struct rp_tbuf {
     uint32_t win_done;   /* recording windows' edges applied to its stream (ctl.c) */
     int win_off;         /* the last edge applied switched recording off */
     int announced;
-    void *ring;     /* the flight recorder's watched spans (ring.c), NULL: none yet */
-    void *altstack; /* the signal stack the recorder gave the thread (rt.c,
-                       altstack_give), NULL: the thread had its own */
+    void *ring;          /* the flight recorder's watched spans (ring.c), NULL: none yet */
+    void *altstack;      /* the signal stack the recorder gave the thread (rt.c,
+                            altstack_give), NULL: the thread had its own */
+    size_t altstack_len; /* its length, below a guard page */
     struct rp_tbuf *next;
 };
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/chains.h"
-#include "common/array.h"
+#include "common/strblk.h"
 #include "common/error.h"
 #include "report/names.h"
 #include "report/report.h"
@@ -453,44 +453,20 @@ static void put_hanging(FILE *out, const char *s, size_t indent, size_t lw)
     fprintf(out, "%s\n", s);
 }
 
-/* The rows' names, in blocks of NAMES_BLOCK bytes (a longer name: a block
- * of its own), not a malloc block each (32 bytes at least, for names of a
- * few characters: most rows of a profile with very many). */
+/* The rows' names are kept in blocks of NAMES_BLOCK bytes (strblk.h), not
+ * a malloc block each (32 bytes at least, for names of a few characters:
+ * most rows of a profile with very many). */
 #define NAMES_BLOCK ((size_t)64 << 10)
-struct names {
-    char **blk; /* each malloc'd; the last has room from used */
-    uint32_t nblk, capblk;
-    size_t used, cap; /* of the last block */
-};
-
-/* Frees every name of a.  Cannot fail. */
-static void names_free(struct names *a)
-{
-    for (uint32_t i = 0; i < a->nblk; i++)
-        free(a->blk[i]);
-    free(a->blk);
-    memset(a, 0, sizeof(*a));
-}
 
 /* Points *slot at a copy of s in a (what it pointed at stays, unused, until
- * names_free).  Returns 0 or RP_ENOMEM (*slot unchanged). */
-static int set_name(struct names *a, char **slot, const char *s)
+ * the blocks are freed).  Returns 0 or RP_ENOMEM (*slot unchanged). */
+static int set_name(struct rp_strblks *a, char **slot, const char *s)
 {
     size_t len = strlen(s) + 1;
-    if (!a->nblk || a->cap - a->used < len) {
-        size_t cap = len > NAMES_BLOCK ? len : NAMES_BLOCK;
-        char *b = malloc(cap);
-        if (!b || rp_grow(&a->blk, &a->capblk, a->nblk + 1, sizeof(*a->blk), 16) < 0) {
-            free(b);
-            return RP_ENOMEM;
-        }
-        a->blk[a->nblk++] = b;
-        a->used = 0;
-        a->cap = cap;
-    }
-    char *c = a->blk[a->nblk - 1] + a->used;
+    char *c = rp_strblks_take(a, len, NAMES_BLOCK);
+    if (!c)
+        return RP_ENOMEM;
     memcpy(c, s, len);
-    a->used += len;
     *slot = c;
     return 0;
 }
@@ -562,7 +538,7 @@ struct tab {
     uint32_t *order, *chain_row; /* rows' nodes; chain + 1 of each, 0 none */
     uint32_t n_rows, n_all;      /* rows shown, rows there are */
     char **names;                /* each row's name as printed, in ... */
-    struct names nm;             /* ... these blocks */
+    struct rp_strblks nm;        /* ... these blocks */
     unsigned char *same;         /* scratch of mark_same */
     int on[NCOL], width[NCOL];
     size_t used, avail; /* columns' width, the name's */
@@ -742,7 +718,7 @@ static int tab_put_whys(FILE *out, struct tab *t)
         rp_flag_opts_default(&fo_def);
         fo = &fo_def;
     }
-    names_free(&t->nm); /* (every name is replaced) */
+    rp_strblks_free(&t->nm); /* (every name is replaced) */
     for (uint32_t r = 0; r < t->n_rows; r++) {
         const struct rp_node *n = &p->nodes[t->order[r]];
         char nb[RP_NAME_BUF], form[RP_NAME_BUF];
@@ -885,7 +861,7 @@ static int put_table(FILE *out, const struct rp_profile *p, const struct rp_repo
     tab_put_notes(out, &t);
 out:
     rp_chains_free(&t.ch);
-    names_free(&t.nm);
+    rp_strblks_free(&t.nm);
     free(t.names);
     free(t.same);
     free(t.chain_row);

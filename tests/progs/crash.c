@@ -113,8 +113,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "deep")) {
         sink = (unsigned)crash_in(3, null);
     } else if (!strcmp(mode, "overflow")) {
-        struct rlimit rl = {1 << 20, 1 << 20}; /* (checked when the stack grows) */
-        getrlimit(RLIMIT_STACK, &rl);
+        struct rlimit rl; /* (the limit is checked when the stack grows) */
+        if (getrlimit(RLIMIT_STACK, &rl) != 0)
+            rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
         if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
             rl.rlim_cur = 1 << 20;
         setrlimit(RLIMIT_STACK, &rl);
