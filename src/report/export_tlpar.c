@@ -281,6 +281,40 @@ static int tp_event(struct tp *P, void *enc, struct tjob *j, const struct rp_eve
     }
 }
 
+/*
+ * The next event of d, as rp_evdec_next decodes it, with the common cases
+ * of a compact stream here (format.h: a one-byte EXIT, a one-byte ENTER of
+ * the predicted id): 1 for an EXIT, 2 for such an ENTER (ev->id set),
+ * else rp_evdec_next's value with ev filled.  Fails as rp_evdec_next.
+ */
+static inline int next_event(struct rp_evdec *d, struct rp_event *ev)
+{
+    const uint8_t *p = d->p;
+    if (likely(p < d->end && *p < 0x80 && d->compact)) {
+        unsigned h = *p;
+        if (h & 1) { /* EXIT */
+            d->now += h >> 1;
+            d->pr_x += d->pred;
+            d->p = p + 1;
+            d->n++;
+            ev->ticks = d->now;
+            return 1;
+        }
+        uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
+        if (d->pred && !(h & 2) && *slot) { /* ENTER of the predicted id */
+            d->now += h >> 2;
+            ev->id = *slot;
+            rp_pred_enter(&d->pr_x, &d->pr_y, ev->id);
+            d->p = p + 1;
+            d->n++;
+            ev->ticks = d->now;
+            return 2;
+        }
+    }
+    int rc = rp_evdec_next(d, ev);
+    return rc > 0 ? 3 : rc;
+}
+
 /* Walks job j with encoder enc (see the top).  Sets j->rc to 0, RP_ENOMEM,
  * RP_EFORMAT with j->err naming the file or offset, or the encoder's
  * code. */
@@ -337,9 +371,30 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
     j->nst = j->low = u;
     if ((rc = P->ops->start(enc, j->no, j->tid, &j->out)) < 0)
         goto out;
-    while ((rc = rp_evdec_next(&d, &ev)) > 0)
+    const struct rp_timeline_ops *tl = P->ops->tl;
+    while ((rc = next_event(&d, &ev)) > 0) {
+        if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
+            before = ev.ticks;
+            seen = 1;
+            if (j->nst && (rc = tp_pop(tl, enc, j, ev.ticks, NULL)) < 0)
+                goto out;
+            continue;
+        }
+        if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
+            before = ev.ticks;
+            seen = 1;
+            j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
+            if (tl->begin && (rc = tl->begin(enc, j->tid, ev.id, ev.ticks)) < 0)
+                goto out;
+            continue;
+        }
+        if (rc == 2) {
+            ev.op = RP_OP_ENTER;
+            ev.arg = ev.arg2 = ev.arg3 = 0;
+        }
         if ((rc = tp_event(P, enc, j, &ev, &before, &seen)) < 0)
             goto out;
+    }
     if (rc < 0) {
         struct rp_chunk at = {.offset = j->offset};
         rp_walk_evdec_err(&at, &d, j->err, sizeof(j->err));
