@@ -394,9 +394,11 @@ static int seq_start(struct perfetto *f, struct pseq *q)
 
 /* The sequence of thread tid's events, started (its first packet written)
  * if new; NULL with *rc set when that failed. */
-static struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
+static inline struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
 {
-    if (f->job) { /* a parallel walk's job: one thread's */
+    if (likely(f->job && f->job->started)) /* a parallel walk's job: one thread's */
+        return f->job;
+    if (f->job) {
         if (unlikely(!f->job->started) && (*rc = seq_start(f, f->job)) < 0)
             return NULL;
         return f->job;

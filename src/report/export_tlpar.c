@@ -132,8 +132,8 @@ int rp_tlpar_usable(const struct rp_export_ctx *ctx)
 
 /* Ends (why NULL, "unwound", "cut") or drops ("unclosed") the innermost
  * span of j at now.  Returns 0 or the encoder's code. */
-static int tp_pop(const struct rp_timeline_ops *tl, void *enc, struct tjob *j, uint64_t now,
-                  const char *why)
+static inline int tp_pop(const struct rp_timeline_ops *tl, void *enc, struct tjob *j, uint64_t now,
+                         const char *why)
 {
     struct tfr *f = &j->st[--j->nst];
     if (j->nst < j->low) {
