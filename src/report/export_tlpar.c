@@ -60,13 +60,11 @@ struct tjob {
     uint32_t len, cap;
     uint64_t offset, no;
     uint32_t tid;
-    int spec;       /* walked from the snapshot; else from in[], inh[], before */
-    struct tfr *in; /* the joined stack, when not spec */
-    uint32_t nin, capin;
-    struct thold *inh;
-    uint32_t ninh, capinh;
-    uint64_t before;
-    int done; /* under P->mu */
+    int spec;        /* walked from the snapshot; else from the joined state: */
+    uint32_t nin;    /* its open spans (in st, from_joined), */
+    uint32_t ninh;   /* its held locks (in held), */
+    uint64_t before; /* its last event */
+    int done;        /* under P->mu */
     /* out */
     int rc;
     char err[200];
@@ -327,7 +325,7 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
 
     j->err[0] = 0;
     j->out.n = 0;
-    j->nst = j->nheld = j->nrm = j->nsnap = 0;
+    j->nrm = j->nsnap = 0;
     j->lost = j->p0 = j->any = 0;
     j->last = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
@@ -338,12 +336,13 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
     }
     uint32_t u = j->spec ? (d.snap ? d.snap_depth : 0) : j->nin;
     if (rp_grow(&j->st, &j->capst, u + 1, sizeof(*j->st), 64) < 0 ||
-        rp_grow(&j->snap, &j->capsnap, u + 1, sizeof(*j->snap), 64) < 0 ||
-        rp_grow(&j->need, &j->capneed, u + 1, 1, 64) < 0) {
+        (j->spec && (rp_grow(&j->snap, &j->capsnap, u + 1, sizeof(*j->snap), 64) < 0 ||
+                     rp_grow(&j->need, &j->capneed, u + 1, 1, 64) < 0))) {
         rc = RP_ENOMEM;
         goto out;
     }
     if (j->spec) {
+        j->nheld = 0;
         const uint8_t *q = d.snap ? rp_evdec_frames(&d) : NULL;
         for (uint32_t i = 0; i < u; i++) {
             uint32_t id;
@@ -359,13 +358,7 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
         }
         memcpy(j->snap, j->st, u * sizeof(*j->st));
         j->nsnap = u;
-    } else {
-        memcpy(j->st, j->in, u * sizeof(*j->st));
-        if (rp_grow(&j->held, &j->capheld, j->ninh + 1, sizeof(*j->held), 8) < 0) {
-            rc = RP_ENOMEM;
-            goto out;
-        }
-        memcpy(j->held, j->inh, j->ninh * sizeof(*j->held));
+    } else { /* (st and held are the thread's: from_joined) */
         j->nheld = j->ninh;
     }
     j->nst = j->low = u;
@@ -446,19 +439,33 @@ static struct tthr *tthr_of(struct tp *P, uint32_t tid)
     return &P->threads[P->nthreads++];
 }
 
-/* Makes j start from T's joined state (not from a snapshot).  RP_ENOMEM. */
-static int from_joined(struct tjob *j, const struct tthr *T)
+/* Swaps j's stack and held locks with T's.  Cannot fail. */
+static void swap_state(struct tjob *j, struct tthr *T)
 {
-    if (rp_grow(&j->in, &j->capin, T->n + 1, sizeof(*j->in), 16) < 0 ||
-        rp_grow(&j->inh, &j->capinh, T->nh + 1, sizeof(*j->inh), 8) < 0)
-        return RP_ENOMEM;
-    memcpy(j->in, T->st, T->n * sizeof(*j->in));
-    memcpy(j->inh, T->held, T->nh * sizeof(*j->inh));
+    struct tfr *st = j->st;
+    struct thold *h = j->held;
+    uint32_t cap = j->capst, caph = j->capheld;
+    j->st = T->st;
+    j->capst = T->cap;
+    T->st = st;
+    T->cap = cap;
+    j->held = T->held;
+    j->capheld = T->caph;
+    T->held = h;
+    T->caph = caph;
+}
+
+/* Makes j start from T's joined state (not from a snapshot), which it
+ * takes (no copy: a stack deeper than a snapshot holds costs a chunk
+ * nothing); tp_join gives it back.  Cannot fail. */
+static void from_joined(struct tjob *j, struct tthr *T)
+{
+    swap_state(j, T);
     j->nin = T->n;
     j->ninh = T->nh;
+    T->n = T->nh = 0;
     j->before = T->last;
     j->spec = 0;
-    return 0;
 }
 
 /* Whether spec job j's assumptions hold for T (the top of this file).
@@ -489,8 +496,7 @@ static int tp_join(struct tp *P, struct tjob *j)
     if (!T)
         return RP_ENOMEM;
     if (j->spec && (j->rc < 0 || !spec_holds(j, T))) { /* (an error: as walked in order) */
-        if (from_joined(j, T) < 0)
-            return RP_ENOMEM;
+        from_joined(j, T);
         run_job(P, P->enc0, j);
     }
     if (j->rc < 0) {
@@ -500,6 +506,15 @@ static int tp_join(struct tp *P, struct tjob *j)
     }
     if (j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
         return RP_EIO;
+    if (!j->spec) { /* T's state, taken by from_joined, as the job leaves it */
+        swap_state(j, T);
+        T->n = j->nst;
+        T->nh = j->nheld;
+        j->nst = j->nheld = 0;
+        if (j->any)
+            T->last = j->last;
+        return 0;
+    }
     if (rp_grow(&T->st, &T->cap, j->nst + 1, sizeof(*T->st), 16) < 0)
         return RP_ENOMEM;
     for (uint32_t i = 0; i < j->nst; i++) {
@@ -512,18 +527,14 @@ static int tp_join(struct tp *P, struct tjob *j)
         T->st[i] = f;
     }
     T->n = j->nst;
-    if (j->spec) { /* the held locks: T's less those released, then the job's */
-        for (uint32_t k = 0; k < j->nrm; k++) {
-            uint32_t i = T->nh;
-            while (i > 0 && T->held[i - 1].id != j->rm[k])
-                i--;
-            if (i) {
-                memmove(&T->held[i - 1], &T->held[i], (T->nh - i) * sizeof(*T->held));
-                T->nh--;
-            }
+    for (uint32_t k = 0; k < j->nrm; k++) { /* the held locks: T's less those released */
+        uint32_t i = T->nh;
+        while (i > 0 && T->held[i - 1].id != j->rm[k])
+            i--;
+        if (i) {
+            memmove(&T->held[i - 1], &T->held[i], (T->nh - i) * sizeof(*T->held));
+            T->nh--;
         }
-    } else {
-        T->nh = 0;
     }
     if (rp_grow(&T->held, &T->caph, T->nh + j->nheld + 1, sizeof(*T->held), 8) < 0)
         return RP_ENOMEM;
@@ -654,8 +665,9 @@ static int tp_read(struct tp *P)
             if ((rc = tp_join_oldest(P)) < 0)
                 goto out;
         struct tjob *j = &P->seq;
-        if ((rc = tp_fill(P, j, &c, tid)) < 0 || (rc = from_joined(j, T)) < 0)
+        if ((rc = tp_fill(P, j, &c, tid)) < 0)
             break;
+        from_joined(j, T);
         run_job(P, P->enc0, j);
         if ((rc = tp_join(P, j)) < 0)
             break;
@@ -682,8 +694,6 @@ out:
 static void job_free(struct tjob *j)
 {
     free(j->data);
-    free(j->in);
-    free(j->inh);
     free(j->out.b);
     free(j->snap);
     free(j->need);
