@@ -250,9 +250,10 @@ static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size
 int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const struct rp_zmark *m,
                         size_t nm, struct rp_xbuf *out)
 {
-    struct bits w;
-    if (stream_start(z, n, out, &w) < 0)
+    struct bits w, t; /* (w's address never taken: it stays in registers) */
+    if (stream_start(z, n, out, &t) < 0)
         return RP_ENOMEM;
+    w = t;
     memset(z->keyed, 0, sizeof(z->keyed));
     size_t s = 0; /* the run since s */
     for (size_t k = 0; k < nm; k++) {
@@ -268,13 +269,16 @@ int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const st
             z->keyed[h].key = key;
             z->keyed[h].at = (uint32_t)s;
         } else {
-            run(z, &w, in, s, t0);
+            t = w;
+            run(z, &t, in, s, t0);
+            w = t;
         }
         literals(z, &w, in, t0, t1);
         s = t1;
     }
-    run(z, &w, in, s, n);
-    stream_end(&w, in, n, out);
+    t = w;
+    run(z, &t, in, s, n);
+    stream_end(&t, in, n, out);
     return 0;
 }
 
