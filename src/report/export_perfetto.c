@@ -13,35 +13,43 @@
  *
  *   1. track descriptors, on sequence 1: the process, every thread
  *      (parent the process) and, when first used, every counter;
- *   2. per thread, a trusted sequence of its own (2 + its index in the
- *      profile): a first packet that clears its incremental state, makes
- *      the thread's track its events' default (TrackEventDefaults) and
- *      defines its incremental clock, then one packet per event of the
- *      thread: TrackEvent slice begin/end, instant or counter, at ns since
- *      the thread's previous event; an event on the thread's own track
- *      names no track.
+ *   2. per EVENTS chunk (one thread's), walked in parallel
+ *      (export_tlpar.h), a trusted sequence of its own (2 + the chunk's
+ *      number; with a span filter or a run's set of files, walked in
+ *      order: per thread, 2 + its index in the profile): a first packet
+ *      that clears its incremental state, makes the thread's track its
+ *      events' default (TrackEventDefaults) and defines its incremental
+ *      clock, then one packet per event: TrackEvent slice begin/end,
+ *      instant or counter, at ns since the sequence's previous event; an
+ *      event on the thread's own track names no track.  A slice begun in
+ *      one chunk and ended in another is on the same track, where
+ *      trace_processor matches its begin and end.
  *
- * Names are interned per sequence: the first packet of a thread that uses
- * a span id carries an InternedData entry {iid = id, name}; categories
+ * Names are interned per sequence: the first packet of a sequence that
+ * uses a span id carries an InternedData entry {iid = id, name}; categories
  * likewise with iid = kind + 1.  The sequence's first packet says
  * SEQ_INCREMENTAL_STATE_CLEARED, the events SEQ_NEEDS_INCREMENTAL_STATE,
  * as the format requires.
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
  * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes, each written as a zlib stream (export_zpkt.h: no match search,
+ * bytes (walked in parallel: a chunk's packets, compressed by the thread
+ * that walked it, their timestamps marked for export_zpkt.h), each
+ * written as a zlib stream (export_zpkt.h: no match search,
  * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
  * events, about 28 bytes plain) takes about 6 bytes.  -O compress=small
  * deflates them with libdeflate (level 1) instead: about half the bytes
  * for three times the CPU.  -O compress=0 writes the batches plain, for
- * readers without zlib.  The batches are
- * compressed by the ordered pool's threads (export_pool.h) while the next
- * ones are encoded, and written in order: the same bytes with any number
- * of threads.  Memory: the packet buffer, the pool's batches and their
- * compressed copies, a bit per id for each thread that uses it (in pages)
- * and a byte per id.
+ * readers without zlib.  Walked in order, the
+ * batches are compressed by the ordered pool's threads (export_pool.h)
+ * while the next ones are encoded, and written in order: the same bytes
+ * with any number of threads, as the parallel walk's.  Memory: the packet
+ * buffer, the pool's batches (or a batch per walking thread, and the
+ * chunks in flight) and their compressed copies, a bit per id for each
+ * sequence that uses it (in pages; per walking thread in parallel) and a
+ * byte per id (per walking thread).
  */
 #include <math.h>
 #include <stdlib.h>
