@@ -153,7 +153,9 @@ struct perfetto {
     const struct rp_export_ctx *ctx;
     const struct rp_profile *p;
     char **names;
-    uint8_t *interned; /* per id: bit 1 counter track sent */
+    uint8_t *interned; /* per id: bit 1 counter track sent; in a job, bit 2: its name
+                          and category interned on the job's sequence, bits 3-7 the
+                          category + 1 */
     struct pseq *seqs; /* [0]: sequence 1; [1 + i]: p->threads[i]'s */
     uint32_t npages;   /* pages of a sequence's interned bits */
     uint32_t hit;      /* index in p->threads of the last thread looked up */
@@ -605,11 +607,20 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
 static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
                              unsigned type)
 {
-    uint8_t kind = id ? f->p->nodes[id].kind : 0;
-    unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
+    unsigned cat = 0;
     uint64_t ns = ts_ns(f, ticks);
-    if (ns < q->last_ns || !q->track || (id && (!name_sent(q, id) || !q->cat_sent[cat])))
+    if (ns < q->last_ns || !q->track)
         return 0;
+    if (id && likely(f->interned[id] & 4)) { /* a job's: its name and category sent */
+        cat = (f->interned[id] >> 3) - 1u;
+    } else if (id) {
+        uint8_t kind = f->p->nodes[id].kind;
+        cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
+        if (!name_sent(q, id) || !q->cat_sent[cat])
+            return 0;
+        if (f->job) /* (its name was interned in this job: touched, cleared for the next) */
+            f->interned[id] |= (uint8_t)(4 | (cat + 1) << 3);
+    }
     if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
         int rc = batch_flush(f);
         if (rc < 0)
