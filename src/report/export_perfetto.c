@@ -176,7 +176,7 @@ struct perfetto {
      * sequence, where its compressed batches go, and the ids whose
      * interned bits the job set (cleared for the next) */
     struct pseq *job, jq;
-    struct rp_xbuf *jout, ztmp;
+    struct rp_xbuf *jout;
     uint32_t *touched;
     uint32_t ntouched, captouched;
     /* its batch's timestamps (export_zpkt.h): where the last slice_fast
@@ -244,13 +244,13 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     struct perfetto *f = arg;
     enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
     uint8_t head[HEAD];
-    size_t n = 0;
+    size_t n = 0, at = out->n; /* (after what out holds: a job's output so far) */
 
     if (!f->compress) {
         if (rp_xbuf_need(out, nb) < 0)
             return RP_ENOMEM;
-        memcpy(out->b, b, nb);
-        out->n = nb;
+        memcpy(out->b + at, b, nb);
+        out->n = at + nb;
         return 0;
     }
     if (w >= sizeof(f->z) / sizeof(f->z[0]))
@@ -262,16 +262,16 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
         size_t bound = libdeflate_zlib_compress_bound(f->zd[w], nb);
         if (rp_xbuf_need(out, HEAD + bound) < 0)
             return RP_ENOMEM;
-        if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + HEAD, bound)))
+        if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + at + HEAD, bound)))
             return RP_ENOMEM; /* not reached: out has the bound's room */
     } else {
         if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
             return RP_ENOMEM;
-        out->n = HEAD;
+        out->n = at + HEAD;
         if (f->job ? rp_zpkt_zlib_marked(f->z[w], b, nb, f->marks, f->nmarks, out) < 0
                    : rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
             return RP_ENOMEM;
-        zn = out->n - HEAD;
+        zn = out->n - at - HEAD;
     }
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
@@ -287,9 +287,9 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     for (v = zn; v >= 0x80; v >>= 7)
         head[n++] = (uint8_t)(v | 0x80);
     head[n++] = (uint8_t)v;
-    memcpy(out->b + HEAD - n, head, n);
-    memmove(out->b, out->b + HEAD - n, n + zn);
-    out->n = n + zn;
+    memcpy(out->b + at + HEAD - n, head, n);
+    memmove(out->b + at, out->b + at + HEAD - n, n + zn);
+    out->n = at + n + zn;
     return 0;
 }
 
@@ -301,14 +301,8 @@ static int batch_flush(struct perfetto *f)
 {
     if (!f->pool) {
         int rc = 0;
-        if (f->nbatch) {
-            f->ztmp.n = 0;
-            if ((rc = batch_turn(f, 0, f->batch, f->nbatch, &f->ztmp)) == 0 &&
-                (rc = rp_xbuf_need(f->jout, f->ztmp.n)) == 0) {
-                memcpy(f->jout->b + f->jout->n, f->ztmp.b, f->ztmp.n);
-                f->jout->n += f->ztmp.n;
-            }
-        }
+        if (f->nbatch && (rc = batch_turn(f, 0, f->batch, f->nbatch, f->jout)) < 0)
+            f->jout->n = 0; /* (a job that failed writes nothing) */
         f->nbatch = f->nmarks = f->fast_end = 0;
         return rc;
     }
@@ -873,7 +867,6 @@ static void enc_close(void *enc)
         libdeflate_free_compressor(e->zd[0]);
     free(e->pb.b);
     free(e->batch);
-    free(e->ztmp.b);
     free(e->touched);
     free(e->marks);
     free(e->hold_tracks);
@@ -996,7 +989,6 @@ out:;
             libdeflate_free_compressor(f.zd[i]);
     free(f.pb.b);
     free(hdr.b);
-    free(f.ztmp.b);
     if (!f.pool)
         free(f.batch);
     free(f.hold_tracks);
