@@ -356,7 +356,8 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
             j->st[i] = (struct tfr){.id = id, .start = paused < start ? start - paused : 0};
             j->need[i] = 0;
         }
-        memcpy(j->snap, j->st, u * sizeof(*j->st));
+        if (u)
+            memcpy(j->snap, j->st, u * sizeof(*j->st));
         j->nsnap = u;
     } else { /* (st and held are the thread's: from_joined) */
         j->nheld = j->ninh;
@@ -538,7 +539,8 @@ static int tp_join(struct tp *P, struct tjob *j)
     }
     if (rp_grow(&T->held, &T->caph, T->nh + j->nheld + 1, sizeof(*T->held), 8) < 0)
         return RP_ENOMEM;
-    memcpy(T->held + T->nh, j->held, j->nheld * sizeof(*T->held));
+    if (j->nheld)
+        memcpy(T->held + T->nh, j->held, j->nheld * sizeof(*T->held));
     T->nh += j->nheld;
     if (j->any)
         T->last = j->last;
@@ -601,8 +603,10 @@ static int tp_close(struct tp *P)
         if (rp_grow(&j->st, &j->capst, T->n + 1, sizeof(*j->st), 64) < 0 ||
             rp_grow(&j->held, &j->capheld, T->nh + 1, sizeof(*j->held), 8) < 0)
             return RP_ENOMEM;
-        memcpy(j->st, T->st, T->n * sizeof(*j->st));
-        memcpy(j->held, T->held, T->nh * sizeof(*j->held));
+        if (T->n)
+            memcpy(j->st, T->st, T->n * sizeof(*j->st));
+        if (T->nh)
+            memcpy(j->held, T->held, T->nh * sizeof(*j->held));
         j->nst = j->low = T->n;
         j->nheld = T->nh;
         const struct rp_timeline_ops *tl = P->ops->tl;
