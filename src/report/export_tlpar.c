@@ -118,6 +118,12 @@ struct tp {
     int stop;
     struct tjob jobs[PAR_JOBS], seq;
     uint64_t submitted, claimed, joined, njobs;
+    /* the writer: writes the joined jobs' bytes in order (written: how
+     * many), so that this thread reads and joins on while a pipe drains */
+    pthread_t writer;
+    int has_writer, wstop, werr;
+    pthread_cond_t wwork, wrote;
+    uint64_t written;
     struct tthr *threads;
     uint32_t nthreads, capthreads;
 };
@@ -487,9 +493,59 @@ static int spec_holds(const struct tjob *j, const struct tthr *T)
     return 1;
 }
 
+/* The writer thread: writes the jobs joined, in order, until told to
+ * stop.  A failed write is kept in P->werr (nothing is written after it).
+ * Cannot fail. */
+static void *tp_writer(void *arg)
+{
+    struct tp *P = arg;
+
+    pthread_mutex_lock(&P->mu);
+    for (;;) {
+        while (!P->wstop && P->written == P->joined)
+            pthread_cond_wait(&P->wwork, &P->mu);
+        if (P->written == P->joined)
+            break;
+        struct tjob *j = &P->jobs[P->written % PAR_JOBS];
+        int bad = P->werr;
+        pthread_mutex_unlock(&P->mu);
+        if (!bad && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
+            bad = RP_EIO;
+        pthread_mutex_lock(&P->mu);
+        P->werr = bad;
+        P->written++;
+        pthread_cond_broadcast(&P->wrote);
+    }
+    pthread_mutex_unlock(&P->mu);
+    return NULL;
+}
+
+/* Waits until the writer has written every job joined (or until fewer
+ * than `left` are left to write).  Returns 0 or the writer's RP_EIO. */
+static int tp_drain(struct tp *P, uint64_t left)
+{
+    pthread_mutex_lock(&P->mu);
+    while (P->has_writer && P->joined - P->written > left && !P->werr)
+        pthread_cond_wait(&P->wrote, &P->mu);
+    int rc = P->werr;
+    pthread_mutex_unlock(&P->mu);
+    return rc;
+}
+
+/* Writes j's bytes here, after every job joined before it.  Returns 0 or
+ * RP_EIO. */
+static int tp_write_here(struct tp *P, const struct tjob *j)
+{
+    int rc = tp_drain(P, 0);
+    if (rc == 0 && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
+        rc = RP_EIO;
+    return rc;
+}
+
 /* Joins walked job j: checks it (walking it again here when it must),
- * writes its bytes, keeps what it leaves.  Returns 0, its code with the
- * context's err set, RP_ENOMEM or RP_EIO. */
+ * writes its bytes (or leaves them to the writer, for a job of the ring),
+ * keeps what it leaves.  Returns 0, its code with the context's err set,
+ * RP_ENOMEM or RP_EIO. */
 static int tp_join(struct tp *P, struct tjob *j)
 {
     const struct rp_export_ctx *ctx = P->ctx;
@@ -505,8 +561,9 @@ static int tp_join(struct tp *P, struct tjob *j)
             snprintf(ctx->err, ctx->errsz, "%s", j->err);
         return j->rc;
     }
-    if (j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
-        return RP_EIO;
+    int rc = j == &P->seq || !P->has_writer ? tp_write_here(P, j) : 0;
+    if (rc < 0)
+        return rc;
     if (!j->spec) { /* T's state, taken by from_joined, as the job leaves it */
         swap_state(j, T);
         T->n = j->nst;
@@ -565,8 +622,14 @@ static int tp_join_oldest(struct tp *P)
         pthread_cond_wait(&P->done, &P->mu);
     }
     pthread_mutex_unlock(&P->mu);
-    P->joined++;
-    return tp_join(P, j);
+    int rc = tp_join(P, j);
+    pthread_mutex_lock(&P->mu);
+    P->joined++; /* (the writer's to write, when it is well) */
+    pthread_cond_signal(&P->wwork);
+    if (P->werr && rc == 0)
+        rc = P->werr;
+    pthread_mutex_unlock(&P->mu);
+    return rc;
 }
 
 /* Copies chunk c into job j, numbered next.  RP_ENOMEM. */
@@ -614,8 +677,7 @@ static int tp_close(struct tp *P)
             (rc = tp_pop_to(tl, P->enc0, j, 0, end, "cut")) < 0 ||
             (rc = tp_drop_held(tl, P->enc0, j, end)) < 0 || (rc = P->ops->finish(P->enc0)) < 0)
             break;
-        if (j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
-            rc = RP_EIO;
+        rc = tp_write_here(P, j);
     }
     return rc;
 }
@@ -655,6 +717,9 @@ static int tp_read(struct tp *P)
         }
         if (word & RP_EV_SNAPSHOT) {
             if (P->submitted - P->joined == PAR_JOBS && (rc = tp_join_oldest(P)) < 0)
+                break;
+            /* its slot written (the writer at most PAR_JOBS - 1 behind) */
+            if ((rc = tp_drain(P, PAR_JOBS - 1 - (P->submitted - P->joined))) < 0)
                 break;
             struct tjob *j = &P->jobs[P->submitted % PAR_JOBS];
             if ((rc = tp_fill(P, j, &c, tid)) < 0)
@@ -723,6 +788,10 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
     pthread_mutex_init(&P->mu, NULL);
     pthread_cond_init(&P->work, NULL);
     pthread_cond_init(&P->done, NULL);
+    pthread_cond_init(&P->wwork, NULL);
+    pthread_cond_init(&P->wrote, NULL);
+    /* (without a writer thread, each job is written where it is joined) */
+    P->has_writer = !pthread_create(&P->writer, NULL, tp_writer, P);
     if (!(P->enc0 = ops->open(arg)))
         goto out;
     unsigned nw = rp_xpool_workers();
@@ -739,7 +808,16 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
     }
     if ((rc = tp_read(P)) == 0)
         rc = tp_close(P);
+    if (rc == 0)
+        rc = tp_drain(P, 0);
 out:
+    if (P->has_writer) { /* (after an error: it writes what was joined) */
+        pthread_mutex_lock(&P->mu);
+        P->wstop = 1;
+        pthread_cond_broadcast(&P->wwork);
+        pthread_mutex_unlock(&P->mu);
+        pthread_join(P->writer, NULL);
+    }
     if (P->started) {
         pthread_mutex_lock(&P->mu);
         P->stop = 1;
@@ -754,6 +832,8 @@ out:
         ops->close(P->enc0);
     pthread_cond_destroy(&P->work);
     pthread_cond_destroy(&P->done);
+    pthread_cond_destroy(&P->wwork);
+    pthread_cond_destroy(&P->wrote);
     pthread_mutex_destroy(&P->mu);
     for (uint32_t i = 0; i <= PAR_JOBS; i++)
         job_free(i < PAR_JOBS ? &P->jobs[i] : &P->seq);
