@@ -20,6 +20,10 @@
  * are those of spanwalk.c with no filter; only where each job's bytes
  * begin differs.
  *
+ * The joined jobs' bytes are written in order by a writer thread, so that
+ * reading and joining go on while the output (a pipe) drains; a job's slot
+ * is filled again once its bytes are written.
+ *
  * Memory: PAR_JOBS chunks and their outputs, the open spans and held locks
  * of each thread.
  */
