@@ -472,6 +472,7 @@ static int enc_finish(void *enc)
     return rc;
 }
 
+/* Frees an encoder (export_tlpar.h).  Cannot fail. */
 static void enc_close(void *enc)
 {
     struct chrome *e = enc;

@@ -858,6 +858,7 @@ static int enc_finish(void *enc)
     return batch_flush(enc);
 }
 
+/* Frees an encoder (export_tlpar.h).  Cannot fail. */
 static void enc_close(void *enc)
 {
     struct perfetto *e = enc;

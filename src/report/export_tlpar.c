@@ -524,8 +524,8 @@ static void *tp_writer(void *arg)
     return NULL;
 }
 
-/* Waits until the writer has written every job joined (or until fewer
- * than `left` are left to write).  Returns 0 or the writer's RP_EIO. */
+/* Waits until at most `left` of the jobs joined are left for the writer
+ * to write (0: every one written).  Returns 0 or the writer's RP_EIO. */
 static int tp_drain(struct tp *P, uint64_t left)
 {
     pthread_mutex_lock(&P->mu);
