@@ -47,12 +47,11 @@ struct rp_tlpar_ops {
 RP_HIDDEN int rp_tlpar_usable(const struct rp_export_ctx *ctx);
 
 /*
- * Walks ctx's trace in parallel (rp_xpool_workers() threads besides this
- * one) and writes every job's bytes to out in file order, then the spans
- * still open at the end (cut) and the locks still held (unclosed), as jobs
- * of their own.  Returns 0, RP_ENOMEM, RP_EIO, the reader's code or
- * RP_EFORMAT with ctx->err naming the file and offset, or an encoder's
- * code.
+ * Walks ctx's trace in parallel (RANKPROF_REPLAY_JOBS threads besides
+ * this one, else one per CPU less one, at most 8) and writes every job's bytes to out in file
+ * order, then the spans still open at the end (cut) and the locks still held (unclosed), as jobs of
+ * their own.  Returns 0, RP_ENOMEM, RP_EIO, the reader's code or RP_EFORMAT with ctx->err naming
+ * the file and offset, or an encoder's code.
  */
 RP_HIDDEN int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx,
                            const struct rp_tlpar_ops *ops, void *arg);
