@@ -16,8 +16,8 @@
 #   deep      prog_scale deep 3000 4 16 (stacks deeper than a snapshot
 #             holds, replayed in order where they stay, in parallel again
 #             when they return): the same, plain, -D 50 and -F rec -D 40
-#   timelines prog_stress threads 3 N again (each output many batches of
-#             the timelines' ordered pool, src/report/export_pool.c):
+#   timelines prog_stress threads 3 N again (each output many jobs of the
+#             parallel timelines, src/report/export_tlpar.c):
 #             chrome and perfetto with 2 threads are the same bytes as with
 #             none; per thread, the chrome JSON's spans (parsed by Python)
 #             nest, come in the order they end, and per name count and
@@ -25,7 +25,8 @@
 #             `report --thread TID` says, the first from 0 (the run's first
 #             event: the origin without a replay); trace_processor reads the same
 #             per thread from the perfetto file (when it is installed); the
-#             perfetto file's compressed packets (3 batches or more) inflate
+#             perfetto file's compressed packets (3 batches or more: one
+#             per chunk) inflate
 #             to exactly the -O compress=0 file, in half its size or less
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.

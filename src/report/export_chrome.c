@@ -29,6 +29,7 @@
 #include "report/clockmap.h"
 #include "report/export.h"
 #include "report/export_pool.h"
+#include "report/export_tlpar.h"
 #include "report/util.h"
 #include "trace/format.h"
 
@@ -74,6 +75,10 @@ struct chrome {
     struct rp_xpool *pool;       /* formats and writes the batches of records, in order */
     uint8_t *batch;
     size_t nbatch, capbatch;
+    /* a parallel walk's encoder (export_tlpar.h; pool NULL): where the
+     * job's text goes, and the job's number (its holds' async ids) */
+    struct rp_xbuf *jout;
+    uint64_t job;
 };
 
 /* ,"pid":P,"tid":T for tid, from worker w's cache (its length in *len).
@@ -289,7 +294,12 @@ static inline uint64_t ts_ns(struct chrome *c, uint64_t ticks)
  * first), or NULL with *rc set to the pool's error. */
 static inline struct rec *rec_new(struct chrome *c, int *rc)
 {
-    if (unlikely(c->nbatch + sizeof(struct rec) > c->capbatch)) {
+    if (unlikely(c->nbatch + sizeof(struct rec) > c->capbatch) && !c->pool) { /* a job's */
+        *rc = fmt_batch(c, 0, c->batch, c->nbatch, c->jout);
+        c->nbatch = 0;
+        if (*rc < 0)
+            return NULL;
+    } else if (unlikely(c->nbatch + sizeof(struct rec) > c->capbatch)) {
         *rc = rp_xpool_submit(c->pool, c->nbatch);
         c->nbatch = 0;
         c->batch = rp_xpool_batch(c->pool, &c->capbatch);
@@ -354,7 +364,7 @@ static int on_hold(void *cookie, uint32_t tid, uint32_t id, uint64_t start, uint
                       .id = id,
                       .a = ts_ns(c, start),
                       .b = ts_ns(c, end),
-                      .c = ++c->holds};
+                      .c = c->jout ? (c->job + 1) << 24 | ++c->holds : ++c->holds};
     r->why = why_code(why);
     return 0;
 }
@@ -413,6 +423,61 @@ static int on_file(void *cookie, uint32_t k)
     rp_clockmap_select(&c->cm, k);
     rp_clockmap_fast_init(&c->cm, &c->cmf);
     return 0;
+}
+
+/*
+ * The parallel walk's encoders (export_tlpar.h): each a copy of c's
+ * read-only part (profile, names, clocks) with its own batch of records
+ * and thread cache, formatting its job's records into the job's text.  A
+ * hold's async id is the job's number + 1 times 2^24 plus its number in
+ * the job.  Returns the encoder, or NULL when out of memory.
+ */
+static void *enc_open(void *arg)
+{
+    const struct chrome *m = arg;
+    struct chrome *e = calloc(1, sizeof(*e));
+    if (!e || !(e->batch = malloc(BATCH))) {
+        free(e);
+        return NULL;
+    }
+    e->out = m->out;
+    e->p = m->p;
+    e->names = m->names;
+    e->tails = m->tails;
+    e->tail_len = m->tail_len;
+    e->cm = m->cm; /* (its arrays are m's: read only, freed by m) */
+    rp_clockmap_fast_init(&e->cm, &e->cmf);
+    e->capbatch = BATCH;
+    return e;
+}
+
+/* A job begins: its text goes to out.  Cannot fail. */
+static int enc_start(void *enc, uint64_t job, uint32_t tid, struct rp_xbuf *out)
+{
+    struct chrome *e = enc;
+    (void)tid;
+    e->jout = out;
+    e->job = job;
+    e->holds = 0;
+    e->nbatch = 0;
+    return 0;
+}
+
+/* The job's last records, formatted.  RP_ENOMEM. */
+static int enc_finish(void *enc)
+{
+    struct chrome *e = enc;
+    int rc = fmt_batch(e, 0, e->batch, e->nbatch, e->jout);
+    e->nbatch = 0;
+    return rc;
+}
+
+/* Frees an encoder (export_tlpar.h).  Cannot fail. */
+static void enc_close(void *enc)
+{
+    struct chrome *e = enc;
+    free(e->batch);
+    free(e);
 }
 
 int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
@@ -474,6 +539,16 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
         else
             fprintf(out, "\"thread %u\"", t->tid);
         fputs("}}", out);
+    }
+    if (rp_tlpar_usable(ctx)) {
+        static const struct rp_tlpar_ops tops = {.tl = &ops,
+                                                 .open = enc_open,
+                                                 .start = enc_start,
+                                                 .finish = enc_finish,
+                                                 .close = enc_close};
+        rc = rp_tlpar_run(out, ctx, &tops, &c);
+        fputs("\n]}\n", out);
+        goto out;
     }
     if (fflush(out) != 0) { /* the pool's threads write after the head */
         rc = RP_EIO;

@@ -13,35 +13,43 @@
  *
  *   1. track descriptors, on sequence 1: the process, every thread
  *      (parent the process) and, when first used, every counter;
- *   2. per thread, a trusted sequence of its own (2 + its index in the
- *      profile): a first packet that clears its incremental state, makes
- *      the thread's track its events' default (TrackEventDefaults) and
- *      defines its incremental clock, then one packet per event of the
- *      thread: TrackEvent slice begin/end, instant or counter, at ns since
- *      the thread's previous event; an event on the thread's own track
- *      names no track.
+ *   2. per EVENTS chunk (one thread's), walked in parallel
+ *      (export_tlpar.h), a trusted sequence of its own (2 + the chunk's
+ *      number; with a span filter or a run's set of files, walked in
+ *      order: per thread, 2 + its index in the profile): a first packet
+ *      that clears its incremental state, makes the thread's track its
+ *      events' default (TrackEventDefaults) and defines its incremental
+ *      clock, then one packet per event: TrackEvent slice begin/end,
+ *      instant or counter, at ns since the sequence's previous event; an
+ *      event on the thread's own track names no track.  A slice begun in
+ *      one chunk and ended in another is on the same track, where
+ *      trace_processor matches its begin and end.
  *
- * Names are interned per sequence: the first packet of a thread that uses
- * a span id carries an InternedData entry {iid = id, name}; categories
+ * Names are interned per sequence: the first packet of a sequence that
+ * uses a span id carries an InternedData entry {iid = id, name}; categories
  * likewise with iid = kind + 1.  The sequence's first packet says
  * SEQ_INCREMENTAL_STATE_CLEARED, the events SEQ_NEEDS_INCREMENTAL_STATE,
  * as the format requires.
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
  * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes, each written as a zlib stream (export_zpkt.h: no match search,
+ * bytes (walked in parallel: a chunk's packets, compressed by the thread
+ * that walked it, their timestamps marked for export_zpkt.h), each
+ * written as a zlib stream (export_zpkt.h: no match search,
  * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
  * inflate: the events of a trace repeat a few shapes, so a call (two
  * events, about 28 bytes plain) takes about 6 bytes.  -O compress=small
  * deflates them with libdeflate (level 1) instead: about half the bytes
  * for three times the CPU.  -O compress=0 writes the batches plain, for
- * readers without zlib.  The batches are
- * compressed by the ordered pool's threads (export_pool.h) while the next
- * ones are encoded, and written in order: the same bytes with any number
- * of threads.  Memory: the packet buffer, the pool's batches and their
- * compressed copies, a bit per id for each thread that uses it (in pages)
- * and a byte per id.
+ * readers without zlib.  Walked in order, the
+ * batches are compressed by the ordered pool's threads (export_pool.h)
+ * while the next ones are encoded, and written in order: the same bytes
+ * with any number of threads, as the parallel walk's.  Memory: the packet
+ * buffer, the pool's batches (or a batch per walking thread, and the
+ * chunks in flight) and their compressed copies, a bit per id for each
+ * sequence that uses it (in pages; per walking thread in parallel) and a
+ * byte per id (per walking thread).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +63,7 @@
 #include "report/export.h"
 #include "report/export_pb.h"
 #include "report/export_pool.h"
+#include "report/export_tlpar.h"
 #include "report/export_zpkt.h"
 #include "report/util.h"
 #include "trace/format.h"
@@ -144,7 +153,9 @@ struct perfetto {
     const struct rp_export_ctx *ctx;
     const struct rp_profile *p;
     char **names;
-    uint8_t *interned; /* per id: bit 1 counter track sent */
+    uint8_t *interned; /* per id: bit 1 counter track sent; in a job, bit 2: its name
+                          and category interned on the job's sequence, bits 3-7 the
+                          category + 1 */
     struct pseq *seqs; /* [0]: sequence 1; [1 + i]: p->threads[i]'s */
     uint32_t npages;   /* pages of a sequence's interned bits */
     uint32_t hit;      /* index in p->threads of the last thread looked up */
@@ -161,6 +172,20 @@ struct perfetto {
     struct rp_clockmap_fast cmf;         /* its current file's, per event */
     uint64_t *hold_tracks;               /* lock-hold tracks described: uuid + 1, open addressing */
     uint32_t nhold, caphold;
+    /* a parallel walk's encoder (export_tlpar.h; pool NULL): the job's
+     * sequence, where its compressed batches go, and the ids whose
+     * interned bits the job set (cleared for the next) */
+    struct pseq *job, jq;
+    struct rp_xbuf *jout;
+    uint32_t *touched;
+    uint32_t ntouched, captouched;
+    /* its batch's timestamps (export_zpkt.h): where the last slice_fast
+     * packet ended (0: none last) and the key of the bytes after its
+     * timestamp (its TrackEvent) */
+    struct rp_zmark *marks;
+    size_t nmarks, fast_end;
+    uint32_t capmarks;
+    uint64_t fast_key;
 };
 
 /* Starts a TracePacket on sequence seq (the Trace's `packet` field). */
@@ -184,11 +209,25 @@ static inline int name_sent(const struct pseq *q, uint32_t id)
     return pg && pg[id % PAGE_IDS / 8] >> (id % 8) & 1;
 }
 
+/* Notes that a job set id's bits (name interned, counter described), to
+ * clear them for the next job (enc_start).  Returns 0 or RP_ENOMEM. */
+static int touch(struct perfetto *f, uint32_t id)
+{
+    if (!f->job)
+        return 0;
+    if (rp_grow(&f->touched, &f->captouched, f->ntouched + 1, sizeof(*f->touched), 64) < 0)
+        return RP_ENOMEM;
+    f->touched[f->ntouched++] = id;
+    return 0;
+}
+
 /* Marks id's name interned on q.  Returns 0 or RP_ENOMEM. */
-static int name_set(struct pseq *q, uint32_t id)
+static int name_set(struct perfetto *f, struct pseq *q, uint32_t id)
 {
     uint8_t **pg = &q->pages[id / PAGE_IDS];
     if (!*pg && !(*pg = calloc(PAGE_IDS / 8, 1)))
+        return RP_ENOMEM;
+    if (touch(f, id) < 0)
         return RP_ENOMEM;
     (*pg)[id % PAGE_IDS / 8] |= (uint8_t)(1u << (id % 8));
     return 0;
@@ -205,13 +244,13 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     struct perfetto *f = arg;
     enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
     uint8_t head[HEAD];
-    size_t n = 0;
+    size_t n = 0, at = out->n; /* (after what out holds: a job's output so far) */
 
     if (!f->compress) {
         if (rp_xbuf_need(out, nb) < 0)
             return RP_ENOMEM;
-        memcpy(out->b, b, nb);
-        out->n = nb;
+        memcpy(out->b + at, b, nb);
+        out->n = at + nb;
         return 0;
     }
     if (w >= sizeof(f->z) / sizeof(f->z[0]))
@@ -223,15 +262,16 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
         size_t bound = libdeflate_zlib_compress_bound(f->zd[w], nb);
         if (rp_xbuf_need(out, HEAD + bound) < 0)
             return RP_ENOMEM;
-        if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + HEAD, bound)))
+        if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + at + HEAD, bound)))
             return RP_ENOMEM; /* not reached: out has the bound's room */
     } else {
         if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
             return RP_ENOMEM;
-        out->n = HEAD;
-        if (rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
+        out->n = at + HEAD;
+        if (f->job ? rp_zpkt_zlib_marked(f->z[w], b, nb, f->marks, f->nmarks, out) < 0
+                   : rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
             return RP_ENOMEM;
-        zn = out->n - HEAD;
+        zn = out->n - at - HEAD;
     }
     /* Trace.packet (1) { compressed_packets (50): the deflated packets } */
     uint64_t inner = 2 + (uint64_t)zn, v;
@@ -247,17 +287,25 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
     for (v = zn; v >= 0x80; v >>= 7)
         head[n++] = (uint8_t)(v | 0x80);
     head[n++] = (uint8_t)v;
-    memcpy(out->b + HEAD - n, head, n);
-    memmove(out->b, out->b + HEAD - n, n + zn);
-    out->n = n + zn;
+    memcpy(out->b + at + HEAD - n, head, n);
+    memmove(out->b + at, out->b + at + HEAD - n, n + zn);
+    out->n = at + n + zn;
     return 0;
 }
 
 /* Hands the batch to the pool (which deflates and writes it, in order;
- * a later call returns its error) and takes the next.  Returns 0,
+ * a later call returns its error) and takes the next; for a parallel
+ * walk's encoder, deflates it at the end of the job's output.  Returns 0,
  * RP_ENOMEM or RP_EIO. */
 static int batch_flush(struct perfetto *f)
 {
+    if (!f->pool) {
+        int rc = 0;
+        if (f->nbatch && (rc = batch_turn(f, 0, f->batch, f->nbatch, f->jout)) < 0)
+            f->jout->n = 0; /* (a job that failed writes nothing) */
+        f->nbatch = f->nmarks = f->fast_end = 0;
+        return rc;
+    }
     int rc = rp_xpool_submit(f->pool, f->nbatch);
     f->nbatch = 0;
     f->batch = rp_xpool_batch(f->pool, &f->capbatch);
@@ -275,7 +323,13 @@ static int packet_end(struct perfetto *f)
         int rc = batch_flush(f);
         if (rc < 0)
             return rc;
-        if (f->pb.n > f->capbatch) { /* a huge packet (a long name): a batch of its own */
+        if (f->pb.n > f->capbatch && !f->pool) { /* a huge packet (a long name) */
+            uint8_t *b = realloc(f->batch, f->pb.n);
+            if (!b)
+                return RP_ENOMEM;
+            f->batch = b;
+            f->capbatch = f->pb.n;
+        } else if (f->pb.n > f->capbatch) { /* likewise: a batch of its own */
             if (rp_xpool_reserve(f->pool, f->pb.n) < 0)
                 return RP_ENOMEM;
             f->batch = rp_xpool_batch(f->pool, &f->capbatch);
@@ -283,17 +337,19 @@ static int packet_end(struct perfetto *f)
     }
     memcpy(f->batch + f->nbatch, f->pb.b, f->pb.n);
     f->nbatch += f->pb.n;
+    f->fast_end = 0; /* (the next slice_fast packet's run has these bytes) */
     return 0;
 }
 
-/* Nanoseconds since the run's first event; 0 before it or when not finite. */
-static uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
+/* Nanoseconds since the run's first event, to the nearest (halves up:
+ * one addition and one conversion per event, not llround's dependent
+ * chain); 0 before it or when not finite. */
+static inline uint64_t ts_ns(struct perfetto *f, uint64_t ticks)
 {
-    double ns = rp_clockmap_fast_ns(&f->cm, &f->cmf, ticks);
+    double ns = rp_clockmap_fast_ns(&f->cm, &f->cmf, ticks) + 0.5;
     if (!(ns < 9e18)) /* not finite, or too late to be a time */
         return 0;
-    int64_t r = (int64_t)ns; /* llround's value, without its call: ns >= 0 */
-    return (uint64_t)r + (ns - (double)r >= 0.5);
+    return (uint64_t)(int64_t)ns; /* ns >= 0.5 */
 }
 
 /* A thread's track: 2 + its index in the profile (which lists every thread
@@ -342,8 +398,15 @@ static int seq_start(struct perfetto *f, struct pseq *q)
 
 /* The sequence of thread tid's events, started (its first packet written)
  * if new; NULL with *rc set when that failed. */
-static struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
+static inline struct pseq *seq_of(struct perfetto *f, uint32_t tid, int *rc)
 {
+    if (likely(f->job && f->job->started)) /* a parallel walk's job: one thread's */
+        return f->job;
+    if (f->job) {
+        if (unlikely(!f->job->started) && (*rc = seq_start(f, f->job)) < 0)
+            return NULL;
+        return f->job;
+    }
     uint64_t u = thread_uuid(f, tid);
     struct pseq *q = &f->seqs[u == PROC_UUID ? 0 : u - 1];
     if (unlikely(!q->started) && (*rc = seq_start(f, q)) < 0)
@@ -393,6 +456,8 @@ static int counter_track(struct perfetto *f, uint32_t id)
 {
     if (f->interned[id] & 2)
         return 0;
+    if (touch(f, id) < 0)
+        return RP_ENOMEM;
     f->interned[id] |= 2;
     packet_begin(f);
     pb_open(&f->pb, PKT_TRACK_DESC);
@@ -484,7 +549,7 @@ static void event_begin(struct perfetto *f, struct pseq *q, uint64_t ticks, uint
             pb_uint(pb, IN_IID, id);
             pb_str(pb, IN_NAME, f->names[id]);
             pb_close(pb);
-            if (name_set(q, id) < 0)
+            if (name_set(f, q, id) < 0)
                 pb->bad = 1; /* out of memory: packet_end says so */
         }
         pb_close(pb);
@@ -536,23 +601,37 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
 static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
                              unsigned type)
 {
-    uint8_t kind = id ? f->p->nodes[id].kind : 0;
-    unsigned cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
+    unsigned cat = 0;
     uint64_t ns = ts_ns(f, ticks);
-    if (ns < q->last_ns || !q->track || (id && (!name_sent(q, id) || !q->cat_sent[cat])))
+    if (ns < q->last_ns || !q->track)
         return 0;
+    if (id && likely(f->interned[id] & 4)) { /* a job's: its name and category sent */
+        cat = (f->interned[id] >> 3) - 1u;
+    } else if (id) {
+        uint8_t kind = f->p->nodes[id].kind;
+        cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
+        if (!name_sent(q, id) || !q->cat_sent[cat])
+            return 0;
+        if (f->job) /* (its name was interned in this job: touched, cleared for the next) */
+            f->interned[id] |= (uint8_t)(4 | (cat + 1) << 3);
+    }
     if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
         int rc = batch_flush(f);
         if (rc < 0)
             return rc;
     }
+    if (f->job && unlikely(f->nmarks == f->capmarks) &&
+        rp_grow(&f->marks, &f->capmarks, f->nmarks + 1, sizeof(*f->marks), 4096) < 0)
+        return RP_ENOMEM;
     /* written in place: bytes stored to a buffer on the stack and copied
      * as words would stall on store forwarding */
     uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
     *p++ = PKT_SEQ_ID << 3;
     p = put_varint(p, q->id);
     *p++ = PKT_TIMESTAMP << 3;
+    uint8_t *ts = p;
     p = put_varint(p, ns - q->last_ns);
+    uint32_t tslen = (uint32_t)(p - ts);
     *p++ = PKT_SEQ_FLAGS << 3;
     *p++ = SEQ_NEEDS;
     *p++ = PKT_TRACK_EVENT << 3 | 2;
@@ -569,6 +648,16 @@ static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks,
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
+    if (f->job) { /* its timestamp marked; the bytes before it keyed when they are the
+                     last fast packet's TrackEvent and this one's head (seq id < 2^24) */
+        uint64_t key = 0;
+        if (f->fast_end && f->fast_end == f->nbatch && q->id < 1u << 24)
+            key = f->fast_key | (uint64_t)pkt[1] << 33 | (uint64_t)q->id << 40;
+        f->marks[f->nmarks++] = (struct rp_zmark){
+            .at = (uint32_t)(f->nbatch + (size_t)(ts - pkt)), .len = tslen, .key = key};
+        f->fast_key = (uint64_t)id | (uint64_t)(type - 1) << 32;
+        f->fast_end = f->nbatch + n;
+    }
     f->nbatch += n;
     q->last_ns = ns;
     return 1;
@@ -704,6 +793,91 @@ static int on_file(void *cookie, uint32_t k)
     return 0;
 }
 
+/*
+ * The parallel walk's encoders (export_tlpar.h): each a copy of f's
+ * read-only part (profile, names, clocks) with its own packet buffer,
+ * batch, compressor and interning state.  Job k of thread tid is
+ * sequence 2 + k whose default track is the thread's: its first packet
+ * clears the state and interns anew, and a slice begun in an earlier job
+ * ends on the same track.  Returns the encoder, or NULL when out of memory.
+ */
+static void enc_close(void *enc);
+static void *enc_open(void *arg)
+{
+    const struct perfetto *m = arg;
+    struct perfetto *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->out = m->out;
+    e->ctx = m->ctx;
+    e->p = m->p;
+    e->names = m->names;
+    e->compress = m->compress;
+    e->cm = m->cm; /* (its arrays are m's: read only, freed by m) */
+    rp_clockmap_fast_init(&e->cm, &e->cmf);
+    e->npages = m->npages;
+    e->job = &e->jq;
+    e->capbatch = BATCH;
+    if (!(e->interned = calloc(m->p->n_nodes ? m->p->n_nodes : 1, 1)) ||
+        !(e->jq.pages = calloc(e->npages, sizeof(*e->jq.pages))) || !(e->batch = malloc(BATCH))) {
+        enc_close(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* A job begins (export_tlpar.h): the interning state of the last one
+ * cleared.  Cannot fail. */
+static int enc_start(void *enc, uint64_t job, uint32_t tid, struct rp_xbuf *out)
+{
+    struct perfetto *e = enc;
+    for (uint32_t i = 0; i < e->ntouched; i++) {
+        uint32_t id = e->touched[i];
+        e->interned[id] = 0;
+        if (e->jq.pages[id / PAGE_IDS])
+            e->jq.pages[id / PAGE_IDS][id % PAGE_IDS / 8] = 0;
+    }
+    e->ntouched = 0;
+    e->nmarks = e->fast_end = 0;
+    memset(e->jq.cat_sent, 0, sizeof(e->jq.cat_sent));
+    e->jq.id = (uint32_t)(2 + job);
+    e->jq.started = 0;
+    e->jq.track = thread_uuid(e, tid);
+    e->jq.last_ns = 0;
+    if (e->caphold)
+        memset(e->hold_tracks, 0, e->caphold * sizeof(*e->hold_tracks));
+    e->nhold = 0;
+    e->jout = out;
+    e->nbatch = 0;
+    return 0;
+}
+
+/* The job's last batch, deflated to its output.  RP_ENOMEM. */
+static int enc_finish(void *enc)
+{
+    return batch_flush(enc);
+}
+
+/* Frees an encoder (export_tlpar.h).  Cannot fail. */
+static void enc_close(void *enc)
+{
+    struct perfetto *e = enc;
+    if (e->z[0])
+        rp_zpkt_free(e->z[0]);
+    if (e->zd[0])
+        libdeflate_free_compressor(e->zd[0]);
+    free(e->pb.b);
+    free(e->batch);
+    free(e->touched);
+    free(e->marks);
+    free(e->hold_tracks);
+    free(e->interned);
+    for (uint32_t k = 0; e->jq.pages && k < e->npages; k++)
+        free(e->jq.pages[k]);
+    free(e->jq.pages);
+    free(e);
+}
+
 int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
 {
     static const struct rp_timeline_ops ops = {.begin = on_begin,
@@ -716,6 +890,7 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                .pause = on_pause};
     const struct rp_profile *p = ctx->p;
     struct perfetto f = {.out = out, .ctx = ctx, .p = p};
+    struct rp_xbuf hdr = {0};
     int rc = RP_ENOMEM;
 
     const char *cz = rp_export_param(ctx, "compress");
@@ -741,9 +916,17 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         goto out;
     rp_clockmap_fast_init(&f.cm, &f.cmf);
     rc = RP_ENOMEM;
-    if (!(f.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, batch_turn, &f)))
+    int par = rp_tlpar_usable(ctx);
+    if (par) { /* the descriptors deflated into hdr, then the parallel walk */
+        f.jout = &hdr;
+        f.capbatch = BATCH;
+        if (!(f.batch = malloc(BATCH)))
+            goto out;
+    } else if (!(f.pool = rp_xpool_open(out, rp_xpool_workers(), BATCH, batch_turn, &f))) {
         goto out;
-    f.batch = rp_xpool_batch(f.pool, &f.capbatch);
+    } else {
+        f.batch = rp_xpool_batch(f.pool, &f.capbatch);
+    }
     packet_begin(&f);
     pb_open(&f.pb, PKT_TRACK_DESC);
     pb_uint(&f.pb, TD_UUID, PROC_UUID);
@@ -779,6 +962,18 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
         if (p->n_procs <= 1 || k == i)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
+    if (rc == 0 && par) {
+        static const struct rp_tlpar_ops tops = {.tl = &ops,
+                                                 .open = enc_open,
+                                                 .start = enc_start,
+                                                 .finish = enc_finish,
+                                                 .close = enc_close};
+        if ((rc = batch_flush(&f)) == 0 && hdr.n && fwrite(hdr.b, 1, hdr.n, out) != hdr.n)
+            rc = RP_EIO;
+        if (rc == 0)
+            rc = rp_tlpar_run(out, ctx, &tops, &f);
+        goto out;
+    }
     if (rc == 0)
         rc = rp_export_timeline(ctx, &ops, &f);
     if (rc == 0)
@@ -794,6 +989,9 @@ out:;
         if (f.zd[i])
             libdeflate_free_compressor(f.zd[i]);
     free(f.pb.b);
+    free(hdr.b);
+    if (!f.pool)
+        free(f.batch);
     free(f.hold_tracks);
     free(f.interned);
     if (f.seqs)

@@ -32,8 +32,14 @@ struct code {
     uint32_t n;    /* its length in bits */
 };
 
+#define KEY_BITS 11
+
 struct rp_zpkt {
     uint32_t table[1u << HASH_BITS]; /* a piece's offset + 1 in the batch, by hash; 0: none */
+    struct {
+        uint64_t key;
+        uint32_t at;
+    } keyed[1u << KEY_BITS]; /* the latest run of a key (rp_zpkt_zlib_marked), by its hash */
     struct code lit[256];
     struct code len[MAX_MATCH + 1]; /* a match's length, 3..258: its code and extra bits */
     uint8_t dsym_lo[256];           /* distance - 1 < 256: its symbol */
@@ -199,18 +205,88 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
     }
 }
 
-int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out)
+/* Starts a zlib stream of n bytes at the end of out (room made: the
+ * worst, every byte a 9-bit literal, and the head, the block's ends and
+ * the checksum) in w.  Returns 0 or RP_ENOMEM. */
+static int stream_start(struct rp_zpkt *z, size_t n, struct rp_xbuf *out, struct bits *w)
 {
-    /* the worst: every byte a 9-bit literal, and the head, the block's
-     * ends and the checksum */
     if (rp_xbuf_need(out, n + n / 8 + 32) < 0)
         return RP_ENOMEM;
     uint8_t *o = out->b + out->n;
     o[0] = 0x78; /* deflate, 32 KiB window */
     o[1] = 0x01; /* no dictionary, fastest; (0x78 * 256 + 0x01) % 31 == 0 */
-    struct bits w = {.p = o + 2};
-    put(&w, 1 | 1 << 1, 3); /* BFINAL, BTYPE 01: fixed codes */
+    *w = (struct bits){.p = o + 2};
+    put(w, 1 | 1 << 1, 3); /* BFINAL, BTYPE 01: fixed codes */
     memset(z->table, 0, sizeof(z->table));
+    return 0;
+}
+
+/* Ends the stream of in[0..n) written through w into out.  Cannot fail. */
+static void stream_end(struct bits *w, const uint8_t *in, size_t n, struct rp_xbuf *out)
+{
+    put(w, 0, 7); /* end of block: symbol 256, seven 0 bits */
+    while (w->n > 0) {
+        *w->p++ = (uint8_t)w->acc;
+        w->acc >>= 8;
+        w->n = w->n > 8 ? w->n - 8 : 0;
+    }
+    uint32_t a = libdeflate_adler32(1, in, n);
+    w->p[0] = (uint8_t)(a >> 24);
+    w->p[1] = (uint8_t)(a >> 16);
+    w->p[2] = (uint8_t)(a >> 8);
+    w->p[3] = (uint8_t)a;
+    out->n = (size_t)(w->p + 4 - out->b);
+}
+
+/* A copy of the n (3..258) bytes d back.  Cannot fail. */
+static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
+{
+    unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
+    uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
+    put(w, z->len[n].bits, z->len[n].n);
+    put(w, dc, 5 + dist_extra[sym]);
+}
+
+int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const struct rp_zmark *m,
+                        size_t nm, struct rp_xbuf *out)
+{
+    struct bits w, t; /* (w's address never taken: it stays in registers) */
+    if (stream_start(z, n, out, &t) < 0)
+        return RP_ENOMEM;
+    w = t;
+    memset(z->keyed, 0, sizeof(z->keyed));
+    size_t s = 0; /* the run since s */
+    for (size_t k = 0; k < nm; k++) {
+        size_t t0 = m[k].at, t1 = t0 + m[k].len, len = t0 - s;
+        uint64_t key = m[k].key;
+        if (key && len >= 3 && len <= MAX_MATCH) {
+            uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - KEY_BITS));
+            size_t d = s - z->keyed[h].at;
+            if (z->keyed[h].key == key && d <= MAX_DIST)
+                match(z, &w, len, d);
+            else
+                literals(z, &w, in, s, t0);
+            z->keyed[h].key = key;
+            z->keyed[h].at = (uint32_t)s;
+        } else {
+            t = w;
+            run(z, &t, in, s, t0);
+            w = t;
+        }
+        literals(z, &w, in, t0, t1);
+        s = t1;
+    }
+    t = w;
+    run(z, &t, in, s, n);
+    stream_end(&t, in, n, out);
+    return 0;
+}
+
+int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out)
+{
+    struct bits w;
+    if (stream_start(z, n, out, &w) < 0)
+        return RP_ENOMEM;
     size_t i = 0, s = 0; /* the packet at i; the run since s */
     while (i < n) {
         if (in[i] != (1 << 3 | 2)) /* not a Trace's packet field: the rest one run */
@@ -234,17 +310,6 @@ int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf 
         i = next;
     }
     run(z, &w, in, s, n);
-    put(&w, 0, 7); /* end of block: symbol 256, seven 0 bits */
-    while (w.n > 0) {
-        *w.p++ = (uint8_t)w.acc;
-        w.acc >>= 8;
-        w.n = w.n > 8 ? w.n - 8 : 0;
-    }
-    uint32_t a = libdeflate_adler32(1, in, n);
-    w.p[0] = (uint8_t)(a >> 24);
-    w.p[1] = (uint8_t)(a >> 16);
-    w.p[2] = (uint8_t)(a >> 8);
-    w.p[3] = (uint8_t)a;
-    out->n = (size_t)(w.p + 4 - out->b);
+    stream_end(&w, in, n, out);
     return 0;
 }

@@ -34,4 +34,23 @@ RP_HIDDEN void rp_zpkt_free(struct rp_zpkt *z);
  */
 RP_HIDDEN int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out);
 
+/* A timestamp's varint in a batch of packets, as the encoder that wrote
+ * them marks it: its offset and length, and a key for the run of bytes
+ * before it (since the previous mark's varint, or the batch's start): runs
+ * with the same key are the same bytes; 0 when unknown (the run is hashed
+ * and compared as rp_zpkt_zlib does). */
+struct rp_zmark {
+    uint32_t at, len;
+    uint64_t key;
+};
+
+/*
+ * rp_zpkt_zlib for a batch whose timestamps the encoder marked (m[0..nm),
+ * in order): the packets are not parsed, and a keyed run is copied from
+ * the latest run with its key without comparing bytes.  Fails as
+ * rp_zpkt_zlib.
+ */
+RP_HIDDEN int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n,
+                                  const struct rp_zmark *m, size_t nm, struct rp_xbuf *out);
+
 #endif /* RP_REPORT_EXPORT_ZPKT_H */
