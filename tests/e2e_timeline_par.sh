@@ -22,24 +22,31 @@
 #   args       prog_points (io spans with ARGs, an ARG in one chunk and the
 #              span's end in a later one: walked again from the joined
 #              state; counters, instants, lock spans)
+#   holds      prog_wrapped (lock holds that are intervals, released in a
+#              later chunk than their acquisition), and under --drop with
+#              a slow writer (holds open at a LOST)
+#
+# With no worker (RANKPROF_REPLAY_JOBS=0) every chunk is walked in order
+# from the joined state, so the byte comparison of 0 and 3 workers sets
+# the walk from snapshots against the walk in order; it runs even where
+# trace_processor cannot be built.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_timeline_par RANKPROF PROGS RP_LIB
-need_progs stress fib scale unwind points
+need_progs stress fib scale unwind points wrapped
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 export RANKPROF_CALIBRATE=0
 
-if ! tp_query_build "$tmp/tp_query"; then
-    missing trace_processor "no $TP_LIB (chromium-shell) or clang++: nothing to compare"
-    finish
-fi
+have_tp=1
+tp_query_build "$tmp/tp_query" || have_tp=
 
 # same TRACE [WANT...]: the parallel and sequential perfetto outputs of
-# TRACE agree (above); each WANT must be in some slice row
+# TRACE agree (above); each WANT must be in some slice row.  MINCHUNKS
+# (20) and MINROWS (1000): the least chunks and slices the trace must have.
 same() {
-    local t=$1 w
+    local t=$1 w minchunks=${MINCHUNKS:-20} minrows=${MINROWS:-1000}
     shift
     RANKPROF_TIMELINE_SEQ=1 "$RANKPROF" export --format perfetto -o "$t.seq.pf" "$t" ||
         fail "export perfetto $t (in order)"
@@ -50,7 +57,7 @@ same() {
     cmp -s "$t.p0.pf" "$t.p3.pf" || fail "$t: the parallel output differs with 0 and 3 workers"
     local chunks
     chunks=$("$RANKPROF" info "$t" | awk '$1 == "EVENTS" { print $2 }')
-    ((chunks >= 20)) || fail "$t: only $chunks EVENTS chunks"
+    ((chunks >= minchunks)) || fail "$t: only $chunks EVENTS chunks"
     python3 - "$t.p3.pf" "$chunks" <<'PY' || fail "$t: sequences (above)"
 import sys, zlib
 sys.path.insert(0, __import__("os").environ["RP_CONSUMERS"])
@@ -73,6 +80,14 @@ scan(open(sys.argv[1], "rb").read())
 if len(seqs) < int(sys.argv[2]):
     sys.exit(f"{len(seqs)} packet sequences for {sys.argv[2]} chunks: not walked per chunk")
 PY
+    RANKPROF_TIMELINE_SEQ=1 "$RANKPROF" export --format chrome -o "$t.seq.json" "$t" ||
+        fail "export chrome $t (in order)"
+    RANKPROF_REPLAY_JOBS=0 "$RANKPROF" export --format chrome -o "$t.p0.json" "$t" ||
+        fail "export chrome $t (parallel, no worker)"
+    RANKPROF_REPLAY_JOBS=3 "$RANKPROF" export --format chrome -o "$t.p3.json" "$t" ||
+        fail "export chrome $t (parallel, 3 workers)"
+    cmp -s "$t.p0.json" "$t.p3.json" || fail "$t: the parallel chrome differs with 0 and 3 workers"
+    [[ -n $have_tp ]] || return 0
     local q="select coalesce(t.tid, -1), tr.name, s.ts, s.dur, s.depth, s.name,
         coalesce(extract_arg(s.arg_set_id, 'debug.arg'), ''),
         coalesce(extract_arg(s.arg_set_id, 'debug.rankprof'), ''),
@@ -86,23 +101,16 @@ PY
     "$tmp/tp_query" "$t.p3.pf" "$q" >"$t.par.tsv" || fail "trace_processor rejected $t.p3.pf"
     "$tmp/tp_query" "$t.seq.pf" "$c" >>"$t.seq.tsv" || fail "trace_processor: counters of $t"
     "$tmp/tp_query" "$t.p3.pf" "$c" >>"$t.par.tsv" || fail "trace_processor: counters of $t"
-    (($(wc -l <"$t.seq.tsv") > 1000)) || fail "$t: only $(wc -l <"$t.seq.tsv") slices"
+    (($(wc -l <"$t.seq.tsv") > minrows)) || fail "$t: only $(wc -l <"$t.seq.tsv") slices"
     cmp -s "$t.seq.tsv" "$t.par.tsv" ||
         fail "$t: trace_processor reads other slices in parallel: $(diff "$t.seq.tsv" "$t.par.tsv" | head -6)"
     for w in "$@"; do
         grep -q -- "$w" "$t.seq.tsv" || fail "$t: no slice row with '$w'"
     done
     # chrome: the same (a lock hold's async id aside: numbered per job)
-    RANKPROF_TIMELINE_SEQ=1 "$RANKPROF" export --format chrome -o "$t.seq.json" "$t" ||
-        fail "export chrome $t (in order)"
-    RANKPROF_REPLAY_JOBS=0 "$RANKPROF" export --format chrome -o "$t.p0.json" "$t" ||
-        fail "export chrome $t (parallel, no worker)"
-    RANKPROF_REPLAY_JOBS=3 "$RANKPROF" export --format chrome -o "$t.p3.json" "$t" ||
-        fail "export chrome $t (parallel, 3 workers)"
-    cmp -s "$t.p0.json" "$t.p3.json" || fail "$t: the parallel chrome differs with 0 and 3 workers"
     "$tmp/tp_query" "$t.seq.json" "$q" >"$t.cseq.tsv" || fail "trace_processor rejected $t.seq.json"
     "$tmp/tp_query" "$t.p3.json" "$q" >"$t.cpar.tsv" || fail "trace_processor rejected $t.p3.json"
-    (($(wc -l <"$t.cseq.tsv") > 1000)) || fail "$t: only $(wc -l <"$t.cseq.tsv") chrome slices"
+    (($(wc -l <"$t.cseq.tsv") > minrows)) || fail "$t: only $(wc -l <"$t.cseq.tsv") chrome slices"
     cmp -s "$t.cseq.tsv" "$t.cpar.tsv" ||
         fail "$t: trace_processor reads other chrome slices in parallel: $(diff "$t.cseq.tsv" "$t.cpar.tsv" | head -6)"
     note "$(basename "$t"): $chunks chunks, $(wc -l <"$t.seq.tsv") rows: the same (perfetto, chrome)"
@@ -142,10 +150,22 @@ args() {
     same "$tmp/pts.rp" i2c0 bus
 }
 
+holds() {
+    RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/wr.rp" -- "$PROGS/prog_wrapped" \
+        >/dev/null 2>&1 || fail "recording prog_wrapped"
+    MINCHUNKS=5 MINROWS=100 same "$tmp/wr.rp" jobs_mutex
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=500 \
+        "$RANKPROF" record --drop -o "$tmp/wrd.rp" -- "$PROGS/prog_wrapped" \
+        >/dev/null 2>&1 || fail "recording prog_wrapped --drop"
+    MINCHUNKS=5 MINROWS=10 same "$tmp/wrd.rp"
+}
+
 export RP_CONSUMERS="$here/consumers"
 scenario threads threads
 scenario recursion recursion
 scenario unwind unwind
 scenario lost lost
 scenario args args
+scenario holds holds
+[[ -n $have_tp ]] || missing trace_processor "no $TP_LIB (chromium-shell) or clang++: the slices not compared"
 finish

@@ -53,4 +53,10 @@ int rp_replay_file(const char *path, const struct rp_replay_opts *o, struct rp_p
  */
 int rp_profile_symbolize(struct rp_profile *p);
 
+/* How many worker threads replay chunks, or walk them (the timelines,
+ * the call paths), besides the calling thread, which works too:
+ * RANKPROF_REPLAY_JOBS if set (0 = none: everything in order on the
+ * calling thread), else one per CPU less one.  Cannot fail. */
+int rp_workers_count(void);
+
 #endif /* RP_ANALYZE_REPLAY_H */

@@ -440,11 +440,6 @@ RP_HIDDEN void rp_replay_priv_free(struct rp_profile *p);
 
 /* workers.c */
 
-/* How many worker threads replay chunks: RANKPROF_REPLAY_JOBS if set (0 =
- * none: everything in order on the calling thread), else one per CPU less
- * one.  Cannot fail. */
-RP_HIDDEN int rp_workers_count(void);
-
 /* Starts up to want (at most RP_WORKERS_MAX) workers; fewer when threads
  * cannot be created (none: everything is replayed in order).  Cannot fail. */
 RP_HIDDEN void rp_workers_start(struct priv *v, int want);

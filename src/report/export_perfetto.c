@@ -12,7 +12,8 @@
  * `packet` fields (1), each a TracePacket:
  *
  *   1. track descriptors, on sequence 1: the process, every thread
- *      (parent the process) and, when first used, every counter;
+ *      (parent the process) and, when first used, every counter (walked
+ *      in parallel: first used in each chunk, so one may come again);
  *   2. per EVENTS chunk (one thread's), walked in parallel
  *      (export_tlpar.h), a trusted sequence of its own (2 + the chunk's
  *      number; with a span filter or a run's set of files, walked in

@@ -719,7 +719,7 @@ static int tp_read(struct tp *P)
             rc = RP_ENOMEM;
             break;
         }
-        if (word & RP_EV_SNAPSHOT) {
+        if ((word & RP_EV_SNAPSHOT) && P->started) { /* (else in order: never twice) */
             if (P->submitted - P->joined == PAR_JOBS && (rc = tp_join_oldest(P)) < 0)
                 break;
             /* its slot written (the writer at most PAR_JOBS - 1 behind) */
@@ -745,17 +745,21 @@ static int tp_read(struct tp *P)
         if ((rc = tp_join(P, j)) < 0)
             break;
     }
-    /* the reader's own error (rc from rp_reader_next, the loop's condition) */
-    if (rc < 0 && !ctx->err[0] && r.err[0]) {
-        if (o && o->force && (rc == RP_ETRUNC || rc == RP_ECRC))
-            rc = 0; /* as the replay does under force: the sound part is the trace */
-        else
-            snprintf(ctx->err, ctx->errsz, "%s", r.err);
-    }
-    if (rc >= 0) /* the jobs still out */
+    /* the reader's own error (rc from rp_reader_next, the loop's condition)
+     * comes after the jobs still out: an error in one of them is earlier in
+     * the file */
+    int rerr = rc < 0 && !ctx->err[0] && r.err[0] ? rc : 0;
+    if (rerr)
+        rc = 0;
+    if (rc >= 0)
         while (P->joined < P->submitted)
             if ((rc = tp_join_oldest(P)) < 0)
                 break;
+    if (rc >= 0 && rerr && !(o && o->force && (rerr == RP_ETRUNC || rerr == RP_ECRC))) {
+        snprintf(ctx->err, ctx->errsz, "%s", r.err); /* (under force the sound part is the
+                                                        trace, as the replay takes it) */
+        rc = rerr;
+    }
 out:
     if (progress && shown >= 0)
         fputs("\r\033[K", stderr);
@@ -798,12 +802,11 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
     P->has_writer = !pthread_create(&P->writer, NULL, tp_writer, P);
     if (!(P->enc0 = ops->open(arg)))
         goto out;
-    /* RANKPROF_REPLAY_JOBS, else one per CPU less one, as the replay: this
-     * thread walks jobs too while it waits (one more thread than CPUs
-     * made the benchmark's perfetto 15 % slower on 2 CPUs) */
-    const char *e = getenv("RANKPROF_REPLAY_JOBS");
-    long nw = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN) - 1;
-    P->nworkers = nw < 0 ? 0 : nw > PAR_WORKERS ? PAR_WORKERS : (uint32_t)nw;
+    /* as many as the replay: this thread walks jobs too while it waits
+     * (one more thread than CPUs made the benchmark's perfetto 15 % slower
+     * on 2 CPUs) */
+    int nw = rp_workers_count();
+    P->nworkers = nw > PAR_WORKERS ? PAR_WORKERS : (uint32_t)nw;
     for (; P->started < P->nworkers; P->started++) {
         struct tworker *w = &P->w[P->started];
         *w = (struct tworker){.P = P};
