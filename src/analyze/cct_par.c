@@ -13,6 +13,7 @@
 #include "cct_int.h"
 #include "common/array.h"
 #include "common/error.h"
+#include "jobring.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 #include "walk.h"
@@ -36,8 +37,7 @@
  * end the trees are summed path by path and put in one order
  * (canonical()), so the result is the same for any number of replayers.
  */
-#define PAR_JOBS    16
-#define PAR_WORKERS 8
+#define PAR_WORKERS RP_JOBRING_WORKERS
 
 /* An open span between chunks, as the join keeps it. */
 struct pframe {
@@ -55,7 +55,6 @@ struct pjob {
     int from_snap;     /* U is the snapshot, else in[] */
     struct pframe *in; /* U when not from the snapshot */
     uint32_t nin, capin;
-    int done; /* under par.mu */
     /* out */
     int rc;
     char err[200];
@@ -88,36 +87,24 @@ struct padj {
     uint64_t ticks; /* to subtract from the path's excl */
 };
 
-struct par;
-struct pworker {
-    struct par *P;
-    uint32_t slot;
-    pthread_t tid;
-};
-
 struct par {
     const char *path;
     struct rp_cct slots[1 + PAR_WORKERS]; /* slot 0: this thread's */
-    uint32_t nworkers, started;
-    struct pworker w[PAR_WORKERS];
-    pthread_mutex_t mu;
-    pthread_cond_t work, done;
-    int stop;
-    struct pjob jobs[PAR_JOBS], seq;
-    uint64_t submitted, claimed, joined;
+    uint32_t nworkers;
+    struct rp_jobring R; /* runner k replays into slots[k] */
+    struct pjob jobs[RP_JOBRING_SLOTS], seq;
     struct pthr *threads;
     uint32_t nthreads, capthreads;
     struct padj *adj;
     uint32_t nadj, capadj;
 };
 
-/* The replayers besides this thread: RANKPROF_REPLAY_JOBS as for the
- * replay, else one per CPU less one.  Cannot fail. */
+/* The replayers besides this thread: as many as the replay's
+ * (rp_workers_count).  Cannot fail. */
 uint32_t rp_cct_par_workers(void)
 {
-    const char *e = getenv("RANKPROF_REPLAY_JOBS");
-    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN) - 1;
-    return n < 0 ? 0 : n > PAR_WORKERS ? PAR_WORKERS : (uint32_t)n;
+    int n = rp_workers_count();
+    return n > PAR_WORKERS ? PAR_WORKERS : (uint32_t)n;
 }
 
 /* Replays job j in the tree of slot k (see above).  Sets j->rc to 0,
@@ -204,27 +191,12 @@ out:
         th->depth = 0;
     j->rc = rc;
 }
-/* A worker: replays the jobs it claims until told to stop.  Cannot fail. */
-static void *par_worker(void *arg)
+/* The ring's runner: replays the job in slot into runner's tree.  Cannot
+ * fail (the job keeps its code). */
+static void par_run(void *ctx, uint32_t runner, uint32_t slot)
 {
-    struct pworker *w = arg;
-    struct par *P = w->P;
-
-    pthread_mutex_lock(&P->mu);
-    for (;;) {
-        while (!P->stop && P->claimed == P->submitted)
-            pthread_cond_wait(&P->work, &P->mu);
-        if (P->claimed == P->submitted)
-            break;
-        struct pjob *j = &P->jobs[P->claimed++ % PAR_JOBS];
-        pthread_mutex_unlock(&P->mu);
-        run_job(P, w->slot, j);
-        pthread_mutex_lock(&P->mu);
-        j->done = 1;
-        pthread_cond_broadcast(&P->done);
-    }
-    pthread_mutex_unlock(&P->mu);
-    return NULL;
+    struct par *P = ctx;
+    run_job(P, runner, &P->jobs[slot]);
 }
 
 /* The join's state of thread tid, created on first use; NULL when out of
@@ -283,21 +255,8 @@ static int par_join(struct par *P, struct pjob *j, char *err, size_t errsz)
  * not done.  Fails as par_join. */
 static int par_join_oldest(struct par *P, char *err, size_t errsz)
 {
-    struct pjob *j = &P->jobs[P->joined % PAR_JOBS];
-    pthread_mutex_lock(&P->mu);
-    while (!j->done) {
-        if (P->claimed < P->submitted) {
-            struct pjob *o = &P->jobs[P->claimed++ % PAR_JOBS];
-            pthread_mutex_unlock(&P->mu);
-            run_job(P, 0, o);
-            pthread_mutex_lock(&P->mu);
-            o->done = 1;
-            continue;
-        }
-        pthread_cond_wait(&P->done, &P->mu);
-    }
-    pthread_mutex_unlock(&P->mu);
-    P->joined++;
+    struct pjob *j = &P->jobs[rp_jobring_oldest(&P->R)];
+    rp_jobring_joined(&P->R); /* (its slot is filled again only by this thread) */
     return par_join(P, j, err, errsz);
 }
 
@@ -380,7 +339,6 @@ static int par_fill(struct pjob *j, const struct rp_chunk *c, uint32_t tid)
     j->len = c->len;
     j->offset = c->offset;
     j->tid = tid;
-    j->done = 0;
     return 0;
 }
 
@@ -496,20 +454,17 @@ static int par_read(struct par *P, const struct rp_replay_opts *o, int progress,
             }
             if (T->resident && (rc = par_unresident(P, T)) < 0) /* no job of it is out */
                 break;
-            if (P->submitted - P->joined == PAR_JOBS && (rc = par_join_oldest(P, err, errsz)) < 0)
+            if (rp_jobring_full(&P->R) && (rc = par_join_oldest(P, err, errsz)) < 0)
                 break;
-            struct pjob *j = &P->jobs[P->submitted % PAR_JOBS];
+            struct pjob *j = &P->jobs[rp_jobring_next(&P->R)];
             if ((rc = par_fill(j, &c, tid)) < 0)
                 break;
             j->from_snap = 1;
-            pthread_mutex_lock(&P->mu);
-            P->submitted++;
-            pthread_cond_signal(&P->work);
-            pthread_mutex_unlock(&P->mu);
+            rp_jobring_submit(&P->R);
             continue;
         }
         /* U is the thread's stack as the chunks before leave it */
-        while (P->joined < P->submitted)
+        while (rp_jobring_out(&P->R))
             if ((rc = par_join_oldest(P, err, errsz)) < 0)
                 goto out;
         struct pjob *j = &P->seq;
@@ -534,15 +489,9 @@ static int par_read(struct par *P, const struct rp_replay_opts *o, int progress,
         if ((rc = par_join(P, j, err, errsz)) < 0)
             break;
     }
-    /* the reader's own error (rc from rp_reader_next, the loop's condition) */
-    if (rc < 0 && !err[0] && r.err[0]) {
-        if (o->force && (rc == RP_ETRUNC || rc == RP_ECRC))
-            rc = 0; /* as the replay does under force: the sound part is the trace */
-        else
-            snprintf(err, errsz, "%s", r.err);
-    }
+    rc = rp_walk_reader_rc(&r, rc, o->force, err, errsz);
     if (rc >= 0) /* the jobs still out */
-        while (P->joined < P->submitted)
+        while (rp_jobring_out(&P->R))
             if ((rc = par_join_oldest(P, err, errsz)) < 0)
                 break;
 out:
@@ -555,21 +504,11 @@ out:
 /* Stops P's workers (after the jobs they have) and frees P.  Cannot fail. */
 static void par_free(struct par *P)
 {
-    if (P->started) {
-        pthread_mutex_lock(&P->mu);
-        P->stop = 1;
-        pthread_cond_broadcast(&P->work);
-        pthread_mutex_unlock(&P->mu);
-        for (uint32_t i = 0; i < P->started; i++)
-            pthread_join(P->w[i].tid, NULL);
-    }
-    pthread_cond_destroy(&P->work);
-    pthread_cond_destroy(&P->done);
-    pthread_mutex_destroy(&P->mu);
+    rp_jobring_destroy(&P->R);
     for (uint32_t k = 0; k <= PAR_WORKERS; k++)
         rp_cct_free(&P->slots[k]);
-    for (uint32_t i = 0; i <= PAR_JOBS; i++) {
-        struct pjob *j = i < PAR_JOBS ? &P->jobs[i] : &P->seq;
+    for (uint32_t i = 0; i <= RP_JOBRING_SLOTS; i++) {
+        struct pjob *j = i < RP_JOBRING_SLOTS ? &P->jobs[i] : &P->seq;
         free(j->data);
         free(j->in);
         free(j->uo);
@@ -595,9 +534,7 @@ int rp_cct_add_file_par(struct rp_cct *t, const char *path, const struct rp_repl
         return RP_ENOMEM;
     P->path = path;
     P->nworkers = nworkers;
-    pthread_mutex_init(&P->mu, NULL);
-    pthread_cond_init(&P->work, NULL);
-    pthread_cond_init(&P->done, NULL);
+    rp_jobring_init(&P->R, par_run, P);
     for (uint32_t k = 0; k <= nworkers; k++) {
         struct rp_cct *s = &P->slots[k];
         if ((rc = rp_cct_start(s, tv->by_thread)) < 0)
@@ -610,11 +547,7 @@ int rp_cct_add_file_par(struct rp_cct *t, const char *path, const struct rp_repl
         v->map = tv->map;
         v->n_ids = tv->n_ids;
     }
-    for (; P->started < nworkers; P->started++) {
-        P->w[P->started] = (struct pworker){.P = P, .slot = P->started + 1};
-        if (pthread_create(&P->w[P->started].tid, NULL, par_worker, &P->w[P->started]))
-            break; /* fewer workers: this thread replays the rest */
-    }
+    rp_jobring_start(&P->R, nworkers); /* (fewer: this thread replays the rest) */
     if ((rc = par_read(P, o, progress, err, errsz)) < 0)
         goto out;
     if ((rc = par_close(P)) < 0)

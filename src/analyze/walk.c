@@ -56,6 +56,16 @@ void rp_walk_evdec_err(const struct rp_chunk *c, const struct rp_evdec *d, char 
                  (unsigned long long)c->offset);
 }
 
+int rp_walk_reader_rc(const struct rp_reader *r, int rc, int force, char *err, size_t errsz)
+{
+    if (rc >= 0 || err[0] || !r->err[0])
+        return rc;
+    if (force && (rc == RP_ETRUNC || rc == RP_ECRC))
+        return 0; /* the sound part is the trace */
+    snprintf(err, errsz, "%s", r->err);
+    return rc;
+}
+
 int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct rp_walk_ops *ops,
                  void *ctx, int progress, char *err, size_t errsz)
 {
@@ -81,13 +91,7 @@ int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct 
         if (progress)
             rp_walk_progress(&r, &shown);
     }
-    /* the reader's own error (rc from rp_reader_next, the loop's condition) */
-    if (rc < 0 && !err[0] && r.err[0]) {
-        if (o->force && (rc == RP_ETRUNC || rc == RP_ECRC))
-            rc = 0; /* as the replay does under force: the sound part is the trace */
-        else
-            snprintf(err, errsz, "%s", r.err);
-    }
+    rc = rp_walk_reader_rc(&r, rc, o->force, err, errsz);
     if (progress && shown >= 0)
         fputs("\r\033[K", stderr);
     rp_reader_close(&r);

@@ -42,6 +42,12 @@ int rp_walk_file(const char *path, const struct rp_replay_opts *o, const struct 
  * changed.  Cannot fail (a failed write to stderr is not an error). */
 void rp_walk_progress(const struct rp_reader *r, int *shown);
 
+/* The code of a walk that stopped with rc, given the reader r's own error
+ * (an rc from rp_reader_next with nothing in err yet): under force a
+ * truncated or damaged end is the end of the trace (0), as the replay
+ * takes it; else r's message goes to err.  Cannot fail. */
+int rp_walk_reader_rc(const struct rp_reader *r, int rc, int force, char *err, size_t errsz);
+
 /* The message for decoder d stopping with an error in chunk c: a wrong
  * event count, or the malformed event's file offset.  Cannot fail. */
 void rp_walk_evdec_err(const struct rp_chunk *c, const struct rp_evdec *d, char *err, size_t errsz);

@@ -24,7 +24,9 @@
  * reading and joining go on while the output (a pipe) drains; a job's slot
  * is filled again once its bytes are written.
  *
- * Memory: PAR_JOBS chunks and their outputs, the open spans and held locks
+ * The jobs are in the ring of analyze/jobring.h.
+ *
+ * Memory: RP_JOBRING_SLOTS chunks and their outputs, the open spans and held locks
  * of each thread.
  */
 #include "export_tlpar.h"
@@ -34,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/jobring.h"
 #include "analyze/merge.h"
 #include "analyze/walk.h"
 #include "common/array.h"
@@ -42,8 +45,8 @@
 #include "trace/format.h"
 #include "trace/reader.h"
 
-#define PAR_JOBS    16
-#define PAR_WORKERS 8
+#define PAR_JOBS    RP_JOBRING_SLOTS
+#define PAR_WORKERS RP_JOBRING_WORKERS
 
 /* An open span.  known: its argument is known (0 for a snapshot's span,
  * whose ARG may be in an earlier chunk). */
@@ -68,7 +71,6 @@ struct tjob {
     uint32_t nin;    /* its open spans (in st, from_joined), */
     uint32_t ninh;   /* its held locks (in held), */
     uint64_t before; /* its last event */
-    int done;        /* under P->mu */
     /* out */
     int rc;
     char err[200];
@@ -101,27 +103,17 @@ struct tthr {
     uint64_t last;
 };
 
-struct tp;
-struct tworker {
-    struct tp *P;
-    void *enc;
-    pthread_t th;
-};
-
 struct tp {
     const struct rp_export_ctx *ctx;
     const struct rp_tlpar_ops *ops;
     void *arg;
     FILE *out;
     uint32_t n_ids;
-    void *enc0; /* this thread's encoder */
-    uint32_t nworkers, started;
-    struct tworker w[PAR_WORKERS];
-    pthread_mutex_t mu;
-    pthread_cond_t work, done;
-    int stop;
+    void *enc[1 + PAR_WORKERS]; /* runner k's encoder (0: this thread's), nenc opened */
+    uint32_t nenc;
+    struct rp_jobring R; /* its mutex guards the writer's fields too */
     struct tjob jobs[PAR_JOBS], seq;
-    uint64_t submitted, claimed, joined, njobs;
+    uint64_t njobs;
     /* the writer: writes the joined jobs' bytes in order (written: how
      * many), so that this thread reads and joins on while a pipe drains */
     pthread_t writer;
@@ -414,27 +406,12 @@ out:
     j->rc = rc;
 }
 
-/* A worker: walks the jobs it claims until told to stop.  Cannot fail. */
-static void *tp_worker(void *arg)
+/* The ring's runner: walks the job in slot with runner's encoder.  Cannot
+ * fail (the job keeps its code). */
+static void tp_run(void *ctx, uint32_t runner, uint32_t slot)
 {
-    struct tworker *w = arg;
-    struct tp *P = w->P;
-
-    pthread_mutex_lock(&P->mu);
-    for (;;) {
-        while (!P->stop && P->claimed == P->submitted)
-            pthread_cond_wait(&P->work, &P->mu);
-        if (P->claimed == P->submitted)
-            break;
-        struct tjob *j = &P->jobs[P->claimed++ % PAR_JOBS];
-        pthread_mutex_unlock(&P->mu);
-        run_job(P, w->enc, j);
-        pthread_mutex_lock(&P->mu);
-        j->done = 1;
-        pthread_cond_broadcast(&P->done);
-    }
-    pthread_mutex_unlock(&P->mu);
-    return NULL;
+    struct tp *P = ctx;
+    run_job(P, P->enc[runner], &P->jobs[slot]);
 }
 
 /* The join's state of thread tid, created on first use; NULL when out of
@@ -504,23 +481,23 @@ static void *tp_writer(void *arg)
 {
     struct tp *P = arg;
 
-    pthread_mutex_lock(&P->mu);
+    pthread_mutex_lock(&P->R.mu);
     for (;;) {
-        while (!P->wstop && P->written == P->joined)
-            pthread_cond_wait(&P->wwork, &P->mu);
-        if (P->written == P->joined)
+        while (!P->wstop && P->written == P->R.joined)
+            pthread_cond_wait(&P->wwork, &P->R.mu);
+        if (P->written == P->R.joined)
             break;
         struct tjob *j = &P->jobs[P->written % PAR_JOBS];
         int bad = P->werr;
-        pthread_mutex_unlock(&P->mu);
+        pthread_mutex_unlock(&P->R.mu);
         if (!bad && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
             bad = RP_EIO;
-        pthread_mutex_lock(&P->mu);
+        pthread_mutex_lock(&P->R.mu);
         P->werr = bad;
         P->written++;
         pthread_cond_broadcast(&P->wrote);
     }
-    pthread_mutex_unlock(&P->mu);
+    pthread_mutex_unlock(&P->R.mu);
     return NULL;
 }
 
@@ -528,11 +505,11 @@ static void *tp_writer(void *arg)
  * to write (0: every one written).  Returns 0 or the writer's RP_EIO. */
 static int tp_drain(struct tp *P, uint64_t left)
 {
-    pthread_mutex_lock(&P->mu);
-    while (P->has_writer && P->joined - P->written > left && !P->werr)
-        pthread_cond_wait(&P->wrote, &P->mu);
+    pthread_mutex_lock(&P->R.mu);
+    while (P->has_writer && P->R.joined - P->written > left && !P->werr)
+        pthread_cond_wait(&P->wrote, &P->R.mu);
     int rc = P->werr;
-    pthread_mutex_unlock(&P->mu);
+    pthread_mutex_unlock(&P->R.mu);
     return rc;
 }
 
@@ -558,7 +535,7 @@ static int tp_join(struct tp *P, struct tjob *j)
         return RP_ENOMEM;
     if (j->spec && (j->rc < 0 || !spec_holds(j, T))) { /* (an error: as walked in order) */
         from_joined(j, T);
-        run_job(P, P->enc0, j);
+        run_job(P, P->enc[0], j);
     }
     if (j->rc < 0) {
         if (j->err[0])
@@ -612,27 +589,13 @@ static int tp_join(struct tp *P, struct tjob *j)
  * not done.  Fails as tp_join. */
 static int tp_join_oldest(struct tp *P)
 {
-    struct tjob *j = &P->jobs[P->joined % PAR_JOBS];
-    pthread_mutex_lock(&P->mu);
-    while (!j->done) {
-        if (P->claimed < P->submitted) {
-            struct tjob *o = &P->jobs[P->claimed++ % PAR_JOBS];
-            pthread_mutex_unlock(&P->mu);
-            run_job(P, P->enc0, o);
-            pthread_mutex_lock(&P->mu);
-            o->done = 1;
-            continue;
-        }
-        pthread_cond_wait(&P->done, &P->mu);
-    }
-    pthread_mutex_unlock(&P->mu);
-    int rc = tp_join(P, j);
-    pthread_mutex_lock(&P->mu);
-    P->joined++; /* (the writer's to write, when it is well) */
+    int rc = tp_join(P, &P->jobs[rp_jobring_oldest(&P->R)]);
+    rp_jobring_joined(&P->R); /* (the writer's to write, when it is well) */
+    pthread_mutex_lock(&P->R.mu);
     pthread_cond_signal(&P->wwork);
     if (P->werr && rc == 0)
         rc = P->werr;
-    pthread_mutex_unlock(&P->mu);
+    pthread_mutex_unlock(&P->R.mu);
     return rc;
 }
 
@@ -645,7 +608,6 @@ static int tp_fill(struct tp *P, struct tjob *j, const struct rp_chunk *c, uint3
     j->len = c->len;
     j->offset = c->offset;
     j->tid = tid;
-    j->done = 0;
     j->spec = 1;
     j->no = P->njobs++;
     return 0;
@@ -677,9 +639,10 @@ static int tp_close(struct tp *P)
         j->nst = j->low = T->n;
         j->nheld = T->nh;
         const struct rp_timeline_ops *tl = P->ops->tl;
-        if ((rc = P->ops->start(P->enc0, j->no, j->tid, &j->out)) < 0 ||
-            (rc = tp_pop_to(tl, P->enc0, j, 0, end, "cut")) < 0 ||
-            (rc = tp_drop_held(tl, P->enc0, j, end)) < 0 || (rc = P->ops->finish(P->enc0)) < 0)
+        void *enc = P->enc[0];
+        if ((rc = P->ops->start(enc, j->no, j->tid, &j->out)) < 0 ||
+            (rc = tp_pop_to(tl, enc, j, 0, end, "cut")) < 0 ||
+            (rc = tp_drop_held(tl, enc, j, end)) < 0 || (rc = P->ops->finish(enc)) < 0)
             break;
         rc = tp_write_here(P, j);
     }
@@ -719,29 +682,26 @@ static int tp_read(struct tp *P)
             rc = RP_ENOMEM;
             break;
         }
-        if ((word & RP_EV_SNAPSHOT) && P->started) { /* (else in order: never twice) */
-            if (P->submitted - P->joined == PAR_JOBS && (rc = tp_join_oldest(P)) < 0)
+        if ((word & RP_EV_SNAPSHOT) && P->R.started) { /* (else in order: never twice) */
+            if (rp_jobring_full(&P->R) && (rc = tp_join_oldest(P)) < 0)
                 break;
             /* its slot written (the writer at most PAR_JOBS - 1 behind) */
-            if ((rc = tp_drain(P, PAR_JOBS - 1 - (P->submitted - P->joined))) < 0)
+            if ((rc = tp_drain(P, PAR_JOBS - 1 - (P->R.submitted - P->R.joined))) < 0)
                 break;
-            struct tjob *j = &P->jobs[P->submitted % PAR_JOBS];
+            struct tjob *j = &P->jobs[rp_jobring_next(&P->R)];
             if ((rc = tp_fill(P, j, &c, tid)) < 0)
                 break;
-            pthread_mutex_lock(&P->mu);
-            P->submitted++;
-            pthread_cond_signal(&P->work);
-            pthread_mutex_unlock(&P->mu);
+            rp_jobring_submit(&P->R);
             continue;
         }
-        while (P->joined < P->submitted) /* from the state the chunks before leave */
+        while (rp_jobring_out(&P->R)) /* from the state the chunks before leave */
             if ((rc = tp_join_oldest(P)) < 0)
                 goto out;
         struct tjob *j = &P->seq;
         if ((rc = tp_fill(P, j, &c, tid)) < 0)
             break;
         from_joined(j, T);
-        run_job(P, P->enc0, j);
+        run_job(P, P->enc[0], j);
         if ((rc = tp_join(P, j)) < 0)
             break;
     }
@@ -752,14 +712,11 @@ static int tp_read(struct tp *P)
     if (rerr)
         rc = 0;
     if (rc >= 0)
-        while (P->joined < P->submitted)
+        while (rp_jobring_out(&P->R))
             if ((rc = tp_join_oldest(P)) < 0)
                 break;
-    if (rc >= 0 && rerr && !(o && o->force && (rerr == RP_ETRUNC || rerr == RP_ECRC))) {
-        snprintf(ctx->err, ctx->errsz, "%s", r.err); /* (under force the sound part is the
-                                                        trace, as the replay takes it) */
-        rc = rerr;
-    }
+    if (rc >= 0 && rerr)
+        rc = rp_walk_reader_rc(&r, rerr, o && o->force, ctx->err, ctx->errsz);
 out:
     if (progress && shown >= 0)
         fputs("\r\033[K", stderr);
@@ -793,59 +750,38 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
     P->arg = arg;
     P->out = out;
     P->n_ids = ctx->p->n_nodes;
-    pthread_mutex_init(&P->mu, NULL);
-    pthread_cond_init(&P->work, NULL);
-    pthread_cond_init(&P->done, NULL);
+    rp_jobring_init(&P->R, tp_run, P);
     pthread_cond_init(&P->wwork, NULL);
     pthread_cond_init(&P->wrote, NULL);
     /* (without a writer thread, each job is written where it is joined) */
     P->has_writer = !pthread_create(&P->writer, NULL, tp_writer, P);
-    if (!(P->enc0 = ops->open(arg)))
-        goto out;
-    /* as many as the replay: this thread walks jobs too while it waits
-     * (one more thread than CPUs made the benchmark's perfetto 15 % slower
-     * on 2 CPUs) */
+    /* as many workers as the replay: this thread walks jobs too while it
+     * waits (one more thread than CPUs made the benchmark's perfetto 15 %
+     * slower on 2 CPUs); fewer when an encoder or a thread cannot be made */
     int nw = rp_workers_count();
-    P->nworkers = nw > PAR_WORKERS ? PAR_WORKERS : (uint32_t)nw;
-    for (; P->started < P->nworkers; P->started++) {
-        struct tworker *w = &P->w[P->started];
-        *w = (struct tworker){.P = P};
-        if (!(w->enc = ops->open(arg)))
-            break;
-        if (pthread_create(&w->th, NULL, tp_worker, w)) {
-            ops->close(w->enc);
-            break; /* fewer workers: this thread walks the rest */
-        }
-    }
+    for (uint32_t want = 1 + (nw > PAR_WORKERS ? PAR_WORKERS : (uint32_t)nw);
+         P->nenc < want && (P->enc[P->nenc] = ops->open(arg)); P->nenc++)
+        ;
+    if (!P->nenc)
+        goto out;
+    rp_jobring_start(&P->R, P->nenc - 1);
     if ((rc = tp_read(P)) == 0)
         rc = tp_close(P);
     if (rc == 0)
         rc = tp_drain(P, 0);
 out:
     if (P->has_writer) { /* (after an error: it writes what was joined) */
-        pthread_mutex_lock(&P->mu);
+        pthread_mutex_lock(&P->R.mu);
         P->wstop = 1;
         pthread_cond_broadcast(&P->wwork);
-        pthread_mutex_unlock(&P->mu);
+        pthread_mutex_unlock(&P->R.mu);
         pthread_join(P->writer, NULL);
     }
-    if (P->started) {
-        pthread_mutex_lock(&P->mu);
-        P->stop = 1;
-        pthread_cond_broadcast(&P->work);
-        pthread_mutex_unlock(&P->mu);
-        for (uint32_t i = 0; i < P->started; i++) {
-            pthread_join(P->w[i].th, NULL);
-            ops->close(P->w[i].enc);
-        }
-    }
-    if (P->enc0)
-        ops->close(P->enc0);
-    pthread_cond_destroy(&P->work);
-    pthread_cond_destroy(&P->done);
     pthread_cond_destroy(&P->wwork);
     pthread_cond_destroy(&P->wrote);
-    pthread_mutex_destroy(&P->mu);
+    rp_jobring_destroy(&P->R); /* (its workers done) */
+    for (uint32_t k = 0; k < P->nenc; k++)
+        ops->close(P->enc[k]);
     for (uint32_t i = 0; i <= PAR_JOBS; i++)
         job_free(i < PAR_JOBS ? &P->jobs[i] : &P->seq);
     for (uint32_t i = 0; i < P->nthreads; i++) {
