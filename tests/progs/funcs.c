@@ -11,7 +11,7 @@
  *   keep_static(i) a static function
  *   lib_work(i)    in libfuncs_lib.so, calls lib_inner
  *   dl_work(i)     in DLPATH, dlopen'ed before the loop, calls dl_inner
- *   slow(i)        only when i % 10 == 0: busy for about 30 us
+ *   slow(i)        only when i % 10 == 0: busy for about 200 us
  * so N calls of every function but slow (N / 10).
  *
  * MODE "api": after N / 2 iterations the program calls
@@ -75,7 +75,7 @@ __attribute__((no_instrument_function)) static double now_us(void)
 __attribute__((noinline)) int slow(int x)
 {
     double t0 = now_us();
-    while (now_us() - t0 < 30)
+    while (now_us() - t0 < 200)
         sink += x;
     return x;
 }
