@@ -22,6 +22,9 @@
 #   args       prog_points (io spans with ARGs, an ARG in one chunk and the
 #              span's end in a later one: walked again from the joined
 #              state; counters, instants, lock spans)
+#   full       the parallel timelines (and folded) written to /dev/full: exit
+#              1 and the reason, "No space left on device", not the code's
+#              meaning (the failed write is the writer thread's)
 #   holds      prog_wrapped (lock holds that are intervals, released in a
 #              later chunk than their acquisition), and under --drop with
 #              a slow writer (holds open at a LOST)
@@ -160,6 +163,20 @@ holds() {
     MINCHUNKS=5 MINROWS=10 same "$tmp/wrd.rp"
 }
 
+full() {
+    [[ -w /dev/full ]] || { note "no /dev/full: skipped"; return 0; }
+    [[ -f "$tmp/st.rp" ]] || fail "no trace (scenario threads failed)"
+    local f rc
+    for f in perfetto chrome folded; do
+        rc=0
+        RANKPROF_REPLAY_JOBS=2 "$RANKPROF" export --format $f -o /dev/full "$tmp/st.rp" \
+            2>"$tmp/full.err" || rc=$?
+        ((rc == 1)) || fail "$f to /dev/full: exit $rc"
+        grep -q "writing /dev/full: No space left on device" "$tmp/full.err" ||
+            fail "$f to /dev/full: $(cat "$tmp/full.err")"
+    done
+}
+
 export RP_CONSUMERS="$here/consumers"
 scenario threads threads
 scenario recursion recursion
@@ -167,5 +184,6 @@ scenario unwind unwind
 scenario lost lost
 scenario args args
 scenario holds holds
+scenario full full
 [[ -n $have_tp ]] || missing trace_processor "no $TP_LIB (chromium-shell) or clang++: the slices not compared"
 finish

@@ -224,9 +224,17 @@ int cmd_export(int argc, char **argv)
     tmp[0] = 0;
     FILE *out = needs & RP_EXPORT_DIR ? NULL : open_out(&a, tmp, sizeof(tmp));
     int rc = a.fmt->run(out, &ctx);
-    int werr = out && (ferror(out) || fflush(out) != 0);
-    if (out && out != stdout)
-        werr |= fclose(out) != 0;
+    /* a write error, and why when this thread's own flush or close says
+     * it (an earlier write's errno, maybe another thread's, is gone) */
+    int werr = out && ferror(out), weno = 0;
+    if (out && fflush(out) != 0) {
+        werr = 1;
+        weno = errno;
+    }
+    if (out && out != stdout && fclose(out) != 0) {
+        werr = 1;
+        weno = weno ? weno : errno;
+    }
     rp_profile_free(&p);
     free(mark);
     if (rc == 0 && werr)
@@ -237,7 +245,7 @@ int cmd_export(int argc, char **argv)
         if (err[0])
             rp_die("export --format %s: %s", a.fmt->name, err);
         rp_die("export --format %s: writing %s: %s", a.fmt->name, a.output ? a.output : "stdout",
-               rp_strerror(rc));
+               rc == RP_EIO && weno ? strerror(weno) : rp_strerror(rc));
     }
     if (tmp[0] && rename(tmp, a.output) != 0) {
         int e = errno;

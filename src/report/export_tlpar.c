@@ -31,7 +31,9 @@
  */
 #include "export_tlpar.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,6 +120,7 @@ struct tp {
      * many), so that this thread reads and joins on while a pipe drains */
     pthread_t writer;
     int has_writer, wstop, werr;
+    int weno; /* errno of the first failed write (the writer's own errno is its thread's) */
     pthread_cond_t wwork, wrote;
     uint64_t written;
     struct tthr *threads;
@@ -488,11 +491,15 @@ static void *tp_writer(void *arg)
         if (P->written == P->R.joined)
             break;
         struct tjob *j = &P->jobs[P->written % PAR_JOBS];
-        int bad = P->werr;
+        int bad = P->werr, eno = 0;
         pthread_mutex_unlock(&P->R.mu);
-        if (!bad && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
+        if (!bad && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n) {
             bad = RP_EIO;
+            eno = errno;
+        }
         pthread_mutex_lock(&P->R.mu);
+        if (bad && !P->werr)
+            P->weno = eno;
         P->werr = bad;
         P->written++;
         pthread_cond_broadcast(&P->wrote);
@@ -518,8 +525,10 @@ static int tp_drain(struct tp *P, uint64_t left)
 static int tp_write_here(struct tp *P, const struct tjob *j)
 {
     int rc = tp_drain(P, 0);
-    if (rc == 0 && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n)
+    if (rc == 0 && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n) {
         rc = RP_EIO;
+        P->weno = errno; /* (the writer has stopped at an error or has nothing left) */
+    }
     return rc;
 }
 
@@ -769,6 +778,9 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
         rc = tp_close(P);
     if (rc == 0)
         rc = tp_drain(P, 0);
+    if (rc == RP_EIO && P->weno && !ctx->err[0]) /* (why, rather than the code's meaning) */
+        snprintf(ctx->err, ctx->errsz, "writing %s: %s", ctx->output ? ctx->output : "stdout",
+                 strerror(P->weno));
 out:
     if (P->has_writer) { /* (after an error: it writes what was joined) */
         pthread_mutex_lock(&P->R.mu);
