@@ -66,6 +66,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include "../tests/memstat.h" /* (the peak a ranking takes, as test_rank measures) */
+
 #include "analyze/profile.h"
 #include "analyze/rank.h"
 #include "trace/format.h"
@@ -263,33 +265,6 @@ static double steal_pct(const unsigned long long a[2], const unsigned long long 
     return b[1] >= a[1] + 10 ? 100.0 * (double)(b[0] - a[0]) / (double)(b[1] - a[1]) : -1.0;
 }
 
-/* A line "key: N kB" of /proc/self/status, in kB; -1 where there is none. */
-static long status_kb(const char *key)
-{
-    char line[256];
-    size_t k = strlen(key);
-    long v = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':')
-            v = atol(line + k + 1);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* Starts measuring the memory the next call takes at its peak: resets the
- * peak resident size to the current one (Linux: clear_refs 5).  Returns the
- * resident size in kB, or -1 where it cannot be measured. */
-static long mem_start(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    int ok = f && fputs("5", f) >= 0;
-    if (f && fclose(f))
-        ok = 0;
-    return ok ? status_kb("VmRSS") : -1;
-}
-
 /* The graph as a profile: function nodes with their stop weight as
  * exclusive time, edges with their weight as inclusive time (both also as
  * call counts).  Returns 0, or -1 if out of memory. */
@@ -340,7 +315,7 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
     unsigned long long s0[2], s1[2], s2[2];
     double spent = 0;
     int runs = 0, st = steal_sample(s0);
-    long rss0 = mem_start();
+    long rss0 = rp_mem_start();
     *best = *best_cpu = INFINITY;
     do {
         double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -351,7 +326,7 @@ static int time_it(int (*f)(struct job *), struct job *j, double *best, double *
             return -1;
         }
         if (!runs) {
-            long hwm = rss0 >= 0 ? status_kb("VmHWM") : -1;
+            long hwm = rss0 >= 0 ? rp_mem_kb("VmHWM") : -1;
             *mem = hwm >= rss0 ? hwm - rss0 : -1;
             *first = t;
             st |= steal_sample(s1);

@@ -20,6 +20,18 @@
 static struct rp_node fn[NN];
 static struct rp_edge fe[NN];
 
+/* The profile of fn[0..n) and fe[0..m) (none when m is 0), its total time
+ * in ticks of ns_per_tick ns, nothing else set.  Cannot fail. */
+static struct rp_profile profile_of(uint32_t n, uint32_t m, uint64_t total, double ns_per_tick)
+{
+    return (struct rp_profile){.nodes = fn,
+                               .n_nodes = n,
+                               .edges = m ? fe : NULL,
+                               .n_edges = m,
+                               .total = total,
+                               .ns_per_tick = ns_per_tick};
+}
+
 /* Empties fn and fe (and frees what the nodes kept apart, struct rp_node_x
  * and the flags' distributions in it). */
 static void clear_nodes(void)
@@ -77,13 +89,7 @@ static void test_flags(void)
     static const uint64_t ew[6] = {10000, 9500, 490, 3160, 3160, 3140};
     for (int e = 0; e < 6; e++)
         fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
-    memset(&p, 0, sizeof p);
-    p.nodes = fn;
-    p.n_nodes = 7;
-    p.edges = fe;
-    p.n_edges = 6;
-    p.total = 10000;
-    p.ns_per_tick = 1.0;
+    p = profile_of(7, 6, 10000, 1.0);
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
     CHECK(fn[0].flags == 0);
@@ -197,11 +203,7 @@ static void test_flags(void)
      *   12 the loop calling r and r2, 13 its wait
      */
     clear_nodes();
-    memset(&p, 0, sizeof p);
-    p.nodes = fn;
-    p.n_nodes = 14;
-    p.total = 100000000;
-    p.ns_per_tick = 2.0;
+    p = profile_of(14, 0, 100000000, 2.0);
     p.own_known = 1;
     rp_flag_opts_default(&fo);
     fo.hot_self = 2;
@@ -369,13 +371,7 @@ static void test_flags_offcpu_as(uint8_t kind)
     static const uint64_t ew[5] = {10000, 9500, 3500, 2550, 2550};
     for (int e = 0; e < 5; e++)
         fe[e] = (struct rp_edge){.caller = es[e], .callee = ed[e], .calls = 1, .incl = ew[e]};
-    memset(&p, 0, sizeof p);
-    p.nodes = fn;
-    p.n_nodes = 6;
-    p.edges = fe;
-    p.n_edges = 5;
-    p.total = 10000;
-    p.ns_per_tick = 1.0;
+    p = profile_of(6, 5, 10000, 1.0);
     p.oncpu_known = 1;
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, NULL) == 0);
@@ -416,13 +412,7 @@ static void test_flags_one_bucket(void)
     fn[2].min = fn[2].max = 6000;
     fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 10000};
     fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 1, .incl = 6000};
-    memset(&p, 0, sizeof p);
-    p.nodes = fn;
-    p.n_nodes = 3;
-    p.edges = fe;
-    p.n_edges = 2;
-    p.total = 10000;
-    p.ns_per_tick = 1.0;
+    p = profile_of(3, 2, 10000, 1.0);
     rp_flag_opts_default(&fo);
     fo.jitter_calls = 1;
     fo.jitter_ratio = 1;

@@ -36,6 +36,7 @@
 #include "common/error.h"
 #include "trace/format.h"
 #include "check.h"
+#include "memstat.h"
 
 /* ---- an independent dense solve ---------------------------------------- */
 
@@ -1101,32 +1102,6 @@ static void test_vs_solve(void)
 #endif
 
 #ifndef UNDER_SANITIZER /* (the measuring itself) */
-/* A line "key: N kB" of /proc/self/status, in kB; -1 where there is none. */
-static long status_kb(const char *key)
-{
-    char line[256];
-    size_t k = strlen(key);
-    long v = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':')
-            v = atol(line + k + 1);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* Resets the peak resident size to the current one (Linux: clear_refs 5).
- * Returns the resident size in kB, or -1 where that cannot be done. */
-static long peak_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    int ok = f && fputs("5", f) >= 0;
-    if (f && fclose(f))
-        ok = 0;
-    return ok ? status_kb("VmRSS") : -1;
-}
-
 /*
  * Ranks a profile of n nodes and about 2n edges, call-graph shaped (each
  * node first called by a lower one, a few more calls to higher ones; with
@@ -1176,9 +1151,9 @@ static int memory_case(uint32_t n, int back, uint32_t whole_min, uint32_t thread
     struct rp_rank_opts o = {0.01, 1e-12, 10000, threads};
     uint32_t min0 = rp_rank_whole_min;
     rp_rank_whole_min = whole_min;
-    long before = peak_reset();
+    long before = rp_mem_start();
     int rc = rp_rank_profile(&p, &o);
-    long peak = status_kb("VmHWM");
+    long peak = rp_mem_kb("VmHWM");
     rp_rank_whole_min = min0;
     CHECK(rc == 0);
     CHECK(whole_min == UINT32_MAX ? rp_rank_whole_sweeps == 0 : rp_rank_whole_sweeps > 0);
