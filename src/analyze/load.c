@@ -432,9 +432,11 @@ void rp_replay_priv_free(struct rp_profile *p)
     rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* and the pages with it: what the replayers freed stays in their
-     * threads' malloc arenas otherwise, memory until the process ends */
+     * threads' malloc arenas otherwise, memory until the process ends.
+     * Not under a sanitizer: its allocator replaces glibc's, whose
+     * arenas then first initialise here, racing between loader threads */
     malloc_trim(0);
 #endif
 }
