@@ -78,6 +78,18 @@ fifo() {
     wait
     [[ -p out.fifo ]] || fail "export replaced the fifo it was given with a file"
     cmp -s fifo.json report.json || fail "export through a fifo differs from the report"
+    # a pipe, on stdout or named by -o, is widened to fs.pipe-max-size (at
+    # most 1 MiB): a timeline's gigabytes through a 64 KiB pipe cost a
+    # context switch every 64 KiB; its reader sees the size after a byte
+    local want
+    want=$(($(cat /proc/sys/fs/pipe-max-size) < 1048576 ? $(cat /proc/sys/fs/pipe-max-size) : 1048576))
+    pipesz='import fcntl, sys; sys.stdin.buffer.read(1); print(fcntl.fcntl(0, 1032)); sys.stdin.buffer.read()'
+    got=$("$RANKPROF" export -i ct.data --format chrome | python3 -c "$pipesz")
+    [[ $got == "$want" ]] || fail "stdout's pipe is $got bytes, expected $want"
+    (timeout 30 python3 -c "$pipesz" <out.fifo >fifo.size) &
+    "$RANKPROF" export -i ct.data --format chrome -o out.fifo || fail "chrome to a fifo"
+    wait
+    [[ $(cat fifo.size) == "$want" ]] || fail "the fifo's pipe is $(cat fifo.size) bytes, expected $want"
 }
 
 # --- folded stacks and flame graphs -----------------------------------------
