@@ -236,10 +236,10 @@ struct caller_sums {
     double out, outc; /* edge time / calls handed on to others */
     double h, hc;     /* the entropies of those shares */
     double blocked;   /* time of its edges that is not work handed on */
-    double waits;     /* time of its edges to waits */
     unsigned self;    /* bit 0: a self edge with calls (recursion); bit 1: callees */
 };
 
+/* Frees what w holds.  Cannot fail. */
 static void work_free(struct flag_work *w)
 {
     free(w->order);
@@ -264,8 +264,8 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Whether node n has a period for RATE to judge, given its callers' idle
- * share (period_of's conditions but that share).  Cannot fail. */
+/* Whether node n may have a period for RATE to judge: period_of's
+ * conditions but its callers' idle share.  Cannot fail. */
 static int rate_candidate(const struct rp_node *n, const struct rp_flag_opts *o)
 {
     const struct rp_hist *ivl = rp_node_ivl(n);
@@ -299,8 +299,6 @@ static void caller_sums(const struct rp_profile *p, const struct flag_work *w, u
             s->outc += (double)ed->calls;
         } else
             s->blocked += (double)ed->incl;
-        if (p->nodes[ed->callee].kind == RP_KIND_WAIT)
-            s->waits += (double)ed->incl;
     }
     for (uint32_t k = a; k < b; k++) {
         const struct rp_edge *ed = edge_at(p, w, k);
