@@ -540,6 +540,7 @@ static void test_flags_edge_order(void)
         }
         qsort(fe, 16, sizeof fe[0], by_caller_callee);
     }
+    rp_hist_free(&fn[7].hist);
 }
 
 static const struct check_case cases[] = {
