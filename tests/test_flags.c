@@ -422,10 +422,132 @@ static void test_flags_one_bucket(void)
     CHECK(fn[2].hist.counts == NULL && rp_hist_c(&fn[2].hist)[0] == 1);
 }
 
+/* qsort order of edges: by caller, then callee.  Cannot fail. */
+static int by_caller_callee(const void *a, const void *b)
+{
+    const struct rp_edge *x = a, *y = b;
+    if (x->caller != y->caller)
+        return x->caller < y->caller ? -1 : 1;
+    return x->callee < y->callee ? -1 : x->callee > y->callee;
+}
+
+/* What rp_flags_apply wrote into a node. */
+struct flagged {
+    uint32_t flags;
+    double fanout, fanout_time, blocked;
+};
+
+/*
+ * The flags judge a caller's edges as a group: with the edges sorted by
+ * caller (as the replay leaves them) in place, else through an order of
+ * their indices that keeps each caller's edges in their order (the
+ * entropies are summed in it).  Both give the same bits, and the expected
+ * flags:
+ *   1 main -> 2 d, 3 loop, 9 loop2, 13 rec (DISPATCH); 2 d -> 4, 5, 6;
+ *   3 loop -> 7 r, 8 wait, 4; 9 loop2 -> 7 r, 10 wait: r is periodic and
+ *   its callers wait 85 % of their time (RATE, from both callers' waits,
+ *   and HOT); 4 -> 11 lock wait, 12 hold of one lock (CONTENDED); 13 calls
+ *   itself.
+ */
+static void test_flags_edge_order(void)
+{
+    struct rp_profile p;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+    struct flagged sorted[NN];
+
+    clear_nodes();
+    set_node(1, RP_KIND_FUNC, 1, 10, 120000);
+    set_node(2, RP_KIND_FUNC, 1, 40, 9500);
+    set_node(3, RP_KIND_FUNC, 1, 0, 50000);
+    set_node(4, RP_KIND_FUNC, 2, 2000, 3660);
+    set_node(5, RP_KIND_FUNC, 1, 3160, 3160);
+    set_node(6, RP_KIND_FUNC, 1, 3140, 3140);
+    set_node(7, RP_KIND_FUNC, 21, 2600, 2600);
+    fn[7].max = 600;
+    struct rp_flag_hists *fh = rp_node_fhw(&fn[7], 0);
+    CHECK(fh != NULL);
+    for (int c = 0; c < 20; c++) {
+        CHECK(rp_hist_add(&fn[7].hist, 100) == 0);
+        CHECK(rp_hist_add(&fh->ivl, 1000) == 0);
+    }
+    CHECK(rp_hist_add(&fn[7].hist, 600) == 0);
+    set_node(8, RP_KIND_WAIT, 21, 45000, 45000);
+    set_node(9, RP_KIND_FUNC, 1, 8700, 50000);
+    set_node(10, RP_KIND_WAIT, 10, 40000, 40000);
+    set_node(11, RP_KIND_LOCK_WAIT, 10, 150, 150);
+    set_node(12, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
+    fn[11].key = fn[12].key = 0x1000;
+    set_node(13, RP_KIND_FUNC, 3, 400, 400);
+    fn[13].dur_sum = 900;
+    static const struct {
+        uint32_t caller, callee;
+        uint64_t calls, incl;
+    } es[16] = {{0, 1, 1, 120000}, {1, 2, 1, 9500},   {1, 3, 1, 50000},   {1, 9, 1, 50000},
+                {1, 13, 1, 400},   {2, 4, 1, 3160},   {2, 5, 1, 3160},    {2, 6, 1, 3140},
+                {3, 7, 11, 1300},  {3, 8, 11, 45000}, {3, 4, 1, 500},     {4, 11, 10, 150},
+                {4, 12, 10, 1000}, {9, 7, 10, 1300},  {9, 10, 10, 40000}, {13, 13, 2, 500}};
+    for (int e = 0; e < 16; e++)
+        fe[e] = (struct rp_edge){.caller = es[e].caller,
+                                 .callee = es[e].callee,
+                                 .calls = es[e].calls,
+                                 .incl = es[e].incl};
+    p = profile_of(14, 16, 120000, 1.0);
+    p.own_known = 1;
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    for (uint32_t i = 0; i < 14; i++)
+        sorted[i] = (struct flagged){fn[i].flags, rp_node_fanout(&fn[i]),
+                                     rp_node_fanout_time(&fn[i]), rp_node_blocked(&fn[i])};
+    CHECK(fn[1].flags == RP_FLAG_DISPATCH);
+    CHECK(fn[7].flags == (RP_FLAG_RATE | RP_FLAG_HOT));
+    CHECK(fn[11].flags == RP_FLAG_CONTENDED && fn[12].flags == RP_FLAG_CONTENDED);
+    CHECK(sorted[3].blocked == 45000.0 && sorted[9].blocked == 40000.0);
+    CHECK_NEAR(sorted[1].fanout, 4.0, 1e-12);
+    CHECK(sorted[13].fanout == 0.0 && (fn[13].flags & (RP_FLAG_JITTER | RP_FLAG_RATE)) == 0);
+
+    /* the same edges in two other orders, each caller's in its order: the
+     * callers last first, and the callers' edges taken in turn */
+    for (int pass = 0; pass < 2; pass++) {
+        struct rp_edge t[16];
+        uint32_t beg[NN + 1] = {0}, k = 0;
+        memcpy(t, fe, sizeof t);
+        for (int e = 0; e < 16; e++)
+            beg[t[e].caller + 1]++;
+        for (uint32_t c = 0; c < NN; c++)
+            beg[c + 1] += beg[c];
+        if (pass == 0) {
+            for (uint32_t c = NN; c-- > 0;)
+                for (uint32_t e = beg[c]; e < beg[c + 1]; e++)
+                    fe[k++] = t[e];
+        } else {
+            for (uint32_t r = 0; k < 16; r++)
+                for (uint32_t c = 0; c < NN; c++)
+                    if (beg[c] + r < beg[c + 1])
+                        fe[k++] = t[beg[c] + r];
+        }
+        int unsorted = 0; /* (so rp_flags_apply goes through its order) */
+        for (int e = 1; e < 16; e++)
+            unsorted |= fe[e - 1].caller > fe[e].caller;
+        CHECK(unsorted);
+        for (uint32_t i = 0; i < 14; i++)
+            fn[i].flags = 0;
+        CHECK(rp_flags_apply(&p, NULL) == 0);
+        for (uint32_t i = 0; i < 14; i++) {
+            CHECK_EQ(fn[i].flags, sorted[i].flags);
+            CHECK(rp_node_fanout(&fn[i]) == sorted[i].fanout);
+            CHECK(rp_node_fanout_time(&fn[i]) == sorted[i].fanout_time);
+            CHECK(rp_node_blocked(&fn[i]) == sorted[i].blocked);
+        }
+        qsort(fe, 16, sizeof fe[0], by_caller_callee);
+    }
+    rp_hist_free(&fn[7].hist);
+}
+
 static const struct check_case cases[] = {
     {"flags", test_flags},
     {"offcpu", test_flags_offcpu},
     {"one_bucket", test_flags_one_bucket},
+    {"edge_order", test_flags_edge_order},
 };
 
 int main(int argc, char **argv)

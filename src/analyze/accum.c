@@ -82,6 +82,7 @@ void rp_acc_free(struct acc *a)
     rp_emap_free(&a->em);
     free(a->stack);
     free(a->froff);
+    free(a->owned);
     memset(a, 0, sizeof(*a));
 }
 
@@ -351,7 +352,10 @@ static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
 {
     int rc;
     for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
-        for (uint32_t i = 0; i < v->acc[k].nhot && i < p->n_nodes; i++) {
+        for (uint32_t j = 0; j < v->acc[k].nowned; j++) {
+            uint32_t i = v->acc[k].owned[j];
+            if (i >= v->acc[k].nhot || i >= p->n_nodes)
+                continue;
             const struct hot *h = &v->acc[k].full[i];
             struct rp_flag_hists *nf;
             if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&

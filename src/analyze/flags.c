@@ -213,110 +213,198 @@ static double oncpu_total(const struct rp_profile *p)
 }
 
 /*
- * Computes every node's fanout and sets flags; the caller's options, or the
- * defaults when o is NULL.  Returns 0, RP_EINVAL for a NULL profile or an
- * edge naming a node that does not exist, or RP_ENOMEM (flags then unset).
+ * What the flags are judged on, summed over the edges, kept per node only
+ * where a node needs it: the sums over a caller's outgoing edges are made
+ * when its flags are (the edges grouped by caller: in place when they are
+ * sorted so, as the replay leaves them, else through an order of their
+ * indices), RATE's idle share only for the nodes with a period to judge
+ * (cand), and the lock nodes for CONTENDED.  So a profile of very many
+ * nodes needs no array of sums per node.
  */
-/* Per node, what the flags are judged on, summed over the edges. */
 struct flag_work {
-    double *out, *outc;  /* edge time / calls handed on to others */
-    double *h, *hc;      /* the entropies of those shares */
-    double *blocked;     /* time of its edges that is not work handed on */
-    double *waits;       /* time of its edges to waits */
-    double *idle, *cin;  /* RATE: its callers' blocked time, and their time */
-    unsigned char *self; /* bit 0: a self edge with calls (recursion); bit 1: callees */
-    struct lock_ref *locks;
+    uint64_t *order;        /* caller << 32 | edge index, by caller (stable); NULL: the
+                               edges are in that order */
+    uint32_t *cand;         /* RATE's candidates (a period to judge), ascending */
+    double *idle, *cin;     /* per candidate: its callers' blocked time, and their time */
+    uint32_t nc;            /* candidates */
+    struct lock_ref *locks; /* the lock nodes (CONTENDED) */
     uint32_t nl;
 };
 
+/* The sums over one caller's outgoing edges. */
+struct caller_sums {
+    double out, outc; /* edge time / calls handed on to others */
+    double h, hc;     /* the entropies of those shares */
+    double blocked;   /* time of its edges that is not work handed on */
+    unsigned self;    /* bit 0: a self edge with calls (recursion); bit 1: callees */
+};
+
+/* Frees what w holds.  Cannot fail. */
 static void work_free(struct flag_work *w)
 {
-    free(w->out);
-    free(w->h);
-    free(w->outc);
-    free(w->hc);
-    free(w->blocked);
-    free(w->self);
-    free(w->locks);
-    free(w->waits);
+    free(w->order);
+    free(w->cand);
     free(w->idle);
     free(w->cin);
+    free(w->locks);
 }
 
-/* Zeroed arrays for n nodes.  Returns 0 or RP_ENOMEM (w then freed). */
-static int work_alloc(struct flag_work *w, uint32_t n)
+/* The k-th edge by caller.  Cannot fail. */
+static const struct rp_edge *edge_at(const struct rp_profile *p, const struct flag_work *w,
+                                     uint32_t k)
 {
-    size_t k = n ? n : 1;
+    return &p->edges[w->order ? (uint32_t)w->order[k] : k];
+}
+
+/* qsort order of (caller << 32 | edge index): by caller, then by index
+ * (stable).  Cannot fail. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether node n may have a period for RATE to judge: period_of's
+ * conditions but its callers' idle share.  Cannot fail. */
+static int rate_candidate(const struct rp_node *n, const struct rp_flag_opts *o)
+{
+    const struct rp_hist *ivl = rp_node_ivl(n);
+    return ivl && ivl->n >= o->rate_calls && ivl->n && !rp_node_aperiodic(n);
+}
+
+/* The end of the edges of the caller whose first edge (by caller) is a.
+ * Cannot fail. */
+static uint32_t group_end(const struct rp_profile *p, const struct flag_work *w, uint32_t a)
+{
+    uint32_t c = edge_at(p, w, a)->caller, b = a + 1;
+    while (b < p->n_edges && edge_at(p, w, b)->caller == c)
+        b++;
+    return b;
+}
+
+/* The sums of the edges [a, b) (by caller) of one caller, in edge order
+ * (so the same as over all edges in order).  Cannot fail. */
+static void caller_sums(const struct rp_profile *p, const struct flag_work *w, uint32_t a,
+                        uint32_t b, struct caller_sums *s)
+{
+    memset(s, 0, sizeof *s);
+    for (uint32_t k = a; k < b; k++) {
+        const struct rp_edge *ed = edge_at(p, w, k);
+        if (ed->calls)
+            s->self |= 2;
+        if (ed->caller == ed->callee)
+            s->self |= ed->calls > 0;
+        else if (handed_on(&p->nodes[ed->callee])) {
+            s->out += (double)ed->incl;
+            s->outc += (double)ed->calls;
+        } else
+            s->blocked += (double)ed->incl;
+    }
+    for (uint32_t k = a; k < b; k++) {
+        const struct rp_edge *ed = edge_at(p, w, k);
+        if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
+            continue;
+        if (ed->incl) {
+            double q = (double)ed->incl / s->out;
+            s->h -= q * log(q);
+        }
+        if (ed->calls) {
+            double q = (double)ed->calls / s->outc;
+            s->hc -= q * log(q);
+        }
+    }
+}
+
+/* The candidate slot of node i, or UINT32_MAX when i is none.  Cannot
+ * fail. */
+static uint32_t cand_slot(const struct flag_work *w, uint32_t i)
+{
+    uint32_t lo = 0, hi = w->nc;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (w->cand[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < w->nc && w->cand[lo] == i ? lo : UINT32_MAX;
+}
+
+/*
+ * Makes w: the edges' order by caller (when they are not sorted so), the
+ * RATE candidates with their idle sums (each caller's time in waits added
+ * into each callee it calls; sums of whole ticks, exact in a double, so
+ * the same in any order), room for the lock nodes.  Returns 0 or
+ * RP_ENOMEM (w then freed).
+ */
+static int work_make(const struct rp_profile *p, const struct rp_flag_opts *o, struct flag_work *w)
+{
+    uint32_t n = p->n_nodes, ne = p->n_edges, nlock = 0;
     memset(w, 0, sizeof *w);
-    w->out = calloc(k, sizeof *w->out);
-    w->h = calloc(k, sizeof *w->h);
-    w->outc = calloc(k, sizeof *w->outc);
-    w->hc = calloc(k, sizeof *w->hc);
-    w->blocked = calloc(k, sizeof *w->blocked);
-    w->locks = malloc(k * sizeof *w->locks);
-    w->self = calloc(k, 1);
-    w->waits = calloc(k, sizeof *w->waits);
-    w->idle = calloc(k, sizeof *w->idle);
-    w->cin = calloc(k, sizeof *w->cin);
-    if (w->out && w->h && w->outc && w->hc && w->blocked && w->locks && w->self && w->waits &&
-        w->idle && w->cin)
+    int sorted = 1;
+    for (uint32_t e = 1; e < ne && sorted; e++)
+        sorted = p->edges[e - 1].caller <= p->edges[e].caller;
+    if (!sorted) {
+        if (!(w->order = malloc((size_t)ne * sizeof *w->order)))
+            goto nomem;
+        for (uint32_t e = 0; e < ne; e++)
+            w->order[e] = (uint64_t)p->edges[e].caller << 32 | e;
+        qsort(w->order, ne, sizeof *w->order, cmp_u64);
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        w->nc += rate_candidate(&p->nodes[i], o);
+        nlock += is_lock(&p->nodes[i]);
+    }
+    if (!(w->locks = malloc((nlock ? nlock : 1) * sizeof *w->locks)))
+        goto nomem;
+    if (!w->nc)
         return 0;
+    w->cand = malloc(w->nc * sizeof *w->cand);
+    w->idle = calloc(w->nc, sizeof *w->idle);
+    w->cin = calloc(w->nc, sizeof *w->cin);
+    if (!w->cand || !w->idle || !w->cin)
+        goto nomem;
+    for (uint32_t i = 1, k = 0; i < n; i++)
+        if (rate_candidate(&p->nodes[i], o))
+            w->cand[k++] = i;
+    /* RATE's idle share: how much of its callers' time they spend blocked */
+    for (uint32_t a = 0, b; a < ne; a = b) {
+        b = group_end(p, w, a);
+        uint32_t c = edge_at(p, w, a)->caller;
+        if (!c)
+            continue;
+        double waits = 0.0;
+        for (uint32_t k = a; k < b; k++)
+            if (p->nodes[edge_at(p, w, k)->callee].kind == RP_KIND_WAIT)
+                waits += (double)edge_at(p, w, k)->incl;
+        for (uint32_t k = a; k < b; k++) {
+            const struct rp_edge *ed = edge_at(p, w, k);
+            uint32_t s;
+            if (ed->callee == c || !ed->calls || (s = cand_slot(w, ed->callee)) == UINT32_MAX)
+                continue;
+            w->idle[s] += waits;
+            w->cin[s] += (double)p->nodes[c].incl;
+        }
+    }
+    return 0;
+nomem:
     work_free(w);
     return RP_ENOMEM;
 }
 
-/* The sums of w from the edges: time and calls handed on (fanout), blocked
- * time, waits, RATE's idle share, the entropies.  Cannot fail. */
-static void edge_sums(const struct rp_profile *p, struct flag_work *w)
-{
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->calls)
-            w->self[ed->caller] |= 2;
-        if (ed->caller == ed->callee)
-            w->self[ed->caller] |= ed->calls > 0;
-        else if (handed_on(&p->nodes[ed->callee])) {
-            w->out[ed->caller] += (double)ed->incl;
-            w->outc[ed->caller] += (double)ed->calls;
-        } else
-            w->blocked[ed->caller] += (double)ed->incl;
-        if (p->nodes[ed->callee].kind == RP_KIND_WAIT)
-            w->waits[ed->caller] += (double)ed->incl;
-    }
-    /* RATE's idle share: how much of its callers' time they spend blocked */
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->caller && ed->caller != ed->callee && ed->calls) {
-            w->idle[ed->callee] += w->waits[ed->caller];
-            w->cin[ed->callee] += (double)p->nodes[ed->caller].incl;
-        }
-    }
-    for (uint32_t e = 0; e < p->n_edges; e++) {
-        const struct rp_edge *ed = &p->edges[e];
-        if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
-            continue;
-        if (ed->incl) {
-            double q = (double)ed->incl / w->out[ed->caller];
-            w->h[ed->caller] -= q * log(q);
-        }
-        if (ed->calls) {
-            double q = (double)ed->calls / w->outc[ed->caller];
-            w->hc[ed->caller] -= q * log(q);
-        }
-    }
-}
-
-/* The flags of node i but CONTENDED (its fanouts and blocked time set);
- * a lock node is noted in w->locks for contended().  Returns 0 or
- * RP_ENOMEM (its fanouts could not be kept). */
+/* The flags of node i but CONTENDED, from the sums of its outgoing edges s
+ * and its callers' idle share (0 when it has no period to judge); a lock
+ * node is noted in w->locks for contended().  Returns 0 or RP_ENOMEM (its
+ * fanouts could not be kept). */
 static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opts *o,
-                      struct flag_work *w, double cpu, double hot_min, double floor_ticks)
+                      struct flag_work *w, const struct caller_sums *s, double idle, double cpu,
+                      double hot_min, double floor_ticks)
 {
     struct rp_node *nd = &p->nodes[i];
     struct rp_node_x x = rp_node_x_get(nd);
-    x.fanout = w->outc[i] > 0.0 ? exp(w->hc[i]) : 0.0;
-    x.fanout_time = w->out[i] > 0.0 ? exp(w->h[i]) : 0.0;
-    x.blocked = w->blocked[i];
+    x.fanout = s->outc > 0.0 ? exp(s->hc) : 0.0;
+    x.fanout_time = s->out > 0.0 ? exp(s->h) : 0.0;
+    x.blocked = s->blocked;
     if (rp_node_x_set(nd, &x) < 0)
         return RP_ENOMEM;
     nd->flags = 0;
@@ -326,7 +414,7 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         return 0;
     /* the self share of its time less what was neither its work nor
      * work it handed on (off CPU, waiting, holding a lock) */
-    double on_incl = (double)nd->incl - w->blocked[i];
+    double on_incl = (double)nd->incl - s->blocked;
     double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
     if (on_incl > 0 && rp_node_fanout(nd) >= o->dispatch_fanout &&
         rp_node_fanout_time(nd) >= o->dispatch_fanout &&
@@ -343,9 +431,9 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         return 0;
     if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu && (double)nd->excl >= hot_min)
         nd->flags |= RP_FLAG_HOT;
-    if ((w->self[i] & 1) || nd->dur_sum > nd->incl) /* recursed */
+    if ((s->self & 1) || nd->dur_sum > nd->incl) /* recursed */
         return 0;
-    const struct rp_hist *own = own_hist(p, nd, w->self[i] & 2);
+    const struct rp_hist *own = own_hist(p, nd, s->self & 2);
     if (own && own->n >= o->jitter_calls && own->n > 0) {
         double hi, med;
         uint64_t slow;
@@ -354,8 +442,8 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
             nd->flags |= RP_FLAG_JITTER;
     }
     double per, q1, q3;
-    if (period_of(nd, o, w->cin[i] > 0 ? w->idle[i] / w->cin[i] : 0.0, &per, &q1, &q3) &&
-        rate_max(p, nd) > 0 && (double)rate_max(p, nd) >= o->rate_period * per)
+    if (period_of(nd, o, idle, &per, &q1, &q3) && rate_max(p, nd) > 0 &&
+        (double)rate_max(p, nd) >= o->rate_period * per)
         nd->flags |= RP_FLAG_RATE;
     return 0;
 }
@@ -382,6 +470,11 @@ static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct
     }
 }
 
+/*
+ * Computes every node's fanout and sets flags; the caller's options, or the
+ * defaults when o is NULL.  Returns 0, RP_EINVAL for a NULL profile or an
+ * edge naming a node that does not exist, or RP_ENOMEM (flags then unset).
+ */
 int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
 {
     struct rp_flag_opts def;
@@ -397,18 +490,30 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
     for (uint32_t e = 0; e < p->n_edges; e++)
         if (p->edges[e].caller >= n || p->edges[e].callee >= n)
             return RP_EINVAL;
-    if (work_alloc(&w, n) < 0)
+    if (work_make(p, o, &w) < 0)
         return RP_ENOMEM;
-    edge_sums(p, &w);
     double cpu = oncpu_total(p);
     double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
     double hot_min =
         o->hot_run * (p->last_tick > p->first_tick ? (double)(p->last_tick - p->first_tick) : 0.0);
-    for (uint32_t i = 0; i < n; i++)
-        if (node_flags(p, i, o, &w, cpu, hot_min, floor_ticks) < 0) {
+    uint32_t e = 0, c = 0; /* the next edge by caller, the next candidate */
+    for (uint32_t i = 0; i < n; i++) {
+        struct caller_sums s = {0};
+        if (e < p->n_edges && edge_at(p, &w, e)->caller == i) {
+            uint32_t b = group_end(p, &w, e);
+            caller_sums(p, &w, e, b, &s);
+            e = b;
+        }
+        double idle = 0.0;
+        if (c < w.nc && w.cand[c] == i) {
+            idle = w.cin[c] > 0 ? w.idle[c] / w.cin[c] : 0.0;
+            c++;
+        }
+        if (node_flags(p, i, o, &w, &s, idle, cpu, hot_min, floor_ticks) < 0) {
             work_free(&w);
             return RP_ENOMEM;
         }
+    }
     contended(p, o, &w);
     work_free(&w);
     return 0;

@@ -92,14 +92,16 @@ struct rp_node_x {
 };
 
 struct rp_node {
-    uint32_t id;   /* trace id; 0 is ROOT */
-    uint8_t kind;  /* enum rp_kind */
-    uint8_t cls;   /* enum rp_class */
-    uint32_t line; /* 0 if unknown */
-    uint64_t key;  /* code address for functions, lock address for locks */
-    char *name;    /* owned; set by the DEFS chunk or by symbolization */
-    char *file;    /* owned, may be NULL */
-    char *module;  /* owned, may be NULL: the binary the address is in */
+    uint32_t id;    /* trace id; 0 is ROOT */
+    uint8_t kind;   /* enum rp_kind */
+    uint8_t cls;    /* enum rp_class */
+    uint16_t flags; /* RP_FLAG_* (flags.c) */
+    uint32_t line;  /* 0 if unknown */
+    uint32_t rank;  /* 1 = most standing (rank.c) */
+    uint64_t key;   /* code address for functions, lock address for locks */
+    char *name;     /* owned; set by the DEFS chunk or by symbolization */
+    char *file;     /* owned, may be NULL */
+    char *module;   /* owned, may be NULL: the binary the address is in */
 
     uint64_t calls;   /* completed activations */
     uint64_t incl;    /* outermost activations only (no double count) */
@@ -110,12 +112,15 @@ struct rp_node {
     struct rp_node_x *x; /* owned, NULL when all are at their defaults and the node has no
                             flags' distributions (rp_node_fh) */
 
-    /* Filled by rank.c and flags.c. */
-    uint32_t rank;      /* 1 = most standing */
-    uint32_t flags;     /* RP_FLAG_* */
+    /* Filled by rank.c (and rank, flags above: beside kind and line, so
+     * that no field is padding). */
     double standing;    /* pi_i with ROOT removed, renormalised */
     double involvement; /* pi_i / pi_ROOT */
 };
+/* Every node of a profile is one: 1 M ids take 144 MB (docs/robustness.md,
+ * "Memory"). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rp_node) == 144,
+               "struct rp_node: 144 bytes on a 64-bit target (docs/robustness.md)");
 
 /* n's rare statistics (struct rp_node_x) when it has none apart: their
  * defaults, from its other fields.  Cannot fail. */

@@ -242,13 +242,16 @@ static __attribute__((noinline)) struct rp_flag_hists *fh_get(struct hot *h)
     return h->fh;
 }
 
-static __attribute__((noinline)) int own_count(struct hot *h, uint64_t dur, uint64_t child,
-                                               int partial)
+static __attribute__((noinline)) int own_count(struct acc *a, struct hot *h, uint64_t dur,
+                                               uint64_t child, int partial)
 {
     struct rp_flag_hists *fh = fh_get(h);
     if (!fh)
         return -1;
     if (!fh->own.len) {
+        if (rp_grow(&a->owned, &a->capowned, a->nowned + 1, sizeof(*a->owned), 64) < 0)
+            return -1;
+        a->owned[a->nowned++] = (uint32_t)(h - a->full);
         if (rp_hist_merge(&fh->own, &h->hist))
             return -1;
         for (unsigned i = 0; i < h->hist.len; i++)
@@ -333,7 +336,7 @@ span_count(struct acc *a, struct hid *hi, uint32_t id, uint32_t parent, uint64_t
             uint32_t *c = &oh->counts[ob - oh->lo]; /* the common case, inline */
             *c += *c != UINT32_MAX;
             oh->n++;
-        } else if (own_count(h, dur, child, partial)) {
+        } else if (own_count(a, h, dur, child, partial)) {
             return RP_ENOMEM;
         }
     }

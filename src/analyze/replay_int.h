@@ -145,6 +145,10 @@ struct acc {
     uint64_t *froff; /* a resident stack: per frame, its off as its thread's stack
                         keeps it (the off of the chunk it was pushed in) */
     uint32_t capfroff;
+    uint32_t *owned; /* the nodes whose accumulator has own counts (hot.fh->own), in the
+                        order first counted: the finish visits these, not every entry
+                        (reading a page of hot the replayer never wrote can cost memory) */
+    uint32_t nowned, capowned;
 };
 
 /* What a resident thread keeps while it is not replaying (Deep stacks,
