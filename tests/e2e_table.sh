@@ -223,7 +223,9 @@ EOF
 
 # --- html: flags' why, the sequence diagram ----------------------------------
 html() {
-    "$RANKPROF" report -i chain.data >why.txt
+    # (--wide: a why line longer than the width would be wrapped, and its
+    # continuation read as another why)
+    "$RANKPROF" report --wide -i chain.data >why.txt
     "$RANKPROF" export -i chain.data --format html -o chain.html || fail "export html"
     python3 - why.txt chain.html <<'EOF' || fail "html flags' why (see above)"
 import html, re, sys
