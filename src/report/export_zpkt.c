@@ -33,6 +33,9 @@ struct code {
 };
 
 #define KEY_BITS 11
+/* distances with a code of their own in rp_zpkt.dist (most matches: the
+ * same shape of packet a few packets back) */
+#define DIST_TAB 4096u
 
 struct rp_zpkt {
     uint32_t table[1u << HASH_BITS]; /* a piece's offset + 1 in the batch, by hash; 0: none */
@@ -45,6 +48,8 @@ struct rp_zpkt {
     uint8_t dsym_lo[256];           /* distance - 1 < 256: its symbol */
     uint8_t dsym_hi[256];           /* else (distance - 1) >> 7: its symbol */
     uint8_t dcode[30];              /* a distance symbol's code, bit-reversed */
+    uint32_t dist[DIST_TAB];        /* distance - 1 < DIST_TAB: its code and extra bits,
+                                       and their length in bits << 24 */
 };
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
@@ -101,6 +106,11 @@ struct rp_zpkt *rp_zpkt_alloc(void)
                 z->dsym_lo[d - 1] = (uint8_t)k;
             else
                 z->dsym_hi[(d - 1) >> 7] = (uint8_t)k;
+    }
+    for (unsigned d = 1; d <= DIST_TAB; d++) {
+        unsigned k = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
+        z->dist[d - 1] =
+            (z->dcode[k] | (uint32_t)(d - dist_base[k]) << 5) | (uint32_t)(5 + dist_extra[k]) << 24;
     }
     return z;
 }
@@ -176,6 +186,20 @@ static inline int same(const uint8_t *a, const uint8_t *b, size_t n)
     return x == y;
 }
 
+/* A copy of the n (3..258) bytes d back.  Cannot fail. */
+static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
+{
+    if (d <= DIST_TAB) { /* one look-up, and the length's code and the distance's in one put */
+        uint32_t dc = z->dist[d - 1];
+        put(w, z->len[n].bits | (uint64_t)(dc & 0xffffff) << z->len[n].n, z->len[n].n + (dc >> 24));
+        return;
+    }
+    unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
+    uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
+    put(w, z->len[n].bits, z->len[n].n);
+    put(w, dc, 5 + dist_extra[sym]);
+}
+
 /* The run in[s..e): matches of the same bytes seen last, else literals.
  * Cannot fail. */
 static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, size_t e)
@@ -194,10 +218,7 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
         *slot = (uint32_t)(s + 1);
         size_t d = s - (c - 1);
         if (c && d <= MAX_DIST && same(in + c - 1, in + s, n)) {
-            unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
-            uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
-            put(w, z->len[n].bits, z->len[n].n);
-            put(w, dc, 5 + dist_extra[sym]);
+            match(z, w, n, d);
         } else {
             literals(z, w, in, s, s + n);
         }
@@ -236,15 +257,6 @@ static void stream_end(struct bits *w, const uint8_t *in, size_t n, struct rp_xb
     w->p[2] = (uint8_t)(a >> 8);
     w->p[3] = (uint8_t)a;
     out->n = (size_t)(w->p + 4 - out->b);
-}
-
-/* A copy of the n (3..258) bytes d back.  Cannot fail. */
-static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
-{
-    unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
-    uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
-    put(w, z->len[n].bits, z->len[n].n);
-    put(w, dc, 5 + dist_extra[sym]);
 }
 
 int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const struct rp_zmark *m,
