@@ -599,8 +599,8 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * Returns 1 when written, 0 when the packet is not such a one (the caller
  * writes it the long way), or packet_end's error.
  */
-static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
-                             unsigned type)
+static inline __attribute__((always_inline)) int
+slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id, unsigned type)
 {
     unsigned cat = 0;
     uint64_t ns = ts_ns(f, ticks);
