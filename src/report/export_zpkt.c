@@ -143,6 +143,21 @@ static inline void put(struct bits *w, uint64_t v, unsigned n)
     }
 }
 
+/* Stores the whole bytes of w's bits (and up to 8 bytes after them, room
+ * made), keeping fewer than 8: no branch.  Cannot fail. */
+static inline void flush8(struct bits *w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(w->p, &w->acc, 8);
+#else
+    for (unsigned i = 0; i < 8; i++)
+        w->p[i] = (uint8_t)(w->acc >> (8 * i));
+#endif
+    w->p += w->n >> 3;
+    w->acc >>= w->n & ~7u; /* (n < 64) */
+    w->n &= 7;
+}
+
 /* Literals of in[s..e).  Cannot fail. */
 static inline void literals(const struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s,
                             size_t e)
@@ -274,6 +289,20 @@ int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const st
         if (key && len >= 3 && len <= MAX_MATCH) {
             uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - KEY_BITS));
             size_t d = s - z->keyed[h].at;
+            if (z->keyed[h].key == key && d - 1 < DIST_TAB && t1 - t0 == 1) {
+                /* most packets: the match and the one-byte timestamp, one put
+                 * of at most 37 bits to the fewer than 8 kept */
+                uint32_t dc = z->dist[d - 1];
+                struct code L = z->len[len], c = z->lit[in[t0]];
+                unsigned nb = L.n + (dc >> 24);
+                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nb;
+                w.acc |= v << w.n;
+                w.n += nb + c.n;
+                flush8(&w);
+                z->keyed[h].at = (uint32_t)s;
+                s = t1;
+                continue;
+            }
             if (z->keyed[h].key == key && d <= MAX_DIST)
                 match(z, &w, len, d);
             else
@@ -286,6 +315,7 @@ int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const st
             w = t;
         }
         literals(z, &w, in, t0, t1);
+        flush8(&w); /* (fewer than 8 bits kept for the next) */
         s = t1;
     }
     t = w;
