@@ -548,6 +548,54 @@ static size_t zpkt_round(struct rp_zpkt *z, const uint8_t *in, size_t n)
     return zn;
 }
 
+/* A batch of packets through rp_zpkt_zlib_marked, the timestamp's varint
+ * of each packet that begins with field 10 then field 8 marked and the
+ * run before it keyed by its bytes (as the encoder keys the same bytes
+ * alike), inflated back: the same bytes; returns the stream's size. */
+static size_t zpkt_round_marked(struct rp_zpkt *z, const uint8_t *in, size_t n)
+{
+    struct rp_zmark *m = malloc((n / 4 + 1) * sizeof(*m));
+    struct rp_xbuf out = {0};
+    uint8_t *back = malloc(n + 1);
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    size_t nm = 0, s = 0, got = 0, zn = 0;
+    CHECK(m && back && d);
+    for (size_t i = 0, e; i + 2 < n && in[i] == 0x0a; i = e) {
+        size_t j = i + 2, len = in[i + 1];
+        if (len >= 0x80) /* (a two-byte length: the long name) */
+            len = (len & 0x7f) | (size_t)in[j++] << 7;
+        if ((e = j + len) > n)
+            break;
+        if (e - j < 4 || in[j] != 10 << 3 || in[j + 1] >= 0x80 || in[j + 2] != 8 << 3)
+            continue;
+        size_t t0 = j + 3, t1 = t0;
+        while (t1 < e && in[t1] >= 0x80)
+            t1++;
+        if (++t1 > e)
+            break;
+        uint64_t key = 1469598103934665603ull; /* FNV-1a of the run's bytes */
+        for (size_t k = s; k < t0; k++)
+            key = (key ^ in[k]) * 1099511628211ull;
+        if (nm % 7 == 3)
+            key = 0; /* (some runs unkeyed: hashed and compared) */
+        m[nm++] = (struct rp_zmark){
+            .at = (uint32_t)t0, .len = (uint32_t)(t1 - t0), .key = key | (key != 0)};
+        s = t1;
+    }
+    CHECK_EQ(rp_zpkt_zlib_marked(z, in, n, m, nm, &out), 0);
+    CHECK_EQ(libdeflate_zlib_decompress(d, out.b, out.n, back, n + 1, &got), LIBDEFLATE_SUCCESS);
+    CHECK_EQ(got, n);
+    if (got == n && !memcmp(back, in, n))
+        zn = out.n;
+    else
+        CHECK(!"the marked stream inflates to other bytes");
+    libdeflate_free_decompressor(d);
+    free(back);
+    free(out.b);
+    free(m);
+    return zn;
+}
+
 /*
  * export_zpkt.c: streams of packets like the perfetto export's (slice
  * begins and ends on two sequences, timestamps of 1 to 3 bytes, a long
@@ -574,6 +622,8 @@ static void test_zpkt(void)
     while (n + 64 < cap - 100) {
         unsigned seq = 2 + (unsigned)(check_xorshift(&r) % 2);
         uint32_t id = 1 + (uint32_t)(check_xorshift(&r) % 5);
+        if (check_xorshift(&r) % 64 == 0) /* a rare name: a match from far back */
+            id = 6 + (uint32_t)(check_xorshift(&r) % 8);
         for (int end = 0; end < 2; end++) {
             uint64_t ts = check_xorshift(&r) % 3 == 0 ? check_xorshift(&r) % 100000 : 20;
             uint8_t pkt[32], *q = pkt;
@@ -601,6 +651,9 @@ static void test_zpkt(void)
      * bytes (9 bits at most each), plus room for the runs seen first */
     CHECK(zn > 0 && zn < bits / 8 + 8192);
     CHECK(zn < n / 3);
+    size_t zm = zpkt_round_marked(z, b, n); /* (keyed, one in 7 not) */
+    CHECK(zm > 0 && zm < bits / 8 + 8192);
+    CHECK(zpkt_round_marked(z, b, 3000) > 0); /* cut inside a packet */
     for (size_t i = 0; i < n; i++)
         b[i] = (uint8_t)check_xorshift(&r);
     CHECK(zpkt_round(z, b, n) > n);

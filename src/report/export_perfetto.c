@@ -599,8 +599,9 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * Returns 1 when written, 0 when the packet is not such a one (the caller
  * writes it the long way), or packet_end's error.
  */
-static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks, uint32_t id,
-                             unsigned type)
+static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, struct pseq *q,
+                                                            uint64_t ticks, uint32_t id,
+                                                            unsigned type, const int job)
 {
     unsigned cat = 0;
     uint64_t ns = ts_ns(f, ticks);
@@ -613,7 +614,7 @@ static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks,
         cat = kind < RP_KIND_MAX ? kind : RP_KIND_MAX;
         if (!name_sent(q, id) || !q->cat_sent[cat])
             return 0;
-        if (f->job) /* (its name was interned in this job: touched, cleared for the next) */
+        if (job) /* (its name was interned in this job: touched, cleared for the next) */
             f->interned[id] |= (uint8_t)(4 | (cat + 1) << 3);
     }
     if (unlikely(f->nbatch + 64 > f->capbatch)) { /* room for the longest such packet */
@@ -621,7 +622,7 @@ static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks,
         if (rc < 0)
             return rc;
     }
-    if (f->job && unlikely(f->nmarks == f->capmarks) &&
+    if (job && unlikely(f->nmarks == f->capmarks) &&
         rp_grow(&f->marks, &f->capmarks, f->nmarks + 1, sizeof(*f->marks), 4096) < 0)
         return RP_ENOMEM;
     /* written in place: bytes stored to a buffer on the stack and copied
@@ -649,7 +650,7 @@ static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks,
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
-    if (f->job) { /* its timestamp marked; the bytes before it keyed when they are the
+    if (job) { /* its timestamp marked; the bytes before it keyed when they are the
                      last fast packet's TrackEvent and this one's head (seq id < 2^24) */
         uint64_t key = 0;
         if (f->fast_end && f->fast_end == f->nbatch && q->id < 1u << 24)
@@ -664,18 +665,31 @@ static inline int slice_fast(struct perfetto *f, struct pseq *q, uint64_t ticks,
     return 1;
 }
 
-/* The timeline callbacks (export.h): a packet each; fail like packet_end. */
-static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
+/* The timeline callbacks (export.h): a packet each; fail like packet_end.
+ * job: f is a parallel walk's encoder (f->job set), the callbacks of
+ * job_ops (a constant, which the inlined slice_fast folds). */
+static inline __attribute__((always_inline)) int begin_on(void *cookie, uint32_t tid, uint32_t id,
+                                                          uint64_t ticks, const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
     if (!q)
         return rc;
-    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN)))
+    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
+}
+
+static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
+{
+    return begin_on(cookie, tid, id, ticks, 0);
+}
+
+static int on_begin_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
+{
+    return begin_on(cookie, tid, id, ticks, 1);
 }
 
 /* The debug annotation "rankprof" = why (how a slice ended: "unwound",
@@ -690,22 +704,35 @@ static void debug_why(struct perfetto *f, const char *why)
     pb_close(&f->pb);
 }
 
-static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
-                  const char *why)
+static inline __attribute__((always_inline)) int
+end_on(void *cookie, uint32_t tid, uint64_t ticks, uint64_t arg, const char *why, const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
-    (void)id;
     if (!q)
         return rc;
-    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END)))
+    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
         debug_uint(&f->pb, "arg", arg);
     debug_why(f, why);
     return event_end(f);
+}
+
+static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
+                  const char *why)
+{
+    (void)id;
+    return end_on(cookie, tid, ticks, arg, why, 0);
+}
+
+static int on_end_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
+                      const char *why)
+{
+    (void)id;
+    return end_on(cookie, tid, ticks, arg, why, 1);
 }
 
 /* A lock hold that is an interval: a slice on its own track (hold_track). */
@@ -964,7 +991,15 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
     if (rc == 0 && par) {
-        static const struct rp_tlpar_ops tops = {.tl = &ops,
+        static const struct rp_timeline_ops job_ops = {.begin = on_begin_job,
+                                                       .end = on_end_job,
+                                                       .instant = on_instant,
+                                                       .counter = on_counter,
+                                                       .lost = on_lost,
+                                                       .hold = on_hold,
+                                                       .file = on_file,
+                                                       .pause = on_pause};
+        static const struct rp_tlpar_ops tops = {.tl = &job_ops,
                                                  .open = enc_open,
                                                  .start = enc_start,
                                                  .finish = enc_finish,

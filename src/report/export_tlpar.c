@@ -49,6 +49,14 @@
 
 #define PAR_JOBS    RP_JOBRING_SLOTS
 #define PAR_WORKERS RP_JOBRING_WORKERS
+/* Jobs in flight at most, the ring's other slots left for the writer to
+ * write behind the join: with every slot in flight, the slot freed by a
+ * join is the one the writer has yet to write, and the reading thread
+ * waits for it job after job (a wakeup and two context switches each). */
+#define PAR_FLIGHT (PAR_JOBS - 4)
+/* Jobs joined before the writer, asleep, is woken (tp_drain wakes it
+ * sooner when it must): a wakeup per few jobs, not per job. */
+#define PAR_WAKE 3
 
 /* An open span.  known: its argument is known (0 for a snapshot's span,
  * whose ARG may be in an earlier chunk). */
@@ -513,6 +521,8 @@ static void *tp_writer(void *arg)
 static int tp_drain(struct tp *P, uint64_t left)
 {
     pthread_mutex_lock(&P->R.mu);
+    if (P->has_writer && P->R.joined - P->written > left && !P->werr)
+        pthread_cond_signal(&P->wwork); /* (it may sleep on fewer than PAR_WAKE) */
     while (P->has_writer && P->R.joined - P->written > left && !P->werr)
         pthread_cond_wait(&P->wrote, &P->R.mu);
     int rc = P->werr;
@@ -601,7 +611,8 @@ static int tp_join_oldest(struct tp *P)
     int rc = tp_join(P, &P->jobs[rp_jobring_oldest(&P->R)]);
     rp_jobring_joined(&P->R); /* (the writer's to write, when it is well) */
     pthread_mutex_lock(&P->R.mu);
-    pthread_cond_signal(&P->wwork);
+    if (P->R.joined - P->written >= PAR_WAKE)
+        pthread_cond_signal(&P->wwork);
     if (P->werr && rc == 0)
         rc = P->werr;
     pthread_mutex_unlock(&P->R.mu);
@@ -692,7 +703,7 @@ static int tp_read(struct tp *P)
             break;
         }
         if ((word & RP_EV_SNAPSHOT) && P->R.started) { /* (else in order: never twice) */
-            if (rp_jobring_full(&P->R) && (rc = tp_join_oldest(P)) < 0)
+            if (P->R.submitted - P->R.joined >= PAR_FLIGHT && (rc = tp_join_oldest(P)) < 0)
                 break;
             /* its slot written (the writer at most PAR_JOBS - 1 behind) */
             if ((rc = tp_drain(P, PAR_JOBS - 1 - (P->R.submitted - P->R.joined))) < 0)

@@ -33,6 +33,9 @@ struct code {
 };
 
 #define KEY_BITS 11
+/* distances with a code of their own in rp_zpkt.dist (most matches: the
+ * same shape of packet a few packets back) */
+#define DIST_TAB 4096u
 
 struct rp_zpkt {
     uint32_t table[1u << HASH_BITS]; /* a piece's offset + 1 in the batch, by hash; 0: none */
@@ -45,6 +48,8 @@ struct rp_zpkt {
     uint8_t dsym_lo[256];           /* distance - 1 < 256: its symbol */
     uint8_t dsym_hi[256];           /* else (distance - 1) >> 7: its symbol */
     uint8_t dcode[30];              /* a distance symbol's code, bit-reversed */
+    uint32_t dist[DIST_TAB];        /* distance - 1 < DIST_TAB: its code and extra bits,
+                                       and their length in bits << 24 */
 };
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
@@ -102,6 +107,11 @@ struct rp_zpkt *rp_zpkt_alloc(void)
             else
                 z->dsym_hi[(d - 1) >> 7] = (uint8_t)k;
     }
+    for (unsigned d = 1; d <= DIST_TAB; d++) {
+        unsigned k = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
+        z->dist[d - 1] =
+            (z->dcode[k] | (uint32_t)(d - dist_base[k]) << 5) | (uint32_t)(5 + dist_extra[k]) << 24;
+    }
     return z;
 }
 
@@ -131,6 +141,21 @@ static inline void put(struct bits *w, uint64_t v, unsigned n)
         w->acc >>= 32;
         w->n -= 32;
     }
+}
+
+/* Stores the whole bytes of w's bits (and up to 8 bytes after them, room
+ * made), keeping fewer than 8: no branch.  Cannot fail. */
+static inline void flush8(struct bits *w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(w->p, &w->acc, 8);
+#else
+    for (unsigned i = 0; i < 8; i++)
+        w->p[i] = (uint8_t)(w->acc >> (8 * i));
+#endif
+    w->p += w->n >> 3;
+    w->acc >>= w->n & ~7u; /* (n < 64) */
+    w->n &= 7;
 }
 
 /* Literals of in[s..e).  Cannot fail. */
@@ -176,6 +201,20 @@ static inline int same(const uint8_t *a, const uint8_t *b, size_t n)
     return x == y;
 }
 
+/* A copy of the n (3..258) bytes d back.  Cannot fail. */
+static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
+{
+    if (d <= DIST_TAB) { /* one look-up, and the length's code and the distance's in one put */
+        uint32_t dc = z->dist[d - 1];
+        put(w, z->len[n].bits | (uint64_t)(dc & 0xffffff) << z->len[n].n, z->len[n].n + (dc >> 24));
+        return;
+    }
+    unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
+    uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
+    put(w, z->len[n].bits, z->len[n].n);
+    put(w, dc, 5 + dist_extra[sym]);
+}
+
 /* The run in[s..e): matches of the same bytes seen last, else literals.
  * Cannot fail. */
 static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, size_t e)
@@ -194,10 +233,7 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
         *slot = (uint32_t)(s + 1);
         size_t d = s - (c - 1);
         if (c && d <= MAX_DIST && same(in + c - 1, in + s, n)) {
-            unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
-            uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
-            put(w, z->len[n].bits, z->len[n].n);
-            put(w, dc, 5 + dist_extra[sym]);
+            match(z, w, n, d);
         } else {
             literals(z, w, in, s, s + n);
         }
@@ -238,15 +274,6 @@ static void stream_end(struct bits *w, const uint8_t *in, size_t n, struct rp_xb
     out->n = (size_t)(w->p + 4 - out->b);
 }
 
-/* A copy of the n (3..258) bytes d back.  Cannot fail. */
-static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
-{
-    unsigned sym = d - 1 < 256 ? z->dsym_lo[d - 1] : z->dsym_hi[(d - 1) >> 7];
-    uint32_t dc = z->dcode[sym] | (uint32_t)(d - dist_base[sym]) << 5;
-    put(w, z->len[n].bits, z->len[n].n);
-    put(w, dc, 5 + dist_extra[sym]);
-}
-
 int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const struct rp_zmark *m,
                         size_t nm, struct rp_xbuf *out)
 {
@@ -262,6 +289,20 @@ int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const st
         if (key && len >= 3 && len <= MAX_MATCH) {
             uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - KEY_BITS));
             size_t d = s - z->keyed[h].at;
+            if (z->keyed[h].key == key && d - 1 < DIST_TAB && t1 - t0 == 1) {
+                /* most packets: the match and the one-byte timestamp, one put
+                 * of at most 37 bits to the fewer than 8 kept */
+                uint32_t dc = z->dist[d - 1];
+                struct code L = z->len[len], c = z->lit[in[t0]];
+                unsigned nb = L.n + (dc >> 24);
+                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nb;
+                w.acc |= v << w.n;
+                w.n += nb + c.n;
+                flush8(&w);
+                z->keyed[h].at = (uint32_t)s;
+                s = t1;
+                continue;
+            }
             if (z->keyed[h].key == key && d <= MAX_DIST)
                 match(z, &w, len, d);
             else
@@ -274,6 +315,7 @@ int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const st
             w = t;
         }
         literals(z, &w, in, t0, t1);
+        flush8(&w); /* (fewer than 8 bits kept for the next) */
         s = t1;
     }
     t = w;
