@@ -8,7 +8,8 @@
  * of 512, and one TLB entry covering what took 512: random reads over
  * arrays far larger than the TLB's reach miss it on nearly every access
  * otherwise.  Elsewhere, and for smaller blocks, it is plain malloc.
- * Blocks are freed with free() and may be shrunk with realloc().
+ * Blocks are freed with free() and may be shrunk with realloc();
+ * rp_big_trim gives freed memory back to the system once a phase ends.
  */
 #ifndef RP_ANALYZE_BIGMEM_H
 #define RP_ANALYZE_BIGMEM_H
@@ -16,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define RP_BIG_MIN   ((size_t)4 << 20) /* smaller blocks: plain malloc */
 #define RP_BIG_ALIGN ((size_t)2 << 20) /* a huge page */
@@ -48,6 +52,22 @@ static inline void *rp_big_calloc(size_t n, size_t size)
     if (p)
         memset(p, 0, n * size);
     return p;
+}
+
+/*
+ * Gives the memory freed so far back to the system (glibc: malloc_trim):
+ * otherwise blocks freed by other threads stay in their malloc arenas, and
+ * blocks below glibc's trim threshold (which grows to twice the largest
+ * block freed) stay mapped, memory under whatever runs next until the
+ * process ends.  Nothing under a sanitizer: its allocator replaces glibc's,
+ * whose arenas would first be set up here, racing between threads that
+ * call this at once.  Cannot fail.
+ */
+static inline void rp_big_trim(void)
+{
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    malloc_trim(0);
+#endif
 }
 
 #endif

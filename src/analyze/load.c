@@ -8,11 +8,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <string.h>
 
+#include "bigmem.h"
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
@@ -432,13 +430,7 @@ void rp_replay_priv_free(struct rp_profile *p)
     rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    /* and the pages with it: what the replayers freed stays in their
-     * threads' malloc arenas otherwise, memory until the process ends.
-     * Not under a sanitizer: its allocator replaces glibc's, whose
-     * arenas then first initialise here, racing between loader threads */
-    malloc_trim(0);
-#endif
+    rp_big_trim(); /* and the pages with it: the replayers' threads freed them */
 }
 
 /* The END chunk c (format 4.x): how the process ended, and from 1.3 on

@@ -89,9 +89,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "bigmem.h"
 #include "common/error.h"
@@ -297,11 +294,6 @@ out:
     free(own.pi);
     free(own.spare); /* rank points into it */
     free(span);
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    /* and their pages: glibc keeps a freed block below its trim threshold
-     * (which grows to twice the largest block freed), so the ranking's
-     * arrays would otherwise stay memory under the flags and the report */
-    malloc_trim(0);
-#endif
+    rp_big_trim(); /* and their pages, not kept under the flags and the report */
     return rc;
 }
