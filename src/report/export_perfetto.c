@@ -52,6 +52,7 @@
  * sequence that uses it (in pages; per walking thread in parallel) and a
  * byte per id (per walking thread).
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -604,6 +605,7 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
                                                             unsigned type, const int job)
 {
     unsigned cat = 0;
+    assert(!job == !f->job); /* (job: f->job as a constant) */
     uint64_t ns = ts_ns(f, ticks);
     if (ns < q->last_ns || !q->track)
         return 0;
@@ -908,14 +910,16 @@ static void enc_close(void *enc)
 
 int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
 {
-    static const struct rp_timeline_ops ops = {.begin = on_begin,
-                                               .end = on_end,
-                                               .instant = on_instant,
-                                               .counter = on_counter,
-                                               .lost = on_lost,
-                                               .hold = on_hold,
-                                               .file = on_file,
-                                               .pause = on_pause};
+    /* the walk in order's callbacks, and a parallel walk's jobs' (their
+     * slice packets keyed for the compressor: slice_fast's job) */
+#define TIMELINE_OPS(begin_cb, end_cb)                                                             \
+    {                                                                                              \
+        .begin = begin_cb, .end = end_cb, .instant = on_instant, .counter = on_counter,            \
+        .lost = on_lost, .hold = on_hold, .file = on_file, .pause = on_pause                       \
+    }
+    static const struct rp_timeline_ops ops = TIMELINE_OPS(on_begin, on_end),
+                                        job_ops = TIMELINE_OPS(on_begin_job, on_end_job);
+#undef TIMELINE_OPS
     const struct rp_profile *p = ctx->p;
     struct perfetto f = {.out = out, .ctx = ctx, .p = p};
     struct rp_xbuf hdr = {0};
@@ -991,14 +995,6 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
             rc = thread_track(&f, p->threads[i].tid, p->threads[i].name);
     }
     if (rc == 0 && par) {
-        static const struct rp_timeline_ops job_ops = {.begin = on_begin_job,
-                                                       .end = on_end_job,
-                                                       .instant = on_instant,
-                                                       .counter = on_counter,
-                                                       .lost = on_lost,
-                                                       .hold = on_hold,
-                                                       .file = on_file,
-                                                       .pause = on_pause};
         static const struct rp_tlpar_ops tops = {.tl = &job_ops,
                                                  .open = enc_open,
                                                  .start = enc_start,
