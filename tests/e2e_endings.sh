@@ -26,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_endings RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=0 RANKPROF_BUFSIZE=65536
 N=100000
+sanitized && N=30000 # still 20 buffers' worth: the last one partial
 
 check_trace() { # name data-file want-end(exit|N)
     local name=$1 data=$2 end=$3
