@@ -188,7 +188,7 @@ static void test_flags(void)
      * time (here hist: the nodes have no callees), RATE the intervals.
      *   1 j:  200 calls, 192 x 1000 ticks and 8 x 100000 (4 %): p99 100000
      *         is 100x the median, 8 calls that slow -> JITTER, "p99 199 us
-     *         is 99x its median 2.00 us (8 of 200 calls slow)" (the
+     *         against a median of 2.00 us (8 of 200 calls slow)" (the
      *         histogram's bucket midpoints)
      *   2 j2: the same with 8 x 9000: 9x -> not
      *   3 j3: 200 calls, 192 x 10 and 8 x 200: 20x, but 380 ns over the
@@ -262,7 +262,7 @@ static void test_flags(void)
     CHECK(fn[10].flags == RP_FLAG_BUDGET && fn[11].flags == 0);
 
     CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
-    CHECK_STR(buf, "JITTER own time p99 199 us is 99x its median 2.00 us (8 of 200 calls slow)");
+    CHECK_STR(buf, "JITTER own time p99 199 us against a median of 2.00 us (8 of 200 calls slow)");
     CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "RATE runs every 2.00 us (20 intervals, half within 2.00 us-2.00 us), its "
                    "longest run 1.20 us is 60.0% of the period");

@@ -608,7 +608,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         jitter_q(own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
         put(buf, bufsz, &len, "%sJITTER own time p%g ", sep, o->jitter_quantile * 100.0);
         put_dur(buf, bufsz, &len, hi, tick);
-        put(buf, bufsz, &len, " is %.0fx its median ", hi / med);
+        put(buf, bufsz, &len, " against a median of ");
         put_dur(buf, bufsz, &len, med, tick);
         put(buf, bufsz, &len, " (%llu of %llu calls slow)", (unsigned long long)slow,
             (unsigned long long)own->n);
