@@ -372,8 +372,9 @@ static void print_digest(const struct rp_profile *p, const double *pi, uint32_t 
 {
     uint64_t h = 0xcbf29ce484222325ull, hs = h;
     for (uint32_t i = 0; i < p->n_nodes; i++) {
-        h = fnv(h, &p->nodes[i].standing, sizeof p->nodes[i].standing);
-        h = fnv(h, &p->nodes[i].involvement, sizeof p->nodes[i].involvement);
+        double st = rp_node_standing(p, &p->nodes[i]), inv = rp_node_involvement(p, &p->nodes[i]);
+        h = fnv(h, &st, sizeof st);
+        h = fnv(h, &inv, sizeof inv);
         h = fnv(h, &p->nodes[i].rank, sizeof p->nodes[i].rank);
     }
     hs = fnv(hs, pi, (size_t)n * sizeof *pi);

@@ -20,23 +20,30 @@
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` and of the table (`report`, every row
 #           printed) (GNU time) stays within the documented bound, RPT_BOUND
-#           bytes per id + 16 MiB (measured: 232 to 239 with 1 to 8 replay
-#           workers, the ranking's arrays at the peak; with a 152-byte node
-#           240 to 247; with every statistic in the node and a 192-byte
+#           bytes per id + 16 MiB (measured: 223 to 225 with 1 to 8 replay
+#           workers, the ranking's arrays at the peak; with a 144-byte node
+#           keeping standing and involvement, not pi, 231 to 232; with a
+#           152-byte node 240 to 247; with every statistic in the node and a 192-byte
 #           accumulator per id 527, with each node's one histogram count in
 #           a malloc block 299, with the flags' histograms' pointer in the
 #           node and a malloc block per table row name 267), and that of
 #           the replay alone (`info`: no ranking, no table) within
-#           REPLAY_BOUND bytes per id + 16 MiB (measured: 176 here, 214 at
-#           500,000 ids and 227 at 1,000,000, below; with a
+#           REPLAY_BOUND bytes per id + 16 MiB (measured: 167 here and 216
+#           at 1,000,000, below; with the 144-byte node and the finish's sums
+#           kept for every node, not a block at a time, 175 and 227; with a
 #           152-byte node and the finish reading every replayer's entry of
 #           every node 183; with a 32-byte entry per id in the replayer,
 #           the finish's sums written for every node and the join's
 #           corrections an array of every node 211).
 #   memory_1m  1,000,000 such points, `report --format json` and `info`,
-#           within RPT_BOUND and REPLAY_BOUND too (measured: 239 to 244, and
-#           227 for `info`, the bound's case: at 1 M ids every page of the
-#           replay's arrays is written; with the flags' sums in nine
+#           within RPT_BOUND and REPLAY_BOUND too (measured: 228, and 215 to
+#           216 for `info`, the bounds' case: at 1 M ids every page of the
+#           replay's arrays is written; with the 144-byte node keeping
+#           standing and involvement and the finish's sums kept for every
+#           node 236 to 240, and 226 to 227 for `info`, within the bounds:
+#           the bounds leave about 7 % for the ranking's arrays, whose
+#           transparent huge pages move one run in several by 8 bytes per
+#           id; with the flags' sums in nine
 #           arrays per node, the finish reading every replayer's entry of
 #           every node, a 152-byte node and the ranking's freed arrays left
 #           to malloc under the report 267 to 299: that layout fails here).
@@ -107,8 +114,8 @@ else
 fi
 
 # --- memory -------------------------------------------------------------
-RPT_BOUND=264    # bytes per id + 16 MiB (docs/robustness.md, "Memory")
-REPLAY_BOUND=240 # the same, for the replay alone
+RPT_BOUND=244    # bytes per id + 16 MiB (docs/robustness.md, "Memory")
+REPLAY_BOUND=228 # the same, for the replay alone
 
 # The peak RSS (KiB) of WHAT within PER bytes per id of IDS + 16 MiB.
 within() { # WHAT RSS_KIB PER IDS

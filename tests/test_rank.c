@@ -394,8 +394,8 @@ static void test_recursion(void)
     prof.n_edges = 2;
     struct rp_rank_opts o = {1e-9, 1e-14, 10000, 0};
     CHECK(rp_rank_profile(&prof, &o) == 0);
-    CHECK_NEAR(nodes[1].involvement, 5.0, 1e-7);
-    CHECK_NEAR(nodes[1].standing, 1.0, 1e-15);
+    CHECK_NEAR(rp_node_involvement(&prof, &nodes[1]), 5.0, 1e-7);
+    CHECK_NEAR(rp_node_standing(&prof, &nodes[1]), 1.0, 1e-15);
     CHECK(nodes[1].rank == 1);
 }
 
@@ -445,12 +445,12 @@ static void test_profile(void)
     CHECK(rp_rank_profile(&p, &o) == 0);
     sum = 0;
     for (int i = 1; i < 7; i++) {
-        CHECK_NEAR(nodes[i].involvement, ex_inv[i], 1e-7);
-        CHECK_NEAR(nodes[i].standing, ex_inv[i] / 2.871, 1e-7);
-        sum += nodes[i].standing;
+        CHECK_NEAR(rp_node_involvement(&p, &nodes[i]), ex_inv[i], 1e-7);
+        CHECK_NEAR(rp_node_standing(&p, &nodes[i]), ex_inv[i] / 2.871, 1e-7);
+        sum += rp_node_standing(&p, &nodes[i]);
     }
     CHECK_NEAR(sum, 1.0, 1e-12);
-    CHECK(nodes[0].rank == 0 && nodes[0].standing == 0.0);
+    CHECK(nodes[0].rank == 0 && rp_node_standing(&p, &nodes[0]) == 0.0);
     /* main 1, dispatch .9, a .45, b .3, c .141, init .08 */
     CHECK(nodes[1].rank == 1 && nodes[2].rank == 2 && nodes[3].rank == 3);
     CHECK(nodes[4].rank == 4 && nodes[5].rank == 5 && nodes[6].rank == 6);
@@ -469,8 +469,8 @@ static void test_profile(void)
     CHECK(rp_rank_profile(&p, &o) == 0);
     sum = 0;
     for (int i = 1; i < 7; i++) {
-        CHECK_NEAR(nodes[i].involvement, cinv[i], 1e-7);
-        sum += nodes[i].standing;
+        CHECK_NEAR(rp_node_involvement(&p, &nodes[i]), cinv[i], 1e-7);
+        sum += rp_node_standing(&p, &nodes[i]);
     }
     CHECK_NEAR(sum, 1.0, 1e-12);
     CHECK(nodes[1].rank == 1 && nodes[2].rank == 2 && nodes[6].rank == 3);
@@ -505,11 +505,11 @@ static void test_profile(void)
         cstop[i] = (double)nodes[i].calls;
     CHECK(rp_rank_profile(&p, &o) == 0);
     for (int i = 1; i < 7; i++)
-        CHECK_NEAR(nodes[i].involvement, iinv[i], 1e-7);
+        CHECK_NEAR(rp_node_involvement(&p, &nodes[i]), iinv[i], 1e-7);
     CHECK(p.n_edges == 6 && rp_rank_profile(&p, NULL) == 0);
     CHECK(dense_pi(7, cstop, 6, csrc, cdst, cw, 0.01, dense7) == 0);
     for (int i = 1; i < 7; i++)
-        CHECK_NEAR(nodes[i].involvement, dense7[i] / dense7[0], 1e-9);
+        CHECK_NEAR(rp_node_involvement(&p, &nodes[i]), dense7[i] / dense7[0], 1e-9);
 
     /* default options: alpha 0.01, against the dense solve */
     double dense[7];
@@ -518,12 +518,12 @@ static void test_profile(void)
     CHECK(p.rank.alpha == 0.01 && p.rank.residual < 1e-12);
     CHECK(dense_pi(7, ex_stop, 6, ex_src, ex_dst, ex_w, 0.01, dense) == 0);
     for (int i = 1; i < 7; i++) {
-        CHECK_NEAR(nodes[i].involvement, dense[i] / dense[0], 1e-9);
-        CHECK_NEAR(nodes[i].standing, dense[i] / (1 - dense[0]), 1e-9);
+        CHECK_NEAR(rp_node_involvement(&p, &nodes[i]), dense[i] / dense[0], 1e-9);
+        CHECK_NEAR(rp_node_standing(&p, &nodes[i]), dense[i] / (1 - dense[0]), 1e-9);
     }
     printf("example at alpha 0.01:");
     for (int i = 1; i < 7; i++)
-        printf(" %.4f/%.4f", nodes[i].involvement, nodes[i].standing);
+        printf(" %.4f/%.4f", rp_node_involvement(&p, &nodes[i]), rp_node_standing(&p, &nodes[i]));
     printf(" (%u sweeps)\n", p.rank.iterations);
 
     /* malformed input */
@@ -653,8 +653,8 @@ static void test_profile_vs_solve(int whole)
                 rest += pi[i];
         for (uint32_t i = 1; i < n; i++) {
             int span = nodes[i].kind != RP_KIND_INSTANT && nodes[i].kind != RP_KIND_COUNTER;
-            CHECK(nodes[i].involvement == (span ? pi[i] / pi[0] : 0.0));
-            CHECK(nodes[i].standing == (span ? pi[i] / rest : 0.0));
+            CHECK(rp_node_involvement(&p, &nodes[i]) == (span ? pi[i] / pi[0] : 0.0));
+            CHECK(rp_node_standing(&p, &nodes[i]) == (span ? pi[i] / rest : 0.0));
             nonspans += !span;
         }
         for (uint32_t i = 0; i + 1 < n; i++)
@@ -721,7 +721,7 @@ static void test_rank_runs(void)
     p.n_edges = m;
     CHECK(rp_rank_profile(&p, NULL) == 0);
     for (uint32_t i = 1; i < n; i++)
-        pi[i] = nodes[i].involvement; /* pi_i / pi_ROOT: the same order */
+        pi[i] = rp_node_involvement(&p, &nodes[i]); /* pi_i / pi_ROOT: the same order */
     for (uint32_t i = 0; i + 1 < n; i++)
         ord[i] = i + 1;
     ref_pi = pi;

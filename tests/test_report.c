@@ -33,8 +33,8 @@ static struct rp_edge edges[7];
 static struct rp_thread threads[2];
 
 static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t incl,
-                     uint64_t excl, uint64_t min, uint64_t max, uint32_t rank, double standing,
-                     double involvement, uint32_t flags)
+                     uint64_t excl, uint64_t min, uint64_t max, uint32_t rank, double pi,
+                     uint32_t flags)
 {
     struct rp_node *n = &nodes[i];
     n->id = (uint32_t)i;
@@ -46,8 +46,7 @@ static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t
     n->min = min;
     n->max = max;
     n->rank = rank;
-    n->standing = standing;
-    n->involvement = involvement;
+    n->pi = pi; /* (its involvement: pi_ROOT is 1; its standing is half of it) */
     n->flags = flags;
 }
 
@@ -64,18 +63,16 @@ static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t
 static void build(struct rp_profile *p)
 {
     memset(p, 0, sizeof *p);
-    set_node(ROOT, NULL, RP_KIND_FUNC, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-    set_node(MAIN, "main", RP_KIND_FUNC, 1, 2000, 100, 2000, 2000, 2, 0.20, 1.0, 0);
-    set_node(DISPATCH, "dispatch", RP_KIND_FUNC, 3, 1900, 90, 400, 1000, 1, 0.25, 0.95,
-             RP_FLAG_DISPATCH);
-    set_node(WORKER_A, "worker_a", RP_KIND_FUNC, 100, 910, 910, 8, 30, 5, 0.10, 0.45,
-             RP_FLAG_JITTER);
-    set_node(WORKER_B, "worker_b", RP_KIND_FUNC, 7, 600, 600, 50, 148, 6, 0.07, 0.30, 0);
-    set_node(WEIRDN, WEIRD, RP_KIND_POINT, 2, 301, 301, 100, 201, 7, 0.05, 0.15, 0);
-    set_node(IDLE, "idle", RP_KIND_FUNC, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-    set_node(MTX, "mtx", RP_KIND_LOCK_HOLD, 50, 1990, 1990, 1, 200, 4, 0.15, 0.45, RP_FLAG_HOT);
-    set_node(TICK, "tick", RP_KIND_INSTANT, 5, 0, 0, 0, 0, 0, 0, 0, 0);
-    set_node(POOL, "pool_worker", RP_KIND_FUNC, 30, 2100, 110, 50, 148, 3, 0.18, 0.50, 0);
+    set_node(ROOT, NULL, RP_KIND_FUNC, 0, 0, 0, 0, 0, 0, 1.0, 0);
+    set_node(MAIN, "main", RP_KIND_FUNC, 1, 2000, 100, 2000, 2000, 2, 1.0, 0);
+    set_node(DISPATCH, "dispatch", RP_KIND_FUNC, 3, 1900, 90, 400, 1000, 1, 0.95, RP_FLAG_DISPATCH);
+    set_node(WORKER_A, "worker_a", RP_KIND_FUNC, 100, 910, 910, 8, 30, 5, 0.45, RP_FLAG_JITTER);
+    set_node(WORKER_B, "worker_b", RP_KIND_FUNC, 7, 600, 600, 50, 148, 6, 0.30, 0);
+    set_node(WEIRDN, WEIRD, RP_KIND_POINT, 2, 301, 301, 100, 201, 7, 0.15, 0);
+    set_node(IDLE, "idle", RP_KIND_FUNC, 0, 0, 0, 0, 0, 0, 0, 0);
+    set_node(MTX, "mtx", RP_KIND_LOCK_HOLD, 50, 1990, 1990, 1, 200, 4, 0.45, RP_FLAG_HOT);
+    set_node(TICK, "tick", RP_KIND_INSTANT, 5, 0, 0, 0, 0, 0, 0, 0);
+    set_node(POOL, "pool_worker", RP_KIND_FUNC, 30, 2100, 110, 50, 148, 3, 0.50, 0);
 
     nodes[MAIN].file = "/src/demo.c";
     nodes[MAIN].line = 10;
@@ -140,8 +137,13 @@ static void build(struct rp_profile *p)
     p->skipped_chunks = 1;
     p->unmatched_exits = 1;
     p->unclosed = 2;
-    p->rank = (struct rp_rank_info){
-        .weight_calls = 0, .alpha = 0.01, .iterations = 42, .residual = 1e-13};
+    /* a node's involvement is its pi (pi_ROOT 1), its standing half of it */
+    p->rank = (struct rp_rank_info){.weight_calls = 0,
+                                    .alpha = 0.01,
+                                    .iterations = 42,
+                                    .residual = 1e-13,
+                                    .rest = 2.0,
+                                    .pi_root = 1.0};
 }
 
 typedef int (*report_fn)(FILE *, const struct rp_profile *, const struct rp_report_opts *);
@@ -227,7 +229,8 @@ static const char check_py[] =
     "check(abs(dp['stddev_ns'] - sd) < 1e-9 * sd, 'dispatch stddev %r %r' % (dp['stddev_ns'], "
     "sd))\n"
     "check((dp['p50_ns'], dp['p95_ns'], dp['p99_ns']) == (250, 500, 500), 'dispatch pct')\n"
-    "check((dp['standing'], dp['involvement'], dp['rank']) == (0.25, 0.95, 1), 'dispatch rank')\n"
+    "check((dp['standing'], dp['involvement'], dp['rank']) == (0.95 / 2, 0.95, 1), 'dispatch "
+    "rank')\n"
     "check(dp['flags'] == ['DISPATCH'], 'dispatch flags %r' % dp['flags'])\n"
     "check((dp['file'], dp['line']) == ('/src/demo.c', 20), 'dispatch file:line')\n"
     "wa = N['worker_a']\n"
@@ -418,12 +421,12 @@ static void test_table(struct rp_profile *p)
     }
     /* rank, standing, involvement, calls, total, self, avg, max, p95, flags, name */
     if (n == 7) {
-        CHECK(same_words(rows[0], "1 25.0% 95.0% 3 950ns 45ns 317ns 500ns 500ns DISPATCH "
+        CHECK(same_words(rows[0], "1 47.5% 95.0% 3 950ns 45ns 317ns 500ns 500ns DISPATCH "
                                   "dispatch (demo.c:20)"));
-        CHECK(same_words(rows[1], "2 20.0% 100.0% 1 1.00us 50ns 1.00us 1.00us - main (demo.c:10)"));
-        CHECK(same_words(rows[2], "3 18.0% 50.0% 30 1.05us 55ns 35ns 74ns - pool_worker"));
-        CHECK(same_words(rows[4], "5 10.0% 45.0% 100 455ns 455ns 5ns 15ns 4ns JITTER worker_a"));
-        CHECK(same_words(rows[5], "6 7.00% 30.0% 7 300ns 300ns 43ns 74ns 74ns worker_b"));
+        CHECK(same_words(rows[1], "2 50.0% 100.0% 1 1.00us 50ns 1.00us 1.00us - main (demo.c:10)"));
+        CHECK(same_words(rows[2], "3 25.0% 50.0% 30 1.05us 55ns 35ns 74ns - pool_worker"));
+        CHECK(same_words(rows[4], "5 22.5% 45.0% 100 455ns 455ns 5ns 15ns 4ns JITTER worker_a"));
+        CHECK(same_words(rows[5], "6 15.0% 30.0% 7 300ns 300ns 43ns 74ns 74ns worker_b"));
     }
     free(copy);
     free(t);
@@ -550,8 +553,8 @@ static void test_render(void)
     CHECK(run_python(dir, mtx_name) == 0);
 
     /* NaN and infinities never reach JSON */
-    nodes[WORKER_B].standing = 0.0 / 0.0;
-    nodes[WORKER_B].involvement = 1.0 / 0.0;
+    nodes[WORKER_B].pi = 0.0 / 0.0;
+    nodes[WORKER_A].pi = 1.0 / 0.0;
     prof.rank.residual = -1.0 / 0.0;
     j = render(rp_report_json, &prof, &r, NULL);
     CHECK(j && !strstr(j, "nan") && !strstr(j, "inf") && !strstr(j, "NaN"));

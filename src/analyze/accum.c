@@ -178,20 +178,19 @@ static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m
 }
 
 /* A node's sums over the replayers that go to its rare fields
- * (rp_node_x), until finish_node: zero-filled, so that the pages of the
- * nodes with no spans are never written. */
+ * (rp_node_x), until finish_node: kept for a block of nodes at a time
+ * (finish_accs). */
 struct fin {
     unsigned __int128 sq; /* the exact sum of squared durations */
     uint64_t omax, rmax;  /* the largest on-CPU duration, and run (struct hot) */
 };
 
 /* Adds the span that entry e of node i holds (a leaf, all on CPU: struct
- * hid) into the node and fin, as acc_merge adds an accumulator.  Returns 0
- * or RP_ENOMEM. */
-static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *fin)
+ * hid) into the node and its sums f, as hot_merge adds an accumulator.
+ * Returns 0 or RP_ENOMEM. */
+static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, struct fin *f)
 {
     struct rp_node *n = &p->nodes[i];
-    struct fin *f = &fin[i];
     uint64_t dur = e->dur;
     unsigned b = rp_hist_index(dur);
     n->excl += rp_span_excl(dur, 0); /* (signed, modulo 2^64 until finish_node) */
@@ -209,26 +208,31 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     return 0;
 }
 
-/* Adds the accumulators of a and the spans its entries hold, and its
- * edges' spans, into the nodes and fin (its edges stay in a->em), giving
- * back their memory as it goes.  Returns 0 or RP_ENOMEM. */
-static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
+/*
+ * Adds the accumulators of a and the spans its entries hold for the nodes
+ * [i0, i1) into the nodes and fin (fin[0] is node i0's), giving back the
+ * pages of a->hot and a->full below i1 as it goes (*gone, *fgone: the bytes
+ * of each given back so far).  Returns 0 or RP_ENOMEM.
+ */
+static int hot_merge(struct rp_profile *p, struct acc *a, uint32_t i0, uint32_t i1, struct fin *fin,
+                     size_t *gone, size_t *fgone)
 {
-    size_t gone = 0, fgone = 0; /* bytes of a->hot and of a->full given back */
     int rc;
-    for (uint32_t i = 0; i < a->nhot && i < p->n_nodes; i++) {
+    if (i1 > a->nhot)
+        i1 = a->nhot;
+    for (uint32_t i = i0; i < i1; i++) {
         const struct hid *e = &a->hot[i];
         struct hot *h = &a->full[i];
-        if ((size_t)i * sizeof(*e) >= gone + ZARR_RELEASE) { /* read: give its pages back */
-            zarr_release(a->hot, gone, (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE);
-            gone = (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE;
+        if ((size_t)i * sizeof(*e) >= *gone + ZARR_RELEASE) { /* read: give its pages back */
+            zarr_release(a->hot, *gone, (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE);
+            *gone = (size_t)i * sizeof(*e) / ZARR_RELEASE * ZARR_RELEASE;
         }
-        if ((size_t)i * sizeof(*h) >= fgone + ZARR_RELEASE) { /* (and its accumulators') */
-            zarr_release(a->full, fgone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
-            fgone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
+        if ((size_t)i * sizeof(*h) >= *fgone + ZARR_RELEASE) { /* (and its accumulators') */
+            zarr_release(a->full, *fgone, (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE);
+            *fgone = (size_t)i * sizeof(*h) / ZARR_RELEASE * ZARR_RELEASE;
         }
         if (e->one) {
-            if ((rc = one_merge(p, e, i, fin)) < 0)
+            if ((rc = one_merge(p, e, i, &fin[i - i0])) < 0)
                 return rc;
             continue;
         }
@@ -244,7 +248,7 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
         n->calls += h->calls;
         n->excl += h->excl;
         n->incl += h->incl;
-        struct fin *f = &fin[i];
+        struct fin *f = &fin[i - i0];
         f->omax = h->omax > f->omax ? h->omax : f->omax;
         f->rmax = h->rmax > f->rmax ? h->rmax : f->rmax;
         if (r) { /* (few nodes: their rp_node_x at once) */
@@ -290,13 +294,14 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
             rp_hist_free(&h->hist);
         }
     }
-    /* summed (its histograms are the nodes' or freed): its memory goes before
-     * its edges are read */
-    rp_zarr_free(a->hot, a->hot_bytes);
-    rp_zarr_free(a->full, a->full_bytes);
-    a->hot = NULL;
-    a->full = NULL;
-    a->hot_bytes = a->full_bytes = a->nhot = 0;
+    return 0;
+}
+
+/* Adds the spans of a's edges into their callees (the calls, durations,
+ * extremes and histogram counts struct hot leaves to the edges).  Cannot
+ * fail. */
+static void edges_merge(struct rp_profile *p, const struct acc *a)
+{
     for (uint32_t k = 0; k < a->em.n; k++) {
         const struct rp_edge *s = &a->em.edges[k];
         if (s->caller == RP_OUTSIDE_CALLER) /* (no spans of the node: finish_accs) */
@@ -307,6 +312,23 @@ static int acc_merge(struct rp_profile *p, struct acc *a, struct fin *fin)
         n->min = s->min < n->min ? s->min : n->min;
         n->max = s->max > n->max ? s->max : n->max;
         n->hist.n += s->calls;
+    }
+}
+
+/* Adds the incl of m's edges to the off-CPU node into their callers'
+ * off-CPU time in their own frame (rp_node_x.offcpu, raw).  Returns 0 or
+ * RP_ENOMEM. */
+static int offcpu_merge(struct rp_profile *p, const struct rp_emap *m)
+{
+    for (uint32_t k = 0; k < m->n; k++) {
+        const struct rp_edge *x = &m->edges[k];
+        if (x->callee < p->n_nodes && p->nodes[x->callee].kind == RP_KIND_OFFCPU &&
+            x->caller < p->n_nodes) {
+            struct rp_node_x y = rp_node_x_raw(&p->nodes[x->caller]);
+            y.offcpu += x->incl;
+            if (rp_node_x_setraw(&p->nodes[x->caller], &y) < 0)
+                return RP_ENOMEM;
+        }
     }
     return 0;
 }
@@ -338,108 +360,6 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
         if (th->last > p->last_tick)
             p->last_tick = th->last;
     }
-}
-
-/*
- * Sums every replayer's accumulators into the nodes and fin, freeing each once summed, and gives
- * the profile the edges: the replayers' and v->em's (the joins' and a STATS chunk's) side by side,
- * sorted, each caller -> callee's summed into one, in one order whatever
- * the number of replayers (so the results are identical), with no hash
- * index over them.  Adds each node's off-CPU time in its own frame.
- * Returns 0 or RP_ENOMEM.
- */
-static int finish_accs(struct rp_profile *p, struct priv *v, struct fin *fin)
-{
-    int rc;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* own time where any had it */
-        for (uint32_t j = 0; j < v->acc[k].nowned; j++) {
-            uint32_t i = v->acc[k].owned[j];
-            if (i >= v->acc[k].nhot || i >= p->n_nodes)
-                continue;
-            const struct hot *h = &v->acc[k].full[i];
-            struct rp_flag_hists *nf;
-            if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&
-                (!(nf = rp_node_fhw(&p->nodes[i], 1)) || rp_hist_cover(&nf->own, 0, 0)))
-                return RP_ENOMEM;
-        }
-    /* the edges' indexes and the activation counts are not read again:
-     * their memory goes before the sums are written */
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
-        struct acc *a = &v->acc[k];
-        rp_emap_drop_index(&a->em);
-        rp_zarr_free(a->active, a->active_bytes);
-        a->active = NULL;
-        a->active_bytes = a->nact = 0;
-    }
-    rp_emap_drop_index(&v->em);
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) /* the nodes, freeing hot */
-        if ((rc = acc_merge(p, &v->acc[k], fin)) < 0)
-            return rc;
-    size_t total = v->em.n;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
-        total += v->acc[k].em.n;
-    if (total > UINT32_MAX)
-        return RP_ENOMEM;
-    /* the largest map's edges, grown in place, take the others' */
-    int big = 0;
-    for (int k = 1; k < ACC_WORKER + v->nworkers; k++)
-        if (v->acc[k].em.n > v->acc[big].em.n)
-            big = k;
-    struct rp_edge *e = realloc(v->acc[big].em.edges, (total ? total : 1) * sizeof(*e));
-    if (!e)
-        return RP_ENOMEM;
-    size_t ne = v->acc[big].em.n;
-    v->acc[big].em.edges = NULL;
-    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
-        struct acc *a = &v->acc[k];
-        if (k != big && a->em.n)
-            memcpy(e + ne, a->em.edges, a->em.n * sizeof(*e));
-        ne += k != big ? a->em.n : 0;
-        rp_acc_free(a); /* its memory goes before the next one's edges are read */
-    }
-    if (v->em.n)
-        memcpy(e + ne, v->em.edges, v->em.n * sizeof(*e));
-    ne += v->em.n;
-    rp_emap_free(&v->em);
-    if (ne)
-        edge_sort(e, ne);
-    size_t m = 0;
-    for (size_t k = 0; k < ne; k++) {
-        if (m && e[m - 1].caller == e[k].caller && e[m - 1].callee == e[k].callee) {
-            struct rp_edge *d = &e[m - 1];
-            d->calls += e[k].calls;
-            d->incl += e[k].incl;
-            d->incl_calls += e[k].incl_calls;
-            d->min = e[k].min < d->min ? e[k].min : d->min;
-            d->max = e[k].max > d->max ? e[k].max : d->max;
-        } else {
-            e[m++] = e[k];
-        }
-    }
-    if (take_outside(p, e, &m) < 0) {
-        free(e);
-        return RP_ENOMEM;
-    }
-    struct rp_edge *fit = m && m < ne ? realloc(e, m * sizeof(*e)) : NULL;
-    free(p->edges);
-    p->edges = fit ? fit : e; /* (a failed shrink keeps the larger block) */
-    p->n_edges = (uint32_t)m;
-    p->cap_edges = (uint32_t)(fit ? m : total ? total : 1);
-    for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
-        if (p->edges[k].min == UINT64_MAX)
-            p->edges[k].min = 0;
-    /* off-CPU time in a node's own frame: its edges to the off-CPU node */
-    for (uint32_t k = 0; k < p->n_edges; k++) {
-        const struct rp_edge *x = &p->edges[k];
-        if (x->callee < p->n_nodes && p->nodes[x->callee].kind == RP_KIND_OFFCPU &&
-            x->caller < p->n_nodes) {
-            struct rp_node_x y = rp_node_x_raw(&p->nodes[x->caller]);
-            y.offcpu += x->incl;
-            if (rp_node_x_setraw(&p->nodes[x->caller], &y) < 0)
-                return RP_ENOMEM;
-        }
-    }
-    return 0;
 }
 
 /* Node i's final fields: exclusive time with the join's corrections, the
@@ -493,10 +413,146 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
     return rp_node_x_set(n, &x);
 }
 
+/* Nodes summed at a time (finish_accs): their struct fin, 2 MB, is all the
+ * finish needs beside the accumulators it gives back. */
+#define FIN_BLOCK 65536u
+
+/*
+ * Sums every replayer's accumulators into the nodes, freeing each once
+ * summed, gives every node its final fields (finish_node: res as there), and
+ * gives the profile the edges: the replayers' and v->em's (the joins' and a
+ * STATS chunk's) side by side, sorted, each caller -> callee's summed into
+ * one, in one order whatever the number of replayers (so the results are
+ * identical), with no hash index over them.  The nodes are summed a block of
+ * ids at a time over every replayer, in the replayers' order, so that their
+ * sums for the finish (struct fin) are of one block at a time, not of every
+ * node.  Returns 0 or RP_ENOMEM.
+ */
+static int finish_accs(struct rp_profile *p, struct priv *v, uint64_t res)
+{
+    enum { NACC = sizeof(v->acc) / sizeof(v->acc[0]) };
+    int rc, nacc = ACC_WORKER + v->nworkers;
+    for (int k = 0; k < nacc; k++) /* own time where any had it */
+        for (uint32_t j = 0; j < v->acc[k].nowned; j++) {
+            uint32_t i = v->acc[k].owned[j];
+            if (i >= v->acc[k].nhot || i >= p->n_nodes)
+                continue;
+            const struct hot *h = &v->acc[k].full[i];
+            struct rp_flag_hists *nf;
+            if (v->acc[k].hot[i].full && h->fh && h->fh->own.len && !rp_node_own(&p->nodes[i]) &&
+                (!(nf = rp_node_fhw(&p->nodes[i], 1)) || rp_hist_cover(&nf->own, 0, 0)))
+                return RP_ENOMEM;
+        }
+    /* the edges' indexes and the activation counts are not read again:
+     * their memory goes before the sums are written */
+    for (int k = 0; k < nacc; k++) {
+        struct acc *a = &v->acc[k];
+        rp_emap_drop_index(&a->em);
+        rp_zarr_free(a->active, a->active_bytes);
+        a->active = NULL;
+        a->active_bytes = a->nact = 0;
+    }
+    rp_emap_drop_index(&v->em);
+    /* the edges' spans, and off-CPU time in a node's own frame (its edges to
+     * the off-CPU node), before the nodes are finished */
+    for (int k = 0; k < nacc; k++) {
+        edges_merge(p, &v->acc[k]);
+        if ((rc = offcpu_merge(p, &v->acc[k].em)) < 0)
+            return rc;
+    }
+    if ((rc = offcpu_merge(p, &v->em)) < 0)
+        return rc;
+    /* the nodes, a block at a time, freeing hot */
+    uint32_t nb = p->n_nodes < FIN_BLOCK ? (p->n_nodes ? p->n_nodes : 1) : FIN_BLOCK;
+    struct fin *fin = malloc(nb * sizeof(*fin));
+    size_t gone[NACC] = {0}, fgone[NACC] = {0};
+    if (!fin)
+        return RP_ENOMEM;
+    for (uint32_t i0 = 0; i0 < p->n_nodes; i0 += nb) {
+        uint32_t i1 = p->n_nodes - i0 < nb ? p->n_nodes : i0 + nb;
+        memset(fin, 0, (size_t)(i1 - i0) * sizeof(*fin));
+        for (int k = 0; k < nacc; k++)
+            if ((rc = hot_merge(p, &v->acc[k], i0, i1, fin, &gone[k], &fgone[k])) < 0)
+                goto out;
+        for (uint32_t i = i0; i < i1; i++)
+            if ((rc = finish_node(p, v, i, res, &fin[i - i0])) < 0)
+                goto out;
+    }
+    /* summed (their histograms are the nodes' or freed): their memory goes
+     * before the edges are gathered */
+    for (int k = 0; k < nacc; k++) {
+        struct acc *a = &v->acc[k];
+        rp_zarr_free(a->hot, a->hot_bytes);
+        rp_zarr_free(a->full, a->full_bytes);
+        a->hot = NULL;
+        a->full = NULL;
+        a->hot_bytes = a->full_bytes = a->nhot = 0;
+    }
+    rc = 0;
+out:
+    free(fin);
+    if (rc < 0)
+        return rc;
+    size_t total = v->em.n;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++)
+        total += v->acc[k].em.n;
+    if (total > UINT32_MAX)
+        return RP_ENOMEM;
+    /* the largest map's edges, grown in place, take the others' */
+    int big = 0;
+    for (int k = 1; k < ACC_WORKER + v->nworkers; k++)
+        if (v->acc[k].em.n > v->acc[big].em.n)
+            big = k;
+    struct rp_edge *e = realloc(v->acc[big].em.edges, (total ? total : 1) * sizeof(*e));
+    if (!e)
+        return RP_ENOMEM;
+    size_t ne = v->acc[big].em.n;
+    v->acc[big].em.edges = NULL;
+    for (int k = 0; k < ACC_WORKER + v->nworkers; k++) {
+        struct acc *a = &v->acc[k];
+        if (k != big && a->em.n)
+            memcpy(e + ne, a->em.edges, a->em.n * sizeof(*e));
+        ne += k != big ? a->em.n : 0;
+        rp_acc_free(a); /* its memory goes before the next one's edges are read */
+    }
+    if (v->em.n)
+        memcpy(e + ne, v->em.edges, v->em.n * sizeof(*e));
+    ne += v->em.n;
+    rp_emap_free(&v->em);
+    if (ne)
+        edge_sort(e, ne);
+    size_t m = 0;
+    for (size_t k = 0; k < ne; k++) {
+        if (m && e[m - 1].caller == e[k].caller && e[m - 1].callee == e[k].callee) {
+            struct rp_edge *d = &e[m - 1];
+            d->calls += e[k].calls;
+            d->incl += e[k].incl;
+            d->incl_calls += e[k].incl_calls;
+            d->min = e[k].min < d->min ? e[k].min : d->min;
+            d->max = e[k].max > d->max ? e[k].max : d->max;
+        } else {
+            e[m++] = e[k];
+        }
+    }
+    if (take_outside(p, e, &m) < 0) {
+        free(e);
+        return RP_ENOMEM;
+    }
+    struct rp_edge *fit = m && m < ne ? realloc(e, m * sizeof(*e)) : NULL;
+    free(p->edges);
+    p->edges = fit ? fit : e; /* (a failed shrink keeps the larger block) */
+    p->n_edges = (uint32_t)m;
+    p->cap_edges = (uint32_t)(fit ? m : total ? total : 1);
+    for (uint32_t k = 0; k < p->n_edges; k++) /* every span below resolution */
+        if (p->edges[k].min == UINT64_MAX)
+            p->edges[k].min = 0;
+    return 0;
+}
+
 int rp_replay_finish(struct rp_profile *p)
 {
     struct priv *v = p->priv;
-    int rc = RP_ENOMEM;
+    int rc;
 
     finish_threads(p, v);
     /* the resolution (comp.h): spans below it are set aside from the
@@ -505,20 +561,11 @@ int rp_replay_finish(struct rp_profile *p)
     uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
 
     /* the replayers' sums; m2 from the exact sum of squares */
-    struct fin *fin = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*fin));
-    if (!fin)
-        goto out;
-    if ((rc = finish_accs(p, v, fin)) < 0)
-        goto out;
-    for (uint32_t i = 0; i < p->n_nodes; i++)
-        if ((rc = finish_node(p, v, i, res, &fin[i])) < 0)
-            goto out;
+    if ((rc = finish_accs(p, v, res)) < 0)
+        return rc;
     p->nodes[0].kind = RP_KIND_FUNC;
     /* spans were replayed (direct mode's statistics have no on-CPU maxima) */
     p->oncpu_known = !direct;
     p->own_known = p->incl_calls_known = p->oncpu_known;
-    rc = 0;
-out:
-    free(fin);
-    return rc;
+    return 0;
 }

@@ -418,7 +418,7 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
     double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
     if (on_incl > 0 && rp_node_fanout(nd) >= o->dispatch_fanout &&
         rp_node_fanout_time(nd) >= o->dispatch_fanout &&
-        nd->involvement >= o->dispatch_involvement * m &&
+        rp_node_involvement(p, nd) >= o->dispatch_involvement * m &&
         (double)nd->excl <= o->dispatch_self / m * on_incl)
         nd->flags |= RP_FLAG_DISPATCH;
     if (rp_node_budget(nd) > 0 && rp_node_overruns(nd) > 0)
@@ -585,7 +585,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     double tick = p->ns_per_tick;
 
     if (n->flags & RP_FLAG_DISPATCH) {
-        double inv = n->involvement * 100.0;
+        double inv = rp_node_involvement(p, n) * 100.0;
         put(buf, bufsz, &len,
             inv >= 10.0 ? "DISPATCH %.0f%% involved, " : "DISPATCH %.1f%% involved, ", inv);
         double on_incl = (double)n->incl - rp_node_blocked(n); /* as the rule */

@@ -114,13 +114,14 @@ struct rp_node {
 
     /* Filled by rank.c (and rank, flags above: beside kind and line, so
      * that no field is padding). */
-    double standing;    /* pi_i with ROOT removed, renormalised */
-    double involvement; /* pi_i / pi_ROOT */
+    double pi; /* its stationary probability pi_i (0 for instants and counters, 1 for ROOT)
+                  once ranked, else 0: read its standing and involvement through
+                  rp_node_standing and rp_node_involvement */
 };
-/* Every node of a profile is one: 1 M ids take 144 MB (docs/robustness.md,
+/* Every node of a profile is one: 1 M ids take 136 MB (docs/robustness.md,
  * "Memory"). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct rp_node) == 144,
-               "struct rp_node: 144 bytes on a 64-bit target (docs/robustness.md)");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rp_node) == 136,
+               "struct rp_node: 136 bytes on a 64-bit target (docs/robustness.md)");
 
 /* n's rare statistics (struct rp_node_x) when it has none apart: their
  * defaults, from its other fields.  Cannot fail. */
@@ -299,6 +300,8 @@ struct rp_rank_info {
     double alpha;
     uint32_t iterations;
     double residual;
+    double rest;    /* the sum of pi over the spans but ROOT (0: none, or not ranked) */
+    double pi_root; /* pi_ROOT (0: not ranked) */
 };
 
 /* Why the recorder dropped events: the INFO key is "lost_" and the name
@@ -464,6 +467,24 @@ char *rp_profile_strndup(struct rp_profile *p, const char *s, size_t n, int inte
 
 /* Frees s (NULL, malloc'd, or in p's arena, which keeps it).  Cannot fail. */
 void rp_profile_strfree(struct rp_profile *p, char *s);
+
+/* Node n of p's standing: its pi with ROOT removed, renormalised over the
+ * spans (0 for ROOT, instants and counters, and before the ranking).
+ * Cannot fail. */
+static inline double rp_node_standing(const struct rp_profile *p, const struct rp_node *n)
+{
+    return n != p->nodes && p->rank.rest > 0.0 ? n->pi / p->rank.rest : 0.0;
+}
+
+/* Node n of p's involvement: pi_i / pi_ROOT (1 for ROOT once ranked; 0
+ * before the ranking, and for every other node when pi_ROOT is 0).  Cannot
+ * fail. */
+static inline double rp_node_involvement(const struct rp_profile *p, const struct rp_node *n)
+{
+    if (n == p->nodes)
+        return n->pi;
+    return p->rank.pi_root > 0.0 ? n->pi / p->rank.pi_root : 0.0;
+}
 
 /* Frees everything a profile owns; the struct itself is the caller's. */
 void rp_profile_free(struct rp_profile *p);

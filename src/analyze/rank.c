@@ -120,17 +120,16 @@ static void span_flags(void *arg)
         j->span[i] = (unsigned char)is_span(&j->nodes[i]);
 }
 
-/* The nodes [i0, i1) of a profile to be given their standing, involvement
- * and rank (store_ranks). */
+/* The nodes [i0, i1) of a profile to be given their pi (whence their
+ * standing and involvement) and rank (store_ranks). */
 struct store_half {
     struct rp_profile *p;
     const double *pi;
     const uint32_t *rank;
-    double rest; /* the sum of pi over the spans */
     uint32_t i0, i1;
 };
 
-/* Gives the nodes of a store_half their standing, involvement and rank.
+/* Gives the nodes of a store_half their pi and rank.
  * Takes a void * to run on a thread (rp_rank_run_pair).  Cannot fail. */
 static void store_ranks(void *arg)
 {
@@ -140,14 +139,11 @@ static void store_ranks(void *arg)
     for (uint32_t i = h->i0; i < h->i1; i++) {
         struct rp_node *x = &h->p->nodes[i];
         if (i == 0) {
-            x->standing = 0.0;
-            x->involvement = 1.0;
+            x->pi = 1.0; /* (its involvement) */
             x->rank = 0;
             continue;
         }
-        int span = is_span(x);
-        x->standing = span && h->rest > 0.0 ? pi[i] / h->rest : 0.0;
-        x->involvement = span && pi[0] > 0.0 ? pi[i] / pi[0] : 0.0;
+        x->pi = is_span(x) ? pi[i] : 0.0; /* (0 / rest and 0 / pi_ROOT are 0) */
         x->rank = h->rank[i - 1];
     }
 }
@@ -283,9 +279,11 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     int threads = rp_rank_threads(o->threads, n);
     if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, own.spare, &rank, threads)))
         goto out;
-    struct store_half lo = {p, pi, rank, rest, 0, n / 2}, hi = {p, pi, rank, rest, n / 2, n};
+    struct store_half lo = {p, pi, rank, 0, n / 2}, hi = {p, pi, rank, n / 2, n};
     rp_rank_run_pair(threads, store_ranks, &lo, store_ranks, &hi);
     p->rank.alpha = o->alpha;
+    p->rank.rest = rest;
+    p->rank.pi_root = pi[0];
     p->rank.iterations = it;
     p->rank.residual = res;
     rc = 0;

@@ -69,7 +69,7 @@ struct hot_rare {
  *
  * A span's count, duration, minimum and maximum are kept on its edge only
  * (caller -> node, which every span has, ROOT as the caller at the bottom):
- * the node's are the sums, minimum and maximum over its edges (acc_merge),
+ * the node's are the sums, minimum and maximum over its edges (edges_merge, accum.c),
  * so each span updates them once, not twice.  `calls` counts only what has
  * no edge: instants and counter samples.
  */

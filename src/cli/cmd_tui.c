@@ -143,7 +143,7 @@ static void draw_table(struct tui *t, struct view_state *v)
     for (int r = 0; r < page && v->top + r < (int)t->n_rows; r++) {
         uint32_t i = t->rows[v->top + r];
         const struct rp_node *n = &t->p->nodes[i];
-        snprintf(c[0], sizeof c[0], "%.2f%%", n->standing * 100);
+        snprintf(c[0], sizeof c[0], "%.2f%%", rp_node_standing(t->p, n) * 100);
         snprintf(c[1], sizeof c[1], "%" PRIu64, n->calls + rp_node_throttled(n));
         rp_fmt_ns(ns(t, n->incl), c[2], sizeof c[2]);
         rp_fmt_ns(ns(t, n->excl), c[3], sizeof c[3]);
@@ -194,7 +194,7 @@ static void draw_node(struct tui *t, struct view_state *v, struct node_lines *nl
         stat_line(&y, "per call", b);
     }
     snprintf(b, sizeof b, "rank %" PRIu32 ", standing %.2f%%, involved %.1f%%", n->rank,
-             n->standing * 100, n->involvement * 100);
+             rp_node_standing(t->p, n) * 100, rp_node_involvement(t->p, n) * 100);
     stat_line(&y, "ranking", b);
     if (n->flags && rp_flags_explain(t->p, n, t->flag, b, sizeof b))
         stat_line(&y, "flags", b);

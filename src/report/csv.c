@@ -89,8 +89,8 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
         fputs(",,,", out);
     }
     if (o->ranked) {
-        put_num(out, n->standing);
-        put_num(out, n->involvement);
+        put_num(out, rp_node_standing(p, n));
+        put_num(out, rp_node_involvement(p, n));
         fprintf(out, ",%" PRIu32, n->rank);
     }
     if (o->flagged) {

@@ -136,9 +136,9 @@ int rp_diff_table(FILE *out, const struct rp_diff_view *v)
         if (r->ratio > 0 && isfinite(r->ratio))
             snprintf(ratio, sizeof ratio, "x%.2f", r->ratio);
         if (r->a != RP_DIFF_NONE && v->a->rank.iterations)
-            snprintf(sa, sizeof sa, "%.2f%%", v->a->nodes[r->a].standing * 100);
+            snprintf(sa, sizeof sa, "%.2f%%", rp_node_standing(v->a, &v->a->nodes[r->a]) * 100);
         if (r->b != RP_DIFF_NONE && v->b->rank.iterations)
-            snprintf(sb, sizeof sb, "%.2f%%", v->b->nodes[r->b].standing * 100);
+            snprintf(sb, sizeof sb, "%.2f%%", rp_node_standing(v->b, &v->b->nodes[r->b]) * 100);
         snprintf(c[0], sizeof c[0], "%" PRIu64, calls_of(v->a, r->a));
         snprintf(c[1], sizeof c[1], "%" PRIu64, calls_of(v->b, r->b));
         fprintf(out, "%s%-9s%s %9s %9s %9s %9s %9s %7s %9s %9s %8s %8s  %s\n", col ? col : "",
@@ -212,9 +212,9 @@ static void json_row(FILE *out, const struct rp_diff_view *v, const struct rp_di
     json_num(out, "p_value", r->p);
     json_num(out, "share", r->share);
     if (ha && v->a->rank.iterations)
-        json_num(out, "standing_base", v->a->nodes[r->a].standing);
+        json_num(out, "standing_base", rp_node_standing(v->a, &v->a->nodes[r->a]));
     if (hb && v->b->rank.iterations)
-        json_num(out, "standing_new", v->b->nodes[r->b].standing);
+        json_num(out, "standing_new", rp_node_standing(v->b, &v->b->nodes[r->b]));
     fputs(" }", out);
 }
 

@@ -177,9 +177,10 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
 
     fprintf(out, "<tr data-id=\"%u\" data-incl=\"%" PRIu64 "\">", i, incl);
     fprintf(out, "<td data-v=\"%u\">%u</td>", n->rank, n->rank);
-    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, n->standing), 100 * n->standing);
-    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, n->involvement),
-            100 * n->involvement);
+    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, rp_node_standing(p, n)),
+            100 * rp_node_standing(p, n));
+    fprintf(out, "<td data-v=\"%s\">%.2f%%</td>", rp_num_str(v, rp_node_involvement(p, n)),
+            100 * rp_node_involvement(p, n));
     fprintf(out, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", n->calls, n->calls);
     fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", incl, dur(b, (double)incl));
     fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", excl, dur(b, (double)excl));

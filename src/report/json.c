@@ -139,8 +139,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "overruns", rp_node_overruns(n));
     }
     if (o->ranked) {
-        put_num_field(out, "standing", n->standing);
-        put_num_field(out, "involvement", n->involvement);
+        put_num_field(out, "standing", rp_node_standing(p, n));
+        put_num_field(out, "involvement", rp_node_involvement(p, n));
         put_u64_field(out, "rank", n->rank);
     }
     if (o->flagged) {

@@ -60,7 +60,7 @@ static int order_cmp(const void *va, const void *vb, void *arg)
         uint32_t ra = a->rank ? a->rank : UINT32_MAX, rb = b->rank ? b->rank : UINT32_MAX;
         r = (ra > rb) - (ra < rb);
         if (!r)
-            r = desc_double(a->standing, b->standing);
+            r = desc_double(rp_node_standing(c->p, a), rp_node_standing(c->p, b));
         if (!r)
             r = desc_u64(a->incl, b->incl);
         break;

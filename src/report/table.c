@@ -505,8 +505,8 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
                     int *p95)
 {
     snprintf(row[C_RANK], CELL, "%" PRIu32, n->rank);
-    fmt_pct(row[C_STAND], CELL, n->standing);
-    fmt_pct(row[C_INVOL], CELL, n->involvement);
+    fmt_pct(row[C_STAND], CELL, rp_node_standing(p, n));
+    fmt_pct(row[C_INVOL], CELL, rp_node_involvement(p, n));
     /* '~': throttled, its times are of the recorded calls only; '*': some
      * activations were cut (left without their exit); both listed below */
     snprintf(row[C_CALLS], CELL, "%" PRIu64 "%s%s", n->calls + rp_node_throttled(n),
