@@ -186,6 +186,8 @@ struct perfetto {
      * timestamp (its TrackEvent) */
     struct rp_zmark *marks;
     size_t nmarks, fast_end;
+    uint64_t jhead; /* the job's seq_head (its length jhead_n, 0: none) */
+    unsigned jhead_n;
     uint32_t capmarks;
     uint64_t fast_key;
 };
@@ -592,6 +594,47 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
     return q;
 }
 
+/* A slice packet's bytes after its timestamp (slice_fast): the sequence
+ * flags and the TrackEvent of type, with id's name and category (cat)
+ * when id is set.  Returns the byte after them.  Cannot fail. */
+static inline uint8_t *slice_tail(uint8_t *p, unsigned type, uint32_t id, unsigned cat)
+{
+    *p++ = PKT_SEQ_FLAGS << 3;
+    *p++ = SEQ_NEEDS;
+    *p++ = PKT_TRACK_EVENT << 3 | 2;
+    uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
+    *p++ = TE_TYPE << 3;
+    *p++ = (uint8_t)type;
+    if (id) { /* (on the sequence's default track: the thread's) */
+        *p++ = TE_NAME_IID << 3;
+        p = put_varint(p, id);
+        *p++ = TE_CATEGORY_IIDS << 3;
+        *p++ = (uint8_t)(cat + 1);
+    }
+    *te = (uint8_t)(p - te - 1);
+    return p;
+}
+
+/* The head of an event packet on sequence seq up to its timestamp's
+ * varint, as the bytes of *w from the first (the Trace's packet tag, a
+ * one-byte length left 0, the sequence id, the timestamp's tag).  Returns
+ * its length, 0 when it does not fit in a word.  Cannot fail. */
+static inline unsigned seq_head(uint32_t seq, uint64_t *w)
+{
+    uint8_t b[16];
+    uint8_t *p = b;
+    *p++ = TRACE_PACKET << 3 | 2;
+    *p++ = 0;
+    *p++ = PKT_SEQ_ID << 3;
+    p = put_varint(p, seq);
+    *p++ = PKT_TIMESTAMP << 3;
+    unsigned n = (unsigned)(p - b);
+    *w = 0;
+    for (unsigned i = 0; i < n && i < 8; i++)
+        *w |= (uint64_t)b[i] << (8 * i);
+    return n <= 8 ? n : 0;
+}
+
 /*
  * The packet of a slice's begin (id set) or end (id 0) whose names are
  * interned already and whose time is not before the previous event's: most
@@ -601,12 +644,11 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * writes it the long way), or packet_end's error.
  */
 static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, struct pseq *q,
-                                                            uint64_t ticks, uint32_t id,
-                                                            unsigned type, const int job)
+                                                            uint64_t ns, uint32_t id, unsigned type,
+                                                            const int job)
 {
     unsigned cat = 0;
     assert(!job == !f->job); /* (job: f->job as a constant) */
-    uint64_t ns = ts_ns(f, ticks);
     if (ns < q->last_ns || !q->track)
         return 0;
     if (id && likely(f->interned[id] & 4)) { /* a job's: its name and category sent */
@@ -628,27 +670,53 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
         rp_grow(&f->marks, &f->capmarks, f->nmarks + 1, sizeof(*f->marks), 4096) < 0)
         return RP_ENOMEM;
     /* written in place: bytes stored to a buffer on the stack and copied
-     * as words would stall on store forwarding */
-    uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
-    *p++ = PKT_SEQ_ID << 3;
-    p = put_varint(p, q->id);
-    *p++ = PKT_TIMESTAMP << 3;
-    uint8_t *ts = p;
-    p = put_varint(p, ns - q->last_ns);
-    uint32_t tslen = (uint32_t)(p - ts);
-    *p++ = PKT_SEQ_FLAGS << 3;
-    *p++ = SEQ_NEEDS;
-    *p++ = PKT_TRACK_EVENT << 3 | 2;
-    uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
-    *p++ = TE_TYPE << 3;
-    *p++ = (uint8_t)type;
-    if (id) { /* (on the sequence's default track: the thread's) */
-        *p++ = TE_NAME_IID << 3;
-        p = put_varint(p, id);
-        *p++ = TE_CATEGORY_IIDS << 3;
-        *p++ = (uint8_t)(cat + 1);
+     * as words would stall on store forwarding; the packet's head (up to
+     * its timestamp) and its TrackEvent stored as words where they fit */
+    uint8_t *pkt = f->batch + f->nbatch, *p, *ts;
+    uint64_t dt = ns - q->last_ns;
+    uint32_t tslen;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t hw;
+    unsigned hn = job ? f->jhead_n : seq_head(q->id, &hw);
+    if (job)
+        hw = f->jhead;
+    if (likely(hn)) {
+        memcpy(pkt, &hw, 8);
+        p = ts = pkt + hn;
+        if (likely(dt < 0x80))
+            *p++ = (uint8_t)dt;
+        else
+            p = put_varint(p, dt);
+        tslen = (uint32_t)(p - ts);
+        /* the TrackEvent: type, then the name's and category's iids */
+        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
+                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
+                      (uint64_t)type << 40;
+        if (!id) {
+            tw |= (uint64_t)2 << 24;
+            memcpy(p, &tw, 8);
+            p += 6;
+        } else if (id < 0x80) {
+            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
+            memcpy(p, &tw, 8);
+            p[8] = TE_CATEGORY_IIDS << 3;
+            p[9] = (uint8_t)(cat + 1);
+            p += 10;
+        } else {
+            p = slice_tail(p, type, id, cat);
+        }
+    } else
+#endif
+    {
+        p = pkt + 2; /* tag and (one-byte) length first */
+        *p++ = PKT_SEQ_ID << 3;
+        p = put_varint(p, q->id);
+        *p++ = PKT_TIMESTAMP << 3;
+        ts = p;
+        p = put_varint(p, dt);
+        tslen = (uint32_t)(p - ts);
+        p = slice_tail(p, type, id, cat);
     }
-    *te = (uint8_t)(p - te - 1);
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
@@ -669,16 +737,17 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
 
 /* The timeline callbacks (export.h): a packet each; fail like packet_end.
  * job: f is a parallel walk's encoder (f->job set), the callbacks of
- * job_ops (a constant, which the inlined slice_fast folds). */
-static inline __attribute__((always_inline)) int begin_on(void *cookie, uint32_t tid, uint32_t id,
-                                                          uint64_t ticks, const int job)
+ * job_ops (a constant, which the inlined slice_fast folds); ns: ticks as
+ * ts_ns maps them. */
+static inline __attribute__((always_inline)) int
+begin_on(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t ns, const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
     if (!q)
         return rc;
-    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN, job)))
+    if ((rc = slice_fast(f, q, ns, id, TYPE_SLICE_BEGIN, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
@@ -686,12 +755,12 @@ static inline __attribute__((always_inline)) int begin_on(void *cookie, uint32_t
 
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
-    return begin_on(cookie, tid, id, ticks, 0);
+    return begin_on(cookie, tid, id, ticks, ts_ns(cookie, ticks), 0);
 }
 
 static int on_begin_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
-    return begin_on(cookie, tid, id, ticks, 1);
+    return begin_on(cookie, tid, id, ticks, ts_ns(cookie, ticks), 1);
 }
 
 /* The debug annotation "rankprof" = why (how a slice ended: "unwound",
@@ -706,15 +775,16 @@ static void debug_why(struct perfetto *f, const char *why)
     pb_close(&f->pb);
 }
 
-static inline __attribute__((always_inline)) int
-end_on(void *cookie, uint32_t tid, uint64_t ticks, uint64_t arg, const char *why, const int job)
+static inline __attribute__((always_inline)) int end_on(void *cookie, uint32_t tid, uint64_t ticks,
+                                                        uint64_t ns, uint64_t arg, const char *why,
+                                                        const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
     if (!q)
         return rc;
-    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END, job)))
+    if (!arg && !why && (rc = slice_fast(f, q, ns, 0, TYPE_SLICE_END, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
@@ -727,14 +797,36 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
                   const char *why)
 {
     (void)id;
-    return end_on(cookie, tid, ticks, arg, why, 0);
+    return end_on(cookie, tid, ticks, ts_ns(cookie, ticks), arg, why, 0);
 }
 
 static int on_end_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
                       const char *why)
 {
     (void)id;
-    return end_on(cookie, tid, ticks, arg, why, 1);
+    return end_on(cookie, tid, ticks, ts_ns(cookie, ticks), arg, why, 1);
+}
+
+/* A run of a job's begins and plain ends (rp_tlpar_ops.slices): their
+ * times mapped first, in a loop of their own (independent conversions, the
+ * clock's constants in registers), then the packets of begin_on and
+ * end_on, inlined in one loop.  Fails like packet_end. */
+static int on_slices_job(void *cookie, uint32_t tid, const struct rp_tlpar_slice *s, uint32_t n)
+{
+    enum { PART = 128 };
+    struct perfetto *f = cookie;
+    uint64_t ns[PART];
+    int rc = 0;
+    for (uint32_t at = 0; at < n && rc == 0; at += PART) {
+        uint32_t m = n - at < PART ? n - at : PART;
+        const struct rp_tlpar_slice *r = s + at;
+        for (uint32_t i = 0; i < m; i++)
+            ns[i] = ts_ns(f, r[i].ticks);
+        for (uint32_t i = 0; i < m && rc == 0; i++)
+            rc = r[i].end ? end_on(f, tid, r[i].ticks, ns[i], r[i].arg, NULL, 1)
+                          : begin_on(f, tid, r[i].id, r[i].ticks, ns[i], 1);
+    }
+    return rc;
 }
 
 /* A lock hold that is an interval: a slice on its own track (hold_track). */
@@ -871,6 +963,7 @@ static int enc_start(void *enc, uint64_t job, uint32_t tid, struct rp_xbuf *out)
     e->nmarks = e->fast_end = 0;
     memset(e->jq.cat_sent, 0, sizeof(e->jq.cat_sent));
     e->jq.id = (uint32_t)(2 + job);
+    e->jhead_n = seq_head(e->jq.id, &e->jhead);
     e->jq.started = 0;
     e->jq.track = thread_uuid(e, tid);
     e->jq.last_ns = 0;
@@ -999,7 +1092,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                  .open = enc_open,
                                                  .start = enc_start,
                                                  .finish = enc_finish,
-                                                 .close = enc_close};
+                                                 .close = enc_close,
+                                                 .slices = on_slices_job};
         if ((rc = batch_flush(&f)) == 0 && hdr.n && fwrite(hdr.b, 1, hdr.n, out) != hdr.n)
             rc = RP_EIO;
         if (rc == 0)
