@@ -181,15 +181,16 @@ struct perfetto {
     struct rp_xbuf *jout;
     uint32_t *touched;
     uint32_t ntouched, captouched;
-    /* its batch's timestamps (export_zpkt.h): where the last slice_fast
-     * packet ended (0: none last) and the key of the bytes after its
-     * timestamp (its TrackEvent) */
-    struct rp_zmark *marks;
-    size_t nmarks, fast_end;
+    /* its batch's timestamps, marked for its compressor z[0] as the
+     * packets are written (export_zpkt.h, rp_zpkt_mark: its stream open in
+     * jout, from zat, when zopen): where the last slice_fast packet ended
+     * (0: none last) and the key of the bytes after its timestamp (its
+     * TrackEvent) */
+    int zopen;
+    size_t zat, fast_end;
+    uint64_t fast_key;
     uint64_t jhead; /* the job's seq_head (its length jhead_n, 0: none) */
     unsigned jhead_n;
-    uint32_t capmarks;
-    uint64_t fast_key;
 };
 
 /* Starts a TracePacket on sequence seq (the Trace's `packet` field). */
@@ -237,6 +238,28 @@ static int name_set(struct perfetto *f, struct pseq *q, uint32_t id)
     return 0;
 }
 
+enum { HEAD = 16 }; /* room for a compressed packet's head before the deflated bytes */
+
+/* Opens the stream of a parallel walk's encoder's batch (compress 1): the
+ * batch's marks go to it as its packets are written, its bytes at the end
+ * of the job's output after HEAD bytes of room.  Returns 0 or RP_ENOMEM. */
+static int zopen(struct perfetto *f)
+{
+    if (!f->z[0] && !(f->z[0] = rp_zpkt_alloc()))
+        return RP_ENOMEM;
+    struct rp_xbuf *out = f->jout;
+    if (rp_xbuf_need(out, HEAD) < 0)
+        return RP_ENOMEM;
+    f->zat = out->n;
+    out->n += HEAD;
+    if (rp_zpkt_open(f->z[0], f->capbatch, out) < 0) {
+        out->n = f->zat;
+        return RP_ENOMEM;
+    }
+    f->zopen = 1;
+    return 0;
+}
+
 /*
  * The pool's turning function (export_pool.h): the nb bytes of packets at
  * b as one packet of compressed_packets (a zlib stream by worker w's
@@ -246,7 +269,6 @@ static int name_set(struct perfetto *f, struct pseq *q, uint32_t id)
 static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
 {
     struct perfetto *f = arg;
-    enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
     uint8_t head[HEAD];
     size_t n = 0, at = out->n; /* (after what out holds: a job's output so far) */
 
@@ -268,12 +290,18 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
             return RP_ENOMEM;
         if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + at + HEAD, bound)))
             return RP_ENOMEM; /* not reached: out has the bound's room */
+    } else if (f->job) {      /* its stream, opened by its first mark (or now: none) */
+        if (!f->zopen && zopen(f) < 0)
+            return RP_ENOMEM;
+        at = f->zat;
+        rp_zpkt_close(f->z[0], b, nb, out);
+        f->zopen = 0;
+        zn = out->n - at - HEAD;
     } else {
         if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
             return RP_ENOMEM;
         out->n = at + HEAD;
-        if (f->job ? rp_zpkt_zlib_marked(f->z[w], b, nb, f->marks, f->nmarks, out) < 0
-                   : rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
+        if (rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
             return RP_ENOMEM;
         zn = out->n - at - HEAD;
     }
@@ -307,7 +335,8 @@ static int batch_flush(struct perfetto *f)
         int rc = 0;
         if (f->nbatch && (rc = batch_turn(f, 0, f->batch, f->nbatch, f->jout)) < 0)
             f->jout->n = 0; /* (a job that failed writes nothing) */
-        f->nbatch = f->nmarks = f->fast_end = 0;
+        f->nbatch = f->fast_end = 0;
+        f->zopen = 0;
         return rc;
     }
     int rc = rp_xpool_submit(f->pool, f->nbatch);
@@ -666,9 +695,11 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
         if (rc < 0)
             return rc;
     }
-    if (job && unlikely(f->nmarks == f->capmarks) &&
-        rp_grow(&f->marks, &f->capmarks, f->nmarks + 1, sizeof(*f->marks), 4096) < 0)
-        return RP_ENOMEM;
+    if (job && f->compress == 1 && unlikely(!f->zopen)) { /* the batch's first mark */
+        int rc = zopen(f);
+        if (rc < 0)
+            return rc;
+    }
     /* written in place: bytes stored to a buffer on the stack and copied
      * as words would stall on store forwarding; the packet's head (up to
      * its timestamp) and its TrackEvent stored as words where they fit */
@@ -725,8 +756,9 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
         uint64_t key = 0;
         if (f->fast_end && f->fast_end == f->nbatch && q->id < 1u << 24)
             key = f->fast_key | (uint64_t)pkt[1] << 33 | (uint64_t)q->id << 40;
-        f->marks[f->nmarks++] = (struct rp_zmark){
-            .at = (uint32_t)(f->nbatch + (size_t)(ts - pkt)), .len = tslen, .key = key};
+        size_t t0 = f->nbatch + (size_t)(ts - pkt);
+        if (f->compress == 1)
+            rp_zpkt_mark(f->z[0], f->batch, t0, t0 + tslen, key);
         f->fast_key = (uint64_t)id | (uint64_t)(type - 1) << 32;
         f->fast_end = f->nbatch + n;
     }
@@ -807,10 +839,125 @@ static int on_end_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, u
     return end_on(cookie, tid, ticks, ts_ns(cookie, ticks), arg, why, 1);
 }
 
+/*
+ * The packets of r[i..m) (times ns[i..m)) that slice_fast would write for
+ * a job, from i on, as slice_fast writes them and marks their timestamps,
+ * with the encoder's and the compressor's state in locals (the packets'
+ * byte stores would otherwise make the compiler load it again for each):
+ * a begin of an id below 128 whose name is interned in the job, a plain
+ * end, in time order, while the batch has room.  Returns the index of the
+ * first it did not write (m: all).  Cannot fail.
+ */
+static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, const uint64_t *ns,
+                           uint32_t i, uint32_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    struct pseq *q = f->job;
+    const int zc = f->compress == 1;
+    if (!q->started || !q->track || !f->jhead_n || (zc && !f->zopen))
+        return i;
+    struct rp_zpkt *z = f->z[0];
+    struct rp_zbits w = {0};
+    size_t zs = 0;
+    if (zc) {
+        w = z->w;
+        zs = z->s;
+    }
+    uint8_t *const batch = f->batch;
+    const uint8_t *const interned = f->interned;
+    const size_t lim = f->capbatch - 64; /* (room for the longest such packet) */
+    const uint64_t hw = f->jhead;
+    const unsigned hn = f->jhead_n;
+    const int keyed = q->id < 1u << 24;
+    const uint64_t seqk = (uint64_t)q->id << 40;
+    size_t nb = f->nbatch, fe = f->fast_end;
+    uint64_t fk = f->fast_key, last = q->last_ns;
+    for (; i < m; i++) {
+        uint64_t t = ns[i];
+        uint32_t id = 0, cat = 0;
+        if (t < last || nb > lim)
+            break;
+        if (!r[i].end) {
+            id = r[i].id;
+            if (id >= 0x80 || !(interned[id] & 4))
+                break;
+            cat = (interned[id] >> 3) - 1u;
+        } else if (r[i].arg) {
+            break;
+        }
+        unsigned type = id ? TYPE_SLICE_BEGIN : TYPE_SLICE_END;
+        uint8_t *pkt = batch + nb, *p = pkt + hn;
+        uint64_t dt = t - last;
+        memcpy(pkt, &hw, 8);
+        if (likely(dt < 0x80))
+            *p++ = (uint8_t)dt;
+        else
+            p = put_varint(p, dt);
+        size_t t0 = nb + hn, t1 = (size_t)(p - batch);
+        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
+                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
+                      (uint64_t)type << 40;
+        if (!id) {
+            tw |= (uint64_t)2 << 24;
+            memcpy(p, &tw, 8);
+            p += 6;
+        } else {
+            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
+            memcpy(p, &tw, 8);
+            p[8] = TE_CATEGORY_IIDS << 3;
+            p[9] = (uint8_t)(cat + 1);
+            p += 10;
+        }
+        size_t n = (size_t)(p - pkt);
+        pkt[0] = TRACE_PACKET << 3 | 2;
+        pkt[1] = (uint8_t)(n - 2);
+        uint64_t key = fe && fe == nb && keyed ? fk | (uint64_t)(n - 2) << 33 | seqk : 0;
+        if (zc) { /* rp_zpkt_mark, its state in w and zs */
+            size_t len = t0 - zs;
+            uint32_t h = rp_zpkt_keyhash(key);
+            size_t d = zs - z->keyed[h].at;
+            if (key && len >= 3 && len <= RP_ZPKT_MAX_MATCH && t1 - t0 == 1 &&
+                z->keyed[h].key == key && d - 1 < RP_ZPKT_DIST_TAB) {
+                uint32_t dc = z->dist[d - 1];
+                struct rp_zcode L = z->len[len], c = z->lit[(uint8_t)dt];
+                unsigned nbits = L.n + (dc >> 24);
+                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nbits;
+                w.acc |= v << w.n;
+                w.n += nbits + c.n;
+                rp_zpkt_flush8(&w);
+                z->keyed[h].at = (uint32_t)zs;
+                zs = t1;
+            } else {
+                z->w = w;
+                z->s = zs;
+                rp_zpkt_mark_slow(z, batch, t0, t1, key);
+                w = z->w;
+                zs = z->s;
+            }
+        }
+        fk = (uint64_t)id | (uint64_t)(type - 1) << 32;
+        nb += n;
+        fe = nb;
+        last = t;
+    }
+    f->nbatch = nb;
+    f->fast_end = fe;
+    f->fast_key = fk;
+    q->last_ns = last;
+    if (zc) {
+        z->w = w;
+        z->s = zs;
+    }
+#else
+    (void)f, (void)r, (void)ns, (void)m;
+#endif
+    return i;
+}
+
 /* A run of a job's begins and plain ends (rp_tlpar_ops.slices): their
  * times mapped first, in a loop of their own (independent conversions, the
- * clock's constants in registers), then the packets of begin_on and
- * end_on, inlined in one loop.  Fails like packet_end. */
+ * clock's constants in registers), then their packets, by slices_run
+ * while it can, else by begin_on and end_on.  Fails like packet_end. */
 static int on_slices_job(void *cookie, uint32_t tid, const struct rp_tlpar_slice *s, uint32_t n)
 {
     enum { PART = 128 };
@@ -822,9 +969,11 @@ static int on_slices_job(void *cookie, uint32_t tid, const struct rp_tlpar_slice
         const struct rp_tlpar_slice *r = s + at;
         for (uint32_t i = 0; i < m; i++)
             ns[i] = ts_ns(f, r[i].ticks);
-        for (uint32_t i = 0; i < m && rc == 0; i++)
+        for (uint32_t i = slices_run(f, r, ns, 0, m); i < m && rc == 0;
+             i = rc == 0 ? slices_run(f, r, ns, i + 1, m) : i) {
             rc = r[i].end ? end_on(f, tid, r[i].ticks, ns[i], r[i].arg, NULL, 1)
                           : begin_on(f, tid, r[i].id, r[i].ticks, ns[i], 1);
+        }
     }
     return rc;
 }
@@ -960,7 +1109,8 @@ static int enc_start(void *enc, uint64_t job, uint32_t tid, struct rp_xbuf *out)
             e->jq.pages[id / PAGE_IDS][id % PAGE_IDS / 8] = 0;
     }
     e->ntouched = 0;
-    e->nmarks = e->fast_end = 0;
+    e->fast_end = 0;
+    e->zopen = 0;
     memset(e->jq.cat_sent, 0, sizeof(e->jq.cat_sent));
     e->jq.id = (uint32_t)(2 + job);
     e->jhead_n = seq_head(e->jq.id, &e->jhead);
@@ -992,7 +1142,6 @@ static void enc_close(void *enc)
     free(e->pb.b);
     free(e->batch);
     free(e->touched);
-    free(e->marks);
     free(e->hold_tracks);
     free(e->interned);
     for (uint32_t k = 0; e->jq.pages && k < e->npages; k++)
