@@ -340,6 +340,68 @@ static inline int next_event(struct rp_evdec *d, struct rp_event *ev)
 #define SLICE_RUN 128
 
 /*
+ * The common events of a compact stream at d (run_job's walk_slices): the
+ * one-byte EXITs and predicted ENTERs, as next_event decodes them and
+ * walk_slices keeps them, added to run (n of them there, at most
+ * SLICE_RUN), with the decoder's and the stack's state in locals (the
+ * stores to run and the stack would otherwise make the compiler load it
+ * again for each).  Stops at any other event, at the end, or with run
+ * full; *before and *seen as tp_event sets them.  Returns the new n.
+ * Cannot fail.
+ */
+static inline uint32_t gather(const struct tp *P, struct tjob *j, struct rp_evdec *d,
+                              struct rp_tlpar_slice *run, uint32_t n, uint64_t *before, int *seen)
+{
+    const uint8_t *p = d->p, *const end = d->end;
+    uint64_t now = d->now;
+    uint32_t x = d->pr_x, y = d->pr_y, nst = j->nst, low = j->low;
+    const uint32_t pred = (uint32_t)d->pred, cap = j->capst, n_ids = P->n_ids;
+    const uint32_t *const tab = d->pr_tab;
+    struct tfr *const st = j->st;
+    const uint8_t *const p0 = p;
+    while (p < end && *p < 0x80 && n < SLICE_RUN) {
+        unsigned h = *p;
+        if (h & 1) { /* EXIT */
+            now += h >> 1;
+            x += pred;
+            p++;
+            if (!nst)
+                continue;
+            struct tfr *f = &st[--nst]; /* (tp_take) */
+            if (unlikely(nst < low)) {
+                low = nst;
+                if (!f->known && !f->has_arg)
+                    j->need[nst] = 1;
+            }
+            run[n++] = (struct rp_tlpar_slice){
+                .ticks = now >= f->start ? now : f->start, .arg = f->arg, .id = f->id, .end = 1};
+            continue;
+        }
+        uint32_t id = tab[rp_pred_slot(x, y)];
+        if (!pred || (h & 2) || !id || nst >= cap || id >= n_ids)
+            break; /* (left to next_event and tp_event) */
+        now += h >> 2;
+        y = x >> 3;
+        x = id << 3;
+        p++;
+        st[nst++] = (struct tfr){.id = id, .known = 1, .start = now};
+        run[n++] = (struct rp_tlpar_slice){.ticks = now, .id = id};
+    }
+    if (p != p0) {
+        d->n += (uint32_t)(p - p0); /* (one byte each) */
+        d->p = p;
+        d->now = now;
+        d->pr_x = x;
+        d->pr_y = y;
+        j->nst = nst;
+        j->low = low;
+        *before = now;
+        *seen = 1;
+    }
+    return n;
+}
+
+/*
  * run_job's walk for an encoder with rp_tlpar_ops.slices: the EXITs and
  * predicted ENTERs gathered into runs told at once, every other event
  * through tp_event after the run before it.  Returns 0 at the chunk's end
@@ -354,7 +416,17 @@ static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec 
     uint32_t n = 0;
     int rc;
 
-    while ((rc = next_event(d, &ev)) > 0) {
+    for (;;) {
+        if (d->compact)
+            n = gather(P, j, d, run, n, before, seen);
+        if (n == SLICE_RUN) {
+            if ((*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
+                return 0;
+            n = 0;
+            continue;
+        }
+        if ((rc = next_event(d, &ev)) <= 0)
+            break;
         if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
             *before = ev.ticks;
             *seen = 1;
@@ -380,12 +452,6 @@ static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec 
             }
             if ((*cb = tp_event(P, enc, j, &ev, before, seen)) < 0)
                 return 0;
-            continue;
-        }
-        if (unlikely(n == SLICE_RUN)) {
-            if ((*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
-                return 0;
-            n = 0;
         }
     }
     if (n && (*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
