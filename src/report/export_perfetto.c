@@ -870,7 +870,10 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
     const unsigned hn = f->jhead_n;
     const int keyed = q->id < 1u << 24;
     const uint64_t seqk = (uint64_t)q->id << 40;
-    size_t nb = f->nbatch, fe = f->fast_end;
+    size_t nb = f->nbatch;
+    /* the bytes before a packet's timestamp are keyed after a fast packet
+     * (all but perhaps the first here) */
+    int adj = f->fast_end && f->fast_end == nb && keyed;
     uint64_t fk = f->fast_key, last = q->last_ns;
     for (; i < m; i++) {
         uint64_t t = ns[i];
@@ -911,7 +914,7 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
         size_t n = (size_t)(p - pkt);
         pkt[0] = TRACE_PACKET << 3 | 2;
         pkt[1] = (uint8_t)(n - 2);
-        uint64_t key = fe && fe == nb && keyed ? fk | (uint64_t)(n - 2) << 33 | seqk : 0;
+        uint64_t key = adj ? fk | (uint64_t)(n - 2) << 33 | seqk : 0;
         if (zc) { /* rp_zpkt_mark, its state in w and zs */
             size_t len = t0 - zs;
             uint32_t h = rp_zpkt_keyhash(key);
@@ -937,11 +940,12 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
         }
         fk = (uint64_t)id | (uint64_t)(type - 1) << 32;
         nb += n;
-        fe = nb;
+        adj = keyed;
         last = t;
     }
+    if (nb != f->nbatch)
+        f->fast_end = nb;
     f->nbatch = nb;
-    f->fast_end = fe;
     f->fast_key = fk;
     q->last_ns = last;
     if (zc) {
