@@ -33,9 +33,11 @@
  * as the format requires.
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
- * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes (walked in parallel: a chunk's packets, compressed by the thread
- * that walked it, their timestamps marked for export_zpkt.h), each
+ * in place (slice_fast; walked in parallel, a run of them at once:
+ * slices_run).  The packets are gathered into batches of BATCH bytes
+ * (walked in parallel: a chunk's packets, compressed by the thread that
+ * walked it, each timestamp handed to export_zpkt.h's compressor as its
+ * packet is written), each
  * written as a zlib stream (export_zpkt.h: no match search,
  * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
