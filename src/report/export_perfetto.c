@@ -33,9 +33,11 @@
  * as the format requires.
  *
  * Each packet is built in one buffer (export_pb.h), or, for most slices,
- * in place (slice_fast).  The packets are gathered into batches of BATCH
- * bytes (walked in parallel: a chunk's packets, compressed by the thread
- * that walked it, their timestamps marked for export_zpkt.h), each
+ * in place (slice_fast; walked in parallel, a run of them at once:
+ * slices_run).  The packets are gathered into batches of BATCH bytes
+ * (walked in parallel: a chunk's packets, compressed by the thread that
+ * walked it, each timestamp handed to export_zpkt.h's compressor as its
+ * packet is written), each
  * written as a zlib stream (export_zpkt.h: no match search,
  * the runs between timestamps copied from where they were last) as one
  * packet's `compressed_packets` (50), which trace_processor and the UI
@@ -181,13 +183,16 @@ struct perfetto {
     struct rp_xbuf *jout;
     uint32_t *touched;
     uint32_t ntouched, captouched;
-    /* its batch's timestamps (export_zpkt.h): where the last slice_fast
-     * packet ended (0: none last) and the key of the bytes after its
-     * timestamp (its TrackEvent) */
-    struct rp_zmark *marks;
-    size_t nmarks, fast_end;
-    uint32_t capmarks;
+    /* its batch's timestamps, marked for its compressor z[0] as the
+     * packets are written (export_zpkt.h, rp_zpkt_mark: its stream open in
+     * jout, from zat, when zopen): where the last slice_fast packet ended
+     * (0: none last) and the key of the bytes after its timestamp (its
+     * TrackEvent) */
+    int zopen;
+    size_t zat, fast_end;
     uint64_t fast_key;
+    uint64_t jhead; /* the job's seq_head (its length jhead_n, 0: none) */
+    unsigned jhead_n;
 };
 
 /* Starts a TracePacket on sequence seq (the Trace's `packet` field). */
@@ -235,6 +240,28 @@ static int name_set(struct perfetto *f, struct pseq *q, uint32_t id)
     return 0;
 }
 
+enum { HEAD = 16 }; /* room for a compressed packet's head before the deflated bytes */
+
+/* Opens the stream of a parallel walk's encoder's batch (compress 1): the
+ * batch's marks go to it as its packets are written, its bytes at the end
+ * of the job's output after HEAD bytes of room.  Returns 0 or RP_ENOMEM. */
+static int zopen(struct perfetto *f)
+{
+    if (!f->z[0] && !(f->z[0] = rp_zpkt_alloc()))
+        return RP_ENOMEM;
+    struct rp_xbuf *out = f->jout;
+    if (rp_xbuf_need(out, HEAD) < 0)
+        return RP_ENOMEM;
+    f->zat = out->n;
+    out->n += HEAD;
+    if (rp_zpkt_open(f->z[0], f->capbatch, out) < 0) {
+        out->n = f->zat;
+        return RP_ENOMEM;
+    }
+    f->zopen = 1;
+    return 0;
+}
+
 /*
  * The pool's turning function (export_pool.h): the nb bytes of packets at
  * b as one packet of compressed_packets (a zlib stream by worker w's
@@ -244,7 +271,6 @@ static int name_set(struct perfetto *f, struct pseq *q, uint32_t id)
 static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct rp_xbuf *out)
 {
     struct perfetto *f = arg;
-    enum { HEAD = 16 }; /* room for the packet's head before the deflated bytes */
     uint8_t head[HEAD];
     size_t n = 0, at = out->n; /* (after what out holds: a job's output so far) */
 
@@ -266,12 +292,18 @@ static int batch_turn(void *arg, unsigned w, const uint8_t *b, size_t nb, struct
             return RP_ENOMEM;
         if (!(zn = libdeflate_zlib_compress(f->zd[w], b, nb, out->b + at + HEAD, bound)))
             return RP_ENOMEM; /* not reached: out has the bound's room */
+    } else if (f->job) {      /* its stream, opened by its first mark (or now: none) */
+        if (!f->zopen && zopen(f) < 0)
+            return RP_ENOMEM;
+        at = f->zat;
+        rp_zpkt_close(f->z[0], b, nb, out);
+        f->zopen = 0;
+        zn = out->n - at - HEAD;
     } else {
         if (!f->z[w] && !(f->z[w] = rp_zpkt_alloc()))
             return RP_ENOMEM;
         out->n = at + HEAD;
-        if (f->job ? rp_zpkt_zlib_marked(f->z[w], b, nb, f->marks, f->nmarks, out) < 0
-                   : rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
+        if (rp_zpkt_zlib(f->z[w], b, nb, out) < 0)
             return RP_ENOMEM;
         zn = out->n - at - HEAD;
     }
@@ -305,7 +337,8 @@ static int batch_flush(struct perfetto *f)
         int rc = 0;
         if (f->nbatch && (rc = batch_turn(f, 0, f->batch, f->nbatch, f->jout)) < 0)
             f->jout->n = 0; /* (a job that failed writes nothing) */
-        f->nbatch = f->nmarks = f->fast_end = 0;
+        f->nbatch = f->fast_end = 0;
+        f->zopen = 0;
         return rc;
     }
     int rc = rp_xpool_submit(f->pool, f->nbatch);
@@ -592,6 +625,47 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
     return q;
 }
 
+/* A slice packet's bytes after its timestamp (slice_fast): the sequence
+ * flags and the TrackEvent of type, with id's name and category (cat)
+ * when id is set.  Returns the byte after them.  Cannot fail. */
+static inline uint8_t *slice_tail(uint8_t *p, unsigned type, uint32_t id, unsigned cat)
+{
+    *p++ = PKT_SEQ_FLAGS << 3;
+    *p++ = SEQ_NEEDS;
+    *p++ = PKT_TRACK_EVENT << 3 | 2;
+    uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
+    *p++ = TE_TYPE << 3;
+    *p++ = (uint8_t)type;
+    if (id) { /* (on the sequence's default track: the thread's) */
+        *p++ = TE_NAME_IID << 3;
+        p = put_varint(p, id);
+        *p++ = TE_CATEGORY_IIDS << 3;
+        *p++ = (uint8_t)(cat + 1);
+    }
+    *te = (uint8_t)(p - te - 1);
+    return p;
+}
+
+/* The head of an event packet on sequence seq up to its timestamp's
+ * varint, as the bytes of *w from the first (the Trace's packet tag, a
+ * one-byte length left 0, the sequence id, the timestamp's tag).  Returns
+ * its length, 0 when it does not fit in a word.  Cannot fail. */
+static inline unsigned seq_head(uint32_t seq, uint64_t *w)
+{
+    uint8_t b[16];
+    uint8_t *p = b;
+    *p++ = TRACE_PACKET << 3 | 2;
+    *p++ = 0;
+    *p++ = PKT_SEQ_ID << 3;
+    p = put_varint(p, seq);
+    *p++ = PKT_TIMESTAMP << 3;
+    unsigned n = (unsigned)(p - b);
+    *w = 0;
+    for (unsigned i = 0; i < n && i < 8; i++)
+        *w |= (uint64_t)b[i] << (8 * i);
+    return n <= 8 ? n : 0;
+}
+
 /*
  * The packet of a slice's begin (id set) or end (id 0) whose names are
  * interned already and whose time is not before the previous event's: most
@@ -601,12 +675,11 @@ static inline uint8_t *put_varint(uint8_t *q, uint64_t v)
  * writes it the long way), or packet_end's error.
  */
 static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, struct pseq *q,
-                                                            uint64_t ticks, uint32_t id,
-                                                            unsigned type, const int job)
+                                                            uint64_t ns, uint32_t id, unsigned type,
+                                                            const int job)
 {
     unsigned cat = 0;
     assert(!job == !f->job); /* (job: f->job as a constant) */
-    uint64_t ns = ts_ns(f, ticks);
     if (ns < q->last_ns || !q->track)
         return 0;
     if (id && likely(f->interned[id] & 4)) { /* a job's: its name and category sent */
@@ -624,31 +697,59 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
         if (rc < 0)
             return rc;
     }
-    if (job && unlikely(f->nmarks == f->capmarks) &&
-        rp_grow(&f->marks, &f->capmarks, f->nmarks + 1, sizeof(*f->marks), 4096) < 0)
-        return RP_ENOMEM;
-    /* written in place: bytes stored to a buffer on the stack and copied
-     * as words would stall on store forwarding */
-    uint8_t *pkt = f->batch + f->nbatch, *p = pkt + 2; /* tag and (one-byte) length first */
-    *p++ = PKT_SEQ_ID << 3;
-    p = put_varint(p, q->id);
-    *p++ = PKT_TIMESTAMP << 3;
-    uint8_t *ts = p;
-    p = put_varint(p, ns - q->last_ns);
-    uint32_t tslen = (uint32_t)(p - ts);
-    *p++ = PKT_SEQ_FLAGS << 3;
-    *p++ = SEQ_NEEDS;
-    *p++ = PKT_TRACK_EVENT << 3 | 2;
-    uint8_t *te = p++; /* the TrackEvent's (one-byte) length */
-    *p++ = TE_TYPE << 3;
-    *p++ = (uint8_t)type;
-    if (id) { /* (on the sequence's default track: the thread's) */
-        *p++ = TE_NAME_IID << 3;
-        p = put_varint(p, id);
-        *p++ = TE_CATEGORY_IIDS << 3;
-        *p++ = (uint8_t)(cat + 1);
+    if (job && f->compress == 1 && unlikely(!f->zopen)) { /* the batch's first mark */
+        int rc = zopen(f);
+        if (rc < 0)
+            return rc;
     }
-    *te = (uint8_t)(p - te - 1);
+    /* written in place: bytes stored to a buffer on the stack and copied
+     * as words would stall on store forwarding; the packet's head (up to
+     * its timestamp) and its TrackEvent stored as words where they fit */
+    uint8_t *pkt = f->batch + f->nbatch, *p, *ts;
+    uint64_t dt = ns - q->last_ns;
+    uint32_t tslen;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t hw;
+    unsigned hn = job ? f->jhead_n : seq_head(q->id, &hw);
+    if (job)
+        hw = f->jhead;
+    if (likely(hn)) {
+        memcpy(pkt, &hw, 8);
+        p = ts = pkt + hn;
+        if (likely(dt < 0x80))
+            *p++ = (uint8_t)dt;
+        else
+            p = put_varint(p, dt);
+        tslen = (uint32_t)(p - ts);
+        /* the TrackEvent: type, then the name's and category's iids */
+        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
+                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
+                      (uint64_t)type << 40;
+        if (!id) {
+            tw |= (uint64_t)2 << 24;
+            memcpy(p, &tw, 8);
+            p += 6;
+        } else if (id < 0x80) {
+            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
+            memcpy(p, &tw, 8);
+            p[8] = TE_CATEGORY_IIDS << 3;
+            p[9] = (uint8_t)(cat + 1);
+            p += 10;
+        } else {
+            p = slice_tail(p, type, id, cat);
+        }
+    } else
+#endif
+    {
+        p = pkt + 2; /* tag and (one-byte) length first */
+        *p++ = PKT_SEQ_ID << 3;
+        p = put_varint(p, q->id);
+        *p++ = PKT_TIMESTAMP << 3;
+        ts = p;
+        p = put_varint(p, dt);
+        tslen = (uint32_t)(p - ts);
+        p = slice_tail(p, type, id, cat);
+    }
     pkt[0] = TRACE_PACKET << 3 | 2;
     pkt[1] = (uint8_t)(p - pkt - 2);
     size_t n = (size_t)(p - pkt);
@@ -657,8 +758,9 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
         uint64_t key = 0;
         if (f->fast_end && f->fast_end == f->nbatch && q->id < 1u << 24)
             key = f->fast_key | (uint64_t)pkt[1] << 33 | (uint64_t)q->id << 40;
-        f->marks[f->nmarks++] = (struct rp_zmark){
-            .at = (uint32_t)(f->nbatch + (size_t)(ts - pkt)), .len = tslen, .key = key};
+        size_t t0 = f->nbatch + (size_t)(ts - pkt);
+        if (f->compress == 1)
+            rp_zpkt_mark(f->z[0], f->batch, t0, t0 + tslen, key);
         f->fast_key = (uint64_t)id | (uint64_t)(type - 1) << 32;
         f->fast_end = f->nbatch + n;
     }
@@ -669,16 +771,17 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
 
 /* The timeline callbacks (export.h): a packet each; fail like packet_end.
  * job: f is a parallel walk's encoder (f->job set), the callbacks of
- * job_ops (a constant, which the inlined slice_fast folds). */
-static inline __attribute__((always_inline)) int begin_on(void *cookie, uint32_t tid, uint32_t id,
-                                                          uint64_t ticks, const int job)
+ * job_ops (a constant, which the inlined slice_fast folds); ns: ticks as
+ * ts_ns maps them. */
+static inline __attribute__((always_inline)) int
+begin_on(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t ns, const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
     if (!q)
         return rc;
-    if ((rc = slice_fast(f, q, ticks, id, TYPE_SLICE_BEGIN, job)))
+    if ((rc = slice_fast(f, q, ns, id, TYPE_SLICE_BEGIN, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, id, TYPE_SLICE_BEGIN, thread_uuid(f, tid));
     return event_end(f);
@@ -686,12 +789,12 @@ static inline __attribute__((always_inline)) int begin_on(void *cookie, uint32_t
 
 static int on_begin(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
-    return begin_on(cookie, tid, id, ticks, 0);
+    return begin_on(cookie, tid, id, ticks, ts_ns(cookie, ticks), 0);
 }
 
 static int on_begin_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks)
 {
-    return begin_on(cookie, tid, id, ticks, 1);
+    return begin_on(cookie, tid, id, ticks, ts_ns(cookie, ticks), 1);
 }
 
 /* The debug annotation "rankprof" = why (how a slice ended: "unwound",
@@ -706,15 +809,16 @@ static void debug_why(struct perfetto *f, const char *why)
     pb_close(&f->pb);
 }
 
-static inline __attribute__((always_inline)) int
-end_on(void *cookie, uint32_t tid, uint64_t ticks, uint64_t arg, const char *why, const int job)
+static inline __attribute__((always_inline)) int end_on(void *cookie, uint32_t tid, uint64_t ticks,
+                                                        uint64_t ns, uint64_t arg, const char *why,
+                                                        const int job)
 {
     struct perfetto *f = cookie;
     int rc = 0;
     struct pseq *q = seq_of(f, tid, &rc);
     if (!q)
         return rc;
-    if (!arg && !why && (rc = slice_fast(f, q, ticks, 0, TYPE_SLICE_END, job)))
+    if (!arg && !why && (rc = slice_fast(f, q, ns, 0, TYPE_SLICE_END, job)))
         return rc < 0 ? rc : 0;
     event_begin(f, q, ticks, 0, TYPE_SLICE_END, thread_uuid(f, tid));
     if (arg)
@@ -727,14 +831,157 @@ static int on_end(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint6
                   const char *why)
 {
     (void)id;
-    return end_on(cookie, tid, ticks, arg, why, 0);
+    return end_on(cookie, tid, ticks, ts_ns(cookie, ticks), arg, why, 0);
 }
 
 static int on_end_job(void *cookie, uint32_t tid, uint32_t id, uint64_t ticks, uint64_t arg,
                       const char *why)
 {
     (void)id;
-    return end_on(cookie, tid, ticks, arg, why, 1);
+    return end_on(cookie, tid, ticks, ts_ns(cookie, ticks), arg, why, 1);
+}
+
+/*
+ * The packets of r[i..m) (times ns[i..m)) that slice_fast would write for
+ * a job, from i on, as slice_fast writes them and marks their timestamps,
+ * with the encoder's and the compressor's state in locals (the packets'
+ * byte stores would otherwise make the compiler load it again for each):
+ * a begin of an id below 128 whose name is interned in the job, a plain
+ * end, in time order, while the batch has room.  Returns the index of the
+ * first it did not write (m: all).  Cannot fail.
+ */
+static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, const uint64_t *ns,
+                           uint32_t i, uint32_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    struct pseq *q = f->job;
+    const int zc = f->compress == 1;
+    if (!q->started || !q->track || !f->jhead_n || (zc && !f->zopen))
+        return i;
+    struct rp_zpkt *z = f->z[0];
+    struct rp_zbits w = {0};
+    size_t zs = 0;
+    if (zc) {
+        w = z->w;
+        zs = z->s;
+    }
+    uint8_t *const batch = f->batch;
+    const uint8_t *const interned = f->interned;
+    const size_t lim = f->capbatch - 64; /* (room for the longest such packet) */
+    const uint64_t hw = f->jhead;
+    const unsigned hn = f->jhead_n;
+    const int keyed = q->id < 1u << 24;
+    const uint64_t seqk = (uint64_t)q->id << 40;
+    size_t nb = f->nbatch;
+    /* the bytes before a packet's timestamp are keyed after a fast packet
+     * (all but perhaps the first here) */
+    int adj = f->fast_end && f->fast_end == nb && keyed;
+    uint64_t fk = f->fast_key, last = q->last_ns;
+    for (; i < m; i++) {
+        uint64_t t = ns[i];
+        uint32_t id = 0, cat = 0;
+        if (t < last || nb > lim)
+            break;
+        if (!r[i].end) {
+            id = r[i].id;
+            if (id >= 0x80 || !(interned[id] & 4))
+                break;
+            cat = (interned[id] >> 3) - 1u;
+        } else if (r[i].arg) {
+            break;
+        }
+        unsigned type = id ? TYPE_SLICE_BEGIN : TYPE_SLICE_END;
+        uint8_t *pkt = batch + nb, *p = pkt + hn;
+        uint64_t dt = t - last;
+        memcpy(pkt, &hw, 8);
+        if (likely(dt < 0x80))
+            *p++ = (uint8_t)dt;
+        else
+            p = put_varint(p, dt);
+        size_t t0 = nb + hn, t1 = (size_t)(p - batch);
+        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
+                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
+                      (uint64_t)type << 40;
+        if (!id) {
+            tw |= (uint64_t)2 << 24;
+            memcpy(p, &tw, 8);
+            p += 6;
+        } else {
+            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
+            memcpy(p, &tw, 8);
+            p[8] = TE_CATEGORY_IIDS << 3;
+            p[9] = (uint8_t)(cat + 1);
+            p += 10;
+        }
+        size_t n = (size_t)(p - pkt);
+        pkt[0] = TRACE_PACKET << 3 | 2;
+        pkt[1] = (uint8_t)(n - 2);
+        uint64_t key = adj ? fk | (uint64_t)(n - 2) << 33 | seqk : 0;
+        if (zc) { /* rp_zpkt_mark, its state in w and zs */
+            size_t len = t0 - zs;
+            uint32_t h = rp_zpkt_keyhash(key);
+            size_t d = zs - z->keyed[h].at;
+            if (key && len >= 3 && len <= RP_ZPKT_MAX_MATCH && t1 - t0 == 1 &&
+                z->keyed[h].key == key && d - 1 < RP_ZPKT_DIST_TAB) {
+                uint32_t dc = z->dist[d - 1];
+                struct rp_zcode L = z->len[len], c = z->lit[(uint8_t)dt];
+                unsigned nbits = L.n + (dc >> 24);
+                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nbits;
+                w.acc |= v << w.n;
+                w.n += nbits + c.n;
+                rp_zpkt_flush8(&w);
+                z->keyed[h].at = (uint32_t)zs;
+                zs = t1;
+            } else {
+                z->w = w;
+                z->s = zs;
+                rp_zpkt_mark_slow(z, batch, t0, t1, key);
+                w = z->w;
+                zs = z->s;
+            }
+        }
+        fk = (uint64_t)id | (uint64_t)(type - 1) << 32;
+        nb += n;
+        adj = keyed;
+        last = t;
+    }
+    if (nb != f->nbatch)
+        f->fast_end = nb;
+    f->nbatch = nb;
+    f->fast_key = fk;
+    q->last_ns = last;
+    if (zc) {
+        z->w = w;
+        z->s = zs;
+    }
+#else
+    (void)f, (void)r, (void)ns, (void)m;
+#endif
+    return i;
+}
+
+/* A run of a job's begins and plain ends (rp_tlpar_ops.slices): their
+ * times mapped first, in a loop of their own (independent conversions, the
+ * clock's constants in registers), then their packets, by slices_run
+ * while it can, else by begin_on and end_on.  Fails like packet_end. */
+static int on_slices_job(void *cookie, uint32_t tid, const struct rp_tlpar_slice *s, uint32_t n)
+{
+    enum { PART = 128 };
+    struct perfetto *f = cookie;
+    uint64_t ns[PART];
+    int rc = 0;
+    for (uint32_t at = 0; at < n && rc == 0; at += PART) {
+        uint32_t m = n - at < PART ? n - at : PART;
+        const struct rp_tlpar_slice *r = s + at;
+        for (uint32_t i = 0; i < m; i++)
+            ns[i] = ts_ns(f, r[i].ticks);
+        for (uint32_t i = slices_run(f, r, ns, 0, m); i < m && rc == 0;
+             i = rc == 0 ? slices_run(f, r, ns, i + 1, m) : i) {
+            rc = r[i].end ? end_on(f, tid, r[i].ticks, ns[i], r[i].arg, NULL, 1)
+                          : begin_on(f, tid, r[i].id, r[i].ticks, ns[i], 1);
+        }
+    }
+    return rc;
 }
 
 /* A lock hold that is an interval: a slice on its own track (hold_track). */
@@ -868,9 +1115,11 @@ static int enc_start(void *enc, uint64_t job, uint32_t tid, struct rp_xbuf *out)
             e->jq.pages[id / PAGE_IDS][id % PAGE_IDS / 8] = 0;
     }
     e->ntouched = 0;
-    e->nmarks = e->fast_end = 0;
+    e->fast_end = 0;
+    e->zopen = 0;
     memset(e->jq.cat_sent, 0, sizeof(e->jq.cat_sent));
     e->jq.id = (uint32_t)(2 + job);
+    e->jhead_n = seq_head(e->jq.id, &e->jhead);
     e->jq.started = 0;
     e->jq.track = thread_uuid(e, tid);
     e->jq.last_ns = 0;
@@ -899,7 +1148,6 @@ static void enc_close(void *enc)
     free(e->pb.b);
     free(e->batch);
     free(e->touched);
-    free(e->marks);
     free(e->hold_tracks);
     free(e->interned);
     for (uint32_t k = 0; e->jq.pages && k < e->npages; k++)
@@ -999,7 +1247,8 @@ int rp_export_perfetto(FILE *out, const struct rp_export_ctx *ctx)
                                                  .open = enc_open,
                                                  .start = enc_start,
                                                  .finish = enc_finish,
-                                                 .close = enc_close};
+                                                 .close = enc_close,
+                                                 .slices = on_slices_job};
         if ((rc = batch_flush(&f)) == 0 && hdr.n && fwrite(hdr.b, 1, hdr.n, out) != hdr.n)
             rc = RP_EIO;
         if (rc == 0)

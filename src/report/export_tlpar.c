@@ -141,17 +141,26 @@ int rp_tlpar_usable(const struct rp_export_ctx *ctx)
     return !ctx->filter && ctx->p && !rp_profile_merged(ctx->p) && !(e && *e && strcmp(e, "0"));
 }
 
+/* Takes the innermost span of j off its stack (j->nst > 0), noting what
+ * the join must check when it was the snapshot's.  Returns it (valid until
+ * the next push).  Cannot fail. */
+static inline const struct tfr *tp_take(struct tjob *j)
+{
+    struct tfr *f = &j->st[--j->nst];
+    if (unlikely(j->nst < j->low)) {
+        j->low = j->nst;
+        if (!f->known && !f->has_arg)
+            j->need[j->nst] = 1;
+    }
+    return f;
+}
+
 /* Ends (why NULL, "unwound", "cut") or drops ("unclosed") the innermost
  * span of j at now.  Returns 0 or the encoder's code. */
 static inline int tp_pop(const struct rp_timeline_ops *tl, void *enc, struct tjob *j, uint64_t now,
                          const char *why)
 {
-    struct tfr *f = &j->st[--j->nst];
-    if (j->nst < j->low) {
-        j->low = j->nst;
-        if (!f->known && !f->has_arg)
-            j->need[j->nst] = 1;
-    }
+    const struct tfr *f = tp_take(j);
     uint64_t end = now >= f->start ? now : f->start;
     if (tl->span)
         return tl->span(enc, j->tid, f->id, f->start, end, f->arg, why);
@@ -326,6 +335,130 @@ static inline int next_event(struct rp_evdec *d, struct rp_event *ev)
     return rc > 0 ? 3 : rc;
 }
 
+/* Begins and plain ends gathered for rp_tlpar_ops.slices, at most this
+ * many at once */
+#define SLICE_RUN 128
+
+/*
+ * The common events of a compact stream at d (run_job's walk_slices): the
+ * one-byte EXITs and predicted ENTERs, as next_event decodes them and
+ * walk_slices keeps them, added to run (n of them there, at most
+ * SLICE_RUN), with the decoder's and the stack's state in locals (the
+ * stores to run and the stack would otherwise make the compiler load it
+ * again for each).  Stops at any other event, at the end, or with run
+ * full; *before and *seen as tp_event sets them.  Returns the new n.
+ * Cannot fail.
+ */
+static inline uint32_t gather(const struct tp *P, struct tjob *j, struct rp_evdec *d,
+                              struct rp_tlpar_slice *run, uint32_t n, uint64_t *before, int *seen)
+{
+    const uint8_t *p = d->p, *const end = d->end;
+    uint64_t now = d->now;
+    uint32_t x = d->pr_x, y = d->pr_y, nst = j->nst, low = j->low;
+    const uint32_t pred = (uint32_t)d->pred, cap = j->capst, n_ids = P->n_ids;
+    const uint32_t *const tab = d->pr_tab;
+    struct tfr *const st = j->st;
+    const uint8_t *const p0 = p;
+    while (p < end && *p < 0x80 && n < SLICE_RUN) {
+        unsigned h = *p;
+        if (h & 1) { /* EXIT */
+            now += h >> 1;
+            x += pred;
+            p++;
+            if (!nst)
+                continue;
+            struct tfr *f = &st[--nst]; /* (tp_take) */
+            if (unlikely(nst < low)) {
+                low = nst;
+                if (!f->known && !f->has_arg)
+                    j->need[nst] = 1;
+            }
+            run[n++] = (struct rp_tlpar_slice){
+                .ticks = now >= f->start ? now : f->start, .arg = f->arg, .id = f->id, .end = 1};
+            continue;
+        }
+        uint32_t id = tab[rp_pred_slot(x, y)];
+        if (!pred || (h & 2) || !id || nst >= cap || id >= n_ids)
+            break; /* (left to next_event and tp_event) */
+        now += h >> 2;
+        y = x >> 3;
+        x = id << 3;
+        p++;
+        st[nst++] = (struct tfr){.id = id, .known = 1, .start = now};
+        run[n++] = (struct rp_tlpar_slice){.ticks = now, .id = id};
+    }
+    if (p != p0) {
+        d->n += (uint32_t)(p - p0); /* (one byte each) */
+        d->p = p;
+        d->now = now;
+        d->pr_x = x;
+        d->pr_y = y;
+        j->nst = nst;
+        j->low = low;
+        *before = now;
+        *seen = 1;
+    }
+    return n;
+}
+
+/*
+ * run_job's walk for an encoder with rp_tlpar_ops.slices: the EXITs and
+ * predicted ENTERs gathered into runs told at once, every other event
+ * through tp_event after the run before it.  Returns 0 at the chunk's end
+ * or the decoder's RP_EFORMAT (what was gathered told first); an
+ * encoder's or tp_event's code stops it with *cb set to the code.
+ */
+static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec *d,
+                       uint64_t *before, int *seen, int *cb)
+{
+    struct rp_tlpar_slice run[SLICE_RUN];
+    struct rp_event ev;
+    uint32_t n = 0;
+    int rc;
+
+    for (;;) {
+        if (d->compact)
+            n = gather(P, j, d, run, n, before, seen);
+        if (n == SLICE_RUN) {
+            if ((*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
+                return 0;
+            n = 0;
+            continue;
+        }
+        if ((rc = next_event(d, &ev)) <= 0)
+            break;
+        if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
+            *before = ev.ticks;
+            *seen = 1;
+            if (!j->nst)
+                continue;
+            const struct tfr *f = tp_take(j);
+            run[n++] = (struct rp_tlpar_slice){.ticks = ev.ticks >= f->start ? ev.ticks : f->start,
+                                               .arg = f->arg,
+                                               .id = f->id,
+                                               .end = 1};
+        } else if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
+            *before = ev.ticks;
+            *seen = 1;
+            j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
+            run[n++] = (struct rp_tlpar_slice){.ticks = ev.ticks, .id = ev.id};
+        } else {
+            if (n && (*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
+                return 0;
+            n = 0;
+            if (rc == 2) {
+                ev.op = RP_OP_ENTER;
+                ev.arg = ev.arg2 = ev.arg3 = 0;
+            }
+            if ((*cb = tp_event(P, enc, j, &ev, before, seen)) < 0)
+                return 0;
+        }
+    }
+    if (n && (*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
+        return 0;
+    return rc;
+}
+
 /* Walks job j with encoder enc (see the top).  Sets j->rc to 0, RP_ENOMEM,
  * RP_EFORMAT with j->err naming the file or offset, or the encoder's
  * code. */
@@ -379,28 +512,37 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
     if ((rc = P->ops->start(enc, j->no, j->tid, &j->out)) < 0)
         goto out;
     const struct rp_timeline_ops *tl = P->ops->tl;
-    while ((rc = next_event(&d, &ev)) > 0) {
-        if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
-            before = ev.ticks;
-            seen = 1;
-            if (j->nst && (rc = tp_pop(tl, enc, j, ev.ticks, NULL)) < 0)
-                goto out;
-            continue;
-        }
-        if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
-            before = ev.ticks;
-            seen = 1;
-            j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
-            if (tl->begin && (rc = tl->begin(enc, j->tid, ev.id, ev.ticks)) < 0)
-                goto out;
-            continue;
-        }
-        if (rc == 2) {
-            ev.op = RP_OP_ENTER;
-            ev.arg = ev.arg2 = ev.arg3 = 0;
-        }
-        if ((rc = tp_event(P, enc, j, &ev, &before, &seen)) < 0)
+    if (P->ops->slices && !tl->span) { /* the common events gathered for the encoder */
+        int cb = 0;
+        rc = walk_slices(P, enc, j, &d, &before, &seen, &cb);
+        if (cb < 0) {
+            rc = cb;
             goto out;
+        }
+    } else {
+        while ((rc = next_event(&d, &ev)) > 0) {
+            if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
+                before = ev.ticks;
+                seen = 1;
+                if (j->nst && (rc = tp_pop(tl, enc, j, ev.ticks, NULL)) < 0)
+                    goto out;
+                continue;
+            }
+            if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
+                before = ev.ticks;
+                seen = 1;
+                j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
+                if (tl->begin && (rc = tl->begin(enc, j->tid, ev.id, ev.ticks)) < 0)
+                    goto out;
+                continue;
+            }
+            if (rc == 2) {
+                ev.op = RP_OP_ENTER;
+                ev.arg = ev.arg2 = ev.arg3 = 0;
+            }
+            if ((rc = tp_event(P, enc, j, &ev, &before, &seen)) < 0)
+                goto out;
+        }
     }
     if (rc < 0) {
         struct rp_chunk at = {.offset = j->offset};

@@ -24,6 +24,13 @@
 #include "report/export.h"
 #include "report/export_pool.h"
 
+/* A slice's begin (end 0) or its end at ticks (end 1: the innermost
+ * open slice, id its span and arg its argument, ended as its EXIT says). */
+struct rp_tlpar_slice {
+    uint64_t ticks, arg;
+    uint32_t id, end;
+};
+
 /* The encoder side.  Each runner (a worker, or the calling thread) has an
  * encoder from open; a job's events go to tl's callbacks (begin, end or
  * span, hold, instant, counter, lost, pause, arg; thread and file are not
@@ -39,6 +46,11 @@ struct rp_tlpar_ops {
      * Returns 0 or a negative RP_E* code. */
     int (*finish)(void *enc);
     void (*close)(void *enc);
+    /* optional, without tl->span: the begins and plain ends (an EXIT's,
+     * no why) of a run of the job's events at once, in order, instead of a
+     * call of tl->begin or tl->end each; the other events come through tl
+     * between such runs.  Returns 0 or a negative RP_E* code. */
+    int (*slices)(void *enc, uint32_t tid, const struct rp_tlpar_slice *s, uint32_t n);
 };
 
 /* Whether the parallel walk gives ctx's timeline: no span filter, one file,

@@ -22,35 +22,10 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
-#define HASH_BITS 13
+#define HASH_BITS RP_ZPKT_HASH_BITS
 #define MAX_DIST  32768u
-#define MAX_MATCH 258u
-
-struct code {
-    uint32_t bits; /* the code, bit-reversed (deflate sends codes from their top bit), and
-                      any extra bits after it */
-    uint32_t n;    /* its length in bits */
-};
-
-#define KEY_BITS 11
-/* distances with a code of their own in rp_zpkt.dist (most matches: the
- * same shape of packet a few packets back) */
-#define DIST_TAB 4096u
-
-struct rp_zpkt {
-    uint32_t table[1u << HASH_BITS]; /* a piece's offset + 1 in the batch, by hash; 0: none */
-    struct {
-        uint64_t key;
-        uint32_t at;
-    } keyed[1u << KEY_BITS]; /* the latest run of a key (rp_zpkt_zlib_marked), by its hash */
-    struct code lit[256];
-    struct code len[MAX_MATCH + 1]; /* a match's length, 3..258: its code and extra bits */
-    uint8_t dsym_lo[256];           /* distance - 1 < 256: its symbol */
-    uint8_t dsym_hi[256];           /* else (distance - 1) >> 7: its symbol */
-    uint8_t dcode[30];              /* a distance symbol's code, bit-reversed */
-    uint32_t dist[DIST_TAB];        /* distance - 1 < DIST_TAB: its code and extra bits,
-                                       and their length in bits << 24 */
-};
+#define MAX_MATCH RP_ZPKT_MAX_MATCH
+#define DIST_TAB  RP_ZPKT_DIST_TAB
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
                                       15, 17, 19, 23,  27,  31,  35,  43,  51, 59,
@@ -73,15 +48,15 @@ static uint32_t rev(uint32_t v, unsigned n)
 }
 
 /* Symbol s's fixed code (RFC 1951 3.2.6).  Cannot fail. */
-static struct code fixed(unsigned s)
+static struct rp_zcode fixed(unsigned s)
 {
     if (s < 144)
-        return (struct code){rev(0x30 + s, 8), 8};
+        return (struct rp_zcode){rev(0x30 + s, 8), 8};
     if (s < 256)
-        return (struct code){rev(0x190 + s - 144, 9), 9};
+        return (struct rp_zcode){rev(0x190 + s - 144, 9), 9};
     if (s < 280)
-        return (struct code){rev(s - 256, 7), 7};
-    return (struct code){rev(0xc0 + s - 280, 8), 8};
+        return (struct rp_zcode){rev(s - 256, 7), 7};
+    return (struct rp_zcode){rev(0xc0 + s - 280, 8), 8};
 }
 
 struct rp_zpkt *rp_zpkt_alloc(void)
@@ -92,11 +67,11 @@ struct rp_zpkt *rp_zpkt_alloc(void)
     for (unsigned s = 0; s < 256; s++)
         z->lit[s] = fixed(s);
     for (unsigned k = 0; k < 29; k++) {
-        struct code c = fixed(257 + k);
+        struct rp_zcode c = fixed(257 + k);
         unsigned end = k + 1 < 29 ? len_base[k + 1] : MAX_MATCH + 1;
         for (unsigned l = len_base[k]; l < end; l++)
             z->len[l] =
-                (struct code){c.bits | (uint32_t)(l - len_base[k]) << c.n, c.n + len_extra[k]};
+                (struct rp_zcode){c.bits | (uint32_t)(l - len_base[k]) << c.n, c.n + len_extra[k]};
     }
     for (unsigned k = 0; k < 30; k++) {
         z->dcode[k] = (uint8_t)rev(k, 5);
@@ -120,15 +95,8 @@ void rp_zpkt_free(struct rp_zpkt *z)
     free(z);
 }
 
-/* The bit buffer: bits not yet stored, low first. */
-struct bits {
-    uint8_t *p;
-    uint64_t acc;
-    unsigned n;
-};
-
 /* Adds the n (<= 32) low bits of v.  Cannot fail: the caller made room. */
-static inline void put(struct bits *w, uint64_t v, unsigned n)
+static inline void put(struct rp_zbits *w, uint64_t v, unsigned n)
 {
     w->acc |= v << w->n;
     w->n += n;
@@ -143,24 +111,9 @@ static inline void put(struct bits *w, uint64_t v, unsigned n)
     }
 }
 
-/* Stores the whole bytes of w's bits (and up to 8 bytes after them, room
- * made), keeping fewer than 8: no branch.  Cannot fail. */
-static inline void flush8(struct bits *w)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    memcpy(w->p, &w->acc, 8);
-#else
-    for (unsigned i = 0; i < 8; i++)
-        w->p[i] = (uint8_t)(w->acc >> (8 * i));
-#endif
-    w->p += w->n >> 3;
-    w->acc >>= w->n & ~7u; /* (n < 64) */
-    w->n &= 7;
-}
-
 /* Literals of in[s..e).  Cannot fail. */
-static inline void literals(const struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s,
-                            size_t e)
+static inline void literals(const struct rp_zpkt *z, struct rp_zbits *w, const uint8_t *in,
+                            size_t s, size_t e)
 {
     for (; s < e; s++)
         put(w, z->lit[in[s]].bits, z->lit[in[s]].n);
@@ -202,7 +155,7 @@ static inline int same(const uint8_t *a, const uint8_t *b, size_t n)
 }
 
 /* A copy of the n (3..258) bytes d back.  Cannot fail. */
-static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size_t d)
+static inline void match(const struct rp_zpkt *z, struct rp_zbits *w, size_t n, size_t d)
 {
     if (d <= DIST_TAB) { /* one look-up, and the length's code and the distance's in one put */
         uint32_t dc = z->dist[d - 1];
@@ -217,7 +170,7 @@ static inline void match(const struct rp_zpkt *z, struct bits *w, size_t n, size
 
 /* The run in[s..e): matches of the same bytes seen last, else literals.
  * Cannot fail. */
-static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, size_t e)
+static void run(struct rp_zpkt *z, struct rp_zbits *w, const uint8_t *in, size_t s, size_t e)
 {
     while (s < e) {
         size_t n = e - s < MAX_MATCH ? e - s : MAX_MATCH;
@@ -244,21 +197,21 @@ static void run(struct rp_zpkt *z, struct bits *w, const uint8_t *in, size_t s, 
 /* Starts a zlib stream of n bytes at the end of out (room made: the
  * worst, every byte a 9-bit literal, and the head, the block's ends and
  * the checksum) in w.  Returns 0 or RP_ENOMEM. */
-static int stream_start(struct rp_zpkt *z, size_t n, struct rp_xbuf *out, struct bits *w)
+static int stream_start(struct rp_zpkt *z, size_t n, struct rp_xbuf *out, struct rp_zbits *w)
 {
     if (rp_xbuf_need(out, n + n / 8 + 32) < 0)
         return RP_ENOMEM;
     uint8_t *o = out->b + out->n;
     o[0] = 0x78; /* deflate, 32 KiB window */
     o[1] = 0x01; /* no dictionary, fastest; (0x78 * 256 + 0x01) % 31 == 0 */
-    *w = (struct bits){.p = o + 2};
+    *w = (struct rp_zbits){.p = o + 2};
     put(w, 1 | 1 << 1, 3); /* BFINAL, BTYPE 01: fixed codes */
     memset(z->table, 0, sizeof(z->table));
     return 0;
 }
 
 /* Ends the stream of in[0..n) written through w into out.  Cannot fail. */
-static void stream_end(struct bits *w, const uint8_t *in, size_t n, struct rp_xbuf *out)
+static void stream_end(struct rp_zbits *w, const uint8_t *in, size_t n, struct rp_xbuf *out)
 {
     put(w, 0, 7); /* end of block: symbol 256, seven 0 bits */
     while (w->n > 0) {
@@ -274,59 +227,60 @@ static void stream_end(struct bits *w, const uint8_t *in, size_t n, struct rp_xb
     out->n = (size_t)(w->p + 4 - out->b);
 }
 
+int rp_zpkt_open(struct rp_zpkt *z, size_t n, struct rp_xbuf *out)
+{
+    if (stream_start(z, n, out, &z->w) < 0)
+        return RP_ENOMEM;
+    memset(z->keyed, 0, sizeof(z->keyed));
+    z->s = 0;
+    return 0;
+}
+
+void rp_zpkt_mark_slow(struct rp_zpkt *z, const uint8_t *in, size_t t0, size_t t1, uint64_t key)
+{
+    struct rp_zbits w = z->w; /* (in registers: its address not taken) */
+    size_t s = z->s, len = t0 - s;
+    if (key && len >= 3 && len <= MAX_MATCH) {
+        uint32_t h = rp_zpkt_keyhash(key);
+        size_t d = s - z->keyed[h].at;
+        if (z->keyed[h].key == key && d <= MAX_DIST)
+            match(z, &w, len, d);
+        else
+            literals(z, &w, in, s, t0);
+        z->keyed[h].key = key;
+        z->keyed[h].at = (uint32_t)s;
+    } else {
+        struct rp_zbits t = w;
+        run(z, &t, in, s, t0);
+        w = t;
+    }
+    literals(z, &w, in, t0, t1);
+    rp_zpkt_flush8(&w); /* (fewer than 8 bits kept for the next) */
+    z->w = w;
+    z->s = t1;
+}
+
+void rp_zpkt_close(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out)
+{
+    struct rp_zbits t = z->w;
+    run(z, &t, in, z->s, n);
+    stream_end(&t, in, n, out);
+}
+
 int rp_zpkt_zlib_marked(struct rp_zpkt *z, const uint8_t *in, size_t n, const struct rp_zmark *m,
                         size_t nm, struct rp_xbuf *out)
 {
-    struct bits w, t; /* (w's address never taken: it stays in registers) */
-    if (stream_start(z, n, out, &t) < 0)
+    if (rp_zpkt_open(z, n, out) < 0)
         return RP_ENOMEM;
-    w = t;
-    memset(z->keyed, 0, sizeof(z->keyed));
-    size_t s = 0; /* the run since s */
-    for (size_t k = 0; k < nm; k++) {
-        size_t t0 = m[k].at, t1 = t0 + m[k].len, len = t0 - s;
-        uint64_t key = m[k].key;
-        if (key && len >= 3 && len <= MAX_MATCH) {
-            uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - KEY_BITS));
-            size_t d = s - z->keyed[h].at;
-            if (z->keyed[h].key == key && d - 1 < DIST_TAB && t1 - t0 == 1) {
-                /* most packets: the match and the one-byte timestamp, one put
-                 * of at most 37 bits to the fewer than 8 kept */
-                uint32_t dc = z->dist[d - 1];
-                struct code L = z->len[len], c = z->lit[in[t0]];
-                unsigned nb = L.n + (dc >> 24);
-                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nb;
-                w.acc |= v << w.n;
-                w.n += nb + c.n;
-                flush8(&w);
-                z->keyed[h].at = (uint32_t)s;
-                s = t1;
-                continue;
-            }
-            if (z->keyed[h].key == key && d <= MAX_DIST)
-                match(z, &w, len, d);
-            else
-                literals(z, &w, in, s, t0);
-            z->keyed[h].key = key;
-            z->keyed[h].at = (uint32_t)s;
-        } else {
-            t = w;
-            run(z, &t, in, s, t0);
-            w = t;
-        }
-        literals(z, &w, in, t0, t1);
-        flush8(&w); /* (fewer than 8 bits kept for the next) */
-        s = t1;
-    }
-    t = w;
-    run(z, &t, in, s, n);
-    stream_end(&t, in, n, out);
+    for (size_t k = 0; k < nm; k++)
+        rp_zpkt_mark(z, in, m[k].at, m[k].at + m[k].len, m[k].key);
+    rp_zpkt_close(z, in, n, out);
     return 0;
 }
 
 int rp_zpkt_zlib(struct rp_zpkt *z, const uint8_t *in, size_t n, struct rp_xbuf *out)
 {
-    struct bits w;
+    struct rp_zbits w;
     if (stream_start(z, n, out, &w) < 0)
         return RP_ENOMEM;
     size_t i = 0, s = 0; /* the packet at i; the run since s */
