@@ -646,6 +646,26 @@ static inline uint8_t *slice_tail(uint8_t *p, unsigned type, uint32_t id, unsign
     return p;
 }
 
+/* slice_tail's bytes as whole words, for an id under 0x80 (or 0, an
+ * end): the same bytes, two 8-byte stores and two bytes.  p needs 16 bytes
+ * of room.  Returns the byte after them.  Cannot fail. */
+static inline uint8_t *slice_tail_small(uint8_t *p, unsigned type, uint32_t id, unsigned cat)
+{
+    uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
+                  (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
+                  (uint64_t)type << 40;
+    if (!id) {
+        tw |= (uint64_t)2 << 24;
+        memcpy(p, &tw, 8);
+        return p + 6;
+    }
+    tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
+    memcpy(p, &tw, 8);
+    p[8] = TE_CATEGORY_IIDS << 3;
+    p[9] = (uint8_t)(cat + 1);
+    return p + 10;
+}
+
 /* The head of an event packet on sequence seq up to its timestamp's
  * varint, as the bytes of *w from the first (the Trace's packet tag, a
  * one-byte length left 0, the sequence id, the timestamp's tag).  Returns
@@ -722,22 +742,10 @@ static inline __attribute__((always_inline)) int slice_fast(struct perfetto *f, 
             p = put_varint(p, dt);
         tslen = (uint32_t)(p - ts);
         /* the TrackEvent: type, then the name's and category's iids */
-        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
-                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
-                      (uint64_t)type << 40;
-        if (!id) {
-            tw |= (uint64_t)2 << 24;
-            memcpy(p, &tw, 8);
-            p += 6;
-        } else if (id < 0x80) {
-            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
-            memcpy(p, &tw, 8);
-            p[8] = TE_CATEGORY_IIDS << 3;
-            p[9] = (uint8_t)(cat + 1);
-            p += 10;
-        } else {
+        if (id < 0x80)
+            p = slice_tail_small(p, type, id, cat);
+        else
             p = slice_tail(p, type, id, cat);
-        }
     } else
 #endif
     {
@@ -899,20 +907,7 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
         else
             p = put_varint(p, dt);
         size_t t0 = nb + hn, t1 = (size_t)(p - batch);
-        uint64_t tw = (uint64_t)(PKT_SEQ_FLAGS << 3) | (uint64_t)SEQ_NEEDS << 8 |
-                      (uint64_t)(PKT_TRACK_EVENT << 3 | 2) << 16 | (uint64_t)(TE_TYPE << 3) << 32 |
-                      (uint64_t)type << 40;
-        if (!id) {
-            tw |= (uint64_t)2 << 24;
-            memcpy(p, &tw, 8);
-            p += 6;
-        } else {
-            tw |= (uint64_t)6 << 24 | (uint64_t)(TE_NAME_IID << 3) << 48 | (uint64_t)id << 56;
-            memcpy(p, &tw, 8);
-            p[8] = TE_CATEGORY_IIDS << 3;
-            p[9] = (uint8_t)(cat + 1);
-            p += 10;
-        }
+        p = slice_tail_small(p, type, id, cat); /* (id < 0x80: tested above) */
         size_t n = (size_t)(p - pkt);
         pkt[0] = TRACE_PACKET << 3 | 2;
         pkt[1] = (uint8_t)(n - 2);
