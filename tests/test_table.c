@@ -154,6 +154,32 @@ static void test_chains(void)
         rp_chains_free(&c);
         drop(&p);
     }
+    /* 1 -> 2 -> {3 80 %, 4 20 %} (e2e_table's chain.c: step -> leaf_a,
+     * leaf_b): 2 hands 80 % to 3, no pass-through.  3 descheduled 3000
+     * ticks in its own frame: 2 -> 3 carries 95.4 % of 2's time, but only
+     * the same 80 % of its time on CPU: still none, and without a second
+     * wrapper 1 is in no chain either */
+    {
+        uint64_t dur[] = {0, 1000, 1000, 800, 200};
+        struct e ed[] = {{1, 2, 1000}, {2, 3, 800}, {2, 4, 200}};
+        make(&p, 5, dur, NULL, ed, 3);
+        CHECK_EQ(rp_chains_find(&p, &c), 0);
+        CHECK_EQ(c.n, 0);
+        rp_chains_free(&c);
+        p.nodes[1].dur_sum = p.nodes[1].incl = 4000;
+        p.nodes[2].dur_sum = p.nodes[2].incl = 4000;
+        p.nodes[3].dur_sum = p.nodes[3].incl = 3800;
+        p.edges[0].incl = 4000;
+        p.edges[1].incl = 3800;
+        struct rp_node_x x = rp_node_x_get(&p.nodes[3]);
+        x.offcpu = 3000;
+        CHECK_EQ(rp_node_x_set(&p.nodes[3], &x), 0);
+        CHECK_EQ(rp_chains_find(&p, &c), 0);
+        CHECK_EQ(c.n, 0); /* (1 2 when the time off CPU counted) */
+        rp_chains_free(&c);
+        free(p.nodes[3].x);
+        drop(&p);
+    }
     /* direct recursion: 1 -> 2, 2 -> 2 and 2 -> 3: 2 is no wrapper */
     {
         uint64_t dur[] = {0, 1000, 1900, 990};

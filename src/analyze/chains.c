@@ -8,7 +8,9 @@
  * A procedure i "passes through" to j when an edge i -> j carries at least
  * RP_CHAIN_SHARE of i's time (dur_sum: every activation, of which the
  * edges and the own time are a partition even under recursion; less the
- * time i was off CPU in its own frame, which a busy machine adds), i has no
+ * time i was off CPU in its own frame, which a busy machine adds, and the
+ * edge's and i's time both less the time j was off CPU in its own frame
+ * during these calls), i has no
  * edge to itself (a recursive procedure is not a wrapper) and i carries no
  * flag (a flagged node is worth its own row).  i and j are linked when both
  * pass through and the edge also carries RP_CHAIN_SHARE of j's inclusive
@@ -34,6 +36,21 @@ static int candidate(const struct rp_profile *p, uint32_t i)
 {
     const struct rp_node *n = &p->nodes[i];
     return i && n->kind == RP_KIND_FUNC && n->calls && !n->flags && n->dur_sum;
+}
+
+/* The time edge x's callee was descheduled in its own frame during the
+ * calls through x: its own-frame off-CPU time, in the share of its time
+ * that x carries.  Being preempted there adds the same time to the edge and
+ * to the caller's time, and would make a callee with 80 % of the work look
+ * like one that takes it all.  Cannot fail. */
+static double callee_offcpu(const struct rp_profile *p, const struct rp_edge *x)
+{
+    const struct rp_node *cj = &p->nodes[x->callee];
+    uint64_t off = rp_node_offcpu(cj);
+    if (!off || !cj->dur_sum)
+        return 0.0;
+    double d = (double)off * ((double)x->incl / (double)cj->dur_sum);
+    return d < (double)x->incl ? d : (double)x->incl;
 }
 
 void rp_chains_free(struct rp_chains *c)
@@ -80,7 +97,8 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
         const struct rp_node *ci = &p->nodes[x->caller];
         double time = (double)ci->dur_sum -
                       (double)(rp_node_offcpu(ci) < ci->dur_sum ? rp_node_offcpu(ci) : 0);
-        if ((double)x->incl >= RP_CHAIN_SHARE * time)
+        double to = (double)x->incl - callee_offcpu(p, x);
+        if (to >= RP_CHAIN_SHARE * (time - ((double)x->incl - to)))
             pass[x->caller] = e + 1;
     }
     for (uint32_t e = 0; e < p->n_edges; e++) {

@@ -28,7 +28,8 @@ struct rp_chains {
  * Finds the chains of a named, ranked and flagged profile into c (zeroed
  * first).  A node passes through when it is a procedure that carries no
  * flag, has no edge to itself, and hands at least RP_CHAIN_SHARE of its
- * time (dur_sum: every activation) to one procedure callee; two such nodes
+ * time (dur_sum: every activation; time off CPU in its own frame and in the
+ * callee's during these calls left out) to one procedure callee; two such nodes
  * i -> j are linked when that edge also carries at least RP_CHAIN_SHARE of
  * j's inclusive time.  A chain is a maximal run of links.  Returns 0,
  * RP_EINVAL for a NULL argument, or RP_ENOMEM (c is then empty).
