@@ -912,28 +912,13 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
         pkt[0] = TRACE_PACKET << 3 | 2;
         pkt[1] = (uint8_t)(n - 2);
         uint64_t key = adj ? fk | (uint64_t)(n - 2) << 33 | seqk : 0;
-        if (zc) { /* rp_zpkt_mark, its state in w and zs */
-            size_t len = t0 - zs;
-            uint32_t h = rp_zpkt_keyhash(key);
-            size_t d = zs - z->keyed[h].at;
-            if (key && len >= 3 && len <= RP_ZPKT_MAX_MATCH && t1 - t0 == 1 &&
-                z->keyed[h].key == key && d - 1 < RP_ZPKT_DIST_TAB) {
-                uint32_t dc = z->dist[d - 1];
-                struct rp_zcode L = z->len[len], c = z->lit[(uint8_t)dt];
-                unsigned nbits = L.n + (dc >> 24);
-                uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nbits;
-                w.acc |= v << w.n;
-                w.n += nbits + c.n;
-                rp_zpkt_flush8(&w);
-                z->keyed[h].at = (uint32_t)zs;
-                zs = t1;
-            } else {
-                z->w = w;
-                z->s = zs;
-                rp_zpkt_mark_slow(z, batch, t0, t1, key);
-                w = z->w;
-                zs = z->s;
-            }
+        /* rp_zpkt_mark, its state in w and zs */
+        if (zc && !rp_zpkt_mark_fast(z, &w, &zs, batch, t0, t1, key)) {
+            z->w = w;
+            z->s = zs;
+            rp_zpkt_mark_slow(z, batch, t0, t1, key);
+            w = z->w;
+            zs = z->s;
         }
         fk = (uint64_t)id | (uint64_t)(type - 1) << 32;
         nb += n;

@@ -128,31 +128,44 @@ static inline void rp_zpkt_flush8(struct rp_zbits *w)
     w->n &= 7;
 }
 
-/* A mark (see rp_zpkt_open).  Its common case here: a keyed run seen at
- * most DIST_TAB bytes back, and a one-byte timestamp: the match and the
- * literal in one put of at most 37 bits to the fewer than 8 kept.  Cannot
- * fail. */
+/* A mark's common case, on a copy of z's stream state (*w, and *s for
+ * rp_zpkt.s) that the caller may keep in locals: a keyed run seen at most
+ * DIST_TAB bytes back, and a one-byte timestamp: the match and the literal
+ * in one put of at most 37 bits to the fewer than 8 kept.  Returns 1 when
+ * it took the mark, 0 (nothing changed) when rp_zpkt_mark_slow must.
+ * Cannot fail. */
+static inline int rp_zpkt_mark_fast(struct rp_zpkt *z, struct rp_zbits *w, size_t *s,
+                                    const uint8_t *in, size_t t0, size_t t1, uint64_t key)
+{
+    size_t len = t0 - *s;
+    if (!key || len < 3 || len > RP_ZPKT_MAX_MATCH || t1 - t0 != 1)
+        return 0;
+    uint32_t h = rp_zpkt_keyhash(key);
+    size_t d = *s - z->keyed[h].at;
+    if (z->keyed[h].key != key || d - 1 >= RP_ZPKT_DIST_TAB)
+        return 0;
+    uint32_t dc = z->dist[d - 1];
+    struct rp_zcode L = z->len[len], c = z->lit[in[t0]];
+    unsigned nb = L.n + (dc >> 24);
+    uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nb;
+    w->acc |= v << w->n;
+    w->n += nb + c.n;
+    rp_zpkt_flush8(w);
+    z->keyed[h].at = (uint32_t)*s;
+    *s = t1;
+    return 1;
+}
+
+/* A mark (see rp_zpkt_open).  Cannot fail. */
 static inline void rp_zpkt_mark(struct rp_zpkt *z, const uint8_t *in, size_t t0, size_t t1,
                                 uint64_t key)
 {
-    size_t s = z->s, len = t0 - s;
-    if (key && len >= 3 && len <= RP_ZPKT_MAX_MATCH && t1 - t0 == 1) {
-        uint32_t h = rp_zpkt_keyhash(key);
-        size_t d = s - z->keyed[h].at;
-        if (z->keyed[h].key == key && d - 1 < RP_ZPKT_DIST_TAB) {
-            struct rp_zbits w = z->w;
-            uint32_t dc = z->dist[d - 1];
-            struct rp_zcode L = z->len[len], c = z->lit[in[t0]];
-            unsigned nb = L.n + (dc >> 24);
-            uint64_t v = L.bits | (uint64_t)(dc & 0xffffff) << L.n | (uint64_t)c.bits << nb;
-            w.acc |= v << w.n;
-            w.n += nb + c.n;
-            rp_zpkt_flush8(&w);
-            z->w = w;
-            z->keyed[h].at = (uint32_t)s;
-            z->s = t1;
-            return;
-        }
+    struct rp_zbits w = z->w;
+    size_t s = z->s;
+    if (rp_zpkt_mark_fast(z, &w, &s, in, t0, t1, key)) {
+        z->w = w;
+        z->s = s;
+        return;
     }
     rp_zpkt_mark_slow(z, in, t0, t1, key);
 }
