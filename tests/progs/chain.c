@@ -3,7 +3,8 @@
  * chain.c - a test program for pass-through chains, recorded by
  * tests/e2e_table.sh: main -> app_main -> run_all -> run_once -> engine
  * each hand all their time to the next (one call each), engine calls step
- * 200 times, and step spreads its time over leaf_b (1 part, called
+ * 1000 times (enough work that main's own time, a sanitizer's start-up
+ * included, stays under HOT's 5 %), and step spreads its time over leaf_b (1 part, called
  * first) and leaf_a (4 parts): graph step lists leaf_a first only when it
  * sorts by time.  The chain is main ... engine, 5 frames; step, leaf_a and
  * leaf_b are rows of their own.  Prints "sum = <n>".
@@ -36,7 +37,7 @@ void step(void)
 
 void engine(void)
 {
-    for (int i = 0; i < 200; i++)
+    for (int i = 0; i < 1000; i++)
         step();
 }
 
