@@ -19,8 +19,9 @@
 #   table      the table names the regression and the rule it was judged by
 #   bad        one trace, a missing file, a bad option: usage or error exit
 #              naming it
-# base and slow are recorded again (up to 3 pairs) when the procedures
-# FACTOR does not touch differ by more than 10 % per call between them.
+# base and slow are recorded again (up to 4 pairs) when no base and slow
+# recorded so far run the procedures FACTOR does not touch within 10 % of
+# each other per call; the fairest pair is the one judged.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -36,25 +37,44 @@ rec() { # OUT FACTOR
 }
 # The premise of planted and table: FACTOR changes target's time alone.
 # A load spike during one of the two recordings slows every procedure of
-# that run alike (25 % seen on a busy machine), and the rows then differ
-# for the machine's sake; such a pair is recorded again (up to 3 pairs).
-fair() { # 0 when parse, lookup and render take the same own time per call
-    "$RANKPROF" report --format json -i "$tmp/base.rp" >"$tmp/fa.json" &&
-        "$RANKPROF" report --format json -i "$tmp/slow.rp" >"$tmp/fb.json" &&
-        python3 - "$tmp/fa.json" "$tmp/fb.json" <<'PY'
-import json, sys
-a, b = ({n["name"]: n for n in json.load(open(f))["nodes"]} for f in sys.argv[1:3])
-per = lambda n: n["exclusive_ns"] / max(n["calls"], 1)
-off = {k: per(b[k]) / per(a[k]) for k in ("parse", "lookup", "render")}
-if any(not 0.9 <= r <= 1.1 for r in off.values()):
-    sys.exit("own time per call, slow/base: " + ", ".join(f"{k} {r:.2f}" for k, r in off.items()))
+# that run alike (25 % seen on a busy machine, for the length of a
+# recording), and the rows then differ for the machine's sake.  So pairs
+# are recorded until some base and some slow recorded so far (not only
+# the last two) run parse, lookup and render at the same own time per call
+# (within 10 %); up to 4 pairs.
+fair() { # N: copies the fairest base_i and slow_j to base.rp and slow.rp; 0 when fair
+    local i
+    for ((i = 1; i <= $1; i++)); do
+        [[ -s $tmp/fa$i.json ]] || "$RANKPROF" report --format json -i "$tmp/base$i.rp" >"$tmp/fa$i.json" || return 2
+        [[ -s $tmp/fb$i.json ]] || "$RANKPROF" report --format json -i "$tmp/slow$i.rp" >"$tmp/fb$i.json" || return 2
+    done
+    python3 - "$tmp" "$1" <<'PY'
+import json, shutil, sys
+tmp, n = sys.argv[1], int(sys.argv[2])
+load = lambda f: {x["name"]: x for x in json.load(open(f))["nodes"]}
+A = [load(f"{tmp}/fa{i}.json") for i in range(1, n + 1)]
+B = [load(f"{tmp}/fb{i}.json") for i in range(1, n + 1)]
+per = lambda x: x["exclusive_ns"] / max(x["calls"], 1)
+best = None
+for i, a in enumerate(A):
+    for j, b in enumerate(B):
+        off = {k: per(b[k]) / per(a[k]) for k in ("parse", "lookup", "render")}
+        worst = max(abs(r - 1) for r in off.values())
+        if best is None or worst < best[0]:
+            best = (worst, i + 1, j + 1, off)
+worst, i, j, off = best
+shutil.copy(f"{tmp}/base{i}.rp", f"{tmp}/base.rp")
+shutil.copy(f"{tmp}/slow{j}.rp", f"{tmp}/slow.rp")
+if worst > 0.1:
+    sys.exit(f"the fairest pair, base {i} and slow {j}: own time per call, slow/base: "
+             + ", ".join(f"{k} {r:.2f}" for k, r in off.items()))
 PY
 }
-for a in 1 2 3; do
-    rec "$tmp/base.rp" 1
-    rec "$tmp/slow.rp" 4
-    fair 2>"$tmp/fair.err" && break
-    note "pair $a recorded under uneven load, again: $(cat "$tmp/fair.err")"
+for a in 1 2 3 4; do
+    rec "$tmp/base$a.rp" 1
+    rec "$tmp/slow$a.rp" 4
+    fair $a 2>"$tmp/fair.err" && break
+    note "pair $a recorded under uneven load: $(cat "$tmp/fair.err")"
 done
 
 planted() {

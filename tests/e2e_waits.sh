@@ -13,7 +13,8 @@
 #     many waits as the program counted, never_cv 1; the cancelled waits
 #     ended at the cancellation;
 #   - main, waiter, sleeper and reader: own time <= 10 % of their total, not
-#     HOT; crunch is HOT; no wait node is ever HOT, JITTER or RATE;
+#     HOT (main under TSan may be: its pthread_create does work); crunch is
+#     HOT; no wait node is ever HOT, JITTER or RATE;
 #   - wait_ns of a node = the summed inclusive time of its edges to waits;
 #   - `rankprof locks` lists ready_cv under "conds" (waits, the waiter as its
 #     call site) and not among the locks;
@@ -217,7 +218,10 @@ def check_waits(name, cond):
         if (name == "t" or not san) and n["exclusive_ns"] > 0.10 * n["inclusive_ns"]:
             die("%s: %s's own time %d ns is over 10%% of its total %d ns"
                 % (name, f, n["exclusive_ns"], n["inclusive_ns"]))
-        if "HOT" in n["flags"]:
+        # under TSan main's frame holds TSan's pthread_create and join, 6 to
+        # 10 ms of CPU per thread: 3 to 5 % of the run's on-CPU time, HOT
+        # when crunch, timed by the clock, is preempted on a busy machine
+        if "HOT" in n["flags"] and not (tsan and f == "main"):
             die("%s: %s is HOT, it only waits" % (name, f))
     if "HOT" not in nodes["crunch"]["flags"]:
         die("%s: crunch, the computing leaf, is not HOT (flags %s)"
