@@ -76,7 +76,12 @@
  * atomics and locks.  The final publish's release store then looks like a
  * plain write, and the writer's read of the last buffer like a race.  The
  * arc is stated on the tbuf with TSan's dynamic annotations, which it honours
- * even there (weak: nothing is required of the runtime).  Nothing of this
+ * even there (weak: nothing is required of the runtime).  The same holds
+ * for an event recorded inside TSan's own pthread_join, which calls the
+ * recorder's (waits.c) within its interceptor: a buffer the thread takes
+ * there is free by an acquire load TSan does not model, and its stores
+ * into it looked like races with the writer's last read (the writer's
+ * hand-back and buf_next state that arc on &t->consumed).  Nothing of this
  * is compiled without TSan.
  */
 #if defined(__SANITIZE_THREAD__)

@@ -344,6 +344,7 @@ static void write_published(struct rp_tbuf *t, uint64_t c, _Atomic uint64_t *by)
     if (t->lens[idx] > t->part)
         write_buffer(t, t->bufs[idx] + t->part, t->lens[idx] - t->part);
     t->part = 0;
+    RP_TSAN_PUBLISH(&t->consumed); /* (buf_next's arc, for TSan) */
     atomic_store_explicit(&t->consumed, c + 1, memory_order_release);
     atomic_fetch_add_explicit(by, 1, memory_order_relaxed);
 }
