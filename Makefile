@@ -8,12 +8,14 @@
 #   make test    build and run every test through ctest
 #   make bench   the benchmarks of bench/ (side by side with the peers)
 #   make asan    the tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make tsan    the tests under ThreadSanitizer
+#   make tsan    the tests under ThreadSanitizer (but those labelled serial:
+#                tests/CMakeLists.txt says why)
 #   make install PREFIX=/usr/local
 BUILD   ?= build
 PREFIX  ?= /usr/local
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo -G Ninja)
 
 .PHONY: all deps test-deps demo firmware-demo test bench asan tsan install clean
@@ -35,7 +37,7 @@ firmware-demo: all
 	@scripts/firmware-demo.sh $(BUILD)
 
 test: test-deps all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 bench: all
 	@scripts/deps.sh bench
@@ -45,7 +47,7 @@ asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS="-DRP_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
 
 tsan:
-	@$(MAKE) --no-print-directory test BUILD=build-tsan CMAKE_FLAGS="-DRP_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	@$(MAKE) --no-print-directory test BUILD=build-tsan CTEST_FLAGS="-LE serial" CMAKE_FLAGS="-DRP_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -29,13 +29,18 @@ RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
 
 # 1. in process: every truncation; flips at every byte of the small trace,
 #    every 5th of the larger one.  Under the sanitizers (ten times slower) a
-#    sample: every flip offset 4th / 25th, every 4th cut of the larger one.
+#    sample: every flip offset 4th / 25th, every 4th cut of the larger one;
+#    under TSan, whose subject is the replay's workers rather than each
+#    offset, a third of that (every 12th / 75th, every 12th cut).
 sweep() { # NAME ARGS...
     local name=$1
     shift
     "$sweep" "$tmp/$name.data" "$@" || fail "sweep of $name.data"
 }
-if sanitized; then
+if under_tsan; then
+    scenario sweep_one sweep one 12
+    scenario sweep_three sweep three 75 12
+elif sanitized; then
     scenario sweep_one sweep one 4
     scenario sweep_three sweep three 25 4
 else
@@ -49,14 +54,15 @@ cli() {
     python3 - "$tmp/three.data" "$tmp" >"$tmp/offsets" <<'PY'
 import os, struct, sys
 b = open(sys.argv[1], "rb").read()
-san = bool(os.environ.get("RP_SANITIZE"))  # ten times slower: fewer runs
+san = os.environ.get("RP_SANITIZE", "")  # ten times slower: fewer runs
+tsan = "thread" in san  # (the sample of the sweep above, for the workers)
 offs, off = {0, 8, 12, 31, 32, len(b) - 1}, 32
 while off + 16 <= len(b):
     ln = struct.unpack_from("<I", b, off + 4)[0]
-    for d in ((0, 16) if san else (0, 4, 16)):
+    for d in ((0,) if tsan else (0, 16) if san else (0, 4, 16)):
         offs.add(off + d)
     off += 16 + ln
-offs.update(range(0, len(b), 701 if san else 211))
+offs.update(range(0, len(b), 2003 if tsan else 701 if san else 211))
 offs = sorted(x for x in offs if x < len(b))
 for o in offs:  # the flipped copies, made here at once
     c = bytearray(b); c[o] ^= 0x5a
