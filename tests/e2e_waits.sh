@@ -219,8 +219,8 @@ def check_waits(name, cond):
             die("%s: %s's own time %d ns is over 10%% of its total %d ns"
                 % (name, f, n["exclusive_ns"], n["inclusive_ns"]))
         # under TSan main's frame holds TSan's pthread_create and join, 6 to
-        # 10 ms of CPU per thread: 3 to 5 % of the run's on-CPU time, HOT
-        # when crunch, timed by the clock, is preempted on a busy machine
+        # 10 ms of CPU per thread: 3 to 5 % of the run's on-CPU time, on
+        # HOT's line
         if "HOT" in n["flags"] and not (tsan and f == "main"):
             die("%s: %s is HOT, it only waits" % (name, f))
     if "HOT" not in nodes["crunch"]["flags"]:
