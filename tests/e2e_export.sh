@@ -39,7 +39,7 @@ RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=65536 "$RANKPROF" record -o fw.data -- "
 check="python3 $here/consumers/check_export.py"
 
 
-# --- the skeleton: unknown format, json and csv are the report's bytes ------
+# --- the skeleton: unknown format, json and csv are the report's bytes, -o - --
 skeleton() {
     if "$RANKPROF" export -i ct.data --format nosuch >/dev/null 2>err.txt; then
         fail "an unknown format was accepted"
@@ -54,6 +54,14 @@ skeleton() {
         fail "a missing input was accepted"
     fi
     [[ ! -e x.json ]] || fail "a failed export left its output file"
+    # -o - is standard output, as without -o; a directory format refuses it
+    "$RANKPROF" export -i ct.data --format json -o - >dash.json || fail "export json -o -"
+    cmp -s dash.json report.json || fail "export json -o - differs from report --format json"
+    [[ ! -e ./- ]] || fail "export -o - wrote a file named -"
+    local rc=0
+    "$RANKPROF" export -i ct.data --format otf2 -o - >/dev/null 2>err.txt || rc=$?
+    grep -q "unavailable" err.txt ||
+        { [[ $rc == 2 ]] && grep -q -- "-o DIR" err.txt; } || fail "otf2 -o -: exit $rc, $(cat err.txt)"
 }
 # a trace cut inside its last chunk: an error naming the file, no output;
 # with --force the sound part is exported, as report --force analyses it

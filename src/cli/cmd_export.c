@@ -7,8 +7,8 @@
  * format succeeded and every byte reached the file, so a failed export never
  * leaves a half-written file under the name a viewer would open (an OUT
  * that is not a regular file, such as /dev/null, is written directly).
- * Without -o the output goes to stdout, except binary formats to a
- * terminal.
+ * Without -o (or with -o -) the output goes to stdout, except binary
+ * formats to a terminal.
  */
 #define _GNU_SOURCE /* F_SETPIPE_SZ */
 #include <errno.h>
@@ -50,7 +50,8 @@ struct export_args {
     struct rp_load_opts load;
     struct rp_report_opts report;
     const struct rp_export_format *fmt;
-    const char *output;
+    const char *output; /* NULL: standard output */
+    int dash;           /* -o - was given */
     const char *title;
     const char *params[MAX_PARAMS];
     unsigned n_params;
@@ -81,8 +82,9 @@ static void parse(int argc, char **argv, struct export_args *a)
             rp_opt_filter("export", c, optarg, &a->filt))
             continue;
         switch (c) {
-        case 'o':
-            a->output = optarg;
+        case 'o': /* "-": standard output, as without -o */
+            a->output = strcmp(optarg, "-") ? optarg : NULL;
+            a->dash = !a->output;
             break;
         case 'f':
             if (!(a->fmt = rp_export_find(optarg)))
@@ -139,7 +141,8 @@ static void parse(int argc, char **argv, struct export_args *a)
                "(install libotf2-trace-dev, e.g. `scripts/deps.sh build`, and rebuild)",
                a->fmt->name);
     if ((a->fmt->needs & RP_EXPORT_DIR) && !a->output)
-        rp_usage_die("export", "--format %s writes a directory: give -o DIR", a->fmt->name);
+        rp_usage_die("export", "--format %s writes a directory: give -o DIR%s", a->fmt->name,
+                     a->dash ? " (not -)" : "");
     if ((a->fmt->needs & RP_EXPORT_DIR) && access(a->output, F_OK) == 0)
         rp_die("export --format %s: %s exists: the archive is written to a new directory "
                "(remove it or give another -o)",

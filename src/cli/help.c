@@ -160,8 +160,8 @@ static const struct cmd_help helps[] = {
      "(json, csv) or one HTML page. `rankprof export --help` lists the formats.",
      {INPUT_OPTS,
       {"--format FORMAT", "the format (`rankprof export --help` lists them)"},
-      {"-o, --output OUT", "the file (default: standard output, but not a binary format to a "
-                           "terminal); written whole or not at all"},
+      {"-o, --output OUT", "the file (default, or -: standard output, but not a binary format "
+                           "to a terminal); written whole or not at all"},
       TID_OPT,
       {"-n, --limit N", "the report's rows at most (json, csv, html)"},
       {"--title T", "the title of the flame graph or the page"},
