@@ -439,11 +439,16 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
 {
     uint64_t now = rp_ticks(), waited = 0;
     enum rp_loss why = RP_LOSS_FULL;
-    /* A buffer the thread encoded and wrote itself took its time from now
-     * on: the recorder's, a PAUSE like a wait for the writer (which then
-     * goes on from the same start) */
-    if (t->base && rp_rt_buf_publish(t))
+    /* The switch from a full buffer to the next takes its time from now
+     * on: the recorder's, a PAUSE, whether the thread encoded and wrote the
+     * full one itself or handed it to the writer (a lock and a wake-up),
+     * with the first use of a ring buffer (mapped and populated) and any
+     * wait for a free one.  (A thread's first buffer, or the next after a
+     * drop, comes before its next span: only a wait is a PAUSE there.) */
+    if (t->base) {
+        rp_rt_buf_publish(t);
         waited = now;
+    }
     if (buf_next(t, &waited, &why) < 0) {
         if (!t->lost++)
             t->lost_first = now;
@@ -457,7 +462,7 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
         p++;
         t->lost = 0;
     }
-    if (waited) { /* the time encoding or waiting for the writer is the recorder's */
+    if (waited) { /* the time switching, encoding or waiting for the writer is the recorder's */
         uint64_t t1 = rp_ticks();
         p->ticks = t1;
         p->word = rp_raw_word(RP_RAW_PAUSE, t1 > waited ? t1 - waited : 0);

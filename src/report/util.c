@@ -244,8 +244,8 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
     }
     if (p->paused)
         fprintf(out,
-                "recorder wait: %s encoding buffers or waiting for the writer, taken out of the "
-                "spans open then\n",
+                "recorder wait: %s switching buffers, encoding them or waiting for the writer, "
+                "taken out of the spans open then\n",
                 rp_fmt_ns((double)p->paused * p->ns_per_tick, b, sizeof b));
 }
 
