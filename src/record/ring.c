@@ -730,7 +730,7 @@ RP_HIDDEN void rp_ring_scan(void **state, const struct rp_raw *recs, size_t n)
                     break;
                 }
             break;
-        case RP_RAW_PAUSE: /* the thread waited for the writer: not the span's time */
+        case RP_RAW_PAUSE: /* a buffer switch, the recorder's: not the span's time */
             for (uint32_t d = 0; d < w->depth; d++)
                 w->st[d].start += pl;
             break;

@@ -153,8 +153,8 @@ struct rp_timeline_ops {
      * carry several: librankprof-mpi's, format.h rp_mpi_arg; the last is
      * end's arg too), told whether or not a filter keeps the span */
     int (*arg)(void *cookie, uint32_t tid, uint32_t id, uint64_t value);
-    /* the recorder's own time on thread tid, [start, end] (a PAUSE: the
-     * thread encoded its buffer or waited for the writer), nested in the
+    /* the recorder's own time on thread tid, [start, end] (a PAUSE: a
+     * buffer switch, the thread encoding its buffer or waiting for the writer), nested in the
      * innermost open span; the report takes it out of every span open
      * then, so a span's time there is its slice less the pauses inside
      * it.  Exporters show it as a slice named RP_EXPORT_RECORDER. */

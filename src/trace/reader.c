@@ -449,7 +449,7 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
         break;
     case RP_OP_ARG:
     case RP_OP_LOST:
-    case RP_OP_PAUSE: /* arg: the ticks the thread waited for the writer */
+    case RP_OP_PAUSE: /* arg: the ticks of the thread's buffer switch (its wait, its encoding) */
         if (!(p = rp_get_varint(p, d->end, &ev->arg)))
             return RP_EFORMAT;
         break;

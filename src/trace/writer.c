@@ -889,9 +889,10 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
             q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
             continue;
         }
-        /* A pause (the thread waited for the writer, and was off CPU for
-         * that reason) ends at t: its time is the recorder's, taken out of
-         * the spans as a whole, so no off-CPU span covers any of it. */
+        /* A pause (a buffer switch: the thread encoded its buffer or waited
+         * for the writer, off CPU for that reason) ends at t: its time is
+         * the recorder's, taken out of the spans as a whole, so no off-CPU
+         * span covers any of it. */
         if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_PAUSE) {
             uint64_t d = recs[i].word & RP_RAW_PAYLOAD;
             lim = d < t ? t - d : 0;
