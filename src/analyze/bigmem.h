@@ -59,14 +59,20 @@ static inline void *rp_big_calloc(size_t n, size_t size)
  * otherwise blocks freed by other threads stay in their malloc arenas, and
  * blocks below glibc's trim threshold (which grows to twice the largest
  * block freed) stay mapped, memory under whatever runs next until the
- * process ends.  Nothing under a sanitizer: its allocator replaces glibc's,
- * whose arenas would first be set up here, racing between threads that
- * call this at once.  Cannot fail.
+ * process ends.  freed is about how many bytes the phase that ends freed:
+ * below RP_BIG_MIN nothing is done, since the trim walks every arena and
+ * advises the kernel of each free range (about 20 system calls for a small
+ * profile, more than its replay costs).  Nothing under a sanitizer: its
+ * allocator replaces glibc's, whose arenas would first be set up here,
+ * racing between threads that call this at once.  Cannot fail.
  */
-static inline void rp_big_trim(void)
+static inline void rp_big_trim(size_t freed)
 {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    malloc_trim(0);
+    if (freed >= RP_BIG_MIN)
+        malloc_trim(0);
+#else
+    (void)freed;
 #endif
 }
 
