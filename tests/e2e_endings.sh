@@ -90,28 +90,35 @@ ending _Exit 6 exit
 ending quick_exit 7 exit
 ending daemon 0 exit
 
-# killed from outside once it has made its calls and says so
-killed() { # SIG
-    local sig=$1 rc=0 rec pid want
-    $TMO "$RANKPROF" record -o "$tmp/kill$sig.data" -- "$PROGS/prog_endings" wait $N \
-        >"$tmp/kill$sig.out" 2>"$tmp/kill$sig.err" &
+# killed from outside once it has made its calls and says so; twice: the
+# signal again and again for 40 ms (as `timeout` sends it twice: to
+# `rankprof record`, which passes it on, and to the process group), to a
+# program with threads that take the next ones while main's handler waits
+# for the flush (with SA_RESETHAND the second one ended the process then)
+killed() { # SIG [twice]
+    local sig=$1 twice=${2:-} rc=0 rec pid want name
+    name=kill$sig$twice
+    $TMO "$RANKPROF" record -o "$tmp/$name.data" -- "$PROGS/prog_endings" wait${twice:+2} $N \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
     rec=$!
     pid=
     for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/kill$sig.out" 2>/dev/null || true)
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/$name.out" 2>/dev/null || true)
         [[ -n $pid ]] && break
         sleep 0.1
     done
     [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "kill $sig: the program never said done"; }
     kill -$sig "$pid"
+    [[ -z $twice ]] || for _ in 1 2 3 4 5 6 7 8; do kill -$sig "$pid" 2>/dev/null || break; sleep 0.005; done
     wait $rec || rc=$?
     want=$((128 + $(kill -l $sig)))
-    [[ $rc -eq $want ]] || fail "kill $sig: exit $rc, expected $want: $(cat "$tmp/kill$sig.err")"
-    check_trace "kill$sig" "$tmp/kill$sig.data" "$(kill -l $sig)"
+    [[ $rc -eq $want ]] || fail "kill $sig: exit $rc, expected $want: $(cat "$tmp/$name.err")"
+    check_trace "$name" "$tmp/$name.data" "$(kill -l $sig)"
 }
 for sig in TERM INT HUP; do
     scenario "kill$sig" killed $sig
 done
+scenario killtwice killed TERM twice
 
 # a forked child that makes the calls and _exits: its own trace, complete
 fork() {

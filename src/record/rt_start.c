@@ -69,24 +69,30 @@ static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SI
 static struct sigaction fatal_old[NSIG]; /* by signal number */
 
 /* The forked child's part of a fatal signal: no writer thread, so the
- * handler writes what is recorded and END itself.  Not when it interrupted
- * the recorder on this thread or another thread is writing (drain_lock). */
-static void fatal_flush_sync(int sig)
+ * handler writes what is recorded and END itself, once (fatal_done).  Not
+ * when it interrupted the recorder on this thread.  Returns 1 when another
+ * thread holds the drain lock (writing: try again), else 0. */
+static int fatal_flush_sync(int sig)
 {
-    if ((rp_self && rp_self->guard) || rp_own_trylock(&rp_rt.drain_lock) != 0)
-        return;
-    atomic_store(&rp_rt.stopped, 1);
-    while (rp_rt_drain_once())
-        ;
-    if (rp_self)
-        rp_rt_flush_partial(rp_self);
-    rp_out_end_info(0);
-    rp_out_clock();
-    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
-    rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
-    rp_ctl_shutdown(); /* (munmap and unlink: async-signal-safe) */
-    atomic_store(&rp_rt.fatal_done, 1);
+    if (rp_self && rp_self->guard)
+        return 0;
+    if (rp_own_trylock(&rp_rt.drain_lock) != 0)
+        return 1;
+    if (!atomic_load(&rp_rt.fatal_done)) {
+        atomic_store(&rp_rt.stopped, 1);
+        while (rp_rt_drain_once())
+            ;
+        if (rp_self)
+            rp_rt_flush_partial(rp_self);
+        rp_out_end_info(0);
+        rp_out_clock();
+        uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+        rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+        rp_ctl_shutdown(); /* (munmap and unlink: async-signal-safe) */
+        atomic_store(&rp_rt.fatal_done, 1);
+    }
     rp_own_unlock(&rp_rt.drain_lock);
+    return 0;
 }
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
@@ -99,21 +105,29 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     uint64_t zero = 0;
     if (atomic_compare_exchange_strong(&rp_rt.fatal_ticks, &zero, rp_ticks()) && rp_self)
         atomic_store(&rp_rt.fatal_tid, rp_self->tid);
+    /* The first fatal signal starts the final flush; one that comes while
+     * it runs (a second SIGTERM: `timeout` signals both `rankprof record`,
+     * which passes it on, and the program's process group) waits for it
+     * too, on whatever thread it lands: the flush has set stopped by then,
+     * and raising it at once would end the process before END is written. */
     int none = 0;
-    if (!rp_is_writer && !atomic_load(&rp_rt.stopped) &&
-        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
-        (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)) {
-        if (rp_rt.sync_write) {
-            fatal_flush_sync(sig);
-        } else if (__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
-            /* A crash inside the recorder may hold the lock the writer
-             * needs: then wait less, the writer may never come. */
-            unsigned limit = rp_rt.exit_timeout_ms;
-            if (rp_self && rp_self->guard && limit > 1000)
-                limit = 1000;
-            struct timespec ms = {0, 1000000};
-            for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++)
-                nanosleep(&ms, NULL);
+    int flush = !rp_is_writer &&
+                (atomic_load(&rp_rt.fatal) ||
+                 (!atomic_load(&rp_rt.stopped) &&
+                  __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
+                  (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)));
+    if (flush) {
+        /* A crash inside the recorder may hold the lock the writer needs:
+         * then wait less, the writer may never come. */
+        unsigned limit = rp_rt.exit_timeout_ms;
+        if (rp_self && rp_self->guard && limit > 1000)
+            limit = 1000;
+        struct timespec ms = {0, 1000000};
+        int writer = !rp_rt.sync_write && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED);
+        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++) {
+            if (!writer && (rp_rt.sync_write ? !fatal_flush_sync(atomic_load(&rp_rt.fatal)) : 1))
+                break; /* written here, or nobody can */
+            nanosleep(&ms, NULL);
         }
     }
     sigaction(sig, &fatal_old[sig], NULL);
@@ -150,7 +164,14 @@ static void fatal_install(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = fatal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    /* Not SA_RESETHAND: a second signal (`timeout` signals both `rankprof
+     * record`, which passes it on, and the program's process group) would
+     * then find the default action and end the process in the middle of
+     * the flush.  It waits for the flush in the handler instead (on another
+     * thread: the first's is blocked while its handler runs); a fault
+     * inside the handler, where its signal is blocked, still ends the
+     * process at once (the kernel resets a blocked fault to its default). */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < NFATAL; i++)
         fatal_take(fatal_sigs[i], i < NCRASH, &sa);

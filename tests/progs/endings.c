@@ -6,6 +6,8 @@
  *
  *   raise-SIG   raises SIG (TERM, INT, HUP, PIPE, XCPU, USR1, ALRM, RTMIN+N) itself
  *   wait        prints "done PID", then sleeps until killed from outside
+ *   wait2       the same with two more threads, asleep: a signal sent to
+ *               the process while main's handler runs lands on one of them
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
  *   quick_exit  quick_exit(7)
@@ -18,6 +20,7 @@
  *
  * Expected: work N calls, leaf 2N, in the trace of the process that made them.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,14 @@
 #include <unistd.h>
 
 #include "lib/calls.h"
+
+static void *sleeper(void *arg)
+{
+    struct timespec s = {1, 0};
+    for (int i = 0; i < 600; i++)
+        nanosleep(&s, NULL);
+    return arg;
+}
 
 int main(int argc, char **argv)
 {
@@ -67,7 +78,11 @@ int main(int argc, char **argv)
             raise(SIGRTMIN + atoi(mode + 12));
         return 3; /* not reached when the signal ends the process */
     }
-    if (!strcmp(mode, "wait")) {
+    if (!strcmp(mode, "wait") || !strcmp(mode, "wait2")) {
+        pthread_t t;
+        for (int i = 0; mode[4] && i < 2; i++)
+            if (pthread_create(&t, NULL, sleeper, NULL) != 0)
+                return 2;
         printf("done %d\n", (int)getpid());
         fflush(stdout);
         for (int i = 0; i < 600; i++)
