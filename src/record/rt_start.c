@@ -111,11 +111,11 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
      * too, on whatever thread it lands: the flush has set stopped by then,
      * and raising it at once would end the process before END is written. */
     int none = 0;
-    int flush = !rp_is_writer &&
-                (atomic_load(&rp_rt.fatal) ||
-                 (!atomic_load(&rp_rt.stopped) &&
-                  __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
-                  (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)));
+    int flush =
+        !rp_is_writer &&
+        (atomic_load(&rp_rt.fatal) ||
+         (!atomic_load(&rp_rt.stopped) && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
+          (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)));
     if (flush) {
         /* A crash inside the recorder may hold the lock the writer needs:
          * then wait less, the writer may never come. */
