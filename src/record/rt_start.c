@@ -122,6 +122,11 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
         unsigned limit = rp_rt.exit_timeout_ms;
         if (rp_self && rp_self->guard && limit > 1000)
             limit = 1000;
+        /* without a writer, the drain lock another thread holds is let go
+         * within a buffer's write; this thread's own (a handler that
+         * interrupted a thread's last drain) never is */
+        if (rp_rt.sync_write && limit > 200)
+            limit = 200;
         struct timespec ms = {0, 1000000};
         int writer = !rp_rt.sync_write && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED);
         for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++) {
