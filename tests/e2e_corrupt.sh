@@ -28,10 +28,11 @@ RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=2000 \
 "$RANKPROF" info -i "$tmp/three.data" | grep -q "^threads: *4" || fail "three.data: not 4 threads"
 
 # 1. in process: every truncation; flips at every byte of the small trace,
-#    every 5th of the larger one.  Under the sanitizers (ten times slower) a
-#    sample: every flip offset 4th / 25th, every 4th cut of the larger one;
-#    under TSan, whose subject is the replay's workers rather than each
-#    offset, a third of that (every 12th / 75th, every 12th cut).
+#    every 5th of the larger one.  Under ASan+UBSan (ten times slower), whose
+#    fuzzing stage explores the same reader (scripts/fuzz.sh), a sample:
+#    every 8th / 50th flip offset, every 8th cut of the larger one; under
+#    TSan, whose subject is the replay's workers rather than each offset,
+#    fewer (every 12th / 75th, every 12th cut).
 sweep() { # NAME ARGS...
     local name=$1
     shift
@@ -41,8 +42,8 @@ if under_tsan; then
     scenario sweep_one sweep one 12
     scenario sweep_three sweep three 75 12
 elif sanitized; then
-    scenario sweep_one sweep one 4
-    scenario sweep_three sweep three 25 4
+    scenario sweep_one sweep one 8
+    scenario sweep_three sweep three 50 8
 else
     scenario sweep_one sweep one 1
     scenario sweep_three sweep three 5
@@ -62,7 +63,7 @@ while off + 16 <= len(b):
     for d in ((0,) if tsan else (0, 16) if san else (0, 4, 16)):
         offs.add(off + d)
     off += 16 + ln
-offs.update(range(0, len(b), 2003 if tsan else 701 if san else 211))
+offs.update(range(0, len(b), 2003 if tsan else 1409 if san else 211))
 offs = sorted(x for x in offs if x < len(b))
 for o in offs:  # the flipped copies, made here at once
     c = bytearray(b); c[o] ^= 0x5a
