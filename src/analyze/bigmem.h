@@ -59,20 +59,21 @@ static inline void *rp_big_calloc(size_t n, size_t size)
  * otherwise blocks freed by other threads stay in their malloc arenas, and
  * blocks below glibc's trim threshold (which grows to twice the largest
  * block freed) stay mapped, memory under whatever runs next until the
- * process ends.  freed is about how many bytes the phase that ends freed:
- * below RP_BIG_MIN nothing is done, since the trim walks every arena and
- * advises the kernel of each free range (about 20 system calls for a small
- * profile, more than its replay costs).  Nothing under a sanitizer: its
- * allocator replaces glibc's, whose arenas would first be set up here,
- * racing between threads that call this at once.  Cannot fail.
+ * process ends.  Only when the arenas hold RP_BIG_MIN or more free
+ * (mallinfo2): the trim walks every arena and advises the kernel of each
+ * free range, about 20 system calls after a small profile, more than its
+ * replay costs.  Nothing under a sanitizer: its allocator replaces
+ * glibc's, whose arenas would first be set up here, racing between
+ * threads that call this at once.  Cannot fail.
  */
-static inline void rp_big_trim(size_t freed)
+static inline void rp_big_trim(void)
 {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    if (freed >= RP_BIG_MIN)
-        malloc_trim(0);
-#else
-    (void)freed;
+#if __GLIBC_PREREQ(2, 33)
+    if (mallinfo2().fordblks < RP_BIG_MIN)
+        return;
+#endif
+    malloc_trim(0);
 #endif
 }
 

@@ -397,31 +397,11 @@ static void read_thread(struct rp_profile *p, const struct rp_chunk *c, uint32_t
     th->name = rp_text_dup(c->data + 8, c->len - 8, 0, NULL);
 }
 
-/* About how many bytes v holds that grow with the trace (its per-node
- * arrays, edge maps and chunk buffers): whether freeing it is worth a trim
- * (rp_big_trim).  Cannot fail. */
-static size_t priv_bytes(const struct priv *v)
-{
-    size_t b = v->adj_bytes;
-    for (size_t k = 0; k < sizeof(v->acc) / sizeof(v->acc[0]); k++) {
-        const struct acc *a = &v->acc[k];
-        b += a->full_bytes + a->hot_bytes + a->active_bytes;
-        b += (size_t)a->em.cap * sizeof(*a->em.vals) + (size_t)a->em.capn * sizeof(*a->em.edges);
-    }
-    for (int i = 0; i < RP_JOBS_MAX; i++)
-        b += v->jobs[i].cap;
-    for (uint32_t i = 0; i < v->nts; i++)
-        if (v->ts[i].rs)
-            b += v->ts[i].rs->active_bytes;
-    return b;
-}
-
 void rp_replay_priv_free(struct rp_profile *p)
 {
     struct priv *v = p->priv;
     if (!v)
         return;
-    size_t freed = priv_bytes(v);
     rp_workers_stop(v);
     for (uint32_t i = 0; i < v->nts; i++) {
         struct rstate *rs = v->ts[i].rs;
@@ -450,7 +430,7 @@ void rp_replay_priv_free(struct rp_profile *p)
     rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
-    rp_big_trim(freed); /* and the pages with it: the replayers' threads freed them */
+    rp_big_trim(); /* and the pages with it: the replayers' threads freed them */
 }
 
 /* The END chunk c (format 4.x): how the process ended, and from 1.3 on

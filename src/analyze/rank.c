@@ -292,8 +292,6 @@ out:
     free(own.pi);
     free(own.spare); /* rank points into it */
     free(span);
-    /* and their pages, not kept under the flags and the report (about 40
-     * bytes a node and 12 an edge: docs/robustness.md, "Memory") */
-    rp_big_trim((size_t)p->n_nodes * 40 + (size_t)p->n_edges * 12);
+    rp_big_trim(); /* and their pages, not kept under the flags and the report */
     return rc;
 }
