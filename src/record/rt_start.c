@@ -128,10 +128,14 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
         if (rp_rt.sync_write && limit > 200)
             limit = 200;
         struct timespec ms = {0, 1000000};
-        int writer = !rp_rt.sync_write && __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED);
+        int writer = __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED);
         for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++) {
-            if (!writer && (rp_rt.sync_write ? !fatal_flush_sync(atomic_load(&rp_rt.fatal)) : 1))
-                break; /* written here, or nobody can */
+            if (rp_rt.sync_write) {
+                if (!fatal_flush_sync(atomic_load(&rp_rt.fatal)))
+                    break; /* written here, or it cannot be */
+            } else if (!writer) {
+                break; /* nobody can write it */
+            }
             nanosleep(&ms, NULL);
         }
     }

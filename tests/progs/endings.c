@@ -80,7 +80,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "wait") || !strcmp(mode, "wait2")) {
         pthread_t t;
-        for (int i = 0; mode[4] && i < 2; i++)
+        int sleepers = !strcmp(mode, "wait2") ? 2 : 0;
+        for (int i = 0; i < sleepers; i++)
             if (pthread_create(&t, NULL, sleeper, NULL) != 0)
                 return 2;
         printf("done %d\n", (int)getpid());
