@@ -301,47 +301,13 @@ static int tp_event(struct tp *P, void *enc, struct tjob *j, const struct rp_eve
     }
 }
 
-/*
- * The next event of d, as rp_evdec_next decodes it, with the common cases
- * of a compact stream here (format.h: a one-byte EXIT, a one-byte ENTER of
- * the predicted id): 1 for an EXIT, 2 for such an ENTER (ev->id set),
- * else rp_evdec_next's value with ev filled.  Fails as rp_evdec_next.
- */
-static inline int next_event(struct rp_evdec *d, struct rp_event *ev)
-{
-    const uint8_t *p = d->p;
-    if (likely(p < d->end && *p < 0x80 && d->compact)) {
-        unsigned h = *p;
-        if (h & 1) { /* EXIT */
-            d->now += h >> 1;
-            d->pr_x += d->pred;
-            d->p = p + 1;
-            d->n++;
-            ev->ticks = d->now;
-            return 1;
-        }
-        uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
-        if (d->pred && !(h & 2) && *slot) { /* ENTER of the predicted id */
-            d->now += h >> 2;
-            ev->id = *slot;
-            rp_pred_enter(&d->pr_x, &d->pr_y, ev->id);
-            d->p = p + 1;
-            d->n++;
-            ev->ticks = d->now;
-            return 2;
-        }
-    }
-    int rc = rp_evdec_next(d, ev);
-    return rc > 0 ? 3 : rc;
-}
-
 /* Begins and plain ends gathered for rp_tlpar_ops.slices, at most this
  * many at once */
 #define SLICE_RUN 128
 
 /*
  * The common events of a compact stream at d (run_job's walk_slices): the
- * one-byte EXITs and predicted ENTERs, as next_event decodes them and
+ * one-byte EXITs and predicted ENTERs, as rp_evdec_next_quick decodes them and
  * walk_slices keeps them, added to run (n of them there, at most
  * SLICE_RUN), with the decoder's and the stack's state in locals (the
  * stores to run and the stack would otherwise make the compiler load it
@@ -379,7 +345,7 @@ static inline uint32_t gather(const struct tp *P, struct tjob *j, struct rp_evde
         }
         uint32_t id = tab[rp_pred_slot(x, y)];
         if (!pred || (h & 2) || !id || nst >= cap || id >= n_ids)
-            break; /* (left to next_event and tp_event) */
+            break; /* (left to rp_evdec_next_quick and tp_event) */
         now += h >> 2;
         y = x >> 3;
         x = id << 3;
@@ -425,9 +391,9 @@ static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec 
             n = 0;
             continue;
         }
-        if ((rc = next_event(d, &ev)) <= 0)
+        if ((rc = rp_evdec_next_quick(d, &ev)) <= 0)
             break;
-        if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
+        if (rc == RP_EVDEC_EXIT) { /* (an EXIT and an ENTER as tp_event tells them) */
             *before = ev.ticks;
             *seen = 1;
             if (!j->nst)
@@ -437,7 +403,7 @@ static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec 
                                                .arg = f->arg,
                                                .id = f->id,
                                                .end = 1};
-        } else if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
+        } else if (rc == RP_EVDEC_ENTER && likely(j->nst < j->capst) && ev.id < P->n_ids) {
             *before = ev.ticks;
             *seen = 1;
             j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
@@ -446,7 +412,7 @@ static int walk_slices(struct tp *P, void *enc, struct tjob *j, struct rp_evdec 
             if (n && (*cb = P->ops->slices(enc, j->tid, run, n)) < 0)
                 return 0;
             n = 0;
-            if (rc == 2) {
+            if (rc == RP_EVDEC_ENTER) {
                 ev.op = RP_OP_ENTER;
                 ev.arg = ev.arg2 = ev.arg3 = 0;
             }
@@ -520,15 +486,15 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
             goto out;
         }
     } else {
-        while ((rc = next_event(&d, &ev)) > 0) {
-            if (rc == 1) { /* (an EXIT and an ENTER as tp_event tells them) */
+        while ((rc = rp_evdec_next_quick(&d, &ev)) > 0) {
+            if (rc == RP_EVDEC_EXIT) { /* (an EXIT and an ENTER as tp_event tells them) */
                 before = ev.ticks;
                 seen = 1;
                 if (j->nst && (rc = tp_pop(tl, enc, j, ev.ticks, NULL)) < 0)
                     goto out;
                 continue;
             }
-            if (rc == 2 && likely(j->nst < j->capst) && ev.id < P->n_ids) {
+            if (rc == RP_EVDEC_ENTER && likely(j->nst < j->capst) && ev.id < P->n_ids) {
                 before = ev.ticks;
                 seen = 1;
                 j->st[j->nst++] = (struct tfr){.id = ev.id, .known = 1, .start = ev.ticks};
@@ -536,7 +502,7 @@ static void run_job(struct tp *P, void *enc, struct tjob *j)
                     goto out;
                 continue;
             }
-            if (rc == 2) {
+            if (rc == RP_EVDEC_ENTER) {
                 ev.op = RP_OP_ENTER;
                 ev.arg = ev.arg2 = ev.arg3 = 0;
             }

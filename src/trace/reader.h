@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "common/bytes.h"
+#include "common/compiler.h"
 #include "format.h"
 
 struct rp_reader {
@@ -165,6 +166,43 @@ static inline const uint8_t *rp_evdec_frames(const struct rp_evdec *d)
  * header's nevents (d->p == d->end, d->n != d->count: rp_evdec_miscount).
  */
 int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev);
+
+/*
+ * The next event of d, as rp_evdec_next decodes it, with the common cases
+ * of a compact stream inline (format.h: a one-byte EXIT, a one-byte ENTER of
+ * the predicted id): RP_EVDEC_EXIT for such an EXIT (ev->ticks set, the
+ * rest of ev untouched), RP_EVDEC_ENTER for such an ENTER (ev->id and
+ * ev->ticks set), RP_EVDEC_OTHER for any other event (ev filled by
+ * rp_evdec_next).  Returns 0 at the end; fails as rp_evdec_next.
+ */
+enum { RP_EVDEC_EXIT = 1, RP_EVDEC_ENTER = 2, RP_EVDEC_OTHER = 3 };
+static inline int rp_evdec_next_quick(struct rp_evdec *d, struct rp_event *ev)
+{
+    const uint8_t *p = d->p;
+    if (likely(p < d->end && *p < 0x80 && d->compact)) {
+        unsigned h = *p;
+        if (h & 1) { /* EXIT */
+            d->now += h >> 1;
+            d->pr_x += d->pred;
+            d->p = p + 1;
+            d->n++;
+            ev->ticks = d->now;
+            return RP_EVDEC_EXIT;
+        }
+        uint32_t *slot = &d->pr_tab[rp_pred_slot(d->pr_x, d->pr_y)];
+        if (d->pred && !(h & 2) && *slot) { /* ENTER of the predicted id */
+            d->now += h >> 2;
+            ev->id = *slot;
+            rp_pred_enter(&d->pr_x, &d->pr_y, ev->id);
+            d->p = p + 1;
+            d->n++;
+            ev->ticks = d->now;
+            return RP_EVDEC_ENTER;
+        }
+    }
+    int rc = rp_evdec_next(d, ev);
+    return rc > 0 ? RP_EVDEC_OTHER : rc;
+}
 
 /* Whether a decoder that failed did so because its stream ended with
  * another number of events than the header states (format 4.6). */
