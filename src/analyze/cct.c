@@ -305,8 +305,7 @@ static inline __attribute__((always_inline)) int leaf_on(struct rp_cct *t, struc
 /* The next event of d with its op set (rp_evdec_next_quick): the common
  * one-byte EXIT and predicted ENTER without the general decoder.  Returns
  * 1, 0 at the end, or the decoder's code. */
-static inline __attribute__((always_inline)) int quick_next(struct rp_evdec *d,
-                                                            struct rp_event *ev)
+static inline __attribute__((always_inline)) int quick_next(struct rp_evdec *d, struct rp_event *ev)
 {
     int rc = rp_evdec_next_quick(d, ev);
     if (rc == RP_EVDEC_EXIT)
