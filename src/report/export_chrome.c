@@ -20,6 +20,7 @@
  * the output is the same bytes with any number of threads.
  */
 #define _GNU_SOURCE /* open_memstream */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -123,15 +124,26 @@ static inline char *put_u64(char *q, uint64_t v)
     return q + n;
 }
 
+/* ".000" to ".999": a timestamp's decimals, copied as one word rather
+ * than three digits divided out per event.  Cannot fail. */
+static char frac[1000][4];
+static pthread_once_t frac_once = PTHREAD_ONCE_INIT;
+
+static void frac_init(void)
+{
+    for (unsigned f = 0; f < 1000; f++) {
+        frac[f][0] = '.';
+        frac[f][1] = (char)('0' + f / 100);
+        frac[f][2] = (char)('0' + f / 10 % 10);
+        frac[f][3] = (char)('0' + f % 10);
+    }
+}
+
 /* Appends ns as microseconds with three decimals at q.  Cannot fail. */
 static inline char *put_us(char *q, uint64_t ns)
 {
-    uint64_t f = ns % 1000;
     q = ns < 1000 ? (*q = '0', q + 1) : put_u64(q, ns / 1000);
-    q[0] = '.';
-    q[1] = (char)('0' + f / 100);
-    q[2] = (char)('0' + f / 10 % 10);
-    q[3] = (char)('0' + f % 10);
+    memcpy(q, frac[ns % 1000], 4);
     return q + 4;
 }
 
@@ -140,7 +152,7 @@ static inline char *put_us(char *q, uint64_t ns)
  * fail. */
 static inline char *put_ts(char *q, struct thcache *k, uint64_t ns)
 {
-    uint64_t us = ns / 1000, f = ns % 1000;
+    uint64_t us = ns / 1000;
     if (unlikely(us != k->us || !k->uslen)) {
         char *e = put_u64(k->usd, us);
         k->uslen = (unsigned)(e - k->usd);
@@ -148,10 +160,7 @@ static inline char *put_ts(char *q, struct thcache *k, uint64_t ns)
     }
     memcpy(q, k->usd, sizeof(k->usd));
     q += k->uslen;
-    q[0] = '.';
-    q[1] = (char)('0' + f / 100);
-    q[2] = (char)('0' + f / 10 % 10);
-    q[3] = (char)('0' + f % 10);
+    memcpy(q, frac[ns - us * 1000], 4);
     return q + 4;
 }
 
@@ -493,6 +502,7 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
     struct chrome c = {.out = out, .p = p, .names = rp_export_names(p)};
     int rc = RP_ENOMEM;
 
+    pthread_once(&frac_once, frac_init);
     if (!c.names || (rc = make_tails(&c)) < 0 ||
         (rc = rp_clockmap_profile(&c.cm, p, ctx->input, rp_export_param(ctx, "offsets"), ctx->err,
                                   ctx->errsz)) < 0)
