@@ -10,6 +10,8 @@
 #   - a static program (nothing can be preloaded), with no file and with an
 #     older trace in place: "was not written", the stale file untouched;
 #   - a full disk (a 64 KiB tmpfs, when root): "incomplete", exit 1;
+#   - a file-size limit (ulimit -f 64): the same, and the program, which
+#     SIGXFSZ would end, runs to its end;
 #   - -i naming a FIFO: refused at once;
 #   - the -finstrument-functions hint only for a program without the hooks.
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
@@ -131,6 +133,19 @@ if [[ $(id -u) == 0 ]] && mkdir -p full && mount -t tmpfs -o size=64k tmpfs full
 else
     note "SKIP the full disk: not root, or tmpfs cannot be mounted"
 fi
+
+# a file-size limit (ulimit -f): the write past it fails with EFBIG and
+# raises SIGXFSZ, which ends a process by default; the recorder takes the
+# signal back, so the recording stops, says so, and the program runs on
+fsize() {
+    expect 1 "fs.data (65536 bytes) is incomplete" -- \
+        bash -c 'ulimit -f 64 && exec "$@"' fsize "$RANKPROF" record -o fs.data -- "$T"
+    grep -q "File too large" err.txt || fail "the recorder's own message is missing: $(cat err.txt)"
+    grep -q "events could not be written" err.txt || fail "no count of the lost events: $(cat err.txt)"
+    if grep -q "killed by signal" err.txt; then fail "the limit killed the program: $(cat err.txt)"; fi
+    grep -q "fib" out.txt || fail "the program did not run to its end: $(cat out.txt)"
+}
+scenario fsize fsize
 
 # the hint blames -finstrument-functions only when the hooks are missing
 hint() {

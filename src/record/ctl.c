@@ -68,7 +68,11 @@ static void page_make(void)
     if (fd < 0)
         return;
     void *m = MAP_FAILED;
-    if (ftruncate(fd, sizeof(struct rp_ctl_page)) == 0)
+    struct rp_xfsz x;
+    rp_xfsz_hold(&x);
+    int sized = ftruncate(fd, sizeof(struct rp_ctl_page));
+    rp_xfsz_release(&x, sized < 0 && errno == EFBIG);
+    if (sized == 0)
         m = mmap(NULL, sizeof(struct rp_ctl_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {

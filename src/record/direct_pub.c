@@ -64,7 +64,8 @@ static int file_put(const char *path, const uint8_t *p, size_t len)
         return -1;
     size_t o = 0;
     while (o < len) {
-        ssize_t w = write(fd, p + o, len - o);
+        struct iovec v = {(void *)(p + o), len - o};
+        ssize_t w = rp_own_writev(fd, &v, 1);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {

@@ -361,7 +361,8 @@ static void dest_put(struct dest *d, const void *p, size_t n)
     }
     const uint8_t *b = p;
     while (n && !d->bad) {
-        ssize_t w = write(d->fd, b, n);
+        struct iovec v = {(void *)b, n};
+        ssize_t w = rp_own_writev(d->fd, &v, 1);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {

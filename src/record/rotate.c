@@ -138,7 +138,8 @@ static void rot_init(void)
 static int put_all(int fd, const uint8_t *buf, size_t len)
 {
     while (len) {
-        ssize_t w = write(fd, buf, len);
+        struct iovec v = {(void *)buf, len};
+        ssize_t w = rp_own_writev(fd, &v, 1);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)

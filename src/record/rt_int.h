@@ -16,6 +16,7 @@
 #define RP_RECORD_RT_INT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -110,6 +111,23 @@ RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa);
 RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *));
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
+/*
+ * The recorder's own files and the program's RLIMIT_FSIZE: a write or an
+ * ftruncate past it fails with EFBIG and raises SIGXFSZ for the thread,
+ * whose default action ends the process.  rp_xfsz_hold blocks the signal
+ * around such a call; rp_xfsz_release(x, efbig) takes back the one the call
+ * raised (efbig: it failed with EFBIG), unless the program had one pending
+ * already, and restores the mask; so the limit stops the recording and
+ * never the program.  rp_own_writev is writev(2) so guarded (errno as
+ * writev set it).  None can fail.
+ */
+struct rp_xfsz {
+    sigset_t old;
+    int had; /* a SIGXFSZ of the program's own was pending, blocked */
+};
+RP_HIDDEN void rp_xfsz_hold(struct rp_xfsz *x);
+RP_HIDDEN void rp_xfsz_release(struct rp_xfsz *x, int efbig);
+RP_HIDDEN ssize_t rp_own_writev(int fd, const struct iovec *iov, int n);
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);
 /* While set on a thread, its rp_out_writev appends to this buffer instead
  * of the trace (direct_pub.c builds statistics files so); failed: a

@@ -168,6 +168,39 @@ static int out_check(void)
     return -1;
 }
 
+RP_HIDDEN void rp_xfsz_hold(struct rp_xfsz *x)
+{
+    sigset_t xfsz, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &x->old);
+    x->had = sigismember(&x->old, SIGXFSZ) == 1 && sigpending(&pending) == 0 &&
+             sigismember(&pending, SIGXFSZ) == 1;
+}
+
+RP_HIDDEN void rp_xfsz_release(struct rp_xfsz *x, int efbig)
+{
+    static const struct timespec now = {0, 0};
+    int err = errno;
+    if (efbig && !x->had) { /* ours, sent to this thread: taken back */
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        sigtimedwait(&xfsz, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+    errno = err;
+}
+
+RP_HIDDEN ssize_t rp_own_writev(int fd, const struct iovec *iov, int n)
+{
+    struct rp_xfsz x;
+    rp_xfsz_hold(&x);
+    ssize_t w = writev(fd, iov, n);
+    rp_xfsz_release(&x, w < 0 && errno == EFBIG);
+    return w;
+}
+
 /* Writes all of iov to the trace file.  On the first failure the recorder
  * stops writing (rp_rt.failed) and says so once; data is then lost, never
  * the program. */
@@ -207,7 +240,7 @@ RP_HIDDEN void rp_out_writev(struct iovec *iov, int n)
         n = 0;
     }
     while (n > 0) {
-        ssize_t w = writev(rp_rt.fd, iov, n);
+        ssize_t w = rp_own_writev(rp_rt.fd, iov, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
