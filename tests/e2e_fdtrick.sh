@@ -8,7 +8,9 @@
 # wrote, and the trace every call (2N work, 4N leaf), nothing lost, an END.
 # The interposers move the trace before dup2/close take its number (no
 # message); the raw system call is noticed before the next write, and the
-# file reopened (a message says so).
+# file reopened (a message says so).  With 0 and 2 closed at the start, the
+# program's opens take them as without the recorder, and the recorder's
+# messages never go to a 2 that has become the program's file.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_fdtrick RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=20 RANKPROF_BUFSIZE=65536
@@ -58,4 +60,35 @@ PY
 for mode in $modes; do
     scenario "$mode" fdtrick "$mode"
 done
+
+# descriptors 0 and 2 closed when the program starts: its first opens
+# take 0 and 2 as without the recorder (which holds no low descriptor),
+# and the recorder's message about reopening its trace, after the
+# program closed everything from 3 by the raw system call, does not go
+# to the 2 that is now the program's data file
+stdclosed() {
+    local rc=0
+    $TMO "$RANKPROF" record -o "$tmp/std.data" -- "$PROGS/prog_fdtrick" stdclosed $N "$tmp/std.txt" \
+        <&- 2>&- >"$tmp/std.out" || rc=$?
+    [[ $rc -eq 0 ]] || fail "exit $rc: $(cat "$tmp/std.out")"
+    grep -qx "fds 0 2" "$tmp/std.out" || fail "the program's descriptors moved: $(cat "$tmp/std.out")"
+    local f
+    for f in std.txt std.txt.2; do
+        cmp -s "$tmp/$f" "$tmp/want.txt" ||
+            fail "$f is not what the program wrote: $(od -c "$tmp/$f" | head -3)"
+    done
+    $TMO "$RANKPROF" report -i "$tmp/std.data" --format json >"$tmp/std.json" 2>/dev/null ||
+        fail "report of std.data failed"
+    python3 - "$tmp/std.json" "$N" <<'PY' || fail "wrong report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+calls = {x["name"]: x["calls"] for x in r["nodes"]}
+if calls.get("work") != 2 * n or calls.get("leaf") != 4 * n or r["lost_events"]:
+    print(f"e2e_fdtrick: work {calls.get('work')}, leaf {calls.get('leaf')}, lost {r['lost_events']}",
+          file=sys.stderr)
+    sys.exit(1)
+PY
+}
+scenario stdclosed stdclosed
 finish

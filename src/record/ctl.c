@@ -53,8 +53,7 @@ static int ctl_signo;
 static void ctl_warn(const char *msg)
 {
     if (!rp_rt.quiet) {
-        ssize_t w = write(2, msg, strlen(msg));
-        (void)w;
+        rp_rt_say(msg, strlen(msg));
     }
 }
 

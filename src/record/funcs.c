@@ -185,8 +185,7 @@ RP_HIDDEN void rp_funcs_warn(const char *msg)
 {
     if (fs.quiet)
         return;
-    ssize_t w = write(2, msg, strlen(msg));
-    (void)w;
+    rp_rt_say(msg, strlen(msg));
 }
 
 /*

@@ -233,6 +233,12 @@ static int rings_open(void)
                 r->pg = m;
                 r->data = (uint8_t *)m + page;
                 r->size = pages * (uint64_t)page;
+                /* the mapping keeps the event: no descriptor is held, so
+                 * the program's descriptors are numbered as without the
+                 * recorder (its first open after 0..2 closed is 0) and
+                 * nothing of ours is closed or taken by it */
+                close(fd);
+                r->fd = -1;
                 break;
             }
             if (pages == 1 || c > 0) { /* every ring has the first one's size */

@@ -170,6 +170,43 @@ RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(
 RP_HIDDEN struct rp_overhead rp_rt_overhead; /* measured at start-up; rounds 0 = not */
 RP_HIDDEN int rp_rt_start_err;
 
+/* The stderr found at start (rp_rt_say): noted by a constructor that runs
+ * before the recorder's others, or by the first message if another
+ * library's constructor made one sooner; both before the program's main. */
+static struct {
+    int known, open;
+    dev_t dev;
+    ino_t ino;
+} err_fd;
+
+static void err_note(void)
+{
+    struct stat st;
+    err_fd.open = fstat(2, &st) == 0;
+    if (err_fd.open) {
+        err_fd.dev = st.st_dev;
+        err_fd.ino = st.st_ino;
+    }
+    err_fd.known = 1;
+}
+
+__attribute__((constructor(101))) static void err_ctor(void)
+{
+    if (!err_fd.known)
+        err_note();
+}
+
+RP_HIDDEN void rp_rt_say(const char *msg, size_t n)
+{
+    struct stat st;
+    if (!err_fd.known)
+        err_note();
+    if (!err_fd.open || fstat(2, &st) != 0 || st.st_dev != err_fd.dev || st.st_ino != err_fd.ino)
+        return;
+    ssize_t w = write(2, msg, n);
+    (void)w;
+}
+
 RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err)
 {
     if (rp_rt.quiet)
@@ -182,8 +219,7 @@ RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err)
     if (n > (int)sizeof(msg) - 2)
         n = (int)sizeof(msg) - 2;
     msg[n++] = '\n';
-    ssize_t w = write(2, msg, (size_t)n);
-    (void)w;
+    rp_rt_say(msg, (size_t)n);
 }
 
 /* ---- threads ------------------------------------------------------------ */

@@ -109,6 +109,13 @@ RP_HIDDEN int rp_rt_handler_ours(const struct sigaction *sa);
  * on it (one that siglongjmps would jump into another thread's stack).
  * Returns pthread_create's result. */
 RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *));
+/* Writes the n bytes of a message at msg to the program's stderr as it
+ * was when the recorder started (its device and inode), and nowhere when
+ * descriptor 2 was closed then or holds another file now: a program that
+ * closes 2 and opens a data file there must not find our text in it.
+ * Async-signal-safe; cannot fail (a message that cannot be written is
+ * dropped). */
+RP_HIDDEN void rp_rt_say(const char *msg, size_t n);
 /* All of iov to the trace; the first failure stops writing (rp_rt.failed). */
 RP_HIDDEN void rp_out_writev(struct iovec *iov, int n);
 /*

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "rt_int.h"
 
 #define RP_OFF_NAME  1u /* off bits of struct rp_site */
 #define RP_OFF_CLASS 2u
@@ -119,8 +120,7 @@ static void sites_warn(const char *msg)
 {
     if (getenv("RANKPROF_QUIET"))
         return;
-    ssize_t w = write(2, msg, strlen(msg));
-    (void)w;
+    rp_rt_say(msg, strlen(msg));
 }
 
 /* ---- rules ---------------------------------------------------------------- */

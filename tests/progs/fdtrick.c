@@ -12,6 +12,14 @@
  *
  * then makes N more calls and returns 0.  Expected: work 2N calls, leaf 4N,
  * DATAFILE still exactly "data\n".
+ *
+ *   stdclosed  run with descriptors 0 and 2 closed: opens DATAFILE and
+ *            DATAFILE.2, which take 0 and 2 as they would without the
+ *            recorder (it prints "fds A B"), makes N calls, closes every
+ *            descriptor from 3 to 1023 by the raw system call (the
+ *            recorder reopens its trace, and must not say so on the 2 that
+ *            is now the program's file), makes N more calls and writes
+ *            "data\n" to both.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -24,14 +32,33 @@
 
 #include "lib/calls.h"
 
+static int std_closed(long n, const char *path)
+{
+    char path2[4096];
+    snprintf(path2, sizeof path2, "%s.2", path);
+    int a = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int b = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    printf("fds %d %d\n", a, b);
+    fflush(stdout);
+    calls(n);
+    for (int fd = 3; fd < 1024; fd++)
+        syscall(SYS_close, fd);
+    calls(n);
+    if (a < 0 || b < 0 || write(a, "data\n", 5) != 5 || write(b, "data\n", 5) != 5)
+        return 2;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close N DATAFILE\n");
+        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close|stdclosed N DATAFILE\n");
         return 2;
     }
     const char *mode = argv[1];
     long n = atol(argv[2]);
+    if (!strcmp(mode, "stdclosed"))
+        return std_closed(n, argv[3]);
     int data = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int null = open("/dev/null", O_WRONLY);
     if (data < 0 || null < 0 || write(data, "data\n", 5) != 5)
