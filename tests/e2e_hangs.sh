@@ -16,7 +16,9 @@
 #            interposer may record a recorder's own mutex.  Direct and trace
 #            mode, run directly and under `rankprof record` (whose preloaded
 #            recorder then runs beside the program's own: each copy's
-#            interposer would record the other's locks).
+#            interposer would record the other's locks).  A destructor of
+#            the program calls ending() 1000 times after main returned: the
+#            static recorder's own destructor must run after it.
 #   sigjmp   prog_hangs sigjmp 100000, 20 runs: a 10 kHz SIGALRM handler
 #            that calls tick() and siglongjmps out, 2000 times; every run
 #            exits 0 and records all 100000 calls of after(); the handler
@@ -95,8 +97,8 @@ static() { # HOW
     # own, which writes static.data.PID): one of the files has the points
     ok=
     for f in "$tmp"/static.data*; do
-        got=$(calls "$f" pt pointer)
-        [[ $got == "pt=80000 pointer=4 lost=0 ended=1" ]] && ok=1
+        got=$(calls "$f" pt pointer ending)
+        [[ $got == "pt=80000 pointer=4 ending=1000 lost=0 ended=1" ]] && ok=1
     done
     [[ -n $ok ]] || fail "static ($how): no trace with all points: $got"
     rm -f "$tmp"/static.data*

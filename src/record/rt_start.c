@@ -798,7 +798,11 @@ __attribute__((constructor)) static void rt_ctor(void)
     rp_rt_initing = 0;
 }
 
-__attribute__((destructor)) static void rt_dtor(void)
+/* Priority 101, the first a program may use: in a program linked with
+ * librankprof.a, whose destructors are sorted with ours, it runs after the
+ * program's own (of default priority), so that their calls are recorded;
+ * linked as a shared library, ours runs after the program's anyway. */
+__attribute__((destructor(101))) static void rt_dtor(void)
 {
     /* the join of the writer is a cancellation point: a thread with a
      * cancel pending that calls exit() must not be cancelled in the flush */

@@ -16,7 +16,8 @@
  *              prints "got signal 15", calls after() N times and exits 3
  *   points N   (prog_hangs_static, the recorder linked statically) 4
  *              threads each enter RP_POINT "pt" N times around a mutex of
- *              their own
+ *              their own; a destructor of the program calls ending() 1000
+ *              times after main returned
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -144,6 +145,19 @@ static int run_term(int n)
 }
 
 #ifdef HANGS_POINTS
+void ending(void)
+{
+    sink++;
+}
+
+/* After main returns: the recorder linked with the program must end after
+ * this, so that ending()'s 1000 calls are in its trace. */
+__attribute__((destructor)) static void at_end(void)
+{
+    for (int i = 0; i < 1000; i++)
+        ending();
+}
+
 static void *pointer(void *arg)
 {
     int n = *(int *)arg;
