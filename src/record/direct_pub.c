@@ -62,18 +62,10 @@ static int file_put(const char *path, const uint8_t *p, size_t len)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    size_t o = 0;
-    while (o < len) {
-        struct iovec v = {(void *)(p + o), len - o};
-        ssize_t w = rp_own_writev(fd, &v, 1);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        o += (size_t)w;
+    if (rp_own_write_all(fd, p, len) < 0) {
+        close(fd);
+        unlink(tmp);
+        return -1;
     }
     if (close(fd) < 0 || rename(tmp, path) < 0) {
         unlink(tmp);

@@ -359,19 +359,8 @@ static void dest_put(struct dest *d, const void *p, size_t n)
         rp_out_writev(&iov, 1);
         return;
     }
-    const uint8_t *b = p;
-    while (n && !d->bad) {
-        struct iovec v = {(void *)b, n};
-        ssize_t w = rp_own_writev(d->fd, &v, 1);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            d->bad = 1;
-            return;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
+    if (!d->bad && rp_own_write_all(d->fd, p, n) < 0)
+        d->bad = 1;
 }
 
 static void dest_chunk(struct dest *d, uint32_t type, const void *payload, size_t len)

@@ -134,22 +134,6 @@ static void rot_init(void)
     rot.piece = v / 4;
 }
 
-/* Writes all of buf to fd (raw: the trace's descriptor).  -1 on error. */
-static int put_all(int fd, const uint8_t *buf, size_t len)
-{
-    while (len) {
-        struct iovec v = {(void *)buf, len};
-        ssize_t w = rp_own_writev(fd, &v, 1);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Ends NAME as piece k + 1, deletes the oldest pieces beyond the bound and
  * starts NAME again with the kept chunks.  On failure the trace goes on in
  * the old file (a warning says why, rotation stops). */
@@ -197,9 +181,11 @@ static void rotate(void)
     flock(fd, LOCK_EX | LOCK_NB); /* the name is this process's (rt_start.c) */
     fd = rp_rt_fd_high(fd);
     rp_file_header(hdr);
-    int bad = put_all(fd, hdr, sizeof hdr) < 0 || put_all(fd, rot.info.p, rot.info.len) < 0 ||
-              put_all(fd, rot.clock.p, rot.clock.len) < 0 ||
-              put_all(fd, rot.pre.p, rot.pre.len) < 0;
+    /* (raw: the trace's descriptor) */
+    int bad = rp_own_write_all(fd, hdr, sizeof hdr) < 0 ||
+              rp_own_write_all(fd, rot.info.p, rot.info.len) < 0 ||
+              rp_own_write_all(fd, rot.clock.p, rot.clock.len) < 0 ||
+              rp_own_write_all(fd, rot.pre.p, rot.pre.len) < 0;
     struct stat st;
     if (fstat(fd, &st) == 0) {
         rp_out_dev = st.st_dev;

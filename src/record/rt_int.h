@@ -135,6 +135,9 @@ struct rp_xfsz {
 RP_HIDDEN void rp_xfsz_hold(struct rp_xfsz *x);
 RP_HIDDEN void rp_xfsz_release(struct rp_xfsz *x, int efbig);
 RP_HIDDEN ssize_t rp_own_writev(int fd, const struct iovec *iov, int n);
+/* All len bytes of buf to fd through rp_own_writev, again after EINTR.
+ * Returns 0, or -1 (errno set; part may have been written). */
+RP_HIDDEN int rp_own_write_all(int fd, const void *buf, size_t len);
 RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len);
 /* While set on a thread, its rp_out_writev appends to this buffer instead
  * of the trace (direct_pub.c builds statistics files so); failed: a

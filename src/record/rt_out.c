@@ -201,6 +201,22 @@ RP_HIDDEN ssize_t rp_own_writev(int fd, const struct iovec *iov, int n)
     return w;
 }
 
+RP_HIDDEN int rp_own_write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        struct iovec v = {(void *)p, len};
+        ssize_t w = rp_own_writev(fd, &v, 1);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Writes all of iov to the trace file.  On the first failure the recorder
  * stops writing (rp_rt.failed) and says so once; data is then lost, never
  * the program. */
