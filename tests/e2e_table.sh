@@ -66,6 +66,14 @@ five = ["main", "app_main", "run_all", "run_once", "engine"]
 want = re.compile(r"main → app_main → run_all → run_once → engine \(chain\.c:\d+\), 5 frames$")
 hits = [x for x in chain if want.search(x[1])]
 if len(hits) != 1:
+    # what made a frame stand apart: the header (off-CPU, compensation) and
+    # the eight nodes' times, flags and edges
+    print("".join(open(sys.argv[1]).readlines()[:6]), end="")
+    keys = ("rank", "flags", "why", "calls", "inclusive_ns", "exclusive_ns", "offcpu_ns")
+    for n in r["nodes"]:
+        print(n["name"], {k: n[k] for k in keys if k in n})
+    for e in r["edges"]:
+        print("edge", e["caller"], "->", e["callee"], e["calls"], e["inclusive_ns"])
     sys.exit(f"no single chain row in {chain}")
 eng = next(n for n in r["nodes"] if n["name"] == "engine")
 if hits[0][0] != eng["rank"]:

@@ -224,14 +224,27 @@ RP_HIDDEN void rp_rt_warn(const char *fmt, const char *arg, int err)
 
 /* ---- threads ------------------------------------------------------------ */
 
-/* A buffer, its pages faulted in now (MAP_POPULATE): a page fault at the
- * first write to each page would land inside whatever span is open, ~1 us
- * each, as if that function's own work (its JITTER). */
+/*
+ * A buffer, its pages faulted in now: a fault at the first write to a page
+ * would land inside whatever span is open, as if that function's own work
+ * (one every 256 events; its JITTER, and a short run's HOT).  MAP_POPULATE
+ * faults them in for the kernel, but a virtual machine whose host backs the
+ * guest's memory only when it is first written (Firecracker, ballooned
+ * guests) still stops ~6 us at each page's first store: so one store per
+ * page, here, where the time is the recorder's (a PAUSE, or before the
+ * thread's first event).  Returns NULL when out of memory.
+ */
 static struct rp_raw *buf_alloc(void)
 {
-    void *p = mmap(NULL, rp_rt_map_len(rp_rt.bufrecs * sizeof(struct rp_raw)),
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    size_t len = rp_rt_map_len(rp_rt.bufrecs * sizeof(struct rp_raw));
+    void *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t o = 0; o < len; o += page)
+        ((volatile char *)p)[o] = 0;
+    return p;
 }
 
 /*
