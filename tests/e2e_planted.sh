@@ -17,7 +17,8 @@
 #     (chunks replayed apart and joined), and the flags too; and the
 #     ranking with --weight calls against a dense solve from those counts;
 #   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
-#     rate-spread set high / low take exactly their flag away.
+#     rate-duty set high / low take exactly their flag away, and
+#     rate-waits=0 gives batch_item (whose caller waited once) RATE.
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -237,6 +238,7 @@ thresholds() {
     t rate-duty=0 overrun_task "" || bad=1
     t hot-self=0.9 hot_leaf "" || bad=1
     t dispatch-fanout=30 dispatch "" || bad=1
+    t rate-waits=0 batch_item RATE || bad=1
     ((bad == 0)) || fail "a threshold took more or less than its flag away (above)"
 }
 

@@ -40,9 +40,10 @@
  *             duration <= [0.25] x the period (a task that idles between
  *             runs; back-to-back work has regular intervals too, and no
  *             period), and its callers blocked (in waits: a sleep, a poll,
- *             a timed wait) for >= [0.5] of their time: a periodic task is
- *             started by a loop that waits for its next period, a loop body
- *             called back to back is not; then its largest duration less
+ *             a timed wait) for >= [0.5] of their time, with >= [0.5] calls
+ *             of waits per call of it: a periodic task is started by a loop
+ *             that waits for its next period, a loop body called back to
+ *             back is not, nor one whose caller once waited long; then its largest duration less
  *             the time its thread was preempted (run_max: a wait past the
  *             period misses it, a busy machine's delay is not the code's;
  *             max in direct mode) >= [0.5] x the period.  No period, no
@@ -88,6 +89,7 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->rate_spread = 0.5;
     o->rate_duty = 0.25;
     o->rate_idle = 0.5;
+    o->rate_waits = 0.5;
     o->rate_period = 0.5;
     o->contended_ratio = 0.10;
 }
@@ -226,6 +228,7 @@ struct flag_work {
                                edges are in that order */
     uint32_t *cand;         /* RATE's candidates (a period to judge), ascending */
     double *idle, *cin;     /* per candidate: its callers' blocked time, and their time */
+    double *waitc, *callc;  /* per candidate: its callers' calls of waits, and of it */
     uint32_t nc;            /* candidates */
     struct lock_ref *locks; /* the lock nodes (CONTENDED) */
     uint32_t nl;
@@ -246,6 +249,8 @@ static void work_free(struct flag_work *w)
     free(w->cand);
     free(w->idle);
     free(w->cin);
+    free(w->waitc);
+    free(w->callc);
     free(w->locks);
 }
 
@@ -362,7 +367,9 @@ static int work_make(const struct rp_profile *p, const struct rp_flag_opts *o, s
     w->cand = malloc(w->nc * sizeof *w->cand);
     w->idle = calloc(w->nc, sizeof *w->idle);
     w->cin = calloc(w->nc, sizeof *w->cin);
-    if (!w->cand || !w->idle || !w->cin)
+    w->waitc = calloc(w->nc, sizeof *w->waitc);
+    w->callc = calloc(w->nc, sizeof *w->callc);
+    if (!w->cand || !w->idle || !w->cin || !w->waitc || !w->callc)
         goto nomem;
     for (uint32_t i = 1, k = 0; i < n; i++)
         if (rate_candidate(&p->nodes[i], o))
@@ -373,10 +380,12 @@ static int work_make(const struct rp_profile *p, const struct rp_flag_opts *o, s
         uint32_t c = edge_at(p, w, a)->caller;
         if (!c)
             continue;
-        double waits = 0.0;
+        double waits = 0.0, waitc = 0.0;
         for (uint32_t k = a; k < b; k++)
-            if (p->nodes[edge_at(p, w, k)->callee].kind == RP_KIND_WAIT)
+            if (p->nodes[edge_at(p, w, k)->callee].kind == RP_KIND_WAIT) {
                 waits += (double)edge_at(p, w, k)->incl;
+                waitc += (double)edge_at(p, w, k)->calls;
+            }
         for (uint32_t k = a; k < b; k++) {
             const struct rp_edge *ed = edge_at(p, w, k);
             uint32_t s;
@@ -384,6 +393,8 @@ static int work_make(const struct rp_profile *p, const struct rp_flag_opts *o, s
                 continue;
             w->idle[s] += waits;
             w->cin[s] += (double)p->nodes[c].incl;
+            w->waitc[s] += waitc;
+            w->callc[s] += (double)ed->calls;
         }
     }
     return 0;
@@ -507,6 +518,8 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         double idle = 0.0;
         if (c < w.nc && w.cand[c] == i) {
             idle = w.cin[c] > 0 ? w.idle[c] / w.cin[c] : 0.0;
+            if (w.waitc[c] < o->rate_waits * w.callc[c])
+                idle = 0.0; /* one long wait among many calls is no period's */
             c++;
         }
         if (node_flags(p, i, o, &w, &s, idle, cpu, hot_min, floor_ticks) < 0) {

@@ -28,6 +28,7 @@ struct rp_flag_opts {
     double rate_spread;          /* periodic: q3 - q1 of the intervals <= 0.5 x median */
     double rate_duty;            /* periodic: median duration <= 0.5 x period */
     double rate_idle;            /* periodic: its callers blocked >= 0.5 of their time */
+    double rate_waits;           /* and their wait calls >= 0.5 per call of it */
     double rate_period;          /* on-CPU max >= 0.5 x period */
     double contended_ratio;      /* wait >= 0.10 x hold */
 };

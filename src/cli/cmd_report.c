@@ -53,6 +53,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->rate_duty = rp_opt_double("--threshold rate-duty", v, 0, 1e9);
     else if (K("rate-idle"))
         f->rate_idle = rp_opt_double("--threshold rate-idle", v, 0, 1);
+    else if (K("rate-waits"))
+        f->rate_waits = rp_opt_double("--threshold rate-waits", v, 0, 1e9);
     else if (K("rate-period"))
         f->rate_period = rp_opt_double("--threshold rate-period", v, 0, 1e12);
     else if (K("contended-ratio"))
@@ -63,7 +65,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
             "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
             "dispatch-fanout, dispatch-margin, hot-self, hot-run, jitter-calls, jitter-quantile, "
             "jitter-ratio, jitter-slow, "
-            "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-period, "
+            "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-waits, "
+            "rate-period, "
             "contended-ratio)",
             (int)n, kv);
 #undef K

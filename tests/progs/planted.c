@@ -32,6 +32,13 @@
  *                 (not RATE: its worst run is far below its period);
  *   sleeper, nap  a thread that sleeps NAP_MS and is joined (waits: never
  *                 HOT, JITTER or RATE);
+ *   batch, batch_item  a thread whose batch() sleeps NAP_MS once, then calls
+ *                 batch_item ITEMS times back to back with 4 times its work
+ *                 of its own between calls, one item 3 times as long: its
+ *                 starts are regular, its median run a fifth of their
+ *                 interval, its longest 60 % of it, and its caller blocked
+ *                 most of its time (not RATE: one wait among ITEMS calls is
+ *                 no loop waiting for each period);
  *   main, locker, critical, the thread functions.
  */
 #include <pthread.h>
@@ -56,6 +63,8 @@
 #define HOLDS         40
 #define FIRST_HOLD_MS 20
 #define NAP_MS        150
+#define ITEMS         200
+#define ITEM_ITERS    3000
 
 static __thread volatile uint64_t sink; /* per thread: the threads share nothing */
 
@@ -225,6 +234,27 @@ void nap(void)
     usleep(NAP_MS * 1000);
 }
 
+void batch_item(int i)
+{
+    sink += spin(i == ITEMS / 2 ? 3 * ITEM_ITERS : ITEM_ITERS);
+}
+
+void batch(void)
+{
+    usleep(NAP_MS * 1000);
+    for (int i = 0; i < ITEMS; i++) {
+        sink += spin(4 * ITEM_ITERS);
+        batch_item(i);
+    }
+}
+
+void *batcher(void *arg)
+{
+    (void)arg;
+    batch();
+    return NULL;
+}
+
 void *sleeper(void *arg)
 {
     (void)arg;
@@ -235,10 +265,11 @@ void *sleeper(void *arg)
 int main(int argc, char **argv)
 {
     long tiny_calls = argc > 1 ? atol(argv[1]) : TINY;
-    pthread_t st, ot, l1, l2, sl;
+    pthread_t st, ot, l1, l2, sl, bt;
     pthread_create(&st, NULL, steady_thread, NULL);
     pthread_create(&ot, NULL, overrun_thread, NULL);
     pthread_create(&sl, NULL, sleeper, NULL);
+    pthread_create(&bt, NULL, batcher, NULL);
     pthread_barrier_init(&lockers_ready, NULL, 2);
     pthread_create(&l1, NULL, locker, &first_locker);
     pthread_create(&l2, NULL, locker, NULL);
@@ -253,6 +284,7 @@ int main(int argc, char **argv)
     pthread_join(l1, NULL);
     pthread_join(l2, NULL);
     pthread_join(sl, NULL);
+    pthread_join(bt, NULL);
     pthread_join(st, NULL);
     pthread_join(ot, NULL);
     printf("planted: done\n");
