@@ -8,6 +8,13 @@
 #            joined 20 times, with tiny buffers and a writer slowed to 2 ms
 #            per buffer, so threads are cancelled while they wait for a
 #            free buffer (lossless policy).  Must finish, trace complete.
+#   asynccancel  prog_hangs asynccancel 600 (300 under ASan): 4 threads in
+#            asynchronous cancellation, in a call loop, cancelled and joined
+#            (default buffers: threads encode their own, take the
+#            recorder's locks and allocate); a cancellation sent while a
+#            thread is inside the recorder must wait for it to leave.  Must
+#            finish with the trace complete (not under TSan: the program
+#            hangs there without the recorder too, in TSan's own code).
 #   pexit    prog_hangs pexit 100000: main calls pthread_exit while a
 #            thread runs; the process must exit (status 0) when the thread
 #            ends, with all 100000 calls of leaf() and an END chunk.
@@ -62,6 +69,20 @@ cancel() {
     note "20 rounds of 4 cancelled threads, no hang: ok"
 }
 scenario cancel cancel
+
+# ---- asynccancel --------------------------------------------------------------
+asynccancel() {
+    local rc=0 got n=600
+    sanitized && n=300 # (each round several times slower)
+    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/acancel.data" -- \
+        "$PROGS/prog_hangs" asynccancel $n >"$tmp/acancel.out" 2>"$tmp/acancel.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "asynccancel: record exited $rc (124: hung): $(cat "$tmp/acancel.err")"
+    grep -q "asynccancel: $n rounds" "$tmp/acancel.out" || fail "asynccancel: the program did not finish"
+    got=$(calls "$tmp/acancel.data" main run_asynccancel)
+    [[ $got == "main=1 run_asynccancel=1 lost=0 ended=1" ]] || fail "asynccancel: $got"
+    note "$n rounds of 4 threads cancelled asynchronously, no hang: ok"
+}
+under_tsan || scenario asynccancel asynccancel
 
 # ---- pexit ------------------------------------------------------------------
 # (not under ThreadSanitizer: its own background thread keeps a process

@@ -93,10 +93,20 @@ RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
  * rp_rt.lock or drain_lock held and every other thread stuck) nor run a
  * signal handler (one that siglongjmps out would leave the same locks held;
  * a handler that only records is deferred to the section's end instead of
- * being dropped as re-entered).  Two system calls each way (about 1.4 us
- * for the four calls here), once per buffer (never per event); direct mode
- * uses it only for a thread's first event, not per batch.  Cannot fail: a
- * failed call leaves the state as it was.
+ * being dropped as re-entered).  Three system calls each way (about 2 us
+ * for the six), once per buffer (never per event); direct mode uses it
+ * only for a thread's first event, not per batch.  Cannot fail: a failed
+ * call leaves the state as it was.
+ *
+ * Disabling cancellation is not enough for a thread in asynchronous
+ * cancellation: pthread_cancel sends it the cancellation signal when it
+ * finds it enabled, and glibc's handler acts on a signal already sent even
+ * if the thread has since disabled cancellation: such a thread died inside
+ * a section holding rp_rt.lock and then waited for it in its own key
+ * destructor (prog_hangs asynccancel, e2e_hangs).
+ * pthread_sigmask cannot block that signal (glibc leaves it out), so the
+ * section blocks it with the system call itself: a cancellation sent
+ * meanwhile waits for the section's end, where the thread holds nothing.
  */
 RP_HIDDEN __thread int rp_rt_sig_clean;
 
@@ -139,11 +149,33 @@ static int sig_clean(const sigset_t *m)
     return clean;
 }
 
+/* glibc's cancellation signal (__SIGRTMIN), as the kernel's mask bit; 0
+ * where the C library is not glibc. */
+#if defined(__GLIBC__) && defined(__linux__)
+#define CANCEL_BIT (1ull << 31)
+#else
+#define CANCEL_BIT 0ull
+#endif
+
+/* Blocks (on) or restores (off, to *was) the cancellation signal with the
+ * system call, which pthread_sigmask would refuse.  Cannot fail. */
+static void cancel_sig_block(int on, uint64_t *was)
+{
+    uint64_t set = on ? CANCEL_BIT : *was;
+    if (!CANCEL_BIT)
+        return;
+    if (on)
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &set, was, sizeof(set));
+    else if (!(*was & CANCEL_BIT)) /* (unblock only what was not blocked) */
+        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &(uint64_t){CANCEL_BIT}, NULL, sizeof(set));
+}
+
 RP_HIDDEN void section_enter(struct rt_section *s)
 {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
+    cancel_sig_block(1, &s->cancel_sig);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
     s->clean = rp_rt_sig_clean;
     rp_rt_sig_clean = sig_clean(&s->sigs);
@@ -154,6 +186,7 @@ RP_HIDDEN void section_leave(struct rt_section *s)
     int ignored;
     rp_rt_sig_clean = s->clean;
     pthread_setcancelstate(s->cancel, &ignored);
+    cancel_sig_block(0, &s->cancel_sig); /* (a cancellation sent meanwhile acts here) */
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
 }
 
@@ -163,7 +196,12 @@ RP_HIDDEN int rp_rt_thread_start(pthread_t *th, const pthread_attr_t *a, void *(
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int rc = pthread_create(th, a, fn, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* what was blocked here unblocked, not the old mask set back: that
+     * would unblock the cancellation signal of a section (section_enter) */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&old, sig) == 1)
+            sigdelset(&all, sig);
+    pthread_sigmask(SIG_UNBLOCK, &all, NULL);
     return rc;
 }
 

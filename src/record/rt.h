@@ -380,6 +380,7 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
  */
 struct rt_section {
     sigset_t sigs;
+    uint64_t cancel_sig; /* the kernel's mask before the cancellation signal was blocked */
     int cancel;
     int clean; /* rp_rt_sig_clean before the section */
 };

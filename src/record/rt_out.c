@@ -188,7 +188,14 @@ RP_HIDDEN void rp_xfsz_release(struct rp_xfsz *x, int efbig)
         sigaddset(&xfsz, SIGXFSZ);
         sigtimedwait(&xfsz, NULL, &now);
     }
-    pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+    /* unblocked alone, not the old mask set back: that would also unblock
+     * the cancellation signal a section blocks (rt.c, section_enter) */
+    if (sigismember(&x->old, SIGXFSZ) != 1) {
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        pthread_sigmask(SIG_UNBLOCK, &xfsz, NULL);
+    }
     errno = err;
 }
 

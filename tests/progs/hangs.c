@@ -7,6 +7,9 @@
  *   cancel N   N rounds: 4 threads call work() in a loop (a cancellation
  *              point every 64 calls), main cancels and joins them; prints
  *              "cancel: N rounds"
+ *   asynccancel N  N rounds: 4 threads in asynchronous cancellation call
+ *              work() in a loop for 2 ms, main cancels and joins them;
+ *              prints "asynccancel: N rounds"
  *   pexit N    a thread calls leaf() N times after main has called
  *              pthread_exit; the process must end with the thread
  *   sigjmp N   SIGALRM every 100 us while work() runs; its handler calls
@@ -77,6 +80,31 @@ static int run_cancel(int n)
             pthread_join(th[i], NULL);
     }
     printf("cancel: %d rounds\n", n);
+    return 0;
+}
+
+static void *canceled_async(void *arg)
+{
+    int old;
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+    for (;;)
+        work();
+    return arg;
+}
+
+static int run_asynccancel(int n)
+{
+    for (int r = 0; r < n; r++) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, canceled_async, NULL);
+        usleep(2000);
+        for (int i = 0; i < 4; i++)
+            pthread_cancel(th[i]);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+    }
+    printf("asynccancel: %d rounds\n", n);
     return 0;
 }
 
@@ -179,6 +207,8 @@ int main(int argc, char **argv)
     n = argc > 2 ? atoi(argv[2]) : 10;
     if (!strcmp(mode, "cancel"))
         return run_cancel(n);
+    if (!strcmp(mode, "asynccancel"))
+        return run_asynccancel(n);
     if (!strcmp(mode, "sigjmp"))
         return run_sigjmp(n);
     if (!strcmp(mode, "term"))
