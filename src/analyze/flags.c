@@ -43,11 +43,11 @@
  *             a timed wait) for >= [0.5] of their time, with >= [0.5] calls
  *             of waits per call of it: a periodic task is started by a loop
  *             that waits for its next period, a loop body called back to
- *             back is not, nor one whose caller once waited long; then its largest duration less
- *             the time its thread was preempted (run_max: a wait past the
- *             period misses it, a busy machine's delay is not the code's;
- *             max in direct mode) >= [0.5] x the period.  No period, no
- *             RATE;
+ *             back is not, nor one whose caller once waited long; then its
+ *             largest duration less the time its thread was preempted
+ *             (run_max: a wait past the period misses it, a busy machine's
+ *             delay is not the code's; max in direct mode) >= [0.5] x the
+ *             period.  No period, no RATE;
  *             JITTER and RATE are not judged on a node that recursed (one
  *             of its activations ran inside another on the same stack:
  *             dur_sum > incl, or it has a self edge): its statistics mix

@@ -149,25 +149,29 @@ static int sig_clean(const sigset_t *m)
     return clean;
 }
 
-/* glibc's cancellation signal (__SIGRTMIN), as the kernel's mask bit; 0
- * where the C library is not glibc. */
-#if defined(__GLIBC__) && defined(__linux__)
-#define CANCEL_BIT (1ull << 31)
+/* glibc's cancellation signal (its first real-time signal, __SIGRTMIN) as
+ * a bit of the kernel's signal mask; 0 where the C library is not glibc. */
+#if defined(__GLIBC__) && defined(__linux__) && defined(__SIGRTMIN)
+#define CANCEL_BIT (1ull << (__SIGRTMIN - 1))
 #else
 #define CANCEL_BIT 0ull
 #endif
 
-/* Blocks (on) or restores (off, to *was) the cancellation signal with the
- * system call, which pthread_sigmask would refuse.  Cannot fail. */
+/* Blocks the cancellation signal with the system call, which
+ * pthread_sigmask would refuse (on: *was gets the mask before), or unblocks
+ * it unless it was blocked before (off).  Cannot fail: a failed call leaves
+ * the mask as it was. */
 static void cancel_sig_block(int on, uint64_t *was)
 {
-    uint64_t set = on ? CANCEL_BIT : *was;
-    if (!CANCEL_BIT)
+    const uint64_t bit = CANCEL_BIT;
+    if (!bit)
         return;
-    if (on)
-        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &set, was, sizeof(set));
-    else if (!(*was & CANCEL_BIT)) /* (unblock only what was not blocked) */
-        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &(uint64_t){CANCEL_BIT}, NULL, sizeof(set));
+    if (on) {
+        *was = 0;
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &bit, was, sizeof(bit));
+    } else if (!(*was & bit)) {
+        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &bit, NULL, sizeof(bit));
+    }
 }
 
 RP_HIDDEN void section_enter(struct rt_section *s)
