@@ -375,7 +375,7 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
 /*
  * A section of the recorder that takes its locks on a program thread: no
  * cancellation and no signal handler inside it (rt.c says why).  Cannot
- * fail.  Two system calls each way: per buffer or per thread, never per
+ * fail.  Three system calls each way: per buffer or per thread, never per
  * event.
  */
 struct rt_section {
