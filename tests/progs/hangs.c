@@ -67,18 +67,25 @@ static void *canceled(void *arg)
     return NULL;
 }
 
-static int run_cancel(int n)
+/* n rounds: 4 threads run fn, are cancelled after us microseconds and
+ * joined. */
+static void rounds(int n, void *(*fn)(void *), unsigned us)
 {
     for (int r = 0; r < n; r++) {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)
-            pthread_create(&th[i], NULL, canceled, NULL);
-        usleep(20000);
+            pthread_create(&th[i], NULL, fn, NULL);
+        usleep(us);
         for (int i = 0; i < 4; i++)
             pthread_cancel(th[i]);
         for (int i = 0; i < 4; i++)
             pthread_join(th[i], NULL);
     }
+}
+
+static int run_cancel(int n)
+{
+    rounds(n, canceled, 20000);
     printf("cancel: %d rounds\n", n);
     return 0;
 }
@@ -94,16 +101,7 @@ static void *canceled_async(void *arg)
 
 static int run_asynccancel(int n)
 {
-    for (int r = 0; r < n; r++) {
-        pthread_t th[4];
-        for (int i = 0; i < 4; i++)
-            pthread_create(&th[i], NULL, canceled_async, NULL);
-        usleep(2000);
-        for (int i = 0; i < 4; i++)
-            pthread_cancel(th[i]);
-        for (int i = 0; i < 4; i++)
-            pthread_join(th[i], NULL);
-    }
+    rounds(n, canceled_async, 2000);
     printf("asynccancel: %d rounds\n", n);
     return 0;
 }
