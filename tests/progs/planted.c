@@ -32,13 +32,15 @@
  *                 (not RATE: its worst run is far below its period);
  *   sleeper, nap  a thread that sleeps NAP_MS and is joined (waits: never
  *                 HOT, JITTER or RATE);
- *   batch, batch_item  a thread whose batch() sleeps NAP_MS once, then calls
- *                 batch_item ITEMS times back to back with 4 times its work
- *                 of its own between calls, one item 3 times as long: its
- *                 starts are regular, its median run a fifth of their
- *                 interval, its longest 60 % of it, and its caller blocked
- *                 most of its time (not RATE: one wait among ITEMS calls is
- *                 no loop waiting for each period);
+ *   batch, batch_item  a thread whose batch() sleeps BATCH_NAP_MS once, then
+ *                 calls batch_item ITEMS times back to back with 4 times its
+ *                 work of its own between calls, one item 3 times as long:
+ *                 its starts are regular (~0.1 ms apart: a stop of the
+ *                 thread would have to last 25 ms to spread them over 8
+ *                 octaves), its median run a fifth of their interval, its
+ *                 longest 60 % of it, and its caller blocked most of its
+ *                 time (not RATE: one wait among ITEMS calls is no loop
+ *                 waiting for each period);
  *   main, locker, critical, the thread functions.
  */
 #include <pthread.h>
@@ -63,8 +65,9 @@
 #define HOLDS         40
 #define FIRST_HOLD_MS 20
 #define NAP_MS        150
-#define ITEMS         200
-#define ITEM_ITERS    3000
+#define ITEMS         100
+#define ITEM_ITERS    20000
+#define BATCH_NAP_MS  300
 
 static __thread volatile uint64_t sink; /* per thread: the threads share nothing */
 
@@ -241,7 +244,7 @@ void batch_item(int i)
 
 void batch(void)
 {
-    usleep(NAP_MS * 1000);
+    usleep(BATCH_NAP_MS * 1000);
     for (int i = 0; i < ITEMS; i++) {
         sink += spin(4 * ITEM_ITERS);
         batch_item(i);
