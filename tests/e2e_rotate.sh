@@ -127,6 +127,21 @@ sys.exit(0 if c.get("early") == 3 and c.get("late") == 5 else f"counts {c}")' "$
 # the pieces left read back clean (every id defined before its use, no
 # exit without its entry)
 threaded() {
+    local a rc
+    for a in 1 2; do
+        rm -f "$tmp"/r.rp*
+        threaded_run && return 0
+        rc=$?
+        # a loaded machine may leave every buffer to the writer (its claim
+        # on a thread taken each time the thread publishes): once again,
+        # and then it must not
+        ((rc != 3)) || ((a == 1)) || fail "threaded: no buffer encoded by its own thread, twice"
+        ((rc == 3)) || fail "threaded: the pieces do not read back"
+        note "attempt 1: no buffer encoded by its own thread; recording again"
+    done
+}
+
+threaded_run() {
     RANKPROF_SELF_ENCODE=1 RANKPROF_BUFSIZE=16384 "$RANKPROF" record --max-size 256K -o "$tmp/r.rp" -- \
         "$PROGS/prog_stress" threads 4 300000 >"$tmp/rec3.out" 2>&1 &
     local rec=$!
@@ -139,7 +154,8 @@ threaded() {
     "$RANKPROF" report --format json "$tmp/r.rp" >"$tmp/r3.json" 2>"$tmp/r3.err" ||
         fail "report: $(cat "$tmp/r3.err")"
     [[ ! -s $tmp/r3.err ]] || fail "report warns: $(cat "$tmp/r3.err")"
-    python3 - "$tmp/r3.json" "$tmp/r.rp" <<'PY' || fail "threaded: the pieces do not read back"
+    # exits 3 when the only fault is that no thread encoded its own buffer
+    python3 - "$tmp/r3.json" "$tmp/r.rp" <<'PY'
 import json, struct, sys
 d = json.load(open(sys.argv[1]))
 c = {x["name"]: x["calls"] for x in d["nodes"]}
@@ -152,10 +168,12 @@ if d["unmatched_exits"]:
     bad.append(f"{d['unmatched_exits']} unmatched exits")
 if not 0 < c.get("outer", 0) < 1200000 or c.get("body", 0) > 4:
     bad.append(f"calls {c}")
-if not own:
-    bad.append("no buffer encoded by its own thread (INFO buffers_self)")
 print(f"e2e_rotate: threaded: {own} buffers encoded by their threads, outer {c.get('outer')}")
-sys.exit("\n".join(bad) if bad else 0)
+if bad:
+    sys.exit("\n".join(bad))
+if not own:
+    print("no buffer encoded by its own thread (INFO buffers_self)")
+    sys.exit(3)
 PY
 }
 
