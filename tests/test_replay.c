@@ -1012,6 +1012,76 @@ static void test_replay_good(void)
     test_replay(good_path);
 }
 
+/*
+ * The definitions alone (rp_replay_opts.defs_only) from skimmed EVENTS
+ * chunks: thread 9 enters f 1000 deep (chunk 1, at ticks 100 to 1099),
+ * then exits once at 2000 (chunk 2, whose stack snapshot of 1000 frames is
+ * longer than the skim, so that its first event is read whole).  Counts
+ * and the first event are the whole reading's; a damaged payload of chunk
+ * 2 is found (read whole), one of chunk 1 past its skim is left to the
+ * replay, which finds it.
+ */
+static void test_defs_skim(void)
+{
+    enum { DEEP = 1000 };
+    struct rp_enc e;
+    struct rp_enc_thread t = {0};
+    struct fbuf f = {0};
+    uint64_t off[2], len[2];
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    file_start(&f);
+    for (int part = 0; part < 2; part++) {
+        struct rp_raw raw[DEEP];
+        size_t n = part ? 1 : DEEP;
+        for (size_t k = 0; k < n; k++)
+            raw[k] = part ? (struct rp_raw){2000, rp_raw_word(RP_RAW_FUNC_EXIT, FA)}
+                          : (struct rp_raw){100 + k, rp_raw_word(RP_RAW_FUNC_ENTER, FA)};
+        uint8_t *out = malloc(rp_enc_bound(n));
+        size_t dl, ol = rp_enc_events(&e, &t, 9, raw, n, out);
+        const uint8_t *defs = rp_enc_take_defs(&e, &dl);
+        if (dl)
+            fb_chunk(&f, RP_CH_DEFS, defs, dl);
+        off[part] = f.len;
+        len[part] = ol;
+        fb_chunk(&f, RP_CH_EVENTS, out, ol);
+        free(out);
+    }
+    rp_enc_thread_free(&t);
+    rp_enc_free(&e);
+    CHECK(len[0] > RP_READER_SKIM + 50 && len[1] > RP_READER_SKIM + 50);
+
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/skim.rpt", tmpdir);
+    struct rp_replay_opts defs = {.defs_only = 1}, all = {0};
+    struct rp_profile p;
+    for (int damage = 0; damage < 3; damage++) { /* none, chunk 1, chunk 2 */
+        uint8_t *d = malloc(f.len);
+        memcpy(d, f.p, f.len);
+        if (damage)
+            d[off[damage - 1] + RP_CHUNK_HDR_SIZE + RP_READER_SKIM + 20] ^= 0x40;
+        write_file(path, d, f.len);
+        free(d);
+        memset(&p, 0, sizeof(p));
+        int rc = rp_replay_file(path, &defs, &p, NULL, NULL, err, sizeof(err));
+        CHECK_EQ(rc, damage == 2 ? RP_ECRC : 0);
+        if (rc == 0) {
+            CHECK_EQ(p.events, DEEP + 1);
+            CHECK_EQ(p.first_tick, 100);
+        } else {
+            CHECK(strstr(err, "checksum mismatch") != NULL);
+        }
+        rp_profile_free(&p);
+        memset(&p, 0, sizeof(p));
+        rc = rp_replay_file(path, &all, &p, NULL, NULL, err, sizeof(err));
+        CHECK_EQ(rc, damage ? RP_ECRC : 0);
+        if (rc == 0)
+            CHECK_EQ(p.first_tick, 100);
+        rp_profile_free(&p);
+    }
+    unlink(path);
+    free(f.p);
+}
+
 static const struct check_case cases[] = {
     {"replay", test_replay_good},
     {"no_end", test_no_end},
@@ -1022,6 +1092,7 @@ static const struct check_case cases[] = {
     {"reused_tid", test_reused_tid},
     {"holds", test_holds},
     {"below_resolution", test_below_resolution},
+    {"defs_skim", test_defs_skim},
 };
 
 int main(int argc, char **argv)

@@ -677,6 +677,100 @@ static void test_counts_lengths(void)
     }
 }
 
+/*
+ * Skimming (rp_reader.skim): a file of EVENTS chunks of 10, 256, 257 and
+ * 5000 bytes between other chunks, read skimming EVENTS, hands out the same
+ * chunks in order, the others whole, each EVENTS chunk as its first
+ * min(len, RP_READER_SKIM) bytes, skimmed only when longer, and
+ * rp_reader_whole gives the whole of it.  A damaged EVENTS payload is not
+ * seen skimming but is by rp_reader_whole (RP_ECRC); a damaged DEFS
+ * payload is (RP_ECRC); a file cut inside an EVENTS payload ends with
+ * RP_ETRUNC at that chunk, as without skimming.
+ */
+static void test_skim(void)
+{
+    static const uint32_t lens[] = {10, RP_READER_SKIM, RP_READER_SKIM + 1, 5000};
+    static uint8_t pay[5000];
+    struct fbuf f = {0};
+    char path[256];
+    snprintf(path, sizeof(path), "%s/skim.rpt", tmpdir);
+    for (size_t i = 0; i < sizeof(pay); i++)
+        pay[i] = (uint8_t)rng();
+    file_start(&f);
+    for (size_t i = 0; i < 4; i++) {
+        fb_chunk(&f, RP_CH_EVENTS, pay + i, lens[i]);
+        fb_chunk(&f, RP_CH_DEFS, pay + 100 + i, 300 + i);
+    }
+    write_file(path, f.p, f.len);
+
+    struct rp_reader r;
+    struct rp_chunk c;
+    int rc, n = 0;
+    CHECK_EQ(rp_reader_open(&r, path), 0);
+    r.skim = 1u << RP_CH_EVENTS;
+    while ((rc = rp_reader_next(&r, &c)) > 0) {
+        CHECK(n < f.nchunks);
+        if (n >= f.nchunks)
+            break;
+        CHECK_EQ(c.offset, f.chunk_off[n]);
+        CHECK_EQ(c.type, f.chunk_type[n]);
+        const uint8_t *want = f.p + f.chunk_off[n] + RP_CHUNK_HDR_SIZE;
+        uint32_t full = rp_get32(f.p + f.chunk_off[n] + 4);
+        if (c.type == RP_CH_EVENTS) {
+            uint32_t k = full < RP_READER_SKIM ? full : RP_READER_SKIM;
+            CHECK_EQ(c.len, k);
+            CHECK_EQ(c.skimmed, full > RP_READER_SKIM);
+            CHECK(!memcmp(c.data, want, k));
+            CHECK_EQ(rp_reader_whole(&r, &c), 0);
+            CHECK_EQ(c.skimmed, 0);
+        } else {
+            CHECK_EQ(c.skimmed, 0);
+        }
+        CHECK_EQ(c.len, full);
+        CHECK(!memcmp(c.data, want, full));
+        n++;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(n, f.nchunks);
+    rp_reader_close(&r);
+
+    /* damaged payloads: EVENTS (the 5000 bytes', chunk 7) only when read
+     * whole, DEFS (chunk 8) always */
+    for (int which = 7; which <= 8; which++) {
+        uint8_t *d = malloc(f.len);
+        memcpy(d, f.p, f.len);
+        d[f.chunk_off[which] + RP_CHUNK_HDR_SIZE + 299] ^= 0x10;
+        write_file(path, d, f.len);
+        free(d);
+        CHECK_EQ(rp_reader_open(&r, path), 0);
+        r.skim = 1u << RP_CH_EVENTS;
+        n = 0;
+        while ((rc = rp_reader_next(&r, &c)) > 0) {
+            n++;
+            if (c.offset == f.chunk_off[7])
+                CHECK_EQ(rp_reader_whole(&r, &c), which == 7 ? RP_ECRC : 0);
+        }
+        CHECK_EQ(rc, which == 7 ? 0 : RP_ECRC);
+        CHECK_EQ(n, which == 7 ? f.nchunks : 8);
+        CHECK(which == 7 || strstr(r.err, "checksum mismatch"));
+        rp_reader_close(&r);
+    }
+
+    /* cut inside the last EVENTS payload */
+    write_file(path, f.p, f.chunk_off[7] + RP_CHUNK_HDR_SIZE + 1000);
+    CHECK_EQ(rp_reader_open(&r, path), 0);
+    r.skim = 1u << RP_CH_EVENTS;
+    n = 0;
+    while ((rc = rp_reader_next(&r, &c)) > 0)
+        n++;
+    CHECK_EQ(rc, RP_ETRUNC);
+    CHECK_EQ(n, 7);
+    CHECK(strstr(r.err, "truncated"));
+    rp_reader_close(&r);
+    unlink(path);
+    free(f.p);
+}
+
 static struct fbuf good;    /* the synthetic trace, built by main() */
 static char good_path[256]; /* and written here */
 
@@ -706,6 +800,7 @@ static const struct check_case cases[] = {
     {"truncation", test_truncation_good},
     {"bitflips", test_bitflips_good},
     {"bad_headers", test_bad_headers_good},
+    {"skim", test_skim},
 };
 
 int main(int argc, char **argv)

@@ -532,22 +532,35 @@ static int maps_add(struct rp_profile *p, const char *m, size_t len)
  * message in err. */
 /* An EVENTS chunk not replayed (rp_replay_opts.defs_only): its events
  * counted from its header, its first event's ticks kept (the earliest is
- * the run's first_tick, which time windows count from).  Cannot fail. */
-static void count_events(struct rp_profile *p, const struct rp_chunk *c, uint32_t only_tid)
+ * the run's first_tick, which time windows count from).  Skimmed (its
+ * first bytes: replay_run), it is read whole from r only when its first
+ * event is not among them (a deep stack snapshot before it).  Returns 0,
+ * or the reader's error with its message in err. */
+static int count_events(struct rp_profile *p, struct rp_reader *r, struct rp_chunk *c,
+                        uint32_t only_tid, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
     struct rp_evdec d;
     struct rp_event ev;
 
     if (c->len < 16 || (only_tid && !rp_tid_match(only_tid, rp_get32(c->data))))
-        return;
+        return 0;
     p->events += rp_get32(c->data + 4) & RP_EV_COUNT_MASK;
-    if (rp_evdec_init(&d, c->data, c->len) == 0 && rp_evdec_next(&d, &ev) > 0 &&
-        (!v->first_ev || ev.ticks < v->first_ev))
+    int got = rp_evdec_init(&d, c->data, c->len) == 0 && rp_evdec_next(&d, &ev) > 0;
+    if (!got && c->skimmed) {
+        int rc = rp_reader_whole(r, c);
+        if (rc < 0) {
+            snprintf(err, errsz, "%s", r->err);
+            return rc;
+        }
+        got = rp_evdec_init(&d, c->data, c->len) == 0 && rp_evdec_next(&d, &ev) > 0;
+    }
+    if (got && (!v->first_ev || ev.ticks < v->first_ev))
         v->first_ev = ev.ticks;
+    return 0;
 }
 
-static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const struct rp_chunk *c,
+static int read_chunk(struct rp_profile *p, struct rp_reader *r, struct rp_chunk *c,
                       uint32_t only_tid, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
@@ -574,7 +587,7 @@ static int read_chunk(struct rp_profile *p, const struct rp_reader *r, const str
         break;
     case RP_CH_EVENTS:
         if (p->defs_only)
-            count_events(p, c, only_tid);
+            rc = count_events(p, r, c, only_tid, err, errsz);
         else
             rc = replay_events(p, c, only_tid, err, errsz);
         break;
@@ -717,6 +730,11 @@ static int replay_run(const char *path, const struct rp_replay_opts *o, struct r
         return rc;
     }
     r.force = o->force;
+    /* Only the events' first bytes are needed without a replay; a damaged
+     * chunk is for the pass that reads them all to find (under force, both
+     * passes must skip the same chunks: each is read whole). */
+    if (o->defs_only && !o->force && !fn)
+        r.skim = 1u << RP_CH_EVENTS;
     /* A per-chunk callback sees the profile as of its chunk: replay in order. */
     if (!fn)
         rp_workers_start(v, rp_workers_count());

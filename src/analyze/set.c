@@ -64,18 +64,17 @@ static int read_info(const struct rp_chunk *c, struct rp_proc *w)
 /*
  * The wall-clock time of the last CLOCK chunk at or after off (the one a
  * process writes at its exit), found by reading only the chunk headers
- * (checked) and the CLOCK payloads (checked): one seek per chunk.  0 when
+ * (checked) and the CLOCK payloads (checked): one read per chunk.  0 when
  * there is none, or at the first damaged header.
  */
-static int last_clock_of(void *ctx, const uint8_t *h, FILE *f)
+static int last_clock_of(void *ctx, const struct rp_skimmed *k)
 {
-    uint8_t c[24];
-    if (rp_get32(h) != RP_CH_CLOCK || rp_get32(h + 4) != sizeof(c))
+    if (rp_get32(k->hdr) != RP_CH_CLOCK || rp_get32(k->hdr + 4) != 24)
         return 0;
-    if (fread(c, 1, sizeof(c), f) != sizeof(c))
+    if (k->npay != 24)
         return 1;
-    if (rp_crc32(0, c, sizeof(c)) == rp_get32(h + 8))
-        *(uint64_t *)ctx = rp_get64(c + 16);
+    if (rp_crc32(0, k->pay, 24) == rp_get32(k->hdr + 8))
+        *(uint64_t *)ctx = rp_get64(k->pay + 16);
     return 0;
 }
 

@@ -77,18 +77,18 @@ struct skim {
 
 /* rp_chunks_skim's callback for read_file: CLOCK, EVENTS' bases, INFO.
  * Returns 0 to go on, 1 at a short read, RP_ENOMEM. */
-static int skim_chunk(void *ctx, const uint8_t *h, FILE *fp)
+static int skim_chunk(void *ctx, const struct rp_skimmed *sk)
 {
     struct skim *k = ctx;
     struct rp_clockmap *m = k->m;
     struct rp_clockmap_file *f = k->f;
-    uint32_t type = rp_get32(h), len = rp_get32(h + 4);
-    uint8_t c[24];
+    uint32_t type = rp_get32(sk->hdr), len = rp_get32(sk->hdr + 4);
+    const uint8_t *c = sk->pay;
 
-    if (type == RP_CH_CLOCK && len == sizeof(c)) {
-        if (fread(c, 1, sizeof(c), fp) != sizeof(c))
+    if (type == RP_CH_CLOCK && len == 24) {
+        if (sk->npay != 24)
             return 1;
-        if (rp_crc32(0, c, sizeof(c)) != rp_get32(h + 8))
+        if (rp_crc32(0, c, 24) != rp_get32(sk->hdr + 8))
             return 0;
         if (!m->have_real) {
             m->real_minus_mono = (int64_t)(rp_get64(c + 16) - rp_get64(c + 8));
@@ -97,7 +97,7 @@ static int skim_chunk(void *ctx, const uint8_t *h, FILE *fp)
         return sample_add(f, rp_get64(c), rp_get64(c + 8));
     }
     if (type == RP_CH_EVENTS && len >= 16) {
-        if (fread(c, 1, 16, fp) != 16)
+        if (sk->npay < 16)
             return 1;
         uint64_t base = rp_get64(c + 8); /* (the payload's crc: not checked here) */
         if (base && (!f->first || base < f->first))
@@ -106,7 +106,8 @@ static int skim_chunk(void *ctx, const uint8_t *h, FILE *fp)
         uint8_t *b = malloc(len ? len : 1);
         if (!b)
             return RP_ENOMEM;
-        if (fread(b, 1, len, fp) == len && rp_crc32(0, b, len) == rp_get32(h + 8))
+        if (fseeko(sk->f, (off_t)sk->at, SEEK_SET) == 0 && fread(b, 1, len, sk->f) == len &&
+            rp_crc32(0, b, len) == rp_get32(sk->hdr + 8))
             read_info(f, b, len);
         free(b);
     }
@@ -115,7 +116,7 @@ static int skim_chunk(void *ctx, const uint8_t *h, FILE *fp)
 
 /*
  * Reads the clock of the trace at path into f (rp_chunks_skim: chunk
- * headers checked, one seek per chunk).  The first file's first CLOCK
+ * headers checked, one read per chunk).  The first file's first CLOCK
  * chunk also gives the realtime - monotonic difference.  A damaged chunk ends it with
  * what was read.  Returns 0 or RP_ENOMEM.
  */

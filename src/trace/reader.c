@@ -7,6 +7,8 @@
  * type and length are what the writer wrote), a length <= RP_CHUNK_MAX (so
  * the buffer it is read into is bounded), and a payload whose crc matched.
  * Nothing is allocated from a length that has not passed the header crc.
+ * The one exception is asked for: a skimmed chunk (rp_reader.skim) is its
+ * payload's first bytes, unchecked, for a pass that a later one checks.
  */
 #include "reader.h"
 
@@ -233,13 +235,179 @@ int rp_info_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, uin
     return 1;
 }
 
+/* Checks the header h (got bytes of it) of the chunk at r->off: complete,
+ * its checksum, its length within RP_CHUNK_MAX and within the file, and
+ * r->buf large enough for the payload.  Returns 0 with its type and
+ * length, or RP_ETRUNC, RP_ECRC, RP_EFORMAT, RP_ENOMEM with r->err set. */
+static int chunk_header(struct rp_reader *r, const uint8_t *h, size_t got, uint32_t *type,
+                        uint32_t *len)
+{
+    if (got < RP_CHUNK_HDR_SIZE)
+        return rd_fail(r, RP_ETRUNC,
+                       "truncated: the file ends inside a chunk header at offset %llu "
+                       "(%zu of %d bytes)",
+                       (unsigned long long)r->off, got, RP_CHUNK_HDR_SIZE);
+    if (rp_crc32(0, h, 12) != rp_get32(h + 12))
+        return rd_fail(r, RP_ECRC, "corrupted chunk header at offset %llu (checksum mismatch)",
+                       (unsigned long long)r->off);
+    *type = rp_get32(h);
+    *len = rp_get32(h + 4);
+    if (*len > RP_CHUNK_MAX)
+        return rd_fail(r, RP_EFORMAT, "chunk at offset %llu claims %u bytes (limit %u)",
+                       (unsigned long long)r->off, *len, RP_CHUNK_MAX);
+    /* A claim past the end of the file is a truncation: say so before
+     * allocating for it (the file may have grown since open: look again). */
+    if (r->size && r->off + RP_CHUNK_HDR_SIZE + *len > r->size) {
+        struct stat st;
+        if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
+            r->size = (uint64_t)st.st_size;
+        uint64_t have =
+            r->size > r->off + RP_CHUNK_HDR_SIZE ? r->size - r->off - RP_CHUNK_HDR_SIZE : 0;
+        if (*len > have)
+            return rd_fail(r, RP_ETRUNC,
+                           "truncated: chunk at offset %llu needs %u bytes, the file has %llu",
+                           (unsigned long long)r->off, *len, (unsigned long long)have);
+    }
+    size_t want = *len > RP_READER_SKIM ? *len : RP_READER_SKIM;
+    if (want > r->cap) {
+        size_t ncap = r->cap ? r->cap : 65536;
+        while (ncap < want)
+            ncap *= 2;
+        uint8_t *nb = realloc(r->buf, ncap);
+        if (!nb)
+            return rd_fail(r, RP_ENOMEM, "out of memory reading chunk at offset %llu",
+                           (unsigned long long)r->off);
+        r->buf = nb;
+        r->cap = ncap;
+    }
+    return 0;
+}
+
+/* pread of n bytes at off, whole unless the file ends: the bytes read, or
+ * -1 with errno set. */
+static ssize_t pread_all(int fd, uint8_t *b, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, b + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+/* Checks the payload checksum of the chunk whose header h was read at
+ * `at` (its payload in r->buf): 0, 1 when it fails under force (skipped
+ * and counted), or RP_ECRC. */
+static int payload_check(struct rp_reader *r, const uint8_t *h, uint64_t at, uint32_t type,
+                         uint32_t len)
+{
+    if (rp_crc32(0, r->buf, len) == rp_get32(h + 8))
+        return 0;
+    if (r->force) {
+        if (!r->skipped++)
+            r->skipped_off = at;
+        return 1;
+    }
+    return rd_fail(r, RP_ECRC,
+                   "corrupted chunk at offset %llu (type %u, %u bytes): checksum mismatch",
+                   (unsigned long long)at, type, len);
+}
+
+/* rp_reader_next when r->skim is set: one pread per chunk of its header
+ * and the RP_READER_SKIM bytes after it, a second for the rest of the
+ * payload of a chunk not skimmed.  Returns as rp_reader_next. */
+static int next_skimming(struct rp_reader *r, struct rp_chunk *c)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE + RP_READER_SKIM];
+    for (;;) {
+        ssize_t got = pread_all(fileno(r->f), h, sizeof(h), r->off);
+        if (got < 0)
+            return rd_fail(r, RP_EIO, "read error at offset %llu: %s", (unsigned long long)r->off,
+                           strerror(errno));
+        if (got == 0) {
+            int more = r->npieces ? next_piece(r) : 0;
+            if (more == 1)
+                continue;
+            return more;
+        }
+        uint32_t type, len;
+        int rc = chunk_header(r, h, (size_t)got, &type, &len);
+        if (rc < 0)
+            return rc;
+        uint64_t at = r->off;
+        size_t have = (size_t)got - RP_CHUNK_HDR_SIZE;
+        have = have < len ? have : len;
+        memcpy(r->buf, h + RP_CHUNK_HDR_SIZE, have);
+        r->off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
+        *c = (struct rp_chunk){.type = type, .len = len, .data = r->buf, .offset = at};
+        if (type < 32 && (r->skim >> type & 1)) {
+            c->len = (uint32_t)have;
+            c->skimmed = have < len;
+            return 1;
+        }
+        if (have < len) {
+            ssize_t k =
+                pread_all(fileno(r->f), r->buf + have, len - have, at + RP_CHUNK_HDR_SIZE + have);
+            if (k < 0)
+                return rd_fail(r, RP_EIO, "read error in chunk at offset %llu: %s",
+                               (unsigned long long)at, strerror(errno));
+            if ((size_t)k < len - have)
+                return rd_fail(r, RP_ETRUNC,
+                               "truncated: chunk at offset %llu needs %u bytes, the file has %zu",
+                               (unsigned long long)at, len, have + (size_t)k);
+        }
+        if ((rc = payload_check(r, h, at, type, len)) < 0)
+            return rc;
+        if (rc == 0)
+            return 1;
+    }
+}
+
+int rp_reader_whole(struct rp_reader *r, struct rp_chunk *c)
+{
+    uint8_t h[RP_CHUNK_HDR_SIZE];
+    uint64_t keep = r->off;
+    r->off = c->offset; /* (chunk_header names it) */
+    ssize_t got = pread_all(fileno(r->f), h, sizeof(h), c->offset);
+    uint32_t type, len;
+    int rc = got < 0 ? rd_fail(r, RP_EIO, "read error at offset %llu: %s",
+                               (unsigned long long)c->offset, strerror(errno))
+                     : chunk_header(r, h, (size_t)got, &type, &len);
+    r->off = keep;
+    if (rc < 0)
+        return rc;
+    got = pread_all(fileno(r->f), r->buf, len, c->offset + RP_CHUNK_HDR_SIZE);
+    if (got < 0)
+        return rd_fail(r, RP_EIO, "read error in chunk at offset %llu: %s",
+                       (unsigned long long)c->offset, strerror(errno));
+    if ((size_t)got < len)
+        return rd_fail(r, RP_ETRUNC,
+                       "truncated: chunk at offset %llu needs %u bytes, the file has %zd",
+                       (unsigned long long)c->offset, len, got);
+    int force = r->force;
+    r->force = 0; /* (a chunk handed out is never skipped afterwards) */
+    rc = payload_check(r, h, c->offset, type, len);
+    r->force = force;
+    if (rc < 0)
+        return rc;
+    *c = (struct rp_chunk){.type = type, .len = len, .data = r->buf, .offset = c->offset};
+    return 0;
+}
+
 int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
 {
-    static const uint8_t empty[1];
     uint8_t h[RP_CHUNK_HDR_SIZE];
 
     if (!r->f)
         return r->err[0] ? RP_EIO : 0;
+    if (r->skim)
+        return next_skimming(r, c);
     for (;;) {
         size_t got = fread(h, 1, sizeof(h), r->f);
         if (got == 0 && feof(r->f)) {
@@ -248,45 +416,12 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
                 continue;
             return more;
         }
-        if (got < sizeof(h)) {
-            if (ferror(r->f))
-                return rd_fail(r, RP_EIO, "read error at offset %llu", (unsigned long long)r->off);
-            return rd_fail(r, RP_ETRUNC,
-                           "truncated: the file ends inside a chunk header at offset %llu "
-                           "(%zu of %d bytes)",
-                           (unsigned long long)r->off, got, RP_CHUNK_HDR_SIZE);
-        }
-        if (rp_crc32(0, h, 12) != rp_get32(h + 12))
-            return rd_fail(r, RP_ECRC, "corrupted chunk header at offset %llu (checksum mismatch)",
-                           (unsigned long long)r->off);
-        uint32_t type = rp_get32(h), len = rp_get32(h + 4);
-        if (len > RP_CHUNK_MAX)
-            return rd_fail(r, RP_EFORMAT, "chunk at offset %llu claims %u bytes (limit %u)",
-                           (unsigned long long)r->off, len, RP_CHUNK_MAX);
-        /* A claim past the end of the file is a truncation: say so before
-         * allocating for it (the file may have grown since open: look again). */
-        if (r->size && r->off + RP_CHUNK_HDR_SIZE + len > r->size) {
-            struct stat st;
-            if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
-                r->size = (uint64_t)st.st_size;
-            uint64_t have =
-                r->size > r->off + RP_CHUNK_HDR_SIZE ? r->size - r->off - RP_CHUNK_HDR_SIZE : 0;
-            if (len > have)
-                return rd_fail(r, RP_ETRUNC,
-                               "truncated: chunk at offset %llu needs %u bytes, the file has %llu",
-                               (unsigned long long)r->off, len, (unsigned long long)have);
-        }
-        if (len > r->cap) {
-            size_t ncap = r->cap ? r->cap : 65536;
-            while (ncap < len)
-                ncap *= 2;
-            uint8_t *nb = realloc(r->buf, ncap);
-            if (!nb)
-                return rd_fail(r, RP_ENOMEM, "out of memory reading chunk at offset %llu",
-                               (unsigned long long)r->off);
-            r->buf = nb;
-            r->cap = ncap;
-        }
+        if (got < sizeof(h) && ferror(r->f))
+            return rd_fail(r, RP_EIO, "read error at offset %llu", (unsigned long long)r->off);
+        uint32_t type, len;
+        int rc = chunk_header(r, h, got, &type, &len);
+        if (rc < 0)
+            return rc;
         got = len ? fread(r->buf, 1, len, r->f) : 0;
         if (got < len) {
             if (ferror(r->f))
@@ -298,21 +433,12 @@ int rp_reader_next(struct rp_reader *r, struct rp_chunk *c)
         }
         uint64_t at = r->off;
         r->off += RP_CHUNK_HDR_SIZE + (uint64_t)len;
-        if (rp_crc32(0, r->buf, len) != rp_get32(h + 8)) {
-            if (r->force) {
-                if (!r->skipped++)
-                    r->skipped_off = at;
-                continue;
-            }
-            return rd_fail(r, RP_ECRC,
-                           "corrupted chunk at offset %llu (type %u, %u bytes): checksum mismatch",
-                           (unsigned long long)at, type, len);
+        if ((rc = payload_check(r, h, at, type, len)) < 0)
+            return rc;
+        if (rc == 0) {
+            *c = (struct rp_chunk){.type = type, .len = len, .data = r->buf, .offset = at};
+            return 1;
         }
-        c->type = type;
-        c->len = len;
-        c->data = r->buf ? r->buf : empty; /* never NULL, even for an empty chunk */
-        c->offset = at;
-        return 1;
     }
 }
 
@@ -463,15 +589,22 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     return 1;
 }
 
-int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const uint8_t *hdr, FILE *f),
+int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const struct rp_skimmed *k),
                    void *ctx)
 {
-    uint8_t h[RP_CHUNK_HDR_SIZE];
-    while (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h)) {
+    uint8_t h[RP_CHUNK_HDR_SIZE + RP_SKIM_PEEK];
+    ssize_t got;
+    while ((got = pread_all(fileno(f), h, sizeof(h), off)) >= RP_CHUNK_HDR_SIZE) {
         uint32_t len = rp_get32(h + 4);
         if (rp_crc32(0, h, 12) != rp_get32(h + 12) || len > RP_CHUNK_MAX)
             break;
-        int rc = fn(ctx, h, f);
+        uint32_t npay = (uint32_t)got - RP_CHUNK_HDR_SIZE;
+        struct rp_skimmed k = {.hdr = h,
+                               .pay = h + RP_CHUNK_HDR_SIZE,
+                               .npay = npay < len ? npay : len,
+                               .at = off + RP_CHUNK_HDR_SIZE,
+                               .f = f};
+        int rc = fn(ctx, &k);
         if (rc)
             return rc;
         off += RP_CHUNK_HDR_SIZE + (uint64_t)len;

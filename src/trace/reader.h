@@ -30,13 +30,22 @@ struct rp_reader {
      * read, offsets are in it. */
     char **pieces;
     uint32_t npieces, ipiece;
+    /* Chunk types (a bit each, 1u << type) handed out skimmed: their
+     * first RP_READER_SKIM bytes, their checksum not checked (set before
+     * the first rp_reader_next; then each chunk is read with one pread,
+     * its header and those bytes at once).  For a pass that needs little
+     * of the events (the definitions, each chunk's first event). */
+    uint32_t skim;
 };
+
+#define RP_READER_SKIM 256
 
 struct rp_chunk {
     uint32_t type;
-    uint32_t len;
+    uint32_t len;        /* bytes at data: the payload's, or its first when skimmed */
     const uint8_t *data; /* valid until the next rp_reader_next */
     uint64_t offset;     /* of the chunk header in the file */
+    int skimmed;         /* only the payload's first len bytes (rp_reader.skim), unchecked */
 };
 
 /*
@@ -60,18 +69,37 @@ int rp_reader_open(struct rp_reader *r, const char *path);
  */
 int rp_reader_next(struct rp_reader *r, struct rp_chunk *c);
 
+/*
+ * Reads skimmed chunk c (rp_reader.skim) again, whole, its checksum
+ * checked.  Returns 0 with *c the whole chunk, or RP_ETRUNC, RP_ECRC,
+ * RP_ENOMEM, RP_EIO with r->err naming the file and offset.
+ */
+int rp_reader_whole(struct rp_reader *r, struct rp_chunk *c);
+
 void rp_reader_close(struct rp_reader *r);
 
+/* A chunk as rp_chunks_skim hands it out: its header (type at 0, length
+ * at 4, payload checksum at 8) and its payload's first npay bytes
+ * (RP_SKIM_PEEK at most), read at once; the payload starts at offset at
+ * of f (fseeko there to read more). */
+struct rp_skimmed {
+    const uint8_t *hdr, *pay;
+    uint32_t npay;
+    uint64_t at;
+    FILE *f;
+};
+
+#define RP_SKIM_PEEK 24 /* (a CLOCK chunk's payload, an EVENTS chunk's header) */
+
 /*
- * Skims the chunks of f from offset off by their headers alone (each
- * header's checksum and length checked), one seek per chunk: fn gets each
- * chunk's header (its type at 0, length at 4, payload checksum at 8) with
- * f positioned at its payload, to read what it wants of it.  Stops at the
- * end, at the first damaged header, or when fn returns non-zero (which it
+ * Skims the chunks of f from offset off by their headers (each header's
+ * checksum and length checked) and the first bytes of their payloads, one
+ * pread per chunk: fn gets each (struct rp_skimmed).  Stops at the end,
+ * at the first damaged header, or when fn returns non-zero (which it
  * returns; else 0).  For the few chunks of a large file a command needs
  * before reading it (its clocks, its first events).
  */
-int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const uint8_t *hdr, FILE *f),
+int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const struct rp_skimmed *k),
                    void *ctx);
 
 /*
