@@ -67,8 +67,9 @@ struct chrome {
     FILE *out;
     const struct rp_profile *p;
     char **names;
-    char **tails;     /* per id: ,"name":"...","cat":"..." (JSON-escaped once) */
-    size_t *tail_len; /* their lengths */
+    char **tails;     /* per id: ,"name":"...","cat":"..." (JSON-escaped once), */
+    size_t *tail_len; /* their lengths, */
+    char *tailbuf;    /* in one block, TAIL_PAD bytes after the last (put_pad) */
     struct thcache tc[WORKERS_MAX];
     uint64_t holds;              /* lock holds written: their async ids */
     struct rp_clockmap cm;       /* the run's one time axis (clockmap.h) */
@@ -108,6 +109,18 @@ static inline char *put(char *q, const char *s, size_t n)
 }
 
 #define PUT(q, lit) put(q, lit, sizeof(lit) - 1)
+
+#define TAIL_PAD 16
+
+/* put for a string that TAIL_PAD - 1 bytes may be read past (a tail, a
+ * thread part), in words of 16 bytes: no call for a length known only
+ * here.  Cannot fail (the room was made, and TAIL_PAD more). */
+static inline char *put_pad(char *q, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16)
+        memcpy(q + i, s + i, 16);
+    return q + n;
+}
 
 /* Appends v in decimal at q, its digits written in place (digits written
  * to a buffer and copied as words would stall on store forwarding).
@@ -184,7 +197,8 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
         int known = r->id < c->p->n_nodes; /* (always: the walk checks ids) */
         size_t tn, tail = known ? c->tail_len[r->id] : 0;
         const char *name = known ? c->tails[r->id] : "";
-        if (rp_xbuf_need(out, 512 + 2 * tail) < 0) /* (a hold: two events, two names) */
+        if (rp_xbuf_need(out, 512 + 2 * (tail + TAIL_PAD)) <
+            0) /* (a hold: two events, two names) */
             return RP_ENOMEM;
         char *q = (char *)out->b + out->n;
         const char *t = thread_part(c, w, r->tid, &tn);
@@ -195,15 +209,15 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
             if (r->op == REC_HOLD) {
                 q = PUT(q, ",\n{\"ph\":\"b\",\"ts\":");
                 q = put_ts(q, k, r->a);
-                q = put(q, t, tn);
-                q = put(q, name, tail);
+                q = put_pad(q, t, tn);
+                q = put_pad(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
                 q = PUT(q, "}");
                 q = PUT(q, ",\n{\"ph\":\"e\",\"ts\":");
                 q = put_ts(q, k, r->b);
-                q = put(q, t, tn);
-                q = put(q, name, tail);
+                q = put_pad(q, t, tn);
+                q = put_pad(q, name, tail);
                 q = PUT(q, ",\"id\":");
                 q = put_u64(q, r->c);
             } else {
@@ -211,11 +225,11 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
                 q = put_ts(q, k, r->a);
                 q = PUT(q, ",\"dur\":");
                 q = put_us(q, r->b > r->a ? r->b - r->a : 0);
-                q = put(q, t, tn);
+                q = put_pad(q, t, tn);
                 if (r->op == REC_PAUSE)
                     q = PUT(q, ",\"name\":\"" RP_EXPORT_RECORDER "\",\"cat\":\"rankprof\"");
                 else
-                    q = put(q, name, tail);
+                    q = put_pad(q, name, tail);
             }
             if ((r->op == REC_SPAN && r->c) || r->why) {
                 q = PUT(q, ",\"args\":{");
@@ -242,17 +256,17 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
             *q++ = r->op == REC_COUNTER ? 'C' : 'i';
             q = PUT(q, "\",\"ts\":");
             q = put_ts(q, k, r->a);
-            q = put(q, t, tn);
+            q = put_pad(q, t, tn);
             if (r->op == REC_LOST) {
                 q = PUT(q, ",\"name\":\"LOST\",\"cat\":\"rankprof\",\"s\":\"t\",\"args\":{"
                            "\"events\":");
                 q = put_u64(q, r->b);
             } else if (r->op == REC_INSTANT) {
-                q = put(q, name, tail);
+                q = put_pad(q, name, tail);
                 q = PUT(q, ",\"s\":\"t\",\"args\":{\"arg\":");
                 q = put_u64(q, r->b);
             } else {
-                q = put(q, name, tail);
+                q = put_pad(q, name, tail);
                 q = PUT(q, ",\"args\":{\"value\":");
                 int64_t v = (int64_t)r->b;
                 if (v < 0)
@@ -270,24 +284,32 @@ static int fmt_batch(void *arg, unsigned w, const uint8_t *in, size_t n, struct 
     return 0;
 }
 
-/* The per-id name and category strings.  Returns 0 or RP_ENOMEM. */
+/* The per-id name and category strings, in one block.  Returns 0 or
+ * RP_ENOMEM. */
 static int make_tails(struct chrome *c)
 {
     const struct rp_profile *p = c->p;
+    size_t len = 0, *at;
     if (!(c->tails = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tails))) ||
-        !(c->tail_len = calloc(p->n_nodes ? p->n_nodes : 1, sizeof(*c->tail_len))))
+        !(at = c->tail_len = calloc(p->n_nodes + 1, sizeof(*c->tail_len))))
+        return RP_ENOMEM;
+    FILE *m = open_memstream(&c->tailbuf, &len);
+    if (!m)
         return RP_ENOMEM;
     for (uint32_t i = 0; i < p->n_nodes; i++) {
-        size_t len;
-        FILE *m = open_memstream(&c->tails[i], &len);
-        if (!m)
-            return RP_ENOMEM;
+        at[i] = (size_t)ftello(m); /* (their starts, then their lengths) */
         fputs_unlocked(",\"name\":", m);
         rp_export_put_json(m, c->names[i]);
         fprintf(m, ",\"cat\":\"%s\"", rp_export_cat(p->nodes[i].kind));
-        if (fclose(m) != 0)
-            return RP_ENOMEM;
-        c->tail_len[i] = len;
+    }
+    at[p->n_nodes] = (size_t)ftello(m);
+    for (unsigned i = 0; i < TAIL_PAD; i++)
+        putc_unlocked(0, m);
+    if (fclose(m) != 0 || !c->tailbuf)
+        return RP_ENOMEM;
+    for (uint32_t i = 0; i < p->n_nodes; i++) {
+        c->tails[i] = c->tailbuf + at[i];
+        at[i] = at[i + 1] - at[i];
     }
     return 0;
 }
@@ -582,9 +604,7 @@ int rp_export_chrome(FILE *out, const struct rp_export_ctx *ctx)
     fputs("\n]}\n", out);
 out:
     rp_xpool_close(c.pool);
-    if (c.tails)
-        for (uint32_t i = 0; i < p->n_nodes; i++)
-            free(c.tails[i]);
+    free(c.tailbuf);
     free(c.tails);
     free(c.tail_len);
     rp_export_names_free(p, c.names);

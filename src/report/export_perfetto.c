@@ -940,6 +940,30 @@ static uint32_t slices_run(struct perfetto *f, const struct rp_tlpar_slice *r, c
     return i;
 }
 
+/* ns[i] = ts_ns of r[i].ticks, i < m: within the clock's segment kept (the
+ * common case: every tick of a run), the same arithmetic as
+ * rp_clockmap_fast_ns on the segment's constants held in registers and
+ * without a branch but the segment's test; else by ts_ns (which moves the
+ * segment).  Cannot fail. */
+static void ns_run(struct perfetto *f, const struct rp_tlpar_slice *r, uint64_t *ns, uint32_t m)
+{
+    const struct rp_clockmap_fast *q = &f->cmf;
+    for (uint32_t i = 0; i < m; i++) {
+        if (q->linear) {
+            const uint64_t lo = q->lo, hi = q->hi < 1ull << 63 ? q->hi : 1ull << 63;
+            const double ns0 = q->ns0, tk0 = q->tk0, slope = q->slope, org = q->origin;
+            for (; i < m && r[i].ticks - lo < hi - lo; i++) {
+                double v = ns0 + ((double)(int64_t)r[i].ticks - tk0) * slope - org;
+                double y = (v > 0 ? v : 0) + 0.5;
+                ns[i] = (uint64_t)(int64_t)(y < 9e18 ? y : 0); /* (as ts_ns: not NaN) */
+            }
+            if (i == m)
+                break;
+        }
+        ns[i] = ts_ns(f, r[i].ticks);
+    }
+}
+
 /* A run of a job's begins and plain ends (rp_tlpar_ops.slices): their
  * times mapped first, in a loop of their own (independent conversions, the
  * clock's constants in registers), then their packets, by slices_run
@@ -953,8 +977,7 @@ static int on_slices_job(void *cookie, uint32_t tid, const struct rp_tlpar_slice
     for (uint32_t at = 0; at < n && rc == 0; at += PART) {
         uint32_t m = n - at < PART ? n - at : PART;
         const struct rp_tlpar_slice *r = s + at;
-        for (uint32_t i = 0; i < m; i++)
-            ns[i] = ts_ns(f, r[i].ticks);
+        ns_run(f, r, ns, m);
         for (uint32_t i = slices_run(f, r, ns, 0, m); i < m && rc == 0;
              i = rc == 0 ? slices_run(f, r, ns, i + 1, m) : i) {
             rc = r[i].end ? end_on(f, tid, r[i].ticks, ns[i], r[i].arg, NULL, 1)

@@ -12,6 +12,8 @@
  */
 #include "export_pool.h"
 
+#include <errno.h>
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,27 @@ int rp_xbuf_need(struct rp_xbuf *buf, size_t more)
     return 0;
 }
 
+int rp_xbuf_write(const struct rp_xbuf *buf, FILE *out)
+{
+    const uint8_t *b = buf->b;
+    size_t n = buf->n;
+    int fd = fileno(out);
+    if (!n)
+        return 0;
+    if (fd < 0 || fflush(out) != 0) /* (not a file's stream: stdio) */
+        return fwrite(b, 1, n, out) == n ? 0 : -1;
+    while (n) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 unsigned rp_xpool_workers(void)
 {
     const char *e = getenv("RANKPROF_REPLAY_JOBS");
@@ -76,7 +99,7 @@ static void write_ready(struct rp_xpool *x)
         x->writing = 1;
         int skip = x->err != 0;
         pthread_mutex_unlock(&x->mu);
-        int bad = !skip && s->out.n && fwrite(s->out.b, 1, s->out.n, x->out) != s->out.n;
+        int bad = !skip && rp_xbuf_write(&s->out, x->out) < 0;
         pthread_mutex_lock(&x->mu);
         if (bad && !x->err)
             x->err = RP_EIO;
@@ -194,7 +217,7 @@ int rp_xpool_submit(struct rp_xpool *x, size_t n)
             return x->err;
         if ((rc = turn(x, x->workers, s)) < 0)
             return x->err = rc;
-        if (s->out.n && fwrite(s->out.b, 1, s->out.n, x->out) != s->out.n)
+        if (rp_xbuf_write(&s->out, x->out) < 0)
             return x->err = RP_EIO;
         return 0;
     }

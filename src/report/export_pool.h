@@ -33,6 +33,13 @@ struct rp_xbuf {
 RP_HIDDEN int rp_xbuf_need(struct rp_xbuf *buf, size_t more);
 
 /*
+ * Writes buf's bytes to out in one write(2) where it can (out flushed
+ * first: stdio splits a block larger than its buffer into two or three
+ * writes), else through stdio.  Returns 0, or -1 with errno set.
+ */
+RP_HIDDEN int rp_xbuf_write(const struct rp_xbuf *buf, FILE *out);
+
+/*
  * Turns the batch in[0..n) into out (out->n is 0 on entry; its buffer is
  * the slot's, kept between batches).  worker: 0..workers-1 in the pool's
  * threads, `workers` on the submitting thread (with 0 workers, or when a

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyze/jobring.h"
@@ -609,7 +610,7 @@ static void *tp_writer(void *arg)
         struct tjob *j = &P->jobs[P->written % PAR_JOBS];
         int bad = P->werr, eno = 0;
         pthread_mutex_unlock(&P->R.mu);
-        if (!bad && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n) {
+        if (!bad && rp_xbuf_write(&j->out, P->out) < 0) {
             bad = RP_EIO;
             eno = errno;
         }
@@ -643,7 +644,7 @@ static int tp_drain(struct tp *P, uint64_t left)
 static int tp_write_here(struct tp *P, const struct tjob *j)
 {
     int rc = tp_drain(P, 0);
-    if (rc == 0 && j->out.n && fwrite(j->out.b, 1, j->out.n, P->out) != j->out.n) {
+    if (rc == 0 && rp_xbuf_write(&j->out, P->out) < 0) {
         rc = RP_EIO;
         P->weno = errno; /* (the writer has stopped at an error or has nothing left) */
     }
@@ -882,7 +883,9 @@ int rp_tlpar_run(FILE *out, const struct rp_export_ctx *ctx, const struct rp_tlp
     pthread_cond_init(&P->wwork, NULL);
     pthread_cond_init(&P->wrote, NULL);
     /* (without a writer thread, each job is written where it is joined) */
-    P->has_writer = !pthread_create(&P->writer, NULL, tp_writer, P);
+    struct stat st;
+    int drains = fstat(fileno(out), &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    P->has_writer = drains && !pthread_create(&P->writer, NULL, tp_writer, P);
     /* as many workers as the replay: this thread walks jobs too while it
      * waits (one more thread than CPUs made the benchmark's perfetto 15 %
      * slower on 2 CPUs); fewer when an encoder or a thread cannot be made */
