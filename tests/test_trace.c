@@ -690,7 +690,7 @@ static void test_counts_lengths(void)
 static void test_skim(void)
 {
     static const uint32_t lens[] = {10, RP_READER_SKIM, RP_READER_SKIM + 1, 5000};
-    static uint8_t pay[5000];
+    static uint8_t pay[5000 + 8];
     struct fbuf f = {0};
     char path[256];
     snprintf(path, sizeof(path), "%s/skim.rpt", tmpdir);
