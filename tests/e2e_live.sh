@@ -28,6 +28,10 @@ rp_init e2e_live RANKPROF PROGS RP_LIB
 need_progs threads scale waits
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
+# (a live reading keeps the measurement of the recorder's cost it began
+# with; the second one, written 10 ms into the run, would make the reports
+# of the later steps, which look ahead for it, differ: start-up only)
+export RANKPROF_CALIBRATE_LATE=0
 
 # STEPS TRACE: the live reading of TRACE in STEPS steps against the
 # reports of the same bytes

@@ -18,7 +18,8 @@
 #     ranking with --weight calls against a dense solve from those counts;
 #   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
 #     rate-duty set high / low take exactly their flag away, and
-#     rate-waits=0 gives batch_item (whose caller waited once) RATE.
+#     rate-waits=0 gives batch_item (whose caller waited once) RATE (not
+#     under TSan, whose slowness blurs that timing).
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -238,7 +239,15 @@ thresholds() {
     t rate-duty=0 overrun_task "" || bad=1
     t hot-self=0.9 hot_leaf "" || bad=1
     t dispatch-fanout=30 dispatch "" || bad=1
-    t rate-waits=0 batch_item RATE || bad=1
+    # (batch_item's RATE then rests on its timing alone: 0.1 ms periods and
+    # a run 60 % of one, which ThreadSanitizer's slower memory accesses and
+    # a loaded machine blur; its not being RATE by default is checked
+    # under TSan too)
+    if under_tsan; then
+        note "rate-waits=0 not checked under ThreadSanitizer"
+    else
+        t rate-waits=0 batch_item RATE || bad=1
+    fi
     ((bad == 0)) || fail "a threshold took more or less than its flag away (above)"
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bigmem.h"
 #include "common/array.h"
@@ -226,6 +227,28 @@ static uint64_t info_u64(const char *val, uint32_t vlen)
     return strtoull(tmp, NULL, 10);
 }
 
+/* INFO overhead_late's value: "pending" (the first INFO's promise), or
+ * "PAIR SELF SPREAD" in ticks when the recorder measured again, or "none".
+ * Cannot fail (anything else counts as none). */
+static void late_parse(struct priv *v, const char *val, uint32_t vlen)
+{
+    char tmp[96];
+    size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+    memcpy(tmp, val, l);
+    tmp[l] = 0;
+    double a, b, c;
+    char extra;
+    if (!strcmp(tmp, "pending"))
+        v->late_pending = v->late_pending ? v->late_pending : 1;
+    else if (sscanf(tmp, "%lf %lf %lf %c", &a, &b, &c, &extra) == 3 && a >= 0 && a <= 1e6 &&
+             b >= 0 && b <= a && c >= 0 && c <= 1e6) {
+        v->late_have = 1;
+        v->late_pair = a;
+        v->late_self = b;
+        v->late_spread = c;
+    }
+}
+
 static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
@@ -296,6 +319,8 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
                 p->offcpu_runq_ns = x;
                 p->offcpu_runq_known = 1;
             }
+        } else if (KEY("overhead_late")) {
+            late_parse(v, val, vlen);
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
                    KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];
@@ -560,6 +585,60 @@ static int count_events(struct rp_profile *p, struct rp_reader *r, struct rp_chu
     return 0;
 }
 
+/* rp_chunks_skim's callback for late_look: the INFO chunk that has the
+ * second measurement (late_parse into ctx, a struct priv) stops it, as
+ * does the END.  Returns 1 to stop, 0 to go on. */
+static int late_of(void *ctx, const struct rp_skimmed *k)
+{
+    struct priv *v = ctx;
+    uint32_t type = rp_get32(k->hdr), len = rp_get32(k->hdr + 4);
+    if (type == RP_CH_END)
+        return 1;
+    if (type != RP_CH_INFO || len > 65536)
+        return 0;
+    uint8_t *b = malloc(len ? len : 1);
+    const uint8_t *q = b, *kb, *vb;
+    uint32_t kl, vl;
+    int found = 0;
+    if (b && pread(fileno(k->f), b, len, (off_t)k->at) == (ssize_t)len &&
+        rp_crc32(0, b, len) == rp_get32(k->hdr + 8))
+        while (!found && rp_info_next(&q, b + len, &kb, &kl, &vb, &vl) > 0)
+            if (kl == 13 && !memcmp(kb, "overhead_late", 13) &&
+                !(vl == 7 && !memcmp(vb, "pending", 7))) {
+                late_parse(v, (const char *)vb, vl);
+                found = 1;
+            }
+    free(b);
+    return found;
+}
+
+/*
+ * The recorder measures its cost once more while the program runs
+ * (calib.h); the first INFO says so ("pending").  Before any event is
+ * replayed, the chunk headers after r's position are skimmed for that
+ * measurement (a few: it is made 10 ms into the run), and the faster of
+ * the two is the one compensation uses.  Cannot fail: without it, the
+ * start-up measurement stands.
+ */
+static void late_look(struct rp_profile *p, struct rp_reader *r)
+{
+    struct priv *v = p->priv;
+    v->late_pending = 2;
+    if (!p->overhead_known || !r->f)
+        return;
+    rp_chunks_skim(r->f, r->off, late_of, v);
+    if (!v->late_have)
+        return;
+    p->overhead_late_pair = v->late_pair;
+    p->overhead_late = 1;
+    if (v->late_pair < p->overhead_pair) {
+        p->overhead_pair = v->late_pair;
+        p->overhead_self = v->late_self;
+        p->overhead_spread = v->late_spread;
+        p->overhead_late = 2;
+    }
+}
+
 static int read_chunk(struct rp_profile *p, struct rp_reader *r, struct rp_chunk *c,
                       uint32_t only_tid, char *err, size_t errsz)
 {
@@ -569,6 +648,8 @@ static int read_chunk(struct rp_profile *p, struct rp_reader *r, struct rp_chunk
     switch (c->type) {
     case RP_CH_INFO:
         rc = read_info(p, c, err, errsz);
+        if (rc == 0 && v->late_pending == 1)
+            late_look(p, r);
         overhead_check(p);
         break;
     case RP_CH_CLOCK:

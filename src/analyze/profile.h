@@ -364,14 +364,19 @@ struct rp_profile {
     int compensated;        /* applied: known and not switched off */
     uint64_t comp_clamped;  /* spans shorter than their overhead, counted as 0 */
     double overhead_spread; /* ticks: INFO overhead_spread_ticks (format 1.3), else 0 */
-    uint64_t resolution;    /* ticks: a span shorter than this is below resolution:
-                               1 tick, plus the spread when compensated (comp.h) */
-    uint64_t below_res;     /* spans below resolution, summed over the nodes */
-    int hold_intervals;     /* lock holds are intervals off the stack (format 1.3,
-                               docs/locks.md): the ranking gives them no time weight */
-    int defs_only;          /* read with rp_replay_opts.defs_only: no span was replayed
-                               (the nodes have no statistics), first_tick/last_tick are the
-                               clocks' and the end's, every defined function is named */
+    /* The recorder's second measurement, made while the program ran (INFO
+     * overhead_late): 0 none, 1 made and slower than the start-up one, 2
+     * made and faster, so the one in overhead_pair/self/spread; its pair. */
+    int overhead_late;
+    double overhead_late_pair;
+    uint64_t resolution; /* ticks: a span shorter than this is below resolution:
+                            1 tick, plus the spread when compensated (comp.h) */
+    uint64_t below_res;  /* spans below resolution, summed over the nodes */
+    int hold_intervals;  /* lock holds are intervals off the stack (format 1.3,
+                            docs/locks.md): the ranking gives them no time weight */
+    int defs_only;       /* read with rp_replay_opts.defs_only: no span was replayed
+                            (the nodes have no statistics), first_tick/last_tick are the
+                            clocks' and the end's, every defined function is named */
 
     /* Off-CPU time (format 1.3, docs/recording.md): how the recorder knew it
      * ("perf", "schedstat", "none"; "" = not said: an older trace), why perf

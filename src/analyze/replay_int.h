@@ -272,8 +272,13 @@ struct priv {
     int want_comp;           /* compensation not switched off */
     uint64_t first_ev;       /* with p->defs_only: the earliest first event of a chunk (0: none) */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
-    uint64_t res_comp;       /* the resolution of compensated spans, ticks (comp.h) */
-    uint32_t offid;          /* the first node of kind offcpu (0 = none) */
+    /* INFO overhead_late (the recorder's second measurement, calib.h):
+     * 1 "pending" in the first INFO (looked for ahead, load.c), 2 looked
+     * for; late_have: its values, when it was made */
+    int late_pending, late_have;
+    double late_pair, late_self, late_spread;
+    uint64_t res_comp;                /* the resolution of compensated spans, ticks (comp.h) */
+    uint32_t offid;                   /* the first node of kind offcpu (0 = none) */
     const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */
     int outside;                      /* set outside spans apart (rp_span_outside) */
     uint32_t *res;                    /* the resident threads (indexes in ts) */

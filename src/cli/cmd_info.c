@@ -77,10 +77,13 @@ static void put_recording(const struct rp_profile *p)
            p->ns_per_tick, 1e3 / p->ns_per_tick);
     if (p->overhead_known)
         printf("overhead:    %.2f ticks (%.1fns) per recorded call (enter + exit), %.2f ticks "
-               "(%.1fns) of it inside a span's own; measured at start-up, subtracted by the "
+               "(%.1fns) of it inside a span's own; measured %s, subtracted by the "
                "analysis unless --no-compensate\n",
                p->overhead_pair, p->overhead_pair * p->ns_per_tick, p->overhead_self,
-               p->overhead_self * p->ns_per_tick);
+               p->overhead_self * p->ns_per_tick,
+               p->overhead_late == 2   ? "while the program ran (faster than at start-up)"
+               : p->overhead_late == 1 ? "at start-up (faster than while the program ran)"
+                                       : "at start-up");
     else
         printf("overhead:    not measured (%s): times are not compensated\n",
                p->mode && !strcmp(p->mode, "direct") ? "direct mode"

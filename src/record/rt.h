@@ -234,6 +234,8 @@ struct rp_rt {
     const char *clock_name;
     double freq;
     uint64_t start_ticks, start_mono;
+    uint64_t rec_mono; /* rp_mono_ns when rt_start ended (0 before): recording began */
+    int calib_late;    /* measure the cost again while the program runs (RANKPROF_CALIBRATE_LATE) */
     uint64_t events_written, lost_total;
     struct rp_enc enc;
     uint8_t *out; /* encoder output, rp_enc_bound(bufrecs) bytes */

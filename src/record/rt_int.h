@@ -34,7 +34,11 @@ RP_HIDDEN extern __thread int rp_rt_initing; /* inside thread_init or start-up *
 RP_HIDDEN extern __thread int rp_rt_gone;    /* this thread's tbuf was handed back */
 RP_HIDDEN extern pthread_once_t rp_rt_once;
 RP_HIDDEN extern struct rp_overhead rp_rt_overhead; /* measured at start-up; rounds 0 = not */
-RP_HIDDEN extern int rp_rt_start_err;               /* start-up failed: RP_E* */
+/* The writer's second measurement, once recording has gone on this long
+ * (rt_start.c). */
+#define RP_LATE_AFTER_MS 10
+RP_HIDDEN int rp_rt_measure_late(void);
+RP_HIDDEN extern int rp_rt_start_err; /* start-up failed: RP_E* */
 /* per kernel tid, the threads seen with it (rp_thread_stream) */
 RP_HIDDEN extern uint16_t *_Atomic rp_rt_stream_gen;
 

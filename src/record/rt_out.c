@@ -443,6 +443,10 @@ RP_HIDDEN void rp_out_info(void)
         rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
         snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.spread);
         rp_info_put(buf, cap, &len, "overhead_spread_ticks", tmp, strlen(tmp));
+        /* the writer measures again (rp_rt_measure_late): a reader looks
+         * ahead for it before the first events */
+        if (rp_rt.calib_late)
+            rp_info_put(buf, cap, &len, "overhead_late", "pending", 7);
     }
     /* how off-CPU time is known (offcpu.c), and why perf is not used */
     const char *src = rp_offcpu_source_name(), *oerr = rp_offcpu_error();

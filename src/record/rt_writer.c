@@ -620,6 +620,14 @@ static int writer_retire_locked(void)
     return 1;
 }
 
+/* When the second measurement is due (rp_rt_measure_late), in
+ * rp_mono_ns; 0 while recording has not begun.  Cannot fail. */
+static uint64_t late_due(void)
+{
+    uint64_t t = __atomic_load_n(&rp_rt.rec_mono, __ATOMIC_RELAXED);
+    return t ? t + RP_LATE_AFTER_MS * 1000000ull : 0;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;        /* (every signal blocked: rp_rt_thread_start) */
@@ -632,12 +640,26 @@ static void *writer_main(void *arg)
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
     unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
     uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
+    int late = rp_rt.calib_late; /* the second measurement still to make */
     for (;;) {
+        /* the second measurement, when due (outside the locks: neither a
+         * fork nor the program need wait for it); not yet possible (no
+         * function recorded now), looked at again RP_LATE_AFTER_MS later */
+        uint64_t due = late ? late_due() : 0, at = rp_mono_ns();
+        if (unlikely(due) && at >= due)
+            late = !rp_rt_measure_late();
         rp_own_lock(&rp_rt.lock);
         if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += (long)wait_ms * 1000000;
+            /* (no later than the second measurement is due, or than a
+             * look at whether recording has begun, which sets when) */
+            uint64_t wait_ns = (uint64_t)wait_ms * 1000000, step = RP_LATE_AFTER_MS * 1000000ull;
+            if (late && due > at && due - at < wait_ns)
+                wait_ns = due - at;
+            else if (late && (!due || due <= at) && wait_ns > step)
+                wait_ns = step;
+            ts.tv_nsec += (long)wait_ns;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;

@@ -355,7 +355,15 @@ static void put_measures(FILE *out, const struct rp_profile *p)
     put_num(out, p->overhead_pair / 2 * p->ns_per_tick);
     fputs(", \"self_ns\": ", out);
     put_num(out, p->overhead_self * p->ns_per_tick);
-    fprintf(out, ", \"clamped_spans\": %" PRIu64 " }", p->comp_clamped);
+    fprintf(out, ", \"clamped_spans\": %" PRIu64 ", \"late_event_ns\": ", p->comp_clamped);
+    if (p->overhead_late)
+        put_num(out, p->overhead_late_pair / 2 * p->ns_per_tick);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"measurement\": %s }",
+            !p->overhead_known      ? "null"
+            : p->overhead_late == 2 ? "\"late\""
+                                    : "\"start-up\"");
     /* spans shorter than this are below resolution (comp.h): an addition */
     fputs(",\n  \"resolution_ns\": ", out);
     put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);

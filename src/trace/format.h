@@ -106,8 +106,11 @@ enum rp_chunk_type {
  * subtracts them (docs/performance.md).  Format 1.3 adds
  * "overhead_spread_ticks" (p95 - median of the measured span of an empty
  * call: the analyzer's resolution is 1 tick + its ceiling), "rank" (the
- * MPI rank, from the launcher's environment), and librankprof-mpi's
- * "clock_offset_init" and "clock_offset_fini" ("LOCAL OFFSET RTT" ns).
+ * MPI rank, from the launcher's environment), "overhead_late" ("pending"
+ * in the first INFO, then "PAIR SELF SPREAD" ticks or "none" in an INFO of
+ * its own: the writer's second measurement, the faster one used), and
+ * librankprof-mpi's "clock_offset_init" and "clock_offset_fini" ("LOCAL
+ * OFFSET RTT" ns).
  */
 
 /* The kind of a defined id; stored in DEFS and in the JSON "kind" field. */
