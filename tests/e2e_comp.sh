@@ -26,7 +26,8 @@
 #       time, with and without compensation;
 #   late: a start-up measurement made 4 times too high is overruled by the
 #     recorder's second one, made while the program runs (used, in the
-#     JSON and `info`; main not clamped; the exact checks hold with it);
+#     JSON and `info`, also of two such files read as one; main not
+#     clamped; the exact checks hold with it);
 #   timing (not under sanitizers, where the program's own speed is not the
 #   point; up to 3 recordings on a loaded machine, one must pass):
 #     - leaf: at least half of its compensated spans are below resolution
@@ -273,6 +274,15 @@ if main["inclusive_ns"] <= 0:
 PY2
     "$RANKPROF" info -i "$tmp/late.data" | grep -q '^overhead: .* measured while the program ran' ||
         fail "info does not say the second measurement was used"
+    # two files read as one (merged: merge.c) say the same of the first
+    RANKPROF_TEST_CALIB_SLOW=4 "$RANKPROF" record -o "$tmp/late2.data" -- \
+        "$PROGS/prog_tiny" 64 20000 $FIB $WORK >/dev/null 2>"$tmp/late.err" ||
+        fail "record failed: $(cat "$tmp/late.err")"
+    "$RANKPROF" report --format json "$tmp/late.data" "$tmp/late2.data" 2>/dev/null |
+        python3 -c 'import json, sys; c = json.load(sys.stdin)["compensation"]
+sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"] else
+         f"e2e_comp: FAIL: two files merged: the second measurement used is not said: {c}")' ||
+        fail "(above)"
     python3 "$tmp/check.py" "$tmp" L 64 20000 exact || fail "(above)"
 }
 

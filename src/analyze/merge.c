@@ -329,6 +329,8 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
         d->overhead_self = s->overhead_self;
         d->compensated = s->compensated;
         d->overhead_spread = s->overhead_spread;
+        d->overhead_late = s->overhead_late;
+        d->overhead_late_pair = s->overhead_late_pair;
         d->resolution = s->resolution;
         d->hold_intervals = s->hold_intervals;
         memcpy(d->offcpu_src, s->offcpu_src, sizeof(d->offcpu_src));
