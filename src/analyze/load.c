@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bigmem.h"
 #include "common/array.h"
@@ -600,8 +599,7 @@ static int late_of(void *ctx, const struct rp_skimmed *k)
     const uint8_t *q = b, *kb, *vb;
     uint32_t kl, vl;
     int found = 0;
-    if (b && pread(fileno(k->f), b, len, (off_t)k->at) == (ssize_t)len &&
-        rp_crc32(0, b, len) == rp_get32(k->hdr + 8))
+    if (b && rp_skimmed_read(k, b) == 0)
         while (!found && rp_info_next(&q, b + len, &kb, &kl, &vb, &vl) > 0)
             if (kl == 13 && !memcmp(kb, "overhead_late", 13) &&
                 !(vl == 7 && !memcmp(vb, "pending", 7))) {

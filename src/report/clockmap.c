@@ -106,8 +106,7 @@ static int skim_chunk(void *ctx, const struct rp_skimmed *sk)
         uint8_t *b = malloc(len ? len : 1);
         if (!b)
             return RP_ENOMEM;
-        if (fseeko(sk->f, (off_t)sk->at, SEEK_SET) == 0 && fread(b, 1, len, sk->f) == len &&
-            rp_crc32(0, b, len) == rp_get32(sk->hdr + 8))
+        if (rp_skimmed_read(sk, b) == 0)
             read_info(f, b, len);
         free(b);
     }

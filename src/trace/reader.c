@@ -589,6 +589,15 @@ int rp_evdec_next(struct rp_evdec *d, struct rp_event *ev)
     return 1;
 }
 
+int rp_skimmed_read(const struct rp_skimmed *k, uint8_t *buf)
+{
+    uint32_t len = rp_get32(k->hdr + 4);
+    return pread_all(fileno(k->f), buf, len, k->at) == (ssize_t)len &&
+                   rp_crc32(0, buf, len) == rp_get32(k->hdr + 8)
+               ? 0
+               : -1;
+}
+
 int rp_chunks_skim(FILE *f, uint64_t off, int (*fn)(void *ctx, const struct rp_skimmed *k),
                    void *ctx)
 {

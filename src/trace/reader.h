@@ -91,6 +91,11 @@ struct rp_skimmed {
 
 #define RP_SKIM_PEEK 24 /* (a CLOCK chunk's payload, an EVENTS chunk's header) */
 
+/* Reads the whole payload of skimmed chunk k into buf (room for its
+ * length, hdr + 4) and checks its checksum.  Returns 0, or -1 when it
+ * could not be read whole or the checksum fails. */
+int rp_skimmed_read(const struct rp_skimmed *k, uint8_t *buf);
+
 /*
  * Skims the chunks of f from offset off by their headers (each header's
  * checksum and length checked) and the first bytes of their payloads, one
