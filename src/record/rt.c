@@ -93,8 +93,8 @@ RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
  * rp_rt.lock or drain_lock held and every other thread stuck) nor run a
  * signal handler (one that siglongjmps out would leave the same locks held;
  * a handler that only records is deferred to the section's end instead of
- * being dropped as re-entered).  Three system calls each way (about 2 us
- * for the six), once per buffer (never per event); direct mode uses it
+ * being dropped as re-entered).  Three system calls in all (two to enter,
+ * one to leave), once per buffer (never per event); direct mode uses it
  * only for a thread's first event, not per batch.  Cannot fail: a failed
  * call leaves the state as it was.
  *
@@ -158,20 +158,15 @@ static int sig_clean(const sigset_t *m)
 #endif
 
 /* Blocks the cancellation signal with the system call, which
- * pthread_sigmask would refuse (on: *was gets the mask before), or unblocks
- * it unless it was blocked before (off).  Cannot fail: a failed call leaves
- * the mask as it was. */
-static void cancel_sig_block(int on, uint64_t *was)
+ * pthread_sigmask would refuse.  Nothing unblocks it but section_leave's
+ * pthread_sigmask(SIG_SETMASK), which in glibc always leaves it out of the
+ * new mask, so unblocks it.  Cannot fail: a failed call leaves the mask as
+ * it was. */
+static void cancel_sig_block(void)
 {
     const uint64_t bit = CANCEL_BIT;
-    if (!bit)
-        return;
-    if (on) {
-        *was = 0;
-        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &bit, was, sizeof(bit));
-    } else if (!(*was & bit)) {
-        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &bit, NULL, sizeof(bit));
-    }
+    if (bit)
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &bit, NULL, sizeof(bit));
 }
 
 RP_HIDDEN void section_enter(struct rt_section *s)
@@ -179,7 +174,7 @@ RP_HIDDEN void section_enter(struct rt_section *s)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->sigs);
-    cancel_sig_block(1, &s->cancel_sig);
+    cancel_sig_block();
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s->cancel);
     s->clean = rp_rt_sig_clean;
     rp_rt_sig_clean = sig_clean(&s->sigs);
@@ -190,7 +185,8 @@ RP_HIDDEN void section_leave(struct rt_section *s)
     int ignored;
     rp_rt_sig_clean = s->clean;
     pthread_setcancelstate(s->cancel, &ignored);
-    cancel_sig_block(0, &s->cancel_sig); /* (a cancellation sent meanwhile acts here) */
+    /* (the cancellation signal unblocked too: a cancellation sent
+     * meanwhile acts here, where the thread holds nothing) */
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);
 }
 

@@ -377,12 +377,11 @@ RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
 /*
  * A section of the recorder that takes its locks on a program thread: no
  * cancellation and no signal handler inside it (rt.c says why).  Cannot
- * fail.  Three system calls each way: per buffer or per thread, never per
+ * fail.  Three system calls in all: per buffer or per thread, never per
  * event.
  */
 struct rt_section {
     sigset_t sigs;
-    uint64_t cancel_sig; /* the kernel's mask before the cancellation signal was blocked */
     int cancel;
     int clean; /* rp_rt_sig_clean before the section */
 };

@@ -654,11 +654,10 @@ static void *writer_main(void *arg)
             clock_gettime(CLOCK_REALTIME, &ts);
             /* (no later than the second measurement is due, or than a
              * look at whether recording has begun, which sets when) */
-            uint64_t wait_ns = (uint64_t)wait_ms * 1000000, step = RP_LATE_AFTER_MS * 1000000ull;
-            if (late && due > at && due - at < wait_ns)
-                wait_ns = due - at;
-            else if (late && (!due || due <= at) && wait_ns > step)
-                wait_ns = step;
+            uint64_t wait_ns = (uint64_t)wait_ms * 1000000;
+            uint64_t cap = due > at ? due - at : RP_LATE_AFTER_MS * 1000000ull;
+            if (late && cap < wait_ns)
+                wait_ns = cap;
             ts.tv_nsec += (long)wait_ns;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
