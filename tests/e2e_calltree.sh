@@ -7,8 +7,8 @@
 #   tree      the lines are exactly the known tree (main { a { b { leaf x5 }
 #             x2, c { leaf x2 } } x3, c { leaf x2 } }), leaves as single
 #             lines; per function the lines add up to the report's calls,
-#             and the leaves' durations to leaf's inclusive time (0.005 us of
-#             rounding a line)
+#             and the leaves' durations to leaf's inclusive time (each line
+#             off by at most half a unit of its last digit)
 #   depth     -D 2: main { a(); a(); a(); c(); }
 #   filter    -F c: the four c subtrees, indented from c; -N leaf: no leaf,
 #             b and c as single lines; -F a -N b: a { c { leaf x2 } }; a
@@ -64,6 +64,16 @@ def parse(path):
         else:
             sys.exit(f"not a call: {rest!r}")
     return out
+def rounding(path, name):
+    """The most the lines of name's calls in path are off by rounding: half
+    a unit of each one's last digit (and 1 ns of ticks)."""
+    out = 0.0
+    for l in open(path):
+        m = LINE.match(l.rstrip("\n"))
+        if m and m.group(1) and m.group(5) in (name + "();", "} /* " + name + " */"):
+            dec = len(m.group(1).partition(".")[2])
+            out += 0.5 * 10 ** -dec * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(2)] + 1
+    return out
 def shape(t):
     return [(d, n, k) for d, n, k, _, _ in t]
 def known(depth_limit=None, only=None, exclude=()):
@@ -95,7 +105,7 @@ export PYTHONPATH="$tmp${PYTHONPATH:+:$PYTHONPATH}"
 tree() {
     python3 - "$tmp/all.txt" "$tmp/ct.json" <<'PY' || fail "the whole tree"
 import json, sys
-from tree import parse, shape, known
+from tree import parse, shape, known, rounding
 t = parse(sys.argv[1])
 r = {n["name"]: n for n in json.load(open(sys.argv[2]))["nodes"]}
 if shape(t) != known():
@@ -105,9 +115,9 @@ for name in ("main", "a", "b", "c", "leaf"):
     if n != r[name]["calls"]:
         sys.exit(f"{name}: {n} lines, the report has {r[name]['calls']} calls")
 leaves = [ns for d, nm, k, ns, _ in t if nm == "leaf"]
-# (each line has 4 significant digits: a leaf preempted for milliseconds,
-# on a loaded machine, is printed to the microsecond)
-if abs(sum(leaves) - r["leaf"]["inclusive_ns"]) > 5 * len(leaves) + 1 + 5e-4 * sum(leaves):
+# (a line is rounded to its last digit: a leaf preempted for milliseconds,
+# on a loaded machine, is printed to 10 us)
+if abs(sum(leaves) - r["leaf"]["inclusive_ns"]) > rounding(sys.argv[1], "leaf") + 1:
     sys.exit(f"leaf lines add up to {sum(leaves):.0f} ns, the report says {r['leaf']['inclusive_ns']}")
 if any(ns is not None for d, nm, k, ns, _ in t if k == "open") or \
    any(ns is None for d, nm, k, ns, _ in t if k != "open"):
