@@ -8,7 +8,7 @@
 #             x2, c { leaf x2 } } x3, c { leaf x2 } }), leaves as single
 #             lines; per function the lines add up to the report's calls,
 #             and the leaves' durations to leaf's inclusive time (each line
-#             off by at most half a unit of its last digit)
+#             to the nanosecond: 3 decimals in us, ms or s)
 #   depth     -D 2: main { a(); a(); a(); c(); }
 #   filter    -F c: the four c subtrees, indented from c; -N leaf: no leaf,
 #             b and c as single lines; -F a -N b: a { c { leaf x2 } }; a
@@ -104,7 +104,7 @@ export PYTHONPATH="$tmp${PYTHONPATH:+:$PYTHONPATH}"
 
 tree() {
     python3 - "$tmp/all.txt" "$tmp/ct.json" <<'PY' || fail "the whole tree"
-import json, sys
+import json, re, sys
 from tree import parse, shape, known, rounding
 t = parse(sys.argv[1])
 r = {n["name"]: n for n in json.load(open(sys.argv[2]))["nodes"]}
@@ -119,6 +119,11 @@ leaves = [ns for d, nm, k, ns, _ in t if nm == "leaf"]
 # on a loaded machine, is printed to 10 us)
 if abs(sum(leaves) - r["leaf"]["inclusive_ns"]) > rounding(sys.argv[1], "leaf") + 1:
     sys.exit(f"leaf lines add up to {sum(leaves):.0f} ns, the report says {r['leaf']['inclusive_ns']}")
+# to the nanosecond, as uftrace prints them: "12.345 us", "5.585 ms"
+for l in open(sys.argv[1]):
+    m = re.match(r"^\s*([0-9]+)(?:\.([0-9]+))? (ns|us|ms|s) ", l)
+    if m and (m.group(3) == "ns") != (m.group(2) is None) or m and m.group(2) and len(m.group(2)) != 3:
+        sys.exit(f"not to the nanosecond: {l!r}")
 if any(ns is not None for d, nm, k, ns, _ in t if k == "open") or \
    any(ns is None for d, nm, k, ns, _ in t if k != "open"):
     sys.exit("a duration on an opening line, or none on a closing one")

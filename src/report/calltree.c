@@ -83,18 +83,34 @@ static const char *name_of(const struct ct *c, uint32_t id, char *buf, size_t n)
     return rp_node_name(c->p, &c->p->nodes[id], buf, n);
 }
 
+/* ns as a line's duration, to the nanosecond as uftrace prints it: "%.3f"
+ * in the largest unit it is at least one of ("12.345 us", "5.585 ms"),
+ * "%.0f ns" below a microsecond.  Cannot fail. */
+static const char *line_dur(double ns, char *buf, size_t n)
+{
+    if (ns < 1e3)
+        snprintf(buf, n, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, n, "%.3f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, n, "%.3f ms", ns / 1e6);
+    else
+        snprintf(buf, n, "%.3f s", ns / 1e9);
+    return buf;
+}
+
 /* The start of a line: duration (blank: none), thread, indentation. */
 static void line_head(struct ct *c, uint32_t tid, double ns, int has_dur, uint32_t vdepth)
 {
     char d[32] = "", t[24];
     if (has_dur)
-        rp_fmt_dur(ns, " ", d, sizeof d);
+        line_dur(ns, d, sizeof d);
     const char *col = "", *reset = "";
     if (c->o->color && has_dur && ns >= 1e6) {
         col = ns >= 1e8 ? "\033[1;31m" : "\033[33m";
         reset = "\033[0m";
     }
-    fprintf(c->out, "%s%10s%s [%7s] | ", col, d, reset, rp_tid_str(tid, t, sizeof t));
+    fprintf(c->out, "%s%11s%s [%7s] | ", col, d, reset, rp_tid_str(tid, t, sizeof t));
     if (vdepth > MAX_INDENT)
         fprintf(c->out, "%*s[depth %" PRIu32 "] ", 2 * MAX_INDENT, "", vdepth);
     else
@@ -247,7 +263,7 @@ int rp_calltree(FILE *out, const char *path, const struct rp_replay_opts *o,
     if (rc < 0)
         goto out;
     c.min_ticks = p->ns_per_tick > 0 ? (uint64_t)(opt->min_ns / p->ns_per_tick) : 0;
-    fprintf(out, "#%9s  %8s   %s\n", "DURATION", "TID", "FUNCTION");
+    fprintf(out, "#%10s  %8s   %s\n", "DURATION", "TID", "FUNCTION");
     rc = rp_sw_file(path, o, p, &ops, &c, 0, err, errsz);
     if (rc == 0 && ferror(out))
         rc = RP_EIO;
