@@ -210,6 +210,16 @@ record_run() {
         fail "rankprof info does not show the overhead"
     "$RANKPROF" report -i "$tmp/t$a.data" | grep -q '^compensation: subtracted' ||
         fail "the table does not say that the overhead was subtracted"
+    # the header's resolution is the JSON's, a tick to a tenth of a ns (not "0ns")
+    "$RANKPROF" report -i "$tmp/t$a.data" --no-compensate >"$tmp/t$a.off.txt" ||
+        fail "report --no-compensate (table) failed"
+    python3 - "$tmp/t$a.off.txt" "$tmp/t$a.off.json" <<'PY' || fail "the table's resolution (above)"
+import json, re, sys
+m = re.search(r"^resolution: ([0-9.]+)ns \(1 tick\)", open(sys.argv[1]).read(), re.M)
+res = json.load(open(sys.argv[2]))["resolution_ns"]
+if not m or res < 10 and abs(float(m.group(1)) - res) > 0.05 + 1e-9:
+    sys.exit(f"resolution line {m and m.group(0)!r}, the JSON's resolution_ns {res}")
+PY
 }
 
 # the first recording, and the commands' word on compensation

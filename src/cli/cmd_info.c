@@ -91,7 +91,7 @@ static void put_recording(const struct rp_profile *p)
     if (!(p->mode && !strcmp(p->mode, "direct")))
         printf("resolution:  %s (%s): %llu spans shorter than that are below resolution, "
                "in totals and means, not in min or percentiles\n",
-               rp_fmt_ns((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
+               rp_fmt_res((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
                p->compensated ? "1 tick + the spread of the measured overhead, ceil" : "1 tick",
                (unsigned long long)p->below_res);
     rp_report_offcpu_line(stdout, p); /* and the recorder's waits, when there were any */

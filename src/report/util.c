@@ -131,6 +131,13 @@ const char *rp_fmt_ns(double ns, char *buf, size_t bufsz)
     return rp_fmt_dur(ns, "", buf, bufsz);
 }
 
+const char *rp_fmt_res(double ns, char *buf, size_t bufsz)
+{
+    if (ns < 9.95)
+        return snprintf(buf, bufsz, "%.1fns", ns), buf;
+    return rp_fmt_dur(ns, "", buf, bufsz);
+}
+
 static int outside_cmp(const void *a, const void *b)
 {
     const struct rp_outside *x = a, *y = b;
@@ -288,7 +295,7 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p)
     fprintf(out,
             "resolution: %s (%s); %" PRIu64 " span%s below it: counted, in totals and means, "
             "not in min or percentiles\n",
-            rp_fmt_ns((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
+            rp_fmt_res((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
             p->compensated ? "1 tick + the spread of the measured overhead" : "1 tick",
             p->below_res, p->below_res == 1 ? "" : "s");
 }

@@ -37,6 +37,11 @@ const char *rp_fmt_dur(double ns, const char *sep, char *buf, size_t bufsz);
 /* rp_fmt_dur with no separator, the form tables and the CLI print. */
 const char *rp_fmt_ns(double ns, char *buf, size_t bufsz);
 
+/* A resolution given in ns, as rp_fmt_ns but to a tenth of a nanosecond
+ * below 10 ns ("0.4ns" for one tick of a 2.6 GHz counter, not "0ns").
+ * Cannot fail. */
+const char *rp_fmt_res(double ns, char *buf, size_t bufsz);
+
 /*
  * Writes one line saying whether the recorder's own cost was subtracted
  * (docs/performance.md, "Overhead compensation"): the values and the spans
