@@ -24,6 +24,12 @@
 #     - the call paths of `export --format folded` (the calling-context
 #       tree of the flame graph and pprof) add up to each node's exclusive
 #       time, with and without compensation;
+#   step: the clock's step (the ticks it moves by at once: 21 on an AMD
+#     Zen's TSC) that the trace gives is the one the recorded events' times
+#     show, and the resolution is at least one step;
+#   graph_min: `graph parent` gives an edge whose calls were partly below
+#     resolution (the empty leaf's) its shortest as "<RES", never a
+#     minimum above the mean;
 #   late: a start-up measurement made 4 times too high is overruled by the
 #     recorder's second one, made while the program runs (used, in the
 #     JSON and `info`, also of two such files read as one; main not
@@ -142,10 +148,11 @@ if part in ("exact", "all"):
                     f"exclusive")
     # exact: resolution (comp.h).  Spans shorter than it are counted per node,
     # and kept out of the minimum and the percentiles (never fed in as 0 ns);
-    # --no-compensate has a resolution of one tick.
-    res = on["resolution_ns"]
-    if not (tick * 0.999 <= res < 1000) or abs(off["resolution_ns"] - tick) > 1e-9:
-        die(f"resolution {res} ns (uncompensated {off['resolution_ns']}), tick {tick} ns")
+    # --no-compensate has a resolution of one step of the clock.
+    res, step = on["resolution_ns"], on["clock_step_ns"]
+    if not (tick * 0.999 <= step <= res < 1000) or abs(off["resolution_ns"] - step) > 1e-9:
+        die(f"resolution {res} ns (uncompensated {off['resolution_ns']}), tick {tick} ns, "
+            f"the clock's step {step} ns")
     for j in (on, off):
         if sum(n["below_resolution"] for n in j["nodes"]) != j["below_resolution"]:
             die("the nodes' below_resolution do not add up to the total")
@@ -215,7 +222,7 @@ record_run() {
         fail "report --no-compensate (table) failed"
     python3 - "$tmp/t$a.off.txt" "$tmp/t$a.off.json" <<'PY' || fail "the table's resolution (above)"
 import json, re, sys
-m = re.search(r"^resolution: ([0-9.]+)ns \(1 tick\)", open(sys.argv[1]).read(), re.M)
+m = re.search(r"^resolution: ([0-9.]+)ns \((1 tick|the clock's step)\)", open(sys.argv[1]).read(), re.M)
 res = json.load(open(sys.argv[2]))["resolution_ns"]
 if not m or res < 10 and abs(float(m.group(1)) - res) > 0.05 + 1e-9:
     sys.exit(f"resolution line {m and m.group(0)!r}, the JSON's resolution_ns {res}")
@@ -263,6 +270,74 @@ timing() {
 # (RANKPROF_TEST_CALIB_SLOW) is overruled by the writer's, made 10 ms into
 # a run of 64 parents of 20,000 calls; the model then holds with it, main
 # not clamped
+# the clock's step (JSON clock_step_ns, INFO clock_step_ticks), against the
+# recorded events' own times: the differences between one thread's
+# successive events (under 2 us, in ticks) lie on multiples of the step
+# (within the dump's 1 ns of rounding), 9 in 10 at least; a step of one
+# tick is claimed only where no step of 5 to 64 ticks fits them so
+step() {
+    "$RANKPROF" dump -i "$tmp/t1.data" >"$tmp/t1.dump" || fail "dump"
+    python3 - "$tmp/t1.dump" "$tmp/t1.on.json" <<'PY' || fail "the clock's step (above)"
+import json, sys
+j = json.load(open(sys.argv[2]))
+tick, step_ns = j["ns_per_tick"], j["clock_step_ns"]
+step = round(step_ns / tick)
+ts = [int(l.split()[0]) for l in open(sys.argv[1])
+      if not l.startswith("#") and len(l.split()) > 2 and l.split()[2] in ("enter", "exit")]
+d = [(b - a) / tick for a, b in zip(ts, ts[1:]) if 0 < b - a < 2000][:200000]
+if len(d) < 1000:
+    sys.exit(f"only {len(d)} differences between events")
+slack = 1 / tick + 1  # (the dump's ns: 1 ns of rounding at each end)
+def fits(s):
+    return sum(1 for x in d if min(x % s, s - x % s) <= slack) / len(d)
+if step > 1 and fits(step) < 0.9:
+    sys.exit(f"the trace says the clock moves by {step} ticks, but only {fits(step):.0%} of "
+             f"{len(d)} differences between events are multiples of it")
+if step == 1:
+    for s in range(max(5, int(3 * slack)), 65):
+        if fits(s) >= 0.9:
+            sys.exit(f"the trace says the clock moves by 1 tick, but {fits(s):.0%} of the "
+                     f"differences between events are multiples of {s} ticks")
+print(f"e2e_comp: step: {step} ticks ({step_ns:.2f} ns), {fits(step):.0%} of {len(d)} differences fit")
+PY
+}
+
+# `graph parent`: an edge's minimum is of its calls not below resolution;
+# where some were (the empty leaf's, most of them), the line says the
+# shortest is below the resolution ("<20ns") instead of a minimum above
+# the mean; no line's minimum exceeds its mean
+graph_min() {
+    "$RANKPROF" graph -i "$tmp/t1.data" parent >"$tmp/g.txt" || fail "graph parent"
+    python3 - "$tmp/g.txt" "$tmp/t1.on.json" <<'PY' || fail "graph's minimums (above)"
+import json, re, sys
+j = json.load(open(sys.argv[2]))
+res = j["resolution_ns"]
+E = {(e["caller"], e["callee"]): e for e in j["edges"]}
+UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+def ns(v):
+    m = re.fullmatch(r"([0-9.]+)(ns|us|ms|s)", v)
+    return float(m.group(1)) * UNIT[m.group(2)]
+seen = 0
+for l in open(sys.argv[1]):
+    m = re.match(r"^\s+(->|<-) (\S+)\s+\d+ calls\s+total\s+\S+\s+mean\s+(\S+)\s+min\s+(\S+)\s+max", l)
+    if not m:
+        continue
+    arrow, other, mean, mn = m.groups()
+    e = E[("parent", other) if arrow == "->" else (other, "parent")]
+    below = e["min_ns"] == 0 or e["min_ns"] > e["mean_ns"] + 1e-6
+    if below != mn.startswith("<"):
+        sys.exit(f"{l.strip()!r}: JSON min {e['min_ns']} ns, mean {e['mean_ns']:.1f} ns")
+    if below and abs(ns(mn[1:]) - res) > max(0.05, 0.006 * res):
+        sys.exit(f"{l.strip()!r}: not the resolution, {res} ns")
+    if not below and ns(mn) > ns(mean) * 1.01 + 1:
+        sys.exit(f"{l.strip()!r}: a minimum above the mean")
+    seen += below
+if not seen:
+    sys.exit("no edge of parent with calls below resolution (the empty leaf's)")
+print(f"e2e_comp: graph_min: {seen} edge(s) with their shortest calls below {res:.2f} ns")
+PY
+}
+
 late() {
     RANKPROF_TEST_CALIB_SLOW=4 "$RANKPROF" record -o "$tmp/late.data" -- \
         "$PROGS/prog_tiny" 64 20000 $FIB $WORK >"$tmp/tL.out" 2>"$tmp/late.err" ||
@@ -299,5 +374,7 @@ sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"]
 scenario outputs outputs
 scenario exact exact
 scenario timing timing
+scenario step step
+scenario graph_min graph_min
 scenario late late
 finish

@@ -946,9 +946,11 @@ static void test_holds(void)
  * 10, 20, 30.  Expected: 15 calls, 12 below resolution, all in the sums
  * (78 ticks), none in the minimum (10), the histogram (3 values) or the
  * median (20); uncompensated (resolution 1 tick) only the three 0-tick
- * spans are below it.
+ * spans are below it.  With a clock that moves 4 ticks at once (INFO
+ * clock_step_ticks 4): resolution 4 + 3 = 7 ticks compensated, 4 not, so
+ * the same 12 spans are below it either way.
  */
-static void test_below_resolution(void)
+static void test_below_resolution_step(unsigned step)
 {
     static const uint64_t durs[] = {0, 1, 2, 3, 10, 0, 1, 2, 3, 20, 0, 1, 2, 3, 30};
     struct rrec r[30];
@@ -970,6 +972,8 @@ static void test_below_resolution(void)
     CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_ticks", "0.00", 4), 0);
     CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_self_ticks", "0.00", 4), 0);
     CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_spread_ticks", "3.00", 4), 0);
+    if (step)
+        CHECK_EQ(rp_info_put(info, sizeof(info), &il, "clock_step_ticks", "4", 1), 0);
     fb_chunk(&f, RP_CH_INFO, info, il);
     CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
     thread_chunk(&f, 9, "t");
@@ -983,19 +987,21 @@ static void test_below_resolution(void)
         struct rp_replay_opts o = {.no_compensate = off};
         struct rp_profile p = {0};
         CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
-        CHECK_EQ(p.resolution, off ? 1 : 4);
+        int fine = off && !step; /* resolution 1 tick */
+        CHECK_EQ(p.clock_step, step ? 4 : 0);
+        CHECK_EQ(p.resolution, step ? (off ? 4 : 7) : off ? 1 : 4);
         if (p.n_nodes == 2) {
             const struct rp_node *a = &p.nodes[1];
             CHECK_EQ(a->calls, 15);
             CHECK_EQ(a->dur_sum, 78);
             CHECK_EQ(a->excl, 78);
-            CHECK_EQ(rp_node_below_res(a), off ? 3 : 12);
+            CHECK_EQ(rp_node_below_res(a), fine ? 3 : 12);
             CHECK_EQ(p.below_res, rp_node_below_res(a));
-            CHECK_EQ(a->hist.n, off ? 12 : 3);
-            CHECK_EQ(a->min, off ? 1 : 10);
+            CHECK_EQ(a->hist.n, fine ? 12 : 3);
+            CHECK_EQ(a->min, fine ? 1 : 10);
             CHECK_EQ(a->max, 30);
-            CHECK_EQ(rp_hist_q(&a->hist, 0.5), off ? 2 : 20);
-            CHECK_EDGE(&p, 0, 1, 15, 78, off ? 1 : 10, 30);
+            CHECK_EQ(rp_hist_q(&a->hist, 0.5), fine ? 2 : 20);
+            CHECK_EDGE(&p, 0, 1, 15, 78, fine ? 1 : 10, 30);
         } else {
             CHECK_EQ(p.n_nodes, 2);
         }
@@ -1003,6 +1009,12 @@ static void test_below_resolution(void)
     }
     unlink(path);
     free(f.p);
+}
+
+static void test_below_resolution(void)
+{
+    test_below_resolution_step(0);
+    test_below_resolution_step(4);
 }
 
 static char good_path[256]; /* the synthetic trace, written by main() */

@@ -558,7 +558,9 @@ int rp_replay_finish(struct rp_profile *p)
     /* the resolution (comp.h): spans below it are set aside from the
      * histograms here; direct mode's statistics set nothing aside */
     int direct = p->mode && !strcmp(p->mode, "direct");
-    uint64_t res = direct ? 0 : v->want_comp && p->overhead_known ? v->res_comp : 1;
+    uint64_t res = direct                              ? 0
+                   : v->want_comp && p->overhead_known ? v->res_comp
+                                                       : rp_comp_res(0, 0, p->clock_step);
 
     /* the replayers' sums; m2 from the exact sum of squares */
     if ((rc = finish_accs(p, v, res)) < 0)

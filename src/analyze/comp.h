@@ -19,15 +19,17 @@
  * Resolution (format 1.3).  A span whose duration (compensated or not) is
  * shorter than
  *
- *     res = 1 tick + ceil(spread)     when compensated (spread: INFO
- *     res = 1 tick                    "overhead_spread_ticks", 0 if absent)
+ *     res = step + ceil(spread)       when compensated (spread: INFO
+ *     res = step                      "overhead_spread_ticks", 0 if absent)
  *
  * (rounded up to a boundary of the histogram's buckets: exact below 32
  * ticks, within 1/32 above, so that the spans below it are whole buckets
  * and the replay counts them from the histogram, at no cost per span)
- * cannot be told from an empty call: the clock counts whole ticks, and an
- * empty call's compensated span lies between 0 and spread (the 95th
- * percentile of the recorder's own measurement less its median).  Such a
+ * cannot be told from an empty call: the clock moves by whole steps (INFO
+ * "clock_step_ticks": one tick on most counters, 21 on an AMD Zen's TSC at
+ * 2.1 GHz; 1 if absent), and an empty call's compensated span lies between
+ * 0 and spread (the 95th percentile of the recorder's own measurement less
+ * its median).  Such a
  * span is "below resolution": counted per node, with its duration in the
  * sums (so times still add up), but not in the minimum, the histogram or
  * the percentiles, where it would read as a time it does not show.
@@ -52,12 +54,15 @@ struct rp_comp {
     uint64_t res;     /* ticks: a shorter span is below resolution (>= 1) */
 };
 
-/* The resolution in ticks (see above): compensated or not, and the spread. */
-static inline uint64_t rp_comp_res(int on, double spread)
+/* The resolution in ticks (see above): compensated or not, the spread and
+ * the clock's step (0 or 1: one tick; at most 1e6, as the profile's). */
+static inline uint64_t rp_comp_res(int on, double spread, uint64_t step)
 {
-    if (!on || !(spread > 0))
+    uint64_t r = step > 1 ? step : 1;
+    if (on && spread > 0)
+        r += spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u;
+    if (r == 1)
         return 1;
-    uint64_t r = 1 + (spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u);
     unsigned b = rp_hist_index(r);
     return rp_hist_lower(b) == r ? r : rp_hist_lower(b + 1);
 }
@@ -102,7 +107,7 @@ static inline void rp_comp_init(struct rp_comp *c, const struct rp_profile *p, i
 {
     int on = !off && p->overhead_known;
     rp_comp_set(c, on, rp_comp_fixed(p->overhead_pair), rp_comp_fixed(p->overhead_self),
-                rp_comp_res(on, p->overhead_spread));
+                rp_comp_res(on, p->overhead_spread, p->clock_step));
 }
 
 /*
@@ -119,7 +124,7 @@ static inline int rp_comp_init_proc(struct rp_comp *c, const struct rp_proc *r, 
     }
     int on = !off && r->overhead_known;
     rp_comp_set(c, on, rp_comp_fixed(r->overhead_pair), rp_comp_fixed(r->overhead_self),
-                rp_comp_res(on, r->overhead_spread));
+                rp_comp_res(on, r->overhead_spread, r->clock_step));
     return 0;
 }
 

@@ -259,7 +259,7 @@ int rp_threads_end(struct rp_profile *p)
     int rc;
 
     int on = v->want_comp && p->overhead_known;
-    rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : 1);
+    rp_comp_set(&cp, on, v->pairfp, v->selffp, on ? v->res_comp : rp_comp_res(0, 0, p->clock_step));
     while (v->nres)
         if ((rc = rp_resident_evict(v, &v->ts[v->res[v->nres - 1]])) < 0)
             return rc;

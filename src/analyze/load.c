@@ -114,7 +114,7 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     j->outside = v->outside;
     j->pairfp = v->pairfp;
     j->selffp = v->selffp;
-    j->res = comp ? v->res_comp : 1;
+    j->res = comp ? v->res_comp : rp_comp_res(0, 0, p->clock_step);
     j->resident = !parallel && t->rs;
     j->evbase = j->resident ? t->rs->base : 0;
     if (j->resident) {
@@ -320,6 +320,9 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             }
         } else if (KEY("overhead_late")) {
             late_parse(v, val, vlen);
+        } else if (KEY("clock_step_ticks")) { /* 1 tick unless in [2, 1e6] */
+            uint64_t x = info_u64(val, vlen);
+            p->clock_step = x >= 2 && x <= 1000000 ? x : 1;
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
                    KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];
@@ -390,7 +393,7 @@ static void overhead_check(struct rp_profile *p)
         p->overhead_self = p->overhead_pair;
     if (!(p->overhead_spread >= 0 && p->overhead_spread <= 1e6)) /* format 1.3; else 0 */
         p->overhead_spread = 0;
-    v->res_comp = rp_comp_res(1, p->overhead_spread);
+    v->res_comp = rp_comp_res(1, p->overhead_spread, p->clock_step);
     v->pairfp = rp_comp_fixed(p->overhead_pair);
     v->selffp = rp_comp_fixed(p->overhead_self);
 }
@@ -770,7 +773,7 @@ int rp_replay_complete(struct rp_profile *p, const struct rp_reader *r, int rd, 
         p->last_tick = p->end_ticks > v->clk_last_ticks ? p->end_ticks : v->clk_last_ticks;
     }
     p->compensated = v->want_comp && p->overhead_known && !(p->mode && !strcmp(p->mode, "direct"));
-    p->resolution = p->compensated ? v->res_comp : 1;
+    p->resolution = p->compensated ? v->res_comp : rp_comp_res(0, 0, p->clock_step);
     return 0;
 }
 

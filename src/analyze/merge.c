@@ -329,6 +329,7 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
         d->overhead_self = s->overhead_self;
         d->compensated = s->compensated;
         d->overhead_spread = s->overhead_spread;
+        d->clock_step = s->clock_step;
         d->overhead_late = s->overhead_late;
         d->overhead_late_pair = s->overhead_late_pair;
         d->resolution = s->resolution;
@@ -473,6 +474,7 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
                            .overhead_pair = src->overhead_pair,
                            .overhead_self = src->overhead_self,
                            .overhead_spread = src->overhead_spread,
+                           .clock_step = src->clock_step,
                            .end_ticks = src->end_ticks};
     if (m->keep_maps)
         own = NULL;

@@ -21,7 +21,12 @@
 #include "trace/format.h"
 
 /* One caller or callee line: the edge's statistics and its share of
- * denom_ticks ("recursive" when the edge is under recursion).  Cannot fail. */
+ * denom_ticks ("recursive" when the edge is under recursion).  The minimum
+ * is of the calls not below resolution (docs/report-json.md, edges'
+ * min_ns): when some were (none resolved, or a mean below that minimum,
+ * which only calls shorter than it make), the shortest call is below the
+ * resolution, and the line says so ("<20ns") rather than give a minimum
+ * above the mean.  Cannot fail. */
 static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint32_t other,
                       uint64_t denom_ticks, const char *arrow)
 {
@@ -32,11 +37,16 @@ static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint3
     else
         snprintf(share, sizeof share, "%5.1f%%",
                  denom_ticks ? 100.0 * (double)e->incl / (double)denom_ticks : 0.0);
+    if (e->calls && (e->min == 0 || (double)e->min * (double)e->calls > (double)e->incl)) {
+        b3[0] = '<';
+        rp_fmt_res((double)(p->resolution ? p->resolution : 1) * k, b3 + 1, sizeof(b3) - 1);
+    } else {
+        rp_fmt_ns((double)e->min * k, b3, sizeof(b3));
+    }
     printf("  %s %-40s %10llu calls  total %9s  mean %9s  min %9s  max %9s  %s\n", arrow,
            rp_node_name(p, &p->nodes[other], nb, sizeof(nb)), (unsigned long long)e->calls,
            rp_fmt_ns((double)e->incl * k, b1, sizeof(b1)),
-           rp_fmt_ns(e->calls ? (double)e->incl * k / (double)e->calls : 0, b2, sizeof(b2)),
-           rp_fmt_ns((double)e->min * k, b3, sizeof(b3)),
+           rp_fmt_ns(e->calls ? (double)e->incl * k / (double)e->calls : 0, b2, sizeof(b2)), b3,
            rp_fmt_ns((double)e->max * k, b4, sizeof(b4)), share);
 }
 

@@ -73,8 +73,12 @@ static void put_recording(const struct rp_profile *p)
         printf("  (run %s)", p->procs[0].run);
     printf("\n");
     printf("mode:        %s\n", p->mode ? p->mode : "?");
-    printf("clock:       %s, %.6f ns per tick (%.1f MHz)\n", p->clock_name ? p->clock_name : "?",
+    printf("clock:       %s, %.6f ns per tick (%.1f MHz)", p->clock_name ? p->clock_name : "?",
            p->ns_per_tick, 1e3 / p->ns_per_tick);
+    if (p->clock_step > 1)
+        printf(", moving by %llu ticks at once (%.1fns)", (unsigned long long)p->clock_step,
+               (double)p->clock_step * p->ns_per_tick);
+    printf("\n");
     if (p->overhead_known)
         printf("overhead:    %.2f ticks (%.1fns) per recorded call (enter + exit), %.2f ticks "
                "(%.1fns) of it inside a span's own; measured %s, subtracted by the "
@@ -89,10 +93,11 @@ static void put_recording(const struct rp_profile *p)
                p->mode && !strcmp(p->mode, "direct") ? "direct mode"
                                                      : "older recorder or RANKPROF_CALIBRATE=0");
     if (!(p->mode && !strcmp(p->mode, "direct")))
-        printf("resolution:  %s (%s): %llu spans shorter than that are below resolution, "
+        printf("resolution:  %s (%s%s): %llu spans shorter than that are below resolution, "
                "in totals and means, not in min or percentiles\n",
                rp_fmt_res((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
-               p->compensated ? "1 tick + the spread of the measured overhead, ceil" : "1 tick",
+               p->clock_step > 1 ? "the clock's step" : "1 tick",
+               p->compensated ? " + the spread of the measured overhead, ceil" : "",
                (unsigned long long)p->below_res);
     rp_report_offcpu_line(stdout, p); /* and the recorder's waits, when there were any */
 }

@@ -90,3 +90,57 @@ RP_HIDDEN double rp_clock_calibrate(unsigned ms)
     clock_pair(&n1, &t1);
     return (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
 }
+
+/*
+ * The counter's step.  A counter may advance in steps of several ticks:
+ * on AMD Zen the TSC counts at the nominal frequency but moves once per
+ * 10 ns of its 100 MHz reference (21 ticks at 2.1 GHz), so two reads
+ * differ by 0, 21 or 42 ticks and never by 5; a span measured as 21 ticks
+ * lasted anywhere from 1 to 41.  The step is the greatest common divisor
+ * of the differences between reads a varying few loop turns apart
+ * (back-to-back reads would only show the read's own latency), taken in
+ * STEP_GROUPS groups of STEP_READS: a thread moved to another CPU between
+ * two reads, or a host's exit, can move the counter by any amount and
+ * spoil its group, so the step is the value most groups agree on (at
+ * least three in four), else 1.  Differences of STEP_MAX ticks or more are
+ * left out.  Returns the step in ticks.  Cannot fail.
+ */
+#define STEP_GROUPS 16
+#define STEP_READS  128
+#define STEP_MAX    4096u
+
+/* The gcd of the differences of STEP_READS reads (0: none qualified). */
+static uint64_t step_group(void)
+{
+    uint64_t g = 0, prev = rp_ticks();
+    volatile unsigned sink = 0;
+    for (unsigned i = 0; i < STEP_READS && g != 1; i++) {
+        for (unsigned k = 0; k < (i * 7) % 13; k++)
+            sink += k;
+        uint64_t now = rp_ticks(), d = now - prev;
+        prev = now;
+        if (d == 0 || d >= STEP_MAX)
+            continue;
+        while (d) { /* g = gcd(g, d) */
+            uint64_t r = g % d;
+            g = d;
+            d = r;
+        }
+    }
+    return g;
+}
+
+RP_HIDDEN uint64_t rp_clock_step(void)
+{
+    uint64_t g[STEP_GROUPS];
+    for (unsigned i = 0; i < STEP_GROUPS; i++)
+        g[i] = step_group();
+    for (unsigned i = 0; i < STEP_GROUPS / 4 + 1; i++) {
+        unsigned n = 0;
+        for (unsigned k = 0; k < STEP_GROUPS; k++)
+            n += g[k] == g[i];
+        if (g[i] > 1 && 4 * n >= 3 * STEP_GROUPS)
+            return g[i];
+    }
+    return 1;
+}

@@ -631,6 +631,7 @@ static int rt_start(void)
     }
     rp_rt.clock_name = rp_clock_init();
     rp_rt.freq = rp_clock_calibrate(2);
+    rp_rt.clock_step = rp_clock_step();
     rp_rt.start_ticks = rp_ticks();
     rp_rt.start_mono = rp_mono_ns();
     uint64_t bufsize = env_u64("RANKPROF_BUFSIZE", 256 * 1024, 4096, 1u << 30);

@@ -293,11 +293,12 @@ void rp_report_res_line(FILE *out, const struct rp_profile *p)
     if (p->mode && !strcmp(p->mode, "direct"))
         return; /* direct mode's statistics set nothing aside */
     fprintf(out,
-            "resolution: %s (%s); %" PRIu64 " span%s below it: counted, in totals and means, "
+            "resolution: %s (%s%s); %" PRIu64 " span%s below it: counted, in totals and means, "
             "not in min or percentiles\n",
             rp_fmt_res((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
-            p->compensated ? "1 tick + the spread of the measured overhead" : "1 tick",
-            p->below_res, p->below_res == 1 ? "" : "s");
+            p->clock_step > 1 ? "the clock's step" : "1 tick",
+            p->compensated ? " + the spread of the measured overhead" : "", p->below_res,
+            p->below_res == 1 ? "" : "s");
 }
 
 void rp_json_str(FILE *out, const char *str)
