@@ -29,7 +29,8 @@
 #     show, and the resolution is at least one step;
 #   graph_min: `graph parent` gives an edge whose calls were partly below
 #     resolution (the empty leaf's) its shortest as "<RES", never a
-#     minimum above the mean;
+#     minimum above the mean; the table's p95, of every call, is "<RES"
+#     exactly where 95 % of the calls are below resolution;
 #   late: a start-up measurement made 4 times too high is overruled by the
 #     recorder's second one, made while the program runs (used, in the
 #     JSON and `info`, also of two such files read as one; main not
@@ -305,8 +306,31 @@ PY
 # `graph parent`: an edge's minimum is of its calls not below resolution;
 # where some were (the empty leaf's, most of them), the line says the
 # shortest is below the resolution ("<20ns") instead of a minimum above
-# the mean; no line's minimum exceeds its mean
+# the mean; no line's minimum exceeds its mean.  The table's p95 is of
+# every call: "<20ns" exactly where the calls below resolution are 95 %
+# (the empty leaf's are about that; test_replay checks the quantile)
 graph_min() {
+    COLUMNS=250 "$RANKPROF" report -i "$tmp/t1.data" >"$tmp/tab.txt" || fail "report"
+    python3 - "$tmp/tab.txt" "$tmp/t1.on.json" <<'PY' || fail "the table's p95 (above)"
+import json, sys
+j = json.load(open(sys.argv[2]))
+N = {n["name"]: n for n in j["nodes"]}
+seen = 0
+for l in open(sys.argv[1]):
+    w = l.split()
+    if len(w) < 10 or not w[0].isdigit():
+        continue
+    name = next((x for x in w[9:] if x in N), None)
+    if not name or N[name]["kind"] != "func":
+        continue
+    n = N[name]
+    below = n["below_resolution"] >= 0.95 * n["calls"]
+    if below != w[8].startswith("<"):
+        sys.exit(f"{name}: p95 {w[8]!r} with {n['below_resolution']} of {n['calls']} calls below resolution")
+    seen += 1
+if seen < 3:
+    sys.exit(f"{seen} rows of functions in the table")
+PY
     "$RANKPROF" graph -i "$tmp/t1.data" parent >"$tmp/g.txt" || fail "graph parent"
     python3 - "$tmp/g.txt" "$tmp/t1.on.json" <<'PY' || fail "graph's minimums (above)"
 import json, re, sys
@@ -324,16 +348,18 @@ for l in open(sys.argv[1]):
         continue
     arrow, other, mean, mn = m.groups()
     e = E[("parent", other) if arrow == "->" else (other, "parent")]
-    below = e["min_ns"] == 0 or e["min_ns"] > e["mean_ns"] + 1e-6
-    if below != mn.startswith("<"):
-        sys.exit(f"{l.strip()!r}: JSON min {e['min_ns']} ns, mean {e['mean_ns']:.1f} ns")
-    if below and abs(ns(mn[1:]) - res) > max(0.05, 0.006 * res):
-        sys.exit(f"{l.strip()!r}: not the resolution, {res} ns")
-    if not below and ns(mn) > ns(mean) * 1.01 + 1:
-        sys.exit(f"{l.strip()!r}: a minimum above the mean")
-    seen += below
-if not seen:
-    sys.exit("no edge of parent with calls below resolution (the empty leaf's)")
+    # (the JSON's min_ns is rounded to the ns, its mean_ns is not)
+    if mn.startswith("<"):
+        if not (e["min_ns"] == 0 or e["min_ns"] >= e["mean_ns"] - 1):
+            sys.exit(f"{l.strip()!r}: JSON min {e['min_ns']} ns, mean {e['mean_ns']:.1f} ns")
+        if abs(ns(mn[1:]) - res) > max(0.05, 0.006 * res):
+            sys.exit(f"{l.strip()!r}: not the resolution, {res} ns")
+        seen += 1
+    elif e["min_ns"] > e["mean_ns"] + 1 or ns(mn) > ns(mean) * 1.01 + 1:
+        sys.exit(f"{l.strip()!r}: a minimum above the mean (JSON min {e['min_ns']} ns, "
+                 f"mean {e['mean_ns']:.1f} ns)")
+# (the leaf's mean is below its shortest resolved call unless a loaded
+# machine preempted a few of its calls)
 print(f"e2e_comp: graph_min: {seen} edge(s) with their shortest calls below {res:.2f} ns")
 PY
 }

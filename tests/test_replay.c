@@ -25,6 +25,7 @@
 #include "trace/writer.h"
 #include "check.h"
 #include "analyze/spanwalk.h"
+#include "report/util.h"
 #include "trace_fixture.h"
 
 static void test_replay(const char *path)
@@ -948,7 +949,10 @@ static void test_holds(void)
  * median (20); uncompensated (resolution 1 tick) only the three 0-tick
  * spans are below it.  With a clock that moves 4 ticks at once (INFO
  * clock_step_ticks 4): resolution 4 + 3 = 7 ticks compensated, 4 not, so
- * the same 12 spans are below it either way.
+ * the same 12 spans are below it either way.  The table's p95 and median
+ * are of all 15 (rp_node_q_all): the median (rank 7.5 of 15) among the 12
+ * below resolution, the p95 (rank 14.25) the resolved ones' 0.75 quantile,
+ * 30; with 1-tick resolution the median is 2 ticks.
  */
 static void test_below_resolution_step(unsigned step)
 {
@@ -1002,6 +1006,12 @@ static void test_below_resolution_step(unsigned step)
             CHECK_EQ(a->max, 30);
             CHECK_EQ(rp_hist_q(&a->hist, 0.5), fine ? 2 : 20);
             CHECK_EDGE(&p, 0, 1, 15, 78, fine ? 1 : 10, 30);
+            uint64_t q = 0;
+            CHECK_EQ(rp_node_q_all(&p, a, 0.95, &q), 0);
+            CHECK_EQ(q, 30);
+            q = 0;
+            CHECK_EQ(rp_node_q_all(&p, a, 0.5, &q), fine ? 0 : 1);
+            CHECK_EQ(q, fine ? 2 : 0);
         } else {
             CHECK_EQ(p.n_nodes, 2);
         }

@@ -38,8 +38,7 @@ static void edge_line(const struct rp_profile *p, const struct rp_edge *e, uint3
         snprintf(share, sizeof share, "%5.1f%%",
                  denom_ticks ? 100.0 * (double)e->incl / (double)denom_ticks : 0.0);
     if (e->calls && (e->min == 0 || (double)e->min * (double)e->calls > (double)e->incl)) {
-        b3[0] = '<';
-        rp_fmt_res((double)(p->resolution ? p->resolution : 1) * k, b3 + 1, sizeof(b3) - 1);
+        rp_fmt_below_res(p, b3, sizeof(b3));
     } else {
         rp_fmt_ns((double)e->min * k, b3, sizeof(b3));
     }

@@ -147,7 +147,12 @@ static void draw_table(struct tui *t, struct view_state *v)
         snprintf(c[1], sizeof c[1], "%" PRIu64, n->calls + rp_node_throttled(n));
         rp_fmt_ns(ns(t, n->incl), c[2], sizeof c[2]);
         rp_fmt_ns(ns(t, n->excl), c[3], sizeof c[3]);
-        rp_fmt_ns(n->hist.n ? ns(t, rp_node_q(n, 0.95)) : 0, c[4], sizeof c[4]);
+        uint64_t q95 = 0;
+        int below = rp_node_q_all(t->p, n, 0.95, &q95); /* as the table's p95 */
+        if (below == 1)
+            rp_fmt_below_res(t->p, c[4], sizeof c[4]);
+        else
+            rp_fmt_ns(below == 0 ? ns(t, q95) : 0, c[4], sizeof c[4]);
         rp_flags_str(n->flags, fl, sizeof fl);
         if (v->top + r == v->sel)
             attron(A_REVERSE);

@@ -173,7 +173,9 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     char b[40], v[40];
     uint64_t incl = rp_ticks_ns(p, n->incl), excl = rp_ticks_ns(p, n->excl);
     double mean = rp_node_mean(n) * p->ns_per_tick;
-    uint64_t mx = rp_ticks_ns(p, n->max), p95 = rp_ticks_ns(p, rp_node_q(n, 0.95));
+    uint64_t mx = rp_ticks_ns(p, n->max), q95 = 0;
+    int below = rp_node_q_all(p, n, 0.95, &q95); /* as the table's p95 */
+    uint64_t p95 = below == 0 ? rp_ticks_ns(p, q95) : 0;
 
     fprintf(out, "<tr data-id=\"%u\" data-incl=\"%" PRIu64 "\">", i, incl);
     fprintf(out, "<td data-v=\"%u\">%u</td>", n->rank, n->rank);
@@ -186,7 +188,10 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", excl, dur(b, (double)excl));
     fprintf(out, "<td data-v=\"%s\">%s</td>", rp_num_str(v, mean), dur(b, mean));
     fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", mx, dur(b, (double)mx));
-    fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", p95, dur(b, (double)p95));
+    if (below == 1)
+        fprintf(out, "<td data-v=\"0\">&lt;%s</td>", rp_fmt_below_res(p, b, sizeof b) + 1);
+    else
+        fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", p95, dur(b, (double)p95));
     fputs("<td class=flags data-v=\"", out);
     put_flags_key(out, n->flags);
     fputs("\">", out);

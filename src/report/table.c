@@ -516,12 +516,17 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
     fmt_dur(row[C_AVG], CELL, ns_of(p, rp_node_mean(n)));
     /* wall time, like avg and p95 (JITTER judges the on-CPU maximum) */
     fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
-    if (n->hist.len && n->hist.n) {
-        fmt_dur(row[C_P95], CELL, ns_of(p, (double)rp_node_q(n, 0.95)));
-        *p95 = 1;
-    } else {
+    /* of every call: "<20ns" when the calls below resolution are 95 % */
+    uint64_t q95 = 0;
+    int below = rp_node_q_all(p, n, 0.95, &q95);
+    if (below == 0)
+        fmt_dur(row[C_P95], CELL, ns_of(p, (double)q95));
+    else if (below == 1)
+        rp_fmt_below_res(p, row[C_P95], CELL);
+    else
         strcpy(row[C_P95], "-");
-    }
+    if (below >= 0)
+        *p95 = 1;
     fmt_flags(row[C_FLAGS], CELL, n->flags);
 }
 

@@ -59,6 +59,28 @@ uint64_t rp_node_q(const struct rp_node *n, double q)
     return v;
 }
 
+int rp_node_q_all(const struct rp_profile *p, const struct rp_node *n, double q, uint64_t *ticks)
+{
+    uint64_t below = p->resolution ? rp_node_below_res(n) : 0;
+    uint64_t res = n->hist.len ? n->hist.n : 0;
+    if (below + res == 0)
+        return -1;
+    double k = q * (double)(below + res); /* the quantile's rank among all */
+    if (k <= (double)below)
+        return 1;
+    *ticks = rp_node_q(n, (k - (double)below) / (double)res);
+    return 0;
+}
+
+const char *rp_fmt_below_res(const struct rp_profile *p, char *buf, size_t bufsz)
+{
+    if (bufsz < 2)
+        return bufsz ? (*buf = 0, buf) : buf;
+    buf[0] = '<';
+    rp_fmt_res((double)(p->resolution ? p->resolution : 1) * p->ns_per_tick, buf + 1, bufsz - 1);
+    return buf;
+}
+
 void rp_report_lost_why(FILE *out, const struct rp_profile *p)
 {
     static const char *const text[RP_WHY_N] = {

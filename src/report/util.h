@@ -28,6 +28,21 @@ uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks);
 uint64_t rp_node_q(const struct rp_node *n, double q);
 
 /*
+ * The q-quantile of all of n's calls, those below resolution included, as
+ * the table's p95 gives it (the JSON's percentiles are of the resolved
+ * calls only): 1 when it falls among the calls below resolution (shorter
+ * than it, not known more closely), 0 with *ticks its value from the
+ * histogram of the resolved ones, -1 when n has no durations (an instant, a
+ * counter).  A profile with no resolution (p->resolution 0: not replayed
+ * from a trace) has no calls below it.  Cannot fail.
+ */
+int rp_node_q_all(const struct rp_profile *p, const struct rp_node *n, double q, uint64_t *ticks);
+
+/* "<" and the resolution of p (rp_fmt_res): a time below it.  Cannot
+ * fail. */
+const char *rp_fmt_below_res(const struct rp_profile *p, char *buf, size_t bufsz);
+
+/*
  * A duration given in ns, in the unit that suits it: "812ns", "3.41us",
  * "12.34ms", "1.520s", with sep between number and unit.  Writes at most
  * bufsz bytes (truncating); returns buf.  Cannot fail.
