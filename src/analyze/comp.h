@@ -29,10 +29,10 @@
  * "clock_step_ticks": one tick on most counters, 21 on an AMD Zen's TSC at
  * 2.1 GHz; 1 if absent), and an empty call's compensated span lies between
  * 0 and spread (the 95th percentile of the recorder's own measurement less
- * its median).  Such a
- * span is "below resolution": counted per node, with its duration in the
- * sums (so times still add up), but not in the minimum, the histogram or
- * the percentiles, where it would read as a time it does not show.
+ * its median).  Such a span is "below resolution": counted per node, with
+ * its duration in the sums (so times still add up), but not in the
+ * minimum, the histogram or the percentiles, where it would read as a time
+ * it does not show.
  */
 #ifndef RP_ANALYZE_COMP_H
 #define RP_ANALYZE_COMP_H
