@@ -39,14 +39,15 @@ export RANKPROF_LIB="$RP_LIB"
 
 cd "$tmp"
 
-# 50 items: 150 ms of crunch (3 ms of CPU each), long enough that main's
-# own time (creating the threads, a few ms when the machine is busy) stays
-# well under its 10 % and HOT's 5 %; 100 under sanitizers, whose
+# 100 items: 300 ms of crunch (3 ms of CPU each), long enough that main's
+# own time (creating the threads, a few ms when the machine is busy; in
+# direct mode, which cannot tell a preemption from work, also the time it
+# was preempted outside its waits: 7.5 to 16 ms seen on a loaded machine)
+# stays well under its 10 % and HOT's 5 %; 100 under sanitizers too, whose
 # pthread_create is slower still, 500 under ThreadSanitizer (its
 # pthread_create and join take 6 to 10 ms of CPU each: 27 to 39 ms of
 # main's own time for 4 threads, 2 to 3 % of 1.5 s of crunch)
-N=50
-sanitized && N=100
+N=100
 under_tsan && N=500
 tsan=0 cancel=cancel
 under_tsan && tsan=1 cancel=nocancel &&
