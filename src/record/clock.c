@@ -109,7 +109,8 @@ RP_HIDDEN double rp_clock_calibrate(unsigned ms)
 #define STEP_READS  128
 #define STEP_MAX    4096u
 
-/* The gcd of the differences of STEP_READS reads (0: none qualified). */
+/* The gcd of the differences of STEP_READS reads, 0 when none qualified.
+ * Cannot fail. */
 static uint64_t step_group(void)
 {
     uint64_t g = 0, prev = rp_ticks();
