@@ -641,13 +641,19 @@ static void *writer_main(void *arg)
     unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
     uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
     int late = rp_rt.calib_late; /* the second measurement still to make */
+    uint64_t retry = 0;          /* not before then: it was not possible */
     for (;;) {
         /* the second measurement, when due (outside the locks: neither a
-         * fork nor the program need wait for it); not yet possible (no
-         * function recorded now), looked at again RP_LATE_AFTER_MS later */
+         * fork nor the program need wait for it); not possible then (no
+         * function recorded now), tried again at the writer's next usual
+         * wake, so that a run without functions costs no extra wakes */
         uint64_t due = late ? late_due() : 0, at = rp_mono_ns();
-        if (unlikely(due) && at >= due)
+        if (due && due < retry)
+            due = retry;
+        if (unlikely(due) && at >= due) {
             late = !rp_rt_measure_late();
+            retry = at + (uint64_t)wait_ms * 1000000;
+        }
         rp_own_lock(&rp_rt.lock);
         if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
