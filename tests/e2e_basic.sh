@@ -5,7 +5,9 @@
 # with the real recorder, then checks the trace file's framing (CRCs, event
 # counts, decoded event stream, per docs/trace-format.md) and the
 # `report --format json` output (docs/design.md §8) against the exact call counts and
-# edges documented at the top of each program.  Also checks that missing,
+# edges documented at the top of each program (and calltree's durations in
+# its work units, a timing check: up to 3 recordings on a loaded machine,
+# one must pass).  Also checks that missing,
 # empty, truncated and corrupted files and unknown options give a clear error
 # and a non-zero exit (never a signal).
 #
@@ -29,9 +31,9 @@ export RANKPROF_LIB="$RP_LIB"
 cat >"$tmp/check.py" <<'PYEOF'
 import json, math, os, re, struct, sys, zlib
 
-def die(msg):
+def die(msg, code=1):
     print("e2e_basic: FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
+    sys.exit(code)
 
 # ---- trace framing (docs/trace-format.md) ---------------------------------
 def varint(b, i, end):
@@ -412,7 +414,7 @@ def check_json(spec_name, path, trace_events, extra):
             ratio = funcs[nm]["min_ns"] / leaf
             if not close(ratio, u, tol):
                 die(f"{what}: the shortest {nm} took {ratio:.2f} x the shortest leaf, "
-                    f"expected ~{u} (work units)")
+                    f"expected ~{u} (work units)", 3)  # (timing: recorded again)
     if spec_name == "calltree":
         # docs/design.md §6: on a call DAG, involvement ~ inclusive / total (alpha small)
         for nm, n in funcs.items():
@@ -475,24 +477,32 @@ expect_fail() {
 record_and_check() {
     local name=$1 prog=$2
     shift 2
-    local data="$tmp/$name.data" rc=0
-    "$RANKPROF" record -o "$data" -- "$prog" "$@" >"$tmp/$name.stdout" 2>"$tmp/$name.stderr" ||
-        rc=$?
-    ((rc == 0)) || fail "$name: 'rankprof record -o $data -- $prog $*' exited $rc: $(head -c 800 "$tmp/$name.stderr")"
-    [[ -s "$data" ]] || fail "$name: record wrote no trace at $data"
-    local info
-    info=$(python3 "$tmp/check.py" trace "$data") || exit 1
-    local events
-    events=$(sed -E 's/.*events=([0-9]+).*/\1/' <<<"$info")
-    sed -E 's/.*truncate_at=([0-9]+).*/\1/' <<<"$info" >"$tmp/$name.pos"
-    note "$name: trace $info"
+    local data="$tmp/$name.data" rc=0 tries=3 info events
+    # (a timing check that fails, exit 3, on a loaded machine: recorded
+    # again, up to 3 recordings, one must pass; every other check is exact)
+    while :; do
+        rc=0
+        "$RANKPROF" record -o "$data" -- "$prog" "$@" >"$tmp/$name.stdout" 2>"$tmp/$name.stderr" ||
+            rc=$?
+        ((rc == 0)) || fail "$name: 'rankprof record -o $data -- $prog $*' exited $rc: $(head -c 800 "$tmp/$name.stderr")"
+        [[ -s "$data" ]] || fail "$name: record wrote no trace at $data"
+        info=$(python3 "$tmp/check.py" trace "$data") || exit 1
+        events=$(sed -E 's/.*events=([0-9]+).*/\1/' <<<"$info")
+        sed -E 's/.*truncate_at=([0-9]+).*/\1/' <<<"$info" >"$tmp/$name.pos"
+        note "$name: trace $info"
 
-    rc=0
-    "$RANKPROF" report -i "$data" --format json >"$tmp/$name.json" 2>"$tmp/$name.report.err" ||
-        rc=$?
-    ((rc == 0)) || fail "$name: 'rankprof report -i $data --format json' exited $rc: $(head -c 800 "$tmp/$name.report.err")"
-    python3 "$tmp/check.py" json "$name" "$tmp/$name.json" "$events" \
-        "$srcdir/examples/firmware.c" || exit 1
+        rc=0
+        "$RANKPROF" report -i "$data" --format json >"$tmp/$name.json" 2>"$tmp/$name.report.err" ||
+            rc=$?
+        ((rc == 0)) || fail "$name: 'rankprof report -i $data --format json' exited $rc: $(head -c 800 "$tmp/$name.report.err")"
+        rc=0
+        python3 "$tmp/check.py" json "$name" "$tmp/$name.json" "$events" \
+            "$srcdir/examples/firmware.c" || rc=$?
+        tries=$((tries - 1))
+        ((rc == 3 && tries > 0)) || break
+        echo "e2e_basic: $name: timing off (above): recording again" >&2
+    done
+    ((rc == 0)) || exit 1
 
     local base
     base=$(basename "$prog")
