@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "rt_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -498,10 +499,36 @@ static void atfork_child(void)
 #define CALIB_CALLS  1000 /* calls per round */
 #define CALIB_ROUNDS 15
 
-static int cmp_u64(const void *a, const void *b)
+/*
+ * The k-th smallest of v[0..n) (k < n), found in place by a three-way
+ * quickselect (the spans are quantized: values repeat).  Allocates nothing
+ * (see measure_overhead).  Reorders v: on return no value before v[k] is
+ * larger and none after it smaller.
+ */
+static uint64_t select_u64(uint64_t *v, size_t n, size_t k)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    size_t lo = 0, hi = n; /* v[k] lies in [lo, hi): below lo none larger, from hi none smaller */
+    assert(k < n);
+    while (hi - lo > 1) {
+        uint64_t pivot = v[lo + (hi - lo) / 2], t;
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < pivot, [lt,i) == pivot, [gt,hi) > pivot */
+        while (i < gt) {
+            if (v[i] < pivot) {
+                t = v[lt], v[lt++] = v[i], v[i++] = t;
+            } else if (v[i] > pivot) {
+                t = v[--gt], v[gt] = v[i], v[i] = t;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return pivot;
+    }
+    return v[k];
 }
 
 /*
@@ -521,24 +548,24 @@ static int cmp_u64(const void *a, const void *b)
  * measurement and put back) and once more on the writer thread while the
  * program runs (rp_rt_measure_late: the mask as it is, which must record
  * functions), with the calling thread's rp_self pointing to the scratch
- * buffer.  Fails silently: when memory is short or no round recorded
- * exactly its calls (a signal handler ran instrumented code, a function
- * filter left them out), *o stays zero.  Invariant on success:
- * 0 <= self <= pair.
+ * buffer.  Allocates nothing: its 168 KiB of scratch are static (the two
+ * measurements never overlap), since the writer's may be under way when
+ * the program forks, and a child must not inherit an allocator lock or a
+ * block that only the vanished writer knew.  Fails silently: when no
+ * round recorded exactly its calls (a signal handler ran instrumented
+ * code, a function filter left them out), *o stays zero.  Invariant on
+ * success: 0 <= self <= pair.
  */
 static void measure_overhead(struct rp_overhead *o, int at_start)
 {
     static struct rp_tbuf scratch; /* big (the encoder's state): not on the stack */
-    size_t cap = 2 * CALIB_CALLS + 1024;
-    struct rp_raw *buf = malloc(cap * sizeof(*buf));
-    uint64_t *self = malloc((size_t)CALIB_ROUNDS * CALIB_CALLS * sizeof(*self));
-    size_t nself = 0;
+    static struct rp_raw buf[2 * CALIB_CALLS + 1024];
+    static uint64_t self[CALIB_ROUNDS * CALIB_CALLS];
+    size_t cap = sizeof(buf) / sizeof(buf[0]), nself = 0;
     double best_a = 1e300, best_b = 1e300;
     unsigned used = 0;
 
     memset(o, 0, sizeof(*o));
-    if (!buf || !self)
-        goto out;
     struct rp_tbuf *saved = rp_self;
     uint32_t saved_mask = atomic_load(&rp_rt.mask);
     memset(&scratch, 0, sizeof(scratch));
@@ -575,19 +602,18 @@ static void measure_overhead(struct rp_overhead *o, int at_start)
         atomic_store(&rp_rt.mask, saved_mask);
     rp_self = saved;
     if (!used)
-        goto out;
-    qsort(self, nself, sizeof(*self), cmp_u64);
+        return;
     o->pair = best_a > best_b ? best_a - best_b : 0;
-    o->self = (double)self[nself / 2];
+    uint64_t median = select_u64(self, nself, nself / 2);
     /* An empty call's compensated span lies in [0, spread] 95 times in 100:
-     * the analysis counts a span no longer than that as below resolution. */
-    o->spread = (double)(self[nself * 95 / 100] - self[nself / 2]);
+     * the analysis counts a span no longer than that as below resolution.
+     * (The selection of the median left every larger value above it.) */
+    uint64_t p95 = select_u64(self + nself / 2, nself - nself / 2, nself * 95 / 100 - nself / 2);
+    o->self = (double)median;
+    o->spread = (double)(p95 - median);
     if (o->self > o->pair)
         o->self = o->pair;
     o->rounds = used;
-out:
-    free(buf);
-    free(self);
 }
 
 /*
