@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_rec_runtime.c - unit tests of the recorder runtime, linked with the
- * static recorder (librankprof.a): the clock (record/clock.c) and the whole
+ * static recorder (librankprof.a): the clock (record/clock.c: its rate, and
+ * its step on simulated counters) and the whole
  * trace path in-process (record/rt.c, hooks.c): four threads calling the
  * -finstrument-functions hooks, buffers handed off to the writer, the file
  * read back by a minimal reader written here (its own CRC and varints, so a
@@ -643,6 +644,45 @@ static void test_clock(void)
     CHECK(!strcmp(rp_clock_init(), name));
 }
 
+/*
+ * The step of one group of read differences (rp_clock_step_group) on
+ * counters simulated here: one that moves by whole steps of 21 ticks; ones
+ * that move by fractional steps (24.5, 24.4543, 12.3 ticks: the counter
+ * shows floor(updates x step + phase)), read 1 to 6 updates apart; and one
+ * that moves by one tick, read 30 to 200 ticks apart or, as a quiet loop
+ * would, at a few fixed distances (37 + 7 m, a tick either way) - a step
+ * of 1.  The fractional steps come back within 0.5 %.
+ */
+static void test_clock_step(void)
+{
+    static const double steps[] = {21, 24.5, 24.4543, 12.3};
+    uint32_t d[128];
+    unsigned seed = 7;
+    for (unsigned s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+        double q = steps[s], phase = 0.37;
+        uint64_t m = 1000, prev = (uint64_t)(m * q + phase);
+        for (unsigned i = 0; i < 128; i++) {
+            m += 1 + rand_r(&seed) % 6;
+            uint64_t now = (uint64_t)(m * q + phase);
+            d[i] = (uint32_t)(now - prev);
+            prev = now;
+        }
+        double got = rp_clock_step_group(d, 128);
+        CHECK(fabs(got - q) <= 0.005 * q);
+        if (fabs(got - q) > 0.005 * q)
+            fprintf(stderr, "  a counter moving by %.4f ticks: step %.4f\n", q, got);
+    }
+    for (unsigned i = 0; i < 128; i++)
+        d[i] = 30 + rand_r(&seed) % 171;
+    CHECK(rp_clock_step_group(d, 128) == 1);
+    for (unsigned i = 0; i < 128; i++)
+        d[i] = 37 + 7 * (i * 7 % 13) + rand_r(&seed) % 3 - 1;
+    CHECK(rp_clock_step_group(d, 128) == 1);
+    /* and the machine's own: at least 1 tick, under 4096 */
+    double own = rp_clock_step();
+    CHECK(own >= 1 && own < 4096);
+}
+
 static char self_exe[4096];
 
 static void test_wait(void)
@@ -656,6 +696,7 @@ static void test_drop(void)
 
 static const struct check_case cases[] = {
     {"clock", test_clock},
+    {"clock_step", test_clock_step},
     {"wait", test_wait},
     {"drop", test_drop},
 };

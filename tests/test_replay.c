@@ -949,12 +949,14 @@ static void test_holds(void)
  * median (20); uncompensated (resolution 1 tick) only the three 0-tick
  * spans are below it.  With a clock that moves 4 ticks at once (INFO
  * clock_step_ticks 4): resolution 4 + 3 = 7 ticks compensated, 4 not, so
- * the same 12 spans are below it either way.  The table's p95 and median
+ * the same 12 spans are below it either way; and the same with a step of
+ * 4.5 ticks (INFO "4.5": counted as the 4 ticks one step can read as).
+ * The table's p95 and median
  * are of all 15 (rp_node_q_all): the median (rank 7.5 of 15) among the 12
  * below resolution, the p95 (rank 14.25) the resolved ones' 0.75 quantile,
  * 30; with 1-tick resolution the median is 2 ticks.
  */
-static void test_below_resolution_step(unsigned step)
+static void test_below_resolution_step(const char *step)
 {
     static const uint64_t durs[] = {0, 1, 2, 3, 10, 0, 1, 2, 3, 20, 0, 1, 2, 3, 30};
     struct rrec r[30];
@@ -977,7 +979,7 @@ static void test_below_resolution_step(unsigned step)
     CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_self_ticks", "0.00", 4), 0);
     CHECK_EQ(rp_info_put(info, sizeof(info), &il, "overhead_spread_ticks", "3.00", 4), 0);
     if (step)
-        CHECK_EQ(rp_info_put(info, sizeof(info), &il, "clock_step_ticks", "4", 1), 0);
+        CHECK_EQ(rp_info_put(info, sizeof(info), &il, "clock_step_ticks", step, strlen(step)), 0);
     fb_chunk(&f, RP_CH_INFO, info, il);
     CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
     thread_chunk(&f, 9, "t");
@@ -992,7 +994,7 @@ static void test_below_resolution_step(unsigned step)
         struct rp_profile p = {0};
         CHECK_EQ(rp_replay_file(path, &o, &p, NULL, NULL, err, sizeof(err)), 0);
         int fine = off && !step; /* resolution 1 tick */
-        CHECK_EQ(p.clock_step, step ? 4 : 0);
+        CHECK(p.clock_step == (step ? strtod(step, NULL) : 0));
         CHECK_EQ(p.resolution, step ? (off ? 4 : 7) : off ? 1 : 4);
         if (p.n_nodes == 2) {
             const struct rp_node *a = &p.nodes[1];
@@ -1023,8 +1025,9 @@ static void test_below_resolution_step(unsigned step)
 
 static void test_below_resolution(void)
 {
-    test_below_resolution_step(0);
-    test_below_resolution_step(4);
+    test_below_resolution_step(NULL);
+    test_below_resolution_step("4");
+    test_below_resolution_step("4.5");
 }
 
 static char good_path[256]; /* the synthetic trace, written by main() */

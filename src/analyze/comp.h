@@ -19,15 +19,16 @@
  * Resolution (format 1.3).  A span whose duration (compensated or not) is
  * shorter than
  *
- *     res = step + ceil(spread)       when compensated (spread: INFO
- *     res = step                      "overhead_spread_ticks", 0 if absent)
+ *     res = floor(step) + ceil(spread)   when compensated (spread: INFO
+ *     res = floor(step)                  "overhead_spread_ticks", 0 if absent)
  *
  * (rounded up to a boundary of the histogram's buckets: exact below 32
  * ticks, within 1/32 above, so that the spans below it are whole buckets
  * and the replay counts them from the histogram, at no cost per span)
  * cannot be told from an empty call: the clock moves by whole steps (INFO
  * "clock_step_ticks": one tick on most counters, 21 on an AMD Zen's TSC at
- * 2.1 GHz; 1 if absent), and an empty call's compensated span lies between
+ * 2.1 GHz, 24.5 at 2445 MHz, where one step reads as 24 or 25; 1 if
+ * absent), and an empty call's compensated span lies between
  * 0 and spread (the 95th percentile of the recorder's own measurement less
  * its median).  Such a span is "below resolution": counted per node, with
  * its duration in the sums (so times still add up), but not in the
@@ -55,10 +56,12 @@ struct rp_comp {
 };
 
 /* The resolution in ticks (see above): compensated or not, the spread and
- * the clock's step (0 or 1: one tick; at most 1e6, as the profile's). */
-static inline uint64_t rp_comp_res(int on, double spread, uint64_t step)
+ * the clock's step (below 2: one tick; at most 1e6, as the profile's).  A
+ * fractional step counts as its floor, the fewer ticks one step can read
+ * as (24 of 24 or 25 for 24.5). */
+static inline uint64_t rp_comp_res(int on, double spread, double step)
 {
-    uint64_t r = step > 1 ? step : 1;
+    uint64_t r = step >= 2 ? (uint64_t)step : 1;
     if (on && spread > 0)
         r += spread < 1e6 ? (uint64_t)__builtin_ceil(spread) : 1000000u;
     if (r == 1)

@@ -321,8 +321,12 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
         } else if (KEY("overhead_late")) {
             late_parse(v, val, vlen);
         } else if (KEY("clock_step_ticks")) { /* 1 tick unless in [2, 1e6] */
-            uint64_t x = info_u64(val, vlen);
-            p->clock_step = x >= 2 && x <= 1000000 ? x : 1;
+            char tmp[32];
+            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
+            memcpy(tmp, val, l);
+            tmp[l] = 0;
+            double x = strtod(tmp, NULL);
+            p->clock_step = x >= 2 && x <= 1e6 ? x : 1;
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
                    KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
             char tmp[32];

@@ -290,7 +290,7 @@ struct rp_proc {
     uint32_t n_map;
     int overhead_known, end_read; /* its file's overhead_known and ended */
     double overhead_pair, overhead_self, overhead_spread;
-    uint64_t clock_step; /* its file's (rp_profile.clock_step) */
+    double clock_step; /* its file's (rp_profile.clock_step) */
     uint64_t end_ticks;
     uint32_t rank; /* INFO "rank": its MPI rank, when has_rank */
     int has_rank;
@@ -370,8 +370,8 @@ struct rp_profile {
      * made and faster, so the one in overhead_pair/self/spread; its pair. */
     int overhead_late;
     double overhead_late_pair;
-    uint64_t clock_step; /* ticks the recorder's counter moves by at once (INFO
-                            clock_step_ticks; 0 or 1: one tick) */
+    double clock_step; /* ticks the recorder's counter moves by at once, not
+                          always whole (INFO clock_step_ticks; 0 or 1: one tick) */
     uint64_t resolution; /* ticks: a span shorter than this is below resolution:
                             the clock's step, plus the spread when compensated
                             (comp.h) */

@@ -76,8 +76,8 @@ static void put_recording(const struct rp_profile *p)
     printf("clock:       %s, %.6f ns per tick (%.1f MHz)", p->clock_name ? p->clock_name : "?",
            p->ns_per_tick, 1e3 / p->ns_per_tick);
     if (p->clock_step > 1)
-        printf(", moving by %llu ticks at once (%.1fns)", (unsigned long long)p->clock_step,
-               (double)p->clock_step * p->ns_per_tick);
+        printf(", moving by %.6g ticks at once (%.1fns)", p->clock_step,
+               p->clock_step * p->ns_per_tick);
     printf("\n");
     if (p->overhead_known)
         printf("overhead:    %.2f ticks (%.1fns) per recorded call (enter + exit), %.2f ticks "

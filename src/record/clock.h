@@ -63,11 +63,20 @@ RP_HIDDEN const char *rp_clock_init(void);
 RP_HIDDEN double rp_clock_calibrate(unsigned ms);
 
 /*
- * The counter's step: the ticks it moves by at once (1 on most counters;
- * 21 on the TSC of an AMD Zen at 2.1 GHz, which moves every 10 ns), found
- * from a few thousand reads (about 50 us).  A span shorter than a step can
- * measure as 0.  Cannot fail: 1 when it cannot tell.
+ * The counter's step: the ticks it moves by at once, not always a whole
+ * number (1 on most counters; on the TSC of an AMD Zen, which moves every
+ * 10 ns, 21 at 2.1 GHz and 24.5 at 2445 MHz), found from a few thousand
+ * reads (about 50 us).  A span shorter than a step can measure as 0.
+ * Cannot fail: 1 when it cannot tell.
  */
-RP_HIDDEN uint64_t rp_clock_step(void);
+RP_HIDDEN double rp_clock_step(void);
+
+/*
+ * One group's step (clock.c): of the n differences between reads in d (1 to
+ * 4095 ticks each; sorted here), their gcd when above 1, else the
+ * fractional step of 8 ticks or more that fits them all within a tick, else
+ * 1.  rp_clock_step takes the one most groups agree on.  Cannot fail.
+ */
+RP_HIDDEN double rp_clock_step_group(uint32_t *d, unsigned n);
 
 #endif /* RP_RECORD_CLOCK_H */

@@ -233,7 +233,7 @@ struct rp_rt {
 
     const char *clock_name;
     double freq;
-    uint64_t clock_step; /* ticks the counter moves by at once (rp_clock_step) */
+    double clock_step; /* ticks the counter moves by at once (rp_clock_step) */
     uint64_t start_ticks, start_mono;
     uint64_t rec_mono; /* rp_mono_ns when rt_start ended (0 before): recording began */
     int calib_late;    /* measure the cost again while the program runs (RANKPROF_CALIBRATE_LATE) */

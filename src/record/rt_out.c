@@ -434,7 +434,9 @@ RP_HIDDEN void rp_out_info(void)
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
-    snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)rp_rt.clock_step);
+    snprintf(tmp, sizeof(tmp),
+             rp_rt.clock_step == (double)(uint64_t)rp_rt.clock_step ? "%.0f" : "%.3f",
+             rp_rt.clock_step); /* whole: as recorders before fractional steps wrote it */
     rp_info_put(buf, cap, &len, "clock_step_ticks", tmp, strlen(tmp));
     rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace", rp_rt.direct ? 6 : 5);
     rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);

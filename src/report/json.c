@@ -368,7 +368,7 @@ static void put_measures(FILE *out, const struct rp_profile *p)
     fputs(",\n  \"resolution_ns\": ", out);
     put_num(out, (double)(p->resolution ? p->resolution : 1) * p->ns_per_tick);
     fputs(",\n  \"clock_step_ns\": ", out); /* the counter's step: an addition */
-    put_num(out, (double)(p->clock_step > 1 ? p->clock_step : 1) * p->ns_per_tick);
+    put_num(out, (p->clock_step > 1 ? p->clock_step : 1) * p->ns_per_tick);
     fprintf(out, ",\n  \"below_resolution\": %" PRIu64, p->below_res);
     /* off-CPU time (format 1.3, docs/recording.md) and the recorder's waits */
     uint64_t off = 0, out_off = 0;
