@@ -370,8 +370,8 @@ struct rp_profile {
      * made and faster, so the one in overhead_pair/self/spread; its pair. */
     int overhead_late;
     double overhead_late_pair;
-    double clock_step; /* ticks the recorder's counter moves by at once, not
-                          always whole (INFO clock_step_ticks; 0 or 1: one tick) */
+    double clock_step;   /* ticks the recorder's counter moves by at once, not
+                            always whole (INFO clock_step_ticks; 0 or 1: one tick) */
     uint64_t resolution; /* ticks: a span shorter than this is below resolution:
                             the clock's step, plus the spread when compensated
                             (comp.h) */
