@@ -400,6 +400,23 @@ sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"]
          f"e2e_comp: FAIL: two files merged: the second measurement used is not said: {c}")' ||
         fail "(above)"
     python3 "$tmp/check.py" "$tmp" L 64 20000 exact || fail "(above)"
+    # a program that sets a locale with a decimal comma: the recorder's
+    # second measurement, written while it runs, keeps its decimal point
+    # ("51,53 25,00 24,00" read as no measurement)
+    mkdir -p "$tmp/loc"
+    if ! localedef -i de_DE -f UTF-8 "$tmp/loc/de_DE.UTF-8" >/dev/null 2>&1; then
+        note "no de_DE locale could be made (localedef): the decimal comma not tried"
+        return 0
+    fi
+    LOCPATH=$tmp/loc PROG_TINY_LOCALE=de_DE.UTF-8 RANKPROF_TEST_CALIB_SLOW=4 "$RANKPROF" record \
+        -o "$tmp/loc.data" -- "$PROGS/prog_tiny" 64 20000 $FIB $WORK >"$tmp/tC.out" 2>"$tmp/late.err" ||
+        fail "record failed: $(cat "$tmp/late.err")"
+    grep -qx "locale 1,5" "$tmp/tC.out" || fail "the program did not set the locale: $(head -2 "$tmp/tC.out")"
+    "$RANKPROF" report -i "$tmp/loc.data" --format json | python3 -c 'import json, sys
+c = json.load(sys.stdin)["compensation"]
+sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"] else
+         f"e2e_comp: FAIL: under a decimal comma the second measurement is lost: {c}")' ||
+        fail "(above)"
 }
 
 scenario outputs outputs

@@ -483,7 +483,9 @@ int cmd_tui(int argc, char **argv)
         rp_die("out of memory");
     resort(&t, RP_SORT_RANK);
 
-    setlocale(LC_ALL, "");
+    /* the terminal's characters only: numbers, read (strtod) and printed,
+     * keep their decimal point when the replay view reads the trace again */
+    setlocale(LC_CTYPE, "");
     if (!initscr())
         rp_die("tui: cannot start the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
     cbreak();

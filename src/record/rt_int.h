@@ -164,6 +164,14 @@ RP_HIDDEN void rp_rot_atfork_child(void);
 RP_HIDDEN void rp_out_clock(void);
 RP_HIDDEN void rp_out_maps(void);
 RP_HIDDEN void rp_out_info(void);
+
+/*
+ * v (0 to 1e12) with dec decimals (at most 6) and a '.' for the decimal
+ * point, whatever locale the program set (printf's "%.2f" writes "12,34"
+ * under de_DE, which the analyzer would read as 12), into buf.  Returns
+ * buf.  Cannot fail (truncates to n).
+ */
+RP_HIDDEN char *rp_fmt_fixed(char *buf, size_t n, double v, unsigned dec);
 RP_HIDDEN void rp_out_thread(struct rp_tbuf *t);
 /* the drops by reason into ib; in_handler: take no lock */
 RP_HIDDEN void rp_rt_loss_info(struct info_buf *ib, int in_handler);

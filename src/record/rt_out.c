@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "rt_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -403,6 +404,20 @@ RP_HIDDEN int rp_rt_info_now(const char *key, const char *val)
 
 RP_HIDDEN char rp_rt_run[24]; /* the run's id (run_id_take), "" before the file is opened */
 
+RP_HIDDEN char *rp_fmt_fixed(char *buf, size_t n, double v, unsigned dec)
+{
+    static const uint64_t pow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    assert(dec < sizeof(pow10) / sizeof(pow10[0]));
+    v = v > 0 ? (v < 1e12 ? v : 1e12) : 0; /* (NaN too: 0) */
+    uint64_t x = (uint64_t)(v * (double)pow10[dec] + 0.5);
+    if (dec)
+        snprintf(buf, n, "%llu.%0*llu", (unsigned long long)(x / pow10[dec]), (int)dec,
+                 (unsigned long long)(x % pow10[dec]));
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)x);
+    return buf;
+}
+
 RP_HIDDEN void rp_out_info(void)
 {
     size_t cap = 65536, len = 0, n;
@@ -434,18 +449,18 @@ RP_HIDDEN void rp_out_info(void)
     rp_info_put(buf, cap, &len, "clock", rp_rt.clock_name, strlen(rp_rt.clock_name));
     snprintf(tmp, sizeof(tmp), "%.0f", rp_rt.freq);
     rp_info_put(buf, cap, &len, "freq_hz", tmp, strlen(tmp));
-    snprintf(tmp, sizeof(tmp),
-             rp_rt.clock_step == (double)(uint64_t)rp_rt.clock_step ? "%.0f" : "%.3f",
-             rp_rt.clock_step); /* whole: as recorders before fractional steps wrote it */
+    /* (whole: as recorders before fractional steps wrote it) */
+    rp_fmt_fixed(tmp, sizeof(tmp), rp_rt.clock_step,
+                 rp_rt.clock_step == (double)(uint64_t)rp_rt.clock_step ? 0 : 3);
     rp_info_put(buf, cap, &len, "clock_step_ticks", tmp, strlen(tmp));
     rp_info_put(buf, cap, &len, "mode", rp_rt.direct ? "direct" : "trace", rp_rt.direct ? 6 : 5);
     rp_info_put(buf, cap, &len, "policy", rp_rt.drop ? "drop" : "wait", rp_rt.drop ? 4 : 4);
     if (rp_rt_overhead.rounds) {
-        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.pair);
+        rp_fmt_fixed(tmp, sizeof(tmp), rp_rt_overhead.pair, 2);
         rp_info_put(buf, cap, &len, "overhead_ticks", tmp, strlen(tmp));
-        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.self);
+        rp_fmt_fixed(tmp, sizeof(tmp), rp_rt_overhead.self, 2);
         rp_info_put(buf, cap, &len, "overhead_self_ticks", tmp, strlen(tmp));
-        snprintf(tmp, sizeof(tmp), "%.2f", rp_rt_overhead.spread);
+        rp_fmt_fixed(tmp, sizeof(tmp), rp_rt_overhead.spread, 2);
         rp_info_put(buf, cap, &len, "overhead_spread_ticks", tmp, strlen(tmp));
         /* the writer measures again (rp_rt_measure_late): a reader looks
          * ahead for it before the first events */

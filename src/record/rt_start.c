@@ -629,14 +629,15 @@ static void measure_overhead(struct rp_overhead *o, int at_start)
 RP_HIDDEN int rp_rt_measure_late(void)
 {
     struct rp_overhead o = {0};
-    char v[96];
+    char v[96], a[24], b[24], c[24];
     if (atomic_load(&rp_rt.stopped))
         return 1;
     if (!(atomic_load(&rp_rt.mask) & RP_CLASS_BIT_FUNC) || rp_funcs_gated())
         return 0;
     measure_overhead(&o, 0);
     if (o.rounds)
-        snprintf(v, sizeof(v), "%.2f %.2f %.2f", o.pair, o.self, o.spread);
+        snprintf(v, sizeof(v), "%s %s %s", rp_fmt_fixed(a, sizeof(a), o.pair, 2),
+                 rp_fmt_fixed(b, sizeof(b), o.self, 2), rp_fmt_fixed(c, sizeof(c), o.spread, 2));
     else
         snprintf(v, sizeof(v), "none");
     rp_rt_info_now("overhead_late", v);

@@ -21,7 +21,12 @@
  * multiply-adds per iteration besides the call).  A run of parent()
  * records 10000 events, less than one recorder buffer (16384 by default),
  * so the fastest of the runs is one without a buffer hand-off.
+ *
+ * With PROG_TINY_LOCALE set, main first sets that locale (LC_ALL) and
+ * prints "locale 1.5" as printf writes it there ("locale 1,5" under
+ * de_DE): the recorder's numbers must not follow the program's locale.
  */
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -99,6 +104,9 @@ int main(int argc, char **argv)
     int nfib = argc > 3 ? atoi(argv[3]) : 18;
     work_n = argc > 4 ? atoi(argv[4]) : 2;
     unsigned long long ref[64], fbest = ~0ull;
+    const char *loc = getenv("PROG_TINY_LOCALE");
+    if (loc && setlocale(LC_ALL, loc))
+        printf("locale %.1f\n", 1.5);
     if (reps < 1 || reps > 64)
         reps = 41;
     for (int r = 0; r < reps; r++) {
