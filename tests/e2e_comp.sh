@@ -378,14 +378,19 @@ late() {
         "$RANKPROF" export --format folded -i "$tmp/late.data" -o "$tmp/tL.on.folded" &&
         "$RANKPROF" export --format folded --no-compensate -i "$tmp/late.data" \
             -o "$tmp/tL.off.folded" || fail "report or export failed"
-    python3 - "$tmp/tL.on.json" <<'PY2' || fail "(above)"
+    # (under AddressSanitizer the recorder's cost per event moves between
+    # about 30 and 60 ns within one run here, from one build's run to the
+    # next, and no measurement bounds it: main may be over-compensated)
+    local strict=1
+    sanitized && strict=0
+    python3 - "$tmp/tL.on.json" "$strict" <<'PY2' || fail "(above)"
 import json, sys
 j = json.load(open(sys.argv[1]))
 c, main = j["compensation"], [n for n in j["nodes"] if n["name"] == "main"][0]
 if c["measurement"] != "late" or c["late_event_ns"] is None or \
    abs(c["late_event_ns"] - c["event_ns"]) > 1e-6:
     sys.exit(f"e2e_comp: FAIL: the second measurement is not the one used: {c}")
-if main["inclusive_ns"] <= 0:
+if main["inclusive_ns"] <= 0 and sys.argv[2] == "1":
     sys.exit(f"e2e_comp: FAIL: main over-compensated to {main['inclusive_ns']} ns: {c}")
 PY2
     "$RANKPROF" info -i "$tmp/late.data" | grep -q '^overhead: .* measured while the program ran' ||
@@ -400,6 +405,30 @@ sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"]
          f"e2e_comp: FAIL: two files merged: the second measurement used is not said: {c}")' ||
         fail "(above)"
     python3 "$tmp/check.py" "$tmp" L 64 20000 exact || fail "(above)"
+    # a run of over a second: three measurements while it ran (10 ms,
+    # 100 ms, 1 s into it), the fastest used
+    "$RANKPROF" record -o "$tmp/late3.data" -- "$PROGS/prog_tiny" 64 20000 $FIB 400 \
+        >/dev/null 2>"$tmp/late.err" || fail "record failed: $(cat "$tmp/late.err")"
+    "$RANKPROF" report -i "$tmp/late3.data" --format json >"$tmp/tL3.json" || fail "report"
+    python3 - "$tmp/late3.data" "$tmp/tL3.json" <<'PY3' || fail "(above)"
+import json, struct, sys
+data, j = open(sys.argv[1], "rb").read(), json.load(open(sys.argv[2]))
+k, pairs, i = struct.pack("<H", 13) + b"overhead_late", [], 0
+while (i := data.find(k, i)) >= 0:  # INFO: u16 len, key, u32 len, value
+    (n,) = struct.unpack_from("<I", data, i + len(k))
+    v = data[i + len(k) + 4 : i + len(k) + 4 + n].decode()
+    if v not in ("pending", "none"):
+        pairs.append(float(v.split()[0]))
+    i += len(k)
+c = j["compensation"]
+if len(pairs) != 3:
+    sys.exit(f"e2e_comp: FAIL: {len(pairs)} measurements while the program ran, expected 3")
+want = min(pairs) / 2 * j["ns_per_tick"]
+if abs(c["late_event_ns"] - want) > 0.006 * j["ns_per_tick"]:
+    sys.exit(f"e2e_comp: FAIL: late_event_ns {c['late_event_ns']}, the fastest of {pairs} "
+             f"ticks per pair gives {want}")
+print(f"e2e_comp: late: pairs {pairs} ticks, the fastest used ({c['measurement']})")
+PY3
     # a program that sets a locale with a decimal comma: the recorder's
     # second measurement, written while it runs, keeps its decimal point
     # ("51,53 25,00 24,00" read as no measurement)

@@ -227,7 +227,8 @@ static uint64_t info_u64(const char *val, uint32_t vlen)
 }
 
 /* INFO overhead_late's value: "pending" (the first INFO's promise), or
- * "PAIR SELF SPREAD" in ticks when the recorder measured again, or "none".
+ * "PAIR SELF SPREAD" in ticks when the recorder measured again, or "none";
+ * of several values (a run has up to RP_LATE_MAX), the fastest is kept.
  * Cannot fail (anything else counts as none). */
 static void late_parse(struct priv *v, const char *val, uint32_t vlen)
 {
@@ -241,6 +242,8 @@ static void late_parse(struct priv *v, const char *val, uint32_t vlen)
         v->late_pending = v->late_pending ? v->late_pending : 1;
     else if (sscanf(tmp, "%lf %lf %lf %c", &a, &b, &c, &extra) == 3 && a >= 0 && a <= 1e6 &&
              b >= 0 && b <= a && c >= 0 && c <= 1e6) {
+        if (v->late_have && a >= v->late_pair)
+            return; /* the fastest of them (up to RP_LATE_MAX in a run) */
         v->late_have = 1;
         v->late_pair = a;
         v->late_self = b;
@@ -591,9 +594,10 @@ static int count_events(struct rp_profile *p, struct rp_reader *r, struct rp_chu
     return 0;
 }
 
-/* rp_chunks_skim's callback for late_look: the INFO chunk that has the
- * second measurement (late_parse into ctx, a struct priv) stops it, as
- * does the END.  Returns 1 to stop, 0 to go on. */
+/* rp_chunks_skim's callback for late_look: the INFO chunks that have the
+ * measurements made while the program ran (late_parse into ctx, a struct
+ * priv); the last of them (the RP_LATE_MAX-th) stops it, as does the END.
+ * Returns 1 to stop, 0 to go on. */
 static int late_of(void *ctx, const struct rp_skimmed *k)
 {
     struct priv *v = ctx;
@@ -605,24 +609,24 @@ static int late_of(void *ctx, const struct rp_skimmed *k)
     uint8_t *b = malloc(len ? len : 1);
     const uint8_t *q = b, *kb, *vb;
     uint32_t kl, vl;
-    int found = 0;
     if (b && rp_skimmed_read(k, b) == 0)
-        while (!found && rp_info_next(&q, b + len, &kb, &kl, &vb, &vl) > 0)
+        while (v->late_seen < RP_LATE_MAX && rp_info_next(&q, b + len, &kb, &kl, &vb, &vl) > 0)
             if (kl == 13 && !memcmp(kb, "overhead_late", 13) &&
                 !(vl == 7 && !memcmp(vb, "pending", 7))) {
                 late_parse(v, (const char *)vb, vl);
-                found = 1;
+                v->late_seen++;
             }
     free(b);
-    return found;
+    return v->late_seen >= RP_LATE_MAX;
 }
 
 /*
- * The recorder measures its cost once more while the program runs
- * (calib.h); the first INFO says so ("pending").  Before any event is
- * replayed, the chunk headers after r's position are skimmed for that
- * measurement (a few: it is made 10 ms into the run), and the faster of
- * the two is the one compensation uses.  Cannot fail: without it, the
+ * The recorder measures its cost again while the program runs (calib.h:
+ * 10 ms, 100 ms and 1 s into the run); the first INFO says so
+ * ("pending").  Before any event is replayed, the chunk headers after r's
+ * position are skimmed for those measurements (up to the last, or the
+ * END: one read per chunk), and the fastest of all is the one
+ * compensation uses.  Cannot fail: without it, the
  * start-up measurement stands.
  */
 static void late_look(struct rp_profile *p, struct rp_reader *r)

@@ -272,11 +272,13 @@ struct priv {
     int want_comp;           /* compensation not switched off */
     uint64_t first_ev;       /* with p->defs_only: the earliest first event of a chunk (0: none) */
     uint64_t pairfp, selffp; /* the INFO overhead in ticks / RP_COMP_ONE */
-    /* INFO overhead_late (the recorder's second measurement, calib.h):
-     * 1 "pending" in the first INFO (looked for ahead, load.c), 2 looked
-     * for; late_have: its values, when it was made */
-    int late_pending, late_have;
+    /* INFO overhead_late (the recorder's measurements while the program
+     * ran, calib.h): 1 "pending" in the first INFO (looked for ahead,
+     * load.c), 2 looked for; late_have: the fastest one's values, when one
+     * was made; late_seen: how many the look ahead found */
+    int late_pending, late_have, late_seen;
     double late_pair, late_self, late_spread;
+#define RP_LATE_MAX 3                 /* measurements a recorder makes while the program runs */
     uint64_t res_comp;                /* the resolution of compensated spans, ticks (comp.h) */
     uint32_t offid;                   /* the first node of kind offcpu (0 = none) */
     const struct rp_span_filter *flt; /* the spans counted (rp_replay_opts.filter), or NULL */

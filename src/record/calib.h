@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * calib.h - the recorder's measurement of its own cost per event, made at
- * start-up and once more on the writer thread while the program runs
- * (trace mode) so that the analyzer can subtract it, the faster of the two
+ * start-up and up to three times more on the writer thread while the
+ * program runs (trace mode) so that the analyzer can subtract it, the
+ * fastest of them
  * (docs/performance.md, "Overhead compensation").
  *
  * Model.  The hooks read the clock in the middle of their work: for a span

@@ -34,9 +34,11 @@ RP_HIDDEN extern __thread int rp_rt_initing; /* inside thread_init or start-up *
 RP_HIDDEN extern __thread int rp_rt_gone;    /* this thread's tbuf was handed back */
 RP_HIDDEN extern pthread_once_t rp_rt_once;
 RP_HIDDEN extern struct rp_overhead rp_rt_overhead; /* measured at start-up; rounds 0 = not */
-/* The writer's second measurement, once recording has gone on this long
- * (rt_start.c). */
+/* The writer's measurements while the program runs (rt_start.c): the
+ * first once recording has gone on this long, each next one ten times as
+ * long into it (10 ms, 100 ms, 1 s), RP_LATE_N in all. */
 #define RP_LATE_AFTER_MS 10
+#define RP_LATE_N        3
 RP_HIDDEN int rp_rt_measure_late(void);
 RP_HIDDEN extern int rp_rt_start_err; /* start-up failed: RP_E* */
 /* per kernel tid, the threads seen with it (rp_thread_stream) */

@@ -545,11 +545,11 @@ static uint64_t select_u64(uint64_t *v, size_t n, size_t k)
  *
  * about 1 ms in all.  At start-up (rt_start, before recording begins: the
  * mask is off, so no other thread records; it is set to "func" for the
- * measurement and put back) and once more on the writer thread while the
- * program runs (rp_rt_measure_late: the mask as it is, which must record
- * functions), with the calling thread's rp_self pointing to the scratch
- * buffer.  Allocates nothing: its 168 KiB of scratch are static (the two
- * measurements never overlap), since the writer's may be under way when
+ * measurement and put back) and up to RP_LATE_N times more on the writer
+ * thread while the program runs (rp_rt_measure_late: the mask as it is,
+ * which must record functions), with the calling thread's rp_self pointing
+ * to the scratch buffer.  Allocates nothing: its 168 KiB of scratch are
+ * static (no two measurements overlap), since the writer's may be under way when
  * the program forks, and a child must not inherit an allocator lock or a
  * block that only the vanished writer knew.  Fails silently: when no
  * round recorded exactly its calls (a signal handler ran instrumented
@@ -617,12 +617,13 @@ static void measure_overhead(struct rp_overhead *o, int at_start)
 }
 
 /*
- * The second measurement (calib.h), on the writer thread once recording
- * has gone on for RP_LATE_AFTER_MS: a window apart from the start-up one,
+ * A measurement while the program runs (calib.h), on the writer thread
+ * once recording has gone on for RP_LATE_AFTER_MS, and again 10 and 100
+ * times as long into it (RP_LATE_N): windows apart from the start-up one,
  * which a slower phase of the machine (a CPU still at a low clock, another
- * program's burst) may have spanned.  Written at once as INFO
- * overhead_late "PAIR SELF SPREAD" in ticks, or "none" when no round of it
- * was clean; the analysis uses the faster of the two.  Returns 1 when done
+ * program's burst, a sanitizer's runtime) may have spanned.  Each written
+ * at once as INFO overhead_late "PAIR SELF SPREAD" in ticks, or "none"
+ * when no round of it was clean; the analysis uses the fastest of all.  Returns 1 when done
  * (written, or nothing to do any more: recording stopped), 0 to try again
  * at a later wake (functions not recorded now, a function filter on).
  */

@@ -620,12 +620,15 @@ static int writer_retire_locked(void)
     return 1;
 }
 
-/* When the second measurement is due (rp_rt_measure_late), in
- * rp_mono_ns; 0 while recording has not begun.  Cannot fail. */
-static uint64_t late_due(void)
+/* When measurement k (0 to RP_LATE_N - 1) while the program runs is due
+ * (rp_rt_measure_late), in rp_mono_ns: RP_LATE_AFTER_MS x 10^k into the
+ * recording; 0 while recording has not begun.  Cannot fail. */
+static uint64_t late_due(unsigned k)
 {
-    uint64_t t = __atomic_load_n(&rp_rt.rec_mono, __ATOMIC_RELAXED);
-    return t ? t + RP_LATE_AFTER_MS * 1000000ull : 0;
+    uint64_t t = __atomic_load_n(&rp_rt.rec_mono, __ATOMIC_RELAXED), ms = RP_LATE_AFTER_MS;
+    while (k--)
+        ms *= 10;
+    return t ? t + ms * 1000000ull : 0;
 }
 
 static void *writer_main(void *arg)
@@ -640,26 +643,33 @@ static void *writer_main(void *arg)
      * async-signal-safe): it sees rp_rt.fatal after at most one wait. */
     unsigned wait_ms = rp_rt.flush_ms && rp_rt.flush_ms < 200 ? rp_rt.flush_ms : 200;
     uint64_t last_clock = rp_mono_ns(), last_flush = last_clock;
-    int late = rp_rt.calib_late; /* the second measurement still to make */
-    uint64_t retry = 0;          /* not before then: it was not possible */
+    /* the measurements while the program runs still to make: several, so
+     * that one phase of a shared machine (or of a sanitizer's runtime)
+     * slower than the rest does not make the only sample; the analyzer
+     * takes the fastest */
+    unsigned late = rp_rt.calib_late ? RP_LATE_N : 0;
+    uint64_t retry = 0; /* not before then: it was not possible */
     for (;;) {
-        /* the second measurement, when due (outside the locks: neither a
-         * fork nor the program need wait for it); not possible then (no
-         * function recorded now), tried again at the writer's next usual
-         * wake, so that a run without functions costs no extra wakes */
-        uint64_t due = late ? late_due() : 0, at = rp_mono_ns();
+        /* a measurement, when due (outside the locks: neither a fork nor
+         * the program need wait for it); not possible then (no function
+         * recorded now), tried again at the writer's next usual wake, so
+         * that a run without functions costs no extra wakes */
+        uint64_t due = late ? late_due(RP_LATE_N - late) : 0, at = rp_mono_ns();
         if (due && due < retry)
             due = retry;
         if (unlikely(due) && at >= due) {
-            late = !rp_rt_measure_late();
-            retry = at + (uint64_t)wait_ms * 1000000;
+            if (rp_rt_measure_late()) {
+                late--;
+                due = late ? late_due(RP_LATE_N - late) : 0; /* the next one's */
+            } else
+                retry = at + (uint64_t)wait_ms * 1000000;
         }
         rp_own_lock(&rp_rt.lock);
         if (!work_pending_locked() && !atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            /* (no later than the second measurement is due, or than a
-             * look at whether recording has begun, which sets when) */
+            /* (no later than the next measurement is due, or than a look
+             * at whether recording has begun, which sets when) */
             uint64_t wait_ns = (uint64_t)wait_ms * 1000000;
             uint64_t cap = due > at ? due - at : RP_LATE_AFTER_MS * 1000000ull;
             if (late && cap < wait_ns)
