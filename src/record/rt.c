@@ -351,6 +351,9 @@ RP_HIDDEN void rp_rt_thread_exit(void *arg)
     t->end_ticks = rp_ticks();
     if (t->base && t->pos > t->base) {
         t->lens[atomic_load(&t->produced) % rp_rt.nbuf] = (uint32_t)(t->pos - t->base);
+        /* (stated before the release: the writer may see it and read the
+         * buffer before this thread reaches the publish below) */
+        RP_TSAN_PUBLISH(t);
         atomic_fetch_add_explicit(&t->produced, 1, memory_order_release);
     }
     rp_offcpu_thread_exit(t); /* the schedstat fallback's last read */
