@@ -30,10 +30,9 @@
  * 2.1 GHz, 24.5 at 2445 MHz, where one step reads as 24 or 25; 1 if
  * absent), and an empty call's compensated span lies between
  * 0 and spread (the 95th percentile of the recorder's own measurement less
- * its median).  Such a span is "below resolution": counted per node, with
- * its duration in the sums (so times still add up), but not in the
- * minimum, the histogram or the percentiles, where it would read as a time
- * it does not show.
+ * its o_self, their mean below that percentile).  Such a span is "below resolution": counted per
+ * node, with its duration in the sums (so times still add up), but not in the minimum, the
+ * histogram or the percentiles, where it would read as a time it does not show.
  */
 #ifndef RP_ANALYZE_COMP_H
 #define RP_ANALYZE_COMP_H

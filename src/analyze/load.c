@@ -323,15 +323,9 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
             }
         } else if (KEY("overhead_late")) {
             late_parse(v, val, vlen);
-        } else if (KEY("clock_step_ticks")) { /* 1 tick unless in [2, 1e6] */
-            char tmp[32];
-            size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
-            memcpy(tmp, val, l);
-            tmp[l] = 0;
-            double x = strtod(tmp, NULL);
-            p->clock_step = x >= 2 && x <= 1e6 ? x : 1;
         } else if (KEY("pid") || KEY("freq_hz") || KEY("overhead_ticks") ||
-                   KEY("overhead_self_ticks") || KEY("overhead_spread_ticks")) {
+                   KEY("overhead_self_ticks") || KEY("overhead_spread_ticks") ||
+                   KEY("clock_step_ticks")) {
             char tmp[32];
             size_t l = vlen < sizeof(tmp) - 1 ? vlen : sizeof(tmp) - 1;
             memcpy(tmp, val, l);
@@ -342,7 +336,10 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
                 v->freq_hz = strtod(tmp, NULL);
             else if (KEY("overhead_ticks"))
                 p->overhead_pair = strtod(tmp, NULL);
-            else if (KEY("overhead_spread_ticks"))
+            else if (KEY("clock_step_ticks")) { /* 1 tick unless in [2, 1e6] */
+                double step = strtod(tmp, NULL);
+                p->clock_step = step >= 2 && step <= 1e6 ? step : 1;
+            } else if (KEY("overhead_spread_ticks"))
                 p->overhead_spread = strtod(tmp, NULL);
             else
                 p->overhead_self = strtod(tmp, NULL);

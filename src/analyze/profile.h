@@ -365,9 +365,10 @@ struct rp_profile {
     int compensated;        /* applied: known and not switched off */
     uint64_t comp_clamped;  /* spans shorter than their overhead, counted as 0 */
     double overhead_spread; /* ticks: INFO overhead_spread_ticks (format 1.3), else 0 */
-    /* The recorder's second measurement, made while the program ran (INFO
-     * overhead_late): 0 none, 1 made and slower than the start-up one, 2
-     * made and faster, so the one in overhead_pair/self/spread; its pair. */
+    /* The fastest of the recorder's measurements made while the program
+     * ran (INFO overhead_late, up to three): 0 none, 1 made and slower than
+     * the start-up one, 2 made and faster, so the one in
+     * overhead_pair/self/spread; its pair. */
     int overhead_late;
     double overhead_late_pair;
     double clock_step;   /* ticks the recorder's counter moves by at once, not

@@ -108,7 +108,8 @@ enum rp_chunk_type {
  * call: the analyzer's resolution is 1 tick + its ceiling), "rank" (the
  * MPI rank, from the launcher's environment), "overhead_late" ("pending"
  * in the first INFO, then "PAIR SELF SPREAD" ticks or "none" in an INFO of
- * its own: the writer's second measurement, the faster one used), and
+ * its own, up to three: the writer's measurements while the program ran,
+ * the fastest of all used), and
  * librankprof-mpi's "clock_offset_init" and "clock_offset_fini" ("LOCAL
  * OFFSET RTT" ns).
  */
