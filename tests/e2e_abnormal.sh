@@ -59,12 +59,7 @@ check() { # mode want_status want_end(exit|signal N|none) want_unclosed
     if [[ $mode == chain && -z "$san" ]]; then
         grep -q "program handler" "$tmp/$mode.out" || fail "chain: the program's handler did not run"
     fi
-    # (uncompensated: what is checked is the ending's, and a sanitizer's
-    # cost per event moves by 2x within a run here, 155 to 340 ns under
-    # TSan, so a run under 10 ms, measured once, could have main's time
-    # compensated to 0)
-    "$RANKPROF" report -i "$tmp/$mode.data" --format json --no-compensate >"$tmp/$mode.json" \
-        2>"$tmp/$mode.rerr" ||
+    "$RANKPROF" report -i "$tmp/$mode.data" --format json >"$tmp/$mode.json" 2>"$tmp/$mode.rerr" ||
         fail "$mode: report failed: $(cat "$tmp/$mode.rerr")"
     "$RANKPROF" info -i "$tmp/$mode.data" >"$tmp/$mode.info" 2>&1 || fail "$mode: info failed"
     python3 - "$tmp/$mode.json" "$mode" "$end" "$unclosed" "$N" <<'PY' || fail "$mode: wrong report"

@@ -13,17 +13,18 @@
 #       and --no-compensate / --compensate=off turns it off;
 #     - calls and edges are the same either way, no time grows;
 #     - parent (2*ITERS descendant events per run) loses exactly
-#       REPS * (2*ITERS*event + self); main, with every event of the run
-#       inside it, loses (its descendant events)*event + self, down to 0
-#       (a span is clamped at 0 when over-compensated);
+#       REPS * (2*ITERS*event + self) (at most: a span over-compensated
+#       keeps its callees' time); main, with every event of the run inside
+#       it, loses (its descendant events)*event + self, down to its
+#       callees' time;
 #     - sum of compensated exclusive times = compensated inclusive of main
-#       (the only root span), recursion of fib included (>= when a node's
-#       exclusive total came out negative and shows 0: over-compensation);
+#       (the only root span), recursion of fib included, and every node
+#       but fib (recursive) has inclusive = exclusive + its callees';
 #     - spans below resolution: counted per node (adding up to the total),
 #       no minimum or median below the resolution;
 #     - the call paths of `export --format folded` (the calling-context
 #       tree of the flame graph and pprof) add up to each node's exclusive
-#       time, with and without compensation;
+#       time, with and without compensation, over-compensated too;
 #   step: the clock's step (the ticks it moves by at once: 21 on an AMD
 #     Zen's TSC) that the trace gives is the one the recorded events' times
 #     show, and the resolution is at least one step;
@@ -35,6 +36,11 @@
 #     recorder's second one, made while the program runs (used, in the
 #     JSON and `info`, also of two such files read as one; main not
 #     clamped; the exact checks hold with it);
+#   over: a start-up measurement 4 times too high and none later, in 4 KiB
+#     buffers (main and every parent span across chunks): clamped spans,
+#     yet no span shorter than its callees, with any number of replay
+#     workers (the report, the call paths, `rankprof replay`'s durations),
+#     main not 0, and the exact checks hold;
 #   timing (not under sanitizers, where the program's own speed is not the
 #   point; up to 3 recordings on a loaded machine, one must pass):
 #     - leaf: at least half of its compensated spans are below resolution
@@ -90,18 +96,21 @@ if part in ("exact", "all"):
     if N["parent"]["calls"] != reps or N["leaf"]["calls"] != reps * iters:
         die(f"unexpected calls: parent {N['parent']['calls']}, leaf {N['leaf']['calls']}")
     # exact: the model, span by span.  A run of parent shorter than its
-    # overhead (possible when the start-up measurement came out high) counts as
-    # 0 instead of negative, and is below resolution (so not in min_ns): then
-    # the total is only bounded from below.
+    # overhead plus its callees' compensated time (possible when the
+    # start-up measurement came out high) counts as its callees' time, and
+    # may be below resolution (so not in min_ns): then the total is only
+    # bounded from below.
+    def out_ns(name):  # its callees' compensated time
+        return sum(e["inclusive_ns"] for e in on["edges"] if e["caller"] == name and e["callee"] != name)
     want = R["parent"]["inclusive_ns"] - reps * (2 * iters * ev + self)
     got = N["parent"]["inclusive_ns"]
-    exact = N["parent"]["min_ns"] > 0 and not N["parent"]["below_resolution"]
+    exact = N["parent"]["min_ns"] > 0 and not N["parent"]["below_resolution"] and not c["clamped_spans"]
     if got < want - reps * tick - 2 or (exact and got > want + reps * tick + 2):
         die(f"parent: compensated inclusive {got} ns, the model says {want:.0f}")
     # main is one span: over-compensated (a start-up measurement taken while
-    # the machine was slower than during the run), it is clamped at 0
+    # the machine was slower than during the run), it is its callees' time
     events_in_main = 2 * (reps + reps * iters + N["fib"]["calls"])
-    want = max(0, R["main"]["inclusive_ns"] - (events_in_main * ev + self))
+    want = max(out_ns("main"), R["main"]["inclusive_ns"] - (events_in_main * ev + self))
     # (and the event cost's fixed point, 1/65536 tick per two events: a
     # quarter of that per event at most)
     if abs(N["main"]["inclusive_ns"] - want) > tick + 2 + events_in_main * tick / 4 / 65536:
@@ -110,15 +119,16 @@ if part in ("exact", "all"):
     roots = [e for e in on["edges"] if e["caller"] == "<root>"]
     if [e["callee"] for e in roots] != ["main"]:
         die(f"expected main as the only root span: {roots}")
-    # (a node whose exclusive total came out negative, over-compensated, shows 0:
-    # then the sum can only be larger)
+    # (over-compensated or not: no span is shorter than its callees, so no
+    # node's exclusive time is below 0 and they add up exactly; 1 ns of
+    # rounding per node)
     total_excl = sum(n["exclusive_ns"] for n in on["nodes"])
-    callers = {e["caller"] for e in on["edges"]}
-    zeroed = [n["name"] for n in on["nodes"] if n["exclusive_ns"] == 0 and n["name"] in callers]
-    if total_excl < N["main"]["inclusive_ns"] - len(on["nodes"]) - 1 or \
-       (not zeroed and total_excl > N["main"]["inclusive_ns"] + len(on["nodes"]) + 1):
-        die(f"sum of exclusive {total_excl} != main's inclusive {N['main']['inclusive_ns']} "
-            f"(exclusive clamped at 0: {zeroed})")
+    if abs(total_excl - N["main"]["inclusive_ns"]) > len(on["nodes"]) + 1:
+        die(f"sum of exclusive {total_excl} != main's inclusive {N['main']['inclusive_ns']}")
+    for name, n in N.items():  # (docs/report-json.md: inclusive = exclusive + callees')
+        if name != "fib" and abs(n["inclusive_ns"] - n["exclusive_ns"] - out_ns(name)) > 2 + len(on["edges"]):
+            die(f"{name}: inclusive {n['inclusive_ns']} != exclusive {n['exclusive_ns']} + "
+                f"its callees' {out_ns(name)}")
     # (but it may have been off CPU: that is the [off-cpu] node's time.  Off-CPU
     # time is not compensated, so on a loaded machine, with a start-up
     # measurement that came out high, inclusive - off-CPU can be negative: then
@@ -129,11 +139,8 @@ if part in ("exact", "all"):
             "(or exclusive be 0 where off-CPU exceeds inclusive)")
 
     # the call paths (the flame graph's, pprof's: cct.c) add up to the report's
-    # exclusive times, compensated and not (each path's ns rounded: 1 ns each).
-    # A path whose exclusive total came out negative (over-compensated: fib's
-    # inner levels) shows 0, as a node does, so where a node has several paths
-    # and callees their sum may exceed its total; a node with one path, or
-    # without callees (exclusive = inclusive >= 0 on every path), must match.
+    # exclusive times, compensated and not (each path's ns rounded: 1 ns
+    # each), over-compensated too (no path's exclusive total below 0).
     for k, nodes in (("on", N), ("off", R)):
         sums, paths = {}, {}
         for line in open(f"{d}/t{a}.{k}.folded"):
@@ -143,8 +150,7 @@ if part in ("exact", "all"):
             paths[leaf] = paths.get(leaf, 0) + 1
         for name, n in nodes.items():
             got, want, tol = sums.get(name, 0), n["exclusive_ns"], paths.get(name, 0) + 1
-            exact = k == "off" or paths.get(name, 0) <= 1 or name not in callers
-            if got < want - tol or (exact and got > want + tol):
+            if abs(got - want) > tol:
                 die(f"folded ({k}): {name}'s paths add up to {got} ns, the report says {want} ns "
                     f"exclusive")
     # exact: resolution (comp.h).  Spans shorter than it are counted per node,
@@ -448,10 +454,61 @@ sys.exit(0 if c["measurement"] == "late" and c["late_event_ns"] == c["event_ns"]
         fail "(above)"
 }
 
+# over-compensated, across chunks (see the top)
+over() {
+    RANKPROF_TEST_CALIB_SLOW=4 RANKPROF_CALIBRATE_LATE=0 RANKPROF_BUFSIZE=4096 \
+        "$RANKPROF" record -o "$tmp/tO.data" -- "$PROGS/prog_tiny" 8 2000 12 $WORK \
+        >"$tmp/tO.out" 2>"$tmp/over.err" || fail "record failed: $(cat "$tmp/over.err")"
+    local j
+    for j in 0 2; do
+        RANKPROF_REPLAY_JOBS=$j "$RANKPROF" report -i "$tmp/tO.data" --format json \
+            >"$tmp/tO.$j.json" &&
+            RANKPROF_REPLAY_JOBS=$j "$RANKPROF" export --format folded -i "$tmp/tO.data" \
+                -o "$tmp/tO.$j.folded" || fail "report or export with $j workers failed"
+    done
+    cmp -s "$tmp/tO.0.json" "$tmp/tO.2.json" || fail "the report differs with 2 workers"
+    cmp -s "$tmp/tO.0.folded" "$tmp/tO.2.folded" || fail "the call paths differ with 2 workers"
+    cp "$tmp/tO.0.json" "$tmp/tO.on.json" && cp "$tmp/tO.0.folded" "$tmp/tO.on.folded"
+    "$RANKPROF" report -i "$tmp/tO.data" --format json --no-compensate >"$tmp/tO.off.json" &&
+        "$RANKPROF" export --format folded --no-compensate -i "$tmp/tO.data" \
+            -o "$tmp/tO.off.folded" && "$RANKPROF" replay -i "$tmp/tO.data" >"$tmp/tO.replay" ||
+        fail "report, export or replay failed"
+    python3 - "$tmp/tO.on.json" "$tmp/tO.replay" <<'PY' || fail "(above)"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+main = [n for n in j["nodes"] if n["name"] == "main"][0]
+if not j["compensation"]["clamped_spans"] or main["inclusive_ns"] <= 0:
+    sys.exit(f"e2e_comp: FAIL: not over-compensated, or main at 0: {j['compensation']}, {main}")
+# `rankprof replay`: every call at least as long as the calls it made (each
+# duration shown to half a unit of its last digit)
+unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+stack = [[]]  # per open call, its callees' (duration, rounding)
+for line in open(sys.argv[2]):
+    m = re.match(r"\s*(?:([0-9.]+) (ns|us|ms|s))?\s+\[\s*\d+\] \|\s*(.*)$", line)
+    if not m:
+        continue
+    text = m.group(3)
+    if text.endswith("{"):
+        stack.append([])
+        continue
+    v, u = m.group(1), unit[m.group(2)]
+    d, r = float(v) * u, 0.5 * u * 10 ** -(len(v.split(".")[1]) if "." in v else 0)
+    if text.startswith("}"):
+        kids = stack.pop()
+        if d + r + sum(k[1] for k in kids) + 1 < sum(k[0] for k in kids):
+            sys.exit(f"e2e_comp: FAIL: replay: {text} lasted {d} ns, its callees "
+                     f"{sum(k[0] for k in kids):.0f} ns")
+    stack[-1].append((d, r))
+print(f"over: ok ({j['compensation']['clamped_spans']} spans clamped, main {main['inclusive_ns']} ns)")
+PY
+    python3 "$tmp/check.py" "$tmp" O 8 2000 exact || fail "(above)"
+}
+
 scenario outputs outputs
 scenario exact exact
 scenario timing timing
 scenario step step
 scenario graph_min graph_min
 scenario late late
+scenario over over
 finish

@@ -71,7 +71,7 @@ perf() {
         >"$tmp/busy.out" 2>"$tmp/busy.err" || fail "record failed: $(cat "$tmp/busy.err")"
     stolen=$(($(steal) - steal0))
     # measured times: the arithmetic below is exact without overhead compensation
-    # (with it, a span shorter than its correction is clamped at 0: under a
+    # (with it, a span shorter than its correction is clamped: under a
     # sanitizer the measured cost per event varies, and step's own time is small)
     "$RANKPROF" report -i "$tmp/busy.data" --format json --no-compensate >"$tmp/busy.json" ||
         fail "report failed"

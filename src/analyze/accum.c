@@ -106,19 +106,6 @@ static void zarr_release(void *arr, size_t from, size_t to)
 #endif
 }
 
-int rp_adj_reserve(struct priv *v, uint32_t n)
-{
-    if (n <= v->nadj)
-        return 0;
-    /* zero-filled and mapped on demand: only the pages of the nodes the join
-     * corrects (frames open across chunks) are ever memory */
-    if (rp_zarr_grow(&v->excl_adj, &v->adj_bytes, (size_t)n * sizeof(*v->excl_adj)) < 0)
-        return RP_ENOMEM;
-    size_t cap = v->adj_bytes / sizeof(*v->excl_adj);
-    v->nadj = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-    return 0;
-}
-
 /* An edge's sort key: (caller, callee). */
 static inline uint64_t edge_key(const struct rp_edge *e)
 {
@@ -374,7 +361,7 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
     struct rp_node_x x = rp_node_x_raw(n);
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
-    n->excl = rp_span_excl_total(n->excl + (i < v->nadj ? v->excl_adj[i] : 0));
+    n->excl = rp_span_excl_total(n->excl);
     x.oncpu_max = f->omax > x.oncpu_max ? f->omax : x.oncpu_max;
     x.run_max = f->rmax > x.run_max ? f->rmax : x.run_max;
     if (x.fh) { /* intervals too spread are no period */

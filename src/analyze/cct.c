@@ -129,13 +129,21 @@ static inline __attribute__((always_inline)) void span_end(struct rp_cct *t, str
     assert(th->depth > 0);
     struct priv *v = t->priv;
     struct frame *f = &th->stack[--th->depth];
-    uint64_t raw = rp_span_dur(f->start, now);
-    uint64_t dur =
-        v->offid && f->id == v->offid ? raw : rp_comp_dur(&v->comp, raw, th->events - f->ev - 1);
+    uint64_t raw = rp_span_dur(f->start, now), dur = raw, k = 0;
+    int comp = v->comp.on && !(v->offid && f->id == v->offid);
+    if (comp) {
+        k = rp_comp_of(&v->comp, th->events - f->ev - 1);
+        dur = rp_comp_span(&v->comp, raw, k, f->callees);
+    }
     int left = !f->node || (t->filter && dur < t->filter->min_ticks);
     if (unlikely(th->depth < v->low)) { /* a frame of U: the join needs how it ended */
-        v->uo[th->depth] =
-            (struct uo){.node = f->node, .up = f->up, .how = left ? UO_LEFT : UO_COUNTED};
+        v->uo[th->depth] = (struct uo){.node = f->node,
+                                       .up = f->up,
+                                       .how = left ? UO_LEFT : UO_COUNTED,
+                                       .comp = (uint8_t)comp,
+                                       .raw = raw,
+                                       .k = k,
+                                       .callees = f->callees};
         v->low = th->depth;
     }
     if (left) {
@@ -292,7 +300,7 @@ static inline __attribute__((always_inline)) int leaf_on(struct rp_cct *t, struc
         return 0; /* out of memory: the long way says so */
     th->events += 2;
     th->last = ex->ticks;
-    uint64_t dur = rp_comp_dur(&v->comp, rp_span_dur(ev->ticks, ex->ticks), 0);
+    uint64_t dur = rp_comp_dur(&v->comp, rp_span_dur(ev->ticks, ex->ticks), 0, 0);
     struct rp_cct_node *n = &t->nodes[node];
     n->calls++;
     n->incl += dur;

@@ -58,8 +58,11 @@ struct priv {
 enum { UO_OPEN, UO_COUNTED, UO_LEFT, UO_DROPPED };
 struct uo {
     uint32_t node; /* UO_COUNTED: its path */
-    uint32_t up;   /* UO_LEFT: its frame's up */
+    uint32_t up;   /* its frame's up (its kept caller's frame + 1) */
     uint8_t how;
+    uint8_t comp;     /* UO_COUNTED: compensated, raw less k, not below its callees' */
+    uint64_t raw, k;  /* its measured duration and correction */
+    uint64_t callees; /* its callees' time in the chunk */
 };
 
 /* cct.c: a thread's state (created on first use; NULL when out of

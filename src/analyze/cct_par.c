@@ -84,7 +84,8 @@ struct pthr {
 
 struct padj {
     uint32_t slot, node;
-    uint64_t ticks; /* to subtract from the path's excl */
+    uint64_t ticks; /* to subtract from the path's excl (mod 2^64) */
+    uint64_t incl;  /* to add to its incl (the span's duration raised, comp.h) */
 };
 
 struct par {
@@ -212,6 +213,19 @@ static struct pthr *pthr_of(struct par *P, uint32_t tid)
     return &P->threads[P->nthreads++];
 }
 
+/* What a counted U span's duration gains, compensated against its callees'
+ * time pend in the chunks before too (comp.h: never below it).  Cannot
+ * fail. */
+static uint64_t u_raised(struct par *P, const struct uo *o, uint64_t pend)
+{
+    struct rp_comp c = ((const struct priv *)P->slots[0].priv)->comp;
+    if (!o->comp)
+        return 0;
+    int lim = o->k > o->raw || o->raw - o->k < o->callees; /* (as the chunk had it) */
+    uint64_t in_chunk = lim ? o->callees : o->raw - o->k;
+    return rp_comp_span(&c, o->raw, o->k, o->callees + pend) - in_chunk;
+}
+
 /* Joins replayed job j to its thread (see above).  Returns 0, the job's
  * code with err set, or RP_ENOMEM. */
 static int par_join(struct par *P, struct pjob *j, char *err, size_t errsz)
@@ -229,10 +243,14 @@ static int par_join(struct par *P, struct pjob *j, char *err, size_t errsz)
     for (uint32_t i = j->u; i-- > j->low;) { /* the U spans it ended, innermost first */
         uint64_t pend = i < T->depth ? T->stack[i].pending : 0;
         const struct uo *o = &j->uo[i];
+        uint64_t raised = o->how == UO_COUNTED && pend ? u_raised(P, o, pend) : 0;
         if (o->how == UO_COUNTED && pend) {
             if (rp_grow(&P->adj, &P->capadj, P->nadj + 1, sizeof(*P->adj), 64) < 0)
                 return RP_ENOMEM;
-            P->adj[P->nadj++] = (struct padj){.slot = j->slot, .node = o->node, .ticks = pend};
+            P->adj[P->nadj++] = (struct padj){
+                .slot = j->slot, .node = o->node, .ticks = pend - raised, .incl = raised};
+            if (raised && o->up && o->up - 1 < T->depth) /* (its kept caller's callees) */
+                T->stack[o->up - 1].pending += raised;
         } else if (o->how == UO_LEFT && o->up && o->up - 1 < T->depth) {
             T->stack[o->up - 1].pending += pend;
         }
@@ -553,8 +571,11 @@ int rp_cct_add_file_par(struct rp_cct *t, const char *path, const struct rp_repl
     if ((rc = par_close(P)) < 0)
         goto out;
     /* every job is joined: the workers wait, the trees are still */
-    for (uint32_t i = 0; i < P->nadj; i++)
-        P->slots[P->adj[i].slot].nodes[P->adj[i].node].excl -= P->adj[i].ticks;
+    for (uint32_t i = 0; i < P->nadj; i++) {
+        struct rp_cct_node *n = &P->slots[P->adj[i].slot].nodes[P->adj[i].node];
+        n->excl -= P->adj[i].ticks;
+        n->incl += P->adj[i].incl;
+    }
     for (uint32_t k = 0; k <= nworkers && rc == 0; k++)
         rc = merge_into(t, &P->slots[k]);
 out:

@@ -8,7 +8,13 @@
  *
  * A span with E events of its thread between its ENTER and its end lasted
  *
- *     dur = raw - (E * pair / 2 + self),   clamped at 0 (counted)
+ *     dur = max(raw - (E * pair / 2 + self), child),   limited: counted
+ *
+ * where child is the compensated time of its callees (0 for a leaf): a
+ * correction measured above what the program's events cost (a CPU that
+ * sped up after the measurement, a sanitizer's allocator changing pace)
+ * leaves the span its callees' time and no own time, never less than
+ * them, so that a node's inclusive time is never below its children's.
  *
  * with pair (INFO "overhead_ticks") and self ("overhead_self_ticks") in
  * fixed point, 1/RP_COMP_ONE tick, and the correction rounded to the
@@ -130,10 +136,27 @@ static inline int rp_comp_init_proc(struct rp_comp *c, const struct rp_proc *r, 
     return 0;
 }
 
-/* The duration of a span that lasted raw ticks with e events inside. */
-static inline uint64_t rp_comp_dur(struct rp_comp *c, uint64_t raw, uint64_t e)
+/*
+ * raw less the correction k, but not less than child, the compensated time
+ * of the span's callees (a correction measured too high would leave a
+ * parent shorter than its children): limited either way, and then counted
+ * once.  The result is at most raw, the callees' being at most theirs.
+ */
+static inline uint64_t rp_comp_span(struct rp_comp *c, uint64_t raw, uint64_t k, uint64_t child)
 {
-    return c->on ? rp_comp_sub(c, raw, rp_comp_of(c, e)) : raw;
+    uint64_t d = raw - k;
+    if (__builtin_expect(k > raw || d < child, 0)) {
+        c->clamped++;
+        return child;
+    }
+    return d;
+}
+
+/* The duration of a span that lasted raw ticks with e events inside and
+ * child ticks in its callees (compensated). */
+static inline uint64_t rp_comp_dur(struct rp_comp *c, uint64_t raw, uint64_t e, uint64_t child)
+{
+    return c->on ? rp_comp_span(c, raw, rp_comp_of(c, e), child) : raw;
 }
 
 #endif /* RP_ANALYZE_COMP_H */

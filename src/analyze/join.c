@@ -60,9 +60,10 @@ struct tstate *rp_tstate_get(struct rp_profile *p, uint32_t tid)
 
 /*
  * Joins job j (replayed) to its thread, in file order: the thread's counts,
- * and its open spans.  U frames that ended in the chunk had only the chunk's
- * callee time subtracted; the rest of it, carried on the thread's stack, is
- * subtracted here.  Returns 0, or j->rc with the error in err.
+ * and its open spans.  U frames that ended in the chunk are counted here
+ * (struct uspan), with their callee time from the earlier chunks, carried
+ * on the thread's stack.  Returns 0, j->rc with the error in err, or
+ * RP_ENOMEM.
  */
 int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
 {
@@ -122,13 +123,23 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
                                          .sf = j->snap[i].sf};
         t->depth = j->u;
     }
-    /* (top down: a span the filter left out hands its callees' time from
-     * earlier chunks on to the frame below, as span_end does in the chunk) */
-    for (uint32_t i = j->u; i-- > j->low;)
-        if (j->closed[i] == 1)
-            v->excl_adj[t->stack[i].id] -= t->stack[i].child;
-        else if (j->closed[i] == 2 && i)
+    /* (top down: a span of U the chunk ended is counted now, against its
+     * callees' time from the earlier chunks too, and what that adds to its
+     * duration goes to the frame below; a span the filter left out hands its
+     * callees' time from earlier chunks on to the frame below, as span_end
+     * does in the chunk) */
+    for (uint32_t i = j->u; i-- > j->low;) {
+        if (j->closed[i] == 1) {
+            uint64_t raised;
+            int rc = rp_replay_count_u(p, j, i, t->stack[i].child, &raised);
+            if (rc < 0)
+                return rc;
+            if (i)
+                t->stack[i - 1].child += raised;
+        } else if (j->closed[i] == 2 && i) {
             t->stack[i - 1].child += t->stack[i].child;
+        }
+    }
     /* the activations that ended under the U frames the chunk ended, in
      * earlier chunks: in their edges' incl_calls, and in the frame left
      * below them (each frame's acts counts those ended right under it) */

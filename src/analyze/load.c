@@ -77,8 +77,6 @@ static int replay_events(struct rp_profile *p, const struct rp_chunk *c, uint32_
     struct tstate *t = rp_tstate_get(p, tid);
     if (!t)
         return RP_ENOMEM;
-    if (rp_adj_reserve(v, p->n_nodes) < 0)
-        return RP_ENOMEM;
     /* Compensation needs every frame's event count: a snapshot without them
      * (not from this recorder) is not enough, the chunk replays in order. */
     uint32_t word = rp_get32(c->data + 4);
@@ -455,10 +453,10 @@ void rp_replay_priv_free(struct rp_profile *p)
         free(j->data);
         free(j->in);
         free(j->closed);
+        free(j->us);
         free(j->out);
         free(j->snap);
     }
-    rp_zarr_free(v->excl_adj, v->adj_bytes);
     free(v);
     p->priv = NULL;
     rp_big_trim(); /* and the pages with it: the replayers' threads freed them */

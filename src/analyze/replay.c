@@ -19,12 +19,15 @@
  * call, and "overhead_self_ticks" = o_self) and it is not switched off,
  * every span's duration is taken as
  *
- *     dur = (end - start) - (E * pair / 2 + o_self),   clamped at 0 (counted)
+ *     dur = max((end - start) - (E * pair / 2 + o_self), child),   limited: counted
  *
  * with E the thread's events between its ENTER and its end (each frame
  * keeps the chunk-local number of its ENTER event; for a frame that began
  * in an earlier chunk that number is <= 0, from the snapshot's event counts
- * or the thread's stack handed over from the previous chunk).  Everything
+ * or the thread's stack handed over from the previous chunk), and child the
+ * compensated time of its callees (comp.h: no span shorter than the calls
+ * it made; a span of U, begun in an earlier chunk, is counted at the join,
+ * where its callees' time in every chunk is known: struct uspan).  Everything
  * that uses a duration uses this one: inclusive, the parent's callee time
  * (so exclusive follows from the children's compensated time), min, max,
  * variance, histogram, edges.  Budget overruns keep the measured duration,
@@ -63,6 +66,7 @@
  * a histogram, per edge one record; nothing grows with the length of the
  * trace.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,15 +404,18 @@ static __attribute__((noinline)) int outside_count(struct acc *a, uint32_t id, u
  */
 static inline __attribute__((always_inline)) int
 span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint64_t start,
-            uint64_t raw, uint64_t dur, int kept, struct rp_comp *cp, int cut, const int filtered,
-            const int out)
+            uint64_t raw, uint64_t k, uint64_t dur, int kept, struct rp_comp *cp, int cut,
+            const int filtered, const int out)
 {
     uint32_t id = f->id, parent = 0;
     uint64_t acts = id == j->offid ? 0 : kept && !out ? 1 + f->acts : f->acts; /* (off-CPU: none) */
+    int u = 0; /* a span of U, counted at the join (struct uspan) */
     if (unlikely(depth < j->low)) {
         j->low = depth;
-        if (depth < j->u)
+        if (depth < j->u) {
             j->closed[depth] = kept && !out ? 1 : 2;
+            u = !j->resident && kept && !out;
+        }
         if (j->resident && depth) /* first reached in this chunk (Deep stacks) */
             f[-1].off = 0;
     }
@@ -427,10 +434,67 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
         return 0;
     if (out)
         return outside_count(a, id, dur);
+    if (unlikely(u)) {
+        j->us[depth] = (struct uspan){.id = id,
+                                      .parent = parent,
+                                      .start = start,
+                                      .raw = raw,
+                                      .k = k,
+                                      .child = f->child,
+                                      .off = f->off,
+                                      .acts = acts,
+                                      .pre = f->pre,
+                                      .comp = cp->on && id != j->offid,
+                                      .outer = (uint8_t)outer,
+                                      .cut = cut != 0};
+        return 0;
+    }
     if (unlikely(cut) && hot_cut(a, &a->hot[id], cut) < 0)
         return RP_ENOMEM;
     return span_count(a, &a->hot[id], id, parent, start, raw, dur, f->child, f->off, outer, cp,
                       acts, f->ev <= 0, f->pre);
+}
+
+/*
+ * Counts the span of U that job j ended at depth i (closed 1: j->us[i]),
+ * now that `before`, the time its callees took in the earlier chunks, is
+ * known: compensated against all of its callees' time (comp.h), with the
+ * main replayer's accumulators, as span_finish would have counted it in the
+ * chunk, and the span's correction counted as limited (p->comp_clamped) if
+ * that is only so now.  *raised gets what that added to the duration the
+ * chunk gave the frame below.  Returns 0 or RP_ENOMEM.
+ */
+int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i, uint64_t before,
+                      uint64_t *raised)
+{
+    struct priv *v = p->priv;
+    struct acc *a = &v->acc[ACC_MAIN];
+    const struct uspan *s = &j->us[i];
+    uint64_t child = s->child + before, dur = s->raw;
+    struct rp_comp c;
+    int rc;
+
+    assert(i < j->u && j->closed[i] == 1 && !j->resident);
+    rp_comp_set(&c, j->comp, j->pairfp, j->selffp, j->res);
+    *raised = 0;
+    if (s->comp) { /* (limited in the chunk: counted there, at its callees' time there) */
+        int lim = s->k > s->raw || s->raw - s->k < s->child;
+        uint64_t in_chunk = lim ? s->child : s->raw - s->k;
+        dur = rp_comp_span(&c, s->raw, s->k, child);
+        *raised = dur - in_chunk;
+        p->comp_clamped += c.clamped && !lim;
+    }
+    if ((rc = acc_reserve(a, p)) < 0)
+        return rc;
+    uint64_t chunk = a->chunk; /* (no interval to a start in the chunk) */
+    a->chunk = 0;
+    if (s->cut && (rc = hot_cut(a, &a->hot[s->id], 1)) < 0)
+        goto out;
+    rc = span_count(a, &a->hot[s->id], s->id, s->parent, s->start, s->raw, dur, child, s->off,
+                    s->outer, &c, s->acts, 1, s->pre);
+out:
+    a->chunk = chunk;
+    return rc < 0 ? rc : 0;
 }
 
 /* span_finish of a span outside the program's code, off the event loop. */
@@ -438,8 +502,8 @@ static __attribute__((noinline, cold)) int
 span_finish_outside(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint64_t start,
                     uint64_t raw, uint64_t dur, int kept, struct rp_comp *cp, int filtered)
 {
-    return filtered ? span_finish(a, j, f, depth, start, raw, dur, kept, cp, 0, 1, 1)
-                    : span_finish(a, j, f, depth, start, raw, dur, kept, cp, 0, 0, 1);
+    return filtered ? span_finish(a, j, f, depth, start, raw, 0, dur, kept, cp, 0, 1, 1)
+                    : span_finish(a, j, f, depth, start, raw, 0, dur, kept, cp, 0, 0, 1);
 }
 
 /*
@@ -458,10 +522,12 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     struct frame *f = &stack[--*depth];
     uint32_t id = f->id;
     uint64_t start = f->start + pz; /* (acc.pz) */
-    uint64_t raw = rp_span_dur(start, now), dur = raw;
+    uint64_t raw = rp_span_dur(start, now), dur = raw, k = 0;
 
-    if (cp->on && id != j->offid) /* E events inside: E * pair / 2 + self, rounded */
-        dur = rp_comp_sub(cp, raw, rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0));
+    if (cp->on && id != j->offid) { /* E events inside: E * pair / 2 + self, rounded */
+        k = rp_comp_of(cp, ev > f->ev ? (uint64_t)(ev - f->ev - 1) : 0);
+        dur = rp_comp_span(cp, raw, k, f->child);
+    }
     int kept = !filtered || (id == j->offid ? rp_sf_offcpu_kept(j->flt, *depth ? &f[-1].sf : NULL,
                                                                 id, start, dur)
                                             : rp_sf_kept(j->flt, &f->sf, dur));
@@ -471,7 +537,7 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     if (unlikely(a->hot[id].blocked) &&
         rp_span_outside(a->hot, j->outside, id, *depth ? f[-1].id : 0))
         return span_finish_outside(a, j, f, *depth, start, raw, dur, kept, cp, filtered);
-    return span_finish(a, j, f, *depth, start, raw, dur, kept, cp, cut, filtered, 0);
+    return span_finish(a, j, f, *depth, start, raw, k, dur, kept, cp, cut, filtered, 0);
 }
 
 /*
@@ -554,6 +620,7 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
                                                                   : j->nin;
     if (rp_grow(&a->stack, &a->cap, u + 1, sizeof(*a->stack), 64) < 0 ||
         rp_grow(&j->closed, &j->capclosed, u + 1, 1, 64) < 0 ||
+        rp_grow(&j->us, &j->capus, u + 1, sizeof(*j->us), 64) < 0 ||
         rp_grow(&j->snap, &j->capsnap, ns + 1, sizeof(*j->snap), 64) < 0)
         return RP_ENOMEM;
     a->chunk = j->offset + 1;
@@ -1175,8 +1242,8 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         struct frame *f = &t->stack[--t->depth];
         uint64_t raw = end >= f->start ? end - f->start : 0, dur = raw;
         uint32_t parent = 0;
-        if (cp->on)
-            dur = rp_comp_sub(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0));
+        if (cp->on && f->id != v->offid)
+            dur = rp_comp_span(cp, raw, rp_comp_of(cp, f->ev < 0 ? (uint64_t)-f->ev : 0), f->child);
         int kept =
             !v->flt || (f->id == v->offid ? rp_sf_offcpu_kept(v->flt, t->depth ? &f[-1].sf : NULL,
                                                               f->id, f->start, dur)

@@ -168,6 +168,23 @@ struct rstate {
 #define RP_ACTIVE_UNDEF 0x80000000u /* (depth < RP_REPLAY_DEPTH_MAX < this) */
 
 /*
+ * A span of U that its chunk ended with time (closed 1), as the chunk saw
+ * it: counted at the join (rp_replay_count_u), where the time its callees
+ * took in the earlier chunks is known, so that its duration is compensated
+ * against all of its callees' (comp.h: never below them) and its exclusive
+ * time is exact.  child, off, acts and pre: in the chunk, as its frame had
+ * them; k: the correction (0 when not compensated).
+ */
+struct uspan {
+    uint32_t id, parent;
+    uint64_t start, raw, k;
+    uint64_t child, off, acts, pre;
+    uint8_t comp;  /* compensated (on, and not an off-CPU span) */
+    uint8_t outer; /* no other activation of id open below it */
+    uint8_t cut;   /* ended without its exit (span_cut) */
+};
+
+/*
  * One EVENTS chunk to replay.  Its stack at the start (U: from the chunk's
  * snapshot, or handed over from the thread's previous chunk) is put under
  * the chunk's own spans; what the chunk does to U and the stack it leaves
@@ -210,6 +227,8 @@ struct job {
     uint8_t *closed; /* per U frame that was popped: 1 if it ended with time (and, filtered,
                         was counted), 2 if it ended left out by the filter */
     uint32_t capclosed;
+    struct uspan *us; /* per U frame closed 1 (not resident): its span, counted at the join */
+    uint32_t capus;
     struct frame *out; /* the stack at the end of the chunk */
     uint32_t nout, capout;
     struct frame *snap; /* U as the snapshot gave it (to check the join) */
@@ -242,7 +261,7 @@ enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
  * are many) quadratic in its depth.  From RP_RESIDENT_MIN frames on, the
  * thread's stack instead stays in ACC_MAIN between its chunks (resident):
  * a chunk costs its events, whatever the depth.  The frames keep their
- * callee time summed over all chunks (so no excl_adj), their event numbers
+ * callee time summed over all chunks (so nothing is counted at the join), their event numbers
  * counted from the first resident chunk (evbase), and their `off` is reset
  * where the chunk first reaches a frame (span_end's new low, and the top at
  * the start), which is where the copy would have held 0; acc.froff keeps
@@ -261,10 +280,7 @@ struct priv {
     uint32_t nts, capts;
     uint32_t *tidx; /* open addressing: tid -> index in ts + 1, 0 = empty */
     uint32_t tidx_cap;
-    struct rp_emap em;  /* the profile's edges, when the accumulators are summed */
-    uint64_t *excl_adj; /* per node: the join's corrections to excl, signed mod 2^64 */
-    uint32_t nadj;      /* its entries: adj_bytes allocated (rp_zarr_grow) */
-    size_t adj_bytes;
+    struct rp_emap em; /* the profile's edges, when the accumulators are summed */
     uint64_t clk_first_ticks, clk_first_ns, clk_last_ticks, clk_last_ns;
     int nclk;
     double freq_hz;
@@ -369,6 +385,15 @@ RP_HIDDEN void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
  */
 RP_HIDDEN int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp *cp);
 
+/*
+ * Counts the span of U that job j ended at depth i (struct uspan), with
+ * `before`, its callees' time in the earlier chunks; *raised gets what
+ * compensating against that added to the duration the chunk gave the frame
+ * below.  Returns 0 or RP_ENOMEM.
+ */
+RP_HIDDEN int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i,
+                                uint64_t before, uint64_t *raised);
+
 /* accum.c */
 
 /*
@@ -383,9 +408,6 @@ RP_HIDDEN void rp_zarr_free(void *p, size_t bytes);
 
 /* Frees a replayer's accumulators and zeroes them.  Cannot fail. */
 RP_HIDDEN void rp_acc_free(struct acc *a);
-
-/* Makes excl_adj[0..n) exist, new entries zero.  Returns 0 or RP_ENOMEM. */
-RP_HIDDEN int rp_adj_reserve(struct priv *v, uint32_t n);
 
 /* Converts the accumulators to the profile's final fields, once the
  * threads have ended (rp_threads_end).  Returns 0 or RP_ENOMEM. */

@@ -37,12 +37,13 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
-/* An open span, the number of its ENTER among its thread's events, and
- * the thread's PAUSE ticks before it. */
+/* An open span, the number of its ENTER among its thread's events, the
+ * thread's PAUSE ticks before it, and its callees' time so far. */
 struct sw_frame {
     struct rp_sw_span s;
     uint64_t ev;
     uint64_t pz;
+    uint64_t child;
 };
 
 struct sw_thread {
@@ -105,6 +106,7 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
         return RP_ENOMEM;
     t->stack[t->depth].ev = t->events;
     t->stack[t->depth].pz = t->pz;
+    t->stack[t->depth].child = 0;
     struct rp_sw_span *s = &t->stack[t->depth].s;
     span_begun(t, s, id, now);
     t->depth++;
@@ -113,7 +115,8 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 
 /* Ends the innermost span of t at now; cut: 0 or how it was left (RP_SW_*).
  * Its time: less the pauses inside it (their ticks moved its start later in
- * the replay), then less the overhead of its events. */
+ * the replay), then less the overhead of its events, not below its
+ * callees' (comp.h); the frame below gets it as callee time. */
 static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
 {
     struct sw_frame *f = &t->stack[--t->depth];
@@ -121,8 +124,11 @@ static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
     s->end = now >= s->start ? now : s->start;
     uint64_t start = s->start + (t->pz - f->pz);
     uint64_t raw = s->end > start ? s->end - start : 0;
-    s->dur =
-        w->offid && s->id == w->offid ? raw : rp_comp_dur(&w->comp, raw, t->events - f->ev - 1);
+    s->dur = w->offid && s->id == w->offid
+                 ? raw
+                 : rp_comp_dur(&w->comp, raw, t->events - f->ev - 1, f->child);
+    if (t->depth)
+        t->stack[t->depth - 1].child += s->dur;
     s->cut = cut;
     return w->ops->end ? w->ops->end(w->ctx, s) : 0;
 }
@@ -191,7 +197,7 @@ static int hold_end(struct sw *w, struct sw_thread *t, const struct rp_event *ev
     s.parent = (uint32_t)(ev->arg3 >> 2);
     s.start = ev->ticks >= ev->arg ? ev->ticks - ev->arg : 0;
     s.end = ev->ticks;
-    s.dur = rp_comp_dur(&w->comp, ev->arg, ev->arg2);
+    s.dur = rp_comp_dur(&w->comp, ev->arg, ev->arg2, 0);
     return w->ops->end ? w->ops->end(w->ctx, &s) : 0;
 }
 

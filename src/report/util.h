@@ -60,7 +60,7 @@ const char *rp_fmt_res(double ns, char *buf, size_t bufsz);
 /*
  * Writes one line saying whether the recorder's own cost was subtracted
  * (docs/performance.md, "Overhead compensation"): the values and the spans
- * clamped at 0, or why not (switched off, no measurement in the trace,
+ * clamped, or why not (switched off, no measurement in the trace,
  * direct mode).  Write errors are left to the caller's ferror.
  */
 void rp_report_comp_line(FILE *out, const struct rp_profile *p);
