@@ -60,7 +60,7 @@ struct uo {
     uint32_t node; /* UO_COUNTED: its path */
     uint32_t up;   /* its frame's up (its kept caller's frame + 1) */
     uint8_t how;
-    uint8_t comp;     /* UO_COUNTED: compensated, raw less k, not below its callees' */
+    uint8_t comp;     /* UO_COUNTED: compensated (comp.h rp_comp_span) */
     uint64_t raw, k;  /* its measured duration and correction */
     uint64_t callees; /* its callees' time in the chunk */
 };

@@ -214,15 +214,16 @@ static struct pthr *pthr_of(struct par *P, uint32_t tid)
 }
 
 /* What a counted U span's duration gains, compensated against its callees'
- * time pend in the chunks before too (comp.h: never below it).  Cannot
+ * time pend in the chunks before too (comp.h rp_comp_span).  Cannot
  * fail. */
 static uint64_t u_raised(struct par *P, const struct uo *o, uint64_t pend)
 {
     struct rp_comp c = ((const struct priv *)P->slots[0].priv)->comp;
     if (!o->comp)
         return 0;
-    int lim = o->k > o->raw || o->raw - o->k < o->callees; /* (as the chunk had it) */
-    uint64_t in_chunk = lim ? o->callees : o->raw - o->k;
+    uint64_t lo = rp_comp_floor(&c, o->callees);
+    int lim = o->k > o->raw || o->raw - o->k < lo; /* (as the chunk had it) */
+    uint64_t in_chunk = lim ? lo : o->raw - o->k;
     return rp_comp_span(&c, o->raw, o->k, o->callees + pend) - in_chunk;
 }
 

@@ -8,13 +8,17 @@
  *
  * A span with E events of its thread between its ENTER and its end lasted
  *
- *     dur = max(raw - (E * pair / 2 + self), child),   limited: counted
+ *     dur = max(raw - (E * pair / 2 + self), child - res, 0),   limited: counted
  *
- * where child is the compensated time of its callees (0 for a leaf): a
- * correction measured above what the program's events cost (a CPU that
- * sped up after the measurement, a sanitizer's allocator changing pace)
- * leaves the span its callees' time and no own time, never less than
- * them, so that a node's inclusive time is never below its children's.
+ * where child is the compensated time of its callees (0 for a leaf) and
+ * res the resolution (below): a correction measured above what the
+ * program's events cost (a CPU that sped up after the measurement, a
+ * sanitizer's allocator changing pace) leaves the span its callees' time,
+ * less at most what cannot be told from an empty call, never a time that
+ * would make its callees' the longer by more.  Within the resolution the
+ * span keeps its own time below 0, so that the noise of a short own time
+ * (a wrapper's, a few ns against a clock that moves by 10) averages out in
+ * the node's exclusive sum instead of adding up.
  *
  * with pair (INFO "overhead_ticks") and self ("overhead_self_ticks") in
  * fixed point, 1/RP_COMP_ONE tick, and the correction rounded to the
@@ -136,18 +140,25 @@ static inline int rp_comp_init_proc(struct rp_comp *c, const struct rp_proc *r, 
     return 0;
 }
 
+/* The least compensated duration of a span whose callees' compensated
+ * time is child: child less the resolution (see above), 0 below it. */
+static inline uint64_t rp_comp_floor(const struct rp_comp *c, uint64_t child)
+{
+    return child > c->res ? child - c->res : 0;
+}
+
 /*
- * raw less the correction k, but not less than child, the compensated time
- * of the span's callees (a correction measured too high would leave a
- * parent shorter than its children): limited either way, and then counted
- * once.  The result is at most raw, the callees' being at most theirs.
+ * raw less the correction k, but not less than rp_comp_floor(c, child)
+ * (a correction measured too high would leave a parent shorter than its
+ * children): limited either way, and then counted once.  The result is at
+ * most raw, the callees' being at most theirs.
  */
 static inline uint64_t rp_comp_span(struct rp_comp *c, uint64_t raw, uint64_t k, uint64_t child)
 {
-    uint64_t d = raw - k;
-    if (__builtin_expect(k > raw || d < child, 0)) {
+    uint64_t d = raw - k, lo = rp_comp_floor(c, child);
+    if (__builtin_expect(k > raw || d < lo, 0)) {
         c->clamped++;
-        return child;
+        return lo;
     }
     return d;
 }

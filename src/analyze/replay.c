@@ -19,21 +19,21 @@
  * call, and "overhead_self_ticks" = o_self) and it is not switched off,
  * every span's duration is taken as
  *
- *     dur = max((end - start) - (E * pair / 2 + o_self), child),   limited: counted
+ *     dur = max((end - start) - (E * pair / 2 + o_self), child - res, 0),   limited
  *
  * with E the thread's events between its ENTER and its end (each frame
  * keeps the chunk-local number of its ENTER event; for a frame that began
  * in an earlier chunk that number is <= 0, from the snapshot's event counts
  * or the thread's stack handed over from the previous chunk), and child the
  * compensated time of its callees (comp.h: no span shorter than the calls
- * it made; a span of U, begun in an earlier chunk, is counted at the join,
- * where its callees' time in every chunk is known: struct uspan).  Everything
- * that uses a duration uses this one: inclusive, the parent's callee time
- * (so exclusive follows from the children's compensated time), min, max,
- * variance, histogram, edges.  Budget overruns keep the measured duration,
- * the same test the recorder's direct mode makes.  The arithmetic is in
- * integers (1/65536 tick), so the result is the same for any number of
- * workers.
+ * it made by more than the resolution res; a span of U, begun in an
+ * earlier chunk, is counted at the join, where its callees' time in every
+ * chunk is known: struct uspan).  Everything that uses a duration uses
+ * this one: inclusive, the parent's callee time (so exclusive follows from
+ * the children's compensated time), min, max, variance, histogram, edges.
+ * Budget overruns keep the measured duration, the same test the
+ * recorder's direct mode makes.  The arithmetic is in integers (1/65536
+ * tick), so the result is the same for any number of workers.
  *
  * What cannot be matched is counted, never guessed: an exit with no open
  * span is an unmatched exit; spans open when the recorder lost events (a
@@ -478,8 +478,9 @@ int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i, uin
     rp_comp_set(&c, j->comp, j->pairfp, j->selffp, j->res);
     *raised = 0;
     if (s->comp) { /* (limited in the chunk: counted there, at its callees' time there) */
-        int lim = s->k > s->raw || s->raw - s->k < s->child;
-        uint64_t in_chunk = lim ? s->child : s->raw - s->k;
+        uint64_t lo = rp_comp_floor(&c, s->child);
+        int lim = s->k > s->raw || s->raw - s->k < lo;
+        uint64_t in_chunk = lim ? lo : s->raw - s->k;
         dur = rp_comp_span(&c, s->raw, s->k, child);
         *raised = dur - in_chunk;
         p->comp_clamped += c.clamped && !lim;

@@ -171,7 +171,7 @@ struct rstate {
  * A span of U that its chunk ended with time (closed 1), as the chunk saw
  * it: counted at the join (rp_replay_count_u), where the time its callees
  * took in the earlier chunks is known, so that its duration is compensated
- * against all of its callees' (comp.h: never below them) and its exclusive
+ * against all of its callees' (comp.h rp_comp_span) and its exclusive
  * time is exact.  child, off, acts and pre: in the chunk, as its frame had
  * them; k: the correction (0 when not compensated).
  */

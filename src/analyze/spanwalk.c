@@ -116,7 +116,8 @@ static int push(struct sw *w, struct sw_thread *t, uint32_t id, uint64_t now)
 /* Ends the innermost span of t at now; cut: 0 or how it was left (RP_SW_*).
  * Its time: less the pauses inside it (their ticks moved its start later in
  * the replay), then less the overhead of its events, not below its
- * callees' (comp.h); the frame below gets it as callee time. */
+ * callees' less the resolution (comp.h); the frame below gets it as callee
+ * time. */
 static int pop(struct sw *w, struct sw_thread *t, uint64_t now, int cut)
 {
     struct sw_frame *f = &t->stack[--t->depth];

@@ -295,8 +295,8 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p)
     else
         fprintf(out,
                 "compensation: subtracted %.1fns per event inside a span and %.1fns of its "
-                "own; %" PRIu64 " span%s clamped to their callees' time or 0 (--no-compensate: "
-                "measured times)\n",
+                "own; %" PRIu64 " span%s clamped at their callees' time less the resolution, or "
+                "0 (--no-compensate: measured times)\n",
                 ev, self, p->comp_clamped, p->comp_clamped == 1 ? "" : "s");
     rp_report_res_line(out, p);
 }
