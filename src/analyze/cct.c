@@ -143,6 +143,7 @@ static inline __attribute__((always_inline)) void span_end(struct rp_cct *t, str
                                        .comp = (uint8_t)comp,
                                        .raw = raw,
                                        .k = k,
+                                       .dur = dur,
                                        .callees = f->callees};
         v->low = th->depth;
     }

@@ -62,6 +62,7 @@ struct uo {
     uint8_t how;
     uint8_t comp;     /* UO_COUNTED: compensated (comp.h rp_comp_span) */
     uint64_t raw, k;  /* its measured duration and correction */
+    uint64_t dur;     /* the duration the chunk gave it */
     uint64_t callees; /* its callees' time in the chunk */
 };
 

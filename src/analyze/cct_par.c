@@ -219,12 +219,7 @@ static struct pthr *pthr_of(struct par *P, uint32_t tid)
 static uint64_t u_raised(struct par *P, const struct uo *o, uint64_t pend)
 {
     struct rp_comp c = ((const struct priv *)P->slots[0].priv)->comp;
-    if (!o->comp)
-        return 0;
-    uint64_t lo = rp_comp_floor(&c, o->callees);
-    int lim = o->k > o->raw || o->raw - o->k < lo; /* (as the chunk had it) */
-    uint64_t in_chunk = lim ? lo : o->raw - o->k;
-    return rp_comp_span(&c, o->raw, o->k, o->callees + pend) - in_chunk;
+    return o->comp ? rp_comp_span(&c, o->raw, o->k, o->callees + pend) - o->dur : 0;
 }
 
 /* Joins replayed job j to its thread (see above).  Returns 0, the job's

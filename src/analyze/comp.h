@@ -93,16 +93,6 @@ static inline uint64_t rp_comp_of(const struct rp_comp *c, uint64_t e)
     return (uint64_t)(((unsigned __int128)e * c->pairfp + c->round) / (2 * RP_COMP_ONE));
 }
 
-/* raw less the correction k, clamped at 0 (and counted). */
-static inline uint64_t rp_comp_sub(struct rp_comp *c, uint64_t raw, uint64_t k)
-{
-    if (__builtin_expect(k > raw, 0)) {
-        c->clamped++;
-        return 0;
-    }
-    return raw - k;
-}
-
 /* Sets c from the fixed-point overheads; on == 0 switches it off. */
 static inline void rp_comp_set(struct rp_comp *c, int on, uint64_t pairfp, uint64_t selffp,
                                uint64_t res)
@@ -161,6 +151,13 @@ static inline uint64_t rp_comp_span(struct rp_comp *c, uint64_t raw, uint64_t k,
         return lo;
     }
     return d;
+}
+
+/* Whether rp_comp_span limited the span (raw, k) it gave dur: else dur is
+ * raw less k. */
+static inline int rp_comp_limited(uint64_t raw, uint64_t k, uint64_t dur)
+{
+    return k > raw || dur != raw - k;
 }
 
 /* The duration of a span that lasted raw ticks with e events inside and

@@ -440,11 +440,11 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
                                       .start = start,
                                       .raw = raw,
                                       .k = k,
+                                      .dur = dur,
                                       .child = f->child,
                                       .off = f->off,
                                       .acts = acts,
                                       .pre = f->pre,
-                                      .comp = cp->on && id != j->offid,
                                       .outer = (uint8_t)outer,
                                       .cut = cut != 0};
         return 0;
@@ -470,21 +470,16 @@ int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i, uin
     struct priv *v = p->priv;
     struct acc *a = &v->acc[ACC_MAIN];
     const struct uspan *s = &j->us[i];
-    uint64_t child = s->child + before, dur = s->raw;
+    uint64_t child = s->child + before, dur = s->dur;
     struct rp_comp c;
     int rc;
 
     assert(i < j->u && j->closed[i] == 1 && !j->resident);
     rp_comp_set(&c, j->comp, j->pairfp, j->selffp, j->res);
-    *raised = 0;
-    if (s->comp) { /* (limited in the chunk: counted there, at its callees' time there) */
-        uint64_t lo = rp_comp_floor(&c, s->child);
-        int lim = s->k > s->raw || s->raw - s->k < lo;
-        uint64_t in_chunk = lim ? lo : s->raw - s->k;
+    if (j->comp && s->id != j->offid) /* (limited in the chunk: counted there) */
         dur = rp_comp_span(&c, s->raw, s->k, child);
-        *raised = dur - in_chunk;
-        p->comp_clamped += c.clamped && !lim;
-    }
+    *raised = dur - s->dur;
+    p->comp_clamped += c.clamped && !rp_comp_limited(s->raw, s->k, s->dur);
     if ((rc = acc_reserve(a, p)) < 0)
         return rc;
     uint64_t chunk = a->chunk; /* (no interval to a start in the chunk) */
@@ -705,7 +700,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     uint64_t acq = how >> 2;
     if (acq && (acq >= a->nhot || (a->active[acq] & RP_ACTIVE_UNDEF)))
         return LOOP_UNDEFINED;
-    uint64_t dur = cp->on ? rp_comp_sub(cp, raw, rp_comp_of(cp, evs)) : raw;
+    uint64_t dur = cp->on ? rp_comp_span(cp, raw, rp_comp_of(cp, evs), 0) : raw;
     j->holds--;
     if (rp_span_outside(a->hot, j->outside, (uint32_t)id, (uint32_t)acq))
         return outside_count(a, (uint32_t)id, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
@@ -751,7 +746,7 @@ leaf_count(struct acc *a, struct hid *hot, struct job *j, struct rp_comp *cp, st
            uint32_t depth, uint64_t x, uint32_t act, uint64_t now, uint64_t h, uint64_t *syn,
            const int filtered)
 {
-    uint64_t raw = h >> 1, dur = cp->on ? rp_comp_sub(cp, raw, cp->leaf) : raw;
+    uint64_t raw = h >> 1, dur = cp->on ? rp_comp_span(cp, raw, cp->leaf, 0) : raw;
     if (unlikely(x == j->offid)) { /* the writer's: not compensated */
         dur = raw;
         *syn += 2;

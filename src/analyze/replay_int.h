@@ -173,13 +173,13 @@ struct rstate {
  * took in the earlier chunks is known, so that its duration is compensated
  * against all of its callees' (comp.h rp_comp_span) and its exclusive
  * time is exact.  child, off, acts and pre: in the chunk, as its frame had
- * them; k: the correction (0 when not compensated).
+ * them; k: the correction (0 when not compensated); dur: the duration the
+ * chunk gave it, and the frame below.
  */
 struct uspan {
     uint32_t id, parent;
-    uint64_t start, raw, k;
+    uint64_t start, raw, k, dur;
     uint64_t child, off, acts, pre;
-    uint8_t comp;  /* compensated (on, and not an off-CPU span) */
     uint8_t outer; /* no other activation of id open below it */
     uint8_t cut;   /* ended without its exit (span_cut) */
 };
