@@ -392,9 +392,11 @@ def check_json(spec_name, path, trace_events, extra):
         # (Compared with that call, not with main's time, which also holds
         # the first printf: stdio's set-up and page faults were a third of
         # main under ASan on a busy host.)
+        # (main may be up to the resolution shorter than its callees when the
+        # recorder's cost came out high for the run: docs/performance.md)
         fi, ma = funcs["fib"]["inclusive_ns"], funcs["main"]["inclusive_ns"]
         mf = edges[("main", "fib")]["inclusive_ns"]
-        if not (fi <= ma and close(fi, mf, 0.001, 2)):
+        if not (fi <= ma + r.get("resolution_ns", 0) + 1 and close(fi, mf, 0.001, 2)):
             die(f"{what}: fib inclusive {fi} should be the one call main -> fib ({mf} ns) "
                 f"and <= main's {ma} (recursion must not double count)")
         if not funcs["fib"]["calls"] * funcs["fib"]["mean_ns"] > 2 * fi:

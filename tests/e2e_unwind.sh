@@ -101,7 +101,9 @@ elif kind in ("exit", "segv"):
         bad.append(f"cut {r['cut']}, unwound {r['unwound']}, expected 4, 0")
     if node.get("main", {}).get("involvement", 0) < 0.9:
         bad.append(f"main: involvement {node.get('main', {}).get('involvement')}, expected >= 0.9")
-    if node["deep3"]["inclusive_ns"] > node["main"]["inclusive_ns"]:
+    # (main may be up to the resolution shorter than its callees when the
+    # recorder's cost came out high for the run: docs/performance.md)
+    if node["deep3"]["inclusive_ns"] > node["main"]["inclusive_ns"] + r.get("resolution_ns", 0) + 1:
         bad.append("deep3 lasted longer than main")
 if r["unmatched_exits"] != 0 or r["unclosed"] != 0 or r["lost_events"] != 0:
     bad.append(f"unmatched {r['unmatched_exits']}, unclosed {r['unclosed']}, lost {r['lost_events']}")
