@@ -56,6 +56,19 @@ check() { # mode want_status want_end(exit|signal N|none) want_unclosed
           "$mode" == kill || "$mode" == abort ]]; then
         [[ $rc -eq $want ]] || fail "$mode: record exited $rc, expected $want: $(cat "$tmp/$mode.err")"
     fi
+    # (under a sanitizer the overflow can fault inside the sanitizer's own
+    # runtime - an instrumented atomic store of the recorder's append - and
+    # the sanitizer then reports its own stack overflow and ends the process
+    # without delivering the signal: no handler, the recorder's included,
+    # runs: its report's innermost frame is in its own library.  About 1
+    # run in 50 under TSan here.  Said, not checked.)
+    if [[ $mode == overflow && -n "$san" ]] &&
+        grep -q 'Sanitizer: stack-overflow' "$tmp/$mode.err" &&
+        grep -m1 '^ *#0 ' "$tmp/$mode.err" | grep -q 'libtsan\|libasan'; then
+        note "$mode: the sanitizer's runtime took the overflow itself (its report above the" \
+            "recorder's handler): not checked in this run"
+        return 0
+    fi
     if [[ $mode == chain && -z "$san" ]]; then
         grep -q "program handler" "$tmp/$mode.out" || fail "chain: the program's handler did not run"
     fi
