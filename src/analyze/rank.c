@@ -256,7 +256,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
         goto out;
     /* pi comes in the solver's flow block, the ranks in its values' block,
      * which the sort takes as scratch: the ranking keeps nothing of its own
-     * but a byte per node (span) */
+     * but a byte per node (span); an acyclic graph swept whole has no
+     * values' block (its values were in the flow's), so the sort's scratch
+     * is allocated once the solver's arrays are freed */
     span = malloc(n);
     if (!span)
         goto out;
@@ -277,6 +279,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     for (uint32_t i = 1; i < n; i++)
         rest += span[i] ? pi[i] : 0.0;
     int threads = rp_rank_threads(o->threads, n);
+    rc = RP_ENOMEM;
+    if (n > 1 && !own.spare && !(own.spare = rp_big_malloc((size_t)2 * (n - 1) * sizeof(uint64_t))))
+        goto out; /* (an acyclic graph swept whole keeps no block of values) */
     if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, own.spare, &rank, threads)))
         goto out;
     struct store_half lo = {p, pi, rank, 0, n / 2}, hi = {p, pi, rank, n / 2, n};

@@ -56,9 +56,12 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o);
 /* For the tests (rank_solve.c, "The whole graph in id order"): the edges from
  * which a graph is first swept whole (lowered so that small graphs take
  * that path), how far back an edge to a lower id is short (lowered so that
- * a small graph has long ones), and the sweeps the whole graph took in this
- * thread's last ranking (0 when the component solver ranked it). */
+ * a small graph has long ones), whether an acyclic graph may keep its
+ * values in its flow's block (0: never, to compare the bits), and the
+ * sweeps the whole graph took in this thread's last ranking (0 when the
+ * component solver ranked it). */
 extern uint32_t rp_rank_whole_min;
+extern int rp_rank_whole_apart;
 extern uint32_t rp_rank_whole_span;
 extern _Thread_local uint32_t rp_rank_whole_sweeps;
 

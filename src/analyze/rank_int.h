@@ -219,7 +219,8 @@ RP_HIDDEN int rp_rank_threads(uint32_t threads, uint32_t items);
 /* What rp_rank_solve_input hands over when it is given no pi: pi, written
  * over the solver's flow (read no more once the solve is done), and the
  * block of the solver's values, 16 bytes a node, as scratch (NULL for a
- * graph of one node).  The caller frees both. */
+ * graph of one node, and for an acyclic graph swept whole, whose values
+ * were kept in the flow's block).  The caller frees both. */
 struct solved {
     double *pi;
     uint64_t *spare;

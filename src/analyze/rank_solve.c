@@ -281,6 +281,7 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
  * the sweeps the whole-graph solve took in this thread's last ranking (0:
  * the component solver ranked it), for the tests to see which ran. */
 uint32_t rp_rank_whole_min = WHOLE_MIN;
+int rp_rank_whole_apart = 1;
 _Thread_local uint32_t rp_rank_whole_sweeps;
 
 /* Half of whole_init's nodes: [i0, i1). */
@@ -299,8 +300,109 @@ static void whole_init(void *arg)
 
     for (uint32_t i = pt->i0; i < pt->i1; i++) {
         pt->sv->in[i] = (struct uv){0.0, i ? pt->tele : 0.0};
-        pt->sv->x[i] = (struct uv){0.0, 0.0};
+        if (pt->sv->x) /* (none when x is kept in in[]: sweep_apart) */
+            pt->sv->x[i] = (struct uv){0.0, 0.0};
     }
+}
+
+/* Orders node indices.  Cannot fail. */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Whether the whole-graph sweeps can keep x in in[] (sweep_apart): every
+ * edge back (to a lower id) goes to a node without edges of its own (a
+ * sink: time off CPU, a wait, a leaf called from below), and no node
+ * keeps all it receives (every self-loop factor > 0).  The graph is then
+ * acyclic.  Those sinks, in increasing order, go to *sk (*nsk of them;
+ * NULL when none).  Returns 1 when it can, 0 when it cannot, or
+ * RP_ENOMEM.
+ */
+static int sinks_apart(const struct solver *sv, uint32_t **sk, uint32_t *nsk)
+{
+    const uint32_t *off = sv->off1, *dst = sv->dst1;
+    uint32_t n = sv->n, m = 0, *s = NULL;
+
+    *sk = NULL;
+    *nsk = 0;
+    if (!rp_rank_whole_apart)
+        return 0;
+    for (uint32_t j = 0; j < sv->nsl; j++)
+        if (!(sv->sl_inv[j] > 0.0))
+            return 0;
+    if (!sv->nback)
+        return 1;
+    s = malloc((size_t)sv->nback * sizeof *s);
+    if (!s)
+        return RP_ENOMEM;
+    for (uint32_t k = 1; k < n; k++)
+        for (uint32_t e = off[k]; e < off[k + 1]; e++)
+            if (dst[e] < k)
+                s[m++] = dst[e];
+    qsort(s, m, sizeof *s, cmp_u32);
+    uint32_t u = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        if (off[s[j]] != off[s[j] + 1]) { /* a node with edges: maybe a cycle */
+            free(s);
+            return 0;
+        }
+        if (!u || s[u - 1] != s[j])
+            s[u++] = s[j];
+    }
+    *sk = s;
+    *nsk = u;
+    return 1;
+}
+
+/*
+ * sweep_whole with x kept in in[] but for the sinks sk (nsk of them, in
+ * increasing order: sinks_apart), whose x is xs[j].  Invariant: a node
+ * but a sink receives flow only from lower ids (an edge back goes to a
+ * sink), so once the first sweep has updated it, in[k] receives nothing
+ * more and can hold its x; in later sweeps only the sinks' x change (the
+ * edges back bring them more), and a sink pushes nothing.  The arithmetic
+ * is sweep_whole's operation for operation (from x == 0 in the first
+ * sweep; a change of exactly 0 for the others after it), so the bits are
+ * those the two arrays give, in half the memory.  first: the first sweep.
+ * Cannot fail.
+ */
+static struct sweep_sums sweep_apart(struct uv *in, struct uv *xs, const uint32_t *sk, uint32_t nsk,
+                                     int first, const struct solver *sv)
+{
+    const uint32_t *sl = sv->sl_node;
+    uint32_t n = sv->n, nsl = sv->nsl, j = 0, js = 0;
+    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
+
+    for (uint32_t k = 1; k < n; k++) {
+        double f = j < nsl && sl[j] == k ? sv->sl_inv[j++] : 1.0;
+        struct uv *xk = js < nsk && sk[js] == k ? &xs[js++] : NULL;
+        if (!xk && !first) { /* unchanged: a change of 0, pushed nowhere */
+            s.cu += 0.0;
+            s.cv += 0.0;
+            s.su += in[k].u;
+            s.sv += in[k].v;
+            continue;
+        }
+        struct uv nx = in[k], old = xk ? *xk : (struct uv){0.0, 0.0}, d;
+        nx.u *= f; /* (f > 0: sinks_apart) */
+        nx.v *= f;
+        d.u = nx.u - old.u;
+        d.v = nx.v - old.v;
+        s.cu += fabs(d.u);
+        s.cv += fabs(d.v);
+        s.su += nx.u;
+        s.sv += nx.v;
+        if (xk)
+            *xk = nx;
+        else
+            in[k] = nx;
+        if (d.u != 0.0 || d.v != 0.0)
+            push(in, sv->dst1, sv->c1, sv->off1[k], sv->off1[k + 1], d);
+    }
+    return s;
 }
 
 /* The number of sweeps that a change of ch after a change of prev says the
@@ -321,34 +423,42 @@ static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
  * block when pi is NULL), with the caller's blocks (t) faulted in on a
  * helper meanwhile, if one can be started (t is then emptied: its blocks
  * and job are done).  Returns 1 when it did (*iters and *resid set), 0
- * when it gave up (sv->in and sv->x are left allocated, their contents
- * garbage), or RP_ENOMEM.
+ * when it gave up (sv->in and sv->x, if it was needed, are left
+ * allocated, their contents garbage), or RP_ENOMEM.
  */
 static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
                        uint32_t *iters, double *resid, struct touch *t)
 {
-    uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX;
+    uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX, *sk = NULL,
+             nsk = 0;
     const uint32_t *off = sv->off1, *dst = sv->dst1;
     const double *c = sv->c1;
     double prev = 0.0, ch = 0.0, root = 0.0;
     struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
-    int done = 0;
+    struct uv *xs = NULL; /* the sinks' x, when x is kept in in[] */
+    int done = 0, rc;
 
     if ((double)sv->nback > WHOLE_BACK * (double)off[n] || sv->nshort > sv->nback / 2)
         return 0;
+    /* an acyclic graph whose edges back all go to sinks keeps x in in[]
+     * (sweep_apart), and the sinks' x apart */
+    int apart = sinks_apart(sv, &sk, &nsk);
+    rc = RP_ENOMEM;
+    if (apart < 0 || (nsk && !(xs = calloc(nsk, sizeof *xs))))
+        goto out;
     sv->in = rp_big_malloc((size_t)n * sizeof *sv->in);
-    sv->x = rp_big_malloc((size_t)n * sizeof *sv->x);
-    if (!sv->in || !sv->x)
-        return RP_ENOMEM;
-    struct uv *in = sv->in, *x = sv->x;
+    sv->x = apart ? NULL : rp_big_malloc((size_t)n * sizeof *sv->x);
+    if (!sv->in || (!apart && !sv->x))
+        goto out;
+    struct uv *in = sv->in, *x = apart ? sv->in : sv->x;
     struct whole_init_part lo = {sv, 0, n / 2, alpha / (double)n}, hi = {sv, n / 2, n, lo.tele};
     rp_rank_run_pair(sv->threads, whole_init, &lo, whole_init, &hi);
     struct helper h;
     int helped = rp_rank_helper_start(&h, sv->threads, rp_rank_touch_pages, t);
-    x[0] = (struct uv){1.0, 0.0};
+    x[0] = (struct uv){1.0, 0.0}; /* (in[0], which no edge reaches, when apart) */
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
-        m = sweep_whole(in, x, sv);
+        m = apart ? sweep_apart(in, xs, sk, nsk, it == 0, sv) : sweep_whole(in, x, sv);
         it++;
         root = (1.0 - m.sv) / (1.0 + m.su);
         prev = ch;
@@ -370,16 +480,24 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
         t->k = 0;
         t->then = NULL;
     }
-    if (!done)
-        return 0;
-    if (!pi) /* into the flow's block, which is read no more */
+    rc = 0;
+    if (!done) /* (the component solver allocates sv->x if it is not there) */
+        goto out;
+    if (!pi) /* into the flow's block, which is read no more (x in it when
+              * apart: pi[i] lands on x[i / 2], read before) */
         pi = (double *)in;
-    for (uint32_t i = 0; i < n; i++)
-        pi[i] = i ? root * x[i].u + x[i].v : root;
+    for (uint32_t i = 0, js = 0; i < n; i++) {
+        struct uv xi = js < nsk && sk[js] == i ? xs[js++] : x[i];
+        pi[i] = i ? root * xi.u + xi.v : root;
+    }
     rp_rank_whole_sweeps = it;
     *iters = it;
     *resid = root * m.cu + m.cv;
-    return 1;
+    rc = 1;
+out:
+    free(sk);
+    free(xs);
+    return rc;
 }
 
 /* How many threads to rank with: as asked (at most 2), or with 0, two when
