@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_flags.sh - end-to-end test of the ranking and the flags (docs/design.md §6-7)
-# on real recorded runs: records tests/progs/{dispatch,periodic,jitter,fib}
+# on real recorded runs: records tests/progs/{dispatch,periodic,jitter,shortjitter,fib}
 # with the real recorder and checks `report --format json` and the table's
 # "why" lines:
 #   - the flags each program's header comment promises, and the near misses
@@ -27,7 +27,7 @@
 # program and each threshold is a scenario: every failure is reported.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_flags RANKPROF PROGS RP_LIB
-need_progs dispatch periodic jitter fib
+need_progs dispatch periodic jitter shortjitter fib
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -103,6 +103,21 @@ elif name == "jitter":
     # --threshold jitter-calls=10 (below)
     lacks("spiky", "JITTER")
     lacks("steady", "JITTER")
+elif name == "shortjitter":
+    calls({"main": 1, "mostly_empty": 4000, "spiky_fast": 1000})
+    # (mostly_empty: threshold_shortjitter below)
+    has("spiky_fast", "JITTER")
+    # own_calls: every call, those below the resolution included, but a
+    # call begun in an earlier chunk (preempted across a flush: a few)
+    for nm in ("mostly_empty", "spiky_fast"):
+        n = node(nm)
+        if not n["calls"] - 10 <= n.get("own_calls", 0) <= n["calls"]:
+            die(f"{nm}: own_calls {n.get('own_calls')}, expected its {n['calls']} calls "
+                f"(less a few begun in an earlier chunk)")
+    m = re.search(r"JITTER own time p99 [0-9.]+ us against a median of [0-9.]+ ns "
+                  r"\((\d+) of (\d+) calls slow\)", why["spiky_fast"])
+    if not m or int(m.group(2)) != 1000 or not 32 <= int(m.group(1)) <= 100:
+        die(f"spiky_fast's why line: {why['spiky_fast']!r}")
 elif name == "fib":
     calls({"main": 1, "fib": 21891})
     f = node("fib")
@@ -249,7 +264,7 @@ program() { # P: record prog_P, check its report and table
     python3 "$tmp/check.py" "$p" "$tmp/$p.json" "$tmp/$p.table" >"$tmp/$p.ok" || exit 1
     note "$(cat "$tmp/$p.ok")"
 }
-for p in dispatch periodic jitter fib; do
+for p in dispatch periodic jitter shortjitter fib; do
     scenario "$p" program "$p"
 done
 
@@ -295,6 +310,16 @@ jitter_thresholds() {
     python3 "$tmp/flagged.py" "$tmp/jitter.ratio.json" spiky JITTER no || exit 1
 }
 scenario threshold_jitter jitter_thresholds
+# shortjitter's mostly_empty with jitter-calls=10: its 5 slow calls are the
+# p99 of the 20 it has above the resolution, not of all its 4000 calls
+shortjitter_thresholds() {
+    [[ -s "$tmp/shortjitter.data" ]] || fail "no trace from the shortjitter scenario"
+    "$RANKPROF" report -i "$tmp/shortjitter.data" --format json --threshold jitter-calls=10 \
+        >"$tmp/shortjitter.calls.json" || fail "shortjitter: report --threshold jitter-calls=10 failed"
+    python3 "$tmp/flagged.py" "$tmp/shortjitter.calls.json" mostly_empty JITTER no || exit 1
+    python3 "$tmp/flagged.py" "$tmp/shortjitter.calls.json" spiky_fast JITTER yes || exit 1
+}
+scenario threshold_shortjitter shortjitter_thresholds
 threshold_scenario periodic rate-period=3 control RATE  # 80 % of the period
 threshold_scenario periodic rate-calls=100 control RATE # ~15 intervals
 threshold_scenario periodic rate-idle=1 control RATE    # main waits ~99 %

@@ -144,37 +144,59 @@ static int handed_on(const struct rp_node *n)
            n->kind != RP_KIND_LOCK_HOLD;
 }
 
-/* The distribution of n's own on-CPU time per activation, or NULL when it
- * is not known (a node with callees in direct mode).  has_callee: n has an
- * edge to any callee.  Cannot fail. */
-static const struct rp_hist *own_hist(const struct rp_profile *p, const struct rp_node *n,
-                                      int has_callee)
+struct rp_own_time rp_node_own_time(const struct rp_profile *p, const struct rp_node *n,
+                                    int has_callee)
 {
-    if (rp_node_own(n))
-        return rp_node_own(n);
-    /* every span a leaf (replay made no own counts), or a leaf in direct mode */
-    if (p->own_known || !has_callee)
-        return n->hist.len ? &n->hist : NULL;
-    return NULL;
+    struct rp_own_time ot = {NULL, 0};
+    if (rp_node_own(n)) { /* every span, its own time (replay.c, own_count) */
+        ot.h = rp_node_own(n);
+        return ot;
+    }
+    /* every span a leaf (replay made no own counts), or a leaf in direct
+     * mode: the duration histogram, its spans below the resolution apart */
+    if (p->own_known || !has_callee) {
+        ot.h = n->hist.len ? &n->hist : NULL;
+        ot.low = p->resolution ? rp_node_below_res(n) : 0;
+    }
+    return ot;
+}
+
+uint64_t rp_own_time_n(const struct rp_own_time *ot)
+{
+    return (ot->h ? ot->h->n : 0) + ot->low;
+}
+
+uint64_t rp_own_time_q(const struct rp_profile *p, const struct rp_own_time *ot, double q)
+{
+    uint64_t n = rp_own_time_n(ot);
+    if (!n)
+        return 0;
+    double k = q * (double)n; /* the quantile's rank among all */
+    if (k <= (double)ot->low)
+        return p->resolution;
+    return rp_hist_q(ot->h, (k - (double)ot->low) / (double)ot->h->n);
 }
 
 /* JITTER's quantities: the high quantile and the median of own time, and
  * how many activations took at least the rule's threshold (jitter_ratio x
  * the median and jitter_floor_ns above it: bucket midpoints at or over it).
  * Cannot fail. */
-static void jitter_q(const struct rp_hist *h, const struct rp_flag_opts *o, double floor_ticks,
-                     double *hi, double *med, uint64_t *slow)
+static void jitter_q(const struct rp_profile *p, const struct rp_own_time *ot,
+                     const struct rp_flag_opts *o, double floor_ticks, double *hi, double *med,
+                     uint64_t *slow)
 {
-    uint64_t m = rp_hist_q(h, 0.5);
+    uint64_t m = rp_own_time_q(p, ot, 0.5);
     *med = m ? (double)m : 1.0;
-    *hi = (double)rp_hist_q(h, o->jitter_quantile);
+    *hi = (double)rp_own_time_q(p, ot, o->jitter_quantile);
     double thr = o->jitter_ratio * *med;
     if (thr < *med + floor_ticks)
         thr = *med + floor_ticks;
     *slow = 0;
-    const uint32_t *c = rp_hist_c(h);
-    for (unsigned b = 0; b < h->len; b++)
-        if (c[b] && (double)rp_hist_value(h->lo + b) >= thr)
+    if (!ot->h)
+        return;
+    const uint32_t *c = rp_hist_c(ot->h);
+    for (unsigned b = 0; b < ot->h->len; b++)
+        if (c[b] && (double)rp_hist_value(ot->h->lo + b) >= thr)
             *slow += c[b];
 }
 
@@ -444,11 +466,12 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         nd->flags |= RP_FLAG_HOT;
     if ((s->self & 1) || nd->dur_sum > nd->incl) /* recursed */
         return 0;
-    const struct rp_hist *own = own_hist(p, nd, s->self & 2);
-    if (own && own->n >= o->jitter_calls && own->n > 0) {
+    struct rp_own_time own = rp_node_own_time(p, nd, s->self & 2);
+    uint64_t own_n = rp_own_time_n(&own);
+    if (own_n >= o->jitter_calls && own_n > 0) {
         double hi, med;
         uint64_t slow;
-        jitter_q(own, o, floor_ticks, &hi, &med, &slow);
+        jitter_q(p, &own, o, floor_ticks, &hi, &med, &slow);
         if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow)
             nd->flags |= RP_FLAG_JITTER;
     }
@@ -615,16 +638,16 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         sep = "; ";
     }
     if (n->flags & RP_FLAG_JITTER) {
-        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
+        struct rp_own_time own = rp_node_own_time(p, n, 0);
         double hi, med;
         uint64_t slow;
-        jitter_q(own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
+        jitter_q(p, &own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
         put(buf, bufsz, &len, "%sJITTER own time p%g ", sep, o->jitter_quantile * 100.0);
         put_dur(buf, bufsz, &len, hi, tick);
         put(buf, bufsz, &len, " against a median of ");
         put_dur(buf, bufsz, &len, med, tick);
         put(buf, bufsz, &len, " (%llu of %llu calls slow)", (unsigned long long)slow,
-            (unsigned long long)own->n);
+            (unsigned long long)rp_own_time_n(&own));
         sep = "; ";
     }
     if (n->flags & RP_FLAG_RATE) {

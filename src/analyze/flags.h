@@ -11,6 +11,7 @@
 
 struct rp_profile;
 struct rp_node;
+struct rp_hist;
 
 struct rp_flag_opts {
     double dispatch_involvement; /* >= 0.10 */
@@ -47,6 +48,33 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o);
  */
 size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
                         const struct rp_flag_opts *o, char *buf, size_t bufsz);
+
+/*
+ * A node's own on-CPU time per activation, as JITTER judges it and the
+ * JSON's own_* fields give it: h, its distribution (NULL when not known),
+ * and low, the activations that h leaves out because they were below the
+ * profile's resolution (a node whose every span was a leaf: h is then its
+ * duration histogram, which keeps those apart); they count as shorter than
+ * every value in h, so a percentile is of every activation, as the
+ * table's p95.
+ */
+struct rp_own_time {
+    const struct rp_hist *h;
+    uint64_t low;
+};
+
+/* n's own time per activation; has_callee: n has an edge to any callee
+ * (without a replay's own counts, such a node's own time is not known:
+ * h NULL, low 0).  Cannot fail. */
+struct rp_own_time rp_node_own_time(const struct rp_profile *p, const struct rp_node *n,
+                                    int has_callee);
+
+/* The activations ot covers (h's and the low ones).  Cannot fail. */
+uint64_t rp_own_time_n(const struct rp_own_time *ot);
+
+/* The q-quantile of ot in ticks: the resolution when it falls among the
+ * low ones, 0 when ot is empty.  Cannot fail. */
+uint64_t rp_own_time_q(const struct rp_profile *p, const struct rp_own_time *ot, double q);
 
 /* The name of flag bit b (0 = DISPATCH, ...), or NULL for an unknown bit. */
 const char *rp_flag_name(unsigned b);

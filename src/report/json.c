@@ -111,11 +111,11 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
     if (p->own_known) { /* the flags' statistics (docs/ranking.md, "Flags") */
-        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
-        if (own->len && own->n) {
-            put_u64_field(out, "own_calls", own->n);
-            put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_hist_q(own, 0.50)));
-            put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_hist_q(own, 0.99)));
+        struct rp_own_time own = rp_node_own_time(p, n, 0);
+        if (rp_own_time_n(&own)) {
+            put_u64_field(out, "own_calls", rp_own_time_n(&own));
+            put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_own_time_q(p, &own, 0.50)));
+            put_u64_field(out, "own_p99_ns", rp_ticks_ns(p, rp_own_time_q(p, &own, 0.99)));
         }
         put_u64_field(out, "run_max_ns", rp_ticks_ns(p, rp_node_run_max(n)));
         const struct rp_hist *ivl = rp_node_ivl(n);
