@@ -24,23 +24,10 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "lib/busy.h"
+
 #define ROUNDS  20
 #define WORK_MS 3
-
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Busy (never sleeping) for ns nanoseconds of wall-clock time. */
-static __attribute__((no_instrument_function)) void busy(uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    while (now_ns() < end)
-        ;
-}
 
 void worker_a(void)
 {

@@ -16,25 +16,12 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "lib/busy.h"
+
 #define CALLS      12
 #define TYPICAL_MS 1
 #define OUTLIER    7 /* which call of spiky is 100x */
 #define STEADY_MS  20
-
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Busy (never sleeping) for ns nanoseconds of wall-clock time. */
-static __attribute__((no_instrument_function)) void busy(uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    while (now_ns() < end)
-        ;
-}
 
 void spiky(int k)
 {

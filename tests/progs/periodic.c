@@ -20,18 +20,13 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "lib/busy.h"
+
 #define RUNS      20
 #define PERIOD_MS 50
 #define SHORT_US  100
 #define LATE_MS   40
 #define LATE_RUN  6
-
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Busy (never sleeping) for ns nanoseconds of this thread's CPU time: the
  * same work however often a busy machine preempts it (RATE judges a run
@@ -43,7 +38,7 @@ static __attribute__((no_instrument_function)) uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static __attribute__((no_instrument_function)) void busy(uint64_t ns)
+static __attribute__((no_instrument_function)) void busy_cpu(uint64_t ns)
 {
     uint64_t end = cpu_ns() + ns;
     while (cpu_ns() < end)
@@ -60,12 +55,12 @@ static __attribute__((no_instrument_function)) void sleep_until(uint64_t t)
 
 void sensor(void)
 {
-    busy(SHORT_US * 1000u);
+    busy_cpu(SHORT_US * 1000u);
 }
 
 void control(int run)
 {
-    busy(run == LATE_RUN ? LATE_MS * 1000000u : SHORT_US * 1000u);
+    busy_cpu(run == LATE_RUN ? LATE_MS * 1000000u : SHORT_US * 1000u);
 }
 
 int main(void)

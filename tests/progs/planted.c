@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/busy.h"
+
 #define ROUNDS        3000
 #define NOPS          25
 #define OP_ITERS      12000  /* ~2 % of the work each */
@@ -78,13 +80,6 @@ static __attribute__((no_instrument_function, noinline)) uint64_t spin(uint64_t 
     for (uint64_t i = 0; i < n; i++)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
     return x;
-}
-
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static __attribute__((no_instrument_function)) void sleep_until(uint64_t t)

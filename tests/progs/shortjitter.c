@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "lib/busy.h"
+
 #define EMPTY_CALLS 4000
 #define EVERY       200
 #define SLOW        5
@@ -30,21 +32,6 @@
 #define SPIKY_EVERY 32
 #define MID_NS      300u
 #define SLOW_NS     30000u
-
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Busy (never sleeping) for ns nanoseconds of wall-clock time. */
-static __attribute__((no_instrument_function)) void busy(uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    while (now_ns() < end)
-        ;
-}
 
 void mostly_empty(int k)
 {

@@ -21,14 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int k_calls = 3;
+#include "lib/busy.h"
 
-static __attribute__((no_instrument_function)) uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static int k_calls = 3;
 
 uint64_t step(uint64_t x)
 {
