@@ -11,6 +11,8 @@
 # hold.  A file whose snapshots are removed (old recorders)
 # must replay in order to the same result.  The same with the recorder's
 # cost measured 4 times too high (over): no span shorter than its callees.
+# A span's time off CPU below it counts from every chunk it crosses
+# (offchunks_below).
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -80,7 +82,7 @@ PY
     cmp -s "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" ||
         fail "$prog: without snapshots the result differs: $(diff "$tmp/$prog.0.json" "$tmp/$prog.nosnap.json" | head -4)"
 }
-for spec in fib:20 calltree:1 threads:20 contend:20; do
+for spec in fib:20 calltree:1 threads:20 contend:20 offchunks:10; do
     scenario "${spec%:*}" replay_prog "$spec"
 done
 
@@ -149,6 +151,52 @@ print("e2e_replay: ok")
 PY
 }
 scenario counts counts
+
+# The time off CPU or waiting below a span across chunks is of all of
+# them, not of the last one only: napper's 300 naps (waits) lie in some 30
+# chunks, and its on-CPU statistics leave all of them out.
+# The same under a stack 5000 deep, which the replay keeps between chunks
+# (src/analyze/replay_int.h, "Deep stacks"): main at its bottom.
+offchunks_below() { # JSON [deep]
+    python3 - "$1" "${2:-}" <<'PY' || exit 1
+import json, sys
+j, deep = json.load(open(sys.argv[1])), sys.argv[2]
+def die(msg):
+    sys.exit(f"e2e_replay: FAIL: offchunks {deep}: {msg}")
+N = {n["name"]: n for n in j["nodes"]}
+want = {"main": 1, "napper": 1, "work": 300, "leaf": 3000, "nanosleep [wait]": 300}
+if deep:
+    want["dive"] = 5000
+got = {k: N[k]["calls"] for k in want if k in N}
+if got != want:
+    die(f"calls {got}, expected {want}")
+waits = sum(e["inclusive_ns"] for e in j["edges"]
+            if e["caller_id"] == N["napper"]["id"] and e["callee"] == "nanosleep [wait]")
+if not waits >= 300 * 300_000:
+    die(f"the waits took {waits} ns, less than 300 naps of 300 us: test premise")
+for name in ("napper", "main"):
+    n = N[name]
+    below, dur, on = n["offcpu_below_ns"], n["max_ns"], n["oncpu_max_ns"]
+    if not below >= waits - 2:
+        die(f"off CPU or waiting below {name}: {below} ns, less than the waits' {waits} ns")
+    if not abs(dur - below - on) <= 2 or not on < dur - waits + 2:
+        die(f"{name}'s on-CPU maximum {on} ns is not its duration {dur} less the {below} "
+            f"ns below it")
+PY
+}
+offchunks_deep() {
+    local j
+    RANKPROF_BUFSIZE=4096 "$RANKPROF" record -o "$tmp/ocdeep.data" -- "$PROGS/prog_offchunks" deep \
+        >/dev/null 2>"$tmp/ocdeep.err" || fail "record failed: $(cat "$tmp/ocdeep.err")"
+    for j in 0 2; do
+        RANKPROF_REPLAY_JOBS=$j "$RANKPROF" report -i "$tmp/ocdeep.data" --format json \
+            >"$tmp/ocdeep.$j.json" || fail "report with $j workers failed"
+    done
+    cmp -s "$tmp/ocdeep.0.json" "$tmp/ocdeep.2.json" || fail "2 workers differ from the replay in order"
+    offchunks_below "$tmp/ocdeep.0.json" deep
+}
+scenario offchunks_below offchunks_below "$tmp/offchunks.0.json"
+scenario offchunks_deep offchunks_deep
 
 # A start-up measurement 4 times too high and no later one: spans are
 # compensated down to their callees' time (comp.h), which for a span across

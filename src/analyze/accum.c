@@ -81,7 +81,6 @@ void rp_acc_free(struct acc *a)
     rp_zarr_free(a->active, a->active_bytes);
     rp_emap_free(&a->em);
     free(a->stack);
-    free(a->froff);
     free(a->owned);
     memset(a, 0, sizeof(*a));
 }

@@ -65,6 +65,18 @@ struct tstate *rp_tstate_get(struct rp_profile *p, uint32_t tid)
  * on the thread's stack.  Returns 0, j->rc with the error in err, or
  * RP_ENOMEM.
  */
+/* Hands the time off CPU and preempted below frame f in the earlier chunks
+ * (f ended in this one) on to pf, the frame under it, as span_finish does
+ * in a chunk: the time a blocked span took is the chunk's to count (its
+ * duration), and a wait's own off-CPU time is no preemption of the frames
+ * under it.  Cannot fail. */
+static void join_off(const struct rp_profile *p, struct frame *pf, const struct frame *f)
+{
+    pf->off += f->off;
+    if (!blocked_kind(p->nodes[f->id].kind))
+        pf->pre += f->pre;
+}
+
 int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
 {
     struct priv *v = p->priv;
@@ -131,7 +143,7 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     for (uint32_t i = j->u; i-- > j->low;) {
         if (j->closed[i] == 1) {
             uint64_t raised;
-            int rc = rp_replay_count_u(p, j, i, t->stack[i].child, &raised);
+            int rc = rp_replay_count_u(p, j, i, &t->stack[i], &raised);
             if (rc < 0)
                 return rc;
             if (i)
@@ -139,6 +151,9 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
         } else if (j->closed[i] == 2 && i) {
             t->stack[i - 1].child += t->stack[i].child;
         }
+        if (i && j->closed[i]) /* its time off CPU below, from the earlier chunks, is below
+                                  the frame under it too (span_finish) */
+            join_off(p, &t->stack[i - 1], &t->stack[i]);
     }
     /* the activations that ended under the U frames the chunk ended, in
      * earlier chunks: in their edges' incl_calls, and in the frame left
@@ -162,6 +177,8 @@ int rp_replay_join(struct rp_profile *p, struct job *j, char *err, size_t errsz)
     for (uint32_t i = 0; i < keep; i++) {
         t->stack[i].acts += j->out[i].acts;
         t->stack[i].child += j->out[i].child;
+        t->stack[i].off += j->out[i].off;
+        t->stack[i].pre += j->out[i].pre;
         t->stack[i].start = j->out[i].start; /* moved later by the chunk's PAUSEs */
     }
     memcpy(t->stack + keep, j->out + keep, (j->nout - keep) * sizeof(*t->stack));
@@ -186,16 +203,13 @@ void rp_rs_swap(struct acc *a, struct rstate *rs)
     RP_SWAP(active_bytes);
     RP_SWAP(nact);
     RP_SWAP(pz);
-    RP_SWAP(froff);
-    RP_SWAP(capfroff);
 #undef RP_SWAP
 }
 
 /*
- * Gives thread t's resident stack (Deep stacks, replay_int.h) back to it: frames,
- * off as the thread keeps it, event numbers from the end of its last
- * chunk.  O(depth).  Returns 0 or RP_ENOMEM (the stack then stays
- * resident).
+ * Gives thread t's resident stack (Deep stacks, replay_int.h) back to it:
+ * frames, event numbers from the end of its last chunk.  O(depth).  Returns 0 or RP_ENOMEM (the
+ * stack then stays resident).
  */
 int rp_resident_evict(struct priv *v, struct tstate *t)
 {
@@ -208,12 +222,10 @@ int rp_resident_evict(struct priv *v, struct tstate *t)
         struct frame f = rs->stack[i];
         f.start += rs->pz;
         f.ev -= (int64_t)rs->base;
-        f.off = rs->froff[i];
         t->stack[i] = f;
     }
     t->depth = rs->depth;
     free(rs->stack);
-    free(rs->froff);
     rp_zarr_free(rs->active, rs->active_bytes);
     free(rs);
     t->rs = NULL;
@@ -238,8 +250,7 @@ int rp_resident_enter(struct rp_profile *p, struct tstate *t)
     uint32_t n = p->n_nodes;
     if (!rs || rp_grow(&v->res, &v->capres, v->nres + 1, sizeof(*v->res), 16) < 0 ||
         rp_zarr_grow(&rs->active, &rs->active_bytes, (size_t)n * sizeof(*rs->active)) < 0 ||
-        rp_grow(&rs->stack, &rs->cap, t->depth + 1, sizeof(*rs->stack), 64) < 0 ||
-        rp_grow(&rs->froff, &rs->capfroff, t->depth + 1, sizeof(*rs->froff), 64) < 0) {
+        rp_grow(&rs->stack, &rs->cap, t->depth + 1, sizeof(*rs->stack), 64) < 0) {
         if (rs) {
             free(rs->stack);
             rp_zarr_free(rs->active, rs->active_bytes);
@@ -253,7 +264,6 @@ int rp_resident_enter(struct rp_profile *p, struct tstate *t)
     rs->nact = n;
     for (uint32_t i = 0; i < t->depth; i++) {
         rs->stack[i] = t->stack[i];
-        rs->froff[i] = t->stack[i].off;
         rs->active[t->stack[i].id] += !v->flt || t->stack[i].sf.keep; /* (replay.c) */
     }
     rs->depth = t->depth;

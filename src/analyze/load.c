@@ -436,7 +436,6 @@ void rp_replay_priv_free(struct rp_profile *p)
         struct rstate *rs = v->ts[i].rs;
         if (rs) {
             free(rs->stack);
-            free(rs->froff);
             rp_zarr_free(rs->active, rs->active_bytes);
             free(rs);
         }

@@ -72,10 +72,10 @@ struct rp_node_x {
                               lock-wait) anywhere below its activations, summed */
     uint64_t oncpu_min, oncpu_max; /* the smallest and largest on-CPU duration: an
                               activation's duration less the off-CPU and wait time below it (in
-                              the chunk it ended in); min, max, mean, m2 and hist stay of
+                              every chunk it ran in); min, max, mean, m2 and hist stay of
                               wall durations.  Defaults min and max */
     uint64_t run_max;              /* the largest duration less the time its thread was preempted
-                                      below it (off CPU outside any wait, in the chunk it ended in):
+                                      below it (off CPU outside any wait, in every chunk it ran in):
                                       waits count, the scheduler's delays do not.  RATE judges it
                                       (a replayed trace; direct mode: max).  Default max */
     double mean, m2;               /* Welford over activation durations; defaults dur_sum / calls

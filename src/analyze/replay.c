@@ -416,8 +416,6 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
             j->closed[depth] = kept && !out ? 1 : 2;
             u = !j->resident && kept && !out;
         }
-        if (j->resident && depth) /* first reached in this chunk (Deep stacks) */
-            f[-1].off = 0;
     }
     if (depth) {
         struct frame *pf = f - 1;
@@ -457,20 +455,22 @@ span_finish(struct acc *a, struct job *j, struct frame *f, uint32_t depth, uint6
 
 /*
  * Counts the span of U that job j ended at depth i (closed 1: j->us[i]),
- * now that `before`, the time its callees took in the earlier chunks, is
- * known: compensated against all of its callees' time (comp.h), with the
+ * now that `before`, its frame as the earlier chunks left it (the time its
+ * callees took there, off CPU and preempted below it), is known:
+ * compensated against all of its callees' time (comp.h), with the
  * main replayer's accumulators, as span_finish would have counted it in the
  * chunk, and the span's correction counted as limited (p->comp_clamped) if
  * that is only so now.  *raised gets what that added to the duration the
  * chunk gave the frame below.  Returns 0 or RP_ENOMEM.
  */
-int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i, uint64_t before,
-                      uint64_t *raised)
+int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i,
+                      const struct frame *before, uint64_t *raised)
 {
     struct priv *v = p->priv;
     struct acc *a = &v->acc[ACC_MAIN];
     const struct uspan *s = &j->us[i];
-    uint64_t child = s->child + before, dur = s->dur;
+    uint64_t child = s->child + before->child, dur = s->dur;
+    uint64_t off = s->off + before->off, pre = s->pre + before->pre;
     struct rp_comp c;
     int rc;
 
@@ -486,8 +486,8 @@ int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i, uin
     a->chunk = 0;
     if (s->cut && (rc = hot_cut(a, &a->hot[s->id], 1)) < 0)
         goto out;
-    rc = span_count(a, &a->hot[s->id], s->id, s->parent, s->start, s->raw, dur, child, s->off,
-                    s->outer, &c, s->acts, 1, s->pre);
+    rc = span_count(a, &a->hot[s->id], s->id, s->parent, s->start, s->raw, dur, child, off,
+                    s->outer, &c, s->acts, 1, pre);
 out:
     a->chunk = chunk;
     return rc < 0 ? rc : 0;
@@ -639,8 +639,6 @@ static int stack_start(struct acc *a, struct job *j, const struct rp_evdec *d)
         for (uint32_t i = 0; j->res_same && i < ns; i++)
             j->res_same =
                 j->snap[i].id == a->stack[i].id && j->snap[i].start == a->stack[i].start + a->pz;
-        if (u)
-            a->stack[u - 1].off = 0;
         j->u = j->low = u;
         return 0;
     }
@@ -1049,19 +1047,13 @@ push_failed:
 
 /*
  * The end of a chunk's replay with result rc (0 or < 0): a resident stack
- * stays in a, its frames' off kept as its thread's stack keeps them; any
- * other is handed over in j->out (starts with the PAUSEs in) and a is left
- * clean for the next chunk.  Sets j->nout and j->rc (RP_ENOMEM when the
- * hand-over cannot be stored).
+ * stays in a; any other is handed over in j->out (starts with the PAUSEs
+ * in) and a is left clean for the next chunk.  Sets j->nout and j->rc
+ * (RP_ENOMEM when the hand-over cannot be stored).
  */
 static void chunk_end(struct acc *a, struct job *j, int rc)
 {
-    if (j->resident) { /* the stack stays; its pushed frames' off as a copy keeps it */
-        uint32_t keep = j->low < j->u ? j->low : j->u;
-        if (rc == 0 && rp_grow(&a->froff, &a->capfroff, a->depth + 1, sizeof(*a->froff), 64) < 0)
-            rc = RP_ENOMEM;
-        for (uint32_t i = keep; rc == 0 && i < a->depth; i++)
-            a->froff[i] = a->stack[i].off;
+    if (j->resident) { /* the stack stays */
         j->nout = a->depth;
         j->rc = rc;
         return;
@@ -1248,7 +1240,6 @@ int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struct rp_comp 
         uint64_t acts = f->id == v->offid ? 0 : kept && !out ? 1 + f->acts : f->acts;
         if (t->depth) {
             f[-1].child += kept && !out ? dur : f->child;
-            /* (the off-CPU time below it in its last chunk) */
             f[-1].off += f->off + (a->hot[f->id].blocked ? dur : 0);
             f[-1].acts += acts;
             f[-1].pre += f->id == v->offid ? dur : a->hot[f->id].blocked ? 0 : f->pre;

@@ -41,12 +41,14 @@ struct frame {
     int64_t ev;            /* the chunk-local number of its ENTER event (the chunk's first
                               event is 1; <= 0: before the chunk); in a thread's stack
                               between chunks, relative to the end of the last one */
-    uint64_t off;          /* ticks off CPU in spans below it (in this chunk): taken out of
-                              its on-CPU statistics (format 1.3, see "Off-CPU" above) */
+    uint64_t off;          /* ticks off CPU in spans below it (in this chunk; in a thread's
+                              stack between chunks, summed over them): taken out of its
+                              on-CPU statistics (format 1.3, see "Off-CPU" above) */
     uint64_t acts;         /* activations ended below it (in this chunk; in a thread's stack
                               between chunks, summed over them): its edge's incl_calls */
-    uint64_t pre;          /* ticks its thread was preempted below it (in this chunk): off
-                              CPU, but not inside a wait (a sleep's off-CPU time is the wait) */
+    uint64_t pre;          /* ticks its thread was preempted below it (in this chunk; in a
+                              thread's stack between chunks, summed over them): off CPU, but
+                              not inside a wait (a sleep's off-CPU time is the wait) */
     struct rp_sf_frame sf; /* a filtered replay's state (spanfilter.h); else zero */
 };
 
@@ -142,9 +144,6 @@ struct acc {
     uint64_t pz;     /* PAUSE ticks so far (in the chunk, or the resident chunks): a
                         frame's start on `stack` is its start less pz at its push, so
                         a PAUSE moves every open span's start by adding to pz */
-    uint64_t *froff; /* a resident stack: per frame, its off as its thread's stack
-                        keeps it (the off of the chunk it was pushed in) */
-    uint32_t capfroff;
     uint32_t *owned; /* the nodes whose accumulator has own counts (hot.fh->own), in the
                         order first counted: the finish visits these, not every entry
                         (reading a page of hot the replayer never wrote can cost memory) */
@@ -160,8 +159,6 @@ struct rstate {
     size_t active_bytes;
     uint32_t nact;
     uint64_t pz;
-    uint64_t *froff;
-    uint32_t capfroff;
     uint64_t base; /* its events in its resident chunks so far (job.evbase) */
 };
 
@@ -261,11 +258,10 @@ enum { ACC_MAIN, ACC_HELP, ACC_WORKER };
  * are many) quadratic in its depth.  From RP_RESIDENT_MIN frames on, the
  * thread's stack instead stays in ACC_MAIN between its chunks (resident):
  * a chunk costs its events, whatever the depth.  The frames keep their
- * callee time summed over all chunks (so nothing is counted at the join), their event numbers
- * counted from the first resident chunk (evbase), and their `off` is reset
- * where the chunk first reaches a frame (span_end's new low, and the top at
- * the start), which is where the copy would have held 0; acc.froff keeps
- * the value the thread's stack would hold.  Each resident thread has its
+ * callee time, and their time off CPU and preempted below them, summed
+ * over all chunks (so nothing is counted at the join), and their event
+ * numbers counted from the first resident chunk (evbase).  Each resident
+ * thread has its
  * own struct rstate: stack, activation counts (a zero-filled array: pages
  * of the ids on its stack), PAUSE offset; its chunks swap them into
  * ACC_MAIN (O(1)), so deep threads whose chunks alternate stay linear too.
@@ -387,12 +383,13 @@ RP_HIDDEN int rp_replay_close_open(struct rp_profile *p, struct tstate *t, struc
 
 /*
  * Counts the span of U that job j ended at depth i (struct uspan), with
- * `before`, its callees' time in the earlier chunks; *raised gets what
- * compensating against that added to the duration the chunk gave the frame
- * below.  Returns 0 or RP_ENOMEM.
+ * `before`, its frame as the earlier chunks left it (child, off and pre
+ * summed over them); *raised gets what compensating against all of its
+ * callees' time added to the duration the chunk gave the frame below.
+ * Returns 0 or RP_ENOMEM.
  */
 RP_HIDDEN int rp_replay_count_u(struct rp_profile *p, const struct job *j, uint32_t i,
-                                uint64_t before, uint64_t *raised);
+                                const struct frame *before, uint64_t *raised);
 
 /* accum.c */
 
