@@ -11,10 +11,13 @@
  *             [2] callees both by calls and by time: fanout = exp(H), H the
  *             entropy in nats of the shares of i's callees in its outgoing
  *             edge calls (fanout, kept in the node) and in its outgoing edge
- *             time (fanout_time), its self edge left out (recursion hands
- *             no work to anyone else), and only work handed on (not edges
- *             to off-CPU time, waits, lock waits and lock holds; on_incl =
- *             incl less the time of those).  The call fan-out is exact, the
+ *             time on CPU (fanout_time: each edge's time less its callee's
+ *             share off CPU and waiting below it), its self edge left out
+ *             (recursion hands no work to anyone else), and only work
+ *             handed on (not edges to off-CPU time, waits, lock waits and
+ *             lock holds; on_incl = incl less the time of those, or of
+ *             everything off CPU and waiting below it where the replay
+ *             knows it: idle_time).  The call fan-out is exact, the
  *             same in every run of one workload; involvement and self share
  *             are time shares that move from run to run (preemption, where
  *             a garbage collector's step lands), so they must pass their
@@ -259,10 +262,23 @@ struct flag_work {
 /* The sums over one caller's outgoing edges. */
 struct caller_sums {
     double out, outc; /* edge time / calls handed on to others */
-    double h, hc;     /* the entropies of those shares */
+    double out_on;    /* that time on CPU (on_cpu_share of each callee) */
+    double h, hc;     /* the entropies of the shares of out_on and outc */
     double blocked;   /* time of its edges that is not work handed on */
+    double holds;     /* the part of blocked in lock holds */
     unsigned self;    /* bit 0: a self edge with calls (recursion); bit 1: callees */
 };
+
+/* The share of node n's time (every activation) that was on CPU: less the
+ * time off CPU and waiting anywhere below its activations (1 when that is
+ * not known: direct mode).  Cannot fail. */
+static double on_cpu_share(const struct rp_profile *p, const struct rp_node *n)
+{
+    if (!p->oncpu_known || !n->dur_sum)
+        return 1.0;
+    double below = (double)rp_node_offcpu_below(n), all = (double)n->dur_sum;
+    return below >= all ? 0.0 : 1.0 - below / all;
+}
 
 /* Frees what w holds.  Cannot fail. */
 static void work_free(struct flag_work *w)
@@ -323,16 +339,21 @@ static void caller_sums(const struct rp_profile *p, const struct flag_work *w, u
             s->self |= ed->calls > 0;
         else if (handed_on(&p->nodes[ed->callee])) {
             s->out += (double)ed->incl;
+            s->out_on += (double)ed->incl * on_cpu_share(p, &p->nodes[ed->callee]);
             s->outc += (double)ed->calls;
-        } else
+        } else {
             s->blocked += (double)ed->incl;
+            if (p->nodes[ed->callee].kind == RP_KIND_LOCK_HOLD)
+                s->holds += (double)ed->incl;
+        }
     }
     for (uint32_t k = a; k < b; k++) {
         const struct rp_edge *ed = edge_at(p, w, k);
         if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
             continue;
-        if (ed->incl) {
-            double q = (double)ed->incl / s->out;
+        double on = (double)ed->incl * on_cpu_share(p, &p->nodes[ed->callee]);
+        if (on > 0.0) {
+            double q = on / s->out_on;
             s->h -= q * log(q);
         }
         if (ed->calls) {
@@ -425,6 +446,27 @@ nomem:
     return RP_ENOMEM;
 }
 
+/*
+ * The part of n's inclusive time that was neither its work nor work it
+ * handed on: the time of its edges to time off CPU, waits, lock waits and
+ * holds (s), or, where the replay knows it, the time off CPU and waiting
+ * anywhere below it (offcpu_below, of every activation: scaled to its
+ * outermost ones) and its holds, whichever is more.  So a dispatcher's
+ * self share is of its time on CPU however long its callees' callees
+ * waited or were preempted.  Cannot fail.
+ */
+static double idle_time(const struct rp_profile *p, const struct rp_node *n,
+                        const struct caller_sums *s)
+{
+    double nw = s->blocked;
+    if (p->oncpu_known && n->dur_sum) {
+        double below = (double)rp_node_offcpu_below(n) * ((double)n->incl / (double)n->dur_sum);
+        if (below + s->holds > nw)
+            nw = below + s->holds;
+    }
+    return nw;
+}
+
 /* The flags of node i but CONTENDED, from the sums of its outgoing edges s
  * and its callers' idle share (0 when it has no period to judge); a lock
  * node is noted in w->locks for contended().  Returns 0 or RP_ENOMEM (its
@@ -436,8 +478,8 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
     struct rp_node *nd = &p->nodes[i];
     struct rp_node_x x = rp_node_x_get(nd);
     x.fanout = s->outc > 0.0 ? exp(s->hc) : 0.0;
-    x.fanout_time = s->out > 0.0 ? exp(s->h) : 0.0;
-    x.blocked = s->blocked;
+    x.fanout_time = s->out_on > 0.0 ? exp(s->h) : 0.0;
+    x.blocked = idle_time(p, nd, s);
     if (rp_node_x_set(nd, &x) < 0)
         return RP_ENOMEM;
     nd->flags = 0;
@@ -447,7 +489,7 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         return 0;
     /* the self share of its time less what was neither its work nor
      * work it handed on (off CPU, waiting, holding a lock) */
-    double on_incl = (double)nd->incl - s->blocked;
+    double on_incl = (double)nd->incl - rp_node_blocked(nd);
     double m = o->dispatch_margin > 0.0 ? o->dispatch_margin : 1.0;
     if (on_incl > 0 && rp_node_fanout(nd) >= o->dispatch_fanout &&
         rp_node_fanout_time(nd) >= o->dispatch_fanout &&
