@@ -291,6 +291,13 @@ static void test_flags(void)
     fo.jitter_slow = 8;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER);
+    /* CONTENDED wants contended_waits waits: lock 0x1000 has 10 */
+    fo.contended_waits = 11;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[6].flags == 0 && fn[7].flags == 0);
+    fo.contended_waits = 10;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[6].flags == RP_FLAG_CONTENDED && fn[7].flags == RP_FLAG_CONTENDED);
     rp_flag_opts_default(&fo);
     fo.hot_self = 2;
     /* RATE judges run_max in a replayed trace: r's longest run less the time

@@ -57,7 +57,9 @@
  *             the outermost activations with the nested ones;
  *   CONTENDED per lock (nodes of kind lock-wait / lock-hold with the same
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
- *             dur_sum; flags every wait and hold node of that lock;
+ *             dur_sum, over >= [3] waits (contended acquisitions: one
+ *             unlucky wake-up is no pattern); flags every wait and hold
+ *             node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
  * wait, lock-wait or lock-hold node is never HOT, JITTER or RATE: its time
@@ -95,6 +97,7 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->rate_waits = 0.5;
     o->rate_period = 0.5;
     o->contended_ratio = 0.10;
+    o->contended_waits = 3;
 }
 
 static int is_lock(const struct rp_node *n)
@@ -532,14 +535,17 @@ static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct
     for (uint32_t a = 0; a < w->nl;) {
         uint32_t b = a;
         double wait = 0.0, hold = 0.0;
+        uint64_t waits = 0;
         for (; b < w->nl && w->locks[b].key == w->locks[a].key; b++) {
             const struct rp_node *nd = &p->nodes[w->locks[b].idx];
-            if (nd->kind == RP_KIND_LOCK_WAIT)
+            if (nd->kind == RP_KIND_LOCK_WAIT) {
                 wait += (double)nd->dur_sum;
-            else
+                waits += nd->calls;
+            } else {
                 hold += (double)nd->dur_sum;
+            }
         }
-        if (wait > 0.0 && wait >= o->contended_ratio * hold)
+        if (wait > 0.0 && wait >= o->contended_ratio * hold && waits >= o->contended_waits)
             for (uint32_t k = a; k < b; k++)
                 p->nodes[w->locks[k].idx].flags |= RP_FLAG_CONTENDED;
         a = b;

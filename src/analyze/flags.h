@@ -32,6 +32,7 @@ struct rp_flag_opts {
     double rate_waits;           /* and their wait calls >= 0.5 per call of it */
     double rate_period;          /* on-CPU max >= 0.5 x period */
     double contended_ratio;      /* wait >= 0.10 x hold */
+    uint64_t contended_waits;    /* and >= 3 contended acquisitions (waits) */
 };
 
 /* Fills o with the defaults of docs/design.md §7. */

@@ -59,6 +59,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->rate_period = rp_opt_double("--threshold rate-period", v, 0, 1e12);
     else if (K("contended-ratio"))
         f->contended_ratio = rp_opt_double("--threshold contended-ratio", v, 0, 1e12);
+    else if (K("contended-waits"))
+        f->contended_waits = rp_opt_u64("--threshold contended-waits", v);
     else
         rp_usage_die(
             "report",
@@ -67,7 +69,7 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
             "jitter-ratio, jitter-slow, "
             "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-waits, "
             "rate-period, "
-            "contended-ratio)",
+            "contended-ratio, contended-waits)",
             (int)n, kv);
 #undef K
 }

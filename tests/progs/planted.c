@@ -21,9 +21,11 @@
  *                 SLOW_EVERY-th call a slow path of its own (~40 us of
  *                 arithmetic): 2.5 % of its calls, so p99 is the slow path;
  *   counter_lock  CONTENDED: two threads (locker) take it HOLDS times each
- *                 and hold it for ~80 us of work (critical); they start at
- *                 a barrier with the lock taken by one for FIRST_HOLD_MS
- *                 more, so the other's first attempt waits for certain.
+ *                 and hold it for ~80 us of work (critical); before that,
+ *                 in each of CONTEND_ROUNDS rounds that start at a barrier,
+ *                 one holds it FIRST_HOLD_MS / CONTEND_ROUNDS more (asleep)
+ *                 while the other tries to take it: CONTEND_ROUNDS waits
+ *                 for certain (CONTENDED wants 3: one is no pattern).
  * Traps (must carry no flag):
  *   op_0 .. op_24 each ~2 % of the on-CPU time (not HOT), steady;
  *   tiny          a ~2-ns leaf called TINY times, or argv[1] times (not
@@ -52,24 +54,25 @@
 
 #include "lib/busy.h"
 
-#define ROUNDS        3000
-#define NOPS          25
-#define OP_ITERS      12000  /* ~2 % of the work each */
-#define HOT_ITERS     300000 /* = NOPS * OP_ITERS: half of dispatch */
-#define LOOKUPS       4000
-#define SLOW_EVERY    40
-#define TINY          1000000
-#define PERIOD_MS     40
-#define RUNS          50
-#define LATE_A        15
-#define LATE_B        35
-#define SLOW_MS       60
-#define HOLDS         40
-#define FIRST_HOLD_MS 20
-#define NAP_MS        150
-#define ITEMS         100
-#define ITEM_ITERS    20000
-#define BATCH_NAP_MS  300
+#define ROUNDS         3000
+#define NOPS           25
+#define OP_ITERS       12000  /* ~2 % of the work each */
+#define HOT_ITERS      300000 /* = NOPS * OP_ITERS: half of dispatch */
+#define LOOKUPS        4000
+#define SLOW_EVERY     40
+#define TINY           1000000
+#define PERIOD_MS      40
+#define RUNS           50
+#define LATE_A         15
+#define LATE_B         35
+#define SLOW_MS        60
+#define HOLDS          40
+#define FIRST_HOLD_MS  20
+#define CONTEND_ROUNDS 4
+#define NAP_MS         150
+#define ITEMS          100
+#define ITEM_ITERS     20000
+#define BATCH_NAP_MS   300
 
 static __thread volatile uint64_t sink; /* per thread: the threads share nothing */
 
@@ -206,18 +209,23 @@ void critical(void)
     sink += spin(60000);
 }
 
-/* The first locker takes the lock before the barrier and keeps it
- * FIRST_HOLD_MS more (asleep), so that the other's first attempt waits for
- * certain; after that they compete. */
+/* In each round one locker (in turn) takes the lock before the barrier and
+ * keeps it a share of FIRST_HOLD_MS more (asleep), so that the other's
+ * attempt waits for certain; after the rounds they compete. */
 void *locker(void *arg)
 {
-    int first = arg != NULL;
-    if (first)
-        pthread_mutex_lock(&counter_lock);
-    pthread_barrier_wait(&lockers_ready);
-    if (first) {
-        usleep(FIRST_HOLD_MS * 1000);
+    int me = arg != NULL;
+    for (int r = 0; r < CONTEND_ROUNDS; r++) {
+        int holder = r % 2 == me;
+        if (holder)
+            pthread_mutex_lock(&counter_lock);
+        pthread_barrier_wait(&lockers_ready);
+        if (holder)
+            usleep(FIRST_HOLD_MS * 1000 / CONTEND_ROUNDS);
+        else
+            pthread_mutex_lock(&counter_lock);
         pthread_mutex_unlock(&counter_lock);
+        pthread_barrier_wait(&lockers_ready); /* (both out before the next round) */
     }
     for (int i = 0; i < HOLDS; i++) {
         pthread_mutex_lock(&counter_lock);
