@@ -129,9 +129,9 @@ static void lock_sums(const struct rp_profile *p, uint64_t key, double *wait, do
         if (!is_lock(n) || n->key != key)
             continue;
         if (n->kind == RP_KIND_LOCK_WAIT)
-            *wait += (double)n->dur_sum;
+            *wait += (double)rp_node_dur_sum(n);
         else
-            *hold += (double)n->dur_sum;
+            *hold += (double)rp_node_dur_sum(n);
     }
 }
 
@@ -145,16 +145,19 @@ static int handed_on(const struct rp_node *n)
 }
 
 /* The distribution of n's own on-CPU time per activation, or NULL when it
- * is not known (a node with callees in direct mode).  has_callee: n has an
- * edge to any callee.  Cannot fail. */
+ * is not known (a node with callees in direct mode); buf holds n's default
+ * histogram (rp_node_hist).  has_callee: n has an edge to any callee.
+ * Cannot fail. */
 static const struct rp_hist *own_hist(const struct rp_profile *p, const struct rp_node *n,
-                                      int has_callee)
+                                      int has_callee, struct rp_hist *buf)
 {
     if (rp_node_own(n))
         return rp_node_own(n);
     /* every span a leaf (replay made no own counts), or a leaf in direct mode */
-    if (p->own_known || !has_callee)
-        return n->hist.len ? &n->hist : NULL;
+    if (p->own_known || !has_callee) {
+        const struct rp_hist *h = rp_node_hist(n, buf);
+        return h->len ? h : NULL;
+    }
     return NULL;
 }
 
@@ -192,7 +195,8 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
     *per = (double)rp_hist_q(ivl, 0.5);
     *q1 = (double)rp_hist_q(ivl, 0.25);
     *q3 = (double)rp_hist_q(ivl, 0.75);
-    double med_dur = (double)rp_hist_q(&n->hist, 0.5);
+    struct rp_hist buf;
+    double med_dur = (double)rp_hist_q(rp_node_hist(n, &buf), 0.5);
     return *per > 0.0 && *q3 - *q1 <= o->rate_spread * *per && med_dur <= o->rate_duty * *per;
 }
 
@@ -201,7 +205,7 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
  * its waits (a task that waits for a device past its period misses it). */
 static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
 {
-    return p->oncpu_known ? rp_node_run_max(n) : n->max;
+    return p->oncpu_known ? rp_node_run_max(n) : rp_node_max(n);
 }
 
 /* All on-CPU time: the own time of every node that is work.  Cannot fail. */
@@ -442,9 +446,10 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         return 0;
     if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu && (double)nd->excl >= hot_min)
         nd->flags |= RP_FLAG_HOT;
-    if ((s->self & 1) || nd->dur_sum > nd->incl) /* recursed */
+    if ((s->self & 1) || rp_node_dur_sum(nd) > nd->incl) /* recursed */
         return 0;
-    const struct rp_hist *own = own_hist(p, nd, s->self & 2);
+    struct rp_hist buf;
+    const struct rp_hist *own = own_hist(p, nd, s->self & 2, &buf);
     if (own && own->n >= o->jitter_calls && own->n > 0) {
         double hi, med;
         uint64_t slow;
@@ -470,9 +475,9 @@ static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct
         for (; b < w->nl && w->locks[b].key == w->locks[a].key; b++) {
             const struct rp_node *nd = &p->nodes[w->locks[b].idx];
             if (nd->kind == RP_KIND_LOCK_WAIT)
-                wait += (double)nd->dur_sum;
+                wait += (double)rp_node_dur_sum(nd);
             else
-                hold += (double)nd->dur_sum;
+                hold += (double)rp_node_dur_sum(nd);
         }
         if (wait > 0.0 && wait >= o->contended_ratio * hold)
             for (uint32_t k = a; k < b; k++)
@@ -615,7 +620,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         sep = "; ";
     }
     if (n->flags & RP_FLAG_JITTER) {
-        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : &n->hist;
+        struct rp_hist hb;
+        const struct rp_hist *own = rp_node_own(n) ? rp_node_own(n) : rp_node_hist(n, &hb);
         double hi, med;
         uint64_t slow;
         jitter_q(own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
