@@ -257,8 +257,8 @@ static void test_chunks(void)
         CHECK_EQ(a->calls, 1000);
         CHECK_EQ(b->calls, 1000);
         CHECK_EQ(edge_calls(&p, ia, ib), 1000);
-        CHECK_EQ(b->max, 10); /* a flush inside B is taken out by its PAUSE */
-        CHECK_EQ(a->max, 30);
+        CHECK_EQ(rp_node_max(b), 10); /* a flush inside B is taken out by its PAUSE */
+        CHECK_EQ(rp_node_max(a), 30);
     }
     CHECK(p.threads[0].paused > 0);
     CHECK_EQ(p.lost, 0);
@@ -401,7 +401,7 @@ static void test_tasks(void)
         CHECK_EQ(edge_calls(&p, ia, ib), 0);
         /* each switch reads the clock: A runs 10 ticks, is out 20 (from the
          * switch to B to the switch back: off CPU), runs 10 more */
-        CHECK_EQ(a->max, 40);
+        CHECK_EQ(rp_node_max(a), 40);
         CHECK_EQ(rp_node_offcpu(a), 100 * 20);
         CHECK_EQ(a->excl, 100 * 20);
         CHECK_EQ(rp_node_offcpu(b), 100 * 20);

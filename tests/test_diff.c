@@ -116,16 +116,24 @@ static void node(struct rp_profile *p, uint32_t i, const char *name, uint64_t ca
     x->id = i;
     x->kind = RP_KIND_FUNC;
     x->name = strdup(name);
-    x->min = UINT64_MAX;
+    struct rp_node_x *v = rp_node_xw(x);
+    CHECK(v != NULL);
+    if (!v)
+        return;
+    v->min = UINT64_MAX;
     for (uint64_t k = 0; k < calls; k++) {
         uint64_t d = own + (jitter ? rnd() % jitter : 0);
         x->calls++;
         x->incl += d;
         x->excl += d;
-        x->min = d < x->min ? d : x->min;
-        x->max = d > x->max ? d : x->max;
-        CHECK(rp_hist_add(&x->hist, d) == 0);
+        v->min = d < v->min ? d : v->min;
+        v->max = d > v->max ? d : v->max;
+        CHECK(rp_hist_add(&v->hist, d) == 0);
     }
+    v->dur_sum = x->incl;
+    v->oncpu_min = v->min;
+    v->oncpu_max = v->run_max = v->max;
+    v->mean = calls ? (double)x->incl / (double)calls : 0.0;
 }
 
 static void profile(struct rp_profile *p, uint32_t n)

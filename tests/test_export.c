@@ -422,15 +422,15 @@ static void test_pause(void)
     CHECK_EQ(p.n_nodes, 4);
     if (rc < 0 || p.n_nodes != 4)
         goto out;
-    CHECK_EQ(p.nodes[A].dur_sum, 35);
-    CHECK_EQ(p.nodes[B].dur_sum, 15);
-    CHECK_EQ(p.nodes[C].dur_sum, 1);
+    CHECK_EQ(rp_node_dur_sum(&p.nodes[A]), 35);
+    CHECK_EQ(rp_node_dur_sum(&p.nodes[B]), 15);
+    CHECK_EQ(rp_node_dur_sum(&p.nodes[C]), 1);
 
     struct pz k = {0};
     static const struct rp_sw_ops ops = {.end = pz_span_end, .pause = pz_pause};
     CHECK_EQ(rp_sw_file(path, &o, &p, &ops, &k, 0, err, sizeof(err)), 0);
     for (uint32_t id = A; id <= C; id++)
-        CHECK_EQ(k.dur[id], p.nodes[id].dur_sum);
+        CHECK_EQ(k.dur[id], rp_node_dur_sum(&p.nodes[id]));
     CHECK_EQ(k.n, 2);
     CHECK_EQ(k.start[0], 15);
     CHECK_EQ(k.end[0], 20);

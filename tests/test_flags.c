@@ -37,8 +37,10 @@ static struct rp_profile profile_of(uint32_t n, uint32_t m, uint64_t total, doub
 static void clear_nodes(void)
 {
     for (unsigned i = 0; i < NN; i++) {
-        if (fn[i].x)
+        if (fn[i].x) {
+            rp_hist_free(&fn[i].x->hist);
             rp_flag_hists_free(&fn[i].x->fh);
+        }
         free(fn[i].x);
     }
     memset(fn, 0, sizeof fn);
@@ -51,7 +53,27 @@ static void set_node(uint32_t i, uint8_t kind, uint64_t calls, uint64_t excl, ui
     fn[i].kind = kind;
     fn[i].calls = calls;
     fn[i].excl = excl;
-    fn[i].incl = fn[i].dur_sum = dur;
+    fn[i].incl = dur;
+    if (fn[i].x)
+        fn[i].x->dur_sum = dur;
+}
+
+/* Node i's statistics apart, allocated with their defaults when it has
+ * none (to set its durations' sum, extremes and histogram). */
+static struct rp_node_x *xs(uint32_t i)
+{
+    struct rp_node_x *x = rp_node_xw(&fn[i]);
+    CHECK(x != NULL);
+    if (!x)
+        exit(1);
+    return x;
+}
+
+/* Sets node i's largest duration (and on-CPU and run maxima) to mx. */
+static void set_max(uint32_t i, uint64_t mx)
+{
+    struct rp_node_x *x = xs(i);
+    x->max = x->oncpu_max = x->run_max = mx;
 }
 
 static void test_flags(void)
@@ -162,7 +184,7 @@ static void test_flags(void)
      * callees, without it over 1.0: no DISPATCH either way, and fanout 1.
      */
     set_node(2, RP_KIND_FUNC, 21, 46, 9500);
-    fn[2].dur_sum = 18500;
+    xs(2)->dur_sum = 18500;
     fe[6] = (struct rp_edge){.caller = 2, .callee = 2, .calls = 20, .incl = 9000};
     p.n_edges = 7;
     CHECK(rp_rank_profile(&p, &ro) == 0);
@@ -214,24 +236,27 @@ static void test_flags(void)
     for (size_t k = 0; k < 3; k++) {
         uint32_t i = jit[k].i;
         set_node(i, RP_KIND_FUNC, 200, 0, 0);
+        fn[i].excl = fn[i].incl = 192 * jit[k].usual + 8 * jit[k].outlier;
+        struct rp_node_x *x = xs(i);
         for (uint32_t c = 0; c < 200; c++)
-            CHECK(rp_hist_add(&fn[i].hist, c % 25 == 24 ? jit[k].outlier : jit[k].usual) == 0);
-        fn[i].max = jit[k].outlier;
-        fn[i].min = jit[k].usual;
-        fn[i].excl = fn[i].incl = fn[i].dur_sum = 192 * jit[k].usual + 8 * jit[k].outlier;
+            CHECK(rp_hist_add(&x->hist, c % 25 == 24 ? jit[k].outlier : jit[k].usual) == 0);
+        set_max(i, jit[k].outlier);
+        x->min = x->oncpu_min = jit[k].usual;
+        x->below_res = 0;
     }
     set_node(4, RP_KIND_FUNC, 21, 2600, 2600);
-    fn[4].max = 600;
+    set_max(4, 600);
     set_node(5, RP_KIND_FUNC, 21, 2400, 2400);
-    fn[5].max = 400;
+    set_max(5, 400);
     for (uint32_t i = 4; i <= 5; i++) {
         struct rp_flag_hists *fh = rp_node_fhw(&fn[i], 0);
         CHECK(fh != NULL);
         for (int c = 0; c < 20; c++) {
-            CHECK(rp_hist_add(&fn[i].hist, 100) == 0);
+            CHECK(rp_hist_add(&fn[i].x->hist, 100) == 0);
             CHECK(rp_hist_add(&fh->ivl, 1000) == 0);
         }
-        CHECK(rp_hist_add(&fn[i].hist, fn[i].max) == 0);
+        CHECK(rp_hist_add(&fn[i].x->hist, fn[i].x->max) == 0);
+        fn[i].x->below_res = 0;
     }
     set_node(12, RP_KIND_FUNC, 1, 0, 50000);
     set_node(13, RP_KIND_WAIT, 21, 45000, 45000);
@@ -320,7 +345,7 @@ static void test_flags(void)
      * node 4's self edge has no calls, which is no recursion: the flags
      * return.
      */
-    fn[1].incl = fn[1].dur_sum - 1;
+    fn[1].incl = rp_node_dur_sum(&fn[1]) - 1;
     fe[0] = (struct rp_edge){.caller = 4, .callee = 4, .calls = 1, .incl = 0};
     p.edges = fe;
     p.n_edges = 4;
@@ -328,7 +353,7 @@ static void test_flags(void)
     CHECK(fn[1].flags == 0);
     CHECK(fn[4].flags == 0);
     CHECK(fn[6].flags == RP_FLAG_CONTENDED); /* the rest is untouched */
-    fn[1].incl = fn[1].dur_sum;
+    fn[1].incl = rp_node_dur_sum(&fn[1]);
     fe[0].calls = 0;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER && fn[4].flags == RP_FLAG_RATE);
@@ -338,13 +363,7 @@ static void test_flags(void)
     CHECK(strcmp(rp_flags_str(0, buf, sizeof buf), "") == 0);
     CHECK(strcmp(rp_flags_str(RP_FLAG_CONTENDED | RP_FLAG_BUDGET, buf, sizeof buf),
                  "CONTENDED,BUDGET") == 0);
-    for (int i = 0; i < NN; i++) {
-        rp_hist_free(&fn[i].hist);
-        if (fn[i].x)
-            rp_flag_hists_free(&fn[i].x->fh);
-        free(fn[i].x);
-        fn[i].x = NULL;
-    }
+    clear_nodes();
 }
 
 /*
@@ -372,8 +391,8 @@ static void test_flags_offcpu_as(uint8_t kind)
     set_node(5, RP_KIND_FUNC, 1, 2550, 2550);
     if (kind == RP_KIND_OFFCPU)
         rp_node_xw(&fn[2])->offcpu = 3500;
-    fn[4].max = 1000;
-    rp_node_xw(&fn[4])->oncpu_max = 5;
+    set_max(4, 1000);
+    xs(4)->oncpu_max = 5;
     static const uint32_t es[5] = {0, 1, 2, 2, 2}, ed[5] = {1, 2, 3, 4, 5};
     static const uint64_t ew[5] = {10000, 9500, 3500, 2550, 2550};
     for (int e = 0; e < 5; e++)
@@ -411,12 +430,10 @@ static void test_flags_one_bucket(void)
     clear_nodes();
     set_node(1, RP_KIND_FUNC, 1, 4000, 10000);
     set_node(2, RP_KIND_FUNC, 1, 6000, 6000);
-    unsigned b = rp_hist_index(6000);
-    CHECK(rp_hist_cover1(&fn[2].hist, b) == 0);
-    rp_hist_bump(&fn[2].hist, b, 1);
-    fn[2].hist.n = 1;
-    CHECK(fn[2].hist.counts == NULL && fn[2].hist.len == 1);
-    fn[2].min = fn[2].max = 6000;
+    struct rp_hist hb; /* (called once: its one count, min and max are its defaults) */
+    const struct rp_hist *h = rp_node_hist(&fn[2], &hb);
+    CHECK(!fn[2].x && h->counts == NULL && h->len == 1 && h->lo == rp_hist_index(6000));
+    CHECK(rp_node_min(&fn[2]) == 6000 && rp_node_max(&fn[2]) == 6000);
     fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 10000};
     fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 1, .incl = 6000};
     p = profile_of(3, 2, 10000, 1.0);
@@ -426,7 +443,8 @@ static void test_flags_one_bucket(void)
     fo.jitter_floor_ns = 0;
     CHECK(rp_rank_profile(&p, &ro) == 0);
     CHECK(rp_flags_apply(&p, &fo) == 0);
-    CHECK(fn[2].hist.counts == NULL && rp_hist_c(&fn[2].hist)[0] == 1);
+    h = rp_node_hist(&fn[2], &hb);
+    CHECK(!fn[2].x && h->counts == NULL && rp_hist_c(h)[0] == 1 && h->n == 1);
 }
 
 /* qsort order of edges: by caller, then callee.  Cannot fail. */
@@ -470,14 +488,15 @@ static void test_flags_edge_order(void)
     set_node(5, RP_KIND_FUNC, 1, 3160, 3160);
     set_node(6, RP_KIND_FUNC, 1, 3140, 3140);
     set_node(7, RP_KIND_FUNC, 21, 2600, 2600);
-    fn[7].max = 600;
+    set_max(7, 600);
     struct rp_flag_hists *fh = rp_node_fhw(&fn[7], 0);
     CHECK(fh != NULL);
     for (int c = 0; c < 20; c++) {
-        CHECK(rp_hist_add(&fn[7].hist, 100) == 0);
+        CHECK(rp_hist_add(&fn[7].x->hist, 100) == 0);
         CHECK(rp_hist_add(&fh->ivl, 1000) == 0);
     }
-    CHECK(rp_hist_add(&fn[7].hist, 600) == 0);
+    CHECK(rp_hist_add(&fn[7].x->hist, 600) == 0);
+    fn[7].x->below_res = 0;
     set_node(8, RP_KIND_WAIT, 21, 45000, 45000);
     set_node(9, RP_KIND_FUNC, 1, 8700, 50000);
     set_node(10, RP_KIND_WAIT, 10, 40000, 40000);
@@ -485,7 +504,7 @@ static void test_flags_edge_order(void)
     set_node(12, RP_KIND_LOCK_HOLD, 10, 1000, 1000);
     fn[11].key = fn[12].key = 0x1000;
     set_node(13, RP_KIND_FUNC, 3, 400, 400);
-    fn[13].dur_sum = 900;
+    xs(13)->dur_sum = 900;
     static const struct {
         uint32_t caller, callee;
         uint64_t calls, incl;
@@ -547,7 +566,7 @@ static void test_flags_edge_order(void)
         }
         qsort(fe, 16, sizeof fe[0], by_caller_callee);
     }
-    rp_hist_free(&fn[7].hist);
+    rp_hist_free(&fn[7].x->hist);
 }
 
 static const struct check_case cases[] = {

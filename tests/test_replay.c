@@ -175,11 +175,11 @@ static void test_replay_streams(void)
         fprintf(stderr, "  replay: %s\n", err);
     if (rc == 0 && p.n_nodes > 3) {
         CHECK_EQ(p.nodes[3].calls, 4);
-        CHECK_EQ(p.nodes[3].dur_sum, 20 + 55 + 4 + 4);
+        CHECK_EQ(rp_node_dur_sum(&p.nodes[3]), 20 + 55 + 4 + 4);
         CHECK_EQ(p.nodes[3].incl, 55 + 4 + 4); /* the inner recursion not twice */
         CHECK_EQ(p.nodes[3].excl, 20 + 35 + 4 + 4);
-        CHECK_EQ(p.nodes[3].min, 4);
-        CHECK_EQ(p.nodes[3].max, 55);
+        CHECK_EQ(rp_node_min(&p.nodes[3]), 4);
+        CHECK_EQ(rp_node_max(&p.nodes[3]), 55);
         CHECK_EQ(p.nodes[2].calls, 2);
         CHECK_EQ(p.nodes[2].incl, 28);
         CHECK_EQ(p.nodes[2].excl, 20);
@@ -214,9 +214,9 @@ static void test_replay_streams(void)
                 CHECK_EQ(p.nodes[1].incl, 82);
                 CHECK_EQ(p.nodes[1].excl, 82 - 69);
                 CHECK_EQ(p.nodes[2].calls, 4);
-                CHECK_EQ(p.nodes[2].dur_sum, 31 + 12 + 19 + 7);
-                CHECK_EQ(p.nodes[2].min, 7);
-                CHECK_EQ(p.nodes[2].max, 31);
+                CHECK_EQ(rp_node_dur_sum(&p.nodes[2]), 31 + 12 + 19 + 7);
+                CHECK_EQ(rp_node_min(&p.nodes[2]), 7);
+                CHECK_EQ(rp_node_max(&p.nodes[2]), 31);
                 const struct rp_edge *e = find_edge(&p, 1, 2);
                 CHECK(e && e->calls == 4 && e->incl == 69);
                 CHECK_EQ(p.events, 10);
@@ -266,8 +266,8 @@ static void test_replay_streams(void)
         CHECK_EQ(rc, 0);
         if (rc == 0 && p.n_nodes > 3) {
             CHECK_EQ(p.nodes[3].calls, 5);
-            CHECK_EQ(p.nodes[3].max, 1ull << 61);
-            CHECK_EQ(p.nodes[3].dur_sum, (1ull << 63) + 8);
+            CHECK_EQ(rp_node_max(&p.nodes[3]), 1ull << 61);
+            CHECK_EQ(rp_node_dur_sum(&p.nodes[3]), (1ull << 63) + 8);
             CHECK_EQ(p.nodes[3].excl, 0); /* read as signed: negative, shown as 0 */
         }
         rp_profile_free(&p);
@@ -456,14 +456,14 @@ static void test_offcpu(void)
         CHECK_EQ(nh->incl, 1070);
         CHECK_EQ(rp_node_offcpu(nh), 1000);
         CHECK_EQ(nh->excl, 70);
-        CHECK_EQ(nh->max, 1070);
+        CHECK_EQ(rp_node_max(nh), 1070);
         CHECK_EQ(rp_node_oncpu_max(nh), 70);
         CHECK_EQ(rp_node_oncpu_min(nh), 70);
         CHECK_EQ(rp_node_offcpu_below(nh), 1000);
         CHECK_EQ(nf->incl, 1870);
         CHECK_EQ(rp_node_offcpu(nf), 20);
         CHECK_EQ(nf->excl, 470); /* a lock hold is an interval, not a callee */
-        CHECK_EQ(nf->max, 1870);
+        CHECK_EQ(rp_node_max(nf), 1870);
         CHECK_EQ(rp_node_oncpu_max(nf), 550);
         CHECK_EQ(rp_node_oncpu_max(nk), 10);
         CHECK_EQ(rp_node_oncpu_min(nk), 10);
@@ -594,11 +594,11 @@ static void check_unwind_profile(const char *path, const struct rp_profile *p, i
     CHECK_EQ(p->nodes[A].excl, 110 - 50 - 10 - 20 + a10 - b10);
     CHECK_EQ(p->nodes[B].calls, 4);
     CHECK_EQ(rp_node_cut(&p->nodes[B]), 4);
-    CHECK_EQ(p->nodes[B].dur_sum, 50 + 20 + 30 + b10);
+    CHECK_EQ(rp_node_dur_sum(&p->nodes[B]), 50 + 20 + 30 + b10);
     CHECK_EQ(p->nodes[B].excl, (50 - 40) + (20 - 10) + (30 - 20) + b10);
     CHECK_EQ(p->nodes[C].calls, 3);
     CHECK_EQ(rp_node_cut(&p->nodes[C]), 3);
-    CHECK_EQ(p->nodes[C].dur_sum, 40 + 10 + 20);
+    CHECK_EQ(rp_node_dur_sum(&p->nodes[C]), 40 + 10 + 20);
     CHECK_EQ(p->nodes[C].excl, (40 - 30) + 10 + 20);
     CHECK_EQ(p->nodes[D].calls, 1);
     CHECK_EQ(rp_node_cut(&p->nodes[D]), 1);
@@ -646,7 +646,7 @@ static void check_unwind_profile(const char *path, const struct rp_profile *p, i
     CHECK_EQ(k.unwound, 5);
     CHECK_EQ(k.cut, 4);
     for (uint32_t id = A; id <= E; id++)
-        CHECK_EQ(k.dur[id], p->nodes[id].dur_sum);
+        CHECK_EQ(k.dur[id], rp_node_dur_sum(&p->nodes[id]));
 }
 
 /*
@@ -847,7 +847,7 @@ static void test_reused_tid(void)
         CHECK_EQ(p.total, 330);
         CHECK_EQ(p.unmatched_exits + p.unclosed, 0);
         CHECK_EQ(p.nodes[1].calls, 2); /* A: once on each thread */
-        CHECK_EQ(p.nodes[1].dur_sum, 110);
+        CHECK_EQ(rp_node_dur_sum(&p.nodes[1]), 110);
         rp_profile_free(&p);
     }
     unsetenv("RANKPROF_REPLAY_JOBS");
@@ -919,11 +919,11 @@ static void test_holds(void)
             const struct rp_node *a = &p.nodes[1], *h = &p.nodes[2], *b = &p.nodes[3];
             CHECK_EQ(h->kind, RP_KIND_LOCK_HOLD);
             CHECK_EQ(h->calls, 2);
-            CHECK_EQ(h->dur_sum, 205);
+            CHECK_EQ(rp_node_dur_sum(h), 205);
             CHECK_EQ(h->incl, 110);
             CHECK_EQ(h->excl, 0);
-            CHECK_EQ(h->min, 95);
-            CHECK_EQ(h->max, 110);
+            CHECK_EQ(rp_node_min(h), 95);
+            CHECK_EQ(rp_node_max(h), 110);
             CHECK_EQ(a->excl, 20);
             CHECK_EQ(b->excl, 30);
             CHECK_EDGE(&p, 1, 2, 2, 205, 95, 110);
@@ -999,14 +999,16 @@ static void test_below_resolution_step(const char *step)
         if (p.n_nodes == 2) {
             const struct rp_node *a = &p.nodes[1];
             CHECK_EQ(a->calls, 15);
-            CHECK_EQ(a->dur_sum, 78);
+            struct rp_hist hb;
+            const struct rp_hist *ah = rp_node_hist(a, &hb);
+            CHECK_EQ(rp_node_dur_sum(a), 78);
             CHECK_EQ(a->excl, 78);
             CHECK_EQ(rp_node_below_res(a), fine ? 3 : 12);
             CHECK_EQ(p.below_res, rp_node_below_res(a));
-            CHECK_EQ(a->hist.n, fine ? 12 : 3);
-            CHECK_EQ(a->min, fine ? 1 : 10);
-            CHECK_EQ(a->max, 30);
-            CHECK_EQ(rp_hist_q(&a->hist, 0.5), fine ? 2 : 20);
+            CHECK_EQ(ah->n, fine ? 12 : 3);
+            CHECK_EQ(rp_node_min(a), fine ? 1 : 10);
+            CHECK_EQ(rp_node_max(a), 30);
+            CHECK_EQ(rp_hist_q(ah, 0.5), fine ? 2 : 20);
             CHECK_EDGE(&p, 0, 1, 15, 78, fine ? 1 : 10, 30);
             uint64_t q = 0;
             CHECK_EQ(rp_node_q_all(&p, a, 0.95, &q), 0);

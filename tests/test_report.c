@@ -41,13 +41,24 @@ static void set_node(int i, const char *name, int kind, uint64_t calls, uint64_t
     n->name = (char *)name;
     n->kind = (uint8_t)kind;
     n->calls = calls;
-    n->incl = n->dur_sum = incl;
+    if (n->x) {
+        rp_hist_free(&n->x->hist);
+        free(n->x);
+        n->x = NULL;
+    }
+    n->incl = incl;
     n->excl = excl;
-    n->min = min;
-    n->max = max;
     n->rank = rank;
     n->pi = pi; /* (its involvement: pi_ROOT is 1; its standing is half of it) */
-    n->flags = flags;
+    n->flags = (uint8_t)flags;
+    struct rp_node_x *x = rp_node_xw(n); /* (the histogram filled by build) */
+    CHECK(x != NULL);
+    if (!x)
+        return;
+    x->dur_sum = incl;
+    x->min = x->oncpu_min = min;
+    x->max = x->oncpu_max = x->run_max = max;
+    x->hist = (struct rp_hist){0};
 }
 
 /*
@@ -86,18 +97,23 @@ static void build(struct rp_profile *p)
     /* worker_a: mean 9.1, m2 of 95 x 8 and 5 x 30 */
     rp_node_xw(&nodes[WORKER_A])->m2 = 95 * (8 - 9.1) * (8 - 9.1) + 5 * (30 - 9.1) * (30 - 9.1);
 
-    CHECK(rp_hist_add(&nodes[DISPATCH].hist, 400) == 0);
-    CHECK(rp_hist_add(&nodes[DISPATCH].hist, 500) == 0);
-    CHECK(rp_hist_add(&nodes[DISPATCH].hist, 1000) == 0);
+    CHECK(rp_hist_add(&nodes[DISPATCH].x->hist, 400) == 0);
+    CHECK(rp_hist_add(&nodes[DISPATCH].x->hist, 500) == 0);
+    CHECK(rp_hist_add(&nodes[DISPATCH].x->hist, 1000) == 0);
     for (int i = 0; i < 100; i++)
-        CHECK(rp_hist_add(&nodes[WORKER_A].hist, i < 95 ? 8 : 30) == 0);
+        CHECK(rp_hist_add(&nodes[WORKER_A].x->hist, i < 95 ? 8 : 30) == 0);
     /* worker_b: 148 falls in bucket [148, 152), shown by its midpoint 150,
      * above the true max: percentiles must be clamped to 148 */
     static const uint64_t wb[7] = {50, 60, 70, 80, 90, 102, 148};
     for (int i = 0; i < 7; i++) {
         double d = (double)wb[i] - 600.0 / 7;
         rp_node_xw(&nodes[WORKER_B])->m2 += d * d;
-        CHECK(rp_hist_add(&nodes[WORKER_B].hist, wb[i]) == 0);
+        CHECK(rp_hist_add(&nodes[WORKER_B].x->hist, wb[i]) == 0);
+    }
+    for (int i = 0; i < NNODES; i++) { /* the calls not in the histograms */
+        struct rp_node *n = &nodes[i];
+        if (n->x && n->kind != RP_KIND_INSTANT)
+            n->x->below_res = n->calls > n->x->hist.n ? n->calls - n->x->hist.n : 0;
     }
 
     struct rp_edge e[7] = {
@@ -627,8 +643,12 @@ int main(int argc, char **argv)
 {
     build(&prof);
     int rc = check_run("test_report", argc, argv, cases, sizeof cases / sizeof cases[0]);
-    rp_hist_free(&nodes[DISPATCH].hist);
-    rp_hist_free(&nodes[WORKER_A].hist);
-    rp_hist_free(&nodes[WORKER_B].hist);
+    for (int i = 0; i < NNODES; i++) {
+        if (nodes[i].x) {
+            rp_hist_free(&nodes[i].x->hist);
+            rp_flag_hists_free(&nodes[i].x->fh);
+        }
+        free(nodes[i].x);
+    }
     return rc;
 }

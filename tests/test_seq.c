@@ -209,9 +209,9 @@ static void test_locks(const char *path, const struct rp_profile *p)
     uint64_t wait = 0, hold = 0, holds = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         if (p->nodes[i].kind == RP_KIND_LOCK_WAIT)
-            wait += p->nodes[i].dur_sum;
+            wait += rp_node_dur_sum(&p->nodes[i]);
         if (p->nodes[i].kind == RP_KIND_LOCK_HOLD) {
-            hold += p->nodes[i].dur_sum;
+            hold += rp_node_dur_sum(&p->nodes[i]);
             holds += p->nodes[i].calls;
         }
     }

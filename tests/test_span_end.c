@@ -193,7 +193,8 @@ static void run_replay(const struct ev *e, size_t n, struct stat *st, size_t nst
             const struct rp_node *x = &p.nodes[i];
             if (x->kind != kinds[k] || x->key != keys[k] || !x->calls)
                 continue;
-            st[k] = (struct stat){x->calls, x->incl, x->excl, x->min, x->max, rp_node_cut(x), 1};
+            st[k] = (struct stat){x->calls,       x->incl,        x->excl, rp_node_min(x),
+                                  rp_node_max(x), rp_node_cut(x), 1};
         }
     }
     rp_profile_free(&p);

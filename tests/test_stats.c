@@ -175,18 +175,20 @@ static void test_load(void)
     CHECK_EQ(p.n_nodes, 3);
     struct rp_node *w = &p.nodes[2];
     CHECK_EQ(w->calls, 5);
-    CHECK_EQ(w->dur_sum, 150);
+    CHECK_EQ(rp_node_dur_sum(w), 150);
     CHECK_EQ(w->incl, 150);
     CHECK_EQ(w->excl, 150);
-    CHECK_EQ(w->min, 10);
-    CHECK_EQ(w->max, 50);
+    CHECK_EQ(rp_node_min(w), 10);
+    CHECK_EQ(rp_node_max(w), 50);
     CHECK_EQ(rp_node_overruns(w), 2);
     CHECK_NEAR(rp_node_mean(w), 30.0, 1e-12);
     CHECK_NEAR(rp_node_m2(w), 1000.0, 1e-9); /* (-20)^2 + (-10)^2 + 0 + 10^2 + 20^2 */
-    CHECK_EQ(w->hist.n, 5);
-    CHECK(w->hist.lo == 0 && w->hist.len == 64); /* the rows of buckets 10 and 50 */
-    CHECK_EQ(rp_hist_q(&w->hist, 0.5), 30);
-    CHECK_EQ(rp_hist_q(&w->hist, 1.0), 49); /* bucket 49 is [49, 50) */
+    struct rp_hist hb;
+    const struct rp_hist *wh = rp_node_hist(w, &hb);
+    CHECK_EQ(wh->n, 5);
+    CHECK(wh->lo == 0 && wh->len == 64); /* the rows of buckets 10 and 50 */
+    CHECK_EQ(rp_hist_q(wh, 0.5), 30);
+    CHECK_EQ(rp_hist_q(wh, 1.0), 49); /* bucket 49 is [49, 50) */
     CHECK_EQ(p.n_edges, 2);
     for (uint32_t i = 0; i < p.n_edges; i++) {
         struct rp_edge *e = &p.edges[i];

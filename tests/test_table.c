@@ -80,6 +80,14 @@ static void test_names(void)
     CHECK_EQ(rp_name_match(t, "mul_*"), 0);
 }
 
+/* Sets n's durations' sum and inclusive time to v (one call, no recursion). */
+static void set_dur(struct rp_node *n, uint64_t v)
+{
+    n->incl = v;
+    if (n->x)
+        n->x->dur_sum = v;
+}
+
 /* A profile of n function nodes (index 1..n-1) and the given edges. */
 struct e {
     uint32_t a, b;
@@ -95,8 +103,13 @@ static void make(struct rp_profile *p, uint32_t n, const uint64_t *dur, const ui
     for (uint32_t i = 1; i < n; i++) {
         p->nodes[i].kind = RP_KIND_FUNC;
         p->nodes[i].calls = 1;
-        p->nodes[i].dur_sum = dur[i];
         p->nodes[i].incl = incl ? incl[i] : dur[i];
+        if (dur[i] != p->nodes[i].incl) { /* (recursed: dur_sum apart) */
+            struct rp_node_x *x = rp_node_xw(&p->nodes[i]);
+            CHECK(x != NULL);
+            if (x)
+                x->dur_sum = dur[i];
+        }
     }
     for (uint32_t k = 0; k < ne; k++) {
         p->edges[k].caller = ed[k].a;
@@ -109,6 +122,8 @@ static void make(struct rp_profile *p, uint32_t n, const uint64_t *dur, const ui
 
 static void drop(struct rp_profile *p)
 {
+    for (uint32_t i = 0; i < p->n_nodes; i++) /* (what they keep apart) */
+        free(p->nodes[i].x);
     free(p->nodes);
     free(p->edges);
 }
@@ -144,8 +159,8 @@ static void test_chains(void)
         rp_chains_free(&c);
         p.nodes[3].flags = 0;
         /* 3 gets a second caller with 10 % of its time: 2 -/-> 3 */
-        p.nodes[3].dur_sum = p.nodes[3].incl = 1100;
-        p.nodes[4].dur_sum = p.nodes[4].incl = 1090;
+        set_dur(&p.nodes[3], 1100);
+        set_dur(&p.nodes[4], 1090);
         p.edges[3].incl = 1090;
         p.edges[4].incl = 1080;
         CHECK_EQ(rp_chains_find(&p, &c), 0);
@@ -166,9 +181,9 @@ static void test_chains(void)
         CHECK_EQ(rp_chains_find(&p, &c), 0);
         CHECK_EQ(c.n, 0);
         rp_chains_free(&c);
-        p.nodes[1].dur_sum = p.nodes[1].incl = 4000;
-        p.nodes[2].dur_sum = p.nodes[2].incl = 4000;
-        p.nodes[3].dur_sum = p.nodes[3].incl = 3800;
+        set_dur(&p.nodes[1], 4000);
+        set_dur(&p.nodes[2], 4000);
+        set_dur(&p.nodes[3], 3800);
         p.edges[0].incl = 4000;
         p.edges[1].incl = 3800;
         struct rp_node_x x = rp_node_x_get(&p.nodes[3]);
@@ -177,7 +192,6 @@ static void test_chains(void)
         CHECK_EQ(rp_chains_find(&p, &c), 0);
         CHECK_EQ(c.n, 0); /* (1 2 when the time off CPU counted) */
         rp_chains_free(&c);
-        free(p.nodes[3].x);
         drop(&p);
     }
     /* direct recursion: 1 -> 2, 2 -> 2 and 2 -> 3: 2 is no wrapper */

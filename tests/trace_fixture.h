@@ -344,37 +344,40 @@ static inline void check_profile(const struct rp_profile *p, int ended)
     CHECK(x == 0 || x == 1300);
     CHECK_EQ(a->calls, 5);
     CHECK_EQ(rp_node_cut(a), 1);
-    CHECK_EQ(a->dur_sum, 190 + x);
+    CHECK_EQ(rp_node_dur_sum(a), 190 + x);
     CHECK_EQ(a->incl, 170 + x);
     CHECK_EQ(a->excl, 120 + x);
     /* (without an END the cut A lasts 0 ticks: below the resolution of 1
      * tick, so not the minimum nor in the histogram; comp.h) */
-    CHECK_EQ(a->min, 20);
+    CHECK_EQ(rp_node_min(a), 20);
     CHECK_EQ(rp_node_below_res(a), x ? 0 : 1);
-    CHECK_EQ(a->max, x ? 1300 : 100);
+    CHECK_EQ(rp_node_max(a), x ? 1300 : 100);
     CHECK_EQ(b->calls, 5);
     CHECK_EQ(rp_node_cut(b), 1);
     CHECK_EQ(rp_node_cut(c), 0);
-    CHECK_EQ(b->dur_sum, 65);
+    CHECK_EQ(rp_node_dur_sum(b), 65);
     CHECK_EQ(b->incl, 65);
     CHECK_EQ(b->excl, 65);
-    CHECK_EQ(b->min, 5);
-    CHECK_EQ(b->max, 30);
+    CHECK_EQ(rp_node_min(b), 5);
+    CHECK_EQ(rp_node_max(b), 30);
     CHECK_EQ(c->calls, 3);
-    CHECK_EQ(c->dur_sum, 170);
+    CHECK_EQ(rp_node_dur_sum(c), 170);
     CHECK_EQ(c->incl, 170);
     CHECK_EQ(c->excl, 140); /* the hold [1320..1350] is C's own time: no callee */
-    CHECK_EQ(c->min, 10);
-    CHECK_EQ(c->max, 90);
-    CHECK(a->hist.n == (x ? 5 : 4) && a->hist.lo == 0 && a->hist.len == (x ? 7 : 3) * RP_HIST_SUB);
-    CHECK_EQ(rp_hist_q(&a->hist, 0.5), x ? 50 : 20);
-    CHECK_EQ(rp_hist_q(&a->hist, 1.0), x ? 1296 : 101);
-    CHECK(b->hist.n == 5 && b->hist.lo == 0 && b->hist.len == RP_HIST_SUB);
-    CHECK_EQ(rp_hist_q(&b->hist, 0.5), 10);
-    CHECK_EQ(rp_hist_q(&b->hist, 1.0), 30);
-    CHECK(c->hist.n == 3 && c->hist.lo == 0 && c->hist.len == 3 * RP_HIST_SUB);
-    CHECK_EQ(rp_hist_q(&c->hist, 0.5), 71);
-    CHECK_EQ(rp_hist_q(&c->hist, 1.0), 91);
+    CHECK_EQ(rp_node_min(c), 10);
+    CHECK_EQ(rp_node_max(c), 90);
+    struct rp_hist hba, hbb, hbc;
+    const struct rp_hist *ah = rp_node_hist(a, &hba), *bh = rp_node_hist(b, &hbb),
+                         *ch = rp_node_hist(c, &hbc);
+    CHECK(ah->n == (x ? 5 : 4) && ah->lo == 0 && ah->len == (x ? 7 : 3) * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(ah, 0.5), x ? 50 : 20);
+    CHECK_EQ(rp_hist_q(ah, 1.0), x ? 1296 : 101);
+    CHECK(bh->n == 5 && bh->lo == 0 && bh->len == RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(bh, 0.5), 10);
+    CHECK_EQ(rp_hist_q(bh, 1.0), 30);
+    CHECK(ch->n == 3 && ch->lo == 0 && ch->len == 3 * RP_HIST_SUB);
+    CHECK_EQ(rp_hist_q(ch, 0.5), 71);
+    CHECK_EQ(rp_hist_q(ch, 1.0), 91);
     CHECK_EQ(p->nodes[IW].calls, 1);
     CHECK_EQ(p->nodes[IW].incl, 20);
     CHECK_EQ(p->nodes[IW].kind, RP_KIND_LOCK_WAIT);

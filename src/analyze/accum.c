@@ -105,21 +105,23 @@ static void zarr_release(void *arr, size_t from, size_t to)
 #endif
 }
 
-/* An edge's sort key: (caller, callee). */
-static inline uint64_t edge_key(const struct rp_edge *e)
+/* An edge's sort key: (caller, callee), or with by_callee (callee,
+ * caller). */
+static inline uint64_t edge_key(const struct rp_edge *e, int by_callee)
 {
-    return (uint64_t)e->caller << 32 | e->callee;
+    return by_callee ? (uint64_t)e->callee << 32 | e->caller
+                     : (uint64_t)e->caller << 32 | e->callee;
 }
 
 /* Moves e[i] down the max-heap e[0..n) to its place.  Cannot fail. */
-static void edge_sift(struct rp_edge *e, size_t i, size_t n)
+static void edge_sift(struct rp_edge *e, size_t i, size_t n, int by_callee)
 {
     struct rp_edge t = e[i];
-    uint64_t kt = edge_key(&t);
+    uint64_t kt = edge_key(&t, by_callee);
     for (size_t c; (c = 2 * i + 1) < n; i = c) {
-        if (c + 1 < n && edge_key(&e[c + 1]) > edge_key(&e[c]))
+        if (c + 1 < n && edge_key(&e[c + 1], by_callee) > edge_key(&e[c], by_callee))
             c++;
-        if (edge_key(&e[c]) <= kt)
+        if (edge_key(&e[c], by_callee) <= kt)
             break;
         e[i] = e[c];
     }
@@ -129,15 +131,15 @@ static void edge_sift(struct rp_edge *e, size_t i, size_t n)
 /* Sorts e[0..n) by edge_key, in place and in O(n log n) whatever the
  * input (heapsort: qsort would take a copy of them, at the peak of the
  * finish).  Cannot fail. */
-static void edge_sort(struct rp_edge *e, size_t n)
+static void edge_sort(struct rp_edge *e, size_t n, int by_callee)
 {
     for (size_t i = n / 2; i-- > 0;)
-        edge_sift(e, i, n);
+        edge_sift(e, i, n, by_callee);
     while (n > 1) {
         struct rp_edge t = e[0];
         e[0] = e[--n];
         e[n] = t;
-        edge_sift(e, 0, n);
+        edge_sift(e, 0, n, by_callee);
     }
 }
 
@@ -169,6 +171,10 @@ static int take_outside(struct rp_profile *p, const struct rp_edge *e, size_t *m
 struct fin {
     unsigned __int128 sq; /* the exact sum of squared durations */
     uint64_t omax, rmax;  /* the largest on-CPU duration, and run (struct hot) */
+    uint64_t dur, mn, mx; /* its edges' summed durations, minimum (UINT64_MAX: none) and
+                             maximum (edges_merge) */
+    struct rp_hist hist;  /* the durations' counts, and n its edges' calls: owned until
+                             finish_node hands them to the node */
 };
 
 /* Adds the span that entry e of node i holds (a leaf, all on CPU: struct
@@ -188,9 +194,9 @@ static int one_merge(struct rp_profile *p, const struct hid *e, uint32_t i, stru
     struct rp_flag_hists *x = rp_node_fh(n);
     if (x && x->own.len && rp_hist_add(&x->own, dur)) /* own time: its duration */
         return RP_ENOMEM;
-    if (rp_hist_cover1(&n->hist, b)) /* (a node seen once: its one count in n->hist) */
+    if (rp_hist_cover1(&f->hist, b)) /* (a node seen once: its one count in the struct) */
         return RP_ENOMEM;
-    rp_hist_bump(&n->hist, b, 1);
+    rp_hist_bump(&f->hist, b, 1);
     return 0;
 }
 
@@ -269,12 +275,12 @@ static int hot_merge(struct rp_profile *p, struct acc *a, uint32_t i0, uint32_t 
                 return RP_ENOMEM;
             rp_flag_hists_free(&h->fh);
         }
-        if (h->hist.counts && !n->hist.len) { /* the node owns it now */
-            n->hist.counts = h->hist.counts;
-            n->hist.lo = h->hist.lo;
-            n->hist.len = h->hist.len;
+        if (h->hist.counts && !f->hist.len) { /* the node's sums own it now */
+            f->hist.counts = h->hist.counts;
+            f->hist.lo = h->hist.lo;
+            f->hist.len = h->hist.len;
             h->hist = (struct rp_hist){0};
-        } else if (rp_hist_merge(&n->hist, &h->hist)) {
+        } else if (rp_hist_merge(&f->hist, &h->hist)) {
             return RP_ENOMEM;
         } else {
             rp_hist_free(&h->hist);
@@ -283,22 +289,42 @@ static int hot_merge(struct rp_profile *p, struct acc *a, uint32_t i0, uint32_t 
     return 0;
 }
 
-/* Adds the spans of a's edges into their callees (the calls, durations,
- * extremes and histogram counts struct hot leaves to the edges).  Cannot
- * fail. */
-static void edges_merge(struct rp_profile *p, const struct acc *a)
+/* Adds the spans of a's edges (sorted by callee) into their callees
+ * [i0, i1) and their sums fin (fin[0] is node i0's): the calls,
+ * durations, extremes and histogram counts struct hot leaves to the
+ * edges; *at is the first edge not yet added.  Cannot fail. */
+static void edges_merge(struct rp_profile *p, const struct acc *a, uint32_t i0, uint32_t i1,
+                        struct fin *fin, size_t *at)
 {
-    for (uint32_t k = 0; k < a->em.n; k++) {
-        const struct rp_edge *s = &a->em.edges[k];
-        if (s->caller == RP_OUTSIDE_CALLER) /* (no spans of the node: finish_accs) */
+    for (; *at < a->em.n && a->em.edges[*at].callee < i1; ++*at) {
+        const struct rp_edge *s = &a->em.edges[*at];
+        if (s->caller == RP_OUTSIDE_CALLER || s->callee < i0) /* (no spans of the node) */
             continue;
-        struct rp_node *n = &p->nodes[s->callee]; /* its spans: see struct hot */
-        n->calls += s->calls;
-        n->dur_sum += s->incl;
-        n->min = s->min < n->min ? s->min : n->min;
-        n->max = s->max > n->max ? s->max : n->max;
-        n->hist.n += s->calls;
+        struct fin *f = &fin[s->callee - i0]; /* its spans: see struct hot */
+        p->nodes[s->callee].calls += s->calls;
+        f->dur += s->incl;
+        f->mn = s->min < f->mn ? s->min : f->mn;
+        f->mx = s->max > f->mx ? s->max : f->mx;
+        f->hist.n += s->calls;
     }
+}
+
+/* Adds the histogram *src (counts and n) to *dst and frees it, or moves it
+ * there when dst is empty.  Returns 0, or RP_ENOMEM with both unchanged. */
+static int hist_take(struct rp_hist *dst, struct rp_hist *src)
+{
+    if (!dst->len) {
+        uint64_t n = dst->n + src->n;
+        *dst = *src;
+        dst->n = n;
+    } else if (rp_hist_merge(dst, src)) {
+        return RP_ENOMEM;
+    } else {
+        dst->n += src->n;
+        rp_hist_free(src);
+    }
+    *src = (struct rp_hist){0};
+    return 0;
 }
 
 /* Adds the incl of m's edges to the off-CPU node into their callers'
@@ -349,15 +375,26 @@ static void finish_threads(struct rp_profile *p, const struct priv *v)
 }
 
 /* Node i's final fields: exclusive time with the join's corrections, the
- * flags' histograms, the spans below the resolution res (0: none set
- * aside), minima, its rare fields from f (rp_node_x: kept apart only when
- * one differs from its default), mean and m2 from the exact sum of squares.
- * Returns 0 or RP_ENOMEM. */
+ * flags' histograms, its durations' sum, extremes and histogram from f (f's
+ * histogram handed to the node), the spans below the resolution res (0:
+ * none set aside), minima, its rare fields from f (rp_node_x: kept apart
+ * only when one differs from its default), mean and m2 from the exact sum
+ * of squares.  Returns 0 or RP_ENOMEM (f's histogram then freed or
+ * still f's). */
 static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, uint64_t res,
-                       const struct fin *f)
+                       struct fin *f)
 {
     struct rp_node *n = &p->nodes[i];
     struct rp_node_x x = rp_node_x_raw(n);
+    if (n->x) /* (its histogram is x's until set) */
+        n->x->hist = (struct rp_hist){0};
+    if (hist_take(&x.hist, &f->hist) < 0) {
+        rp_hist_free(&x.hist);
+        return RP_ENOMEM;
+    }
+    x.dur_sum += f->dur;
+    x.min = f->mn < x.min ? f->mn : x.min;
+    x.max = f->mx > x.max ? f->mx : x.max;
     if (n->kind == 0xff)
         n->kind = RP_KIND_FUNC;
     n->excl = rp_span_excl_total(n->excl);
@@ -372,36 +409,36 @@ static int finish_node(struct rp_profile *p, const struct priv *v, uint32_t i, u
         for (unsigned b = 0; b < fx->ivl.len; b++)
             fx->ivl.n += rp_hist_c(&fx->ivl)[b];
     }
-    if (res && n->hist.len) { /* the buckets below the resolution (comp.h) */
+    if (res && x.hist.len) { /* the buckets below the resolution (comp.h) */
         unsigned ib = rp_hist_index(res);
-        uint32_t *hc = rp_hist_w(&n->hist);
-        for (unsigned b = n->hist.lo; b < ib && b < n->hist.lo + n->hist.len; b++) {
-            x.below_res += hc[b - n->hist.lo];
-            hc[b - n->hist.lo] = 0;
+        uint32_t *hc = rp_hist_w(&x.hist);
+        for (unsigned b = x.hist.lo; b < ib && b < x.hist.lo + x.hist.len; b++) {
+            x.below_res += hc[b - x.hist.lo];
+            hc[b - x.hist.lo] = 0;
         }
-        n->hist.n -= x.below_res;
+        x.hist.n -= x.below_res;
     }
     p->below_res += x.below_res;
-    if (!n->calls || n->min == UINT64_MAX) /* (every span below resolution) */
-        n->min = 0;
+    if (!n->calls || x.min == UINT64_MAX) /* (every span below resolution) */
+        x.min = 0;
     /* on-CPU min: the wall minimum, or less where off-CPU time was below */
-    x.oncpu_min = x.oncpu_min < n->min ? x.oncpu_min : n->min;
+    x.oncpu_min = x.oncpu_min < x.min ? x.oncpu_min : x.min;
     if (!n->calls)
         x.oncpu_min = 0;
     if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER && f->sq) {
         double cnt = (double)n->calls;
-        x.mean = (double)n->dur_sum / cnt;
+        x.mean = (double)x.dur_sum / cnt;
         /* m2 = sum (x - mean)^2 = sumsq - sum^2 / n */
-        long double m2 = (long double)f->sq -
-                         (long double)n->dur_sum * (long double)n->dur_sum / (long double)cnt;
+        long double m2 =
+            (long double)f->sq - (long double)x.dur_sum * (long double)x.dur_sum / (long double)cnt;
         x.m2 = m2 > 0 ? (double)m2 : 0.0;
     }
-    return rp_node_x_set(n, &x);
+    return rp_node_x_set(n, &x); /* (its histogram n's, or freed) */
 }
 
-/* Nodes summed at a time (finish_accs): their struct fin, 2 MB, is all the
- * finish needs beside the accumulators it gives back. */
-#define FIN_BLOCK 65536u
+/* Nodes summed at a time (finish_accs): their struct fin, 2.5 MB, is all
+ * the finish needs beside the accumulators it gives back. */
+#define FIN_BLOCK 32768u
 
 /*
  * Sums every replayer's accumulators into the nodes, freeing each once
@@ -439,27 +476,32 @@ static int finish_accs(struct rp_profile *p, struct priv *v, uint64_t res)
         a->active_bytes = a->nact = 0;
     }
     rp_emap_drop_index(&v->em);
-    /* the edges' spans, and off-CPU time in a node's own frame (its edges to
-     * the off-CPU node), before the nodes are finished */
+    /* off-CPU time in a node's own frame (its edges to the off-CPU node)
+     * before the nodes are finished; the edges sorted by callee, to add
+     * their spans a block of callees at a time */
     for (int k = 0; k < nacc; k++) {
-        edges_merge(p, &v->acc[k]);
         if ((rc = offcpu_merge(p, &v->acc[k].em)) < 0)
             return rc;
+        edge_sort(v->acc[k].em.edges, v->acc[k].em.n, 1);
     }
     if ((rc = offcpu_merge(p, &v->em)) < 0)
         return rc;
     /* the nodes, a block at a time, freeing hot */
     uint32_t nb = p->n_nodes < FIN_BLOCK ? (p->n_nodes ? p->n_nodes : 1) : FIN_BLOCK;
     struct fin *fin = malloc(nb * sizeof(*fin));
-    size_t gone[NACC] = {0}, fgone[NACC] = {0};
+    size_t gone[NACC] = {0}, fgone[NACC] = {0}, at[NACC] = {0};
     if (!fin)
         return RP_ENOMEM;
     for (uint32_t i0 = 0; i0 < p->n_nodes; i0 += nb) {
         uint32_t i1 = p->n_nodes - i0 < nb ? p->n_nodes : i0 + nb;
         memset(fin, 0, (size_t)(i1 - i0) * sizeof(*fin));
-        for (int k = 0; k < nacc; k++)
+        for (uint32_t i = i0; i < i1; i++)
+            fin[i - i0].mn = UINT64_MAX;
+        for (int k = 0; k < nacc; k++) {
+            edges_merge(p, &v->acc[k], i0, i1, fin, &at[k]);
             if ((rc = hot_merge(p, &v->acc[k], i0, i1, fin, &gone[k], &fgone[k])) < 0)
                 goto out;
+        }
         for (uint32_t i = i0; i < i1; i++)
             if ((rc = finish_node(p, v, i, res, &fin[i - i0])) < 0)
                 goto out;
@@ -476,6 +518,9 @@ static int finish_accs(struct rp_profile *p, struct priv *v, uint64_t res)
     }
     rc = 0;
 out:
+    if (rc < 0) /* (the histograms of the block's nodes not finished) */
+        for (uint32_t i = 0; i < nb && i < p->n_nodes; i++)
+            rp_hist_free(&fin[i].hist);
     free(fin);
     if (rc < 0)
         return rc;
@@ -506,7 +551,7 @@ out:
     ne += v->em.n;
     rp_emap_free(&v->em);
     if (ne)
-        edge_sort(e, ne);
+        edge_sort(e, ne, 0);
     size_t m = 0;
     for (size_t k = 0; k < ne; k++) {
         if (m && e[m - 1].caller == e[k].caller && e[m - 1].callee == e[k].callee) {

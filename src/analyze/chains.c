@@ -35,7 +35,7 @@
 static int candidate(const struct rp_profile *p, uint32_t i)
 {
     const struct rp_node *n = &p->nodes[i];
-    return i && n->kind == RP_KIND_FUNC && n->calls && !n->flags && n->dur_sum;
+    return i && n->kind == RP_KIND_FUNC && n->calls && !n->flags && rp_node_dur_sum(n);
 }
 
 /* The time edge x's callee was descheduled in its own frame during the
@@ -47,9 +47,9 @@ static double callee_offcpu(const struct rp_profile *p, const struct rp_edge *x)
 {
     const struct rp_node *cj = &p->nodes[x->callee];
     uint64_t off = rp_node_offcpu(cj);
-    if (!off || !cj->dur_sum)
+    if (!off || !rp_node_dur_sum(cj))
         return 0.0;
-    double d = (double)off * ((double)x->incl / (double)cj->dur_sum);
+    double d = (double)off * ((double)x->incl / (double)rp_node_dur_sum(cj));
     return d < (double)x->incl ? d : (double)x->incl;
 }
 
@@ -95,8 +95,8 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
         /* (of its time on CPU: being descheduled in its own frame is no
          * time it keeps from the callee) */
         const struct rp_node *ci = &p->nodes[x->caller];
-        double time = (double)ci->dur_sum -
-                      (double)(rp_node_offcpu(ci) < ci->dur_sum ? rp_node_offcpu(ci) : 0);
+        double time = (double)rp_node_dur_sum(ci) -
+                      (double)(rp_node_offcpu(ci) < rp_node_dur_sum(ci) ? rp_node_offcpu(ci) : 0);
         double to = (double)x->incl - callee_offcpu(p, x);
         if (to >= RP_CHAIN_SHARE * (time - ((double)x->incl - to)))
             pass[x->caller] = e + 1;

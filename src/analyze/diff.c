@@ -133,10 +133,11 @@ int rp_mann_whitney(const double *va, const double *ca, uint32_t na, const doubl
 
 /* ---- one row ------------------------------------------------------------- */
 
-const struct rp_hist *rp_diff_per_call(const struct rp_profile *p, const struct rp_node *n)
+const struct rp_hist *rp_diff_per_call(const struct rp_profile *p, const struct rp_node *n,
+                                       struct rp_hist *buf)
 {
     const struct rp_hist *own = p->own_known ? rp_node_own(n) : NULL;
-    return own && own->n ? own : &n->hist;
+    return own && own->n ? own : rp_node_hist(n, buf);
 }
 
 /* The nonzero buckets of h as values in ns (times scale) and counts, into
@@ -160,8 +161,9 @@ static uint32_t hist_values(const struct rp_hist *h, double ns, double *v, doubl
 static int judge(const struct rp_profile *a, const struct rp_profile *b, struct rp_diff_row *r,
                  const struct rp_diff_opts *o, double scale)
 {
-    const struct rp_hist *ha = rp_diff_per_call(a, &a->nodes[r->a]),
-                         *hb = rp_diff_per_call(b, &b->nodes[r->b]);
+    struct rp_hist bufa, bufb;
+    const struct rp_hist *ha = rp_diff_per_call(a, &a->nodes[r->a], &bufa),
+                         *hb = rp_diff_per_call(b, &b->nodes[r->b], &bufb);
     r->verdict = RP_DIFF_FEW;
     if (ha->n < MIN_CALLS || hb->n < MIN_CALLS)
         return 0;

@@ -73,8 +73,10 @@ int rp_diff_compute(const struct rp_profile *a, const struct rp_profile *b,
 void rp_diff_free(struct rp_diff *d);
 
 /* The times per call a row is judged on: n's own time per call where the
- * trace has it (a replayed trace), else its durations.  Cannot fail. */
-const struct rp_hist *rp_diff_per_call(const struct rp_profile *p, const struct rp_node *n);
+ * trace has it (a replayed trace), else its durations (rp_node_hist, with
+ * buf).  Cannot fail. */
+const struct rp_hist *rp_diff_per_call(const struct rp_profile *p, const struct rp_node *n,
+                                       struct rp_hist *buf);
 
 /*
  * The Mann-Whitney U test of two samples given as histograms: values

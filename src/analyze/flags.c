@@ -135,9 +135,9 @@ static void lock_sums(const struct rp_profile *p, uint64_t key, double *wait, do
         if (!is_lock(n) || n->key != key)
             continue;
         if (n->kind == RP_KIND_LOCK_WAIT)
-            *wait += (double)n->dur_sum;
+            *wait += (double)rp_node_dur_sum(n);
         else
-            *hold += (double)n->dur_sum;
+            *hold += (double)rp_node_dur_sum(n);
     }
 }
 
@@ -150,21 +150,22 @@ static int handed_on(const struct rp_node *n)
            n->kind != RP_KIND_LOCK_HOLD;
 }
 
-struct rp_own_time rp_node_own_time(const struct rp_profile *p, const struct rp_node *n,
-                                    int has_callee)
+void rp_node_own_time(const struct rp_profile *p, const struct rp_node *n, int has_callee,
+                      struct rp_own_time *ot)
 {
-    struct rp_own_time ot = {NULL, 0};
+    ot->h = NULL;
+    ot->low = 0;
     if (rp_node_own(n)) { /* every span, its own time (replay.c, own_count) */
-        ot.h = rp_node_own(n);
-        return ot;
+        ot->h = rp_node_own(n);
+        return;
     }
     /* every span a leaf (replay made no own counts), or a leaf in direct
      * mode: the duration histogram, its spans below the resolution apart */
     if (p->own_known || !has_callee) {
-        ot.h = n->hist.len ? &n->hist : NULL;
-        ot.low = p->resolution ? rp_node_below_res(n) : 0;
+        const struct rp_hist *h = rp_node_hist(n, &ot->buf);
+        ot->h = h->len ? h : NULL;
+        ot->low = p->resolution ? rp_node_below_res(n) : 0;
     }
-    return ot;
 }
 
 uint64_t rp_own_time_n(const struct rp_own_time *ot)
@@ -220,7 +221,8 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
     *per = (double)rp_hist_q(ivl, 0.5);
     *q1 = (double)rp_hist_q(ivl, 0.25);
     *q3 = (double)rp_hist_q(ivl, 0.75);
-    double med_dur = (double)rp_hist_q(&n->hist, 0.5);
+    struct rp_hist buf;
+    double med_dur = (double)rp_hist_q(rp_node_hist(n, &buf), 0.5);
     return *per > 0.0 && *q3 - *q1 <= o->rate_spread * *per && med_dur <= o->rate_duty * *per;
 }
 
@@ -229,7 +231,7 @@ static int period_of(const struct rp_node *n, const struct rp_flag_opts *o, doub
  * its waits (a task that waits for a device past its period misses it). */
 static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
 {
-    return p->oncpu_known ? rp_node_run_max(n) : n->max;
+    return p->oncpu_known ? rp_node_run_max(n) : rp_node_max(n);
 }
 
 /* All on-CPU time: the own time of every node that is work.  Cannot fail. */
@@ -277,9 +279,9 @@ struct caller_sums {
  * not known: direct mode).  Cannot fail. */
 static double on_cpu_share(const struct rp_profile *p, const struct rp_node *n)
 {
-    if (!p->oncpu_known || !n->dur_sum)
+    if (!p->oncpu_known || !rp_node_dur_sum(n))
         return 1.0;
-    double below = (double)rp_node_offcpu_below(n), all = (double)n->dur_sum;
+    double below = (double)rp_node_offcpu_below(n), all = (double)rp_node_dur_sum(n);
     return below >= all ? 0.0 : 1.0 - below / all;
 }
 
@@ -462,8 +464,9 @@ static double idle_time(const struct rp_profile *p, const struct rp_node *n,
                         const struct caller_sums *s)
 {
     double nw = s->blocked;
-    if (p->oncpu_known && n->dur_sum) {
-        double below = (double)rp_node_offcpu_below(n) * ((double)n->incl / (double)n->dur_sum);
+    if (p->oncpu_known && rp_node_dur_sum(n)) {
+        double below =
+            (double)rp_node_offcpu_below(n) * ((double)n->incl / (double)rp_node_dur_sum(n));
         if (below + s->holds > nw)
             nw = below + s->holds;
     }
@@ -509,9 +512,10 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         return 0;
     if (cpu > 0 && (double)nd->excl >= o->hot_self * cpu && (double)nd->excl >= hot_min)
         nd->flags |= RP_FLAG_HOT;
-    if ((s->self & 1) || nd->dur_sum > nd->incl) /* recursed */
+    if ((s->self & 1) || rp_node_dur_sum(nd) > nd->incl) /* recursed */
         return 0;
-    struct rp_own_time own = rp_node_own_time(p, nd, s->self & 2);
+    struct rp_own_time own;
+    rp_node_own_time(p, nd, s->self & 2, &own);
     uint64_t own_n = rp_own_time_n(&own);
     if (own_n >= o->jitter_calls && own_n > 0) {
         double hi, med;
@@ -539,10 +543,10 @@ static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct
         for (; b < w->nl && w->locks[b].key == w->locks[a].key; b++) {
             const struct rp_node *nd = &p->nodes[w->locks[b].idx];
             if (nd->kind == RP_KIND_LOCK_WAIT) {
-                wait += (double)nd->dur_sum;
+                wait += (double)rp_node_dur_sum(nd);
                 waits += nd->calls;
             } else {
-                hold += (double)nd->dur_sum;
+                hold += (double)rp_node_dur_sum(nd);
             }
         }
         if (wait > 0.0 && wait >= o->contended_ratio * hold && waits >= o->contended_waits)
@@ -686,7 +690,8 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         sep = "; ";
     }
     if (n->flags & RP_FLAG_JITTER) {
-        struct rp_own_time own = rp_node_own_time(p, n, 0);
+        struct rp_own_time own;
+        rp_node_own_time(p, n, 0, &own);
         double hi, med;
         uint64_t slow;
         jitter_q(p, &own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);

@@ -9,9 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "histwin.h"
+
 struct rp_profile;
 struct rp_node;
-struct rp_hist;
 
 struct rp_flag_opts {
     double dispatch_involvement; /* >= 0.10 */
@@ -57,18 +58,20 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
  * profile's resolution (a node whose every span was a leaf: h is then its
  * duration histogram, which keeps those apart); they count as shorter than
  * every value in h, so a percentile is of every activation, as the
- * table's p95.
+ * table's p95.  buf holds n's histogram where it has none apart
+ * (rp_node_hist): h may point into the struct.
  */
 struct rp_own_time {
     const struct rp_hist *h;
     uint64_t low;
+    struct rp_hist buf;
 };
 
-/* n's own time per activation; has_callee: n has an edge to any callee
- * (without a replay's own counts, such a node's own time is not known:
- * h NULL, low 0).  Cannot fail. */
-struct rp_own_time rp_node_own_time(const struct rp_profile *p, const struct rp_node *n,
-                                    int has_callee);
+/* n's own time per activation into *ot; has_callee: n has an edge to any
+ * callee (without a replay's own counts, such a node's own time is not
+ * known: h NULL, low 0).  Cannot fail. */
+void rp_node_own_time(const struct rp_profile *p, const struct rp_node *n, int has_callee,
+                      struct rp_own_time *ot);
 
 /* The activations ot covers (h's and the low ones).  Cannot fail. */
 uint64_t rp_own_time_n(const struct rp_own_time *ot);

@@ -47,7 +47,6 @@ static int nodes_reserve(struct rp_profile *p, uint32_t id)
     for (uint32_t i = p->n_nodes; i <= id; i++) {
         memset(&p->nodes[i], 0, sizeof(p->nodes[i]));
         p->nodes[i].id = i;
-        p->nodes[i].min = UINT64_MAX;
         p->nodes[i].kind = 0xff; /* undefined until DEFS says */
     }
     p->n_nodes = id + 1;

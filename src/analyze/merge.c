@@ -169,18 +169,18 @@ static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
     if (hists) { /* (after the get: hist.n is in the defaults) */
         if ((rc = add_flag_hists(a, b)) < 0)
             return rc;
-        if (rp_hist_merge(&a->hist, &b->hist) == 0)
-            a->hist.n += b->hist.n;
+        if (rp_hist_merge(&x.hist, &y.hist) == 0)
+            x.hist.n += y.hist.n;
     }
     if (b->calls) {
         if (!a->calls) {
-            a->min = b->min;
+            x.min = y.min;
             x.oncpu_min = y.oncpu_min;
         } else {
-            a->min = b->min < a->min ? b->min : a->min;
+            x.min = y.min < x.min ? y.min : x.min;
             x.oncpu_min = y.oncpu_min < x.oncpu_min ? y.oncpu_min : x.oncpu_min;
         }
-        a->max = b->max > a->max ? b->max : a->max;
+        x.max = y.max > x.max ? y.max : x.max;
         x.oncpu_max = y.oncpu_max > x.oncpu_max ? y.oncpu_max : x.oncpu_max;
         x.run_max = y.run_max > x.run_max ? y.run_max : x.run_max;
     }
@@ -188,7 +188,7 @@ static int add_node(struct rp_node *a, const struct rp_node *b, int hists)
     pool(&x, a->calls - x.throttled, &y, b->calls - y.throttled);
     a->calls += b->calls;
     a->incl += b->incl;
-    a->dur_sum += b->dur_sum;
+    x.dur_sum += y.dur_sum;
     a->excl += b->excl;
     if (!x.budget)
         x.budget = y.budget;
@@ -215,13 +215,15 @@ static int add_flag_hists(struct rp_node *a, const struct rp_node *b)
     if (!x)
         return RP_ENOMEM;
     const struct rp_hist *bo = rp_node_own(b), *bi = rp_node_ivl(b);
+    struct rp_hist abuf, bbuf;
+    const struct rp_hist *ah = rp_node_hist(a, &abuf);
     if (bo || x->own.len) {
-        if (!x->own.len && a->hist.len) {
-            if (rp_hist_merge(&x->own, &a->hist))
+        if (!x->own.len && ah->len) {
+            if (rp_hist_merge(&x->own, ah))
                 return RP_ENOMEM;
-            x->own.n = a->hist.n;
+            x->own.n = ah->n;
         }
-        const struct rp_hist *src = bo ? bo : &b->hist;
+        const struct rp_hist *src = bo ? bo : rp_node_hist(b, &bbuf);
         if (rp_hist_merge(&x->own, src))
             return RP_ENOMEM;
         x->own.n += src->n;

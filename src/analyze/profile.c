@@ -197,16 +197,31 @@ void rp_profile_strfree(struct rp_profile *p, char *s)
 
 int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v)
 {
-    struct rp_node_x d = rp_node_x_default(n), w = *v;
-    w.fh = d.fh = rp_node_fh(n);
+    struct rp_node_x w = *v, d;
+    uint32_t *one = NULL; /* counts of one bucket, kept in the struct once set */
+    uint8_t had = n->below1;
+    if (w.hist.counts && w.hist.len == 1) {
+        one = w.hist.counts;
+        w.hist.one = one[0];
+        w.hist.counts = NULL;
+    }
+    w.fh = rp_node_fh(n);
+    n->below1 = rp_node_one(n) && !w.hist.n; /* (the defaults below depend on it) */
+    d = rp_node_x_default(n);
+    d.fh = w.fh;
     if (!w.fh && !memcmp(&d, &w, sizeof(d))) { /* (no padding; -0.0 and NaN kept apart) */
         free(n->x);
         n->x = NULL;
+        free(one);
         return 0;
     }
-    if (!n->x && !(n->x = malloc(sizeof(*n->x))))
+    if (!n->x && !(n->x = malloc(sizeof(*n->x)))) {
+        n->below1 = had;
+        free(v->hist.counts);
         return RP_ENOMEM;
+    }
     *n->x = w;
+    free(one);
     return 0;
 }
 
@@ -219,7 +234,7 @@ struct rp_node_x *rp_node_xw(struct rp_node *n)
 
 int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v)
 {
-    struct rp_node_x d = {.oncpu_min = UINT64_MAX}, w = *v;
+    struct rp_node_x d = rp_node_x_rawdef(), w = *v;
     w.fh = d.fh = rp_node_fh(n);
     if (!n->x && !memcmp(&d, &w, sizeof(d)))
         return 0;
@@ -240,7 +255,7 @@ struct rp_flag_hists *rp_node_fhw(struct rp_node *n, int raw)
         return NULL;
     }
     if (!n->x) {
-        *x = raw ? (struct rp_node_x){.oncpu_min = UINT64_MAX} : rp_node_x_default(n);
+        *x = raw ? rp_node_x_rawdef() : rp_node_x_default(n);
         n->x = x;
     }
     return x->fh = fh;
@@ -252,9 +267,10 @@ void rp_profile_free(struct rp_profile *p)
         rp_profile_strfree(p, p->nodes[i].name);
         rp_profile_strfree(p, p->nodes[i].file);
         rp_profile_strfree(p, p->nodes[i].module);
-        rp_hist_free(&p->nodes[i].hist);
-        if (p->nodes[i].x)
+        if (p->nodes[i].x) {
+            rp_hist_free(&p->nodes[i].x->hist);
             rp_flag_hists_free(&p->nodes[i].x->fh);
+        }
         free(p->nodes[i].x);
     }
     for (uint32_t i = 0; i < p->n_threads; i++)

@@ -54,8 +54,23 @@ struct rp_flag_hists {
  * in rp_node.x, allocated only for a node where one differs from its
  * default.  Read them through rp_node_x_get or the accessors below (which
  * give the default without x), write them through rp_node_x_set.
+ *
+ * The defaults (rp_node_x_default) are those of a node of one span (called
+ * once, not an instant or a counter: rp_node_one), from its calls, incl and
+ * below1: its one span's duration is incl (one activation is its
+ * outermost), so dur_sum, max and, unless below1 says it was below the
+ * resolution, min are incl and the histogram counts it in its bucket; any
+ * other node has them at 0 and empty (dur_sum: incl) and, having spans,
+ * keeps them apart.
  */
 struct rp_node_x {
+    uint64_t dur_sum;      /* every activation; default incl */
+    uint64_t min, max;     /* of the durations: min of the spans in the histogram (0 when none
+                              is), max of every span; defaults incl for one span (min: 0 when
+                              below1), else 0 */
+    struct rp_hist hist;   /* the durations not below the resolution (owned counts); default
+                              incl's bucket with one count for one span (no count when below1:
+                              its window alone), else empty */
     uint64_t budget;       /* ticks; 0 = none (direct-mode points) */
     uint64_t overruns;     /* activations longer than budget */
     uint64_t throttled;    /* calls counted, not recorded (the recorder's throttle);
@@ -95,7 +110,10 @@ struct rp_node {
     uint32_t id;    /* trace id; 0 is ROOT */
     uint8_t kind;   /* enum rp_kind */
     uint8_t cls;    /* enum rp_class */
-    uint16_t flags; /* RP_FLAG_* (flags.c) */
+    uint8_t flags;  /* RP_FLAG_* (flags.c) */
+    uint8_t below1; /* 1: called once, its one span below the resolution (not in the
+                       histogram): the defaults of min and hist (rp_node_x_default); set
+                       by rp_node_x_set */
     uint32_t line;  /* 0 if unknown */
     uint32_t rank;  /* 1 = most standing (rank.c) */
     uint64_t key;   /* code address for functions, lock address for locks */
@@ -103,14 +121,12 @@ struct rp_node {
     char *file;     /* owned, may be NULL */
     char *module;   /* owned, may be NULL: the binary the address is in */
 
-    uint64_t calls;   /* completed activations */
-    uint64_t incl;    /* outermost activations only (no double count) */
-    uint64_t dur_sum; /* every activation */
-    uint64_t excl;    /* dur_sum minus time in callees */
-    uint64_t min, max;
-    struct rp_hist hist;
+    uint64_t calls;      /* completed activations */
+    uint64_t incl;       /* outermost activations only (no double count) */
+    uint64_t excl;       /* dur_sum minus time in callees */
     struct rp_node_x *x; /* owned, NULL when all are at their defaults and the node has no
-                            flags' distributions (rp_node_fh) */
+                            flags' distributions (rp_node_fh): read dur_sum, min, max and
+                            the histogram through rp_node_dur_sum ... rp_node_hist */
 
     /* Filled by rank.c (and rank, flags above: beside kind and line, so
      * that no field is padding). */
@@ -118,21 +134,50 @@ struct rp_node {
                   once ranked, else 0: read its standing and involvement through
                   rp_node_standing and rp_node_involvement */
 };
-/* Every node of a profile is one: 1 M ids take 136 MB (docs/robustness.md,
+/* Every node of a profile is one: 1 M ids take 88 MB (docs/robustness.md,
  * "Memory"). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct rp_node) == 136,
-               "struct rp_node: 136 bytes on a 64-bit target (docs/robustness.md)");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rp_node) == 88,
+               "struct rp_node: 88 bytes on a 64-bit target (docs/robustness.md)");
+
+/* Whether n's defaults are those of one span (rp_node_x_default): called
+ * once, and not an instant or a counter (which have no duration).  Cannot
+ * fail. */
+static inline int rp_node_one(const struct rp_node *n)
+{
+    return n->calls == 1 && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER;
+}
+
+/* n's duration histogram when it has none apart: the one bucket of incl
+ * for a node of one span (its count 0 when below1), else empty.  Cannot
+ * fail. */
+static inline struct rp_hist rp_node_hist_default(const struct rp_node *n)
+{
+    struct rp_hist h = {0};
+    if (rp_node_one(n)) {
+        h.lo = (uint16_t)rp_hist_index(n->incl);
+        h.len = 1;
+        h.one = h.n = !n->below1;
+    }
+    return h;
+}
 
 /* n's rare statistics (struct rp_node_x) when it has none apart: their
- * defaults, from its other fields.  Cannot fail. */
+ * defaults, from its other fields (calls, incl, kind, below1).  Cannot
+ * fail. */
 static inline struct rp_node_x rp_node_x_default(const struct rp_node *n)
 {
     struct rp_node_x v = {0};
-    v.oncpu_min = n->min;
-    v.oncpu_max = v.run_max = n->max;
+    v.dur_sum = n->incl;
+    if (rp_node_one(n)) {
+        v.max = n->incl;
+        v.min = n->below1 ? 0 : n->incl;
+    }
+    v.hist = rp_node_hist_default(n);
+    v.oncpu_min = v.min;
+    v.oncpu_max = v.run_max = v.max;
     if (n->calls && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER) {
-        v.mean = (double)n->dur_sum / (double)n->calls;
-        v.below_res = n->calls > n->hist.n ? n->calls - n->hist.n : 0; /* (calls less hist.n) */
+        v.mean = (double)v.dur_sum / (double)n->calls;
+        v.below_res = n->calls > v.hist.n ? n->calls - v.hist.n : 0; /* (calls less hist.n) */
     }
     return v;
 }
@@ -156,10 +201,15 @@ static inline struct rp_node_x rp_node_x_get(const struct rp_node *n)
 }
 
 /*
- * Sets n's rare statistics to v (not v->fh: n's flags' distributions stay):
- * kept apart (n->x allocated) only when one differs from its default given
- * n's other fields, or n has flags' distributions, so set them after those.
- * Returns 0, or RP_ENOMEM with n unchanged.
+ * Sets n's rare statistics to v (not v->fh: n's flags' distributions stay),
+ * and n->below1 (a node called once whose histogram counts nothing): kept
+ * apart (n->x allocated) only when one differs from its default given n's
+ * other fields, or n has flags' distributions, so set them after those.
+ * v->hist's counts are n's from then on (n's former counts are not freed:
+ * v's come from them, through rp_node_x_get); one bucket's count is kept in
+ * the struct.  Returns 0, or RP_ENOMEM with n unchanged and v->hist's
+ * counts freed (it fails only for a node that had none apart, whose
+ * counts v's are not).
  */
 int rp_node_x_set(struct rp_node *n, const struct rp_node_x *v);
 
@@ -170,15 +220,19 @@ struct rp_node_x *rp_node_xw(struct rp_node *n);
 
 /*
  * While a replay or a direct-mode file is read (before rp_replay_finish), x
- * holds the sums so far instead: NULL means every field 0 but oncpu_min
- * (UINT64_MAX: none yet).  rp_node_x_raw reads them, rp_node_x_setraw
+ * holds the sums so far instead: NULL means every field 0 but oncpu_min and
+ * min (UINT64_MAX: none yet).  rp_node_x_raw reads them, rp_node_x_setraw
  * writes them (allocating x unless they are all so); rp_replay_finish turns
  * them into the final fields.  rp_node_x_setraw returns 0, or RP_ENOMEM
  * with n unchanged.
  */
+static inline struct rp_node_x rp_node_x_rawdef(void)
+{
+    return (struct rp_node_x){.oncpu_min = UINT64_MAX, .min = UINT64_MAX};
+}
 static inline struct rp_node_x rp_node_x_raw(const struct rp_node *n)
 {
-    return n->x ? *n->x : (struct rp_node_x){.oncpu_min = UINT64_MAX};
+    return n->x ? *n->x : rp_node_x_rawdef();
 }
 int rp_node_x_setraw(struct rp_node *n, const struct rp_node_x *v);
 
@@ -199,17 +253,39 @@ RP_NODE_X_ZERO(fanout, double)
 RP_NODE_X_ZERO(fanout_time, double)
 RP_NODE_X_ZERO(blocked, double)
 #undef RP_NODE_X_ZERO
+static inline uint64_t rp_node_dur_sum(const struct rp_node *n)
+{
+    return n->x ? n->x->dur_sum : n->incl;
+}
+static inline uint64_t rp_node_min(const struct rp_node *n)
+{
+    return n->x ? n->x->min : rp_node_one(n) && !n->below1 ? n->incl : 0;
+}
+static inline uint64_t rp_node_max(const struct rp_node *n)
+{
+    return n->x ? n->x->max : rp_node_one(n) ? n->incl : 0;
+}
 static inline uint64_t rp_node_oncpu_min(const struct rp_node *n)
 {
-    return n->x ? n->x->oncpu_min : n->min;
+    return n->x ? n->x->oncpu_min : rp_node_min(n);
 }
 static inline uint64_t rp_node_oncpu_max(const struct rp_node *n)
 {
-    return n->x ? n->x->oncpu_max : n->max;
+    return n->x ? n->x->oncpu_max : rp_node_max(n);
 }
 static inline uint64_t rp_node_run_max(const struct rp_node *n)
 {
-    return n->x ? n->x->run_max : n->max;
+    return n->x ? n->x->run_max : rp_node_max(n);
+}
+/* n's duration histogram: n's own, or its default (rp_node_hist_default)
+ * written into *buf, which must outlive the use of what this returns.
+ * Cannot fail. */
+static inline const struct rp_hist *rp_node_hist(const struct rp_node *n, struct rp_hist *buf)
+{
+    if (n->x)
+        return &n->x->hist;
+    *buf = rp_node_hist_default(n);
+    return buf;
 }
 static inline uint64_t rp_node_below_res(const struct rp_node *n)
 {

@@ -121,29 +121,35 @@ static int read_node_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, c
         return *why = "histogram counts more values than calls", RP_EFORMAT;
 
     struct rp_node *n = &p->nodes[id];
+    struct rp_node_x x = rp_node_x_raw(n); /* (its histogram n's: set back below) */
     /* the buckets come in increasing order: the window spans the first and
      * the last */
     b = q + RP_STATS_NODE_LEN;
-    if (nb && rp_hist_cover(&n->hist, rp_get16(b), rp_get16(b + 8u * (nb - 1))))
+    if (nb && rp_hist_cover(&x.hist, rp_get16(b), rp_get16(b + 8u * (nb - 1))))
         return RP_ENOMEM;
+    if (n->x)
+        n->x->hist = x.hist;
     for (; nb--; b += 8)
-        rp_hist_bump(&n->hist, rp_get16(b), rp_get32(b + 4));
-    n->hist.n += sum;
-    if (!calls)
-        return 0;
-    uint64_t na = n->calls, nt = na + calls;
-    struct rp_node_x x = rp_node_x_raw(n);
-    double d = mean - x.mean;
-    x.m2 += m2 + d * d * (double)na * (double)calls / (double)nt;
-    x.mean += d * (double)calls / (double)nt;
-    n->calls = nt;
-    n->incl += incl;
-    n->dur_sum += dur;
-    n->excl += excl;
-    n->min = !na || mn < n->min ? mn : n->min;
-    n->max = mx > n->max ? mx : n->max;
-    x.overruns += f[8]; /* (f[6], f[7]: the first and last start, which no report reads) */
-    return rp_node_x_setraw(n, &x);
+        rp_hist_bump(&x.hist, rp_get16(b), rp_get32(b + 4));
+    x.hist.n += sum;
+    if (calls) {
+        uint64_t na = n->calls, nt = na + calls;
+        double d = mean - x.mean;
+        x.m2 += m2 + d * d * (double)na * (double)calls / (double)nt;
+        x.mean += d * (double)calls / (double)nt;
+        n->calls = nt;
+        n->incl += incl;
+        x.dur_sum += dur;
+        n->excl += excl;
+        x.min = !na || mn < x.min ? mn : x.min;
+        x.max = mx > x.max ? mx : x.max;
+        x.overruns += f[8]; /* (f[6], f[7]: the first and last start, which no report reads) */
+    }
+    if (rp_node_x_setraw(n, &x) < 0) { /* (only when n had none apart) */
+        rp_hist_free(&x.hist);
+        return RP_ENOMEM;
+    }
+    return 0;
 }
 
 static int read_edge_rec(struct rp_profile *p, struct rp_emap *em, const uint8_t *q,

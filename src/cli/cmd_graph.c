@@ -98,7 +98,7 @@ static void show(const struct rp_profile *p, uint32_t i, const char *name, int c
            loc, (unsigned long long)n->calls,
            rp_fmt_ns((double)n->incl * p->ns_per_tick, b1, sizeof(b1)),
            rp_fmt_ns((double)n->excl * p->ns_per_tick, b2, sizeof(b2)),
-           rp_fmt_ns((double)n->max * p->ns_per_tick, b3, sizeof(b3)), n->rank,
+           rp_fmt_ns((double)rp_node_max(n) * p->ns_per_tick, b3, sizeof(b3)), n->rank,
            100.0 * rp_node_involvement(p, n));
     printf("callers (share of %s's time):\n", name);
     edges_of(p, i, 0, "<-");

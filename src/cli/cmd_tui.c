@@ -190,12 +190,13 @@ static void draw_node(struct tui *t, struct view_state *v, struct node_lines *nl
     snprintf(b, sizeof b, "%s total, %s self", rp_fmt_ns(ns(t, n->incl), d[0], sizeof d[0]),
              rp_fmt_ns(ns(t, n->excl), d[1], sizeof d[1]));
     stat_line(&y, "time", b);
-    if (n->hist.n) {
+    struct rp_hist hb;
+    if (rp_node_hist(n, &hb)->n) {
         snprintf(b, sizeof b, "p50 %s  p95 %s  p99 %s  max %s",
                  rp_fmt_ns(ns(t, rp_node_q(n, 0.5)), d[0], sizeof d[0]),
                  rp_fmt_ns(ns(t, rp_node_q(n, 0.95)), d[1], sizeof d[1]),
                  rp_fmt_ns(ns(t, rp_node_q(n, 0.99)), d[2], sizeof d[2]),
-                 rp_fmt_ns(ns(t, n->max), d[3], sizeof d[3]));
+                 rp_fmt_ns(ns(t, rp_node_max(n)), d[3], sizeof d[3]));
         stat_line(&y, "per call", b);
     }
     snprintf(b, sizeof b, "rank %" PRIu32 ", standing %.2f%%, involved %.1f%%", n->rank,

@@ -76,12 +76,14 @@ static void put_row(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64(out, rp_ticks_ns(p, n->incl));
     put_u64(out, rp_ticks_ns(p, n->excl));
     put_num(out, rp_node_mean(n) * npt);
-    put_u64(out, rp_ticks_ns(p, n->min));
-    put_u64(out, rp_ticks_ns(p, n->max));
+    put_u64(out, rp_ticks_ns(p, rp_node_min(n)));
+    put_u64(out, rp_ticks_ns(p, rp_node_max(n)));
     put_num(out, n->calls >= 2 && rp_node_m2(n) > 0
                      ? sqrt(rp_node_m2(n) / (double)(n->calls - 1)) * npt
                      : 0);
-    if (n->hist.len && n->hist.n) {
+    struct rp_hist hb;
+    const struct rp_hist *h = rp_node_hist(n, &hb);
+    if (h->len && h->n) {
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64(out, rp_ticks_ns(p, rp_node_q(n, 0.99)));

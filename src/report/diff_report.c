@@ -41,7 +41,8 @@ static double per_call_q(const struct rp_profile *p, uint32_t idx, double q)
 {
     if (idx == RP_DIFF_NONE)
         return -1;
-    const struct rp_hist *h = rp_diff_per_call(p, &p->nodes[idx]);
+    struct rp_hist buf;
+    const struct rp_hist *h = rp_diff_per_call(p, &p->nodes[idx], &buf);
     return h->n ? (double)rp_hist_q(h, q) * p->ns_per_tick : -1;
 }
 

@@ -173,7 +173,7 @@ static void put_row(FILE *out, const struct rp_export_ctx *ctx, char **names, ui
     char b[40], v[40];
     uint64_t incl = rp_ticks_ns(p, n->incl), excl = rp_ticks_ns(p, n->excl);
     double mean = rp_node_mean(n) * p->ns_per_tick;
-    uint64_t mx = rp_ticks_ns(p, n->max), q95 = 0;
+    uint64_t mx = rp_ticks_ns(p, rp_node_max(n)), q95 = 0;
     int below = rp_node_q_all(p, n, 0.95, &q95); /* as the table's p95 */
     uint64_t p95 = below == 0 ? rp_ticks_ns(p, q95) : 0;
 

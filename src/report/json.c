@@ -96,8 +96,8 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     put_u64_field(out, "offcpu_ns",
                   rp_ticks_ns(p, rp_node_offcpu(n))); /* off CPU in its own frame */
     put_num_field(out, "mean_ns", rp_node_mean(n) * npt);
-    put_u64_field(out, "min_ns", rp_ticks_ns(p, n->min));
-    put_u64_field(out, "max_ns", rp_ticks_ns(p, n->max));
+    put_u64_field(out, "min_ns", rp_ticks_ns(p, rp_node_min(n)));
+    put_u64_field(out, "max_ns", rp_ticks_ns(p, rp_node_max(n)));
     if (p->oncpu_known) { /* less the time off CPU below (format 1.3) */
         put_u64_field(out, "oncpu_min_ns", rp_ticks_ns(p, rp_node_oncpu_min(n)));
         put_u64_field(out, "oncpu_max_ns", rp_ticks_ns(p, rp_node_oncpu_max(n)));
@@ -105,13 +105,16 @@ static void put_node(FILE *out, const struct rp_profile *p, uint32_t idx,
     }
     put_num_field(out, "stddev_ns", node_stddev(n) * npt);
     put_u64_field(out, "below_resolution", rp_node_below_res(n)); /* not in min or the pNN */
-    if (n->hist.len && n->hist.n) {
+    struct rp_hist hb;
+    const struct rp_hist *h = rp_node_hist(n, &hb);
+    if (h->len && h->n) {
         put_u64_field(out, "p50_ns", rp_ticks_ns(p, rp_node_q(n, 0.50)));
         put_u64_field(out, "p95_ns", rp_ticks_ns(p, rp_node_q(n, 0.95)));
         put_u64_field(out, "p99_ns", rp_ticks_ns(p, rp_node_q(n, 0.99)));
     }
     if (p->own_known) { /* the flags' statistics (docs/ranking.md, "Flags") */
-        struct rp_own_time own = rp_node_own_time(p, n, 0);
+        struct rp_own_time own;
+        rp_node_own_time(p, n, 0, &own);
         if (rp_own_time_n(&own)) {
             put_u64_field(out, "own_calls", rp_own_time_n(&own));
             put_u64_field(out, "own_p50_ns", rp_ticks_ns(p, rp_own_time_q(p, &own, 0.50)));

@@ -53,7 +53,7 @@ static int order_cmp(const void *va, const void *vb, void *arg)
         r = desc_u64(a->calls, b->calls);
         break;
     case RP_SORT_MAX:
-        r = desc_u64(a->max, b->max);
+        r = desc_u64(rp_node_max(a), rp_node_max(b));
         break;
     case RP_SORT_RANK:
     default: {

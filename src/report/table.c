@@ -516,7 +516,7 @@ static void fmt_row(const struct rp_profile *p, const struct rp_node *n, char ro
     fmt_dur(row[C_AVG], CELL, ns_of(p, rp_node_mean(n)));
     /* wall time, like avg and p95 (the JSON's oncpu_max_ns is less the time
      * off CPU and waiting below) */
-    fmt_dur(row[C_MAX], CELL, ns_of(p, (double)n->max));
+    fmt_dur(row[C_MAX], CELL, ns_of(p, (double)rp_node_max(n)));
     /* of every call: "<20ns" when the calls below resolution are 95 % */
     uint64_t q95 = 0;
     int below = rp_node_q_all(p, n, 0.95, &q95);

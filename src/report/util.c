@@ -51,18 +51,21 @@ uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks)
 
 uint64_t rp_node_q(const struct rp_node *n, double q)
 {
-    uint64_t v = rp_hist_q(&n->hist, q);
-    if (v > n->max)
-        v = n->max;
-    if (v < n->min)
-        v = n->min;
+    struct rp_hist hb;
+    uint64_t v = rp_hist_q(rp_node_hist(n, &hb), q);
+    if (v > rp_node_max(n))
+        v = rp_node_max(n);
+    if (v < rp_node_min(n))
+        v = rp_node_min(n);
     return v;
 }
 
 int rp_node_q_all(const struct rp_profile *p, const struct rp_node *n, double q, uint64_t *ticks)
 {
     uint64_t below = p->resolution ? rp_node_below_res(n) : 0;
-    uint64_t res = n->hist.len ? n->hist.n : 0;
+    struct rp_hist hb;
+    const struct rp_hist *h = rp_node_hist(n, &hb);
+    uint64_t res = h->len ? h->n : 0;
     if (below + res == 0)
         return -1;
     double k = q * (double)(below + res); /* the quantile's rank among all */
