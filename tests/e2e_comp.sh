@@ -241,8 +241,26 @@ record_run() {
         -o "$tmp/t$a.off.folded" || fail "export --format folded --no-compensate failed"
     "$RANKPROF" info -i "$tmp/t$a.data" | grep -q '^overhead: .* per recorded call' ||
         fail "rankprof info does not show the overhead"
-    "$RANKPROF" report -i "$tmp/t$a.data" | grep -q '^compensation: subtracted' ||
+    "$RANKPROF" report -i "$tmp/t$a.data" >"$tmp/t$a.on.txt" || fail "report (table) failed"
+    grep -q '^compensation: subtracted' "$tmp/t$a.on.txt" ||
         fail "the table does not say that the overhead was subtracted"
+    # the header's counts of spans clamped and below the resolution are the
+    # JSON's, of all the spans (every node's calls but instants and counters)
+    "$RANKPROF" report -i "$tmp/t$a.data" --format json >"$tmp/t$a.on.json" ||
+        fail "report --format json failed"
+    python3 - "$tmp/t$a.on.txt" "$tmp/t$a.on.json" <<'PY' || fail "the table's span counts (above)"
+import json, re, sys
+t, j = " ".join(open(sys.argv[1]).read().split()), json.load(open(sys.argv[2]))
+spans = sum(n["calls"] for n in j["nodes"] if n["kind"] not in ("instant", "counter"))
+for what, k in (("clamped at", j["compensation"]["clamped_spans"]),
+                ("below it", j["below_resolution"])):
+    m = re.search(r"(\d+) spans? of (\d+) \((<?[0-9.]+)%\) " + what, t)
+    if not m or int(m.group(1)) != k or int(m.group(2)) != spans:
+        sys.exit(f"'{what}': {m and m.group(0)!r}, the JSON's {k} of {spans} spans")
+    pc = float(m.group(3).lstrip("<"))
+    if not (abs(pc - 100 * k / spans) <= 0.5 or m.group(3).startswith("<") and k / spans < 0.001):
+        sys.exit(f"'{what}': {m.group(3)}% is not {k} of {spans}")
+PY
     # the header's resolution is the JSON's, a tick to a tenth of a ns (not "0ns")
     "$RANKPROF" report -i "$tmp/t$a.data" --no-compensate >"$tmp/t$a.off.txt" ||
         fail "report --no-compensate (table) failed"

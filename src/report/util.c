@@ -281,8 +281,30 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
                 rp_fmt_ns((double)p->paused * p->ns_per_tick, b, sizeof b));
 }
 
+/* The spans of p: the activations of every node but the instants and
+ * counters.  Cannot fail. */
+static uint64_t spans_of(const struct rp_profile *p)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (p->nodes[i].kind != RP_KIND_INSTANT && p->nodes[i].kind != RP_KIND_COUNTER)
+            n += p->nodes[i].calls;
+    return n;
+}
+
+/* "N spans of ALL (P%)" (or "N span of ALL ...") into buf: how many of a
+ * profile's spans a header line counts.  Returns buf. */
+static const char *span_share(uint64_t k, uint64_t all, char *buf, size_t bufsz)
+{
+    double pc = all ? 100.0 * (double)k / (double)all : 0.0;
+    snprintf(buf, bufsz, "%" PRIu64 " span%s of %" PRIu64 " (%s%.*f%%)", k, k == 1 ? "" : "s", all,
+             k && pc < 0.1 ? "<" : "", pc >= 10.0 || !k ? 0 : 1, k && pc < 0.1 ? 0.1 : pc);
+    return buf;
+}
+
 void rp_report_comp_line(FILE *out, const struct rp_profile *p)
 {
+    char sh[96];
     double ev = p->overhead_pair / 2 * p->ns_per_tick, self = p->overhead_self * p->ns_per_tick;
     if (p->mode && !strcmp(p->mode, "direct"))
         fputs("compensation: none (direct mode does not subtract the recorder's cost)\n", out);
@@ -298,9 +320,9 @@ void rp_report_comp_line(FILE *out, const struct rp_profile *p)
     else
         fprintf(out,
                 "compensation: subtracted %.1fns per event inside a span and %.1fns of its "
-                "own; %" PRIu64 " span%s clamped at their callees' time less the resolution, or "
-                "0 (--no-compensate: measured times)\n",
-                ev, self, p->comp_clamped, p->comp_clamped == 1 ? "" : "s");
+                "own; %s clamped at their callees' time less the resolution, or 0 "
+                "(--no-compensate: measured times)\n",
+                ev, self, span_share(p->comp_clamped, spans_of(p), sh, sizeof sh));
     rp_report_res_line(out, p);
 }
 
@@ -315,16 +337,16 @@ const char *rp_tid_str(uint32_t stream, char *buf, size_t bufsz)
 
 void rp_report_res_line(FILE *out, const struct rp_profile *p)
 {
-    char b[32];
+    char b[32], sh[96];
     if (p->mode && !strcmp(p->mode, "direct"))
         return; /* direct mode's statistics set nothing aside */
     fprintf(out,
-            "resolution: %s (%s%s); %" PRIu64 " span%s below it: counted, in totals and means, "
-            "not in min or percentiles\n",
+            "resolution: %s (%s%s); %s below it: counted, in totals and means, not in min or "
+            "percentiles\n",
             rp_fmt_res((double)p->resolution * p->ns_per_tick, b, sizeof(b)),
             p->clock_step > 1 ? "the clock's step" : "1 tick",
-            p->compensated ? " + the spread of the measured overhead" : "", p->below_res,
-            p->below_res == 1 ? "" : "s");
+            p->compensated ? " + the spread of the measured overhead" : "",
+            span_share(p->below_res, spans_of(p), sh, sizeof sh));
 }
 
 void rp_json_str(FILE *out, const char *str)
