@@ -20,6 +20,9 @@
 #     `sum_dots<int>` and `detail::sum_dots<double>` find one, `scale_copy`
 #     shows both copies, callees sorted by time; on tests/progs/fib no share
 #     is above 100 %, fib -> fib says "recursive", main -> fib is 100.0 %;
+#     on tests/progs/mutual (x -> y -> x) the shares of x and of y, of
+#     their time in all their activations, add up to 100 %: the callers',
+#     and the callees' with the own work;
 #   - html: every flag badge has its why as a tooltip and the "Why the
 #     flags" table the table's reasons; the sequence diagram is an inline
 #     SVG drawn by plantuml (when installed; a fake plantuml on PATH shows
@@ -27,7 +30,8 @@
 #     one a note with its exit status, and a run with nothing to draw runs
 #     none), and with RANKPROF_RENDER=none the page says neither tool is
 #     there; the callers/callees panel of fib
-#     (headless chromium, when installed) shows "recursive", no share > 100 %.
+#     (headless chromium, when installed) shows "recursive", no share > 100 %,
+#     and mutual's x its callers' shares adding up to 100 %.
 #
 # Run by ctest with RANKPROF and PROGS in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -50,6 +54,8 @@ print(w)' "$1"
 # the programs every scenario reads
 "$RANKPROF" record -o chain.data -- "$PROGS/prog_chain" >/dev/null 2>&1 || fail "recording prog_chain"
 "$RANKPROF" record -o fib.data -- "$PROGS/prog_fib" >/dev/null 2>&1 || fail "recording prog_fib"
+"$RANKPROF" record -o mutual.data -- "$PROGS/prog_mutual" >/dev/null 2>&1 ||
+    fail "recording prog_mutual"
 
 # --- pass-through chains -------------------------------------------------
 chains() {
@@ -226,6 +232,23 @@ if len(fibs) != 2 or not all(l.endswith("recursive") for l in fibs):
 if not re.search(r"  <- main\s.*100\.0%$", text, re.M):
     sys.exit("main -> fib is not 100.0 % of fib's time")
 EOF
+    for f in x y; do
+        "$RANKPROF" graph -i mutual.data $f >mutual.$f.graph || fail "graph $f"
+        python3 - mutual.$f.graph $f <<'EOF' || fail "graph $f shares (see above)"
+import re, sys
+lines, f = open(sys.argv[1]).read().split("\n"), sys.argv[2]
+head = [l for l in lines if l.startswith(("callers", "callees"))]
+if len(head) != 2 or not all("in all its activations" in l for l in head):
+    sys.exit(f"{f} recursed through the other: the headings should say so: {head}")
+i = next(k for k, l in enumerate(lines) if l.startswith("callees"))
+def shares(ls):
+    return [float(m.group(1)) for l in ls for m in [re.search(r"([0-9.]+)%$", l)] if m]
+callers, callees = shares(lines[1:i]), shares(lines[i + 1:])
+for what, s in (("callers", callers), ("callees and own work", callees)):
+    if not s or abs(sum(s) - 100.0) > 0.3:
+        sys.exit(f"{f}: the shares of its {what} add up to {sum(s):.1f} %: {s}")
+EOF
+    done
 
 }
 
@@ -328,6 +351,22 @@ if "recursive" not in cells or not shares:
 if any(float(c[:-1]) > 100 for c in shares):
     sys.exit(f"a share above 100 % in fib's panel: {cells}")
 print("e2e_table: fib's panel", cells)
+EOF
+        "$RANKPROF" export -i mutual.data --format html -o mutual.html || fail "export html of mutual"
+        timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+            --user-data-dir="$tmp/chromium" --dump-dom "file://$tmp/mutual.html" >mutual.dom \
+            2>chromium.log || fail "chromium --dump-dom: $(tail -3 chromium.log)"
+        python3 - mutual.dom <<'EOF' || fail "html panel shares of mutual (see above)"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+sel = re.search(r'id="sel">([^<]*)<', dom)
+panes = re.search(r'id="callers">(.*?)</div>', dom, re.S)
+if not sel or not panes:
+    sys.exit("no selection or callers panel in the DOM")
+shares = [float(c[:-1]) for c in re.findall(r"<td>([0-9.]+%)</td></tr>", panes.group(1))]
+if sel.group(1) not in ("x", "y") or abs(sum(shares) - 100.0) > 0.3:
+    sys.exit(f"{sel.group(1)}'s callers' shares add up to {sum(shares):.1f} %: {shares}")
+print(f"e2e_table: mutual's panel ({sel.group(1)})", shares)
 EOF
     else
         note "no chromium: the HTML panel's shares are not checked"

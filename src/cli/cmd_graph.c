@@ -7,9 +7,12 @@
  * `int geo::detail::sum_dots<int>(...)`); a short name that fits procedures
  * of more than one name is an error listing them.  Callers and callees are
  * sorted by time.  Shares are of NAME's inclusive time (outermost
- * activations only), so none is above 100 %: a recursive edge (NAME calling
- * itself, or an edge carrying more than that time, as mutual recursion
- * does) is marked "recursive" instead, its time being inside the others.
+ * activations only), so none is above 100 %: its edge to itself is marked
+ * "recursive" instead, its time being inside the others.  A procedure that
+ * recursed through others (A -> B -> A) has its nested activations in its
+ * edges but not in its inclusive time: its shares are then of its time in
+ * every activation but those it called itself (rp_node_share_base), which
+ * the headings give, so that they add up to 100 % all the same.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
@@ -60,7 +63,8 @@ static int by_time(const void *a, const void *b, void *ctx)
 
 /* Prints node i's edges selected by want (0 callers, 1 callees, 2 lock
  * holds), by time.  Dies when out of memory. */
-static void edges_of(const struct rp_profile *p, uint32_t i, int want, const char *arrow)
+static void edges_of(const struct rp_profile *p, uint32_t i, int want, const char *arrow,
+                     uint64_t base)
 {
     uint32_t *idx = malloc(((size_t)p->n_edges + 1) * sizeof *idx), n = 0;
     if (!idx)
@@ -74,7 +78,7 @@ static void edges_of(const struct rp_profile *p, uint32_t i, int want, const cha
     qsort_r(idx, n, sizeof *idx, by_time, p->edges);
     for (uint32_t k = 0; k < n; k++) {
         const struct rp_edge *x = &p->edges[idx[k]];
-        edge_line(p, x, want == 0 ? x->caller : x->callee, p->nodes[i].incl, arrow);
+        edge_line(p, x, want == 0 ? x->caller : x->callee, base, arrow);
     }
     free(idx);
 }
@@ -84,8 +88,9 @@ static void edges_of(const struct rp_profile *p, uint32_t i, int want, const cha
 static void show(const struct rp_profile *p, uint32_t i, const char *name, int copies)
 {
     const struct rp_node *n = &p->nodes[i];
-    char b1[32], b2[32], b3[32], loc[600] = "";
+    char b1[32], b2[32], b3[32], loc[600] = "", of[96];
     int holds = 0;
+    uint64_t self = 0;
 
     if (n->file && *n->file) {
         const char *base = strrchr(n->file, '/');
@@ -100,23 +105,30 @@ static void show(const struct rp_profile *p, uint32_t i, const char *name, int c
            rp_fmt_ns((double)n->excl * p->ns_per_tick, b2, sizeof(b2)),
            rp_fmt_ns((double)rp_node_max(n) * p->ns_per_tick, b3, sizeof(b3)), n->rank,
            100.0 * rp_node_involvement(p, n));
-    printf("callers (share of %s's time):\n", name);
-    edges_of(p, i, 0, "<-");
+    for (uint32_t e = 0; e < p->n_edges; e++) {
+        holds += p->edges[e].caller == i && p->nodes[p->edges[e].callee].kind == RP_KIND_LOCK_HOLD;
+        if (p->edges[e].caller == i && p->edges[e].callee == i)
+            self += p->edges[e].incl;
+    }
+    uint64_t base = rp_node_share_base(n, self);
+    of[0] = '\0';
+    if (base > n->incl) /* recursed through others: its nested activations too */
+        snprintf(of, sizeof of, " in all its activations, %s, as it recursed through others",
+                 rp_fmt_ns((double)base * p->ns_per_tick, b1, sizeof(b1)));
+    printf("callers (share of %s's time%s):\n", name, of);
+    edges_of(p, i, 0, "<-", base);
     /* lock holds are intervals beside the calls, not part of the split of
      * the node's time: listed apart (docs/locks.md) */
-    printf("callees (share of %s's time):\n", name);
-    edges_of(p, i, 1, "->");
-    for (uint32_t e = 0; e < p->n_edges; e++)
-        holds += p->edges[e].caller == i && p->nodes[p->edges[e].callee].kind == RP_KIND_LOCK_HOLD;
-    /* own work: the self time of every activation, of the outermost time */
+    printf("callees (share of %s's time%s):\n", name, of);
+    edges_of(p, i, 1, "->", base);
+    /* own work: the self time of every activation, of the same time */
     printf("  -- %-40s %10s        self  %9s  %5.1f%%\n",
            n->kind == RP_KIND_WAIT ? "(blocked)" : "(own work)", "",
            rp_fmt_ns((double)n->excl * p->ns_per_tick, b1, sizeof(b1)),
-           n->incl ? 100.0 * (double)(n->excl < n->incl ? n->excl : n->incl) / (double)n->incl
-                   : 0.0);
+           base ? 100.0 * (double)(n->excl < base ? n->excl : base) / (double)base : 0.0);
     if (holds) {
         printf("locks taken (held while the work above ran; not part of its split):\n");
-        edges_of(p, i, 2, "=>");
+        edges_of(p, i, 2, "=>", base);
     }
 }
 

@@ -83,8 +83,12 @@ static const char script[] =
     "forEach(function(tr){var s=+tr.getAttribute('data-id')===id;tr.classList.toggle('sel',s);"
     "if(s)tot=+tr.getAttribute('data-incl');});\n"
     " document.getElementById('sel').textContent=D.names[id];\n"
-    " var inn=[],outs=[];D.edges.forEach(function(e){if(e[1]===id)inn.push([e[0],e[1],e[2],"
-    "e[3]]);if(e[0]===id)outs.push([e[1],e[0],e[2],e[3]]);});\n"
+    " var inn=[],outs=[],sin=0;D.edges.forEach(function(e){if(e[1]===id){inn.push([e[0],e[1],"
+    "e[2],e[3]]);if(e[0]!==id)sin+=e[3];}if(e[0]===id)outs.push([e[1],e[0],e[2],e[3]]);});\n"
+    /* its time in every activation but those it called itself (the shares'
+     * base: more than its inclusive time when it recursed through others,
+     * rp_node_share_base) */
+    " if(sin>tot)tot=sin;\n"
     " pane('callers','callers (share of its time)',inn,tot);"
     "pane('callees','callees (share of its time)',outs,tot);}\n"
     "var tb=document.querySelector('#profile tbody');\n"

@@ -49,6 +49,13 @@ uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks)
     return (uint64_t)llround(ns);
 }
 
+uint64_t rp_node_share_base(const struct rp_node *n, uint64_t self_ticks)
+{
+    uint64_t all = rp_node_dur_sum(n);
+    uint64_t base = all > self_ticks ? all - self_ticks : 0;
+    return base > n->incl ? base : n->incl;
+}
+
 uint64_t rp_node_q(const struct rp_node *n, double q)
 {
     struct rp_hist hb;

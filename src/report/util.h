@@ -23,6 +23,18 @@ const char *rp_num_str(char *buf, double v);
 /* Ticks to whole nanoseconds, rounded; 0 when not finite, saturating. */
 uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks);
 
+/*
+ * The time the shares of n's callers and callees are of (`graph`, the HTML
+ * page's panes): its time in every activation but those it called itself
+ * directly (self_ticks, its self edge's time).  That is its inclusive time
+ * unless it recursed through other procedures (A -> B -> A): its
+ * activations nested that way are in its edges' times but not in its
+ * inclusive time (outermost activations only), and the shares of its
+ * callers, and of its callees with its own work, add up to 100 % of this.
+ * Cannot fail.
+ */
+uint64_t rp_node_share_base(const struct rp_node *n, uint64_t self_ticks);
+
 /* The q-quantile of n's durations in ticks from its histogram, clamped to
  * [min, max] (a bucket midpoint can lie just outside them).  Cannot fail. */
 uint64_t rp_node_q(const struct rp_node *n, double q);
