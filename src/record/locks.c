@@ -64,6 +64,16 @@
  * Everything is resolved once by a constructor, before the program's threads
  * exist.
  *
+ * Holding.  Every interposer also keeps rp_lock_holds (rt.h), the number of
+ * the program's locks the thread holds, whether the lock class is on or not
+ * (so switching it mid-hold keeps the count right): one more when an
+ * acquisition succeeded, before its ACQ is appended; one less when the real
+ * unlock succeeded, after its REL; a condition wait leaves it alone (its
+ * records are appended while the mutex is held).  While it is non-zero the
+ * thread leaves its full buffers to the writer (rt_writer.c): encoding them
+ * here would hold the program's lock for the time of the encoding, and its
+ * other threads would wait for it - contention the program does not have.
+ *
  * Limits: a statically linked executable cannot interpose libc's functions;
  * a condition variable wait that a sanitizer intercepts by symbol version
  * may reach libc without passing here (the hold then includes the wait).
@@ -195,6 +205,12 @@ typedef int (*cclock_fn)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const s
 
 /* ---- recording ----------------------------------------------------------- */
 
+/* Whether lock is one of the recorder's own (in [own_lo, own_lo + own_len)). */
+static inline int own_lock(const void *lock)
+{
+    return (uintptr_t)lock - (uintptr_t)own_lo < own_len;
+}
+
 /*
  * Whether lock events of this lock are recorded: the class is on and the
  * lock is not one of the recorder's own.  One load of the class mask, one
@@ -205,7 +221,7 @@ static inline int rec_on(const void *lock)
 {
     if (!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & RP_CLASS_BIT_LOCK))
         return 0;
-    return (uintptr_t)lock - (uintptr_t)own_lo >= own_len;
+    return !own_lock(lock);
 }
 
 /* Appends lock event op of lock, stamped now; rec_on(lock) said yes. */
@@ -236,6 +252,42 @@ static inline int got(int r)
     return r == 0 || r == EOWNERDEAD;
 }
 
+/* One more of the program's locks held (rp_lock_holds, rt.h): called before
+ * the acquisition's record is appended.  Cannot fail (it saturates rather
+ * than wrap). */
+static inline void hold_add(void)
+{
+    if (likely(rp_lock_holds != UINT32_MAX))
+        rp_lock_holds++;
+}
+
+/* One fewer, after the release's record and the real unlock; a release
+ * never seen acquired leaves it at 0.  Cannot fail. */
+static inline void hold_drop(void)
+{
+    if (likely(rp_lock_holds != 0))
+        rp_lock_holds--;
+}
+
+/* The unrecorded path (class off, or the recorder's own lock): r, the real
+ * acquisition's result, counted as a hold when it succeeded on one of the
+ * program's locks.  Returns r; cannot fail. */
+static inline int held(const void *lock, int r)
+{
+    if (got(r) && !own_lock(lock))
+        hold_add();
+    return r;
+}
+
+/* r, the real unlock's result, counted as a release when it succeeded on
+ * one of the program's locks.  Returns r; cannot fail. */
+static inline int released(const void *lock, int r)
+{
+    if (r == 0 && !own_lock(lock))
+        hold_drop();
+    return r;
+}
+
 /*
  * The body of every blocking acquisition: try first, block only when busy.
  * TRY and BLOCK are real-function calls (expressions); rec_on(lock) said
@@ -245,21 +297,24 @@ static inline int got(int r)
  * So the counter is never read right behind the try's locked instruction,
  * which would wait for it to retire.  A try that fails with an error other
  * than EBUSY records nothing and the blocking call decides (as libc would).
+ * A success counts in rp_lock_holds before its ACQ is appended.
  */
 #define ACQUIRE(lock, TRY, BLOCK)                                                                  \
     do {                                                                                           \
         uint64_t t0_ = rp_counter();                                                               \
         int r0_ = (TRY);                                                                           \
         if (likely(got(r0_))) {                                                                    \
+            hold_add();                                                                            \
             put_at(RP_RAW_LOCK_ACQ, (lock), t0_);                                                  \
             return r0_;                                                                            \
         }                                                                                          \
         if (r0_ == EBUSY)                                                                          \
             put_at(RP_RAW_LOCK_WAIT, (lock), t0_);                                                 \
         int r_ = (BLOCK);                                                                          \
-        if (got(r_))                                                                               \
+        if (got(r_)) {                                                                             \
+            hold_add();                                                                            \
             put(RP_RAW_LOCK_ACQ, (lock));                                                          \
-        else if (r0_ == EBUSY)                                                                     \
+        } else if (r0_ == EBUSY)                                                                   \
             put(RP_RAW_LOCK_FAIL, (lock));                                                         \
         return r_;                                                                                 \
     } while (0)
@@ -274,6 +329,7 @@ static inline int got(int r)
         uint64_t t0_ = rp_counter();                                                               \
         int r_ = (TRY);                                                                            \
         if (likely(got(r_))) {                                                                     \
+            hold_add();                                                                            \
             put_at(RP_RAW_LOCK_ACQ, (lock), t0_);                                                  \
         } else if (r_ == EBUSY) {                                                                  \
             put_at(RP_RAW_LOCK_WAIT, (lock), t0_);                                                 \
@@ -287,14 +343,14 @@ static inline int got(int r)
 RP_INTERPOSE int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (!rec_on(m))
-        return CALL(R_MUTEX_LOCK, lock1_fn, m);
+        return held(m, CALL(R_MUTEX_LOCK, lock1_fn, m));
     ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_LOCK, lock1_fn, m));
 }
 
 RP_INTERPOSE int pthread_mutex_trylock(pthread_mutex_t *m)
 {
     if (!rec_on(m))
-        return CALL(R_MUTEX_TRYLOCK, lock1_fn, m);
+        return held(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m));
     ATTEMPT(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m));
 }
 
@@ -302,7 +358,7 @@ RP_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t *restrict m,
                                          const struct timespec *restrict ts)
 {
     if (!rec_on(m))
-        return CALL(R_MUTEX_TIMEDLOCK, timed_fn, m, ts);
+        return held(m, CALL(R_MUTEX_TIMEDLOCK, timed_fn, m, ts));
     ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_TIMEDLOCK, timed_fn, m, ts));
 }
 
@@ -310,7 +366,7 @@ RP_INTERPOSE int pthread_mutex_clocklock(pthread_mutex_t *restrict m, clockid_t 
                                          const struct timespec *restrict ts)
 {
     if (!rec_on(m))
-        return CALL(R_MUTEX_CLOCKLOCK, clock_fn, m, clk, ts);
+        return held(m, CALL(R_MUTEX_CLOCKLOCK, clock_fn, m, clk, ts));
     ACQUIRE(m, CALL(R_MUTEX_TRYLOCK, lock1_fn, m), CALL(R_MUTEX_CLOCKLOCK, clock_fn, m, clk, ts));
 }
 
@@ -318,7 +374,7 @@ RP_INTERPOSE int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     if (rec_on(m))
         put(RP_RAW_LOCK_REL, m);
-    return CALL(R_MUTEX_UNLOCK, lock1_fn, m);
+    return released(m, CALL(R_MUTEX_UNLOCK, lock1_fn, m));
 }
 
 /* ---- pthread_rwlock_* (readers and writers share the lock's spans) ------- */
@@ -326,28 +382,28 @@ RP_INTERPOSE int pthread_mutex_unlock(pthread_mutex_t *m)
 RP_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
     if (!rec_on(l))
-        return CALL(R_RW_RDLOCK, lock1_fn, l);
+        return held(l, CALL(R_RW_RDLOCK, lock1_fn, l));
     ACQUIRE(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l), CALL(R_RW_RDLOCK, lock1_fn, l));
 }
 
 RP_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
     if (!rec_on(l))
-        return CALL(R_RW_WRLOCK, lock1_fn, l);
+        return held(l, CALL(R_RW_WRLOCK, lock1_fn, l));
     ACQUIRE(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l), CALL(R_RW_WRLOCK, lock1_fn, l));
 }
 
 RP_INTERPOSE int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
     if (!rec_on(l))
-        return CALL(R_RW_TRYRDLOCK, lock1_fn, l);
+        return held(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l));
     ATTEMPT(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l));
 }
 
 RP_INTERPOSE int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
     if (!rec_on(l))
-        return CALL(R_RW_TRYWRLOCK, lock1_fn, l);
+        return held(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l));
     ATTEMPT(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l));
 }
 
@@ -355,7 +411,7 @@ RP_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict l,
                                             const struct timespec *restrict ts)
 {
     if (!rec_on(l))
-        return CALL(R_RW_TIMEDRDLOCK, timed_fn, l, ts);
+        return held(l, CALL(R_RW_TIMEDRDLOCK, timed_fn, l, ts));
     ACQUIRE(l, CALL(R_RW_TRYRDLOCK, lock1_fn, l), CALL(R_RW_TIMEDRDLOCK, timed_fn, l, ts));
 }
 
@@ -363,7 +419,7 @@ RP_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict l,
                                             const struct timespec *restrict ts)
 {
     if (!rec_on(l))
-        return CALL(R_RW_TIMEDWRLOCK, timed_fn, l, ts);
+        return held(l, CALL(R_RW_TIMEDWRLOCK, timed_fn, l, ts));
     ACQUIRE(l, CALL(R_RW_TRYWRLOCK, lock1_fn, l), CALL(R_RW_TIMEDWRLOCK, timed_fn, l, ts));
 }
 
@@ -371,7 +427,7 @@ RP_INTERPOSE int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     if (rec_on(l))
         put(RP_RAW_LOCK_REL, l);
-    return CALL(R_RW_UNLOCK, lock1_fn, l);
+    return released(l, CALL(R_RW_UNLOCK, lock1_fn, l));
 }
 
 /* ---- pthread_spin_* ------------------------------------------------------ */
@@ -379,7 +435,7 @@ RP_INTERPOSE int pthread_rwlock_unlock(pthread_rwlock_t *l)
 RP_INTERPOSE int pthread_spin_lock(pthread_spinlock_t *s)
 {
     if (!rec_on((const void *)s))
-        return CALL(R_SPIN_LOCK, lock1_fn, (void *)s);
+        return held((const void *)s, CALL(R_SPIN_LOCK, lock1_fn, (void *)s));
     ACQUIRE((const void *)s, CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s),
             CALL(R_SPIN_LOCK, lock1_fn, (void *)s));
 }
@@ -387,7 +443,7 @@ RP_INTERPOSE int pthread_spin_lock(pthread_spinlock_t *s)
 RP_INTERPOSE int pthread_spin_trylock(pthread_spinlock_t *s)
 {
     if (!rec_on((const void *)s))
-        return CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s);
+        return held((const void *)s, CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s));
     ATTEMPT((const void *)s, CALL(R_SPIN_TRYLOCK, lock1_fn, (void *)s));
 }
 
@@ -395,7 +451,7 @@ RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
 {
     if (rec_on((const void *)s))
         put(RP_RAW_LOCK_REL, (const void *)s);
-    return CALL(R_SPIN_UNLOCK, lock1_fn, (void *)s);
+    return released((const void *)s, CALL(R_SPIN_UNLOCK, lock1_fn, (void *)s));
 }
 
 /* ---- condition variables: the mutex is released while waiting ----------- */
@@ -415,12 +471,9 @@ RP_INTERPOSE int pthread_spin_unlock(pthread_spinlock_t *s)
  * (waits.c).  A cancellation inside the wait ends it and records the
  * re-acquisition (a cleanup handler), so the program's own cleanup unlock
  * matches a hold.  The recorder's own mutexes pass through unrecorded.
- * errno is kept.
+ * errno is kept.  The mutex stays counted in rp_lock_holds all along (the
+ * marks are appended while it is held).
  */
-static inline int own_lock(const void *lock)
-{
-    return (uintptr_t)lock - (uintptr_t)own_lo < own_len;
-}
 
 /* Records the begin (end = 0) or end of the condition wait on c, and the
  * release or re-acquisition of m, stamped t. */
@@ -514,8 +567,13 @@ RP_API void rp_lock_wait(const volatile void *lock)
     rec(RP_RAW_LOCK_WAIT, lock);
 }
 
+/* The address-based API's acquisitions and releases count in rp_lock_holds
+ * as the interposers' do (a lock released by another thread than its
+ * acquirer leaves that one counted as holding it: its buffers then go to
+ * the writer). */
 RP_API void rp_lock_acquired(const volatile void *lock)
 {
+    hold_add();
     rec(RP_RAW_LOCK_ACQ, lock);
 }
 
@@ -527,6 +585,7 @@ RP_API void rp_lock_failed(const volatile void *lock)
 RP_API void rp_lock_released(const volatile void *lock)
 {
     rec(RP_RAW_LOCK_REL, lock);
+    hold_drop();
 }
 
 /*

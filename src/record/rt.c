@@ -83,6 +83,8 @@ RP_HIDDEN __thread int rp_rt_initing; /* inside thread_init or start-up */
 RP_HIDDEN __thread int rp_rt_gone;    /* this thread's tbuf was handed back */
 /* set in the writer thread only */
 RP_HIDDEN __thread int rp_is_writer;
+/* the program's locks this thread holds (rt.h; kept by locks.c) */
+RP_HIDDEN __thread uint32_t rp_lock_holds;
 
 RP_HIDDEN pthread_once_t rp_rt_once = PTHREAD_ONCE_INIT;
 /*

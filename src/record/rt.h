@@ -247,6 +247,27 @@ RP_HIDDEN extern struct rp_rt rp_rt;
 RP_HIDDEN extern __thread struct rp_tbuf *rp_self;
 /* Non-zero in the writer thread only (its blocking calls are not waits). */
 RP_HIDDEN extern __thread int rp_is_writer;
+/*
+ * The program's locks the calling thread holds, as the lock interposers and
+ * the address-based API see them (locks.c): mutexes, rwlocks (read or
+ * write), spinlocks, each acquisition counted once, never the recorder's
+ * own.  While it is non-zero the thread leaves its full buffers to the
+ * writer (rp_rt_self_encode): an encoding done here would make every thread
+ * waiting for one of those locks wait for it too.  Invariants:
+ *   - an acquisition counts before its record is appended, a release after
+ *     the real unlock returned success, so the count says "held" at every
+ *     append made while the lock is held (the append may fill the buffer);
+ *   - a condition wait leaves it alone: its records are appended before the
+ *     real call releases the mutex and after it took it again;
+ *   - it never goes below 0: a release that finds it at 0 (a lock the
+ *     thread did not see acquired) is not counted.
+ * Only the thread itself touches it, with plain loads and stores: a signal
+ * handler that interrupts an update and takes a lock lets it go before it
+ * returns, so it leaves the count as it found it.  It lives in TLS rather
+ * than in the tbuf so that an acquisition made before the thread's first
+ * record counts too.
+ */
+RP_HIDDEN extern __thread uint32_t rp_lock_holds;
 
 /*
  * The rare path of rp_append: the thread's first event, a full buffer, drop

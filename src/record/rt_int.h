@@ -205,7 +205,8 @@ RP_HIDDEN void rp_rt_writer_ensure_locked(void);
  * Returns 1 when it did (all of them), 0 when they are left to the writer
  * (someone else is encoding t, recording is stopping, a fork is under way,
  * --drop with a trace that is not a regular file, a signal blocked (a
- * signal handler), the writer_delay test knob, no memory). */
+ * signal handler), the thread holds one of the program's locks
+ * (rp_lock_holds), the writer_delay test knob, no memory). */
 RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t);
 /* Takes t's busy flag (rt_writer.c, "Who encodes"), waiting for its holder
  * up to about a second: returns 1, or 0 when it was not let go.  Release it

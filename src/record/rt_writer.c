@@ -469,6 +469,12 @@ RP_HIDDEN int rp_rt_self_encode(struct rp_tbuf *t)
      * interrupted may be inside malloc */
     if (!rp_rt_sig_clean)
         return 0;
+    /* not while the thread holds one of the program's locks (rt.h,
+     * rp_lock_holds): every thread waiting for it would wait for the
+     * encoding too, contention the program does not have; the writer
+     * encodes the buffer (rp_rt_buf_publish wakes it) */
+    if (rp_lock_holds)
+        return 0;
     if (!tb_claim(t))
         return 0; /* the writer is at it: it writes this buffer too */
     int done = 0;
