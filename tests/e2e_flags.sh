@@ -348,6 +348,52 @@ shortjitter_thresholds() {
     python3 "$tmp/flagged.py" "$tmp/shortjitter.calls.json" spiky_fast JITTER yes || exit 1
 }
 scenario threshold_shortjitter shortjitter_thresholds
+
+# --weight cpu on sleepyboss: an edge weighs its time on CPU (its time less
+# its callee's share off CPU and waiting below it), an edge into a wait
+# nothing; the standing against a dense solve of those weights, and the
+# naps, most of the run's time, rank last where with time weights they
+# rank high.
+cpu_weights() {
+    [[ -s "$tmp/sleepyboss.data" ]] || fail "no trace from the sleepyboss scenario"
+    "$RANKPROF" report -i "$tmp/sleepyboss.data" --format json --weight cpu >"$tmp/cpu.json" ||
+        fail "report --weight cpu failed"
+    python3 - "$tmp/cpu.json" "$tmp/sleepyboss.json" <<'PY' || exit 1
+import json, sys
+import dense_rank
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+def die(msg):
+    sys.exit(f"e2e_flags: FAIL: cpu_weights: {msg}")
+if r["rank"]["weight"] != "cpu":
+    die(f"rank.weight {r['rank']['weight']!r}, expected 'cpu'")
+byid = {n["id"]: n for n in r["nodes"]}
+N = max(byid) + 1
+idle = ("offcpu", "wait", "lock-wait", "lock-hold")
+def share(n):
+    d, below = n["mean_ns"] * n["calls"], n.get("offcpu_below_ns")
+    return 1.0 if below is None or d <= 0 else max(0.0, 1.0 - below / d)
+stop = [0.0] * N
+for n in r["nodes"]:
+    stop[n["id"]] = float(n["exclusive_ns"])
+inc = [(e["caller_id"], e["callee_id"],
+        0.0 if byid[e["callee_id"]]["kind"] in idle else e["inclusive_ns"] * share(byid[e["callee_id"]]))
+       for e in r["edges"]]
+pi = dense_rank.solve(N, r["rank"]["alpha"], stop, inc)
+rest = sum(pi[1:])
+for n in r["nodes"]:
+    want = pi[n["id"]] / rest
+    if abs(n["standing"] - want) > 1e-4 + 1e-3 * want:
+        die(f"{n['name']}: standing {n['standing']}, the dense solve of CPU weights gives {want}")
+nap = {n["name"]: n for n in r["nodes"]}["nanosleep [wait]"]
+tnap = {n["name"]: n for n in t["nodes"]}["nanosleep [wait]"]
+if not nap["standing"] < 0.01 or not tnap["standing"] > 0.1:
+    die(f"the naps' standing: {nap['standing']} with CPU weights, {tnap['standing']} with time")
+if nap["rank"] < len(r["nodes"]) - 2:  # (last, or beside [off-cpu] and rest)
+    die(f"the naps rank {nap['rank']} of {len(r['nodes'])} with CPU weights")
+print(f"e2e_flags: cpu_weights: naps standing {nap['standing']:.2g} (time: {tnap['standing']:.2g})")
+PY
+}
+scenario cpu_weights cpu_weights
 threshold_scenario periodic rate-period=3 control RATE  # 80 % of the period
 threshold_scenario periodic rate-calls=100 control RATE # ~15 intervals
 threshold_scenario periodic rate-idle=1 control RATE    # main waits ~99 %

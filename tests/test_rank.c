@@ -470,7 +470,7 @@ static void test_profile(void)
      */
     static const double cinv[7] = {1, 1, 1.0 / 3, 5.0 / 27, 5.0 / 54, 1.0 / 27, 1.0 / 3};
     example_profile(&p, nodes, edges);
-    p.rank.weight_calls = 1;
+    p.rank.weight = RP_WEIGHT_CALLS;
     CHECK(rp_rank_profile(&p, &o) == 0);
     sum = 0;
     for (int i = 1; i < 7; i++) {
@@ -494,7 +494,7 @@ static void test_profile(void)
     double dense7[7];
     static const double iinv[7] = {1, 1, 0.9, 0.5, 0.25, 0.1, 0.05};
     example_profile(&p, nodes, edges);
-    p.rank.weight_calls = 1;
+    p.rank.weight = RP_WEIGHT_CALLS;
     p.incl_calls_known = 1;
     double cstop[7], cw[6];
     uint32_t csrc[6], cdst[6];
@@ -640,7 +640,7 @@ static void test_profile_vs_solve(int whole)
         p.n_nodes = n;
         p.edges = edges;
         p.n_edges = m;
-        p.rank.weight_calls = calls;
+        p.rank.weight = calls ? RP_WEIGHT_CALLS : RP_WEIGHT_TIME;
         /* every other profile ranked with two threads, the solve with one:
          * the same bits */
         struct rp_rank_opts o = {gi % 3 ? 0.01 : 0.2, 1e-13, 100000, gi % 2 ? 2 : 1};

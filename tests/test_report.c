@@ -154,7 +154,7 @@ static void build(struct rp_profile *p)
     p->unmatched_exits = 1;
     p->unclosed = 2;
     /* a node's involvement is its pi (pi_ROOT 1), its standing half of it */
-    p->rank = (struct rp_rank_info){.weight_calls = 0,
+    p->rank = (struct rp_rank_info){.weight = RP_WEIGHT_TIME,
                                     .alpha = 0.01,
                                     .iterations = 42,
                                     .residual = 1e-13,

@@ -267,23 +267,12 @@ struct flag_work {
 /* The sums over one caller's outgoing edges. */
 struct caller_sums {
     double out, outc; /* edge time / calls handed on to others */
-    double out_on;    /* that time on CPU (on_cpu_share of each callee) */
+    double out_on;    /* that time on CPU (rp_node_oncpu_share of each callee) */
     double h, hc;     /* the entropies of the shares of out_on and outc */
     double blocked;   /* time of its edges that is not work handed on */
     double holds;     /* the part of blocked in lock holds */
     unsigned self;    /* bit 0: a self edge with calls (recursion); bit 1: callees */
 };
-
-/* The share of node n's time (every activation) that was on CPU: less the
- * time off CPU and waiting anywhere below its activations (1 when that is
- * not known: direct mode).  Cannot fail. */
-static double on_cpu_share(const struct rp_profile *p, const struct rp_node *n)
-{
-    if (!p->oncpu_known || !rp_node_dur_sum(n))
-        return 1.0;
-    double below = (double)rp_node_offcpu_below(n), all = (double)rp_node_dur_sum(n);
-    return below >= all ? 0.0 : 1.0 - below / all;
-}
 
 /* Frees what w holds.  Cannot fail. */
 static void work_free(struct flag_work *w)
@@ -344,7 +333,7 @@ static void caller_sums(const struct rp_profile *p, const struct flag_work *w, u
             s->self |= ed->calls > 0;
         else if (handed_on(&p->nodes[ed->callee])) {
             s->out += (double)ed->incl;
-            s->out_on += (double)ed->incl * on_cpu_share(p, &p->nodes[ed->callee]);
+            s->out_on += (double)ed->incl * rp_node_oncpu_share(p, &p->nodes[ed->callee]);
             s->outc += (double)ed->calls;
         } else {
             s->blocked += (double)ed->incl;
@@ -356,7 +345,7 @@ static void caller_sums(const struct rp_profile *p, const struct flag_work *w, u
         const struct rp_edge *ed = edge_at(p, w, k);
         if (ed->caller == ed->callee || !handed_on(&p->nodes[ed->callee]))
             continue;
-        double on = (double)ed->incl * on_cpu_share(p, &p->nodes[ed->callee]);
+        double on = (double)ed->incl * rp_node_oncpu_share(p, &p->nodes[ed->callee]);
         if (on > 0.0) {
             double q = on / s->out_on;
             s->h -= q * log(q);

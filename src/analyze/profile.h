@@ -372,8 +372,15 @@ struct rp_proc {
     int has_rank;
 };
 
+/* What the ranking weighs an edge and a node's own part by (docs/ranking.md). */
+enum rp_weight {
+    RP_WEIGHT_TIME,  /* time: its inclusive time, the node's exclusive time */
+    RP_WEIGHT_CALLS, /* calls: the activations under its calls, the node's calls */
+    RP_WEIGHT_CPU,   /* time on CPU: time, less the time off CPU and waiting below */
+};
+
 struct rp_rank_info {
-    int weight_calls; /* 0: time weights, 1: call weights */
+    int weight; /* enum rp_weight */
     double alpha;
     uint32_t iterations;
     double residual;
@@ -520,6 +527,17 @@ struct rp_profile {
     struct rp_strpool *strs; /* owned, NULL when empty: the arena some node names,
                                 files and modules are in (rp_profile_strndup) */
 };
+
+/* The share of node n's time (every activation) that was on CPU: less the
+ * time off CPU and waiting anywhere below its activations; 1 when that is
+ * not known (direct mode) or n took no time.  Cannot fail. */
+static inline double rp_node_oncpu_share(const struct rp_profile *p, const struct rp_node *n)
+{
+    uint64_t all = rp_node_dur_sum(n), below = rp_node_offcpu_below(n);
+    if (!p->oncpu_known || !all)
+        return 1.0;
+    return below >= all ? 0.0 : 1.0 - (double)below / (double)all;
+}
 
 /*
  * A NUL-terminated malloc'd copy of the n bytes at s for display: every

@@ -87,6 +87,7 @@
  * for an acyclic graph, which is solved exactly); iterations: the most
  * sweeps any component took (1 when there are no cycles).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,10 +197,31 @@ static void holds_restore(struct rp_profile *p, struct held *held, uint32_t nhel
     free(held);
 }
 
-/* The ranking's input read in place from p's nodes and edges: weights by
- * calls (calls != 0) or by time.  Cannot fail. */
-static struct input profile_input(const struct rp_profile *p, int calls)
+/*
+ * CPU weights (docs/ranking.md): an edge weighs its time on CPU, its time
+ * less its callee's share of time off CPU and waiting below it
+ * (rp_node_oncpu_share), and nothing into a node that is no work (time off
+ * CPU, a wait, a lock wait, a lock hold); a node's own part is its
+ * exclusive time, on CPU already.  Fills w, one per edge of p.  Cannot
+ * fail.
+ */
+static void cpu_weights(const struct rp_profile *p, uint64_t *w)
 {
+    for (uint32_t k = 0; k < p->n_edges; k++) {
+        const struct rp_edge *e = &p->edges[k];
+        const struct rp_node *c = &p->nodes[e->callee];
+        int idle = c->kind == RP_KIND_OFFCPU || c->kind == RP_KIND_WAIT ||
+                   c->kind == RP_KIND_LOCK_WAIT || c->kind == RP_KIND_LOCK_HOLD;
+        w[k] = idle ? 0 : (uint64_t)llround((double)e->incl * rp_node_oncpu_share(p, c));
+    }
+}
+
+/* The ranking's input read in place from p's nodes and edges: weights by
+ * calls, or by time (weight, enum rp_weight); by time on CPU, the edges'
+ * weights from cw (cpu_weights).  Cannot fail. */
+static struct input profile_input(const struct rp_profile *p, int weight, const uint64_t *cw)
+{
+    int calls = weight == RP_WEIGHT_CALLS;
     const struct rp_node *nd = p->nodes;
     const struct rp_edge *ed = p->edges;
     /* call weights: an edge weighs the activations under its calls when
@@ -214,11 +236,12 @@ static struct input profile_input(const struct rp_profile *p, int calls)
                       ed ? (const char *)&ed->callee : NULL,
                       !ed     ? NULL
                       : calls ? ecalls
+                      : cw    ? (const char *)cw
                               : (const char *)&ed->incl,
                       sizeof *nd,
                       sizeof *ed,
                       sizeof *ed,
-                      sizeof *ed,
+                      cw ? sizeof *cw : sizeof *ed,
                       1};
     return g;
 }
@@ -243,16 +266,23 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     int rc;
     struct held *held = NULL;
     uint32_t nheld = 0;
+    uint64_t *cw = NULL;
 
     if (!p || p->n_nodes == 0 || !p->nodes || (p->n_edges && !p->edges))
         return RP_EINVAL;
     if (!o)
         o = &def;
     n = p->n_nodes;
-    int calls = p->rank.weight_calls;
-    struct input g = profile_input(p, calls);
+    int weight = p->rank.weight;
     rc = RP_ENOMEM;
-    if (!calls && p->hold_intervals && holds_set_aside(p, &held, &nheld) < 0)
+    /* (time on CPU: 8 bytes per edge while the ranking runs) */
+    if (weight == RP_WEIGHT_CPU && p->n_edges) {
+        if (!(cw = rp_big_malloc((size_t)p->n_edges * sizeof *cw)))
+            goto out;
+        cpu_weights(p, cw);
+    }
+    struct input g = profile_input(p, weight, cw);
+    if (weight == RP_WEIGHT_TIME && p->hold_intervals && holds_set_aside(p, &held, &nheld) < 0)
         goto out;
     /* pi comes in the solver's flow block, the ranks in its values' block,
      * which the sort takes as scratch: the ranking keeps nothing of its own
@@ -294,6 +324,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     rc = 0;
 out:
     holds_restore(p, held, nheld);
+    free(cw);
     free(own.pi);
     free(own.spare); /* rank points into it */
     free(span);

@@ -47,7 +47,7 @@ int rp_rank_solve(const struct rp_graph *g, const struct rp_rank_opts *o, double
 
 /*
  * Ranks a profile: builds the graph from its nodes and edges with the weight
- * kind p->rank.weight_calls, solves it, and fills each node's standing,
+ * kind p->rank.weight, solves it, and fills each node's standing,
  * involvement and rank (1 = highest standing) and p->rank.  Returns 0 or a
  * negative RP_E* code.
  */

@@ -131,7 +131,7 @@ struct rp_load_opts {
     struct rp_replay_opts replay;
     int rank; /* compute the ranking */
     struct rp_rank_opts rank_opt;
-    int weight_calls;
+    int weight;                 /* enum rp_weight */
     struct rp_flag_opts flag;   /* thresholds; flags computed when rank is */
     int no_names;               /* one file: do not name its functions (info: their names
                                    are not shown); a run's files are always named, to merge */

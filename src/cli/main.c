@@ -32,7 +32,7 @@ static const struct rp_cmd commands[] = {
      "                [-F NAME]... [-N NAME]... -- PROGRAM [ARGS...]"},
     {"report", cmd_report,
      "report [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
-     "                [--sort rank|self|total|calls|max] [--weight time|calls] [--alpha A]\n"
+     "                [--sort rank|self|total|calls|max] [--weight time|calls|cpu] [--alpha A]\n"
      "                [--limit N] [--format table|json|csv] [--thread TID] [--force]\n"
      "                [--threshold KEY=VALUE]... [--color] [--wide] [--no-chains]\n"
      "                [--no-compensate]\n"
@@ -51,7 +51,7 @@ static const struct rp_cmd commands[] = {
     {"export", cmd_export,
      "export --format FORMAT [-o OUT] [-i FILE]... [--process PID|FILE] [--rank R] [--one-file]\n"
      "                [--force] [--thread TID] [--limit N]\n"
-     "                [--title T] [--weight time|calls] [--alpha A] [-O KEY=VALUE]...\n"
+     "                [--title T] [--weight time|calls|cpu] [--alpha A] [-O KEY=VALUE]...\n"
      "                [--no-compensate]\n"
      "                [-F NAME]... [-N NAME]... [-D N] [-t DUR] [-r FROM~TO]\n"
      "                [FILE...]\n"
@@ -629,7 +629,7 @@ static void load_tail(struct rp_load_opts *o, struct rp_profile *p, const char *
                     chosen, p->warn[0] ? " (see the warnings above)" : "");
     }
     if (o->rank) {
-        p->rank.weight_calls = o->weight_calls;
+        p->rank.weight = o->weight;
         if ((rc = rp_rank_profile(p, &o->rank_opt)) < 0)
             rp_die("%s: ranking: %s", chosen, rp_strerror(rc));
         if ((rc = rp_flags_apply(p, &o->flag)) < 0)

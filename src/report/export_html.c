@@ -684,7 +684,7 @@ static void put_head(FILE *out, const struct rp_export_ctx *ctx)
             " (pid %u): %s of thread time, %u threads, %" PRIu64 " events, %" PRIu64
             " lost; %s weights, alpha %g, %u iterations%s</p>\n",
             p->pid, dur(b, (double)rp_ticks_ns(p, p->total)), p->n_threads, p->events, p->lost,
-            p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,
+            rp_weight_name(p->rank.weight), p->rank.alpha, p->rank.iterations,
             p->ended ? "" : "; the run did not end normally");
     fputs("<nav><a href=\"#table\">profile</a><a href=\"#graph\">callers and callees</a>"
           "<a href=\"#flame\">flame graph</a><a href=\"#seq\">sequence diagram</a></nav>\n",

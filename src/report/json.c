@@ -403,8 +403,8 @@ static void put_rank(FILE *out, const struct rp_profile *p, const struct rp_repo
                      const struct rp_chains *ch)
 {
     if (o->ranked) {
-        fprintf(out, ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ",
-                p->rank.weight_calls ? "calls" : "time");
+        fprintf(out,
+                ",\n  \"rank\": { \"weight\": \"%s\", \"alpha\": ", rp_weight_str(p->rank.weight));
         put_num(out, p->rank.alpha);
         fprintf(out, ", \"iterations\": %" PRIu32 ", \"residual\": ", p->rank.iterations);
         put_num(out, p->rank.residual);

@@ -374,7 +374,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     rp_report_windows_line(out, p);
     if (o->ranked)
         fprintf(out, "rank: %s weights, alpha %g, %" PRIu32 " iterations, residual %.3g\n",
-                p->rank.weight_calls ? "call" : "time", p->rank.alpha, p->rank.iterations,
+                rp_weight_name(p->rank.weight), p->rank.alpha, p->rank.iterations,
                 p->rank.residual);
 }
 

@@ -49,6 +49,16 @@ uint64_t rp_ticks_ns(const struct rp_profile *p, uint64_t ticks)
     return (uint64_t)llround(ns);
 }
 
+const char *rp_weight_str(int weight)
+{
+    return weight == RP_WEIGHT_CALLS ? "calls" : weight == RP_WEIGHT_CPU ? "cpu" : "time";
+}
+
+const char *rp_weight_name(int weight)
+{
+    return weight == RP_WEIGHT_CALLS ? "call" : rp_weight_str(weight);
+}
+
 uint64_t rp_node_share_base(const struct rp_node *n, uint64_t self_ticks)
 {
     uint64_t all = rp_node_dur_sum(n);

@@ -131,6 +131,12 @@ void rp_report_lost_why(FILE *out, const struct rp_profile *p);
  * "offcpu", else "unknown". */
 const char *rp_kind_str(uint8_t kind);
 
+/* The ranking's weight (enum rp_weight) as the JSON's rank.weight spells
+ * it ("time", "calls", "cpu"), and as the table's and the page's header
+ * do ("time", "call", "cpu": "rank: call weights").  Cannot fail. */
+const char *rp_weight_str(int weight);
+const char *rp_weight_name(int weight);
+
 /*
  * Per node index, the ticks its activations spent in wait spans they called
  * directly: the summed inclusive time of its edges to nodes of kind wait
