@@ -266,12 +266,12 @@ struct flag_work {
 
 /* The sums over one caller's outgoing edges. */
 struct caller_sums {
-    double out, outc; /* edge time / calls handed on to others */
-    double out_on;    /* that time on CPU (rp_node_oncpu_share of each callee) */
-    double h, hc;     /* the entropies of the shares of out_on and outc */
-    double blocked;   /* time of its edges that is not work handed on */
-    double holds;     /* the part of blocked in lock holds */
-    unsigned self;    /* bit 0: a self edge with calls (recursion); bit 1: callees */
+    double outc;    /* calls handed on to others */
+    double out_on;  /* edge time handed on to others, on CPU (rp_node_oncpu_share of each callee) */
+    double h, hc;   /* the entropies of the shares of out_on and outc */
+    double blocked; /* time of its edges that is not work handed on */
+    double holds;   /* the part of blocked in lock holds */
+    unsigned self;  /* bit 0: a self edge with calls (recursion); bit 1: callees */
 };
 
 /* Frees what w holds.  Cannot fail. */
@@ -332,7 +332,6 @@ static void caller_sums(const struct rp_profile *p, const struct flag_work *w, u
         if (ed->caller == ed->callee)
             s->self |= ed->calls > 0;
         else if (handed_on(&p->nodes[ed->callee])) {
-            s->out += (double)ed->incl;
             s->out_on += (double)ed->incl * rp_node_oncpu_share(p, &p->nodes[ed->callee]);
             s->outc += (double)ed->calls;
         } else {
