@@ -76,6 +76,16 @@ tables() {
         fail "the locks table does not show the condition ready_cv"
     "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
     grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
+    # the naps rank first by time; the table says so and names --weight cpu,
+    # which ranks the work first: producer and its crunch
+    awk '$1 == "1" && /\[wait\]/ { found = 1 } END { exit !found }' report.txt ||
+        fail "the first row by time is not a wait: test premise ($(grep -m1 '^ *1 ' report.txt))"
+    grep -q -- "--weight cpu" report.txt || fail "the table does not point at --weight cpu"
+    "$RANKPROF" report -i t.data --weight cpu >cpu.txt || fail "report --weight cpu (table)"
+    grep -q "^rank: cpu weights" cpu.txt || fail "report --weight cpu does not say its weights"
+    ! grep -q -- "--weight cpu" cpu.txt || fail "report --weight cpu points at itself"
+    grep -Eq '^ +1 .*(producer|crunch) \(' cpu.txt ||
+        fail "by time on CPU the first row is not the work: $(grep -m1 '^ *1 ' cpu.txt)"
 }
 scenario tables tables
 

@@ -806,6 +806,17 @@ static void tab_put_notes(FILE *out, const struct tab *t)
               out);
         break;
     }
+    /* blocked time among the first rows of a time ranking: a thread that
+     * waits all run long (an idle pool worker) ranks its wait on top */
+    for (uint32_t r = 0; p->rank.weight == RP_WEIGHT_TIME && r < t->n_rows && r < 3; r++) {
+        uint8_t k = p->nodes[t->order[r]].kind;
+        if (k != RP_KIND_WAIT && k != RP_KIND_LOCK_WAIT && k != RP_KIND_OFFCPU)
+            continue;
+        fputs("\nTime spent blocked ranks among the first rows (time weights count it): "
+              "--weight cpu\nranks by time on CPU (docs/ranking.md).\n",
+              out);
+        break;
+    }
     /* functions the recorder's throttle switched to counting only */
     for (uint32_t r = 0, any = 0; r < t->n_rows; r++) {
         const struct rp_node *n = &p->nodes[t->order[r]];
