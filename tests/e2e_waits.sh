@@ -76,11 +76,17 @@ tables() {
         fail "the locks table does not show the condition ready_cv"
     "$RANKPROF" report -i t.data >report.txt || fail "report (table)"
     grep -q "nanosleep \[wait\]" report.txt || fail "the table has no 'nanosleep [wait]' row"
-    # the naps rank first by time; the table says so and names --weight cpu,
-    # which ranks the work first: producer and its crunch
-    awk '$1 == "1" && /\[wait\]/ { found = 1 } END { exit !found }' report.txt ||
-        fail "the first row by time is not a wait: test premise ($(grep -m1 '^ *1 ' report.txt))"
-    grep -q -- "--weight cpu" report.txt || fail "the table does not point at --weight cpu"
+    # the naps or the joins are among the first three rows by time (not
+    # always under ThreadSanitizer, whose cost per event makes crunch's
+    # part larger); the table says so and names --weight cpu, which ranks the
+    # work first: producer and its crunch
+    if awk '$1 ~ /^[0-9]+$/ && $2 ~ /%$/ && ++n <= 3 && /\[(wait|off-cpu)\]/ { found = 1 }
+            END { exit !found }' report.txt; then
+        grep -q -- "--weight cpu" report.txt || fail "the table does not point at --weight cpu"
+    else
+        ! grep -q -- "--weight cpu" report.txt || fail "--weight cpu named with no wait on top"
+        under_tsan || fail "no wait among the first three rows by time: test premise"
+    fi
     "$RANKPROF" report -i t.data --weight cpu >cpu.txt || fail "report --weight cpu (table)"
     grep -q "^rank: cpu weights" cpu.txt || fail "report --weight cpu does not say its weights"
     ! grep -q -- "--weight cpu" cpu.txt || fail "report --weight cpu points at itself"
