@@ -108,7 +108,7 @@ static int is_lock(const struct rp_node *n)
 /* Time that is not work: never HOT, JITTER or RATE. */
 static int not_work(const struct rp_node *n)
 {
-    return n->kind == RP_KIND_OFFCPU || n->kind == RP_KIND_WAIT || is_lock(n);
+    return rp_kind_idle(n->kind);
 }
 
 /* Lock nodes are sorted by key, so that one lock's wait and hold nodes are
@@ -146,8 +146,7 @@ static void lock_sums(const struct rp_profile *p, uint64_t key, double *wait, do
  * beside the calls, not in the caller's time partition). */
 static int handed_on(const struct rp_node *n)
 {
-    return n->kind != RP_KIND_OFFCPU && n->kind != RP_KIND_WAIT && n->kind != RP_KIND_LOCK_WAIT &&
-           n->kind != RP_KIND_LOCK_HOLD;
+    return !rp_kind_idle(n->kind);
 }
 
 void rp_node_own_time(const struct rp_profile *p, const struct rp_node *n, int has_callee,

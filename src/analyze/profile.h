@@ -528,6 +528,15 @@ struct rp_profile {
                                 files and modules are in (rp_profile_strndup) */
 };
 
+/* Whether spans of this kind are time that is no work of the program's:
+ * off CPU, a blocking call, a lock wait, a lock hold (an interval beside
+ * the calls, not in its acquirer's time partition).  Cannot fail. */
+static inline int rp_kind_idle(uint8_t kind)
+{
+    return kind == RP_KIND_OFFCPU || kind == RP_KIND_WAIT || kind == RP_KIND_LOCK_WAIT ||
+           kind == RP_KIND_LOCK_HOLD;
+}
+
 /* The share of node n's time (every activation) that was on CPU: less the
  * time off CPU and waiting anywhere below its activations; 1 when that is
  * not known (direct mode) or n took no time.  Cannot fail. */

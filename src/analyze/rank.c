@@ -210,9 +210,9 @@ static void cpu_weights(const struct rp_profile *p, uint64_t *w)
     for (uint32_t k = 0; k < p->n_edges; k++) {
         const struct rp_edge *e = &p->edges[k];
         const struct rp_node *c = &p->nodes[e->callee];
-        int idle = c->kind == RP_KIND_OFFCPU || c->kind == RP_KIND_WAIT ||
-                   c->kind == RP_KIND_LOCK_WAIT || c->kind == RP_KIND_LOCK_HOLD;
-        w[k] = idle ? 0 : (uint64_t)llround((double)e->incl * rp_node_oncpu_share(p, c));
+        w[k] = rp_kind_idle(c->kind)
+                   ? 0
+                   : (uint64_t)llround((double)e->incl * rp_node_oncpu_share(p, c));
     }
 }
 

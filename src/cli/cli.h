@@ -222,6 +222,10 @@ int rp_parse_input_opts(const char *cmd, int argc, char **argv, struct rp_load_o
  */
 void rp_opt_compensate(const char *cmd, const char *val, struct rp_replay_opts *o);
 
+/* --weight time|calls|cpu (val): the ranking's weight, enum rp_weight.
+ * Dies on any other value, naming the command. */
+int rp_opt_weight(const char *cmd, const char *val);
+
 /* Parses a double / unsigned option value or dies naming the option. */
 double rp_opt_double(const char *opt, const char *val, double lo, double hi);
 uint64_t rp_opt_u64(const char *opt, const char *val);

@@ -107,14 +107,7 @@ static void parse(int argc, char **argv, struct export_args *a)
             a->title = optarg;
             break;
         case OPT_WEIGHT:
-            if (!strcmp(optarg, "time"))
-                a->load.weight = RP_WEIGHT_TIME;
-            else if (!strcmp(optarg, "calls"))
-                a->load.weight = RP_WEIGHT_CALLS;
-            else if (!strcmp(optarg, "cpu"))
-                a->load.weight = RP_WEIGHT_CPU;
-            else
-                rp_usage_die("export", "--weight %s: expected time, calls or cpu", optarg);
+            a->load.weight = rp_opt_weight("export", optarg);
             break;
         case OPT_ALPHA:
             a->load.rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);

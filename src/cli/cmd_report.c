@@ -121,14 +121,7 @@ static void parse_args(int argc, char **argv, struct rp_load_opts *ld, struct rp
                              optarg);
             break;
         case 'w':
-            if (!strcmp(optarg, "time"))
-                ld->weight = RP_WEIGHT_TIME;
-            else if (!strcmp(optarg, "calls"))
-                ld->weight = RP_WEIGHT_CALLS;
-            else if (!strcmp(optarg, "cpu"))
-                ld->weight = RP_WEIGHT_CPU;
-            else
-                rp_usage_die("report", "--weight %s: expected time, calls or cpu", optarg);
+            ld->weight = rp_opt_weight("report", optarg);
             break;
         case 'a':
             ld->rank_opt.alpha = rp_opt_double("--alpha", optarg, 0, 0.999999);

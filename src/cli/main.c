@@ -142,6 +142,17 @@ double rp_opt_double(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
+int rp_opt_weight(const char *cmd, const char *val)
+{
+    if (!strcmp(val, "time"))
+        return RP_WEIGHT_TIME;
+    if (!strcmp(val, "calls"))
+        return RP_WEIGHT_CALLS;
+    if (strcmp(val, "cpu"))
+        rp_usage_die(cmd, "--weight %s: expected time, calls or cpu", val);
+    return RP_WEIGHT_CPU;
+}
+
 uint64_t rp_opt_u64(const char *opt, const char *val)
 {
     char *end;
