@@ -364,7 +364,8 @@ panes = re.search(r'id="callers">(.*?)</div>', dom, re.S)
 if not sel or not panes:
     sys.exit("no selection or callers panel in the DOM")
 shares = [float(c[:-1]) for c in re.findall(r"<td>([0-9.]+%)</td></tr>", panes.group(1))]
-if sel.group(1) not in ("x", "y") or abs(sum(shares) - 100.0) > 0.3:
+# (two callers, y and main, each a share: no "recursive" for an edge to another)
+if sel.group(1) not in ("x", "y") or len(shares) != 2 or abs(sum(shares) - 100.0) > 0.3:
     sys.exit(f"{sel.group(1)}'s callers' shares add up to {sum(shares):.1f} %: {shares}")
 print(f"e2e_table: mutual's panel ({sel.group(1)})", shares)
 EOF
