@@ -447,6 +447,54 @@ static void test_flags_one_bucket(void)
     CHECK(!fn[2].x && h->counts == NULL && rp_hist_c(h)[0] == 1 && h->n == 1);
 }
 
+/*
+ * HOT's second rule (hot-run, 0.5 % of the run's length) judges own time
+ * against the longest thread's life less what the recorder took of it:
+ * its waits for the recorder and, when compensated, its cost per event.
+ *   thread A: 100,000 ticks, 60,000 of them waiting for the recorder, 4,000
+ *   events of 10 ticks a pair: 20,000 ticks its program's;
+ *   thread B: 15,000 ticks, nothing the recorder's.
+ *   f 120 own ticks (0.6 % of 20,000; 0.12 % of the wall time): HOT;
+ *   g  90 own ticks (0.45 %): not HOT, though 43 % of the time on CPU;
+ *   uncompensated, A's program time is 40,000: f (0.3 %) is not HOT either.
+ */
+static void test_flags_hot_run(void)
+{
+    struct rp_profile p;
+    struct rp_thread th[2] = {
+        {.tid = 1, .first = 1000, .last = 101000, .paused = 60000, .events = 4000},
+        {.tid = 2, .first = 5000, .last = 20000, .events = 10},
+    };
+
+    clear_nodes();
+    set_node(1, RP_KIND_FUNC, 1, 0, 210);
+    set_node(2, RP_KIND_FUNC, 1, 120, 120);
+    set_node(3, RP_KIND_FUNC, 1, 90, 90);
+    fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 210};
+    fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 1, .incl = 120};
+    fe[2] = (struct rp_edge){.caller = 1, .callee = 3, .calls = 1, .incl = 90};
+    p = profile_of(4, 3, 115000, 1.0);
+    p.threads = th;
+    p.n_threads = 2;
+    p.first_tick = 0;
+    p.last_tick = 200000;
+    p.compensated = 1;
+    p.overhead_pair = 10.0;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);
+    CHECK_EQ(fn[3].flags, 0);
+    p.compensated = 0;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK_EQ(fn[2].flags, 0);
+    /* no thread with a life of its own (direct mode): the profile's span */
+    th[0].last = th[0].first;
+    th[1].last = th[1].first;
+    p.last_tick = 20000;
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK_EQ(fn[2].flags, RP_FLAG_HOT);
+    CHECK_EQ(fn[3].flags, 0);
+}
+
 /* qsort order of edges: by caller, then callee.  Cannot fail. */
 static int by_caller_callee(const void *a, const void *b)
 {
@@ -573,6 +621,7 @@ static const struct check_case cases[] = {
     {"flags", test_flags},
     {"offcpu", test_flags_offcpu},
     {"one_bucket", test_flags_one_bucket},
+    {"hot_run", test_flags_hot_run},
     {"edge_order", test_flags_edge_order},
 };
 

@@ -20,7 +20,8 @@ struct rp_flag_opts {
     double dispatch_fanout;      /* exp(H) >= 2, of callee calls and of callee time */
     double dispatch_margin;      /* 1.5: involvement >= 0.10 x it, self <= 0.10 / it */
     double hot_self;             /* own time >= 0.05 of all on-CPU time */
-    double hot_run;              /* and >= 0.005 of the run's length (of one core) */
+    double hot_run;              /* and >= 0.005 of the run's length (of one core; the
+                                    program's, less the recorder's: flags.c) */
     uint64_t jitter_calls;       /* >= 100 activations with a known own time */
     double jitter_quantile;      /* 0.99: the high percentile judged */
     double jitter_ratio;         /* pNN >= 10 x median (own on-CPU time per call) */
