@@ -226,9 +226,10 @@ for n in r["nodes"]:
     idle = blocked.get(n["id"], 0)
     if "offcpu_below_ns" in n and dur_sum(n) > 0:
         idle = max(idle, n["offcpu_below_ns"] * incl / dur_sum(n) + holds.get(n["id"], 0))
-    # (time shares with the margin 1.5: involvement >= 0.15, self <= 0.10 / 1.5)
+    # (time shares with the margin 1.5: involvement >= 0.15, self <= 0.10 / 1.5;
+    # the fan-out by time with half of it, >= 2.5)
     parts = [(n["involvement"], 0.15), (0.10 / 1.5 * (incl - idle), n["exclusive_ns"]),
-             (fan, 2.0), (fanc, 2.0)]
+             (fan, 2.5), (fanc, 2.0)]
     if not any(near(*x) for x in parts):
         want = all(x >= t for x, t in parts)
         if want != ("DISPATCH" in fl):

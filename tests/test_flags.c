@@ -495,6 +495,44 @@ static void test_flags_hot_run(void)
     CHECK_EQ(fn[3].flags, 0);
 }
 
+/*
+ * DISPATCH's fan-out by time passes its threshold (2) by half the margin,
+ * 2.5: d2 splits its time evenly between two callees (2.0 by calls and by
+ * time, which can only move below 2.0 from run to run): not DISPATCH;
+ * d3 between three, 50/30/20 % (2.8 by time): DISPATCH.
+ */
+static void test_flags_fanout_margin(void)
+{
+    struct rp_profile p;
+    struct rp_rank_opts ro = {1e-9, 1e-14, 10000, 0};
+
+    clear_nodes();
+    set_node(1, RP_KIND_FUNC, 1, 10, 20020);   /* main */
+    set_node(2, RP_KIND_FUNC, 1, 5, 10005);    /* d2 */
+    set_node(3, RP_KIND_FUNC, 1, 5, 10005);    /* d3 */
+    set_node(4, RP_KIND_FUNC, 10, 5000, 5000); /* a */
+    set_node(5, RP_KIND_FUNC, 10, 5000, 5000); /* b */
+    set_node(6, RP_KIND_FUNC, 10, 5000, 5000); /* c */
+    set_node(7, RP_KIND_FUNC, 10, 3000, 3000); /* e */
+    set_node(8, RP_KIND_FUNC, 10, 2000, 2000); /* f */
+    fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 20020};
+    fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 1, .incl = 10005};
+    fe[2] = (struct rp_edge){.caller = 1, .callee = 3, .calls = 1, .incl = 10005};
+    fe[3] = (struct rp_edge){.caller = 2, .callee = 4, .calls = 10, .incl = 5000};
+    fe[4] = (struct rp_edge){.caller = 2, .callee = 5, .calls = 10, .incl = 5000};
+    fe[5] = (struct rp_edge){.caller = 3, .callee = 6, .calls = 10, .incl = 5000};
+    fe[6] = (struct rp_edge){.caller = 3, .callee = 7, .calls = 10, .incl = 3000};
+    fe[7] = (struct rp_edge){.caller = 3, .callee = 8, .calls = 10, .incl = 2000};
+    p = profile_of(9, 8, 20020, 1.0);
+    CHECK(rp_rank_profile(&p, &ro) == 0);
+    CHECK(rp_flags_apply(&p, NULL) == 0);
+    CHECK(fabs(rp_node_fanout_time(&fn[2]) - 2.0) < 1e-9);
+    CHECK(fabs(rp_node_fanout_time(&fn[3]) - exp(-(.5 * log(.5) + .3 * log(.3) + .2 * log(.2)))) <
+          1e-9);
+    CHECK_EQ(fn[2].flags & RP_FLAG_DISPATCH, 0);
+    CHECK_EQ(fn[3].flags & RP_FLAG_DISPATCH, RP_FLAG_DISPATCH);
+}
+
 /* qsort order of edges: by caller, then callee.  Cannot fail. */
 static int by_caller_callee(const void *a, const void *b)
 {
@@ -622,6 +660,7 @@ static const struct check_case cases[] = {
     {"offcpu", test_flags_offcpu},
     {"one_bucket", test_flags_one_bucket},
     {"hot_run", test_flags_hot_run},
+    {"fanout_margin", test_flags_fanout_margin},
     {"edge_order", test_flags_edge_order},
 };
 
