@@ -34,6 +34,23 @@ run_case() {
     local got
     got=$(awk -F, 'NR > 1 && $2 == "func" { print $1 "=" $3 }' "$tmp/$name.csv" | sort | tr '\n' ' ')
     [[ "$got" == "$want" ]] || fail "$name: functions '$got', want '$want'"
+    # the hint on inline functions hooked out of line: mix, declared inline,
+    # in the GCC build that instruments it (its DWARF says so), and nothing
+    # on outer (as short, not declared inline) in the others; measured
+    # times, so that mix's share of the CPU is its calls' cost
+    "$RANKPROF" report -i "$tmp/$name.data" --no-compensate --format json >"$tmp/$name.json" ||
+        fail "$name: report --format json failed"
+    python3 - "$tmp/$name.json" "$name" <<'PY' || fail "$name: the hint on inline functions"
+import json, sys
+r, name = json.load(open(sys.argv[1])), sys.argv[2]
+hint = [w for w in r["warnings"] if "declared inline" in w]
+if name == "gcc_all":
+    if len(hint) != 1 or "ran out of line with the hooks (mix)" not in hint[0] \
+            or "docs/instrumenting.md" not in hint[0]:
+        sys.exit(f"{name}: warnings {r['warnings']}, want one naming mix")
+elif hint:
+    sys.exit(f"{name}: the hint on inline functions where none is: {hint}")
+PY
 }
 
 if command -v gcc >/dev/null; then

@@ -8,13 +8,23 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <libelf.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "symbols.h"
 #include "trace/format.h"
 
 #define MAX_MODULES 8 /* modules named in the hint on unnamed functions */
+
+/* The hint on inline functions hooked out of line: functions of at least
+ * INL_CALLS calls and at most INL_NS of own time a call (short: the call
+ * is much of it), together at least INL_SHARE of the time on CPU. */
+#define INL_CALLS 100
+#define INL_NS    250.0
+#define INL_SHARE 0.10
+#define INL_NAMES 3
 
 /* Whether the ELF file at path has a symbol table: 1, 0 (stripped), or -1
  * when it cannot be read (not on this machine, not ELF). */
@@ -110,10 +120,89 @@ static void hint_unnamed(struct rp_profile *p)
                         none, total);
 }
 
+/* Whether n is a short function called often (the hint below).  Cannot fail. */
+static int short_fn(const struct rp_profile *p, const struct rp_node *n)
+{
+    return n->kind == RP_KIND_FUNC && n->calls >= INL_CALLS &&
+           (double)n->excl * p->ns_per_tick <= INL_NS * (double)n->calls;
+}
+
+/*
+ * Functions declared inline that ran out of line, with the hooks: GCC's
+ * -finstrument-functions (and clang's) instruments an inline function, so
+ * it keeps a copy out of line to call, and the build spends more in a short
+ * helper than the program does without the hooks (QuickJS: 74 helpers,
+ * 46.5 % of the time on CPU, its run 3 times the plain build's).  Said
+ * when such functions, short and called often, take INL_SHARE of the time
+ * on CPU; whether one was declared inline is read from its DWARF, opened
+ * only then.  The report is true of the binary: the hint says why it
+ * differs from the program built without the hooks.
+ */
+static void hint_inline_hooked(struct rp_profile *p)
+{
+    double cpu = 0.0, cand = 0.0;
+    for (uint32_t i = 1; i < p->n_nodes; i++) {
+        const struct rp_node *n = &p->nodes[i];
+        if (!rp_kind_idle(n->kind) && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER)
+            cpu += (double)n->excl;
+        if (short_fn(p, n))
+            cand += (double)n->excl;
+    }
+    if (cpu <= 0.0 || cand < INL_SHARE * cpu || !p->maps || !p->maps_len)
+        return;
+    struct rp_symbolizer *s = rp_sym_open(p->maps, p->maps_len);
+    if (!s)
+        return;
+    uint32_t count = 0, top[INL_NAMES] = {0};
+    uint64_t calls = 0, all_calls = 0;
+    double own = 0.0;
+    for (uint32_t i = 1; i < p->n_nodes; i++) {
+        const struct rp_node *n = &p->nodes[i];
+        if (n->kind == RP_KIND_FUNC)
+            all_calls += n->calls;
+        if (!short_fn(p, n) || rp_sym_declared_inline(s, n->key) != 1)
+            continue;
+        count++;
+        calls += n->calls;
+        own += (double)n->excl;
+        /* the INL_NAMES largest by own time, largest first */
+        uint32_t k = INL_NAMES;
+        while (k > 0 && (!top[k - 1] || p->nodes[top[k - 1]].excl < n->excl))
+            k--;
+        if (k < INL_NAMES) {
+            memmove(&top[k + 1], &top[k], (INL_NAMES - 1 - k) * sizeof top[0]);
+            top[k] = i;
+        }
+    }
+    rp_sym_close(s);
+    if (!count || own < INL_SHARE * cpu)
+        return;
+    char names[256];
+    size_t len = 0;
+    names[0] = '\0';
+    for (uint32_t k = 0; k < INL_NAMES && top[k] && len < sizeof names; k++) {
+        const char *nm = p->nodes[top[k]].name ? p->nodes[top[k]].name : "?";
+        int w = snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", nm);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    rp_profile_warn(p,
+                    "%u function%s declared inline ran out of line with the hooks (%s%s): "
+                    "%.0f%% of the calls and %.0f%% of the time on CPU, %.0f ns a call; "
+                    "-finstrument-functions instruments inline functions, so this build "
+                    "spends more in them than the program built without it: leave them out "
+                    "(-finstrument-functions-exclude-function-list or -exclude-file-list) or "
+                    "build with clang "
+                    "-finstrument-functions-after-inlining (docs/instrumenting.md)",
+                    count, count == 1 ? "" : "s", names, count > INL_NAMES ? ", ..." : "",
+                    all_calls ? 100.0 * (double)calls / (double)all_calls : 0.0, 100.0 * own / cpu,
+                    own * p->ns_per_tick / (double)calls);
+}
+
 void rp_profile_hints(struct rp_profile *p)
 {
     if (p->defs_only)
         return; /* (no statistics to judge) */
     hint_no_functions(p);
     hint_unnamed(p);
+    hint_inline_hooked(p);
 }

@@ -2,7 +2,8 @@
 /*
  * hints.h - what a profile lacks and how to get it: no function recorded
  * (a program built without -finstrument-functions), functions without a
- * name (a stripped binary, code outside any mapped file).
+ * name (a stripped binary, code outside any mapped file), inline functions
+ * the hooks kept out of line taking much of the time.
  */
 #ifndef RP_ANALYZE_HINTS_H
 #define RP_ANALYZE_HINTS_H

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -180,6 +181,29 @@ static int resolve(struct rp_symbolizer *s, uint64_t addr, struct sym_entry *e)
         e->line = lineno > 0 ? (uint32_t)lineno : 0;
     }
     return 0;
+}
+
+int rp_sym_declared_inline(struct rp_symbolizer *s, uint64_t addr)
+{
+    uint32_t m = s ? find_module(s, addr) : SYM_NO_MODULE;
+    if (m == SYM_NO_MODULE || !s->modules[m].mod)
+        return RP_ENOENT;
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(s->modules[m].mod, addr, &bias), *scopes = NULL;
+    int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : -1, rc = RP_ENOENT;
+    /* innermost first: a copy of an inlined callee at the entry comes
+     * before the function's own subprogram */
+    for (int i = 0; i < n; i++) {
+        Dwarf_Attribute a;
+        Dwarf_Word v;
+        if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+            continue;
+        rc = dwarf_attr_integrate(&scopes[i], DW_AT_inline, &a) && dwarf_formudata(&a, &v) == 0 &&
+             (v == DW_INL_declared_inlined || v == DW_INL_declared_not_inlined);
+        break;
+    }
+    free(scopes);
+    return rc;
 }
 
 /* Doubles the cache table (or creates it); fails with RP_ENOMEM. */

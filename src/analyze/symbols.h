@@ -34,6 +34,14 @@ struct rp_symbolizer *rp_sym_open(const char *maps, size_t maps_len);
  * be NULL when nothing is known), or RP_ENOMEM.  Free with rp_sym_clear().
  */
 int rp_sym_lookup(struct rp_symbolizer *s, uint64_t addr, struct rp_symbol *out);
+
+/*
+ * Whether the function whose code starts at addr (a runtime address) was
+ * declared inline in its source: its DWARF subprogram, or the abstract one
+ * it is an out-of-line copy of, has DW_AT_inline "declared".  Returns 1 or
+ * 0, or RP_ENOENT when it cannot be told (no module, no DWARF there).
+ */
+int rp_sym_declared_inline(struct rp_symbolizer *s, uint64_t addr);
 void rp_sym_clear(struct rp_symbol *sym);
 void rp_sym_close(struct rp_symbolizer *s);
 
