@@ -81,6 +81,9 @@ if len(hits) != 1:
     for e in r["edges"]:
         print("edge", e["caller"], "->", e["callee"], e["calls"], e["inclusive_ns"])
     sys.exit(f"no single chain row in {chain}")
+if "(1 pass-through chain shown as one row, with the numbers of its last frame; the ranks " \
+        "of its other frames are skipped" not in open(sys.argv[1]).read():
+    sys.exit("the line under the table does not say the chain's other ranks are skipped")
 eng = next(n for n in r["nodes"] if n["name"] == "engine")
 if hits[0][0] != eng["rank"]:
     sys.exit(f"the chain row has rank {hits[0][0]}, engine's is {eng['rank']}")

@@ -700,9 +700,11 @@ static void tab_put_rows(FILE *out, const struct tab *t)
     if (t->ch.n)
         fprintf(out,
                 t->ch.n == 1 ? "(1 pass-through chain shown as one row, with the numbers of its "
-                               "last frame: --no-chains shows every frame)\n"
+                               "last frame; the ranks of its other frames are skipped: "
+                               "--no-chains shows every frame)\n"
                              : "(%" PRIu32 " pass-through chains shown as one row each, with the "
-                               "numbers of their last frame: --no-chains shows every frame)\n",
+                               "numbers of their last frame; the ranks of their other frames "
+                               "are skipped: --no-chains shows every frame)\n",
                 t->ch.n);
     if (t->dropped[0])
         fprintf(out, "(%s not shown to fit %zu columns: --wide shows every column)\n", t->dropped,
