@@ -240,6 +240,7 @@ thresholds() {
     t rate-duty=0 overrun_task "" || bad=1
     t hot-self=0.9 hot_leaf "" || bad=1
     t dispatch-fanout=30 dispatch "" || bad=1
+    t contended-run=0.5 "counter_lock [wait]" "" "counter_lock [hold]" "" || bad=1
     # (batch_item's RATE then rests on its timing alone: 0.1 ms periods and
     # a run 60 % of one, which ThreadSanitizer's slower memory accesses and
     # a loaded machine blur - so a run that misses it is recorded once

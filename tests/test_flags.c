@@ -496,6 +496,35 @@ static void test_flags_hot_run(void)
 }
 
 /*
+ * CONTENDED wants the lock's waits at 0.5 % of the run's length too
+ * (contended-run, the run as hot-run's): a lock waited for 3 times, 40
+ * ticks in all, in a run of 20,000 (0.2 %) is not; 120 ticks (0.6 %) is.
+ */
+static void test_flags_contended_run(void)
+{
+    struct rp_profile p;
+    struct rp_thread th = {.tid = 1, .first = 0, .last = 20000, .events = 20};
+
+    for (int k = 0; k < 2; k++) {
+        uint64_t wait = k ? 120 : 40;
+        clear_nodes();
+        set_node(1, RP_KIND_FUNC, 1, 1000, 1000 + wait + 100);
+        set_node(2, RP_KIND_LOCK_WAIT, 3, wait, wait);
+        set_node(3, RP_KIND_LOCK_HOLD, 3, 100, 100);
+        fn[2].key = fn[3].key = 0x1000;
+        fe[0] = (struct rp_edge){.caller = 0, .callee = 1, .calls = 1, .incl = 1000 + wait + 100};
+        fe[1] = (struct rp_edge){.caller = 1, .callee = 2, .calls = 3, .incl = wait};
+        fe[2] = (struct rp_edge){.caller = 1, .callee = 3, .calls = 3, .incl = 100};
+        p = profile_of(4, 3, 20000, 1.0);
+        p.threads = &th;
+        p.n_threads = 1;
+        CHECK(rp_flags_apply(&p, NULL) == 0);
+        CHECK_EQ(fn[2].flags & RP_FLAG_CONTENDED, k ? RP_FLAG_CONTENDED : 0);
+        CHECK_EQ(fn[3].flags & RP_FLAG_CONTENDED, k ? RP_FLAG_CONTENDED : 0);
+    }
+}
+
+/*
  * DISPATCH's fan-out by time passes its threshold (2) by half the margin,
  * 2.5: d2 splits its time evenly between two callees (2.0 by calls and by
  * time, which can only move below 2.0 from run to run): not DISPATCH;
@@ -661,6 +690,7 @@ static const struct check_case cases[] = {
     {"one_bucket", test_flags_one_bucket},
     {"hot_run", test_flags_hot_run},
     {"fanout_margin", test_flags_fanout_margin},
+    {"contended_run", test_flags_contended_run},
     {"edge_order", test_flags_edge_order},
 };
 

@@ -98,6 +98,7 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->rate_period = 0.5;
     o->contended_ratio = 0.10;
     o->contended_waits = 3;
+    o->contended_run = 0.005;
 }
 
 static int is_lock(const struct rp_node *n)
@@ -554,8 +555,11 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
 }
 
 /* CONTENDED: the lock nodes of w grouped by lock, flagged together when
- * the lock's waits reach contended_ratio of its holds.  Cannot fail. */
-static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct flag_work *w)
+ * the lock's waits reach contended_ratio of its holds, and contended_run
+ * of the run (run: its length, run_length), so that a few milliseconds of
+ * waits in a run of seconds are no bottleneck.  Cannot fail. */
+static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct flag_work *w,
+                      double run)
 {
     qsort(w->locks, w->nl, sizeof *w->locks, cmp_key);
     for (uint32_t a = 0; a < w->nl;) {
@@ -571,7 +575,8 @@ static void contended(struct rp_profile *p, const struct rp_flag_opts *o, struct
                 hold += (double)rp_node_dur_sum(nd);
             }
         }
-        if (wait > 0.0 && wait >= o->contended_ratio * hold && waits >= o->contended_waits)
+        if (wait > 0.0 && wait >= o->contended_ratio * hold && waits >= o->contended_waits &&
+            wait >= o->contended_run * run)
             for (uint32_t k = a; k < b; k++)
                 p->nodes[w->locks[k].idx].flags |= RP_FLAG_CONTENDED;
         a = b;
@@ -602,7 +607,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
         return RP_ENOMEM;
     double cpu = oncpu_total(p);
     double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
-    double hot_min = o->hot_run * run_length(p);
+    double run = run_length(p), hot_min = o->hot_run * run;
     uint32_t e = 0, c = 0; /* the next edge by caller, the next candidate */
     for (uint32_t i = 0; i < n; i++) {
         struct caller_sums s = {0};
@@ -623,7 +628,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             return RP_ENOMEM;
         }
     }
-    contended(p, o, &w);
+    contended(p, o, &w, run);
     work_free(&w);
     return 0;
 }

@@ -35,6 +35,7 @@ struct rp_flag_opts {
     double rate_period;          /* on-CPU max >= 0.5 x period */
     double contended_ratio;      /* wait >= 0.10 x hold */
     uint64_t contended_waits;    /* and >= 3 contended acquisitions (waits) */
+    double contended_run;        /* and the waits >= 0.005 of the run's length (hot_run's) */
 };
 
 /* Fills o with the defaults of docs/design.md §7. */

@@ -61,6 +61,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->contended_ratio = rp_opt_double("--threshold contended-ratio", v, 0, 1e12);
     else if (K("contended-waits"))
         f->contended_waits = rp_opt_u64("--threshold contended-waits", v);
+    else if (K("contended-run"))
+        f->contended_run = rp_opt_double("--threshold contended-run", v, 0, 1);
     else
         rp_usage_die(
             "report",
@@ -69,7 +71,7 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
             "jitter-ratio, jitter-slow, "
             "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-waits, "
             "rate-period, "
-            "contended-ratio, contended-waits)",
+            "contended-ratio, contended-waits, contended-run)",
             (int)n, kv);
 #undef K
 }

@@ -25,7 +25,9 @@
  *                 in each of CONTEND_ROUNDS rounds that start at a barrier,
  *                 one holds it FIRST_HOLD_MS / CONTEND_ROUNDS more (asleep)
  *                 while the other tries to take it: CONTEND_ROUNDS waits
- *                 for certain (CONTENDED wants 3: one is no pattern).
+ *                 for certain (CONTENDED wants 3: one is no pattern), and
+ *                 ~100 ms of waits: 2 to 4 % of a run of 2.5 to 5 s
+ *                 (CONTENDED wants 0.5 %).
  * Traps (must carry no flag):
  *   op_0 .. op_24 each ~2 % of the on-CPU time (not HOT), steady;
  *   tiny          a ~2-ns leaf called TINY times, or argv[1] times (not
@@ -67,7 +69,7 @@
 #define LATE_B         35
 #define SLOW_MS        60
 #define HOLDS          40
-#define FIRST_HOLD_MS  20
+#define FIRST_HOLD_MS  100
 #define CONTEND_ROUNDS 4
 #define NAP_MS         150
 #define ITEMS          100
