@@ -316,6 +316,13 @@ static void test_flags(void)
     fo.jitter_slow = 8;
     CHECK(rp_flags_apply(&p, &fo) == 0);
     CHECK(fn[1].flags == RP_FLAG_JITTER);
+    /* and at most jitter_rare of its calls that slow: 8 of 200 is 4 % */
+    fo.jitter_rare = 0.035;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == 0);
+    fo.jitter_rare = 0.04;
+    CHECK(rp_flags_apply(&p, &fo) == 0);
+    CHECK(fn[1].flags == RP_FLAG_JITTER);
     /* CONTENDED wants contended_waits waits: lock 0x1000 has 10 */
     fo.contended_waits = 11;
     CHECK(rp_flags_apply(&p, &fo) == 0);

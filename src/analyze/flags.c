@@ -33,8 +33,9 @@
  *             >= [100] activations: the [0.99] quantile >= [10] x the median
  *             (the median taken as at least one tick) and at least [2000] ns
  *             above it, with >= [5] activations that slow (one or two cold
- *             first calls, a page fault each, are no pattern).  Callee work and preemption are not
- * its own time, a percentile ignores a rare preempted or interrupted call, and the floor keeps
+ *             first calls, a page fault each, are no pattern) and at most
+ *             [0.25] of them (a tail, not a second kind of call).  Callee work and preemption are
+ * not its own time, a percentile ignores a rare preempted or interrupted call, and the floor keeps
  * ticks of noise on a 2-ns function from being a "ratio".  A node with callees whose own time is
  * unknown (direct mode) is not judged; RATE      periodic: >= [10] intervals between the starts of
  * its outermost activations on one thread (rp_flag_hists.ivl), their quartiles q3 - q1 <= [0.5] x
@@ -90,6 +91,7 @@ void rp_flag_opts_default(struct rp_flag_opts *o)
     o->jitter_ratio = 10.0;
     o->jitter_floor_ns = 2000.0;
     o->jitter_slow = 5;
+    o->jitter_rare = 0.25;
     o->rate_calls = 10;
     o->rate_spread = 0.5;
     o->rate_duty = 0.25;
@@ -544,7 +546,11 @@ static int node_flags(struct rp_profile *p, uint32_t i, const struct rp_flag_opt
         double hi, med;
         uint64_t slow;
         jitter_q(p, &own, o, floor_ticks, &hi, &med, &slow);
-        if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow)
+        /* the slow calls a tail, not one of two kinds of call (pigz's
+         * crc32z, one call on an empty buffer and one on a block: half of
+         * them "slow") */
+        if (hi >= o->jitter_ratio * med && hi - med >= floor_ticks && slow >= o->jitter_slow &&
+            (double)slow <= o->jitter_rare * (double)own_n)
             nd->flags |= RP_FLAG_JITTER;
     }
     double per, q1, q3;
