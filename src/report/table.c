@@ -270,6 +270,18 @@ static void fmt_chain(char *b, size_t n, const struct rp_profile *p, const struc
     }
 }
 
+/* Under a run with no end record: what the threads recorded after the
+ * writer's last periodic flush is missing, and not in the lost count,
+ * which counts the recorder's drops only.  (How long before the record's
+ * end each thread stops says nothing: a thread blocked all that time
+ * recorded nothing to lose.)  Errors are left for ferror(). */
+static void put_unflushed(FILE *out)
+{
+    fputs("  what the threads recorded after the last periodic flush (every 200 ms by default, "
+          "RANKPROF_FLUSH_MS) is missing, not counted as lost\n",
+          out);
+}
+
 /* The header lines above the table.  Errors are left for ferror(). */
 static void put_header(FILE *out, const struct rp_profile *p, const struct rp_report_opts *o)
 {
@@ -333,11 +345,12 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fputs("run: still running at this snapshot (rankprof record --ring); the spans open then "
               "end there\n",
               out);
-    else if (!p->ended)
+    else if (!p->ended) {
         fprintf(out,
                 "%srun: did not end normally (no end record: crashed, killed or cut short)%s\n",
                 warn, reset);
-    else if (p->end_flags & RP_END_SIGNAL)
+        put_unflushed(out);
+    } else if (p->end_flags & RP_END_SIGNAL)
         fprintf(out, "%srun: killed by signal %" PRId32 "%s\n", warn, p->end_status, reset);
     else
         how = 2;
