@@ -79,12 +79,13 @@ tables() {
     # the naps or the joins are among the first three rows by time (not
     # always under ThreadSanitizer, whose cost per event makes crunch's
     # part larger); the table says so and names --weight cpu, which ranks the
-    # work first: producer and its crunch
+    # work first: producer and its crunch (the line is also given for a
+    # row whose time is mostly blocked below it, which the table does not
+    # show: its absence is test_report's)
     if awk '$1 ~ /^[0-9]+$/ && $2 ~ /%$/ && ++n <= 3 && /\[(wait|off-cpu)\]/ { found = 1 }
             END { exit !found }' report.txt; then
         grep -q -- "--weight cpu" report.txt || fail "the table does not point at --weight cpu"
     else
-        ! grep -q -- "--weight cpu" report.txt || fail "--weight cpu named with no wait on top"
         under_tsan || fail "no wait among the first three rows by time: test premise"
     fi
     "$RANKPROF" report -i t.data --weight cpu >cpu.txt || fail "report --weight cpu (table)"

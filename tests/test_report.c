@@ -505,6 +505,24 @@ static void test_table(struct rp_profile *p)
     p->first_tick = first;
     p->last_tick = last;
 
+    /* --weight cpu named under a time ranking whose first rows are blocked
+     * time: here none is a wait, and none is, until main (2nd) spends
+     * 60 % of its time blocked below it; not at 40 % */
+    t = render(rp_report_table, p, &o, NULL);
+    CHECK(t && !strstr(t, "--weight cpu"));
+    free(t);
+    for (int k = 0; k < 2; k++) {
+        struct rp_node_x x = rp_node_x_get(&nodes[MAIN]);
+        x.blocked = (k ? 0.4 : 0.6) * (double)nodes[MAIN].incl;
+        CHECK(rp_node_x_set(&nodes[MAIN], &x) == 0);
+        t = render(rp_report_table, p, &o, NULL);
+        CHECK(t && (strstr(t, "--weight cpu") != NULL) == (k == 0));
+        free(t);
+    }
+    struct rp_node_x xm = rp_node_x_get(&nodes[MAIN]);
+    xm.blocked = 0.0;
+    CHECK(rp_node_x_set(&nodes[MAIN], &xm) == 0);
+
     /* a run that did not end */
     p->ended = 0;
     t = render(rp_report_table, p, &u, NULL);

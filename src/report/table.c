@@ -822,10 +822,14 @@ static void tab_put_notes(FILE *out, const struct tab *t)
         break;
     }
     /* blocked time among the first rows of a time ranking: a thread that
-     * waits all run long (an idle pool worker) ranks its wait on top */
+     * waits all run long (an idle pool worker) ranks its wait on top, or
+     * the function that waits (pigz's wait_for_, over its condition
+     * wait): a row that is blocked time, or whose time is mostly blocked
+     * below it (rp_node_blocked: off CPU, waiting, holding a lock) */
     for (uint32_t r = 0; p->rank.weight == RP_WEIGHT_TIME && r < t->n_rows && r < 3; r++) {
-        uint8_t k = p->nodes[t->order[r]].kind;
-        if (k != RP_KIND_WAIT && k != RP_KIND_LOCK_WAIT && k != RP_KIND_OFFCPU)
+        const struct rp_node *n = &p->nodes[t->order[r]];
+        if (n->kind != RP_KIND_WAIT && n->kind != RP_KIND_LOCK_WAIT && n->kind != RP_KIND_OFFCPU &&
+            !(n->incl && rp_node_blocked(n) >= 0.5 * (double)n->incl))
             continue;
         fputs("\nTime spent blocked ranks among the first rows (time weights count it): "
               "--weight cpu\nranks by time on CPU (docs/ranking.md).\n",
