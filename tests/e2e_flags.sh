@@ -115,8 +115,9 @@ elif name == "shortjitter":
         if not n["calls"] - 10 <= n.get("own_calls", 0) <= n["calls"]:
             die(f"{nm}: own_calls {n.get('own_calls')}, expected its {n['calls']} calls "
                 f"(less a few begun in an earlier chunk)")
-    m = re.search(r"JITTER own time p99 [0-9.]+ us against a median of [0-9.]+ ns "
-                  r"\((\d+) of (\d+) calls slow\)", why["spiky_fast"])
+    m = re.search(r"JITTER own time p99 [0-9.]+ us against a median (?:of [0-9.]+ ns|"
+                  r"below the resolution \([0-9.]+ ns\)) \((\d+) of (\d+) calls slow\)",
+                  why["spiky_fast"])
     if not m or int(m.group(2)) != 1000 or not 32 <= int(m.group(1)) <= 100:
         die(f"spiky_fast's why line: {why['spiky_fast']!r}")
 elif name == "sleepyboss":

@@ -288,6 +288,12 @@ static void test_flags(void)
 
     CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "JITTER own time p99 199 us against a median of 2.00 us (8 of 200 calls slow)");
+    /* a median below the resolution (2.5 us here) is said so, not as a time */
+    p.resolution = 1250;
+    CHECK(rp_flags_explain(&p, &fn[1], NULL, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "JITTER own time p99 199 us against a median below the resolution (2.50 us) "
+                   "(8 of 200 calls slow)");
+    p.resolution = 0;
     CHECK(rp_flags_explain(&p, &fn[4], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "RATE runs every 2.00 us (20 intervals, half within 2.00 us-2.00 us), its "
                    "longest run 1.20 us is 60.0% of the period");

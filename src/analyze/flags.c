@@ -729,8 +729,16 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
         jitter_q(p, &own, o, o->jitter_floor_ns / (tick > 0.0 ? tick : 1.0), &hi, &med, &slow);
         put(buf, bufsz, &len, "%sJITTER own time p%g ", sep, o->jitter_quantile * 100.0);
         put_dur(buf, bufsz, &len, hi, tick);
-        put(buf, bufsz, &len, " against a median of ");
-        put_dur(buf, bufsz, &len, med, tick);
+        /* a median below the resolution is no time the report resolves
+         * (pigz: "a median of 7 ns" beside a resolution of 19 ns) */
+        if (p->resolution && med < (double)p->resolution) {
+            put(buf, bufsz, &len, " against a median below the resolution (");
+            put_dur(buf, bufsz, &len, (double)p->resolution, tick);
+            put(buf, bufsz, &len, ")");
+        } else {
+            put(buf, bufsz, &len, " against a median of ");
+            put_dur(buf, bufsz, &len, med, tick);
+        }
         put(buf, bufsz, &len, " (%llu of %llu calls slow)", (unsigned long long)slow,
             (unsigned long long)rp_own_time_n(&own));
         sep = "; ";
