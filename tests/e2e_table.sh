@@ -170,9 +170,14 @@ if len(sc) != 2 or not all(re.search(r"@0x[0-9a-f]+$", c) for c in sc):
     sys.exit(f"the two copies of scale_copy are not told apart by address: {sc}")
 print("e2e_table: names", cells)
 # the why lines under the table: one per flagged row, no two under one name
+# (the paragraph after the table's, before the notes: on waits, on blocked
+# time among the first rows, which a busy machine's [off-cpu] can be)
 text = open(sys.argv[1], encoding="utf-8").read()
-whyn = [l.split("  ")[0] for l in text.split("\n\n")[-1].split("\n")
-        if l and not l.startswith(" ")]
+paras = text.split("\n\n")
+after = next(i for i, x in enumerate(paras) if re.search(r"^rank ", x, re.M)) + 1
+notes = ("[wait] rows", "Time spent blocked", "~ throttled")
+why = next((x for x in paras[after:] if not x.startswith(notes)), "")
+whyn = [l.split("  ")[0] for l in why.split("\n") if l and not l.startswith(" ")]
 flagged = [n["name"] for n in r["nodes"] if n["flags"]]
 if len(set(whyn)) != len(whyn) or len(whyn) != len(flagged):
     sys.exit(f"why lines under {whyn}, flagged rows {flagged}")
