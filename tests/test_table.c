@@ -194,6 +194,32 @@ static void test_chains(void)
         rp_chains_free(&c);
         drop(&p);
     }
+    /* on CPU (a replayed trace: oncpu_known): 1 -> 2 -> 3 -> {4 96 %, 5};
+     * 1, 2 and 3 pass through (a chain 1 2 3, entering the work at 4) until
+     * 4 waits 900 of its 960 ticks (offcpu_below), as pigz's get_space for
+     * buffer space under its reading loop: 3 then hands it 60 of its 100
+     * ticks on CPU, no pass-through, and the chain is 1 2, entering 3 */
+    {
+        uint64_t dur[] = {0, 1000, 1000, 1000, 960, 40};
+        struct e ed[] = {{1, 2, 1000}, {2, 3, 1000}, {3, 4, 960}, {3, 5, 40}};
+        make(&p, 6, dur, NULL, ed, 4);
+        p.oncpu_known = 1;
+        CHECK_EQ(rp_chains_find(&p, &c), 0);
+        CHECK_EQ(c.n, 1);
+        CHECK_EQ(c.start[1] - c.start[0], 3);
+        rp_chains_free(&c);
+        for (uint32_t i = 1; i <= 4; i++) { /* (the wait is below 1, 2, 3 and 4) */
+            struct rp_node_x x = rp_node_x_get(&p.nodes[i]);
+            x.offcpu_below = 900;
+            CHECK_EQ(rp_node_x_set(&p.nodes[i], &x), 0);
+        }
+        CHECK_EQ(rp_chains_find(&p, &c), 0);
+        CHECK_EQ(c.n, 1);
+        CHECK_EQ(c.start[1] - c.start[0], 2);
+        CHECK_EQ(rp_chain_of(&c, 3), -1);
+        rp_chains_free(&c);
+        drop(&p);
+    }
     /* direct recursion: 1 -> 2, 2 -> 2 and 2 -> 3: 2 is no wrapper */
     {
         uint64_t dur[] = {0, 1000, 1900, 990};

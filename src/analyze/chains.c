@@ -6,11 +6,12 @@
  * can show each run of them as one row.
  *
  * A procedure i "passes through" to j when an edge i -> j carries at least
- * RP_CHAIN_SHARE of i's time (dur_sum: every activation, of which the
- * edges and the own time are a partition even under recursion; less the
- * time i was off CPU in its own frame, which a busy machine adds, and the
- * edge's and i's time both less the time j was off CPU in its own frame
- * during these calls), i has no
+ * RP_CHAIN_SHARE of i's time on CPU (dur_sum: every activation, of which
+ * the edges and the own time are a partition even under recursion; less
+ * the time off CPU and waiting anywhere below, i's and, in the edge's share
+ * of j's time, j's: a busy machine adds the one, a wait below j the other;
+ * where that is not known, less the time off CPU in i's and j's own
+ * frames), i has no
  * edge to itself (a recursive procedure is not a wrapper) and i carries no
  * flag (a flagged node is worth its own row).  i and j are linked when both
  * pass through and the edge also carries RP_CHAIN_SHARE of j's inclusive
@@ -92,9 +93,19 @@ int rp_chains_find(const struct rp_profile *p, struct rp_chains *c)
             continue;
         if (!candidate(p, x->caller) || p->nodes[x->callee].kind != RP_KIND_FUNC)
             continue;
+        const struct rp_node *ci = &p->nodes[x->caller];
+        if (p->oncpu_known) {
+            /* of their time on CPU: a caller whose callee waits most of the
+             * time (pigz's reading loop over get_space, blocked for space
+             * 96 % of its time) hands it no work for it */
+            double time = (double)rp_node_dur_sum(ci) * rp_node_oncpu_share(p, ci);
+            double to = (double)x->incl * rp_node_oncpu_share(p, &p->nodes[x->callee]);
+            if (time > 0.0 && to >= RP_CHAIN_SHARE * time)
+                pass[x->caller] = e + 1;
+            continue;
+        }
         /* (of its time on CPU: being descheduled in its own frame is no
          * time it keeps from the callee) */
-        const struct rp_node *ci = &p->nodes[x->caller];
         double time = (double)rp_node_dur_sum(ci) -
                       (double)(rp_node_offcpu(ci) < rp_node_dur_sum(ci) ? rp_node_offcpu(ci) : 0);
         double to = (double)x->incl - callee_offcpu(p, x);
