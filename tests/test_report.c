@@ -523,6 +523,16 @@ static void test_table(struct rp_profile *p)
     xm.blocked = 0.0;
     CHECK(rp_node_x_set(&nodes[MAIN], &xm) == 0);
 
+    /* off-CPU records lost: the line says where their time went */
+    snprintf(p->offcpu_src, sizeof p->offcpu_src, "perf");
+    p->offcpu_lost = 5;
+    t = render(rp_report_table, p, &u, NULL);
+    CHECK(t && strstr(t, "5 switch records lost, 0") &&
+          strstr(t, "intervals not placed: the time off CPU they held is in self times"));
+    free(t);
+    p->offcpu_lost = 0;
+    p->offcpu_src[0] = '\0';
+
     /* a run that did not end */
     p->ended = 0;
     t = render(rp_report_table, p, &u, NULL);

@@ -258,7 +258,9 @@ void rp_report_offcpu_line(FILE *out, const struct rp_profile *p)
             fprintf(out, " (and %s in waits or with no span of the program open)",
                     rp_fmt_ns((double)out_off * p->ns_per_tick, c, sizeof c));
         if (p->offcpu_lost || p->offcpu_late)
-            fprintf(out, "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed",
+            fprintf(out,
+                    "; %" PRIu64 " switch records lost, %" PRIu64 " intervals not placed: "
+                    "the time off CPU they held is in self times",
                     p->offcpu_lost, p->offcpu_late);
         fputc('\n', out);
     } else if (!strcmp(p->offcpu_src, "irq")) { /* the bare-metal recorder (firmware.md) */
