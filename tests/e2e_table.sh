@@ -270,9 +270,13 @@ html() {
 import html, re, sys
 table = open(sys.argv[1], encoding="utf-8").read()
 page = open(sys.argv[2], encoding="utf-8").read()
-# the table's why lines: "name  FLAG reason; FLAG reason"
+# the table's why lines: "name  FLAG reason; FLAG reason", the paragraph
+# after the table's that is not a note (on waits, on blocked time on top)
+paras = table.split("\n\n")
+after = next(i for i, x in enumerate(paras) if re.search(r"^rank ", x, re.M)) + 1
+notes = ("[wait] rows", "Time spent blocked", "~ throttled")
 whys = []
-for l in table.split("\n\n")[-1].split("\n"):
+for l in next((x for x in paras[after:] if not x.startswith(notes)), "").split("\n"):
     m = re.match(r"(\S+)\s{2,}(.*)$", l)
     if m:
         whys += [w.strip() for w in m.group(2).split(";")]
