@@ -6,27 +6,30 @@
  * Q_ij = w_ij / T_i, or finishes and restarts at ROOT with probability
  * Q_i,ROOT = stop_i / T_i (plus any explicit edges into ROOT), where
  * T_i = stop_i + sum_k w_ik.  A row with T_i == 0, and ROOT's row when it has
- * no out-weight, restarts at ROOT.  With the teleport,
+ * no out-weight, restarts at ROOT.  With the restart, every step's chance
+ * alpha of starting again at ROOT,
  *
- *     P = (1 - alpha) Q + (alpha / N) 1 1^T,     pi = pi P,  sum pi = 1.
+ *     P = (1 - alpha) Q + alpha 1 e_ROOT^T,     pi = pi P,  sum pi = 1.
+ *
+ * (Not PageRank's jump to any node, alpha/N each: a node that keeps the
+ * walker, deep recursion, would turn that into a standing of its own.)
  *
  * Regenerative form.  Plain power iteration converges like
  * ((1-alpha) |lambda_2(Q)|)^k, and a call graph is nearly periodic
  * (ROOT -> main -> ... -> leaf -> ROOT), so |lambda_2| is close to 1:
  * thousands of steps at alpha = 0.01, none at all as alpha -> 0.  The chain
  * is regenerative instead: all finished mass goes to ROOT.  With sum pi = 1
- * the stationary equations are pi_j = (1-alpha) sum_i pi_i Q_ij + alpha/N;
- * write y for pi without ROOT, M for (1-alpha) Q among non-ROOT nodes and q
- * for (1-alpha) Q_ROOT,j.  Then
+ * the stationary equations of the nodes but ROOT are
+ * pi_j = (1-alpha) sum_i pi_i Q_ij; write y for pi without ROOT, M for
+ * (1-alpha) Q among non-ROOT nodes and q for (1-alpha) Q_ROOT,j.  Then
  *
- *     y = pi_ROOT q + (alpha/N) 1 + y M,   so   y = pi_ROOT u + v  with
+ *     y = pi_ROOT q + y M,   so   y = pi_ROOT u  with
  *     u = q (I - M)^-1  (expected visits per visit of ROOT: involvement),
- *     v = (alpha/N) 1 (I - M)^-1  (the visits the teleport brings), and
- *     pi_ROOT = (1 - sum v) / (1 + sum u)  from sum pi = 1.
+ *     and pi_ROOT = 1 / (1 + sum u)  from sum pi = 1.
  *
  * (ROOT's own equation then holds by itself: the rows of P sum to 1.)
  *
- * Solving x = b + x M (x = u and v side by side) component by component.
+ * Solving x = b + x M (x = u) component by component.
  * The strongly connected components of the call graph (Tarjan's algorithm,
  * iterative; edges into ROOT end a descent and self loops are folded into
  * the node, so neither links anything) are taken in topological order,
@@ -284,11 +287,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     struct input g = profile_input(p, weight, cw);
     if (weight == RP_WEIGHT_TIME && p->hold_intervals && holds_set_aside(p, &held, &nheld) < 0)
         goto out;
-    /* pi comes in the solver's flow block, the ranks in its values' block,
-     * which the sort takes as scratch: the ranking keeps nothing of its own
-     * but a byte per node (span); an acyclic graph swept whole has no
-     * values' block (its values were in the flow's), so the sort's scratch
-     * is allocated once the solver's arrays are freed */
+    /* pi comes in the solver's flow block, and the sort's scratch is
+     * allocated once the solver's arrays are freed: the ranking keeps
+     * nothing of its own but a byte per node (span) */
     span = malloc(n);
     if (!span)
         goto out;
@@ -311,7 +312,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
     int threads = rp_rank_threads(o->threads, n);
     rc = RP_ENOMEM;
     if (n > 1 && !own.spare && !(own.spare = rp_big_malloc((size_t)2 * (n - 1) * sizeof(uint64_t))))
-        goto out; /* (an acyclic graph swept whole keeps no block of values) */
+        goto out;
     if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, own.spare, &rank, threads)))
         goto out;
     struct store_half lo = {p, pi, rank, 0, n / 2}, hi = {p, pi, rank, n / 2, n};

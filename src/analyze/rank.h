@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * rank.h - standing probability of docs/design.md §6: the call-or-finish Markov
- * chain over the caller->callee graph, with restart at ROOT and an
- * alpha/N teleport, solved in its regenerative form one strongly connected
+ * chain over the caller->callee graph, with restart at ROOT (each finished
+ * activation, and any step with chance alpha), solved in its regenerative
+ * form one strongly connected
  * component at a time (the method is explained at the top of rank.c).
  */
 #ifndef RP_ANALYZE_RANK_H
@@ -25,7 +26,7 @@ struct rp_graph {
 };
 
 struct rp_rank_opts {
-    double alpha;      /* teleport mass, default 0.01; 0 <= alpha < 1 */
+    double alpha;      /* restart at ROOT, default 0.01; 0 <= alpha < 1 */
     double tol;        /* L1 change to stop at, default 1e-12 */
     uint32_t max_iter; /* default 10000 */
     uint32_t threads;  /* 0: two on a large graph (512K edges or more) when two

@@ -55,10 +55,6 @@
  * look-ahead of Tarjan's scan and of the whole-graph sweeps. */
 #define DST1_SPARE (AHEAD > TJ_AHEAD ? AHEAD : TJ_AHEAD)
 
-struct uv {
-    double u, v;
-};
-
 /*
  * The input, read in place: the arrays of a struct rp_graph (double weights)
  * or a profile's nodes and edges (uint64_t weights, every field a fixed
@@ -132,9 +128,9 @@ struct solver {
     uint32_t nin;
     uint32_t *ioff, *idst, *xoff, *xdst, *edst;
     double *ic, *xc, *ec;
-    struct uv *in; /* flow received, by position (by id when the whole graph is
-                      swept); pi once solved without a caller's array */
-    struct uv *x;  /* by position: u and v */
+    double *in; /* flow received, by position (by id when the whole graph is
+                   swept); pi once solved without a caller's array */
+    double *x;  /* by position: u, the visits per descent from ROOT */
 };
 
 struct pair_job {

@@ -51,21 +51,18 @@ static int validate(uint32_t n, double alpha, double tol, uint32_t max_iter)
  * callee dst[e], prefetching the flow AHEAD edges on (dst has AHEAD spare
  * entries).  Cannot fail.
  */
-static inline void push(struct uv *in, const uint32_t *dst, const double *c, uint32_t e0,
-                        uint32_t e1, struct uv d)
+static inline void push(double *in, const uint32_t *dst, const double *c, uint32_t e0, uint32_t e1,
+                        double d)
 {
     for (uint32_t e = e0; e < e1; e++) {
         __builtin_prefetch(&in[dst[e + AHEAD]], 1);
-        struct uv *t = &in[dst[e]];
-        t->u += c[e] * d.u;
-        t->v += c[e] * d.v;
+        in[dst[e]] += c[e] * d;
     }
 }
 
-/* What a sweep measured: the L1 change of u and of v, the sums of the new
- * u and v. */
+/* What a sweep measured: the L1 change of u, the sum of the new u. */
 struct sweep_sums {
-    double cu, cv, su, sv;
+    double cu, su;
 };
 
 /*
@@ -76,36 +73,24 @@ struct sweep_sums {
  * skipping it changes no bit); s gets the change and the new values.
  * Cannot fail.
  */
-static inline void sweep_node(struct uv *in, struct uv *x, uint32_t k, double f,
-                              const uint32_t *off, const uint32_t *dst, const double *c,
-                              struct sweep_sums *s)
+static inline void sweep_node(double *in, double *x, uint32_t k, double f, const uint32_t *off,
+                              const uint32_t *dst, const double *c, struct sweep_sums *s)
 {
-    struct uv nx = in[k], d;
-    if (f > 0.0) {
-        nx.u *= f;
-        nx.v *= f;
-    } else {
-        nx.u += x[k].u;
-        nx.v += x[k].v;
-    }
-    d.u = nx.u - x[k].u;
-    d.v = nx.v - x[k].v;
-    s->cu += fabs(d.u);
-    s->cv += fabs(d.v);
-    s->su += nx.u;
-    s->sv += nx.v;
+    double nx = f > 0.0 ? in[k] * f : in[k] + x[k], d = nx - x[k];
+    s->cu += fabs(d);
+    s->su += nx;
     x[k] = nx;
-    if (d.u != 0.0 || d.v != 0.0)
+    if (d != 0.0)
         push(in, dst, c, off[k], off[k + 1], d);
 }
 
 /* One sweep over the positions [a, b), each with its factor invden (the
  * callees in dst are positions too).  Cannot fail. */
-static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double *invden,
+static inline struct sweep_sums sweep(double *in, double *x, const double *invden,
                                       const uint32_t *off, const uint32_t *dst, const double *c,
                                       uint32_t a, uint32_t b)
 {
-    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
+    struct sweep_sums s = {0.0, 0.0};
     for (uint32_t k = a; k < b; k++)
         sweep_node(in, x, k, invden[k], off, dst, c, &s);
     return s;
@@ -118,11 +103,11 @@ static inline struct sweep_sums sweep(struct uv *in, struct uv *x, const double 
  * multiplying by 1 changes no bit, so the sweep is the one sweep() makes
  * with every factor stored.  Cannot fail.
  */
-static inline struct sweep_sums sweep_whole(struct uv *in, struct uv *x, const struct solver *sv)
+static inline struct sweep_sums sweep_whole(double *in, double *x, const struct solver *sv)
 {
     const uint32_t *sl = sv->sl_node;
     uint32_t n = sv->n, nsl = sv->nsl, j = 0;
-    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
+    struct sweep_sums s = {0.0, 0.0};
 
     for (uint32_t k = 1; k < n; k++) {
         double f = j < nsl && sl[j] == k ? sv->sl_inv[j++] : 1.0;
@@ -132,14 +117,14 @@ static inline struct sweep_sums sweep_whole(struct uv *in, struct uv *x, const s
 }
 
 /* The rule that ends the sweeps (solve_cycle's and the whole graph's):
- * the L1 change of pi, r * cu + cv with r a bound on pi_ROOT, is at most
- * tol, or the change is down to rounding (FLOOR_ULPS units in the last
- * place of the sums).  Cannot fail. */
+ * the L1 change of pi, r * cu with r a bound on pi_ROOT, is at most tol, or
+ * the change is down to rounding (FLOOR_ULPS units in the last place of the
+ * sum).  Cannot fail. */
 #define FLOOR_ULPS 64.0
 
 static inline int settled(double r, struct sweep_sums m, double tol)
 {
-    return r * m.cu + m.cv <= tol || m.cu + m.cv <= FLOOR_ULPS * DBL_EPSILON * (m.su + m.sv);
+    return r * m.cu <= tol || m.cu <= FLOOR_ULPS * DBL_EPSILON * m.su;
 }
 
 /*
@@ -155,51 +140,50 @@ static inline int settled(double r, struct sweep_sums m, double tol)
  * Runs until the L1 change of the component's pi is at most tol, or is down
  * to rounding (FLOOR_ULPS units in the last place of the component's sum),
  * or max_iter sweeps were made.  The change of pi is bounded with
- *     pi_ROOT <= (rv - sum v) / (ru + sum u),
- * the sums over the component, where ru = 1 + sum u and rv = 1 - sum v over
- * the components solved before (all of u and v only grow).  A node that
- * never leaves itself (invden 0: alpha == 0 and a pure self loop) keeps all
- * it receives: it grows every sweep and never converges, which the residual
- * then says.  Adds the last sweep's change of u and v to *du, *dv; returns
- * the number of sweeps.  Cannot fail.
+ *     pi_ROOT <= 1 / (ru + sum u),
+ * the sum over the component, where ru = 1 + sum u over the components
+ * solved before (u only grows).  A node that never leaves itself (invden
+ * 0: alpha == 0 and a pure self loop) keeps all it receives: it grows
+ * every sweep and never converges, which the residual then says.  Adds the
+ * last sweep's change of u to *du; returns the number of sweeps.  Cannot
+ * fail.
  */
-static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru, double rv,
-                            double tol, uint32_t max_iter, double *du, double *dv)
+static uint32_t solve_cycle(struct solver *sv, uint32_t a, uint32_t b, double ru, double tol,
+                            uint32_t max_iter, double *du)
 {
     const uint32_t *off = sv->ioff, *dst = sv->idst;
     const double *c = sv->ic, *invden = sv->invden;
-    struct uv *x = sv->x, *in = sv->in;
+    double *x = sv->x, *in = sv->in;
     uint32_t it = 0;
-    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
+    struct sweep_sums m = {0.0, 0.0};
 
     while (it < max_iter) {
         m = sweep(in, x, invden, off, dst, c, a, b);
         it++;
-        /* the component's sums tighten the bound on pi_ROOT */
-        if (settled((rv - m.sv) / (ru + m.su), m, tol))
+        /* the component's sum tightens the bound on pi_ROOT */
+        if (settled(1.0 / (ru + m.su), m, tol))
             break;
     }
     *du += m.cu;
-    *dv += m.cv;
     return it;
 }
 
 /*
- * Solves for u and v component by component (x by position), then pi (in
+ * Solves for u component by component (x by position), then pi (in
  * sv->in's block when pi is NULL).
  * Returns the largest number of sweeps a component needed in *iters (1 for
  * an acyclic graph) and the L1 change of pi in the last sweep of every
  * component, summed, in *resid.  Cannot fail.
  */
-static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
-                  uint32_t *iters, double *resid)
+static void solve(struct solver *sv, double tol, uint32_t max_iter, double *pi, uint32_t *iters,
+                  double *resid)
 {
     uint32_t n = sv->n, it = 1, ncyc = 0; /* nodes that need sweeps */
-    double tele = alpha / (double)n, du = 0.0, dv = 0.0, su = 0.0, svs = 0.0;
-    struct uv *x = sv->x;
+    double du = 0.0, su = 0.0;
+    double *x = sv->x;
 
     for (uint32_t k = 0; k < n; k++)
-        sv->in[k] = (struct uv){0.0, sv->order[k] ? tele : 0.0};
+        sv->in[k] = 0.0;
     for (uint32_t r = 0; r < sv->ncomp; r++) {
         uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n;
         if (b - a > 1 || sv->invden[a] == 0.0)
@@ -208,32 +192,28 @@ static void solve(struct solver *sv, double alpha, double tol, uint32_t max_iter
     for (uint32_t r = sv->ncomp; r-- > 0;) {
         uint32_t a = sv->cbeg[r], b = r ? sv->cbeg[r - 1] : n, i = sv->order[a];
         if (b - a == 1 && (i == 0 || sv->invden[a] > 0.0)) {
-            struct uv in = sv->in[a];
-            x[a] = i == 0 ? (struct uv){1.0, 0.0}
-                          : (struct uv){in.u * sv->invden[a], in.v * sv->invden[a]};
+            x[a] = i == 0 ? 1.0 : sv->in[a] * sv->invden[a];
         } else {
             /* this component's share of the tolerance: all sum to tol */
             double t = tol * (double)(b - a) / (double)ncyc;
-            uint32_t k = solve_cycle(sv, a, b, 1.0 + su, 1.0 - svs, t, max_iter, &du, &dv);
+            uint32_t k = solve_cycle(sv, a, b, 1.0 + su, t, max_iter, &du);
             it = k > it ? k : it;
         }
         for (uint32_t k = a; k < b; k++) {
             push(sv->in, sv->xdst, sv->xc, sv->xoff[k], sv->xoff[k + 1], x[k]);
-            if (sv->order[k]) {
-                su += x[k].u;
-                svs += x[k].v;
-            }
+            if (sv->order[k])
+                su += x[k];
         }
     }
-    double root = (1.0 - svs) / (1.0 + su);
+    double root = 1.0 / (1.0 + su);
     if (!pi) /* into the flow's block, which is read no more */
         pi = (double *)sv->in;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = sv->order[k];
-        pi[i] = i ? root * x[k].u + x[k].v : root;
+        pi[i] = i ? root * x[k] : root;
     }
     *iters = it;
-    *resid = root * du + dv;
+    *resid = root * du;
 }
 
 /*
@@ -288,20 +268,19 @@ _Thread_local uint32_t rp_rank_whole_sweeps;
 struct whole_init_part {
     struct solver *sv;
     uint32_t i0, i1;
-    double tele;
 };
 
-/* Sets in[] to the teleport's flow and x to 0 over a part of the nodes (the
- * first writes fault the pages in, which two threads do in half the time).
- * Takes a void * to run on a thread (rp_rank_run_pair).  Cannot fail. */
+/* Sets in[] and x to 0 over a part of the nodes (the first writes fault
+ * the pages in, which two threads do in half the time).  Takes a void * to
+ * run on a thread (rp_rank_run_pair).  Cannot fail. */
 static void whole_init(void *arg)
 {
     struct whole_init_part *pt = arg;
 
     for (uint32_t i = pt->i0; i < pt->i1; i++) {
-        pt->sv->in[i] = (struct uv){0.0, i ? pt->tele : 0.0};
+        pt->sv->in[i] = 0.0;
         if (pt->sv->x) /* (none when x is kept in in[]: sweep_apart) */
-            pt->sv->x[i] = (struct uv){0.0, 0.0};
+            pt->sv->x[i] = 0.0;
     }
 }
 
@@ -369,37 +348,29 @@ static int sinks_apart(const struct solver *sv, uint32_t **sk, uint32_t *nsk)
  * those the two arrays give, in half the memory.  first: the first sweep.
  * Cannot fail.
  */
-static struct sweep_sums sweep_apart(struct uv *in, struct uv *xs, const uint32_t *sk, uint32_t nsk,
+static struct sweep_sums sweep_apart(double *in, double *xs, const uint32_t *sk, uint32_t nsk,
                                      int first, const struct solver *sv)
 {
     const uint32_t *sl = sv->sl_node;
     uint32_t n = sv->n, nsl = sv->nsl, j = 0, js = 0;
-    struct sweep_sums s = {0.0, 0.0, 0.0, 0.0};
+    struct sweep_sums s = {0.0, 0.0};
 
     for (uint32_t k = 1; k < n; k++) {
         double f = j < nsl && sl[j] == k ? sv->sl_inv[j++] : 1.0;
-        struct uv *xk = js < nsk && sk[js] == k ? &xs[js++] : NULL;
+        double *xk = js < nsk && sk[js] == k ? &xs[js++] : NULL;
         if (!xk && !first) { /* unchanged: a change of 0, pushed nowhere */
             s.cu += 0.0;
-            s.cv += 0.0;
-            s.su += in[k].u;
-            s.sv += in[k].v;
+            s.su += in[k];
             continue;
         }
-        struct uv nx = in[k], old = xk ? *xk : (struct uv){0.0, 0.0}, d;
-        nx.u *= f; /* (f > 0: sinks_apart) */
-        nx.v *= f;
-        d.u = nx.u - old.u;
-        d.v = nx.v - old.v;
-        s.cu += fabs(d.u);
-        s.cv += fabs(d.v);
-        s.su += nx.u;
-        s.sv += nx.v;
+        double nx = in[k] * f, d = nx - (xk ? *xk : 0.0); /* (f > 0: sinks_apart) */
+        s.cu += fabs(d);
+        s.su += nx;
         if (xk)
             *xk = nx;
         else
             in[k] = nx;
-        if (d.u != 0.0 || d.v != 0.0)
+        if (d != 0.0)
             push(in, sv->dst1, sv->c1, sv->off1[k], sv->off1[k + 1], d);
     }
     return s;
@@ -426,7 +397,7 @@ static uint32_t whole_forecast(uint32_t it, double prev, double ch, double tol)
  * when it gave up (sv->in and sv->x, if it was needed, are left
  * allocated, their contents garbage), or RP_ENOMEM.
  */
-static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max_iter, double *pi,
+static int whole_graph(struct solver *sv, double tol, uint32_t max_iter, double *pi,
                        uint32_t *iters, double *resid, struct touch *t)
 {
     uint32_t n = sv->n, it = 0, cap = max_iter < WHOLE_MAX ? max_iter : WHOLE_MAX, *sk = NULL,
@@ -434,8 +405,8 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     const uint32_t *off = sv->off1, *dst = sv->dst1;
     const double *c = sv->c1;
     double prev = 0.0, ch = 0.0, root = 0.0;
-    struct sweep_sums m = {0.0, 0.0, 0.0, 0.0};
-    struct uv *xs = NULL; /* the sinks' x, when x is kept in in[] */
+    struct sweep_sums m = {0.0, 0.0};
+    double *xs = NULL; /* the sinks' x, when x is kept in in[] */
     int done = 0, rc;
 
     if ((double)sv->nback > WHOLE_BACK * (double)off[n] || sv->nshort > sv->nback / 2)
@@ -450,21 +421,21 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     sv->x = apart ? NULL : rp_big_malloc((size_t)n * sizeof *sv->x);
     if (!sv->in || (!apart && !sv->x))
         goto out;
-    struct uv *in = sv->in, *x = apart ? sv->in : sv->x;
-    struct whole_init_part lo = {sv, 0, n / 2, alpha / (double)n}, hi = {sv, n / 2, n, lo.tele};
+    double *in = sv->in, *x = apart ? sv->in : sv->x;
+    struct whole_init_part lo = {sv, 0, n / 2}, hi = {sv, n / 2, n};
     rp_rank_run_pair(sv->threads, whole_init, &lo, whole_init, &hi);
     struct helper h;
     int helped = rp_rank_helper_start(&h, sv->threads, rp_rank_touch_pages, t);
-    x[0] = (struct uv){1.0, 0.0}; /* (in[0], which no edge reaches, when apart) */
+    x[0] = 1.0; /* (in[0], which no edge reaches, when apart) */
     push(in, dst, c, off[0], off[1], x[0]);
     while (it < cap) {
         m = apart ? sweep_apart(in, xs, sk, nsk, it == 0, sv) : sweep_whole(in, x, sv);
         it++;
-        root = (1.0 - m.sv) / (1.0 + m.su);
+        root = 1.0 / (1.0 + m.su);
         prev = ch;
-        ch = root * m.cu + m.cv;
+        ch = root * m.cu;
         if (sv->nback == 0) { /* acyclic, in topological order: exact */
-            m.cu = m.cv = 0.0;
+            m.cu = 0.0;
             done = 1;
             break;
         }
@@ -484,15 +455,15 @@ static int whole_graph(struct solver *sv, double alpha, double tol, uint32_t max
     if (!done) /* (the component solver allocates sv->x if it is not there) */
         goto out;
     if (!pi) /* into the flow's block, which is read no more (x in it when
-              * apart: pi[i] lands on x[i / 2], read before) */
+              * apart: pi[i] lands on x[i], read before) */
         pi = (double *)in;
     for (uint32_t i = 0, js = 0; i < n; i++) {
-        struct uv xi = js < nsk && sk[js] == i ? xs[js++] : x[i];
-        pi[i] = i ? root * xi.u + xi.v : root;
+        double xi = js < nsk && sk[js] == i ? xs[js++] : x[i];
+        pi[i] = i ? root * xi : root;
     }
     rp_rank_whole_sweeps = it;
     *iters = it;
-    *resid = root * m.cu + m.cv;
+    *resid = root * m.cu;
     rc = 1;
 out:
     free(sk);
@@ -536,15 +507,14 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
         if (!one)
             return RP_ENOMEM;
         one[0] = 1.0;
-        sv.in = pi ? NULL : (struct uv *)one;
+        sv.in = pi ? NULL : one;
     } else {
         sv.n = g->n;
         rp_rank_whole_sweeps = 0;
         if ((rc = rp_rank_adjacency(g, alpha, &sv)))
             goto out;
-        int whole = g->m >= rp_rank_whole_min
-                        ? whole_graph(&sv, alpha, tol, max_iter, pi, &it, &res, t)
-                        : 0;
+        int whole =
+            g->m >= rp_rank_whole_min ? whole_graph(&sv, tol, max_iter, pi, &it, &res, t) : 0;
         if (whole < 0) {
             rc = whole;
             goto out;
@@ -552,14 +522,14 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
         if (!whole) {
             if ((rc = rp_rank_layout(&sv, t)))
                 goto out;
-            solve(&sv, alpha, tol, max_iter, pi, &it, &res);
+            solve(&sv, tol, max_iter, pi, &it, &res);
         }
     }
-    if (!pi) { /* pi is in the flow's block: its first half */
-        void *p = realloc(sv.in, (size_t)g->n * sizeof *pi);
-        own->pi = p ? p : (double *)sv.in;
-        own->spare = (uint64_t *)sv.x; /* NULL for one node */
-        sv.in = sv.x = NULL;
+    if (!pi) { /* pi is in the flow's block; the values' block is half the
+                  sort's scratch (rank.c allocates it) */
+        own->pi = sv.in;
+        own->spare = NULL;
+        sv.in = NULL;
     }
     if (iterations)
         *iterations = it;

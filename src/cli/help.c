@@ -121,7 +121,7 @@ static const struct cmd_help helps[] = {
       {"--sort rank|self|total|calls|max", "the order of the rows (default rank)"},
       {"--weight time|calls|cpu",
        "weigh the call matrix by time (default), by calls or by time on CPU"},
-      {"--alpha A", "the teleport probability of the ranking (default 0.01)"},
+      {"--alpha A", "the ranking's restart probability at <root> (default 0.01)"},
       {"-n, --limit N", "at most N rows"},
       {"--format table|json|csv", "a table (default), or JSON (docs/report-json.md) or CSV"},
       TID_OPT,

@@ -3,7 +3,8 @@
 independent of rankprof's solver (docs/design.md §6), for the e2e tests.
 
     pi, the standing vector (ROOT = index 0, sum 1), of
-    P = (1 - alpha) Q + alpha / N 1 1^T, where row i of Q splits
+    P = (1 - alpha) Q + alpha 1 e_ROOT^T (the walk restarts at ROOT), where
+    row i of Q splits
     stop[i] + sum of i's edge weights between its callees and ROOT (its
     stop weight: finished); a row with no weight restarts at ROOT.
 """
@@ -25,7 +26,8 @@ def solve(N, alpha, stop, edges):
             Q[i][0] = 1.0
         elif i:
             Q[i][0] += stop[i] / tot[i]
-    A = [[(1 - alpha) * Q[i][j] + alpha / N - (i == j) for i in range(N)] + [0.0] for j in range(N)]
+    A = [[(1 - alpha) * Q[i][j] + (alpha if j == 0 else 0.0) - (i == j) for i in range(N)] + [0.0]
+         for j in range(N)]
     A[N - 1] = [1.0] * (N + 1)
     for c in range(N):
         p = max(range(c, N), key=lambda k: abs(A[k][c]))
