@@ -15,7 +15,10 @@
  *     large gaps), cut into buffers of random sizes over two threads: every
  *     event the reader decodes (op, node, ticks, operands), every chunk's
  *     event count and stack snapshot must be what a straightforward model
- *     of the format (format.h) says.
+ *     of the format (format.h) says;
+ *   - rp_enc_events against a copy of itself without its fast loop (every
+ *     record through the general loop), on calls at every edge where the
+ *     fast loop hands over or writes differently: the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,37 @@
 #include "common/crc32.c"
 #undef rp_crc32
 uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* the encoder without its fast loop (every record through the general
+ * one), under other names next to the real one: the reference */
+#define RP_ENC_FAST        0
+#define rp_enc_init        ref_enc_init
+#define rp_enc_free        ref_enc_free
+#define rp_enc_thread_free ref_enc_thread_free
+#define rp_enc_id          ref_enc_id
+#define rp_enc_events      ref_enc_events
+#define rp_enc_take_defs   ref_enc_take_defs
+#define rp_offq_switch     ref_offq_switch
+#define rp_offq_take       ref_offq_take
+#define rp_offq_merge      ref_offq_merge
+#define rp_offq_free       ref_offq_free
+#define rp_file_header     ref_file_header
+#define rp_chunk_header    ref_chunk_header
+#define rp_info_put        ref_info_put
+#include "trace/writer.c"
+#undef rp_enc_init
+#undef rp_enc_free
+#undef rp_enc_thread_free
+#undef rp_enc_id
+#undef rp_enc_events
+#undef rp_enc_take_defs
+#undef rp_offq_switch
+#undef rp_offq_take
+#undef rp_offq_merge
+#undef rp_offq_free
+#undef rp_file_header
+#undef rp_chunk_header
+#undef rp_info_put
 
 static unsigned long long seed = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(void)
@@ -610,10 +644,126 @@ static void test_bytes_per_call(void)
     free(wl);
 }
 
+/* ---- the fast loop against the general one ------------------------------- */
+
+/*
+ * Calls as the fast loop takes them and at every edge where it hands over
+ * to the general loop or changes how it writes: leaves, pushes and exits
+ * with deltas at the edges of the heads' table and of one- and two-byte
+ * heads, ticks that go back (also between a leaf's enter and exit),
+ * prediction misses, a stack that grows past its first allocation and
+ * past RP_SNAP_MAX, functions beyond the id cache, exits that are not of
+ * the innermost span or of none, other ops between calls, and buffers
+ * of 1 record up, over two threads.  The fast encoder must write the
+ * reference's bytes, DEFS and state exactly.
+ */
+static uint64_t fs_delta(void)
+{
+    static const uint64_t edge[] = {0,    1,    31,   32,   63,    64,    127,     128,
+                                    255,  256,  510,  511,  512,   513,   1023,    1024,
+                                    4095, 4096, 8191, 8192, 16383, 16384, 1 << 20, 1ull << 40};
+    uint64_t r = rnd();
+    return r % 4 ? 5 + r % 90 : r % 3 ? edge[(r >> 8) % (sizeof edge / sizeof edge[0])] : r % 2000;
+}
+
+static void test_fast_same(void)
+{
+    enum { N = 600000 };
+    struct rp_raw *recs[2] = {malloc(N * sizeof(struct rp_raw)), malloc(N * sizeof(struct rp_raw))};
+    uint64_t *st[2] = {malloc(N * sizeof(uint64_t)), malloc(N * sizeof(uint64_t))};
+    size_t nr[2] = {0, 0}, depth[2] = {0, 0};
+    uint64_t now[2] = {1000, 1000};
+    for (size_t i = 0; nr[0] + nr[1] < 2 * N - 8; i++) {
+        unsigned th = rnd() % 4 == 0;
+        if (nr[th] >= N - 4)
+            th = !th;
+        struct rp_raw *rc = recs[th];
+        size_t *n = &nr[th], *d = &depth[th];
+        uint64_t r = rnd(), t = now[th] + fs_delta();
+        if (r % 53 == 0 && now[th] > 1000)
+            t = now[th] - 1 - r % 700; /* back */
+        now[th] = t > now[th] ? t : now[th];
+        /* phases: few functions (predicted), many (beyond the cache), deep */
+        unsigned phase = (unsigned)(i / 30000) % 3;
+        uint64_t f = FN(phase == 1 ? rnd() % NFUNC : rnd() % 12);
+        unsigned what = (unsigned)(rnd() % 100), enter = phase == 2 ? 45 : 30;
+        if (what < enter) {
+            rc[(*n)++] = (struct rp_raw){t, rp_raw_word(RP_RAW_FUNC_ENTER, f)};
+            st[th][(*d)++] = f;
+        } else if (what < 75) { /* a leaf; its exit 0 ticks on, later, or before */
+            uint64_t t2 = r % 11 == 0 ? t - r % 3 : t + fs_delta();
+            rc[(*n)++] = (struct rp_raw){t, rp_raw_word(RP_RAW_FUNC_ENTER, f)};
+            rc[(*n)++] = (struct rp_raw){t2, rp_raw_word(RP_RAW_FUNC_EXIT, f)};
+            now[th] = t2 > now[th] ? t2 : now[th];
+        } else if (what < 97) { /* an exit: mostly the innermost */
+            uint64_t key = *d && r % 29 ? st[th][*d - 1] : FN(rnd() % 40);
+            rc[(*n)++] = (struct rp_raw){t, rp_raw_word(RP_RAW_FUNC_EXIT, key)};
+            if (*d && key == st[th][*d - 1])
+                (*d)--;
+        } else { /* another op between calls */
+            static const unsigned ops[] = {RP_RAW_ARG,      RP_RAW_PAUSE,     RP_RAW_SITE_BEGIN,
+                                           RP_RAW_SITE_END, RP_RAW_LOCK_WAIT, RP_RAW_LOCK_ACQ,
+                                           RP_RAW_LOCK_REL};
+            unsigned op = ops[r % 7];
+            uint64_t pl = op == RP_RAW_ARG || op == RP_RAW_PAUSE ? r % 100
+                          : op <= RP_RAW_SITE_END                ? SITE(r % NSITE)
+                                                                 : LOCK(r % NLOCK);
+            rc[(*n)++] = (struct rp_raw){t, rp_raw_word(op, pl)};
+        }
+        if (phase != 2 && *d > 40 && rnd() % 2) /* back to shallow */
+            rc[(*n)++] = (struct rp_raw){now[th], rp_raw_word(RP_RAW_UNWIND, 0)}, *d = 0;
+    }
+
+    struct rp_enc e, re;
+    struct rp_enc_thread t[2] = {{0}}, rt[2] = {{0}};
+    CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
+    CHECK_EQ(ref_enc_init(&re, describe, NULL), 0);
+    uint8_t *out = malloc(rp_enc_bound(8192)), *rout = malloc(rp_enc_bound(8192));
+    size_t at[2] = {0, 0}, bufs = 0, bad = 0;
+    while (at[0] < nr[0] || at[1] < nr[1]) {
+        unsigned th = at[1] < nr[1] && (at[0] == nr[0] || rnd() % 2);
+        size_t n = 1 + rnd() % (rnd() % 4 ? 8192 : 8);
+        n = n < nr[th] - at[th] ? n : nr[th] - at[th];
+        const struct rp_raw *b = recs[th] + at[th];
+        size_t len = rp_enc_events(&e, &t[th], th + 1, b, n, out), dlen, rdlen;
+        size_t rlen = ref_enc_events(&re, &rt[th], th + 1, b, n, rout);
+        const uint8_t *defs = rp_enc_take_defs(&e, &dlen), *rdefs = ref_enc_take_defs(&re, &rdlen);
+        if (len != rlen || memcmp(out, rout, len) || dlen != rdlen || memcmp(defs, rdefs, dlen) ||
+            t[th].seq != rt[th].seq || t[th].depth != rt[th].depth ||
+            t[th].skipped != rt[th].skipped || t[th].nosnap != rt[th].nosnap) {
+            if (bad++ < 5) {
+                CHECK(!"the fast loop's bytes differ from the general loop's");
+                size_t k = 0;
+                while (k < len && k < rlen && out[k] == rout[k])
+                    k++;
+                fprintf(stderr,
+                        "  thread %u records %zu..%zu: %zu bytes against %zu, first "
+                        "difference at %zu\n",
+                        th, at[th], at[th] + n, len, rlen, k);
+            }
+        }
+        at[th] += n;
+        bufs++;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(bufs > 100);
+    for (int i = 0; i < 2; i++) {
+        rp_enc_thread_free(&t[i]);
+        ref_enc_thread_free(&rt[i]);
+        free(recs[i]);
+        free(st[i]);
+    }
+    rp_enc_free(&e);
+    ref_enc_free(&re);
+    free(out);
+    free(rout);
+}
+
 static const struct check_case cases[] = {
     {"crc", test_crc},
     {"roundtrip", test_roundtrip},
     {"bytes_per_call", test_bytes_per_call},
+    {"fast_same", test_fast_same},
 };
 
 int main(int argc, char **argv)

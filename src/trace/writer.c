@@ -32,6 +32,13 @@
 
 #define ENC_INIT_CAP 1024
 
+/* 0: rp_enc_events without its fast loop (enc_calls), every record through
+ * the general one: tests/test_encode.c builds such a copy as the reference
+ * whose bytes the fast loop's must equal. */
+#ifndef RP_ENC_FAST
+#define RP_ENC_FAST 1
+#endif
+
 /* The table key of (kind, key): never 0, so 0 marks an empty slot. */
 static inline uint64_t enc_key(uint8_t kind, uint64_t key)
 {
@@ -95,7 +102,7 @@ void rp_enc_free(struct rp_enc *e)
 
 void rp_enc_thread_free(struct rp_enc_thread *t)
 {
-    free(t->stack);
+    free(t->stack ? t->stack - 1 : NULL);
     free(t->holds);
     free(t->cache);
     free(t->pz_at);
@@ -317,15 +324,19 @@ static inline void enc_push(struct rp_enc_thread *t, uint64_t key, uint32_t id, 
                             uint64_t start, uint64_t ev)
 {
     if (t->depth == t->cap) {
+        /* (with the sentinel below the stack: writer.h) */
         uint32_t ncap = t->cap ? t->cap * 2 : 256;
-        struct rp_enc_frame *ns = ncap > (1u << 20) ? NULL : realloc(t->stack, ncap * sizeof(*ns));
+        struct rp_enc_frame *ns =
+            ncap > (1u << 20) ? NULL
+                              : realloc(t->stack ? t->stack - 1 : NULL, (ncap + 1) * sizeof(*ns));
         if (!ns) {
             /* Beyond this depth exits are written with ids, and the shadow
              * stack no longer mirrors the reader's: no more snapshots. */
             t->nosnap = 1;
             return;
         }
-        t->stack = ns;
+        ns[0] = (struct rp_enc_frame){0};
+        t->stack = ns + 1;
         t->cap = ncap;
     }
     t->stack[t->depth++] = (struct rp_enc_frame){key, id, kind, start, ev};
@@ -438,79 +449,120 @@ static inline uint8_t *put_head(uint8_t *o, uint64_t h)
     return rp_put_varint(o, h);
 }
 
+/* Writes the head of an EXIT (enter 0) or of a predicted ENTER (1) from
+ * h, its delta's entry in the cache's table of encoded heads: two loads
+ * and a store, no branch on the varint's length. */
+static inline uint8_t *put_tab_head(const struct rp_enc_head *h, uint8_t *o, int enter)
+{
+    memcpy(o, h->b[enter], 2);
+    return o + h->len[enter];
+}
+
+/* The fast loop's ENTER of id whose delta has no head in the table or
+ * whose id is not the predicted one (xy: the context as rp_pred_slot
+ * reads it): put_enter's bytes.  Cannot fail. */
+static RP_NOINLINE_W uint8_t *put_enter_slow(struct rp_enc_cache *c, uint8_t *o, uint64_t delta,
+                                             uint32_t id, uint32_t xy)
+{
+    uint32_t *ps = &c->pred[rp_pred_slot(xy, 0)];
+    if (*ps == id)
+        return put_head(o, delta << 2);
+    *ps = id;
+    o = put_head(o, delta << 2 | 2);
+    return rp_put_varint(o, id);
+}
+
 /*
  * The fast loop of rp_enc_events: encodes the run of FUNC_ENTER and
  * FUNC_EXIT records from recs[i] on (nearly all records) with the stack
- * depth, the previous ticks, the output position and the event count in
- * registers (stores through the output would otherwise make the compiler
- * reload them), and returns the index of the first record it leaves to the
- * general loop: another op, an id not in the cache, an exit that is not of
- * the innermost span, an enter onto a full stack.  An enter whose next
- * record is its exit (a leaf) writes both events without a push and a
- * pop.  The bytes are those the general loop would write.  Cannot fail.
+ * top, the previous ticks, the output position and the prediction's
+ * context in registers (stores through the output would otherwise make the
+ * compiler reload them), and returns the index of the first record it
+ * leaves to the general loop: another op, an id not in the cache, an exit
+ * that is not of the innermost span, an enter onto a full stack, ticks
+ * that go back, and the buffer's last record.  An enter whose next record
+ * is its exit (a leaf) writes both events without a push and a pop.  The
+ * bytes are those the general loop would write.  Cannot fail.
+ *
+ * What the loop costs is the instructions it issues (its loads hit, its
+ * branches follow the program's calls), so it does without every one it
+ * can: every record here is one event, so the event number of a record is
+ * a constant plus its index (only a push works it out); a FUNC_EXIT's word
+ * is its span's table key; the sentinel below the stack stands for the
+ * test of an empty one; heads come from a table by delta, whose bound
+ * also catches ticks that go back (a delta "below 0"); the prediction's y
+ * is kept shifted as rp_pred_slot reads it (its low 16 bits, all that is
+ * read of it).
  */
 static inline size_t enc_calls(struct rp_enc *e, struct rp_enc_thread *t, const struct rp_raw *recs,
                                size_t i, size_t n, uint8_t **op, uint64_t *prevp, uint32_t *nevp)
 {
     uint8_t *o = *op;
     uint64_t prev = *prevp;
-    uint64_t ev = t->seq + 1 + *nevp; /* the event number of the next event */
-    const struct rp_raw *r = recs + i, *end = recs + n;
+    const struct rp_raw *r = recs + i, *last = recs + n - 1;
+    uint64_t ev0 = t->seq + 1 + *nevp - i; /* the event number of recs[j] is ev0 + j */
     struct rp_enc_frame *base = t->stack, *top = base + t->depth, *lim = base + t->cap;
     struct rp_enc_cache *c = t->cache;
 
     (void)e;
     if (unlikely(!base || !c)) /* no stack yet (the general loop makes one), no cache */
         return i;
-    const uint64_t *ckeys = c->keys;
-    uint32_t x = t->pr_x, y = t->pr_y; /* the prediction's context (its table through c) */
-    for (; r < end; r++) {
-        uint64_t w = r->word, ticks = r->ticks;
-        if (w >> (RP_RAW_SHIFT + 1)) /* neither FUNC_ENTER (0) nor FUNC_EXIT (1) */
-            break;
-        uint64_t delta = ticks >= prev ? ticks - prev : 0;
-        uint64_t k = enc_key(RP_KIND_FUNC, w);
-        if (w >> RP_RAW_SHIFT) {
-            if (unlikely(top == base || top[-1].key != k))
+    uint32_t x = t->pr_x, y16 = t->pr_y << 16; /* the prediction's context */
+    for (; r < last; r++) {
+        uint64_t w = r->word, ticks = r->ticks, delta = ticks - prev, rop = w >> RP_RAW_SHIFT;
+        if (rop) {
+            if (unlikely(rop != RP_RAW_FUNC_EXIT || top[-1].key != w)) /* (top[-1]: the sentinel) */
                 break;
-            top--;
-            o = rp_put_varint(o, delta << 1 | 1);
-            x++;
-        } else {
-            uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
-            if (unlikely(ckeys[slot] != k || top == lim))
-                break;
-            uint32_t id = c->ids[slot];
-            uint32_t *ps = &c->pred[rp_pred_slot(x, y)];
-            rp_pred_enter(&x, &y, id);
-            if (likely(*ps == id)) {
-                o = put_head(o, delta << 2);
+            if (likely(delta < RP_ENC_HEADS)) {
+                o = put_tab_head(&c->heads[delta], o, 0);
             } else {
-                *ps = id;
-                o = put_head(o, delta << 2 | 2);
-                o = rp_put_varint(o, id);
+                if (ticks < prev)
+                    break;
+                o = put_head(o, delta << 1 | 1);
             }
-            if (r + 1 < end && r[1].word == (w | 1ull << RP_RAW_SHIFT)) { /* a leaf */
-                prev += delta;
-                uint64_t t2 = (++r)->ticks;
-                uint64_t d2 = t2 >= prev ? t2 - prev : 0;
-                o = rp_put_varint(o, d2 << 1 | 1);
-                x++;
-                prev += d2;
-                ev += 2;
-                continue;
-            }
-            *top++ = (struct rp_enc_frame){k, id, RP_KIND_FUNC, prev + delta, ev};
+            top--;
+            x++;
+            prev = ticks;
+            continue;
         }
-        prev += delta;
-        ev++;
+        uint64_t k = enc_key(RP_KIND_FUNC, w);
+        uint32_t slot = enc_cache_slot(RP_KIND_FUNC, w);
+        if (unlikely(c->keys[slot] != k || top == lim))
+            break;
+        uint32_t id = c->ids[slot], ps = rp_pred_slot(x ^ y16, 0);
+        if (likely(delta < RP_ENC_HEADS && c->pred[ps] == id)) {
+            o = put_tab_head(&c->heads[delta], o, 1);
+        } else {
+            if (ticks < prev)
+                break;
+            o = put_enter_slow(c, o, delta, id, x ^ y16);
+        }
+        y16 = (x & ~7u) << 13; /* rp_pred_enter's y = x >> 3, shifted */
+        x = id << 3;
+        if (r[1].word == k) { /* a leaf, if in time */
+            uint64_t t2 = r[1].ticks, d2 = t2 - ticks;
+            if (likely(d2 < RP_ENC_HEADS)) {
+                o = put_tab_head(&c->heads[d2], o, 0);
+            } else if (t2 >= ticks) {
+                o = put_head(o, d2 << 1 | 1);
+            } else {
+                goto push;
+            }
+            r++;
+            x++;
+            prev = t2;
+            continue;
+        }
+    push:
+        *top++ = (struct rp_enc_frame){k, id, RP_KIND_FUNC, ticks, ev0 + (size_t)(r - recs)};
+        prev = ticks;
     }
     t->depth = (uint32_t)(top - base);
     t->pr_x = x;
-    t->pr_y = y;
+    t->pr_y = y16 >> 16;
     *op = o;
     *prevp = prev;
-    *nevp = (uint32_t)(ev - t->seq - 1);
+    *nevp = (uint32_t)(ev0 + (size_t)(r - recs) - t->seq - 1);
     return (size_t)(r - recs);
 }
 
@@ -563,8 +615,14 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     uint32_t nev = 0, nsyn = 0, flags = RP_EV_COMPACT;
     uint8_t skind;
 
-    if (unlikely(!t->cache)) /* out of memory: every id comes from the table */
+    if (unlikely(!t->cache)) { /* out of memory: every id comes from the table */
         t->cache = calloc(1, sizeof(*t->cache));
+        for (uint32_t d = 0; t->cache && d < RP_ENC_HEADS; d++) {
+            struct rp_enc_head *h = &t->cache->heads[d];
+            h->len[0] = (uint8_t)(rp_put_varint(h->b[0], d << 1 | 1) - h->b[0]);
+            h->len[1] = (uint8_t)(rp_put_varint(h->b[1], d << 2) - h->b[1]);
+        }
+    }
     t->pr_x = t->pr_y = 0; /* the prediction starts empty in each chunk */
     if (t->cache) {
         memset(t->cache->pred, 0, sizeof(t->cache->pred));
@@ -589,7 +647,7 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         }
     }
     for (size_t i = 0; i < n; i++) {
-        if ((i = enc_calls(e, t, recs, i, n, &o, &prev, &nev)) >= n)
+        if (RP_ENC_FAST && (i = enc_calls(e, t, recs, i, n, &o, &prev, &nev)) >= n)
             break;
         const struct rp_raw *r = &recs[i];
         unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);

@@ -111,7 +111,9 @@ struct rp_enc_hold {
 
 /* Writer-side state of one recorded thread. */
 struct rp_enc_thread {
-    struct rp_enc_frame *stack; /* open spans, innermost last */
+    struct rp_enc_frame *stack; /* open spans, innermost last; stack[-1] is a sentinel of
+                                   key 0 (no span's), so that the innermost span's key
+                                   is read without a test of the depth */
     uint32_t depth, cap;
     struct rp_enc_hold *holds; /* locks held, in acquisition order */
     uint32_t nholds, capholds;
@@ -136,19 +138,30 @@ struct rp_enc_thread {
     uint32_t pz_cap;
     /* the ENTER prediction's context in the chunk being written (format.h);
      * its table is in the cache (without one, made or not at the chunk's
-     * start, the chunk has no RP_EV_PREDICT) */
+     * start, the chunk has no RP_EV_PREDICT); of y only the low 16 bits
+     * are kept, all that rp_pred_slot reads */
     uint32_t pr_x, pr_y;
 };
 
 #define RP_ENC_CACHE 4096 /* direct-mapped front of the id table, per thread */
+#define RP_ENC_HEADS 512  /* deltas whose heads the encoder's table holds encoded */
+
+/* The compact heads (format.h) of an EXIT ([0]) and of a predicted ENTER
+ * ([1]) with one delta, as bytes: a fast loop writes two bytes and moves on
+ * by the length. */
+struct rp_enc_head {
+    uint8_t b[2][2]; /* the varint (at most two bytes below RP_ENC_HEADS) */
+    uint8_t len[2], pad[2];
+};
 
 /* A thread's direct-mapped cache of ids: read and written only by whoever
  * encodes that thread, so a known id costs no lock and no shared write. */
 struct rp_enc_cache {
     uint64_t keys[RP_ENC_CACHE]; /* (kind, key) of the cached id; 0 = empty */
     uint32_t ids[RP_ENC_CACHE];
-    uint8_t kinds[RP_ENC_CACHE];  /* the id's enum rp_kind (sites: the real kind) */
-    uint32_t pred[RP_PRED_SLOTS]; /* the chunk's ENTER prediction (format.h) */
+    uint8_t kinds[RP_ENC_CACHE];            /* the id's enum rp_kind (sites: the real kind) */
+    uint32_t pred[RP_PRED_SLOTS];           /* the chunk's ENTER prediction (format.h) */
+    struct rp_enc_head heads[RP_ENC_HEADS]; /* by delta: its EXIT's and predicted ENTER's */
 };
 
 /*
