@@ -8,8 +8,9 @@
  * Rules (defaults in brackets; all are rp_flag_opts fields):
  *   DISPATCH  involvement >= [0.10] x [1.5] (dispatch_margin), excl/on_incl
  *             <= [0.10] / [1.5], and the work it hands on spreads over >=
- *             [2] callees both by calls and by time: fanout = exp(H), H the
- *             entropy in nats of the shares of i's callees in its outgoing
+ *             [2] callees by calls and [2] x 1.25 (half the margin) by
+ *             time: fanout = exp(H), H the entropy in nats of the shares
+ *             of i's callees in its outgoing
  *             edge calls (fanout, kept in the node) and in its outgoing edge
  *             time on CPU (fanout_time: each edge's time less its callee's
  *             share off CPU and waiting below it), its self edge left out
@@ -26,21 +27,28 @@
  *   HOT       own time (excl: its own frame, on CPU, less its callees and
  *             the off-CPU time and waits in its frame) >= [0.05] of all
  *             on-CPU time (the excl of every node that is work), and
- *             >= [0.005] of the run's length (a program that mostly waits
- *             has no hot spot: its CPU time is not where its time goes);
+ *             >= [0.005] of the run's length (run_length: the program's,
+ *             without the recorder's waits and cost; a program that mostly
+ *             waits has no hot spot: its CPU time is not where its time
+ *             goes);
  *   JITTER    its own on-CPU time per activation (rp_flag_hists.own, or the
  *             duration histogram of a node that never had callee time) over
  *             >= [100] activations: the [0.99] quantile >= [10] x the median
  *             (the median taken as at least one tick) and at least [2000] ns
  *             above it, with >= [5] activations that slow (one or two cold
  *             first calls, a page fault each, are no pattern) and at most
- *             [0.25] of them (a tail, not a second kind of call).  Callee work and preemption are
- * not its own time, a percentile ignores a rare preempted or interrupted call, and the floor keeps
- * ticks of noise on a 2-ns function from being a "ratio".  A node with callees whose own time is
- * unknown (direct mode) is not judged; RATE      periodic: >= [10] intervals between the starts of
- * its outermost activations on one thread (rp_flag_hists.ivl), their quartiles q3 - q1 <= [0.5] x
- * their median, the period (the middle half of the intervals within half a period: late wake-ups on
- * a busy machine move the others; random arrivals have q3 - q1 = 1.6 x the median), and its median
+ *             [0.25] of them (a tail, not a second kind of call).  Callee
+ *             work and preemption are not its own time, a percentile
+ *             ignores a rare preempted or interrupted call, and the floor
+ *             keeps ticks of noise on a 2-ns function from being a "ratio".
+ *             A node with callees whose own time is unknown (direct mode)
+ *             is not judged;
+ *   RATE      periodic: >= [10] intervals between the starts of its
+ *             outermost activations on one thread (rp_flag_hists.ivl),
+ *             their quartiles q3 - q1 <= [0.5] x their median, the period
+ *             (the middle half of the intervals within half a period: late
+ *             wake-ups on a busy machine move the others; random arrivals
+ *             have q3 - q1 = 1.6 x the median), and its median
  *             duration <= [0.25] x the period (a task that idles between
  *             runs; back-to-back work has regular intervals too, and no
  *             period), and its callers blocked (in waits: a sleep, a poll,
@@ -59,8 +67,8 @@
  *   CONTENDED per lock (nodes of kind lock-wait / lock-hold with the same
  *             key): summed wait dur_sum > 0 and >= [0.10] * summed hold
  *             dur_sum, over >= [3] waits (contended acquisitions: one
- *             unlucky wake-up is no pattern); flags every wait and hold
- *             node of that lock;
+ *             unlucky wake-up is no pattern), and >= [0.005] of the run's
+ *             length as HOT's; flags every wait and hold node of that lock;
  *   BUDGET    budget > 0 and overruns > 0.
  * ROOT (index 0) and the off-CPU node (kind offcpu) are never flagged; a
  * wait, lock-wait or lock-hold node is never HOT, JITTER or RATE: its time
