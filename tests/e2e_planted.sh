@@ -91,6 +91,14 @@ for nm, fl in want.items():
 print(f"e2e_planted: {what}: flags as planted: {got}")
 if what != "defaults":
     sys.exit(0)
+# counter_lock's holders sleep holding it (FIRST_HOLD_MS in all): the hold
+# node's time blocked below it (replay.c, hold_op) is at least most of
+# that, and the why line says so
+hold = nodes["counter_lock [hold]"]
+if hold.get("offcpu_below_ns", 0) < 0.5 * hold["inclusive_ns"] or \
+        "of it by holders blocked or off CPU" not in hold.get("why", ""):
+    die(f"counter_lock [hold]: {hold.get('offcpu_below_ns')} ns of "
+        f"{hold['inclusive_ns']} ns held blocked, why {hold.get('why')!r}")
 # --weight calls' edge weights: every activation is counted once under each
 # edge above it: in(i) = calls(i) + out(i), and <root>'s edges hold them all
 # (off-CPU spans and lock holds are no activations)

@@ -301,6 +301,18 @@ static void test_flags(void)
     CHECK_STR(buf, "CONTENDED waited 300 ns = 15.0% of 2.00 us held");
     CHECK(rp_flags_explain(&p, &fn[7], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "15.0%");
+    /* the holders blocked or off CPU for 10 % of the held time or more:
+     * said (300 of 1000 ticks, hold_op's offcpu_below), not at 4.5 % */
+    for (int k = 0; k < 2; k++) {
+        struct rp_node_x *hx = xs(7);
+        hx->offcpu_below = k ? 300 : 45;
+        CHECK(rp_flags_explain(&p, &fn[6], NULL, buf, sizeof buf) > 0);
+        CHECK(!strstr(buf, "by holders blocked or off CPU") == !k);
+        if (k)
+            CHECK_STR(buf, "CONTENDED waited 300 ns = 15.0% of 2.00 us held, 30.0% of it by "
+                           "holders blocked or off CPU");
+        hx->offcpu_below = 0;
+    }
     CHECK(rp_flags_explain(&p, &fn[10], NULL, buf, sizeof buf) > 0);
     CHECK_STR(buf, "BUDGET 3 of 5 runs over 1.00 us");
     /* truncation keeps the buffer terminated and reports what is in it */

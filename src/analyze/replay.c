@@ -530,9 +530,11 @@ span_end(struct acc *a, struct job *j, struct frame *stack, uint32_t *depth, uin
     /* (blocked first: the byte the rest reads anyway, so the common span
      * pays nothing; every span that can be outside here is blocked, a
      * hold being an interval of hold_op's) */
-    if (unlikely(a->hot[id].blocked) &&
-        rp_span_outside(a->hot, j->outside, id, *depth ? f[-1].id : 0))
-        return span_finish_outside(a, j, f, *depth, start, raw, dur, kept, cp, filtered);
+    if (unlikely(a->hot[id].blocked)) {
+        j->blk += dur;
+        if (rp_span_outside(a->hot, j->outside, id, *depth ? f[-1].id : 0))
+            return span_finish_outside(a, j, f, *depth, start, raw, dur, kept, cp, filtered);
+    }
     return span_finish(a, j, f, *depth, start, raw, k, dur, kept, cp, cut, filtered, 0);
 }
 
@@ -684,6 +686,10 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
     j->hold_ops = 1;
     if (op == RP_OP_HOLD_BEGIN) {
         j->holds++;
+        if (j->nhm < HOLD_MARKS)
+            j->hm[j->nhm++] = (struct hold_mark){(uint32_t)id, j->blk};
+        else
+            j->hm_over = 1;
         *qp = q;
         return LOOP_OK;
     }
@@ -700,6 +706,18 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
         return LOOP_UNDEFINED;
     uint64_t dur = cp->on ? rp_comp_span(cp, raw, rp_comp_of(cp, evs), 0) : raw;
     j->holds--;
+    /* the time its holder was blocked during it: since its mark, the
+     * innermost of its lock's (a lock released out of order is found
+     * below others); since the chunk's start when it began earlier */
+    uint64_t since = j->hm_over ? j->blk : 0;
+    for (uint32_t k = j->nhm; k-- > 0;)
+        if (j->hm[k].id == (uint32_t)id) {
+            since = j->hm[k].blk;
+            memmove(&j->hm[k], &j->hm[k + 1], (j->nhm - k - 1) * sizeof j->hm[0]);
+            j->nhm--;
+            break;
+        }
+    uint64_t held_off = j->blk - since < dur ? j->blk - since : dur;
     if (rp_span_outside(a->hot, j->outside, (uint32_t)id, (uint32_t)acq))
         return outside_count(a, (uint32_t)id, dur) < 0 ? LOOP_NOMEM : LOOP_OK;
     if (j->flt) { /* as a span under the innermost open one, and from its kept caller */
@@ -712,7 +730,7 @@ static __attribute__((noinline)) int hold_op(const struct rp_profile *p, struct 
             acq = up->kid;
     }
     if (span_count(a, &a->hot[id], (uint32_t)id, (uint32_t)acq, now >= raw ? now - raw : 0, raw,
-                   dur, dur, 0, (how >> 1) & 1, cp, 0, 0, 0) < 0)
+                   dur, dur, held_off, (how >> 1) & 1, cp, 0, 0, 0) < 0)
         return LOOP_NOMEM;
     return LOOP_OK;
 }
@@ -765,9 +783,11 @@ leaf_count(struct acc *a, struct hid *hot, struct job *j, struct rp_comp *cp, st
         }
         acts &= (uint64_t)kept;
     }
-    if (unlikely(hot[x].blocked) &&
-        rp_span_outside(hot, j->outside, (uint32_t)x, depth ? stack[depth - 1].id : 0))
-        return leaf_outside(a, hot, stack, depth, x, dur, kept);
+    if (unlikely(hot[x].blocked)) {
+        j->blk += dur;
+        if (rp_span_outside(hot, j->outside, (uint32_t)x, depth ? stack[depth - 1].id : 0))
+            return leaf_outside(a, hot, stack, depth, x, dur, kept);
+    }
     if (depth) {
         stack[depth - 1].child += kept ? dur : 0;
         stack[depth - 1].acts += acts;
@@ -1113,6 +1133,9 @@ RP_NO_SLP void rp_replay_chunk(const struct rp_profile *p, struct acc *a, struct
     j->unwound = j->cut = 0;
     j->holds = 0;
     j->hold_ops = 0;
+    j->blk = 0;
+    j->nhm = 0;
+    j->hm_over = 0;
     j->nout = 0;
     if (rp_evdec_init(&d, j->data, j->len) < 0) {
         ev.ev0 = d.p ? d.p : j->data;

@@ -187,6 +187,8 @@ struct uspan {
  * the chunk's own spans; what the chunk does to U and the stack it leaves
  * are reported back and joined to the thread in file order (rp_replay_join()).
  */
+#define HOLD_MARKS 16 /* holds open at once whose holder's blocked time is kept */
+
 struct job {
     _Alignas(64) uint8_t *data; /* aligned: jobs replayed at once share no cache line */
     uint32_t len, cap;
@@ -217,8 +219,21 @@ struct job {
     /* spans ended by span_cut: above a deeper exit or an UNWIND's frame
      * (unwound); at an UNWIND 0, the thread's end (cut) */
     uint64_t unwound, cut;
-    int64_t holds;   /* lock holds begun less holds ended (HOLD_BEGIN/END, format 1.3) */
-    int hold_ops;    /* the chunk has holds as intervals */
+    int64_t holds; /* lock holds begun less holds ended (HOLD_BEGIN/END, format 1.3) */
+    int hold_ops;  /* the chunk has holds as intervals */
+    /* The time its thread was blocked (off CPU, waiting: the blocked spans
+     * ended in this chunk, summed), and where it stood when each hold open
+     * here began (HOLD_MARKS of them, innermost last): a hold's holder was
+     * blocked for the change over the hold, counted from the chunk's start
+     * for a hold begun in an earlier chunk (hold_op). */
+    uint64_t blk;
+    struct hold_mark {
+        uint32_t id;
+        uint64_t blk;
+    } hm[HOLD_MARKS];
+    uint32_t nhm;
+    int hm_over;     /* a hold began here without a mark: an unmarked end is not
+                        known to have begun earlier, and gets none */
     uint32_t u;      /* depth of U */
     uint32_t low;    /* the lowest depth the stack reached */
     uint8_t *closed; /* per U frame that was popped: 1 if it ended with time (and, filtered,
