@@ -18,8 +18,8 @@
 #     own time less the time of its calls, hold edges not among them), a
 #     hold's own (exclusive) time is 0, and each jobs hold lasts at least
 #     the crunch() run inside it;
-#   - the ranking gives hold edges no time weight: every hold node has
-#     only the teleport's standing, the same for all;
+#   - the ranking gives hold edges no time weight: no walk reaches a hold
+#     node, whose standing is then the same for all (0);
 #   - `dump` shows acquire/release events; the chrome export has every
 #     hold as an async slice of its own;
 #   - direct mode (record --mode direct) has the same holds per acquirer,
@@ -95,7 +95,7 @@ if part == "trace":
         if N["jobs_mutex [hold]"]["inclusive_ns"] < inside - 2 * 147:
             die(f"report {c}: jobs holds {N['jobs_mutex [hold]']['inclusive_ns']} ns < the "
                 f"crunch runs inside them {inside} ns")
-        # the ranking: hold edges weigh no time, so holds have the teleport's standing only
+        # the ranking: hold edges weigh no time, so no walk reaches a hold (standing 0)
         st = sorted(h["standing"] for h in holds.values())
         if len(st) != 5 or st[-1] - st[0] > 1e-12 * max(st[-1], 1e-300) or \
            st[-1] >= N["take_then_return"]["standing"]:
