@@ -262,7 +262,8 @@ static struct input profile_input(const struct rp_profile *p, int weight, const 
 int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 {
     struct rp_rank_opts def = {DEFAULT_ALPHA, DEFAULT_TOL, DEFAULT_MAX_ITER, 0};
-    struct solved own = {NULL, NULL};
+    double *own = NULL;     /* pi, in the solver's flow block */
+    uint64_t *spare = NULL; /* the sort's scratch, where the ranks end */
     unsigned char *span = NULL;
     uint32_t *rank = NULL, n, it = 0;
     double res = 0.0;
@@ -301,7 +302,7 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
         goto out;
     if (!t.ran) /* no helper ran (one thread, a small graph) */
         span_flags(&sj);
-    const double *pi = own.pi;
+    const double *pi = own;
 
     /* Instants and counters are nodes without spans: the report does not
      * list them, so they get no standing (and rank after every span: their
@@ -311,9 +312,9 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
         rest += span[i] ? pi[i] : 0.0;
     int threads = rp_rank_threads(o->threads, n);
     rc = RP_ENOMEM;
-    if (n > 1 && !own.spare && !(own.spare = rp_big_malloc((size_t)2 * (n - 1) * sizeof(uint64_t))))
+    if (n > 1 && !(spare = rp_big_malloc((size_t)2 * (n - 1) * sizeof(uint64_t))))
         goto out;
-    if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, own.spare, &rank, threads)))
+    if (n > 1 && (rc = rp_rank_assign(n - 1, pi, span, spare, &rank, threads)))
         goto out;
     struct store_half lo = {p, pi, rank, 0, n / 2}, hi = {p, pi, rank, n / 2, n};
     rp_rank_run_pair(threads, store_ranks, &lo, store_ranks, &hi);
@@ -326,8 +327,8 @@ int rp_rank_profile(struct rp_profile *p, const struct rp_rank_opts *o)
 out:
     holds_restore(p, held, nheld);
     free(cw);
-    free(own.pi);
-    free(own.spare); /* rank points into it */
+    free(own);
+    free(spare); /* rank points into it */
     free(span);
     rp_big_trim(); /* and their pages, not kept under the flags and the report */
     return rc;

@@ -212,24 +212,13 @@ RP_HIDDEN int rp_rank_layout(struct solver *sv, struct touch *t);
  * fail. */
 RP_HIDDEN int rp_rank_threads(uint32_t threads, uint32_t items);
 
-/* What rp_rank_solve_input hands over when it is given no pi: pi, written
- * over the solver's flow (read no more once the solve is done), and the
- * block of the solver's values, 16 bytes a node, as scratch (NULL for a
- * graph of one node, and for an acyclic graph swept whole, whose values
- * were kept in the flow's block).  The caller frees both. */
-struct solved {
-    double *pi;
-    uint64_t *spare;
-};
-
 /* rp_rank_solve on an input of either kind, with t's blocks faulted in
- * meanwhile; with pi NULL, into blocks of the solver's own, *own (they
- * take no memory that the solve did not take already).  Returns 0,
- * RP_EINVAL or RP_ENOMEM. */
+ * meanwhile; with pi NULL, into the solver's flow block, handed over in
+ * *own (it takes no memory that the solve did not take already; the caller
+ * frees it).  Returns 0, RP_EINVAL or RP_ENOMEM. */
 RP_HIDDEN int rp_rank_solve_input(const struct input *g, double alpha, double tol,
-                                  uint32_t max_iter, uint32_t threads, double *pi,
-                                  struct solved *own, uint32_t *iterations, double *residual,
-                                  struct touch *t);
+                                  uint32_t max_iter, uint32_t threads, double *pi, double **own,
+                                  uint32_t *iterations, double *residual, struct touch *t);
 
 /* rank_sort.c */
 

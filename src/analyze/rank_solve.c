@@ -487,12 +487,11 @@ int rp_rank_threads(uint32_t threads, uint32_t items)
 /* rp_rank_solve on an input of either kind; see there.  t holds the
  * caller's own uninitialized blocks to be faulted in with the solver's, if
  * any, and a job to run meanwhile.  With pi NULL, pi goes to the block of
- * the flow, which is not needed once the solve is done, and the block of
- * the values is handed over too (*own, struct solved), so that neither pi
- * nor the ranks' sort take memory of their own.  Returns 0, RP_EINVAL or
+ * the flow, which is not needed once the solve is done, handed over in
+ * *own, so that pi takes no memory of its own.  Returns 0, RP_EINVAL or
  * RP_ENOMEM. */
 int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_t max_iter,
-                        uint32_t threads, double *pi, struct solved *own, uint32_t *iterations,
+                        uint32_t threads, double *pi, double **own, uint32_t *iterations,
                         double *residual, struct touch *t)
 {
     struct solver sv = {.threads = rp_rank_threads(threads, g->m)};
@@ -525,10 +524,8 @@ int rp_rank_solve_input(const struct input *g, double alpha, double tol, uint32_
             solve(&sv, tol, max_iter, pi, &it, &res);
         }
     }
-    if (!pi) { /* pi is in the flow's block; the values' block is half the
-                  sort's scratch (rank.c allocates it) */
-        own->pi = sv.in;
-        own->spare = NULL;
+    if (!pi) { /* pi is in the flow's block */
+        *own = sv.in;
         sv.in = NULL;
     }
     if (iterations)
