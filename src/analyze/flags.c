@@ -249,16 +249,6 @@ static uint64_t rate_max(const struct rp_profile *p, const struct rp_node *n)
     return p->oncpu_known ? rp_node_run_max(n) : rp_node_max(n);
 }
 
-/* All on-CPU time: the own time of every node that is work.  Cannot fail. */
-static double oncpu_total(const struct rp_profile *p)
-{
-    double t = 0.0;
-    for (uint32_t i = 1; i < p->n_nodes; i++)
-        if (!not_work(&p->nodes[i]))
-            t += (double)p->nodes[i].excl;
-    return t;
-}
-
 /*
  * The run's length HOT's second rule (hot-run) is a share of: the longest
  * thread's life less what the recorder took of it, its waits for the
@@ -624,7 +614,7 @@ int rp_flags_apply(struct rp_profile *p, const struct rp_flag_opts *o)
             return RP_EINVAL;
     if (work_make(p, o, &w) < 0)
         return RP_ENOMEM;
-    double cpu = oncpu_total(p);
+    double cpu = rp_oncpu_total(p);
     double floor_ticks = o->jitter_floor_ns / (p->ns_per_tick > 0.0 ? p->ns_per_tick : 1.0);
     double run = run_length(p), hot_min = o->hot_run * run;
     uint32_t e = 0, c = 0; /* the next edge by caller, the next candidate */
@@ -729,7 +719,7 @@ size_t rp_flags_explain(const struct rp_profile *p, const struct rp_node *n,
     }
     if (n->flags & RP_FLAG_HOT) {
         put(buf, bufsz, &len, "%sHOT ", sep);
-        double cpu = oncpu_total(p);
+        double cpu = rp_oncpu_total(p);
         put_pct(buf, bufsz, &len, cpu > 0 ? (double)n->excl / cpu : 0.0);
         put(buf, bufsz, &len, " of all on-CPU time is its own");
         sep = "; ";

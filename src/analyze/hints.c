@@ -140,14 +140,10 @@ static int short_fn(const struct rp_profile *p, const struct rp_node *n)
  */
 static void hint_inline_hooked(struct rp_profile *p)
 {
-    double cpu = 0.0, cand = 0.0;
-    for (uint32_t i = 1; i < p->n_nodes; i++) {
-        const struct rp_node *n = &p->nodes[i];
-        if (!rp_kind_idle(n->kind) && n->kind != RP_KIND_INSTANT && n->kind != RP_KIND_COUNTER)
-            cpu += (double)n->excl;
-        if (short_fn(p, n))
-            cand += (double)n->excl;
-    }
+    double cpu = rp_oncpu_total(p), cand = 0.0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (short_fn(p, &p->nodes[i]))
+            cand += (double)p->nodes[i].excl;
     if (cpu <= 0.0 || cand < INL_SHARE * cpu || !p->maps || !p->maps_len)
         return;
     struct rp_symbolizer *s = rp_sym_open(p->maps, p->maps_len);

@@ -537,6 +537,17 @@ static inline int rp_kind_idle(uint8_t kind)
            kind == RP_KIND_LOCK_HOLD;
 }
 
+/* All on-CPU time: the own time of every node that is work (HOT's and
+ * the hints' denominator).  Cannot fail. */
+static inline double rp_oncpu_total(const struct rp_profile *p)
+{
+    double t = 0.0;
+    for (uint32_t i = 1; i < p->n_nodes; i++)
+        if (!rp_kind_idle(p->nodes[i].kind))
+            t += (double)p->nodes[i].excl;
+    return t;
+}
+
 /* The share of node n's time (every activation) that was on CPU: less the
  * time off CPU and waiting anywhere below its activations; 1 when that is
  * not known (direct mode) or n took no time.  Cannot fail. */
