@@ -146,7 +146,7 @@ names() {
         "$RANKPROF" report -i names.data --format json >names.json
         python3 - names.80 names.wide names.json <<'EOF' || fail "unique names (see above)"
 import json, re, sys
-from table_rows import rows
+from table_rows import rows, why_block
 r = json.load(open(sys.argv[3]))
 narrow, wide = rows(sys.argv[1]), rows(sys.argv[2])
 cells = [c for _, c in narrow]
@@ -170,13 +170,9 @@ if len(sc) != 2 or not all(re.search(r"@0x[0-9a-f]+$", c) for c in sc):
     sys.exit(f"the two copies of scale_copy are not told apart by address: {sc}")
 print("e2e_table: names", cells)
 # the why lines under the table: one per flagged row, no two under one name
-# (the paragraph after the table's, before the notes: on waits, on blocked
-# time among the first rows, which a busy machine's [off-cpu] can be)
-text = open(sys.argv[1], encoding="utf-8").read()
-paras = text.split("\n\n")
-after = next(i for i, x in enumerate(paras) if re.search(r"^rank ", x, re.M)) + 1
-notes = ("[wait] rows", "Time spent blocked", "~ throttled")
-why = next((x for x in paras[after:] if not x.startswith(notes)), "")
+# (the notes after them, e.g. on blocked time among the first rows, which a
+# busy machine's [off-cpu] can be, are not why lines)
+why = why_block(open(sys.argv[1], encoding="utf-8").read())
 whyn = [l.split("  ")[0] for l in why.split("\n") if l and not l.startswith(" ")]
 flagged = [n["name"] for n in r["nodes"] if n["flags"]]
 if len(set(whyn)) != len(whyn) or len(whyn) != len(flagged):
@@ -268,15 +264,12 @@ html() {
     "$RANKPROF" export -i chain.data --format html -o chain.html || fail "export html"
     python3 - why.txt chain.html <<'EOF' || fail "html flags' why (see above)"
 import html, re, sys
+from table_rows import why_block
 table = open(sys.argv[1], encoding="utf-8").read()
 page = open(sys.argv[2], encoding="utf-8").read()
-# the table's why lines: "name  FLAG reason; FLAG reason", the paragraph
-# after the table's that is not a note (on waits, on blocked time on top)
-paras = table.split("\n\n")
-after = next(i for i, x in enumerate(paras) if re.search(r"^rank ", x, re.M)) + 1
-notes = ("[wait] rows", "Time spent blocked", "~ throttled")
+# the table's why lines: "name  FLAG reason; FLAG reason"
 whys = []
-for l in next((x for x in paras[after:] if not x.startswith(notes)), "").split("\n"):
+for l in why_block(table).split("\n"):
     m = re.match(r"(\S+)\s{2,}(.*)$", l)
     if m:
         whys += [w.strip() for w in m.group(2).split(";")]

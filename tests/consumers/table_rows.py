@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """table_rows.py - the rows of `rankprof report`'s text table, for the e2e
 tests: the name cell of a row whose name wraps is joined with its
-continuation lines."""
+continuation lines; and the why lines under it."""
 
 
 def rows(path):
@@ -18,3 +18,17 @@ def rows(path):
         else:
             out[-1][1] += " " + l.strip()
     return out
+
+
+# the paragraphs under the table that are notes, not why lines
+NOTES = ("[wait] rows", "Time spent blocked", "~ throttled")
+
+
+def why_block(text):
+    """The why lines under the table in text (one per flagged row): the
+    paragraph after the table's that is not a note (on waits, on blocked
+    time among the first rows, on throttled functions), or ""."""
+    paras = text.split("\n\n")
+    after = next(i for i, x in enumerate(paras)
+                 if any(l.startswith("rank ") for l in x.split("\n"))) + 1
+    return next((x for x in paras[after:] if not x.startswith(NOTES)), "")
