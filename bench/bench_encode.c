@@ -6,14 +6,11 @@
  * and fib(5), 24 calls per iteration, 20-60 ticks between events).
  *
  *   bench_encode [REPEATS]          prints ns per record of encode, CRC and
- *                                   the merge of four off-CPU intervals per
- *                                   buffer (median, min, max over REPEATS
- *                                   passes of 64 buffers) and bytes per call
- *   bench_encode --dump FILE [N]    encodes N (default 200) buffers of a
- *                                   random mix of every raw op and writes
- *                                   every DEFS and EVENTS payload to FILE,
- *                                   so two builds of the encoder can be
- *                                   compared byte for byte (cmp)
+ *                                   the placing of four off-CPU intervals per
+ *                                   buffer (rp_offq_take and rp_offq_plan) (median, min, max over
+ * REPEATS passes of 64 buffers) and bytes per call bench_encode --dump FILE [N]    encodes N
+ * (default 200) buffers of a random mix of every raw op and writes every DEFS and EVENTS payload to
+ * FILE, so two builds of the encoder can be compared byte for byte (cmp)
  *
  * Built by CMake, not run by ctest (a timing).  Exits 1 on a bad argument
  * or when FILE cannot be written.
@@ -218,17 +215,19 @@ int main(int argc, char **argv)
         struct rp_offq q = {0};
         bytes = 0;
         for (size_t b = 0; b < NBUF; b++) {
-            /* four context switches in each buffer, as the writer merges
+            /* four context switches in each buffer, as the writer places
              * them (measured apart, encoded without them) */
             const struct rp_raw *rb = recs + b * BUFRECS;
             for (int s = 1; s <= 4; s++) {
                 rp_offq_switch(&q, rb[s * 3000].ticks + 1, 1);
                 rp_offq_switch(&q, rb[s * 3000].ticks + 5, 0);
             }
-            size_t nm = BUFRECS;
+            size_t nins;
             double t_m = nsec();
-            sink += rp_offq_merge(&q, rb, &nm)[nm - 1].word == 0;
+            rp_offq_take(&q, rb, BUFRECS);
+            const struct rp_enc_ins *ins = rp_offq_plan(&q, rb, BUFRECS, &nins);
             mrg += nsec() - t_m;
+            sink += nins == 4 && ins[3].pos == 12001;
             double t0 = nsec();
             size_t len = rp_enc_events(&e, &t, 1, recs + b * BUFRECS, BUFRECS, out), dlen;
             rp_enc_take_defs(&e, &dlen);
@@ -250,7 +249,7 @@ int main(int argc, char **argv)
     qsort(tc, reps, sizeof(double), cmpd);
     qsort(tm, reps, sizeof(double), cmpd);
     printf("encode ns/record %.3f (min %.3f max %.3f)  crc ns/record %.3f (min %.3f max %.3f)  "
-           "merge ns/record %.3f (min %.3f max %.3f)  bytes/call %.4f  [%u]\n",
+           "plan ns/record %.3f (min %.3f max %.3f)  bytes/call %.4f  [%u]\n",
            te[reps / 2], te[0], te[reps - 1], tc[reps / 2], tc[0], tc[reps - 1], tm[reps / 2],
            tm[0], tm[reps - 1], 2.0 * bytes / (NBUF * BUFRECS), sink & 1);
     free(te);

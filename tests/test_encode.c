@@ -44,7 +44,8 @@ uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
 #define rp_enc_take_defs   ref_enc_take_defs
 #define rp_offq_switch     ref_offq_switch
 #define rp_offq_take       ref_offq_take
-#define rp_offq_merge      ref_offq_merge
+#define rp_offq_plan       ref_offq_plan
+#define rp_enc_events_ins  ref_enc_events_ins
 #define rp_offq_free       ref_offq_free
 #define rp_file_header     ref_file_header
 #define rp_chunk_header    ref_chunk_header
@@ -58,7 +59,8 @@ uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
 #undef rp_enc_take_defs
 #undef rp_offq_switch
 #undef rp_offq_take
-#undef rp_offq_merge
+#undef rp_offq_plan
+#undef rp_enc_events_ins
 #undef rp_offq_free
 #undef rp_file_header
 #undef rp_chunk_header
@@ -654,8 +656,11 @@ static void test_bytes_per_call(void)
  * prediction misses, a stack that grows past its first allocation and
  * past RP_SNAP_MAX, functions beyond the id cache, exits that are not of
  * the innermost span or of none, other ops between calls, and buffers
- * of 1 record up, over two threads.  The fast encoder must write the
- * reference's bytes, DEFS and state exactly.
+ * of 1 record up, over two threads; in half the buffers, off-CPU
+ * intervals inserted among the records (rp_enc_events_ins, up to each of
+ * which the fast loop runs), against the reference's encoding of the
+ * merged copy.  The fast encoder must write the reference's bytes, DEFS
+ * and state exactly.
  */
 static uint64_t fs_delta(void)
 {
@@ -718,15 +723,40 @@ static void test_fast_same(void)
     struct rp_enc_thread t[2] = {{0}}, rt[2] = {{0}};
     CHECK_EQ(rp_enc_init(&e, describe, NULL), 0);
     CHECK_EQ(ref_enc_init(&re, describe, NULL), 0);
-    uint8_t *out = malloc(rp_enc_bound(8192)), *rout = malloc(rp_enc_bound(8192));
-    size_t at[2] = {0, 0}, bufs = 0, bad = 0;
+    uint8_t *out = malloc(rp_enc_bound(8200)), *rout = malloc(rp_enc_bound(8200));
+    struct rp_raw *merged = malloc(8200 * sizeof(*merged));
+    size_t at[2] = {0, 0}, bufs = 0, bad = 0, inserted = 0;
     while (at[0] < nr[0] || at[1] < nr[1]) {
         unsigned th = at[1] < nr[1] && (at[0] == nr[0] || rnd() % 2);
         size_t n = 1 + rnd() % (rnd() % 4 ? 8192 : 8);
         n = n < nr[th] - at[th] ? n : nr[th] - at[th];
         const struct rp_raw *b = recs[th] + at[th];
-        size_t len = rp_enc_events(&e, &t[th], th + 1, b, n, out), dlen, rdlen;
-        size_t rlen = ref_enc_events(&re, &rt[th], th + 1, b, n, rout);
+        /* in every other batch, off-CPU intervals among the records (as
+         * rp_offq_plan places them): against the reference's encoding of
+         * the merged copy */
+        struct rp_enc_ins ins[4];
+        size_t nins = rnd() % 2 ? rnd() % 5 : 0;
+        for (size_t k = 0; k < nins; k++) {
+            size_t pos = rnd() % (rnd() % 3 ? n : 2);
+            pos = pos < n ? pos : n - 1;
+            uint64_t tk = b[pos].ticks - (rnd() % 3 ? rnd() % 50 : 0);
+            ins[k] = (struct rp_enc_ins){pos, {tk, rp_raw_word(RP_RAW_OFFCPU, 1 + rnd() % 900)}};
+        }
+        for (size_t k = 1; k < nins; k++) /* (in order of position) */
+            for (size_t j = k; j > 0 && ins[j - 1].pos > ins[j].pos; j--) {
+                struct rp_enc_ins x = ins[j];
+                ins[j] = ins[j - 1];
+                ins[j - 1] = x;
+            }
+        size_t nm = 0;
+        for (size_t i = 0, k = 0; i < n; i++) {
+            while (k < nins && ins[k].pos == i)
+                merged[nm++] = ins[k++].rec;
+            merged[nm++] = b[i];
+        }
+        inserted += nins;
+        size_t len = rp_enc_events_ins(&e, &t[th], th + 1, b, n, ins, nins, out), dlen, rdlen;
+        size_t rlen = ref_enc_events(&re, &rt[th], th + 1, merged, nm, rout);
         const uint8_t *defs = rp_enc_take_defs(&e, &dlen), *rdefs = ref_enc_take_defs(&re, &rdlen);
         if (len != rlen || memcmp(out, rout, len) || dlen != rdlen || memcmp(defs, rdefs, dlen) ||
             t[th].seq != rt[th].seq || t[th].depth != rt[th].depth ||
@@ -747,6 +777,8 @@ static void test_fast_same(void)
     }
     CHECK_EQ(bad, 0);
     CHECK(bufs > 100);
+    CHECK(inserted > 100);
+    CHECK(t[0].offcpu + t[1].offcpu > 50); /* (not all dropped: no span open) */
     for (int i = 0; i < 2; i++) {
         rp_enc_thread_free(&t[i]);
         ref_enc_thread_free(&rt[i]);
@@ -757,6 +789,7 @@ static void test_fast_same(void)
     ref_enc_free(&re);
     free(out);
     free(rout);
+    free(merged);
 }
 
 static const struct check_case cases[] = {

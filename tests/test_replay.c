@@ -371,11 +371,28 @@ static const struct rp_node *node_by_key(const struct rp_profile *p, uint8_t kin
  * (the join adds it: docs/report-json.md);
  * [off-cpu] 2 calls, 1020; the lock wait 300; 30 ticks paused.
  */
-/* The recorder's two steps: take under the queue's lock, merge outside. */
+/* recs[0..*n) with the intervals rp_offq_plan places among them, as the
+ * encoder writes them (rp_enc_events_ins: test_encode checks that its bytes
+ * are those of this copy), *n updated. */
+static const struct rp_raw *merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
+{
+    static struct rp_raw m[64];
+    size_t nins, o = 0;
+    const struct rp_enc_ins *ins = rp_offq_plan(q, recs, *n, &nins);
+    for (size_t i = 0, k = 0; i < *n; i++) {
+        while (k < nins && ins[k].pos == i)
+            m[o++] = ins[k++].rec;
+        m[o++] = recs[i];
+    }
+    *n = o;
+    return m;
+}
+
+/* The recorder's two steps: take under the queue's lock, place outside. */
 static const struct rp_raw *take_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
 {
     rp_offq_take(q, recs, *n);
-    return rp_offq_merge(q, recs, n);
+    return merge(q, recs, n);
 }
 
 static void test_offcpu(void)
@@ -398,7 +415,7 @@ static void test_offcpu(void)
     size_t n = 4;
     CHECK_EQ(rp_offq_take(&q, b1, n), 1); /* 130-150 ends by 200; 250- is open */
     CHECK_EQ(q.n, 0);
-    const struct rp_raw *m = rp_offq_merge(&q, b1, &n);
+    const struct rp_raw *m = merge(&q, b1, &n);
     CHECK_EQ(n, 5);
     CHECK_EQ(m[3].word, rp_raw_word(RP_RAW_OFFCPU, 20));
     CHECK_EQ(m[3].ticks, 130);
@@ -420,7 +437,7 @@ static void test_offcpu(void)
                           oraw(2300, RP_RAW_FUNC_ENTER, OK), oraw(2310, RP_RAW_FUNC_EXIT, OK)};
     n = 8;
     CHECK_EQ(rp_offq_take(&q, b2, n), 3);
-    m = rp_offq_merge(&q, b2, &n);
+    m = merge(&q, b2, &n);
     CHECK_EQ(q.ndue, 0);
     CHECK_EQ(n, 11);
     CHECK_EQ(m[0].ticks, 250);

@@ -184,36 +184,39 @@ static void encode_buffer(struct rp_tbuf *t, const struct rp_raw *recs, size_t n
     if (unlikely(rp_ring_watch)) /* --ring triggers: a span too long asks for a snapshot */
         rp_ring_scan(&t->ring, recs, n);
     uint64_t lost0 = t->enc.lost, skipped0 = t->enc.skipped, pause0 = t->enc.npause;
-    size_t nm = n;
-    const struct rp_raw *m = recs;
+    const struct rp_enc_ins *ins = NULL;
+    size_t nins = 0;
     if (rp_offcpu_source() == RP_OFFCPU_PERF) {
         rp_offcpu_poll();
         /* the queue is shared with every thread's poll: only the taking is
-         * done under its lock, the merge (a copy of the whole batch) by the
-         * encoder alone, so threads that encode their own do not queue here */
+         * done under its lock, the plan (a pass over the whole batch) by
+         * the encoder alone, so threads that encode their own do not queue
+         * here; the encoder writes the intervals among the records, with
+         * no merged copy of the batch */
         rp_own_lock(&rp_rt.off_lock);
         rp_offq_take(&t->offq, recs, n);
         rp_own_unlock(&rp_rt.off_lock);
-        m = rp_offq_merge(&t->offq, recs, &nm);
+        ins = rp_offq_plan(&t->offq, recs, n, &nins);
         /* an off-CPU record takes up to two events' bytes */
-        if (nm > n && t->self && 2 * nm > self_out_recs()) {
-            m = recs; /* the intervals are dropped (counted late) */
-            __atomic_fetch_add(&t->offq.late, nm - n, __ATOMIC_RELAXED);
-            nm = n;
-        } else if (nm > n && !t->self && 2 * nm > rp_rt_out_recs) {
+        size_t nm = n + nins;
+        if (nins && t->self && 2 * nm > self_out_recs()) {
+            ins = NULL; /* the intervals are dropped (counted late) */
+            __atomic_fetch_add(&t->offq.late, nins, __ATOMIC_RELAXED);
+            nins = 0;
+        } else if (nins && !t->self && 2 * nm > rp_rt_out_recs) {
             uint8_t *no = realloc(rp_rt.out, rp_enc_bound(2 * nm));
             if (no) {
                 rp_rt.out = no;
                 rp_rt_out_recs = 2 * nm;
             } else {
-                m = recs; /* the intervals are dropped (counted late) */
-                __atomic_fetch_add(&t->offq.late, nm - n, __ATOMIC_RELAXED);
-                nm = n;
+                ins = NULL; /* the intervals are dropped (counted late) */
+                __atomic_fetch_add(&t->offq.late, nins, __ATOMIC_RELAXED);
+                nins = 0;
             }
         }
     }
     uint8_t *out = t->self ? t->eout : rp_rt.out;
-    size_t len = rp_enc_events(&rp_rt.enc, &t->enc, t->tid, m, nm, out);
+    size_t len = rp_enc_events_ins(&rp_rt.enc, &t->enc, t->tid, recs, n, ins, nins, out);
     size_t dlen;
     enc_lock(); /* every pending definition, before these events (top) */
     const uint8_t *defs = rp_enc_take_defs(&rp_rt.enc, &dlen);

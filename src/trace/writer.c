@@ -604,11 +604,15 @@ static inline uint64_t frame_paused(const struct rp_enc_thread *t, uint32_t d)
     return d < t->pz_cap && t->pz_ev[d] == t->stack[d].ev ? t->paused - t->pz_at[d] : 0;
 }
 
-size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
-                     const struct rp_raw *recs, size_t n, uint8_t *out)
+size_t rp_enc_events_ins(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                         const struct rp_raw *recs, size_t n, const struct rp_enc_ins *ins,
+                         size_t nins, uint8_t *out)
 {
     uint8_t *o = out + 16;
-    uint64_t prev = n ? recs[0].ticks : 0;
+    /* the first record's time: an insertion's before recs[0], if any */
+    const uint64_t first = !n ? 0 : nins && !ins[0].pos ? ins[0].rec.ticks : recs[0].ticks;
+    uint64_t prev = first;
+    size_t ki = 0; /* the next insertion */
     /* nev: the events the thread recorded; nsyn: the writer's own (off-CPU
      * spans, pauses), left out of the event numbers of the snapshots, so
      * that overhead compensation counts only what the thread paid for */
@@ -647,9 +651,16 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
         }
     }
     for (size_t i = 0; i < n; i++) {
-        if (RP_ENC_FAST && (i = enc_calls(e, t, recs, i, n, &o, &prev, &nev)) >= n)
-            break;
+        if (RP_ENC_FAST) { /* up to the next insertion */
+            size_t lim = ki < nins ? ins[ki].pos : n;
+            if (lim > i + 1 && (i = enc_calls(e, t, recs, i, lim, &o, &prev, &nev)) >= n)
+                break;
+        }
         const struct rp_raw *r = &recs[i];
+        if (unlikely(ki < nins && ins[ki].pos == i)) {
+            r = &ins[ki++].rec; /* (an OFFCPU record: i is not read below) */
+            i--;                /* (with the loop's i++: recs[i] comes next) */
+        }
         unsigned op = (unsigned)(r->word >> RP_RAW_SHIFT);
         uint64_t pl = r->word & RP_RAW_PAYLOAD;
         uint64_t delta = r->ticks >= prev ? r->ticks - prev : 0;
@@ -851,8 +862,14 @@ size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
     t->seq += nev;
     rp_put32(out, tid);
     rp_put32(out + 4, (nev + nsyn) | flags);
-    rp_put64(out + 8, n ? recs[0].ticks : 0);
+    rp_put64(out + 8, first);
     return (size_t)(o - out);
+}
+
+size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                     const struct rp_raw *recs, size_t n, uint8_t *out)
+{
+    return rp_enc_events_ins(e, t, tid, recs, n, NULL, 0, out);
 }
 
 void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out)
@@ -904,26 +921,28 @@ size_t rp_offq_take(struct rp_offq *q, const struct rp_raw *recs, size_t n)
     return q->ndue;
 }
 
-const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n)
+const struct rp_enc_ins *rp_offq_plan(struct rp_offq *q, const struct rp_raw *recs, size_t nr,
+                                      size_t *nins)
 {
-    size_t nr = *n, k = 0, o = 0;
+    size_t k = 0, o = 0;
+    *nins = 0;
     if (!nr)
-        return recs;
+        return NULL;
     uint64_t endt = offq_end(recs, nr), last = q->last;
     const uint32_t m = q->ndue;
     if (!m)
         goto plain;
-    if (nr + m > q->tmpcap) {
-        struct rp_raw *nt = realloc(q->tmp, (nr + m) * sizeof(*nt));
-        if (!nt)
+    if (m > q->inscap) { /* (each interval goes in once at most) */
+        struct rp_enc_ins *ni = realloc(q->ins, m * sizeof(*ni));
+        if (!ni)
             goto plain;
-        q->tmp = nt;
-        q->tmpcap = nr + m;
+        q->ins = ni;
+        q->inscap = m;
     }
     for (size_t i = 0; i < nr; i++) {
-        /* The records before the next interval starts go in as they are
+        /* The records before the next interval starts stay as they are
          * (most of them: an interval goes in before the first record after
-         * its start), copied in runs. */
+         * its start); only the latest time among them is wanted. */
         size_t j = i;
         if (k < m) {
             for (uint64_t a = q->due[k].ticks; j < nr; j++) {
@@ -938,15 +957,11 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
                 if (recs[j].word >> RP_RAW_SHIFT != RP_RAW_DATA)
                     last = recs[j].ticks > last ? recs[j].ticks : last;
         }
-        memcpy(q->tmp + o, recs + i, (j - i) * sizeof(*recs));
-        o += j - i;
         if ((i = j) == nr)
             break;
         uint64_t t = recs[i].ticks, lim = t;
-        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA) {
-            q->tmp[o++] = recs[i]; /* stays right after its INSTANT or COUNTER */
-            continue;
-        }
+        if (recs[i].word >> RP_RAW_SHIFT == RP_RAW_DATA)
+            continue; /* stays right after its INSTANT or COUNTER */
         /* A pause (a buffer switch: the thread encoded its buffer or waited
          * for the writer, off CPU for that reason) ends at t: its time is
          * the recorder's, taken out of the spans as a whole, so no off-CPU
@@ -963,28 +978,27 @@ const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs,
             a = a > last ? a : last;
             b = b < lim ? b : lim;
             if (b > a)
-                q->tmp[o++] = (struct rp_raw){a, rp_raw_word(RP_RAW_OFFCPU, b - a)};
+                q->ins[o++] = (struct rp_enc_ins){i, {a, rp_raw_word(RP_RAW_OFFCPU, b - a)}};
             else if (late)
                 __atomic_fetch_add(&q->late, 1, __ATOMIC_RELAXED); /* (not one inside a pause) */
             k++;
         }
-        q->tmp[o++] = recs[i];
         last = t > last ? t : last;
     }
     q->last = last;
     q->ndue = 0;
-    *n = o;
-    return q->tmp;
+    *nins = o;
+    return o ? q->ins : NULL;
 plain:
     q->last = endt > last ? endt : last;
-    return recs;
+    return NULL;
 }
 
 void rp_offq_free(struct rp_offq *q)
 {
     free(q->iv);
     free(q->due);
-    free(q->tmp);
+    free(q->ins);
     memset(q, 0, sizeof(*q));
 }
 

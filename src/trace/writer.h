@@ -227,12 +227,30 @@ static inline size_t rp_enc_bound(size_t n)
 size_t rp_enc_events(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
                      const struct rp_raw *recs, size_t n, uint8_t *out);
 
+/* A record the encoder writes before recs[pos] (an off-CPU interval:
+ * rp_offq_plan). */
+struct rp_enc_ins {
+    size_t pos;
+    struct rp_raw rec;
+};
+
+/*
+ * rp_enc_events of recs[0..n) with ins[0..nins) written among them, each
+ * before recs[ins[k].pos] (positions in order, below n, never before a
+ * DATA record): the bytes rp_enc_events writes for the merged records,
+ * without a merged copy of the batch.  out must hold rp_enc_bound(n +
+ * nins) bytes.  Cannot fail, as rp_enc_events.
+ */
+size_t rp_enc_events_ins(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid,
+                         const struct rp_raw *recs, size_t n, const struct rp_enc_ins *ins,
+                         size_t nins, uint8_t *out);
+
 /*
  * Off-CPU intervals of one thread waiting to be merged into its raw records
  * (format 1.3).  Fed with the thread's context switches in time order
  * (rp_offq_switch), it pairs each switch-out with the next switch-in into an
  * interval; rp_offq_take moves those due for a batch (ended by its last
- * record) aside, and rp_offq_merge puts them between the batch's records as
+ * record) aside, and rp_offq_plan places them among the batch's records as
  * RP_RAW_OFFCPU records, each before the first record at or after its end,
  * so an interval that ends after a batch's last record (a thread off CPU at
  * a periodic flush) waits for the next batch.  An interval is clamped to
@@ -252,9 +270,9 @@ struct rp_offq {
     /* the merge's: whoever encodes the thread's records */
     struct rp_raw *due; /* intervals taken from the queue (rp_offq_take), oldest first */
     uint32_t ndue, capdue;
-    uint64_t last;      /* ticks of the last record merged (0 = none yet) */
-    struct rp_raw *tmp; /* the merged copy rp_offq_merge returns */
-    size_t tmpcap;
+    uint64_t last;          /* ticks of the last record merged (0 = none yet) */
+    struct rp_enc_ins *ins; /* where they go: what rp_offq_plan returns */
+    uint32_t inscap;
 };
 
 /* A switch of the thread at ticks: out (1) or in (0).  Fails only when out of
@@ -263,18 +281,21 @@ void rp_offq_switch(struct rp_offq *q, uint64_t ticks, int out);
 
 /*
  * Takes the queued intervals that end by the last record of recs[0..n) for
- * the next rp_offq_merge: the short part that needs the queue to itself (the
- * merge, a pass over every record, does not).  Returns how many are taken
- * and not merged yet.  Out of memory: the intervals stay queued.
+ * the next rp_offq_plan: the short part that needs the queue to itself (the
+ * plan, a pass over every record, does not).  Returns how many are taken
+ * and not placed yet.  Out of memory: the intervals stay queued.
  */
 size_t rp_offq_take(struct rp_offq *q, const struct rp_raw *recs, size_t n);
 
 /*
- * The records recs[0..*n) with the taken intervals merged in (a copy owned
- * by q, valid until the next call), *n updated; recs itself when none was
- * taken.  Out of memory: recs, and the intervals stay taken.
+ * Where the taken intervals go among recs[0..n): the insertions for
+ * rp_enc_events_ins (owned by q, valid until the next call), *nins of
+ * them, each an interval clamped as above; NULL and 0 when none was taken
+ * or none is left after clamping.  Out of memory: NULL, and the intervals
+ * stay taken.
  */
-const struct rp_raw *rp_offq_merge(struct rp_offq *q, const struct rp_raw *recs, size_t *n);
+const struct rp_enc_ins *rp_offq_plan(struct rp_offq *q, const struct rp_raw *recs, size_t n,
+                                      size_t *nins);
 
 void rp_offq_free(struct rp_offq *q);
 
