@@ -5,6 +5,12 @@
  * TSC and store 16 bytes (time, function address) into a thread-local ring
  * of 64 KiB that is never written out: memory only, no writer.  Every
  * recorder row is compared with it.  Cannot fail.
+ *
+ * The ring is visible outside this file, so that the compiler cannot drop
+ * stores nobody here reads (a static ring lost them: the hook was a
+ * counter increment and the TSC read), and its thread-local storage is
+ * initial-exec, as librankprof's is: one load through %fs, no call to
+ * __tls_get_addr.
  */
 #include <stdint.h>
 #include <x86intrin.h>
@@ -16,12 +22,14 @@ struct ev {
     uintptr_t fn;
 };
 
-static __thread struct ev ring[RING];
-static __thread unsigned pos;
+#define FLOOR_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+__attribute__((visibility("default"))) FLOOR_TLS struct ev rp_floor_ring[RING];
+static FLOOR_TLS unsigned pos;
 
 __attribute__((no_instrument_function)) static inline void put(void *fn, uint64_t tag)
 {
-    struct ev *e = &ring[pos++ & (RING - 1)];
+    struct ev *e = &rp_floor_ring[pos++ & (RING - 1)];
     e->t = __rdtsc() | tag;
     e->fn = (uintptr_t)fn;
 }
