@@ -20,40 +20,17 @@
 #   memory  200,000 distinct profile points, each called once: the peak RSS
 #           of `report --format json` and of the table (`report`, every row
 #           printed) (GNU time) stays within the documented bound, RPT_BOUND
-#           bytes per id + 16 MiB (measured: 180 to 188 with 1 to 8 replay
-#           workers, the ranking's arrays at the peak, with the 88-byte node
-#           whose durations of a node called once are defaults; with the
-#           136-byte node keeping them 227 to 238; with a 144-byte node
-#           keeping standing and involvement, not pi, 231 to 232; with a
-#           152-byte node 240 to 247; with every statistic in the node and a 192-byte
-#           accumulator per id 527, with each node's one histogram count in
-#           a malloc block 299, with the flags' histograms' pointer in the
-#           node and a malloc block per table row name 267), and that of
-#           the replay alone (`info`: no ranking, no table) within
-#           REPLAY_BOUND bytes per id + 16 MiB (measured: 118 here and 164
-#           at 1,000,000, below; with the 136-byte node 162 and 212; with
-#           the 144-byte node and the finish's sums
-#           kept for every node, not a block at a time, 175 and 227; with a
-#           152-byte node and the finish reading every replayer's entry of
-#           every node 183; with a 32-byte entry per id in the replayer,
-#           the finish's sums written for every node and the join's
-#           corrections an array of every node 211).
+#           bytes per id + 16 MiB, and that of the replay alone (`info`: no
+#           ranking, no table) within REPLAY_BOUND bytes per id + 16 MiB
+#           (docs/robustness.md, "Memory": an 88-byte node whose durations
+#           are defaults when it was called once, a 48-byte edge, the
+#           edges' index and the names; the ranking's arrays at the peak of
+#           `report`).
 #   memory_1m  1,000,000 such points, `report --format json` within
-#           RPT_BOUND_1M and `info` within REPLAY_BOUND (measured: 166 to
-#           173 with 1 and 2 replay workers, 180 with 8, and 164 for `info`,
-#           the bounds' case; with the 136-byte node 214 to 220 and 212 to
-#           216 for `info`; 228 for `report` with the
-#           values of the ranking's whole-graph sweeps kept apart from its
-#           flow, 16 bytes per id more: at 1 M ids every page of the
-#           replay's arrays is written; with the 144-byte node keeping
-#           standing and involvement and the finish's sums kept for every
-#           node 236 to 240, and 226 to 227 for `info`, within the bounds:
-#           the bounds leave about 5 to 7 % for the ranking's arrays, whose
-#           transparent huge pages move one run in several by 8 bytes per
-#           id; with the flags' sums in nine
-#           arrays per node, the finish reading every replayer's entry of
-#           every node, a 152-byte node and the ranking's freed arrays left
-#           to malloc under the report 267 to 299: that layout fails here).
+#           RPT_BOUND_1M and `info` within REPLAY_BOUND.  At 1 M ids every
+#           page of the replay's arrays is written, and the ranking's
+#           arrays in transparent huge pages move one run in several by 8
+#           bytes per id: the bounds leave about 5 % for that.
 #           Neither under the sanitizers, whose allocators keep freed memory
 #           and add their own.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
