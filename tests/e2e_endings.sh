@@ -10,6 +10,8 @@
 #   mode          status    END
 #   raise-SIG     128+SIG   killed by signal SIG  (TERM INT HUP PIPE XCPU USR1 ALRM RTMIN+3)
 #   wait + kill   128+SIG   killed by signal SIG  (TERM INT HUP, from outside)
+#   own2 + kills  9         normally (its own handler's _exit, signalled
+#                           again while the first _exit's flush runs)
 #   _exit         5         normally
 #   _Exit         6         normally
 #   quick_exit    7         normally
@@ -76,6 +78,18 @@ run() { # mode want-status want-end
 }
 
 ending() { scenario "$1" run "$@"; }
+
+# The pid the program printed in its "done PID" line in FILE, once it has
+# (up to 60 s); empty if it never did.
+done_pid() { # FILE
+    local pid=
+    for _ in $(seq 600); do
+        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$1" 2>/dev/null || true)
+        [[ -n $pid ]] && break
+        sleep 0.1
+    done
+    echo "$pid"
+}
 ending raise-TERM 143 15
 ending raise-INT 130 2
 ending raise-HUP 129 1
@@ -101,12 +115,7 @@ killed() { # SIG [twice]
     $TMO "$RANKPROF" record -o "$tmp/$name.data" -- "$PROGS/prog_endings" wait${twice:+2} $N \
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
     rec=$!
-    pid=
-    for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/$name.out" 2>/dev/null || true)
-        [[ -n $pid ]] && break
-        sleep 0.1
-    done
+    pid=$(done_pid "$tmp/$name.out")
     [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "kill $sig: the program never said done"; }
     kill -$sig "$pid"
     [[ -z $twice ]] || for _ in 1 2 3 4 5 6 7 8; do kill -$sig "$pid" 2>/dev/null || break; sleep 0.005; done
@@ -119,6 +128,26 @@ for sig in TERM INT HUP; do
     scenario "kill$sig" killed $sig
 done
 scenario killtwice killed TERM twice
+
+# the program's own handler that _exits (as pigz's does), signalled again
+# and again for about 20 ms: each later signal runs that handler on another
+# thread, whose _exit comes while the first one's final flush runs (one
+# buffer of 64 MiB holds all the calls, so the flush takes milliseconds)
+# and must wait for it, not end the process in the middle
+ownkilled() {
+    local N=1000000 rc=0 rec pid name=killown
+    sanitized && N=300000
+    RANKPROF_BUFSIZE=67108864 $TMO "$RANKPROF" record -o "$tmp/$name.data" -- \
+        "$PROGS/prog_endings" own2 $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    rec=$!
+    pid=$(done_pid "$tmp/$name.out")
+    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "killown: the program never said done"; }
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -INT "$pid" 2>/dev/null || break; sleep 0.002; done
+    wait $rec || rc=$?
+    [[ $rc -eq 9 ]] || fail "killown: exit $rc, expected 9 (its handler's _exit): $(cat "$tmp/$name.err")"
+    check_trace "$name" "$tmp/$name.data" exit
+}
+scenario killown ownkilled
 
 # a forked child that makes the calls and _exits: its own trace, complete
 fork() {
@@ -138,12 +167,7 @@ forkwait() {
     RANKPROF_FLUSH_MS=50 $TMO "$RANKPROF" record -o "$tmp/fw.data" -- "$PROGS/prog_endings" forkwait $N \
         >"$tmp/fw.out" 2>"$tmp/fw.err" &
     rec=$!
-    pid=
-    for _ in $(seq 600); do
-        pid=$(sed -n 's/^done \([0-9]*\)$/\1/p' "$tmp/fw.out" 2>/dev/null || true)
-        [[ -n $pid ]] && break
-        sleep 0.1
-    done
+    pid=$(done_pid "$tmp/fw.out")
     [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "forkwait: the child never said done"; }
     sleep 0.5 # the child is in its wait by now
     kill -KILL "$pid"

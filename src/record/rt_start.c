@@ -772,14 +772,48 @@ static void empty_drop(void)
  * taking them would race with their appends.  If the writer finishes in time
  * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
  * ends without END and the analyzer says the run ended abnormally.
+ *
+ * It runs once.  Another thread that ends the process meanwhile (a second
+ * signal runs the program's handler, which calls _exit, on another thread;
+ * two threads call exit) waits for that flush, or for a fatal signal's,
+ * to end before its real _exit or exec ends the process in the middle of
+ * it: at most the flush's own deadline and 100 ms more.  The thread that
+ * runs it returns at once if it comes back here (a handler that
+ * interrupted its flush): waiting there would wait for itself.
  */
+static atomic_int shutdown_done;
+static __thread int shutdown_mine;
+
+/* Waits, in 1 ms steps, until *flag is set or the final flush's deadline
+ * and 100 ms more have passed.  Cannot fail. */
+static void shutdown_wait(atomic_int *flag)
+{
+    struct timespec ms = {0, 1000000};
+    for (unsigned w = 0; w < rp_rt.exit_timeout_ms + 100 && !atomic_load(flag); w++)
+        nanosleep(&ms, NULL);
+}
+
+static void shutdown_run(uint64_t end_ticks);
+
 RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;
     uint64_t end_ticks = rp_ticks(); /* the process ends now, not after the flush */
-    if (atomic_exchange(&once, 1) || rp_rt_start_err ||
-        __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) < 0 || atomic_load(&rp_rt.fatal))
-        return; /* after a fatal signal the trace has its END already */
+    if (atomic_exchange(&once, 1)) {
+        if (!shutdown_mine)
+            shutdown_wait(&shutdown_done);
+        return;
+    }
+    shutdown_mine = 1;
+    if (atomic_load(&rp_rt.fatal)) /* its handler has the writer write the END */
+        shutdown_wait(&rp_rt.fatal_done);
+    else if (!rp_rt_start_err && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0)
+        shutdown_run(end_ticks);
+    atomic_store(&shutdown_done, 1);
+}
+
+static void shutdown_run(uint64_t end_ticks)
+{
     atomic_store(&rp_rt.mask, 0);
     /* the calling thread's buffer and its counted losses are written here
      * (direct mode: direct_finish does it); the buffer not when the exit

@@ -8,6 +8,10 @@
  *   wait        prints "done PID", then sleeps until killed from outside
  *   wait2       the same with two more threads, asleep: a signal sent to
  *               the process while main's handler runs lands on one of them
+ *   own2        wait2 with a handler of its own for SIGINT and SIGTERM that
+ *               calls _exit(9) (as pigz's does): a second signal runs it
+ *               on another thread, whose _exit comes while the first
+ *               one's final flush runs
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
  *   quick_exit  quick_exit(7)
@@ -30,6 +34,12 @@
 #include <unistd.h>
 
 #include "lib/calls.h"
+
+static void own_exit(int sig)
+{
+    (void)sig;
+    _exit(9);
+}
 
 static void *sleeper(void *arg)
 {
@@ -78,9 +88,13 @@ int main(int argc, char **argv)
             raise(SIGRTMIN + atoi(mode + 12));
         return 3; /* not reached when the signal ends the process */
     }
-    if (!strcmp(mode, "wait") || !strcmp(mode, "wait2")) {
+    if (!strcmp(mode, "wait") || !strcmp(mode, "wait2") || !strcmp(mode, "own2")) {
         pthread_t t;
-        int sleepers = !strcmp(mode, "wait2") ? 2 : 0;
+        int sleepers = strcmp(mode, "wait") ? 2 : 0;
+        if (!strcmp(mode, "own2")) {
+            signal(SIGINT, own_exit);
+            signal(SIGTERM, own_exit);
+        }
         for (int i = 0; i < sleepers; i++)
             if (pthread_create(&t, NULL, sleeper, NULL) != 0)
                 return 2;
