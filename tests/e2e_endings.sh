@@ -12,6 +12,7 @@
 #   wait + kill   128+SIG   killed by signal SIG  (TERM INT HUP, from outside)
 #   own2 + kills  9         normally (its own handler's _exit, signalled
 #                           again while the first _exit's flush runs)
+#   exitterm      0 or 143  normally (SIGTERMs while exit's flush runs)
 #   _exit         5         normally
 #   _Exit         6         normally
 #   quick_exit    7         normally
@@ -148,6 +149,22 @@ ownkilled() {
     check_trace "$name" "$tmp/$name.data" exit
 }
 scenario killown ownkilled
+
+# a signal while the final flush of an exit runs: prog_endings exitterm
+# returns from main with 1 M calls in one 64 MiB buffer, and a thread sends
+# itself SIGTERM every 1 ms from 2 ms after its atexit handler ran; the
+# signal's handler must wait for that flush before the signal ends the
+# process (status 143 then, or 0 when the exit comes first): END says the
+# run ended normally, with every call
+exitterm() {
+    local N=1000000 rc=0
+    sanitized && N=300000
+    RANKPROF_BUFSIZE=67108864 $TMO "$RANKPROF" record -o "$tmp/exitterm.data" -- \
+        "$PROGS/prog_endings" exitterm $N >"$tmp/exitterm.out" 2>"$tmp/exitterm.err" || rc=$?
+    [[ $rc -eq 0 || $rc -eq 143 ]] || fail "exitterm: exit $rc, expected 0 or 143: $(cat "$tmp/exitterm.err")"
+    check_trace exitterm "$tmp/exitterm.data" exit
+}
+scenario exitterm exitterm
 
 # a forked child that makes the calls and _exits: its own trace, complete
 fork() {

@@ -69,6 +69,20 @@ static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SI
 #define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
 static struct sigaction fatal_old[NSIG]; /* by signal number */
 
+/* The final flush of an exit, _exit or exec (rp_rt_shutdown) has ended;
+ * the calling thread is the one running it. */
+static atomic_int shutdown_done;
+static __thread int shutdown_mine;
+
+/* Waits, in 1 ms steps, until *flag is set or the final flush's deadline
+ * and 100 ms more have passed.  Cannot fail. */
+static void shutdown_wait(atomic_int *flag)
+{
+    struct timespec ms = {0, 1000000};
+    for (unsigned w = 0; w < rp_rt.exit_timeout_ms + 100 && !atomic_load(flag); w++)
+        nanosleep(&ms, NULL);
+}
+
 /* The forked child's part of a fatal signal: no writer thread, so the
  * handler writes what is recorded and END itself, once (fatal_done).  Not
  * when it interrupted the recorder on this thread.  Returns 1 when another
@@ -139,6 +153,12 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
             }
             nanosleep(&ms, NULL);
         }
+    } else if (!rp_is_writer && !shutdown_mine && atomic_load(&rp_rt.stopped) &&
+               !atomic_load(&rp_rt.fatal)) {
+        /* The final flush of an exit runs on another thread: the signal
+         * waits for it before it ends the process (END then says how the
+         * run ended: by that exit). */
+        shutdown_wait(&shutdown_done);
     }
     sigaction(sig, &fatal_old[sig], NULL);
     /* a fault comes back by itself when the instruction runs again */
@@ -781,18 +801,6 @@ static void empty_drop(void)
  * runs it returns at once if it comes back here (a handler that
  * interrupted its flush): waiting there would wait for itself.
  */
-static atomic_int shutdown_done;
-static __thread int shutdown_mine;
-
-/* Waits, in 1 ms steps, until *flag is set or the final flush's deadline
- * and 100 ms more have passed.  Cannot fail. */
-static void shutdown_wait(atomic_int *flag)
-{
-    struct timespec ms = {0, 1000000};
-    for (unsigned w = 0; w < rp_rt.exit_timeout_ms + 100 && !atomic_load(flag); w++)
-        nanosleep(&ms, NULL);
-}
-
 static void shutdown_run(uint64_t end_ticks);
 
 RP_HIDDEN void rp_rt_shutdown(void)

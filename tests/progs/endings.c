@@ -12,6 +12,10 @@
  *               calls _exit(9) (as pigz's does): a second signal runs it
  *               on another thread, whose _exit comes while the first
  *               one's final flush runs
+ *   exitterm    returns 0 from main; a thread, once an atexit handler has
+ *               run, waits 2 ms and then sends itself SIGTERM every 1 ms:
+ *               the signals come while the final flush of the exit runs
+ *               (status 0, or 143 if one ends the process after it)
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
  *   quick_exit  quick_exit(7)
@@ -39,6 +43,31 @@ static void own_exit(int sig)
 {
     (void)sig;
     _exit(9);
+}
+
+static volatile sig_atomic_t exiting;
+
+static void note_exit(void)
+{
+    exiting = 1;
+}
+
+static void nap_us(long us)
+{
+    struct timespec s = {0, us * 1000};
+    nanosleep(&s, NULL);
+}
+
+static void *poker(void *arg)
+{
+    while (!exiting)
+        nap_us(100);
+    nap_us(2000);
+    for (int i = 0; i < 100; i++) {
+        pthread_kill(pthread_self(), SIGTERM);
+        nap_us(1000);
+    }
+    return arg;
 }
 
 static void *sleeper(void *arg)
@@ -78,6 +107,13 @@ int main(int argc, char **argv)
         if (c < 0 || waitpid(c, &st, 0) != c)
             return 2;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (!strcmp(mode, "exitterm")) {
+        pthread_t t;
+        if (atexit(note_exit) != 0 || pthread_create(&t, NULL, poker, NULL) != 0)
+            return 2;
+        calls(n);
+        return 0;
     }
     calls(n);
     if (!strncmp(mode, "raise-", 6)) {
