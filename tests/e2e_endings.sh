@@ -12,6 +12,7 @@
 #   wait + kill   128+SIG   killed by signal SIG  (TERM INT HUP, from outside)
 #   own2 + kills  9         normally (its own handler's _exit, signalled
 #                           again while the first _exit's flush runs)
+#   ownexit2 + kills 9      the same with exit() in the handler
 #   exitterm      0 or 143  normally (SIGTERMs while exit's flush runs)
 #   _exit         5         normally
 #   _Exit         6         normally
@@ -130,25 +131,28 @@ for sig in TERM INT HUP; do
 done
 scenario killtwice killed TERM twice
 
-# the program's own handler that _exits (as pigz's does), signalled again
-# and again for about 20 ms: each later signal runs that handler on another
-# thread, whose _exit comes while the first one's final flush runs (one
-# buffer of 64 MiB holds all the calls, so the flush takes milliseconds)
-# and must wait for it, not end the process in the middle
-ownkilled() {
-    local N=1000000 rc=0 rec pid name=killown
+# the program's own handler that _exits (as pigz's does) or exits,
+# signalled again and again for about 20 ms: each later signal runs that
+# handler on another thread, whose _exit or exit comes while the first
+# one's final flush runs (one buffer of 64 MiB holds all the calls, so the
+# flush takes milliseconds) and must wait for it, not end the process in
+# the middle (glibc's exit() from a second thread would: it finds no
+# handler left and calls _exit)
+ownkilled() { # NAME MODE
+    local N=1000000 rc=0 rec pid name=$1
     sanitized && N=300000
     RANKPROF_BUFSIZE=67108864 $TMO "$RANKPROF" record -o "$tmp/$name.data" -- \
-        "$PROGS/prog_endings" own2 $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
+        "$PROGS/prog_endings" "$2" $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
     rec=$!
     pid=$(done_pid "$tmp/$name.out")
-    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "killown: the program never said done"; }
+    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "$name: the program never said done"; }
     for _ in 1 2 3 4 5 6 7 8 9 10; do kill -INT "$pid" 2>/dev/null || break; sleep 0.002; done
     wait $rec || rc=$?
-    [[ $rc -eq 9 ]] || fail "killown: exit $rc, expected 9 (its handler's _exit): $(cat "$tmp/$name.err")"
+    [[ $rc -eq 9 ]] || fail "$name: exit $rc, expected 9 (its handler's): $(cat "$tmp/$name.err")"
     check_trace "$name" "$tmp/$name.data" exit
 }
-scenario killown ownkilled
+scenario killown ownkilled killown own2
+scenario killownexit ownkilled killownexit ownexit2
 
 # a signal while the final flush of an exit runs: prog_endings exitterm
 # returns from main with 1 M calls in one 64 MiB buffer, and a thread sends

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * exec.c - the exec family, interposed, so that a program that execs
- * leaves a complete trace of the image it replaces.
+ * leaves a complete trace of the image it replaces; and the ends of a
+ * process that skip the destructors (_exit, _Exit, quick_exit, daemon's
+ * parent) or race them (exit from a second thread).
  *
  * exec replaces the process image without running atexit handlers or
  * destructors, so the recorder's final flush would never run and the
@@ -185,6 +187,27 @@ static __attribute__((noreturn)) void end_by(const char *name, int status)
     for (;;) /* not reached */
         ;
 }
+
+#ifdef RP_RT_SHARED
+/*
+ * exit: the first call goes on as it is (the recorder's destructor runs the
+ * final flush at its end); one from another thread while that is under way
+ * waits for the flush first (rp_rt_exit_begin).  Never fails, as
+ * end_by.  In librankprof.so only: linked into the program from
+ * librankprof.a, a definition of exit would clash with a static libc's.
+ */
+RP_API void exit(int status)
+{
+    exit_fn f = (exit_fn)dlsym(RTLD_NEXT, "exit");
+    if (getpid() == rec_pid)
+        rp_rt_exit_begin();
+    if (f)
+        f(status);
+    syscall(SYS_exit_group, status);
+    for (;;) /* not reached */
+        ;
+}
+#endif
 
 RP_API void _exit(int status)
 {

@@ -420,6 +420,9 @@ RP_HIDDEN void section_leave(struct rt_section *s);
 RP_HIDDEN int rp_rt_start(void);
 /* Final flush: bounded by RANKPROF_EXIT_TIMEOUT_MS; safe to call twice. */
 RP_HIDDEN void rp_rt_shutdown(void);
+/* exit() begins on this thread (exec.c's wrapper): waits, bounded, when
+ * another thread's exit() or final flush is under way (rt_start.c). */
+RP_HIDDEN void rp_rt_exit_begin(void);
 
 /* Writes a MAPS chunk now (the dlclose interposer, dl.c: the library's
  * mapping before it goes).  Nothing when the trace is not open or

@@ -803,6 +803,33 @@ static void empty_drop(void)
  */
 static void shutdown_run(uint64_t end_ticks);
 
+/*
+ * glibc before 2.41 lets a second thread's exit() end the process at once
+ * (it runs the handlers it finds left, then _exit) while the first is
+ * still in its handlers or in this flush, which then loses its end.  So a
+ * thread whose exit() comes while another thread's is under way (begun
+ * through the wrapper, or its final flush running) waits for the flush:
+ * at most twice the flush's deadline and 100 ms more, which leaves the
+ * first thread's atexit handlers some time too (a glibc that serialises
+ * exit() blocks the second caller for good).  The process that began it
+ * is remembered by pid: a forked child's exit is its own first.
+ */
+RP_HIDDEN void rp_rt_exit_begin(void)
+{
+    static atomic_int exiting; /* the pid whose exit() has begun, 0 = none */
+    static __thread int mine;
+    int me = (int)getpid(), prev = atomic_exchange(&exiting, me);
+    if (mine || shutdown_mine)
+        return;
+    if (prev != me && !(atomic_load(&rp_rt.stopped) && !atomic_load(&rp_rt.fatal))) {
+        mine = 1; /* the first */
+        return;
+    }
+    struct timespec ms = {0, 1000000};
+    for (unsigned w = 0; w < 2 * rp_rt.exit_timeout_ms + 100 && !atomic_load(&shutdown_done); w++)
+        nanosleep(&ms, NULL);
+}
+
 RP_HIDDEN void rp_rt_shutdown(void)
 {
     static atomic_int once;

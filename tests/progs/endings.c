@@ -12,6 +12,7 @@
  *               calls _exit(9) (as pigz's does): a second signal runs it
  *               on another thread, whose _exit comes while the first
  *               one's final flush runs
+ *   ownexit2    the same with a handler that calls exit(9)
  *   exitterm    returns 0 from main; a thread, once an atexit handler has
  *               run, waits 2 ms and then sends itself SIGTERM every 1 ms:
  *               the signals come while the final flush of the exit runs
@@ -43,6 +44,12 @@ static void own_exit(int sig)
 {
     (void)sig;
     _exit(9);
+}
+
+static void own_exit_std(int sig)
+{
+    (void)sig;
+    exit(9);
 }
 
 static volatile sig_atomic_t exiting;
@@ -124,12 +131,13 @@ int main(int argc, char **argv)
             raise(SIGRTMIN + atoi(mode + 12));
         return 3; /* not reached when the signal ends the process */
     }
-    if (!strcmp(mode, "wait") || !strcmp(mode, "wait2") || !strcmp(mode, "own2")) {
+    if (!strcmp(mode, "wait") || !strcmp(mode, "wait2") || !strncmp(mode, "own", 3)) {
         pthread_t t;
         int sleepers = strcmp(mode, "wait") ? 2 : 0;
-        if (!strcmp(mode, "own2")) {
-            signal(SIGINT, own_exit);
-            signal(SIGTERM, own_exit);
+        if (!strncmp(mode, "own", 3)) {
+            void (*h)(int) = !strcmp(mode, "ownexit2") ? own_exit_std : own_exit;
+            signal(SIGINT, h);
+            signal(SIGTERM, h);
         }
         for (int i = 0; i < sleepers; i++)
             if (pthread_create(&t, NULL, sleeper, NULL) != 0)
