@@ -207,6 +207,11 @@ struct rp_rt {
     /* the writer has started and is in its loop, where it allocates only
      * under drain_lock (fork waits for it: atfork_prepare) */
     _Atomic int writer_ready;
+    /* the writer has done its part of the final flush and leaves (the
+     * flush waits for this, not for the thread's end: a thread that ends
+     * runs its allocator's clean-up, whose lock a thread stopped by a
+     * signal inside malloc may hold) */
+    _Atomic int writer_finished;
     /* no writer thread (a forked child): threads write their own buffers
      * under drain_lock */
     int sync_write;

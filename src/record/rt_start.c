@@ -69,6 +69,14 @@ static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,   SIGILL,  SI
 #define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
 static struct sigaction fatal_old[NSIG]; /* by signal number */
 
+/* Sleeps 1 ms (the system call: not the interposer, waits.c, which would
+ * record a wait).  Cannot fail. */
+static void nap_ms(void)
+{
+    struct timespec ms = {0, 1000000};
+    syscall(SYS_nanosleep, &ms, NULL);
+}
+
 /* The final flush of an exit, _exit or exec (rp_rt_shutdown) has ended;
  * the calling thread is the one running it. */
 static atomic_int shutdown_done;
@@ -78,9 +86,8 @@ static __thread int shutdown_mine;
  * and 100 ms more have passed.  Cannot fail. */
 static void shutdown_wait(atomic_int *flag)
 {
-    struct timespec ms = {0, 1000000};
     for (unsigned w = 0; w < rp_rt.exit_timeout_ms + 100 && !atomic_load(flag); w++)
-        nanosleep(&ms, NULL);
+        nap_ms();
 }
 
 /* The forked child's part of a fatal signal: no writer thread, so the
@@ -825,9 +832,8 @@ RP_HIDDEN void rp_rt_exit_begin(void)
         mine = 1; /* the first */
         return;
     }
-    struct timespec ms = {0, 1000000};
     for (unsigned w = 0; w < 2 * rp_rt.exit_timeout_ms + 100 && !atomic_load(&shutdown_done); w++)
-        nanosleep(&ms, NULL);
+        nap_ms();
 }
 
 RP_HIDDEN void rp_rt_shutdown(void)
@@ -870,16 +876,10 @@ static void shutdown_run(uint64_t end_ticks)
     rp_own_unlock(&rp_rt.lock);
 
     int done = 1;
-    if (running) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += rp_rt.exit_timeout_ms / 1000;
-        ts.tv_nsec += (long)(rp_rt.exit_timeout_ms % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        done = pthread_timedjoin_np(rp_rt.writer, NULL, &ts) == 0;
+    if (running) { /* (its part done, not the thread's end: rp_rt.writer_finished) */
+        uint64_t end = rp_mono_ns() + (uint64_t)rp_rt.exit_timeout_ms * 1000000;
+        while (!(done = atomic_load(&rp_rt.writer_finished)) && rp_mono_ns() < end)
+            nap_ms();
     } else {
         rp_own_lock(&rp_rt.drain_lock);
         while (rp_rt_drain_once())

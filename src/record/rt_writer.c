@@ -725,6 +725,7 @@ static void *writer_main(void *arg)
         if (stopping && !n) {
             rp_rt_flush_partials(); /* what the threads still running have recorded */
             rp_own_unlock(&rp_rt.drain_lock);
+            atomic_store(&rp_rt.writer_finished, 1); /* (nothing of the recorder's after) */
             return NULL;
         }
         if (!n && atomic_load(&rp_rt_main_gone)) {
