@@ -13,12 +13,18 @@
  *   - the descriptor's cached type is forgotten when its number is reused
  *     through dup2() and close(): a pipe's number made a regular file
  *     records nothing, a regular file's number made a pipe records;
+ *   - a read of a descriptor in non-blocking mode records nothing, and
+ *     fcntl(F_SETFL) makes the cache forget the mode: O_NONBLOCK set, no
+ *     wait; cleared, a wait;
  *   - nanosleep and poll are one wait span each, the sleep at least as long
  *     as asked; errno is what the real call left (EAGAIN of an empty
  *     non-blocking pipe, EBADF);
  *   - every other interposed call but pause (made so that it returns at
  *     once) is one wait span of its own site, and leaves errno as the real
  *     call did; the _FORTIFY_SOURCE variants record the plain call's site;
+ *   - calls that cannot block record nothing: poll, ppoll, select,
+ *     pselect and the epoll waits with a zero timeout, recv with
+ *     MSG_DONTWAIT, accept and the recv family on non-blocking sockets;
  *   - a thread inside the recorder (t->guard) and a switched-off wait class
  *     record nothing (and the guard counts no dropped event);
  *   - pthread_cond_timedwait with the lock class on is REL m, the wait on
@@ -110,11 +116,25 @@ int main(void)
     CHECK_EQ(close(p[1]), 0);
     CHECK_EQ(close(f), 0);
     int q[2];
-    CHECK_EQ(pipe2(q, O_NONBLOCK), 0);
+    CHECK_EQ(pipe(q), 0);
     CHECK(q[0] == f || q[0] == p[0] || q[0] == p[1]); /* a number seen before */
+    CHECK_EQ(write(q[1], "abcdefgh", 8), 8);          /* (so that no call below blocks) */
+    CHECK_EQ(read(q[0], &c, 1), 1);
+    CHECK_EQ(since(&at, &r), 2);
+    check_span(r, RP_W_READ);
+    /* non-blocking (fcntl F_SETFL forgets the cached mode): no wait, even
+     * empty; blocking again: a wait */
+    CHECK_EQ(fcntl(q[0], F_SETFL, O_NONBLOCK), 0);
+    CHECK_EQ(read(q[0], &c, 1), 1);
+    CHECK_EQ(since(&at, &r), 0);
+    int e2[2];
+    CHECK_EQ(pipe2(e2, O_NONBLOCK), 0);
     errno = 0;
-    CHECK_EQ(read(q[0], &c, 1), -1); /* empty, non-blocking: EAGAIN, recorded */
+    CHECK_EQ(read(e2[0], &c, 1), -1); /* empty: EAGAIN, kept */
     CHECK_EQ(errno, EAGAIN);
+    CHECK_EQ(since(&at, &r), 0);
+    CHECK_EQ(fcntl(q[0], F_SETFL, 0), 0);
+    CHECK_EQ(read(q[0], &c, 1), 1);
     CHECK_EQ(since(&at, &r), 2);
     check_span(r, RP_W_READ);
     errno = 0;
@@ -122,8 +142,8 @@ int main(void)
     CHECK_EQ(errno, EBADF);
     CHECK_EQ(since(&at, &r), 0);
 
-    /* nanosleep and poll */
-    struct timespec ms = {0, 2000000};
+    /* nanosleep and poll (q is readable: it returns at once) */
+    struct timespec ms = {0, 2000000}, onesec = {1, 0};
     uint64_t c0 = rp_counter();
     CHECK_EQ(nanosleep(&ms, NULL), 0);
     CHECK_EQ(since(&at, &r), 2);
@@ -132,18 +152,30 @@ int main(void)
     if (rp_rt.freq > 0)
         CHECK((double)(r[1].ticks - r[0].ticks) * 1e9 / rp_rt.freq >= 2e6 * 0.99);
     struct pollfd pf = {q[0], POLLIN, 0};
-    CHECK_EQ(poll(&pf, 1, 0), 0);
+    CHECK_EQ(poll(&pf, 1, 1000), 1);
     CHECK_EQ(since(&at, &r), 2);
     check_span(r, RP_W_POLL);
 
-    /* every other blocking call: one span of its site, errno kept */
+    /* every other blocking call: one span of its site, errno kept (each
+     * made so that it returns at once: a readable descriptor, a pending
+     * connection, data in the socket) */
     {
-        int sv[2], ep = epoll_create1(0), ls = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+        int sv[2], ep = epoll_create1(0), ls = socket(AF_UNIX, SOCK_STREAM, 0), cl[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        CHECK_EQ(write(sv[1], "12345", 5), 5);
         CHECK(ep >= 0 && ls >= 0);
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        CHECK_EQ(bind(ls, (struct sockaddr *)&sa, sizeof(sa_family_t)), 0); /* autobind */
-        CHECK_EQ(listen(ls, 1), 0);
+        socklen_t sl = sizeof(sa_family_t);
+        CHECK_EQ(bind(ls, (struct sockaddr *)&sa, sl), 0); /* autobind */
+        CHECK_EQ(listen(ls, 4), 0);
+        sl = sizeof(sa);
+        CHECK_EQ(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+        for (int i = 0; i < 2; i++) { /* two pending connections */
+            cl[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+            CHECK_EQ(connect(cl[i], (struct sockaddr *)&sa, sl), 0);
+        }
+        struct epoll_event ev = {.events = EPOLLIN};
+        CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, q[0], &ev), 0);
         sem_t sem;
         CHECK_EQ(sem_init(&sem, 0, 1), 0);
         sigset_t none, usr;
@@ -151,8 +183,7 @@ int main(void)
         sigemptyset(&usr);
         sigaddset(&usr, SIGUSR1);
         pthread_sigmask(SIG_BLOCK, &usr, NULL);
-        struct timeval tv0 = {0, 0};
-        struct epoll_event ev;
+        struct timeval tv0 = {0, 0}, tv1 = {1, 0};
         struct msghdr msg = {0};
         struct iovec iov = {&c, 1};
         msg.msg_iov = &iov;
@@ -172,18 +203,24 @@ int main(void)
         CHECK_EQ(since(&at, &r), 2);                                                               \
         check_span(r, W);                                                                          \
     } while (0)
+/* a call that cannot block: no span */
+#define NOWAIT(CALL)                                                                               \
+    do {                                                                                           \
+        (void)(CALL);                                                                              \
+        CHECK_EQ(since(&at, &r), 0);                                                               \
+    } while (0)
         TRY(RP_W_CLOCK_NANOSLEEP, clock_nanosleep(CLOCK_MONOTONIC, 0, &zero, NULL), 0, 0);
         TRY(RP_W_USLEEP, usleep(0), 0, 0);
         TRY(RP_W_SLEEP, sleep(0), 0, 0);
-        TRY(RP_W_PPOLL, ppoll(&pf, 1, &zero, NULL), 0, 0);
+        TRY(RP_W_PPOLL, ppoll(&pf, 1, &onesec, NULL), 1, 0);
         fd_set rs;
         FD_ZERO(&rs);
         FD_SET(q[0], &rs);
-        TRY(RP_W_SELECT, select(q[0] + 1, &rs, NULL, NULL, &tv0), 0, 0);
+        TRY(RP_W_SELECT, select(q[0] + 1, &rs, NULL, NULL, &tv1), 1, 0);
         FD_SET(q[0], &rs);
-        TRY(RP_W_PSELECT, pselect(q[0] + 1, &rs, NULL, NULL, &zero, NULL), 0, 0);
-        TRY(RP_W_EPOLL_WAIT, epoll_wait(ep, &ev, 1, 0), 0, 0);
-        TRY(RP_W_EPOLL_PWAIT, epoll_pwait(ep, &ev, 1, 0, &none), 0, 0);
+        TRY(RP_W_PSELECT, pselect(q[0] + 1, &rs, NULL, NULL, &onesec, NULL), 1, 0);
+        TRY(RP_W_EPOLL_WAIT, epoll_wait(ep, &ev, 1, 1000), 1, 0);
+        TRY(RP_W_EPOLL_PWAIT, epoll_pwait(ep, &ev, 1, 1000, &none), 1, 0);
         CHECK_EQ(pthread_create(&th, NULL, nothing, NULL), 0);
         TRY(RP_W_PTHREAD_JOIN, pthread_join(th, NULL), 0, 0);
         TRY(RP_W_SEM_WAIT, sem_wait(&sem), 0, 0);
@@ -192,20 +229,22 @@ int main(void)
         TRY(RP_W_SEM_CLOCKWAIT, sem_clockwait(&sem, CLOCK_MONOTONIC, &past), -1, ETIMEDOUT);
         /* epoll_pwait2 needs Linux 5.11: a span either way */
         errno = 0;
-        res = epoll_pwait2(ep, &ev, 1, &zero, &none);
-        CHECK(res == 0 || errno == ENOSYS);
+        res = epoll_pwait2(ep, &ev, 1, &onesec, &none);
+        CHECK(res == 1 || errno == ENOSYS);
         CHECK_EQ(since(&at, &r), 2);
         check_span(r, RP_W_EPOLL_PWAIT2);
         TRY(RP_W_WAITPID, waitpid(-1, NULL, WNOHANG), -1, ECHILD);
         TRY(RP_W_WAIT, wait(NULL), -1, ECHILD);
         TRY(RP_W_WAITID, waitid(P_ALL, 0, &si, WEXITED | WNOHANG), -1, ECHILD);
         TRY(RP_W_SIGTIMEDWAIT, sigtimedwait(&usr, &si, &zero), -1, EAGAIN);
-        TRY(RP_W_ACCEPT, accept(ls, NULL, NULL), -1, EAGAIN);
-        TRY(RP_W_ACCEPT4, accept4(ls, NULL, NULL, 0), -1, EAGAIN);
-        TRY(RP_W_RECV, recv(sv[0], &c, 1, 0), -1, EAGAIN);
-        TRY(RP_W_RECVFROM, recvfrom(sv[0], &c, 1, 0, NULL, NULL), -1, EAGAIN);
-        TRY(RP_W_RECVMSG, recvmsg(sv[0], &msg, 0), -1, EAGAIN);
-        TRY(RP_W_READV, readv(q[0], &iov, 1), -1, EAGAIN);
+        int a1, a2;
+        TRY(RP_W_ACCEPT, a1 = accept(ls, NULL, NULL), a1, 0);
+        TRY(RP_W_ACCEPT4, a2 = accept4(ls, NULL, NULL, 0), a2, 0);
+        CHECK(a1 >= 0 && a2 >= 0);
+        TRY(RP_W_RECV, recv(sv[0], &c, 1, 0), 1, 0);
+        TRY(RP_W_RECVFROM, recvfrom(sv[0], &c, 1, 0, NULL, NULL), 1, 0);
+        TRY(RP_W_RECVMSG, recvmsg(sv[0], &msg, 0), 1, 0);
+        TRY(RP_W_READV, readv(q[0], &iov, 1), 1, 0);
         raise(SIGUSR1); /* blocked: pending, so the waits return at once */
         TRY(RP_W_SIGWAITINFO, sigwaitinfo(&usr, &si), SIGUSR1, 0);
         int sig = 0;
@@ -213,9 +252,33 @@ int main(void)
         TRY(RP_W_SIGWAIT, sigwait(&usr, &sig), 0, 0);
         CHECK_EQ(sig, SIGUSR1);
         /* what _FORTIFY_SOURCE calls: the plain call's site */
-        TRY(RP_W_POLL, __poll_chk(&pf, 1, 0, sizeof(pf)), 0, 0);
-        TRY(RP_W_READ, __read_chk(q[0], &c, 1, 1), -1, EAGAIN);
-        TRY(RP_W_RECV, __recv_chk(sv[0], &c, 1, 1, 0), -1, EAGAIN);
+        TRY(RP_W_POLL, __poll_chk(&pf, 1, 1000, sizeof(pf)), 1, 0);
+        TRY(RP_W_READ, __read_chk(q[0], &c, 1, 1), 1, 0);
+        TRY(RP_W_RECV, __recv_chk(sv[0], &c, 1, 1, 0), 1, 0);
+        /* calls that cannot block: a zero timeout, MSG_DONTWAIT, a
+         * non-blocking descriptor; not waits */
+        NOWAIT(poll(&pf, 1, 0));
+        NOWAIT(__poll_chk(&pf, 1, 0, sizeof(pf)));
+        NOWAIT(ppoll(&pf, 1, &zero, NULL));
+        FD_SET(q[0], &rs);
+        NOWAIT(select(q[0] + 1, &rs, NULL, NULL, &tv0));
+        FD_SET(q[0], &rs);
+        NOWAIT(pselect(q[0] + 1, &rs, NULL, NULL, &zero, NULL));
+        NOWAIT(epoll_wait(ep, &ev, 1, 0));
+        NOWAIT(epoll_pwait(ep, &ev, 1, 0, &none));
+        NOWAIT(epoll_pwait2(ep, &ev, 1, &zero, &none));
+        NOWAIT(recv(sv[0], &c, 1, MSG_DONTWAIT));
+        CHECK_EQ(fcntl(ls, F_SETFL, O_NONBLOCK), 0);
+        CHECK_EQ(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+        errno = 0;
+        NOWAIT(res = accept(ls, NULL, NULL));
+        CHECK(res == -1 && errno == EAGAIN);
+        NOWAIT(accept4(ls, NULL, NULL, 0));
+        NOWAIT(recv(sv[0], &c, 1, 0));
+        NOWAIT(recvfrom(sv[0], &c, 1, 0, NULL, NULL));
+        NOWAIT(recvmsg(sv[0], &msg, 0));
+        NOWAIT(__recv_chk(sv[0], &c, 1, 1, 0));
+#undef NOWAIT
 #undef TRY
         pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
         sem_destroy(&sem);
@@ -223,13 +286,19 @@ int main(void)
         close(sv[1]);
         close(ep);
         close(ls);
+        close(a1);
+        close(a2);
+        close(cl[0]);
+        close(cl[1]);
+        close(e2[0]);
+        close(e2[1]);
         (void)since(&at, &r);
     }
 
     /* inside the recorder: straight through */
     uint64_t reentered = rp_self->reentered;
     rp_self->guard = 1;
-    CHECK_EQ(poll(&pf, 1, 0), 0);
+    CHECK_EQ(poll(&pf, 1, 1000), 1);
     rp_self->guard = 0;
     CHECK_EQ(since(&at, &r), 0);
     CHECK_EQ(rp_self->reentered, reentered); /* not even tried (no drop counted) */
@@ -273,8 +342,8 @@ int main(void)
     /* the wait class off: nothing */
     rp_classes_set(0, RP_CLASS_BIT_WAIT);
     CHECK_EQ(nanosleep(&zero, NULL), 0);
-    CHECK_EQ(poll(&pf, 1, 0), 0);
-    CHECK_EQ(read(q[0], &c, 1), -1);
+    CHECK_EQ(poll(&pf, 1, 1000), 1);
+    CHECK_EQ(read(q[0], &c, 1), 1);
     CHECK_EQ(since(&at, &r), 0);
     rp_classes_set(RP_CLASS_BIT_WAIT, 0);
     close(q[0]);

@@ -19,15 +19,22 @@
  * holds the wait.
  *
  * What is recorded: every call of the functions below while the wait class
- * (RP_CLASS_BIT_WAIT) is on, except
- *   - read()/__read_chk()/readv() on a descriptor that cannot block for long: a
- *     regular file, a directory or a block device.  The type comes from one
- *     fstat() per descriptor, cached in fd_kind[] (descriptors below
- *     FD_CACHE) and forgotten when close(), dup2() or dup3() reuse the
- *     number; a descriptor closed behind our back (fclose() closes inside
- *     libc, close_range()) may keep a stale type until its number is closed
- *     here again, which only decides whether one read is a span.  Larger
- *     descriptors take an fstat() per read;
+ * (RP_CLASS_BIT_WAIT) is on, except those that cannot block, whose time is
+ * the caller's own work on the CPU (the kernel's, for it):
+ *   - read()/__read_chk()/readv(), accept()/accept4() and the recv family
+ *     on a descriptor that cannot block for long: a regular file, a
+ *     directory or a block device, or one in non-blocking mode (O_NONBLOCK:
+ *     an event loop's sockets); recv with MSG_DONTWAIT.  What a descriptor
+ *     is comes from one fstat() and one fcntl(F_GETFL) per descriptor,
+ *     cached in fd_kind[] (descriptors below FD_CACHE) and forgotten when
+ *     close(), dup2() or dup3() reuse the number or fcntl(F_SETFL) changes
+ *     its mode; a descriptor closed behind our back (fclose() closes inside
+ *     libc, close_range()) or switched by ioctl(FIONBIO) may keep a stale
+ *     entry until its number is closed here again, which only decides
+ *     whether one call is a span.  Larger descriptors take the two system
+ *     calls per call;
+ *   - poll, ppoll, select, pselect and the epoll waits with a zero timeout
+ *     (they only look);
  *   - the recorder's own calls: the writer thread's, and those of a thread
  *     inside the recorder (t->guard), pass straight through;
  *   - pthread_cond_wait/timedwait while the lock class is on: locks.c then
@@ -54,6 +61,8 @@
 #include "waits.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -123,7 +132,7 @@ RP_HIDDEN struct rp_site rp_wait_sites[RP_W_N] = {
 };
 
 /* The real functions: rp_wait_sites' order, then the two that are not waits. */
-enum { R_CLOSE = RP_W_N, R_DUP2, R_DUP3, R_NREAL };
+enum { R_CLOSE = RP_W_N, R_DUP2, R_DUP3, R_FCNTL, R_FCNTL64, R_NREAL };
 
 static const char *const real_names[R_NREAL] = {
     [RP_W_NANOSLEEP] = "nanosleep",
@@ -166,6 +175,8 @@ static const char *const real_names[R_NREAL] = {
     [R_CLOSE] = "close",
     [R_DUP2] = "dup2",
     [R_DUP3] = "dup3",
+    [R_FCNTL] = "fcntl",
+    [R_FCNTL64] = "fcntl64",
 };
 
 static void *_Atomic reals[R_NREAL];
@@ -225,9 +236,31 @@ __attribute__((constructor)) static void waits_ctor(void)
     } while (0)
 #define WAIT_CALL(W, ...) WAIT_CALL_AS(W, W, __VA_ARGS__)
 
+/* WAIT_CALL_AS when `may_block` holds, else the plain call: a call that
+ * cannot block (a zero timeout, a descriptor in non-blocking mode) is the
+ * caller's own work on the CPU, not a wait.  may_block is evaluated only
+ * when the wait class is on. */
+#define WAIT_CALL_IF(may_block, W, S, proto, FAIL, ...)                                            \
+    do {                                                                                           \
+        proto f_ = (proto)real(W);                                                                 \
+        if (unlikely(!f_)) {                                                                       \
+            errno = ENOSYS;                                                                        \
+            return FAIL;                                                                           \
+        }                                                                                          \
+        if (likely(!rp_wait_on()) || !(may_block))                                                 \
+            return f_(__VA_ARGS__);                                                                \
+        __typeof__(f_(__VA_ARGS__)) r_;                                                            \
+        RP_WAIT_SPAN(S, r_ = f_(__VA_ARGS__));                                                     \
+        return r_;                                                                                 \
+    } while (0)
+
+/* Whether a timeout as a timespec or timeval is zero: the call only looks. */
+#define TS_ZERO(ts) ((ts) != NULL && (ts)->tv_sec == 0 && (ts)->tv_nsec == 0)
+#define TV_ZERO(tv) ((tv) != NULL && (tv)->tv_sec == 0 && (tv)->tv_usec == 0)
+
 /* ---- descriptors: which reads may block ------------------------------------ */
 
-#define FD_CACHE 4096
+#define FD_CACHE 65536
 enum { FD_UNKNOWN = 0, FD_QUIET = 1, FD_BLOCKS = 2 };
 
 /* fd_kind[fd]: FD_UNKNOWN until a read asks, then what fstat said.  Relaxed
@@ -236,13 +269,17 @@ enum { FD_UNKNOWN = 0, FD_QUIET = 1, FD_BLOCKS = 2 };
 static _Atomic unsigned char fd_kind[FD_CACHE];
 
 /* Whether a read of fd may block: not a regular file, directory or block
- * device.  An fstat that fails says no (the read will fail too). */
+ * device, and not in non-blocking mode (O_NONBLOCK: such a read returns at
+ * once, data or EAGAIN, and its time is the kernel's work for the caller,
+ * on the CPU).  An fstat or fcntl that fails says no (the read will fail
+ * too). */
 static RP_NOINLINE int fd_blocks_slow(int fd)
 {
     struct stat st;
-    int e = errno;
-    int blocks =
-        fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISBLK(st.st_mode);
+    int e = errno, fl;
+    int blocks = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+                 !S_ISBLK(st.st_mode) && (fl = (int)syscall(SYS_fcntl, fd, F_GETFL)) >= 0 &&
+                 !(fl & O_NONBLOCK);
     errno = e;
     if ((unsigned)fd < FD_CACHE)
         atomic_store_explicit(&fd_kind[fd], blocks ? FD_BLOCKS : FD_QUIET, memory_order_relaxed);
@@ -309,6 +346,41 @@ RP_INTERPOSE int dup3(int old, int fd, int flags)
     return r;
 }
 
+typedef int (*fcntl_fn)(int, int, ...);
+
+/* fcntl: forwarded as it is; F_SETFL (O_NONBLOCK on or off) forgets what is
+ * known of the descriptor.  Its third argument is passed on as the one
+ * word every command takes (an int, a long or a pointer), as libc's own
+ * fcntl reads it. */
+static int fcntl_as(unsigned w, int fd, int cmd, void *arg)
+{
+    fcntl_fn f = (fcntl_fn)real(w);
+    if (unlikely(!f))
+        return (int)syscall(SYS_fcntl, fd, cmd, arg);
+    int r = f(fd, cmd, arg);
+    if (cmd == F_SETFL)
+        fd_forget(fd);
+    return r;
+}
+
+RP_INTERPOSE int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_as(R_FCNTL, fd, cmd, arg);
+}
+
+RP_INTERPOSE int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_as(R_FCNTL64, fd, cmd, arg);
+}
+
 /* ---- sleeping -------------------------------------------------------------- */
 
 typedef int (*nanosleep_fn)(const struct timespec *, struct timespec *);
@@ -369,52 +441,55 @@ typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct time
 
 RP_INTERPOSE int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    WAIT_CALL(RP_W_POLL, poll_fn, -1, fds, n, timeout);
+    WAIT_CALL_IF(timeout != 0, RP_W_POLL, RP_W_POLL, poll_fn, -1, fds, n, timeout);
 }
 
 RP_INTERPOSE int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
-    WAIT_CALL_AS(RP_W_POLL_CHK, RP_W_POLL, poll_chk_fn, -1, fds, n, timeout, len);
+    WAIT_CALL_IF(timeout != 0, RP_W_POLL_CHK, RP_W_POLL, poll_chk_fn, -1, fds, n, timeout, len);
 }
 
 RP_INTERPOSE int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                        const sigset_t *mask)
 {
-    WAIT_CALL(RP_W_PPOLL, ppoll_fn, -1, fds, n, ts, mask);
+    WAIT_CALL_IF(!TS_ZERO(ts), RP_W_PPOLL, RP_W_PPOLL, ppoll_fn, -1, fds, n, ts, mask);
 }
 
 RP_INTERPOSE int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                              const sigset_t *mask, size_t len)
 {
-    WAIT_CALL_AS(RP_W_PPOLL_CHK, RP_W_PPOLL, ppoll_chk_fn, -1, fds, n, ts, mask, len);
+    WAIT_CALL_IF(!TS_ZERO(ts), RP_W_PPOLL_CHK, RP_W_PPOLL, ppoll_chk_fn, -1, fds, n, ts, mask, len);
 }
 
 RP_INTERPOSE int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-    WAIT_CALL(RP_W_SELECT, select_fn, -1, n, r, w, x, tv);
+    WAIT_CALL_IF(!TV_ZERO(tv), RP_W_SELECT, RP_W_SELECT, select_fn, -1, n, r, w, x, tv);
 }
 
 RP_INTERPOSE int pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
                          const sigset_t *mask)
 {
-    WAIT_CALL(RP_W_PSELECT, pselect_fn, -1, n, r, w, x, ts, mask);
+    WAIT_CALL_IF(!TS_ZERO(ts), RP_W_PSELECT, RP_W_PSELECT, pselect_fn, -1, n, r, w, x, ts, mask);
 }
 
 RP_INTERPOSE int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
-    WAIT_CALL(RP_W_EPOLL_WAIT, epoll_wait_fn, -1, ep, ev, max, timeout);
+    WAIT_CALL_IF(timeout != 0, RP_W_EPOLL_WAIT, RP_W_EPOLL_WAIT, epoll_wait_fn, -1, ep, ev, max,
+                 timeout);
 }
 
 RP_INTERPOSE int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
                              const sigset_t *mask)
 {
-    WAIT_CALL(RP_W_EPOLL_PWAIT, epoll_pwait_fn, -1, ep, ev, max, timeout, mask);
+    WAIT_CALL_IF(timeout != 0, RP_W_EPOLL_PWAIT, RP_W_EPOLL_PWAIT, epoll_pwait_fn, -1, ep, ev, max,
+                 timeout, mask);
 }
 
 RP_INTERPOSE int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts,
                               const sigset_t *mask)
 {
-    WAIT_CALL(RP_W_EPOLL_PWAIT2, epoll_pwait2_fn, -1, ep, ev, max, ts, mask);
+    WAIT_CALL_IF(!TS_ZERO(ts), RP_W_EPOLL_PWAIT2, RP_W_EPOLL_PWAIT2, epoll_pwait2_fn, -1, ep, ev,
+                 max, ts, mask);
 }
 
 /* ---- threads, semaphores, children, signals -------------------------------- */
@@ -497,40 +572,44 @@ typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
 
 RP_INTERPOSE int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    WAIT_CALL(RP_W_ACCEPT, accept_fn, -1, fd, addr, len);
+    WAIT_CALL_IF(fd_blocks(fd), RP_W_ACCEPT, RP_W_ACCEPT, accept_fn, -1, fd, addr, len);
 }
 
 RP_INTERPOSE int accept4(int fd, struct sockaddr *restrict addr, socklen_t *restrict len, int flags)
 {
-    WAIT_CALL(RP_W_ACCEPT4, accept4_fn, -1, fd, addr, len, flags);
+    WAIT_CALL_IF(fd_blocks(fd), RP_W_ACCEPT4, RP_W_ACCEPT4, accept4_fn, -1, fd, addr, len, flags);
 }
 
 RP_INTERPOSE ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-    WAIT_CALL(RP_W_RECV, recv_fn, -1, fd, buf, n, flags);
+    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECV, RP_W_RECV, recv_fn, -1, fd,
+                 buf, n, flags);
 }
 
 RP_INTERPOSE ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
-    WAIT_CALL_AS(RP_W_RECV_CHK, RP_W_RECV, recv_chk_fn, -1, fd, buf, n, buflen, flags);
+    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECV_CHK, RP_W_RECV, recv_chk_fn,
+                 -1, fd, buf, n, buflen, flags);
 }
 
 RP_INTERPOSE ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
                               struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    WAIT_CALL(RP_W_RECVFROM, recvfrom_fn, -1, fd, buf, n, flags, addr, len);
+    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVFROM, RP_W_RECVFROM,
+                 recvfrom_fn, -1, fd, buf, n, flags, addr, len);
 }
 
 RP_INTERPOSE ssize_t __recvfrom_chk(int fd, void *restrict buf, size_t n, size_t buflen, int flags,
                                     struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    WAIT_CALL_AS(RP_W_RECVFROM_CHK, RP_W_RECVFROM, recvfrom_chk_fn, -1, fd, buf, n, buflen, flags,
-                 addr, len);
+    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVFROM_CHK, RP_W_RECVFROM,
+                 recvfrom_chk_fn, -1, fd, buf, n, buflen, flags, addr, len);
 }
 
 RP_INTERPOSE ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-    WAIT_CALL(RP_W_RECVMSG, recvmsg_fn, -1, fd, msg, flags);
+    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVMSG, RP_W_RECVMSG, recvmsg_fn,
+                 -1, fd, msg, flags);
 }
 
 /* read: a wait only on a descriptor that may block (fd_blocks).  A read

@@ -16,7 +16,13 @@
  *   sleeper  sleeps 2 ms, N times (nanosleep x N).
  *   reader   reads N bytes from a pipe, one per read() after a poll() and
  *            a select() on it: poll x N, select x N, read x N.
- *            The writer of the pipe is the producer.
+ *            The writer of the pipe is the producer.  Each time it also
+ *            makes calls that cannot block, none of them a wait: a poll()
+ *            and a select() with a zero timeout, a read() of an empty pipe
+ *            in non-blocking mode and a recv() with MSG_DONTWAIT of an
+ *            empty socket (both EAGAIN); at the end it puts that pipe back
+ *            in blocking mode (fcntl F_SETFL) with a byte in it and reads
+ *            it: a wait, read x N + 1 in all.
  *   producer N times: computes (crunch, a computing leaf, ~3 ms), writes
  *            one byte to the pipe, posts an item to the waiter.
  *
@@ -33,6 +39,7 @@
  *
  * The program prints "items=N wakeups=W bytes=N" and exits 0.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -40,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,9 +101,12 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+static int nbpipe[2], sockets[2];
+
 static void *reader(void *arg)
 {
     long *got = arg;
+    char c;
     for (int i = 0; i < n_items; i++) {
         struct pollfd pf = {pipefd[0], POLLIN, 0};
         if (poll(&pf, 1, -1) != 1)
@@ -105,11 +116,20 @@ static void *reader(void *arg)
         FD_SET(pipefd[0], &rs);
         if (select(pipefd[0] + 1, &rs, NULL, NULL, NULL) != 1)
             exit(3);
-        char c;
         if (read(pipefd[0], &c, 1) != 1)
             exit(4);
         (*got)++;
+        /* calls that cannot block: not waits */
+        struct timeval zero = {0, 0};
+        if (poll(&pf, 1, 0) < 0 || select(pipefd[0] + 1, &rs, NULL, NULL, &zero) < 0 ||
+            read(nbpipe[0], &c, 1) != -1 || recv(sockets[0], &c, 1, MSG_DONTWAIT) != -1)
+            exit(8);
     }
+    /* blocking again (forgotten by the recorder's fcntl): a wait */
+    int fl = fcntl(nbpipe[0], F_GETFL);
+    if (write(nbpipe[1], "y", 1) != 1 || fl < 0 ||
+        fcntl(nbpipe[0], F_SETFL, fl & ~O_NONBLOCK) != 0 || read(nbpipe[0], &c, 1) != 1)
+        exit(9);
     return NULL;
 }
 
@@ -169,7 +189,8 @@ int main(int argc, char **argv)
     if (fd < 0 || read(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
         return 6;
     close(fd);
-    if (pipe(pipefd) != 0)
+    if (pipe(pipefd) != 0 || pipe2(nbpipe, O_NONBLOCK) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sockets) != 0)
         return 7;
     pthread_t t[6];
     long got = 0;
