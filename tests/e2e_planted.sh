@@ -16,8 +16,8 @@
 #     once under each edge above it, the same with 0 and 4 replay workers
 #     (chunks replayed apart and joined), and the flags too; and the
 #     ranking with --weight calls against a dense solve from those counts;
-#   - the rules' own switches: --threshold jitter-floor-ns, rate-idle and
-#     rate-duty set high / low take exactly their flag away, and
+#   - the rules' own switches: --threshold jitter-floor-ns, jitter-run,
+#     rate-idle and rate-duty set high / low take exactly their flag away, and
 #     rate-waits=0 gives batch_item (whose caller waited once) RATE (not
 #     under TSan, whose slowness blurs that timing).
 #
@@ -244,6 +244,7 @@ t() {
 thresholds() {
     local bad=0
     t jitter-floor-ns=1000000 lookup "" || bad=1
+    t jitter-run=0.5 lookup "" || bad=1
     t rate-idle=1 overrun_task "" || bad=1
     t rate-duty=0 overrun_task "" || bad=1
     t hot-self=0.9 hot_leaf "" || bad=1

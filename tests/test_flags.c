@@ -550,6 +550,38 @@ static void test_flags_contended_run(void)
 }
 
 /*
+ * JITTER wants its tail to cost the run something (jitter-run): 200 calls,
+ * 8 of them 100,000 ticks against a median of 1000, so 792,000 ticks
+ * beyond the median: 0.79 % of a run of 10^8 ticks (JITTER), 0.079 % of
+ * one of 10^9 (not: under 0.1 %), and JITTER again there with jitter-run 0.
+ */
+static void test_flags_jitter_run(void)
+{
+    struct rp_flag_opts fo;
+    rp_flag_opts_default(&fo);
+    for (int k = 0; k < 3; k++) {
+        struct rp_thread th = {.tid = 1, .first = 0, .last = k ? 1000000000 : 100000000};
+        clear_nodes();
+        struct rp_profile p = profile_of(2, 0, th.last, 1.0);
+        p.own_known = 1;
+        p.threads = &th;
+        p.n_threads = 1;
+        set_node(1, RP_KIND_FUNC, 200, 0, 0);
+        fn[1].excl = fn[1].incl = 192 * 1000 + 8 * 100000;
+        struct rp_node_x *x = xs(1);
+        for (uint32_t c = 0; c < 200; c++)
+            CHECK(rp_hist_add(&x->hist, c % 25 == 24 ? 100000 : 1000) == 0);
+        set_max(1, 100000);
+        x->min = x->oncpu_min = 1000;
+        x->below_res = 0;
+        fo.hot_self = 2; /* (HOT off) */
+        fo.jitter_run = k == 2 ? 0.0 : 0.001;
+        CHECK(rp_flags_apply(&p, &fo) == 0);
+        CHECK_EQ(fn[1].flags, k == 1 ? 0 : RP_FLAG_JITTER);
+    }
+}
+
+/*
  * DISPATCH's fan-out by time passes its threshold (2) by half the margin,
  * 2.5: d2 splits its time evenly between two callees (2.0 by calls and by
  * time, which can only move below 2.0 from run to run): not DISPATCH;
@@ -716,6 +748,7 @@ static const struct check_case cases[] = {
     {"hot_run", test_flags_hot_run},
     {"fanout_margin", test_flags_fanout_margin},
     {"contended_run", test_flags_contended_run},
+    {"jitter_run", test_flags_jitter_run},
     {"edge_order", test_flags_edge_order},
 };
 

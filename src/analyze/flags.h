@@ -35,6 +35,8 @@ struct rp_flag_opts {
     double rate_period;          /* on-CPU max >= 0.5 x period */
     double contended_ratio;      /* wait >= 0.10 x hold */
     double jitter_rare;          /* and those slow <= 0.25 of its calls (a tail, not a mode) */
+    double jitter_run;           /* and their own time beyond the median >= 0.001 of the run's
+                                    length (hot_run's) */
     uint64_t contended_waits;    /* and >= 3 contended acquisitions (waits) */
     double contended_run;        /* and the waits >= 0.005 of the run's length (hot_run's) */
 };

@@ -59,6 +59,8 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
         f->rate_period = rp_opt_double("--threshold rate-period", v, 0, 1e12);
     else if (K("jitter-rare"))
         f->jitter_rare = rp_opt_double("--threshold jitter-rare", v, 0, 1);
+    else if (K("jitter-run"))
+        f->jitter_run = rp_opt_double("--threshold jitter-run", v, 0, 1);
     else if (K("contended-ratio"))
         f->contended_ratio = rp_opt_double("--threshold contended-ratio", v, 0, 1e12);
     else if (K("contended-waits"))
@@ -70,7 +72,7 @@ static void set_threshold(struct rp_flag_opts *f, const char *kv)
             "report",
             "--threshold: unknown key '%.*s' (dispatch-involvement, dispatch-self, "
             "dispatch-fanout, dispatch-margin, hot-self, hot-run, jitter-calls, jitter-quantile, "
-            "jitter-ratio, jitter-slow, jitter-rare, "
+            "jitter-ratio, jitter-slow, jitter-rare, jitter-run, "
             "jitter-floor-ns, rate-calls, rate-spread, rate-duty, rate-idle, rate-waits, "
             "rate-period, "
             "contended-ratio, contended-waits, contended-run)",
