@@ -21,11 +21,13 @@
 #             80; the final trace has 81
 #   refused   top on no process, with bad options: exit status 1 or 2 and
 #             a message saying why
+#   running   top on a thread that never blocks (prog_busy): its open
+#             frame counts, so its tree has standing (below)
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_top RANKPROF PROGS RP_LIB
-need_progs server
+need_progs server busy
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -190,6 +192,48 @@ else
     scenario batch batch
     scenario live live
 fi
+# A thread that never blocks: prog_busy's worker calls step() (then tiny())
+# in a loop that does not end while top reads the table, and main waits in
+# pthread_join.  Its open frame, worker, counts as ending at the snapshot as
+# a blocked thread's do (published at each run of its engine), so worker
+# has 1 call and the walk from <root> reaches its tree: worker, step and
+# tiny have standing above 0.00 % (without it: no worker row, and step and
+# tiny at 0.00 %).
+running() {
+    "$RANKPROF" record --mode direct -o "$tmp/busy.rp" -- "$PROGS/prog_busy" 1 100000000000 100 \
+        >"$tmp/busy.out" 2>&1 &
+    rec=$!
+    local i p=
+    for i in $(seq 100); do
+        p=$(pgrep -P "$rec" prog_busy || true)
+        [[ -n $p ]] && break
+        sleep 0.1
+    done
+    [[ -n $p ]] || fail "prog_busy did not start: $(cat "$tmp/busy.out")"
+    at_exit "kill $p 2>/dev/null"
+    sleep 0.5
+    "$RANKPROF" top -b -n 1 --no-chains "$p" >"$tmp/busy.top" 2>&1 || fail "top: $(cat "$tmp/busy.top")"
+    kill "$p"
+    wait "$rec" || true
+    python3 - "$tmp/busy.top" <<'PY2' || fail "the running thread's tree: $(cat "$tmp/busy.top")"
+import re, sys
+rows = {}
+for l in open(sys.argv[1]):
+    m = re.match(r"^\s*\d+\s+(\S+)%\s+\S+%\s+(\d+)\S*\s+.*\s(\w+) \(busy\.c:\d+\)$", l)
+    if m:
+        rows[m.group(3)] = (float(m.group(1)), int(m.group(2)))
+bad = []
+if rows.get("worker", (0, 0))[1] != 1:
+    bad.append(f"worker: {rows.get('worker')}, expected 1 call (its open frame)")
+for f in ("worker", "step", "tiny"):
+    if rows.get(f, (0, 0))[0] <= 0:
+        bad.append(f"{f}: standing {rows.get(f)}, expected above 0")
+if bad:
+    sys.exit("\n".join(bad))
+PY2
+}
+
 scenario trace trace
 scenario refused refused
+scenario running running
 finish

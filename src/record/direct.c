@@ -516,9 +516,10 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
     if (p == e)
         return;
     uint64_t t0 = rp_ticks(), off = d->stolen;
-    if (__builtin_expect(d->park_n != 0, 0)) { /* the tables change: no longer parked */
+    if (__builtin_expect(d->park_n != 0 && !d->park_running, 0)) {
+        /* the tables change: its frames no longer agree with them exactly */
         STR(d->park_seq, d->park_seq + 1);
-        ST(d->park_n, 0);
+        ST(d->park_running, 1);
         STR(d->park_seq, d->park_seq + 1);
         atomic_thread_fence(memory_order_release); /* before the tables change */
     }
@@ -538,6 +539,7 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
     rp_pos_set(&d->tb, d->batch);
     uint64_t t1 = rp_ticks();
     d->stolen = off + (t1 > t0 ? t1 - t0 : 0);
+    rp_dengine_park(d, 1); /* its open frames now, for a snapshot (direct_pub.c) */
 }
 
 /*
@@ -556,7 +558,7 @@ RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now)
     frames_close(d, now);
 }
 
-RP_HIDDEN void rp_dengine_park(struct rp_dthread *d)
+RP_HIDDEN void rp_dengine_park(struct rp_dthread *d, int running)
 {
     uint32_t n = d->over ? 0 : (uint32_t)(d->top - d->stack);
     if (n > PARK_MAX)
@@ -571,6 +573,7 @@ RP_HIDDEN void rp_dengine_park(struct rp_dthread *d)
     }
     ST(d->park_stolen, d->stolen);
     ST(d->park_n, n);
+    ST(d->park_running, (uint32_t)running);
     STR(d->park_seq, d->park_seq + 1);
 }
 

@@ -199,14 +199,20 @@ struct rp_dthread {
     uint8_t win_off, windowed;
     struct dtable tab;
     /*
-     * The open frames when the thread last blocked with its batch applied
-     * (rp_direct_idle), outermost first, for the statistics of a running
-     * process (direct_pub.c): written by the owner under park_seq (odd
-     * while written), emptied by the engine's next run (the tables then
-     * change); read by snapshots with relaxed loads, kept if park_seq is
-     * the same before and after they read the table too.
+     * The thread's open frames, outermost first, for the statistics of a
+     * running process (direct_pub.c): written by the owner under park_seq
+     * (odd while written) when it blocks with its batch applied
+     * (rp_direct_idle: park_running 0) and at the end of each run of its
+     * engine (park_running 1: a thread that never blocks, an event loop,
+     * has its open frames counted too).  Read by snapshots with relaxed
+     * loads, kept if park_seq is the same before and after they read them;
+     * a blocked thread's only if it is the same after they read the table
+     * too (they then agree exactly), a running thread's anyway (they are
+     * at most one batch of events older than the table: a frame that ended
+     * since may be counted twice, once open).  The engine's next run turns
+     * a blocked thread's frames into a running one's.
      */
-    uint32_t park_seq, park_n;
+    uint32_t park_seq, park_n, park_running;
     uint64_t park_stolen; /* d->stolen then: now on the engine-free clock */
     struct dpark park[PARK_MAX];
     struct rp_dthread *next; /* in dg.live, under rp_rt.direct_lock */
@@ -336,7 +342,7 @@ RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now);
 
 /* Publishes d's open frames (d's own thread, batch applied, guard held),
  * or none beyond PARK_MAX or the stack's bound.  Cannot fail. */
-RP_HIDDEN void rp_dengine_park(struct rp_dthread *d);
+RP_HIDDEN void rp_dengine_park(struct rp_dthread *d, int running);
 
 /* Adds to t (the caller's) the n open frames f of a thread as activations
  * ending at now (engine-free clock), counted as cut, with their edges, as
@@ -356,7 +362,8 @@ struct snap {
 RP_HIDDEN int rp_dsnap_take(struct snap *s);
 
 /* Set on a thread (direct_pub.c): its snapshots also count the open frames
- * of the threads that are blocked (rp_dengine_park) as ending now. */
+ * every other thread published (rp_dengine_park: blocked, or as of its
+ * engine's last run) as ending now. */
 RP_HIDDEN extern __thread int rp_dsnap_open;
 
 /* Frees a snapshot.  Cannot fail. */

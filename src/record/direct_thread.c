@@ -128,7 +128,7 @@ static void run_self(int close, int park)
     if (close)
         rp_dengine_close(d, rp_ticks() - d->stolen);
     else if (park)
-        rp_dengine_park(d);
+        rp_dengine_park(d, 0);
     atomic_signal_fence(memory_order_seq_cst);
     d->tb.guard = 0;
 }
@@ -265,18 +265,22 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
     for (struct rp_dthread *d = dg.live; d; d = d->next) {
         struct tsum *t = &s->th[s->nth++];
         tsum_of(d, t, d == dself);
-        uint32_t seq = rp_dsnap_open && d != dself ? LDA(d->park_seq) : 1, n = 0;
+        uint32_t seq = rp_dsnap_open && d != dself ? LDA(d->park_seq) : 1, n = 0, running = 0;
         uint64_t stolen = 0;
-        if (!(seq & 1)) { /* blocked: its open frames, if still so after its table */
+        if (!(seq & 1)) { /* its open frames (struct rp_dthread, park_seq) */
             n = LD(d->park_n);
+            running = LD(d->park_running);
             for (uint32_t i = 0; i < n && i < PARK_MAX; i++)
                 park[i] =
                     (struct dpark){LD(d->park[i].key), LD(d->park[i].start), LD(d->park[i].child)};
             stolen = LD(d->park_stolen);
+            atomic_thread_fence(memory_order_acquire);
+            if (LD(d->park_seq) != seq)
+                n = 0; /* (read while written) */
         }
         t->dropped += rp_dtab_merge(&s->tab, &d->tab);
         atomic_thread_fence(memory_order_acquire);
-        if (!(seq & 1) && n && n <= PARK_MAX && LD(d->park_seq) == seq)
+        if (n && n <= PARK_MAX && (running || LD(d->park_seq) == seq))
             rp_dtab_add_open(&s->tab, park, n, rp_ticks() - stolen);
     }
     rp_own_unlock(&rp_rt.direct_lock);
