@@ -116,7 +116,8 @@ static void put_counts(const struct rp_profile *p)
     printf("lost events: %llu", (unsigned long long)p->lost);
     rp_report_lost_why(stdout, p); /* the reasons, when the trace gives them */
     putchar('\n');
-    printf("unmatched:   %llu exits without an entry, %llu spans dropped at lost events\n",
+    printf("unmatched:   %llu exits without an entry, %llu spans dropped at lost events or "
+           "lock holds never released\n",
            (unsigned long long)p->unmatched_exits, (unsigned long long)p->unclosed);
     printf("cut:         %llu frames unwound without their exit (longjmp, exceptions), %llu "
            "open when their thread or the run ended; ended there with their time\n",

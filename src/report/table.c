@@ -324,7 +324,8 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
     if (unmatched || unclosed)
         fprintf(out,
                 "note: %" PRIu64 " unmatched exit%s and %" PRIu64
-                " unclosed span%s were counted, not guessed\n",
+                " unclosed span%s (dropped at lost events, or lock holds never released) were "
+                "counted, not guessed\n",
                 unmatched, unmatched == 1 ? "" : "s", unclosed, unclosed == 1 ? "" : "s");
     if (p->running && p->cut && !p->unwound)
         fprintf(out,
