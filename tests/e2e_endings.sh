@@ -14,6 +14,7 @@
 #                           again while the first _exit's flush runs)
 #   ownexit2 + kills 9      the same with exit() in the handler
 #   exitterm      0 or 143  normally (SIGTERMs while exit's flush runs)
+#   count         0         normally (timeout -s INT: one SIGINT, not two)
 #   _exit         5         normally
 #   _Exit         6         normally
 #   quick_exit    7         normally
@@ -174,6 +175,22 @@ exitterm() {
     check_trace exitterm "$tmp/exitterm.data" exit
 }
 scenario exitterm exitterm
+
+# `timeout -s INT` sends SIGINT to `rankprof record` and to its process
+# group; the program, in a group of its own outside a terminal's
+# foreground, gets it once, from record (twice, it would quit at once where
+# a first one asks for a graceful end, as Redis does): prog_endings count
+# counts its SIGINTs for 0.5 s after the first and says 1; the trace has
+# every call and its END
+group_once() {
+    local rc=0
+    timeout -s INT 1 "$RANKPROF" record -o "$tmp/count.data" -- "$PROGS/prog_endings" count $N \
+        >"$tmp/count.out" 2>"$tmp/count.err" || rc=$?
+    [[ $rc -eq 124 ]] || fail "group: timeout exited $rc, expected 124: $(cat "$tmp/count.err")"
+    grep -qx "signals=1" "$tmp/count.out" || fail "group: the program got $(grep signals "$tmp/count.out") SIGINTs, expected 1"
+    check_trace count "$tmp/count.data" exit
+}
+scenario group group_once
 
 # a forked child that makes the calls and _exits: its own trace, complete
 fork() {

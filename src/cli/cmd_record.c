@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
 #include <libgen.h>
@@ -44,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -253,6 +255,8 @@ static int trace_end(const char *path, uint32_t *flags, uint64_t *lost)
 
 /* The program record runs; 0 until it is forked. */
 static volatile pid_t child_pid;
+/* 1: the program runs in a process group of its own (run_program) */
+static volatile sig_atomic_t child_own_group;
 static time_t child_start; /* the wall clock (s) just before it was forked */
 
 /*
@@ -378,18 +382,57 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 /*
  * Passes a signal sent to record on to the program, whose trace is then
  * written by its own ending; record keeps waiting and reports after it.
- * A signal from the terminal (si_code SI_KERNEL: Ctrl-C, a hang-up) has
- * reached the program's process group already and is not sent twice.
- * Async-signal-safe: kill only.  Cannot fail visibly (a program already
- * gone makes kill fail, and waitpid then returns).
+ * In record's process group (run_program), a signal from the terminal
+ * (si_code SI_KERNEL: Ctrl-C, a hang-up) has reached the program already
+ * and is not sent twice.  In its own group the program gets only what
+ * record passes on, once: the same signal from the same sender again
+ * within 50 ms is one signal sent two ways (`timeout` signals record and
+ * its process group).  Async-signal-safe: kill and clock_gettime only.
+ * Cannot fail visibly (a program already gone makes kill fail, and
+ * waitpid then returns).
  */
 static void forward_signal(int sig, siginfo_t *si, void *uc)
 {
+    static int64_t last_ns[NSIG];
+    static pid_t last_pid[NSIG];
     (void)uc;
     int saved = errno;
-    if (child_pid > 0 && (si == NULL || si->si_code != SI_KERNEL))
-        kill(child_pid, sig);
+    if (child_pid <= 0 || sig <= 0 || sig >= NSIG)
+        goto out;
+    if (!child_own_group) {
+        if (si == NULL || si->si_code != SI_KERNEL)
+            kill(child_pid, sig);
+        goto out;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    pid_t from = si ? si->si_pid : 0;
+    if (last_ns[sig] && now - last_ns[sig] < 50000000 && from == last_pid[sig])
+        goto out;
+    last_ns[sig] = now;
+    last_pid[sig] = from;
+    kill(child_pid, sig);
+out:
     errno = saved;
+}
+
+/*
+ * Whether record runs in its terminal's foreground process group: used
+ * interactively, where the terminal's signals (Ctrl-C) and job control
+ * (Ctrl-Z, fg) reach the program directly, in record's group.  Not with
+ * no terminal, in a background job, or in a group that `timeout` or a
+ * supervisor made: signals sent to that group would reach the program and
+ * record alike, and record would pass them on a second time.  Cannot fail.
+ */
+static int in_foreground(void)
+{
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    pid_t fg = tcgetpgrp(fd);
+    close(fd);
+    return fg > 0 && fg == getpgrp();
 }
 
 /* What the command line asks for. */
@@ -655,9 +698,14 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
 }
 
 /* Runs argv[0] with argv, passing SIGINT, SIGTERM and SIGHUP on to it, and
- * returns its wait status.  Dies when it cannot be started or waited for. */
+ * returns its wait status.  Outside a terminal's foreground the program
+ * runs in a process group of its own and ends if record is killed
+ * (PR_SET_PDEATHSIG: a group SIGKILL, `timeout -k`, reaches only
+ * record's group).  Dies when it cannot be started or waited for. */
 static int run_program(char **argv)
 {
+    int own = !in_foreground();
+    pid_t self = getpid();
     /* SIGINT, SIGTERM and SIGHUP are the program's: record passes them on
      * and waits for it (forward_signal).  Blocked across the fork, so that
      * one arriving before the handlers know the child is not lost. */
@@ -671,11 +719,20 @@ static int run_program(char **argv)
     if (pid < 0)
         rp_die("fork: %s", strerror(errno));
     if (pid == 0) {
+        if (own) {
+            setpgid(0, 0);
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != self) /* (record died before the line above) */
+                _exit(127);
+        }
         sigprocmask(SIG_SETMASK, &old, NULL);
         execvp(argv[0], argv);
         fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    if (own)
+        setpgid(pid, pid); /* (as the child does: whichever runs first) */
+    child_own_group = own;
     child_pid = pid;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

@@ -13,6 +13,9 @@
  *               on another thread, whose _exit comes while the first
  *               one's final flush runs
  *   ownexit2    the same with a handler that calls exit(9)
+ *   count       prints "done PID", then counts the SIGINTs and SIGTERMs it
+ *               gets (its own handler) until 0.5 s after the first, prints
+ *               "signals=K" and returns 0
  *   exitterm    returns 0 from main; a thread, once an atexit handler has
  *               run, waits 2 ms and then sends itself SIGTERM every 1 ms:
  *               the signals come while the final flush of the exit runs
@@ -52,7 +55,13 @@ static void own_exit_std(int sig)
     exit(9);
 }
 
-static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exiting, nsignals;
+
+static void count_signal(int sig)
+{
+    (void)sig;
+    nsignals++;
+}
 
 static void note_exit(void)
 {
@@ -123,6 +132,17 @@ int main(int argc, char **argv)
         return 0;
     }
     calls(n);
+    if (!strcmp(mode, "count")) {
+        signal(SIGINT, count_signal);
+        signal(SIGTERM, count_signal);
+        printf("done %d\n", (int)getpid());
+        fflush(stdout);
+        for (int i = 0; i < 6000 && !nsignals; i++)
+            nap_us(10000);
+        nap_us(500000);
+        printf("signals=%d\n", (int)nsignals);
+        return 0;
+    }
     if (!strncmp(mode, "raise-", 6)) {
         for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
             if (!strcmp(mode + 6, sigs[i].name))
