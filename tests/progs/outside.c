@@ -6,7 +6,8 @@
  *   start-up  a constructor, not instrumented, sleeps once (nanosleep):
  *             no span of the program is open
  *   library   a thread whose code is not instrumented (as a library's own
- *             thread) makes K calls of usleep(100) and K of poll(0 fds)
+ *             thread) makes K calls of usleep(100) and K of poll(0 fds,
+ *             a 1 ms timeout: a poll that only looks would be no wait)
  *   program   main calls work() N times; work() calls usleep(100) once
  *
  * Expected: usleep [wait] N calls, all from work, and K outside; poll
@@ -29,7 +30,7 @@ NOINSTR static void *library_thread(void *arg)
     (void)arg;
     for (long i = 0; i < k_lib; i++) {
         usleep(100);
-        poll(NULL, 0, 0);
+        poll(NULL, 0, 1);
     }
     return NULL;
 }
