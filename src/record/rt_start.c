@@ -793,27 +793,10 @@ static void empty_drop(void)
 }
 
 /*
- * The final flush.  Recording stops (mask = 0), the calling thread publishes
- * its partial buffer, and the writer gets until the deadline to write what
- * is published.  Other threads still running keep their partial buffers:
- * taking them would race with their appends.  If the writer finishes in time
- * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
- * ends without END and the analyzer says the run ended abnormally.
- *
- * It runs once.  Another thread that ends the process meanwhile (a second
- * signal runs the program's handler, which calls _exit, on another thread;
- * two threads call exit) waits for that flush, or for a fatal signal's,
- * to end before its real _exit or exec ends the process in the middle of
- * it: at most the flush's own deadline and 100 ms more.  The thread that
- * runs it returns at once if it comes back here (a handler that
- * interrupted its flush): waiting there would wait for itself.
- */
-static void shutdown_run(uint64_t end_ticks);
-
-/*
  * glibc before 2.41 lets a second thread's exit() end the process at once
  * (it runs the handlers it finds left, then _exit) while the first is
- * still in its handlers or in this flush, which then loses its end.  So a
+ * still in its handlers or in the final flush (rp_rt_shutdown), which then
+ * loses its end.  So a
  * thread whose exit() comes while another thread's is under way (begun
  * through the wrapper, or its final flush running) waits for the flush:
  * at most twice the flush's deadline and 100 ms more, which leaves the
@@ -835,6 +818,24 @@ RP_HIDDEN void rp_rt_exit_begin(void)
     for (unsigned w = 0; w < 2 * rp_rt.exit_timeout_ms + 100 && !atomic_load(&shutdown_done); w++)
         nap_ms();
 }
+
+/*
+ * The final flush.  Recording stops (mask = 0), the calling thread publishes
+ * its partial buffer, and the writer gets until the deadline to write what
+ * is published.  Other threads still running keep their partial buffers:
+ * taking them would race with their appends.  If the writer finishes in time
+ * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
+ * ends without END and the analyzer says the run ended abnormally.
+ *
+ * It runs once.  Another thread that ends the process meanwhile (a second
+ * signal runs the program's handler, which calls _exit, on another thread;
+ * two threads call exit) waits for that flush, or for a fatal signal's,
+ * to end before its real _exit or exec ends the process in the middle of
+ * it: at most the flush's own deadline and 100 ms more.  The thread that
+ * runs it returns at once if it comes back here (a handler that
+ * interrupted its flush): waiting there would wait for itself.
+ */
+static void shutdown_run(uint64_t end_ticks);
 
 RP_HIDDEN void rp_rt_shutdown(void)
 {
