@@ -190,7 +190,13 @@ group_once() {
     grep -qx "signals=1" "$tmp/count.out" || fail "group: the program got $(grep signals "$tmp/count.out") SIGINTs, expected 1"
     check_trace count "$tmp/count.data" exit
 }
-scenario group group_once
+# (not under ThreadSanitizer: there the program does not receive what record
+# passes on, as e2e_hangs' term says)
+if under_tsan; then
+    note "group: skipped under TSan"
+else
+    scenario group group_once
+fi
 
 # a forked child that makes the calls and _exits: its own trace, complete
 fork() {

@@ -881,6 +881,8 @@ static void shutdown_run(uint64_t end_ticks)
         uint64_t end = rp_mono_ns() + (uint64_t)rp_rt.exit_timeout_ms * 1000000;
         while (!(done = atomic_load(&rp_rt.writer_finished)) && rp_mono_ns() < end)
             nap_ms();
+        if (done) /* it ends by itself: nobody waits for it (nor leaks it) */
+            pthread_detach(rp_rt.writer);
     } else {
         rp_own_lock(&rp_rt.drain_lock);
         while (rp_rt_drain_once())

@@ -215,31 +215,15 @@ __attribute__((constructor)) static void waits_ctor(void)
 
 /*
  * The body of an interposer: call real function W (of type proto) with the
- * arguments, as a wait span of site S when the wait class is on (S is W but
- * for the _chk variants, whose spans are those of the plain call).  FAIL is the result
- * of a call that cannot be forwarded (the function could not be resolved:
- * only a call nested in dlsym itself), with errno ENOSYS; read, close and
- * dup3 make the system call then.
+ * arguments, as a wait span of site S when the wait class is on and
+ * `may_block` holds (S is W but for the _chk variants, whose spans are
+ * those of the plain call), else the plain call: a call that cannot block
+ * (a zero timeout, a descriptor in non-blocking mode) is the caller's own
+ * work on the CPU, not a wait; may_block is evaluated only when the wait
+ * class is on.  FAIL is the result of a call that cannot be forwarded (the
+ * function could not be resolved: only a call nested in dlsym itself),
+ * with errno ENOSYS; read, close and dup3 make the system call then.
  */
-#define WAIT_CALL_AS(W, S, proto, FAIL, ...)                                                       \
-    do {                                                                                           \
-        proto f_ = (proto)real(W);                                                                 \
-        if (unlikely(!f_)) {                                                                       \
-            errno = ENOSYS;                                                                        \
-            return FAIL;                                                                           \
-        }                                                                                          \
-        if (likely(!rp_wait_on()))                                                                 \
-            return f_(__VA_ARGS__);                                                                \
-        __typeof__(f_(__VA_ARGS__)) r_;                                                            \
-        RP_WAIT_SPAN(S, r_ = f_(__VA_ARGS__));                                                     \
-        return r_;                                                                                 \
-    } while (0)
-#define WAIT_CALL(W, ...) WAIT_CALL_AS(W, W, __VA_ARGS__)
-
-/* WAIT_CALL_AS when `may_block` holds, else the plain call: a call that
- * cannot block (a zero timeout, a descriptor in non-blocking mode) is the
- * caller's own work on the CPU, not a wait.  may_block is evaluated only
- * when the wait class is on. */
 #define WAIT_CALL_IF(may_block, W, S, proto, FAIL, ...)                                            \
     do {                                                                                           \
         proto f_ = (proto)real(W);                                                                 \
@@ -253,6 +237,8 @@ __attribute__((constructor)) static void waits_ctor(void)
         RP_WAIT_SPAN(S, r_ = f_(__VA_ARGS__));                                                     \
         return r_;                                                                                 \
     } while (0)
+#define WAIT_CALL_AS(W, S, ...) WAIT_CALL_IF(1, W, S, __VA_ARGS__)
+#define WAIT_CALL(W, ...)       WAIT_CALL_AS(W, W, __VA_ARGS__)
 
 /* Whether a timeout as a timespec or timeval is zero: the call only looks. */
 #define TS_ZERO(ts) ((ts) != NULL && (ts)->tv_sec == 0 && (ts)->tv_nsec == 0)
@@ -363,23 +349,19 @@ static int fcntl_as(unsigned w, int fd, int cmd, void *arg)
     return r;
 }
 
-RP_INTERPOSE int fcntl(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    return fcntl_as(R_FCNTL, fd, cmd, arg);
-}
-
-RP_INTERPOSE int fcntl64(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    return fcntl_as(R_FCNTL64, fd, cmd, arg);
-}
+/* fcntl and fcntl64, the same interposer under two names */
+#define FCNTL_INTERPOSER(NAME, W)                                                                  \
+    RP_INTERPOSE int NAME(int fd, int cmd, ...)                                                    \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, cmd);                                                                         \
+        void *arg = va_arg(ap, void *);                                                            \
+        va_end(ap);                                                                                \
+        return fcntl_as(W, fd, cmd, arg);                                                          \
+    }
+FCNTL_INTERPOSER(fcntl, R_FCNTL)
+FCNTL_INTERPOSER(fcntl64, R_FCNTL64)
+#undef FCNTL_INTERPOSER
 
 /* ---- sleeping -------------------------------------------------------------- */
 
