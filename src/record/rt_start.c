@@ -82,12 +82,21 @@ static void nap_ms(void)
 static atomic_int shutdown_done;
 static __thread int shutdown_mine;
 
-/* Waits, in 1 ms steps, until *flag is set or the final flush's deadline
- * and 100 ms more have passed.  Cannot fail. */
+/* Waits, in 1 ms naps, until *flag is set or ms milliseconds have passed.
+ * Returns whether it is set.  Cannot fail. */
+static int wait_flag(atomic_int *flag, uint64_t ms)
+{
+    uint64_t end = rp_mono_ns() + ms * 1000000;
+    int set;
+    while (!(set = atomic_load(flag)) && rp_mono_ns() < end)
+        nap_ms();
+    return set;
+}
+
+/* wait_flag for the final flush: its deadline and 100 ms more. */
 static void shutdown_wait(atomic_int *flag)
 {
-    for (unsigned w = 0; w < rp_rt.exit_timeout_ms + 100 && !atomic_load(flag); w++)
-        nap_ms();
+    (void)wait_flag(flag, (uint64_t)rp_rt.exit_timeout_ms + 100);
 }
 
 /* The forked child's part of a fatal signal: no writer thread, so the
@@ -815,8 +824,7 @@ RP_HIDDEN void rp_rt_exit_begin(void)
         mine = 1; /* the first */
         return;
     }
-    for (unsigned w = 0; w < 2 * rp_rt.exit_timeout_ms + 100 && !atomic_load(&shutdown_done); w++)
-        nap_ms();
+    (void)wait_flag(&shutdown_done, 2 * (uint64_t)rp_rt.exit_timeout_ms + 100);
 }
 
 /*
@@ -878,9 +886,7 @@ static void shutdown_run(uint64_t end_ticks)
 
     int done = 1;
     if (running) { /* (its part done, not the thread's end: rp_rt.writer_finished) */
-        uint64_t end = rp_mono_ns() + (uint64_t)rp_rt.exit_timeout_ms * 1000000;
-        while (!(done = atomic_load(&rp_rt.writer_finished)) && rp_mono_ns() < end)
-            nap_ms();
+        done = wait_flag(&rp_rt.writer_finished, rp_rt.exit_timeout_ms);
         if (done) /* it ends by itself: nobody waits for it (nor leaks it) */
             pthread_detach(rp_rt.writer);
     } else {

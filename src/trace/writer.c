@@ -19,6 +19,7 @@
  */
 #include "writer.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -658,6 +659,7 @@ size_t rp_enc_events_ins(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid
         }
         const struct rp_raw *r = &recs[i];
         if (unlikely(ki < nins && ins[ki].pos == i)) {
+            assert(recs[i].word >> RP_RAW_SHIFT != RP_RAW_DATA); /* (its op's own) */
             r = &ins[ki++].rec; /* (an OFFCPU record: i is not read below) */
             i--;                /* (with the loop's i++: recs[i] comes next) */
         }
@@ -859,6 +861,7 @@ size_t rp_enc_events_ins(struct rp_enc *e, struct rp_enc_thread *t, uint32_t tid
         prev = r->ticks >= prev ? r->ticks : prev;
         nev++;
     }
+    assert(ki == nins); /* (insertions in order, each below n: every one written) */
     t->seq += nev;
     rp_put32(out, tid);
     rp_put32(out + 4, (nev + nsyn) | flags);
