@@ -155,8 +155,10 @@ if part in ("exact", "all"):
     # the call paths (the flame graph's, pprof's: cct.c) add up to the report's
     # exclusive times, compensated and not (each path's ns rounded: 1 ns each).
     # A path whose exclusive total came out below 0 shows 0, as a node does,
-    # so where a node has several paths and callees their sum may exceed its
-    # total; a node with one path, or without callees, must match.
+    # and a path of 0 ns has no line: so where a node has callees the sum of
+    # its lines may exceed its total (one line can be one of several paths,
+    # the others below 0); a node without callees, or uncompensated, must
+    # match.
     for k, nodes in (("on", N), ("off", R)):
         sums, paths = {}, {}
         for line in open(f"{d}/t{a}.{k}.folded"):
@@ -166,7 +168,7 @@ if part in ("exact", "all"):
             paths[leaf] = paths.get(leaf, 0) + 1
         for name, n in nodes.items():
             got, want, tol = sums.get(name, 0), n["exclusive_ns"], paths.get(name, 0) + 1
-            exact = k == "off" or paths.get(name, 0) <= 1 or name not in callers
+            exact = k == "off" or name not in callers
             if got < want - tol or (exact and got > want + tol):
                 die(f"folded ({k}): {name}'s paths add up to {got} ns, the report says {want} ns "
                     f"exclusive")
