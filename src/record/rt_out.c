@@ -312,26 +312,33 @@ RP_HIDDEN void rp_out_clock(void)
     rp_out_chunk(RP_CH_CLOCK, p, sizeof(p));
 }
 
-/* Reads a whole small file (procfs) into a malloc'd buffer; NULL on error. */
-static char *read_file(const char *path, size_t *len)
+/*
+ * Reads a whole small file (procfs) into pages of its own, which
+ * proc_free gives back; NULL on error, *cap then 0.  Async-signal-safe
+ * (system calls only, no malloc): the final flush that reads the maps may
+ * run in a program's signal handler that calls _exit, which may have
+ * interrupted malloc on its thread.
+ */
+static char *read_file(const char *path, size_t *len, size_t *cap)
 {
+    *len = *cap = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            char *nb = cap < RP_CHUNK_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
+    size_t c = 65536, n = 0;
+    char *buf = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    while (buf != MAP_FAILED) {
+        if (n == c) {
+            void *nb = c < RP_CHUNK_MAX / 2 ? mremap(buf, c, c * 2, MREMAP_MAYMOVE) : MAP_FAILED;
+            if (nb == MAP_FAILED) {
+                munmap(buf, c);
+                buf = MAP_FAILED;
                 break;
             }
             buf = nb;
-            cap *= 2;
+            c *= 2;
         }
-        ssize_t r = read(fd, buf + n, cap - n);
+        ssize_t r = read(fd, buf + n, c - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -339,21 +346,31 @@ static char *read_file(const char *path, size_t *len)
         n += (size_t)r;
     }
     close(fd);
+    if (buf == MAP_FAILED)
+        return NULL;
     *len = n;
+    *cap = c;
     return buf;
+}
+
+/* Gives back what read_file read (NULL: nothing).  Async-signal-safe. */
+static void proc_free(char *buf, size_t cap)
+{
+    if (buf)
+        munmap(buf, cap);
 }
 
 /* MAPS: the executable, file-backed mappings, which is all the analyzer
  * needs to name code addresses. */
 RP_HIDDEN void rp_out_maps(void)
 {
-    size_t len, o = 0;
+    size_t len, cap, o = 0;
     /* thread-self: after main's pthread_exit, /proc/self (the main thread, a
      * zombie) has no maps left */
-    char *m = read_file("/proc/thread-self/maps", &len);
+    char *m = read_file("/proc/thread-self/maps", &len, &cap);
     if (!m || !len) {
-        free(m);
-        m = read_file("/proc/self/maps", &len);
+        proc_free(m, cap);
+        m = read_file("/proc/self/maps", &len, &cap);
     }
     if (!m)
         return;
@@ -372,7 +389,7 @@ RP_HIDDEN void rp_out_maps(void)
         i = j + 1;
     }
     rp_out_chunk(RP_CH_MAPS, m, o);
-    free(m);
+    proc_free(m, cap);
 }
 
 RP_HIDDEN void rp_rt_maps_now(void)
@@ -429,10 +446,11 @@ RP_HIDDEN void rp_out_info(void)
     ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe));
     if (el > 0)
         rp_info_put(buf, cap, &len, "program", exe, (size_t)el);
-    char *argv = read_file("/proc/self/cmdline", &n);
+    size_t acap;
+    char *argv = read_file("/proc/self/cmdline", &n, &acap);
     if (argv) {
         rp_info_put(buf, cap, &len, "argv", argv, n < 32768 ? n : 32768);
-        free(argv);
+        proc_free(argv, acap);
     }
     snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
     rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));

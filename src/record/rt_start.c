@@ -81,6 +81,7 @@ static void nap_ms(void)
  * the calling thread is the one running it. */
 static atomic_int shutdown_done;
 static __thread int shutdown_mine;
+static atomic_int shutdown_flushed; /* shutdown_run wrote the END: shutdown_free may run */
 
 /* Waits, in 1 ms naps, until *flag is set or ms milliseconds have passed.
  * Returns whether it is set.  Cannot fail. */
@@ -929,8 +930,22 @@ static void shutdown_run(uint64_t end_ticks)
     __atomic_store_n(&rp_rt.fd, -1, __ATOMIC_RELAXED);
     close(fd);
     empty_drop();
-    /* The writer is gone: its state can go too (the threads' buffers stay
-     * mapped, since threads still running may touch them). */
+    atomic_store(&shutdown_flushed, 1);
+    rp_ctl_shutdown();
+}
+
+/*
+ * After the final flush of exit() (rt_dtor), the writer's state goes (the
+ * threads' buffers stay mapped, since threads still running may touch
+ * them), so that a leak checker run at exit finds none.  Not after _exit,
+ * quick_exit or exec: their flush may run in a signal handler that
+ * interrupted malloc (free is not async-signal-safe), and the process or
+ * its image ends anyway.
+ */
+static void shutdown_free(void)
+{
+    if (!shutdown_mine || !atomic_load(&shutdown_flushed))
+        return;
     rp_own_lock(&rp_rt.lock);
     for (struct rp_tbuf *x = rp_rt.threads; x; x = x->next) {
         rp_enc_thread_free(&x->enc);
@@ -941,7 +956,6 @@ static void shutdown_run(uint64_t end_ticks)
     rp_enc_free(&rp_rt.enc);
     free(rp_rt.out);
     rp_rt.out = NULL;
-    rp_ctl_shutdown();
 }
 
 __attribute__((constructor)) static void rt_ctor(void)
@@ -966,5 +980,6 @@ __attribute__((destructor(101))) static void rt_dtor(void)
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     rp_rt_shutdown();
+    shutdown_free();
     pthread_setcancelstate(cs, &cs);
 }
