@@ -53,10 +53,65 @@ elif hint:
 PY
 }
 
+# copies NAME FOLDED FLAGS...: tests/progs/copies, whose header's static
+# inline sq each of its two files puts out of line (GCC, -O1): with debug
+# information its two copies (one name, file and line) are one node, sq
+# 3N calls, from part_a N and part_b 2N, in the report, the table and the
+# call paths, and the two static helpers of a.c and b.c stay two; without
+# it (FOLDED 0) nothing tells the copies from two functions of one name,
+# and none is folded
+copies() {
+    local name=$1 folded=$2
+    shift 2
+    gcc -O1 "$@" -finstrument-functions -o "$tmp/$name" "$srcdir/tests/progs/copies/a.c" \
+        "$srcdir/tests/progs/copies/b.c" || fail "$name: gcc $* did not build"
+    $TMO "$RANKPROF" record -o "$tmp/$name.data" -- "$tmp/$name" $N >"$tmp/$name.out" 2>&1 ||
+        fail "$name: record failed: $(cat "$tmp/$name.out")"
+    "$RANKPROF" report -i "$tmp/$name.data" --format json >"$tmp/$name.json" 2>/dev/null &&
+        COLUMNS=200 "$RANKPROF" report -i "$tmp/$name.data" >"$tmp/$name.txt" 2>/dev/null &&
+        "$RANKPROF" export --format folded -i "$tmp/$name.data" -o "$tmp/$name.folded" \
+            2>/dev/null || fail "$name: report or export failed"
+    python3 - "$tmp/$name" $N "$folded" <<'PY' || fail "$name: (above)"
+import json, sys
+base, n, folded = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+r = json.load(open(base + ".json"))
+def die(m):
+    sys.exit(f"e2e_inlined: FAIL: {m}")
+sq = [x for x in r["nodes"] if x["name"] == "sq"]
+helpers = sorted((x.get("file", "").rsplit("/", 1)[-1], x["calls"]) for x in r["nodes"]
+                 if x["name"] == "helper")
+edges = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"]}
+if not folded:
+    if r["folded_copies"] != 0 or sorted(x["calls"] for x in sq) != [n, 2 * n]:
+        die(f"without debug information: {r['folded_copies']} folded, sq nodes {sq}")
+    print(f"copies: {len(sq)} sq nodes without debug information, none folded")
+    sys.exit(0)
+if r["folded_copies"] != 1 or len(sq) != 1 or sq[0]["calls"] != 3 * n:
+    die(f"{r['folded_copies']} folded, sq nodes {[(x['calls'], x['file'], x['line']) for x in sq]}, "
+        f"want one of {3 * n} calls")
+if edges.get(("part_a", "sq")) != n or edges.get(("part_b", "sq")) != 2 * n:
+    die(f"edges to sq: {[(k, v) for k, v in edges.items() if k[1] == 'sq']}")
+if helpers != [("a.c", 1), ("b.c", 2)]:
+    die(f"the two static helpers: {helpers}, want a.c's 1 call and b.c's 2 apart")
+table = [l.split() for l in open(base + ".txt")]
+if sum(1 for w in table if w and w[0].isdigit() and "sq" in w) != 1:
+    die("the table has not one row of sq:\n" + open(base + ".txt").read())
+paths = sorted(l.rsplit(" ", 1)[0] for l in open(base + ".folded") if l.split(" ")[0].endswith(";sq"))
+if paths != ["main;part_a;sq", "main;part_b;sq"]:
+    die(f"sq's call paths {paths}")
+total = sum(int(l.rsplit(" ", 1)[1]) for l in open(base + ".folded") if l.split(" ")[0].endswith(";sq"))
+if abs(total - sq[0]["exclusive_ns"]) > len(paths) + 1:
+    die(f"sq's call paths add up to {total} ns, the report says {sq[0]['exclusive_ns']}")
+print(f"copies: sq one node of {sq[0]['calls']} calls, {sq[0]['standing']:.3f} standing")
+PY
+}
+
 if command -v gcc >/dev/null; then
     scenario gcc_all run_case gcc_all gcc "main=1 mix=$((2 * N)) outer=$N " -finstrument-functions
     scenario gcc_exclude run_case gcc_exclude gcc "main=1 outer=$N " \
         -finstrument-functions -finstrument-functions-exclude-function-list=mix
+    scenario copies copies copies 1 -g
+    scenario copies_nodebug copies copies_nodebug 0
 else
     missing gcc "the GCC cases need gcc"
 fi

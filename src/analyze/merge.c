@@ -2,7 +2,8 @@
 /*
  * merge.c - merging the profiles of a run's processes into one (merge.h).
  *
- * The merged profile's node i is found from (kind, class, name, module) by
+ * The merged profile's node i is found from (kind, class, name, file, line,
+ * module) by
  * an open-addressing hash whose slots hold node indices (ROOT, index 0, is
  * never looked up), its edges from (caller, callee) by another; both stay
  * at most half full.  A node without a name (an address symbolization
@@ -27,12 +28,13 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return h * 0x9e3779b97f4a7c15ull;
 }
 
-/* The hash of a node's key: kind, class, name, module (address when unnamed).
- * Cannot fail. */
+/* The hash of a node's key: kind, class, name, file, line, module (address
+ * when unnamed).  Cannot fail. */
 static uint64_t node_hash(const struct rp_node *n)
 {
     uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n->kind << 8 | n->cls);
     h = hash_str(h, n->name);
+    h = hash_str(h ^ n->line, n->file);
     h = hash_str(h, n->module);
     if (!n->name || !n->name[0])
         h ^= n->key * 0xc2b2ae3d27d4eb4full;
@@ -45,12 +47,25 @@ static int str_eq(const char *a, const char *b)
     return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
 }
 
-/* Whether a and b are the same node of two processes (merge.h).  Cannot fail. */
-static int node_eq(const struct rp_node *a, const struct rp_node *b)
+/* Whether a has a name and a source file: one place in the code. */
+static int node_placed(const struct rp_node *a)
+{
+    return a->name && a->name[0] && a->file && a->file[0];
+}
+
+/*
+ * Whether a and b are the same node (merge.h): of two processes, or with
+ * `one` copies of one function in one process (two functions of one name
+ * in a file without debug information are told apart by address, and
+ * only functions are folded: a lock's node is its object's).  Cannot fail.
+ */
+static int node_eq(const struct rp_node *a, const struct rp_node *b, int one)
 {
     if (a->kind != b->kind || a->cls != b->cls || !str_eq(a->name, b->name) ||
-        !str_eq(a->module, b->module))
+        !str_eq(a->file, b->file) || a->line != b->line || !str_eq(a->module, b->module))
         return 0;
+    if (one && (a->kind != RP_KIND_FUNC || !node_placed(a)))
+        return a->key == b->key;
     return (a->name && a->name[0]) || a->key == b->key;
 }
 
@@ -130,7 +145,7 @@ static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
     struct rp_profile *d = m->dst;
     uint32_t mask = m->n_nslots - 1, h = (uint32_t)node_hash(s) & mask;
     for (uint32_t i; (i = m->nslots[h]); h = (h + 1) & mask)
-        if (node_eq(&d->nodes[i], s))
+        if (node_eq(&d->nodes[i], s, m->one))
             return i;
     if (rp_grow(&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof(*d->nodes), 64) < 0)
         return 0;
@@ -484,5 +499,84 @@ int rp_merge_add(struct rp_merge *m, const struct rp_profile *src, const struct 
         rc = RP_ENOMEM;
 out:
     free(own);
+    return rc;
+}
+
+/*
+ * The copies in p: function nodes with the name, file, line and module of
+ * an earlier node (node_eq with `one`).  Returns their count, or RP_ENOMEM.
+ */
+static int64_t copies_of(const struct rp_profile *p)
+{
+    uint32_t n = 1024, mask;
+    while (n < 2 * (uint64_t)p->n_nodes)
+        n *= 2;
+    uint32_t *slot = calloc(n, sizeof(*slot));
+    int64_t copies = 0;
+    if (!slot)
+        return RP_ENOMEM;
+    mask = n - 1;
+    for (uint32_t i = 1; i < p->n_nodes; i++) {
+        const struct rp_node *a = &p->nodes[i];
+        if (a->kind != RP_KIND_FUNC || !node_placed(a))
+            continue;
+        uint32_t h = (uint32_t)node_hash(a) & mask, j;
+        while ((j = slot[h]) && !node_eq(&p->nodes[j], a, 1))
+            h = (h + 1) & mask;
+        if (j)
+            copies++;
+        else
+            slot[h] = i;
+    }
+    free(slot);
+    return copies;
+}
+
+int rp_merge_fold(struct rp_profile *p)
+{
+    struct rp_profile q = {0};
+    struct rp_merge m;
+    int64_t copies = copies_of(p);
+    int rc;
+
+    if (copies <= 0 || p->n_procs != 1)
+        return copies < 0 ? (int)copies : 0;
+    if ((rc = rp_merge_init(&m, &q)) < 0)
+        goto out;
+    m.one = m.keep_maps = 1;
+    rc = rp_merge_add(&m, p, &p->procs[0]);
+    rp_merge_free(&m);
+    if (rc < 0)
+        goto out;
+    /* what a merge of processes does not carry, this file's own */
+    const uint32_t *map = q.procs[0].map;
+    memcpy(q.warn, p->warn, sizeof(q.warn)); /* (not prefixed with the file) */
+    q.filter = p->filter;
+    q.maps = p->maps;
+    q.maps_len = p->maps_len;
+    q.snapshot = p->snapshot;
+    p->filter = p->maps = p->snapshot = NULL;
+    q.windows = p->windows;
+    q.recorded_ns = p->recorded_ns;
+    q.window_exits = p->window_exits;
+    q.ring_size = p->ring_size;
+    q.ring_dropped = p->ring_dropped;
+    q.ring_run_ns = p->ring_run_ns;
+    q.ring_triggers = p->ring_triggers;
+    q.ring_triggers_skipped = p->ring_triggers_skipped;
+    q.throttle_sample = p->throttle_sample;
+    q.running = p->running;
+    q.defs_only = p->defs_only;
+    q.fatal_tid = p->fatal_tid;
+    q.fatal_depth = p->fatal_depth;
+    q.fatal_n = p->fatal_n;
+    for (uint32_t i = 0; i < p->fatal_n && i < RP_FATAL_FRAMES; i++)
+        q.fatal_stack[i] = p->fatal_stack[i] < p->n_nodes ? map[p->fatal_stack[i]] : 0;
+    q.folded = (uint32_t)copies;
+    rp_profile_free(p);
+    *p = q;
+    return 0;
+out:
+    rp_profile_free(&q);
     return rc;
 }

@@ -5,8 +5,8 @@
  * the one profile, so that memory holds the merged profile and one file's
  * at a time, never every file's.
  *
- * Nodes are matched by kind, class, name and module (never by address: each
- * process has its own layout); calls, times, overruns, histograms and edges
+ * Nodes are matched by kind, class, name, source file and line, and module
+ * (never by address: each process has its own layout); calls, times, overruns, histograms and edges
  * are summed, minima and maxima combined, the mean and variance pooled.
  * Threads are listed per process (rp_thread.pid) and every process is one
  * rp_proc.  Ticks are summed as they are: the processes of a run on one
@@ -31,6 +31,7 @@ struct rp_merge {
     uint32_t *nslots; /* open addressing on the node key: node index, 0 = empty */
     uint32_t n_nslots;
     struct rp_emap edges; /* on (caller, callee); its edges are dst's */
+    int one;              /* folding one process's copies (rp_merge_fold) */
 };
 
 /* Starts merging into *dst, which must be zeroed.  Returns 0 or RP_ENOMEM. */
@@ -55,6 +56,21 @@ static inline int rp_profile_merged(const struct rp_profile *p)
 {
     return p->n_procs && p->procs[0].n_map;
 }
+
+/*
+ * Folds the copies of a function in p, a named profile of one file (its
+ * one rp_proc set): a static inline function of a header that the
+ * compiler put out of line in several translation units has one address
+ * (one node) in each, with one name, file, line and module.  When p has
+ * such copies it is merged, as one process, into a profile where each
+ * function is one node, keeping what only one file has (its maps, window,
+ * ring and fatal-stack fields, its warnings as they are) and its id map
+ * (rp_profile_merged is then true: the second passes map the file's ids);
+ * p->folded counts the copies.  Functions without a name or a source file
+ * are not folded (two static functions of one name), nor locks or points.
+ * Returns 0 (p unchanged when it has no copies) or RP_ENOMEM (p unchanged).
+ */
+int rp_merge_fold(struct rp_profile *p);
 
 /* Frees the merge's own tables; the merged profile stays the caller's. */
 void rp_merge_free(struct rp_merge *m);

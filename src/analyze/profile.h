@@ -516,6 +516,8 @@ struct rp_profile {
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */
     uint64_t unmatched_exits, unclosed; /* sums over threads */
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
+    uint32_t folded; /* function nodes folded into one of the same name, file, line and
+                        module: copies of an inline function (rp_merge_fold) */
 
     void *priv; /* the replay's state while rp_replay_file runs (replay_int.h); NULL after */
 

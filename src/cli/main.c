@@ -648,12 +648,23 @@ static void load_tail(struct rp_load_opts *o, struct rp_profile *p, const char *
     }
 }
 
+/* A single file's profile p, named (one_file_done done): the copies of a
+ * function folded into one node (merge.h, rp_merge_fold).  Dies when out
+ * of memory. */
+static void fold_copies(struct rp_load_opts *o, struct rp_profile *p, const char *file)
+{
+    int rc;
+    if (!o->no_names && (rc = rp_merge_fold(p)) < 0)
+        rp_die("%s: folding copies of functions: %s", file, rp_strerror(rc));
+}
+
 void rp_load_replayed(struct rp_load_opts *o, struct rp_profile *p, struct rp_set_file *f)
 {
     int rc;
     if (!o->no_names && (rc = rp_profile_symbolize(p)) < 0)
         rp_die("%s: naming functions: %s", o->input, rp_strerror(rc));
     one_file_done(o, p, f);
+    fold_copies(o, p, o->input);
     load_tail(o, p, o->input, !o->no_names);
 }
 
@@ -670,6 +681,7 @@ void rp_load(struct rp_load_opts *o, struct rp_profile *p)
         o->input = chosen;
         load_file(o, chosen, p, !o->no_names);
         one_file_done(o, p, &s.files[0]);
+        fold_copies(o, p, chosen);
     } else {
         /* a run's processes: one file at a time, merged (merge.h) from
          * replayed profiles (so defs_only serves one file only) */

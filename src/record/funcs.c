@@ -792,9 +792,9 @@ static int pair_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t key, uint6
     if (*len + 16 > *cap) {
         size_t nc = *cap ? *cap * 2 : 65536;
         void *nb = nc > RP_CHUNK_MAX ? MAP_FAILED
-                   : *buf            ? mremap(*buf, *cap, nc, MREMAP_MAYMOVE)
-                                     : mmap(NULL, nc, PROT_READ | PROT_WRITE,
-                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   : *buf
+                       ? mremap(*buf, *cap, nc, MREMAP_MAYMOVE)
+                       : mmap(NULL, nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (nb == MAP_FAILED)
             return -1;
         *buf = nb;

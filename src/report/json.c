@@ -272,6 +272,7 @@ static void put_run(FILE *out, const struct rp_profile *p)
     fprintf(out, ",\n  \"unmatched_exits\": %" PRIu64 ",\n  \"unclosed\": %" PRIu64, unmatched,
             unclosed);
     fprintf(out, ",\n  \"unwound\": %" PRIu64 ",\n  \"cut\": %" PRIu64, p->unwound, p->cut);
+    fprintf(out, ",\n  \"folded_copies\": %" PRIu32, p->folded);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
     if (p->fatal_n) { /* the frames open in the thread a fatal signal hit */
