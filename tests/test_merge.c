@@ -4,7 +4,8 @@
  * (src/analyze/merge.c) on two profiles built by hand, every expected number
  * worked out below: nodes matched by kind, name and module (not by address),
  * unnamed nodes by address, undefined ids skipped, sums, extremes, the
- * pooled mean and variance, histograms, edges, threads and processes.
+ * pooled mean and variance, histograms, edges, threads and processes; and
+ * the copies of a function in one process folded (rp_merge_fold).
  * Exits non-zero on any failure.
  */
 #include <stdio.h>
@@ -69,8 +70,118 @@ static const struct rp_node *find(const struct rp_profile *m, const char *name, 
     return NULL;
 }
 
+/* A node of a heap profile (rp_merge_fold frees it): name, file, line,
+ * key, and its spans durs[0..n) as node() makes them. */
+static void hnode(struct rp_profile *p, uint32_t i, const char *name, const char *file,
+                  uint32_t line, uint64_t key, const uint64_t *durs, unsigned n)
+{
+    node(p, i, NULL, NULL, key, durs, n);
+    struct rp_node *x = &p->nodes[i];
+    x->name = strdup(name);
+    x->file = file ? strdup(file) : NULL;
+    x->line = line;
+    x->module = strdup("/bin/c");
+    CHECK(x->name && x->module && (!file || x->file));
+}
+
+/*
+ * rp_merge_fold on one process's profile, by hand: main (c.c:1) calls the
+ * two out-of-line copies of sq (h.h:3; spans 2 4 and 6), the static
+ * helpers of a.c and b.c (one name, two files), and two functions t
+ * without a source file (two addresses); the fatal stack main, sq's
+ * second copy.  sq is one node: 3 calls, 12 ticks, min 2, max 6, mean 4,
+ * m2 (2-4)^2 + 0 + (6-4)^2 = 8, its edge from main 3 calls, 12 ticks,
+ * min 2, max 6; the helpers and the t stay two each.
+ */
+static void fold(void)
+{
+    struct rp_profile c = {.n_nodes = 8, .n_edges = 7, .n_threads = 1, .n_procs = 1, .pid = 300};
+    c.nodes = calloc(8, sizeof(*c.nodes));
+    c.edges = calloc(7, sizeof(*c.edges));
+    c.threads = calloc(1, sizeof(*c.threads));
+    c.procs = calloc(1, sizeof(*c.procs));
+    CHECK(c.nodes && c.edges && c.threads && c.procs);
+    if (!c.nodes || !c.edges || !c.threads || !c.procs)
+        return;
+    c.threads[0] = (struct rp_thread){.tid = 300, .events = 16};
+    c.procs[0] = (struct rp_proc){.file = strdup("c.data"), .pid = 300};
+    c.maps = strdup("maps");
+    c.maps_len = 4;
+    c.fatal_n = c.fatal_depth = 2;
+    c.fatal_tid = 300;
+    c.fatal_stack[0] = 1;
+    c.fatal_stack[1] = 3;
+    snprintf(c.warn, sizeof(c.warn), "one warning\n");
+    c.ns_per_tick = 1.0;
+    hnode(&c, 1, "main", "c.c", 1, 0x100, (const uint64_t[]){100}, 1);
+    hnode(&c, 2, "sq", "h.h", 3, 0x10, (const uint64_t[]){2, 4}, 2);
+    hnode(&c, 3, "sq", "h.h", 3, 0x20, (const uint64_t[]){6}, 1);
+    hnode(&c, 4, "helper", "a.c", 5, 0x30, (const uint64_t[]){1}, 1);
+    hnode(&c, 5, "helper", "b.c", 5, 0x40, (const uint64_t[]){1, 1}, 2);
+    hnode(&c, 6, "t", NULL, 0, 0x50, (const uint64_t[]){3}, 1);
+    hnode(&c, 7, "t", NULL, 0, 0x60, (const uint64_t[]){3}, 1);
+    const struct rp_edge e[7] = {{0, 1, 1, 100, 100, 100, 0}, {1, 2, 2, 6, 2, 4, 0},
+                                 {1, 3, 1, 6, 6, 6, 0},       {1, 4, 1, 1, 1, 1, 0},
+                                 {1, 5, 2, 2, 1, 1, 0},       {1, 6, 1, 3, 3, 3, 0},
+                                 {1, 7, 1, 3, 3, 3, 0}};
+    memcpy(c.edges, e, sizeof(e));
+
+    CHECK_EQ(rp_merge_fold(&c), 0);
+    CHECK_EQ(c.folded, 1);
+    CHECK_EQ(c.n_nodes, 7); /* root, main, sq, two helpers, two t */
+    CHECK_EQ(c.n_edges, 6);
+    CHECK_EQ(c.n_procs, 1);
+    CHECK(c.maps && c.maps_len == 4 && !strcmp(c.warn, "one warning\n"));
+    const struct rp_node *sq = NULL;
+    unsigned helpers = 0, ts = 0;
+    for (uint32_t i = 1; i < c.n_nodes; i++) {
+        const struct rp_node *x = &c.nodes[i];
+        sq = !strcmp(x->name, "sq") ? x : sq;
+        helpers += !strcmp(x->name, "helper");
+        ts += !strcmp(x->name, "t");
+    }
+    CHECK(sq != NULL);
+    CHECK_EQ(helpers, 2);
+    CHECK_EQ(ts, 2);
+    if (sq) {
+        CHECK_EQ(sq->calls, 3);
+        CHECK_EQ(sq->incl, 12);
+        CHECK_EQ(rp_node_min(sq), 2);
+        CHECK_EQ(rp_node_max(sq), 6);
+        CHECK(fabs(rp_node_mean(sq) - 4.0) < 1e-9);
+        CHECK(fabs(rp_node_m2(sq) - 8.0) < 1e-9);
+        unsigned to_sq = 0;
+        for (uint32_t k = 0; k < c.n_edges; k++) {
+            const struct rp_edge *x = &c.edges[k];
+            if (x->callee != sq->id)
+                continue;
+            to_sq++;
+            CHECK_EQ(x->calls, 3);
+            CHECK_EQ(x->incl, 12);
+            CHECK_EQ(x->min, 2);
+            CHECK_EQ(x->max, 6);
+        }
+        CHECK_EQ(to_sq, 1);
+        /* the second passes' map: both copies' ids to sq; the fatal stack */
+        const uint32_t *map = map_of(&c, 0);
+        CHECK(map && c.procs[0].n_map == 8);
+        if (map)
+            CHECK(map[2] == sq->id && map[3] == sq->id && map[4] != map[5] && map[6] != map[7]);
+        CHECK(c.fatal_n == 2 && c.fatal_stack[1] == sq->id);
+        CHECK(c.fatal_stack[0] == (map ? map[1] : 0));
+        CHECK(rp_profile_merged(&c));
+    }
+    /* a profile without copies is left as it is */
+    struct rp_node *before = c.nodes;
+    CHECK_EQ(rp_merge_fold(&c), 0);
+    CHECK(c.nodes == before && c.n_nodes == 7);
+    rp_profile_free(&c);
+}
+
 int main(void)
 {
+    fold();
+
     /* process A (pid 100): f (/bin/a) 10 20 30, g (/bin/a) 5, an unnamed
      * function at 0x5000, an undefined id; root -> f, f -> g */
     struct rp_node na[5] = {0}, nb[6] = {0};
