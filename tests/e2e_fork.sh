@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e_fork.sh - a process that forks from a multi-threaded state: the parent
-# keeps the trace file, the child writes its own NAME.PID, both exact; and
+# keeps the trace file, the child writes its own NAME.PID, both exact, the
+# child's beginning with the calls open at the fork (main; storm's main and
+# storm), so that its calls are theirs and no exit goes unmatched; and
 # forks among threads that encode their own buffers (storm).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_fork RANKPROF PROGS RP_LIB
@@ -62,6 +64,12 @@ for r, name, want in ((p, "work", 170), (p, "child_work", 0), (c, "child_work", 
         print(f"{name}: {got} calls, expected {want}", file=sys.stderr); ok = False
 if p["threads"] != 2:
     print(f"parent threads {p['threads']}, expected 2", file=sys.stderr); ok = False
+# the child's trace begins with main open (the call that forked): its
+# child_work calls are main's, and main's return is no unmatched exit
+edges = {(e["caller"], e["callee"]): e["calls"] for e in c["edges"]}
+if edges.get(("main", "child_work")) != 30 or c["unmatched_exits"] or calls(c, "main") != 1:
+    print(f"child: edges {edges}, {c['unmatched_exits']} unmatched exits, main "
+          f"{calls(c, 'main')} calls: main not open at the fork", file=sys.stderr); ok = False
 sys.exit(0 if ok else 1)
 PY
 }
@@ -120,7 +128,10 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 c = lambda n: sum(x["calls"] for x in r["nodes"] if x["name"] == n)
 got = (c("child_work"), c("work"), c("work_small"))
-sys.exit(0 if got == (1, 1, 0) else f"child_work, work, work_small: {got}")' "$tmp/c.json" ||
+e = {(x["caller"], x["callee"]): x["calls"] for x in r["edges"]}
+u = r["unmatched_exits"]
+if got != (1, 1, 0) or e.get(("storm", "child_work")) != 1 or u:
+    sys.exit(f"child_work, work, work_small: {got}; edges {e}, {u} unmatched exits")' "$tmp/c.json" ||
             fail "a child's counts differ"
         n=$((n + 1))
     done

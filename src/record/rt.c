@@ -548,7 +548,9 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
         return;
     }
     struct rp_raw *p = t->pos;
-    if (t->lost) { /* a buffer has room for the LOST, PAUSE records and the event */
+    if (unlikely(rp_rt_seed_pending()) && !t->lost && !waited) /* a forked child's first */
+        p = rp_rt_seed_put(t, p); /* (at most a quarter of the buffer) */
+    if (t->lost) {                /* a buffer has room for the LOST, PAUSE records and the event */
         p->ticks = t->lost_first;
         p->word = rp_raw_word(RP_RAW_LOST, t->lost);
         p++;

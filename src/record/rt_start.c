@@ -463,6 +463,95 @@ static void atfork_parent(void)
 }
 
 /*
+ * A forked child's trace starts with the calls open on the forking thread
+ * at the fork (its function that called fork and every one above it), as
+ * raw records that enter them again at the fork's ticks, outermost first:
+ * so the child's calls rank under the ones they were made from, and its
+ * returns into them match instead of counting as unmatched exits.  The
+ * child's fork handler makes them from the parent's shadow stack of that
+ * thread (rp_enc_thread.stack), brought up to the fork by encoding, into
+ * pages thrown away, the thread's records no one had encoded yet (the
+ * prepare handler left no thread encoding); rp_rt_seed_put writes them
+ * first into the child's first buffer of that thread.  None when the
+ * stack lost a frame, recording was switched on or off (ctl), in direct
+ * mode, or deeper than a quarter of a buffer (at most RP_SEED_MAX).
+ */
+#define RP_SEED_MAX 256
+static struct rp_raw seed[RP_SEED_MAX];
+static uint32_t seed_n, seed_tid; /* (the child's forking thread's kernel tid) */
+
+/* Encodes t's records not yet encoded (the child, before it forgets them),
+ * so that its shadow stack is the one at the fork.  Returns 0, or -1 when
+ * out of memory. */
+static int seed_catch_up(struct rp_tbuf *t)
+{
+    size_t cap = rp_enc_bound(rp_rt.bufrecs);
+    uint8_t *out = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (out == MAP_FAILED)
+        return -1;
+    uint64_t c = atomic_load(&t->consumed), p = atomic_load(&t->produced);
+    for (uint64_t k = c; k < p && p - c <= rp_rt.nbuf; k++) {
+        uint32_t i = (uint32_t)(k % rp_rt.nbuf), from = k == c ? t->part : 0;
+        if (t->bufs[i] && t->lens[i] > from && t->lens[i] <= rp_rt.bufrecs)
+            (void)rp_enc_events(&rp_rt.enc, &t->enc, t->tid, t->bufs[i] + from, t->lens[i] - from,
+                                out);
+    }
+    if (t->base && t->pos > t->base && t->pos <= t->base + rp_rt.bufrecs)
+        (void)rp_enc_events(&rp_rt.enc, &t->enc, t->tid, t->base, (size_t)(t->pos - t->base), out);
+    munmap(out, cap);
+    return 0;
+}
+
+/* The seed of the child's trace from t, the forking thread's tbuf (see
+ * above).  Cannot fail: out of memory, no seed. */
+static void seed_make(struct rp_tbuf *t)
+{
+    seed_n = 0;
+    if (!t || rp_rt.direct || t->guard || t->enc.windowed || seed_catch_up(t) < 0 || t->enc.nosnap)
+        return;
+    uint32_t max = rp_rt.bufrecs / 4 < RP_SEED_MAX ? rp_rt.bufrecs / 4 : RP_SEED_MAX;
+    if (t->enc.depth > max)
+        return;
+    uint64_t now = rp_ticks();
+    for (uint32_t d = 0; d < t->enc.depth; d++) {
+        uint64_t key = t->enc.stack[d].key, pl = key & RP_RAW_PAYLOAD, op;
+        switch ((unsigned)(key >> RP_RAW_SHIFT) - 1) { /* (enc_key: kind + 1) */
+        case RP_KIND_FUNC:
+            op = RP_RAW_FUNC_ENTER;
+            break;
+        case RP_KIND_POINT: /* (every site's span) */
+            op = RP_RAW_SITE_BEGIN;
+            break;
+        case RP_KIND_WAIT: /* a condition wait */
+            op = RP_RAW_LOCK_WAIT, pl |= RP_RAW_COND_BIT;
+            break;
+        case RP_KIND_LOCK_WAIT:
+            op = RP_RAW_LOCK_WAIT;
+            break;
+        default: /* (none other is a frame) the stack up to here */
+            return;
+        }
+        seed[seed_n++] = (struct rp_raw){.ticks = now, .word = rp_raw_word(op, pl)};
+    }
+    seed_tid = (uint32_t)syscall(SYS_gettid) & RP_TID_MASK;
+}
+
+RP_HIDDEN struct rp_raw *rp_rt_seed_put(struct rp_tbuf *t, struct rp_raw *p)
+{
+    if ((t->tid & RP_TID_MASK) != seed_tid)
+        return p;
+    memcpy(p, seed, seed_n * sizeof(*p));
+    p += seed_n;
+    __atomic_store_n(&seed_n, 0, __ATOMIC_RELAXED); /* (the child's later threads read it) */
+    return p;
+}
+
+RP_HIDDEN uint32_t rp_rt_seed_pending(void)
+{
+    return __atomic_load_n(&seed_n, __ATOMIC_RELAXED);
+}
+
+/*
  * In the child only the forking thread exists.  The parent's buffers are the
  * parent's to write, so the child forgets them (their memory stays mapped:
  * a bounded, one-time leak per fork) and starts its own trace.
@@ -485,6 +574,7 @@ static void atfork_child(void)
      * fork, which the child must never inherit.  Said, never expected
      * (e2e_fork checks it). */
     int busy = 0;
+    seed_make(rp_self); /* (before the parent's encoder state goes) */
     for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next) {
         busy += t->self != 0; /* (busy alone may be a claim about to let go) */
         /* (the encoders' heap state of the parent's threads goes; their
