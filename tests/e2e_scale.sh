@@ -9,7 +9,9 @@
 #           report has exactly N calls of rec, N - 1 of rec -> rec, none cut,
 #           and rec's inclusive time is its outermost activation's, the edge
 #           deep_main -> rec (the recursion test across the many chunks of
-#           a stack too deep for snapshots).  Its time, linear in the depth,
+#           a stack too deep for snapshots); folded and pprof, whose paths
+#           would hold over 2^30 frames, refuse and name --depth, and
+#           folded -D 1000 writes paths of at most 1000 frames.  Its time, linear in the depth,
 #           is a benchmark number (docs/performance.md), not tested here.
 #   waves   2 threads at once, each recursing 100,000 deep 16 times: deep
 #           stacks of several threads whose chunks alternate, going deep
@@ -85,6 +87,25 @@ if bad:
     sys.exit("\n".join(bad))
 PY
     echo "e2e_scale: deep $n, $t thread(s), $w wave(s): exact"
+    # folded and pprof write each path with its whole stack, n^2/2 frames:
+    # over 2^30 they refuse at once, naming --depth, which then serves
+    if ((n * n / 2 > 1 << 30)); then
+        local f
+        rm -f "$tmp/deep.folded" "$tmp/deep.pprof"
+        for f in folded pprof; do
+            ! timeout 60 "$RANKPROF" export --format $f -o "$tmp/deep.$f" -i "$tmp/deep.rp" \
+                2>"$tmp/x.err" && grep -q "limit the depth with --depth N" "$tmp/x.err" &&
+                [[ ! -e "$tmp/deep.$f" ]] ||
+                fail "export --format $f of a $n-deep recursion did not refuse: $(cat "$tmp/x.err")"
+        done
+        "$RANKPROF" export --format folded -D 1000 -o "$tmp/deep.folded" -i "$tmp/deep.rp" ||
+            fail "export --format folded -D 1000"
+        # (a kept span's time off CPU is a frame [off-cpu] under it)
+        awk -F';' 'NF - ($NF ~ /^\[off-cpu\] /) > 1000 { bad = 1 } END { exit bad || !NR }' \
+            "$tmp/deep.folded" ||
+            fail "export --format folded -D 1000: paths deeper than 1000 frames, or none"
+        echo "e2e_scale: deep $n: folded and pprof refuse, -D 1000 serves"
+    fi
 }
 if under_tsan; then # (ThreadSanitizer's own stack of calls is bounded)
     scenario deep_one deep 30000 1 1

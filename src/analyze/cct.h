@@ -21,7 +21,9 @@
 #define RP_ANALYZE_CCT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
+#include "common/error.h"
 #include "replay.h"
 #include "spanfilter.h"
 
@@ -51,6 +53,43 @@ struct rp_cct {
                                             then only kept spans are counted, and a path
                                             of a dropped span may stay with 0 calls */
 };
+
+/*
+ * The exports that write every path with its whole stack (folded, pprof)
+ * write the sum of the paths' depths in frames: quadratic in a recursion's
+ * depth (a million deep: 5 * 10^11 frames, terabytes).  Above this many
+ * they refuse and point at --depth (rp_cct_frames_check).
+ */
+#define RP_CCT_FRAMES_MAX (1ull << 30)
+
+/* The frames of every path of t written with its whole stack (the sum of
+ * its nodes' depths).  Cannot fail. */
+static inline uint64_t rp_cct_frames(const struct rp_cct *t)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 1; i < t->n; i++)
+        n += t->nodes[i].depth;
+    return n;
+}
+
+/* RP_EINVAL, with why in err (format: the export's name), when t's paths
+ * hold more than RP_CCT_FRAMES_MAX frames; else 0. */
+static inline int rp_cct_frames_check(const struct rp_cct *t, const char *format, char *err,
+                                      size_t errsz)
+{
+    uint64_t n = rp_cct_frames(t);
+    uint32_t deep = 0;
+    if (n <= RP_CCT_FRAMES_MAX)
+        return 0;
+    for (uint32_t i = 1; i < t->n; i++)
+        deep = t->nodes[i].depth > deep ? t->nodes[i].depth : deep;
+    snprintf(err, errsz,
+             "%s writes each call path with its whole stack: these %u paths hold %llu frames "
+             "(the deepest %u), more than %llu; limit the depth with --depth N (a span below "
+             "it counts as its caller's own time)",
+             format, t->n - 1, (unsigned long long)n, deep, (unsigned long long)RP_CCT_FRAMES_MAX);
+    return RP_EINVAL;
+}
 
 /*
  * Builds *t (zeroed by the caller) from the trace at path, a subtree per

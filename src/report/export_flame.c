@@ -108,7 +108,7 @@ int rp_export_folded(FILE *out, const struct rp_export_ctx *ctx)
     char buf[512];
     int rc = build(&t, ctx);
 
-    if (rc < 0)
+    if (rc < 0 || (rc = rp_cct_frames_check(&t, "folded", ctx->err, ctx->errsz)) < 0)
         goto out;
     uint32_t maxd = 0;
     for (uint32_t i = 1; i < t.n; i++)

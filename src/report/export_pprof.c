@@ -236,7 +236,8 @@ int rp_export_pprof(FILE *out, const struct rp_export_ctx *ctx)
     if ((rc = rp_profile_merged(p) /* a run's files */
                   ? rp_cct_build_set(&t, ctx->replay, p, 0, ctx->progress, ctx->err, ctx->errsz)
                   : rp_cct_build(&t, ctx->input, ctx->replay, p, 0, ctx->progress, ctx->err,
-                                 ctx->errsz)) < 0)
+                                 ctx->errsz)) < 0 ||
+        (rc = rp_cct_frames_check(&t, "pprof", ctx->err, ctx->errsz)) < 0)
         goto out;
     value_type(&g->pb, P_SAMPLE_TYPE, S_CALLS, S_COUNT);
     value_type(&g->pb, P_SAMPLE_TYPE, S_TIME, S_NS);
