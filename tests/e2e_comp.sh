@@ -44,6 +44,8 @@
 #     with any number of replay
 #     workers (the report, the call paths, `rankprof replay`'s durations),
 #     main not 0, and the exact checks hold;
+#   poll: a spin (prog_poll spin) gets the hint that compensation took its
+#     calls' hooks' cost out, a loop of fixed work above the resolution none;
 #   timing (not under sanitizers, where the program's own speed is not the
 #   point; up to 3 recordings on a loaded machine, one must pass):
 #     - leaf: at least half of its compensated spans are below resolution
@@ -542,6 +544,36 @@ PY
     python3 "$tmp/check.py" "$tmp" O 8 2000 exact || fail "(above)"
 }
 
+# a spin and a loop of fixed work (prog_poll): the report says that the
+# compensation took the spin's hooks' cost out (poller -> ready, millions
+# of calls below the resolution in one activation), and says nothing of
+# the loop whose calls are above it (not under sanitizers, whose slower
+# atomics lift ready() above the resolution)
+poll() {
+    if sanitized; then
+        note "poll skipped under sanitizers ($RP_SANITIZE)"
+        return 0
+    fi
+    local m
+    for m in "spin 200" "work 2000000"; do
+        "$RANKPROF" record -o "$tmp/poll.data" -- "$PROGS/prog_poll" $m >"$tmp/poll.out" \
+            2>"$tmp/poll.err" || fail "record prog_poll $m: $(cat "$tmp/poll.err")"
+        "$RANKPROF" report --format json -i "$tmp/poll.data" >"$tmp/poll.json" 2>/dev/null ||
+            fail "report of prog_poll $m"
+        python3 - "$tmp/poll.json" "${m%% *}" <<'PY' || fail "(above)"
+import json, sys
+r, mode = json.load(open(sys.argv[1])), sys.argv[2]
+hint = [w for w in r["warnings"] if "loop of calls below the resolution" in w]
+if mode == "spin" and (len(hint) != 1 or "(poller -> ready " not in hint[0]
+                       or "--no-compensate" not in hint[0]):
+    sys.exit(f"e2e_comp: FAIL: poll: spin: warnings {r['warnings']}, want one on poller -> ready")
+if mode == "work" and hint:
+    sys.exit(f"e2e_comp: FAIL: poll: a loop of fixed work above the resolution hinted: {hint}")
+print(f"poll: {mode}: {hint[0][:90] if hint else 'no hint'}")
+PY
+    done
+}
+
 scenario outputs outputs
 scenario exact exact
 scenario timing timing
@@ -549,4 +581,5 @@ scenario step step
 scenario graph_min graph_min
 scenario late late
 scenario over over
+scenario poll poll
 finish

@@ -194,6 +194,82 @@ static void hint_inline_hooked(struct rp_profile *p)
                     own * p->ns_per_tick / (double)calls);
 }
 
+/* The hint on loops of calls the compensation took out: a caller that made
+ * at least POLL_PER calls of one function per activation, each below the
+ * resolution (POLL_BELOW of them at least), its own time after the
+ * compensation at most POLL_OWN of the hooks' cost it took out for them,
+ * that cost at least POLL_SHARE of the time on CPU. */
+#define POLL_PER   100000.0
+#define POLL_BELOW 0.9
+#define POLL_OWN   0.25
+#define POLL_SHARE 0.05
+#define POLL_NAMES 3
+
+/*
+ * Compensation subtracts the hooks' cost of every call (docs/performance.md):
+ * right for a loop that does a fixed amount of work, which runs that much
+ * faster without the hooks.  A loop that polls until something happens (a
+ * spin on a flag another thread sets: Redis's I/O threads) runs as long
+ * without them, only with more calls: there the compensated time
+ * understates what it burns.  The trace cannot tell the two apart, so
+ * where such loops took much of the time the report says so and points at
+ * --no-compensate.  Judged from the edges: the caller's own time left is
+ * the loop's own work between its calls, nearly none in a poll.
+ */
+static void hint_poll(struct rp_profile *p)
+{
+    double cpu = rp_oncpu_total(p), took = 0.0, top_took[POLL_NAMES] = {0};
+    uint32_t count = 0, top[POLL_NAMES] = {0};
+    if (!p->compensated || !p->overhead_known || p->overhead_pair <= 0.0 || cpu <= 0.0)
+        return;
+    for (uint32_t k = 0; k < p->n_edges; k++) {
+        const struct rp_edge *e = &p->edges[k];
+        if (!e->caller || e->caller >= p->n_nodes || e->callee >= p->n_nodes ||
+            e->caller == e->callee)
+            continue;
+        const struct rp_node *x = &p->nodes[e->caller], *y = &p->nodes[e->callee];
+        double t = (double)e->calls * p->overhead_pair; /* (ticks) */
+        if (y->kind != RP_KIND_FUNC || !x->calls ||
+            (double)e->calls < POLL_PER * (double)x->calls ||
+            (double)rp_node_below_res(y) < POLL_BELOW * (double)y->calls ||
+            (double)x->excl > POLL_OWN * t || t < POLL_SHARE * cpu)
+            continue;
+        count++;
+        took += t;
+        uint32_t j = POLL_NAMES; /* the POLL_NAMES largest, largest first */
+        while (j > 0 && (!top[j - 1] || top_took[j - 1] < t))
+            j--;
+        if (j < POLL_NAMES) {
+            memmove(&top[j + 1], &top[j], (POLL_NAMES - 1 - j) * sizeof top[0]);
+            memmove(&top_took[j + 1], &top_took[j], (POLL_NAMES - 1 - j) * sizeof top_took[0]);
+            top[j] = k, top_took[j] = t;
+        }
+    }
+    if (!count)
+        return;
+    char names[384];
+    size_t len = 0;
+    names[0] = '\0';
+    for (uint32_t j = 0; j < POLL_NAMES && j < count && len < sizeof names; j++) {
+        const struct rp_edge *e = &p->edges[top[j]];
+        const char *a = p->nodes[e->caller].name, *b = p->nodes[e->callee].name;
+        int w = snprintf(names + len, sizeof names - len, "%s%s -> %s %.0f a call", j ? ", " : "",
+                         a ? a : "?", b ? b : "?",
+                         (double)e->calls / (double)p->nodes[e->caller].calls);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    char tb[32], cb[32];
+    snprintf(tb, sizeof tb, "%.3f s", took * p->ns_per_tick / 1e9);
+    snprintf(cb, sizeof cb, "%.3f s", cpu * p->ns_per_tick / 1e9);
+    rp_profile_warn(p,
+                    "%u loop%s of calls below the resolution (%s%s): compensation took the "
+                    "hooks' cost of them, %s, out of the callers' time (%s on CPU left in "
+                    "all); right for a loop of fixed work, but one that polls until something "
+                    "happens (a spin) runs as long without the recorder: --no-compensate "
+                    "shows its time (docs/performance.md)",
+                    count, count == 1 ? "" : "s", names, count > POLL_NAMES ? ", ..." : "", tb, cb);
+}
+
 void rp_profile_hints(struct rp_profile *p)
 {
     if (p->defs_only)
@@ -201,4 +277,5 @@ void rp_profile_hints(struct rp_profile *p)
     hint_no_functions(p);
     hint_unnamed(p);
     hint_inline_hooked(p);
+    hint_poll(p);
 }

@@ -3,7 +3,8 @@
  * hints.h - what a profile lacks and how to get it: no function recorded
  * (a program built without -finstrument-functions), functions without a
  * name (a stripped binary, code outside any mapped file), inline functions
- * the hooks kept out of line taking much of the time.
+ * the hooks kept out of line taking much of the time, loops of calls whose
+ * hooks' cost the compensation took out (right unless they poll).
  */
 #ifndef RP_ANALYZE_HINTS_H
 #define RP_ANALYZE_HINTS_H
