@@ -3,7 +3,8 @@
 # e2e_export.sh - end-to-end test of `rankprof export`: records
 # tests/progs/calltree (exact call tree documented in its header) and checks
 # every format's output, with numbers compared against `report --format
-# json` and, where installed, read back by the real consumer of the format.
+# json` and, where installed, read back by the real consumer of the format;
+# and that a Chrome JSON export over 256 MiB warns (big_chrome).
 #
 # Consumers (installed in CI by scripts/deps.sh ci): when one is missing the
 # test skips that part with a message, and at the end exits 77 (ctest SKIP)
@@ -265,7 +266,29 @@ html() {
 
 }
 
-for s in skeleton truncated fifo folded timelines folded_threads callgrind pprof html; do
+# a Chrome JSON export over 256 MiB (prog_poll work: 4 M calls, about 360
+# MB) warns and points at perfetto; the small ones above do not (not under
+# sanitizers: the recording alone takes a minute there)
+big_chrome() {
+    if sanitized; then
+        note "big_chrome skipped under sanitizers ($RP_SANITIZE)"
+        return 0
+    fi
+    "$RANKPROF" record -o big.data -- "$PROGS/prog_poll" work 4000000 >/dev/null 2>&1 ||
+        fail "recording prog_poll work"
+    "$RANKPROF" export --format chrome -o big.json -i big.data 2>big.err || fail "export chrome"
+    local mb=$(($(stat -c %s big.json) >> 20))
+    rm -f big.json big.data
+    ((mb > 256)) || fail "big_chrome: only $mb MiB of JSON: not big enough to test"
+    grep -q "warning: export --format chrome: wrote .* MB of JSON; --format perfetto" big.err ||
+        fail "big_chrome: no warning on $mb MiB of JSON: $(cat big.err)"
+    "$RANKPROF" export --format chrome -o small.json -i ct.data 2>small.err ||
+        fail "export chrome of prog_calltree"
+    ! grep -q "MB of JSON" small.err || fail "big_chrome: a warning on a small export: $(cat small.err)"
+    echo "e2e_export: big_chrome: $mb MiB of JSON warned of"
+}
+
+for s in skeleton truncated fifo folded timelines folded_threads callgrind pprof html big_chrome; do
     scenario $s $s
 done
 finish

@@ -202,6 +202,9 @@ static FILE *open_out(const struct export_args *a, char *tmp, size_t tmpsz)
     return f;
 }
 
+/* A Chrome JSON export larger than this gets a warning. */
+#define CHROME_BIG (256ll << 20)
+
 int cmd_export(int argc, char **argv)
 {
     struct export_args a = {0};
@@ -255,6 +258,7 @@ int cmd_export(int argc, char **argv)
         werr = 1;
         weno = errno;
     }
+    off_t size = out && rc == 0 && !werr ? ftello(out) : -1; /* (-1 on a pipe) */
     if (out && out != stdout && fclose(out) != 0) {
         werr = 1;
         weno = weno ? weno : errno;
@@ -276,5 +280,12 @@ int cmd_export(int argc, char **argv)
         unlink(tmp);
         rp_die("%s: cannot rename %s to it: %s", a.output, tmp, strerror(e));
     }
+    /* Chrome's JSON takes about 90 bytes a call, perfetto's protobuf 6.5
+     * (docs/performance.md, "Exports"): a viewer may not open the former */
+    if (!strcmp(a.fmt->name, "chrome") && size > CHROME_BIG)
+        rp_warn("export --format chrome: wrote %.0f MB of JSON; --format perfetto writes the "
+                "same timeline in about a tenth of that, and -t DUR, -D N or -F NAME keep less "
+                "(docs/exports.md)",
+                (double)size / 1e6);
     return 0;
 }
