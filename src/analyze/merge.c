@@ -122,6 +122,18 @@ static char *dup_or_null(const char *s, int *fail)
     return d;
 }
 
+/* s copied into p's string arena (interned: once however many ask), NULL
+ * for NULL; sets *fail when out of memory. */
+static char *pool_dup(struct rp_profile *p, const char *s, int intern, int *fail)
+{
+    if (!s)
+        return NULL;
+    char *d = rp_profile_strndup(p, s, strlen(s), intern);
+    if (!d)
+        *fail = 1;
+    return d;
+}
+
 /* Pools the Welford sums of b (mean, m2) into a's (counts na, nb before
  * the sum).  Cannot fail. */
 static void pool(struct rp_node_x *a, uint64_t na, const struct rp_node_x *b, uint64_t nb)
@@ -151,18 +163,19 @@ static uint32_t node_of(struct rp_merge *m, const struct rp_node *s)
         return 0;
     int fail = 0;
     uint32_t i = d->n_nodes;
+    /* (in dst's arena: a path once however many nodes have it) */
     d->nodes[i] = (struct rp_node){.id = i,
                                    .kind = s->kind,
                                    .cls = s->cls,
                                    .key = s->key,
-                                   .name = dup_or_null(s->name, &fail),
-                                   .file = dup_or_null(s->file, &fail),
+                                   .name = pool_dup(d, s->name, 0, &fail),
+                                   .file = pool_dup(d, s->file, 1, &fail),
                                    .line = s->line,
-                                   .module = dup_or_null(s->module, &fail)};
+                                   .module = pool_dup(d, s->module, 1, &fail)};
     if (fail) {
-        free(d->nodes[i].name);
-        free(d->nodes[i].file);
-        free(d->nodes[i].module);
+        rp_profile_strfree(d, d->nodes[i].name);
+        rp_profile_strfree(d, d->nodes[i].file);
+        rp_profile_strfree(d, d->nodes[i].module);
         return 0;
     }
     d->n_nodes++;
