@@ -137,6 +137,8 @@ struct rp_load_opts {
                                    are not shown); a run's files are always named, to merge */
     int keep_maps;              /* a run's set: keep the id maps the second passes over its
                                    files need (locks, the exports that walk events) */
+    int no_fold;                /* one file: keep the copies of an inline function apart
+                                   (the timelines, whose spans show names, not nodes) */
     struct rp_filter_args filt; /* the spans counted: -F, -N, -D, -t, -r */
     const char *cmd;            /* the command, for messages (filters) */
     rp_chunk_fn chunk_fn;       /* when set, called for every chunk of every file read */

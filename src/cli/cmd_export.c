@@ -220,6 +220,10 @@ int cmd_export(int argc, char **argv)
     /* the formats that read the files again need the id maps of a run's set */
     a.load.keep_maps = strcmp(a.fmt->name, "json") && strcmp(a.fmt->name, "csv") &&
                        strcmp(a.fmt->name, "callgrind");
+    /* a timeline shows each span by its name, the copies of an inline
+     * function alike: one file's ids stay the file's, and its walk parallel
+     * (export_tlpar.c) */
+    a.load.no_fold = !strcmp(a.fmt->name, "chrome") || !strcmp(a.fmt->name, "perfetto");
     if (needs & (RP_EXPORT_PROFILE | RP_EXPORT_RANK)) {
         a.load.rank = !!(needs & RP_EXPORT_RANK);
         a.load.replay.defs_only = !!(needs & RP_EXPORT_WALK); /* (one file: main.c) */

@@ -654,7 +654,7 @@ static void load_tail(struct rp_load_opts *o, struct rp_profile *p, const char *
 static void fold_copies(struct rp_load_opts *o, struct rp_profile *p, const char *file)
 {
     int rc;
-    if (!o->no_names && (rc = rp_merge_fold(p)) < 0)
+    if (!o->no_names && !o->no_fold && (rc = rp_merge_fold(p)) < 0)
         rp_die("%s: folding copies of functions: %s", file, rp_strerror(rc));
 }
 
