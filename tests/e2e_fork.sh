@@ -74,6 +74,30 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# the child's seed when the writer has written part of the buffer the
+# forking thread fills (RANKPROF_FLUSH_MS=1: the periodic flush every ms):
+# the calls open at the fork come from the records not yet written only,
+# so the child's main is open once (not main -> main)
+flushed() {
+    local i c
+    for i in 1 2 3; do
+        rm -f "$tmp"/fl.data*
+        RANKPROF_FLUSH_MS=1 timeout 60 "$RANKPROF" record -o "$tmp/fl.data" -- "$PROGS/prog_forker" \
+            >"$tmp/fl.out" 2>/dev/null || fail "record (flush every ms) exited $?"
+        c=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$tmp/fl.out")
+        "$RANKPROF" report -i "$tmp/fl.data.$c" --one-file --format json >"$tmp/fl.json" ||
+            fail "report of the child's file"
+        python3 - "$tmp/fl.json" <<'PY' || fail "flushed: the child's seed (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {(x["caller"], x["callee"]): x["calls"] for x in r["edges"] if x["callee"] != "[off-cpu]"}
+want = {("<root>", "main"): 1, ("main", "child_work"): 30, ("child_work", "work"): 30}
+if e != want or r["unmatched_exits"]:
+    sys.exit(f"e2e_fork: FAIL: flushed: edges {e}, want {want}; {r['unmatched_exits']} unmatched")
+PY
+    done
+}
+
 # the run's set, merged (docs/robustness.md, "One file per process")
 merged() {
     "$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/m.json"
@@ -142,5 +166,6 @@ if got != (1, 1, 0) or e.get(("storm", "child_work")) != 1 or u:
 scenario record record
 scenario parent_and_child parent_and_child
 scenario merged merged
+scenario flushed flushed
 scenario storm storm
 finish

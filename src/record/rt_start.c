@@ -481,8 +481,10 @@ static struct rp_raw seed[RP_SEED_MAX];
 static uint32_t seed_n, seed_tid; /* (the child's forking thread's kernel tid) */
 
 /* Encodes t's records not yet encoded (the child, before it forgets them),
- * so that its shadow stack is the one at the fork.  Returns 0, or -1 when
- * out of memory. */
+ * so that its shadow stack is the one at the fork: those of its published
+ * buffers from number consumed on, and of the one it fills, less the
+ * first t->part of buffer number consumed, written already (rt_writer.c).
+ * Returns 0, or -1 when out of memory. */
 static int seed_catch_up(struct rp_tbuf *t)
 {
     size_t cap = rp_enc_bound(rp_rt.bufrecs);
@@ -496,8 +498,12 @@ static int seed_catch_up(struct rp_tbuf *t)
             (void)rp_enc_events(&rp_rt.enc, &t->enc, t->tid, t->bufs[i] + from, t->lens[i] - from,
                                 out);
     }
-    if (t->base && t->pos > t->base && t->pos <= t->base + rp_rt.bufrecs)
-        (void)rp_enc_events(&rp_rt.enc, &t->enc, t->tid, t->base, (size_t)(t->pos - t->base), out);
+    /* the buffer being filled; when it is number c, the periodic flush may
+     * have written its first t->part records already */
+    uint32_t from = p == c && t->base == t->bufs[c % rp_rt.nbuf] ? t->part : 0;
+    if (t->base && t->pos > t->base + from && t->pos <= t->base + rp_rt.bufrecs)
+        (void)rp_enc_events(&rp_rt.enc, &t->enc, t->tid, t->base + from,
+                            (size_t)(t->pos - t->base) - from, out);
     munmap(out, cap);
     return 0;
 }
