@@ -3,7 +3,8 @@
 # e2e_fork.sh - a process that forks from a multi-threaded state: the parent
 # keeps the trace file, the child writes its own NAME.PID, both exact, the
 # child's beginning with the calls open at the fork (main; storm's main and
-# storm), so that its calls are theirs and no exit goes unmatched; and
+# storm), so that its calls are theirs and no exit goes unmatched, also
+# after a periodic flush and in direct mode; and
 # forks among threads that encode their own buffers (storm).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_fork RANKPROF PROGS RP_LIB
@@ -98,6 +99,26 @@ PY
     done
 }
 
+# direct mode: the child's statistics begin inside the calls open at the
+# fork too (the engine applies the forking thread's batch first)
+direct() {
+    local c
+    rm -f "$tmp"/d.data*
+    timeout 60 "$RANKPROF" record --mode direct -o "$tmp/d.data" -- "$PROGS/prog_forker" \
+        >"$tmp/d.out" 2>/dev/null || fail "record --mode direct exited $?"
+    c=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$tmp/d.out")
+    "$RANKPROF" report -i "$tmp/d.data.$c" --one-file --format json >"$tmp/d.json" ||
+        fail "report of the child's file"
+    python3 - "$tmp/d.json" <<'PY' || fail "direct: the child's seed (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {(x["caller"], x["callee"]): x["calls"] for x in r["edges"]}
+want = {("<root>", "main"): 1, ("main", "child_work"): 30, ("child_work", "work"): 30}
+if e != want or r["unmatched_exits"]:
+    sys.exit(f"e2e_fork: FAIL: direct: edges {e}, want {want}; {r['unmatched_exits']} unmatched")
+PY
+}
+
 # the run's set, merged (docs/robustness.md, "One file per process")
 merged() {
     "$RANKPROF" report -i "$tmp/f.data" --format json > "$tmp/m.json"
@@ -167,5 +188,6 @@ scenario record record
 scenario parent_and_child parent_and_child
 scenario merged merged
 scenario flushed flushed
+scenario direct direct
 scenario storm storm
 finish

@@ -192,8 +192,12 @@ static RP_NOINLINE struct rp_dthread *dthread_first(void)
 RP_HIDDEN void rp_direct_event(uint64_t word)
 {
     struct rp_dthread *d = dself;
-    if (__builtin_expect(!d, 0) && !(d = dthread_first()))
-        return;
+    if (__builtin_expect(!d, 0)) {
+        if (!(d = dthread_first()))
+            return;
+        if (rp_rt_seed_pending()) /* a forked child's: the calls open at the fork */
+            rp_pos_set(&d->tb, rp_rt_seed_put(d->tid, d->tb.pos));
+    }
     if (__builtin_expect(d->tb.guard != 0, 0)) { /* a signal handler interrupted us */
         ST(d->reentered, d->reentered + 1);
         return;
@@ -228,7 +232,21 @@ RP_HIDDEN int rp_direct_init(void)
 RP_HIDDEN void rp_direct_atfork_child(void)
 {
     pthread_mutex_init(&rp_rt.direct_lock, NULL);
-    dg.live = NULL; /* the parent's threads: their memory stays, unused */
+    /* the calls open on the forking thread, its batch applied: the child's
+     * seed (rt_start.c) */
+    struct rp_dthread *d = dself;
+    uint64_t keys[BATCH / 4];
+    uint32_t n = 0;
+    if (d && !d->tb.guard && !d->windowed && !d->over) {
+        d->tb.guard = 1;
+        rp_dengine_run(d);
+        d->tb.guard = 0;
+        n = (uint32_t)(d->top - d->stack);
+        for (uint32_t k = 0; k < n && k < BATCH / 4; k++)
+            keys[k] = d->stack[1 + k].key;
+    }
+    rp_rt_seed_keys(keys, n, BATCH / 4); /* (none when n is over) */
+    dg.live = NULL;                      /* the parent's threads: their memory stays, unused */
     rp_dtab_free(&dg.done);
     dg.nended = 0;
     dg.ended_dropped = 0;

@@ -549,8 +549,8 @@ static void append_locked(struct rp_tbuf *t, uint64_t word)
     }
     struct rp_raw *p = t->pos;
     if (unlikely(rp_rt_seed_pending()) && !t->lost && !waited) /* a forked child's first */
-        p = rp_rt_seed_put(t, p); /* (at most a quarter of the buffer) */
-    if (t->lost) {                /* a buffer has room for the LOST, PAUSE records and the event */
+        p = rp_rt_seed_put(t->tid, p); /* (at most a quarter of the buffer) */
+    if (t->lost) { /* a buffer has room for the LOST, PAUSE records and the event */
         p->ticks = t->lost_first;
         p->word = rp_raw_word(RP_RAW_LOST, t->lost);
         p++;

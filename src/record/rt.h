@@ -448,12 +448,15 @@ RP_HIDDEN int rp_rt_info_now(const char *key, const char *val);
 
 /* A forked child's periodic flush, at the start of a blocking call (rt.c). */
 RP_HIDDEN void rp_rt_child_flush(void);
-/* A forked child's seed (rt_start.c): the calls open at the fork, raw
- * records still to write (0: none), and rp_rt_seed_put, which writes them
- * at p, the start of a buffer of t, when t is the thread that forked, and
+/* A forked child's seed (rt_start.c): rp_rt_seed_keys makes it from the
+ * keys (enc_key, TKEY) of the n frames open at the fork, outermost first,
+ * unless n > max; rp_rt_seed_pending says how many raw records are still
+ * to write (0: none), and rp_rt_seed_put writes them at p, the start of a
+ * buffer or batch of thread tid, when it is the thread that forked, and
  * returns where the next record goes. */
+RP_HIDDEN void rp_rt_seed_keys(const uint64_t *keys, uint32_t n, uint32_t max);
 RP_HIDDEN uint32_t rp_rt_seed_pending(void);
-RP_HIDDEN struct rp_raw *rp_rt_seed_put(struct rp_tbuf *t, struct rp_raw *p);
+RP_HIDDEN struct rp_raw *rp_rt_seed_put(uint32_t tid, struct rp_raw *p);
 
 /* The program is about to close or take descriptor fd (the close, dup2 and
  * dup3 interposers): if it is the trace's, the trace moves out of the way

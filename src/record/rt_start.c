@@ -472,9 +472,12 @@ static void atfork_parent(void)
  * thread (rp_enc_thread.stack), brought up to the fork by encoding, into
  * pages thrown away, the thread's records no one had encoded yet (the
  * prepare handler left no thread encoding); rp_rt_seed_put writes them
- * first into the child's first buffer of that thread.  None when the
- * stack lost a frame, recording was switched on or off (ctl), in direct
- * mode, or deeper than a quarter of a buffer (at most RP_SEED_MAX).
+ * first into the child's first buffer of that thread.  In direct mode
+ * the engine takes the thread's batch first, and its shadow stack is the
+ * one (rp_direct_atfork_child), written first into the child's first
+ * batch.  None when the stack lost a frame, recording was switched on or
+ * off (ctl), or it is deeper than a quarter of a buffer or batch (at most
+ * RP_SEED_MAX).
  */
 #define RP_SEED_MAX 256
 static struct rp_raw seed[RP_SEED_MAX];
@@ -508,20 +511,15 @@ static int seed_catch_up(struct rp_tbuf *t)
     return 0;
 }
 
-/* The seed of the child's trace from t, the forking thread's tbuf (see
- * above).  Cannot fail: out of memory, no seed. */
-static void seed_make(struct rp_tbuf *t)
+RP_HIDDEN void rp_rt_seed_keys(const uint64_t *keys, uint32_t n, uint32_t max)
 {
     seed_n = 0;
-    if (!t || rp_rt.direct || t->guard || t->enc.windowed || seed_catch_up(t) < 0 || t->enc.nosnap)
-        return;
-    uint32_t max = rp_rt.bufrecs / 4 < RP_SEED_MAX ? rp_rt.bufrecs / 4 : RP_SEED_MAX;
-    if (t->enc.depth > max)
+    if (n > max || n > RP_SEED_MAX)
         return;
     uint64_t now = rp_ticks();
-    for (uint32_t d = 0; d < t->enc.depth; d++) {
-        uint64_t key = t->enc.stack[d].key, pl = key & RP_RAW_PAYLOAD, op;
-        switch ((unsigned)(key >> RP_RAW_SHIFT) - 1) { /* (enc_key: kind + 1) */
+    for (uint32_t d = 0; d < n; d++) {
+        uint64_t pl = keys[d] & RP_RAW_PAYLOAD, op;
+        switch ((unsigned)(keys[d] >> RP_RAW_SHIFT) - 1) { /* (kind + 1: enc_key, TKEY) */
         case RP_KIND_FUNC:
             op = RP_RAW_FUNC_ENTER;
             break;
@@ -542,9 +540,23 @@ static void seed_make(struct rp_tbuf *t)
     seed_tid = (uint32_t)syscall(SYS_gettid) & RP_TID_MASK;
 }
 
-RP_HIDDEN struct rp_raw *rp_rt_seed_put(struct rp_tbuf *t, struct rp_raw *p)
+/* The seed of the child's trace from t, the forking thread's tbuf (see
+ * above), in trace mode.  Cannot fail: out of memory, no seed. */
+static void seed_make(struct rp_tbuf *t)
 {
-    if ((t->tid & RP_TID_MASK) != seed_tid)
+    uint64_t keys[RP_SEED_MAX];
+    seed_n = 0;
+    if (!t || rp_rt.direct || t->guard || t->enc.windowed || seed_catch_up(t) < 0 ||
+        t->enc.nosnap || t->enc.depth > RP_SEED_MAX)
+        return;
+    for (uint32_t d = 0; d < t->enc.depth; d++)
+        keys[d] = t->enc.stack[d].key;
+    rp_rt_seed_keys(keys, t->enc.depth, rp_rt.bufrecs / 4);
+}
+
+RP_HIDDEN struct rp_raw *rp_rt_seed_put(uint32_t tid, struct rp_raw *p)
+{
+    if ((tid & RP_TID_MASK) != seed_tid)
         return p;
     memcpy(p, seed, seed_n * sizeof(*p));
     p += seed_n;
