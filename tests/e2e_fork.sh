@@ -75,48 +75,43 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-# the child's seed when the writer has written part of the buffer the
-# forking thread fills (RANKPROF_FLUSH_MS=1: the periodic flush every ms):
-# the calls open at the fork come from the records not yet written only,
-# so the child's main is open once (not main -> main)
-flushed() {
-    local i c
-    for i in 1 2 3; do
-        rm -f "$tmp"/fl.data*
-        RANKPROF_FLUSH_MS=1 timeout 60 "$RANKPROF" record -o "$tmp/fl.data" -- "$PROGS/prog_forker" \
-            >"$tmp/fl.out" 2>/dev/null || fail "record (flush every ms) exited $?"
-        c=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$tmp/fl.out")
-        "$RANKPROF" report -i "$tmp/fl.data.$c" --one-file --format json >"$tmp/fl.json" ||
-            fail "report of the child's file"
-        python3 - "$tmp/fl.json" <<'PY' || fail "flushed: the child's seed (above)"
+# child_seed NAME ARGS...: `record ARGS -o NAME.data prog_forker`; the
+# child's file begins inside main, open at the fork: main once, its 30
+# child_work calls main's, no exit unmatched (time off CPU aside)
+child_seed() {
+    local name=$1 c
+    shift
+    rm -f "$tmp/$name".data*
+    timeout 60 "$RANKPROF" record "$@" -o "$tmp/$name.data" -- "$PROGS/prog_forker" \
+        >"$tmp/$name.out" 2>/dev/null || fail "$name: record $* exited $?"
+    c=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$tmp/$name.out")
+    "$RANKPROF" report -i "$tmp/$name.data.$c" --one-file --format json >"$tmp/$name.json" ||
+        fail "$name: report of the child's file"
+    python3 - "$tmp/$name.json" "$name" <<'PY' || fail "$name: the child's seed (above)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 e = {(x["caller"], x["callee"]): x["calls"] for x in r["edges"] if x["callee"] != "[off-cpu]"}
 want = {("<root>", "main"): 1, ("main", "child_work"): 30, ("child_work", "work"): 30}
 if e != want or r["unmatched_exits"]:
-    sys.exit(f"e2e_fork: FAIL: flushed: edges {e}, want {want}; {r['unmatched_exits']} unmatched")
+    sys.exit(f"e2e_fork: FAIL: {sys.argv[2]}: edges {e}, want {want}; {r['unmatched_exits']} unmatched")
 PY
+}
+
+# the child's seed when the writer has written part of the buffer the
+# forking thread fills (a periodic flush every ms, three runs): the calls
+# open at the fork come from the records not yet written only, so the
+# child's main is open once (not main -> main)
+flushed() {
+    local i
+    for i in 1 2 3; do
+        RANKPROF_FLUSH_MS=1 child_seed flushed
     done
 }
 
 # direct mode: the child's statistics begin inside the calls open at the
 # fork too (the engine applies the forking thread's batch first)
 direct() {
-    local c
-    rm -f "$tmp"/d.data*
-    timeout 60 "$RANKPROF" record --mode direct -o "$tmp/d.data" -- "$PROGS/prog_forker" \
-        >"$tmp/d.out" 2>/dev/null || fail "record --mode direct exited $?"
-    c=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$tmp/d.out")
-    "$RANKPROF" report -i "$tmp/d.data.$c" --one-file --format json >"$tmp/d.json" ||
-        fail "report of the child's file"
-    python3 - "$tmp/d.json" <<'PY' || fail "direct: the child's seed (above)"
-import json, sys
-r = json.load(open(sys.argv[1]))
-e = {(x["caller"], x["callee"]): x["calls"] for x in r["edges"]}
-want = {("<root>", "main"): 1, ("main", "child_work"): 30, ("child_work", "work"): 30}
-if e != want or r["unmatched_exits"]:
-    sys.exit(f"e2e_fork: FAIL: direct: edges {e}, want {want}; {r['unmatched_exits']} unmatched")
-PY
+    child_seed direct --mode direct
 }
 
 # the run's set, merged (docs/robustness.md, "One file per process")
