@@ -252,15 +252,20 @@ thresholds() {
     t contended-run=0.5 "counter_lock [wait]" "" "counter_lock [hold]" "" || bad=1
     # (batch_item's RATE then rests on its timing alone: 0.1 ms periods and
     # a run 60 % of one, which ThreadSanitizer's slower memory accesses and
-    # a loaded machine blur - so a run that misses it is recorded once
-    # more, and a broken rule fails both; its not being RATE by default is
-    # checked under TSan too)
+    # a loaded machine blur - so a run that misses it is recorded up to
+    # twice more (a CI run under full load missed it twice), and a broken
+    # rule fails all three; its not being RATE by default is checked under
+    # TSan too)
     if under_tsan; then
         note "rate-waits=0 not checked under ThreadSanitizer"
     elif ! t rate-waits=0 batch_item RATE; then
-        echo "e2e_planted: thresholds: recorded again (the batch may have been disturbed)"
-        record
-        t rate-waits=0 batch_item RATE || bad=1
+        local k ok=0
+        for k in 2 3; do
+            echo "e2e_planted: thresholds: recorded again, run $k (the batch may have been disturbed)"
+            record
+            t rate-waits=0 batch_item RATE && ok=1 && break
+        done
+        ((ok)) || bad=1
     fi
     ((bad == 0)) || fail "a threshold took more or less than its flag away (above)"
 }
