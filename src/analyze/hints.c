@@ -120,6 +120,23 @@ static void hint_unnamed(struct rp_profile *p)
                         none, total);
 }
 
+/* The n largest values seen so far, largest first: top[k] the index whose
+ * value is val[k], *m of them set.  Puts index i of value v among them
+ * when it is one of the n largest.  Cannot fail. */
+static void top_put(uint32_t *top, double *val, uint32_t n, uint32_t *m, uint32_t i, double v)
+{
+    uint32_t k = *m, last = *m < n ? *m : n - 1; /* (the last set slot moves out when full) */
+    while (k > 0 && val[k - 1] < v)
+        k--;
+    if (k >= n)
+        return;
+    memmove(&top[k + 1], &top[k], (last - k) * sizeof *top);
+    memmove(&val[k + 1], &val[k], (last - k) * sizeof *val);
+    top[k] = i;
+    val[k] = v;
+    *m += *m < n;
+}
+
 /* Whether n is a short function called often (the hint below).  Cannot fail. */
 static int short_fn(const struct rp_profile *p, const struct rp_node *n)
 {
@@ -149,9 +166,9 @@ static void hint_inline_hooked(struct rp_profile *p)
     struct rp_symbolizer *s = rp_sym_open(p->maps, p->maps_len);
     if (!s)
         return;
-    uint32_t count = 0, top[INL_NAMES] = {0};
+    uint32_t count = 0, top[INL_NAMES], ntop = 0;
     uint64_t calls = 0, all_calls = 0;
-    double own = 0.0;
+    double own = 0.0, topv[INL_NAMES];
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         const struct rp_node *n = &p->nodes[i];
         if (n->kind == RP_KIND_FUNC)
@@ -161,14 +178,7 @@ static void hint_inline_hooked(struct rp_profile *p)
         count++;
         calls += n->calls;
         own += (double)n->excl;
-        /* the INL_NAMES largest by own time, largest first */
-        uint32_t k = INL_NAMES;
-        while (k > 0 && (!top[k - 1] || p->nodes[top[k - 1]].excl < n->excl))
-            k--;
-        if (k < INL_NAMES) {
-            memmove(&top[k + 1], &top[k], (INL_NAMES - 1 - k) * sizeof top[0]);
-            top[k] = i;
-        }
+        top_put(top, topv, INL_NAMES, &ntop, i, (double)n->excl); /* (by own time) */
     }
     rp_sym_close(s);
     if (!count || own < INL_SHARE * cpu)
@@ -176,7 +186,7 @@ static void hint_inline_hooked(struct rp_profile *p)
     char names[256];
     size_t len = 0;
     names[0] = '\0';
-    for (uint32_t k = 0; k < INL_NAMES && top[k] && len < sizeof names; k++) {
+    for (uint32_t k = 0; k < ntop && len < sizeof names; k++) {
         const char *nm = p->nodes[top[k]].name ? p->nodes[top[k]].name : "?";
         int w = snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", nm);
         len += w > 0 ? (size_t)w : 0;
@@ -218,8 +228,8 @@ static void hint_inline_hooked(struct rp_profile *p)
  */
 static void hint_poll(struct rp_profile *p)
 {
-    double cpu = rp_oncpu_total(p), took = 0.0, top_took[POLL_NAMES] = {0};
-    uint32_t count = 0, top[POLL_NAMES] = {0};
+    double cpu = rp_oncpu_total(p), took = 0.0, top_took[POLL_NAMES];
+    uint32_t count = 0, top[POLL_NAMES], ntop = 0;
     if (!p->compensated || !p->overhead_known || p->overhead_pair <= 0.0 || cpu <= 0.0)
         return;
     for (uint32_t k = 0; k < p->n_edges; k++) {
@@ -236,21 +246,14 @@ static void hint_poll(struct rp_profile *p)
             continue;
         count++;
         took += t;
-        uint32_t j = POLL_NAMES; /* the POLL_NAMES largest, largest first */
-        while (j > 0 && (!top[j - 1] || top_took[j - 1] < t))
-            j--;
-        if (j < POLL_NAMES) {
-            memmove(&top[j + 1], &top[j], (POLL_NAMES - 1 - j) * sizeof top[0]);
-            memmove(&top_took[j + 1], &top_took[j], (POLL_NAMES - 1 - j) * sizeof top_took[0]);
-            top[j] = k, top_took[j] = t;
-        }
+        top_put(top, top_took, POLL_NAMES, &ntop, k, t);
     }
     if (!count)
         return;
     char names[384];
     size_t len = 0;
     names[0] = '\0';
-    for (uint32_t j = 0; j < POLL_NAMES && j < count && len < sizeof names; j++) {
+    for (uint32_t j = 0; j < ntop && len < sizeof names; j++) {
         const struct rp_edge *e = &p->edges[top[j]];
         const char *a = p->nodes[e->caller].name, *b = p->nodes[e->callee].name;
         int w = snprintf(names + len, sizeof names - len, "%s%s -> %s %.0f a call", j ? ", " : "",
