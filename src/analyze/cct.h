@@ -62,27 +62,20 @@ struct rp_cct {
  */
 #define RP_CCT_FRAMES_MAX (1ull << 30)
 
-/* The frames of every path of t written with its whole stack (the sum of
- * its nodes' depths).  Cannot fail. */
-static inline uint64_t rp_cct_frames(const struct rp_cct *t)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 1; i < t->n; i++)
-        n += t->nodes[i].depth;
-    return n;
-}
-
-/* RP_EINVAL, with why in err (format: the export's name), when t's paths
- * hold more than RP_CCT_FRAMES_MAX frames; else 0. */
+/* RP_EINVAL, with why in err (format: the export's name), when t's paths,
+ * each written with its whole stack, hold more than RP_CCT_FRAMES_MAX
+ * frames (the sum of their depths); else 0. */
 static inline int rp_cct_frames_check(const struct rp_cct *t, const char *format, char *err,
                                       size_t errsz)
 {
-    uint64_t n = rp_cct_frames(t);
+    uint64_t n = 0;
     uint32_t deep = 0;
+    for (uint32_t i = 1; i < t->n; i++) {
+        n += t->nodes[i].depth;
+        deep = t->nodes[i].depth > deep ? t->nodes[i].depth : deep;
+    }
     if (n <= RP_CCT_FRAMES_MAX)
         return 0;
-    for (uint32_t i = 1; i < t->n; i++)
-        deep = t->nodes[i].depth > deep ? t->nodes[i].depth : deep;
     snprintf(err, errsz,
              "%s writes each call path with its whole stack: these %u paths hold %llu frames "
              "(the deepest %u), more than %llu; limit the depth with --depth N (a span below "

@@ -284,6 +284,14 @@ static inline int fd_blocks(int fd)
     return blocks;
 }
 
+/* Whether a recv-family call on fd with flags may block: not with
+ * MSG_DONTWAIT, nor on a descriptor that cannot block (fd_blocks).
+ * Cannot fail. */
+static inline int recv_blocks(int fd, int flags)
+{
+    return !(flags & MSG_DONTWAIT) && fd_blocks(fd);
+}
+
 /* Forgets what is known of descriptor fd (its number is free or reused). */
 static inline void fd_forget(int fd)
 {
@@ -564,34 +572,33 @@ RP_INTERPOSE int accept4(int fd, struct sockaddr *restrict addr, socklen_t *rest
 
 RP_INTERPOSE ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECV, RP_W_RECV, recv_fn, -1, fd,
-                 buf, n, flags);
+    WAIT_CALL_IF(recv_blocks(fd, flags), RP_W_RECV, RP_W_RECV, recv_fn, -1, fd, buf, n, flags);
 }
 
 RP_INTERPOSE ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
-    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECV_CHK, RP_W_RECV, recv_chk_fn,
-                 -1, fd, buf, n, buflen, flags);
+    WAIT_CALL_IF(recv_blocks(fd, flags), RP_W_RECV_CHK, RP_W_RECV, recv_chk_fn, -1, fd, buf, n,
+                 buflen, flags);
 }
 
 RP_INTERPOSE ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
                               struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVFROM, RP_W_RECVFROM,
-                 recvfrom_fn, -1, fd, buf, n, flags, addr, len);
+    WAIT_CALL_IF(recv_blocks(fd, flags), RP_W_RECVFROM, RP_W_RECVFROM, recvfrom_fn, -1, fd, buf, n,
+                 flags, addr, len);
 }
 
 RP_INTERPOSE ssize_t __recvfrom_chk(int fd, void *restrict buf, size_t n, size_t buflen, int flags,
                                     struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVFROM_CHK, RP_W_RECVFROM,
-                 recvfrom_chk_fn, -1, fd, buf, n, buflen, flags, addr, len);
+    WAIT_CALL_IF(recv_blocks(fd, flags), RP_W_RECVFROM_CHK, RP_W_RECVFROM, recvfrom_chk_fn, -1, fd,
+                 buf, n, buflen, flags, addr, len);
 }
 
 RP_INTERPOSE ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-    WAIT_CALL_IF(!(flags & MSG_DONTWAIT) && fd_blocks(fd), RP_W_RECVMSG, RP_W_RECVMSG, recvmsg_fn,
-                 -1, fd, msg, flags);
+    WAIT_CALL_IF(recv_blocks(fd, flags), RP_W_RECVMSG, RP_W_RECVMSG, recvmsg_fn, -1, fd, msg,
+                 flags);
 }
 
 /* read: a wait only on a descriptor that may block (fd_blocks).  A read
