@@ -783,23 +783,13 @@ RP_HIDDEN void rp_funcs_start(int quiet)
         __atomic_store_n(&rp_funcs_gate, 1, __ATOMIC_RELAXED);
 }
 
-/* Appends pair (key, c) to *buf (*len used, *cap mapped: pages of its
- * own, not malloc's, as the final flush may run in a signal handler that
- * interrupted malloc; rp_funcs_write unmaps them).  Returns 0, or -1 when
- * out of memory (the pair is lost). */
+/* Appends pair (key, c) to *buf (*len used, *cap mapped: rp_map_grow, as
+ * the final flush may run in a signal handler that interrupted malloc).
+ * Returns 0, or -1 when out of memory (the pair is lost). */
 static int pair_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t key, uint64_t c)
 {
-    if (*len + 16 > *cap) {
-        size_t nc = *cap ? *cap * 2 : 65536;
-        void *nb = nc > RP_CHUNK_MAX ? MAP_FAILED
-                   : *buf
-                       ? mremap(*buf, *cap, nc, MREMAP_MAYMOVE)
-                       : mmap(NULL, nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (nb == MAP_FAILED)
-            return -1;
-        *buf = nb;
-        *cap = nc;
-    }
+    if (rp_map_grow((void **)buf, cap, *len + 16, RP_CHUNK_MAX) < 0)
+        return -1;
     rp_put64(*buf + *len, key);
     rp_put64(*buf + *len + 8, c);
     *len += 16;
@@ -846,8 +836,7 @@ RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, si
         chunk_out(buf, len, d->tid, out);
     }
     fs_unlock();
-    if (buf)
-        munmap(buf, cap);
+    rp_map_free(buf, cap);
 }
 
 /* ---- public API ----------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -57,6 +58,38 @@ static inline size_t rp_rt_map_len(size_t n)
 {
     size_t pg = (size_t)getpagesize();
     return (n + pg - 1) / pg * pg;
+}
+
+/*
+ * Grows *buf (*cap bytes mapped; NULL and 0: none yet) to hold need bytes,
+ * in pages of its own, doubling from 64 KiB up to max: no malloc, so that
+ * the final flush may use it in a program's signal handler that
+ * interrupted malloc (mmap and mremap only).  Returns 0, or -1 with *buf
+ * and *cap unchanged (need over max, or the system says no).  rp_map_free
+ * gives the pages back.
+ */
+static inline int rp_map_grow(void **buf, size_t *cap, size_t need, size_t max)
+{
+    size_t nc = *cap ? *cap : 65536;
+    while (nc < need)
+        nc *= 2;
+    if (nc == *cap)
+        return 0;
+    if (nc > max)
+        return -1;
+    void *nb = *buf ? mremap(*buf, *cap, nc, MREMAP_MAYMOVE)
+                    : mmap(NULL, nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nb == MAP_FAILED)
+        return -1;
+    *buf = nb;
+    *cap = nc;
+    return 0;
+}
+
+static inline void rp_map_free(void *buf, size_t cap)
+{
+    if (buf)
+        munmap(buf, cap);
 }
 
 /* "rankprof: " fmt (one %s: arg), ": strerror(err)" when err; unless quiet. */

@@ -313,32 +313,23 @@ RP_HIDDEN void rp_out_clock(void)
 }
 
 /*
- * Reads a whole small file (procfs) into pages of its own, which
- * proc_free gives back; NULL on error, *cap then 0.  Async-signal-safe
- * (system calls only, no malloc): the final flush that reads the maps may
+ * Reads a whole small file (procfs) into pages of its own (rp_map_grow,
+ * *cap of them: rp_map_free gives them back); NULL on error or when it is
+ * over RP_CHUNK_MAX.  No malloc: the final flush that reads the maps may
  * run in a program's signal handler that calls _exit, which may have
- * interrupted malloc on its thread.
+ * interrupted malloc.
  */
 static char *read_file(const char *path, size_t *len, size_t *cap)
 {
+    void *buf = NULL;
+    size_t n = 0;
     *len = *cap = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    size_t c = 65536, n = 0;
-    char *buf = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    while (buf != MAP_FAILED) {
-        if (n == c) {
-            void *nb = c < RP_CHUNK_MAX / 2 ? mremap(buf, c, c * 2, MREMAP_MAYMOVE) : MAP_FAILED;
-            if (nb == MAP_FAILED) {
-                munmap(buf, c);
-                buf = MAP_FAILED;
-                break;
-            }
-            buf = nb;
-            c *= 2;
-        }
-        ssize_t r = read(fd, buf + n, c - n);
+    int failed = 0;
+    while (!(failed = rp_map_grow(&buf, cap, n + 1, RP_CHUNK_MAX) < 0)) {
+        ssize_t r = read(fd, (char *)buf + n, *cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -346,18 +337,13 @@ static char *read_file(const char *path, size_t *len, size_t *cap)
         n += (size_t)r;
     }
     close(fd);
-    if (buf == MAP_FAILED)
+    if (failed) { /* out of pages, or the file is over RP_CHUNK_MAX */
+        rp_map_free(buf, *cap);
+        *cap = 0;
         return NULL;
+    }
     *len = n;
-    *cap = c;
     return buf;
-}
-
-/* Gives back what read_file read (NULL: nothing).  Async-signal-safe. */
-static void proc_free(char *buf, size_t cap)
-{
-    if (buf)
-        munmap(buf, cap);
 }
 
 /* MAPS: the executable, file-backed mappings, which is all the analyzer
@@ -369,7 +355,7 @@ RP_HIDDEN void rp_out_maps(void)
      * zombie) has no maps left */
     char *m = read_file("/proc/thread-self/maps", &len, &cap);
     if (!m || !len) {
-        proc_free(m, cap);
+        rp_map_free(m, cap);
         m = read_file("/proc/self/maps", &len, &cap);
     }
     if (!m)
@@ -389,7 +375,7 @@ RP_HIDDEN void rp_out_maps(void)
         i = j + 1;
     }
     rp_out_chunk(RP_CH_MAPS, m, o);
-    proc_free(m, cap);
+    rp_map_free(m, cap);
 }
 
 RP_HIDDEN void rp_rt_maps_now(void)
@@ -450,7 +436,7 @@ RP_HIDDEN void rp_out_info(void)
     char *argv = read_file("/proc/self/cmdline", &n, &acap);
     if (argv) {
         rp_info_put(buf, cap, &len, "argv", argv, n < 32768 ? n : 32768);
-        proc_free(argv, acap);
+        rp_map_free(argv, acap);
     }
     snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
     rp_info_put(buf, cap, &len, "pid", tmp, strlen(tmp));
