@@ -52,6 +52,18 @@ static void node(struct rp_profile *p, uint32_t i, const char *name, const char 
     CHECK(rp_node_x_set(x, &v) == 0);
 }
 
+/* n's calls, inclusive ticks, minimum, maximum, mean and m2 against
+ * the values worked out by hand (a macro: a failure names the line). */
+#define CHECK_SPANS(n, c, in, mn, mx, mean, m2)                                                    \
+    do {                                                                                           \
+        CHECK_EQ((n)->calls, c);                                                                   \
+        CHECK_EQ((n)->incl, in);                                                                   \
+        CHECK_EQ(rp_node_min(n), mn);                                                              \
+        CHECK_EQ(rp_node_max(n), mx);                                                              \
+        CHECK(fabs(rp_node_mean(n) - (mean)) < 1e-9);                                              \
+        CHECK(fabs(rp_node_m2(n) - (m2)) < 1e-9);                                                  \
+    } while (0)
+
 static const uint32_t *map_of(const struct rp_profile *m, uint32_t k)
 {
     return k < m->n_procs ? m->procs[k].map : NULL;
@@ -144,12 +156,7 @@ static void fold(void)
     CHECK_EQ(helpers, 2);
     CHECK_EQ(ts, 2);
     if (sq) {
-        CHECK_EQ(sq->calls, 3);
-        CHECK_EQ(sq->incl, 12);
-        CHECK_EQ(rp_node_min(sq), 2);
-        CHECK_EQ(rp_node_max(sq), 6);
-        CHECK(fabs(rp_node_mean(sq) - 4.0) < 1e-9);
-        CHECK(fabs(rp_node_m2(sq) - 8.0) < 1e-9);
+        CHECK_SPANS(sq, 3, 12, 2, 6, 4.0, 8.0);
         unsigned to_sq = 0;
         for (uint32_t k = 0; k < c.n_edges; k++) {
             const struct rp_edge *x = &c.edges[k];
@@ -246,20 +253,11 @@ int main(void)
     CHECK(f && g && fb && u5 && find(&m, NULL, NULL, 0x6000));
     if (f && g && fb && u5) {
         /* f: 10 20 30 50: mean 27.5, m2 17.5^2 + 7.5^2 + 2.5^2 + 22.5^2 = 875 */
-        CHECK_EQ(f->calls, 4);
-        CHECK_EQ(f->incl, 110);
-        CHECK_EQ(rp_node_min(f), 10);
-        CHECK_EQ(rp_node_max(f), 50);
-        CHECK(fabs(rp_node_mean(f) - 27.5) < 1e-9);
-        CHECK(fabs(rp_node_m2(f) - 875.0) < 1e-9);
+        CHECK_SPANS(f, 4, 110, 10, 50, 27.5, 875.0);
         CHECK_EQ(f->x ? f->x->hist.n : 0, 4);
         CHECK_EQ(f->key, 0x1000); /* the first process's address */
-        /* g: 5 1 3: mean 3, m2 8 */
-        CHECK_EQ(g->calls, 3);
-        CHECK_EQ(rp_node_min(g), 1);
-        CHECK_EQ(rp_node_max(g), 5);
-        CHECK(fabs(rp_node_mean(g) - 3.0) < 1e-9);
-        CHECK(fabs(rp_node_m2(g) - 8.0) < 1e-9);
+        /* g: 5 1 3: 9 ticks, mean 3, m2 8 */
+        CHECK_SPANS(g, 3, 9, 1, 5, 3.0, 8.0);
         CHECK_EQ(fb->calls, 1);
         CHECK_EQ(u5->calls, 2);
         CHECK_EQ(u5->incl, 16);
