@@ -139,11 +139,12 @@ scenario killtwice killed TERM twice
 # flush takes milliseconds) and must wait for it, not end the process in
 # the middle (glibc's exit() from a second thread would: it finds no
 # handler left and calls _exit)
-ownkilled() { # NAME MODE
-    local N=1000000 rc=0 rec pid name=$1
+ownkilled() { # NAME MODE [RECORD-OPTION...]
+    local N=1000000 rc=0 rec pid name=$1 mode=$2
+    shift 2
     sanitized && N=300000
-    RANKPROF_BUFSIZE=67108864 $TMO "$RANKPROF" record -o "$tmp/$name.data" -- \
-        "$PROGS/prog_endings" "$2" $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    RANKPROF_BUFSIZE=67108864 $TMO "$RANKPROF" record "$@" -o "$tmp/$name.data" -- \
+        "$PROGS/prog_endings" "$mode" $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
     rec=$!
     pid=$(done_pid "$tmp/$name.out")
     [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "$name: the program never said done"; }
@@ -163,6 +164,8 @@ ownkilled() { # NAME MODE
 }
 scenario killown ownkilled killown own2
 scenario killownexit ownkilled killownexit ownexit2
+# direct mode's flush builds the statistics there, with mmap only
+scenario killowndirect ownkilled killowndirect own2 --mode direct
 
 # a signal while the final flush of an exit runs: prog_endings exitterm
 # returns from main with 1 M calls in one 64 MiB buffer, and a thread sends

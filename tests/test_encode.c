@@ -50,6 +50,8 @@ uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
 #define rp_file_header     ref_file_header
 #define rp_chunk_header    ref_chunk_header
 #define rp_info_put        ref_info_put
+#define rp_def_len         ref_def_len
+#define rp_def_put         ref_def_put
 #include "trace/writer.c"
 #undef rp_enc_init
 #undef rp_enc_free
@@ -65,6 +67,8 @@ uint32_t rp_crc32(uint32_t crc, const void *buf, size_t len);
 #undef rp_file_header
 #undef rp_chunk_header
 #undef rp_info_put
+#undef rp_def_len
+#undef rp_def_put
 
 static unsigned long long seed = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(void)

@@ -353,7 +353,8 @@ RP_HIDDEN void rp_dtab_add_open(struct dtable *t, const struct dpark *f, uint32_
 
 struct snap {
     struct dtable tab;
-    struct tsum *th;
+    struct tsum *th; /* zalloc'd, th_bytes */
+    size_t th_bytes;
     uint32_t nth;
     uint64_t unlisted; /* events of ended threads beyond TSUM_MAX summaries */
 };

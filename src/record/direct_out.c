@@ -147,18 +147,20 @@ static int key_def(uint64_t k, struct rp_def *d)
     return kind == RP_KIND_POINT ? rp_sites_describe(d->key, d) : 0;
 }
 
-/* A STATS payload under construction; flushed as a chunk when full. */
+/* A DEFS or STATS payload under construction; flushed as a chunk of that
+ * type when full. */
 struct sbuf {
     uint8_t *p;
     size_t len, cap;
     rp_direct_out_fn out;
+    uint32_t type; /* RP_CH_DEFS or RP_CH_STATS */
 };
 
 /* Room for n more bytes, flushing the chunk so far if needed. */
 static uint8_t *sb_room(struct sbuf *b, size_t n)
 {
     if (b->len + n > b->cap && b->len) {
-        b->out(RP_CH_STATS, b->p, b->len);
+        b->out(b->type, b->p, b->len);
         b->len = 0;
     }
     if (n > b->cap)
@@ -274,36 +276,54 @@ static void out_threads(const struct snap *s, rp_direct_out_fn out)
     }
 }
 
-/* STATS records need at most this much room (a node with every bucket). */
+/* STATS records need at most this much room (a node with every bucket);
+ * so does a DEFS record (names and files of at most 65535 bytes). */
 #define SB_CAP (8 + RP_STATS_NODE_LEN + 8 * RP_HIST_BUCKETS + (1u << 20))
 
+/* The DEFS chunks of every id s's table defines: ids[i] its id, dense from
+ * 1, or 0 for an entry left out. */
+static void out_defs(const struct snap *s, uint32_t *ids, struct sbuf *b)
+{
+    uint32_t next = 1;
+    b->type = RP_CH_DEFS;
+    for (uint32_t i = 1; i < s->tab.n; i++) {
+        struct rp_def d;
+        if (key_def(stat_at(&s->tab, i)->key, &d) != 0)
+            continue;
+        ids[i] = next++;
+        rp_def_put(sb_room(b, rp_def_len(&d)), ids[i], &d);
+    }
+    if (b->len)
+        b->out(RP_CH_DEFS, b->p, b->len);
+    b->len = 0;
+    b->type = RP_CH_STATS;
+}
+
+/*
+ * The statistics so far as THREAD, DEFS and STATS chunks.  Allocates only
+ * with mmap (zalloc), never malloc: the final flush may run in the
+ * program's signal handler (an _exit there), which may have interrupted
+ * malloc on this thread.  Returns the events counted, or RP_ENOMEM with
+ * nothing written.
+ */
 RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
 {
     struct snap s;
-    struct rp_enc e;
     struct sbuf b = {.cap = SB_CAP, .out = out};
     uint32_t *ids = NULL, *counts = NULL;
+    size_t ids_bytes = 0, counts_bytes = RP_HIST_BUCKETS * sizeof(*counts);
     int64_t rc = rp_dsnap_take(&s);
     if (rc < 0)
         return rc;
     rc = RP_ENOMEM;
-    if (rp_enc_init(&e, NULL, NULL) < 0)
-        goto out_snap;
-    ids = calloc(s.tab.n, sizeof(*ids));
-    counts = malloc(RP_HIST_BUCKETS * sizeof(*counts));
-    b.p = malloc(b.cap);
+    ids_bytes = (size_t)s.tab.n * sizeof(*ids);
+    ids = zalloc(ids_bytes);
+    counts = zalloc(counts_bytes);
+    b.p = zalloc(b.cap);
     if (!ids || !counts || !b.p)
         goto out;
-    for (uint32_t i = 1; i < s.tab.n; i++) {
-        struct rp_def d;
-        if (key_def(stat_at(&s.tab, i)->key, &d) == 0)
-            ids[i] = rp_enc_id(&e, &d);
-    }
     out_threads(&s, out);
-    size_t dlen;
-    const uint8_t *defs = rp_enc_take_defs(&e, &dlen);
-    if (dlen)
-        out(RP_CH_DEFS, defs, dlen);
+    out_defs(&s, ids, &b);
     int64_t events = 0;
     for (uint32_t i = 0; i < s.nth; i++) {
         put_thread(&b, &s.th[i]);
@@ -335,11 +355,9 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
         out(RP_CH_STATS, b.p, b.len);
     rc = events;
 out:
-    free(b.p);
-    free(ids);
-    free(counts);
-    rp_enc_free(&e);
-out_snap:
+    zfree(b.p, b.cap);
+    zfree(ids, ids_bytes);
+    zfree(counts, counts_bytes);
     rp_dsnap_free(&s);
     return rc;
 }

@@ -222,13 +222,14 @@ static int stat_merge(struct dtable *dt, struct dstat *a, const struct dtable *s
     return lost;
 }
 
-/* Merges src (possibly a running thread's) into dst (owned by the caller).
- * Returns the number of activations that could not be merged. */
+/* Merges src (possibly a running thread's) into dst (owned by the caller),
+ * allocating only with mmap (it runs in the final flush).  Returns the
+ * number of activations that could not be merged. */
 RP_HIDDEN uint64_t rp_dtab_merge(struct dtable *dst, struct dtable *src)
 {
     uint32_t n = LDA(src->n), ne = LDA(src->nedges);
     uint64_t lost = 0;
-    uint32_t *map = calloc(n, sizeof(*map));
+    uint32_t *map = zalloc(n * sizeof(*map));
     if (!map)
         return 1;
     for (uint32_t i = 1; i < n; i++) {
@@ -264,7 +265,7 @@ RP_HIDDEN uint64_t rp_dtab_merge(struct dtable *dst, struct dtable *src)
         if (bmax > a->max)
             ST(a->max, bmax);
     }
-    free(map);
+    zfree(map, n * sizeof(*map));
     ST(dst->dropped, dst->dropped + LD(src->dropped));
     return lost;
 }

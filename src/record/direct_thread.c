@@ -259,7 +259,9 @@ RP_HIDDEN void rp_direct_atfork_child(void)
 
 RP_HIDDEN __thread int rp_dsnap_open;
 
-/* A merged copy of every thread's statistics.  Returns 0 or RP_ENOMEM. */
+/* A merged copy of every thread's statistics, in pages of its own (no
+ * malloc: the final flush may run in a signal handler).  Returns 0 or
+ * RP_ENOMEM. */
 RP_HIDDEN int rp_dsnap_take(struct snap *s)
 {
     static struct dpark park[PARK_MAX]; /* (under direct_lock) */
@@ -270,7 +272,8 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
     uint32_t nlive = 0;
     for (struct rp_dthread *d = dg.live; d; d = d->next)
         nlive++;
-    s->th = malloc((dg.nended + nlive + 1) * sizeof(*s->th));
+    s->th_bytes = (dg.nended + nlive + 1) * sizeof(*s->th);
+    s->th = zalloc(s->th_bytes);
     if (!s->th) {
         rp_own_unlock(&rp_rt.direct_lock);
         return RP_ENOMEM;
@@ -308,6 +311,6 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
 RP_HIDDEN void rp_dsnap_free(struct snap *s)
 {
     rp_dtab_free(&s->tab);
-    free(s->th);
+    zfree(s->th, s->th_bytes);
     s->th = NULL;
 }

@@ -111,25 +111,18 @@ void rp_enc_thread_free(struct rp_enc_thread *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* Appends one DEFS record.  Returns 0 or RP_ENOMEM. */
-static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
+size_t rp_def_len(const struct rp_def *d)
+{
+    size_t nlen = d->name ? strnlen(d->name, 65535) : 0;
+    size_t flen = d->file ? strnlen(d->file, 65535) : 0;
+    return RP_DEF_FIXED + nlen + flen + (d->budget ? RP_DEF_EXT_BUDGET : 0);
+}
+
+size_t rp_def_put(uint8_t *p, uint32_t id, const struct rp_def *d)
 {
     size_t nlen = d->name ? strnlen(d->name, 65535) : 0;
     size_t flen = d->file ? strnlen(d->file, 65535) : 0;
     size_t ext = d->budget ? RP_DEF_EXT_BUDGET : 0;
-    size_t need = RP_DEF_FIXED + nlen + flen + ext;
-
-    if (e->defs_len + need > e->defs_cap) {
-        size_t ncap = e->defs_cap ? e->defs_cap * 2 : 4096;
-        while (ncap < e->defs_len + need)
-            ncap *= 2;
-        uint8_t *nd = realloc(e->defs, ncap);
-        if (!nd)
-            return RP_ENOMEM;
-        e->defs = nd;
-        e->defs_cap = ncap;
-    }
-    uint8_t *p = e->defs + e->defs_len;
     rp_put32(p, id);
     p[4] = d->kind;
     p[5] = d->cls;
@@ -142,7 +135,24 @@ static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
     memcpy(p + RP_DEF_FIXED + nlen, d->file ? d->file : "", flen);
     if (ext)
         rp_put64(p + RP_DEF_FIXED + nlen + flen, d->budget);
-    e->defs_len += need;
+    return RP_DEF_FIXED + nlen + flen + ext;
+}
+
+/* Appends one DEFS record.  Returns 0 or RP_ENOMEM. */
+static int enc_queue_def(struct rp_enc *e, uint32_t id, const struct rp_def *d)
+{
+    size_t need = rp_def_len(d);
+    if (e->defs_len + need > e->defs_cap) {
+        size_t ncap = e->defs_cap ? e->defs_cap * 2 : 4096;
+        while (ncap < e->defs_len + need)
+            ncap *= 2;
+        uint8_t *nd = realloc(e->defs, ncap);
+        if (!nd)
+            return RP_ENOMEM;
+        e->defs = nd;
+        e->defs_cap = ncap;
+    }
+    e->defs_len += rp_def_put(e->defs + e->defs_len, id, d);
     return 0;
 }
 

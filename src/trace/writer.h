@@ -206,6 +206,16 @@ void rp_enc_thread_free(struct rp_enc_thread *t);
 uint32_t rp_enc_id(struct rp_enc *e, const struct rp_def *def);
 
 /*
+ * One DEFS record defining id as d, for a writer that keeps no id table
+ * (direct mode's statistics, whose ids are already distinct): rp_def_len
+ * is its length, rp_def_put writes it at p (rp_def_len(d) bytes of room)
+ * and returns that length.  Names and files longer than 65535 bytes are
+ * cut there.  Neither allocates nor fails.
+ */
+size_t rp_def_len(const struct rp_def *d);
+size_t rp_def_put(uint8_t *p, uint32_t id, const struct rp_def *d);
+
+/*
  * Upper bound on the EVENTS payload for n raw records (header included).
  * The longest event of one record is a lock release's HOLD_END: a head, the
  * escape and op bytes, an id, the duration, the events inside and a word
