@@ -167,6 +167,37 @@ scenario killownexit ownkilled killownexit ownexit2
 # direct mode's flush builds the statistics there, with mmap only
 scenario killowndirect ownkilled killowndirect own2 --mode direct
 
+# a forked child (no writer thread: it writes itself) ended by one thread
+# while two others and main are alive, asleep after their calls: the
+# final flush writes the filled part of every thread's buffer too, so the
+# child's trace holds exactly the calls they made (before, only whole
+# buffers: thousands of calls short, none counted lost)
+child_threads() { # HOW STATUS END
+    local how=$1 want=$2 end=$3 rc=0 child
+    rm -f "$tmp"/th.data*
+    $TMO "$RANKPROF" record -o "$tmp/th.data" -- "$PROGS/prog_endings" "threads-$how" \
+        >"$tmp/th.out" 2>"$tmp/th.err" || rc=$?
+    [[ $rc -eq $want ]] || fail "threads-$how: exit $rc, expected $want: $(cat "$tmp/th.err")"
+    child=$(sed -n 's/^child //p' "$tmp/th.out")
+    [[ -f $tmp/th.data.$child ]] || fail "threads-$how: no child trace: $(ls "$tmp")"
+    "$RANKPROF" report -i "$tmp/th.data.$child" --one-file --format json >"$tmp/th.json"
+    "$RANKPROF" info -i "$tmp/th.data.$child" --one-file >"$tmp/th.info" 2>&1
+    grep -q "^ended: *$end" "$tmp/th.info" || fail "threads-$how: info: $(grep ended "$tmp/th.info")"
+    python3 - "$tmp/th.json" "$(sed -n 's/^snapshot //p' "$tmp/th.out")" "$how" <<'PY' ||
+import json, sys
+r = json.load(open(sys.argv[1]))
+k, how = int(sys.argv[2]), sys.argv[3]
+w = sum(x["calls"] for x in r["nodes"] if x["name"] == "work")
+print(f"e2e_endings: threads-{how}: {w} calls of work in the child's trace, "
+      f"{k} made, {r['lost_events']} lost", file=sys.stderr)
+sys.exit(0 if w == k and r["lost_events"] == 0 else 1)
+PY
+        fail "threads-$how: calls missing"
+}
+scenario childthreads_exit child_threads exit 3 normally
+scenario childthreads_term child_threads term 143 "ABNORMALLY: killed by signal 15"
+scenario childthreads__exit child_threads _exit 4 normally
+
 # a signal while the final flush of an exit runs: prog_endings exitterm
 # returns from main with 1 M calls in one 64 MiB buffer, and a thread sends
 # itself SIGTERM every 1 ms from 2 ms after its atexit handler ran; the

@@ -114,8 +114,7 @@ static int fatal_flush_sync(int sig)
         atomic_store(&rp_rt.stopped, 1);
         while (rp_rt_drain_once())
             ;
-        if (rp_self)
-            rp_rt_flush_partial(rp_self);
+        rp_rt_flush_partials(); /* every thread's, this one's too */
         rp_out_end_info(0);
         rp_out_clock();
         uint64_t at = atomic_load(&rp_rt.fatal_ticks);
@@ -939,8 +938,9 @@ RP_HIDDEN void rp_rt_exit_begin(void)
 /*
  * The final flush.  Recording stops (mask = 0), the calling thread publishes
  * its partial buffer, and the writer gets until the deadline to write what
- * is published.  Other threads still running keep their partial buffers:
- * taking them would race with their appends.  If the writer finishes in time
+ * is published and the filled part of the buffers of the threads still
+ * running (rp_rt_flush_partials: a thread encoding its own is claimed
+ * first); a forked child, without a writer, does both itself.  If the writer finishes in time
  * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
  * ends without END and the analyzer says the run ended abnormally.
  *
@@ -998,10 +998,11 @@ static void shutdown_run(uint64_t end_ticks)
         done = wait_flag(&rp_rt.writer_finished, rp_rt.exit_timeout_ms);
         if (done) /* it ends by itself: nobody waits for it (nor leaks it) */
             pthread_detach(rp_rt.writer);
-    } else {
+    } else { /* a forked child's (sync_write): as the writer's last pass */
         rp_own_lock(&rp_rt.drain_lock);
         while (rp_rt_drain_once())
             ;
+        rp_rt_flush_partials(); /* what the threads still running have recorded */
         rp_own_unlock(&rp_rt.drain_lock);
     }
     if (!done) {

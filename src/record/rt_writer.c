@@ -536,7 +536,8 @@ static void catch_up_claimed(struct rp_tbuf *t, uint32_t ne, uint64_t old)
         rp_rt_win_catch_up(t, old);
 }
 
-/* Writes every thread's partial buffer (writer only); returns how many.
+/* Writes every thread's partial buffer (the writer, or a forked child's
+ * thread under drain_lock: it has no writer); returns how many.
  * A thread whose records are all written then gets the windows' edges
  * older than 20 ms (any record of its from before them is in its buffer by
  * then), so that a thread that records nothing after an edge still has its

@@ -29,11 +29,21 @@
  *               until killed (SIGKILL from outside); the parent waits for it
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
+ *   threads-HOW a child (its pid printed as "child PID") runs work() in a
+ *               loop on main and two more threads; a fourth, after 20 ms,
+ *               stops them (they stay, asleep), prints "snapshot K" (K: the
+ *               calls of work made) and ends the child, HOW being exit
+ *               (exit(3)), term (raise(SIGTERM)) or _exit (_exit(4)); the
+ *               parent waits for it and returns its status (as 128 + N for
+ *               a signal).  Expected: the child's trace holds exactly K
+ *               calls of work: the partial buffers of the threads still
+ *               alive are written too.
  *
  * Expected: work N calls, leaf 2N, in the trace of the process that made them.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +96,39 @@ static void *poker(void *arg)
     return arg;
 }
 
+/* threads-HOW: calls of work made; loopers told to stop and stopped */
+static atomic_long returned;
+static atomic_int stop, stopped;
+static const char *ending;
+
+static void *looper(void *arg)
+{
+    for (unsigned i = 0; !atomic_load(&stop); i++) {
+        work(i);
+        atomic_fetch_add(&returned, 1);
+    }
+    atomic_fetch_add(&stopped, 1);
+    for (;;) /* alive, its last buffer partly filled */
+        nap_us(1000);
+    return arg;
+}
+
+static void *ender(void *arg)
+{
+    nap_us(20000);
+    atomic_store(&stop, 1);
+    while (atomic_load(&stopped) < 3)
+        nap_us(100);
+    printf("snapshot %ld\n", atomic_load(&returned));
+    fflush(stdout);
+    if (!strcmp(ending, "term"))
+        raise(SIGTERM);
+    if (!strcmp(ending, "_exit"))
+        _exit(4);
+    exit(3);
+    return arg;
+}
+
 static void *sleeper(void *arg)
 {
     struct timespec s = {1, 0};
@@ -118,6 +161,25 @@ int main(int argc, char **argv)
                     nanosleep(&s, NULL);
             }
             _exit(0);
+        }
+        int st = 0;
+        if (c < 0 || waitpid(c, &st, 0) != c)
+            return 2;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (!strncmp(mode, "threads-", 8)) {
+        ending = mode + 8;
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0) {
+            pthread_t t;
+            printf("child %d\n", (int)getpid());
+            for (int i = 0; i < 2; i++)
+                if (pthread_create(&t, NULL, looper, NULL) != 0)
+                    _exit(2);
+            if (pthread_create(&t, NULL, ender, NULL) != 0)
+                _exit(2);
+            looper(NULL);
         }
         int st = 0;
         if (c < 0 || waitpid(c, &st, 0) != c)
