@@ -17,7 +17,11 @@
 #            hangs there without the recorder too, in TSan's own code).
 #   pexit    prog_hangs pexit 100000: main calls pthread_exit while a
 #            thread runs; the process must exit (status 0) when the thread
-#            ends, with all 100000 calls of leaf() and an END chunk.
+#            ends, with all 100000 calls of leaf(), the 500 calls of its
+#            atexit handler and the 300 of its destructor (they run on the
+#            last thread, after its own end), and an END chunk; pexitalone
+#            the same with main the program's only thread (the writer's
+#            end must not be the one that ends the process).
 #   static   prog_hangs_static points 20000: the recorder linked statically,
 #            4 threads using RP_POINT around their own mutex: no lock
 #            interposer may record a recorder's own mutex.  Direct and trace
@@ -87,16 +91,17 @@ under_tsan || scenario asynccancel asynccancel
 # ---- pexit ------------------------------------------------------------------
 # (not under ThreadSanitizer: its own background thread keeps a process
 # whose main called pthread_exit alive, with or without the recorder)
-pexit() {
-    local rc=0 got
-    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/pexit.data" -- "$PROGS/prog_hangs" pexit 100000 \
-        >"$tmp/pexit.out" 2>"$tmp/pexit.err" || rc=$?
-    [[ $rc -eq 0 ]] || fail "pexit: record exited $rc (124: the process never ended): $(cat "$tmp/pexit.err")"
-    got=$(calls "$tmp/pexit.data" main late leaf)
-    [[ $got == "main=1 late=1 leaf=100000 lost=0 ended=1" ]] || fail "pexit: $got"
-    note "the process ended with its last thread, all calls recorded: ok"
+pexit() { # MODE "NAME=CALLS..."
+    local rc=0 got m=$1
+    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/$m.data" -- "$PROGS/prog_hangs" "$m" 100000 \
+        >"$tmp/$m.out" 2>"$tmp/$m.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "$m: record exited $rc (124: the process never ended): $(cat "$tmp/$m.err")"
+    got=$(calls "$tmp/$m.data" main late leaf at_exit in_dtor)
+    [[ $got == "$2 lost=0 ended=1" ]] || fail "$m: $got"
+    note "$m: the process ended with its last thread, all calls recorded: ok"
 }
-under_tsan || scenario pexit pexit
+under_tsan || scenario pexit pexit pexit "main=1 late=1 leaf=100000 at_exit=500 in_dtor=300"
+under_tsan || scenario pexitalone pexit pexitalone "main=1 late=0 leaf=100000 at_exit=500 in_dtor=300"
 
 # ---- static -----------------------------------------------------------------
 # (two recorders in one process, the static copy and the preloaded one, are

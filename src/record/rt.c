@@ -597,11 +597,16 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
         return;
     }
     /* the thread's first event */
-    if (rp_rt_initing || rp_rt_gone) { /* a handler's while it began; or after its end */
-        loss_count_nostate(rp_rt_gone ? RP_LOSS_GONE : RP_LOSS_REENTERED);
+    /* a handler's while it began; or after its end, unless that end was
+     * the last thread's, running the process's exit (rp_rt_exiting) */
+    if (rp_rt_initing ||
+        (rp_rt_gone && !atomic_load_explicit(&rp_rt_exiting, memory_order_relaxed))) {
+        loss_count_nostate(rp_rt_initing ? RP_LOSS_REENTERED : RP_LOSS_GONE);
         return;
     }
     rp_rt_initing = 1;
+    if (rp_rt_gone)
+        stream_id = 0; /* a second life: a stream of its own, as a new thread */
     struct rt_section sec;
     section_enter(&sec);
     if (pthread_once(&rp_rt_once, rp_rt_start_once) == 0 && !rp_rt_start_err &&

@@ -606,12 +606,22 @@ static int work_pending_locked(void)
  * The periodic flush of partial buffers pauses while the writer is retired.
  */
 RP_HIDDEN atomic_int rp_rt_main_gone;
+RP_HIDDEN atomic_int rp_rt_exiting;
 RP_HIDDEN pthread_key_t rp_rt_main_key;
+
+static void note_exiting(void)
+{
+    atomic_store(&rp_rt_exiting, 1);
+}
 
 RP_HIDDEN void rp_rt_main_exit(void *arg)
 {
     (void)arg;
     atomic_store(&rp_rt_main_gone, 1);
+    /* registered after the program's own atexit handlers (main has
+     * returned no more): it runs first at the exit of the last thread,
+     * whose calls in them and in the destructors are then recorded */
+    atexit(note_exiting);
     rp_own_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
     rp_own_unlock(&rp_rt.lock);
@@ -639,6 +649,27 @@ static uint64_t late_due(unsigned k)
     while (k--)
         ms *= 10;
     return t ? t + ms * 1000000ull : 0;
+}
+
+/*
+ * The writer's end once recording has stopped for good (the final flush,
+ * a fatal signal).  After main's pthread_exit glibc ends the process by
+ * exit(0) on whichever thread ends last, and counts the writer among them:
+ * had the writer returned while another thread finishes the final flush
+ * (an exit's END) or a signal's handler is about to end the process, its
+ * own end could be that exit(0), which ends the process before the END
+ * (a program whose main called pthread_exit and whose last thread then
+ * ended lost it every time) or with status 0 instead of the signal.  So it
+ * stays, asleep, for the final flush's deadline and a second more, by
+ * which time the process has ended; then it returns.  Cannot fail.
+ */
+static void writer_linger(void)
+{
+    if (!atomic_load(&rp_rt_main_gone))
+        return;
+    struct timespec ms = {0, 1000000};
+    for (unsigned i = 0; i < rp_rt.exit_timeout_ms + 1000; i++)
+        syscall(SYS_nanosleep, &ms, NULL); /* (not the interposer: no wait recorded) */
 }
 
 static void *writer_main(void *arg)
@@ -703,6 +734,7 @@ static void *writer_main(void *arg)
         if (sig) {
             rp_rt_fatal_flush(sig);
             rp_own_unlock(&rp_rt.drain_lock);
+            writer_linger();
             return NULL;
         }
         unsigned n = rp_rt_drain_once();
@@ -727,6 +759,7 @@ static void *writer_main(void *arg)
             rp_rt_flush_partials(); /* what the threads still running have recorded */
             rp_own_unlock(&rp_rt.drain_lock);
             atomic_store(&rp_rt.writer_finished, 1); /* (nothing of the recorder's after) */
+            writer_linger();
             return NULL;
         }
         if (!n && atomic_load(&rp_rt_main_gone)) {

@@ -11,7 +11,11 @@
  *              work() in a loop for 2 ms, main cancels and joins them;
  *              prints "asynccancel: N rounds"
  *   pexit N    a thread calls leaf() N times after main has called
- *              pthread_exit; the process must end with the thread
+ *              pthread_exit; the process must end with the thread, whose
+ *              end runs exit(0) there: an atexit handler calls at_exit()
+ *              500 times and a destructor calls in_dtor() 300 times
+ *   pexitalone N  main calls leaf() N times and pthread_exit, the only
+ *              thread of the program's; the same handler and destructor
  *   sigjmp N   SIGALRM every 100 us while work() runs; its handler calls
  *              tick() and siglongjmps out, 2000 times; then after() is
  *              called N times and the program exits 0
@@ -104,6 +108,32 @@ static int run_asynccancel(int n)
     rounds(n, canceled_async, 2000);
     printf("asynccancel: %d rounds\n", n);
     return 0;
+}
+
+/* pexit, pexitalone: calls made when the process's exit runs on its
+ * last thread */
+static int ending_calls;
+
+void at_exit(void)
+{
+    sink++;
+}
+
+void in_dtor(void)
+{
+    sink++;
+}
+
+static void exit_handler(void)
+{
+    for (int i = 0; i < 500; i++)
+        at_exit();
+}
+
+__attribute__((destructor)) static void dtor(void)
+{
+    for (int i = 0; ending_calls && i < 300; i++)
+        in_dtor();
 }
 
 static void *late(void *arg)
@@ -211,9 +241,15 @@ int main(int argc, char **argv)
         return run_sigjmp(n);
     if (!strcmp(mode, "term"))
         return run_term(n);
-    if (!strcmp(mode, "pexit")) {
+    if (!strcmp(mode, "pexit") || !strcmp(mode, "pexitalone")) {
         pthread_t th;
-        pthread_create(&th, NULL, late, &n);
+        ending_calls = 1;
+        atexit(exit_handler);
+        if (!strcmp(mode, "pexit"))
+            pthread_create(&th, NULL, late, &n);
+        else
+            for (int i = 0; i < n; i++)
+                leaf();
         pthread_exit(NULL);
     }
 #ifdef HANGS_POINTS
