@@ -198,6 +198,24 @@ scenario childthreads_exit child_threads exit 3 normally
 scenario childthreads_term child_threads term 143 "ABNORMALLY: killed by signal 15"
 scenario childthreads__exit child_threads _exit 4 normally
 
+# a SIGTERM taken by an idle thread while main goes on calling for 200 ms
+# and would return 0 (prog_endings termrace), with a flush made slow (the
+# writer sleeps 0.3 s a buffer): the process ends by the signal, as without
+# the recorder, and main does not go on to its exit meanwhile (before: main
+# returned, the atexit handler's line, status 0 or 143, END signal 15)
+termrace() {
+    local rc=0
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=300000 \
+        $TMO "$RANKPROF" record -o "$tmp/termrace.data" -- "$PROGS/prog_endings" termrace 100 \
+        >"$tmp/termrace.out" 2>"$tmp/termrace.err" || rc=$?
+    [[ $rc -eq 143 ]] || fail "termrace: exit $rc, expected 143: $(cat "$tmp/termrace.out")"
+    ! grep -q "atexit ran" "$tmp/termrace.out" || fail "termrace: the program went on to its exit"
+    "$RANKPROF" info -i "$tmp/termrace.data" --one-file >"$tmp/termrace.info" 2>&1
+    grep -q "^ended: *ABNORMALLY: killed by signal 15" "$tmp/termrace.info" ||
+        fail "termrace: info: $(grep ended "$tmp/termrace.info")"
+}
+scenario termrace termrace
+
 # a signal while the final flush of an exit runs: prog_endings exitterm
 # returns from main with 1 M calls in one 64 MiB buffer, and a thread sends
 # itself SIGTERM every 1 ms from 2 ms after its atexit handler ran; the

@@ -281,6 +281,10 @@ RP_HIDDEN extern __thread uint32_t rp_lock_holds;
  * counted as lost.
  */
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word);
+/* A fatal signal is handled on another thread: waits, at most the final
+ * flush's deadline and a second, for it to end the process (rt_start.c).
+ * Cannot fail. */
+RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void);
 
 /* The cycle counter, for the fast path only (rp_clock_tsc is checked). */
 static inline uint64_t rp_counter(void)
@@ -334,8 +338,11 @@ static inline __attribute__((always_inline)) int
 rp_append_fast_at(uint32_t cls, uint64_t word, unsigned n, uint64_t data, const uint64_t *at)
 {
     if (cls != RP_CLASS_CHECKED &&
-        unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls)))
+        unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls))) {
+        if (unlikely(atomic_load_explicit(&rp_rt.fatal, memory_order_relaxed)))
+            rp_rt_fatal_park(); /* the signal ends the process meanwhile */
         return 1;
+    }
     struct rp_tbuf *t = rp_self;
     if (likely(t != NULL && !t->guard && rp_clock_tsc)) {
         t->guard = 1;

@@ -100,6 +100,47 @@ static void shutdown_wait(atomic_int *flag)
     (void)wait_flag(flag, (uint64_t)rp_rt.exit_timeout_ms + 100);
 }
 
+/* This thread handles the fatal signal (or runs the program's own handler
+ * for it, chained after ours): it never waits for that signal's end. */
+static __thread int fatal_mine;
+
+/*
+ * A fatal signal is handled on another thread (rp_rt.fatal), whose handler
+ * ends the process by that signal once its flush is written; without the
+ * recorder the signal would have ended the process already.  A thread
+ * that would end it otherwise meanwhile (exit, _exit, exec, or main's
+ * return: the final flush) waits for that instead, so that the process
+ * ends by the signal, as END says, not with this thread's status (a
+ * program whose main went on and returned exited 0); so does a thread
+ * that calls an instrumented function meanwhile (rp_rt_fatal_park), so
+ * that the program goes on as little as it can.  Bounded: the flush's
+ * deadline, then a second for the handler to end the process.  Not when
+ * the signal's disposition is the program's own handler (a crash signal
+ * chained to it), which may go on.  Cannot fail.
+ */
+static void fatal_wait_end(void)
+{
+    int sig = atomic_load(&rp_rt.fatal);
+    if (!sig || fatal_mine || rp_is_writer)
+        return;
+    const struct sigaction *sa = &fatal_old[sig];
+    if ((sa->sa_flags & SA_SIGINFO) || sa->sa_handler != SIG_DFL)
+        return;
+    shutdown_wait(&rp_rt.fatal_done);
+    for (int i = 0; i < 1000; i++)
+        nap_ms();
+}
+
+RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void)
+{
+    /* not inside the recorder (a handler that interrupted an append), nor
+     * holding one of the program's locks, which the writer might need (an
+     * instrumented allocator's) */
+    if ((rp_self && rp_self->guard) || rp_lock_holds)
+        return;
+    fatal_wait_end();
+}
+
 /* The forked child's part of a fatal signal: no writer thread, so the
  * handler writes what is recorded and END itself, once (fatal_done).  Not
  * when it interrupted the recorder on this thread.  Returns 1 when another
@@ -142,6 +183,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
      * too, on whatever thread it lands: the flush has set stopped by then,
      * and raising it at once would end the process before END is written. */
     int none = 0;
+    fatal_mine = 1;
     int flush =
         !rp_is_writer &&
         (atomic_load(&rp_rt.fatal) ||
@@ -925,6 +967,7 @@ RP_HIDDEN void rp_rt_exit_begin(void)
 {
     static atomic_int exiting; /* the pid whose exit() has begun, 0 = none */
     static __thread int mine;
+    fatal_wait_end(); /* before the program's atexit handlers run */
     int me = (int)getpid(), prev = atomic_exchange(&exiting, me);
     if (mine || shutdown_mine)
         return;
@@ -964,9 +1007,10 @@ RP_HIDDEN void rp_rt_shutdown(void)
         return;
     }
     shutdown_mine = 1;
-    if (atomic_load(&rp_rt.fatal)) /* its handler has the writer write the END */
+    if (atomic_load(&rp_rt.fatal)) { /* its handler has the writer write the END */
         shutdown_wait(&rp_rt.fatal_done);
-    else if (!rp_rt_start_err && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0)
+        fatal_wait_end(); /* and ends the process */
+    } else if (!rp_rt_start_err && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0)
         shutdown_run(end_ticks);
     atomic_store(&shutdown_done, 1);
 }

@@ -20,6 +20,12 @@
  *               run, waits 2 ms and then sends itself SIGTERM every 1 ms:
  *               the signals come while the final flush of the exit runs
  *               (status 0, or 143 if one ends the process after it)
+ *   termrace    main blocks SIGTERM, starts a thread that waits, makes N
+ *               calls, sends SIGTERM to its process (the other thread takes
+ *               it) and goes on calling for 200 ms, then returns 0; an
+ *               atexit handler prints "atexit ran".  Without the recorder
+ *               the signal ends the process at once (status 143, no such
+ *               line); with it too, however long its flush takes
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
  *   quick_exit  quick_exit(7)
@@ -129,6 +135,39 @@ static void *ender(void *arg)
     return arg;
 }
 
+static void atexit_ran(void)
+{
+    printf("atexit ran\n");
+    fflush(stdout);
+}
+
+static void *idler(void *arg)
+{
+    for (;;)
+        pause();
+    return arg;
+}
+
+static int termrace(long n)
+{
+    pthread_t t;
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    if (atexit(atexit_ran) != 0 || pthread_create(&t, NULL, idler, NULL) != 0 ||
+        pthread_sigmask(SIG_BLOCK, &term, NULL) != 0)
+        return 2;
+    calls(n);
+    kill(getpid(), SIGTERM);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        calls(10);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec < 200000000L);
+    return 0;
+}
+
 static void *sleeper(void *arg)
 {
     struct timespec s = {1, 0};
@@ -186,6 +225,8 @@ int main(int argc, char **argv)
             return 2;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
+    if (!strcmp(mode, "termrace"))
+        return termrace(n);
     if (!strcmp(mode, "exitterm")) {
         pthread_t t;
         if (atexit(note_exit) != 0 || pthread_create(&t, NULL, poker, NULL) != 0)
