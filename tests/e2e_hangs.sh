@@ -40,7 +40,8 @@
 #   term     SIGTERM sent to `rankprof record` running prog_hangs term: the
 #            program gets it (prints "got signal 15", calls after() 1000
 #            times, exits 3), and record waits for it: exits 3 after it,
-#            with the whole trace written.
+#            with the whole trace written; termusr1, termquit: the same
+#            with SIGUSR1 and SIGQUIT.
 # Each case is a scenario: every failure is reported.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_hangs RANKPROF PROGS RP_LIB
@@ -166,7 +167,7 @@ scenario sigjmp sigjmp
 # (not under ThreadSanitizer: there the program does not receive the
 # SIGTERM that record forwards - record and the program both run under
 # TSan's own signal handling; the cause is not yet known)
-term() {
+term() { # SIGNAL NUMBER
     local rec rc got
     "$RANKPROF" record -o "$tmp/term.data" -- "$PROGS/prog_hangs" term 1000 \
         >"$tmp/term.out" 2>"$tmp/term.err" &
@@ -176,17 +177,21 @@ term() {
         sleep 0.05
     done
     grep -q ready "$tmp/term.out" || fail "term: the program did not start"
-    kill -TERM $rec
+    kill -"$1" $rec
     rc=0
     wait $rec || rc=$?
-    [[ $rc -eq 3 ]] || fail "term: record exited $rc, expected the program's 3 (143: record was killed first)"
-    grep -q "got signal 15" "$tmp/term.out" || fail "term: the program did not get SIGTERM: $(cat "$tmp/term.out")"
+    [[ $rc -eq 3 ]] || fail "term: record exited $rc, expected the program's 3 ($((128 + $2)): record was killed first)"
+    grep -q "got signal $2" "$tmp/term.out" || fail "term: the program did not get SIG$1: $(cat "$tmp/term.out")"
     got=$(calls "$tmp/term.data" main after)
     # on_term is instrumented: when SIGTERM lands inside an append, its enter
     # and exit are dropped by the recursion guard and counted (lost=2)
     [[ $got == "main=1 after=1000 lost=0 ended=1" || $got == "main=1 after=1000 lost=2 ended=1 reentered=2" ]] ||
         fail "term: $got"
-    note "record passed SIGTERM on, waited, exited with the program's status: ok"
+    note "record passed SIG$1 on, waited, exited with the program's status: ok"
 }
-under_tsan || scenario term term
+under_tsan || scenario term term TERM 15
+# (before, SIGUSR1 ended record and the program with it, by SIGKILL, and
+# SIGQUIT was ignored)
+under_tsan || scenario termusr1 term USR1 10
+under_tsan || scenario termquit term QUIT 3
 finish

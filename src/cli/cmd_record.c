@@ -377,7 +377,7 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     return 0;
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
 /*
  * Passes a signal sent to record on to the program, whose trace is then
@@ -697,7 +697,7 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
     free(preload);
 }
 
-/* Runs argv[0] with argv, passing SIGINT, SIGTERM and SIGHUP on to it, and
+/* Runs argv[0] with argv, passing the signals a user sends (forwarded) on to it, and
  * returns its wait status.  Outside a terminal's foreground the program
  * runs in a process group of its own and ends if record is killed
  * (PR_SET_PDEATHSIG: a group SIGKILL, `timeout -k`, reaches only
@@ -706,7 +706,7 @@ static int run_program(char **argv)
 {
     int own = !in_foreground();
     pid_t self = getpid();
-    /* SIGINT, SIGTERM and SIGHUP are the program's: record passes them on
+    /* SIGINT, SIGTERM, SIGHUP, ... are the program's: record passes them on
      * and waits for it (forward_signal).  Blocked across the fork, so that
      * one arriving before the handlers know the child is not lost. */
     sigset_t fwd, old;
@@ -741,7 +741,6 @@ static int run_program(char **argv)
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaction(forwarded[i], &sa, NULL);
-    signal(SIGQUIT, SIG_IGN); /* the terminal sends it to the program too */
     sigprocmask(SIG_SETMASK, &old, NULL);
     int st;
     while (waitpid(pid, &st, 0) < 0)

@@ -19,8 +19,9 @@
  *   sigjmp N   SIGALRM every 100 us while work() runs; its handler calls
  *              tick() and siglongjmps out, 2000 times; then after() is
  *              called N times and the program exits 0
- *   term N     prints "ready", calls work() until SIGTERM (or 20 s), then
- *              prints "got signal 15", calls after() N times and exits 3
+ *   term N     prints "ready", calls work() until SIGTERM, SIGUSR1 or
+ *              SIGQUIT (or 20 s), then prints "got signal S", calls after()
+ *              N times and exits 3
  *   points N   (prog_hangs_static, the recorder linked statically) 4
  *              threads each enter RP_POINT "pt" N times around a mutex of
  *              their own; a destructor of the program calls ending() 1000
@@ -187,6 +188,8 @@ static void on_term(int sig)
 static int run_term(int n)
 {
     signal(SIGTERM, on_term);
+    signal(SIGUSR1, on_term);
+    signal(SIGQUIT, on_term);
     printf("ready\n");
     fflush(stdout);
     for (int i = 0; i < 2000 && !got; i++) { /* 20 s at most: never an orphan for long */
