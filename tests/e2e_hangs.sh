@@ -15,6 +15,11 @@
 #            thread is inside the recorder must wait for it to leave.  Must
 #            finish with the trace complete (not under TSan: the program
 #            hangs there without the recorder too, in TSan's own code).
+#   asyncjoin  prog_hangs asyncjoin 50: the same with tiny buffers and a
+#            writer slowed to 1 ms per buffer, each thread with a cleanup
+#            handler: every join must give PTHREAD_CANCELED and every
+#            cleanup handler run (a cancellation acting as the recorder
+#            turned cancellation back on gave NULL); not under TSan either.
 #   pexit    prog_hangs pexit 100000: main calls pthread_exit while a
 #            thread runs; the process must exit (status 0) when the thread
 #            ends, with all 100000 calls of leaf(), the 500 calls of its
@@ -88,6 +93,19 @@ asynccancel() {
     note "$n rounds of 4 threads cancelled asynchronously, no hang: ok"
 }
 under_tsan || scenario asynccancel asynccancel
+
+# ---- asyncjoin ----------------------------------------------------------------
+asyncjoin() {
+    local rc=0 n=50
+    RANKPROF_BUFSIZE=4096 RANKPROF_NBUF=2 RANKPROF_TEST_WRITER_DELAY_US=1000 \
+        timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/ajoin.data" -- \
+        "$PROGS/prog_hangs" asyncjoin $n >"$tmp/ajoin.out" 2>"$tmp/ajoin.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "asyncjoin: record exited $rc (124: hung): $(cat "$tmp/ajoin.err")"
+    grep -qx "asyncjoin: $n rounds, 0 not cancelled, $((4 * n)) cleanups" "$tmp/ajoin.out" ||
+        fail "asyncjoin: $(cat "$tmp/ajoin.out")"
+    note "$n rounds of 4 threads cancelled asynchronously, every join PTHREAD_CANCELED: ok"
+}
+under_tsan || scenario asyncjoin asyncjoin
 
 # ---- pexit ------------------------------------------------------------------
 # (not under ThreadSanitizer: its own background thread keeps a process

@@ -63,7 +63,7 @@ static void exec_flush(void)
     if (getpid() == rec_pid && !(rp_self && rp_self->guard)) {
         rp_rt_shutdown();
     }
-    pthread_setcancelstate(cs, &cs);
+    rp_rt_cancel_on(cs);
     errno = saved;
 }
 

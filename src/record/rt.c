@@ -171,6 +171,33 @@ static void cancel_sig_block(void)
         syscall(SYS_rt_sigprocmask, SIG_BLOCK, &bit, NULL, sizeof(bit));
 }
 
+/*
+ * Enabling cancellation again must not be what acts on a cancellation sent
+ * meanwhile to a thread in asynchronous cancellation: glibc (2.36) then
+ * unwinds the thread without setting its result, and the program's
+ * pthread_join gets NULL instead of PTHREAD_CANCELED (prog_hangs
+ * asyncjoin, e2e_hangs).  So the type is deferred while the state goes
+ * back, a pending cancellation acts at pthread_testcancel (a cancellation
+ * point, which sets the result), and the asynchronous type comes back
+ * last.  The type stays as the program set it while cancellation is off:
+ * a section's writes and waits are cancellation points, and glibc's, in
+ * deferred cancellation, wait for a cancellation signal that pthread_cancel
+ * sent to the thread in asynchronous cancellation, which the section
+ * blocks.  For a thread in deferred cancellation (the usual case) this is
+ * one more load.
+ */
+RP_HIDDEN void rp_rt_cancel_on(int state)
+{
+    int type, ignored;
+    pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+    pthread_setcancelstate(state, &ignored); /* deferred: acts on nothing */
+    if (type != PTHREAD_CANCEL_ASYNCHRONOUS)
+        return;
+    if (state == PTHREAD_CANCEL_ENABLE)
+        pthread_testcancel();
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &ignored);
+}
+
 RP_HIDDEN void section_enter(struct rt_section *s)
 {
     sigset_t all;
@@ -184,9 +211,8 @@ RP_HIDDEN void section_enter(struct rt_section *s)
 
 RP_HIDDEN void section_leave(struct rt_section *s)
 {
-    int ignored;
     rp_rt_sig_clean = s->clean;
-    pthread_setcancelstate(s->cancel, &ignored);
+    rp_rt_cancel_on(s->cancel);
     /* (the cancellation signal unblocked too: a cancellation sent
      * meanwhile acts here, where the thread holds nothing) */
     pthread_sigmask(SIG_SETMASK, &s->sigs, NULL);

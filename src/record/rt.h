@@ -409,6 +409,16 @@ static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
 
 /*
+ * Sets the calling thread's cancellation state back to state after the
+ * recorder disabled it (pthread_setcancelstate): for a thread in
+ * asynchronous cancellation, a cancellation sent meanwhile then acts as at
+ * a cancellation point, the join's result PTHREAD_CANCELED (rt.c says
+ * why).  No system call.  Cannot fail: a failed call leaves the state as it
+ * was.
+ */
+RP_HIDDEN void rp_rt_cancel_on(int state);
+
+/*
  * A section of the recorder that takes its locks on a program thread: no
  * cancellation and no signal handler inside it (rt.c says why).  Cannot
  * fail.  Three system calls in all: per buffer or per thread, never per

@@ -1134,5 +1134,5 @@ __attribute__((destructor(101))) static void rt_dtor(void)
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     rp_rt_shutdown();
     shutdown_free();
-    pthread_setcancelstate(cs, &cs);
+    rp_rt_cancel_on(cs);
 }

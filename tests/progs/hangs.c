@@ -10,6 +10,9 @@
  *   asynccancel N  N rounds: 4 threads in asynchronous cancellation call
  *              work() in a loop for 2 ms, main cancels and joins them;
  *              prints "asynccancel: N rounds"
+ *   asyncjoin N  the same, each thread with a cleanup handler, joined with
+ *              its result: prints "asyncjoin: N rounds, X not cancelled,
+ *              Y cleanups" (X 0 and Y 4 N without the recorder)
  *   pexit N    a thread calls leaf() N times after main has called
  *              pthread_exit; the process must end with the thread, whose
  *              end runs exit(0) there: an atexit handler calls at_exit()
@@ -30,6 +33,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +141,46 @@ __attribute__((destructor)) static void dtor(void)
         in_dtor();
 }
 
+static atomic_int cleanups;
+
+static void cleanup(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&cleanups, 1);
+}
+
+static void *canceled_async_cleanup(void *arg)
+{
+    int old;
+    pthread_cleanup_push(cleanup, NULL);
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+    for (;;)
+        work();
+    pthread_cleanup_pop(0);
+    return arg;
+}
+
+/* asyncjoin: rounds of asynccancel, each join's result checked. */
+static int run_asyncjoin(int n)
+{
+    int bad = 0;
+    for (int r = 0; r < n; r++) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, canceled_async_cleanup, NULL);
+        usleep(1000);
+        for (int i = 0; i < 4; i++)
+            pthread_cancel(th[i]);
+        for (int i = 0; i < 4; i++) {
+            void *rv = NULL;
+            pthread_join(th[i], &rv);
+            bad += rv != PTHREAD_CANCELED;
+        }
+    }
+    printf("asyncjoin: %d rounds, %d not cancelled, %d cleanups\n", n, bad, atomic_load(&cleanups));
+    return 0;
+}
+
 static void *late(void *arg)
 {
     int n = *(int *)arg;
@@ -240,6 +284,8 @@ int main(int argc, char **argv)
         return run_cancel(n);
     if (!strcmp(mode, "asynccancel"))
         return run_asynccancel(n);
+    if (!strcmp(mode, "asyncjoin"))
+        return run_asyncjoin(n);
     if (!strcmp(mode, "sigjmp"))
         return run_sigjmp(n);
     if (!strcmp(mode, "term"))
