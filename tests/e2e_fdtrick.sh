@@ -10,7 +10,9 @@
 # message); the raw system call is noticed before the next write, and the
 # file reopened (a message says so).  With 0 and 2 closed at the start, the
 # program's opens take them as without the recorder, and the recorder's
-# messages never go to a 2 that has become the program's file.
+# messages never go to a 2 that has become the program's file.  A program
+# that lowers its descriptor limit below the trace's number and closes
+# everything keeps its numbers: the recorder stops instead of reopening low.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_fdtrick RANKPROF PROGS RP_LIB
 export RANKPROF_LIB="$RP_LIB" RANKPROF_FLUSH_MS=20 RANKPROF_BUFSIZE=65536
@@ -91,4 +93,21 @@ if calls.get("work") != 2 * n or calls.get("leaf") != 4 * n or r["lost_events"]:
 PY
 }
 scenario stdclosed stdclosed
+
+# the program lowers its descriptor limit to 16 (below the trace's 1000),
+# closes every descriptor through libc and opens its data file 17 times:
+# it gets 0..15 and EMFILE as without the recorder, which cannot place its
+# trace out of the program's way any more and stops (the trace then ends
+# without END: record exits 1), never taking one of the program's numbers
+limit() {
+    local rc=0
+    $TMO "$RANKPROF" record -o "$tmp/lim.data" -- "$PROGS/prog_fdtrick" limit $N "$tmp/lim.txt" \
+        >"$tmp/lim.out" 2>"$tmp/lim.err" || rc=$?
+    local want="fds 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 -1"
+    [[ "$(cat "$tmp/lim.txt")" == "$want" ]] ||
+        fail "the program's descriptors moved: $(cat "$tmp/lim.txt"), not $want"
+    [[ $rc -eq 1 ]] || fail "exit $rc (1: the program's 0, the trace stopped): $(cat "$tmp/lim.err")"
+    grep -q "is incomplete" "$tmp/lim.err" || fail "record did not say the trace stopped: $(cat "$tmp/lim.err")"
+}
+scenario limit limit
 finish

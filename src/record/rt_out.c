@@ -41,7 +41,8 @@
  * it or dup2 something over its number (daemons close every descriptor,
  * some programs dup2 stderr over 3..63).  So it is opened out of the way
  * (rp_rt_fd_high: a high number, close-on-exec), the close/dup2/dup3 interposers
- * move it before the program takes its number (rp_rt_fd_taken), and before
+ * move it, never below that number, before the program takes its number
+ * (rp_rt_fd_taken), and before
  * every write fstat says whether it is still the file opened (rp_out_dev,
  * rp_out_ino): a descriptor taken past the interposers (the raw system call,
  * close_range) is then noticed and the file reopened by its path in append
@@ -61,6 +62,12 @@ RP_HIDDEN uint64_t rp_rt_orphans_retired; /* exits left out at windows' edges, o
 RP_HIDDEN uint64_t rp_rt_loss_retired[RP_LOSS_N]; /* of threads retired (under rp_rt.lock) */
 RP_HIDDEN uint64_t rp_rt_unencoded;
 
+/* The bottom of the trace descriptor's range, set where rp_rt_fd_high
+ * first placed it (1000, or 24 below the soft descriptor limit then); 0
+ * before.  The trace is never moved or reopened below it: a program that
+ * lowers its limit afterwards keeps its own numbers (fd_move_high). */
+static int fd_lo;
+
 /* Moves fd to a high number, close-on-exec (the old one is closed).
  * Returns the new number, or fd itself when that fails. */
 RP_HIDDEN int rp_rt_fd_high(int fd)
@@ -70,11 +77,28 @@ RP_HIDDEN int rp_rt_fd_high(int fd)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (rlim_t)lo + 24 > rl.rlim_cur)
         lo = rl.rlim_cur > 48 ? (long)rl.rlim_cur - 24 : 3;
+    if (fd_lo)
+        lo = fd_lo;
     int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    if (nfd >= 0 && !fd_lo)
+        fd_lo = (int)lo;
     if (nfd < 0)
         nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* at least close-on-exec */
     if (nfd < 0)
         return fd;
+    syscall(SYS_close, fd); /* not close(): the interposer would move it */
+    return nfd;
+}
+
+/* Moves fd into the trace's range (fd_lo and up), close-on-exec, the old
+ * one closed.  Returns the new number, or -1 when the range has no room
+ * (the program lowered its descriptor limit below it, or took every
+ * number in it), fd then left open. */
+static int fd_move_high(int fd)
+{
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd_lo ? fd_lo : 3);
+    if (nfd < 0)
+        return -1;
     syscall(SYS_close, fd); /* not close(): the interposer would move it */
     return nfd;
 }
@@ -115,9 +139,10 @@ RP_HIDDEN void rp_rt_out_old_close(void)
 
 /* Called by the close, dup2 and dup3 interposers (rt.h: rp_rt_fd_check)
  * before the program takes descriptor fd when it is the trace's: the
- * trace moves to another number.  Waits at most about 100 ms for a write
- * in progress (a signal handler may have interrupted this thread inside
- * one); if it cannot move, the check before the next write reopens. */
+ * trace moves to another number of its range (fd_lo and up).  Waits at
+ * most about 100 ms for a write in progress (a signal handler may have
+ * interrupted this thread inside one); if it cannot move, the check
+ * before the next write reopens (or stops). */
 RP_HIDDEN void rp_rt_fd_taken(int fd)
 {
     struct timespec us = {0, 100000};
@@ -127,9 +152,7 @@ RP_HIDDEN void rp_rt_fd_taken(int fd)
     if (!locked)
         return;
     if (fd == rp_rt.fd) {
-        struct rlimit rl;
-        int lo = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 ? 64 : 3;
-        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd_lo ? fd_lo : 3);
         if (nfd >= 0)
             __atomic_store_n(&rp_rt.fd, nfd, __ATOMIC_RELAXED);
     }
@@ -137,13 +160,15 @@ RP_HIDDEN void rp_rt_fd_taken(int fd)
 }
 
 /* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and
- * reopens the file by its path (append, no symlink, close-on-exec) if it is
- * not.  The number the program took is left to it.  A program taking
- * numbers by the raw system call in another thread may take the one just
- * opened before it is checked: that number is then the program's (left
- * open) and the open is tried again, at most eight times.  Returns 0, or
- * -1 when the path no longer names the trace file or it cannot be opened
- * (recording stops). */
+ * reopens the file by its path (append, no symlink, close-on-exec, in the
+ * trace's range: fd_move_high) if it is not.  The number the program took
+ * is left to it.  A program taking numbers by the raw system call in
+ * another thread may take the one just opened before it is checked: that
+ * number is then the program's (left open) and the open is tried again, at
+ * most eight times.  Returns 0, or -1 when the path no longer names the
+ * trace file, it cannot be opened, or the range has no room for it (the
+ * program lowered its descriptor limit): recording stops, never on a
+ * number of the program's. */
 static int out_check(void)
 {
     struct stat st;
@@ -155,7 +180,19 @@ static int out_check(void)
         int fd = open(rp_rt.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             break;
-        fd = rp_rt_fd_high(fd);
+        int hfd = fd_move_high(fd);
+        if (hfd < 0) {
+            syscall(SYS_close, fd);
+            char fmt[256]; /* (the path through %s: never a format) */
+            snprintf(fmt, sizeof(fmt),
+                     "the program closed or replaced the descriptor of %%s and the file cannot "
+                     "be reopened at %d or above, out of the program's way (its descriptor "
+                     "limit is lower, or every number is taken); recording stops",
+                     fd_lo ? fd_lo : 3);
+            rp_rt_warn(fmt, rp_rt.path, 0);
+            return -1;
+        }
+        fd = hfd;
         if (fstat(fd, &st) == 0 && st.st_dev == rp_out_dev && st.st_ino == rp_out_ino) {
             __atomic_store_n(&rp_rt.fd, fd, __ATOMIC_RELAXED);
             rp_rt_warn("the program closed or replaced the descriptor of %s; reopened it",

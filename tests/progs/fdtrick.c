@@ -20,6 +20,12 @@
  *            recorder reopens its trace, and must not say so on the 2 that
  *            is now the program's file), makes N more calls and writes
  *            "data\n" to both.
+ *
+ *   limit    makes N calls, lowers its descriptor limit to 16, closes every
+ *            descriptor from 0 to 1023 through libc, opens DATAFILE (append)
+ *            17 times and writes the numbers it got through the first
+ *            ("fds 0 1 ... 15 -1\n" without the recorder: the 17th fails
+ *            with EMFILE), then makes N more calls.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -49,16 +55,41 @@ static int std_closed(long n, const char *path)
     return 0;
 }
 
+static int limit(long n, const char *path)
+{
+    calls(n);
+    struct rlimit rl = {16, 16};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < 16)
+        return 2;
+    rl.rlim_cur = 16;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 2;
+    for (int fd = 0; fd < 1024; fd++)
+        close(fd);
+    int fds[17];
+    char got[256];
+    size_t len = (size_t)snprintf(got, sizeof got, "fds");
+    for (int i = 0; i < 17; i++) {
+        fds[i] = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        len += (size_t)snprintf(got + len, sizeof got - len, " %d", fds[i]);
+    }
+    got[len++] = '\n';
+    calls(n);
+    return fds[0] >= 0 && write(fds[0], got, len) == (ssize_t)len ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close|stdclosed N DATAFILE\n");
+        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close|stdclosed|limit N DATAFILE\n");
         return 2;
     }
     const char *mode = argv[1];
     long n = atol(argv[2]);
     if (!strcmp(mode, "stdclosed"))
         return std_closed(n, argv[3]);
+    if (!strcmp(mode, "limit"))
+        return limit(n, argv[3]);
     int data = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int null = open("/dev/null", O_WRONLY);
     if (data < 0 || null < 0 || write(data, "data\n", 5) != 5)
