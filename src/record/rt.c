@@ -184,7 +184,8 @@ static void cancel_sig_block(void)
  * deferred cancellation, wait for a cancellation signal that pthread_cancel
  * sent to the thread in asynchronous cancellation, which the section
  * blocks.  For a thread in deferred cancellation (the usual case) this is
- * one more load.
+ * one more call of glibc's (an atomic operation, no system call), once per
+ * section: per buffer or per thread, never per event.
  */
 RP_HIDDEN void rp_rt_cancel_on(int state)
 {
