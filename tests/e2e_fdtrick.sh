@@ -113,4 +113,22 @@ limit() {
     grep -q "is incomplete" "$tmp/lim.err" || fail "record did not say the trace stopped: $(cat "$tmp/lim.err")"
 }
 scenario limit limit
+
+# the limit lowered to 16 before the trace rotates (--max-size): a new
+# piece has no number above the program's, so rotation stops (the trace
+# goes on in its file, whole; record says so) rather than keep one of the
+# program's numbers (before: the program's opens got one fewer)
+limitrot() {
+    local rc=0 want
+    "$PROGS/prog_fdtrick" limitrot 10 "$tmp/bare.txt" || fail "the program alone failed"
+    want=$(head -1 "$tmp/bare.txt") # (the numbers left by what it inherited)
+    $TMO "$RANKPROF" record --max-size 64K -o "$tmp/lr.data" -- \
+        "$PROGS/prog_fdtrick" limitrot 200000 "$tmp/lr.txt" >"$tmp/lr.out" 2>"$tmp/lr.err" || rc=$?
+    [[ "$(head -1 "$tmp/lr.txt")" == "$want" ]] ||
+        fail "the program's descriptors moved: $(head -1 "$tmp/lr.txt"), not $want"
+    [[ $rc -eq 0 ]] || fail "exit $rc: $(cat "$tmp/lr.err")"
+    grep -q "no descriptor for a new piece of .* above the program's" "$tmp/lr.err" ||
+        fail "record did not say rotation stopped: $(cat "$tmp/lr.err")"
+}
+scenario limitrot limitrot
 finish

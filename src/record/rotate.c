@@ -152,6 +152,14 @@ static void rotate(void)
     snprintf(part, sizeof part, "%s.part%u", rp_rt.path, k);
     rp_own_lock(&rp_rt.fd_lock);
     int old = rp_rt.fd;
+    if (!rp_rt_fd_room(old)) { /* a new piece would take one of the program's numbers */
+        rp_own_unlock(&rp_rt.fd_lock);
+        rp_rt_warn("no descriptor for a new piece of %s above the program's (its limit was "
+                   "lowered); the trace is no longer rotated",
+                   rp_rt.path, 0);
+        rot.max = 0;
+        return;
+    }
     if (rename(rp_rt.path, part) < 0) {
         rp_own_unlock(&rp_rt.fd_lock);
         rp_rt_warn("cannot rename %s; the trace is no longer rotated", rp_rt.path, errno);
@@ -180,6 +188,17 @@ static void rotate(void)
     }
     flock(fd, LOCK_EX | LOCK_NB); /* the name is this process's (rt_start.c) */
     fd = rp_rt_fd_high(fd);
+    if (rp_rt_fd_low(fd)) { /* (taken since rp_rt_fd_room: the old file goes on) */
+        syscall(SYS_close, fd);
+        snprintf(part, sizeof part, "%s.part%u", rp_rt.path, k);
+        rename(part, rp_rt.path);
+        rp_own_unlock(&rp_rt.fd_lock);
+        rp_rt_warn("no descriptor for a new piece of %s above the program's (its limit was "
+                   "lowered); the trace is no longer rotated",
+                   rp_rt.path, 0);
+        rot.max = 0;
+        return;
+    }
     rp_file_header(hdr);
     /* (raw: the trace's descriptor) */
     int bad = rp_own_write_all(fd, hdr, sizeof hdr) < 0 ||

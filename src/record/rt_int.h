@@ -130,6 +130,13 @@ RP_HIDDEN int rp_kept_add(struct rp_kept *k, const uint8_t *hdr, const void *pay
 
 /* fd at a high number, close-on-exec; fd itself when that fails */
 RP_HIDDEN int rp_rt_fd_high(int fd);
+/* Whether fd lies below the trace descriptor's range (rp_rt_fd_high found
+ * no room there: the program lowered its descriptor limit), so that
+ * keeping it would take a number of the program's.  Cannot fail. */
+RP_HIDDEN int rp_rt_fd_low(int fd);
+/* Whether the range has a free number for one more descriptor (tried by
+ * duplicating fd there, then closed).  Cannot fail. */
+RP_HIDDEN int rp_rt_fd_room(int fd);
 /* Parks the descriptor of the older trace the new file replaced (dev, ino:
  * the old file) until rp_rt_out_old_close, which the writer thread calls
  * when it starts (start-up starts it then), start-up itself when recording

@@ -90,6 +90,20 @@ RP_HIDDEN int rp_rt_fd_high(int fd)
     return nfd;
 }
 
+RP_HIDDEN int rp_rt_fd_low(int fd)
+{
+    return fd_lo && fd < fd_lo;
+}
+
+RP_HIDDEN int rp_rt_fd_room(int fd)
+{
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, fd_lo ? fd_lo : 3);
+    if (d < 0)
+        return 0;
+    syscall(SYS_close, d); /* not close(): the interposer would move it */
+    return 1;
+}
+
 /* Moves fd into the trace's range (fd_lo and up), close-on-exec, the old
  * one closed.  Returns the new number, or -1 when the range has no room
  * (the program lowered its descriptor limit below it, or took every

@@ -26,6 +26,12 @@
  *            17 times and writes the numbers it got through the first
  *            ("fds 0 1 ... 15 -1\n" without the recorder: the 17th fails
  *            with EMFILE), then makes N more calls.
+ *
+ *   limitrot lowers its descriptor limit to 16 first, makes N calls (under
+ *            `record --max-size`, the trace rotates meanwhile), opens
+ *            DATAFILE 14 times and writes the numbers it got through the
+ *            first ("fds 3 4 ... 15 -1\n" without the recorder, when it
+ *            inherited nothing but 0, 1 and 2).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -78,10 +84,31 @@ static int limit(long n, const char *path)
     return fds[0] >= 0 && write(fds[0], got, len) == (ssize_t)len ? 0 : 2;
 }
 
+static int limit_rot(long n, const char *path)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max < 16)
+        return 2;
+    rl.rlim_cur = 16;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 2;
+    calls(n);
+    int fds[14];
+    char got[256];
+    size_t len = (size_t)snprintf(got, sizeof got, "fds");
+    for (int i = 0; i < 14; i++) {
+        fds[i] = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        len += (size_t)snprintf(got + len, sizeof got - len, " %d", fds[i]);
+    }
+    got[len++] = '\n';
+    return fds[0] >= 0 && write(fds[0], got, len) == (ssize_t)len ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: prog_fdtrick dup2|sysdup|close|stdclosed|limit N DATAFILE\n");
+        fprintf(stderr,
+                "usage: prog_fdtrick dup2|sysdup|close|stdclosed|limit|limitrot N DATAFILE\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -90,6 +117,8 @@ int main(int argc, char **argv)
         return std_closed(n, argv[3]);
     if (!strcmp(mode, "limit"))
         return limit(n, argv[3]);
+    if (!strcmp(mode, "limitrot"))
+        return limit_rot(n, argv[3]);
     int data = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int null = open("/dev/null", O_WRONLY);
     if (data < 0 || null < 0 || write(data, "data\n", 5) != 5)
