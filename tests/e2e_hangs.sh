@@ -110,17 +110,24 @@ under_tsan || scenario asyncjoin asyncjoin
 # ---- pexit ------------------------------------------------------------------
 # (not under ThreadSanitizer: its own background thread keeps a process
 # whose main called pthread_exit alive, with or without the recorder)
-pexit() { # MODE "NAME=CALLS..."
-    local rc=0 got m=$1
-    timeout -k 5 "$T" "$RANKPROF" record -o "$tmp/$m.data" -- "$PROGS/prog_hangs" "$m" 100000 \
+pexit() { # MODE "NAME=CALLS..." [RECORD-OPTION...]
+    local rc=0 got m=$1 want=$2
+    shift 2
+    timeout -k 5 "$T" "$RANKPROF" record "$@" -o "$tmp/$m.data" -- "$PROGS/prog_hangs" "$m" 100000 \
         >"$tmp/$m.out" 2>"$tmp/$m.err" || rc=$?
     [[ $rc -eq 0 ]] || fail "$m: record exited $rc (124: the process never ended): $(cat "$tmp/$m.err")"
     got=$(calls "$tmp/$m.data" main late leaf at_exit in_dtor)
-    [[ $got == "$2 lost=0 ended=1" ]] || fail "$m: $got"
-    note "$m: the process ended with its last thread, all calls recorded: ok"
+    [[ $got == "$want lost=0 ended=1" ]] || fail "$m: $got"
+    note "$m $*: the process ended with its last thread, all calls recorded: ok"
 }
 under_tsan || scenario pexit pexit pexit "main=1 late=1 leaf=100000 at_exit=500 in_dtor=300"
 under_tsan || scenario pexitalone pexit pexitalone "main=1 late=0 leaf=100000 at_exit=500 in_dtor=300"
+# direct mode: its publisher thread must not keep the process alive
+# (before: it never ended), and the exit's calls are counted there too
+under_tsan || scenario pexitdirect pexit pexit "main=1 late=1 leaf=100000 at_exit=500 in_dtor=300" \
+    --mode direct
+under_tsan || scenario pexitalonedirect pexit pexitalone \
+    "main=1 late=0 leaf=100000 at_exit=500 in_dtor=300" --mode direct
 
 # ---- static -----------------------------------------------------------------
 # (two recorders in one process, the static copy and the preloaded one, are

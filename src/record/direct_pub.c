@@ -45,6 +45,7 @@
 
 static sem_t pub_sem;
 static _Atomic uint32_t pub_req;
+static _Atomic int pub_retire; /* main called pthread_exit: the thread ends */
 static _Atomic int pub_ok; /* the thread runs */
 /* A request is being answered.  The shutdown stores rp_rt.stopped, then
  * waits for this to be 0; the thread stores 1, then loads stopped: with
@@ -111,6 +112,8 @@ static void *pub_main(void *arg)
     for (;;) {
         while (sem_wait(&pub_sem) < 0 && errno == EINTR)
             ;
+        if (atomic_load(&pub_retire))
+            break;
         uint32_t req = atomic_exchange(&pub_req, 0);
         if (!req)
             continue;
@@ -146,6 +149,22 @@ RP_HIDDEN void rp_direct_pub_start(void)
     if (rp_rt_thread_start(&th, &a, pub_main) == 0)
         atomic_store(&pub_ok, 1);
     pthread_attr_destroy(&a);
+}
+
+/*
+ * Main has called pthread_exit: from then on the process ends when its
+ * last thread does (glibc's exit(0) there), and the publisher, blocked on
+ * its semaphore, would be that thread for ever.  So it ends now; requests
+ * from then on are not answered (`top` and `ctl snapshot` say the process
+ * did not answer).  Cannot fail.
+ */
+RP_HIDDEN void rp_direct_pub_retire(void)
+{
+    if (!atomic_load(&pub_ok))
+        return;
+    atomic_store(&pub_retire, 1);
+    atomic_store(&pub_ok, 0);
+    sem_post(&pub_sem);
 }
 
 RP_HIDDEN void rp_direct_pub_request(int snapshot)

@@ -170,11 +170,15 @@ static void dthread_exit(void *arg)
         rp_direct_thread_end(arg);
 }
 
-/* The calling thread's first event: its table.  NULL if it cannot have one. */
+/* The calling thread's first event: its table.  NULL if it cannot have one
+ * (after its end, unless that end was the last thread's, which runs the
+ * process's exit after main's pthread_exit: rp_rt_exiting). */
 static RP_NOINLINE struct rp_dthread *dthread_first(void)
 {
-    if (dgone || dinit || !dg.key_ok)
+    if ((dgone && !atomic_load(&rp_rt_exiting)) || dinit || !dg.key_ok)
         return NULL;
+    if (dgone)
+        rp_thread_stream_renew(); /* a second life: a stream of its own */
     dinit = 1;
     struct rt_section sec; /* rp_rt.direct_lock: no cancel, no handler inside */
     section_enter(&sec);

@@ -410,6 +410,11 @@ RP_HIDDEN void rp_rt_thread_exit(void *arg)
 RP_HIDDEN uint16_t *_Atomic rp_rt_stream_gen;
 static __thread uint32_t stream_tid, stream_id; /* the calling thread's, once made */
 
+RP_HIDDEN void rp_thread_stream_renew(void)
+{
+    stream_id = 0;
+}
+
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid)
 {
     tid &= RP_TID_MASK;
@@ -633,7 +638,7 @@ RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word)
     }
     rp_rt_initing = 1;
     if (rp_rt_gone)
-        stream_id = 0; /* a second life: a stream of its own, as a new thread */
+        rp_thread_stream_renew(); /* a second life: a stream of its own */
     struct rt_section sec;
     section_enter(&sec);
     if (pthread_once(&rp_rt_once, rp_rt_start_once) == 0 && !rp_rt_start_err &&

@@ -407,6 +407,16 @@ static inline void rp_append_at(uint32_t cls, uint64_t word, uint64_t ticks)
  * generation 0 (reused tids then merge, as before format 1.3).
  */
 RP_HIDDEN uint32_t rp_thread_stream(uint32_t tid);
+/* The process's exit has begun after main's pthread_exit: its atexit
+ * handlers and destructors run on the last thread, whose own end has
+ * handed its buffer back (rt.c, direct_thread.c); that thread records
+ * again. */
+RP_HIDDEN extern atomic_int rp_rt_exiting;
+
+/* The calling thread's next rp_thread_stream is a new stream, as a new
+ * thread's: a second life after its end (the process's exit running on
+ * it).  Cannot fail. */
+RP_HIDDEN void rp_thread_stream_renew(void);
 
 /*
  * Sets the calling thread's cancellation state back to state after the

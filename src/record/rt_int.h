@@ -225,10 +225,6 @@ RP_HIDDEN void rp_out_end(uint32_t flags, int32_t status, uint64_t ticks);
 
 RP_HIDDEN extern size_t rp_rt_out_recs;      /* rp_rt.out's size in records */
 RP_HIDDEN extern atomic_int rp_rt_main_gone; /* main called pthread_exit */
-/* the process's exit has begun after main's pthread_exit: its atexit
- * handlers and destructors run on the last thread, whose own end has
- * handed its buffer back (rp_rt_gone); that thread records again */
-RP_HIDDEN extern atomic_int rp_rt_exiting;
 RP_HIDDEN extern pthread_key_t rp_rt_main_key;
 
 /* the encoder's describe callback: a profile point's definition */

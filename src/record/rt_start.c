@@ -1116,8 +1116,7 @@ __attribute__((constructor)) static void rt_ctor(void)
     rp_rt_initing = 1;
     pthread_once(&rp_rt_once, rp_rt_start_once);
     /* constructors run on the main thread: its pthread_exit is seen */
-    if (!rp_rt_start_err && !rp_rt.direct &&
-        pthread_key_create(&rp_rt_main_key, rp_rt_main_exit) == 0)
+    if (!rp_rt_start_err && pthread_key_create(&rp_rt_main_key, rp_rt_main_exit) == 0)
         pthread_setspecific(rp_rt_main_key, &rp_rt_main_key);
     rp_rt_initing = 0;
 }

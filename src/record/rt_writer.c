@@ -622,6 +622,8 @@ RP_HIDDEN void rp_rt_main_exit(void *arg)
      * returned no more): it runs first at the exit of the last thread,
      * whose calls in them and in the destructors are then recorded */
     atexit(note_exiting);
+    if (rp_rt.direct)
+        rp_direct_pub_retire(); /* no writer there: its publisher is the thread that stays */
     rp_own_lock(&rp_rt.lock);
     pthread_cond_signal(&rp_rt.wake);
     rp_own_unlock(&rp_rt.lock);
