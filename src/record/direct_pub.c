@@ -46,7 +46,7 @@
 static sem_t pub_sem;
 static _Atomic uint32_t pub_req;
 static _Atomic int pub_retire; /* main called pthread_exit: the thread ends */
-static _Atomic int pub_ok; /* the thread runs */
+static _Atomic int pub_ok;     /* the thread runs */
 /* A request is being answered.  The shutdown stores rp_rt.stopped, then
  * waits for this to be 0; the thread stores 1, then loads stopped: with
  * both sequentially consistent, one of them sees the other's store, so
