@@ -7,7 +7,8 @@
 # CSV, graph, locks, info, dump) and every export byte for byte: no byte
 # below 0x20 but newline and tab (and CR before LF in CSV), no 0x7f, no C1
 # control (0xc2 0x80-0x9f); the binary exports (perfetto, pprof gunzipped)
-# must not hold the raw sequences and must hold their escaped form.
+# must not hold the raw sequences and must hold their escaped form.  The
+# table direct mode prints itself (--print) is checked the same way.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -91,8 +92,38 @@ escaped_names() {
     grep -qF 'mk\x1bc' dump.txt || fail "dump: mark name"
 }
 
+# no control byte in the named files, which exist (python's check, as text_bytes)
+no_controls() {
+    python3 - "$@" <<'PY'
+import re, sys
+bad = 0
+for path in sys.argv[1:]:
+    b = open(path, 'rb').read()
+    m = re.search(rb'[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]', b)
+    if m:
+        print(f"{path}: byte {m.group()!r} at offset {m.start()}: {b[max(0, m.start() - 30):m.end() + 10]!r}")
+        bad = 1
+sys.exit(bad)
+PY
+}
+
+# the table direct mode prints itself (--print, to the program's stderr)
+# shows the names escaped as the report's table does
+direct_print() {
+    "$RANKPROF" record --mode direct --print -o d.data -- "$PROGS/prog_hostile" \
+        >/dev/null 2>direct.err || fail "direct record of prog_hostile: $(cat -v direct.err)"
+    no_controls direct.err || fail "control bytes in direct mode's printed table (above)"
+    # (the name column holds 40 characters)
+    local n
+    for n in 'pt\x1b]52;c;aGVsbG8K\x07\x01\x7f\xc2\x9b ' 'lk\x1b[31m\x08 [wait] ' \
+        'lk\x1b[31m\x08 [hold] ' 'io\x0d\x0a\x1b]52;c;aGVsbG8K\x07 ' 'mk\x1bc '; do
+        grep -qF -- "$n" direct.err || fail "direct print: no $n in: $(cat -v direct.err)"
+    done
+}
+
 scenario outputs outputs
 scenario text_bytes text_bytes
 scenario binary_exports binary_exports
 scenario escaped_names escaped_names
+scenario direct_print direct_print
 finish

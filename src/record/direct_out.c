@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/span.h"
+#include "common/utf8.h"
 #include "direct_int.h"
 #include "funcs.h"
 #include "rankprof.h"
@@ -407,6 +408,45 @@ static const char *key_name(uint64_t k, char *buf, size_t bufsz)
     }
 }
 
+/*
+ * The first max_cols characters of name, as text for a terminal, in buf
+ * (bufsz >= 5): each byte a terminal could act on written as \xNN, as the
+ * analyzer writes the names every other output shows (docs/exports.md):
+ * the C0 controls, DEL, the C1 controls (0xc2 0x80-0x9f) and every byte of
+ * invalid UTF-8; "\x1b" is four characters.  Never splits a character or
+ * an escape; stops early when buf is full.  Returns the characters
+ * written.  Cannot fail.
+ */
+static size_t name_text(const char *name, char *buf, size_t bufsz, size_t max_cols)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *b = (const unsigned char *)name;
+    size_t n = strlen(name), o = 0, cols = 0;
+    for (size_t i = 0; i < n;) {
+        int k = rp_utf8_seq(b + i, n - i);
+        int bad = k < 0 || (k == 1 && (b[i] < 0x20 || b[i] == 0x7f)) ||
+                  (k == 2 && b[i] == 0xc2 && b[i + 1] < 0xa0);
+        size_t m = k < 0 ? (size_t)-k : (size_t)k, need = bad ? 4 * m : m;
+        size_t c = bad ? 4 * m : 1;
+        if (o + need >= bufsz || cols + c > max_cols)
+            break;
+        for (size_t j = 0; j < m; j++) {
+            if (bad) {
+                buf[o++] = '\\';
+                buf[o++] = 'x';
+                buf[o++] = hex[b[i + j] >> 4];
+                buf[o++] = hex[b[i + j] & 15];
+            } else {
+                buf[o++] = (char)b[i + j];
+            }
+        }
+        cols += c;
+        i += m;
+    }
+    buf[o] = 0;
+    return cols;
+}
+
 /* Prints a duration in ticks with a unit that keeps it short. */
 static void fmt_time(char *buf, size_t n, double ns)
 {
@@ -419,6 +459,9 @@ static void fmt_time(char *buf, size_t n, double ns)
     else
         snprintf(buf, n, "%.3f s", ns / 1e9);
 }
+
+/* The printed table's name column: at most this many characters. */
+#define NAME_COLS 40
 
 static const struct dtable *sort_tab;
 
@@ -467,15 +510,17 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick)
             "status");
     for (uint32_t i = 0; i < n; i++) {
         const struct dstat *st = stat_at(&s.tab, order[i]);
-        char name[256], tot[32], avg[32], mx[32];
+        char name[256], shown[4 * NAME_COLS + 1], tot[32], avg[32], mx[32];
         uint8_t kind = TKIND(st->key);
         key_name(st->key, name, sizeof(name));
+        /* names are the program's text: escaped, as every output shows them */
+        size_t cols = name_text(name, shown, sizeof(shown), NAME_COLS);
         int span = kind != RP_KIND_INSTANT && kind != RP_KIND_COUNTER && st->dur;
         fmt_time(tot, sizeof(tot), (double)st->incl * ns_per_tick);
         fmt_time(avg, sizeof(avg), (double)st->dur / (double)st->calls * ns_per_tick);
         fmt_time(mx, sizeof(mx), (double)st->max * ns_per_tick);
-        fprintf(f, "%-40.40s %12llu %12s %12s %12s  %s\n", name, (unsigned long long)st->calls,
-                span ? tot : "-", span ? avg : "-", span ? mx : "-",
+        fprintf(f, "%s%*s %12llu %12s %12s %12s  %s\n", shown, (int)(NAME_COLS - cols), "",
+                (unsigned long long)st->calls, span ? tot : "-", span ? avg : "-", span ? mx : "-",
                 st->overruns ? "OVER BUDGET" : "ok");
     }
     fflush(f);
