@@ -8,7 +8,8 @@
 # below 0x20 but newline and tab (and CR before LF in CSV), no 0x7f, no C1
 # control (0xc2 0x80-0x9f); the binary exports (perfetto, pprof gunzipped)
 # must not hold the raw sequences and must hold their escaped form.  The
-# table direct mode prints itself (--print) is checked the same way.
+# table direct mode prints itself (--print) and record's own messages about
+# a program with a hostile name are checked the same way.
 #
 # Run by ctest with RANKPROF, PROGS, RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -121,9 +122,27 @@ direct_print() {
     done
 }
 
+# record's own messages show a hostile program name escaped: killed by a
+# signal, and a program that cannot be run
+record_messages() {
+    local osc=$'\x1b]52;c;aGk=\x07\x1b[2J' shown='\x1b]52;c;aGk=\x07\x1b[2J'
+    ln -sf "$PROGS/prog_endings" "./p$osc" || fail "cannot make the hostile name"
+    local rc=0
+    "$RANKPROF" record -o k.data -- "./p$osc" raise-TERM 2 >/dev/null 2>killed.err || rc=$?
+    [[ $rc -eq 143 ]] || fail "killed: exit status $rc, not 143: $(cat -v killed.err)"
+    grep -qF -- "./p$shown was killed by signal 15" killed.err ||
+        fail "killed: no escaped name in: $(cat -v killed.err)"
+    "$RANKPROF" record -o n.data -- "./q$osc" >/dev/null 2>norun.err &&
+        fail "a missing program ran"
+    grep -qF -- "cannot run ./q$shown: " norun.err ||
+        fail "cannot run: no escaped name in: $(cat -v norun.err)"
+    no_controls killed.err norun.err || fail "control bytes in record's messages (above)"
+}
+
 scenario outputs outputs
 scenario text_bytes text_bytes
 scenario binary_exports binary_exports
 scenario escaped_names escaped_names
 scenario direct_print direct_print
+scenario record_messages record_messages
 finish

@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/profile.h"
 #include "analyze/set.h"
 #include "cli.h"
 #include "common/bytes.h"
@@ -264,10 +265,11 @@ static time_t child_start; /* the wall clock (s) just before it was forked */
  * trace is there, new and complete, else 1 (with the reason on stderr).
  * When the program wrote OUT.PID (PID its own: another process held OUT,
  * e.g. a sibling rank of an MPI job each started by `mpirun rankprof
- * record`), that file is the one checked.
+ * record`), that file is the one checked.  shown is prog as the messages
+ * show it (prog_text).
  */
 static int report_output(const char *out, const char *abs_out, const struct stat *before,
-                         const char *prog, int killed)
+                         const char *prog, const char *shown, int killed)
 {
     struct stat sb;
     static char own[4096 + 16], own_out[4096 + 16];
@@ -286,7 +288,7 @@ static int report_output(const char *out, const char *abs_out, const struct stat
                     "rankprof: %s was not written: %s is statically linked, so the recorder "
                     "could not be preloaded into it (link it dynamically, or with librankprof.a: "
                     "docs/recording.md)\n",
-                    out, prog);
+                    out, shown);
         else
             fprintf(stderr,
                     "rankprof: %s was not written: the recorder could not create it (see its "
@@ -697,12 +699,25 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
     free(preload);
 }
 
-/* Runs argv[0] with argv, passing the signals a user sends (forwarded) on to it, and
- * returns its wait status.  Outside a terminal's foreground the program
- * runs in a process group of its own and ends if record is killed
- * (PR_SET_PDEATHSIG: a group SIGKILL, `timeout -k`, reaches only
- * record's group).  Dies when it cannot be started or waited for. */
-static int run_program(char **argv)
+/*
+ * The program's name as record's messages show it: the bytes a terminal
+ * could act on (controls, C1, invalid UTF-8) written as \xNN, as every
+ * output shows the names of a trace (docs/exports.md).  A malloc'd copy,
+ * or a fixed text when out of memory (never freed: record ends soon).
+ */
+static const char *prog_text(const char *prog)
+{
+    char *t = rp_text_dup(prog, strlen(prog), 0, NULL);
+    return t ? t : "the program";
+}
+
+/* Runs argv[0] (shown, in messages) with argv, passing the signals a user
+ * sends (forwarded) on to it, and returns its wait status.  Outside a
+ * terminal's foreground the program runs in a process group of its own
+ * and ends if record is killed (PR_SET_PDEATHSIG: a group SIGKILL,
+ * `timeout -k`, reaches only record's group).  Dies when it cannot be
+ * started or waited for. */
+static int run_program(char **argv, const char *shown)
 {
     int own = !in_foreground();
     pid_t self = getpid();
@@ -727,7 +742,7 @@ static int run_program(char **argv)
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
         execvp(argv[0], argv);
-        fprintf(stderr, "rankprof: cannot run %s: %s\n", argv[0], strerror(errno));
+        fprintf(stderr, "rankprof: cannot run %s: %s\n", shown, strerror(errno));
         _exit(127);
     }
     if (own)
@@ -779,10 +794,11 @@ int cmd_record(int argc, char **argv)
     struct stat before;
     check_output(r.out, abs_out, r.force, &before);
     set_env(&r, lib, abs_out);
-    int st = run_program(argv + prog);
-    int bad = report_output(r.out, abs_out, &before, argv[prog], WIFSIGNALED(st));
+    const char *shown = prog_text(argv[prog]);
+    int st = run_program(argv + prog, shown);
+    int bad = report_output(r.out, abs_out, &before, argv[prog], shown, WIFSIGNALED(st));
     if (WIFSIGNALED(st)) {
-        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", argv[prog], WTERMSIG(st),
+        fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", shown, WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
         return 128 + WTERMSIG(st);
     }
