@@ -105,6 +105,20 @@ ending raise-RTMIN+3 $((128 + rt)) $rt
 ending _exit 5 exit
 ending _Exit 6 exit
 ending quick_exit 7 exit
+# quick_exit's flush comes after the program's at_quick_exit handlers: their
+# 40 calls of at_quick are in the trace (before: dropped, not counted)
+quick_handlers() {
+    local got rc=0
+    $TMO "$RANKPROF" record -o "$tmp/qh.data" -- "$PROGS/prog_endings" quick_exit 1000 \
+        >"$tmp/qh.out" 2>"$tmp/qh.err" || rc=$?
+    [[ $rc -eq 7 ]] || fail "quick_exit: exit $rc, expected 7: $(cat "$tmp/qh.err")"
+    got=$("$RANKPROF" report -i "$tmp/qh.data" --one-file --format json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(sum(x["calls"] for x in r["nodes"] if x["name"] == "at_quick"), r["lost_events"])')
+    [[ $got == "40 0" ]] || fail "quick_exit: at_quick calls, lost: $got, expected 40 0"
+}
+scenario quick_handlers quick_handlers
 ending daemon 0 exit
 
 # killed from outside once it has made its calls and says so; twice: the

@@ -47,10 +47,22 @@ static void exec_atfork_child(void)
     rec_pid = getpid();
 }
 
+static void exec_flush(void);
+
+/* quick_exit's flush runs as its last at_quick_exit handler: registered
+ * first, it runs after the program's, whose calls are then recorded. */
+static int quick_last;
+
+static void quick_flush(void)
+{
+    exec_flush();
+}
+
 __attribute__((constructor)) static void exec_ctor(void)
 {
     rec_pid = getpid();
     pthread_atfork(NULL, NULL, exec_atfork_child);
+    quick_last = at_quick_exit(quick_flush) == 0;
 }
 
 /* The final flush, unless this is a vfork child of the recorded process or
@@ -170,7 +182,9 @@ RP_API int execle(const char *path, const char *arg0, ...)
  * so a program ending by them, or a forked child that _exits, would lose
  * what it recorded since the last periodic flush.  Each wrapper runs the
  * same bounded final flush as exec (END says the run ended normally; the
- * status is the process's own), then the real function.  Not in a vfork
+ * status is the process's own), then the real function; quick_exit's runs
+ * as the last at_quick_exit handler instead (quick_flush), after the
+ * program's.  Not in a vfork
  * child (exec_flush): it shares the parent's recorder.  Never fails; with
  * no real function to call (dlsym cannot see one) the process ends by the
  * exit_group system call.
@@ -221,7 +235,15 @@ RP_API void _Exit(int status)
 
 RP_API void quick_exit(int status)
 {
-    end_by("quick_exit", status);
+    exit_fn f = (exit_fn)dlsym(RTLD_NEXT, "quick_exit");
+    if (!f || !quick_last)
+        end_by("quick_exit", status);
+    if (getpid() == rec_pid)
+        rp_rt_exit_begin(); /* (a fatal signal's flush under way: its end first) */
+    f(status); /* the program's handlers, then quick_flush */
+    syscall(SYS_exit_group, status);
+    for (;;) /* not reached */
+        ;
 }
 
 /*

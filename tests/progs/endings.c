@@ -28,7 +28,8 @@
  *               line); with it too, however long its flush takes
  *   _exit       _exit(5)
  *   _Exit       _Exit(6)
- *   quick_exit  quick_exit(7)
+ *   quick_exit  quick_exit(7), with an at_quick_exit handler that calls
+ *               at_quick() 40 times (expected in the trace too)
  *   daemon      daemon(1, 1): the parent ends there (its trace holds the N
  *               calls); the daemon prints "daemon" and returns 0
  *   forkwait    a child makes the N calls, prints "done PID" and sleeps
@@ -133,6 +134,17 @@ static void *ender(void *arg)
         _exit(4);
     exit(3);
     return arg;
+}
+
+void at_quick(void)
+{
+    sink++;
+}
+
+static void quick_handler(void)
+{
+    for (int i = 0; i < 40; i++)
+        at_quick();
 }
 
 static void atexit_ran(void)
@@ -282,8 +294,10 @@ int main(int argc, char **argv)
         _exit(5);
     if (!strcmp(mode, "_Exit"))
         _Exit(6);
-    if (!strcmp(mode, "quick_exit"))
+    if (!strcmp(mode, "quick_exit")) {
+        at_quick_exit(quick_handler);
         quick_exit(7);
+    }
     fprintf(stderr, "endings: unknown mode %s\n", mode);
     return 2;
 }
