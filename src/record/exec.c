@@ -240,7 +240,7 @@ RP_API void quick_exit(int status)
         end_by("quick_exit", status);
     if (getpid() == rec_pid)
         rp_rt_exit_begin(); /* (a fatal signal's flush under way: its end first) */
-    f(status); /* the program's handlers, then quick_flush */
+    f(status);              /* the program's handlers, then quick_flush */
     syscall(SYS_exit_group, status);
     for (;;) /* not reached */
         ;
