@@ -134,6 +134,20 @@ static void rot_init(void)
     rot.piece = v / 4;
 }
 
+/* Why rotation stops when the program lowered its descriptor limit. */
+#define NO_ROOM                                                                                    \
+    "no descriptor for a new piece of %s above the program's (its limit was lowered); the "        \
+    "trace is no longer rotated"
+
+/* Rotation stops for good, the trace going on in the file it writes: lets
+ * go of fd_lock (held) and says why (fmt names the trace).  Cannot fail. */
+static void rot_stop(const char *fmt, int err)
+{
+    rp_own_unlock(&rp_rt.fd_lock);
+    rp_rt_warn(fmt, rp_rt.path, err);
+    rot.max = 0;
+}
+
 /* Ends NAME as piece k + 1, deletes the oldest pieces beyond the bound and
  * starts NAME again with the kept chunks.  On failure the trace goes on in
  * the old file (a warning says why, rotation stops). */
@@ -153,17 +167,11 @@ static void rotate(void)
     rp_own_lock(&rp_rt.fd_lock);
     int old = rp_rt.fd;
     if (!rp_rt_fd_room(old)) { /* a new piece would take one of the program's numbers */
-        rp_own_unlock(&rp_rt.fd_lock);
-        rp_rt_warn("no descriptor for a new piece of %s above the program's (its limit was "
-                   "lowered); the trace is no longer rotated",
-                   rp_rt.path, 0);
-        rot.max = 0;
+        rot_stop(NO_ROOM, 0);
         return;
     }
     if (rename(rp_rt.path, part) < 0) {
-        rp_own_unlock(&rp_rt.fd_lock);
-        rp_rt_warn("cannot rename %s; the trace is no longer rotated", rp_rt.path, errno);
-        rot.max = 0;
+        rot_stop("cannot rename %s; the trace is no longer rotated", errno);
         return;
     }
     rot.size[k % ROT_KEEP] = rot.cur;
@@ -180,10 +188,7 @@ static void rotate(void)
     }
     int fd = open(rp_rt.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rp_own_unlock(&rp_rt.fd_lock);
-        rp_rt_warn("cannot create %s again; the trace goes on in its last piece", rp_rt.path,
-                   errno);
-        rot.max = 0;
+        rot_stop("cannot create %s again; the trace goes on in its last piece", errno);
         return;
     }
     flock(fd, LOCK_EX | LOCK_NB); /* the name is this process's (rt_start.c) */
@@ -192,11 +197,7 @@ static void rotate(void)
         syscall(SYS_close, fd);
         snprintf(part, sizeof part, "%s.part%u", rp_rt.path, k);
         rename(part, rp_rt.path);
-        rp_own_unlock(&rp_rt.fd_lock);
-        rp_rt_warn("no descriptor for a new piece of %s above the program's (its limit was "
-                   "lowered); the trace is no longer rotated",
-                   rp_rt.path, 0);
-        rot.max = 0;
+        rot_stop(NO_ROOM, 0);
         return;
     }
     rp_file_header(hdr);

@@ -61,47 +61,49 @@ static int std_closed(long n, const char *path)
     return 0;
 }
 
-static int limit(long n, const char *path)
+/* Lowers the soft descriptor limit to 16.  Returns 0, or -1. */
+static int limit16(void)
 {
-    calls(n);
-    struct rlimit rl = {16, 16};
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < 16)
-        return 2;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max < 16)
+        return -1;
     rl.rlim_cur = 16;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 2;
-    for (int fd = 0; fd < 1024; fd++)
-        close(fd);
+    return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Opens path (append) k times (k <= 17) and writes "fds N1 N2 ...\n", the
+ * numbers it got (-1: failed), through the first.  Returns 0, or 2. */
+static int open_list(const char *path, int k)
+{
     int fds[17];
     char got[256];
     size_t len = (size_t)snprintf(got, sizeof got, "fds");
-    for (int i = 0; i < 17; i++) {
+    for (int i = 0; i < k; i++) {
         fds[i] = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         len += (size_t)snprintf(got + len, sizeof got - len, " %d", fds[i]);
     }
     got[len++] = '\n';
-    calls(n);
     return fds[0] >= 0 && write(fds[0], got, len) == (ssize_t)len ? 0 : 2;
+}
+
+static int limit(long n, const char *path)
+{
+    calls(n);
+    if (limit16() != 0)
+        return 2;
+    for (int fd = 0; fd < 1024; fd++)
+        close(fd);
+    int rc = open_list(path, 17);
+    calls(n);
+    return rc;
 }
 
 static int limit_rot(long n, const char *path)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max < 16)
-        return 2;
-    rl.rlim_cur = 16;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    if (limit16() != 0)
         return 2;
     calls(n);
-    int fds[14];
-    char got[256];
-    size_t len = (size_t)snprintf(got, sizeof got, "fds");
-    for (int i = 0; i < 14; i++) {
-        fds[i] = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        len += (size_t)snprintf(got + len, sizeof got - len, " %d", fds[i]);
-    }
-    got[len++] = '\n';
-    return fds[0] >= 0 && write(fds[0], got, len) == (ssize_t)len ? 0 : 2;
+    return open_list(path, 14);
 }
 
 int main(int argc, char **argv)
