@@ -702,13 +702,14 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
 /*
  * The program's name as record's messages show it: the bytes a terminal
  * could act on (controls, C1, invalid UTF-8) written as \xNN, as every
- * output shows the names of a trace (docs/exports.md).  A malloc'd copy,
- * or a fixed text when out of memory (never freed: record ends soon).
+ * output shows the names of a trace (docs/exports.md).  A malloc'd copy in
+ * *own (the caller frees it), or a fixed text when out of memory (*own
+ * NULL).
  */
-static const char *prog_text(const char *prog)
+static const char *prog_text(const char *prog, char **own)
 {
-    char *t = rp_text_dup(prog, strlen(prog), 0, NULL);
-    return t ? t : "the program";
+    *own = rp_text_dup(prog, strlen(prog), 0, NULL);
+    return *own ? *own : "the program";
 }
 
 /* Runs argv[0] (shown, in messages) with argv, passing the signals a user
@@ -794,14 +795,15 @@ int cmd_record(int argc, char **argv)
     struct stat before;
     check_output(r.out, abs_out, r.force, &before);
     set_env(&r, lib, abs_out);
-    const char *shown = prog_text(argv[prog]);
+    char *own;
+    const char *shown = prog_text(argv[prog], &own);
     int st = run_program(argv + prog, shown);
     int bad = report_output(r.out, abs_out, &before, argv[prog], shown, WIFSIGNALED(st));
-    if (WIFSIGNALED(st)) {
+    /* the program's status; 1 when it succeeded but the trace did not */
+    int rc = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) ? WEXITSTATUS(st) : bad;
+    if (WIFSIGNALED(st))
         fprintf(stderr, "rankprof: %s was killed by signal %d (%s)\n", shown, WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
-        return 128 + WTERMSIG(st);
-    }
-    /* the program's status; 1 when it succeeded but the trace did not */
-    return WEXITSTATUS(st) ? WEXITSTATUS(st) : bad;
+    free(own);
+    return rc;
 }
