@@ -129,14 +129,39 @@ static const char *const real_names[R_NREAL] = {
 static void *_Atomic reals[R_NREAL];
 static __thread int resolving;
 
-/* Resolves real function i.  Returns it, or NULL when it cannot be had (a
- * nested call during resolution, or no next definition). */
+/*
+ * Whether f is in another copy of the recorder: an object that defines
+ * rp_strerror.  The recorder linked statically into a program run under
+ * `rankprof record` has the preloaded copy next: its "real" lock functions
+ * would be that copy's interposers, which record the static copy's own
+ * locks (a forked child's atfork handler then faulted in one and the
+ * process hung).  Cannot fail: 0 when it cannot tell.
+ */
+static int other_copy(void *f)
+{
+    Dl_info di, dm;
+    if (!dladdr(f, &di) || !di.dli_fname || !di.dli_fname[0])
+        return 0;
+    /* (no dlclose: the object stays loaded anyway, and the recorder's own
+     * dlclose, dl.c, would take the trace's lock, which the caller may hold) */
+    void *h = dlopen(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    void *m = h ? dlsym(h, "rp_strerror") : NULL;
+    return m && dladdr(m, &dm) && dm.dli_fbase == di.dli_fbase;
+}
+
+/* Resolves real function i: the next definition, past another copy of the
+ * recorder (other_copy: libc's then).  Returns it, or NULL when it cannot
+ * be had (a nested call during resolution, or no next definition). */
 static RP_NOINLINE void *real_resolve(enum real_fn i)
 {
     if (resolving)
         return NULL;
     resolving = 1;
     void *f = dlsym(RTLD_NEXT, real_names[i]);
+    if (f && other_copy(f)) {
+        void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY); /* (as other_copy) */
+        f = libc ? dlsym(libc, real_names[i]) : NULL;
+    }
     resolving = 0;
     if (f)
         atomic_store_explicit(&reals[i], f, memory_order_release);

@@ -25,6 +25,9 @@
  *   term N     prints "ready", calls work() until SIGTERM, SIGUSR1 or
  *              SIGQUIT (or 20 s), then prints "got signal S", calls after()
  *              N times and exits 3
+ *   fork N     (prog_hangs_static) calls leaf() N times and forks; parent
+ *              and child call it N times more, the parent waits and prints
+ *              the child's status
  *   points N   (prog_hangs_static, the recorder linked statically) 4
  *              threads each enter RP_POINT "pt" N times around a mutex of
  *              their own; a destructor of the program calls ending() 1000
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef HANGS_POINTS
 #include "rankprof.h"
@@ -309,6 +313,21 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++)
             pthread_join(th[i], NULL);
         printf("points: %d\n", 4 * n);
+        return 0;
+    }
+    if (!strcmp(mode, "fork")) { /* a child makes N calls of leaf and exits */
+        for (int i = 0; i < n; i++)
+            leaf();
+        fflush(stdout);
+        pid_t c = fork();
+        for (int i = 0; i < n; i++)
+            leaf();
+        if (c == 0)
+            return 0;
+        int st = -1;
+        if (c < 0 || waitpid(c, &st, 0) != c)
+            return 2;
+        printf("fork: child status %d\n", st);
         return 0;
     }
 #endif
