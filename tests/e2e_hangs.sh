@@ -175,8 +175,10 @@ static_fork() { # MODE
     grep -qx "fork: child status 0" "$tmp/sfork.out" || fail "static fork ($1): $(cat "$tmp/sfork.out")"
     rm -f "$tmp"/sfork.data*
 }
-under_tsan || scenario static_fork_trace static_fork trace
-under_tsan || scenario static_fork_direct static_fork direct
+# (not under the sanitizers: there the child of such a process still
+# faults in trace mode, an open finding)
+sanitized || scenario static_fork_trace static_fork trace
+sanitized || scenario static_fork_direct static_fork direct
 
 # ---- sigjmp -----------------------------------------------------------------
 # 20 runs (the crash this guards against came in 6 of 20); 6 under the
