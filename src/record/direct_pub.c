@@ -45,8 +45,7 @@
 
 static sem_t pub_sem;
 static _Atomic uint32_t pub_req;
-static _Atomic int pub_retire; /* main called pthread_exit: the thread ends */
-static _Atomic int pub_ok;     /* the thread runs */
+static _Atomic int pub_ok; /* the thread runs (0 again: it ends) */
 /* A request is being answered.  The shutdown stores rp_rt.stopped, then
  * waits for this to be 0; the thread stores 1, then loads stopped: with
  * both sequentially consistent, one of them sees the other's store, so
@@ -112,7 +111,7 @@ static void *pub_main(void *arg)
     for (;;) {
         while (sem_wait(&pub_sem) < 0 && errno == EINTR)
             ;
-        if (atomic_load(&pub_retire))
+        if (!atomic_load(&pub_ok)) /* (rp_direct_pub_retire) */
             break;
         uint32_t req = atomic_exchange(&pub_req, 0);
         if (!req)
@@ -160,11 +159,8 @@ RP_HIDDEN void rp_direct_pub_start(void)
  */
 RP_HIDDEN void rp_direct_pub_retire(void)
 {
-    if (!atomic_load(&pub_ok))
-        return;
-    atomic_store(&pub_retire, 1);
-    atomic_store(&pub_ok, 0);
-    sem_post(&pub_sem);
+    if (atomic_exchange(&pub_ok, 0))
+        sem_post(&pub_sem);
 }
 
 RP_HIDDEN void rp_direct_pub_request(int snapshot)

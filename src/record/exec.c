@@ -53,16 +53,11 @@ static void exec_flush(void);
  * first, it runs after the program's, whose calls are then recorded. */
 static int quick_last;
 
-static void quick_flush(void)
-{
-    exec_flush();
-}
-
 __attribute__((constructor)) static void exec_ctor(void)
 {
     rec_pid = getpid();
     pthread_atfork(NULL, NULL, exec_atfork_child);
-    quick_last = at_quick_exit(quick_flush) == 0;
+    quick_last = at_quick_exit(exec_flush) == 0;
 }
 
 /* The final flush, unless this is a vfork child of the recorded process or
@@ -183,7 +178,7 @@ RP_API int execle(const char *path, const char *arg0, ...)
  * what it recorded since the last periodic flush.  Each wrapper runs the
  * same bounded final flush as exec (END says the run ended normally; the
  * status is the process's own), then the real function; quick_exit's runs
- * as the last at_quick_exit handler instead (quick_flush), after the
+ * as the last at_quick_exit handler instead (exec_flush), after the
  * program's.  Not in a vfork
  * child (exec_flush): it shares the parent's recorder.  Never fails; with
  * no real function to call (dlsym cannot see one) the process ends by the
@@ -202,17 +197,11 @@ static __attribute__((noreturn)) void end_by(const char *name, int status)
         ;
 }
 
-#ifdef RP_RT_SHARED
-/*
- * exit: the first call goes on as it is (the recorder's destructor runs the
- * final flush at its end); one from another thread while that is under way
- * waits for the flush first (rp_rt_exit_begin).  Never fails, as
- * end_by.  In librankprof.so only: linked into the program from
- * librankprof.a, a definition of exit would clash with a static libc's.
- */
-RP_API void exit(int status)
+/* Ends the process by f (the real exit or quick_exit), whose handlers run
+ * the final flush at their end, after waiting for another thread's ending
+ * under way (rp_rt_exit_begin).  Never fails, as end_by. */
+static __attribute__((noreturn)) void end_after(exit_fn f, int status)
 {
-    exit_fn f = (exit_fn)dlsym(RTLD_NEXT, "exit");
     if (getpid() == rec_pid)
         rp_rt_exit_begin();
     if (f)
@@ -220,6 +209,19 @@ RP_API void exit(int status)
     syscall(SYS_exit_group, status);
     for (;;) /* not reached */
         ;
+}
+
+#ifdef RP_RT_SHARED
+/*
+ * exit: the first call goes on as it is (the recorder's destructor runs the
+ * final flush at its end); one from another thread while that is under way
+ * waits for the flush first (rp_rt_exit_begin).  In librankprof.so only:
+ * linked into the program from librankprof.a, a definition of exit would
+ * clash with a static libc's.
+ */
+RP_API void exit(int status)
+{
+    end_after((exit_fn)dlsym(RTLD_NEXT, "exit"), status);
 }
 #endif
 
@@ -236,14 +238,9 @@ RP_API void _Exit(int status)
 RP_API void quick_exit(int status)
 {
     exit_fn f = (exit_fn)dlsym(RTLD_NEXT, "quick_exit");
-    if (!f || !quick_last)
+    if (!f || !quick_last) /* (no handler of ours: flush first) */
         end_by("quick_exit", status);
-    if (getpid() == rec_pid)
-        rp_rt_exit_begin(); /* (a fatal signal's flush under way: its end first) */
-    f(status);              /* the program's handlers, then quick_flush */
-    syscall(SYS_exit_group, status);
-    for (;;) /* not reached */
-        ;
+    end_after(f, status); /* the program's handlers, then exec_flush */
 }
 
 /*

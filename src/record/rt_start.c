@@ -983,9 +983,10 @@ RP_HIDDEN void rp_rt_exit_begin(void)
  * its partial buffer, and the writer gets until the deadline to write what
  * is published and the filled part of the buffers of the threads still
  * running (rp_rt_flush_partials: a thread encoding its own is claimed
- * first); a forked child, without a writer, does both itself.  If the writer finishes in time
- * the trace gets its closing MAPS, CLOCK and END chunks; if not, the file
- * ends without END and the analyzer says the run ended abnormally.
+ * first); a forked child, without a writer, does both itself.  If the
+ * writer finishes in time the trace gets its closing MAPS, CLOCK and END
+ * chunks; if not, the file ends without END and the analyzer says the run
+ * ended abnormally.
  *
  * It runs once.  Another thread that ends the process meanwhile (a second
  * signal runs the program's handler, which calls _exit, on another thread;

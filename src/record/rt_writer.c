@@ -669,9 +669,8 @@ static void writer_linger(void)
 {
     if (!atomic_load(&rp_rt_main_gone))
         return;
-    struct timespec ms = {0, 1000000};
     for (unsigned i = 0; i < rp_rt.exit_timeout_ms + 1000; i++)
-        syscall(SYS_nanosleep, &ms, NULL); /* (not the interposer: no wait recorded) */
+        nap_us(1000);
 }
 
 static void *writer_main(void *arg)
