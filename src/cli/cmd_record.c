@@ -4,7 +4,8 @@
  * preloaded.  Everything is passed through environment variables, so the
  * same variables work without this command (docs/recording.md):
  *
- *   LD_PRELOAD          librankprof.so, in front of what was there
+ *   LD_PRELOAD          librankprof.so, in front of what was there (not when
+ *                       the program has the recorder linked in: librankprof.a)
  *   RANKPROF_OUTPUT     the trace file (absolute path)
  *   RANKPROF_MODE       trace, or direct (statistics in the process, no trace:
  *                       docs/direct-mode.md)
@@ -30,7 +31,8 @@
  * Exits with the program's exit status (128 + N when signal N killed it),
  * or 1 when the program succeeded but the trace was not written whole: the
  * output could not be created, writing it failed (disk full), the file
- * there is an older run's, or the program is static (nothing preloaded).
+ * there is an older run's, or the program is static (nothing preloaded)
+ * without the recorder linked in.
  * An output that cannot be written, or is a symbolic link (unless
  * --force), or is not a regular file, is refused before the program runs.
  */
@@ -130,13 +132,45 @@ static const char *check_classes(const char *list)
 /* ---- telling the truth about the output (docs/recording.md) ----------- */
 
 /*
- * Whether the program that execvp would run is a static ELF executable (no
- * PT_INTERP: LD_PRELOAD cannot reach it): 1 static, 0 dynamic, -1 not
- * found or not ELF (a script: its interpreter is what runs).
+ * Whether the notes at off (size bytes, entries aligned to align) in f
+ * hold the recorder's: owner "rankprof", type 1 (rt_start.c).  Cannot
+ * fail: 0 when they cannot be read.
  */
-static int prog_static(const char *prog)
+static int has_rec_note(FILE *f, uint64_t off, uint64_t size, uint64_t align)
+{
+    uint64_t a = align == 8 ? 8 : 4, pos = 0;
+    if (size > (1u << 20) || fseek(f, (long)off, SEEK_SET) != 0)
+        return 0;
+    while (pos + 12 <= size) {
+        unsigned char h[12], name[16];
+        if (fread(h, 1, 12, f) != 12)
+            return 0;
+        uint64_t namesz = rp_get32(h), descsz = rp_get32(h + 4);
+        uint64_t nsz = (namesz + a - 1) & ~(a - 1), dsz = (descsz + a - 1) & ~(a - 1);
+        if (namesz == 9 && rp_get32(h + 8) == 1 && fread(name, 1, nsz, f) == nsz &&
+            memcmp(name, "rankprof", 9) == 0)
+            return 1;
+        pos += 12 + nsz + dsz;
+        if (fseek(f, (long)(off + pos), SEEK_SET) != 0)
+            return 0;
+    }
+    return 0;
+}
+
+/*
+ * What record must know of the program that execvp would run, an ELF
+ * executable: whether it is static (no PT_INTERP: LD_PRELOAD cannot reach
+ * it) and whether the recorder is linked into it (librankprof.a: the
+ * recorder's ELF note, rt_start.c, in a PT_NOTE segment; a second,
+ * preloaded copy would take its signals and its lock functions).  Returns
+ * 0 and sets *is_static and *has_rec, or -1 when the program is not found
+ * or not a little-endian ELF file (a script: its interpreter is what
+ * runs), both then 0.
+ */
+static int prog_elf(const char *prog, int *is_static, int *has_rec)
 {
     char path[PATH_MAX];
+    *is_static = *has_rec = 0;
     if (strchr(prog, '/')) {
         snprintf(path, sizeof(path), "%s", prog);
     } else {
@@ -155,7 +189,7 @@ static int prog_static(const char *prog)
     if (!f)
         return -1;
     unsigned char e[64];
-    int rc = -1;
+    int rc = -1, interp = 0;
     if (fread(e, 1, 64, f) != 64 ||
         memcmp(e,
                "\x7f"
@@ -166,24 +200,37 @@ static int prog_static(const char *prog)
     int is64 = e[4] == 2;
     uint64_t phoff = is64 ? rp_get64(e + 32) : rp_get32(e + 28);
     unsigned phentsize = rp_get16(e + (is64 ? 54 : 42)), phnum = rp_get16(e + (is64 ? 56 : 44));
-    if (phentsize < 4 || phnum > 4096)
+    if (phentsize < (is64 ? 56u : 32u) || phnum > 4096)
         goto out;
-    rc = 1;
+    rc = 0;
     for (unsigned i = 0; i < phnum; i++) {
-        unsigned char ph[4];
+        unsigned char ph[56];
         if (fseek(f, (long)(phoff + (uint64_t)i * phentsize), SEEK_SET) != 0 ||
-            fread(ph, 1, 4, f) != 4) {
+            fread(ph, 1, is64 ? 56 : 32, f) != (is64 ? 56u : 32u)) {
             rc = -1;
             break;
         }
-        if (rp_get32(ph) == 3) { /* PT_INTERP */
-            rc = 0;
-            break;
-        }
+        if (rp_get32(ph) == 3) /* PT_INTERP */
+            interp = 1;
+        else if (rp_get32(ph) == 4 && !*has_rec) /* PT_NOTE */
+            *has_rec = has_rec_note(f, is64 ? rp_get64(ph + 8) : rp_get32(ph + 4),
+                                    is64 ? rp_get64(ph + 32) : rp_get32(ph + 16),
+                                    is64 ? rp_get64(ph + 48) : rp_get32(ph + 28));
     }
+    *is_static = rc == 0 && !interp;
 out:
+    if (rc < 0)
+        *has_rec = 0;
     fclose(f);
     return rc;
+}
+
+/* Whether prog is a static executable without the recorder linked in:
+ * nothing could record it.  Cannot fail. */
+static int static_alone(const char *prog)
+{
+    int is_static, has_rec;
+    return prog_elf(prog, &is_static, &has_rec) == 0 && is_static && !has_rec;
 }
 
 /*
@@ -282,8 +329,7 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         before = &none;
     }
     if (stat(abs_out, &sb) != 0) {
-        int st = prog_static(prog);
-        if (st == 1)
+        if (static_alone(prog))
             fprintf(stderr,
                     "rankprof: %s was not written: %s is statically linked, so the recorder "
                     "could not be preloaded into it (link it dynamically, or with librankprof.a: "
@@ -301,9 +347,9 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         sb.st_mtim.tv_nsec == before->st_mtim.tv_nsec &&
         sb.st_ctim.tv_sec == before->st_ctim.tv_sec &&
         sb.st_ctim.tv_nsec == before->st_ctim.tv_nsec) {
-        fprintf(
-            stderr, "rankprof: %s was not written: the file there is from an earlier run%s\n", out,
-            prog_static(prog) == 1 ? " (the program is statically linked: the recorder "
+        fprintf(stderr, "rankprof: %s was not written: the file there is from an earlier run%s\n",
+                out,
+                static_alone(prog) ? " (the program is statically linked: the recorder "
                                      "could not be preloaded into it)"
                                    : " (the recorder could not open it: see its message above)");
         return 1;
@@ -642,9 +688,9 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
 }
 
 /* The environment the recorder reads (cmd_record.c's top comment), with
- * the recorder lib preloaded and the trace at abs_out.  Dies when out of
+ * the recorder lib preloaded when preload_lib and the trace at abs_out.  Dies when out of
  * memory. */
-static void set_env(const struct rec_opts *r, const char *lib, const char *abs_out)
+static void set_env(const struct rec_opts *r, const char *lib, int preload_lib, const char *abs_out)
 {
     const char *pre = getenv("LD_PRELOAD");
     char *preload;
@@ -653,9 +699,12 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
 #else
     const char *first = "";
 #endif
-    if (asprintf(&preload, "%s%s%s%s", first, lib, pre && *pre ? ":" : "", pre ? pre : "") < 0)
-        rp_die("out of memory");
-    setenv("LD_PRELOAD", preload, 1);
+    if (preload_lib) {
+        if (asprintf(&preload, "%s%s%s%s", first, lib, pre && *pre ? ":" : "", pre ? pre : "") < 0)
+            rp_die("out of memory");
+        setenv("LD_PRELOAD", preload, 1);
+        free(preload);
+    }
     setenv("RANKPROF_OUTPUT", abs_out, 1);
     setenv("RANKPROF_MODE", r->mode, 1);
     if (r->off) /* armed, not recording: rankprof ctl PID start */
@@ -696,7 +745,6 @@ static void set_env(const struct rec_opts *r, const char *lib, const char *abs_o
         }
     }
     unsetenv("RANKPROF_CLAIMED");
-    free(preload);
 }
 
 /*
@@ -794,7 +842,12 @@ int cmd_record(int argc, char **argv)
     }
     struct stat before;
     check_output(r.out, abs_out, r.force, &before);
-    set_env(&r, lib, abs_out);
+    /* a program with the recorder linked in records itself: a second copy
+     * preloaded would take its signals and lock functions (--mpi's layer
+     * needs the shared one, and brings it) */
+    int is_static, has_rec;
+    prog_elf(argv[prog], &is_static, &has_rec);
+    set_env(&r, lib, !has_rec || r.mpi, abs_out);
     char *own;
     const char *shown = prog_text(argv[prog], &own);
     int st = run_program(argv + prog, shown);

@@ -1112,8 +1112,23 @@ static void shutdown_free(void)
     rp_rt.out = NULL;
 }
 
+/*
+ * The recorder's mark in the binary it is linked into: an ELF note, owner
+ * "rankprof", type 1, its descriptor the note's version.  `rankprof record`
+ * looks for it in the program (cmd_record.c) and then does not preload a
+ * second recorder, which would take the program's signals and lock
+ * functions.  A note section is kept by strip; the constructor's reference
+ * keeps it from the linker's --gc-sections.
+ */
+static const struct {
+    uint32_t namesz, descsz, type;
+    char name[12];
+    uint32_t version;
+} rt_note __attribute__((section(".note.rankprof"), aligned(4), used)) = {9, 4, 1, "rankprof", 1};
+
 __attribute__((constructor)) static void rt_ctor(void)
 {
+    __asm__ volatile("" : : "r"(&rt_note)); /* (keeps the note: above) */
     rp_rt_initing = 1;
     pthread_once(&rp_rt_once, rp_rt_start_once);
     /* constructors run on the main thread: its pthread_exit is seen */
