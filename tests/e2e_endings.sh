@@ -79,10 +79,11 @@ PY
     note "all $N calls, END $end: ok"
 }
 
-run() { # mode want-status want-end [program]
+run() { # mode want-status want-end [program]   (record's options: $RECOPTS)
     local mode=$1 want=$2 end=$3 prog=${4:-prog_endings} rc=0
     [[ $prog == */* ]] || prog=$PROGS/$prog
-    $TMO "$RANKPROF" record -o "$tmp/$mode.data" -- "$prog" "$mode" $N \
+    # shellcheck disable=SC2086 # (options, split)
+    $TMO "$RANKPROF" record ${RECOPTS:-} -o "$tmp/$mode.data" -- "$prog" "$mode" $N \
         >"$tmp/$mode.out" 2>"$tmp/$mode.err" || rc=$?
     [[ $rc -eq $want ]] || fail "$mode ($prog): exit $rc, expected $want: $(cat "$tmp/$mode.err")"
     check_trace "$mode" "$tmp/$mode.data" "$end"
@@ -111,6 +112,26 @@ ending raise-ALRM 142 14
 rt=$(kill -l RTMIN+3) # a real-time signal: glibc's SIGRTMIN moves with its own use
 ending raise-RTMIN+3 $((128 + rt)) $rt
 ending _exit 5 exit
+# a fatal signal after main's pthread_exit, when the writer thread has
+# retired (no END before, and with --ring nothing at all: the handler
+# waited for a writer that was gone); the flush is the handler's own
+ending pexit-SEGV 139 11
+ending pexit-ABRT 134 6
+ending pexit-TERM 143 15
+ring_pexit() { RECOPTS="--ring 4M" run pexit-SEGV 139 11; }
+scenario ring_pexit-SEGV ring_pexit
+# recording never switched on (--off): END still says how the run ended
+off_term() {
+    local rc=0
+    $TMO "$RANKPROF" record --off -o "$tmp/off.data" -- "$PROGS/prog_endings" raise-TERM 1000 \
+        >"$tmp/off.out" 2>"$tmp/off.err" || rc=$?
+    [[ $rc -eq 143 ]] || fail "off: exit $rc, expected 143: $(cat "$tmp/off.err")"
+    $TMO "$RANKPROF" info -i "$tmp/off.data" --one-file >"$tmp/off.info" 2>&1 || fail "off: info failed"
+    grep -q "^ended: *ABNORMALLY: killed by signal 15\b" "$tmp/off.info" ||
+        fail "off: info: $(grep ended "$tmp/off.info")"
+    note "--off, SIGTERM: END says signal 15: ok"
+}
+scenario off_raise-TERM off_term
 scenario static_raise-TERM run raise-TERM 143 15 prog_endings_static
 # (the note that tells record so is kept by strip, which here keeps only
 # the two symbols the check names)
@@ -319,5 +340,23 @@ forkwait() {
 }
 scenario fork fork
 scenario static_fork fork prog_endings_static
+
+# direct mode, a forked child that faults: direct mode writes nothing at a
+# fatal signal (docs/direct-mode.md), so the child's file has no END (it
+# had one, claiming "events recorded until then are all here", with none)
+direct_forksegv() {
+    local rc=0 child
+    rm -f "$tmp"/dfs.data*
+    $TMO "$RANKPROF" record --mode direct -o "$tmp/dfs.data" -- "$PROGS/prog_endings" forksegv 1000 \
+        >"$tmp/dfs.out" 2>"$tmp/dfs.err" || rc=$?
+    [[ $rc -eq 139 ]] || fail "direct forksegv: exit $rc, expected 139: $(cat "$tmp/dfs.err")"
+    child=$(ls "$tmp"/dfs.data.* 2>/dev/null | head -1)
+    [[ -n $child ]] || fail "direct forksegv: no file for the child: $(ls "$tmp")"
+    $TMO "$RANKPROF" info -i "$child" --one-file >"$tmp/dfs.info" 2>&1 || true
+    grep -q "^ended: *ABNORMALLY: no END" "$tmp/dfs.info" ||
+        fail "direct forksegv: the child's file: $(grep ended "$tmp/dfs.info")"
+    note "direct mode, faulting child: no END claimed: ok"
+}
+scenario direct_forksegv direct_forksegv
 scenario forkwait forkwait
 finish

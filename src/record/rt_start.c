@@ -141,10 +141,12 @@ RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void)
     fatal_wait_end();
 }
 
-/* The forked child's part of a fatal signal: no writer thread, so the
+/* A fatal signal's flush where no writer thread runs (a forked child; a
+ * writer retired after main's pthread_exit or not yet started): the
  * handler writes what is recorded and END itself, once (fatal_done).  Not
  * when it interrupted the recorder on this thread.  Returns 1 when another
- * thread holds the drain lock (writing: try again), else 0. */
+ * thread holds the drain lock (writing, or a writer just started: try
+ * again), else 0. */
 static int fatal_flush_sync(int sig)
 {
     if (rp_self && rp_self->guard)
@@ -200,14 +202,16 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
          * interrupted a thread's last drain) never is */
         if (rp_rt.sync_write && limit > 200)
             limit = 200;
+        /* Without a writer thread (a forked child's recorder; a writer
+         * retired after main's pthread_exit, or never started while
+         * recording was off) the handler writes it; direct mode writes
+         * nothing at a fatal signal (its statistics are not in a state to
+         * be written from a handler: docs/direct-mode.md). */
         struct timespec ms = {0, 1000000};
-        int writer = __atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED);
-        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++) {
-            if (rp_rt.sync_write) {
+        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done) && !rp_rt.direct; w++) {
+            if (rp_rt.sync_write || !__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
                 if (!fatal_flush_sync(atomic_load(&rp_rt.fatal)))
                     break; /* written here, or it cannot be */
-            } else if (!writer) {
-                break; /* nobody can write it */
             }
             nanosleep(&ms, NULL);
         }

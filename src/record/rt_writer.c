@@ -570,6 +570,8 @@ RP_HIDDEN unsigned rp_rt_flush_partials(void)
  */
 RP_HIDDEN void rp_rt_fatal_flush(int sig)
 {
+    if (atomic_load(&rp_rt.fatal_done))
+        return; /* (written by the handler: no writer ran then) */
     rp_own_lock(&rp_rt.lock);
     atomic_store(&rp_rt.stopped, 1);
     pthread_cond_broadcast(&rp_rt.space);

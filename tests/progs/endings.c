@@ -5,6 +5,10 @@
  * usage: prog_endings MODE [N]
  *
  *   raise-SIG   raises SIG (TERM, INT, HUP, PIPE, XCPU, USR1, ALRM, RTMIN+N) itself
+ *   pexit-HOW   makes the N calls, starts a thread and calls pthread_exit;
+ *               the thread, 100 ms later (the recorder's writer has
+ *               retired by then), ends the process: SEGV (a fault), ABRT
+ *               (abort) or TERM (raise)
  *   wait        prints "done PID", then sleeps until killed from outside
  *   wait2       the same with two more threads, asleep: a signal sent to
  *               the process while main's handler runs lands on one of them
@@ -36,6 +40,7 @@
  *               until killed (SIGKILL from outside); the parent waits for it
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
+ *   forksegv    the same with a child that then faults (SIGSEGV: 139)
  *   threads-HOW a child (its pid printed as "child PID") runs work() in a
  *               loop on main and two more threads; a fourth, after 20 ms,
  *               stops them (they stay, asleep), prints "snapshot K" (K: the
@@ -180,6 +185,27 @@ static int termrace(long n)
     return 0;
 }
 
+static const char *pexit_how;
+
+static int *volatile nowhere; /* NULL, which the compiler cannot know */
+
+static void crash(void)
+{
+    *nowhere = 1;
+}
+
+static void *pexit_ender(void *arg)
+{
+    nap_us(100000);
+    if (!strcmp(pexit_how, "SEGV"))
+        crash();
+    else if (!strcmp(pexit_how, "ABRT"))
+        abort();
+    else
+        raise(SIGTERM);
+    return arg;
+}
+
 static void *sleeper(void *arg)
 {
     struct timespec s = {1, 0};
@@ -197,7 +223,7 @@ int main(int argc, char **argv)
         int sig;
     } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"PIPE", SIGPIPE},
                 {"XCPU", SIGXCPU}, {"USR1", SIGUSR1}, {"ALRM", SIGALRM}};
-    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait")) {
+    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait") || !strcmp(mode, "forksegv")) {
         int w = !strcmp(mode, "forkwait");
         fflush(stdout);
         pid_t c = fork();
@@ -211,6 +237,8 @@ int main(int argc, char **argv)
                 for (int i = 0; i < 600; i++)
                     nanosleep(&s, NULL);
             }
+            if (!strcmp(mode, "forksegv"))
+                crash();
             _exit(0);
         }
         int st = 0;
@@ -247,6 +275,13 @@ int main(int argc, char **argv)
         return 0;
     }
     calls(n);
+    if (!strncmp(mode, "pexit-", 6)) {
+        pthread_t t;
+        pexit_how = mode + 6;
+        if (pthread_create(&t, NULL, pexit_ender, NULL) != 0)
+            return 2;
+        pthread_exit(NULL);
+    }
     if (!strcmp(mode, "count")) {
         signal(SIGINT, count_signal);
         signal(SIGTERM, count_signal);
