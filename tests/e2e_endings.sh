@@ -341,6 +341,45 @@ forkwait() {
 scenario fork fork
 scenario static_fork fork prog_endings_static
 
+# --drop, then a fork: the child's file counts the child's losses only (its
+# breakdown by reason had the parent's ended threads' drops, a breakdown
+# larger than its total of 0); a slow writer makes the parent lose
+drop_callfork() {
+    local rc=0 child
+    rm -f "$tmp"/dcf.data*
+    RANKPROF_OFFCPU=0 RANKPROF_SELF_ENCODE=1 RANKPROF_TEST_WRITER_DELAY_US=3000 RANKPROF_BUFSIZE=16384 \
+        $TMO "$RANKPROF" record --drop -o "$tmp/dcf.data" -- "$PROGS/prog_endings" callfork $N \
+        >"$tmp/dcf.out" 2>"$tmp/dcf.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "drop callfork: exit $rc: $(cat "$tmp/dcf.err")"
+    child=$(ls "$tmp"/dcf.data.* 2>/dev/null | head -1)
+    [[ -n $child ]] || fail "drop callfork: no file for the child: $(ls "$tmp")"
+    for f in "$tmp/dcf.data" "$child"; do
+        $TMO "$RANKPROF" report --format json --one-file -i "$f" >"$f.json" 2>/dev/null ||
+            fail "drop callfork: report of $f"
+    done
+    python3 - "$tmp/dcf.data.json" "$child.json" "$N" <<'PY' || fail "drop callfork: wrong losses"
+import json, sys
+par, ch, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+def by_reason(r):
+    return sum((r.get("lost_by_reason") or {}).values())
+bad = []
+if par["lost_events"] == 0:
+    bad.append("the parent lost nothing: the test's slow writer did not work")
+if by_reason(par) != par["lost_events"]:
+    bad.append(f"parent: by reason {by_reason(par)}, total {par['lost_events']}")
+if ch["lost_events"] != 0 or by_reason(ch) != 0:
+    bad.append(f"child: lost {ch['lost_events']}, by reason {ch.get('lost_by_reason')}")
+work = sum(x["calls"] for x in ch["nodes"] if x["name"] == "work")
+if work != n:
+    bad.append(f"child: {work} calls of work, expected {n}")
+for b in bad:
+    print(f"e2e_endings: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    note "--drop, fork: the child counts its own losses (0): ok"
+}
+scenario drop_callfork drop_callfork
+
 # direct mode, a forked child that faults: direct mode writes nothing at a
 # fatal signal (docs/direct-mode.md), so the child's file has no END (it
 # had one, claiming "events recorded until then are all here", with none)

@@ -665,6 +665,13 @@ static void atfork_child(void)
         munmap(g, (size_t)(RP_TID_MASK + 1) * sizeof(*g));
     atomic_store(&rp_rt.failed, 0);
     rp_rt.events_written = rp_rt.lost_total = 0;
+    /* the child's file counts the child's losses: not the parent's, by
+     * reason either (its INFO's breakdown had the parent's before) */
+    for (unsigned r = 0; r < RP_LOSS_N; r++) {
+        atomic_store_explicit(&rp_rt_loss_nostate[r], 0, memory_order_relaxed);
+        rp_rt_loss_retired[r] = 0;
+    }
+    rp_rt_unencoded = rp_rt_orphans_retired = 0;
     rp_enc_free(&rp_rt.enc);
     if (rp_rt.direct)
         rp_direct_atfork_child();

@@ -41,6 +41,8 @@
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
  *   forksegv    the same with a child that then faults (SIGSEGV: 139)
+ *   callfork    the same after two threads of the parent made the N calls
+ *               each and ended
  *   threads-HOW a child (its pid printed as "child PID") runs work() in a
  *               loop on main and two more threads; a fourth, after 20 ms,
  *               stops them (they stay, asleep), prints "snapshot K" (K: the
@@ -185,6 +187,12 @@ static int termrace(long n)
     return 0;
 }
 
+static void *caller(void *arg)
+{
+    calls(*(long *)arg);
+    return arg;
+}
+
 static const char *pexit_how;
 
 static int *volatile nowhere; /* NULL, which the compiler cannot know */
@@ -223,8 +231,17 @@ int main(int argc, char **argv)
         int sig;
     } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"PIPE", SIGPIPE},
                 {"XCPU", SIGXCPU}, {"USR1", SIGUSR1}, {"ALRM", SIGALRM}};
-    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait") || !strcmp(mode, "forksegv")) {
+    if (!strcmp(mode, "fork") || !strcmp(mode, "forkwait") || !strcmp(mode, "forksegv") ||
+        !strcmp(mode, "callfork")) {
         int w = !strcmp(mode, "forkwait");
+        if (!strcmp(mode, "callfork")) { /* two threads make the calls and end first */
+            pthread_t t[2];
+            for (int i = 0; i < 2; i++)
+                if (pthread_create(&t[i], NULL, caller, &n) != 0)
+                    return 2;
+            for (int i = 0; i < 2; i++)
+                pthread_join(t[i], NULL);
+        }
         fflush(stdout);
         pid_t c = fork();
         if (c == 0) {
