@@ -90,7 +90,7 @@ static int publish(const char *path)
     rp_info_put(info, sizeof info, &ilen, "running", "1", 1);
     rp_out_chunk(RP_CH_INFO, info, ilen);
     int64_t n = rp_direct_write(rp_out_chunk);
-    rp_funcs_write(rp_out_chunk);
+    rp_funcs_write(rp_out_chunk, 0);
     rp_out_maps();
     rp_out_clock();
     rp_out_end(0, 0, rp_ticks()); /* no exit flag: the process goes on */

@@ -807,13 +807,23 @@ static void chunk_out(uint8_t *buf, size_t len, uint32_t tid,
     out(RP_CH_FCOUNT, buf, len);
 }
 
-RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len))
+RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len),
+                              int fatal)
 {
     if (!thr_calls)
         return;
     uint8_t *buf = NULL;
     size_t cap = 0, len;
-    fs_lock();
+    if (fatal) { /* bounded: the signal may have stopped the lock's holder for good */
+        int tries = 0;
+        while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
+            if (++tries > 1000)
+                return;
+            else
+                sched_yield();
+    } else {
+        fs_lock();
+    }
     for (struct fthread *t = fs.threads; t; t = t->next) {
         len = 8;
         for (uint32_t p = 0; p < RP_FPAGES; p++) {

@@ -52,10 +52,14 @@ RP_HIDDEN void rp_funcs_start(int quiet);
 /*
  * Writes the throttled-call counts of every thread, one RP_CH_FCOUNT chunk
  * per thread that has any, through out.  Called by the final flush after
- * the writer has stopped, before the END chunk.  Threads still running are
- * read as they are (relaxed loads of counters only they write).
+ * the writer has stopped, and by a fatal signal's (fatal: nothing is
+ * written when the table's lock cannot be had within about a thousand
+ * yields, its holder stopped by the signal), before the END chunk.
+ * Allocates nothing from the heap.  Threads still running are read as
+ * they are (relaxed loads of counters only they write).
  */
-RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len));
+RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, size_t len),
+                              int fatal);
 
 /*
  * The start of the function holding code address a, from the loaded

@@ -158,6 +158,7 @@ static int fatal_flush_sync(int sig)
         while (rp_rt_drain_once())
             ;
         rp_rt_flush_partials(); /* every thread's, this one's too */
+        rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
         rp_out_end_info(0);
         rp_out_clock();
         uint64_t at = atomic_load(&rp_rt.fatal_ticks);
@@ -1079,7 +1080,7 @@ static void shutdown_run(uint64_t end_ticks)
     }
     if (rp_rt.direct)
         direct_finish();
-    rp_funcs_write(rp_out_chunk); /* throttled functions' call counts */
+    rp_funcs_write(rp_out_chunk, 0); /* throttled functions' call counts */
     rp_out_end_info(1);
     rp_out_maps();
     rp_out_clock();

@@ -579,6 +579,7 @@ RP_HIDDEN void rp_rt_fatal_flush(int sig)
     while (rp_rt_drain_once())
         ;
     rp_rt_flush_partials();
+    rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
     rp_out_end_info(0);
     rp_out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
