@@ -157,7 +157,7 @@ static int fatal_flush_sync(int sig)
         atomic_store(&rp_rt.stopped, 1);
         while (rp_rt_drain_once())
             ;
-        rp_rt_flush_partials(); /* every thread's, this one's too */
+        rp_rt_flush_partials();          /* every thread's, this one's too */
         rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
         rp_out_end_info(0);
         rp_out_clock();
