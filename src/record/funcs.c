@@ -213,8 +213,15 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
 RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
 {
     int held;
-    if (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
-        return 0;
+    unsigned spins = 0;
+    /* another thread's lookup holds it a moment (four threads catching at
+     * once missed a landing in most runs when this gave up at once); one
+     * this handler interrupted on its own thread never lets go: bounded */
+    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
+        if (++spins > 1000)
+            return 0;
+        sched_yield();
+    }
     const struct fsym *s = rp_fsyms_find_loaded(a, &held); /* no rescan, no loading */
     uint64_t start = s ? s->addr : 0;
     fs_unlock();
