@@ -11,8 +11,11 @@
  * filled once per module: a miss rescans dl_iterate_phdr, which is how
  * modules dlopen'ed later are found.
  *
- * Invariant: every function here runs with funcs.c's table lock held,
- * which guards fm; the lookups read memory only.
+ * Invariant: every function here that changes fm runs with funcs.c's
+ * table lock held.  A module's entry is filled before fm.n counts it
+ * (release) and never changes after, and the array never moves: so
+ * rp_fsyms_find_loaded reads without the lock (acquire on fm.n), and
+ * threads landing at once never wait for each other's lookups.
  */
 #define _GNU_SOURCE
 #include "fsyms.h"
@@ -146,20 +149,22 @@ static int mod_add(struct dl_phdr_info *info, size_t size, void *arg)
     const char *path = info->dlpi_name;
     if (!path || !*path)
         path = "/proc/self/exe"; /* the main program */
-    struct fmod *m = &fm.mods[fm.n++];
+    struct fmod *m = &fm.mods[fm.n];
     *m = (struct fmod){lo, hi, info->dlpi_addr, NULL, 0};
     if (path[0] == '/') /* not the vdso */
         m->syms = elf_syms(path, info->dlpi_addr, &m->nsyms);
+    __atomic_store_n(&fm.n, fm.n + 1, __ATOMIC_RELEASE); /* (filled: readers may see it) */
     return 0;
 }
 
 /* The function symbol holding address a in the modules scanned so far, or
- * NULL; *held: a scanned module holds a (lock held).  Reads memory only:
- * async-signal-safe. */
+ * NULL; *held: a scanned module holds a.  Without the lock (the invariant
+ * above); reads memory only: async-signal-safe. */
 RP_HIDDEN const struct fsym *rp_fsyms_find_loaded(uint64_t a, int *held)
 {
     *held = 0;
-    for (unsigned i = 0; i < fm.n; i++) {
+    unsigned n = __atomic_load_n(&fm.n, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++) {
         const struct fmod *m = &fm.mods[i];
         if (a < m->lo || a >= m->hi)
             continue;

@@ -31,7 +31,7 @@ RP_HIDDEN const struct fsym *rp_fsyms_find(uint64_t a);
 RP_HIDDEN const char *rp_fsyms_name(uint64_t a);
 
 /* As rp_fsyms_find in the modules scanned so far only, with *held whether
- * one holds a: reads memory only, async-signal-safe. */
+ * one holds a: needs no lock, reads memory only, async-signal-safe. */
 RP_HIDDEN const struct fsym *rp_fsyms_find_loaded(uint64_t a, int *held);
 
 /* The symbols of the scanned modules whose names match the glob pattern. */

@@ -62,6 +62,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/bytes.h"
@@ -191,20 +192,36 @@ RP_HIDDEN void rp_funcs_warn(const char *msg)
 /*
  * The start of the function holding code address a (the address its enter
  * hook records), or 0 when no symbol of a loaded module holds it.  For the
- * writer thread (unwind.c's records): it loads the symbol tables the first
- * time.  Never waits long: when the lock stays taken (a thread that died
- * holding it, at a fatal signal) it gives up and returns 0.
+ * encoding of unwind.c's records (the writer, or a thread encoding its own
+ * buffer): a module already scanned is searched without the lock
+ * (fsyms.c), so threads landing at once do not wait for each other; the
+ * first lookup loads the symbol tables and one in no known module
+ * rescans them, under the lock.  Never waits long: when the lock stays
+ * taken two seconds (a thread that died holding it, at a fatal signal) it
+ * gives up and returns 0.
  */
 RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
 {
     unsigned spins = 0;
+    int held;
+    const struct fsym *s = rp_fsyms_find_loaded(a, &held); /* (no lock: fsyms.c) */
+    if (held)
+        return s ? s->addr : 0;
+    /* the holder may be loading the tables (milliseconds; every thread's
+     * first landing comes here): wait up to two seconds, not a number of
+     * yields (threads landing at once gave up during the load) */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
-        if (++spins > 1000)
-            return 0;
+        if (!(++spins & 63)) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 2000000000L)
+                return 0;
+        }
         sched_yield();
     }
     rp_fsyms_load();
-    const struct fsym *s = rp_fsyms_find(a);
+    s = rp_fsyms_find(a);
     uint64_t start = s ? s->addr : 0;
     fs_unlock();
     return start;
@@ -213,19 +230,11 @@ RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
 RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a)
 {
     int held;
-    unsigned spins = 0;
-    /* another thread's lookup holds it a moment (four threads catching at
-     * once missed a landing in most runs when this gave up at once); one
-     * this handler interrupted on its own thread never lets go: bounded */
-    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
-        if (++spins > 1000)
-            return 0;
-        sched_yield();
-    }
+    /* no lock (fsyms.c): threads landing at once never wait for each
+     * other (with the table's lock, taken by another thread's lookup a
+     * moment, four threads catching at once missed landings in most runs) */
     const struct fsym *s = rp_fsyms_find_loaded(a, &held); /* no rescan, no loading */
-    uint64_t start = s ? s->addr : 0;
-    fs_unlock();
-    return start;
+    return s ? s->addr : 0;
 }
 
 RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n)

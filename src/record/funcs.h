@@ -69,10 +69,9 @@ RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, si
 RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a);
 
 /* As rp_funcs_start_of, from the symbol tables already loaded only (no
- * loading, no rescan of the modules), waiting for the lock as long as
- * rp_funcs_start_of: async-signal-safe (direct mode's engine may run in a
- * signal handler, which then gives up on a lock its own thread holds).
- * 0 when unknown, not loaded or locked for good. */
+ * loading, no rescan of the modules), without the lock: async-signal-safe
+ * (direct mode's engine may run in a signal handler).  0 when unknown or
+ * not loaded. */
 RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a);
 
 /* The name of the function that starts at code address a, from the loaded

@@ -6,6 +6,8 @@
  *   longjmp     N times: main -> landing, which setjmp()s and calls deep1 ->
  *               deep2 -> deep3 -> longjmp back; landing then calls after()
  *               (a call from the function the jump landed in) and returns.
+ *   longjmp N T the same on T threads at once (jumper), N times each
+ *               (landing -> after T*N)
  *   siglongjmp  the same with sigsetjmp, deep3 raising SIGUSR1 and the
  *               handler on_usr1 (instrumented) jumping with siglongjmp.
  *   threadexit  N threads: tstart -> deep1 -> deep2 -> deep3, which calls
@@ -39,11 +41,11 @@
 #include <string.h>
 #include <ucontext.h>
 
-static volatile unsigned sink;
+static __thread volatile unsigned sink; /* (per thread: longjmp N T) */
 static long n = 100;
 static int mode;
-static jmp_buf env;
-static sigjmp_buf senv;
+static __thread jmp_buf env; /* (per thread: longjmp N T) */
+static __thread sigjmp_buf senv;
 
 enum { M_LONGJMP, M_SIGLONGJMP, M_THREADEXIT, M_EXIT, M_SEGV, M_CONTEXT };
 
@@ -135,6 +137,13 @@ void *tstart(void *arg)
     return NULL;
 }
 
+void *jumper(void *arg)
+{
+    for (long i = 0; i < n; i++)
+        landing();
+    return arg;
+}
+
 int main(int argc, char **argv)
 {
     static const char *const modes[] = {"longjmp", "siglongjmp", "threadexit",
@@ -153,7 +162,17 @@ int main(int argc, char **argv)
         sa.sa_handler = on_usr1;
         sigaction(SIGUSR1, &sa, NULL);
     }
-    if (mode == M_LONGJMP || mode == M_SIGLONGJMP) {
+    if (mode == M_LONGJMP && argc > 3) { /* T threads at once, each N times */
+        long t = atol(argv[3]);
+        pthread_t th[64];
+        if (t < 1 || t > 64)
+            goto usage;
+        for (long i = 0; i < t; i++)
+            if (pthread_create(&th[i], NULL, jumper, NULL) != 0)
+                return 2;
+        for (long i = 0; i < t; i++)
+            pthread_join(th[i], NULL);
+    } else if (mode == M_LONGJMP || mode == M_SIGLONGJMP) {
         for (long i = 0; i < n; i++)
             landing();
     } else if (mode == M_THREADEXIT) {
@@ -176,6 +195,7 @@ int main(int argc, char **argv)
     }
     return 0;
 usage:
-    fprintf(stderr, "usage: prog_unwind longjmp|siglongjmp|threadexit|exit|segv|context [N]\n");
+    fprintf(stderr, "usage: prog_unwind longjmp|siglongjmp|threadexit|exit|segv|context [N]\n"
+                    "       prog_unwind longjmp N T\n");
     return 2;
 }
