@@ -387,6 +387,39 @@ PY
 }
 scenario drop_callfork drop_callfork
 
+# the program's own key destructors run after the recorder's (its key is
+# made first): their calls are recorded, in both modes (they were lost,
+# and in direct mode not even counted); a destructor that sets its key
+# again runs a second round after the thread's end: its calls are counted
+# lost, "gone" (34 events a thread)
+keydtor() { # MODE ROUNDS WANT_EXTRA_WORK WANT_GONE
+    local m=$1 k=$2 extra=$3 gone=$4 rc=0
+    $TMO "$RANKPROF" record --mode "$m" -o "$tmp/kd.$m.$k.data" -- "$PROGS/prog_endings" \
+        "keydtor$k" 1000 >/dev/null 2>"$tmp/kd.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "keydtor $m $k: exit $rc: $(cat "$tmp/kd.err")"
+    $TMO "$RANKPROF" report --format json -i "$tmp/kd.$m.$k.data" >"$tmp/kd.json" 2>/dev/null ||
+        fail "keydtor $m $k: report"
+    python3 - "$tmp/kd.json" $((2000 + extra)) "$gone" <<'PY' || fail "keydtor $m $k: wrong report"
+import json, sys
+r, work, gone = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+c = {x["name"]: x["calls"] for x in r["nodes"]}
+bad = []
+if c.get("work") != work or c.get("leaf") != 2 * work:
+    bad.append(f"work {c.get('work')}, leaf {c.get('leaf')}: expected {work}, {2 * work}")
+got = (r.get("lost_by_reason") or {}).get("gone", 0)
+if got != gone:
+    bad.append(f"lost gone {got}, expected {gone}")
+for b in bad:
+    print(f"e2e_endings: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    note "key destructors, $m, $k rounds: every call recorded or counted: ok"
+}
+for m in trace direct; do
+    scenario "keydtor_$m" keydtor $m 1 10 0
+    scenario "keydtor2_$m" keydtor $m 2 10 68
+done
+
 # direct mode, a forked child that faults: direct mode writes nothing at a
 # fatal signal (docs/direct-mode.md), so the child's file has no END (it
 # had one, claiming "events recorded until then are all here", with none)

@@ -22,6 +22,7 @@
 
 #include "direct_int.h"
 #include "funcs.h"
+#include "rt_int.h" /* (rp_rt_loss_nostate) */
 
 static struct {
     pthread_key_t key;
@@ -161,6 +162,14 @@ RP_HIDDEN void rp_direct_exit_self(void)
 
 static void dthread_exit(void *arg)
 {
+    /* as rp_rt_thread_exit: one more round, after the program's own key
+     * destructors, whose calls are then counted */
+    struct rp_dthread *d = arg;
+    if (d && !d->tb.tsd_round) {
+        d->tb.tsd_round = 1;
+        if (pthread_setspecific(dg.key, d) == 0)
+            return;
+    }
     if (arg && arg == dself)
         close_self();
     dself = NULL;
@@ -197,8 +206,12 @@ RP_HIDDEN void rp_direct_event(uint64_t word)
 {
     struct rp_dthread *d = dself;
     if (__builtin_expect(!d, 0)) {
-        if (!(d = dthread_first()))
+        if (!(d = dthread_first())) {
+            if (dgone) /* after its end (a key destructor's): counted, as in trace mode */
+                atomic_fetch_add_explicit(&rp_rt_loss_nostate[RP_LOSS_GONE], 1,
+                                          memory_order_relaxed);
             return;
+        }
         if (rp_rt_seed_pending()) /* a forked child's: the calls open at the fork */
             rp_pos_set(&d->tb, rp_rt_seed_put(d->tid, d->tb.pos));
     }

@@ -374,6 +374,20 @@ RP_HIDDEN void rp_rt_thread_exit(void *arg)
     struct rp_tbuf *t = arg;
     if (!t)
         return;
+    /* The program's own key destructors run after this one (glibc runs
+     * them in the order the keys were made, the recorder's first) and may
+     * call instrumented functions, which would be lost: the first round
+     * sets the key again and returns, so that glibc runs a second round
+     * after them, in which the thread ends.  One round only: a runtime
+     * that ends its own thread state in glibc's last round (ThreadSanitizer
+     * does, with a key made before ours) must not find the thread still
+     * recording.  A destructor that sets its key again runs in the second
+     * round after this one: its calls are counted lost, "gone". */
+    if (!t->tsd_round) {
+        t->tsd_round = 1;
+        if (pthread_setspecific(rp_rt.key, t) == 0)
+            return;
+    }
     t->guard = 1;
     /* when the thread ended: the writer ends the frames still open on it
      * there (rp_rt_write_thread_end); published by the release store of exited */

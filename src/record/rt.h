@@ -165,6 +165,7 @@ struct rp_tbuf {
                             last read (ns) */
     uint8_t off_reg;     /* offcpu.c has seen this tbuf */
     uint8_t rq_have;     /* rq1 is set */
+    uint8_t tsd_round;   /* its key's destructor was put off a round (rp_rt_thread_exit) */
     uint32_t part;       /* records of bufs[consumed % nbuf] already written */
     uint32_t win_done;   /* recording windows' edges applied to its stream (ctl.c) */
     int win_off;         /* the last edge applied switched recording off */

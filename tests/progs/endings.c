@@ -41,6 +41,14 @@
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
  *   forksegv    the same with a child that then faults (SIGSEGV: 139)
+ *   keydtor     two threads, one after the other, make the N calls each; a
+ *               key of the program's own, made after the recorder's, has a
+ *               destructor that makes 5 more (calls(5)) at each thread's end:
+ *               work 2N + 10.  keydtorK: the destructor sets its key again
+ *               for K rounds in all (glibc runs 4 at most); the recorder's
+ *               thread end comes in the second: the later rounds' calls are
+ *               counted lost ("gone"), 68 events a round for the two
+ *               threads' calls(5) and key_dtor
  *   callfork    the same after two threads of the parent made the N calls
  *               each and ended
  *   threads-HOW a child (its pid printed as "child PID") runs work() in a
@@ -193,6 +201,25 @@ static void *caller(void *arg)
     return arg;
 }
 
+/* keydtor[K]: a key whose destructor makes 5 more calls of work in each of
+ * K rounds (default 1), setting its key again for the next */
+static pthread_key_t prog_key;
+static int key_rounds;
+
+static void key_dtor(void *v)
+{
+    calls(5);
+    if ((long)v < key_rounds)
+        pthread_setspecific(prog_key, (void *)((long)v + 1));
+}
+
+static void *key_thread(void *arg)
+{
+    pthread_setspecific(prog_key, (void *)1L);
+    calls(*(long *)arg);
+    return arg;
+}
+
 static const char *pexit_how;
 
 static int *volatile nowhere; /* NULL, which the compiler cannot know */
@@ -280,6 +307,16 @@ int main(int argc, char **argv)
         if (c < 0 || waitpid(c, &st, 0) != c)
             return 2;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (!strncmp(mode, "keydtor", 7)) { /* two threads, one after the other */
+        pthread_t t;
+        key_rounds = mode[7] ? atoi(mode + 7) : 1;
+        if (pthread_key_create(&prog_key, key_dtor) != 0)
+            return 2;
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&t, NULL, key_thread, &n) != 0 || pthread_join(t, NULL) != 0)
+                return 2;
+        return 0;
     }
     if (!strcmp(mode, "termrace"))
         return termrace(n);
