@@ -261,6 +261,36 @@ PY
     done
     echo "e2e_unwind: direct exc $1, 4 threads: every landing, 3 runs: ok"
 }
+# a catch in a function inlined into its caller, built by g++ (which ends
+# every frame the exception unwinds by its exit hook): the landing record
+# is not sent when the records since the throw closed frames, so the
+# inlined catcher is not ended early (before: its exit unmatched and
+# after() under outer, once per catch)
+inlcatch() {
+    "$RANKPROF" record -o "$tmp/ic.data" -- "$PROGS/prog_inlcatch_gxx" $((10 * N)) 4 \
+        >/dev/null 2>"$tmp/ic.err" || fail "inlcatch: $(cat "$tmp/ic.err")"
+    "$RANKPROF" report -i "$tmp/ic.data" --format json >"$tmp/ic.json" || fail "inlcatch: report failed"
+    python3 - "$tmp/ic.json" $((40 * N)) <<'PY' || fail "inlcatch: wrong report"
+import json, sys
+r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+edge = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"] if e["callee"] != "[off-cpu]"}
+bad = []
+if edge.get(("catcher", "after"), 0) != n or edge.get(("outer", "after"), 0):
+    bad.append(f"catcher -> after {edge.get(('catcher', 'after'), 0)}, outer -> after "
+               f"{edge.get(('outer', 'after'), 0)}: expected {n} and none")
+if r["unmatched_exits"]:
+    bad.append(f"{r['unmatched_exits']} unmatched exits, expected none")
+for b in bad:
+    print(f"e2e_unwind: inlcatch: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "e2e_unwind: inlcatch (g++): every frame ends by its own exit: ok"
+}
+if [[ -x "$PROGS/prog_inlcatch_gxx" ]]; then
+    scenario inlcatch_gxx inlcatch
+else
+    echo "e2e_unwind: prog_inlcatch_gxx not built (no g++ found): skipped"
+fi
 for cxx in gxx clangxx; do
     if [[ ! -x "$PROGS/prog_exc_$cxx" ]]; then
         echo "e2e_unwind: prog_exc_$cxx not built (no ${cxx//x/+} found): skipped"

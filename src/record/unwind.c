@@ -20,7 +20,11 @@
  *   longjmp, _longjmp, siglongjmp, __longjmp_chk   the target PC in the
  *                                                   jmp_buf (glibc x86-64)
  *   __cxa_begin_catch                               its return address: the
- *                                                   catching function's
+ *                                                   catching function's (not
+ *                                                   when g++ ended the unwound
+ *                                                   frames: __cxa_throw and
+ *                                                   __cxa_rethrow note where
+ *                                                   the records stood, below)
  *
  * glibc x86-64 dependency: struct __jmp_buf_tag starts with long[8] = rbx,
  * rbp, r12, r13, r14, r15, rsp, pc, with rbp, rsp and pc mangled by
@@ -55,6 +59,102 @@ static inline void unwind_mark(uintptr_t pc)
 
 /* ---- C++ exceptions ----------------------------------------------------- */
 
+/*
+ * g++ calls the exit hook of every frame an exception unwinds (its
+ * cleanups do), clang++ does not.  The landing record is needed only in
+ * the second case, and does harm in the first when the catch is in a
+ * function inlined into another: the catching address is then the outer
+ * function's, and the record ends the inlined frames, whose exits come
+ * later (a std::thread lambda with a try block: five unmatched exits per
+ * catch).  So a throw notes where the thread's records stand, and the
+ * catch sends the record unless the records since then close frames that
+ * were open at the throw (more exits than enters: a destructor the
+ * unwinding runs is a whole call).  A throw not seen here
+ * (std::rethrow_exception), or one whose records are no longer in the
+ * buffer the thread is filling, sends it as before.  Trace mode only
+ * (direct mode applies its records in batches: it sends it).
+ */
+static __thread struct {
+    const struct rp_raw *at;   /* the thread's next record at its last throw, NULL: none */
+    const struct rp_raw *base; /* the buffer it was in, ... */
+    uint64_t buf;              /* ... the buffer's number (rp_tbuf.produced then) */
+} thrown;
+
+static void throw_note(void)
+{
+    struct rp_tbuf *t = rp_self;
+    thrown.at = t && t->base ? t->pos : NULL;
+    thrown.base = t ? t->base : NULL;
+    thrown.buf = t ? atomic_load_explicit(&t->produced, memory_order_relaxed) : 0;
+}
+
+/* Exits less enters among the records [a, e).  Cannot fail. */
+static long net_exits(const struct rp_raw *a, const struct rp_raw *e)
+{
+    long net = 0;
+    for (; a < e; a++) {
+        uint64_t op = a->word >> RP_RAW_SHIFT;
+        net += op == RP_RAW_FUNC_EXIT ? 1 : op == RP_RAW_FUNC_ENTER ? -1 : 0;
+    }
+    return net;
+}
+
+/* Whether the records since the thread's last throw close frames open at
+ * the throw: the compiler ends them itself.  They are read in the buffer
+ * the thread is filling and, when the throw was in the one before (still
+ * the thread's until it goes round its ring), in that one's published
+ * part.  Forgets the throw.  Cannot fail: 0 when it cannot tell. */
+static int throw_closed(void)
+{
+    const struct rp_raw *a = thrown.at, *p;
+    struct rp_tbuf *t = rp_self;
+    thrown.at = NULL;
+    if (!a || !t || !t->base || rp_rt.nbuf < 2)
+        return 0;
+    uint64_t now = atomic_load_explicit(&t->produced, memory_order_relaxed);
+    p = t->pos;
+    if (now == thrown.buf)
+        return a >= t->base && a <= p && net_exits(a, p) > 0;
+    if (now != thrown.buf + 1 || a < thrown.base)
+        return 0;
+    const struct rp_raw *e = thrown.base + t->lens[thrown.buf % rp_rt.nbuf];
+    return a <= e && net_exits(a, e) + net_exits(t->base, p) > 0;
+}
+
+typedef void (*throw_fn)(void *, void *, void (*)(void *));
+typedef void (*rethrow_fn)(void);
+static throw_fn real_throw;
+static rethrow_fn real_rethrow;
+
+/* A throw expression (libstdc++ and libc++abi): notes where the records
+ * stand, then throws.  Without a C++ runtime nothing calls it. */
+RP_API __attribute__((noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
+{
+    throw_note();
+    throw_fn f = __atomic_load_n(&real_throw, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (throw_fn)dlsym(RTLD_NEXT, "__cxa_throw");
+        __atomic_store_n(&real_throw, f, __ATOMIC_RELEASE);
+    }
+    if (f)
+        f(obj, tinfo, dest);
+    __builtin_trap();
+}
+
+/* `throw;` in a handler: the same. */
+RP_API __attribute__((noreturn)) void __cxa_rethrow(void)
+{
+    throw_note();
+    rethrow_fn f = __atomic_load_n(&real_rethrow, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (rethrow_fn)dlsym(RTLD_NEXT, "__cxa_rethrow");
+        __atomic_store_n(&real_rethrow, f, __ATOMIC_RELEASE);
+    }
+    if (f)
+        f();
+    __builtin_trap();
+}
+
 typedef void *(*begin_catch_fn)(void *);
 static begin_catch_fn real_begin_catch;
 
@@ -67,7 +167,8 @@ static begin_catch_fn real_begin_catch;
  */
 RP_API void *__cxa_begin_catch(void *exc)
 {
-    unwind_mark((uintptr_t)__builtin_return_address(0));
+    if (!throw_closed())
+        unwind_mark((uintptr_t)__builtin_return_address(0));
     begin_catch_fn f = __atomic_load_n(&real_begin_catch, __ATOMIC_ACQUIRE);
     if (!f) {
         f = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
@@ -92,6 +193,8 @@ __attribute__((constructor)) static void unwind_ctor(void)
     for (int i = 0; i < J_N; i++)
         __atomic_store_n(&jmp_real[i], (jmp_fn)dlsym(RTLD_NEXT, jmp_names[i]), __ATOMIC_RELEASE);
     real_begin_catch = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
+    real_throw = (throw_fn)dlsym(RTLD_NEXT, "__cxa_throw");
+    real_rethrow = (rethrow_fn)dlsym(RTLD_NEXT, "__cxa_rethrow");
 }
 
 /* The PC a glibc x86-64 jmp_buf returns to (header comment). */
