@@ -205,33 +205,43 @@ run_exc() { # CXX
     run "exc_$1" "$PROGS/prog_exc_$1" $N
     check "exc_$1" exc "$1"
 }
-# eight threads jumping at once (trace mode, each thread encoding its own
-# buffers): every landing found (the lookups waited for each other on the
-# symbol tables' lock, and one that gave up, during the tables' load or
-# behind the others, left the frames open: after() under a stale deep3 in
-# about one run in four)
-longjmp_threads() {
-    local k runs=10
-    sanitized && runs=3
-    for k in $(seq $runs); do
-        "$RANKPROF" record -o "$tmp/ljt.data" -- "$PROGS/prog_unwind" longjmp 2000 8 \
-            >/dev/null 2>"$tmp/ljt.err" || fail "longjmp threads: $(cat "$tmp/ljt.err")"
-        "$RANKPROF" report -i "$tmp/ljt.data" --format json >"$tmp/ljt.json" ||
-            fail "longjmp threads: report failed"
-        python3 - "$tmp/ljt.json" 16000 "$k" <<'PY' || fail "longjmp threads: wrong report"
+# landings RUNS times, each recording PROG ARGS (record's options: $RECOPT)
+# and checking that after() is called only from landing, TOTAL times: no
+# stale frame left open as its caller
+landings() { # WHAT RUNS TOTAL PROG ARGS...
+    local what=$1 runs=$2 total=$3 k
+    shift 3
+    for k in $(seq "$runs"); do
+        # shellcheck disable=SC2086 # (options, split)
+        "$RANKPROF" record ${RECOPT:-} -o "$tmp/land.data" -- "$@" >/dev/null 2>"$tmp/land.err" ||
+            fail "$what: $(cat "$tmp/land.err")"
+        "$RANKPROF" report -i "$tmp/land.data" --format json >"$tmp/land.json" ||
+            fail "$what: report failed"
+        python3 - "$tmp/land.json" "$total" "$what, run $k" <<'PY' || fail "$what: wrong report"
 import json, sys
-r, n, k = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+r, n, what = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
 edge = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"] if e["callee"] != "[off-cpu]"}
 bad = [f"edge {c} -> after: {v} calls (a stale frame as the caller)"
        for (c, d), v in edge.items() if d == "after" and c != "landing"]
 if edge.get(("landing", "after"), 0) != n:
     bad.append(f"landing -> after: {edge.get(('landing', 'after'), 0)} calls, expected {n}")
 for b in bad:
-    print(f"e2e_unwind: longjmp threads, run {k}: {b}", file=sys.stderr)
+    print(f"e2e_unwind: {what}: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
     done
-    echo "e2e_unwind: longjmp on 8 threads: every landing, $runs runs: ok"
+    echo "e2e_unwind: $what: every landing, $runs runs: ok"
+}
+
+# eight threads jumping at once (trace mode, each thread encoding its own
+# buffers): every landing found (the lookups waited for each other on the
+# symbol tables' lock, and one that gave up, during the tables' load or
+# behind the others, left the frames open: after() under a stale deep3 in
+# about one run in four)
+longjmp_threads() {
+    local runs=10
+    sanitized && runs=3
+    landings "longjmp on 8 threads" $runs 16000 "$PROGS/prog_unwind" longjmp 2000 8
 }
 scenario longjmp_threads longjmp_threads
 
@@ -240,26 +250,8 @@ scenario longjmp_threads longjmp_threads
 # the direct-mode engine give up on the landing: after() shown under a
 # stale deep3 in 5 of 5 runs built by clang++)
 direct_exc() { # CXX
-    local k
-    for k in 1 2 3; do
-        "$RANKPROF" record --mode direct -o "$tmp/dexc.data" -- "$PROGS/prog_exc_$1" $((25 * N)) 4 \
-            >/dev/null 2>"$tmp/dexc.err" || fail "direct exc $1: $(cat "$tmp/dexc.err")"
-        "$RANKPROF" report -i "$tmp/dexc.data" --format json >"$tmp/dexc.json" ||
-            fail "direct exc $1: report failed"
-        python3 - "$tmp/dexc.json" $((100 * N)) "$k" <<'PY' || fail "direct exc $1: wrong report"
-import json, sys
-r, n, k = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
-edge = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"] if e["callee"] != "[off-cpu]"}
-bad = [f"edge {c} -> after: {v} calls (a stale frame as the caller)"
-       for (c, d), v in edge.items() if d == "after" and c != "landing"]
-if edge.get(("landing", "after"), 0) != n:
-    bad.append(f"landing -> after: {edge.get(('landing', 'after'), 0)} calls, expected {n}")
-for b in bad:
-    print(f"e2e_unwind: direct exc, run {k}: {b}", file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
-    done
-    echo "e2e_unwind: direct exc $1, 4 threads: every landing, 3 runs: ok"
+    RECOPT="--mode direct" landings "direct exc $1, 4 threads" 3 $((100 * N)) \
+        "$PROGS/prog_exc_$1" $((25 * N)) 4
 }
 # a catch in a function inlined into its caller, built by g++ (which ends
 # every frame the exception unwinds by its exit hook): the landing record
