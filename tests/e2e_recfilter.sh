@@ -10,12 +10,14 @@
 #             unfiltered trace (docs/filters.md), in trace and direct mode
 #   threads   prog_threads, record -F work: work 40000, leaf 80000, no
 #             worker or main (each thread follows its own stack)
+#   jump      prog_unwind longjmp, record -F deep1: a longjmp out of the
+#             subtree leaves it (the same as report -F deep1), both modes
 #   bad       -F '', -N -x, -F a,b: usage errors naming the option
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rp_init e2e_recfilter RANKPROF PROGS RP_LIB
-need_progs calltree threads
+need_progs calltree threads unwind
 need_tools python3
 export RANKPROF_LIB="$RP_LIB"
 
@@ -70,6 +72,36 @@ threads() {
         fail "record -F work on prog_threads: $got"
 }
 
+# a longjmp out of the subtree (prog_unwind longjmp: deep3 jumps back to
+# landing, which then calls after()): record -F deep1 equals report -F
+# deep1 of the whole trace, in both modes (the jump left the gate's frames
+# open: trace mode went on recording after() and the frames above, direct
+# mode's stack grew until it dropped most events)
+jump() {
+    local mode want got n=3000
+    "$RANKPROF" record -o "$tmp/jall.rp" -- "$PROGS/prog_unwind" longjmp $n >/dev/null 2>&1 ||
+        fail "record prog_unwind longjmp"
+    "$RANKPROF" report --format json -F deep1 "$tmp/jall.rp" >"$tmp/jwant.json" 2>"$tmp/e" ||
+        fail "report -F deep1: $(cat "$tmp/e")"
+    want=$(shape "$tmp/jwant.json")
+    [[ $want == "deep1:$n deep2:$n deep3:$n leaf:$((3 * n)) | "* ]] ||
+        fail "report -F deep1 of the whole trace: $want"
+    for mode in trace direct; do
+        rm -f "$tmp/jf.rp"
+        "$RANKPROF" record --mode $mode -o "$tmp/jf.rp" -F deep1 -- "$PROGS/prog_unwind" longjmp $n \
+            >/dev/null 2>"$tmp/e" || fail "record --mode $mode -F deep1: $(cat "$tmp/e")"
+        "$RANKPROF" report --format json "$tmp/jf.rp" >"$tmp/jgot.json" 2>"$tmp/e" ||
+            fail "report of record $mode -F deep1: $(cat "$tmp/e")"
+        got=$(shape "$tmp/jgot.json")
+        [[ $got == "$want" ]] || fail "record --mode $mode -F deep1, a longjmp out of it:
+  $got
+report -F deep1 of the whole trace:
+  $want"
+        python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["lost_events"] != 0)' \
+            "$tmp/jgot.json" || fail "record --mode $mode -F deep1: events lost"
+    done
+}
+
 bad() {
     local a
     for a in "-F|-F" "-N -x|-N -x" "-F a,b|-F a,b"; do
@@ -84,5 +116,6 @@ bad() {
 
 scenario same same
 scenario threads threads
+scenario jump jump
 scenario bad bad
 finish

@@ -681,6 +681,38 @@ RP_HIDDEN RP_NOINLINE void rp_funcs_exit(uintptr_t fn)
     rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, a));
 }
 
+RP_HIDDEN uint64_t rp_funcs_landing(uint64_t pc, uint64_t *end)
+{
+    struct fthread *t = ft;
+    uint64_t fn = pc ? rp_funcs_start_of_loaded(pc) : 0;
+    *end = 0;
+    if (!t || !fn || t->depth > RP_FDEPTH)
+        return pc; /* (frames beyond RP_FDEPTH are not kept: cannot tell) */
+    uint32_t d = t->depth, k = d;
+    while (k && t->frames[k - 1].fn != fn)
+        k--;
+    if (!k)
+        return pc;    /* no frame of it: an uninstrumented landing, nothing to pop */
+    uint32_t low = d; /* the outermost recorded frame the jump leaves */
+    for (uint32_t i = d; i-- > k;) {
+        if (t->frames[i].sub)
+            sub_pop(t, t->frames[i].sub);
+        if (t->frames[i].t0)
+            low = i;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    t->depth = k;
+    uint32_t r = k;
+    while (r && !t->frames[r - 1].t0)
+        r--;
+    if (r)
+        return r == k ? pc : t->frames[r - 1].fn;
+    if (low == d)
+        return 0; /* no recorded frame open: nothing to say */
+    *end = t->frames[low].fn;
+    return *end;
+}
+
 /* ---- start, end, fork ----------------------------------------------------- */
 
 /* Adds a rule (lock held).  Returns 0, RP_ENOMEM or RP_EBUSY (table full). */

@@ -80,6 +80,23 @@ RP_HIDDEN uint64_t rp_funcs_start_of_loaded(uint64_t a);
  * handler (it may load the tables). */
 RP_HIDDEN const char *rp_funcs_name_of(uint64_t a, char *buf, size_t n);
 
+/*
+ * A longjmp or a caught exception lands in the function holding pc
+ * (unwind.c): the frames of the gate's shadow stack above that function's
+ * innermost frame were left without their exits.  Pops them, and their
+ * subtree rules' counts (a jump out of a `-F` subtree leaves it), and
+ * returns the address for the landing record: pc when the landing frame
+ * was recorded, the function of the innermost recorded frame below it
+ * when it was not (the records keep that one open).  When the jump left
+ * every recorded frame (out of a -F subtree), the function of the
+ * outermost of them, also in *end: the caller ends it after the landing
+ * record, with an exit; 0 when no recorded frame was open.  *end is 0
+ * otherwise.  pc itself, nothing popped, when no frame of that function
+ * is on the stack (an uninstrumented landing) or the stack is deeper than
+ * it keeps.  Reads the symbol tables without a lock: async-signal-safe.
+ */
+RP_HIDDEN uint64_t rp_funcs_landing(uint64_t pc, uint64_t *end);
+
 /* Loads the loaded modules' symbol tables now, where that is safe (direct
  * mode's start-up), for rp_funcs_start_of_loaded.  What cannot be read
  * leaves its functions unknown; cannot fail otherwise. */

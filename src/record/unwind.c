@@ -47,14 +47,26 @@
 #include <dlfcn.h>
 #include <stdint.h>
 
+#include "funcs.h"
 #include "rt.h"
 
 /* Appends the landing record for code address pc (0 is never sent: it
- * means the thread's end).  Cheap: one rare record per unwinding. */
+ * means the thread's end).  With the function gate on (filters, the
+ * throttle, subtree rules) the gate's own stack is unwound first, and the
+ * record names the innermost recorded frame that goes on; when the jump
+ * left every recorded one (out of a -F subtree), it names the outermost of
+ * them, which an exit then ends: the frames above it end unwound, it ends
+ * there.  Cheap: one rare record per unwinding. */
 static inline void unwind_mark(uintptr_t pc)
 {
-    if (pc)
-        rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_UNWIND, pc));
+    uint64_t end = 0;
+    if (pc && rp_funcs_gated())
+        pc = (uintptr_t)rp_funcs_landing(pc, &end);
+    if (!pc)
+        return;
+    rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_UNWIND, pc));
+    if (end)
+        rp_append(RP_CLASS_BIT_FUNC, rp_raw_word(RP_RAW_FUNC_EXIT, end));
 }
 
 /* ---- C++ exceptions ----------------------------------------------------- */
