@@ -207,6 +207,26 @@ sigjmp() {
 }
 scenario sigjmp sigjmp
 
+# the same in direct mode: every drop has its reason (lost_by_reason: the
+# handler's events, re-entered; direct mode gave the total alone)
+sigjmp_direct() {
+    local rc=0
+    timeout -k 5 "$T" "$RANKPROF" record --mode direct -o "$tmp/sjd.data" -- \
+        "$PROGS/prog_hangs" sigjmp 100000 >"$tmp/sjd.out" 2>"$tmp/sjd.err" || rc=$?
+    [[ $rc -eq 0 ]] || fail "sigjmp direct: exited $rc: $(cat "$tmp/sjd.err")"
+    "$RANKPROF" report --format json -i "$tmp/sjd.data" >"$tmp/sjd.json" 2>/dev/null ||
+        fail "sigjmp direct: report"
+    python3 - "$tmp/sjd.json" <<'PY' || fail "sigjmp direct: losses without their reason"
+import json, sys
+r = json.load(open(sys.argv[1]))
+lost, why = r["lost_events"], r.get("lost_by_reason") or {}
+if lost != sum(why.values()):
+    sys.exit(f"e2e_hangs: sigjmp direct: lost {lost}, by reason {why}")
+PY
+    note "sigjmp, direct mode: every drop has its reason"
+}
+scenario sigjmp_direct sigjmp_direct
+
 # ---- term -------------------------------------------------------------------
 # (not under ThreadSanitizer: there the program does not receive the
 # SIGTERM that record forwards - record and the program both run under

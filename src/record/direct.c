@@ -28,6 +28,7 @@
 #include "common/span.h"
 #include "ctl.h"
 #include "direct_int.h"
+#include "rt_int.h" /* (rp_rt_loss_nostate) */
 #include "funcs.h"
 
 /* ---- the engine --------------------------------------------------------- */
@@ -110,6 +111,15 @@ static inline struct icache *icache_of(struct rp_dthread *d, uint64_t key)
     return &d->icache[(uint32_t)((key >> 4) ^ (key >> 59)) % ICACHE];
 }
 
+/* Counts an event dropped for want of room in the thread's tables (a
+ * stack deeper than its limit, a full id table, too many holds at once):
+ * in its totals and by reason (INFO lost_nomem, as trace mode's). */
+static inline void dropped(struct rp_dthread *d)
+{
+    ST(d->tab.dropped, d->tab.dropped + 1);
+    atomic_fetch_add_explicit(&rp_rt_loss_nostate[RP_LOSS_NOMEM], 1, memory_order_relaxed);
+}
+
 /* key's entry, added if new, through the cache; NULL when it cannot be had. */
 static RP_NOINLINE struct dstat *id_miss(struct rp_dthread *d, uint64_t key)
 {
@@ -126,7 +136,7 @@ static RP_NOINLINE void span_over(struct rp_dthread *d)
 {
     d->over++;
     d->top = d->full + 1;
-    ST(d->tab.dropped, d->tab.dropped + 1);
+    dropped(d);
 }
 
 static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *d, uint64_t key,
@@ -150,7 +160,7 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_dthread *
         s->active++;
     } else {
         f->idx = NOID;
-        ST(d->tab.dropped, d->tab.dropped + 1);
+        dropped(d);
     }
 }
 
@@ -293,13 +303,13 @@ static inline __attribute__((always_inline)) void func_end(struct rp_dthread *d,
 static void hold_begin(struct rp_dthread *d, uint64_t key, uint64_t now, uint64_t raw)
 {
     if (d->nheld == HELD_MAX) {
-        ST(d->tab.dropped, d->tab.dropped + 1);
+        dropped(d);
         return;
     }
     const struct icache *c = icache_of(d, key);
     struct dstat *s = c->key == key ? c->s : id_miss(d, key);
     if (!s) {
-        ST(d->tab.dropped, d->tab.dropped + 1);
+        dropped(d);
         return;
     }
     /* outside the program's code: with no frame below, or a wait */
@@ -419,7 +429,7 @@ static RP_NOINLINE void feed_other(struct rp_dthread *d, uint64_t now, uint64_t 
                 ST(s->first, raw);
             ST(s->last, raw);
         } else {
-            ST(d->tab.dropped, d->tab.dropped + 1);
+            dropped(d);
         }
         break;
     }

@@ -217,6 +217,8 @@ RP_HIDDEN void rp_direct_event(uint64_t word)
     }
     if (__builtin_expect(d->tb.guard != 0, 0)) { /* a signal handler interrupted us */
         ST(d->reentered, d->reentered + 1);
+        atomic_fetch_add_explicit(&rp_rt_loss_nostate[RP_LOSS_REENTERED], 1,
+                                  memory_order_relaxed); /* (the reason, as in trace mode) */
         return;
     }
     d->tb.guard = 1;
