@@ -60,6 +60,14 @@ __attribute__((constructor)) static void exec_ctor(void)
     quick_last = at_quick_exit(exec_flush) == 0;
 }
 
+/* An exec returned (it failed): the process goes on, unrecorded; not a
+ * vfork child's, which shares the parent's memory. */
+static void exec_returned(void)
+{
+    if (getpid() == rec_pid)
+        rp_rt_exec_failed();
+}
+
 /* The final flush, unless this is a vfork child of the recorded process or
  * a signal handler (execve is async-signal-safe) that interrupted the
  * recorder on this thread, which may hold its lock. */
@@ -68,6 +76,7 @@ static void exec_flush(void)
     int saved = errno, cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs); /* as rt_dtor */
     if (getpid() == rec_pid && !(rp_self && rp_self->guard)) {
+        rp_rt_ending(); /* the other threads stop at their next hook */
         rp_rt_shutdown();
     }
     rp_rt_cancel_on(cs);
@@ -91,35 +100,45 @@ RP_API int execve(const char *path, char *const argv[], char *const envp[])
 {
     execve_fn f = (execve_fn)real("execve");
     exec_flush();
-    return f ? f(path, argv, envp) : -1;
+    int r = f ? f(path, argv, envp) : -1;
+    exec_returned();
+    return r;
 }
 
 RP_API int execv(const char *path, char *const argv[])
 {
     execvp_fn f = (execvp_fn)real("execv");
     exec_flush();
-    return f ? f(path, argv) : -1;
+    int r = f ? f(path, argv) : -1;
+    exec_returned();
+    return r;
 }
 
 RP_API int execvp(const char *file, char *const argv[])
 {
     execvp_fn f = (execvp_fn)real("execvp");
     exec_flush();
-    return f ? f(file, argv) : -1;
+    int r = f ? f(file, argv) : -1;
+    exec_returned();
+    return r;
 }
 
 RP_API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     execve_fn f = (execve_fn)real("execvpe");
     exec_flush();
-    return f ? f(file, argv, envp) : -1;
+    int r = f ? f(file, argv, envp) : -1;
+    exec_returned();
+    return r;
 }
 
 RP_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
     fexecve_fn f = (fexecve_fn)real("fexecve");
     exec_flush();
-    return f ? f(fd, argv, envp) : -1;
+    int r = f ? f(fd, argv, envp) : -1;
+    exec_returned();
+    return r;
 }
 
 /* Counts the arguments of an l-variant from arg0 (declared nonnull by libc)
@@ -188,8 +207,8 @@ typedef void (*exit_fn)(int);
 
 static __attribute__((noreturn)) void end_by(const char *name, int status)
 {
+    exec_flush(); /* (first: the other threads stop at once, ending_wait) */
     exit_fn f = (exit_fn)dlsym(RTLD_NEXT, name);
-    exec_flush();
     if (f)
         f(status);
     syscall(SYS_exit_group, status);

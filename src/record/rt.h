@@ -188,6 +188,9 @@ struct rp_rt {
     int fd;
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
+    _Atomic int ending;  /* an _exit's, quick_exit's or exec's flush has begun: other
+                            threads wait in their next hook for the process to end
+                            (rp_rt_fatal_park) */
     unsigned exit_timeout_ms;
     unsigned flush_ms;        /* periodic flush of partial buffers; 0 = off */
     unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
@@ -282,10 +285,18 @@ RP_HIDDEN extern __thread uint32_t rp_lock_holds;
  * counted as lost.
  */
 RP_HIDDEN RP_NOINLINE void rp_append_slow(uint64_t word);
-/* A fatal signal is handled on another thread: waits, at most the final
+/* A fatal signal is handled, or the process's final flush runs (exit,
+ * _exit, quick_exit, exec), on another thread: waits, at most the final
  * flush's deadline and a second, for it to end the process (rt_start.c).
  * Cannot fail. */
 RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void);
+/* An exec after the final flush failed: the process goes on (unrecorded),
+ * and no thread waits for it to end.  Cannot fail. */
+RP_HIDDEN void rp_rt_exec_failed(void);
+/* An _exit, _Exit, quick_exit or exec is about to flush and end the
+ * process: recording stops, and the other threads wait in their next hook
+ * (rp_rt_fatal_park).  Cannot fail. */
+RP_HIDDEN void rp_rt_ending(void);
 
 /* The cycle counter, for the fast path only (rp_clock_tsc is checked). */
 static inline uint64_t rp_counter(void)
@@ -340,8 +351,9 @@ rp_append_fast_at(uint32_t cls, uint64_t word, unsigned n, uint64_t data, const 
 {
     if (cls != RP_CLASS_CHECKED &&
         unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls))) {
-        if (unlikely(atomic_load_explicit(&rp_rt.fatal, memory_order_relaxed)))
-            rp_rt_fatal_park(); /* the signal ends the process meanwhile */
+        if (unlikely(atomic_load_explicit(&rp_rt.fatal, memory_order_relaxed) ||
+                     atomic_load_explicit(&rp_rt.ending, memory_order_relaxed)))
+            rp_rt_fatal_park(); /* the signal or the exit ends the process meanwhile */
         return 1;
     }
     struct rp_tbuf *t = rp_self;

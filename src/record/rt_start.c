@@ -131,6 +131,40 @@ static void fatal_wait_end(void)
         nap_ms();
 }
 
+/*
+ * The final flush of an _exit, _Exit, quick_exit or exec runs on another
+ * thread (rp_rt_ending): this thread, calling an instrumented function
+ * meanwhile, waits for the process to end, as it would have ended already
+ * without the recorder (exit() runs the program's handlers and destructors
+ * first, with the other threads running, and is left as it is).  A program's
+ * _exit from its own signal handler (pigz's, after it closed its output
+ * and freed its name) would otherwise let its other threads run on the
+ * state the handler tore down for as long as the flush takes (pigz then
+ * wrote to descriptor -1 and printed an error it never prints).  Bounded:
+ * the flush's deadline, then a second.  Cannot fail.
+ */
+static atomic_int ending_over; /* an exec failed: the process goes on (rp_rt_exec_failed) */
+
+static void ending_wait(void)
+{
+    if (shutdown_mine || rp_is_writer || fatal_mine || atomic_load(&ending_over))
+        return;
+    shutdown_wait(&shutdown_done);
+    for (int i = 0; i < 1000 && !atomic_load(&ending_over); i++)
+        nap_ms();
+}
+
+RP_HIDDEN void rp_rt_exec_failed(void)
+{
+    atomic_store(&ending_over, 1); /* (recording stays stopped: exec.c) */
+}
+
+RP_HIDDEN void rp_rt_ending(void)
+{
+    atomic_store(&rp_rt.mask, 0);
+    atomic_store(&rp_rt.ending, 1);
+}
+
 RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void)
 {
     /* not inside the recorder (a handler that interrupted an append), nor
@@ -138,7 +172,10 @@ RP_HIDDEN RP_NOINLINE void rp_rt_fatal_park(void)
      * instrumented allocator's) */
     if ((rp_self && rp_self->guard) || rp_lock_holds)
         return;
-    fatal_wait_end();
+    if (atomic_load(&rp_rt.fatal))
+        fatal_wait_end();
+    else
+        ending_wait();
 }
 
 /* A fatal signal's flush where no writer thread runs (a forked child; a

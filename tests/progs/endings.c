@@ -41,6 +41,10 @@
  *   fork        a child makes the N calls and _exit(0)s; the parent, which
  *               makes none, waits for it and returns the child's status
  *   forksegv    the same with a child that then faults (SIGSEGV: 139)
+ *   torn        a thread calls look() in a loop; main makes the N calls,
+ *               marks a state torn down and calls _exit(5); look() prints
+ *               "torn" whenever it finds it so (unrecorded: at most a line
+ *               or two before the process ends)
  *   keydtor     two threads, one after the other, make the N calls each; a
  *               key of the program's own, made after the recorder's, has a
  *               destructor that makes 5 more (calls(5)) at each thread's end:
@@ -87,7 +91,8 @@ static void own_exit_std(int sig)
     exit(9);
 }
 
-static volatile sig_atomic_t exiting, nsignals;
+static volatile sig_atomic_t nsignals;
+static atomic_int exiting; /* (atomic: the poker thread reads it) */
 
 static void count_signal(int sig)
 {
@@ -220,6 +225,26 @@ static void *key_thread(void *arg)
     return arg;
 }
 
+/* torn: a thread calls look() in a loop; main makes the N calls, marks the
+ * program's state torn down (as pigz's SIGINT handler closes its output)
+ * and calls _exit(5).  look() prints "torn" each time it finds it so:
+ * without the recorder the process ends at once (at most a line or two);
+ * with it, as long as the flush ran, the thread went on (many lines) */
+static atomic_int torn;
+
+void look(void)
+{
+    if (atomic_load(&torn))
+        (void)!write(1, "torn\n", 5);
+}
+
+static void *looker(void *arg)
+{
+    for (;;)
+        look();
+    return arg;
+}
+
 static const char *pexit_how;
 
 static int *volatile nowhere; /* NULL, which the compiler cannot know */
@@ -307,6 +332,14 @@ int main(int argc, char **argv)
         if (c < 0 || waitpid(c, &st, 0) != c)
             return 2;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (!strcmp(mode, "torn")) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, looker, NULL) != 0)
+            return 2;
+        calls(n);
+        atomic_store(&torn, 1);
+        _exit(5);
     }
     if (!strncmp(mode, "keydtor", 7)) { /* two threads, one after the other */
         pthread_t t;
