@@ -142,6 +142,34 @@ if under_tsan; then # (ThreadSanitizer's own _exit lets the thread run on: ~900,
 else
     scenario torn torn
 fi
+# the exit status, where the process ended by exit, _exit, _Exit or
+# quick_exit (interposed): END holds it, the JSON's exit_status and the
+# table's run line say it (they said 0 whatever it was); a return from
+# main, whose exit is libc's own, says none
+exit_status() {
+    local mode want got
+    for mode in _exit:5 _Exit:6 quick_exit:7 calltree:none; do
+        want=${mode#*:} mode=${mode%:*}
+        if [[ $mode == calltree ]]; then # (returns 0 from main)
+            $TMO "$RANKPROF" record -o "$tmp/es.data" -- "$PROGS/prog_calltree" >/dev/null 2>&1 ||
+                fail "record prog_calltree"
+        else
+            $TMO "$RANKPROF" record -o "$tmp/es.data" -- "$PROGS/prog_endings" "$mode" 100 \
+                >/dev/null 2>&1 </dev/null || true
+        fi
+        got=$($TMO "$RANKPROF" report --format json -i "$tmp/es.data" 2>/dev/null |
+            python3 -c 'import json, sys; print(json.load(sys.stdin).get("exit_status", "none"))')
+        [[ $got == "$want" ]] || fail "exit status of $mode: the JSON says $got, expected $want"
+        if [[ $want != none ]]; then
+            $TMO "$RANKPROF" report -i "$tmp/es.data" 2>/dev/null |
+                grep -qx "run: ended normally, exit status $want" ||
+                fail "exit status of $mode: the table's run line: $(
+                    $TMO "$RANKPROF" report -i "$tmp/es.data" 2>/dev/null | grep '^run:')"
+        fi
+    done
+    note "exit statuses in END, the JSON and the table: ok"
+}
+scenario exit_status exit_status
 # a fatal signal under --throttle: the throttled calls' counts are written
 # too (they were lost: 307,414 of 1,200,000 calls shown, without a mark)
 throttle_raise() { RECOPTS="--throttle=1000:100000" run raise-TERM 143 15; }

@@ -207,6 +207,8 @@ typedef void (*exit_fn)(int);
 
 static __attribute__((noreturn)) void end_by(const char *name, int status)
 {
+    if (getpid() == rec_pid)
+        rp_rt_exit_status(status);
     exec_flush(); /* (first: the other threads stop at once, ending_wait) */
     exit_fn f = (exit_fn)dlsym(RTLD_NEXT, name);
     if (f)
@@ -221,8 +223,10 @@ static __attribute__((noreturn)) void end_by(const char *name, int status)
  * under way (rp_rt_exit_begin).  Never fails, as end_by. */
 static __attribute__((noreturn)) void end_after(exit_fn f, int status)
 {
-    if (getpid() == rec_pid)
+    if (getpid() == rec_pid) {
+        rp_rt_exit_status(status);
         rp_rt_exit_begin();
+    }
     if (f)
         f(status);
     syscall(SYS_exit_group, status);

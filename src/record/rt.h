@@ -297,6 +297,9 @@ RP_HIDDEN void rp_rt_exec_failed(void);
  * process: recording stops, and the other threads wait in their next hook
  * (rp_rt_fatal_park).  Cannot fail. */
 RP_HIDDEN void rp_rt_ending(void);
+/* The process is ending by exit, _exit, _Exit or quick_exit with status:
+ * END says so (RP_END_STATUS), the first caller's.  Cannot fail. */
+RP_HIDDEN void rp_rt_exit_status(int status);
 
 /* The cycle counter, for the fast path only (rp_clock_tsc is checked). */
 static inline uint64_t rp_counter(void)

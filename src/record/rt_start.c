@@ -143,6 +143,20 @@ static void fatal_wait_end(void)
  * wrote to descriptor -1 and printed an error it never prints).  Bounded:
  * the flush's deadline, then a second.  Cannot fail.
  */
+/* The status the process's first exit, _exit, _Exit or quick_exit was
+ * given (rp_rt_exit_status), for END; exit_known 0: none seen (a return
+ * from main calls exit inside libc, past the interposer). */
+static atomic_int exit_known, exit_status;
+
+RP_HIDDEN void rp_rt_exit_status(int status)
+{
+    int none = 0;
+    if (atomic_compare_exchange_strong(&exit_known, &none, -1)) {
+        atomic_store(&exit_status, status & 0xff);
+        atomic_store(&exit_known, 1);
+    }
+}
+
 static atomic_int ending_over; /* an exec failed: the process goes on (rp_rt_exec_failed) */
 
 static void ending_wait(void)
@@ -1121,7 +1135,9 @@ static void shutdown_run(uint64_t end_ticks)
     rp_out_end_info(1);
     rp_out_maps();
     rp_out_clock();
-    rp_out_end(RP_END_EXIT, 0, end_ticks);
+    int known = atomic_load(&exit_known);
+    rp_out_end(RP_END_EXIT | (known ? RP_END_STATUS : 0), known ? atomic_load(&exit_status) : 0,
+               end_ticks);
     if (atomic_load(&rp_rt.failed) && rp_rt_unwritten) {
         char num[32];
         snprintf(num, sizeof(num), "%llu", (unsigned long long)rp_rt_unwritten);
