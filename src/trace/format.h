@@ -319,10 +319,10 @@ enum rp_class {
 #define RP_END_EXIT    1u /* exit() or return from main */
 #define RP_END_SIGNAL  2u /* a fatal signal; status holds the signal number */
 #define RP_END_TIMEOUT 4u /* the final flush gave up waiting for some buffers */
-#define RP_END_STATUS                                                                              \
-    8u /* with RP_END_EXIT: status holds the exit status (the process                              \
-          called exit, _exit, _Exit or quick_exit; not set after a return                          \
-          from main, whose exit the recorder does not see) */
+/* with RP_END_EXIT: status holds the exit status (the process called exit,
+ * _exit, _Exit or quick_exit; not set after a return from main, whose exit
+ * the recorder does not see) */
+#define RP_END_STATUS 8u
 
 /*
  * STATS payload (direct mode; docs/direct-mode.md): repeated records, each
