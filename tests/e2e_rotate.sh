@@ -12,7 +12,9 @@
 #             (FILE.partN, N far above 4: the run wrote far more than SIZE)
 #   newest    the set reads back as one trace: late() and its leaf() calls
 #             exactly N2, main once, early() cut (fewer than N1); report,
-#             dump and info read it; the oldest piece reads alone too
+#             dump and info read it; the oldest piece reads alone too; the
+#             report warns once that the first pieces were deleted, and its
+#             JSON's pieces_deleted says how many
 #   stale     a later run without --max-size leaves no piece of the older
 #             run, which would be read as its own
 #   refused   --max-size below 64K, not a size, or with --mode direct: usage
@@ -100,12 +102,18 @@ if d["unmatched_exits"]:
 if bad:
     sys.exit("\n".join(bad))
 PY
-    [[ ! -s $tmp/r.err ]] || fail "report warns: $(cat "$tmp/r.err")"
+    # the one warning: the deleted pieces, also in the JSON (the report said
+    # nothing of them, its counts reading as the whole run's)
+    local oldest
+    oldest=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | head -1)
+    [[ $(wc -l <"$tmp/r.err") == 1 ]] &&
+        grep -q "the run's first $((oldest - 1)) pieces were deleted (record --max-size)" "$tmp/r.err" ||
+        fail "report's warnings: $(cat "$tmp/r.err")"
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["pieces_deleted"] != int(sys.argv[2]))' \
+        "$tmp/r.json" $((oldest - 1)) || fail "the JSON's pieces_deleted is not $((oldest - 1))"
     "$RANKPROF" dump "$tmp/r.rp" >"$tmp/r.dump" 2>&1 || fail "dump: $(tail -3 "$tmp/r.dump")"
     [[ $(grep -c "late" "$tmp/r.dump") -ge $((2 * N2)) ]] || fail "dump: the late calls are not all there"
     "$RANKPROF" info "$tmp/r.rp" >"$tmp/r.info" 2>&1 || fail "info: $(cat "$tmp/r.info")"
-    local oldest
-    oldest=$(ls "$tmp" | sed -n 's/^r\.rp\.part\([0-9]*\)$/\1/p' | sort -n | head -1)
     "$RANKPROF" report "$tmp/r.rp.part$oldest" >"$tmp/p.out" 2>&1 || fail "the oldest piece alone: $(cat "$tmp/p.out")"
     grep -q "early" "$tmp/p.out" || fail "the oldest piece has no early(): $(cat "$tmp/p.out")"
 }
@@ -153,7 +161,9 @@ threaded_run() {
     [[ -n $last && $last -ge 12 ]] || fail "only ${last:-no} pieces: the run did not write 3 x SIZE"
     "$RANKPROF" report --format json "$tmp/r.rp" >"$tmp/r3.json" 2>"$tmp/r3.err" ||
         fail "report: $(cat "$tmp/r3.err")"
-    [[ ! -s $tmp/r3.err ]] || fail "report warns: $(cat "$tmp/r3.err")"
+    # (the one warning: the deleted pieces)
+    [[ $(grep -vc "pieces were deleted (record --max-size)" "$tmp/r3.err") == 0 ]] ||
+        fail "report warns: $(cat "$tmp/r3.err")"
     # exits 3 when the only fault is that no thread encoded its own buffer
     python3 - "$tmp/r3.json" "$tmp/r.rp" <<'PY'
 import json, struct, sys

@@ -719,6 +719,14 @@ static int read_done(struct rp_profile *p, const struct rp_reader *r, int rc, co
         rp_profile_warn(p, "%s: skipped %llu damaged chunk(s), the first at offset %llu", path,
                         (unsigned long long)r->skipped, (unsigned long long)r->skipped_off);
     }
+    if (r->first_part > 1) {
+        p->pieces_deleted = r->first_part - 1;
+        rp_profile_warn(p,
+                        "%s: the run's first %u pieces were deleted (record --max-size): the "
+                        "calls and times are those of the pieces kept, %s.part%u on, not of "
+                        "the whole run",
+                        path, r->first_part - 1, path, r->first_part);
+    }
     if (p->ended && (p->end_flags & RP_END_SIGNAL))
         rp_profile_warn(p,
                         "%s: the program was killed by signal %d; events recorded until then "

@@ -408,6 +408,7 @@ static int add_meta(struct rp_profile *d, const struct rp_profile *s, const char
     d->comp_clamped += s->comp_clamped;
     d->below_res += s->below_res;
     d->skipped_chunks += s->skipped_chunks;
+    d->pieces_deleted += s->pieces_deleted;
     d->unmatched_exits += s->unmatched_exits;
     d->unclosed += s->unclosed;
     d->unwound += s->unwound;

@@ -514,6 +514,8 @@ struct rp_profile {
 
     char warn[1024];                    /* problems that did not stop the analysis, one per line */
     uint64_t skipped_chunks;            /* damaged chunks skipped under --force */
+    uint64_t pieces_deleted;            /* pieces of a rotated trace (record --max-size)
+                                           deleted before the oldest read: NAME.part1 up to it */
     uint64_t unmatched_exits, unclosed; /* sums over threads */
     uint64_t unwound, cut;              /* sums over threads (rp_thread) */
     uint32_t folded; /* function nodes folded into one of the same name, file, line and

@@ -345,7 +345,8 @@ static void put_outside(FILE *out, const struct rp_profile *p)
  * subtracted, the resolution, off-CPU time, the recorder's waits. */
 static void put_measures(FILE *out, const struct rp_profile *p)
 {
-    fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64 ",\n  \"warnings\": [", p->skipped_chunks);
+    fprintf(out, ",\n  \"skipped_chunks\": %" PRIu64, p->skipped_chunks);
+    fprintf(out, ",\n  \"pieces_deleted\": %" PRIu64 ",\n  \"warnings\": [", p->pieces_deleted);
     put_warnings(out, p->warn);
     fputs("],\n  \"ns_per_tick\": ", out);
     put_num(out, p->ns_per_tick);

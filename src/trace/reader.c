@@ -153,6 +153,7 @@ static void find_pieces(struct rp_reader *r, const char *path)
         return;
     }
     qsort(v, n, sizeof(*v), piece_cmp);
+    r->first_part = (uint32_t)strtoul(v[0] + strlen(path) + 5, NULL, 10);
     if (!(v[n] = strdup(path))) {
         d = NULL;
         goto fail;

@@ -30,6 +30,8 @@ struct rp_reader {
      * read, offsets are in it. */
     char **pieces;
     uint32_t npieces, ipiece;
+    uint32_t first_part; /* K of the oldest NAME.partK there (0: not rotated); above 1,
+                            the pieces before it were deleted (--max-size) */
     /* Chunk types (a bit each, 1u << type) handed out skimmed: their
      * first RP_READER_SKIM bytes, their checksum not checked (set before
      * the first rp_reader_next; then each chunk is read with one pread,
