@@ -267,4 +267,24 @@ damaged_stats() {
     note "damaged STATS: $(cat "$tmp/bad.err")"
 }
 scenario damaged_stats damaged_stats
+# a thread still running at the end (prog_endings torn: looker calls look()
+# in a loop while main _exits): its open frame has no calls, only edges
+# out, and is named like any function (it was shown as a raw address)
+running_caller() {
+    local rc=0
+    "$RANKPROF" record --mode direct -o "$tmp/rc.data" -- "$PROGS/prog_endings" torn 300000 \
+        >/dev/null 2>"$tmp/rc.err" || rc=$?
+    [[ $rc -eq 5 ]] || fail "running caller: exit $rc: $(cat "$tmp/rc.err")"
+    "$RANKPROF" report --format json -i "$tmp/rc.data" >"$tmp/rc.json" 2>/dev/null ||
+        fail "running caller: report"
+    python3 - "$tmp/rc.json" <<'PY' || fail "running caller: unnamed"
+import json, sys
+r = json.load(open(sys.argv[1]))
+callers = {e["caller"] for e in r["edges"] if e["callee"] == "look"}
+if callers != {"looker"}:
+    sys.exit(f"e2e_direct: the callers of look: {sorted(callers)}, expected looker")
+PY
+}
+scenario running_caller running_caller
+
 finish

@@ -864,12 +864,22 @@ int rp_profile_symbolize(struct rp_profile *p)
     struct rp_symbolizer *s = rp_sym_open(p->maps, p->maps_len);
     if (!s)
         return RP_ENOMEM;
+    /* a node without calls is named when an edge leaves it: a frame still
+     * open at the end (direct mode: a thread running at exit) is a caller */
+    uint8_t *caller = calloc(p->n_nodes ? p->n_nodes : 1, 1);
+    if (!caller) {
+        rp_sym_close(s);
+        return RP_ENOMEM;
+    }
+    for (uint32_t k = 0; k < p->n_edges; k++)
+        if (p->edges[k].caller < p->n_nodes)
+            caller[p->edges[k].caller] = 1;
     int rc = 0;
     for (uint32_t i = 1; i < p->n_nodes; i++) {
         struct rp_node *n = &p->nodes[i];
         /* functions and locks by their address, and the waits on a
          * condition variable (kind wait, class lock) by the condition's */
-        if (n->name || (!n->calls && !p->defs_only) ||
+        if (n->name || (!n->calls && !p->defs_only && !caller[i]) ||
             (n->kind != RP_KIND_FUNC && n->kind != RP_KIND_LOCK_WAIT &&
              n->kind != RP_KIND_LOCK_HOLD && !(n->kind == RP_KIND_WAIT && n->cls == RP_CLASS_LOCK)))
             continue;
@@ -905,6 +915,7 @@ int rp_profile_symbolize(struct rp_profile *p)
         n->module = module;
         rp_sym_clear(&sym);
     }
+    free(caller);
     rp_sym_close(s);
     return rc;
 }
