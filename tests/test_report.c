@@ -138,7 +138,7 @@ static void build(struct rp_profile *p)
     p->pid = 4242;
     p->ns_per_tick = 0.5;
     p->ended = 1;
-    p->end_flags = RP_END_EXIT;
+    p->end_flags = RP_END_EXIT | RP_END_STATUS; /* (exit(0): the status known) */
     p->end_status = 0;
     p->nodes = nodes;
     p->n_nodes = p->cap_nodes = NNODES;
@@ -416,6 +416,13 @@ static void test_table(struct rp_profile *p)
     CHECK(strstr(t, "WARNING") && strstr(t, "dropped 3 events"));
     CHECK(strstr(t, "1 unmatched exit ") && strstr(t, "2 unclosed spans"));
     CHECK(strstr(t, "ended normally, exit status 0"));
+    { /* without RP_END_STATUS (a return from main): no status said */
+        p->end_flags &= ~RP_END_STATUS;
+        char *t2 = render(rp_report_table, p, &o, NULL);
+        CHECK(t2 && strstr(t2, "run: ended normally\n") && !strstr(t2, "exit status"));
+        free(t2);
+        p->end_flags |= RP_END_STATUS;
+    }
     CHECK(strstr(t, "time weights, alpha 0.01, 42 iterations, residual 1e-13"));
     CHECK(!strchr(t, '\033')); /* no colour unless asked */
     CHECK(!strchr(t, '\x01') && !strstr(t, "\xff"));
