@@ -532,6 +532,14 @@ struct rp_profile {
                                 files and modules are in (rp_profile_strndup) */
 };
 
+/* Whether p's run ended normally by a call that gave its exit status
+ * (exit, _exit, _Exit, quick_exit: END flag RP_END_STATUS); not after a
+ * return from main, whose status the recorder does not see.  Cannot fail. */
+static inline int rp_profile_status_known(const struct rp_profile *p)
+{
+    return p->ended && (p->end_flags & RP_END_EXIT) && (p->end_flags & RP_END_STATUS);
+}
+
 /* Whether spans of this kind are time that is no work of the program's:
  * off CPU, a blocking call, a lock wait, a lock hold (an interval beside
  * the calls, not in its acquirer's time partition).  Cannot fail. */

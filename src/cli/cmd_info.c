@@ -127,7 +127,7 @@ static void put_counts(const struct rp_profile *p)
         printf("ended:       ABNORMALLY: killed by signal %d (%s); the recorder flushed what "
                "it had\n",
                p->end_status, strsignal(p->end_status));
-    else if (p->ended && (p->end_flags & RP_END_EXIT) && (p->end_flags & RP_END_STATUS))
+    else if (rp_profile_status_known(p))
         printf("ended:       normally (END record present), exit status %d\n", p->end_status);
     else
         printf("ended:       %s\n", !p->ended ? "ABNORMALLY: no END record (crash, signal or _exit)"

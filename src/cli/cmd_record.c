@@ -225,14 +225,6 @@ out:
     return rc;
 }
 
-/* Whether prog is a static executable without the recorder linked in:
- * nothing could record it.  Cannot fail. */
-static int static_alone(const char *prog)
-{
-    int is_static, has_rec;
-    return prog_elf(prog, &is_static, &has_rec) == 0 && is_static && !has_rec;
-}
-
 /*
  * Refuses, before the program runs, an output that cannot be written or
  * must not be: a missing or unwritable directory, a path that exists and is
@@ -312,11 +304,12 @@ static time_t child_start; /* the wall clock (s) just before it was forked */
  * trace is there, new and complete, else 1 (with the reason on stderr).
  * When the program wrote OUT.PID (PID its own: another process held OUT,
  * e.g. a sibling rank of an MPI job each started by `mpirun rankprof
- * record`), that file is the one checked.  shown is prog as the messages
- * show it (prog_text).
+ * record`), that file is the one checked.  shown is the program as the
+ * messages show it (prog_text); alone: it is a static executable without
+ * the recorder linked in (prog_elf), which nothing could record.
  */
-static int report_output(const char *out, const char *abs_out, const struct stat *before,
-                         const char *prog, const char *shown, int killed)
+static int report_output(const char *out, const char *abs_out, const struct stat *before, int alone,
+                         const char *shown, int killed)
 {
     struct stat sb;
     static char own[4096 + 16], own_out[4096 + 16];
@@ -329,7 +322,7 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         before = &none;
     }
     if (stat(abs_out, &sb) != 0) {
-        if (static_alone(prog))
+        if (alone)
             fprintf(stderr,
                     "rankprof: %s was not written: %s is statically linked, so the recorder "
                     "could not be preloaded into it (link it dynamically, or with librankprof.a: "
@@ -349,9 +342,9 @@ static int report_output(const char *out, const char *abs_out, const struct stat
         sb.st_ctim.tv_nsec == before->st_ctim.tv_nsec) {
         fprintf(stderr, "rankprof: %s was not written: the file there is from an earlier run%s\n",
                 out,
-                static_alone(prog) ? " (the program is statically linked: the recorder "
-                                     "could not be preloaded into it)"
-                                   : " (the recorder could not open it: see its message above)");
+                alone ? " (the program is statically linked: the recorder "
+                        "could not be preloaded into it)"
+                      : " (the recorder could not open it: see its message above)");
         return 1;
     }
     uint32_t flags = 0;
@@ -688,8 +681,8 @@ static int parse_args(int argc, char **argv, struct rec_opts *r)
 }
 
 /* The environment the recorder reads (cmd_record.c's top comment), with
- * the recorder lib preloaded when preload_lib and the trace at abs_out.  Dies when out of
- * memory. */
+ * the recorder lib preloaded when preload_lib and the trace at abs_out.
+ * Dies when out of memory. */
 static void set_env(const struct rec_opts *r, const char *lib, int preload_lib, const char *abs_out)
 {
     const char *pre = getenv("LD_PRELOAD");
@@ -851,7 +844,7 @@ int cmd_record(int argc, char **argv)
     char *own;
     const char *shown = prog_text(argv[prog], &own);
     int st = run_program(argv + prog, shown);
-    int bad = report_output(r.out, abs_out, &before, argv[prog], shown, WIFSIGNALED(st));
+    int bad = report_output(r.out, abs_out, &before, is_static && !has_rec, shown, WIFSIGNALED(st));
     /* the program's status; 1 when it succeeded but the trace did not */
     int rc = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) ? WEXITSTATUS(st) : bad;
     if (WIFSIGNALED(st))

@@ -60,12 +60,13 @@ __attribute__((constructor)) static void exec_ctor(void)
     quick_last = at_quick_exit(exec_flush) == 0;
 }
 
-/* An exec returned (it failed): the process goes on, unrecorded; not a
- * vfork child's, which shares the parent's memory. */
-static void exec_returned(void)
+/* An exec returned r (it failed): the process goes on, unrecorded; not a
+ * vfork child's, which shares the parent's memory.  Returns r. */
+static int exec_returned(int r)
 {
     if (getpid() == rec_pid)
         rp_rt_exec_failed();
+    return r;
 }
 
 /* The final flush, unless this is a vfork child of the recorded process or
@@ -100,45 +101,35 @@ RP_API int execve(const char *path, char *const argv[], char *const envp[])
 {
     execve_fn f = (execve_fn)real("execve");
     exec_flush();
-    int r = f ? f(path, argv, envp) : -1;
-    exec_returned();
-    return r;
+    return exec_returned(f ? f(path, argv, envp) : -1);
 }
 
 RP_API int execv(const char *path, char *const argv[])
 {
     execvp_fn f = (execvp_fn)real("execv");
     exec_flush();
-    int r = f ? f(path, argv) : -1;
-    exec_returned();
-    return r;
+    return exec_returned(f ? f(path, argv) : -1);
 }
 
 RP_API int execvp(const char *file, char *const argv[])
 {
     execvp_fn f = (execvp_fn)real("execvp");
     exec_flush();
-    int r = f ? f(file, argv) : -1;
-    exec_returned();
-    return r;
+    return exec_returned(f ? f(file, argv) : -1);
 }
 
 RP_API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     execve_fn f = (execve_fn)real("execvpe");
     exec_flush();
-    int r = f ? f(file, argv, envp) : -1;
-    exec_returned();
-    return r;
+    return exec_returned(f ? f(file, argv, envp) : -1);
 }
 
 RP_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
     fexecve_fn f = (fexecve_fn)real("fexecve");
     exec_flush();
-    int r = f ? f(fd, argv, envp) : -1;
-    exec_returned();
-    return r;
+    return exec_returned(f ? f(fd, argv, envp) : -1);
 }
 
 /* Counts the arguments of an l-variant from arg0 (declared nonnull by libc)

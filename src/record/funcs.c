@@ -182,6 +182,25 @@ static void fs_unlock(void)
     atomic_flag_clear_explicit(&fs.lock, memory_order_release);
 }
 
+/* Takes the lock within ms milliseconds, yielding; returns 0, or -1 when
+ * it stays taken (a thread that holds it loads the tables, or was stopped
+ * for good by a fatal signal).  Async-signal-safe. */
+static int fs_lock_within(long ms)
+{
+    struct timespec t0, t1;
+    unsigned spins = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
+        if (!(++spins & 63)) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if ((t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L > ms)
+                return -1;
+        }
+        sched_yield();
+    }
+    return 0;
+}
+
 RP_HIDDEN void rp_funcs_warn(const char *msg)
 {
     if (fs.quiet)
@@ -202,24 +221,15 @@ RP_HIDDEN void rp_funcs_warn(const char *msg)
  */
 RP_HIDDEN uint64_t rp_funcs_start_of(uint64_t a)
 {
-    unsigned spins = 0;
     int held;
     const struct fsym *s = rp_fsyms_find_loaded(a, &held); /* (no lock: fsyms.c) */
     if (held)
         return s ? s->addr : 0;
     /* the holder may be loading the tables (milliseconds; every thread's
-     * first landing comes here): wait up to two seconds, not a number of
-     * yields (threads landing at once gave up during the load) */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire)) {
-        if (!(++spins & 63)) {
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 2000000000L)
-                return 0;
-        }
-        sched_yield();
-    }
+     * first landing comes here): two seconds, not a number of yields
+     * (threads landing at once gave up during the load) */
+    if (fs_lock_within(2000) < 0)
+        return 0;
     rp_fsyms_load();
     s = rp_fsyms_find(a);
     uint64_t start = s ? s->addr : 0;
@@ -862,16 +872,10 @@ RP_HIDDEN void rp_funcs_write(void (*out)(uint32_t type, const void *payload, si
         return;
     uint8_t *buf = NULL;
     size_t cap = 0, len;
-    if (fatal) { /* bounded: the signal may have stopped the lock's holder for good */
-        int tries = 0;
-        while (atomic_flag_test_and_set_explicit(&fs.lock, memory_order_acquire))
-            if (++tries > 1000)
-                return;
-            else
-                sched_yield();
-    } else {
+    if (!fatal)
         fs_lock();
-    }
+    else if (fs_lock_within(100) < 0) /* (the signal may have stopped its holder for good) */
+        return;
     for (struct fthread *t = fs.threads; t; t = t->next) {
         len = 8;
         for (uint32_t p = 0; p < RP_FPAGES; p++) {

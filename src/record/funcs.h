@@ -53,8 +53,8 @@ RP_HIDDEN void rp_funcs_start(int quiet);
  * Writes the throttled-call counts of every thread, one RP_CH_FCOUNT chunk
  * per thread that has any, through out.  Called by the final flush after
  * the writer has stopped, and by a fatal signal's (fatal: nothing is
- * written when the table's lock cannot be had within about a thousand
- * yields, its holder stopped by the signal), before the END chunk.
+ * written when the table's lock cannot be had within 100 ms, its holder
+ * stopped by the signal), before the END chunk.
  * Allocates nothing from the heap.  Threads still running are read as
  * they are (relaxed loads of counters only they write).
  */

@@ -188,9 +188,9 @@ struct rp_rt {
     int fd;
     _Atomic int failed;  /* errno of the first failed write, 0 if none */
     _Atomic int stopped; /* shutdown has begun */
-    _Atomic int ending;  /* an _exit's, quick_exit's or exec's flush has begun: other
-                            threads wait in their next hook for the process to end
-                            (rp_rt_fatal_park) */
+    _Atomic int ending;  /* a fatal signal's, an _exit's, quick_exit's or exec's flush
+                            has begun: other threads wait in their next hook for the
+                            process to end (rp_rt_fatal_park); cleared if the exec fails */
     unsigned exit_timeout_ms;
     unsigned flush_ms;        /* periodic flush of partial buffers; 0 = off */
     unsigned writer_delay_us; /* test knob: the writer sleeps this per buffer */
@@ -354,8 +354,7 @@ rp_append_fast_at(uint32_t cls, uint64_t word, unsigned n, uint64_t data, const 
 {
     if (cls != RP_CLASS_CHECKED &&
         unlikely(!(atomic_load_explicit(&rp_rt.mask, memory_order_relaxed) & cls))) {
-        if (unlikely(atomic_load_explicit(&rp_rt.fatal, memory_order_relaxed) ||
-                     atomic_load_explicit(&rp_rt.ending, memory_order_relaxed)))
+        if (unlikely(atomic_load_explicit(&rp_rt.ending, memory_order_relaxed)))
             rp_rt_fatal_park(); /* the signal or the exit ends the process meanwhile */
         return 1;
     }

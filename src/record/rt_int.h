@@ -238,6 +238,14 @@ RP_HIDDEN unsigned rp_rt_drain_once(void);
 RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t);
 RP_HIDDEN unsigned rp_rt_flush_partials(void);
 RP_HIDDEN void rp_rt_fatal_flush(int sig);
+/* A fatal signal's flush, with recording stopped and the drain lock held:
+ * everything recorded so far, published or not, the throttled counts,
+ * then CLOCK and END with RP_END_SIGNAL, and fatal_done set.  No MAPS:
+ * reading /proc allocates, and the program may have died inside malloc;
+ * the one written at start-up names the code.  Allocates nothing from the
+ * heap: the handler runs it where no writer thread does (rt_start.c).
+ * Cannot fail (what cannot be written is counted). */
+RP_HIDDEN void rp_rt_fatal_write(int sig);
 RP_HIDDEN void rp_rt_main_exit(void *arg);
 /* starts the writer if it is not running (rp_rt.lock held) */
 RP_HIDDEN void rp_rt_writer_ensure_locked(void);

@@ -131,46 +131,42 @@ static void fatal_wait_end(void)
         nap_ms();
 }
 
+/* The status the process's first exit, _exit, _Exit or quick_exit was
+ * given, plus one, for END (rp_rt_exit_status); 0: none seen (a return
+ * from main calls exit inside libc, past the interposer). */
+static atomic_int exit_status1;
+
+RP_HIDDEN void rp_rt_exit_status(int status)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&exit_status1, &none, (status & 0xff) + 1);
+}
+
 /*
  * The final flush of an _exit, _Exit, quick_exit or exec runs on another
  * thread (rp_rt_ending): this thread, calling an instrumented function
  * meanwhile, waits for the process to end, as it would have ended already
  * without the recorder (exit() runs the program's handlers and destructors
- * first, with the other threads running, and is left as it is).  A program's
- * _exit from its own signal handler (pigz's, after it closed its output
- * and freed its name) would otherwise let its other threads run on the
- * state the handler tore down for as long as the flush takes (pigz then
- * wrote to descriptor -1 and printed an error it never prints).  Bounded:
- * the flush's deadline, then a second.  Cannot fail.
+ * first, with the other threads running, and is left as it is).  A
+ * program's _exit from its own signal handler (pigz's, after it closed its
+ * output and freed its name) would otherwise let its other threads run on
+ * the state the handler tore down for as long as the flush takes (pigz
+ * then wrote to descriptor -1 and printed an error it never prints).
+ * Bounded: the flush's deadline, then a second; over at once if the exec
+ * fails (rp_rt_exec_failed clears rp_rt.ending).  Cannot fail.
  */
-/* The status the process's first exit, _exit, _Exit or quick_exit was
- * given (rp_rt_exit_status), for END; exit_known 0: none seen (a return
- * from main calls exit inside libc, past the interposer). */
-static atomic_int exit_known, exit_status;
-
-RP_HIDDEN void rp_rt_exit_status(int status)
-{
-    int none = 0;
-    if (atomic_compare_exchange_strong(&exit_known, &none, -1)) {
-        atomic_store(&exit_status, status & 0xff);
-        atomic_store(&exit_known, 1);
-    }
-}
-
-static atomic_int ending_over; /* an exec failed: the process goes on (rp_rt_exec_failed) */
-
 static void ending_wait(void)
 {
-    if (shutdown_mine || rp_is_writer || fatal_mine || atomic_load(&ending_over))
+    if (shutdown_mine || rp_is_writer || fatal_mine)
         return;
     shutdown_wait(&shutdown_done);
-    for (int i = 0; i < 1000 && !atomic_load(&ending_over); i++)
+    for (int i = 0; i < 1000 && atomic_load(&rp_rt.ending); i++)
         nap_ms();
 }
 
 RP_HIDDEN void rp_rt_exec_failed(void)
 {
-    atomic_store(&ending_over, 1); /* (recording stays stopped: exec.c) */
+    atomic_store(&rp_rt.ending, 0); /* (recording stays stopped: exec.c) */
 }
 
 RP_HIDDEN void rp_rt_ending(void)
@@ -206,16 +202,7 @@ static int fatal_flush_sync(int sig)
         return 1;
     if (!atomic_load(&rp_rt.fatal_done)) {
         atomic_store(&rp_rt.stopped, 1);
-        while (rp_rt_drain_once())
-            ;
-        rp_rt_flush_partials();          /* every thread's, this one's too */
-        rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
-        rp_out_end_info(0);
-        rp_out_clock();
-        uint64_t at = atomic_load(&rp_rt.fatal_ticks);
-        rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
-        rp_ctl_shutdown(); /* (munmap and unlink: async-signal-safe) */
-        atomic_store(&rp_rt.fatal_done, 1);
+        rp_rt_fatal_write(sig);
     }
     rp_own_unlock(&rp_rt.drain_lock);
     return 0;
@@ -243,6 +230,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
         (atomic_load(&rp_rt.fatal) ||
          (!atomic_load(&rp_rt.stopped) && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
           (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)));
+    if (atomic_load(&rp_rt.fatal)) /* the other threads' hooks: rp_rt_fatal_park */
+        atomic_store(&rp_rt.ending, 1);
     if (flush) {
         /* A crash inside the recorder may hold the lock the writer needs:
          * then wait less, the writer may never come. */
@@ -1135,9 +1124,8 @@ static void shutdown_run(uint64_t end_ticks)
     rp_out_end_info(1);
     rp_out_maps();
     rp_out_clock();
-    int known = atomic_load(&exit_known);
-    rp_out_end(RP_END_EXIT | (known ? RP_END_STATUS : 0), known ? atomic_load(&exit_status) : 0,
-               end_ticks);
+    int status1 = atomic_load(&exit_status1);
+    rp_out_end(RP_END_EXIT | (status1 ? RP_END_STATUS : 0), status1 ? status1 - 1 : 0, end_ticks);
     if (atomic_load(&rp_rt.failed) && rp_rt_unwritten) {
         char num[32];
         snprintf(num, sizeof(num), "%llu", (unsigned long long)rp_rt_unwritten);

@@ -561,31 +561,35 @@ RP_HIDDEN unsigned rp_rt_flush_partials(void)
     return n;
 }
 
-/*
- * The writer's part of a fatal signal (fatal_handler waits for it): write
- * everything recorded so far, published or not, then CLOCK and END with
- * RP_END_SIGNAL.  No MAPS: reading /proc allocates, and the program may
- * have died inside malloc; the one written at start-up names the code.
- * Recording stops for good: threads waiting for a buffer are released.
- */
-RP_HIDDEN void rp_rt_fatal_flush(int sig)
+RP_HIDDEN void rp_rt_fatal_write(int sig)
 {
-    if (atomic_load(&rp_rt.fatal_done))
-        return; /* (written by the handler: no writer ran then) */
-    rp_own_lock(&rp_rt.lock);
-    atomic_store(&rp_rt.stopped, 1);
-    pthread_cond_broadcast(&rp_rt.space);
-    rp_own_unlock(&rp_rt.lock);
     while (rp_rt_drain_once())
         ;
-    rp_rt_flush_partials();
+    rp_rt_flush_partials();          /* every thread's, the caller's too */
     rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
     rp_out_end_info(0);
     rp_out_clock();
     uint64_t at = atomic_load(&rp_rt.fatal_ticks);
     rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
-    rp_ctl_shutdown(); /* the control page goes with the process */
+    rp_ctl_shutdown(); /* the control page goes with the process (munmap, unlink) */
     atomic_store(&rp_rt.fatal_done, 1);
+}
+
+/*
+ * The writer's part of a fatal signal (fatal_handler waits for it): the
+ * flush (rp_rt_fatal_write) unless the handler wrote it (no writer ran
+ * then).  Recording stops for good: threads waiting for a buffer are
+ * released.
+ */
+RP_HIDDEN void rp_rt_fatal_flush(int sig)
+{
+    if (atomic_load(&rp_rt.fatal_done))
+        return;
+    rp_own_lock(&rp_rt.lock);
+    atomic_store(&rp_rt.stopped, 1);
+    pthread_cond_broadcast(&rp_rt.space);
+    rp_own_unlock(&rp_rt.lock);
+    rp_rt_fatal_write(sig);
 }
 
 static int work_pending_locked(void)

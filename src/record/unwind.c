@@ -133,21 +133,34 @@ static int throw_closed(void)
     return a <= e && net_exits(a, e) + net_exits(t->base, p) > 0;
 }
 
+/* The C++ runtime's definitions of what is interposed here, found by the
+ * constructor (or at first use: cxa_next). */
+enum { C_THROW, C_RETHROW, C_BEGIN_CATCH, C_N };
+static const char *const cxa_names[C_N] = {"__cxa_throw", "__cxa_rethrow", "__cxa_begin_catch"};
+static void *cxa_real[C_N];
+
+/* The next definition of cxa_names[i], NULL when there is none (no C++
+ * runtime).  Cannot fail. */
+static void *cxa_next(int i)
+{
+    void *f = __atomic_load_n(&cxa_real[i], __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, cxa_names[i]);
+        __atomic_store_n(&cxa_real[i], f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
 typedef void (*throw_fn)(void *, void *, void (*)(void *));
 typedef void (*rethrow_fn)(void);
-static throw_fn real_throw;
-static rethrow_fn real_rethrow;
+typedef void *(*begin_catch_fn)(void *);
 
 /* A throw expression (libstdc++ and libc++abi): notes where the records
  * stand, then throws.  Without a C++ runtime nothing calls it. */
 RP_API __attribute__((noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
     throw_note();
-    throw_fn f = __atomic_load_n(&real_throw, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = (throw_fn)dlsym(RTLD_NEXT, "__cxa_throw");
-        __atomic_store_n(&real_throw, f, __ATOMIC_RELEASE);
-    }
+    throw_fn f = (throw_fn)cxa_next(C_THROW);
     if (f)
         f(obj, tinfo, dest);
     __builtin_trap();
@@ -157,18 +170,11 @@ RP_API __attribute__((noreturn)) void __cxa_throw(void *obj, void *tinfo, void (
 RP_API __attribute__((noreturn)) void __cxa_rethrow(void)
 {
     throw_note();
-    rethrow_fn f = __atomic_load_n(&real_rethrow, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = (rethrow_fn)dlsym(RTLD_NEXT, "__cxa_rethrow");
-        __atomic_store_n(&real_rethrow, f, __ATOMIC_RELEASE);
-    }
+    rethrow_fn f = (rethrow_fn)cxa_next(C_RETHROW);
     if (f)
         f();
     __builtin_trap();
 }
-
-typedef void *(*begin_catch_fn)(void *);
-static begin_catch_fn real_begin_catch;
 
 /*
  * Called by the landing pad of a catch clause in the catching function
@@ -181,11 +187,7 @@ RP_API void *__cxa_begin_catch(void *exc)
 {
     if (!throw_closed())
         unwind_mark((uintptr_t)__builtin_return_address(0));
-    begin_catch_fn f = __atomic_load_n(&real_begin_catch, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
-        __atomic_store_n(&real_begin_catch, f, __ATOMIC_RELEASE);
-    }
+    begin_catch_fn f = (begin_catch_fn)cxa_next(C_BEGIN_CATCH);
     return f ? f(exc) : exc;
 }
 
@@ -204,9 +206,8 @@ __attribute__((constructor)) static void unwind_ctor(void)
 {
     for (int i = 0; i < J_N; i++)
         __atomic_store_n(&jmp_real[i], (jmp_fn)dlsym(RTLD_NEXT, jmp_names[i]), __ATOMIC_RELEASE);
-    real_begin_catch = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
-    real_throw = (throw_fn)dlsym(RTLD_NEXT, "__cxa_throw");
-    real_rethrow = (rethrow_fn)dlsym(RTLD_NEXT, "__cxa_rethrow");
+    for (int i = 0; i < C_N; i++)
+        (void)cxa_next(i);
 }
 
 /* The PC a glibc x86-64 jmp_buf returns to (header comment). */

@@ -275,7 +275,7 @@ static void put_run(FILE *out, const struct rp_profile *p)
     fprintf(out, ",\n  \"folded_copies\": %" PRIu32, p->folded);
     fprintf(out, ",\n  \"ended_normally\": %s",
             p->ended && !(p->end_flags & RP_END_SIGNAL) ? "true" : "false");
-    if (p->ended && (p->end_flags & RP_END_EXIT) && (p->end_flags & RP_END_STATUS))
+    if (rp_profile_status_known(p))
         fprintf(out, ",\n  \"exit_status\": %" PRId32, p->end_status);
     if (p->fatal_n) { /* the frames open in the thread a fatal signal hit */
         fprintf(out,

@@ -373,7 +373,7 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
         fputs("run: still running (the statistics so far; the calls open in a waiting thread end "
               "now)\n",
               out);
-    else if (how == 2 && (p->end_flags & RP_END_EXIT) && (p->end_flags & RP_END_STATUS))
+    else if (how == 2 && rp_profile_status_known(p))
         fprintf(out, "run: ended normally, exit status %" PRId32 "\n", p->end_status);
     else if (how == 2)
         fputs("run: ended normally\n", out);
