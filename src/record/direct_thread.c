@@ -305,9 +305,16 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
     for (struct rp_dthread *d = dg.live; d; d = d->next) {
         struct tsum *t = &s->th[s->nth++];
         tsum_of(d, t, d == dself);
-        uint32_t seq = rp_dsnap_open && d != dself ? LDA(d->park_seq) : 1, n = 0, running = 0;
+        uint32_t seq = 1, n = 0, running = 0;
         uint64_t stolen = 0;
-        if (!(seq & 1)) { /* its open frames (struct rp_dthread, park_seq) */
+        /* its open frames (struct rp_dthread, park_seq), read again while
+         * the thread writes them: a thread that runs its engine every few
+         * microseconds was caught mid-write now and then, and its open
+         * frames left out (e2e_top running under ASan) */
+        for (int tries = 0; rp_dsnap_open && d != dself && tries < 1000; tries++) {
+            seq = LDA(d->park_seq);
+            if (seq & 1)
+                continue;
             n = LD(d->park_n);
             running = LD(d->park_running);
             for (uint32_t i = 0; i < n && i < PARK_MAX; i++)
@@ -315,8 +322,9 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
                     (struct dpark){LD(d->park[i].key), LD(d->park[i].start), LD(d->park[i].child)};
             stolen = LD(d->park_stolen);
             atomic_thread_fence(memory_order_acquire);
-            if (LD(d->park_seq) != seq)
-                n = 0; /* (read while written) */
+            if (LD(d->park_seq) == seq)
+                break;
+            n = 0; /* (read while written) */
         }
         t->dropped += rp_dtab_merge(&s->tab, &d->tab);
         atomic_thread_fence(memory_order_acquire);
