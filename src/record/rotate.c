@@ -56,7 +56,7 @@ static struct {
     int warned;
 } rot = {.lock = ATOMIC_FLAG_INIT};
 
-RP_HIDDEN int rp_rot_on = 1; /* until the first chunk says otherwise */
+RP_HIDDEN atomic_int rp_rot_on = 1; /* until the first chunk says otherwise */
 
 static void rot_lock(void)
 {
@@ -250,7 +250,7 @@ RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len)
         rp_rt_warn("out of memory for the definitions; %s is no longer rotated", rp_rt.path, 0);
         rot.max = 0;
     }
-    if (!rot.max && !rot.k)
-        rp_rot_on = 0; /* never rotated: no more detour (a child inherits that) */
+    if (!rot.max && !rot.k) /* never rotated: no more detour (a child inherits that) */
+        atomic_store_explicit(&rp_rot_on, 0, memory_order_relaxed);
     rot_unlock();
 }

@@ -196,8 +196,9 @@ struct rp_out_sink {
 RP_HIDDEN extern __thread struct rp_out_sink *rp_out_sink;
 /* Bounded disk (rotate.c): while rp_rot_on, every chunk goes through
  * rp_rot_chunk, which starts a new piece of the trace when the current one
- * is full, and writes it. */
-RP_HIDDEN extern int rp_rot_on;
+ * is full, and writes it.  Set once from 1 to 0 under the rotation's lock
+ * and read without it (relaxed: a stale 1 only takes the locked path). */
+RP_HIDDEN extern atomic_int rp_rot_on;
 RP_HIDDEN void rp_rot_chunk(uint32_t type, const void *payload, size_t len);
 /* In a forked child: lets go of the rotation's lock, which a thread of the
  * parent that is not encoding (rp_rt_maps_now) may have held at the fork

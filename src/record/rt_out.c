@@ -342,7 +342,8 @@ RP_HIDDEN void rp_out_chunk(uint32_t type, const void *payload, size_t len)
         rp_ring_chunk(type, payload, len);
         return;
     }
-    if (unlikely(rp_rot_on) && !rp_out_sink) { /* --max-size, or not known yet */
+    if (unlikely(atomic_load_explicit(&rp_rot_on, memory_order_relaxed)) &&
+        !rp_out_sink) { /* --max-size, or not known yet */
         rp_rot_chunk(type, payload, len);
         return;
     }
