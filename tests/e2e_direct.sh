@@ -11,6 +11,9 @@
 #   points    profile points, lock/io spans, instants, counters, a budget
 #             (tests/progs/points.c)
 #   forker    fork from a threaded process: the child's own file, exact counts
+#   blocked_at_exit  two threads wait in serve() for good while main returns
+#             (prog_endings blocked): their open frames end at the exit, with
+#             their time, in direct mode as in trace mode, and rank
 #
 # Run by ctest with RANKPROF, PROGS and RP_LIB in the environment.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -286,5 +289,40 @@ if callers != {"looker"}:
 PY
 }
 scenario running_caller running_caller
+
+# Frames open on threads still alive at the exit (a server's worker waiting
+# for work) end there in both modes: the ranking is not cut off above them.
+blocked_at_exit() {
+    local m
+    for m in trace direct; do
+        "$RANKPROF" record --mode $m -o "$tmp/blk.$m" -- "$PROGS/prog_endings" blocked 1000 \
+            >/dev/null 2>"$tmp/blk.err" || fail "blocked, $m mode: $(cat "$tmp/blk.err")"
+        "$RANKPROF" report --format json -i "$tmp/blk.$m" >"$tmp/blk.$m.json" 2>/dev/null ||
+            fail "blocked, $m mode: report"
+        python3 - "$tmp/blk.$m.json" $m <<'PY' || fail "blocked, $m mode: open frames"
+import json, sys
+r, m = json.load(open(sys.argv[1])), sys.argv[2]
+N = {n["name"]: n for n in r["nodes"]}
+E = {(e["caller"], e["callee"]): e["calls"] for e in r["edges"]}
+bad = []
+for f in ("server", "serve"):
+    n = N.get(f)
+    # each waited from before main's calls until after its 50 ms nap
+    if not n or n["calls"] != 2 or n["inclusive_ns"] < 2 * 50e6:
+        bad.append(f"{f}: {n and (n['calls'], n['inclusive_ns'])}, expected 2 calls, >= 100 ms")
+    elif not n["standing"] > N["work"]["standing"]:
+        bad.append(f"{f}: standing {n['standing']} not above work's {N['work']['standing']}")
+want = {("<root>", "server"): 2, ("server", "serve"): 2, ("serve", "work"): 2}
+got = {k: E.get(k) for k in want}
+if got != want:
+    bad.append(f"edges {got}, expected {want}")
+if N["work"]["calls"] != 1002:
+    bad.append(f"work: {N['work']['calls']} calls, expected 1002")
+if bad:
+    sys.exit(f"e2e_direct: {m} mode: " + "; ".join(bad))
+PY
+    done
+}
+scenario blocked_at_exit blocked_at_exit
 
 finish

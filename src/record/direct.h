@@ -64,8 +64,11 @@ RP_HIDDEN extern uint64_t (*rp_direct_start_of)(uint64_t pc);
 /*
  * At exit, on the exiting thread: applies its pending events and ends the
  * spans still open on it (main, after exit() from deep frames) with their
- * time, as a thread that ends does.  Threads still running are not
- * touched (their spans are in progress).  Cannot fail.
+ * time, as a thread that ends does; the snapshots it then takes end the
+ * open frames the other threads published (a blocked thread's, a running
+ * thread's as of its engine's last run) there too, counted as cut, as
+ * trace mode ends every thread's frames at the end.  The other threads'
+ * tables are not touched.  Cannot fail.
  */
 RP_HIDDEN void rp_direct_exit_self(void);
 

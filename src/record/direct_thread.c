@@ -158,6 +158,7 @@ RP_HIDDEN void rp_direct_unrecorded(void)
 RP_HIDDEN void rp_direct_exit_self(void)
 {
     close_self();
+    rp_dsnap_open = 1; /* and the other threads' open frames end now */
 }
 
 static void dthread_exit(void *arg)

@@ -55,6 +55,11 @@
  *               threads' calls(5) and key_dtor
  *   callfork    the same after two threads of the parent made the N calls
  *               each and ended
+ *   blocked     two threads each enter serve(), make one call of work and
+ *               wait there for good (a condition never signalled); main,
+ *               once both wait, makes the N calls, sleeps 50 ms and
+ *               returns 0: the two serve() frames are open at the exit,
+ *               about 50 ms long each (work N + 2)
  *   threads-HOW a child (its pid printed as "child PID") runs work() in a
  *               loop on main and two more threads; a fourth, after 20 ms,
  *               stops them (they stay, asleep), prints "snapshot K" (K: the
@@ -245,6 +250,42 @@ static void *looker(void *arg)
     return arg;
 }
 
+/* blocked: two servers that wait in serve() until the process ends */
+static pthread_mutex_t serve_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t serve_cv = PTHREAD_COND_INITIALIZER;
+static int serving;
+
+void serve(void)
+{
+    work(0);
+    pthread_mutex_lock(&serve_mu);
+    serving++;
+    pthread_cond_broadcast(&serve_cv);
+    for (;;)
+        pthread_cond_wait(&serve_cv, &serve_mu);
+}
+
+static void *server(void *arg)
+{
+    serve();
+    return arg;
+}
+
+static int blocked(long n)
+{
+    pthread_t t;
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t, NULL, server, NULL) != 0)
+            return 2;
+    pthread_mutex_lock(&serve_mu);
+    while (serving < 2)
+        pthread_cond_wait(&serve_cv, &serve_mu);
+    pthread_mutex_unlock(&serve_mu);
+    calls(n);
+    nap_us(50000);
+    return 0;
+}
+
 static const char *pexit_how;
 
 static int *volatile nowhere; /* NULL, which the compiler cannot know */
@@ -353,6 +394,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "termrace"))
         return termrace(n);
+    if (!strcmp(mode, "blocked"))
+        return blocked(n);
     if (!strcmp(mode, "exitterm")) {
         pthread_t t;
         if (atexit(note_exit) != 0 || pthread_create(&t, NULL, poker, NULL) != 0)
