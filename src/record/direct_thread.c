@@ -6,7 +6,10 @@
  * process-wide list of live threads, and merged snapshots of all of them.
  *
  * Invariants: rp_rt.direct_lock guards dg (the live list, the ended
- * threads' table and summaries); only a thread itself runs its batch, with
+ * threads' table and summaries) and is held only inside a section
+ * (section_enter: every signal blocked), so a signal handler's snapshot (a
+ * fatal signal's, an _exit's in the program's handler) never waits for the
+ * thread it interrupted; only a thread itself runs its batch, with
  * its tb.guard held, so a signal handler's event meanwhile is counted as
  * re-entered rather than applied; a snapshot drains the caller's own batch
  * first, and reads the other live threads' tables as they stand.
@@ -95,7 +98,9 @@ static void tsum_of(const struct rp_dthread *d, struct tsum *s, int own)
 RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
 {
     struct tsum s;
+    struct rt_section sec;
     tsum_of(d, &s, 1);
+    section_enter(&sec);
     rp_own_lock(&rp_rt.direct_lock);
     for (struct rp_dthread **pp = &dg.live; *pp; pp = &(*pp)->next)
         if (*pp == d) {
@@ -110,6 +115,7 @@ RP_HIDDEN void rp_direct_thread_end(struct rp_dthread *d)
     else
         dg.ended_dropped += s.events;
     rp_own_unlock(&rp_rt.direct_lock);
+    section_leave(&sec);
     rp_dtab_free(&d->tab);
     zfree(d->stack, (STACK_MAX + 2) * sizeof(struct dframe));
     zfree(d, sizeof(*d));
@@ -285,9 +291,11 @@ RP_HIDDEN __thread int rp_dsnap_open;
 RP_HIDDEN int rp_dsnap_take(struct snap *s)
 {
     static struct dpark park[PARK_MAX]; /* (under direct_lock) */
-    drain_self();                       /* the caller's own events are all counted */
+    struct rt_section sec;
+    drain_self(); /* the caller's own events are all counted */
     rp_dtab_init(&s->tab);
     s->nth = 0;
+    section_enter(&sec);
     rp_own_lock(&rp_rt.direct_lock);
     uint32_t nlive = 0;
     for (struct rp_dthread *d = dg.live; d; d = d->next)
@@ -296,6 +304,7 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
     s->th = zalloc(s->th_bytes);
     if (!s->th) {
         rp_own_unlock(&rp_rt.direct_lock);
+        section_leave(&sec);
         return RP_ENOMEM;
     }
     rp_dtab_merge(&s->tab, &dg.done);
@@ -333,6 +342,7 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
             rp_dtab_add_open(&s->tab, park, n, rp_ticks() - stolen);
     }
     rp_own_unlock(&rp_rt.direct_lock);
+    section_leave(&sec);
     return 0;
 }
 

@@ -160,17 +160,19 @@ RP_HIDDEN void rp_rt_out_old_close(void)
 RP_HIDDEN void rp_rt_fd_taken(int fd)
 {
     struct timespec us = {0, 100000};
+    struct rt_section sec; /* (no handler's write waits for this thread) */
     int locked = 0;
+    section_enter(&sec);
     for (int i = 0; i < 1000 && !(locked = rp_own_trylock(&rp_rt.fd_lock) == 0); i++)
         nanosleep(&us, NULL);
-    if (!locked)
-        return;
-    if (fd == rp_rt.fd) {
+    if (locked && fd == rp_rt.fd) {
         int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd_lo ? fd_lo : 3);
         if (nfd >= 0)
             __atomic_store_n(&rp_rt.fd, nfd, __ATOMIC_RELAXED);
     }
-    rp_own_unlock(&rp_rt.fd_lock);
+    if (locked)
+        rp_own_unlock(&rp_rt.fd_lock);
+    section_leave(&sec);
 }
 
 /* Checks, with fd_lock held, that rp_rt.fd is still the trace file, and

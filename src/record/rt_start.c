@@ -208,6 +208,33 @@ static int fatal_flush_sync(int sig)
     return 0;
 }
 
+static void direct_finish(int print);
+
+/*
+ * Direct mode's part of a fatal signal, on the thread it hit first (direct
+ * mode has no writer): the statistics as at an exit (direct_finish: this
+ * thread's open frames end here, where the signal hit it, the other
+ * threads' where they published them), the closing chunks and END, which
+ * says which signal.  Safe in a handler as an _exit's final flush from the
+ * program's own handler is: memory by mmap only, and no recorder lock a
+ * handler's thread can hold (direct_lock and the file's lock are taken with
+ * every signal blocked: section_enter).  The table RANKPROF_PRINT asks for
+ * is not printed: stdio is no handler's.
+ */
+static void direct_fatal_write(int sig)
+{
+    atomic_store(&rp_rt.stopped, 1);
+    direct_finish(0);
+    rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
+    rp_out_end_info(0);
+    rp_out_maps();
+    rp_out_clock();
+    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
+    rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
+    rp_ctl_shutdown(); /* the control page goes with the process (munmap, unlink) */
+    atomic_store(&rp_rt.fatal_done, 1);
+}
+
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
@@ -223,16 +250,24 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
      * which passes it on, and the program's process group) waits for it
      * too, on whatever thread it lands: the flush has set stopped by then,
      * and raising it at once would end the process before END is written. */
-    int none = 0;
+    int none = 0, first = 0;
+    int again = fatal_mine; /* (a second signal while this thread's handler runs) */
     fatal_mine = 1;
     int flush =
         !rp_is_writer &&
         (atomic_load(&rp_rt.fatal) ||
          (!atomic_load(&rp_rt.stopped) && __atomic_load_n(&rp_rt.fd, __ATOMIC_RELAXED) >= 0 &&
-          (atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig) || none)));
+          ((first = atomic_compare_exchange_strong(&rp_rt.fatal, &none, sig)) || none)));
     if (atomic_load(&rp_rt.fatal)) /* the other threads' hooks: rp_rt_fatal_park */
         atomic_store(&rp_rt.ending, 1);
-    if (flush) {
+    if (flush && rp_rt.direct) {
+        /* the first signal's thread writes; one that comes meanwhile on
+         * another thread waits for it */
+        if (first)
+            direct_fatal_write(sig);
+        else if (!again)
+            shutdown_wait(&rp_rt.fatal_done);
+    } else if (flush) {
         /* A crash inside the recorder may hold the lock the writer needs:
          * then wait less, the writer may never come. */
         unsigned limit = rp_rt.exit_timeout_ms;
@@ -245,11 +280,9 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
             limit = 200;
         /* Without a writer thread (a forked child's recorder; a writer
          * retired after main's pthread_exit, or never started while
-         * recording was off) the handler writes it; direct mode writes
-         * nothing at a fatal signal (its statistics are not in a state to
-         * be written from a handler: docs/direct-mode.md). */
+         * recording was off) the handler writes it. */
         struct timespec ms = {0, 1000000};
-        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done) && !rp_rt.direct; w++) {
+        for (unsigned w = 0; w < limit && !atomic_load(&rp_rt.fatal_done); w++) {
             if (rp_rt.sync_write || !__atomic_load_n(&rp_rt.writer_running, __ATOMIC_RELAXED)) {
                 if (!fatal_flush_sync(atomic_load(&rp_rt.fatal)))
                     break; /* written here, or it cannot be */
@@ -974,9 +1007,9 @@ static int rt_start(void)
     return 0;
 }
 
-/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
- * table when RANKPROF_PRINT is set. */
-static void direct_finish(void)
+/* Direct mode's result: THREAD, DEFS and STATS chunks, and with `print`
+ * the printed table when RANKPROF_PRINT is set. */
+static void direct_finish(int print)
 {
     rp_direct_exit_self(); /* main's frames, after exit() from deep down */
     int64_t n = rp_direct_write(rp_out_chunk);
@@ -984,7 +1017,7 @@ static void direct_finish(void)
         rp_rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
     else
         rp_rt.events_written = (uint64_t)n;
-    const char *pr = getenv("RANKPROF_PRINT");
+    const char *pr = print ? getenv("RANKPROF_PRINT") : NULL;
     if (pr && *pr && strcmp(pr, "0") != 0)
         rp_direct_print(stderr, 1e9 / rp_rt.freq);
 }
@@ -1119,7 +1152,7 @@ static void shutdown_run(uint64_t end_ticks)
         rp_own_unlock(&rp_rt.lock);
     }
     if (rp_rt.direct)
-        direct_finish();
+        direct_finish(1);
     rp_funcs_write(rp_out_chunk, 0); /* throttled functions' call counts */
     rp_out_end_info(1);
     rp_out_maps();
