@@ -277,7 +277,7 @@ ownkilled() { # NAME MODE [RECORD-OPTION...]
     # (the flush runs in the program's handler: a sanitizer's report there,
     # such as ThreadSanitizer's "signal-unsafe call", fails it)
     ! grep -q "Sanitizer" "$tmp/$name.err" ||
-        fail "$name: $(grep -m1 -A4 "Sanitizer" "$tmp/$name.err")"
+        fail "$name: $(grep -m1 -A40 "Sanitizer" "$tmp/$name.err")"
     check_trace "$name" "$tmp/$name.data" exit
 }
 scenario killown ownkilled killown own2

@@ -257,8 +257,8 @@ static int serving;
 
 void serve(void)
 {
-    work(0);
     pthread_mutex_lock(&serve_mu);
+    work(0); /* (under the mutex: the two servers share leaf's sum) */
     serving++;
     pthread_cond_broadcast(&serve_cv);
     for (;;)
