@@ -556,13 +556,48 @@ void rp_offcpu_forget(struct rp_tbuf *t)
     rp_own_unlock(&rp_rt.off_lock);
 }
 
+/*
+ * Empties the rings at the end, when nothing is encoded any more: their
+ * LOST records are counted, their switches dropped (they come after the
+ * threads' last spans were written: the exiting thread's own waits for the
+ * final flush, mostly).  No allocation, unlike a poll: the final flush may
+ * run in a signal handler (an _exit in the program's own), which may have
+ * interrupted malloc.  Under off_lock.
+ */
+static void end_drain_locked(void)
+{
+    off.ncarry = off.nsw = 0;
+    for (unsigned i = 0; i < off.nrings; i++) {
+        struct ring *r = &off.rings[i];
+        uint64_t head = __atomic_load_n(&r->pg->data_head, __ATOMIC_ACQUIRE); /* (ring_read) */
+        uint64_t tail = r->pg->data_tail;
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header h;
+            for (size_t k = 0; k < sizeof(h); k++)
+                ((uint8_t *)&h)[k] = r->data[(tail + k) & (r->size - 1)];
+            if (h.size < sizeof(h) || tail + h.size > head)
+                break;
+            if (h.type == PERF_RECORD_LOST && h.size >= 24) {
+                uint8_t b[8]; /* (host order, as ring_read reads it) */
+                uint64_t lost;
+                for (size_t k = 0; k < 8; k++)
+                    b[k] = r->data[(tail + 16 + k) & (r->size - 1)];
+                memcpy(&lost, b, 8);
+                off.lost += lost;
+            }
+            tail += h.size;
+        }
+        __atomic_store_n(&r->pg->data_tail, tail, __ATOMIC_RELEASE);
+    }
+}
+
 void rp_offcpu_end_info(void (*put)(void *ctx, const char *key, const char *val), void *ctx)
 {
     char v[32];
     if (off.src == RP_OFFCPU_PERF) {
-        rp_offcpu_poll();
         rp_own_lock(&rp_rt.lock); /* (before off_lock, as rp_offcpu_forget) */
         rp_own_lock(&rp_rt.off_lock);
+        end_drain_locked();
         uint64_t late = off.late_forgotten, lost = off.lost;
         for (struct rp_tbuf *t = rp_rt.threads; t; t = t->next)
             late += __atomic_load_n(&t->offq.late, __ATOMIC_RELAXED);
