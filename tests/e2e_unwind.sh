@@ -157,7 +157,9 @@ scenario segv segv
 # direct mode ends the frames open at a thread's end and on the thread that
 # calls exit() the same way, and the frames a longjmp or siglongjmp leaves
 # where it lands: the calls after the landing are the landing function's
-# (src/common/span.h; not counted as cut: STATS has no such field)
+# (src/common/span.h), and each such frame is counted, as in trace mode:
+# per node (`cut`) and per run (`cut` at an end, `unwound` at a landing;
+# STATS CUT and ENDS records)
 direct() { # MODE
     local mode=$1
     "$RANKPROF" record --mode direct -o "$tmp/direct.$mode.data" -- "$PROGS/prog_unwind" $mode $N \
@@ -188,6 +190,19 @@ if mode in ("longjmp", "siglongjmp"):
             for k, v in edge.items() if k[1] == "after" and k[0] != "landing"]
 if r["unclosed"] or r["unmatched_exits"]:
     bad.append(f"unclosed {r['unclosed']}, unmatched {r['unmatched_exits']}")
+# the frames left without their exit: main and deep1..3 at exit(); a
+# thread's four at its pthread_exit; deep1..3 (and the handler on_usr1)
+# at each landing
+k = 1 if mode == "exit" else n
+frames = ["main", "deep1", "deep2", "deep3"] if mode == "exit" else \
+         ["tstart", "deep1", "deep2", "deep3"] if mode == "threadexit" else \
+         ["deep1", "deep2", "deep3"] + ["on_usr1"] * sig
+cut = {x["name"]: x["cut"] for x in r["nodes"] if x["cut"]}
+if cut != {f: k for f in frames}:
+    bad.append(f"cut per node {cut}, expected {k} for each of {frames}")
+ends = (len(frames) * k, 0) if mode in ("exit", "threadexit") else (0, len(frames) * k)
+if (r["cut"], r["unwound"]) != ends:
+    bad.append(f"cut, unwound {r['cut']}, {r['unwound']}: expected {ends}")
 for b in bad:
     print(f"e2e_unwind: direct {mode}: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)

@@ -107,12 +107,34 @@ static uint8_t *edge_rec(uint8_t *q, uint32_t caller, uint32_t callee, uint64_t 
     return b + RP_STATS_EDGE_LEN;
 }
 
-/* Offsets (in the file) of the records of the second STATS chunk. */
-static size_t off_node2, off_edge;
+static uint8_t *cut_rec(uint8_t *q, uint32_t id, uint64_t cut)
+{
+    uint8_t *b = rec(q, RP_STATS_CUT, RP_STATS_CUT_LEN);
+    rp_put32(b, id);
+    rp_put32(b + 4, 0);
+    rp_put64(b + 8, cut);
+    return b + RP_STATS_CUT_LEN;
+}
+
+static uint8_t *ends_rec(uint8_t *q, uint32_t tid, uint64_t unwound, uint64_t cut)
+{
+    uint8_t *b = rec(q, RP_STATS_ENDS, RP_STATS_ENDS_LEN);
+    rp_put32(b, tid);
+    rp_put32(b + 4, 0);
+    rp_put64(b + 8, unwound);
+    rp_put64(b + 16, cut);
+    return b + RP_STATS_ENDS_LEN;
+}
+
+/* Offsets (in the file) of the records of the second STATS chunk: node 2's,
+ * the edge, node 2's CUT, thread 7's ENDS (each right after the one
+ * before). */
+static size_t off_node2, off_edge, off_cut, off_ends;
 
 /*
  * The file: ids 1 (func "outer") and 2 (point "work"); thread 7; node 2
- * has durations {10, 20, 30} in chunk one and {40, 50} in chunk two.
+ * has durations {10, 20, 30} in chunk one and {40, 50} in chunk two, 2 of
+ * its 5 calls cut; thread 7 has 3 spans unwound and 1 cut.
  * corrupt(b) may damage the record bytes before they are checksummed.
  */
 static void build(void (*corrupt)(uint8_t *rec2, uint8_t *edge))
@@ -153,6 +175,10 @@ static void build(void (*corrupt)(uint8_t *rec2, uint8_t *edge))
     q = node_rec(p, 2, b2, 2, 90, 90, bb, ob, 2);
     off_edge = off_node2 + (size_t)(q - p);
     q = edge_rec(q, 1, 2, 5, 150, 10, 50);
+    off_cut = off_node2 + (size_t)(q - p);
+    q = cut_rec(q, 2, 2);
+    off_ends = off_node2 + (size_t)(q - p);
+    q = ends_rec(q, 7, 3, 1);
     if (corrupt)
         corrupt(p, p + (off_edge - off_node2));
     chunk(RP_CH_STATS, p, (size_t)(q - p));
@@ -208,6 +234,12 @@ static void test_load(void)
     CHECK_EQ(p.threads[0].events, 12);
     CHECK_EQ(p.threads[0].lost, 3);
     CHECK_EQ(p.total, 4000);
+    CHECK_EQ(rp_node_cut(w), 2);
+    CHECK_EQ(rp_node_cut(&p.nodes[1]), 0);
+    CHECK_EQ(p.threads[0].unwound, 3);
+    CHECK_EQ(p.threads[0].cut, 1);
+    CHECK_EQ(p.unwound, 3);
+    CHECK_EQ(p.cut, 1);
     rp_profile_free(&p);
 }
 
@@ -258,19 +290,44 @@ static void bad_emax(uint8_t *n, uint8_t *e)
     (void)n, rp_put64(e + 8 + 32, 151);
 }
 
+/* (the CUT record follows the edge, the ENDS record the CUT) */
+static uint8_t *cut_at(uint8_t *e)
+{
+    return e + 8 + RP_STATS_EDGE_LEN;
+}
+static void bad_cut_many(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put64(cut_at(e) + 8 + 8, 6); /* of 5 calls */
+}
+static void bad_cut_id(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(cut_at(e) + 8, 9);
+}
+static void bad_ends_tid(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(cut_at(e) + 8 + RP_STATS_CUT_LEN + 8, 8);
+}
+static void bad_ends_len(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(cut_at(e) + 8 + RP_STATS_CUT_LEN + 4, 16);
+}
+
 static void test_damage(void)
 {
+    enum { NODE, EDGE, CUT, ENDS };
     static const struct {
         void (*fn)(uint8_t *, uint8_t *);
-        int edge; /* the bad record is the edge (else the node) */
+        int at; /* the bad record */
         const char *why;
     } cases[] = {
-        {bad_id, 0, "not defined"},      {bad_len, 0, "length"},
-        {bad_long, 1, "longer than"},    {bad_minmax, 0, "min > max"},
-        {bad_incl, 0, "larger than"},    {bad_bucket, 0, "bucket"},
-        {bad_order, 0, "out of order"},  {bad_count, 0, "more values than calls"},
-        {bad_nan, 0, "negative or NaN"}, {bad_callee, 1, "not defined"},
-        {bad_emax, 1, "max over"},
+        {bad_id, NODE, "not defined"},        {bad_len, NODE, "length"},
+        {bad_long, EDGE, "longer than"},      {bad_minmax, NODE, "min > max"},
+        {bad_incl, NODE, "larger than"},      {bad_bucket, NODE, "bucket"},
+        {bad_order, NODE, "out of order"},    {bad_count, NODE, "more values than calls"},
+        {bad_nan, NODE, "negative or NaN"},   {bad_callee, EDGE, "not defined"},
+        {bad_emax, EDGE, "max over"},         {bad_cut_many, CUT, "more calls cut"},
+        {bad_cut_id, CUT, "not defined"},     {bad_ends_tid, ENDS, "no THREAD chunk"},
+        {bad_ends_len, ENDS, "wrong length"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rp_profile p = {0};
@@ -279,7 +336,10 @@ static void test_damage(void)
         int rc = rp_replay_file(path, NULL, &p, NULL, NULL, err, sizeof(err));
         CHECK_EQ(rc, (unsigned long long)RP_EFORMAT);
         snprintf(want, sizeof(want), "STATS record at offset %zu ",
-                 cases[i].edge ? off_edge : off_node2);
+                 cases[i].at == NODE   ? off_node2
+                 : cases[i].at == EDGE ? off_edge
+                 : cases[i].at == CUT  ? off_cut
+                                       : off_ends);
         if (!strstr(err, want) || !strstr(err, cases[i].why)) {
             fprintf(stderr, "case %zu: error '%s' lacks '%s' or '%s'\n", i, err, want,
                     cases[i].why);

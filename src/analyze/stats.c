@@ -174,6 +174,47 @@ static int read_edge_rec(struct rp_profile *p, struct rp_emap *em, const uint8_t
     return 0;
 }
 
+/* An ENDS record at q: the thread's spans ended without their exit,
+ * unwound and cut.  RP_EFORMAT with *why. */
+static int read_ends_rec(struct rp_profile *p, const uint8_t *q, uint32_t only_tid,
+                         const char **why)
+{
+    uint32_t tid = rp_get32(q);
+    struct rp_thread *th = NULL;
+    for (uint32_t i = 0; i < p->n_threads && !th; i++)
+        if (p->threads[i].tid == tid)
+            th = &p->threads[i];
+    if (!th)
+        return *why = "a thread no THREAD chunk announced", RP_EFORMAT;
+    if (only_tid && !rp_tid_match(only_tid, tid))
+        return 0;
+    th->unwound += rp_get64(q + 8);
+    th->cut += rp_get64(q + 16);
+    return 0;
+}
+
+/* A CUT record at q: how many of the id's calls so far ended without their
+ * exit.  RP_EFORMAT with *why, or RP_ENOMEM. */
+static int read_cut_rec(struct rp_profile *p, const uint8_t *q, const char **why)
+{
+    uint32_t id = rp_get32(q);
+    uint64_t cut = rp_get64(q + 8);
+    if (!defined(p, id))
+        return *why = "id not defined by a DEFS chunk", RP_EFORMAT;
+    struct rp_node *n = &p->nodes[id];
+    struct rp_node_x x = rp_node_x_raw(n);
+    if (cut > n->calls - x.cut)
+        return *why = "more calls cut than its NODE records count", RP_EFORMAT;
+    if (!cut)
+        return 0;
+    x.cut += cut;
+    if (rp_node_x_setraw(n, &x) < 0) { /* (only when n had none apart) */
+        rp_hist_free(&x.hist);
+        return RP_ENOMEM;
+    }
+    return 0;
+}
+
 /* Says once, among the profile's warnings, that --thread cannot split
  * direct-mode statistics. */
 static void warn_thread_filter(struct rp_profile *p)
@@ -237,6 +278,14 @@ int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chun
         case RP_STATS_OUTSIDE:
             rc = len == RP_STATS_OUTSIDE_LEN ? read_outside_rec(p, em, body, &why)
                                              : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_ENDS:
+            rc = len == RP_STATS_ENDS_LEN ? read_ends_rec(p, body, only_tid, &why)
+                                          : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_CUT:
+            rc = len == RP_STATS_CUT_LEN ? read_cut_rec(p, body, &why)
+                                         : (why = "wrong length", RP_EFORMAT);
             break;
         default:
             break; /* a newer record type: skipped */

@@ -9,8 +9,8 @@
  * UNWIND record's landing, ends the spans above it with their time
  * (unwound); the thread's end, and exit() on its thread, end the spans
  * still open (cut, rp_dengine_close); an exit that matches nothing is
- * unmatched.  Unwound and cut are kept per id and thread for the snapshot's
- * lookups and totals; STATS has no field for them.
+ * unmatched.  Unwound and cut are kept per id and thread, and written as
+ * the STATS CUT and ENDS records.
  *
  * Time.  Durations are measured on the thread's engine-free clock: ticks
  * as read less `stolen`, the ticks the thread has spent in rp_dengine_run,
@@ -557,8 +557,7 @@ RP_HIDDEN RP_NOINLINE void rp_dengine_run(struct rp_dthread *d)
  * the frames left open when a thread or the process ends
  * (docs/robustness.md): pthread_exit from deep frames, exit() from deep
  * frames.  Spans beyond the stack's bound have no frame and stay counted
- * as dropped.  Counted as cut (span.h; STATS has no field for it, the
- * snapshot's totals have).
+ * as dropped.  Counted as cut (span.h; the STATS CUT and ENDS records).
  */
 RP_HIDDEN void rp_dengine_close(struct rp_dthread *d, uint64_t now)
 {

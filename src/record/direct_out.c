@@ -185,6 +185,30 @@ static void put_thread(struct sbuf *b, const struct tsum *t)
     rp_put64(q + 32, t->unmatched);
     rp_put64(q + 40, t->unclosed);
     rp_put64(q + 48, t->dropped);
+    if (!t->unwound && !t->cut)
+        return;
+    q = sb_room(b, 8 + RP_STATS_ENDS_LEN);
+    rp_put32(q, RP_STATS_ENDS);
+    rp_put32(q + 4, RP_STATS_ENDS_LEN);
+    rp_put32(q + 8, t->tid);
+    rp_put32(q + 12, 0);
+    rp_put64(q + 16, t->unwound);
+    rp_put64(q + 24, t->cut);
+}
+
+/* The CUT record of id, after its NODE record: not more than its calls (a
+ * running thread's cut may be read before the calls it ends). */
+static void put_cut(struct sbuf *b, uint32_t id, const struct dstat *s)
+{
+    uint64_t cut = s->cut < s->calls ? s->cut : s->calls;
+    if (!cut)
+        return;
+    uint8_t *q = sb_room(b, 8 + RP_STATS_CUT_LEN);
+    rp_put32(q, RP_STATS_CUT);
+    rp_put32(q + 4, RP_STATS_CUT_LEN);
+    rp_put32(q + 8, id);
+    rp_put32(q + 12, 0);
+    rp_put64(q + 16, cut);
 }
 
 static uint64_t dbits(double v)
@@ -344,6 +368,7 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
             hn -= cut;
         }
         put_node(&b, ids[i], &s.tab, st, counts);
+        put_cut(&b, ids[i], st);
         put_outside(&b, ids[i], st);
     }
     for (uint32_t i = 0; i < s.tab.nedges; i++) {

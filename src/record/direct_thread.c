@@ -338,8 +338,10 @@ RP_HIDDEN int rp_dsnap_take(struct snap *s)
         }
         t->dropped += rp_dtab_merge(&s->tab, &d->tab);
         atomic_thread_fence(memory_order_acquire);
-        if (n && n <= PARK_MAX && (running || LD(d->park_seq) == seq))
+        if (n && n <= PARK_MAX && (running || LD(d->park_seq) == seq)) {
             rp_dtab_add_open(&s->tab, park, n, rp_ticks() - stolen);
+            t->cut += n; /* (its frames end here: rp_dtab_add_open) */
+        }
     }
     rp_own_unlock(&rp_rt.direct_lock);
     section_leave(&sec);

@@ -338,6 +338,12 @@ enum rp_class {
  *   OUTSIDE u32 id, u32 0, u64 calls, u64 ticks: the id's spans outside the
  *           program's code (docs/waits.md), in no NODE or EDGE record
  *           (an older reader skips it)
+ *   ENDS    u32 thread id, u32 0, u64 unwound, u64 cut: the thread's spans
+ *           ended without their exit, where the stack unwound past them or
+ *           at the thread's or the run's end (an older reader skips it)
+ *   CUT     u32 id, u32 0, u64 cut: how many of the id's calls (its NODE
+ *           records before) ended without their exit (an older reader
+ *           skips it)
  * Ids are those of the DEFS chunks before it; a file may hold several
  * STATS chunks, whose records add up.
  */
@@ -346,10 +352,14 @@ enum rp_stats_tag {
     RP_STATS_NODE = 2,
     RP_STATS_EDGE = 3,
     RP_STATS_OUTSIDE = 4,
+    RP_STATS_ENDS = 5,
+    RP_STATS_CUT = 6,
 };
 #define RP_STATS_THREAD_LEN  56
 #define RP_STATS_NODE_LEN    96 /* without the buckets */
 #define RP_STATS_EDGE_LEN    40
 #define RP_STATS_OUTSIDE_LEN 24
+#define RP_STATS_ENDS_LEN    24
+#define RP_STATS_CUT_LEN     16
 
 #endif /* RP_TRACE_FORMAT_H */
