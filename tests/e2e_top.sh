@@ -71,10 +71,10 @@ settled() {
     done
 }
 # FILE: the open frames of the waiting threads end at the snapshot: main
-# has 1 call, worker 2 (one per worker)
+# has 1 call, worker 2 (one per worker), each marked as still open (*)
 open_frames() {
-    grep -E -q "^ +[0-9]+ +\S+% +\S+% +1 .* main \(server\.c:[0-9]+\)$" "$1" &&
-        grep -E -q "^ +[0-9]+ +\S+% +\S+% +2 .* worker \(server\.c:[0-9]+\)$" "$1"
+    grep -E -q "^ +[0-9]+ +\S+% +\S+% +1\* .* main \(server\.c:[0-9]+\)$" "$1" &&
+        grep -E -q "^ +[0-9]+ +\S+% +\S+% +2\* .* worker \(server\.c:[0-9]+\)$" "$1"
 }
 json_calls() { # FILE N: the request path has N calls in FILE's report
     "$RANKPROF" report --format json "$1" >"$1.json" 2>"$1.err" || fail "report $1: $(cat "$1.err")"
