@@ -26,7 +26,8 @@
 #
 # Direct mode too: direct_raise-TERM, direct_raise-INT, direct_pexit-SEGV,
 # direct_killtwice, direct_forksegv (the statistics and END written by the
-# handler of the first fatal signal).
+# handler of the first fatal signal); direct_kill9 (SIGKILL: the checkpoint
+# read in the trace's place), direct_ckpt_gone (an ordinary end removes it).
 #
 # The same with the recorder linked into the program (prog_endings_static,
 # librankprof.a), which `rankprof record` then does not preload a second
@@ -249,6 +250,47 @@ done
 scenario killtwice killed TERM twice
 direct_killed() { RECOPTS="--mode direct" killed "$@"; }
 scenario direct_killtwice direct_killed TERM twice
+
+# direct mode, SIGKILL: the trace has no statistics (they are written at the
+# end), but the recorder's checkpoint beside it, every 100 ms here, has them
+# as of the last one, after the calls: the reader commands read it in the
+# trace's place, saying so; an ordinary end (SIGTERM here) removes it
+direct_checkpoint() { # SIG
+    local sig=$1 rc=0 rec pid name=ckpt$1
+    rm -f "$tmp/$name.data"*
+    RANKPROF_CHECKPOINT_MS=100 $TMO "$RANKPROF" record --mode direct -o "$tmp/$name.data" -- \
+        "$PROGS/prog_endings" wait2 $N >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    rec=$!
+    pid=$(done_pid "$tmp/$name.out")
+    [[ -n $pid ]] || { kill $rec 2>/dev/null; fail "$name: the program never said done"; }
+    sleep 0.5 # (a checkpoint after the calls, at most 100 ms after them)
+    kill -$sig "$pid"
+    wait $rec || rc=$?
+    [[ $rc -eq $((128 + $(kill -l $sig))) ]] || fail "$name: exit $rc: $(cat "$tmp/$name.err")"
+    if [[ $sig == KILL ]]; then
+        [[ -f $tmp/$name.data.ckpt ]] || fail "$name: no checkpoint: $(ls "$tmp")"
+        grep -q "last checkpoint, .*$name.data.ckpt" "$tmp/$name.err" ||
+            fail "$name: record did not name the checkpoint: $(cat "$tmp/$name.err")"
+        $TMO "$RANKPROF" report --format json -i "$tmp/$name.data" >"$tmp/$name.json" \
+            2>"$tmp/$name.rerr" || fail "$name: report: $(cat "$tmp/$name.rerr")"
+        grep -q "holds no statistics .*read its recorder's checkpoint" "$tmp/$name.rerr" ||
+            fail "$name: report did not say it read the checkpoint: $(cat "$tmp/$name.rerr")"
+        python3 - "$tmp/$name.json" $N <<'PY' || fail "$name: wrong report"
+import json, sys
+r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+c = {x["name"]: x["calls"] for x in r["nodes"]}
+if c.get("work") != n or c.get("leaf") != 2 * n or r["lost_events"]:
+    sys.exit(f"e2e_endings: checkpoint: work {c.get('work')}, leaf {c.get('leaf')}, "
+             f"lost {r['lost_events']}: expected {n}, {2 * n}, 0")
+PY
+        note "direct mode, SIGKILL: all $N calls from the checkpoint: ok"
+    else
+        [[ ! -e $tmp/$name.data.ckpt ]] || fail "$name: the checkpoint stayed after the end"
+        check_trace "$name" "$tmp/$name.data" "$(kill -l $sig)"
+    fi
+}
+scenario direct_kill9 direct_checkpoint KILL
+scenario direct_ckpt_gone direct_checkpoint TERM
 
 # the program's own handler that _exits (as pigz's does) or exits,
 # signalled again and again for about 20 ms: each later signal runs that

@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/array.h"
 #include "common/bytes.h"
 #include "common/error.h"
+#include "trace/control.h"
 #include "trace/reader.h"
 
 /* A malloc'd printable copy of an INFO value; NULL when out of memory. */
@@ -149,9 +151,76 @@ void rp_set_free(struct rp_set *s)
         file_free(&s->files[i]);
     for (uint32_t i = 0; i < s->n_skipped; i++)
         free(s->skipped[i]);
+    for (uint32_t i = 0; i < s->n_notes; i++)
+        free(s->notes[i]);
     free(s->files);
     free(s->skipped);
+    free(s->notes);
     memset(s, 0, sizeof(*s));
+}
+
+static int end_of(void *ctx, const struct rp_skimmed *k)
+{
+    (void)ctx;
+    return rp_get32(k->hdr) == RP_CH_END;
+}
+
+/* Whether the trace at path has an END chunk (its chunk headers skimmed).
+ * Cannot fail: a file that cannot be read has none. */
+static int has_end(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    int end = rp_chunks_skim(f, RP_FILE_HDR_SIZE, end_of, NULL) == 1;
+    fclose(f);
+    return end;
+}
+
+/*
+ * A direct-mode process writes its statistics into its trace at its end;
+ * until then its recorder keeps a checkpoint of them beside it
+ * (RP_CTL_CKPT_SUFFIX, trace/control.h), which it removes once the trace
+ * holds them.  So a trace with no END and such a checkpoint of the same
+ * process (pid and run) beside it is one whose process was killed
+ * (SIGKILL) or still runs: f becomes the checkpoint, and s->notes says so.
+ * Returns 0 (also when f stays), or RP_ENOMEM.
+ */
+static int ckpt_take(struct rp_set *s, struct rp_set_file *f)
+{
+    struct rp_set_file c;
+    char *ck = NULL, e[512], *m = NULL;
+    size_t n = strlen(f->who.file), k = strlen(RP_CTL_CKPT_SUFFIX);
+    if (!f->who.start_ns || (n > k && !strcmp(f->who.file + n - k, RP_CTL_CKPT_SUFFIX)))
+        return 0;
+    if (asprintf(&ck, "%s%s", f->who.file, RP_CTL_CKPT_SUFFIX) < 0)
+        return RP_ENOMEM;
+    if (access(ck, R_OK) != 0 || has_end(f->who.file)) {
+        free(ck);
+        return 0;
+    }
+    int rc = probe(ck, &c, e, sizeof(e), 0);
+    if (rc < 0 || c.who.pid != f->who.pid || !c.who.run != !f->who.run ||
+        (c.who.run && strcmp(c.who.run, f->who.run))) {
+        file_free(&c);
+        free(ck);
+        return rc == RP_ENOMEM ? rc : 0;
+    }
+    double at = c.end_ns > f->who.start_ns ? (double)(c.end_ns - f->who.start_ns) / 1e9 : 0;
+    if (rp_grow(&s->notes, &s->cap_notes, s->n_notes + 1, sizeof(*s->notes), 4) < 0 ||
+        asprintf(&m,
+                 "%s holds no statistics (its process was killed, or still runs): read its "
+                 "recorder's checkpoint %s, written %.1f s into the run, in its place",
+                 f->who.file, ck, at) < 0) {
+        file_free(&c);
+        free(ck);
+        return RP_ENOMEM;
+    }
+    s->notes[s->n_notes++] = m;
+    file_free(f);
+    *f = c;
+    free(ck);
+    return 0;
 }
 
 /* rp_set_add, skimming the file for its end only if skim (probe). */
@@ -165,6 +234,11 @@ static int add(struct rp_set *s, const char *path, char *err, size_t errsz, int 
     if (rc == RP_ENOMEM) {
         file_free(&s->files[s->n]);
         return rc;
+    }
+    if (rc == 0 && ckpt_take(s, &s->files[s->n]) < 0) {
+        snprintf(err, errsz, "%s: out of memory", path);
+        file_free(&s->files[s->n]);
+        return RP_ENOMEM;
     }
     s->n++; /* (one that cannot be read: the replay says why) */
     return rc < 0 ? 1 : 0;
@@ -281,7 +355,8 @@ int rp_set_find(const char *name, struct rp_set *s, char *err, size_t errsz)
                 goto nomem;
             continue;
         }
-        if (rp_grow(&s->files, &s->cap, s->n + 1, sizeof(*s->files), 8) < 0) {
+        if (rp_grow(&s->files, &s->cap, s->n + 1, sizeof(*s->files), 8) < 0 ||
+            ckpt_take(s, &f) < 0) {
             file_free(&f);
             goto nomem;
         }

@@ -15,6 +15,10 @@
  * Any other such file is left out and named, with the reason, in the set's
  * list of skipped files: an older run's (it ended before NAME's began, or
  * began after NAME's ended), or a file that is not a readable trace.
+ *
+ * A direct-mode trace without END beside its recorder's checkpoint of the
+ * same process (FILE + RP_CTL_CKPT_SUFFIX: the process was killed or still
+ * runs) is read as that checkpoint, and the set's notes say so.
  */
 #ifndef RP_ANALYZE_SET_H
 #define RP_ANALYZE_SET_H
@@ -35,6 +39,8 @@ struct rp_set {
     uint32_t n, cap;
     char **skipped; /* "FILE: why" for every NAME.PID file left out */
     uint32_t n_skipped, cap_skipped;
+    char **notes; /* a file read in another's place (a direct-mode checkpoint), and why */
+    uint32_t n_notes, cap_notes;
 };
 
 /*

@@ -57,6 +57,7 @@
 #include "analyze/set.h"
 #include "cli.h"
 #include "common/bytes.h"
+#include "trace/control.h"
 #include "trace/format.h"
 
 #ifndef RP_LIBDIR_BUILD
@@ -350,6 +351,15 @@ static int report_output(const char *out, const char *abs_out, const struct stat
     uint32_t flags = 0;
     uint64_t lost = 0;
     int end = trace_end(abs_out, &flags, &lost);
+    char ckpt[4096 + 32];
+    if (end <= 0 && snprintf(ckpt, sizeof(ckpt), "%s%s", abs_out, RP_CTL_CKPT_SUFFIX) > 0 &&
+        access(ckpt, R_OK) == 0) { /* direct mode's last checkpoint (trace/control.h) */
+        fprintf(stderr,
+                "rankprof: %s holds no statistics%s; its recorder's last checkpoint, %s%s, "
+                "holds them as of then, and the reader commands read it in its place\n",
+                out, killed ? " (the program was killed)" : "", out, RP_CTL_CKPT_SUFFIX);
+        return 1;
+    }
     if (end <= 0) {
         fprintf(stderr,
                 "rankprof: %s (%lld bytes) is incomplete: it does not end with an END record%s; "

@@ -317,6 +317,8 @@ void rp_find_inputs(struct rp_load_opts *o, struct rp_set *s)
     }
     if (rc < 0) /* (out of memory; a file that cannot be read fails when it is read) */
         rp_die("%s", err);
+    for (uint32_t i = 0; i < s->n_notes; i++)
+        rp_warn("%s", s->notes[i]);
     for (uint32_t i = 0; i < s->n_skipped && i < 3; i++)
         rp_warn("left out %s", s->skipped[i]);
     if (s->n_skipped > 3)

@@ -119,16 +119,21 @@ RP_HIDDEN int rp_direct_print(FILE *f, double ns_per_tick);
  * makes the publisher thread (at start-up; without it requests are
  * ignored); rp_direct_pub_request, async-signal-safe, asks it for the
  * statistics file (snapshot 0: RP_CTL_DIR/rankprof.PID.stats for `top`; 1:
- * the trace's name + RP_CTL_SNAP_SUFFIX); rp_direct_pub_shutdown removes
- * the published file at the end; rp_direct_pub_atfork_child: a child has
- * no publisher; rp_direct_pub_retire ends the thread when main calls
- * pthread_exit (it would keep the process alive).  None fails visibly: a
- * request that cannot be met leaves the control page's count unchanged,
- * which the asker reports.
+ * the trace's name + RP_CTL_SNAP_SUFFIX); the thread also writes a
+ * checkpoint (the trace's name + RP_CTL_CKPT_SUFFIX) every
+ * RANKPROF_CHECKPOINT_MS; rp_direct_pub_saved says the trace holds the
+ * final statistics; rp_direct_pub_shutdown removes the published file at
+ * the end, and the checkpoint once the statistics are saved;
+ * rp_direct_pub_atfork_child: a child has no publisher;
+ * rp_direct_pub_retire ends the thread when main calls pthread_exit (it
+ * would keep the process alive).  None fails visibly: a request that
+ * cannot be met leaves the control page's count unchanged, which the
+ * asker reports; a checkpoint that cannot be written is said once.
  */
 RP_HIDDEN void rp_direct_pub_start(void);
 RP_HIDDEN void rp_direct_pub_request(int snapshot);
 RP_HIDDEN void rp_direct_pub_retire(void);
+RP_HIDDEN void rp_direct_pub_saved(void);
 RP_HIDDEN void rp_direct_pub_shutdown(void);
 RP_HIDDEN void rp_direct_pub_atfork_child(void);
 

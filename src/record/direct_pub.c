@@ -16,10 +16,17 @@
  * NAME.tmp and renames it into place, so a reader sees a whole file or the
  * previous one, then counts it in the control page (rp_ctl_snap_done).
  *
+ * Checkpoints: unasked, every RANKPROF_CHECKPOINT_MS (1 s by default; 0:
+ * none) the thread writes the same file to the trace's name with
+ * RP_CTL_CKPT_SUFFIX, so that a process killed by SIGKILL (the OOM killer,
+ * a supervisor's timeout), which leaves its trace without statistics,
+ * leaves them as of its last checkpoint; the recorder removes it once the
+ * trace holds the final statistics (rp_direct_pub_saved,
+ * rp_direct_pub_shutdown).
+ *
  * Memory: the snapshot's merged table (bounded as a thread's, direct_int.h)
- * and the file image, both freed after each request; nothing is kept
- * between requests, and nothing runs when nobody asks.  The publisher is
- * not recorded (no table of its own, no waits).
+ * and the file image, both freed after each file; nothing is kept between
+ * them.  The publisher is not recorded (no table of its own, no waits).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +49,7 @@
 
 #define REQ_PUBLISH  1u
 #define REQ_SNAPSHOT 2u
+#define REQ_CKPT     4u /* (the period's, not a request) */
 
 static sem_t pub_sem;
 static _Atomic uint32_t pub_req;
@@ -52,14 +60,18 @@ static _Atomic int pub_ok; /* the thread runs (0 again: it ends) */
  * the shutdown never unmaps the control page under an answer. */
 static _Atomic int pub_busy;
 static char stats_path[64];
+static unsigned ckpt_ms;         /* RANKPROF_CHECKPOINT_MS; 0: none */
+static _Atomic int ckpt_written; /* a checkpoint file exists */
+static _Atomic int final_saved;  /* the trace holds the final statistics */
 
-/* Writes len bytes of p to path through path.tmp and a rename.  Returns 0
- * or -1 (errno set; the old file, if any, stays). */
-static int file_put(const char *path, const uint8_t *p, size_t len)
+/* Writes len bytes of p to path through path.tmp and a rename, created
+ * with mode (less the umask).  Returns 0 or -1 (errno set; the old file,
+ * if any, stays). */
+static int file_put(const char *path, const uint8_t *p, size_t len, mode_t mode)
 {
     char tmp[RP_CTL_PATH + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;
     if (rp_own_write_all(fd, p, len) < 0) {
@@ -76,7 +88,7 @@ static int file_put(const char *path, const uint8_t *p, size_t len)
 
 /* Builds the statistics file in memory and writes it to path.  Returns 0
  * or a negative RP_E* code (nothing written). */
-static int publish(const char *path)
+static int publish(const char *path, mode_t mode)
 {
     struct rp_out_sink k = {0};
     uint8_t hdr[RP_FILE_HDR_SIZE];
@@ -96,10 +108,43 @@ static int publish(const char *path)
     rp_out_end(0, 0, rp_ticks()); /* no exit flag: the process goes on */
     rp_out_sink = NULL;
     int rc = n < 0 ? (int)n : k.failed ? RP_ENOMEM : 0;
-    if (rc == 0 && file_put(path, k.p, k.len) < 0)
+    if (rc == 0 && file_put(path, k.p, k.len, mode) < 0)
         rc = RP_EIO;
     free(k.p);
     return rc;
+}
+
+/* The checkpoint's name: the trace's with RP_CTL_CKPT_SUFFIX. */
+static void ckpt_name(char *path, size_t n)
+{
+    snprintf(path, n, "%s%s", rp_rt.path, RP_CTL_CKPT_SUFFIX);
+}
+
+/* Waits for a request or until *next (CLOCK_REALTIME), then moves *next on
+ * by the period when it has come.  Returns REQ_CKPT then, else 0. */
+static uint32_t pub_wait(struct timespec *next)
+{
+    if (!ckpt_ms) {
+        while (sem_wait(&pub_sem) < 0 && errno == EINTR)
+            ;
+        return 0;
+    }
+    while (sem_timedwait(&pub_sem, next) < 0)
+        if (errno != EINTR) { /* ETIMEDOUT (or a deadline it refuses) */
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            do { /* (the next one to come: none is made up for) */
+                next->tv_sec += ckpt_ms / 1000;
+                next->tv_nsec += (long)(ckpt_ms % 1000) * 1000000;
+                if (next->tv_nsec >= 1000000000) {
+                    next->tv_sec++;
+                    next->tv_nsec -= 1000000000;
+                }
+            } while (next->tv_sec < now.tv_sec ||
+                     (next->tv_sec == now.tv_sec && next->tv_nsec <= now.tv_nsec));
+            return REQ_CKPT;
+        }
+    return 0;
 }
 
 static void *pub_main(void *arg)
@@ -108,12 +153,20 @@ static void *pub_main(void *arg)
     rp_is_writer = 1;       /* its waits are not the program's */
     rp_direct_unrecorded(); /* nor its events */
     rp_dsnap_open = 1;      /* the blocked threads' open frames end now */
+    struct timespec next;
+    clock_gettime(CLOCK_REALTIME, &next);
+    next.tv_sec += ckpt_ms / 1000;
+    next.tv_nsec += (long)(ckpt_ms % 1000) * 1000000;
+    if (next.tv_nsec >= 1000000000) {
+        next.tv_sec++;
+        next.tv_nsec -= 1000000000;
+    }
+    int ckpt_warned = 0;
     for (;;) {
-        while (sem_wait(&pub_sem) < 0 && errno == EINTR)
-            ;
+        uint32_t tick = pub_wait(&next);
         if (!atomic_load(&pub_ok)) /* (rp_direct_pub_retire) */
             break;
-        uint32_t req = atomic_exchange(&pub_req, 0);
+        uint32_t req = atomic_exchange(&pub_req, 0) | tick;
         if (!req)
             continue;
         atomic_store(&pub_busy, 1);
@@ -122,14 +175,22 @@ static void *pub_main(void *arg)
             break;
         }
         if (req & REQ_PUBLISH)
-            publish(stats_path);
+            publish(stats_path, 0600);
         if (req & REQ_SNAPSHOT) {
             char path[RP_CTL_PATH + 8];
             snprintf(path, sizeof path, "%s%s", rp_rt.path, RP_CTL_SNAP_SUFFIX);
-            if (publish(path) < 0)
+            if (publish(path, 0600) < 0)
                 rp_rt_warn("cannot write the snapshot %s", path, errno);
         }
-        rp_ctl_snap_done();
+        if (req & REQ_CKPT) {
+            char path[RP_CTL_PATH + 8];
+            ckpt_name(path, sizeof path);
+            atomic_store(&ckpt_written, 1); /* (before the file: the end removes it) */
+            if (publish(path, 0666) < 0 && !ckpt_warned++) /* (as the trace) */
+                rp_rt_warn("cannot write the checkpoint %s", path, errno);
+        }
+        if (req & (REQ_PUBLISH | REQ_SNAPSHOT))
+            rp_ctl_snap_done();
         atomic_store(&pub_busy, 0);
     }
     return NULL;
@@ -138,6 +199,15 @@ static void *pub_main(void *arg)
 RP_HIDDEN void rp_direct_pub_start(void)
 {
     snprintf(stats_path, sizeof stats_path, "%s/rankprof.%d.stats", RP_CTL_DIR, (int)getpid());
+    const char *e = getenv("RANKPROF_CHECKPOINT_MS");
+    char *end = NULL;
+    unsigned long ms = e && *e ? strtoul(e, &end, 10) : 1000;
+    if (end && (*end || ms > 3600000)) {
+        rp_rt_warn("RANKPROF_CHECKPOINT_MS=%s is not a number of ms up to 3600000; using 1000", e,
+                   0);
+        ms = 1000;
+    }
+    ckpt_ms = (unsigned)ms;
     if (sem_init(&pub_sem, 0, 0) < 0)
         return;
     pthread_attr_t a;
@@ -181,6 +251,16 @@ RP_HIDDEN void rp_direct_pub_shutdown(void)
     for (int i = 0; i < 2000 && atomic_load(&pub_busy); i++)
         nanosleep(&ms, NULL);
     unlink(stats_path);
+    if (atomic_load(&ckpt_written) && atomic_load(&final_saved) && !atomic_load(&rp_rt.failed)) {
+        char path[RP_CTL_PATH + 8];
+        ckpt_name(path, sizeof path);
+        unlink(path); /* the trace holds them now */
+    }
+}
+
+RP_HIDDEN void rp_direct_pub_saved(void)
+{
+    atomic_store(&final_saved, 1);
 }
 
 RP_HIDDEN void rp_direct_pub_atfork_child(void)

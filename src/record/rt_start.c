@@ -1017,6 +1017,8 @@ static void direct_finish(int print)
         rp_rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
     else
         rp_rt.events_written = (uint64_t)n;
+    if (n >= 0)
+        rp_direct_pub_saved(); /* (its checkpoint goes at the end, unless writing failed) */
     const char *pr = print ? getenv("RANKPROF_PRINT") : NULL;
     if (pr && *pr && strcmp(pr, "0") != 0)
         rp_direct_print(stderr, 1e9 / rp_rt.freq);

@@ -21,7 +21,11 @@
  * with a flight recorder (`ring` not 0), RP_CTL_SNAPSHOT writes the events
  * kept as a trace, to the trace's name with RP_CTL_SNAP_SUFFIX and the
  * number N of the snapshot (`snaps` after it: triggers write snapshots
- * too).
+ * too).  Unasked, the same thread writes the statistics every
+ * RANKPROF_CHECKPOINT_MS to the trace's name with RP_CTL_CKPT_SUFFIX, and the
+ * recorder removes that file once the trace itself holds the statistics: a
+ * checkpoint beside a direct-mode trace is what a process killed (SIGKILL)
+ * or still running left, which readers take instead of the trace.
  */
 #ifndef RP_TRACE_CONTROL_H
 #define RP_TRACE_CONTROL_H
@@ -34,6 +38,7 @@
 #define RP_CTL_PATH    4096
 
 #define RP_CTL_SNAP_SUFFIX ".snap"
+#define RP_CTL_CKPT_SUFFIX ".ckpt"
 
 enum {
     RP_CTL_TOGGLE = 0,
