@@ -120,6 +120,17 @@ static void ckpt_name(char *path, size_t n)
     snprintf(path, n, "%s%s", rp_rt.path, RP_CTL_CKPT_SUFFIX);
 }
 
+/* Moves t on by ms milliseconds.  Cannot fail. */
+static void ts_add_ms(struct timespec *t, unsigned ms)
+{
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long)(ms % 1000) * 1000000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000;
+    }
+}
+
 /* Waits for a request or until *next (CLOCK_REALTIME), then moves *next on
  * by the period when it has come.  Returns REQ_CKPT then, else 0. */
 static uint32_t pub_wait(struct timespec *next)
@@ -133,15 +144,10 @@ static uint32_t pub_wait(struct timespec *next)
         if (errno != EINTR) { /* ETIMEDOUT (or a deadline it refuses) */
             struct timespec now;
             clock_gettime(CLOCK_REALTIME, &now);
-            do { /* (the next one to come: none is made up for) */
-                next->tv_sec += ckpt_ms / 1000;
-                next->tv_nsec += (long)(ckpt_ms % 1000) * 1000000;
-                if (next->tv_nsec >= 1000000000) {
-                    next->tv_sec++;
-                    next->tv_nsec -= 1000000000;
-                }
-            } while (next->tv_sec < now.tv_sec ||
-                     (next->tv_sec == now.tv_sec && next->tv_nsec <= now.tv_nsec));
+            do /* (the next one to come: none is made up for) */
+                ts_add_ms(next, ckpt_ms);
+            while (next->tv_sec < now.tv_sec ||
+                   (next->tv_sec == now.tv_sec && next->tv_nsec <= now.tv_nsec));
             return REQ_CKPT;
         }
     return 0;
@@ -155,12 +161,7 @@ static void *pub_main(void *arg)
     rp_dsnap_open = 1;      /* the blocked threads' open frames end now */
     struct timespec next;
     clock_gettime(CLOCK_REALTIME, &next);
-    next.tv_sec += ckpt_ms / 1000;
-    next.tv_nsec += (long)(ckpt_ms % 1000) * 1000000;
-    if (next.tv_nsec >= 1000000000) {
-        next.tv_sec++;
-        next.tv_nsec -= 1000000000;
-    }
+    ts_add_ms(&next, ckpt_ms);
     int ckpt_warned = 0;
     for (;;) {
         uint32_t tick = pub_wait(&next);
