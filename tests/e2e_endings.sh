@@ -145,8 +145,10 @@ torn() {
     $TMO "$RANKPROF" record -o "$tmp/torn.data" -- "$PROGS/prog_endings" torn $N \
         >"$tmp/torn.out" 2>"$tmp/torn.err" || rc=$?
     [[ $rc -eq 5 ]] || fail "torn: exit $rc, expected 5: $(cat "$tmp/torn.err")"
+    # (between main's mark and its _exit the thread prints on: a few lines,
+    # 13 once under ASan on a loaded machine; while a flush ran, thousands)
     lines=$(grep -c '^torn$' "$tmp/torn.out" || true)
-    ((lines <= 3)) || fail "torn: the other thread went on while the flush ran: $lines lines"
+    ((lines <= 100)) || fail "torn: the other thread went on while the flush ran: $lines lines"
     check_trace torn "$tmp/torn.data" exit
 }
 if under_tsan; then # (ThreadSanitizer's own _exit lets the thread run on: ~900,000 lines unrecorded)
