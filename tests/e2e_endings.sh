@@ -284,7 +284,13 @@ c = {x["name"]: x["calls"] for x in r["nodes"]}
 if c.get("work") != n or c.get("leaf") != 2 * n or r["lost_events"]:
     sys.exit(f"e2e_endings: checkpoint: work {c.get('work')}, leaf {c.get('leaf')}, "
              f"lost {r['lost_events']}: expected {n}, {2 * n}, 0")
+if not r.get("checkpoint") or not r.get("running"):
+    sys.exit(f"e2e_endings: checkpoint: the JSON's checkpoint {r.get('checkpoint')}, running "
+             f"{r.get('running')}: expected true, true")
 PY
+        $TMO "$RANKPROF" report -i "$tmp/$name.data" 2>/dev/null |
+            grep -q "^run: killed, or still running (its recorder's last checkpoint" ||
+            fail "$name: the table's run line does not say it is a checkpoint"
         note "direct mode, SIGKILL: all $N calls from the checkpoint: ok"
     else
         [[ ! -e $tmp/$name.data.ckpt ]] || fail "$name: the checkpoint stayed after the end"

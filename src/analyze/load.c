@@ -280,6 +280,8 @@ static int read_info(struct rp_profile *p, const struct rp_chunk *c, char *err, 
                     p->offcpu_err[i] = '?';
         } else if (KEY("running")) { /* direct mode's statistics so far (top) */
             p->running = info_u64(val, vlen) != 0;
+        } else if (KEY("checkpoint")) { /* ... written unasked, against SIGKILL */
+            p->checkpoint = info_u64(val, vlen) != 0;
         } else if (KEY("fatal_tid")) { /* the thread a fatal signal hit */
             uint64_t x = info_u64(val, vlen);
             p->fatal_tid = (uint32_t)(x > UINT32_MAX ? 0 : x);

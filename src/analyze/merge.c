@@ -580,6 +580,7 @@ int rp_merge_fold(struct rp_profile *p)
     q.ring_triggers_skipped = p->ring_triggers_skipped;
     q.throttle_sample = p->throttle_sample;
     q.running = p->running;
+    q.checkpoint = p->checkpoint;
     q.defs_only = p->defs_only;
     q.fatal_tid = p->fatal_tid;
     q.fatal_depth = p->fatal_depth;

@@ -499,6 +499,10 @@ struct rp_profile {
      * `rankprof ctl PID snapshot`): the calls open in a waiting thread end at
      * the snapshot, those of a running one are not counted yet. */
     int running;
+    /* ... and written unasked, as the recorder's checkpoint (INFO
+     * checkpoint: OUT.ckpt, read in place of a trace its process left
+     * without statistics, killed or still running). */
+    int checkpoint;
     /* The thread a fatal signal was delivered to (INFO fatal_tid; 0: none) and
      * its frames open then, outermost first: the innermost RP_FATAL_FRAMES of
      * fatal_depth (node indices). */

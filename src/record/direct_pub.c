@@ -86,9 +86,10 @@ static int file_put(const char *path, const uint8_t *p, size_t len, mode_t mode)
     return 0;
 }
 
-/* Builds the statistics file in memory and writes it to path.  Returns 0
- * or a negative RP_E* code (nothing written). */
-static int publish(const char *path, mode_t mode)
+/* Builds the statistics file in memory and writes it to path (a
+ * checkpoint's: INFO checkpoint too).  Returns 0 or a negative RP_E* code
+ * (nothing written). */
+static int publish(const char *path, mode_t mode, int ckpt)
 {
     struct rp_out_sink k = {0};
     uint8_t hdr[RP_FILE_HDR_SIZE];
@@ -100,6 +101,8 @@ static int publish(const char *path, mode_t mode)
     uint8_t info[32];
     size_t ilen = 0;
     rp_info_put(info, sizeof info, &ilen, "running", "1", 1);
+    if (ckpt)
+        rp_info_put(info, sizeof info, &ilen, "checkpoint", "1", 1);
     rp_out_chunk(RP_CH_INFO, info, ilen);
     int64_t n = rp_direct_write(rp_out_chunk);
     rp_funcs_write(rp_out_chunk, 0);
@@ -176,18 +179,18 @@ static void *pub_main(void *arg)
             break;
         }
         if (req & REQ_PUBLISH)
-            publish(stats_path, 0600);
+            publish(stats_path, 0600, 0);
         if (req & REQ_SNAPSHOT) {
             char path[RP_CTL_PATH + 8];
             snprintf(path, sizeof path, "%s%s", rp_rt.path, RP_CTL_SNAP_SUFFIX);
-            if (publish(path, 0600) < 0)
+            if (publish(path, 0600, 0) < 0)
                 rp_rt_warn("cannot write the snapshot %s", path, errno);
         }
         if (req & REQ_CKPT) {
             char path[RP_CTL_PATH + 8];
             ckpt_name(path, sizeof path);
             atomic_store(&ckpt_written, 1); /* (before the file: the end removes it) */
-            if (publish(path, 0666) < 0 && !ckpt_warned++) /* (as the trace) */
+            if (publish(path, 0666, 1) < 0 && !ckpt_warned++) /* (as the trace) */
                 rp_rt_warn("cannot write the checkpoint %s", path, errno);
         }
         if (req & (REQ_PUBLISH | REQ_SNAPSHOT))

@@ -291,6 +291,8 @@ static void put_run(FILE *out, const struct rp_profile *p)
     }
     if (p->running) /* statistics of a running process (top, ctl snapshot) */
         fputs(",\n  \"running\": true", out);
+    if (p->checkpoint) /* ... written unasked (OUT.ckpt) */
+        fputs(",\n  \"checkpoint\": true", out);
     if (p->ring_size) { /* a flight recorder's trace (record --ring) */
         fprintf(out,
                 ",\n  \"ring\": {\"size\": %" PRIu64 ", \"dropped\": %" PRIu64

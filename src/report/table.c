@@ -369,7 +369,11 @@ static void put_header(FILE *out, const struct rp_profile *p, const struct rp_re
                 p->fatal_depth > p->fatal_n ? "... " : "", line,
                 p->fatal_depth > p->fatal_n ? " (innermost frames)" : "");
     }
-    if (how == 1)
+    if (how == 1 && p->checkpoint)
+        fputs("run: killed, or still running (its recorder's last checkpoint: the statistics as "
+              "of then; the calls open then end there)\n",
+              out);
+    else if (how == 1)
         fputs("run: still running (the statistics so far; the calls open in a waiting thread end "
               "now)\n",
               out);
