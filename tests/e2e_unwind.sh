@@ -154,6 +154,40 @@ segv() {
 }
 scenario segv segv
 
+# the same in direct mode: the fatal signal's handler writes the
+# statistics, its four open frames cut, and where the signal hit the
+# thread (STATS FATAL), as trace mode's report says it
+direct_segv() {
+    local rc=0
+    "$RANKPROF" record --mode direct -o "$tmp/dsegv.data" -- "$PROGS/prog_unwind" segv $N \
+        >/dev/null 2>"$tmp/dsegv.err" || rc=$?
+    [[ -n "$san" || $rc -eq 139 ]] || fail "direct segv: record exited $rc"
+    "$RANKPROF" report -i "$tmp/dsegv.data" --format json >"$tmp/dsegv.json" 2>/dev/null ||
+        fail "direct segv: report failed"
+    python3 - "$tmp/dsegv.json" "$N" <<'PY' || fail "direct segv: wrong report"
+import json, sys
+r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+frames = ["main", "deep1", "deep2", "deep3"]
+bad = []
+if r.get("fatal_stack") != frames or r.get("fatal_depth") != 4:
+    bad.append(f"fatal_stack {r.get('fatal_stack')} of depth {r.get('fatal_depth')}: "
+               f"expected {frames} of 4")
+cut = {x["name"]: x["cut"] for x in r["nodes"] if x["cut"]}
+if cut != {f: 1 for f in frames} or r["cut"] != 4:
+    bad.append(f"cut {cut}, in all {r['cut']}: expected 1 for each of {frames}, 4")
+leaf = sum(x["calls"] for x in r["nodes"] if x["name"] == "leaf")
+if leaf != n + 3:
+    bad.append(f"leaf {leaf} calls, expected {n + 3}")
+for b in bad:
+    print(f"e2e_unwind: direct segv: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    "$RANKPROF" report -i "$tmp/dsegv.data" 2>/dev/null |
+        grep -q "at the signal, thread .* was in: main -> deep1 -> deep2 -> deep3" ||
+        fail "direct segv: the table does not say where the signal hit"
+}
+scenario direct_segv direct_segv
+
 # direct mode ends the frames open at a thread's end and on the thread that
 # calls exit() the same way, and the frames a longjmp or siglongjmp leaves
 # where it lands: the calls after the landing are the landing function's

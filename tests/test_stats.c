@@ -126,15 +126,29 @@ static uint8_t *ends_rec(uint8_t *q, uint32_t tid, uint64_t unwound, uint64_t cu
     return b + RP_STATS_ENDS_LEN;
 }
 
+/* A FATAL record: thread tid was in ids[0..n) (outermost first) of depth. */
+static uint8_t *fatal_rec(uint8_t *q, uint32_t tid, uint32_t depth, const uint32_t *ids, uint32_t n)
+{
+    uint8_t *b = rec(q, RP_STATS_FATAL, RP_STATS_FATAL_LEN + 4 * n);
+    rp_put32(b, tid);
+    rp_put32(b + 4, depth);
+    rp_put32(b + 8, n);
+    rp_put32(b + 12, 0);
+    for (uint32_t i = 0; i < n; i++)
+        rp_put32(b + 16 + 4 * i, ids[i]);
+    return b + RP_STATS_FATAL_LEN + 4 * n;
+}
+
 /* Offsets (in the file) of the records of the second STATS chunk: node 2's,
- * the edge, node 2's CUT, thread 7's ENDS (each right after the one
- * before). */
-static size_t off_node2, off_edge, off_cut, off_ends;
+ * the edge, node 2's CUT, thread 7's ENDS, its FATAL (each right after the
+ * one before). */
+static size_t off_node2, off_edge, off_cut, off_ends, off_fatal;
 
 /*
  * The file: ids 1 (func "outer") and 2 (point "work"); thread 7; node 2
  * has durations {10, 20, 30} in chunk one and {40, 50} in chunk two, 2 of
- * its 5 calls cut; thread 7 has 3 spans unwound and 1 cut.
+ * its 5 calls cut; thread 7 has 3 spans unwound and 1 cut, and a fatal
+ * signal hit it 5 frames deep, in 1 -> 2 innermost.
  * corrupt(b) may damage the record bytes before they are checksummed.
  */
 static void build(void (*corrupt)(uint8_t *rec2, uint8_t *edge))
@@ -179,6 +193,9 @@ static void build(void (*corrupt)(uint8_t *rec2, uint8_t *edge))
     q = cut_rec(q, 2, 2);
     off_ends = off_node2 + (size_t)(q - p);
     q = ends_rec(q, 7, 3, 1);
+    off_fatal = off_node2 + (size_t)(q - p);
+    static const uint32_t hit[] = {1, 2};
+    q = fatal_rec(q, 7, 5, hit, 2);
     if (corrupt)
         corrupt(p, p + (off_edge - off_node2));
     chunk(RP_CH_STATS, p, (size_t)(q - p));
@@ -240,6 +257,10 @@ static void test_load(void)
     CHECK_EQ(p.threads[0].cut, 1);
     CHECK_EQ(p.unwound, 3);
     CHECK_EQ(p.cut, 1);
+    CHECK_EQ(p.fatal_tid, 7);
+    CHECK_EQ(p.fatal_depth, 5);
+    CHECK_EQ(p.fatal_n, 2);
+    CHECK(p.fatal_stack[0] == 1 && p.fatal_stack[1] == 2);
     rp_profile_free(&p);
 }
 
@@ -311,10 +332,22 @@ static void bad_ends_len(uint8_t *n, uint8_t *e)
 {
     (void)n, rp_put32(cut_at(e) + 8 + RP_STATS_CUT_LEN + 4, 16);
 }
+static uint8_t *fatal_at(uint8_t *e)
+{
+    return cut_at(e) + 8 + RP_STATS_CUT_LEN + 8 + RP_STATS_ENDS_LEN;
+}
+static void bad_fatal_depth(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(fatal_at(e) + 8 + 4, 1); /* 2 frames of 1 */
+}
+static void bad_fatal_id(uint8_t *n, uint8_t *e)
+{
+    (void)n, rp_put32(fatal_at(e) + 8 + 20, 9);
+}
 
 static void test_damage(void)
 {
-    enum { NODE, EDGE, CUT, ENDS };
+    enum { NODE, EDGE, CUT, ENDS, FATAL };
     static const struct {
         void (*fn)(uint8_t *, uint8_t *);
         int at; /* the bad record */
@@ -327,7 +360,8 @@ static void test_damage(void)
         {bad_nan, NODE, "negative or NaN"},   {bad_callee, EDGE, "not defined"},
         {bad_emax, EDGE, "max over"},         {bad_cut_many, CUT, "more calls cut"},
         {bad_cut_id, CUT, "not defined"},     {bad_ends_tid, ENDS, "no THREAD chunk"},
-        {bad_ends_len, ENDS, "wrong length"},
+        {bad_ends_len, ENDS, "wrong length"}, {bad_fatal_depth, FATAL, "than its depth"},
+        {bad_fatal_id, FATAL, "not defined"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rp_profile p = {0};
@@ -339,7 +373,8 @@ static void test_damage(void)
                  cases[i].at == NODE   ? off_node2
                  : cases[i].at == EDGE ? off_edge
                  : cases[i].at == CUT  ? off_cut
-                                       : off_ends);
+                 : cases[i].at == ENDS ? off_ends
+                                       : off_fatal);
         if (!strstr(err, want) || !strstr(err, cases[i].why)) {
             fprintf(stderr, "case %zu: error '%s' lacks '%s' or '%s'\n", i, err, want,
                     cases[i].why);

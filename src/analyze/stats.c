@@ -215,6 +215,32 @@ static int read_cut_rec(struct rp_profile *p, const uint8_t *q, const char **why
     return 0;
 }
 
+/* A FATAL record at q (len bytes): where the thread a fatal signal hit
+ * was, its innermost frames by id.  RP_EFORMAT with *why. */
+static int read_fatal_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, const char **why)
+{
+    uint32_t tid = rp_get32(q), depth = rp_get32(q + 4), n = rp_get32(q + 8);
+    if (n > RP_STATS_FATAL_MAX || len != RP_STATS_FATAL_LEN + 4 * n)
+        return *why = "wrong length", RP_EFORMAT;
+    if (n > depth)
+        return *why = "more frames than its depth", RP_EFORMAT;
+    int known = 0;
+    for (uint32_t i = 0; i < p->n_threads && !known; i++)
+        known = p->threads[i].tid == tid;
+    if (!known)
+        return *why = "a thread no THREAD chunk announced", RP_EFORMAT;
+    for (uint32_t k = 0; k < n; k++)
+        if (!defined(p, rp_get32(q + 16 + 4 * k)))
+            return *why = "id not defined by a DEFS chunk", RP_EFORMAT;
+    _Static_assert(RP_STATS_FATAL_MAX <= RP_FATAL_FRAMES, "a FATAL record fits the profile");
+    p->fatal_tid = tid;
+    p->fatal_depth = depth;
+    p->fatal_n = n;
+    for (uint32_t k = 0; k < n; k++)
+        p->fatal_stack[k] = rp_get32(q + 16 + 4 * k);
+    return 0;
+}
+
 /* Says once, among the profile's warnings, that --thread cannot split
  * direct-mode statistics. */
 static void warn_thread_filter(struct rp_profile *p)
@@ -286,6 +312,10 @@ int rp_stats_read(struct rp_profile *p, struct rp_emap *em, const struct rp_chun
         case RP_STATS_CUT:
             rc = len == RP_STATS_CUT_LEN ? read_cut_rec(p, body, &why)
                                          : (why = "wrong length", RP_EFORMAT);
+            break;
+        case RP_STATS_FATAL:
+            rc = len >= RP_STATS_FATAL_LEN ? read_fatal_rec(p, body, len, &why)
+                                           : (why = "wrong length", RP_EFORMAT);
             break;
         default:
             break; /* a newer record type: skipped */

@@ -64,13 +64,15 @@ RP_HIDDEN extern uint64_t (*rp_direct_start_of)(uint64_t pc);
 /*
  * At exit, on the exiting thread: applies its pending events and ends the
  * spans still open on it (main, after exit() from deep frames) with their
- * time, as a thread that ends does; the snapshots it then takes end the
+ * time, as a thread that ends does (with `fatal`, on the thread a fatal
+ * signal hit, noting them first for the STATS FATAL record: where it was
+ * hit); the snapshots it then takes end the
  * open frames the other threads published (a blocked thread's, a running
  * thread's as of its engine's last run) there too, counted as cut, as
  * trace mode ends every thread's frames at the end.  The other threads'
  * tables are not touched.  Cannot fail.
  */
-RP_HIDDEN void rp_direct_exit_self(void);
+RP_HIDDEN void rp_direct_exit_self(int fatal);
 
 /* What a merged snapshot says about one id (tests, and the printed table). */
 struct rp_dview {

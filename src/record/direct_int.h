@@ -370,4 +370,14 @@ RP_HIDDEN extern __thread int rp_dsnap_open;
 /* Frees a snapshot.  Cannot fail. */
 RP_HIDDEN void rp_dsnap_free(struct snap *s);
 
+/* The frames open on the thread a fatal signal hit (rp_direct_exit_self),
+ * for the STATS FATAL record: their keys, the innermost n of depth,
+ * outermost first, and the thread's stream id.  Written once, by that
+ * thread, before the statistics; n 0: none. */
+struct dfatal {
+    uint64_t keys[RP_STATS_FATAL_MAX];
+    uint32_t n, depth, tid;
+};
+RP_HIDDEN extern struct dfatal rp_dfatal;
+
 #endif /* RP_RECORD_DIRECT_INT_H */

@@ -211,6 +211,29 @@ static void put_cut(struct sbuf *b, uint32_t id, const struct dstat *s)
     rp_put64(q + 16, cut);
 }
 
+/* The FATAL record (rp_dfatal), its frames by their ids in the snapshot
+ * (those without one left out). */
+static void put_fatal(struct sbuf *b, const struct dtable *t, const uint32_t *ids)
+{
+    uint32_t fid[RP_STATS_FATAL_MAX], n = 0;
+    for (uint32_t i = 0; i < rp_dfatal.n && i < RP_STATS_FATAL_MAX; i++) {
+        uint32_t x = t->icap ? idx_find(t->idx, t->icap, rp_dfatal.keys[i]) : 0;
+        if (x && x < t->n && ids[x])
+            fid[n++] = ids[x];
+    }
+    if (!n)
+        return;
+    uint8_t *q = sb_room(b, 8 + RP_STATS_FATAL_LEN + 4 * n);
+    rp_put32(q, RP_STATS_FATAL);
+    rp_put32(q + 4, RP_STATS_FATAL_LEN + 4 * n);
+    rp_put32(q + 8, rp_dfatal.tid);
+    rp_put32(q + 12, rp_dfatal.depth);
+    rp_put32(q + 16, n);
+    rp_put32(q + 20, 0);
+    for (uint32_t i = 0; i < n; i++)
+        rp_put32(q + 24 + 4 * i, fid[i]);
+}
+
 static uint64_t dbits(double v)
 {
     uint64_t u;
@@ -371,6 +394,7 @@ RP_HIDDEN int64_t rp_direct_write(rp_direct_out_fn out)
         put_cut(&b, ids[i], st);
         put_outside(&b, ids[i], st);
     }
+    put_fatal(&b, &s.tab, ids);
     for (uint32_t i = 0; i < s.tab.nedges; i++) {
         struct dedge *ed = edge_at(&s.tab, i);
         uint32_t caller = (uint32_t)(ed->key >> 32), callee = (uint32_t)ed->key;

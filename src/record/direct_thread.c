@@ -161,8 +161,29 @@ RP_HIDDEN void rp_direct_unrecorded(void)
     dgone = 1;
 }
 
-RP_HIDDEN void rp_direct_exit_self(void)
+RP_HIDDEN struct dfatal rp_dfatal;
+
+/* Notes the calling thread's open frames in rp_dfatal (its batch applied
+ * first).  Not from inside the recorder's engine: its stack is changing. */
+static void fatal_note(void)
 {
+    struct rp_dthread *d = dself;
+    drain_self();
+    if (!d || d->tb.guard || d->over)
+        return;
+    uint32_t depth = (uint32_t)(d->top - d->stack);
+    uint32_t n = depth < RP_STATS_FATAL_MAX ? depth : RP_STATS_FATAL_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        rp_dfatal.keys[i] = d->stack[depth - n + i + 1].key;
+    rp_dfatal.depth = depth;
+    rp_dfatal.tid = d->tid;
+    rp_dfatal.n = n;
+}
+
+RP_HIDDEN void rp_direct_exit_self(int fatal)
+{
+    if (fatal)
+        fatal_note();
     close_self();
     rp_dsnap_open = 1; /* and the other threads' open frames end now */
 }

@@ -208,7 +208,7 @@ static int fatal_flush_sync(int sig)
     return 0;
 }
 
-static void direct_finish(int print);
+static void direct_finish(int fatal);
 
 /*
  * Direct mode's part of a fatal signal, on the thread it hit first (direct
@@ -224,7 +224,7 @@ static void direct_finish(int print);
 static void direct_fatal_write(int sig)
 {
     atomic_store(&rp_rt.stopped, 1);
-    direct_finish(0);
+    direct_finish(1);
     rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
     rp_out_end_info(0);
     rp_out_maps();
@@ -1007,11 +1007,12 @@ static int rt_start(void)
     return 0;
 }
 
-/* Direct mode's result: THREAD, DEFS and STATS chunks, and with `print`
- * the printed table when RANKPROF_PRINT is set. */
-static void direct_finish(int print)
+/* Direct mode's result: THREAD, DEFS and STATS chunks (with `fatal`, on
+ * the thread a fatal signal hit, where it was), and but in a fatal
+ * signal's handler the printed table when RANKPROF_PRINT is set. */
+static void direct_finish(int fatal)
 {
-    rp_direct_exit_self(); /* main's frames, after exit() from deep down */
+    rp_direct_exit_self(fatal); /* main's frames, after exit() from deep down */
     int64_t n = rp_direct_write(rp_out_chunk);
     if (n < 0)
         rp_rt_warn("direct mode: %s; the statistics are not saved", rp_strerror((int)n), 0);
@@ -1019,7 +1020,7 @@ static void direct_finish(int print)
         rp_rt.events_written = (uint64_t)n;
     if (n >= 0)
         rp_direct_pub_saved(); /* (its checkpoint goes at the end, unless writing failed) */
-    const char *pr = print ? getenv("RANKPROF_PRINT") : NULL;
+    const char *pr = !fatal ? getenv("RANKPROF_PRINT") : NULL;
     if (pr && *pr && strcmp(pr, "0") != 0)
         rp_direct_print(stderr, 1e9 / rp_rt.freq);
 }
@@ -1154,7 +1155,7 @@ static void shutdown_run(uint64_t end_ticks)
         rp_own_unlock(&rp_rt.lock);
     }
     if (rp_rt.direct)
-        direct_finish(1);
+        direct_finish(0);
     rp_funcs_write(rp_out_chunk, 0); /* throttled functions' call counts */
     rp_out_end_info(1);
     rp_out_maps();

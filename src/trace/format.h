@@ -344,6 +344,10 @@ enum rp_class {
  *   CUT     u32 id, u32 0, u64 cut: how many of the id's calls (its NODE
  *           records before) ended without their exit (an older reader
  *           skips it)
+ *   FATAL   u32 thread id, u32 depth, u32 n, u32 0, then n x u32 id: the
+ *           frames open on the thread a fatal signal hit, the innermost n
+ *           (at most RP_STATS_FATAL_MAX) of depth, outermost first (an
+ *           older reader skips it)
  * Ids are those of the DEFS chunks before it; a file may hold several
  * STATS chunks, whose records add up.
  */
@@ -354,6 +358,7 @@ enum rp_stats_tag {
     RP_STATS_OUTSIDE = 4,
     RP_STATS_ENDS = 5,
     RP_STATS_CUT = 6,
+    RP_STATS_FATAL = 7,
 };
 #define RP_STATS_THREAD_LEN  56
 #define RP_STATS_NODE_LEN    96 /* without the buckets */
@@ -361,5 +366,7 @@ enum rp_stats_tag {
 #define RP_STATS_OUTSIDE_LEN 24
 #define RP_STATS_ENDS_LEN    24
 #define RP_STATS_CUT_LEN     16
+#define RP_STATS_FATAL_LEN   16 /* without the ids */
+#define RP_STATS_FATAL_MAX   64
 
 #endif /* RP_TRACE_FORMAT_H */
