@@ -1007,9 +1007,10 @@ static int rt_start(void)
     return 0;
 }
 
-/* Direct mode's result: THREAD, DEFS and STATS chunks (with `fatal`, on
- * the thread a fatal signal hit, where it was), and but in a fatal
- * signal's handler the printed table when RANKPROF_PRINT is set. */
+/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
+ * table when RANKPROF_PRINT is set.  With `fatal` (a fatal signal's
+ * handler, on the thread the signal hit): also where that thread was, and
+ * no table (stdio is no handler's). */
 static void direct_finish(int fatal)
 {
     rp_direct_exit_self(fatal); /* main's frames, after exit() from deep down */
