@@ -211,7 +211,7 @@ RP_HIDDEN void rp_direct_pub_start(void)
                    0);
         ms = 1000;
     }
-    ckpt_ms = (unsigned)ms;
+    ckpt_ms = rp_rt.out_file ? (unsigned)ms : 0; /* (beside a file, not a pipe or device) */
     if (sem_init(&pub_sem, 0, 0) < 0)
         return;
     pthread_attr_t a;
