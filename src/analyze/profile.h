@@ -496,8 +496,8 @@ struct rp_profile {
      * of their first calls and that sample. */
     uint32_t throttle_sample;
     /* Statistics of a process still running (INFO running: `rankprof top`,
-     * `rankprof ctl PID snapshot`): the calls open in a waiting thread end at
-     * the snapshot, those of a running one are not counted yet. */
+     * `rankprof ctl PID snapshot`): the calls open in a thread end at the
+     * snapshot (a running thread's as of its engine's last run), cut. */
     int running;
     /* ... and written unasked, as the recorder's checkpoint (INFO
      * checkpoint: OUT.ckpt, read in place of a trace its process left
