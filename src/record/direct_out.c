@@ -171,12 +171,33 @@ static uint8_t *sb_room(struct sbuf *b, size_t n)
     return q;
 }
 
+/* Room for a record of tag with a len-byte body, its header written
+ * (trace-format.md 4.9).  Returns the body. */
+static uint8_t *sb_rec(struct sbuf *b, uint32_t tag, uint32_t len)
+{
+    uint8_t *q = sb_room(b, 8 + len);
+    rp_put32(q, tag);
+    rp_put32(q + 4, len);
+    return q + 8;
+}
+
+/* A record of tag whose body is u32 x, u32 0, then the n u64 values v
+ * (ENDS, CUT, OUTSIDE). */
+_Static_assert(RP_STATS_ENDS_LEN == 8 + 8 * 2 && RP_STATS_CUT_LEN == 8 + 8 * 1 &&
+                   RP_STATS_OUTSIDE_LEN == 8 + 8 * 2,
+               "ENDS, CUT and OUTSIDE: u32, u32 0 and u64s (put_x64)");
+static void put_x64(struct sbuf *b, uint32_t tag, uint32_t x, const uint64_t *v, unsigned n)
+{
+    uint8_t *q = sb_rec(b, tag, 8 + 8 * n);
+    rp_put32(q, x);
+    rp_put32(q + 4, 0);
+    for (unsigned i = 0; i < n; i++)
+        rp_put64(q + 8 + 8 * i, v[i]);
+}
+
 static void put_thread(struct sbuf *b, const struct tsum *t)
 {
-    uint8_t *q = sb_room(b, 8 + RP_STATS_THREAD_LEN);
-    rp_put32(q, RP_STATS_THREAD);
-    rp_put32(q + 4, RP_STATS_THREAD_LEN);
-    q += 8;
+    uint8_t *q = sb_rec(b, RP_STATS_THREAD, RP_STATS_THREAD_LEN);
     rp_put32(q, t->tid);
     rp_put32(q + 4, 0);
     rp_put64(q + 8, t->first);
@@ -185,15 +206,8 @@ static void put_thread(struct sbuf *b, const struct tsum *t)
     rp_put64(q + 32, t->unmatched);
     rp_put64(q + 40, t->unclosed);
     rp_put64(q + 48, t->dropped);
-    if (!t->unwound && !t->cut)
-        return;
-    q = sb_room(b, 8 + RP_STATS_ENDS_LEN);
-    rp_put32(q, RP_STATS_ENDS);
-    rp_put32(q + 4, RP_STATS_ENDS_LEN);
-    rp_put32(q + 8, t->tid);
-    rp_put32(q + 12, 0);
-    rp_put64(q + 16, t->unwound);
-    rp_put64(q + 24, t->cut);
+    if (t->unwound || t->cut)
+        put_x64(b, RP_STATS_ENDS, t->tid, (const uint64_t[]){t->unwound, t->cut}, 2);
 }
 
 /* The CUT record of id, after its NODE record: not more than its calls (a
@@ -201,14 +215,8 @@ static void put_thread(struct sbuf *b, const struct tsum *t)
 static void put_cut(struct sbuf *b, uint32_t id, const struct dstat *s)
 {
     uint64_t cut = s->cut < s->calls ? s->cut : s->calls;
-    if (!cut)
-        return;
-    uint8_t *q = sb_room(b, 8 + RP_STATS_CUT_LEN);
-    rp_put32(q, RP_STATS_CUT);
-    rp_put32(q + 4, RP_STATS_CUT_LEN);
-    rp_put32(q + 8, id);
-    rp_put32(q + 12, 0);
-    rp_put64(q + 16, cut);
+    if (cut)
+        put_x64(b, RP_STATS_CUT, id, &cut, 1);
 }
 
 /* The FATAL record (rp_dfatal), its frames by their ids in the snapshot
@@ -223,15 +231,13 @@ static void put_fatal(struct sbuf *b, const struct dtable *t, const uint32_t *id
     }
     if (!n)
         return;
-    uint8_t *q = sb_room(b, 8 + RP_STATS_FATAL_LEN + 4 * n);
-    rp_put32(q, RP_STATS_FATAL);
-    rp_put32(q + 4, RP_STATS_FATAL_LEN + 4 * n);
-    rp_put32(q + 8, rp_dfatal.tid);
-    rp_put32(q + 12, rp_dfatal.depth);
-    rp_put32(q + 16, n);
-    rp_put32(q + 20, 0);
+    uint8_t *q = sb_rec(b, RP_STATS_FATAL, RP_STATS_FATAL_LEN + 4 * n);
+    rp_put32(q, rp_dfatal.tid);
+    rp_put32(q + 4, rp_dfatal.depth);
+    rp_put32(q + 8, n);
+    rp_put32(q + 12, 0);
     for (uint32_t i = 0; i < n; i++)
-        rp_put32(q + 24 + 4 * i, fid[i]);
+        rp_put32(q + 16 + 4 * i, fid[i]);
 }
 
 static uint64_t dbits(double v)
@@ -248,10 +254,7 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
     for (unsigned i = 0; i < RP_HIST_BUCKETS; i++)
         nb += counts[i] != 0;
     uint32_t len = RP_STATS_NODE_LEN + nb * 8;
-    uint8_t *q = sb_room(b, 8 + len);
-    rp_put32(q, RP_STATS_NODE);
-    rp_put32(q + 4, len);
-    q += 8;
+    uint8_t *q = sb_rec(b, RP_STATS_NODE, len);
     rp_put32(q, id);
     rp_put32(q + 4, nb);
     double mean, m2;
@@ -286,24 +289,13 @@ static void put_node(struct sbuf *b, uint32_t id, const struct dtable *t, const 
 static void put_outside(struct sbuf *b, uint32_t id, const struct dstat *s)
 {
     uint64_t calls = LD(s->ocalls), ticks = LD(s->oticks);
-    if (!calls)
-        return;
-    uint8_t *q = sb_room(b, 8 + RP_STATS_OUTSIDE_LEN);
-    rp_put32(q, RP_STATS_OUTSIDE);
-    rp_put32(q + 4, RP_STATS_OUTSIDE_LEN);
-    q += 8;
-    rp_put32(q, id);
-    rp_put32(q + 4, 0);
-    rp_put64(q + 8, calls);
-    rp_put64(q + 16, ticks);
+    if (calls)
+        put_x64(b, RP_STATS_OUTSIDE, id, (const uint64_t[]){calls, ticks}, 2);
 }
 
 static void put_edge(struct sbuf *b, uint32_t caller, uint32_t callee, const struct dedge *e)
 {
-    uint8_t *q = sb_room(b, 8 + RP_STATS_EDGE_LEN);
-    rp_put32(q, RP_STATS_EDGE);
-    rp_put32(q + 4, RP_STATS_EDGE_LEN);
-    q += 8;
+    uint8_t *q = sb_rec(b, RP_STATS_EDGE, RP_STATS_EDGE_LEN);
     rp_put32(q, caller);
     rp_put32(q + 4, callee);
     rp_put64(q + 8, e->calls);
