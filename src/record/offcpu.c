@@ -416,6 +416,25 @@ static int sw_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The record of r at *tail, below head: its header in *h, its first bytes
+ * (at most 64) in rec, *n of them; *tail moved past it.  Returns 0 at head
+ * or at a record that is not whole.  Cannot fail. */
+static int ring_next(const struct ring *r, uint64_t *tail, uint64_t head,
+                     struct perf_event_header *h, uint8_t rec[64], size_t *n)
+{
+    if (*tail + sizeof(*h) > head)
+        return 0;
+    for (size_t i = 0; i < sizeof(*h); i++)
+        ((uint8_t *)h)[i] = r->data[(*tail + i) & (r->size - 1)];
+    if (h->size < sizeof(*h) || *tail + h->size > head)
+        return 0;
+    *n = h->size < 64 ? h->size : 64;
+    for (size_t i = 0; i < *n; i++)
+        rec[i] = r->data[(*tail + i) & (r->size - 1)];
+    *tail += h->size;
+    return 1;
+}
+
 /* Reads one ring's new records into off.sw.  Out of memory: the records
  * stay in the ring for the next poll (or are overwritten: counted lost). */
 static void ring_read(struct ring *r, uint32_t *seq)
@@ -423,17 +442,10 @@ static void ring_read(struct ring *r, uint32_t *seq)
     /* acquire: the records below data_head are complete (perf ABI) */
     uint64_t head = __atomic_load_n(&r->pg->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = r->pg->data_tail;
-    while (tail + sizeof(struct perf_event_header) <= head) {
-        uint8_t rec[64];
-        struct perf_event_header h;
-        for (size_t i = 0; i < sizeof(h); i++)
-            ((uint8_t *)&h)[i] = r->data[(tail + i) & (r->size - 1)];
-        if (h.size < sizeof(h) || tail + h.size > head)
-            break;
-        size_t n = h.size < sizeof(rec) ? h.size : sizeof(rec);
-        for (size_t i = 0; i < n; i++)
-            rec[i] = r->data[(tail + i) & (r->size - 1)];
-        tail += h.size;
+    uint8_t rec[64];
+    struct perf_event_header h;
+    size_t n;
+    while (ring_next(r, &tail, head, &h, rec, &n)) {
         if (h.type == PERF_RECORD_LOST && n >= 24) {
             uint64_t lost;
             memcpy(&lost, rec + 16, 8);
@@ -570,23 +582,15 @@ static void end_drain_locked(void)
     for (unsigned i = 0; i < off.nrings; i++) {
         struct ring *r = &off.rings[i];
         uint64_t head = __atomic_load_n(&r->pg->data_head, __ATOMIC_ACQUIRE); /* (ring_read) */
-        uint64_t tail = r->pg->data_tail;
-        while (tail + sizeof(struct perf_event_header) <= head) {
-            struct perf_event_header h;
-            for (size_t k = 0; k < sizeof(h); k++)
-                ((uint8_t *)&h)[k] = r->data[(tail + k) & (r->size - 1)];
-            if (h.size < sizeof(h) || tail + h.size > head)
-                break;
-            if (h.type == PERF_RECORD_LOST && h.size >= 24) {
-                uint8_t b[8]; /* (host order, as ring_read reads it) */
-                uint64_t lost;
-                for (size_t k = 0; k < 8; k++)
-                    b[k] = r->data[(tail + 16 + k) & (r->size - 1)];
-                memcpy(&lost, b, 8);
+        uint64_t tail = r->pg->data_tail, lost;
+        uint8_t rec[64];
+        struct perf_event_header h;
+        size_t n;
+        while (ring_next(r, &tail, head, &h, rec, &n))
+            if (h.type == PERF_RECORD_LOST && n >= 24) {
+                memcpy(&lost, rec + 16, 8);
                 off.lost += lost;
             }
-            tail += h.size;
-        }
         __atomic_store_n(&r->pg->data_tail, tail, __ATOMIC_RELEASE);
     }
 }
