@@ -55,6 +55,15 @@ static double getd(const uint8_t *q)
     return d;
 }
 
+/* The thread of p announced as tid, or NULL.  Cannot fail. */
+static struct rp_thread *thread_of(struct rp_profile *p, uint32_t tid)
+{
+    for (uint32_t i = 0; i < p->n_threads; i++)
+        if (p->threads[i].tid == tid)
+            return &p->threads[i];
+    return NULL;
+}
+
 static int read_thread_rec(struct rp_profile *p, const uint8_t *q, uint32_t only_tid,
                            const char **why)
 {
@@ -66,10 +75,7 @@ static int read_thread_rec(struct rp_profile *p, const uint8_t *q, uint32_t only
     }
     if (only_tid && !rp_tid_match(only_tid, tid))
         return 0;
-    struct rp_thread *th = NULL;
-    for (uint32_t i = 0; i < p->n_threads && !th; i++)
-        if (p->threads[i].tid == tid)
-            th = &p->threads[i];
+    struct rp_thread *th = thread_of(p, tid);
     if (!th) {
         *why = "a thread no THREAD chunk announced";
         return RP_EFORMAT;
@@ -180,10 +186,7 @@ static int read_ends_rec(struct rp_profile *p, const uint8_t *q, uint32_t only_t
                          const char **why)
 {
     uint32_t tid = rp_get32(q);
-    struct rp_thread *th = NULL;
-    for (uint32_t i = 0; i < p->n_threads && !th; i++)
-        if (p->threads[i].tid == tid)
-            th = &p->threads[i];
+    struct rp_thread *th = thread_of(p, tid);
     if (!th)
         return *why = "a thread no THREAD chunk announced", RP_EFORMAT;
     if (only_tid && !rp_tid_match(only_tid, tid))
@@ -224,10 +227,7 @@ static int read_fatal_rec(struct rp_profile *p, const uint8_t *q, uint32_t len, 
         return *why = "wrong length", RP_EFORMAT;
     if (n > depth)
         return *why = "more frames than its depth", RP_EFORMAT;
-    int known = 0;
-    for (uint32_t i = 0; i < p->n_threads && !known; i++)
-        known = p->threads[i].tid == tid;
-    if (!known)
+    if (!thread_of(p, tid))
         return *why = "a thread no THREAD chunk announced", RP_EFORMAT;
     for (uint32_t k = 0; k < n; k++)
         if (!defined(p, rp_get32(q + 16 + 4 * k)))
