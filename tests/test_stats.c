@@ -369,12 +369,8 @@ static void test_damage(void)
         build(cases[i].fn);
         int rc = rp_replay_file(path, NULL, &p, NULL, NULL, err, sizeof(err));
         CHECK_EQ(rc, (unsigned long long)RP_EFORMAT);
-        snprintf(want, sizeof(want), "STATS record at offset %zu ",
-                 cases[i].at == NODE   ? off_node2
-                 : cases[i].at == EDGE ? off_edge
-                 : cases[i].at == CUT  ? off_cut
-                 : cases[i].at == ENDS ? off_ends
-                                       : off_fatal);
+        const size_t off[] = {off_node2, off_edge, off_cut, off_ends, off_fatal};
+        snprintf(want, sizeof(want), "STATS record at offset %zu ", off[cases[i].at]);
         if (!strstr(err, want) || !strstr(err, cases[i].why)) {
             fprintf(stderr, "case %zu: error '%s' lacks '%s' or '%s'\n", i, err, want,
                     cases[i].why);

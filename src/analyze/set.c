@@ -188,39 +188,36 @@ static int has_end(const char *path)
  */
 static int ckpt_take(struct rp_set *s, struct rp_set_file *f)
 {
-    struct rp_set_file c;
+    struct rp_set_file c = {0};
     char *ck = NULL, e[512], *m = NULL;
     size_t n = strlen(f->who.file), k = strlen(RP_CTL_CKPT_SUFFIX);
+    int rc = 0;
     if (!f->who.start_ns || (n > k && !strcmp(f->who.file + n - k, RP_CTL_CKPT_SUFFIX)))
         return 0;
     if (asprintf(&ck, "%s%s", f->who.file, RP_CTL_CKPT_SUFFIX) < 0)
         return RP_ENOMEM;
-    if (access(ck, R_OK) != 0 || has_end(f->who.file)) {
-        free(ck);
-        return 0;
-    }
-    int rc = probe(ck, &c, e, sizeof(e), 0);
-    if (rc < 0 || c.who.pid != f->who.pid || !c.who.run != !f->who.run ||
-        (c.who.run && strcmp(c.who.run, f->who.run))) {
-        file_free(&c);
-        free(ck);
-        return rc == RP_ENOMEM ? rc : 0;
-    }
+    if (access(ck, R_OK) != 0 || has_end(f->who.file))
+        goto out;
+    if ((rc = probe(ck, &c, e, sizeof(e), 0)) < 0 || c.who.pid != f->who.pid ||
+        !c.who.run != !f->who.run || (c.who.run && strcmp(c.who.run, f->who.run)))
+        goto out; /* (not its checkpoint) */
     double at = c.end_ns > f->who.start_ns ? (double)(c.end_ns - f->who.start_ns) / 1e9 : 0;
     if (rp_grow(&s->notes, &s->cap_notes, s->n_notes + 1, sizeof(*s->notes), 4) < 0 ||
         asprintf(&m,
                  "%s holds no statistics (its process was killed, or still runs): read its "
                  "recorder's checkpoint %s, written %.1f s into the run, in its place",
                  f->who.file, ck, at) < 0) {
-        file_free(&c);
-        free(ck);
-        return RP_ENOMEM;
+        rc = RP_ENOMEM;
+        goto out;
     }
     s->notes[s->n_notes++] = m;
     file_free(f);
     *f = c;
+    memset(&c, 0, sizeof(c));
+out:
+    file_free(&c);
     free(ck);
-    return 0;
+    return rc == RP_ENOMEM ? rc : 0;
 }
 
 /* rp_set_add, skimming the file for its end only if skim (probe). */
