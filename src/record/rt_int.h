@@ -240,13 +240,24 @@ RP_HIDDEN int rp_rt_flush_partial(struct rp_tbuf *t);
 RP_HIDDEN unsigned rp_rt_flush_partials(void);
 RP_HIDDEN void rp_rt_fatal_flush(int sig);
 /* A fatal signal's flush, with recording stopped and the drain lock held:
- * everything recorded so far, published or not, the throttled counts,
- * then CLOCK and END with RP_END_SIGNAL, and fatal_done set.  No MAPS:
- * reading /proc allocates, and the program may have died inside malloc;
- * the one written at start-up names the code.  Allocates nothing from the
- * heap: the handler runs it where no writer thread does (rt_start.c).
- * Cannot fail (what cannot be written is counted). */
+ * everything recorded so far, published or not (direct mode: the
+ * statistics, rp_rt_direct_finish, on the thread the signal hit, the
+ * handler's), the throttled counts, then CLOCK and END with RP_END_SIGNAL,
+ * and fatal_done set.  No MAPS: reading /proc allocates, and the program
+ * may have died inside malloc; the one written at start-up names the code.
+ * Allocates nothing from the heap: the handler runs it where no writer
+ * thread does (rt_start.c).  Cannot fail (what cannot be written is
+ * counted). */
 RP_HIDDEN void rp_rt_fatal_write(int sig);
+/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
+ * table when RANKPROF_PRINT is set.  With `fatal` (a fatal signal's
+ * handler, on the thread the signal hit): also where that thread was, and
+ * no table (stdio is no handler's).  Safe in a handler as an _exit's flush
+ * from the program's own is: memory by mmap only, and no recorder lock a
+ * handler's thread can hold (direct_lock and the file's lock are taken with
+ * every signal blocked: section_enter).  Cannot fail: what cannot be
+ * written is said on stderr. */
+RP_HIDDEN void rp_rt_direct_finish(int fatal);
 RP_HIDDEN void rp_rt_main_exit(void *arg);
 /* starts the writer if it is not running (rp_rt.lock held) */
 RP_HIDDEN void rp_rt_writer_ensure_locked(void);

@@ -208,33 +208,6 @@ static int fatal_flush_sync(int sig)
     return 0;
 }
 
-static void direct_finish(int fatal);
-
-/*
- * Direct mode's part of a fatal signal, on the thread it hit first (direct
- * mode has no writer): the statistics as at an exit (direct_finish: this
- * thread's open frames end here, where the signal hit it, the other
- * threads' where they published them), the closing chunks and END, which
- * says which signal.  Safe in a handler as an _exit's final flush from the
- * program's own handler is: memory by mmap only, and no recorder lock a
- * handler's thread can hold (direct_lock and the file's lock are taken with
- * every signal blocked: section_enter).  The table RANKPROF_PRINT asks for
- * is not printed: stdio is no handler's.
- */
-static void direct_fatal_write(int sig)
-{
-    atomic_store(&rp_rt.stopped, 1);
-    direct_finish(1);
-    rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
-    rp_out_end_info(0);
-    rp_out_maps();
-    rp_out_clock();
-    uint64_t at = atomic_load(&rp_rt.fatal_ticks);
-    rp_out_end(RP_END_SIGNAL, sig, at ? at : rp_ticks());
-    rp_ctl_shutdown(); /* the control page goes with the process (munmap, unlink) */
-    atomic_store(&rp_rt.fatal_done, 1);
-}
-
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
@@ -263,9 +236,10 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
     if (flush && rp_rt.direct) {
         /* the first signal's thread writes; one that comes meanwhile on
          * another thread waits for it */
-        if (first)
-            direct_fatal_write(sig);
-        else if (!again)
+        if (first) { /* (direct mode has no writer: the handler writes) */
+            atomic_store(&rp_rt.stopped, 1);
+            rp_rt_fatal_write(sig);
+        } else if (!again)
             shutdown_wait(&rp_rt.fatal_done);
     } else if (flush) {
         /* A crash inside the recorder may hold the lock the writer needs:
@@ -1007,11 +981,7 @@ static int rt_start(void)
     return 0;
 }
 
-/* Direct mode's result: THREAD, DEFS and STATS chunks, and the printed
- * table when RANKPROF_PRINT is set.  With `fatal` (a fatal signal's
- * handler, on the thread the signal hit): also where that thread was, and
- * no table (stdio is no handler's). */
-static void direct_finish(int fatal)
+RP_HIDDEN void rp_rt_direct_finish(int fatal)
 {
     rp_direct_exit_self(fatal); /* main's frames, after exit() from deep down */
     int64_t n = rp_direct_write(rp_out_chunk);
@@ -1109,7 +1079,7 @@ static void shutdown_run(uint64_t end_ticks)
 {
     atomic_store(&rp_rt.mask, 0);
     /* the calling thread's buffer and its counted losses are written here
-     * (direct mode: direct_finish does it); the buffer not when the exit
+     * (direct mode: rp_rt_direct_finish does it); the buffer not when the exit
      * interrupted its own append (a handler calling exit), the losses
      * always: that append never resumes, and the writer is gone by then */
     struct rp_tbuf *t = rp_rt.direct ? NULL : rp_self;
@@ -1156,7 +1126,7 @@ static void shutdown_run(uint64_t end_ticks)
         rp_own_unlock(&rp_rt.lock);
     }
     if (rp_rt.direct)
-        direct_finish(0);
+        rp_rt_direct_finish(0);
     rp_funcs_write(rp_out_chunk, 0); /* throttled functions' call counts */
     rp_out_end_info(1);
     rp_out_maps();

@@ -563,9 +563,13 @@ RP_HIDDEN unsigned rp_rt_flush_partials(void)
 
 RP_HIDDEN void rp_rt_fatal_write(int sig)
 {
-    while (rp_rt_drain_once())
-        ;
-    rp_rt_flush_partials();          /* every thread's, the caller's too */
+    if (rp_rt.direct) {
+        rp_rt_direct_finish(1);
+    } else {
+        while (rp_rt_drain_once())
+            ;
+        rp_rt_flush_partials(); /* every thread's, the caller's too */
+    }
     rp_funcs_write(rp_out_chunk, 1); /* throttled functions' call counts */
     rp_out_end_info(0);
     rp_out_clock();
